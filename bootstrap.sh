@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Sets up everything on a fresh machine, then runs a tfbert command.
+#   bash bootstrap.sh demo [flags]          the main job on the embedded default (real MiniLM)
+#   bash bootstrap.sh test [pytest args]    the test suite
+#   bash bootstrap.sh python ARGS...        anything else inside the project's .venv
+# Creates .venv in the repo root if missing and (re)installs the pinned requirements whenever
+# they changed since the last install.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "bootstrap: creating .venv with $($PYTHON --version)" >&2
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.tfbert-requirements.sha256
+want=$(cat requirements.txt requirements.lock requirements-nodeps.txt | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "bootstrap: installing pinned requirements (a few minutes on a fresh machine)" >&2
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check \
+      -r requirements.txt -c requirements.lock
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+      -r requirements-nodeps.txt
+  .venv/bin/python -m pip check
+  echo "$want" > "$stamp"
+fi
+export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
+if [ -z "${TFBERT_SHARED_DATA:-}" ] && [ -d ../shared/data ]; then
+  export TFBERT_SHARED_DATA="$(cd ../shared/data && pwd)"
+fi
+cmd=${1:-test}
+shift || true
+case "$cmd" in
+  demo) exec .venv/bin/python tools/demo.py "$@" ;;
+  test) exec .venv/bin/python -m pytest "$@" ;;
+  python) exec .venv/bin/python "$@" ;;
+  *) echo "usage: bash bootstrap.sh {demo|test|python} [args...]" >&2; exit 2 ;;
+esac

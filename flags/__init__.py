@@ -1,0 +1,1 @@
+"""absl flag definitions for the tfbert tools, grouped by concern. Only tools import these."""

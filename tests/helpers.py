@@ -1,0 +1,44 @@
+"""Shared test helpers: odd-sized configs and models loaded from Google-name dicts.
+
+Odd sizes (batch 13, seq 7, hidden 32, intermediate 37, vocab 101) make a swapped axis fail
+loudly instead of broadcasting silently.
+"""
+
+import numpy as np
+
+from tests import numpy_reference
+from tfbert.config import BertConfig
+from tfbert.google_checkpoint import assign_google_weights
+
+# initializer_range 0.2: with 0.02 activations stay near 0, attention is almost uniform and
+# the two GELU flavours agree to ~1e-6 (see numpy_reference.random_google_weights), which
+# would let a wrong activation pass a 2e-5 parity test.
+ODD_CONFIG = dict(vocab_size=101, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                  intermediate_size=37, hidden_act="gelu", hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0, max_position_embeddings=19,
+                  type_vocab_size=3, initializer_range=0.2)
+BATCH, SEQ, PREDICTIONS = 13, 7, 3
+
+
+def odd_config(**overrides) -> BertConfig:
+  return BertConfig(**{**ODD_CONFIG, **overrides})
+
+
+def random_features(config: BertConfig, seed: int = 0, batch: int = BATCH, seq: int = SEQ):
+  """Padded int32 features with google-research/bert names, plus MLM positions [B, P]."""
+  input_ids, input_mask, segment_ids = numpy_reference.random_inputs(
+      config.to_dict(), batch, seq, seed)
+  rng = np.random.default_rng(seed + 1)
+  positions = rng.integers(0, seq, size=(batch, PREDICTIONS)).astype(np.int32)
+  return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids,
+          "masked_lm_positions": positions}
+
+
+def loaded(model, weights, **kwargs):
+  """Assigns a Google-name dict to `model` strictly and returns the model."""
+  assign_google_weights(model, weights, "test weights", **kwargs)
+  return model
+
+
+def max_abs_diff(a, b) -> float:
+  return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))

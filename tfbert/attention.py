@@ -1,0 +1,86 @@
+"""Multi-head self-attention as in google-research/bert `modeling.attention_layer`.
+
+Shape legend: B batch, F query (from) positions, T key (to) positions, N heads,
+D head size (H / N), H hidden size.
+
+Masked keys get -10000.0 added to their scores before the softmax (google-research/bert's
+adder; with float32 softmax it makes their probability exactly 0 after underflow for any
+realistic score range). The softmax runs in float32 under mixed precision.
+"""
+
+import math
+
+import keras
+import tensorflow as tf
+
+MASK_ADDER = -10000.0
+
+
+def attention_mask_adder(input_mask: tf.Tensor) -> tf.Tensor:
+  """Turns a [B, T] 0/1 mask into the additive float32 mask [B, 1, 1, T]."""
+  mask = tf.cast(input_mask, tf.float32)[:, tf.newaxis, tf.newaxis, :]
+  return (1.0 - mask) * MASK_ADDER
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class SelfAttention(keras.layers.Layer):
+  """Self-attention with separate query/key/value [H, H] kernels (Google's layout).
+
+  Args:
+    hidden_size: H.
+    num_heads: N; must divide H.
+    dropout_rate: Dropout on the attention probabilities.
+    initializer_range: Stddev of the truncated-normal kernel initializer.
+    **kwargs: Forwarded to `keras.layers.Layer`.
+  """
+
+  def __init__(self, hidden_size: int, num_heads: int, dropout_rate: float = 0.0,
+               initializer_range: float = 0.02, **kwargs):
+    super().__init__(**kwargs)
+    self.hidden_size = hidden_size
+    self.num_heads = num_heads
+    self.dropout_rate = dropout_rate
+    self.initializer_range = initializer_range
+    self.head_size = hidden_size // num_heads
+
+    def dense(name):
+      return keras.layers.Dense(
+          hidden_size, name=name, dtype=self.dtype_policy,
+          kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+
+    self.query = dense("query")
+    self.key = dense("key")
+    self.value = dense("value")
+    self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+
+  def build(self, input_shape):
+    for layer in (self.query, self.key, self.value):
+      layer.build(input_shape)
+
+  def call(self, x: tf.Tensor, mask_adder: tf.Tensor, training=None) -> tf.Tensor:
+    """Attends every position to every unmasked position.
+
+    Args:
+      x: float Tensor [B, S, H].
+      mask_adder: float32 Tensor [B, 1, 1, S] from `attention_mask_adder`.
+      training: Whether dropout is active.
+
+    Returns:
+      Context Tensor [B, S, H] (before the output projection).
+    """
+    batch, seq = tf.shape(x)[0], tf.shape(x)[1]
+    split = lambda t: tf.reshape(t, [batch, seq, self.num_heads, self.head_size])
+    q = split(self.query(x))  # [B, F, N, D]
+    k = split(self.key(x))  # [B, T, N, D]
+    v = split(self.value(x))  # [B, T, N, D]
+    scores = tf.einsum("BFND,BTND->BNFT", q, k)
+    scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(self.head_size)) + mask_adder
+    probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)  # [B, N, F, T]
+    probs = self.dropout(probs, training=training)
+    context = tf.einsum("BNFT,BTND->BFND", probs, v)
+    return tf.reshape(context, [batch, seq, self.hidden_size])  # [B, F, H]
+
+  def get_config(self):
+    return {**super().get_config(), "hidden_size": self.hidden_size,
+            "num_heads": self.num_heads, "dropout_rate": self.dropout_rate,
+            "initializer_range": self.initializer_range}

@@ -1,0 +1,192 @@
+"""BERT model configuration: `BertConfig`, mirroring `bert_config.json` field for field.
+
+Field names are exactly google-research/bert's `bert_config.json` names, including the
+optional fields that the Chinese and multilingual releases add (`directionality`,
+`pooler_*`). Those are kept on a round trip but do not change the model (Google's
+`modeling.py` ignores them too).
+
+Activation semantics (`hidden_act`) follow google-research/bert:
+
+  * `"gelu"`: the tanh approximation, as in google-research/bert `modeling.gelu`.
+  * `"gelu_exact"`: the exact erf form. This is what Hugging Face calls `"gelu"`; the
+    Hugging Face boundary (`from_hf_config`) renames it, so a Hugging Face config reproduces
+    Hugging Face's model and a Google config reproduces Google's.
+  * `"relu"`, `"tanh"`, `"linear"`.
+
+The one boundary to Hugging Face's `config.json` is `from_hf_config` / `to_hf_config`.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Any, Optional
+
+# hidden_act values understood by tfbert (see module docstring).
+ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
+
+# Hugging Face `hidden_act` -> tfbert `hidden_act`. HF "gelu" is exact erf; "gelu_new",
+# "gelu_pytorch_tanh" and "gelu_fast" are the tanh approximation (Google's "gelu").
+_HF_TO_TFBERT_ACT = {
+    "gelu": "gelu_exact",
+    "gelu_new": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+    "gelu_fast": "gelu",
+    "relu": "relu",
+    "tanh": "tanh",
+    "linear": "linear",
+}
+_TFBERT_TO_HF_ACT = {"gelu_exact": "gelu", "gelu": "gelu_new", "relu": "relu",
+                     "tanh": "tanh", "linear": "linear"}
+
+_INT_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+               "intermediate_size", "max_position_embeddings", "type_vocab_size")
+
+
+@dataclasses.dataclass(frozen=True)
+class BertConfig:
+  """Configuration of a BERT encoder, with google-research/bert's field names.
+
+  Attributes:
+    vocab_size: Size of the WordPiece vocabulary (V).
+    hidden_size: Width of the encoder (H).
+    num_hidden_layers: Number of transformer layers (L).
+    num_attention_heads: Attention heads per layer (N); must divide `hidden_size`.
+    intermediate_size: Width of the feed-forward layer (I).
+    hidden_act: Activation of the feed-forward layer and the MLM transform; one of
+      `ACTIVATIONS`. `"gelu"` is Google's tanh approximation.
+    hidden_dropout_prob: Dropout on embeddings and layer outputs.
+    attention_probs_dropout_prob: Dropout on attention probabilities.
+    max_position_embeddings: Rows of the position table (maximum sequence length).
+    type_vocab_size: Rows of the token-type (segment) table.
+    initializer_range: Stddev of the truncated-normal initializer.
+    directionality, pooler_fc_size, pooler_num_attention_heads, pooler_num_fc_layers,
+    pooler_size_per_head, pooler_type: Present in Google's Chinese and multilingual
+      releases; kept for a faithful round trip, unused by the model (as in Google's code).
+  """
+
+  vocab_size: int
+  hidden_size: int = 768
+  num_hidden_layers: int = 12
+  num_attention_heads: int = 12
+  intermediate_size: int = 3072
+  hidden_act: str = "gelu"
+  hidden_dropout_prob: float = 0.1
+  attention_probs_dropout_prob: float = 0.1
+  max_position_embeddings: int = 512
+  type_vocab_size: int = 16
+  initializer_range: float = 0.02
+  directionality: Optional[str] = None
+  pooler_fc_size: Optional[int] = None
+  pooler_num_attention_heads: Optional[int] = None
+  pooler_num_fc_layers: Optional[int] = None
+  pooler_size_per_head: Optional[int] = None
+  pooler_type: Optional[str] = None
+
+  def __post_init__(self):
+    for name in _INT_FIELDS:
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
+    if self.hidden_size % self.num_attention_heads:
+      raise ValueError(
+          f"BertConfig.hidden_size ({self.hidden_size}) is not a multiple of "
+          f"num_attention_heads ({self.num_attention_heads})")
+    if self.hidden_act not in ACTIVATIONS:
+      raise ValueError(f"BertConfig.hidden_act {self.hidden_act!r} is not one of {ACTIVATIONS}")
+    for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+      value = getattr(self, name)
+      if not 0.0 <= value < 1.0:
+        raise ValueError(f"BertConfig.{name} must be in [0, 1), got {value!r}")
+    if self.initializer_range <= 0:
+      raise ValueError(f"BertConfig.initializer_range must be > 0, got {self.initializer_range!r}")
+
+  @property
+  def head_size(self) -> int:
+    """Width of one attention head (H / N)."""
+    return self.hidden_size // self.num_attention_heads
+
+  @classmethod
+  def from_dict(cls, values: dict[str, Any], source: str = "dict") -> "BertConfig":
+    """Builds a config from a `bert_config.json`-style dict.
+
+    Raises:
+      ValueError: naming `source` and the field, for unknown or missing fields.
+    """
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+      raise ValueError(f"{source}: unknown bert_config field(s) {unknown}; known: {sorted(known)}")
+    if "vocab_size" not in values:
+      raise ValueError(f"{source}: missing required field 'vocab_size'")
+    try:
+      return cls(**values)
+    except (TypeError, ValueError) as e:
+      raise ValueError(f"{source}: {e}") from e
+
+  def to_dict(self) -> dict[str, Any]:
+    """Returns the `bert_config.json` dict; optional release fields only when set."""
+    return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+  @classmethod
+  def from_json_file(cls, path: str) -> "BertConfig":
+    """Reads a google-research/bert `bert_config.json`."""
+    return cls.from_dict(_read_json(path), source=path)
+
+  def to_json_file(self, path: str) -> None:
+    """Writes a google-research/bert `bert_config.json` (sorted keys, as Google's)."""
+    with open(path, "w", encoding="utf-8") as f:
+      json.dump(self.to_dict(), f, indent=2, sort_keys=True)
+      f.write("\n")
+
+  @classmethod
+  def from_hf_config(cls, values: dict[str, Any], source: str = "config.json") -> "BertConfig":
+    """Builds a config from a Hugging Face BERT `config.json` dict (the one boundary).
+
+    Hugging Face's `"gelu"` is the exact erf form and becomes `"gelu_exact"` here.
+
+    Raises:
+      ValueError: for a non-BERT config, a non-absolute position embedding type, a
+        LayerNorm epsilon other than BERT's 1e-12, or an unknown activation.
+    """
+    model_type = values.get("model_type", "bert")
+    if model_type != "bert":
+      raise ValueError(f"{source}: model_type {model_type!r} is not 'bert'")
+    if values.get("position_embedding_type", "absolute") != "absolute":
+      raise ValueError(f"{source}: only absolute position embeddings are supported")
+    eps = values.get("layer_norm_eps", 1e-12)
+    if eps != 1e-12:
+      raise ValueError(f"{source}: layer_norm_eps {eps} differs from BERT's 1e-12")
+    act = values.get("hidden_act", "gelu")
+    if act not in _HF_TO_TFBERT_ACT:
+      raise ValueError(f"{source}: unsupported hidden_act {act!r}")
+    fields = {f.name for f in dataclasses.fields(cls)} - {"hidden_act"}
+    picked = {k: v for k, v in values.items() if k in fields}
+    picked["hidden_act"] = _HF_TO_TFBERT_ACT[act]
+    return cls.from_dict(picked, source=source)
+
+  @classmethod
+  def from_hf_json_file(cls, path: str) -> "BertConfig":
+    """Reads a Hugging Face BERT `config.json`."""
+    return cls.from_hf_config(_read_json(path), source=path)
+
+  def to_hf_config(self) -> dict[str, Any]:
+    """Returns a Hugging Face `BertModel` `config.json` dict for this config."""
+    values = {k: v for k, v in self.to_dict().items()
+              if not k.startswith("pooler_") and k != "directionality"}
+    values.update(hidden_act=_TFBERT_TO_HF_ACT[self.hidden_act], model_type="bert",
+                  architectures=["BertForPreTraining"], layer_norm_eps=1e-12, pad_token_id=0,
+                  position_embedding_type="absolute")
+    return values
+
+
+def _read_json(path: str) -> dict[str, Any]:
+  if not os.path.exists(path):
+    raise FileNotFoundError(f"config file not found: {path}")
+  with open(path, encoding="utf-8") as f:
+    try:
+      values = json.load(f)
+    except json.JSONDecodeError as e:
+      raise ValueError(f"{path}: not valid JSON ({e})") from e
+  if not isinstance(values, dict):
+    raise ValueError(f"{path}: expected a JSON object, got {type(values).__name__}")
+  return values

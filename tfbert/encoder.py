@@ -1,0 +1,92 @@
+"""The BERT encoder without heads (google-research/bert `BertModel`).
+
+Shape legend: B batch, S sequence, H hidden.
+"""
+
+from typing import Any, Mapping
+
+import keras
+import tensorflow as tf
+
+from tfbert.attention import attention_mask_adder
+from tfbert.config import BertConfig
+from tfbert.embeddings import BertEmbeddings
+from tfbert.transformer_layer import TransformerLayer
+
+
+def as_config(config) -> BertConfig:
+  """Accepts a `BertConfig` or its dict form (as stored by `get_config`)."""
+  return config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
+
+
+def read_inputs(features: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+  """Reads google-research/bert's feature names; mask defaults to ones, segments to zeros.
+
+  Raises:
+    KeyError: when `input_ids` is missing, naming the features that were given.
+  """
+  if "input_ids" not in features:
+    raise KeyError(f"features need 'input_ids' (int32 [B, S]); got {sorted(features)}")
+  input_ids = tf.cast(features["input_ids"], tf.int32)
+  input_mask = features.get("input_mask")
+  input_mask = tf.ones_like(input_ids) if input_mask is None else tf.cast(input_mask, tf.int32)
+  segment_ids = features.get("segment_ids")
+  segment_ids = tf.zeros_like(input_ids) if segment_ids is None else tf.cast(segment_ids, tf.int32)
+  return input_ids, input_mask, segment_ids
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class BertEncoder(keras.Model):
+  """Embeddings, `num_hidden_layers` transformer layers and the tanh pooler.
+
+  Args:
+    config: A `BertConfig` (or its dict).
+    **kwargs: Forwarded to `keras.Model` (e.g. `name`, `dtype`).
+
+  Call args:
+    features: dict with int32 `input_ids` [B, S] and optional `input_mask`, `segment_ids` [B, S].
+    training: Whether dropout is active.
+
+  Returns:
+    dict with `sequence_output` [B, S, H], `pooled_output` [B, H] and `encoder_outputs`,
+    the list of every layer's output [B, S, H].
+  """
+
+  def __init__(self, config, **kwargs):
+    super().__init__(**kwargs)
+    self.config = as_config(config)
+    c = self.config
+    policy = self.dtype_policy
+    self.embeddings = BertEmbeddings(
+        c.vocab_size, c.hidden_size, c.max_position_embeddings, c.type_vocab_size,
+        c.hidden_dropout_prob, c.initializer_range, name="embeddings", dtype=policy)
+    self.transformer_layers = [
+        TransformerLayer(c.hidden_size, c.num_attention_heads, c.intermediate_size,
+                         c.hidden_act, c.hidden_dropout_prob, c.attention_probs_dropout_prob,
+                         c.initializer_range, name=f"layer_{i}", dtype=policy)
+        for i in range(c.num_hidden_layers)]
+    self.pooler = keras.layers.Dense(
+        c.hidden_size, activation="tanh", name="pooler", dtype=policy,
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=c.initializer_range))
+
+  def build(self, input_shape=None):
+    shape = (None, None)
+    self.embeddings.build(shape)
+    for layer in self.transformer_layers:
+      layer.build(shape + (self.config.hidden_size,))
+    self.pooler.build((None, self.config.hidden_size))
+    self.built = True
+
+  def call(self, features, training=None) -> dict[str, Any]:
+    input_ids, input_mask, segment_ids = read_inputs(features)
+    x = self.embeddings(input_ids, segment_ids, training=training)  # [B, S, H]
+    mask_adder = attention_mask_adder(input_mask)  # [B, 1, 1, S]
+    encoder_outputs = []
+    for layer in self.transformer_layers:
+      x = layer(x, mask_adder, training=training)
+      encoder_outputs.append(x)
+    pooled = self.pooler(x[:, 0])  # [B, H]
+    return {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": encoder_outputs}
+
+  def get_config(self):
+    return {**super().get_config(), "config": self.config.to_dict()}

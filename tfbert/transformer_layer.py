@@ -1,0 +1,81 @@
+"""One post-LayerNorm transformer layer as in google-research/bert `transformer_model`.
+
+Shape legend: B batch, S sequence, H hidden, I intermediate.
+"""
+
+import keras
+import tensorflow as tf
+
+from tfbert import activations
+from tfbert.attention import SelfAttention
+from tfbert.layer_norm import LayerNorm
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class TransformerLayer(keras.layers.Layer):
+  """Attention, residual + LayerNorm, feed-forward, residual + LayerNorm.
+
+  Sub-layer names mirror Google's scopes (`attention/self`, `attention/output/dense`,
+  `intermediate/dense`, `output/dense`) through `tfbert.google_names`.
+
+  Args:
+    hidden_size: H.
+    num_heads: Attention heads N.
+    intermediate_size: I.
+    hidden_act: A `BertConfig.hidden_act` name for the feed-forward activation.
+    hidden_dropout: Dropout on the attention output and the layer output.
+    attention_dropout: Dropout on attention probabilities.
+    initializer_range: Stddev of the truncated-normal kernel initializer.
+    **kwargs: Forwarded to `keras.layers.Layer`.
+  """
+
+  def __init__(self, hidden_size: int, num_heads: int, intermediate_size: int,
+               hidden_act: str = "gelu", hidden_dropout: float = 0.0,
+               attention_dropout: float = 0.0, initializer_range: float = 0.02, **kwargs):
+    super().__init__(**kwargs)
+    self.hidden_size = hidden_size
+    self.num_heads = num_heads
+    self.intermediate_size = intermediate_size
+    self.hidden_act = hidden_act
+    self.hidden_dropout = hidden_dropout
+    self.attention_dropout = attention_dropout
+    self.initializer_range = initializer_range
+
+    init = lambda: keras.initializers.TruncatedNormal(stddev=initializer_range)
+    policy = self.dtype_policy
+    self.attention = SelfAttention(hidden_size, num_heads, attention_dropout, initializer_range,
+                                   name="attention", dtype=policy)
+    self.attention_output = keras.layers.Dense(hidden_size, kernel_initializer=init(),
+                                               name="attention_output", dtype=policy)
+    self.attention_layer_norm = LayerNorm(name="attention_layer_norm", dtype=policy)
+    self.intermediate = keras.layers.Dense(intermediate_size, kernel_initializer=init(),
+                                           name="intermediate", dtype=policy)
+    self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init(),
+                                           name="output", dtype=policy)
+    self.output_layer_norm = LayerNorm(name="output_layer_norm", dtype=policy)
+    self.dropout = keras.layers.Dropout(hidden_dropout, dtype=policy)
+    self._activation = activations.get_activation(hidden_act)
+
+  def build(self, input_shape):
+    self.attention.build(input_shape)
+    self.attention_output.build(input_shape)
+    self.attention_layer_norm.build(input_shape)
+    self.intermediate.build(input_shape)
+    self.output_dense.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
+    self.output_layer_norm.build(input_shape)
+
+  def call(self, x: tf.Tensor, mask_adder: tf.Tensor, training=None) -> tf.Tensor:
+    """Args: x: [B, S, H]; mask_adder: float32 [B, 1, 1, S]. Returns: [B, S, H]."""
+    context = self.attention(x, mask_adder, training=training)
+    attended = self.dropout(self.attention_output(context), training=training)
+    attended = self.attention_layer_norm(attended + x)  # [B, S, H]
+    inner = self._activation(self.intermediate(attended))  # [B, S, I]
+    out = self.dropout(self.output_dense(inner), training=training)
+    return self.output_layer_norm(out + attended)  # [B, S, H]
+
+  def get_config(self):
+    return {**super().get_config(), "hidden_size": self.hidden_size,
+            "num_heads": self.num_heads, "intermediate_size": self.intermediate_size,
+            "hidden_act": self.hidden_act, "hidden_dropout": self.hidden_dropout,
+            "attention_dropout": self.attention_dropout,
+            "initializer_range": self.initializer_range}
