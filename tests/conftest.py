@@ -6,6 +6,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+# Two logical CPU devices for the whole session, so MirroredStrategy tests run in-process.
+# This must happen before TensorFlow initializes its devices, hence at conftest import.
+NUM_LOGICAL_CPUS = 2
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0],
+    [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS)
 
 
 @pytest.fixture

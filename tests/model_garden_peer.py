@@ -5,30 +5,30 @@ tf_keras (Keras 2) functional model. It must never be mixed into a Keras 3 model
 PITFALLS.md), but it can run in the same process, so the tests use it as a second,
 independently written implementation of the same network.
 
-Shape letters as in `numpy_reference` (B batch, S sequence, H hidden, N heads, D head size,
-I intermediate, V vocab, G type vocab, P positions). Its weight layout (measured by building one and listing `model.weights`), for layer i:
+Shape letters as in `numpy_reference`. Weight layout, measured by building one and listing
+`model.weights` ("L/" is `bert/encoder/layer_i/` on the Google side and
+`transformer/layer_i/` on the Model Garden side; Model Garden shape in brackets):
 
-  Google TF1 name                                   Model Garden name                         shape
-  bert/embeddings/word_embeddings                   word_embeddings/embeddings                [V, H]
-  bert/embeddings/position_embeddings               position_embedding/embeddings             [P, H]
-  bert/embeddings/token_type_embeddings             type_embeddings/embeddings                [G, H]
-  bert/embeddings/LayerNorm/{gamma,beta}            embeddings/layer_norm/{gamma,beta}        [H]
-  .../attention/self/{query,key,value}/kernel       .../self_attention/{query,key,value}/kernel  [H, N, D]
-  .../attention/self/{query,key,value}/bias         .../self_attention/{query,key,value}/bias    [N, D]
-  .../attention/output/dense/kernel                 .../self_attention/attention_output/kernel   [N, D, H]
-  .../attention/output/dense/bias                   .../self_attention/attention_output/bias     [H]
-  .../attention/output/LayerNorm/{gamma,beta}       .../self_attention_layer_norm/{gamma,beta}   [H]
-  .../intermediate/dense/{kernel,bias}              .../intermediate/{kernel,bias}            [H, I], [I]
-  .../output/dense/{kernel,bias}                    .../output/{kernel,bias}                  [I, H], [H]
-  .../output/LayerNorm/{gamma,beta}                 .../output_layer_norm/{gamma,beta}        [H]
-  bert/pooler/dense/{kernel,bias}                   pooler_transform/{kernel,bias}            [H, H], [H]
-  cls/predictions/transform/...                     masked_lm/transform/... (MaskedLM head)   same
-  cls/predictions/output_bias                       masked_lm/output_bias/bias                [V]
+  bert/embeddings/word_embeddings          word_embeddings/embeddings            [V, H]
+  bert/embeddings/position_embeddings      position_embedding/embeddings         [P, H]
+  bert/embeddings/token_type_embeddings    type_embeddings/embeddings            [G, H]
+  bert/embeddings/LayerNorm/{gamma,beta}   embeddings/layer_norm/{gamma,beta}    [H]
+  L/attention/self/{q,k,v}/kernel          L/self_attention/{q,k,v}/kernel       [H, N, D]
+  L/attention/self/{q,k,v}/bias            L/self_attention/{q,k,v}/bias         [N, D]
+  L/attention/output/dense/kernel          L/self_attention/attention_output/kernel [N, D, H]
+  L/attention/output/dense/bias            L/self_attention/attention_output/bias   [H]
+  L/attention/output/LayerNorm/*           L/self_attention_layer_norm/*         [H]
+  L/intermediate/dense/{kernel,bias}       L/intermediate/{kernel,bias}          [H, I], [I]
+  L/output/dense/{kernel,bias}             L/output/{kernel,bias}                [I, H], [H]
+  L/output/LayerNorm/*                     L/output_layer_norm/*                 [H]
+  bert/pooler/dense/{kernel,bias}          pooler_transform/{kernel,bias}        [H, H], [H]
+  cls/predictions/transform/*              masked_lm/transform/* (MaskedLM)      as Google
+  cls/predictions/output_bias              masked_lm/output_bias/bias            [V]
 
-("..." is `bert/encoder/layer_i` on the left and `transformer/layer_i` on the right.) Google
-splits heads by reshaping the projected [B, S, H] to [B, S, N, D], so column n * D + d of a
-q/k/v kernel belongs to head n: a C-order reshape [H, H] -> [H, N, D] is exact, and so is
-[H, H] -> [N, D, H] for the attention output kernel, whose rows are the merged heads.
+({q,k,v} is query, key, value.) Google splits heads by reshaping the projected [B, S, H] to
+[B, S, N, D], so column n * D + d of a q/k/v kernel belongs to head n: a C-order reshape
+[H, H] -> [H, N, D] is exact, and so is [H, H] -> [N, D, H] for the attention output kernel,
+whose rows are the merged heads.
 
 Activation: the BertEncoder default `inner_activation` and Model Garden's own
 `tf_utils.get_activation("gelu")` (`official.modeling.activations.gelu`) are both the tanh

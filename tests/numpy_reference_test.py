@@ -1,6 +1,7 @@
 """Tests of the float64 NumPy BERT reference (`tests/numpy_reference.py`)."""
 
-import pathlib
+import json
+import os
 import re
 
 import numpy as np
@@ -14,8 +15,6 @@ CONFIG = {"vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2,
           "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
           "max_position_embeddings": 11, "type_vocab_size": 3, "initializer_range": 0.2}
 BATCH, SEQ = 3, 7
-CHECKPOINT_DIR = (pathlib.Path(__file__).resolve().parents[2]
-                  / "shared" / "data" / "keras_bert_test_checkpoint")
 
 
 def _forward(inputs, seed=0, config=CONFIG, **kwargs):
@@ -142,23 +141,25 @@ def test_layer_norm_normalizes_then_scales_and_shifts():
 
 # -------------------------------------------------------------------------- weights
 
-def _checkpoint_listing():
+def _checkpoint_listing(checkpoint_dir):
   """Google name -> shape for the model (not optimizer) variables of the test checkpoint."""
   listing = {}
-  for line in (CHECKPOINT_DIR / "variables_listing.txt").read_text().splitlines():
+  with open(os.path.join(checkpoint_dir, "variables_listing.txt")) as f:
+    lines = f.read().splitlines()
+  for line in lines:
     name, _, shape = re.match(r"(\S+) (\S+) \[([^\]]*)\]", line).groups()
     if not re.search(r"adam_[mv]$|^global_step$", name):
       listing[name] = tuple(int(d) for d in shape.split(",") if d.strip())
   return listing
 
 
-def test_random_weights_have_exactly_the_names_and_shapes_of_a_google_checkpoint():
-  if not CHECKPOINT_DIR.exists():
-    pytest.skip(f"{CHECKPOINT_DIR} not present")
-  import json  # pylint: disable=g-import-not-at-top
-  config = json.loads((CHECKPOINT_DIR / "bert_config.json").read_text())
+def test_random_weights_have_exactly_the_names_and_shapes_of_a_google_checkpoint(
+    shared_data):
+  checkpoint_dir = os.path.join(shared_data, "keras_bert_test_checkpoint")
+  with open(os.path.join(checkpoint_dir, "bert_config.json")) as f:
+    config = json.load(f)
   weights = ref.random_google_weights(config, seed=0)
-  assert {name: w.shape for name, w in weights.items()} == _checkpoint_listing()
+  assert {name: w.shape for name, w in weights.items()} == _checkpoint_listing(checkpoint_dir)
 
 
 def test_random_weights_are_float32_distinct_and_seeded():

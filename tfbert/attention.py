@@ -57,12 +57,13 @@ class SelfAttention(keras.layers.Layer):
     for layer in (self.query, self.key, self.value):
       layer.build(input_shape)
 
-  def call(self, x: tf.Tensor, mask_adder: tf.Tensor, training=None) -> tf.Tensor:
+  def call(self, x: tf.Tensor, input_mask: tf.Tensor, training=None) -> tf.Tensor:
     """Attends every position to every unmasked position.
 
     Args:
       x: float Tensor [B, S, H].
-      mask_adder: float32 Tensor [B, 1, 1, S] from `attention_mask_adder`.
+      input_mask: int Tensor [B, S], 1 for real tokens (keys), 0 for padding. Passed as
+        ints (not as the float adder) so a mixed policy cannot autocast the -10000 adder.
       training: Whether dropout is active.
 
     Returns:
@@ -74,7 +75,8 @@ class SelfAttention(keras.layers.Layer):
     k = split(self.key(x))  # [B, T, N, D]
     v = split(self.value(x))  # [B, T, N, D]
     scores = tf.einsum("BFND,BTND->BNFT", q, k)
-    scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(self.head_size)) + mask_adder
+    scores = tf.cast(scores, tf.float32) * (1.0 / math.sqrt(self.head_size))
+    scores += attention_mask_adder(input_mask)  # [B, N, F, T] + [B, 1, 1, T]
     probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)  # [B, N, F, T]
     probs = self.dropout(probs, training=training)
     context = tf.einsum("BNFT,BTND->BFND", probs, v)

@@ -8,7 +8,6 @@ from typing import Any, Mapping
 import keras
 import tensorflow as tf
 
-from tfbert.attention import attention_mask_adder
 from tfbert.config import BertConfig
 from tfbert.embeddings import BertEmbeddings
 from tfbert.transformer_layer import TransformerLayer
@@ -80,10 +79,9 @@ class BertEncoder(keras.Model):
   def call(self, features, training=None) -> dict[str, Any]:
     input_ids, input_mask, segment_ids = read_inputs(features)
     x = self.embeddings(input_ids, segment_ids, training=training)  # [B, S, H]
-    mask_adder = attention_mask_adder(input_mask)  # [B, 1, 1, S]
     encoder_outputs = []
     for layer in self.transformer_layers:
-      x = layer(x, mask_adder, training=training)
+      x = layer(x, input_mask, training=training)
       encoder_outputs.append(x)
     pooled = self.pooler(x[:, 0])  # [B, H]
     return {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": encoder_outputs}

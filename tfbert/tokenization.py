@@ -1,77 +1,71 @@
 """BERT WordPiece tokenization: Google's reference and an exact in-graph twin.
 
-Two tokenizers that give identical wordpiece ids:
-
 * `reference_tokenizer` returns tf-models-official's `FullTokenizer`
-  (`official.nlp.tools.tokenization`, a fork of google-research/bert's
-  `tokenization.py`): pure Python, one string at a time. It is the definition
-  of "correct".
-* `WordPieceTokenizer` runs in the TensorFlow graph (inside `tf.function`, in a
-  SavedModel), batched, and also returns byte offsets into the original text.
+  (`official.nlp.tools.tokenization`, google-research/bert's tokenizer): pure
+  Python, one text at a time. It defines what is correct.
+* `WordPieceTokenizer` runs in the TensorFlow graph (eagerly, in `tf.function`,
+  in a SavedModel), batched, gives the reference's ids exactly, and also byte
+  offsets into the original text (for SQuAD answer recovery).
 
-Why not `tensorflow_text.BertTokenizer(lower_case=True)` or
-`FastBertTokenizer(lower_case_nfd_strip_accents=True)` as they come: they
-lower-case with ICU's NFKC_Casefold, and both replace control and format
-characters by a space, where Google removes them. Measured on `sample_text.txt`
-plus every SQuAD v1.1 dev context and question (12,671 texts), the uncased
-vocab gives different ids for 19 texts (NFKC turns "½" into "1⁄2", "ᴵᴺᵀ" into
-"int", ...); the cased vocab matches there, but "ab\\u200bcd" still splits into
-two words. Their offsets are also into the normalized text (`BertTokenizer`).
+Why tensorflow_text's tokenizers are not used as they come: with
+`lower_case=True` (`BertTokenizer`) or `lower_case_nfd_strip_accents=True`
+(`FastBertTokenizer`) they lower-case with ICU NFKC_Casefold, not Python's
+`lower()` + NFD + strip `Mn`; both turn control/format characters into a space
+where Google deletes them, and limit words in bytes, not characters. Measured on
+`sample_text.txt` plus every SQuAD v1.1 dev context and question (12,671
+texts), `FastBertTokenizer` gives other ids for 19 texts uncased ("½" becomes
+"1⁄2", "ᴵᴺᵀ" becomes "int", ...) and 0 cased, but also differs cased on 4 of
+the 17 hand-written strings in the tests (zero-width space, soft hyphen, ...).
+`BertTokenizer`'s offsets also point into the normalized text.
 
-What `WordPieceTokenizer` does instead:
+How `WordPieceTokenizer` reproduces the reference:
 
-1. Per-character normalization table. Google's `BasicTokenizer` is, apart from
-   two context rules below, a per-character map followed by splitting on
-   spaces: each character is removed (NUL, U+FFFD, control `Cc` and format
-   `Cf` except tab/newline/CR), turned into a space (whitespace), or replaced
-   by its own lower-cased, NFD-decomposed, `Mn`-stripped form (uncased only);
-   punctuation is then isolated by spaces, and CJK ideographs (judged on the
-   original character, before lower-casing, as Google does) too. The table is
-   built once per casing by running the reference module's own predicates
-   (`_is_control`, `_is_whitespace`, `_is_punctuation`, `_is_chinese_char`,
-   `_run_strip_accents`) with Python's `unicodedata` on every code point, so the
-   Unicode version and every character class are the reference's by
-   construction. In the graph it is one `tf.lookup.StaticHashTable` lookup per
-   code point.
-2. Final sigma (uncased only). Python's `str.lower()` maps "Σ" to "ς" at the
-   end of a word (Unicode `Final_Sigma`: preceded by a cased letter and not
-   followed by one, skipping case-ignorable characters). A `regex_replace` on
-   the original text does this first, with the cased and case-ignorable
-   classes probed from `str.lower()` itself ("Σ" and "ς" have the same UTF-8
-   length, so offsets are unchanged).
-3. Words are the space-separated runs of the normalized text; a word longer
-   than `max_chars_per_word` characters becomes `[UNK]` (as the reference does);
-   every other word goes through `tensorflow_text.FastWordpieceTokenizer`
-   (greedy longest-match-first, the same algorithm as Google's).
+1. Per-character table. Except for the two context rules below, Google's
+   `BasicTokenizer` maps each character on its own: it deletes NUL, U+FFFD and
+   control/format characters (`Cc`, `Cf`, not tab/CR/LF), turns whitespace
+   into a space, and (uncased) replaces a character by its `lower()`, NFD,
+   `Mn`-stripped form; punctuation becomes a word of its own, and so does a
+   CJK ideograph (judged before lower-casing). The table holds, for every code
+   point this changes, the result with word breaks written as spaces. It is
+   built once per casing with the reference's own predicates and Python's
+   `unicodedata`, so the Unicode version is the reference's too; in the graph
+   it is one `tf.lookup.StaticHashTable` lookup per character.
+2. Final sigma (uncased). `str.lower()` maps "Σ" to "ς" at the end of a word
+   (Unicode Final_Sigma). A `regex_replace` does this first, with Python's own
+   cased and case-ignorable classes, probed through `str.lower()`.
+3. Words are the runs between spaces. As in the reference, a word longer than
+   `max_chars_per_word` characters is one [UNK]; other words go through
+   `tensorflow_text.FastWordpieceTokenizer` (greedy longest-match-first).
 
-Residual difference (the only one known): NFD reorders adjacent combining
-marks by combining class, which a per-character table cannot do. After `Mn`
-marks are stripped this is visible only when two of the 25 spacing (`Mc`)
-marks with a non-zero combining class (e.g. U+1D16D, U+1D165, U+302E) stand in
-non-canonical order in one word. None of the 25 is in Google's cased or uncased
-vocab, so such a word is `[UNK]` either way and the ids still agree.
+Residual difference, and the only known one: NFD sorts adjacent combining marks
+by combining class, and a per-character table cannot. Once `Mn` marks are
+stripped, this shows only when two of the 25 spacing marks (`Mc`) that have a
+non-zero combining class (U+1D165, U+1D16D, U+302E, ...) stand in non-canonical
+order within a word, and only if the vocab contains one of them. Google's cased
+and uncased vocabs contain none, so such a word is [UNK] either way.
 
-Offsets (`tokenize_with_offsets`) are byte offsets into the ORIGINAL UTF-8
-text, half-open `[start, end)`:
+Offsets from `tokenize_with_offsets` are UTF-8 byte offsets, half-open
+`[start, end)`, into the ORIGINAL text (before any normalization):
 
-* `start` is the first byte of the original character that produced the
-  piece's first normalized character.
-* `end` is the first byte of the next original character that produces any
-  normalized output (a space, punctuation or the next piece), or the text's
-  length. So the pieces of one word tile it without gaps, and characters that
-  normalization removes (accents written as combining marks, soft hyphens,
-  zero-width spaces, ...) belong to the piece before them.
-* Normalization may change lengths ("É" is 2 bytes and becomes "e"; "İ" becomes
-  "i"); offsets always cover whole original characters.
-* One original character can expand into several normalized characters (a
-  Hangul syllable decomposes into 2-3 jamo under NFD). If a piece boundary
-  falls inside such an expansion, every piece touching it gets the whole
-  character's bytes, so those spans overlap.
-* `[UNK]` covers its whole word; "##" is not in the text and not in the span.
+* `start` is the first byte of the original character whose normalization
+  gives the piece's first character.
+* `end` is the start of the next original character that produces any output
+  (whitespace, punctuation, the next piece), or the end of the text. So the
+  pieces of a word tile it with no gap, and characters that normalization
+  deletes (a combining accent, a soft hyphen, a zero-width space) go with the
+  piece before them.
+* Normalization can change lengths ("É" is 2 bytes and becomes "e"; "İ"
+  becomes "i"); spans always cover whole original characters.
+* One character can normalize to several (uncased NFD turns a Hangul syllable
+  into 2-3 jamo). When a piece boundary falls inside it, each piece touching
+  it gets all of its bytes, so those spans overlap.
+* "##" is not in the text or the span; an [UNK] spans its whole word.
 
-Shape legend: B = texts in the batch, W = words, T = wordpieces, C = characters.
+Shape legend: B texts, C characters, N normalized characters, W words,
+T wordpieces, P wordpieces of one word; `_all` means flattened over the batch.
 """
 
+import collections
 import functools
 import unicodedata
 
@@ -86,7 +80,22 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 MAX_CHARS_PER_WORD = 400
 
 _SIGMA, _FINAL_SIGMA = "\u03a3", "\u03c2"
+
+# The graph code has no tensor-dependent Python control flow; skipping
+# AutoGraph's source conversion saves ~4 s per trace inside `tf.function`.
+_NO_AUTOGRAPH = tf.autograph.experimental.do_not_convert
+
+# The reference's own character rules. They are private, but unchanged since
+# google-research/bert (2018); reusing them makes the in-graph table agree with
+# the reference by construction, Unicode version included.
+# pylint: disable=protected-access
 _GOOGLE_BASIC = google_tokenization.BasicTokenizer(do_lower_case=True)
+_is_control = google_tokenization._is_control
+_is_whitespace = google_tokenization._is_whitespace
+_is_punctuation = google_tokenization._is_punctuation
+_is_chinese_char = _GOOGLE_BASIC._is_chinese_char
+_strip_accents = _GOOGLE_BASIC._run_strip_accents
+# pylint: enable=protected-access
 
 
 def load_vocab(vocab_file):
@@ -108,7 +117,8 @@ def load_vocab(vocab_file):
     with open(vocab_file, encoding="utf-8") as f:
       tokens = [line.strip() for line in f]
   except FileNotFoundError:
-    raise FileNotFoundError(f"WordPiece vocab file not found: {vocab_file}")
+    raise FileNotFoundError(
+        f"WordPiece vocab file not found: {vocab_file}") from None
   if not tokens:
     raise ValueError(f"WordPiece vocab file is empty: {vocab_file}")
   seen = {}
@@ -144,17 +154,14 @@ def reference_tokenizer(vocab_file, do_lower_case):
 
 def _normalized_char(char, do_lower_case):
   """What Google's BasicTokenizer makes of `char`; word breaks become spaces."""
-  if ord(char) in (0, 0xFFFD) or google_tokenization._is_control(char):  # pylint: disable=protected-access
+  if ord(char) in (0, 0xFFFD) or _is_control(char):
     return ""
-  if google_tokenization._is_whitespace(char):  # pylint: disable=protected-access
+  if _is_whitespace(char):
     return " "
-  text = char
-  if do_lower_case:
-    text = _GOOGLE_BASIC._run_strip_accents(text.lower())  # pylint: disable=protected-access
-  text = "".join(
-      f" {c} " if google_tokenization._is_punctuation(c)  # pylint: disable=protected-access
-      else " " if c.isspace() else c for c in text)
-  if _GOOGLE_BASIC._is_chinese_char(ord(char)):  # pylint: disable=protected-access
+  text = _strip_accents(char.lower()) if do_lower_case else char
+  text = "".join(f" {c} " if _is_punctuation(c) else " " if c.isspace() else c
+                 for c in text)
+  if _is_chinese_char(ord(char)):
     text = f" {text} "
   return text
 
@@ -174,7 +181,7 @@ def _normalization_table(do_lower_case):
     if unicodedata.category(char) in ("Cn", "Co"):
       # Unassigned and private-use characters are left alone, except that the
       # CJK ranges are plain numeric ranges that include unassigned points.
-      text = f" {char} " if _GOOGLE_BASIC._is_chinese_char(cp) else char  # pylint: disable=protected-access
+      text = f" {char} " if _is_chinese_char(cp) else char
     else:
       text = _normalized_char(char, do_lower_case)
     if text != char:
@@ -222,17 +229,31 @@ def _final_sigma_regex():
   return f"([{c}][{i}]*){_SIGMA}([{i}]*(?:[^{c}{i}]|$))"
 
 
+# Intermediate results, flattened over the batch. Offsets are int64 bytes.
+_Chars = collections.namedtuple(
+    "_Chars", "code_points rows starts ends text_lengths")
+_Normalized = collections.namedtuple(
+    "_Normalized", "code_points chars rows byte_ends byte_lengths")
+_Words = collections.namedtuple(
+    "_Words", "strings lengths rows byte_starts byte_lengths")
+
+
 class WordPieceTokenizer(tf.Module):
   """In-graph BERT tokenizer with the exact ids of Google's `FullTokenizer`.
 
   Usable eagerly, inside `tf.function` and in a SavedModel (all state is
   constant tensors and a static hash table). See the module docstring for the
   normalization and the meaning of the offsets.
+
+  Attributes:
+    vocab_size: int, number of vocab entries.
+    pad_id, unk_id, cls_id, sep_id, mask_id: int ids of [PAD], [UNK], [CLS],
+      [SEP] and [MASK].
   """
 
   def __init__(self, vocab_file, do_lower_case,
                max_chars_per_word=MAX_CHARS_PER_WORD, name=None):
-    """Builds the tokenizer.
+    """Builds the tokenizer (a few seconds the first time per casing).
 
     Args:
       vocab_file: path of the WordPiece vocab (see `load_vocab`).
@@ -245,46 +266,53 @@ class WordPieceTokenizer(tf.Module):
     self.vocab_file = vocab_file
     self.do_lower_case = do_lower_case
     self.max_chars_per_word = max_chars_per_word
-    self._vocab = load_vocab(vocab_file)
-    self._ids = {token: i for i, token in enumerate(self._vocab)}
+    vocab = load_vocab(vocab_file)
+    # Only small Python state: tf.Module walks its attributes when saving.
+    self._vocab_size = len(vocab)
+    self._special_ids = {token: vocab.index(token) for token in SPECIAL_TOKENS}
     keys, values = _normalization_table(do_lower_case)
     self._char_table = tf.lookup.StaticHashTable(
         tf.lookup.KeyValueTensorInitializer(
             tf.constant(keys, tf.int64), tf.range(len(keys), dtype=tf.int64)),
         default_value=-1)
-    self._char_values = tf.constant(values, tf.string)
+    # Table values as code points: row k of this [K, (L)] is value k.
+    values = tf.strings.unicode_decode(tf.constant(values, tf.string), "UTF-8")
+    self._value_code_points = values.flat_values
+    self._value_starts = values.row_starts()
+    self._value_lengths = values.row_lengths()
     self._final_sigma = _final_sigma_regex() if do_lower_case else None
     # Words reaching the wordpiece step have at most `max_chars_per_word`
     # characters of at most 4 bytes, so the byte limit never decides.
     self._wordpiece = tf_text.FastWordpieceTokenizer(
-        vocab=self._vocab, suffix_indicator="##",
+        vocab=vocab, suffix_indicator="##",
         max_bytes_per_word=4 * max_chars_per_word, token_out_type=tf.int32,
         unknown_token="[UNK]", no_pretokenization=True)
 
   @property
   def vocab_size(self):
-    return len(self._vocab)
+    return self._vocab_size
 
   @property
   def pad_id(self):
-    return self._ids["[PAD]"]
+    return self._special_ids["[PAD]"]
 
   @property
   def unk_id(self):
-    return self._ids["[UNK]"]
+    return self._special_ids["[UNK]"]
 
   @property
   def cls_id(self):
-    return self._ids["[CLS]"]
+    return self._special_ids["[CLS]"]
 
   @property
   def sep_id(self):
-    return self._ids["[SEP]"]
+    return self._special_ids["[SEP]"]
 
   @property
   def mask_id(self):
-    return self._ids["[MASK]"]
+    return self._special_ids["[MASK]"]
 
+  @_NO_AUTOGRAPH
   def tokenize(self, texts):
     """Wordpiece ids of each text, flattened over words.
 
@@ -296,8 +324,12 @@ class WordPieceTokenizer(tf.Module):
       int32 RaggedTensor of shape [B, (T)], equal to
       `convert_tokens_to_ids(tokenize(text))` of Google's `FullTokenizer`.
     """
-    return self.tokenize_with_offsets(texts)[0]
+    texts = _as_batch(texts)
+    words = _split_words(self._normalize(self._decode(texts)))
+    ids = self._wordpiece.tokenize(self._unk_if_too_long(words))  # [W, (P)]
+    return _group_by_text(ids, words.rows, texts)
 
+  @_NO_AUTOGRAPH
   def tokenize_with_offsets(self, texts):
     """Wordpiece ids plus their byte spans in the original texts.
 
@@ -309,116 +341,147 @@ class WordPieceTokenizer(tf.Module):
       shape [B, (T)]. `texts[b][start_bytes[b, t]:end_bytes[b, t]]` is the
       original text of piece t (see the module docstring for the exact rule).
     """
-    texts = tf.convert_to_tensor(texts, tf.string)
-    texts.shape.assert_has_rank(1)
-    normalized, char_starts, char_norm_ends = self._normalize(texts)
-    words, word_starts, word_ends = tf_text.regex_split_with_offsets(
-        normalized, " +")                                     # [B, (W)]
-    ids, piece_starts, piece_ends = self._wordpiece_words(
-        words.flat_values, word_ends.flat_values - word_starts.flat_values)
-    piece_word = ids.value_rowids()                           # [T_all]
-    word_base = tf.gather(word_starts.flat_values, piece_word)
-    piece_row = tf.gather(words.value_rowids(), piece_word)
-    starts, ends = self._original_offsets(
-        texts, normalized, char_starts, char_norm_ends, piece_row,
-        word_base + piece_starts.flat_values,
-        word_base + piece_ends.flat_values)
-    by_word = functools.partial(tf.RaggedTensor.from_row_splits,
-                                row_splits=words.row_splits)
-    return (by_word(ids).merge_dims(1, 2),
-            by_word(ids.with_flat_values(starts)).merge_dims(1, 2),
-            by_word(ids.with_flat_values(ends)).merge_dims(1, 2))
-
-  def _normalize(self, texts):
-    """Google's basic tokenization as text with spaces between words.
-
-    Returns:
-      normalized: tf.string [B], words separated by one or more spaces.
-      char_starts: int64 RaggedTensor [B, (C)], byte offset of each original
-        character in its text.
-      char_norm_ends: int64 [C_all], over the flattened batch, the cumulative
-        normalized byte length up to and including each character.
-    """
-    if self._final_sigma is not None:
-      texts = tf.strings.regex_replace(
-          texts, self._final_sigma, "\\1" + _FINAL_SIGMA + "\\2")
-    code_points, char_starts = tf.strings.unicode_decode_with_offsets(
-        texts, "UTF-8", errors="replace")                     # [B, (C)]
-    flat = code_points.flat_values
-    chars = tf.strings.unicode_encode(tf.expand_dims(flat, -1), "UTF-8")
-    index = self._char_table.lookup(tf.cast(flat, tf.int64))
-    mapped = tf.where(index >= 0,
-                      tf.gather(self._char_values, tf.maximum(index, 0)),
-                      chars)                                  # [C_all]
-    normalized = tf.strings.reduce_join(
-        code_points.with_flat_values(mapped), axis=1)        # [B]
-    char_norm_ends = tf.cumsum(tf.cast(tf.strings.length(mapped), tf.int64))
-    return normalized, char_starts, char_norm_ends
-
-  def _wordpiece_words(self, words, word_lengths):
-    """Wordpieces of each word; over-long words become one [UNK] piece.
-
-    Args:
-      words: tf.string [W_all], normalized words.
-      word_lengths: int64 [W_all], their byte lengths.
-
-    Returns:
-      (ids int32, starts int64, ends int64) RaggedTensors [W_all, (P)], offsets
-      in bytes relative to the start of the word.
-    """
-    too_long = tf.strings.length(words, unit="UTF8_CHAR") > self.max_chars_per_word
-    # The literal "[UNK]" is a vocab token, so it becomes exactly one [UNK].
+    texts = _as_batch(texts)
+    chars = self._decode(texts)
+    normalized = self._normalize(chars)
+    words = _split_words(normalized)
     ids, starts, ends = self._wordpiece.tokenize_with_offsets(
-        tf.where(too_long, "[UNK]", words))
-    piece_word = ids.value_rowids()
-    ends = ends.with_flat_values(tf.where(
-        tf.gather(too_long, piece_word), tf.gather(word_lengths, piece_word),
-        ends.flat_values))
-    return ids, starts, ends
+        self._unk_if_too_long(words))                         # [W, (P)]
+    piece_word = ids.value_rowids()                           # [T_all]
+    too_long = tf.gather(words.lengths, piece_word) > self.max_chars_per_word
+    ends = tf.where(too_long, tf.gather(words.byte_lengths, piece_word),
+                    ends.flat_values)
+    base = tf.gather(words.byte_starts, piece_word)
+    starts, ends = _original_spans(
+        chars, normalized, tf.gather(words.rows, piece_word),
+        base + starts.flat_values, base + ends)
+    return tuple(_group_by_text(ids.with_flat_values(values), words.rows, texts)
+                 for values in (ids.flat_values, starts, ends))
 
-  def _original_offsets(self, texts, normalized, char_starts, char_norm_ends,
-                        piece_row, norm_starts, norm_ends):
-    """Maps piece byte spans in the normalized text to the original text.
+  def _decode(self, texts):
+    """The original characters of `texts` [B], flattened over the batch."""
+    lengths = tf.cast(tf.strings.length(texts), tf.int64)
+    code_points, starts = tf.strings.unicode_decode_with_offsets(
+        texts, "UTF-8", errors="replace")                     # [B, (C)]
+    if self._final_sigma is not None:
+      # On re-encoded text, so that invalid bytes are U+FFFD, which Google
+      # drops and the regex skips. "Σ" -> "ς" keeps the code point count.
+      code_points = tf.strings.unicode_decode(tf.strings.regex_replace(
+          tf.strings.unicode_encode(code_points, "UTF-8"), self._final_sigma,
+          "\\1" + _FINAL_SIGMA + "\\2"), "UTF-8")
+    rows = code_points.value_rowids()
+    count = tf.size(rows, out_type=tf.int64)
+    index = tf.range(count)
+    is_last = tf.equal(index + 1, tf.gather(code_points.row_limits(), rows))
+    # A character ends where the next one starts, the last one at text end.
+    next_starts = tf.gather(starts.flat_values,
+                            tf.minimum(index + 1, count - 1))
+    return _Chars(
+        code_points=code_points.flat_values, rows=rows,
+        starts=starts.flat_values, text_lengths=lengths,
+        ends=tf.where(is_last, tf.gather(lengths, rows), next_starts))
 
-    Args:
-      texts: tf.string [B], the original texts.
-      normalized: tf.string [B], their normalization.
-      char_starts: int64 RaggedTensor [B, (C)] (see `_normalize`).
-      char_norm_ends: int64 [C_all] (see `_normalize`).
-      piece_row: int64 [T_all], the text each piece belongs to.
-      norm_starts, norm_ends: int64 [T_all], piece spans in `normalized`.
+  def _normalize(self, chars):
+    """Google's basic tokenization of every character, as code points."""
+    index = self._char_table.lookup(tf.cast(chars.code_points, tf.int64))
+    mapped = index >= 0
+    index = tf.maximum(index, 0)
+    lengths = tf.where(mapped, tf.gather(self._value_lengths, index), 1)
+    # Where each character's output sits in concat(table values, chars).
+    pool = tf.concat([self._value_code_points, chars.code_points], 0)
+    own = tf.size(self._value_code_points, out_type=tf.int64) + tf.range(
+        tf.size(chars.code_points, out_type=tf.int64))
+    sources = tf.where(mapped, tf.gather(self._value_starts, index), own)
+    positions = tf.ragged.range(sources, sources + lengths)   # [C_all, (L)]
+    code_points = tf.gather(pool, positions.flat_values)      # [N_all]
+    origin = positions.value_rowids()
+    byte_lengths = _utf8_lengths(code_points)
+    return _Normalized(code_points=code_points, chars=origin,
+                       rows=tf.gather(chars.rows, origin),
+                       byte_ends=tf.cumsum(byte_lengths),
+                       byte_lengths=byte_lengths)
 
-    Returns:
-      (starts, ends): int64 [T_all], piece spans in `texts`.
-    """
-    norm_lengths = tf.cast(tf.strings.length(normalized), tf.int64)
-    row_base = tf.gather(tf.cumsum(norm_lengths, exclusive=True), piece_row)
-    flat_starts = char_starts.flat_values
-    def char_at(norm_byte):
-      """Flat index of the original character that produced `norm_byte`."""
-      return tf.searchsorted(char_norm_ends, row_base + norm_byte,
-                             side="right", out_type=tf.int64)
+  def _unk_if_too_long(self, words):
+    """Word strings [W], "[UNK]" (itself a vocab token) for over-long words."""
+    return tf.where(words.lengths > self.max_chars_per_word, "[UNK]",
+                    words.strings)
 
-    first_char = char_at(norm_starts)
-    last_char = char_at(norm_ends - 1)
-    at_row_end = tf.equal(norm_ends, tf.gather(norm_lengths, piece_row))
-    next_char = char_at(tf.where(at_row_end, norm_ends - 1, norm_ends))
-    starts = tf.gather(flat_starts, first_char)
-    last_char_end = tf.gather(self._char_ends(texts, char_starts), last_char)
-    ends = tf.where(
-        at_row_end, tf.gather(tf.cast(tf.strings.length(texts), tf.int64),
-                              piece_row),
-        tf.where(tf.equal(next_char, last_char), last_char_end,
-                 tf.gather(flat_starts, next_char)))
-    return starts, ends
 
-  @staticmethod
-  def _char_ends(texts, char_starts):
-    """int64 [C_all]: byte offset just past each original character."""
-    flat_starts = char_starts.flat_values
-    rows = char_starts.value_rowids()
-    is_last = tf.equal(tf.range(tf.size(flat_starts, out_type=tf.int64)) + 1,
-                       tf.gather(char_starts.row_limits(), rows))
-    text_lengths = tf.cast(tf.strings.length(texts), tf.int64)
-    next_starts = tf.concat([flat_starts[1:], tf.zeros([1], tf.int64)], 0)
-    return tf.where(is_last, tf.gather(text_lengths, rows), next_starts)
+def _as_batch(texts):
+  texts = tf.convert_to_tensor(texts, tf.string)
+  if texts.shape.rank is not None and texts.shape.rank != 1:
+    raise ValueError(
+        f"texts must be a tf.string Tensor of shape [B], got {texts.shape}")
+  return texts
+
+
+def _utf8_lengths(code_points):
+  """int64 UTF-8 byte length of each int32 code point."""
+  return 1 + sum(tf.cast(code_points >= limit, tf.int64)
+                 for limit in (0x80, 0x800, 0x10000))
+
+
+def _split_words(normalized):
+  """Words: maximal runs of non-space normalized code points in one text.
+
+  Returns:
+    _Words of shape [W_all]: UTF-8 strings, lengths in characters, text
+    index, global normalized byte start and byte length.
+  """
+  points, rows = normalized.code_points, normalized.rows      # [N_all]
+  is_word = tf.not_equal(points, ord(" "))
+  index = tf.range(tf.size(points, out_type=tf.int64))
+  previous = tf.maximum(index - 1, 0)
+  continues = (index > 0) & tf.gather(is_word, previous) & tf.equal(
+      tf.gather(rows, previous), rows)
+  begins = is_word & ~continues
+  word_of = tf.cumsum(tf.cast(begins, tf.int64)) - 1
+  code_points = tf.RaggedTensor.from_value_rowids(
+      tf.boolean_mask(points, is_word), tf.boolean_mask(word_of, is_word),
+      nrows=tf.reduce_sum(tf.cast(begins, tf.int64)))         # [W, (L)]
+  first = tf.boolean_mask(index, begins)
+  last = first + code_points.row_lengths() - 1
+  byte_starts = tf.gather(normalized.byte_ends - normalized.byte_lengths, first)
+  byte_ends = tf.gather(normalized.byte_ends, last)
+  return _Words(strings=tf.strings.unicode_encode(code_points, "UTF-8"),
+                lengths=code_points.row_lengths(), rows=tf.gather(rows, first),
+                byte_starts=byte_starts, byte_lengths=byte_ends - byte_starts)
+
+
+def _original_spans(chars, normalized, rows, norm_starts, norm_ends):
+  """Maps pieces' global normalized byte spans to spans in their original text.
+
+  Args:
+    chars: _Chars of the batch.
+    normalized: _Normalized of the batch.
+    rows: int64 [T_all], the text of each piece.
+    norm_starts, norm_ends: int64 [T_all], global normalized byte spans.
+
+  Returns:
+    (starts, ends): int64 [T_all] byte offsets into each piece's own text,
+    following the rule in the module docstring.
+  """
+  def code_point_at(norm_byte):
+    return tf.searchsorted(normalized.byte_ends, norm_byte, side="right",
+                           out_type=tf.int64)
+
+  count = tf.size(normalized.code_points, out_type=tf.int64)
+  following = code_point_at(norm_ends)
+  has_next = following < count
+  following = tf.minimum(following, count - 1)
+  has_next &= tf.equal(tf.gather(normalized.rows, following), rows)
+  first_char = tf.gather(normalized.chars, code_point_at(norm_starts))
+  last_char = tf.gather(normalized.chars, code_point_at(norm_ends - 1))
+  next_char = tf.gather(normalized.chars, following)
+  ends = tf.where(
+      ~has_next, tf.gather(chars.text_lengths, rows),
+      tf.where(tf.equal(next_char, last_char),  # Split inside one character.
+               tf.gather(chars.ends, last_char),
+               tf.gather(chars.starts, next_char)))
+  return tf.gather(chars.starts, first_char), ends
+
+
+def _group_by_text(per_word, word_rows, texts):
+  """[W, (P)] ragged values per word -> [B, (T)] per text."""
+  return tf.RaggedTensor.from_value_rowids(
+      per_word, word_rows, nrows=tf.shape(texts, tf.int64)[0]).merge_dims(1, 2)

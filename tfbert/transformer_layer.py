@@ -64,9 +64,9 @@ class TransformerLayer(keras.layers.Layer):
     self.output_dense.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
     self.output_layer_norm.build(input_shape)
 
-  def call(self, x: tf.Tensor, mask_adder: tf.Tensor, training=None) -> tf.Tensor:
-    """Args: x: [B, S, H]; mask_adder: float32 [B, 1, 1, S]. Returns: [B, S, H]."""
-    context = self.attention(x, mask_adder, training=training)
+  def call(self, x: tf.Tensor, input_mask: tf.Tensor, training=None) -> tf.Tensor:
+    """Args: x: [B, S, H]; input_mask: int [B, S]. Returns: [B, S, H]."""
+    context = self.attention(x, input_mask, training=training)
     attended = self.dropout(self.attention_output(context), training=training)
     attended = self.attention_layer_norm(attended + x)  # [B, S, H]
     inner = self._activation(self.intermediate(attended))  # [B, S, I]

@@ -1,0 +1,116 @@
+"""Tests for tfbert.models: the public contract and head outputs vs the NumPy reference."""
+
+import keras
+import numpy as np
+import pytest
+
+from tests import helpers, numpy_reference
+from tfbert import BertClassifier, BertPretrainer, BertSpanLabeler
+
+TOL = 2e-5  # float32 vs float64 reference; see encoder_test.
+
+
+def _weights(seed=0):
+  config = helpers.odd_config()
+  return config, numpy_reference.random_google_weights(config.to_dict(), seed)
+
+
+def test_pretrainer_contract_and_logits_match_reference():
+  config, weights = _weights()
+  model = helpers.loaded(BertPretrainer(config), weights)
+  f = helpers.random_features(config)
+  out = model(f, training=False)
+  b, s, p, h, v = helpers.BATCH, helpers.SEQ, helpers.PREDICTIONS, 32, 101
+  assert {k: tuple(out[k].shape) for k in out} == {
+      "sequence_output": (b, s, h), "pooled_output": (b, h), "mlm_logits": (b, p, v),
+      "nsp_logits": (b, 2)}
+  want = numpy_reference.bert_forward(weights, config.to_dict(), f["input_ids"],
+                                      f["input_mask"], f["segment_ids"],
+                                      f["masked_lm_positions"])
+  assert helpers.max_abs_diff(out["mlm_logits"], want["mlm_logits"]) < TOL
+  assert helpers.max_abs_diff(out["nsp_logits"], want["nsp_logits"]) < TOL
+
+
+def test_mlm_decoder_is_tied_to_word_embeddings():
+  config, weights = _weights()
+  model = helpers.loaded(BertPretrainer(config), weights)
+  names = [v.path for v in model.weights]
+  assert not any("decoder" in n for n in names)  # No separate [V, H] output matrix.
+  f = helpers.random_features(config)
+  before = model(f, training=False)["mlm_logits"].numpy()
+  table = model.encoder.embeddings.word_embeddings.embeddings
+  table.assign(table.numpy() * 1.5)
+  assert not np.allclose(before, model(f, training=False)["mlm_logits"].numpy())
+
+
+def test_pretrainer_without_positions_predicts_every_position():
+  config, weights = _weights()
+  model = helpers.loaded(BertPretrainer(config), weights)
+  f = helpers.random_features(config)
+  every = model({k: v for k, v in f.items() if k != "masked_lm_positions"}, training=False)
+  assert every["mlm_logits"].shape == (helpers.BATCH, helpers.SEQ, config.vocab_size)
+  picked = model(f, training=False)["mlm_logits"].numpy()
+  gathered = np.take_along_axis(every["mlm_logits"].numpy(),
+                                f["masked_lm_positions"][..., None], axis=1)
+  np.testing.assert_allclose(picked, gathered, atol=1e-6)
+
+
+def test_span_labeler_logits_are_googles_cls_squad_projection():
+  config, weights = _weights()
+  rng = np.random.default_rng(1)
+  weights = {k: v for k, v in weights.items() if k.startswith("bert/")}
+  weights["cls/squad/output_weights"] = rng.standard_normal((2, 32)).astype(np.float32)
+  weights["cls/squad/output_bias"] = rng.standard_normal(2).astype(np.float32)
+  model = helpers.loaded(BertSpanLabeler(config), weights)
+  f = helpers.random_features(config)
+  out = model(f, training=False)
+  seq = numpy_reference.bert_forward(weights, config.to_dict(), f["input_ids"],
+                                     f["input_mask"], f["segment_ids"])["sequence_output"]
+  logits = seq @ weights["cls/squad/output_weights"].T + weights["cls/squad/output_bias"]
+  assert helpers.max_abs_diff(out["start_logits"], logits[..., 0]) < TOL
+  assert helpers.max_abs_diff(out["end_logits"], logits[..., 1]) < TOL
+
+
+def test_classifier_logits_and_dropout_only_in_training():
+  config, weights = _weights()
+  rng = np.random.default_rng(2)
+  weights = {k: v for k, v in weights.items() if k.startswith("bert/")}
+  weights["output_weights"] = rng.standard_normal((5, 32)).astype(np.float32)
+  weights["output_bias"] = rng.standard_normal(5).astype(np.float32)
+  model = helpers.loaded(BertClassifier(config, num_classes=5, dropout_rate=0.5), weights)
+  f = helpers.random_features(config)
+  pooled = numpy_reference.bert_forward(weights, config.to_dict(), f["input_ids"],
+                                        f["input_mask"], f["segment_ids"])["pooled_output"]
+  want = pooled @ weights["output_weights"].T + weights["output_bias"]
+  assert helpers.max_abs_diff(model(f, training=False)["logits"], want) < TOL
+  assert helpers.max_abs_diff(model(f, training=True)["logits"], want) > 1e-3
+
+
+@pytest.mark.parametrize("make", [lambda c: BertPretrainer(c), lambda c: BertSpanLabeler(c),
+                                  lambda c: BertClassifier(c, 3)])
+def test_keras_save_and_load_round_trip(make, tmp_path):
+  config = helpers.odd_config()
+  model = make(config)
+  f = helpers.random_features(config)
+  out = model(f, training=False)
+  model.save(tmp_path / "m.keras")
+  clone = keras.saving.load_model(tmp_path / "m.keras")
+  assert type(clone) is type(model) and clone.config == config
+  for key, value in clone(f, training=False).items():
+    np.testing.assert_array_equal(value, out[key])
+
+
+def test_mixed_bfloat16_computes_in_bfloat16_and_returns_float32_logits():
+  keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  config, weights = _weights()
+  model = helpers.loaded(BertPretrainer(config), weights)
+  f = helpers.random_features(config)
+  out = model(f, training=False)
+  assert out["sequence_output"].dtype == "bfloat16"
+  assert out["mlm_logits"].dtype == "float32" and out["nsp_logits"].dtype == "float32"
+  assert all(v.dtype == "float32" for v in model.weights)
+  want = numpy_reference.bert_forward(weights, config.to_dict(), f["input_ids"],
+                                      f["input_mask"], f["segment_ids"],
+                                      f["masked_lm_positions"])
+  # bfloat16 keeps 8 mantissa bits (~4e-3 relative) through 3 layers; logits are O(1).
+  assert helpers.max_abs_diff(out["nsp_logits"], want["nsp_logits"]) < 0.1
