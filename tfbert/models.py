@@ -10,8 +10,12 @@ Shape legend: B batch, S sequence, P masked positions, H hidden, V vocabulary, C
 import keras
 import tensorflow as tf
 
+from tfbert import pretraining_loss
 from tfbert.encoder import BertEncoder, as_config, read_inputs
 from tfbert.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
+
+# Metrics of BertPretrainer, all weighted means over the logged steps.
+PRETRAINING_METRICS = ("mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy")
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -41,6 +45,7 @@ class BertPretrainer(keras.Model):
     self.mlm_head = MaskedLMHead(c.vocab_size, c.hidden_size, c.hidden_act,
                                  c.initializer_range, name="mlm_head", dtype=policy)
     self.nsp_head = NextSentenceHead(c.initializer_range, name="nsp_head", dtype=policy)
+    self.trackers = {name: keras.metrics.Mean(name=name) for name in PRETRAINING_METRICS}
 
   def build(self, input_shape=None):
     self.encoder.build()
@@ -63,8 +68,57 @@ class BertPretrainer(keras.Model):
         "nsp_logits": self.nsp_head(outputs["pooled_output"]),
     }
 
+  def train_step(self, data):
+    """One micro-step: forward, exactly normalized loss, gradients, apply, metrics.
+
+    `data` is a feature dict with google-research/bert's names (labels included:
+    `masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels`), optionally with the
+    pipeline's window features; see `tfbert.pretraining_loss`.
+    """
+    features = keras.utils.unpack_x_y_sample_weight(data)[0]
+    steps, reduction = _accumulation(self.optimizer)
+    mlm_normalizer, nsp_normalizer = pretraining_loss.window_normalizers(features, steps)
+    with tf.GradientTape() as tape:
+      outputs = self(features, training=True)
+      terms = pretraining_loss.pretraining_losses(outputs, features, mlm_normalizer,
+                                                  nsp_normalizer)
+      # The loss is normalized over the whole window; a "mean" accumulator divides by k.
+      loss = terms["loss"] * (float(steps) if reduction == "mean" else 1.0)
+      scaled_loss = self.optimizer.scale_loss(loss)
+    grads = tape.gradient(scaled_loss, self.trainable_variables)
+    self.optimizer.apply(grads, self.trainable_variables)
+    self._update_trackers(terms)
+    return self.get_metrics_result()
+
+  def _update_trackers(self, terms):
+    mlm_weight = tf.maximum(terms["mlm_weight"], 1e-12)
+    count = terms["nsp_count"]
+    self.trackers["mlm_loss"].update_state(terms["mlm_loss_sum"] / mlm_weight, mlm_weight)
+    self.trackers["mlm_accuracy"].update_state(terms["mlm_correct"] / mlm_weight, mlm_weight)
+    self.trackers["nsp_loss"].update_state(terms["nsp_loss_sum"] / count, count)
+    self.trackers["nsp_accuracy"].update_state(terms["nsp_correct"] / count, count)
+
+  @property
+  def metrics(self):
+    return list(self.trackers.values())
+
+  def get_metrics_result(self):
+    """Weighted means since the last reset, plus `loss` = MLM loss + NSP loss."""
+    result = {name: tracker.result() for name, tracker in self.trackers.items()}
+    result["loss"] = result["mlm_loss"] + result["nsp_loss"]
+    return result
+
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict()}
+
+
+def _accumulation(optimizer) -> tuple[int, str]:
+  """(micro-steps per applied step, reduction) of an optimizer stack; (1, "sum") if plain."""
+  inner = getattr(optimizer, "inner_optimizer", None)
+  for candidate in (optimizer, inner):
+    if candidate is not None and hasattr(candidate, "steps") and hasattr(candidate, "reduction"):
+      return candidate.steps, candidate.reduction
+  return 1, "sum"
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
