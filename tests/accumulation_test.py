@@ -317,7 +317,8 @@ def test_float16_overflow_skips_whole_windows_on_time_until_the_scale_fits():
 
 @pytest.mark.slow
 def test_multi_worker_mirrored_with_two_processes_equals_one_big_batch(tmp_path):
-  results = multi_worker.launch_workers([str(tmp_path / "w"), "4", "adamw"], cwd=ROOT)
+  results = multi_worker.launch_workers(
+      multi_worker.worker_command("accumulate", str(tmp_path / "w"), "4", "adamw"), cwd=ROOT)
   for r in results:
     assert r.returncode == 0, r.stdout[-3000:]
   workers = [np.load(tmp_path / f"w.{i}.npz") for i in range(2)]

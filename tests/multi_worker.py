@@ -1,6 +1,7 @@
 """Runs one MultiWorkerMirroredStrategy worker for tests; launched as a subprocess.
 
-  python -m tests.multi_worker OUTPUT.npz STEPS OPTIMIZER
+  python -m tests.multi_worker accumulate OUTPUT STEPS OPTIMIZER
+  python -m tests.multi_worker keras_fit
 
 TF_CONFIG (set by the launching test) names the cluster and this worker's index. The worker
 trains the accumulation test's model on its slice of every micro-batch and writes its final
@@ -28,21 +29,21 @@ def free_ports(count: int) -> list[int]:
   return ports
 
 
-def launch_workers(args: list[str], num_workers: int = 2, timeout: float = 300.0,
+def launch_workers(command: list[str], num_workers: int = 2, timeout: float = 300.0,
                    cwd: str = ".") -> list[subprocess.CompletedProcess]:
-  """Starts `num_workers` workers on localhost, waits at most `timeout` s, kills leftovers.
+  """Runs `command` as `num_workers` workers on localhost (TF_CONFIG set for each).
+
+  Waits at most `timeout` s in all, then kills leftovers.
 
   A worker blocked on its peer ignores SIGTERM (PITFALLS.md), so leftovers get SIGKILL by PID.
   """
+  from tfbert.distribution import tf_config  # Imports TensorFlow: only in the launcher.
   ports = free_ports(num_workers)
-  cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
   procs = []
   try:
     for index in range(num_workers):
-      env = dict(os.environ, TF_CONFIG=json.dumps(
-          {"cluster": cluster, "task": {"type": "worker", "index": index}}))
-      procs.append(subprocess.Popen([sys.executable, "-m", "tests.multi_worker", *args,
-                                     str(index)], env=env, cwd=cwd, stdout=subprocess.PIPE,
+      env = dict(os.environ, TF_CONFIG=tf_config(ports, index))
+      procs.append(subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True))
     deadline = time.monotonic() + timeout
     results = []
@@ -57,7 +58,13 @@ def launch_workers(args: list[str], num_workers: int = 2, timeout: float = 300.0
         proc.wait(timeout=30)
 
 
-def main(output: str, steps: str, optimizer_name: str, index: str) -> None:
+def worker_command(*args: str) -> list[str]:
+  """The command line that runs `main(*args)` in a worker process."""
+  return [sys.executable, "-m", "tests.multi_worker", *args]
+
+
+def accumulate(output: str, steps: str, optimizer_name: str) -> None:
+  """Trains the accumulation test's model; writes weights to OUTPUT.<worker>.npz."""
   import numpy as np
   import tensorflow as tf
 
@@ -71,9 +78,29 @@ def main(output: str, steps: str, optimizer_name: str, index: str) -> None:
   model = training_loop.accumulate_train(strategy, accumulation_test.model_fn, optimizer,
                                          accumulation_test.loss_fn,
                                          accumulation_test.windows(3), int(steps))
+  index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
   np.savez(f"{output}.{index}.npz", *[v.numpy() for v in model.trainable_variables],
            iterations=optimizer.iterations.numpy(), micro_step=optimizer.micro_step.numpy())
 
 
+def keras_fit() -> None:
+  """Plain Keras `fit` under MultiWorkerMirroredStrategy (keras-team/keras#20585)."""
+  import keras
+  import numpy as np
+  import tensorflow as tf
+
+  strategy = tf.distribute.MultiWorkerMirroredStrategy()
+  with strategy.scope():
+    model = keras.Sequential([keras.layers.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+  x = np.ones((8, 3), np.float32)
+  try:
+    model.fit(tf.data.Dataset.from_tensor_slices((x, x[:, :2])).batch(4), epochs=1, verbose=0)
+  except Exception as e:  # noqa: BLE001 - report what upstream raises
+    print(f"KERAS_FIT_FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+    os._exit(0)  # Do not wait on a peer that may be stuck in a collective.
+  print("KERAS_FIT_OK", flush=True)
+
+
 if __name__ == "__main__":
-  main(*sys.argv[1:])
+  {"accumulate": accumulate, "keras_fit": keras_fit}[sys.argv[1]](*sys.argv[2:])

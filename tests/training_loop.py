@@ -23,7 +23,8 @@ def mirrored_strategy() -> tf.distribute.MirroredStrategy:
   keys independently, and their collectives then collide ("Shape mismatch in the collective
   instance 100") when both run in one process.
   """
-  return tf.distribute.MirroredStrategy(["CPU:0", "CPU:1"])
+  from tfbert.distribution import create_strategy
+  return create_strategy("mirrored", 2)
 
 
 def split_for_replicas(strategy, arrays):

@@ -1,0 +1,8 @@
+"""Flags of tools/evaluate_squad.py (the dataset and predictions files are positional)."""
+
+from absl import flags
+
+NA_PROB_FILE = flags.DEFINE_string(
+    "na_prob_file", None, "SQuAD v2.0 only: {question id: null odds} JSON (e.g. the "
+    "null_odds.json of tfbert.squad_postprocess), the official script's --na-prob-file; "
+    "adds best_exact/best_f1 and their thresholds. Needs a single predictions file.")

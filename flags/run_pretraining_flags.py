@@ -1,0 +1,49 @@
+"""Flags of tools/run_pretraining.py (google-research/bert's names where it has them).
+
+All flags are optional; `--flagfile=FILE` reads flags from a file.
+"""
+
+from absl import flags
+
+from tfbert.distribution import STRATEGIES
+from tfbert.optimization import OPTIMIZERS
+from tfbert.pretraining_run import DTYPES
+
+BERT_CONFIG_FILE = flags.DEFINE_string("bert_config_file", None,
+                                       "bert_config.json of the model to pretrain.")
+INIT_CHECKPOINT = flags.DEFINE_string("init_checkpoint", None,
+                                      "Google-format checkpoint prefix to start from.")
+INPUT_FILES = flags.DEFINE_list("input_files", None,
+                                "Comma-separated TFRecord globs (create_pretraining_data.py).")
+MODEL_DIR = flags.DEFINE_string("model_dir", None, "Run directory; rerunning resumes it.")
+TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 32,
+                                        "Global sequences per applied step (all replicas, "
+                                        "all accumulation micro-steps).")
+ACCUMULATION = flags.DEFINE_integer("gradient_accumulation_steps", 1,
+                                    "Micro-steps per applied step.")
+MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the data.")
+MAX_PREDICTIONS = flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions.")
+OPTIMIZER = flags.DEFINE_enum("optimizer", "adamw", OPTIMIZERS, "Optimizer.")
+LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
+NUM_TRAIN_STEPS = flags.DEFINE_integer("num_train_steps", 1000, "Applied steps in total.")
+NUM_WARMUP_STEPS = flags.DEFINE_integer("num_warmup_steps", 100, "Applied warmup steps.")
+SCHEDULE = flags.DEFINE_enum("lr_schedule", "google", ["google", "decay_after_warmup"],
+                             "Warmup + polynomial decay definition (tfbert/schedules.py).")
+WEIGHT_DECAY = flags.DEFINE_float("weight_decay_rate", 0.01, "Decoupled weight decay.")
+CLIP_NORM = flags.DEFINE_float("clip_norm", 1.0, "Global-norm clipping (0 disables).")
+DTYPE = flags.DEFINE_enum("dtype", "float32", DTYPES,
+                          "Precision; mixed_float16 adds dynamic loss scaling.")
+DISTRIBUTION = flags.DEFINE_enum("distribution_strategy", "one_device", STRATEGIES,
+                                 "one_device, mirrored (local devices) or multi_worker "
+                                 "(TF_CONFIG).")
+NUM_CPU_DEVICES = flags.DEFINE_integer("num_cpu_devices", 1,
+                                       "Logical CPU devices to create (for mirrored on CPU).")
+JIT_COMPILE = flags.DEFINE_bool("jit_compile", False, "Compile the step with XLA.")
+SEED = flags.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and shuffling.")
+DETERMINISTIC = flags.DEFINE_bool("deterministic", False,
+                                  "Unshuffled data and deterministic ops (alignment runs).")
+CHECKPOINT_EVERY = flags.DEFINE_integer("save_checkpoints_steps", 100,
+                                        "Applied steps between checkpoints.")
+LOG_EVERY = flags.DEFINE_integer("log_steps", 10, "Applied steps between log lines.")
+EXPORT_DIR = flags.DEFINE_string("export_dir", None,
+                                 "SavedModel + Google checkpoint export (default model_dir/export).")

@@ -1,0 +1,75 @@
+"""Creates the `tf.distribute` strategy of a run: one device, mirrored, or multi-worker.
+
+Logical CPU devices let `MirroredStrategy` run with several replicas on one CPU (tests,
+alignment runs). They must be configured before TensorFlow initializes its devices, so
+`configure_cpu_devices` is the first thing a tool does.
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker")
+
+
+def configure_cpu_devices(count: int) -> None:
+  """Splits the CPU into `count` logical devices (no-op for 1 or if already configured).
+
+  Raises:
+    RuntimeError: when TensorFlow was initialized with another device count.
+  """
+  cpu = tf.config.list_physical_devices("CPU")[0]
+  if count <= 1:
+    return
+  try:
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration()] * count)
+  except RuntimeError:
+    existing = len(tf.config.list_logical_devices("CPU"))
+    if existing != count:
+      raise RuntimeError(f"TensorFlow is already initialized with {existing} logical CPU "
+                         f"devices; {count} were asked for") from None
+
+
+def create_strategy(name: str, num_devices: int = 1) -> tf.distribute.Strategy:
+  """Returns the strategy `name` over `num_devices` local devices (CPUs unless GPUs exist).
+
+  `multi_worker` reads the cluster from TF_CONFIG (one device per worker).
+  """
+  if name not in STRATEGIES:
+    raise ValueError(f"distribution strategy must be one of {STRATEGIES}, got {name!r}")
+  if name == "multi_worker":
+    if "TF_CONFIG" not in os.environ:
+      raise ValueError("multi_worker needs TF_CONFIG naming the cluster and this worker")
+    return tf.distribute.MultiWorkerMirroredStrategy()
+  gpus = tf.config.list_logical_devices("GPU")
+  devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))][:num_devices]
+  if len(devices) < num_devices:
+    raise ValueError(f"{num_devices} devices asked for, {len(devices)} available "
+                     "(set the number of logical CPU devices)")
+  if name == "one_device":
+    return tf.distribute.OneDeviceStrategy(devices[0])
+  if gpus:
+    return tf.distribute.MirroredStrategy(devices)
+  # Logical CPUs share memory: reducing on one device costs nothing extra, and unlike the
+  # default collective ops it cannot collide with another strategy's collective instance
+  # keys in the same process ("Shape mismatch in the collective instance ...").
+  return tf.distribute.MirroredStrategy(devices,
+                                        cross_device_ops=tf.distribute.ReductionToOneDevice())
+
+
+def worker_info(strategy: tf.distribute.Strategy) -> tuple[int, int, bool]:
+  """(number of workers, this worker's index, is chief) of a strategy."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.cluster_spec().as_dict():
+    return 1, 0, True
+  num_workers = resolver.cluster_spec().num_tasks("worker")
+  index = resolver.task_id or 0
+  return num_workers, index, index == 0
+
+
+def tf_config(ports: list[int], index: int) -> str:
+  """TF_CONFIG for worker `index` of a localhost cluster on `ports`."""
+  return json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
+                     "task": {"type": "worker", "index": index}})

@@ -1,0 +1,239 @@
+"""Exports a tfbert encoder as a self-describing, relocatable TF SavedModel.
+
+The SavedModel holds an `EncoderExport` module (the encoder, plus an optional
+`TextPreprocessor`) and these signatures:
+
+* `serving_default`: int32 `input_ids`, `input_mask`, `segment_ids` [B, S] ->
+  float32 `sequence_output` [B, S, H] and `pooled_output` [B, H].
+* `encode_text` (only with a vocab): tf.string `text` [B] -> the same two
+  outputs plus the int32 `input_mask` [B, S] of the packed `[CLS] text [SEP]`
+  inputs (S = `seq_length`), tokenized in the graph by `WordPieceTokenizer`.
+
+Outputs are float32 whatever the model's dtype policy: a `mixed_bfloat16`
+encoder computes in bfloat16 and the signature casts its results, so clients
+never see bfloat16.
+
+The export directory explains itself: `bert_config.json` beside
+`saved_model.pb`, and with a vocab, `assets/<vocab file name>`. Nothing in the
+graph reads a file at load time (the tokenizer's tables are constants), so the
+directory can be moved or copied anywhere; the vocab asset is for people and
+for tools that want the id -> token table.
+
+To add a signature on raw text (e.g. a classifier), put a `TextPreprocessor`
+on the module and call it inside the new `tf.function`; `_save_atomically`
+and `_write_export` are shared.
+
+Shape legend: B batch, S sequence, H hidden.
+"""
+
+import os
+import shutil
+import uuid
+from typing import Callable, Optional
+
+import tensorflow as tf
+
+from tfbert import inputs, tokenization
+from tfbert.encoder import BertEncoder
+
+SERVING_SIGNATURE = "serving_default"
+TEXT_SIGNATURE = "encode_text"
+CONFIG_FILE = "bert_config.json"
+# google-research/bert's feature names; also the signature's input names.
+FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+OUTPUT_NAMES = ("sequence_output", "pooled_output")
+
+
+class TextPreprocessor(tf.Module):
+  """Raw text -> BERT input features, in the graph; the vocab travels as an asset.
+
+  Attributes:
+    vocab: `tf.saved_model.Asset` of the vocab file (copied into `assets/`).
+    tokenizer: the `tokenization.WordPieceTokenizer`.
+    seq_length: S of the packed features.
+  """
+
+  def __init__(self, vocab_file: str, do_lower_case: bool, seq_length: int,
+               name: Optional[str] = None):
+    """Builds the tokenizer (a few seconds the first time per casing).
+
+    Args:
+      vocab_file: path of the WordPiece vocab.
+      do_lower_case: True for uncased vocabs.
+      seq_length: S, including [CLS] and [SEP]; longer texts are truncated.
+      name: optional `tf.Module` name.
+    """
+    super().__init__(name=name)
+    self.vocab = tf.saved_model.Asset(vocab_file)
+    self.tokenizer = tokenization.WordPieceTokenizer(vocab_file, do_lower_case)
+    self.seq_length = seq_length
+
+  def __call__(self, text: tf.Tensor) -> dict[str, tf.Tensor]:
+    """Tokenizes and packs one segment per text.
+
+    Args:
+      text: tf.string Tensor [B].
+
+    Returns:
+      dict of int32 `input_ids`, `input_mask`, `segment_ids` [B, S].
+    """
+    ids = self.tokenizer.tokenize(text)  # [B, (T)]
+    return inputs.pack_inputs([ids], self.seq_length, self.tokenizer.cls_id,
+                              self.tokenizer.sep_id)
+
+
+class EncoderExport(tf.Module):
+  """What the SavedModel holds: the encoder and, optionally, a preprocessor.
+
+  Attributes:
+    encoder: the `BertEncoder` (its variables are the SavedModel's).
+    preprocessor: a `TextPreprocessor` or None.
+    serve: `tf.function` behind `serving_default`.
+    encode_text: `tf.function` behind `encode_text` (only with a preprocessor).
+  """
+
+  def __init__(self, encoder: BertEncoder,
+               preprocessor: Optional[TextPreprocessor] = None,
+               name: Optional[str] = None):
+    super().__init__(name=name)
+    self.encoder = encoder
+    self.preprocessor = preprocessor
+    self.serve = tf.function(self._serve, input_signature=[
+        tf.TensorSpec([None, None], tf.int32, name=n) for n in FEATURE_NAMES])
+    if preprocessor is not None:
+      self.encode_text = tf.function(self._encode_text, input_signature=[
+          tf.TensorSpec([None], tf.string, name="text")])
+
+  def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
+    """The signatures to save, by name."""
+    signatures = {SERVING_SIGNATURE: self.serve.get_concrete_function()}
+    if self.preprocessor is not None:
+      signatures[TEXT_SIGNATURE] = self.encode_text.get_concrete_function()
+    return signatures
+
+  def _serve(self, input_ids, input_mask, segment_ids):
+    return self._encode({"input_ids": input_ids, "input_mask": input_mask,
+                         "segment_ids": segment_ids})
+
+  def _encode_text(self, text):
+    features = self.preprocessor(text)
+    return {**self._encode(features), "input_mask": features["input_mask"]}
+
+  def _encode(self, features):
+    """float32 `sequence_output` [B, S, H] and `pooled_output` [B, H]."""
+    outputs = self.encoder(features, training=False)
+    return {k: tf.cast(outputs[k], tf.float32) for k in OUTPUT_NAMES}
+
+
+def encoder_of(encoder_or_model) -> BertEncoder:
+  """The `BertEncoder` itself, or the `.encoder` of a tfbert model.
+
+  Raises:
+    TypeError: for anything else, naming its type.
+  """
+  encoder = getattr(encoder_or_model, "encoder", encoder_or_model)
+  if not isinstance(encoder, BertEncoder):
+    raise TypeError("expected a BertEncoder or a tfbert model with .encoder, got "
+                    f"{type(encoder_or_model).__name__}")
+  return encoder
+
+
+def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
+                               vocab_file: Optional[str] = None,
+                               do_lower_case: bool = True,
+                               seq_length: int = 128) -> str:
+  """Writes the encoder as a SavedModel, replacing `export_dir` atomically.
+
+  Args:
+    encoder_or_model: a `BertEncoder` or a tfbert model with `.encoder` (only
+      the encoder is exported; heads are not).
+    export_dir: local directory to create or replace.
+    vocab_file: WordPiece vocab; when given, adds the `encode_text` signature
+      and copies the vocab into `assets/`.
+    do_lower_case: the vocab's casing (True for uncased vocabs).
+    seq_length: S of `encode_text`'s packed inputs; at most
+      `max_position_embeddings`.
+
+  Returns:
+    `export_dir`.
+
+  Raises:
+    TypeError: see `encoder_of`.
+    ValueError: if `seq_length` exceeds `max_position_embeddings`, or
+      `export_dir` is a URL (see `_save_atomically`).
+  """
+  encoder = encoder_of(encoder_or_model)
+  preprocessor = None
+  if vocab_file is not None:
+    limit = encoder.config.max_position_embeddings
+    if seq_length > limit:
+      raise ValueError(f"seq_length {seq_length} exceeds max_position_embeddings {limit}")
+    preprocessor = TextPreprocessor(vocab_file, do_lower_case, seq_length)
+  module = EncoderExport(encoder, preprocessor)
+  _save_atomically(lambda path: _write_export(module, encoder.config, path), export_dir)
+  return export_dir
+
+
+def _write_export(module: EncoderExport, config, path: str) -> None:
+  """Saves `module` with its signatures and `bert_config.json` into `path`."""
+  tf.saved_model.save(module, path, signatures=module.signatures())
+  config.to_json_file(os.path.join(path, CONFIG_FILE))
+
+
+def _save_atomically(write: Callable[[str], None], export_dir: str) -> None:
+  """Runs `write(tmp)` into a fresh sibling directory, then renames it into place.
+
+  Readers see either the old export or the complete new one, never a partial
+  one: `write` fills a temporary sibling (same filesystem, so renames are
+  atomic), and only then does the old directory move aside and the new one
+  move in. POSIX cannot rename a directory onto a non-empty one, so there is
+  a window of two renames in which `export_dir` is absent; if the second
+  rename fails, the old export is moved back. On any error the temporary
+  directory is removed and the old export is left as it was.
+
+  Args:
+    write: fills the directory it is given.
+    export_dir: local directory to create or replace.
+
+  Raises:
+    ValueError: for a URL such as `gs://...`, where renames are copies.
+  """
+  if "://" in export_dir:
+    raise ValueError(f"export_dir must be a local directory (atomic rename), got {export_dir}")
+  export_dir = os.path.abspath(export_dir)
+  os.makedirs(os.path.dirname(export_dir), exist_ok=True)
+  staging = _new_sibling(export_dir, "tmp")
+  try:
+    write(staging)
+    _swap_into_place(staging, export_dir)
+  finally:
+    shutil.rmtree(staging, ignore_errors=True)  # Gone already after a swap.
+
+
+def _swap_into_place(staging: str, export_dir: str) -> None:
+  """Renames `staging` to `export_dir`, replacing (then deleting) any old one."""
+  if not os.path.exists(export_dir):
+    os.rename(staging, export_dir)
+    return
+  base = os.path.basename(export_dir)
+  old = _new_sibling(export_dir, "old")
+  os.rename(export_dir, os.path.join(old, base))
+  try:
+    os.rename(staging, export_dir)
+  except BaseException:
+    os.rename(os.path.join(old, base), export_dir)
+    shutil.rmtree(old, ignore_errors=True)
+    raise
+  shutil.rmtree(old, ignore_errors=True)
+
+
+def _new_sibling(export_dir: str, kind: str) -> str:
+  """Creates an empty hidden directory beside `export_dir` and returns its path.
+
+  `os.mkdir` honours the umask; `tempfile.mkdtemp` would make it (and thus the
+  export) 0700, unreadable to a model server running as another user.
+  """
+  parent, base = os.path.split(export_dir)
+  path = os.path.join(parent, f".{base}.{kind}-{uuid.uuid4().hex}")
+  os.mkdir(path)
+  return path

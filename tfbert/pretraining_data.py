@@ -1,0 +1,496 @@
+"""Masked-LM / next-sentence pretraining data, as google-research/bert makes it.
+
+Reproduces google-research/bert `create_pretraining_data.py` (master, with
+`do_whole_word_mask`): the same input format, the same algorithm drawing from one
+`random.Random(random_seed)` in the same order, and TFRecords with Google's feature names
+and dtypes, which its `run_pretraining.py` reads unchanged:
+
+  input_ids, input_mask, segment_ids   int64 [max_seq_length]
+  masked_lm_positions, masked_lm_ids   int64 [max_predictions_per_seq]
+  masked_lm_weights                    float [max_predictions_per_seq]
+  next_sentence_labels                 int64 [1]   (1 = B is a random segment)
+
+Input: UTF-8 text, one sentence per line, a blank line between documents. As in Google's
+reader, documents run on across input files (only blank lines separate them), invalid
+UTF-8 is dropped and a line that tokenizes to nothing is skipped. Tokens come from tfbert's
+in-graph `WordPieceTokenizer`, batched per file: the ids of Google's `FullTokenizer`.
+
+Google's quirks are kept, as they define the data its checkpoints saw: the target length
+is drawn once per document and pass; in a 1-document corpus the "random" B segment comes
+from the same document; whole-word masking joins a "##" piece to the previous non-special
+piece (even across [SEP] after truncation) and draws 80/10/10 per piece, not per word
+(Model Garden draws per word).
+
+Shards are written under temporary names in the output directory and renamed when all are
+complete; the summary JSON is written last, so its presence marks a complete data set. On
+failure the temporary (and any renamed) files are removed.
+"""
+
+import collections
+import dataclasses
+import glob
+import json
+import os
+import random
+import sys
+import time
+from typing import Callable, Optional, Sequence, TextIO
+
+import tensorflow as tf
+
+from tfbert.tokenization import WordPieceTokenizer, load_vocab
+
+SHARD_ASSIGNMENTS = ("round_robin", "contiguous")
+_LINES_PER_BATCH = 4096  # Lines tokenized per in-graph call.
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingDataConfig:
+  """Options of google-research/bert's `create_pretraining_data.py`, its defaults.
+
+  Attributes:
+    vocab_file: WordPiece vocab (one token per line); do_lower_case: True if uncased.
+    max_seq_length: S, tokens per instance including [CLS] and two [SEP].
+    max_predictions_per_seq: P, the most masked positions per instance.
+    masked_lm_prob: fraction of an instance's tokens (specials counted, as Google) to predict.
+    dupe_factor: passes over the corpus, each with fresh segments and masks.
+    short_seq_prob: chance that a document pass aims at a random length in [2, S - 3].
+    do_whole_word_mask: mask all WordPieces of a word together.
+    random_seed: seed of the one `random.Random` everything is drawn from.
+    num_shards: number of output TFRecord files.
+    shard_assignment: "round_robin" (instance i to shard i % num_shards, as Google's
+      writer) or "contiguous" (shard s holds the s-th block of the shuffled instances).
+  """
+  vocab_file: str
+  do_lower_case: bool = True
+  max_seq_length: int = 128
+  max_predictions_per_seq: int = 20
+  masked_lm_prob: float = 0.15
+  dupe_factor: int = 10
+  short_seq_prob: float = 0.1
+  do_whole_word_mask: bool = False
+  random_seed: int = 12345
+  num_shards: int = 1
+  shard_assignment: str = "round_robin"
+
+  def __post_init__(self):
+    # max_seq_length >= 5: [CLS] a [SEP] b [SEP] with non-empty a, b; randint(2, S - 3).
+    errors = [m for ok, m in [
+        (self.max_seq_length >= 5, "max_seq_length must be >= 5"),
+        (self.max_predictions_per_seq >= 1, "max_predictions_per_seq must be >= 1"),
+        (0.0 < self.masked_lm_prob <= 1.0, "masked_lm_prob must be in (0, 1]"),
+        (self.dupe_factor >= 1, "dupe_factor must be >= 1"),
+        (0.0 <= self.short_seq_prob <= 1.0, "short_seq_prob must be in [0, 1]"),
+        (self.num_shards >= 1, "num_shards must be >= 1"),
+        (self.shard_assignment in SHARD_ASSIGNMENTS,
+         f"shard_assignment must be one of {SHARD_ASSIGNMENTS}")] if not ok]
+    if errors:
+      raise ValueError(f"Invalid PretrainingDataConfig {self}: {'; '.join(errors)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingInstance:
+  """One sentence pair, unpadded; lists of int WordPiece ids / positions.
+
+  Attributes:
+    input_ids: `[CLS] a [SEP] b [SEP]` after masking (<= S); segment_ids: 0 up to the
+      first [SEP], then 1. masked_lm_positions: increasing (<= P); masked_lm_ids: the
+      original ids there. is_random_next: b is a random segment, not a's continuation.
+  """
+  input_ids: list
+  segment_ids: list
+  masked_lm_positions: list
+  masked_lm_ids: list
+  is_random_next: bool
+
+
+# What the algorithm needs of the vocab; `subword_ids` are the "##" pieces.
+VocabInfo = collections.namedtuple("VocabInfo", "size cls_id sep_id mask_id subword_ids")
+
+
+def vocab_info(vocab_file: str) -> VocabInfo:
+  tokens = load_vocab(vocab_file)
+  return VocabInfo(size=len(tokens), cls_id=tokens.index("[CLS]"),
+                sep_id=tokens.index("[SEP]"), mask_id=tokens.index("[MASK]"),
+                subword_ids=frozenset(i for i, t in enumerate(tokens) if t.startswith("##")))
+
+
+def _no_progress(message: Callable[[], str], force: bool = False) -> None:
+  del message, force
+
+
+class _Progress:
+  """Prints a progress line to a stream at most every `every_seconds` (tqdm-free)."""
+
+  def __init__(self, stream: Optional[TextIO], every_seconds: float):
+    self._stream, self._every = stream, every_seconds
+    self._last = time.monotonic()
+
+  def __call__(self, message: Callable[[], str], force: bool = False):
+    now = time.monotonic()
+    if self._stream is not None and (force or now - self._last >= self._every):
+      print(f"create_pretraining_data: {message()}", file=self._stream, flush=True)
+      self._last = now
+
+
+def expand_input_files(patterns: Sequence[str]) -> list:
+  """Paths of the input files: each glob pattern's matches sorted, duplicates dropped.
+
+  Raises:
+    ValueError: if `patterns` is empty.
+    FileNotFoundError: naming a pattern that matches nothing or a path that is not
+      an existing file.
+  """
+  if not patterns:
+    raise ValueError("No input files given")
+  files = []
+  for pattern in patterns:
+    matches = sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
+    if not matches:
+      raise FileNotFoundError(f"No input file matches {pattern!r}")
+    for path in matches:
+      if not os.path.isfile(path):
+        raise FileNotFoundError(f"Input file not found (or not a regular file): {path}")
+      if path not in files:
+        files.append(path)
+  return files
+
+
+def _line_batches(path: str):
+  """Yields lists of stripped lines, read as google-research/bert reads them."""
+  try:
+    with open(path, "rb") as f:  # Binary: lines end at b"\n" only, like GFile.
+      batch = []
+      for raw in f:
+        batch.append(raw.decode("utf-8", "ignore").strip())
+        if len(batch) == _LINES_PER_BATCH:
+          yield batch
+          batch = []
+      yield batch
+  except OSError as e:
+    raise OSError(f"Cannot read input file {path}: {e}") from e
+
+
+def _tokenize(tokenizer: WordPieceTokenizer, texts: list) -> list:
+  """WordPiece ids of each text, as a list of lists of int."""
+  if not texts:
+    return []
+  ids = tokenizer.tokenize(tf.constant(texts, tf.string))
+  flat, splits = ids.flat_values.numpy().tolist(), ids.row_splits.numpy().tolist()
+  return [flat[start:end] for start, end in zip(splits[:-1], splits[1:])]
+
+
+def read_documents(input_files: Sequence[str], tokenizer: WordPieceTokenizer,
+                   progress: Callable = _no_progress) -> list:
+  """The corpus as documents, each a list of sentences, each a list of int WordPiece ids.
+
+  Raises:
+    ValueError: if the files hold no sentence at all (an empty corpus).
+  """
+  documents = [[]]
+  for path in input_files:
+    for lines in _line_batches(path):
+      ids = iter(_tokenize(tokenizer, [line for line in lines if line]))
+      for line in lines:
+        if not line:  # Blank lines separate documents.
+          documents.append([])
+          continue
+        sentence = next(ids)
+        if sentence:
+          documents[-1].append(sentence)
+      progress(lambda: f"reading {path}: {sum(map(bool, documents))} documents so far")
+  documents = [d for d in documents if d]
+  if not documents:
+    raise ValueError(f"Empty corpus: no documents (no line with any WordPiece) in the "
+                     f"input files {list(input_files)}")
+  return documents
+
+
+def truncate_seq_pair(tokens_a: list, tokens_b: list, max_num_tokens: int,
+                      rng: random.Random) -> None:
+  """Google's rule: cut the longer list (b on ties), from the front or back at random."""
+  while len(tokens_a) + len(tokens_b) > max_num_tokens:
+    trunc_tokens = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+    # google-research/bert: "sometimes truncate from the front and sometimes from
+    # the back to add more randomness and avoid biases".
+    if rng.random() < 0.5:
+      del trunc_tokens[0]
+    else:
+      trunc_tokens.pop()
+
+
+def create_masked_lm_predictions(ids: list, config: PretrainingDataConfig, vocab: VocabInfo,
+                                 rng: random.Random) -> tuple:
+  """Picks and corrupts the positions to predict, as google-research/bert does.
+
+  num_to_predict = min(P, max(1, round(len(ids) * masked_lm_prob))). Each chosen
+  piece becomes [MASK] 80% of the time, stays 10%, and becomes a uniformly random
+  vocab id 10%. With whole-word masking a word is skipped if it would overshoot.
+
+  Returns:
+    (output_ids, masked_lm_positions, masked_lm_ids): lists of int.
+  """
+  groups = []  # Candidate positions; disjoint, so Google's `covered` set is moot.
+  for i, token in enumerate(ids):
+    if token in (vocab.cls_id, vocab.sep_id):
+      continue
+    if config.do_whole_word_mask and groups and token in vocab.subword_ids:
+      groups[-1].append(i)
+    else:
+      groups.append([i])
+  rng.shuffle(groups)
+  num_to_predict = min(config.max_predictions_per_seq,
+                       max(1, int(round(len(ids) * config.masked_lm_prob))))
+  output, masked = list(ids), []
+  for group in groups:
+    if len(masked) >= num_to_predict:
+      break
+    if len(masked) + len(group) > num_to_predict:
+      continue
+    for index in group:
+      if rng.random() < 0.8:
+        output[index] = vocab.mask_id
+      elif rng.random() >= 0.5:  # Else (< 0.5) keep the original token.
+        output[index] = rng.randint(0, vocab.size - 1)
+      masked.append(index)
+  masked.sort()
+  return output, masked, [ids[i] for i in masked]
+
+
+def _random_segment(documents: list, document_index: int, target_length: int,
+                    rng: random.Random) -> list:
+  """Sentences from a random start in (if possible) another document."""
+  for _ in range(10):  # Google's bounded retry; a 1-document corpus keeps its own.
+    random_index = rng.randint(0, len(documents) - 1)
+    if random_index != document_index:
+      break
+  random_document = documents[random_index]
+  tokens = []
+  for sentence in random_document[rng.randint(0, len(random_document) - 1):]:
+    tokens.extend(sentence)
+    if len(tokens) >= target_length:
+      break
+  return tokens
+
+
+def _instance(tokens_a: list, tokens_b: list, is_random_next: bool,
+              config: PretrainingDataConfig, vocab: VocabInfo,
+              rng: random.Random) -> TrainingInstance:
+  ids = [vocab.cls_id, *tokens_a, vocab.sep_id, *tokens_b, vocab.sep_id]
+  output, positions, labels = create_masked_lm_predictions(ids, config, vocab, rng)
+  return TrainingInstance(output, [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1),
+                          positions, labels, is_random_next)
+
+
+def create_instances_from_document(documents: list, document_index: int,
+                                   config: PretrainingDataConfig, vocab: VocabInfo,
+                                   rng: random.Random) -> list:
+  """google-research/bert's sentence-pair instances of one document."""
+  document = documents[document_index]
+  max_num_tokens = config.max_seq_length - 3  # [CLS], [SEP], [SEP].
+  # Usually fill the sequence; sometimes (short_seq_prob) aim shorter to lessen
+  # the pretraining / fine-tuning length mismatch (google-research/bert).
+  target_seq_length = max_num_tokens
+  if rng.random() < config.short_seq_prob:
+    target_seq_length = rng.randint(2, max_num_tokens)
+  instances, chunk, chunk_length, i = [], [], 0, 0
+  while i < len(document):
+    chunk.append(document[i])
+    chunk_length += len(document[i])
+    if i == len(document) - 1 or chunk_length >= target_seq_length:
+      a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+      tokens_a = [t for sentence in chunk[:a_end] for t in sentence]
+      is_random_next = len(chunk) == 1 or rng.random() < 0.5
+      if is_random_next:
+        tokens_b = _random_segment(documents, document_index,
+                                   target_seq_length - len(tokens_a), rng)
+        i -= len(chunk) - a_end  # Put the unused sentences back.
+      else:
+        tokens_b = [t for sentence in chunk[a_end:] for t in sentence]
+      truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
+      instances.append(_instance(tokens_a, tokens_b, is_random_next, config, vocab, rng))
+      chunk, chunk_length = [], 0
+    i += 1
+  return instances
+
+
+def create_training_instances(documents: list, config: PretrainingDataConfig,
+                              vocab: VocabInfo, rng: random.Random,
+                              progress: Callable = _no_progress) -> list:
+  """All instances: shuffle documents, `dupe_factor` passes, shuffle instances."""
+  documents = list(documents)
+  rng.shuffle(documents)
+  instances = []
+  for dupe in range(config.dupe_factor):
+    for index in range(len(documents)):
+      instances.extend(create_instances_from_document(documents, index, config, vocab, rng))
+      progress(lambda: f"pass {dupe + 1}/{config.dupe_factor}, document {index + 1}/"
+               f"{len(documents)}, {len(instances)} instances")
+  rng.shuffle(instances)
+  return instances
+
+
+def instance_to_example(instance: TrainingInstance, max_seq_length: int,
+                        max_predictions_per_seq: int) -> tf.train.Example:
+  """Zero-pads an instance into a `tf.train.Example` with Google's features and dtypes."""
+  def padded(values, length):
+    if len(values) > length:
+      raise ValueError(f"{len(values)} values do not fit length {length}")
+    return list(values) + [0] * (length - len(values))
+
+  def int64s(values, length):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=padded(values, length)))
+
+  s, p = max_seq_length, max_predictions_per_seq
+  weights = padded([1.0] * len(instance.masked_lm_ids), p)
+  return tf.train.Example(features=tf.train.Features(feature={
+      "input_ids": int64s(instance.input_ids, s),
+      "input_mask": int64s([1] * len(instance.input_ids), s),
+      "segment_ids": int64s(instance.segment_ids, s),
+      "masked_lm_positions": int64s(instance.masked_lm_positions, p),
+      "masked_lm_ids": int64s(instance.masked_lm_ids, p),
+      "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=weights)),
+      "next_sentence_labels": int64s([int(instance.is_random_next)], 1)}))
+
+
+def shard_names(prefix: str, num_shards: int) -> list:
+  """Shard file names: `{prefix}-00000-of-00004.tfrecord`, ...; the summary is beside."""
+  return [f"{prefix}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
+
+
+def summary_path(output_dir: str, prefix: str) -> str:
+  return os.path.join(output_dir, f"{prefix}-summary.json")
+
+
+def write_shards(instances: Sequence[TrainingInstance], output_dir: str, prefix: str,
+                 config: PretrainingDataConfig, progress: Callable = _no_progress) -> list:
+  """Writes the shards under temporary names, renames them once all are complete.
+
+  Returns:
+    list of int, the number of instances in each shard.
+  """
+  finals = [os.path.join(output_dir, n) for n in shard_names(prefix, config.num_shards)]
+  temps = [os.path.join(output_dir, f".{os.path.basename(f)}.{os.getpid()}.tmp")
+           for f in finals]
+  counts, renamed, writers = [0] * config.num_shards, [], []
+  try:
+    writers = [tf.io.TFRecordWriter(t) for t in temps]
+    for index, instance in enumerate(instances):
+      shard = (index % config.num_shards if config.shard_assignment == "round_robin"
+               else index * config.num_shards // len(instances))
+      writers[shard].write(instance_to_example(
+          instance, config.max_seq_length, config.max_predictions_per_seq).SerializeToString())
+      counts[shard] += 1
+      progress(lambda: f"writing: {index + 1}/{len(instances)} instances")
+    for writer in writers:
+      writer.close()
+    for temp, final in zip(temps, finals):
+      os.replace(temp, final)  # Atomic per file; the summary (written last) marks the set.
+      renamed.append(final)
+  except BaseException:
+    for writer in writers:
+      writer.close()
+    for path in temps + renamed:
+      if os.path.exists(path):
+        os.remove(path)
+    raise
+  return counts
+
+
+def _prepare_output_dir(output_dir: str, prefix: str, num_shards: int) -> None:
+  """Creates the directory; refuses stale shards of another shard count."""
+  os.makedirs(output_dir, exist_ok=True)
+  ours = set(shard_names(prefix, num_shards))
+  stale = sorted(n for n in os.listdir(output_dir)
+                 if n.startswith(f"{prefix}-") and n.endswith(".tfrecord") and n not in ours)
+  if stale:
+    raise FileExistsError(f"{output_dir} already holds other shards of {prefix!r} "
+                          f"({stale[:3]}...); remove them or pick another output_prefix")
+
+
+def _summary(input_files, documents, instances, counts, prefix, config) -> dict:
+  return {
+      "num_instances": len(instances), "num_documents": len(documents),
+      "num_sentences": sum(len(d) for d in documents),
+      "num_tokens": sum(len(s) for d in documents for s in d),
+      "num_masked_lm_predictions": sum(len(i.masked_lm_ids) for i in instances),
+      "num_random_next": sum(i.is_random_next for i in instances),
+      "shards": [{"file": n, "instances": c}
+                 for n, c in zip(shard_names(prefix, config.num_shards), counts)],
+      "input_files": list(input_files), "config": dataclasses.asdict(config)}
+
+
+def create_pretraining_data(input_patterns: Sequence[str], output_dir: str,
+                            config: PretrainingDataConfig, *, output_prefix: str = "pretraining",
+                            log_every_seconds: float = 10.0,
+                            log_stream: Optional[TextIO] = None) -> dict:
+  """Reads a corpus; writes Google-format pretraining TFRecord shards and a summary JSON.
+
+  Args:
+    input_patterns: files or glob patterns of one-sentence-per-line text.
+    output_dir: gets `{output_prefix}-NNNNN-of-NNNNN.tfrecord` and
+      `{output_prefix}-summary.json` (written last); created if missing.
+    config: the data options.
+    output_prefix: file name prefix of the shards and the summary.
+    log_every_seconds: period of the progress line (files, documents, instances).
+    log_stream: where progress goes (default sys.stderr).
+
+  Returns:
+    dict, the summary written (counts, shard files, input files, config).
+
+  Raises:
+    FileNotFoundError: a missing vocab or input file (named).
+    OSError: an unreadable input file (named).
+    ValueError: an empty corpus, or fewer instances than shards.
+    FileExistsError: `output_dir` holds shards of this prefix with another shard count.
+  """
+  progress = _Progress(sys.stderr if log_stream is None else log_stream, log_every_seconds)
+  vocab = vocab_info(config.vocab_file)
+  input_files = expand_input_files(input_patterns)
+  _prepare_output_dir(output_dir, output_prefix, config.num_shards)
+  tokenizer = WordPieceTokenizer(config.vocab_file, config.do_lower_case)
+  documents = read_documents(input_files, tokenizer, progress)
+  instances = create_training_instances(
+      documents, config, vocab, random.Random(config.random_seed), progress)
+  if len(instances) < config.num_shards:
+    raise ValueError(f"{len(instances)} instances cannot fill {config.num_shards} shards")
+  path = summary_path(output_dir, output_prefix)
+  if os.path.exists(path):
+    os.remove(path)  # The old data set is incomplete from here until the new summary.
+  counts = write_shards(instances, output_dir, output_prefix, config, progress)
+  summary = _summary(input_files, documents, instances, counts, output_prefix, config)
+  with open(path + ".tmp", "w", encoding="utf-8") as f:
+    json.dump(summary, f, indent=2)
+  os.replace(path + ".tmp", path)
+  progress(lambda: f"wrote {len(instances)} instances from {len(documents)} documents "
+           f"to {config.num_shards} shard(s) in {output_dir}", force=True)
+  return summary
+
+
+def pydoc_corpus(output_path: str, max_documents: Optional[int] = None) -> str:
+  """Writes CPython's `pydoc_data.topics` as a google-format corpus: the default corpus.
+
+  One document per help topic (sorted by name), blank lines between them. Sentences are
+  cut simply: a paragraph's wrapped lines are joined with spaces (heading underlines
+  such as "*****" dropped) and split after every ". " (so "e.g. x" splits too).
+
+  Args:
+    output_path: the text file to write.
+    max_documents: keep only the first this many topics (default all, 79 on 3.11).
+
+  Returns:
+    `output_path`.
+  """
+  from pydoc_data.topics import topics  # pylint: disable=import-outside-toplevel
+  documents = []
+  for name in sorted(topics)[:max_documents]:
+    lines = []
+    for paragraph in topics[name].split("\n\n"):
+      text = " ".join(line.strip() for line in paragraph.splitlines()
+                      if set(line.strip()) - set("*=-"))
+      lines += [s.strip() for s in text.replace(". ", ".\n").split("\n") if s.strip()]
+    if lines:
+      documents.append("\n".join(lines))
+  with open(output_path, "w", encoding="utf-8") as f:
+    f.write("\n\n".join(documents) + "\n")
+  return output_path

@@ -1,0 +1,252 @@
+"""Reads SQuAD v1.1 and v2.0 files (the official nested JSON) into typed examples.
+
+Layout (`[...]` lists, `?` optional):
+
+  {"version"?: str, "data": [{"title"?: str, "paragraphs": [{"context": str,
+   "qas": [{"id": str, "question": str, "answers": [{"text": str, "answer_start": int}],
+            "is_impossible"?: bool, "plausible_answers"?: [...same as answers]}]}]}]}
+
+A file without "version" is v1.1 (the official v1.1 files carry "1.1", the allennlp
+fixture none). Every structural problem raises ValueError naming the file and the JSON
+field path, e.g. `data[3].paragraphs[0].qas[5].answers[0].answer_start`.
+
+Training reads differ from google-research/bert `read_squad_examples` in two ways:
+* The answer must sit exactly at `answer_start` (`context[start:start + len(text)] ==
+  text`). Google only checks that the whitespace-joined words covering the span contain
+  the text, so a wrong offset can silently move the label. Here such a question is
+  reported (`SkippedExample`, logged), counted and skipped, never repaired.
+* A question with several answers trains on the first one (Google raises); all answers are
+  kept on the example, for evaluation.
+"""
+
+import dataclasses
+import gzip
+import json
+import logging
+from typing import Any, Optional
+
+_REQUIRED = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadAnswer:
+  """One gold (or v2.0 plausible) answer.
+
+  Attributes:
+    text: the answer as annotated.
+    answer_start: character (Python `str` index) offset of `text` in the context.
+  """
+  text: str
+  answer_start: int
+
+  @property
+  def answer_end(self) -> int:
+    """Exclusive character end of the answer in the context."""
+    return self.answer_start + len(self.text)
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadExample:
+  """One question about one paragraph.
+
+  Attributes:
+    qas_id: the question's "id" (the key of predictions.json).
+    question_text: the question.
+    context_text: the paragraph, exactly as in the file (offsets index into it).
+    answers: gold answers; empty for a v2.0 unanswerable question.
+    is_impossible: v2.0's flag; False in v1.1.
+    plausible_answers: v2.0's distractor spans of an unanswerable question.
+    title: the article's title ("" when absent).
+  """
+  qas_id: str
+  question_text: str
+  context_text: str
+  answers: tuple[SquadAnswer, ...]
+  is_impossible: bool = False
+  plausible_answers: tuple[SquadAnswer, ...] = ()
+  title: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class SkippedExample:
+  """A training question left out, and why.
+
+  Attributes:
+    qas_id: the question's id.
+    field_path: JSON path of the offending answer, e.g. `data[0].paragraphs[1].qas[2]
+      .answers[0]`.
+    reason: what is wrong, quoting the text found at `answer_start`.
+  """
+  qas_id: str
+  field_path: str
+  reason: str
+
+
+@dataclasses.dataclass
+class SquadDataset:
+  """A parsed SQuAD file.
+
+  Attributes:
+    path: the file read.
+    version: its "version" ("1.1" when absent).
+    examples: the questions in file order (training: minus the skipped ones).
+    skipped: training questions whose answer is not at `answer_start`.
+  """
+  path: str
+  version: str
+  examples: list[SquadExample]
+  skipped: list[SkippedExample] = dataclasses.field(default_factory=list)
+
+  @property
+  def is_v2(self) -> bool:
+    """True for SQuAD 2.0 (unanswerable questions, null-score postprocessing)."""
+    return is_v2_version(self.version)
+
+
+def is_v2_version(version: str) -> bool:
+  """True for a "2.x" version string, False for "1.x"."""
+  return version.startswith("2.")
+
+
+def load_json(path: str) -> Any:
+  """Reads a JSON file, gzip-compressed or not, with errors that name the file.
+
+  Raises:
+    FileNotFoundError: if `path` does not exist.
+    ValueError: if it is not (gzip-compressed) UTF-8 JSON.
+  """
+  try:
+    with open(path, "rb") as f:
+      data = f.read()
+    if data[:2] == b"\x1f\x8b":  # The gzip magic number.
+      data = gzip.decompress(data)
+    return json.loads(data.decode("utf-8"))
+  except FileNotFoundError:
+    raise FileNotFoundError(f"SQuAD JSON file not found: {path}") from None
+  except (gzip.BadGzipFile, EOFError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    raise ValueError(f"{path} is not valid (gzip-compressed) UTF-8 JSON: {e}") from None
+
+
+def read_squad_file(path: str, is_training: bool) -> SquadDataset:
+  """Reads and checks a SQuAD v1.1 / v2.0 file.
+
+  Args:
+    path: the dataset JSON, optionally gzip-compressed.
+    is_training: if True, questions whose (first) answer is not at `answer_start` are
+      skipped and reported in `SquadDataset.skipped`.
+
+  Returns:
+    SquadDataset.
+
+  Raises:
+    FileNotFoundError, ValueError: see `load_json` and `parse_squad`.
+  """
+  return parse_squad(load_json(path), path, is_training)
+
+
+def parse_squad(data: Any, source: str, is_training: bool) -> SquadDataset:
+  """Turns the official JSON layout into a SquadDataset (see `read_squad_file`).
+
+  Raises:
+    ValueError: naming `source` and the JSON field path of a missing or mistyped field,
+      a duplicate question id, or an answerable question without answers.
+  """
+  top = _Fields(data, "", source)
+  version = top.get("version", str, "1.1")
+  if not version.startswith(("1.", "2.")):
+    raise ValueError(f"{source}: version: expected '1.x' or '2.x', got {version!r}")
+  dataset = SquadDataset(source, version, [])
+  seen = {}
+  for article in top.items("data"):
+    title = article.get("title", str, "")
+    for paragraph in article.items("paragraphs"):
+      context = paragraph.get("context", str)
+      for qa in paragraph.items("qas"):
+        example = _example(qa, title, context)
+        if example.qas_id in seen:
+          raise ValueError(f"{source}: {qa.path}.id: {example.qas_id!r} is also the id of "
+                           f"{seen[example.qas_id]}")
+        seen[example.qas_id] = qa.path
+        skip = _misaligned(example, qa.path) if is_training else None
+        if skip:
+          logging.warning("Skipping training question %s (%s): %s", skip.qas_id,
+                          skip.field_path, skip.reason)
+          dataset.skipped.append(skip)
+        else:
+          dataset.examples.append(example)
+  if is_training:
+    logging.info("%s: %d training questions, %d skipped (answer not at answer_start)",
+                 source, len(dataset.examples), len(dataset.skipped))
+  return dataset
+
+
+def _example(qa: "_Fields", title: str, context: str) -> SquadExample:
+  """One SquadExample from a checked `qas[i]` entry."""
+  answers = tuple(_answer(a) for a in qa.items("answers"))
+  is_impossible = qa.get("is_impossible", bool, False)
+  if is_impossible and answers:
+    raise ValueError(f"{qa.source}: {qa.path}.answers: is_impossible is true but "
+                     f"{len(answers)} answer(s) are given")
+  if not is_impossible and not answers:
+    raise ValueError(f"{qa.source}: {qa.path}.answers: empty, but the question is not "
+                     "marked is_impossible")
+  plausible = tuple(_answer(a) for a in qa.items("plausible_answers", required=False))
+  return SquadExample(qas_id=qa.get("id", str), question_text=qa.get("question", str),
+                      context_text=context, answers=answers, is_impossible=is_impossible,
+                      plausible_answers=plausible, title=title)
+
+
+def _answer(fields: "_Fields") -> SquadAnswer:
+  start = fields.get("answer_start", int)
+  if start < 0:
+    raise ValueError(f"{fields.source}: {fields.path}.answer_start: negative ({start})")
+  return SquadAnswer(text=fields.get("text", str), answer_start=start)
+
+
+def _misaligned(example: SquadExample, qa_path: str) -> Optional[SkippedExample]:
+  """A SkippedExample if the training answer is not exactly at its offset, else None."""
+  if example.is_impossible:
+    return None
+  answer = example.answers[0]
+  found = example.context_text[answer.answer_start:answer.answer_end]
+  if answer.text and found == answer.text:
+    return None
+  reason = (f"answer text {answer.text!r} is not at answer_start {answer.answer_start}; "
+            f"the context has {found!r} there")
+  return SkippedExample(example.qas_id, f"{qa_path}.answers[0]", reason)
+
+
+class _Fields:
+  """A JSON object with its field path, whose accessors check types."""
+
+  def __init__(self, value: Any, path: str, source: str):
+    if not isinstance(value, dict):
+      raise ValueError(f"{source}: {path or '(top level)'}: expected a JSON object, "
+                       f"got {_describe(value)}")
+    self.value, self.path, self.source = value, path, source
+
+  def _sub(self, key: str) -> str:
+    return f"{self.path}.{key}" if self.path else key
+
+  def get(self, key: str, kind: type, default: Any = _REQUIRED) -> Any:
+    """`value[key]`, checked to be exactly of `kind` (a bool is not an int)."""
+    if key not in self.value:
+      if default is _REQUIRED:
+        raise ValueError(f"{self.source}: {self._sub(key)} is missing")
+      return default
+    found = self.value[key]
+    if not isinstance(found, kind) or (kind is int and isinstance(found, bool)):
+      raise ValueError(f"{self.source}: {self._sub(key)}: expected {kind.__name__}, got "
+                       f"{_describe(found)}")
+    return found
+
+  def items(self, key: str, required: bool = True) -> list["_Fields"]:
+    """The objects of the list `value[key]`, each with its own path."""
+    found = self.get(key, list, _REQUIRED if required else [])
+    return [_Fields(item, f"{self._sub(key)}[{i}]", self.source)
+            for i, item in enumerate(found)]
+
+
+def _describe(value: Any) -> str:
+  text = json.dumps(value, ensure_ascii=False)
+  return f"{type(value).__name__} {text[:40] + '...' if len(text) > 40 else text}"

@@ -1,0 +1,42 @@
+"""Writes masked-LM / next-sentence pretraining TFRecords, as google-research/bert does.
+
+  bash bootstrap.sh python tools/create_pretraining_data.py \
+      --input_file=corpus/*.txt --output_dir=/tmp/pretraining_data --num_shards=8
+
+Without --input_file it uses the embedded default corpus, CPython's pydoc topics.
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+
+from flags import create_pretraining_data_flags as f  # noqa: E402
+from tfbert import pretrained, pretraining_data  # noqa: E402
+
+
+def main(argv):
+  del argv
+  config = pretraining_data.PretrainingDataConfig(
+      vocab_file=f.VOCAB_FILE.value or pretrained.minilm_vocab_file(),
+      do_lower_case=f.DO_LOWER_CASE.value, max_seq_length=f.MAX_SEQ_LENGTH.value,
+      max_predictions_per_seq=f.MAX_PREDICTIONS_PER_SEQ.value,
+      masked_lm_prob=f.MASKED_LM_PROB.value, dupe_factor=f.DUPE_FACTOR.value,
+      short_seq_prob=f.SHORT_SEQ_PROB.value, do_whole_word_mask=f.DO_WHOLE_WORD_MASK.value,
+      random_seed=f.RANDOM_SEED.value, num_shards=f.NUM_SHARDS.value,
+      shard_assignment=f.SHARD_ASSIGNMENT.value)
+  inputs = f.INPUT_FILE.value
+  if not inputs:
+    os.makedirs(f.OUTPUT_DIR.value, exist_ok=True)
+    inputs = [pretraining_data.pydoc_corpus(os.path.join(f.OUTPUT_DIR.value, "pydoc_corpus.txt"))]
+  summary = pretraining_data.create_pretraining_data(
+      inputs, f.OUTPUT_DIR.value, config, output_prefix=f.OUTPUT_PREFIX.value,
+      log_every_seconds=f.LOG_EVERY_SECONDS.value)
+  print(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=1))
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,42 @@
+"""Pretrains BERT (MLM + NSP) on google-research/bert TFRecords; rerun to resume.
+
+  bash bootstrap.sh python tools/run_pretraining.py --bert_config_file=bert_config.json \
+      --input_files='data/*.tfrecord' --model_dir=runs/bert --num_train_steps=1000
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app, flags  # noqa: E402
+
+from flags import run_pretraining_flags as f  # noqa: E402
+from tfbert import optimization  # noqa: E402
+from tfbert.config import BertConfig  # noqa: E402
+from tfbert.pretraining_run import PretrainingRunConfig, run_pretraining  # noqa: E402
+
+
+def main(argv):
+  del argv
+  optimizer = optimization.OptimizerConfig(
+      name=f.OPTIMIZER.value, learning_rate=f.LEARNING_RATE.value,
+      warmup_steps=f.NUM_WARMUP_STEPS.value, total_steps=f.NUM_TRAIN_STEPS.value,
+      schedule_mode=f.SCHEDULE.value, weight_decay_rate=f.WEIGHT_DECAY.value,
+      clip_norm=f.CLIP_NORM.value or None, accumulation_steps=f.ACCUMULATION.value)
+  config = PretrainingRunConfig(
+      bert_config=BertConfig.from_json_file(f.BERT_CONFIG_FILE.value),
+      input_files=f.INPUT_FILES.value, model_dir=f.MODEL_DIR.value, optimizer=optimizer,
+      train_batch_size=f.TRAIN_BATCH_SIZE.value, max_seq_length=f.MAX_SEQ_LENGTH.value,
+      max_predictions_per_seq=f.MAX_PREDICTIONS.value, init_checkpoint=f.INIT_CHECKPOINT.value,
+      dtype=f.DTYPE.value, distribution=f.DISTRIBUTION.value,
+      num_cpu_devices=f.NUM_CPU_DEVICES.value, jit_compile=f.JIT_COMPILE.value,
+      seed=f.SEED.value, deterministic=f.DETERMINISTIC.value,
+      checkpoint_every=f.CHECKPOINT_EVERY.value, log_every=f.LOG_EVERY.value,
+      export_dir=f.EXPORT_DIR.value)
+  run_pretraining(config)
+
+
+if __name__ == "__main__":
+  flags.mark_flags_as_required(["bert_config_file", "input_files", "model_dir"])
+  app.run(main)
