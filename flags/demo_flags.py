@@ -5,3 +5,7 @@ from absl import flags
 SENTENCES = flags.DEFINE_multi_string(
     "sentence", None, "A sentence to embed; repeat the flag for several (default: a built-in set).")
 SEQ_LENGTH = flags.DEFINE_integer("seq_length", 64, "Tokens per sentence, [CLS]/[SEP] included.")
+WORKDIR = flags.DEFINE_string("workdir", "runs/demo",
+                              "Where the demo writes its data, run directory and exports.")
+PRETRAIN_STEPS = flags.DEFINE_integer("pretrain_steps", 300,
+                                      "Applied pretraining steps (0 skips pretraining).")

