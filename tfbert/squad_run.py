@@ -1,0 +1,407 @@
+"""SQuAD fine-tuning and prediction: google-research/bert `run_squad.py` on Keras `fit`.
+
+`run_squad(SquadRunConfig)` does what the tool's flags ask, in this order:
+
+1. Builds a `BertSpanLabeler` (in the strategy's scope) and initializes its encoder from a
+   Google checkpoint, a Hugging Face directory or a tfbert `.keras` file; the span head
+   starts fresh unless the source has one (`cls/squad`).
+2. Training: features are cached as TFRecords in `output_dir`, shuffled, and `fit` runs
+   the compiled model with the `tfbert.optimization` stack (AdamW, linear warmup then linear
+   decay to 0 after warmup, global-norm clipping after the all-reduce, mean accumulation,
+   loss scaling for mixed_float16). The loss is google-research/bert's
+   `(start_loss + end_loss) / 2`, each a mean sparse softmax cross-entropy over the batch.
+   An epoch is one pass over the features (windows), as in Hugging Face's script; Google
+   counts examples instead.
+3. Prediction: the model's logits on the predict file's features go through
+   `tfbert.squad_postprocess`; predictions.json, nbest_predictions.json (v2.0:
+   null_odds.json) and eval_results.json (the official scores) are written.
+
+The run directory explains itself:
+
+  output_dir/
+    bert_config.json, run_config.json   the model and the resolved run configuration
+    train_features.{tf_record,json}     cached training features (reused when unchanged)
+    predict_features.{tf_record,json}   cached prediction features
+    train/                              TensorBoard events (loss every `log_every` micro-steps)
+    model.keras                         the fine-tuned model, no optimizer state
+                                        (`--init_tfbert` reads it)
+    predictions.json, nbest_predictions.json, null_odds.json, eval_results.json
+
+Rerunning a command reuses the feature caches and fine-tunes again from the initial
+weights (a fine-tuning run is short; there is no mid-run resume).
+
+Shape legend: B batch, S max_seq_length.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import time
+from typing import Any, Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfbert import (distribution, export, google_checkpoint, huggingface, optimization,
+                    squad_data, squad_evaluation, squad_features, squad_postprocess)
+from tfbert.config import BertConfig
+from tfbert.models import BertSpanLabeler
+from tfbert.pretraining_run import DTYPES
+from tfbert.tokenization import WordPieceTokenizer
+
+INPUT_NAMES = export.FEATURE_NAMES  # input_ids, input_mask, segment_ids
+OUTPUT_NAMES = ("start_logits", "end_logits")
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadRunConfig:
+  """Everything that defines a SQuAD run (see flags/run_squad_flags.py for each field)."""
+  output_dir: str
+  do_train: bool = False
+  do_predict: bool = False
+  train_file: Optional[str] = None
+  predict_file: Optional[str] = None
+  train_articles: Optional[str] = None
+  predict_articles: Optional[str] = None
+  vocab_file: Optional[str] = None
+  do_lower_case: bool = True
+  bert_config_file: Optional[str] = None
+  init_checkpoint: Optional[str] = None
+  init_hf_dir: Optional[str] = None
+  init_tfbert: Optional[str] = None
+  features: squad_features.FeatureConfig = squad_features.FeatureConfig()
+  postprocess: squad_postprocess.PostprocessConfig = squad_postprocess.PostprocessConfig()
+  train_batch_size: int = 32
+  predict_batch_size: int = 64
+  learning_rate: float = 5e-5
+  num_train_epochs: float = 3.0
+  max_train_steps: Optional[int] = None
+  warmup_proportion: float = 0.1
+  weight_decay_rate: float = 0.01
+  clip_norm: Optional[float] = 1.0
+  gradient_accumulation_steps: int = 1
+  dtype: str = "float32"
+  distribution: str = "one_device"
+  num_cpu_devices: int = 1
+  seed: int = 12345
+  log_every: int = 10
+  verbose: int = 1
+  export_dir: Optional[str] = None
+
+  def validate(self, num_replicas: int = 1) -> None:
+    """Raises ValueError naming the field(s) that do not fit together."""
+    checks = [
+        (self.do_train or self.do_predict, "at least one of do_train, do_predict"),
+        (not self.do_train or self.train_file, "do_train needs train_file"),
+        (not self.do_predict or self.predict_file, "do_predict needs predict_file"),
+        (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
+        (0.0 <= self.warmup_proportion <= 1.0, "warmup_proportion must be in [0, 1]"),
+        (sum(map(bool, (self.init_checkpoint, self.init_hf_dir, self.init_tfbert))) <= 1,
+         "give at most one of init_checkpoint, init_hf_dir, init_tfbert"),
+        (self.train_batch_size % (self.gradient_accumulation_steps * num_replicas) == 0,
+         f"train_batch_size {self.train_batch_size} must be a multiple of "
+         f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) x replicas "
+         f"({num_replicas})"),
+        (self.log_every >= 1, "log_every must be >= 1"),
+        (self.distribution != "multi_worker", "Keras fit does not run under multi_worker "
+         "(keras-team/keras#20585); use one_device or mirrored"),
+    ]
+    for ok, message in checks:
+      if not ok:
+        raise ValueError(message)
+
+  def to_json(self) -> str:
+    return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+
+def article_slice(spec: Optional[str]) -> slice:
+  """Parses "START:END" (Python slice semantics: "0:38", "-10:", ":5") into a slice.
+
+  Raises:
+    ValueError: if `spec` is not two optional integers around one colon.
+  """
+  if not spec:
+    return slice(None)
+  parts = spec.split(":")
+  try:
+    if len(parts) != 2:
+      raise ValueError
+    start, end = (int(p) if p.strip() else None for p in parts)
+  except ValueError:
+    raise ValueError(f"article slice must be START:END (e.g. 0:38 or -10:), got {spec!r}") from None
+  return slice(start, end)
+
+
+def read_squad_articles(path: str, articles: Optional[str],
+                        is_training: bool) -> tuple[squad_data.SquadDataset, dict[str, Any]]:
+  """Reads a SQuAD file, keeping only the articles `articles` ("START:END") selects.
+
+  Returns:
+    (the parsed dataset, the selected JSON, which is what the evaluation scores against).
+
+  Raises:
+    ValueError: for a malformed file or a slice that selects no article.
+  """
+  data = squad_data.load_json(path)
+  source = path
+  if articles and isinstance(data, dict) and isinstance(data.get("data"), list):
+    total = len(data["data"])
+    data = {**data, "data": data["data"][article_slice(articles)]}
+    if not data["data"]:
+      raise ValueError(f"{path}: articles {articles!r} select none of its {total} articles")
+    source = f"{path} (articles {articles} of {total})"
+  return squad_data.parse_squad(data, source, is_training), data
+
+
+def run_squad(config: SquadRunConfig) -> dict[str, Any]:
+  """Trains and/or predicts as `config` says; see the module docstring.
+
+  Returns:
+    dict with "train" (steps, loss, examples_per_second) when training and "predictions"
+    (file paths) and "scores" (official EM/F1) when predicting.
+  """
+  config.validate()
+  distribution.configure_cpu_devices(config.num_cpu_devices)
+  keras.utils.set_random_seed(config.seed)
+  keras.mixed_precision.set_global_policy(config.dtype)
+  strategy = distribution.create_strategy(config.distribution, config.num_cpu_devices)
+  config.validate(strategy.num_replicas_in_sync)
+  os.makedirs(config.output_dir, exist_ok=True)
+  tokenizer = WordPieceTokenizer(resolve_vocab_file(config), config.do_lower_case)
+  model = build_span_labeler(config, strategy)
+  if tokenizer.vocab_size > model.config.vocab_size:
+    raise ValueError(f"the vocab has {tokenizer.vocab_size} entries, the model only "
+                     f"{model.config.vocab_size} (vocab_size)")
+  model.config.to_json_file(os.path.join(config.output_dir, "bert_config.json"))
+  with open(os.path.join(config.output_dir, "run_config.json"), "w", encoding="utf-8") as f:
+    f.write(config.to_json() + "\n")
+  result = {}
+  if config.do_train:
+    result["train"] = train(model, strategy, tokenizer, config)
+    save_weights_and_config(model, os.path.join(config.output_dir, "model.keras"))
+  if config.do_predict:
+    result.update(predict(model, tokenizer, config))
+  if config.export_dir:
+    export.export_squad_saved_model(
+        model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
+        config.features.max_seq_length, config.features.max_query_length,
+        config.postprocess.max_answer_length)
+  return result
+
+
+def initial_weights(config: SquadRunConfig
+                    ) -> tuple[BertConfig, Optional[dict[str, np.ndarray]], str]:
+  """(model config, Google-name weights or None, source) of the chosen initialization.
+
+  `bert_config_file`, when given, is the model's config; otherwise it comes from the source
+  (`bert_config.json` beside a Google checkpoint, the Hugging Face `config.json`, the
+  `.keras` model's config). Without a source the model starts from random weights.
+  """
+  def given_config(default_file=None):
+    path = config.bert_config_file or default_file
+    if not path:
+      raise ValueError("bert_config_file is needed without init_checkpoint/init_hf_dir/"
+                       "init_tfbert")
+    return BertConfig.from_json_file(path)
+
+  if config.init_checkpoint:
+    prefix = config.init_checkpoint
+    weights = google_checkpoint.read_google_checkpoint(prefix)
+    return given_config(os.path.join(os.path.dirname(prefix), "bert_config.json")), weights, prefix
+  if config.init_hf_dir:
+    hf_config, weights, _ = huggingface.load_hf_checkpoint(config.init_hf_dir)
+    bert_config = given_config() if config.bert_config_file else hf_config
+    return bert_config, weights, config.init_hf_dir
+  if config.init_tfbert:
+    if not os.path.exists(config.init_tfbert):
+      raise FileNotFoundError(f"tfbert model file not found: {config.init_tfbert}")
+    source = keras.saving.load_model(config.init_tfbert, compile=False)
+    bert_config = given_config() if config.bert_config_file else source.config
+    return bert_config, google_checkpoint.google_weights(source), config.init_tfbert
+  return given_config(), None, "random initialization"
+
+
+def resolve_vocab_file(config: SquadRunConfig) -> str:
+  """`vocab_file`, else the `vocab.txt` beside the initial checkpoint.
+
+  Raises:
+    ValueError: when neither exists.
+  """
+  if config.vocab_file:
+    return config.vocab_file
+  for source in (config.init_hf_dir, config.init_checkpoint and
+                 os.path.dirname(config.init_checkpoint)):
+    if source and os.path.exists(os.path.join(source, "vocab.txt")):
+      return os.path.join(source, "vocab.txt")
+  raise ValueError("vocab_file is needed (no vocab.txt beside the initial checkpoint)")
+
+
+def build_span_labeler(config: SquadRunConfig,
+                       strategy: tf.distribute.Strategy) -> BertSpanLabeler:
+  """The model, built in `strategy`'s scope and initialized as `config` says.
+
+  The source's encoder weights must all be there and fit exactly; tensors the model has no
+  weight for (pretraining heads, the pooler's absence) are reported as unused, and the span
+  head keeps its fresh initialization when the source has no `cls/squad`.
+  """
+  bert_config, weights, source = initial_weights(config)
+  with strategy.scope():
+    model = BertSpanLabeler(bert_config)
+    model.build()
+  if weights is None:
+    print("starting from random weights (no init_checkpoint/init_hf_dir/init_tfbert)",
+          flush=True)
+    return model
+  report = google_checkpoint.assign_google_weights(model, weights, source, allow_unused=True,
+                                                   allow_missing=("span_head",))
+  print(report.summary(), flush=True)
+  if report.missing and config.do_predict and not config.do_train:
+    print("WARNING: predicting with an untrained span head: the source has no cls/squad",
+          flush=True)
+  return model
+
+
+def train(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
+          tokenizer: WordPieceTokenizer, config: SquadRunConfig) -> dict[str, float]:
+  """Fine-tunes `model` on the train file; returns the last logs and the throughput."""
+  dataset, _ = read_squad_articles(config.train_file, config.train_articles, True)
+  converted = squad_features.cached_features(
+      os.path.join(config.output_dir, "train_features"), dataset.examples, tokenizer,
+      config.features, is_training=True)
+  num_features = len(converted.features)
+  total_steps = max(1, int(num_features * config.num_train_epochs) // config.train_batch_size)
+  steps = min(total_steps, config.max_train_steps or total_steps)
+  k = config.gradient_accumulation_steps
+  print(f"training on {len(dataset.examples)} questions ({len(dataset.skipped)} + "
+        f"{len(converted.skipped)} skipped), {num_features} features: {steps} of "
+        f"{total_steps} applied steps of {config.train_batch_size}", flush=True)
+  with strategy.scope():
+    model.compile(optimizer=optimization.create_optimizer(_optimizer_config(config, total_steps)),
+                  loss={name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+                        for name in OUTPUT_NAMES},
+                  loss_weights={name: 0.5 for name in OUTPUT_NAMES}, jit_compile=False)
+  micro_batch = config.train_batch_size // k
+  per_epoch = max(k, num_features // micro_batch // k * k)
+  monitor = TrainingMonitor(steps, config.train_batch_size,
+                            check_finite=config.dtype != "mixed_float16")
+  model.fit(train_dataset(os.path.join(config.output_dir, "train_features.tf_record"),
+                          config.features.max_seq_length, micro_batch, num_features,
+                          config.seed),
+            epochs=math.ceil(steps * k / per_epoch), steps_per_epoch=per_epoch, shuffle=False,
+            verbose=config.verbose, callbacks=[monitor, keras.callbacks.TensorBoard(
+                os.path.join(config.output_dir, "train"), update_freq=config.log_every)])
+  return monitor.summary()
+
+
+def save_weights_and_config(model: BertSpanLabeler, path: str) -> None:
+  """Saves `model` as a `.keras` file without optimizer state (AdamW's slots triple it)."""
+  plain = BertSpanLabeler(model.config, dtype=model.dtype_policy)
+  plain.build()
+  plain.set_weights(model.get_weights())
+  plain.save(path)
+
+
+def _optimizer_config(config: SquadRunConfig, total_steps: int) -> optimization.OptimizerConfig:
+  return optimization.OptimizerConfig(
+      name="adamw", learning_rate=config.learning_rate,
+      warmup_steps=int(total_steps * config.warmup_proportion), total_steps=total_steps,
+      schedule_mode="decay_after_warmup", weight_decay_rate=config.weight_decay_rate,
+      clip_norm=config.clip_norm, accumulation_steps=config.gradient_accumulation_steps,
+      accumulation_reduction="mean", loss_scale=config.dtype == "mixed_float16")
+
+
+def train_dataset(record_path: str, max_seq_length: int, batch_size: int,
+                  num_features: int, seed: int) -> tf.data.Dataset:
+  """Endless shuffled (inputs, labels) batches of the training feature TFRecords.
+
+  Returns:
+    tf.data.Dataset of ({input_ids, input_mask, segment_ids}: int32 [B, S],
+    {start_logits, end_logits}: int32 [B] positions).
+  """
+  full = squad_features.record_spec(max_seq_length, is_training=True)
+  spec = {name: full[name] for name in INPUT_NAMES + ("start_positions", "end_positions")}
+
+  def parse(records):
+    values = {k: tf.cast(v, tf.int32) for k, v in tf.io.parse_example(records, spec).items()}
+    return ({name: values[name] for name in INPUT_NAMES},
+            {"start_logits": values["start_positions"], "end_logits": values["end_positions"]})
+
+  return (tf.data.TFRecordDataset(record_path)
+          .shuffle(max(1, num_features), seed=seed, reshuffle_each_iteration=True)
+          .repeat().batch(batch_size, drop_remainder=True)
+          .map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+
+
+class TrainingMonitor(keras.callbacks.Callback):
+  """Stops after `steps` applied steps, fails fast on a non-finite loss, times the run.
+
+  Args:
+    steps: applied (optimizer) steps to run.
+    batch_size: examples per applied step.
+    check_finite: raise FloatingPointError on a non-finite loss (off for mixed_float16,
+      whose loss scaling skips overflowing steps by design).
+  """
+
+  def __init__(self, steps: int, batch_size: int, check_finite: bool = True):
+    super().__init__()
+    self.steps, self.batch_size, self.check_finite = steps, batch_size, check_finite
+    self.micro_steps, self.first_step_end, self.end, self.last_logs = 0, None, None, {}
+
+  def on_train_batch_end(self, batch, logs=None):
+    self.micro_steps += 1
+    self.last_logs = dict(logs or {})
+    loss = self.last_logs.get("loss")
+    if self.check_finite and loss is not None and not math.isfinite(loss):
+      raise FloatingPointError(f"non-finite loss ({loss}) at micro-step {self.micro_steps} "
+                               f"(applied step {self._applied() + 1} of {self.steps})")
+    applied = self._applied()
+    if applied >= 1 and self.first_step_end is None:
+      self.first_step_end = (time.perf_counter(), applied)
+    if applied >= self.steps:
+      self.end = (time.perf_counter(), applied)
+      self.model.stop_training = True
+
+  def _applied(self) -> int:
+    return int(self.model.optimizer.iterations.numpy())
+
+  def summary(self) -> dict[str, float]:
+    """Last logs, applied steps and examples/s after the first (tracing) step."""
+    result = {k: float(v) for k, v in self.last_logs.items()}
+    result["steps"] = self._applied()
+    if hasattr(self.model.optimizer, "dynamic_scale"):
+      result["loss_scale"] = float(self.model.optimizer.dynamic_scale.numpy())
+    if self.first_step_end and self.end and self.end[1] > self.first_step_end[1]:
+      seconds = self.end[0] - self.first_step_end[0]
+      result["examples_per_second"] = (
+          (self.end[1] - self.first_step_end[1]) * self.batch_size / seconds)
+    print("trained " + " ".join(f"{k}={v:.4g}" for k, v in result.items()), flush=True)
+    return result
+
+
+def predict(model: BertSpanLabeler, tokenizer: WordPieceTokenizer,
+            config: SquadRunConfig) -> dict[str, Any]:
+  """Answers the predict file, writes the prediction files and scores them."""
+  dataset, selected = read_squad_articles(config.predict_file, config.predict_articles, False)
+  features = squad_features.cached_features(
+      os.path.join(config.output_dir, "predict_features"), dataset.examples, tokenizer,
+      config.features, is_training=False).features
+  inputs = {name: np.stack([getattr(f, name) for f in features]) for name in INPUT_NAMES}
+  outputs = model.predict(inputs, batch_size=config.predict_batch_size, verbose=0)
+  predictions = squad_postprocess.postprocess_predictions(
+      dataset.examples, features, outputs["start_logits"], outputs["end_logits"],
+      config.postprocess)
+  paths = squad_postprocess.write_predictions(predictions, config.output_dir)
+  result = {"predictions": paths}
+  if any(e.answers or e.is_impossible for e in dataset.examples):
+    null_odds = ({p.qas_id: p.null_score_diff for p in predictions}
+                 if dataset.is_v2 else None)
+    scores = squad_evaluation.evaluate(selected, {p.qas_id: p.text for p in predictions},
+                                       dataset.version, null_odds)
+    paths["eval_results.json"] = os.path.join(config.output_dir, "eval_results.json")
+    with open(paths["eval_results.json"], "w", encoding="utf-8") as f:
+      f.write(json.dumps(scores, indent=2) + "\n")
+    print(json.dumps(scores), flush=True)
+    result["scores"] = scores
+  return result

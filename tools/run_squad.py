@@ -1,0 +1,49 @@
+"""Fine-tunes BERT on SQuAD and/or predicts and scores (google-research/bert run_squad.py).
+
+  bash bootstrap.sh python tools/run_squad.py --do_train --do_predict --init_hf_dir=minilm \
+      --train_file=train-v1.1.json --predict_file=dev-v1.1.json --output_dir=runs/squad
+
+See flags/run_squad_flags.py for every flag and tfbert/squad_run.py for the run directory.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+
+from flags import run_squad_flags as f  # noqa: E402
+from tfbert import pretrained, squad_features, squad_postprocess  # noqa: E402
+from tfbert.squad_run import SquadRunConfig, run_squad  # noqa: E402
+
+
+def main(argv):
+  del argv
+  init_hf_dir = f.INIT_HF_DIR.value
+  config = SquadRunConfig(
+      output_dir=f.OUTPUT_DIR.value, do_train=f.DO_TRAIN.value, do_predict=f.DO_PREDICT.value,
+      train_file=f.TRAIN_FILE.value, predict_file=f.PREDICT_FILE.value,
+      train_articles=f.TRAIN_ARTICLES.value, predict_articles=f.PREDICT_ARTICLES.value,
+      vocab_file=f.VOCAB_FILE.value, do_lower_case=f.DO_LOWER_CASE.value,
+      bert_config_file=f.BERT_CONFIG_FILE.value, init_checkpoint=f.INIT_CHECKPOINT.value,
+      init_hf_dir=pretrained.minilm_dir() if init_hf_dir == "minilm" else init_hf_dir,
+      init_tfbert=f.INIT_TFBERT.value,
+      features=squad_features.FeatureConfig(f.MAX_SEQ_LENGTH.value, f.DOC_STRIDE.value,
+                                            f.MAX_QUERY_LENGTH.value),
+      postprocess=squad_postprocess.PostprocessConfig(
+          f.N_BEST_SIZE.value, f.MAX_ANSWER_LENGTH.value, f.VERSION_2.value,
+          f.NULL_SCORE_DIFF_THRESHOLD.value),
+      train_batch_size=f.TRAIN_BATCH_SIZE.value, predict_batch_size=f.PREDICT_BATCH_SIZE.value,
+      learning_rate=f.LEARNING_RATE.value, num_train_epochs=f.NUM_TRAIN_EPOCHS.value,
+      max_train_steps=f.MAX_TRAIN_STEPS.value, warmup_proportion=f.WARMUP_PROPORTION.value,
+      weight_decay_rate=f.WEIGHT_DECAY_RATE.value, clip_norm=f.CLIP_NORM.value or None,
+      gradient_accumulation_steps=f.ACCUMULATION.value, dtype=f.DTYPE.value,
+      distribution=f.DISTRIBUTION.value, num_cpu_devices=f.NUM_CPU_DEVICES.value,
+      seed=f.SEED.value, log_every=f.LOG_STEPS.value, verbose=f.VERBOSE.value,
+      export_dir=f.EXPORT_DIR.value)
+  run_squad(config)
+
+
+if __name__ == "__main__":
+  app.run(main)
