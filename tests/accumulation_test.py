@@ -15,7 +15,8 @@ import tensorflow as tf
 
 from tests import multi_worker, training_loop
 from tfbert import BertClassifier, BertConfig
-from tfbert.accumulation import GradientAccumulationOptimizer, with_gradient_accumulation
+from tfbert.accumulation import (GradientAccumulationOptimizer, find_accumulator,
+                                 with_gradient_accumulation)
 from tfbert.optimizers import BERT_WEIGHT_DECAY_EXCLUSIONS, AdamW, Lamb
 from tfbert.schedules import WarmupPolynomialDecay
 
@@ -145,6 +146,8 @@ def test_wrapping_a_loss_scale_optimizer_keeps_it_outermost():
   assert wrapped.inner_optimizer.steps == 4
   assert isinstance(wrapped.inner_optimizer.inner_optimizer, keras.optimizers.AdamW)
   assert (wrapped.initial_scale, wrapped.dynamic_growth_steps) == (256.0, 7)
+  assert find_accumulator(wrapped) is wrapped.inner_optimizer
+  assert find_accumulator(keras.optimizers.SGD(0.1)) is None
   assert isinstance(with_gradient_accumulation(keras.optimizers.SGD(0.1), 2),
                     GradientAccumulationOptimizer)
   with pytest.raises(ValueError, match="global_clipnorm would act per replica"):

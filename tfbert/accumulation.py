@@ -236,6 +236,14 @@ class LossScaleOptimizer(keras.optimizers.LossScaleOptimizer):
     self.dynamic_scale.value.assign(self.dynamic_scale * 0.5)
 
 
+def find_accumulator(optimizer) -> Optional[GradientAccumulationOptimizer]:
+  """The `GradientAccumulationOptimizer` of a stack (outermost or under a loss scaler)."""
+  for candidate in (optimizer, getattr(optimizer, "inner_optimizer", None)):
+    if isinstance(candidate, GradientAccumulationOptimizer):
+      return candidate
+  return None
+
+
 def with_gradient_accumulation(optimizer: keras.optimizers.Optimizer, steps: int,
                                reduction: str = "mean", clip_norm: Optional[float] = None
                                ) -> keras.optimizers.Optimizer:

@@ -11,6 +11,7 @@ import keras
 import tensorflow as tf
 
 from tfbert import pretraining_loss
+from tfbert.accumulation import find_accumulator
 from tfbert.encoder import BertEncoder, as_config, read_inputs
 from tfbert.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
 
@@ -114,14 +115,10 @@ class BertPretrainer(keras.Model):
 
 def _accumulation(optimizer) -> tuple[int, str]:
   """(micro-steps per applied step, reduction) of an optimizer stack; (1, "sum") if plain."""
-  inner = getattr(optimizer, "inner_optimizer", None)
-  for candidate in (optimizer, inner):
-    if candidate is not None and hasattr(candidate, "steps") and hasattr(candidate, "reduction"):
-      return candidate.steps, candidate.reduction
-  return 1, "sum"
+  accumulator = find_accumulator(optimizer)
+  return (1, "sum") if accumulator is None else (accumulator.steps, accumulator.reduction)
 
 
-@keras.saving.register_keras_serializable(package="tfbert")
 class BertSpanLabeler(keras.Model):
   """BERT with the SQuAD span head of google-research/bert `run_squad.py`.
 

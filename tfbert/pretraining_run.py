@@ -35,6 +35,7 @@ import keras
 import tensorflow as tf
 
 from tfbert import distribution, export, google_checkpoint, input_pipeline, optimization
+from tfbert.accumulation import find_accumulator
 from tfbert.config import BertConfig
 from tfbert.models import BertPretrainer
 
@@ -160,15 +161,8 @@ def _restore_or_initialize(run: _Run, config: PretrainingRunConfig) -> int:
   return 0
 
 
-def _accumulator(optimizer) -> optimization.GradientAccumulationOptimizer:
-  """The accumulation wrapper of the stack (under a LossScaleOptimizer or outermost)."""
-  if isinstance(optimizer, optimization.GradientAccumulationOptimizer):
-    return optimizer
-  return optimizer.inner_optimizer
-
-
 def _micro_steps(run: _Run) -> int:
-  return int(_accumulator(run.optimizer).micro_step.numpy())
+  return int(find_accumulator(run.optimizer).micro_step.numpy())
 
 
 def _dataset(run: _Run, config: PretrainingRunConfig):
@@ -224,7 +218,7 @@ def _train(run: _Run, config: PretrainingRunConfig, step: int) -> dict:
 
 def _scalars(run: _Run, examples_per_second: float) -> dict:
   result = {k: float(v) for k, v in run.model.get_metrics_result().items()}
-  accumulator = _accumulator(run.optimizer)
+  accumulator = find_accumulator(run.optimizer)
   result["learning_rate"] = float(run.optimizer.learning_rate)
   result["gradient_norm"] = float(accumulator.gradient_norm.numpy())
   result["skipped_windows"] = float(accumulator.skipped_windows.numpy())
