@@ -119,6 +119,7 @@ def _accumulation(optimizer) -> tuple[int, str]:
   return (1, "sum") if accumulator is None else (accumulator.steps, accumulator.reduction)
 
 
+@keras.saving.register_keras_serializable(package="tfbert")
 class BertSpanLabeler(keras.Model):
   """BERT with the SQuAD span head of google-research/bert `run_squad.py`.
 
