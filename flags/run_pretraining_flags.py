@@ -39,6 +39,11 @@ DISTRIBUTION = flags.DEFINE_enum("distribution_strategy", "one_device", STRATEGI
 NUM_CPU_DEVICES = flags.DEFINE_integer("num_cpu_devices", 1,
                                        "Logical CPU devices to create (for mirrored on CPU).")
 JIT_COMPILE = flags.DEFINE_bool("jit_compile", False, "Compile the step with XLA.")
+RUN_EAGERLY = flags.DEFINE_bool("run_eagerly", False,
+                                "Run every step eagerly (debugging, alignment runs; slow).")
+STOP_AT_STEP = flags.DEFINE_integer("stop_at_step", None,
+                                    "Stop after this applied step (checkpointed, not exported); "
+                                    "rerun without it to resume on the same schedule.")
 SEED = flags.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and shuffling.")
 DETERMINISTIC = flags.DEFINE_bool("deterministic", False,
                                   "Unshuffled data and deterministic ops (alignment runs).")

@@ -18,8 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Third-party import name -> PyPI requirement (rules_python `requirement()`).
 THIRD_PARTY = {
     "absl": "absl-py", "keras": "keras", "numpy": "numpy", "official": "tf-models-official",
-    "pytest": "pytest", "safetensors": "safetensors", "tensorflow": "tensorflow",
-    "tensorflow_text": "tensorflow-text", "tf_keras": "tf-keras",
+    "pytest": "pytest", "safetensors": "safetensors", "scipy": "scipy",
+    "sklearn": "scikit-learn", "tensorflow": "tensorflow", "tensorflow_text": "tensorflow-text",
+    "tf_keras": "tf-keras",
 }
 HELPERS = "test_helpers"  # tests/ modules that are not *_test.py files.
 

@@ -102,3 +102,24 @@ def test_missing_encoder_weights_are_never_silently_allowed(tiny, tmp_path):
   with pytest.raises(ValueError, match="missing from the source:\n  bert/encoder/layer_1/output/"
                                        "dense/bias"):
     google_checkpoint.assign_google_weights(model, weights, "x", allow_missing=("mlm_head",))
+
+
+def test_allowing_the_unscoped_classifier_head_to_be_missing_does_not_allow_the_pooler(tiny):
+  # run_classifier.py's head has no Google scope (`output_weights`, `output_bias`): allowing
+  # it to be missing must not, by an empty name prefix, allow every other weight too.
+  from tfbert import BertClassifier
+  config, prefix = tiny
+  weights = google_checkpoint.read_google_checkpoint(prefix)
+  del weights["bert/pooler/dense/kernel"]
+  with pytest.raises(ValueError, match="missing from the source:\n  bert/pooler/dense/kernel$"):
+    google_checkpoint.assign_google_weights(BertClassifier(config, 3), weights, "x",
+                                            allow_unused=True,
+                                            allow_missing=("classifier_head",))
+  complete = google_checkpoint.read_google_checkpoint(prefix)
+  report = google_checkpoint.assign_google_weights(BertClassifier(config, 3), complete, "x",
+                                                   allow_unused=True,
+                                                   allow_missing=("classifier_head",))
+  assert report.missing == ("output_bias", "output_weights")
+  with pytest.raises(ValueError, match="has no component 'pooler'"):
+    google_checkpoint.assign_google_weights(BertClassifier(config, 3), complete, "x",
+                                            allow_missing=("pooler",))

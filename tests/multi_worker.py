@@ -10,52 +10,11 @@ weights and counters to OUTPUT.npz.
 
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-
-def free_ports(count: int) -> list[int]:
-  """Ports on 127.0.0.1 that were free a moment ago."""
-  sockets = [socket.socket() for _ in range(count)]
-  for s in sockets:
-    s.bind(("127.0.0.1", 0))
-  ports = [s.getsockname()[1] for s in sockets]
-  for s in sockets:
-    s.close()
-  return ports
-
-
-def launch_workers(command: list[str], num_workers: int = 2, timeout: float = 300.0,
-                   cwd: str = ".") -> list[subprocess.CompletedProcess]:
-  """Runs `command` as `num_workers` workers on localhost (TF_CONFIG set for each).
-
-  Waits at most `timeout` s in all, then kills leftovers.
-
-  A worker blocked on its peer ignores SIGTERM (PITFALLS.md), so leftovers get SIGKILL by PID.
-  """
-  from tfbert.distribution import tf_config  # Imports TensorFlow: only in the launcher.
-  ports = free_ports(num_workers)
-  procs = []
-  try:
-    for index in range(num_workers):
-      env = dict(os.environ, TF_CONFIG=tf_config(ports, index))
-      procs.append(subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True))
-    deadline = time.monotonic() + timeout
-    results = []
-    for proc in procs:
-      out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
-      results.append(subprocess.CompletedProcess(proc.args, proc.returncode, out))
-    return results
-  finally:
-    for proc in procs:
-      if proc.poll() is None:
-        proc.kill()
-        proc.wait(timeout=30)
+from tfbert.workers import free_ports, launch_workers  # noqa: E402,F401  (no TensorFlow)
 
 
 def worker_command(*args: str) -> list[str]:

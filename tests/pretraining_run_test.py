@@ -80,6 +80,8 @@ def test_run_directory_explains_itself(data_dir, tmp_path):
   assert os.path.exists(run / "export" / "saved_model" / "saved_model.pb")
   # 5 embedding + 16 (one layer) + 2 pooler + 5 MLM + 2 NSP tensors.
   assert len(read_google_checkpoint(str(run / "export" / "google" / "bert_model.ckpt"))) == 30
+  # Like Google's releases, the config sits beside the checkpoint.
+  assert BertConfig.from_json_file(str(run / "export" / "google" / "bert_config.json")) == TINY
 
 
 def test_non_finite_loss_fails_fast_naming_the_steps(data_dir, tmp_path):
@@ -205,3 +207,39 @@ def test_xla_on_one_device_gives_the_graph_loss_curve(data_dir, tmp_path):
   # XLA fuses and reorders float32 arithmetic: the curves agree to float32 rounding.
   assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-5)
   assert xla["step"] == graph["step"] == 4
+
+
+def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path):
+  common = dict(distribution="mirrored", num_cpu_devices=2, deterministic=True,
+                total_steps=3, log_every=1)
+  run_pretraining(run_config(data_dir, tmp_path / "graph", **common))
+  run_pretraining(run_config(data_dir, tmp_path / "eager", run_eagerly=True, **common))
+  a, b = read_metrics(tmp_path / "graph"), read_metrics(tmp_path / "eager")
+  # Same kernels, same order of the same float32 operations: equal to float32 rounding.
+  assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-6)
+  assert not tf.config.functions_run_eagerly()  # Restored after the run.
+
+
+def test_stop_at_step_then_resume_equals_the_uninterrupted_run(data_dir, tmp_path):
+  common = dict(deterministic=True, total_steps=5, log_every=1, checkpoint_every=100)
+  run_pretraining(run_config(data_dir, tmp_path / "straight", **common))
+  stopped = run_pretraining(run_config(data_dir, tmp_path / "split", stop_at_step=2, **common))
+  assert stopped["step"] == 2
+  assert not os.path.exists(tmp_path / "split" / "export")  # Not finished: not exported.
+  assert [r["step"] for r in read_metrics(tmp_path / "split")] == [1, 2]
+  run_pretraining(run_config(data_dir, tmp_path / "split", **common))
+  a, b = read_metrics(tmp_path / "straight"), read_metrics(tmp_path / "split")
+  assert [r["step"] for r in b] == [1, 2, 3, 4, 5]
+  # Same schedule (total_steps), same data position: the float32 curve is the same.
+  assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-6)
+  assert [r["learning_rate"] for r in b] == pytest.approx([r["learning_rate"] for r in a])
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(stop_at_step=7), r"stop_at_step \(7\) must be in \[1, total_steps \(6\)\]"),
+    (dict(stop_at_step=0), r"stop_at_step \(0\)"),
+    (dict(run_eagerly=True, jit_compile=True), "run_eagerly and jit_compile"),
+])
+def test_run_options_that_do_not_fit_are_named(data_dir, tmp_path, overrides, message):
+  with pytest.raises(ValueError, match=message):
+    run_pretraining(run_config(data_dir, tmp_path / "bad", **overrides))

@@ -1,11 +1,7 @@
 """Tests for tfbert.squad_run: a tiny model learns SQuAD-format questions; the tool runs.
 
-The data is synthetic and made here (nothing downloaded, no shared data): each paragraph
-states four facts, one per relation, about one or two people, from templates ("Mira was born
-in Rio de Janeiro."), shuffled among sentences of Python's own documentation
-(`pydoc_data.topics`); each question asks for one fact ("Where was Mira born?"). A model
-that ignores the question cannot tell the four answers apart (F1 ~25 at best); answers are
-1 to 3 words, so start and end both have to be learned.
+The data is `tfbert.squad_synthetic`'s offline SQuAD-format set (no shared data): four
+templated facts per paragraph among Python documentation sentences, one question per fact.
 
 Measured (this machine, 2 CPU cores): the untrained model scores F1 ~2; 600 steps of batch
 16 (~30 s) bring it to F1 98-100 with every seed tried (1, 2, 3, 7). Learning comes as a
@@ -15,72 +11,26 @@ steps; 450 steps were too few for seed 7 (F1 80).
 
 import json
 import os
-import random
-import re
 import subprocess
 import sys
 
 import numpy as np
-import pydoc_data.topics
 import pytest
 import tensorflow as tf
 
 from tfbert import (BertPretrainer, BertSpanLabeler, google_checkpoint, huggingface,
                     pretrained, squad_features, squad_postprocess, squad_run)
 from tfbert.config import BertConfig
+from tfbert.squad_synthetic import synthetic_squad
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOL = os.path.join(ROOT, "tools", "run_squad.py")
 
-NAMES = ["Mira", "Oscar", "Lena", "Tomas", "Aisha", "Victor", "Nora", "Hugo", "Selma", "Ivan",
-         "Clara", "Felix", "Greta", "Jonas", "Rosa", "Emil"]
-CITIES = ["Paris", "Rio de Janeiro", "Oslo", "New York", "Cairo", "San Francisco", "Lima",
-          "Berlin", "Kyoto", "Buenos Aires", "Dublin", "Nairobi"]
-JOBS = ["doctor", "piano teacher", "pilot", "farmer", "software engineer", "baker", "judge",
-        "fire fighter", "nurse", "chess coach"]
-PETS = ["cat", "parrot", "dog", "horse", "goldfish", "rabbit", "turtle", "hamster"]
-# relation -> (fact template, question template, value list).
-RELATIONS = {
-    "born": ("{name} was born in {value}.", "Where was {name} born?", CITIES),
-    "job": ("{name} worked as a {value}.", "What did {name} work as?", JOBS),
-    "pet": ("{name} owned a {value}.", "Which animal did {name} own?", PETS),
-    "year": ("{name} got married in {value}.", "When did {name} get married?",
-             [str(y) for y in range(1950, 2011, 3)]),
-}
 # Tiny, odd-sized, uncased vocab of the MiniLM wheel (30,522 entries).
 TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
             intermediate_size=37, hidden_act="gelu", hidden_dropout_prob=0.0,
             attention_probs_dropout_prob=0.0, max_position_embeddings=128, type_vocab_size=2,
             initializer_range=0.1)  # 0.02 learns the same, but ~2x more slowly.
-
-
-def _filler_sentences():
-  """Plain one-line sentences of 6-16 words from Python's documentation topics."""
-  text = re.sub(r"\s+", " ", " ".join(pydoc_data.topics.topics.values()))
-  return sorted({s for s in re.split(r"(?<=[.!?])\s+", text)
-                 if re.fullmatch(r"[A-Z][A-Za-z ,'()-]+\.", s) and 6 <= len(s.split()) <= 16})
-
-
-def synthetic_squad(num_paragraphs: int, seed: int, people: int = 2, fillers: int = 2) -> dict:
-  """A SQuAD v1.1 JSON dict: one article, `num_paragraphs` paragraphs of 4 questions."""
-  rng, filler = random.Random(seed), _filler_sentences()
-  paragraphs = []
-  for p in range(num_paragraphs):
-    names = rng.sample(NAMES, people)
-    facts = [(name, relation, rng.choice(RELATIONS[relation][2]))
-             for name, relation in zip(rng.choices(names, k=4), rng.sample(sorted(RELATIONS), 4))]
-    sentences = [RELATIONS[r][0].format(name=n, value=v) for n, r, v in facts]
-    sentences += rng.sample(filler, fillers)
-    order = rng.sample(range(len(sentences)), len(sentences))
-    context = " ".join(sentences[i] for i in order)
-    qas = []
-    for q, (name, relation, value) in enumerate(facts):
-      sentence = RELATIONS[relation][0].format(name=name, value=value)
-      start = context.index(sentence) + sentence.index(value, len(name))
-      qas.append({"id": f"s{seed}p{p}q{q}", "question": RELATIONS[relation][1].format(name=name),
-                  "answers": [{"text": value, "answer_start": start}]})
-    paragraphs.append({"context": context, "qas": qas})
-  return {"version": "1.1", "data": [{"title": f"synthetic {seed}", "paragraphs": paragraphs}]}
 
 
 def _write_json(path, value):

@@ -5,7 +5,6 @@ alignment runs). They must be configured before TensorFlow initializes its devic
 `configure_cpu_devices` is the first thing a tool does.
 """
 
-import json
 import os
 
 import tensorflow as tf
@@ -67,9 +66,3 @@ def worker_info(strategy: tf.distribute.Strategy) -> tuple[int, int, bool]:
   num_workers = resolver.cluster_spec().num_tasks("worker")
   index = resolver.task_id or 0
   return num_workers, index, index == 0
-
-
-def tf_config(ports: list[int], index: int) -> str:
-  """TF_CONFIG for worker `index` of a localhost cluster on `ports`."""
-  return json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
-                     "task": {"type": "worker", "index": index}})

@@ -98,8 +98,8 @@ def assign_google_weights(model: keras.Model, weights: Mapping[str, np.ndarray],
   if unused and not allow_unused:
     problems.append("source tensors with no model weight:\n  " + "\n  ".join(unused))
   missing = sorted(set(variables) - set(candidates))
-  allowed_scopes = tuple(_scope_of(model, c) for c in allow_missing)
-  not_allowed = [n for n in missing if not any(n.startswith(s) for s in allowed_scopes)]
+  allowed = _component_names(model, variables, allow_missing)
+  not_allowed = [n for n in missing if n not in allowed]
   if not_allowed:
     problems.append("model weights missing from the source:\n  " + "\n  ".join(not_allowed))
   if problems:
@@ -112,11 +112,16 @@ def assign_google_weights(model: keras.Model, weights: Mapping[str, np.ndarray],
                     unused=tuple(unused), missing=tuple(missing))
 
 
-def _scope_of(model: keras.Model, component: str) -> str:
-  for attribute, scope, _, _ in google_names.components(model):
-    if attribute == component:
-      return scope
-  raise ValueError(f"{type(model).__name__} has no component {component!r}")
+def _component_names(model: keras.Model, variables: Mapping, components: Sequence[str]) -> set:
+  """Google names of the weights of `components` (by weight identity, not by name prefix:
+  the classifier head's Google scope is empty, so a prefix would match every name)."""
+  attributes = {attribute for attribute, _, _, _ in google_names.components(model)}
+  owned = set()
+  for component in components:
+    if component not in attributes:
+      raise ValueError(f"{type(model).__name__} has no component {component!r}")
+    owned |= {id(w) for w in getattr(model, component).weights}
+  return {name for name, variable in variables.items() if id(variable) in owned}
 
 
 def load_google_checkpoint(model: keras.Model, prefix: str, *, allow_unused: bool = False,

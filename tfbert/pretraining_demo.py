@@ -30,6 +30,11 @@ class DemoSummary:
   first: dict
   last: dict
 
+  @property
+  def google_checkpoint(self) -> str:
+    """The Google-format export (with `bert_config.json` beside it)."""
+    return os.path.join(self.model_dir, "export", "google", "bert_model.ckpt")
+
   def format(self) -> str:
     keys = ("loss", "mlm_accuracy", "nsp_accuracy", "examples_per_second")
     row = lambda r: " ".join(f"{k}={r[k]:.4g}" for k in keys)
@@ -40,7 +45,7 @@ class DemoSummary:
         f"run directory: {self.model_dir} (bert_config.json, run_config.json, checkpoints/, "
         "metrics.jsonl, TensorBoard: train/)",
         f"exports: {os.path.join(self.model_dir, 'export', 'saved_model')} (serving_default) "
-        f"and {os.path.join(self.model_dir, 'export', 'google', 'bert_model.ckpt')}",
+        f"and {self.google_checkpoint}",
         f"rerun the same command to resume; view logs with: tensorboard --logdir {self.model_dir}"])
 
 

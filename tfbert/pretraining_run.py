@@ -57,11 +57,14 @@ class PretrainingRunConfig:
   distribution: str = "one_device"
   num_cpu_devices: int = 1
   jit_compile: bool = False
+  run_eagerly: bool = False
   seed: int = 12345
   deterministic: bool = False
   checkpoint_every: int = 100
   log_every: int = 10
   export_dir: Optional[str] = None
+  stop_at_step: Optional[int] = None
+  window_normalization: bool = True
 
   @property
   def accumulation_steps(self) -> int:
@@ -82,11 +85,24 @@ class PretrainingRunConfig:
           f"gradient_accumulation_steps ({self.accumulation_steps}) x replicas ({num_replicas})")
     if self.log_every < 1 or self.checkpoint_every < 1:
       raise ValueError("log_every and checkpoint_every must be >= 1")
+    if self.stop_at_step is not None and not 0 < self.stop_at_step <= self.total_steps:
+      raise ValueError(f"stop_at_step ({self.stop_at_step}) must be in [1, total_steps "
+                       f"({self.total_steps})]")
+    if self.run_eagerly and self.jit_compile:
+      raise ValueError("run_eagerly and jit_compile exclude each other")
 
   def to_json(self) -> str:
     values = dataclasses.asdict(self)
     values["bert_config"] = self.bert_config.to_dict()
     return json.dumps(values, indent=2, sort_keys=True, default=list)
+
+  @classmethod
+  def from_json(cls, text: str) -> "PretrainingRunConfig":
+    """The inverse of `to_json`."""
+    values = json.loads(text)
+    values["bert_config"] = BertConfig.from_dict(values["bert_config"], "run config")
+    values["optimizer"] = optimization.OptimizerConfig(**values["optimizer"])
+    return cls(**values)
 
 
 @dataclasses.dataclass
@@ -104,7 +120,11 @@ class _Run:
 
 
 def run_pretraining(config: PretrainingRunConfig) -> dict:
-  """Trains (or resumes) until `config.total_steps` applied steps; returns the last log."""
+  """Trains (or resumes) until `config.total_steps` applied steps; returns the last log.
+
+  With `stop_at_step`, stops there instead (after a checkpoint, without export); the same
+  config without it then resumes, on the same learning-rate schedule.
+  """
   distribution.configure_cpu_devices(config.num_cpu_devices)
   if config.deterministic:
     tf.config.experimental.enable_op_determinism()
@@ -115,7 +135,8 @@ def run_pretraining(config: PretrainingRunConfig) -> dict:
     run = _start(config)
     restored = _restore_or_initialize(run, config)
     last = _train(run, config, restored)
-    _export(run, config)
+    if int(run.optimizer.iterations.numpy()) >= config.total_steps:
+      _export(run, config)
   finally:
     keras.mixed_precision.set_global_policy(previous_policy)
   return last
@@ -184,6 +205,8 @@ def _dataset(run: _Run, config: PretrainingRunConfig):
         shuffle=not config.deterministic, seed=config.seed, repeat=True,
         accumulation_steps=config.accumulation_steps * local_replicas,
         deterministic=True)  # a fixed order, so that a resumed run can skip what it consumed
+    if not config.window_normalization:  # Each micro-batch normalized by its own counts.
+      dataset = dataset.map(lambda f: {k: v for k, v in f.items() if not k.startswith("window_")})
     return dataset.skip(consumed)
 
   return run.strategy.distribute_datasets_from_function(dataset_fn)
@@ -201,16 +224,32 @@ def _train(run: _Run, config: PretrainingRunConfig, step: int) -> dict:
     for _ in tf.range(count):
       run.strategy.run(train_step, args=(next(iterator),))
 
+  def eager_micro_steps(iterator, count):
+    for _ in range(int(count)):
+      run.strategy.run(run.model.train_step, args=(next(iterator),))
+
+  if config.run_eagerly:  # Also the optimizer's and accumulator's own tf.functions.
+    tf.config.run_functions_eagerly(True)
+  try:
+    return _train_loop(run, config, step, iterator,
+                       eager_micro_steps if config.run_eagerly else micro_steps)
+  finally:
+    tf.config.run_functions_eagerly(False)
+
+
+def _train_loop(run: _Run, config: PretrainingRunConfig, step: int, iterator,
+                micro_steps) -> dict:
   last = {}
-  while step < config.total_steps:
-    chunk = min(config.log_every - step % config.log_every, config.total_steps - step)
+  stop = config.stop_at_step or config.total_steps
+  while step < stop:
+    chunk = min(config.log_every - step % config.log_every, stop - step)
     start = time.perf_counter()
     micro_steps(iterator, tf.constant(chunk * config.accumulation_steps))
     seconds = time.perf_counter() - start
     new_step = int(run.optimizer.iterations.numpy())
     last = _log(run, config, new_step, chunk * config.train_batch_size / seconds, step)
     if new_step // config.checkpoint_every > step // config.checkpoint_every or \
-        step + chunk >= config.total_steps:
+        step + chunk >= stop:
       run.manager.save(checkpoint_number=new_step)
     step = step + chunk
   return last

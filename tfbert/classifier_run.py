@@ -1,0 +1,349 @@
+"""Sentence(-pair) classification fine-tuning: google-research/bert `run_classifier.py`.
+
+`run_classifier(ClassifierRunConfig)` does what the tool's flags ask, in this order:
+
+1. Builds a `BertClassifier` (C = the task's label count, 1 for STS-B regression) in the
+   strategy's scope and initializes its encoder (pooler included) from a Google
+   checkpoint, a Hugging Face directory or a tfbert `.keras` file, as `tfbert.squad_run`
+   does; the classifier head (`output_weights`, `output_bias`, unscoped as in Google's
+   code) starts fresh unless the source has one.
+2. Training (`do_train`): the train file is read (`tfbert.glue_data`), packed in the graph
+   (`tfbert.classifier_features`), shuffled, and `fit` runs the model with the
+   `tfbert.optimization` stack (AdamW, linear warmup then linear decay to 0 after warmup,
+   global-norm clipping after the all-reduce, mean accumulation, loss scaling for
+   mixed_float16). The loss is the mean softmax cross-entropy of the logits (regression:
+   the mean squared error of the single output), as in google-research/bert (Hugging Face
+   for regression). Steps: int(examples x epochs) // train_batch_size, as Google counts.
+3. Evaluation (`do_eval`): every dev file of the task (MNLI: matched and mismatched) is
+   predicted and scored with the task's GLUE metrics (`tfbert.glue_metrics`, fractions).
+4. Prediction (`do_predict`): every test file is predicted.
+Predictions are written in GLUE's submission format (`index<TAB>prediction`, the label
+name or the score).
+
+The run directory explains itself:
+
+  output_dir/
+    bert_config.json, run_config.json   the model and the resolved run configuration
+    train/                              TensorBoard events (loss every `log_every` micro-steps)
+    model.keras                         the fine-tuned model, no optimizer state
+                                        (`--init_tfbert` reads it)
+    train_results.json                  last logs, steps, examples/s, seconds
+    eval_results.json                   {dev split: {metric: value, "num_examples": N}}
+    <split>_predictions.tsv             per dev/test file ("dev", "dev_matched", "test", ...)
+
+Rerunning a command fine-tunes again from the initial weights (no mid-run resume).
+
+Shape legend: B batch, S max_seq_length, N examples, C classes.
+"""
+
+import dataclasses
+import json
+import math
+import os
+import time
+from typing import Any, Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfbert import (classifier_export, classifier_features, distribution, glue_data,
+                    glue_metrics, google_checkpoint, optimization, squad_run)
+from tfbert.models import BertClassifier
+from tfbert.pretraining_run import DTYPES
+from tfbert.tokenization import WordPieceTokenizer
+
+@dataclasses.dataclass(frozen=True)
+class ClassifierRunConfig:
+  """Everything that defines a classifier run (see flags/run_classifier_flags.py)."""
+  output_dir: str
+  task_name: str
+  data_dir: Optional[str] = None
+  train_file: Optional[str] = None
+  eval_file: Optional[str] = None
+  predict_file: Optional[str] = None
+  custom: Optional[glue_data.CustomFormat] = None
+  do_train: bool = False
+  do_eval: bool = False
+  do_predict: bool = False
+  max_train_examples: Optional[int] = None
+  skip_malformed_rows: bool = False
+  vocab_file: Optional[str] = None
+  do_lower_case: bool = True
+  bert_config_file: Optional[str] = None
+  init_checkpoint: Optional[str] = None
+  init_hf_dir: Optional[str] = None
+  init_tfbert: Optional[str] = None
+  max_seq_length: int = 128
+  classifier_dropout: float = 0.1
+  train_batch_size: int = 32
+  eval_batch_size: int = 64
+  learning_rate: float = 5e-5
+  num_train_epochs: float = 3.0
+  max_train_steps: Optional[int] = None
+  warmup_proportion: float = 0.1
+  weight_decay_rate: float = 0.01
+  clip_norm: Optional[float] = 1.0
+  gradient_accumulation_steps: int = 1
+  dtype: str = "float32"
+  distribution: str = "one_device"
+  num_cpu_devices: int = 1
+  seed: int = 12345
+  log_every: int = 10
+  verbose: int = 1
+  export_dir: Optional[str] = None
+
+  def task(self) -> glue_data.Task:
+    """The `glue_data.Task` of `task_name` (and `custom` for "custom")."""
+    return glue_data.get_task(self.task_name, self.custom)
+
+  def validate(self, num_replicas: int = 1) -> None:
+    """Raises ValueError naming the field(s) that do not fit together."""
+    self.task()
+    checks = [
+        (self.do_train or self.do_eval or self.do_predict,
+         "at least one of do_train, do_eval, do_predict"),
+        (not self.do_train or self.train_file or self.data_dir,
+         "do_train needs data_dir or train_file"),
+        (not self.do_eval or self.eval_file or self.data_dir,
+         "do_eval needs data_dir or eval_file"),
+        (not self.do_predict or self.predict_file or self.data_dir,
+         "do_predict needs data_dir or predict_file"),
+        (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
+        (0.0 <= self.warmup_proportion <= 1.0, "warmup_proportion must be in [0, 1]"),
+        (self.max_train_examples is None or self.max_train_examples >= 1,
+         "max_train_examples must be >= 1"),
+        (sum(map(bool, (self.init_checkpoint, self.init_hf_dir, self.init_tfbert))) <= 1,
+         "give at most one of init_checkpoint, init_hf_dir, init_tfbert"),
+        (self.train_batch_size % (self.gradient_accumulation_steps * num_replicas) == 0,
+         f"train_batch_size {self.train_batch_size} must be a multiple of "
+         f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) x replicas "
+         f"({num_replicas})"),
+        (self.log_every >= 1, "log_every must be >= 1"),
+        (self.distribution != "multi_worker", "Keras fit does not run under multi_worker "
+         "(keras-team/keras#20585); use one_device or mirrored"),
+    ]
+    for ok, message in checks:
+      if not ok:
+        raise ValueError(message)
+
+  def to_json(self) -> str:
+    return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+
+def run_classifier(config: ClassifierRunConfig) -> dict[str, Any]:
+  """Trains, evaluates and/or predicts as `config` says; see the module docstring.
+
+  Returns:
+    dict with "train" (train_results.json's values), "eval" ({split: metrics}) and
+    "predictions" ({split: path of the TSV}), each when asked for.
+  """
+  config.validate()
+  task = config.task()
+  distribution.configure_cpu_devices(config.num_cpu_devices)
+  keras.utils.set_random_seed(config.seed)
+  keras.mixed_precision.set_global_policy(config.dtype)
+  strategy = distribution.create_strategy(config.distribution, config.num_cpu_devices)
+  config.validate(strategy.num_replicas_in_sync)
+  os.makedirs(config.output_dir, exist_ok=True)
+  tokenizer = WordPieceTokenizer(squad_run.resolve_vocab_file(config), config.do_lower_case)
+  model = build_classifier(config, task, strategy)
+  _check_fits(model, tokenizer, config.max_seq_length)
+  model.config.to_json_file(os.path.join(config.output_dir, "bert_config.json"))
+  _write_json(os.path.join(config.output_dir, "run_config.json"), json.loads(config.to_json()))
+  result = {}
+  if config.do_train:
+    result["train"] = train(model, strategy, tokenizer, task, config)
+    _write_json(os.path.join(config.output_dir, "train_results.json"), result["train"])
+    save_weights_and_config(model, os.path.join(config.output_dir, "model.keras"))
+  if config.do_eval:
+    result["eval"] = evaluate(model, tokenizer, task, config)
+    _write_json(os.path.join(config.output_dir, "eval_results.json"), result["eval"])
+    print(json.dumps(result["eval"], sort_keys=True), flush=True)
+  if config.do_predict:
+    result["predictions"] = predict_test_files(model, tokenizer, task, config)
+  if config.export_dir:
+    classifier_export.export_classifier_saved_model(
+        model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
+        config.max_seq_length, task.labels, task.is_pair)
+  return result
+
+
+def _check_fits(model: BertClassifier, tokenizer: WordPieceTokenizer, seq_length: int) -> None:
+  if tokenizer.vocab_size > model.config.vocab_size:
+    raise ValueError(f"the vocab has {tokenizer.vocab_size} entries, the model only "
+                     f"{model.config.vocab_size} (vocab_size)")
+  if seq_length > model.config.max_position_embeddings:
+    raise ValueError(f"max_seq_length {seq_length} exceeds max_position_embeddings "
+                     f"{model.config.max_position_embeddings}")
+
+
+def build_classifier(config: ClassifierRunConfig, task: glue_data.Task,
+                     strategy: tf.distribute.Strategy) -> BertClassifier:
+  """The model, built in `strategy`'s scope and initialized as `config` says.
+
+  Every encoder weight, the pooler included (the head reads `pooled_output`), must be in
+  the source; tensors the model has no weight for are reported as unused. The head is
+  loaded when the source has one (then its shape must be [C, H]), else starts fresh.
+
+  Raises:
+    ValueError: when the source lacks an encoder weight, or shapes differ.
+  """
+  bert_config, weights, source = squad_run.initial_weights(config)
+  with strategy.scope():
+    model = BertClassifier(bert_config, task.num_classes, config.classifier_dropout)
+    model.build()
+  if weights is None:
+    print("starting from random weights (no init_checkpoint/init_hf_dir/init_tfbert)",
+          flush=True)
+    return model
+  report = google_checkpoint.assign_google_weights(model, weights, source, allow_unused=True,
+                                                   allow_missing=("classifier_head",))
+  print(report.summary(), flush=True)
+  if report.missing and not config.do_train:
+    print("WARNING: predicting with an untrained classifier head: the source has none",
+          flush=True)
+  return model
+
+
+def save_weights_and_config(model: BertClassifier, path: str) -> None:
+  """Saves `model` as a `.keras` file without optimizer state (AdamW's slots triple it)."""
+  plain = BertClassifier(model.config, model.num_classes, model.dropout_rate,
+                         dtype=model.dtype_policy)
+  plain.build()
+  plain.set_weights(model.get_weights())
+  plain.save(path)
+
+
+def read_task_file(task: glue_data.Task, path: str, split: str, config: ClassifierRunConfig,
+                   limit: Optional[int] = None) -> list[glue_data.InputExample]:
+  """The examples of one file; prints skipped rows; raises ValueError if there are none."""
+  read = glue_data.read_examples(task, path, split, skip_malformed=config.skip_malformed_rows,
+                                 limit=limit)
+  for message in read.skipped:
+    print(f"skipped malformed row: {message}", flush=True)
+  if not read.examples:
+    raise ValueError(f"{path}: no examples")
+  print(f"{path}: {len(read.examples)} examples, {len(read.skipped)} malformed rows skipped",
+        flush=True)
+  return read.examples
+
+
+def train(model: BertClassifier, strategy: tf.distribute.Strategy,
+          tokenizer: WordPieceTokenizer, task: glue_data.Task,
+          config: ClassifierRunConfig) -> dict[str, float]:
+  """Fine-tunes `model` on the train file; returns the last logs, throughput and time."""
+  path = glue_data.task_files(task, config.data_dir, "train", config.train_file)[0]
+  examples = read_task_file(task, path, "train", config, config.max_train_examples)
+  features = classifier_features.examples_to_features(examples, tokenizer,
+                                                      config.max_seq_length, task.is_pair)
+  labels = classifier_features.label_array(examples, task)
+  n, k = len(examples), config.gradient_accumulation_steps
+  total_steps = max(1, int(n * config.num_train_epochs) // config.train_batch_size)
+  steps = min(total_steps, config.max_train_steps or total_steps)
+  print(f"training on {n} examples: {steps} of {total_steps} applied steps of "
+        f"{config.train_batch_size}", flush=True)
+  loss = (keras.losses.MeanSquaredError() if task.is_regression else
+          keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  with strategy.scope():
+    model.compile(optimizer=optimization.create_optimizer(_optimizer_config(config, total_steps)),
+                  loss={"logits": loss}, jit_compile=False)
+  micro_batch = config.train_batch_size // k
+  per_epoch = max(k, n // micro_batch // k * k)
+  monitor = squad_run.TrainingMonitor(steps, config.train_batch_size,
+                                      check_finite=config.dtype != "mixed_float16")
+  start = time.perf_counter()
+  model.fit(train_dataset(features, labels, micro_batch, config.seed),
+            epochs=math.ceil(steps * k / per_epoch), steps_per_epoch=per_epoch, shuffle=False,
+            verbose=config.verbose, callbacks=[monitor, keras.callbacks.TensorBoard(
+                os.path.join(config.output_dir, "train"), update_freq=config.log_every)])
+  return {**monitor.summary(), "examples": n, "seconds": time.perf_counter() - start}
+
+
+def _optimizer_config(config: ClassifierRunConfig,
+                      total_steps: int) -> optimization.OptimizerConfig:
+  return optimization.OptimizerConfig(
+      name="adamw", learning_rate=config.learning_rate,
+      warmup_steps=int(total_steps * config.warmup_proportion), total_steps=total_steps,
+      schedule_mode="decay_after_warmup", weight_decay_rate=config.weight_decay_rate,
+      clip_norm=config.clip_norm, accumulation_steps=config.gradient_accumulation_steps,
+      accumulation_reduction="mean", loss_scale=config.dtype == "mixed_float16")
+
+
+def train_dataset(features: dict[str, np.ndarray], labels: np.ndarray, batch_size: int,
+                  seed: int) -> tf.data.Dataset:
+  """Endless shuffled (inputs, labels) batches.
+
+  Args:
+    features: int32 [N, S] arrays by feature name.
+    labels: int32 class ids [N] or float32 scores [N].
+    batch_size: examples per micro-batch (all replicas).
+    seed: the shuffling seed.
+
+  Returns:
+    tf.data.Dataset of ({input_ids, input_mask, segment_ids}: int32 [B, S],
+    {"logits": int32 [B] class ids, or float32 [B, 1] scores to match the [B, 1] output}).
+  """
+  targets = labels[:, None] if labels.dtype == np.float32 else labels
+  return (tf.data.Dataset.from_tensor_slices((features, {"logits": targets}))
+          .shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
+          .repeat().batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
+
+
+def predict_logits(model: BertClassifier, examples: list[glue_data.InputExample],
+                   tokenizer: WordPieceTokenizer, task: glue_data.Task,
+                   config: ClassifierRunConfig) -> np.ndarray:
+  """float32 logits [N, C] of the examples."""
+  features = classifier_features.examples_to_features(examples, tokenizer,
+                                                      config.max_seq_length, task.is_pair)
+  return model.predict(features, batch_size=config.eval_batch_size, verbose=0)["logits"]
+
+
+def decisions(logits: np.ndarray, task: glue_data.Task) -> np.ndarray:
+  """int class ids [N] (argmax) or float scores [N] (regression) of logits [N, C]."""
+  return logits[:, 0] if task.is_regression else np.argmax(logits, axis=1)
+
+
+def evaluate(model: BertClassifier, tokenizer: WordPieceTokenizer, task: glue_data.Task,
+             config: ClassifierRunConfig) -> dict[str, dict[str, float]]:
+  """Scores every dev file; writes `<split>_predictions.tsv`; returns {split: metrics}."""
+  results = {}
+  for path in glue_data.task_files(task, config.data_dir, "dev", config.eval_file):
+    examples = read_task_file(task, path, "dev", config)
+    predicted = decisions(predict_logits(model, examples, tokenizer, task, config), task)
+    labels = classifier_features.label_array(examples, task)
+    split = glue_data.split_name(path)
+    results[split] = {**glue_metrics.compute_metrics(task.metrics, predicted, labels),
+                      "num_examples": len(examples)}
+    write_predictions(os.path.join(config.output_dir, f"{split}_predictions.tsv"),
+                      examples, predicted, task)
+  return results
+
+
+def predict_test_files(model: BertClassifier, tokenizer: WordPieceTokenizer,
+                       task: glue_data.Task, config: ClassifierRunConfig) -> dict[str, str]:
+  """Predicts every test file into `<split>_predictions.tsv`; returns {split: path}."""
+  paths = {}
+  for path in glue_data.task_files(task, config.data_dir, "test", config.predict_file):
+    examples = read_task_file(task, path, "test", config)
+    predicted = decisions(predict_logits(model, examples, tokenizer, task, config), task)
+    split = glue_data.split_name(path)
+    paths[split] = write_predictions(
+        os.path.join(config.output_dir, f"{split}_predictions.tsv"), examples, predicted, task)
+  return paths
+
+
+def write_predictions(path: str, examples: list[glue_data.InputExample],
+                      predicted: np.ndarray, task: glue_data.Task) -> str:
+  """GLUE's submission format: `index<TAB>prediction` (label name or score); returns path."""
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("index\tprediction\n")
+    for example, value in zip(examples, predicted):
+      shown = f"{float(value):.6g}" if task.is_regression else task.labels[int(value)]
+      f.write(f"{example.index}\t{shown}\n")
+  return path
+
+
+def _write_json(path: str, value: Any) -> None:
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")

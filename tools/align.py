@@ -1,0 +1,62 @@
+"""Proves that training set-ups agree: per-step losses of variants from one initial checkpoint.
+
+  bash bootstrap.sh python tools/align.py --variants=graph,eager,xla --steps=20
+  bash bootstrap.sh python tools/align.py --variants=graph,accumulate4,mirrored,resume7
+
+Writes WORKDIR/report.json, WORKDIR/alignment.png and one run directory per variant
+(`tensorboard --logdir WORKDIR/runs`). Exits 0 only when every variant is within its
+tolerance of the first (the reference); see tfbert/alignment.py.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+
+from flags import align_flags as f  # noqa: E402
+from tfbert import alignment, alignment_run, optimization, pretraining_demo  # noqa: E402
+from tfbert.config import BertConfig  # noqa: E402
+
+
+def default_input_files(workdir: str) -> list[str]:
+  """The main job's pretraining records (pydoc_data.topics), made once in WORKDIR/data."""
+  if (f.MAX_SEQ_LENGTH.value, f.MAX_PREDICTIONS.value) != (
+      pretraining_demo.SEQ_LENGTH, pretraining_demo.MAX_PREDICTIONS):
+    raise app.UsageError("--input_files is needed unless --max_seq_length="
+                         f"{pretraining_demo.SEQ_LENGTH} and --max_predictions_per_seq="
+                         f"{pretraining_demo.MAX_PREDICTIONS} (the embedded data's shape)")
+  data_dir = os.path.join(workdir, "data")
+  pretraining_demo.make_data(data_dir)
+  return [os.path.join(data_dir, "*.tfrecord")]
+
+
+def main(argv):
+  del argv
+  tolerances = {}
+  for item in f.TOLERANCES.value:
+    kind, _, value = item.partition("=")
+    tolerances[kind] = float(value)
+  config = alignment.AlignmentConfig(
+      bert_config=(BertConfig.from_json_file(f.BERT_CONFIG_FILE.value)
+                   if f.BERT_CONFIG_FILE.value else pretraining_demo.SMALL_BERT),
+      input_files=f.INPUT_FILES.value or default_input_files(f.WORKDIR.value),
+      variants=[alignment.parse_variant(v) for v in f.VARIANTS.value], steps=f.STEPS.value,
+      train_batch_size=f.TRAIN_BATCH_SIZE.value, max_seq_length=f.MAX_SEQ_LENGTH.value,
+      max_predictions_per_seq=f.MAX_PREDICTIONS.value,
+      optimizer=optimization.OptimizerConfig(
+          name=f.OPTIMIZER.value, learning_rate=f.LEARNING_RATE.value,
+          momentum=f.MOMENTUM.value, warmup_steps=f.WARMUP_STEPS.value,
+          weight_decay_rate=f.WEIGHT_DECAY.value, clip_norm=f.CLIP_NORM.value or None),
+      seed=f.SEED.value, tolerances=tolerances, compare_weights=f.COMPARE_WEIGHTS.value)
+  report = alignment_run.run_alignment(config, f.WORKDIR.value)
+  print(f"report: {os.path.join(f.WORKDIR.value, 'report.json')}; plot: "
+        f"{os.path.join(f.WORKDIR.value, 'alignment.png')}; "
+        f"tensorboard --logdir {os.path.join(f.WORKDIR.value, 'runs')}")
+  print("ALIGNED" if report["passed"] else "NOT ALIGNED", flush=True)
+  return 0 if report["passed"] else 1
+
+
+if __name__ == "__main__":
+  app.run(main)

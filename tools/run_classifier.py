@@ -1,0 +1,55 @@
+"""Fine-tunes BERT on a GLUE-format task; evaluates and predicts (run_classifier.py).
+
+  bash bootstrap.sh python tools/run_classifier.py --task_name=mrpc --do_train --do_eval \
+      --data_dir=../shared/data/glue/MRPC --init_hf_dir=minilm --output_dir=runs/mrpc
+
+See flags/run_classifier_flags.py for every flag and tfbert/classifier_run.py for the run
+directory.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app  # noqa: E402
+
+from flags import run_classifier_flags as f  # noqa: E402
+from tfbert import glue_data, pretrained  # noqa: E402
+from tfbert.classifier_run import ClassifierRunConfig, run_classifier  # noqa: E402
+
+
+def main(argv):
+  del argv
+  init_hf_dir = f.INIT_HF_DIR.value
+  custom = None
+  if f.TASK_NAME.value == glue_data.CUSTOM_TASK:
+    custom = glue_data.CustomFormat(
+        text_a_column=f.CUSTOM_TEXT_A_COLUMN.value, text_b_column=f.CUSTOM_TEXT_B_COLUMN.value,
+        label_column=f.CUSTOM_LABEL_COLUMN.value, has_header=f.CUSTOM_HEADER.value,
+        delimiter={"tab": "\t", "comma": ","}[f.CUSTOM_DELIMITER.value],
+        labels=tuple(f.CUSTOM_LABELS.value or ()), regression=f.CUSTOM_REGRESSION.value)
+  config = ClassifierRunConfig(
+      output_dir=f.OUTPUT_DIR.value, task_name=f.TASK_NAME.value, data_dir=f.DATA_DIR.value,
+      train_file=f.TRAIN_FILE.value, eval_file=f.EVAL_FILE.value,
+      predict_file=f.PREDICT_FILE.value, custom=custom, do_train=f.DO_TRAIN.value,
+      do_eval=f.DO_EVAL.value, do_predict=f.DO_PREDICT.value,
+      max_train_examples=f.MAX_TRAIN_EXAMPLES.value,
+      skip_malformed_rows=f.SKIP_MALFORMED_ROWS.value, vocab_file=f.VOCAB_FILE.value,
+      do_lower_case=f.DO_LOWER_CASE.value, bert_config_file=f.BERT_CONFIG_FILE.value,
+      init_checkpoint=f.INIT_CHECKPOINT.value,
+      init_hf_dir=pretrained.minilm_dir() if init_hf_dir == "minilm" else init_hf_dir,
+      init_tfbert=f.INIT_TFBERT.value, max_seq_length=f.MAX_SEQ_LENGTH.value,
+      classifier_dropout=f.CLASSIFIER_DROPOUT.value, train_batch_size=f.TRAIN_BATCH_SIZE.value,
+      eval_batch_size=f.EVAL_BATCH_SIZE.value, learning_rate=f.LEARNING_RATE.value,
+      num_train_epochs=f.NUM_TRAIN_EPOCHS.value, max_train_steps=f.MAX_TRAIN_STEPS.value,
+      warmup_proportion=f.WARMUP_PROPORTION.value, weight_decay_rate=f.WEIGHT_DECAY_RATE.value,
+      clip_norm=f.CLIP_NORM.value or None, gradient_accumulation_steps=f.ACCUMULATION.value,
+      dtype=f.DTYPE.value, distribution=f.DISTRIBUTION.value,
+      num_cpu_devices=f.NUM_CPU_DEVICES.value, seed=f.SEED.value, log_every=f.LOG_STEPS.value,
+      verbose=f.VERBOSE.value, export_dir=f.EXPORT_DIR.value)
+  run_classifier(config)
+
+
+if __name__ == "__main__":
+  app.run(main)
