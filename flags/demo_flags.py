@@ -10,5 +10,5 @@ WORKDIR = flags.DEFINE_string("workdir", "runs/demo",
 PRETRAIN_STEPS = flags.DEFINE_integer("pretrain_steps", 300,
                                       "Applied pretraining steps (0 skips pretraining).")
 SQUAD_EPOCHS = flags.DEFINE_float(
-    "squad_epochs", 8.0, "Epochs of SQuAD fine-tuning of the pretrained BERT (0 skips it; "
+    "squad_epochs", 24.0, "Epochs of SQuAD fine-tuning of the pretrained BERT (0 skips it; "
     "needs --pretrain_steps > 0).")

@@ -42,13 +42,19 @@ def input_files(tmp_path_factory):
   return [str(folder / "*.tfrecord")]
 
 
-def _config(input_files, variants, steps=6, **overrides):
+SGD = optimization.OptimizerConfig(name="sgd", learning_rate=0.05, momentum=0.9, clip_norm=None)
+# AdamW with warmup, decay and a clipping norm below the gradient norm (~1.5-3 here), so the
+# clipping is active and must use the norm of the all-reduced, accumulated gradient.
+ADAMW = optimization.OptimizerConfig(name="adamw", learning_rate=1e-2, warmup_steps=2,
+                                     clip_norm=0.5)
+
+
+def _config(input_files, variants, steps=6, optimizer=SGD, **overrides):
   return AlignmentConfig(
       bert_config=TINY, input_files=input_files,
       variants=[alignment.parse_variant(v) for v in variants], steps=steps,
       train_batch_size=8, max_seq_length=SEQ, max_predictions_per_seq=PRED,
-      optimizer=optimization.OptimizerConfig(name="sgd", learning_rate=0.05, momentum=0.9,
-                                             clip_norm=None), **overrides)
+      optimizer=optimizer, **overrides)
 
 
 def _pairs(report):
@@ -78,13 +84,19 @@ def test_float32_equivalences_agree_within_1e5_at_every_step(input_files, tmp_pa
   assert run_config["run_eagerly"] and run_config["deterministic"]
 
 
-@pytest.mark.slow  # ~40 s: two worker processes, plus the reference.
-def test_two_worker_processes_agree_with_one_device(input_files, tmp_path):
-  report = alignment_run.run_alignment(_config(input_files, ["graph", "workers"], steps=4),
+@pytest.mark.slow  # ~60 s: two worker processes, plus two in-process runs.
+def test_adamw_with_schedule_and_clipping_agrees_across_processes_and_replicas(input_files,
+                                                                               tmp_path):
+  variants = ["graph", "workers", "mirrored_accumulate:replicas=2;accumulation_steps=2"]
+  report = alignment_run.run_alignment(_config(input_files, variants, steps=4, optimizer=ADAMW),
                                        str(tmp_path), plot=False, log=lambda _: None)
-  pair = _pairs(report)["workers"]
-  assert report["passed"] and pair["max_rel_deviation"] <= 1e-5, pair
+  assert report["passed"], report["pairs"]
+  for name, pair in _pairs(report).items():
+    assert pair["max_rel_deviation"] <= 1e-5 and pair["weights_max_rel_deviation"] <= 1e-5, name
   assert os.path.isdir(tmp_path / "runs" / "workers" / ".worker1")  # The second process.
+  norms = [json.loads(line)["gradient_norm"]
+           for line in open(tmp_path / "runs" / "graph" / "metrics.jsonl")]
+  assert min(norms) > ADAMW.clip_norm, norms  # Clipping acted at every step.
 
 
 @pytest.mark.slow  # ~30 s.

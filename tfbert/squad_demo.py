@@ -65,8 +65,8 @@ def make_data(data_dir: str, train_paragraphs: int = 300, dev_paragraphs: int = 
                for name, data in sets.items())
 
 
-def run_squad_demo(workdir: str, pretrained_checkpoint: str, epochs: float = 8.0,
-                   learning_rate: float = 2e-3) -> SquadDemoSummary:
+def run_squad_demo(workdir: str, pretrained_checkpoint: str, epochs: float = 24.0,
+                   learning_rate: float = 2e-3, batch_size: int = 32) -> SquadDemoSummary:
   """Fine-tunes `pretrained_checkpoint` on the synthetic set, evaluates, exports, serves.
 
   Args:
@@ -75,6 +75,7 @@ def run_squad_demo(workdir: str, pretrained_checkpoint: str, epochs: float = 8.0
       beside it (the pretraining part's `export/google/bert_model.ckpt`).
     epochs: passes over the training features.
     learning_rate: AdamW peak rate (10% warmup, linear decay).
+    batch_size: training windows per applied step.
 
   Returns:
     a `SquadDemoSummary`.
@@ -91,7 +92,7 @@ def run_squad_demo(workdir: str, pretrained_checkpoint: str, epochs: float = 8.0
                                             doc_stride=DOC_STRIDE,
                                             max_query_length=MAX_QUERY_LENGTH),
       postprocess=squad_postprocess.PostprocessConfig(n_best_size=10, max_answer_length=8),
-      train_batch_size=32, learning_rate=learning_rate, num_train_epochs=epochs,
+      train_batch_size=batch_size, learning_rate=learning_rate, num_train_epochs=epochs,
       distribution="mirrored", num_cpu_devices=2, seed=1, verbose=0)
   baseline = squad_run.run_squad(base)
   trained = squad_run.run_squad(dataclasses.replace(

