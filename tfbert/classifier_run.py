@@ -38,7 +38,6 @@ Shape legend: B batch, S max_seq_length, N examples, C classes.
 
 import dataclasses
 import json
-import math
 import os
 import time
 from typing import Any, Optional
@@ -47,8 +46,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert import (classifier_export, classifier_features, distribution, glue_data,
-                    glue_metrics, google_checkpoint, optimization, squad_run)
+from tfbert import (classifier_export, classifier_features, distribution, fine_tuning,
+                    glue_data, glue_metrics, google_checkpoint, optimization, squad_run)
 from tfbert.models import BertClassifier
 from tfbert.pretraining_run import DTYPES
 from tfbert.tokenization import WordPieceTokenizer
@@ -248,16 +247,14 @@ def train(model: BertClassifier, strategy: tf.distribute.Strategy,
   with strategy.scope():
     model.compile(optimizer=optimization.create_optimizer(_optimizer_config(config, total_steps)),
                   loss={"logits": loss}, jit_compile=False)
-  micro_batch = config.train_batch_size // k
-  per_epoch = max(k, n // micro_batch // k * k)
-  monitor = squad_run.TrainingMonitor(steps, config.train_batch_size,
-                                      check_finite=config.dtype != "mixed_float16")
   start = time.perf_counter()
-  model.fit(train_dataset(features, labels, micro_batch, config.seed),
-            epochs=math.ceil(steps * k / per_epoch), steps_per_epoch=per_epoch, shuffle=False,
-            verbose=config.verbose, callbacks=[monitor, keras.callbacks.TensorBoard(
-                os.path.join(config.output_dir, "train"), update_freq=config.log_every)])
-  return {**monitor.summary(), "examples": n, "seconds": time.perf_counter() - start}
+  summary = fine_tuning.fit_steps(
+      model, train_dataset(features, labels, config.train_batch_size // k, config.seed),
+      steps=steps, accumulation_steps=k, num_examples=n, batch_size=config.train_batch_size,
+      check_finite=config.dtype != "mixed_float16", verbose=config.verbose,
+      callbacks=[keras.callbacks.TensorBoard(os.path.join(config.output_dir, "train"),
+                                             update_freq=config.log_every)])
+  return {**summary, "examples": n, "seconds": time.perf_counter() - start}
 
 
 def _optimizer_config(config: ClassifierRunConfig,
@@ -272,7 +269,7 @@ def _optimizer_config(config: ClassifierRunConfig,
 
 def train_dataset(features: dict[str, np.ndarray], labels: np.ndarray, batch_size: int,
                   seed: int) -> tf.data.Dataset:
-  """Endless shuffled (inputs, labels) batches.
+  """Endless (inputs, labels) batches, each epoch a permutation fixed by (`seed`, epoch).
 
   Args:
     features: int32 [N, S] arrays by feature name.
@@ -285,9 +282,9 @@ def train_dataset(features: dict[str, np.ndarray], labels: np.ndarray, batch_siz
     {"logits": int32 [B] class ids, or float32 [B, 1] scores to match the [B, 1] output}).
   """
   targets = labels[:, None] if labels.dtype == np.float32 else labels
-  return (tf.data.Dataset.from_tensor_slices((features, {"logits": targets}))
-          .shuffle(len(labels), seed=seed, reshuffle_each_iteration=True)
-          .repeat().batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
+  examples = tf.data.Dataset.from_tensor_slices((features, {"logits": targets}))
+  return (fine_tuning.epoch_shuffled(examples, len(labels), seed)
+          .batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
 
 
 def predict_logits(model: BertClassifier, examples: list[glue_data.InputExample],

@@ -35,17 +35,15 @@ Shape legend: B batch, S max_seq_length.
 
 import dataclasses
 import json
-import math
 import os
-import time
 from typing import Any, Optional
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert import (distribution, export, google_checkpoint, huggingface, optimization,
-                    squad_data, squad_evaluation, squad_features, squad_postprocess)
+from tfbert import (distribution, export, fine_tuning, google_checkpoint, huggingface,
+                    optimization, squad_data, squad_evaluation, squad_features, squad_postprocess)
 from tfbert.config import BertConfig
 from tfbert.models import BertSpanLabeler
 from tfbert.pretraining_run import DTYPES
@@ -282,17 +280,14 @@ def train(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
                   loss={name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
                         for name in OUTPUT_NAMES},
                   loss_weights={name: 0.5 for name in OUTPUT_NAMES}, jit_compile=False)
-  micro_batch = config.train_batch_size // k
-  per_epoch = max(k, num_features // micro_batch // k * k)
-  monitor = TrainingMonitor(steps, config.train_batch_size,
-                            check_finite=config.dtype != "mixed_float16")
-  model.fit(train_dataset(os.path.join(config.output_dir, "train_features.tf_record"),
-                          config.features.max_seq_length, micro_batch, num_features,
-                          config.seed),
-            epochs=math.ceil(steps * k / per_epoch), steps_per_epoch=per_epoch, shuffle=False,
-            verbose=config.verbose, callbacks=[monitor, keras.callbacks.TensorBoard(
-                os.path.join(config.output_dir, "train"), update_freq=config.log_every)])
-  return monitor.summary()
+  return fine_tuning.fit_steps(
+      model, train_dataset(os.path.join(config.output_dir, "train_features.tf_record"),
+                           config.features.max_seq_length, config.train_batch_size // k,
+                           num_features, config.seed),
+      steps=steps, accumulation_steps=k, num_examples=num_features,
+      batch_size=config.train_batch_size, check_finite=config.dtype != "mixed_float16",
+      verbose=config.verbose, callbacks=[keras.callbacks.TensorBoard(
+          os.path.join(config.output_dir, "train"), update_freq=config.log_every)])
 
 
 def save_weights_and_config(model: BertSpanLabeler, path: str) -> None:
@@ -314,7 +309,10 @@ def _optimizer_config(config: SquadRunConfig, total_steps: int) -> optimization.
 
 def train_dataset(record_path: str, max_seq_length: int, batch_size: int,
                   num_features: int, seed: int) -> tf.data.Dataset:
-  """Endless shuffled (inputs, labels) batches of the training feature TFRecords.
+  """Endless (inputs, labels) batches of the training feature TFRecords.
+
+  Each epoch is a permutation of the features fixed by (`seed`, epoch)
+  (`tfbert.fine_tuning.epoch_shuffled`).
 
   Returns:
     tf.data.Dataset of ({input_ids, input_mask, segment_ids}: int32 [B, S],
@@ -328,56 +326,9 @@ def train_dataset(record_path: str, max_seq_length: int, batch_size: int,
     return ({name: values[name] for name in INPUT_NAMES},
             {"start_logits": values["start_positions"], "end_logits": values["end_positions"]})
 
-  return (tf.data.TFRecordDataset(record_path)
-          .shuffle(max(1, num_features), seed=seed, reshuffle_each_iteration=True)
-          .repeat().batch(batch_size, drop_remainder=True)
+  records = fine_tuning.epoch_shuffled(tf.data.TFRecordDataset(record_path), num_features, seed)
+  return (records.batch(batch_size, drop_remainder=True)
           .map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
-
-
-class TrainingMonitor(keras.callbacks.Callback):
-  """Stops after `steps` applied steps, fails fast on a non-finite loss, times the run.
-
-  Args:
-    steps: applied (optimizer) steps to run.
-    batch_size: examples per applied step.
-    check_finite: raise FloatingPointError on a non-finite loss (off for mixed_float16,
-      whose loss scaling skips overflowing steps by design).
-  """
-
-  def __init__(self, steps: int, batch_size: int, check_finite: bool = True):
-    super().__init__()
-    self.steps, self.batch_size, self.check_finite = steps, batch_size, check_finite
-    self.micro_steps, self.first_step_end, self.end, self.last_logs = 0, None, None, {}
-
-  def on_train_batch_end(self, batch, logs=None):
-    self.micro_steps += 1
-    self.last_logs = dict(logs or {})
-    loss = self.last_logs.get("loss")
-    if self.check_finite and loss is not None and not math.isfinite(loss):
-      raise FloatingPointError(f"non-finite loss ({loss}) at micro-step {self.micro_steps} "
-                               f"(applied step {self._applied() + 1} of {self.steps})")
-    applied = self._applied()
-    if applied >= 1 and self.first_step_end is None:
-      self.first_step_end = (time.perf_counter(), applied)
-    if applied >= self.steps:
-      self.end = (time.perf_counter(), applied)
-      self.model.stop_training = True
-
-  def _applied(self) -> int:
-    return int(self.model.optimizer.iterations.numpy())
-
-  def summary(self) -> dict[str, float]:
-    """Last logs, applied steps and examples/s after the first (tracing) step."""
-    result = {k: float(v) for k, v in self.last_logs.items()}
-    result["steps"] = self._applied()
-    if hasattr(self.model.optimizer, "dynamic_scale"):
-      result["loss_scale"] = float(self.model.optimizer.dynamic_scale.numpy())
-    if self.first_step_end and self.end and self.end[1] > self.first_step_end[1]:
-      seconds = self.end[0] - self.first_step_end[0]
-      result["examples_per_second"] = (
-          (self.end[1] - self.first_step_end[1]) * self.batch_size / seconds)
-    print("trained " + " ".join(f"{k}={v:.4g}" for k, v in result.items()), flush=True)
-    return result
 
 
 def predict(model: BertSpanLabeler, tokenizer: WordPieceTokenizer,
