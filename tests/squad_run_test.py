@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfbert import (BertPretrainer, BertSpanLabeler, google_checkpoint, huggingface,
-                    pretrained, squad_features, squad_postprocess, squad_run)
+from tfbert import (BertPretrainer, BertSpanLabeler, fine_tuning, google_checkpoint,
+                    huggingface, pretrained, squad_features, squad_postprocess, squad_run)
 from tfbert.config import BertConfig
 from tfbert.squad_synthetic import synthetic_squad
 
@@ -124,7 +124,7 @@ def test_hugging_face_init_reads_minilm(tmp_path):
   model = squad_run.build_span_labeler(config, tf.distribute.get_strategy())
   assert (model.config.hidden_size, model.config.num_hidden_layers) == (384, 6)
   assert model.config.hidden_act == "gelu_exact"  # Hugging Face's "gelu" is erf.
-  assert squad_run.resolve_vocab_file(config) == pretrained.minilm_vocab_file()
+  assert fine_tuning.resolve_vocab_file(config) == pretrained.minilm_vocab_file()
   _, weights, _ = huggingface.load_hf_checkpoint(pretrained.minilm_dir())
   name = "bert/embeddings/word_embeddings"
   np.testing.assert_array_equal(google_checkpoint.google_weights(model)[name], weights[name])

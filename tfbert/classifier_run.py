@@ -4,9 +4,9 @@
 
 1. Builds a `BertClassifier` (C = the task's label count, 1 for STS-B regression) in the
    strategy's scope and initializes its encoder (pooler included) from a Google
-   checkpoint, a Hugging Face directory or a tfbert `.keras` file, as `tfbert.squad_run`
-   does; the classifier head (`output_weights`, `output_bias`, unscoped as in Google's
-   code) starts fresh unless the source has one.
+   checkpoint, a Hugging Face directory or a tfbert `.keras` file (`tfbert.fine_tuning`);
+   the classifier head (`output_weights`, `output_bias`, unscoped as in Google's code)
+   starts fresh unless the source has one.
 2. Training (`do_train`): the train file is read (`tfbert.glue_data`), packed in the graph
    (`tfbert.classifier_features`), shuffled, and `fit` runs the model with the
    `tfbert.optimization` stack (AdamW, linear warmup then linear decay to 0 after warmup,
@@ -46,60 +46,34 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert import (classifier_export, classifier_features, distribution, fine_tuning,
-                    glue_data, glue_metrics, google_checkpoint, optimization, squad_run)
+from tfbert import classifier_export, classifier_features, fine_tuning, glue_data, glue_metrics
 from tfbert.models import BertClassifier
-from tfbert.pretraining_run import DTYPES
 from tfbert.tokenization import WordPieceTokenizer
 
-@dataclasses.dataclass(frozen=True)
-class ClassifierRunConfig:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClassifierRunConfig(fine_tuning.FineTuningConfig):
   """Everything that defines a classifier run (see flags/run_classifier_flags.py)."""
-  output_dir: str
   task_name: str
   data_dir: Optional[str] = None
   train_file: Optional[str] = None
   eval_file: Optional[str] = None
   predict_file: Optional[str] = None
   custom: Optional[glue_data.CustomFormat] = None
-  do_train: bool = False
   do_eval: bool = False
   do_predict: bool = False
   max_train_examples: Optional[int] = None
   skip_malformed_rows: bool = False
-  vocab_file: Optional[str] = None
-  do_lower_case: bool = True
-  bert_config_file: Optional[str] = None
-  init_checkpoint: Optional[str] = None
-  init_hf_dir: Optional[str] = None
-  init_tfbert: Optional[str] = None
   max_seq_length: int = 128
   classifier_dropout: float = 0.1
-  train_batch_size: int = 32
   eval_batch_size: int = 64
-  learning_rate: float = 5e-5
-  num_train_epochs: float = 3.0
-  max_train_steps: Optional[int] = None
-  warmup_proportion: float = 0.1
-  weight_decay_rate: float = 0.01
-  clip_norm: Optional[float] = 1.0
-  gradient_accumulation_steps: int = 1
-  dtype: str = "float32"
-  distribution: str = "one_device"
-  num_cpu_devices: int = 1
-  seed: int = 12345
-  log_every: int = 10
-  verbose: int = 1
-  export_dir: Optional[str] = None
 
   def task(self) -> glue_data.Task:
     """The `glue_data.Task` of `task_name` (and `custom` for "custom")."""
     return glue_data.get_task(self.task_name, self.custom)
 
-  def validate(self, num_replicas: int = 1) -> None:
-    """Raises ValueError naming the field(s) that do not fit together."""
+  def checks(self, num_replicas: int) -> list[tuple[Any, str]]:
     self.task()
-    checks = [
+    return [
         (self.do_train or self.do_eval or self.do_predict,
          "at least one of do_train, do_eval, do_predict"),
         (not self.do_train or self.train_file or self.data_dir,
@@ -108,26 +82,9 @@ class ClassifierRunConfig:
          "do_eval needs data_dir or eval_file"),
         (not self.do_predict or self.predict_file or self.data_dir,
          "do_predict needs data_dir or predict_file"),
-        (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
-        (0.0 <= self.warmup_proportion <= 1.0, "warmup_proportion must be in [0, 1]"),
         (self.max_train_examples is None or self.max_train_examples >= 1,
          "max_train_examples must be >= 1"),
-        (sum(map(bool, (self.init_checkpoint, self.init_hf_dir, self.init_tfbert))) <= 1,
-         "give at most one of init_checkpoint, init_hf_dir, init_tfbert"),
-        (self.train_batch_size % (self.gradient_accumulation_steps * num_replicas) == 0,
-         f"train_batch_size {self.train_batch_size} must be a multiple of "
-         f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) x replicas "
-         f"({num_replicas})"),
-        (self.log_every >= 1, "log_every must be >= 1"),
-        (self.distribution != "multi_worker", "Keras fit does not run under multi_worker "
-         "(keras-team/keras#20585); use one_device or mirrored"),
-    ]
-    for ok, message in checks:
-      if not ok:
-        raise ValueError(message)
-
-  def to_json(self) -> str:
-    return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+    ] + super().checks(num_replicas)
 
 
 def run_classifier(config: ClassifierRunConfig) -> dict[str, Any]:
@@ -137,19 +94,12 @@ def run_classifier(config: ClassifierRunConfig) -> dict[str, Any]:
     dict with "train" (train_results.json's values), "eval" ({split: metrics}) and
     "predictions" ({split: path of the TSV}), each when asked for.
   """
-  config.validate()
+  strategy = fine_tuning.start_run(config)
   task = config.task()
-  distribution.configure_cpu_devices(config.num_cpu_devices)
-  keras.utils.set_random_seed(config.seed)
-  keras.mixed_precision.set_global_policy(config.dtype)
-  strategy = distribution.create_strategy(config.distribution, config.num_cpu_devices)
-  config.validate(strategy.num_replicas_in_sync)
-  os.makedirs(config.output_dir, exist_ok=True)
-  tokenizer = WordPieceTokenizer(squad_run.resolve_vocab_file(config), config.do_lower_case)
+  tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
   model = build_classifier(config, task, strategy)
   _check_fits(model, tokenizer, config.max_seq_length)
-  model.config.to_json_file(os.path.join(config.output_dir, "bert_config.json"))
-  _write_json(os.path.join(config.output_dir, "run_config.json"), json.loads(config.to_json()))
+  fine_tuning.write_run_files(model, config)
   result = {}
   if config.do_train:
     result["train"] = train(model, strategy, tokenizer, task, config)
@@ -188,20 +138,12 @@ def build_classifier(config: ClassifierRunConfig, task: glue_data.Task,
   Raises:
     ValueError: when the source lacks an encoder weight, or shapes differ.
   """
-  bert_config, weights, source = squad_run.initial_weights(config)
+  bert_config, weights, source = fine_tuning.initial_weights(config)
   with strategy.scope():
     model = BertClassifier(bert_config, task.num_classes, config.classifier_dropout)
     model.build()
-  if weights is None:
-    print("starting from random weights (no init_checkpoint/init_hf_dir/init_tfbert)",
-          flush=True)
-    return model
-  report = google_checkpoint.assign_google_weights(model, weights, source, allow_unused=True,
-                                                   allow_missing=("classifier_head",))
-  print(report.summary(), flush=True)
-  if report.missing and not config.do_train:
-    print("WARNING: predicting with an untrained classifier head: the source has none",
-          flush=True)
+  fine_tuning.assign_initial_weights(model, weights, source, "classifier_head",
+                                     head_is_trained=config.do_train)
   return model
 
 
@@ -244,27 +186,11 @@ def train(model: BertClassifier, strategy: tf.distribute.Strategy,
         f"{config.train_batch_size}", flush=True)
   loss = (keras.losses.MeanSquaredError() if task.is_regression else
           keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-  with strategy.scope():
-    model.compile(optimizer=optimization.create_optimizer(_optimizer_config(config, total_steps)),
-                  loss={"logits": loss}, jit_compile=False)
   start = time.perf_counter()
-  summary = fine_tuning.fit_steps(
-      model, train_dataset(features, labels, config.train_batch_size // k, config.seed),
-      steps=steps, accumulation_steps=k, num_examples=n, batch_size=config.train_batch_size,
-      check_finite=config.dtype != "mixed_float16", verbose=config.verbose,
-      callbacks=[keras.callbacks.TensorBoard(os.path.join(config.output_dir, "train"),
-                                             update_freq=config.log_every)])
+  summary = fine_tuning.compile_and_fit(
+      model, strategy, train_dataset(features, labels, config.train_batch_size // k, config.seed),
+      config, steps=steps, total_steps=total_steps, num_examples=n, loss={"logits": loss})
   return {**summary, "examples": n, "seconds": time.perf_counter() - start}
-
-
-def _optimizer_config(config: ClassifierRunConfig,
-                      total_steps: int) -> optimization.OptimizerConfig:
-  return optimization.OptimizerConfig(
-      name="adamw", learning_rate=config.learning_rate,
-      warmup_steps=int(total_steps * config.warmup_proportion), total_steps=total_steps,
-      schedule_mode="decay_after_warmup", weight_decay_rate=config.weight_decay_rate,
-      clip_norm=config.clip_norm, accumulation_steps=config.gradient_accumulation_steps,
-      accumulation_reduction="mean", loss_scale=config.dtype == "mixed_float16")
 
 
 def train_dataset(features: dict[str, np.ndarray], labels: np.ndarray, batch_size: int,

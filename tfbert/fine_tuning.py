@@ -1,4 +1,9 @@
-"""What SQuAD and classifier fine-tuning share: reproducible epochs and the `fit` loop.
+"""What SQuAD and classifier fine-tuning share: configuration, initialization, the `fit` loop.
+
+`FineTuningConfig` holds the fields (and checks) every fine-tuning run has; `start_run`
+sets up devices, seed, precision policy and strategy; `initial_weights` and
+`assign_initial_weights` read and load a Google checkpoint, a Hugging Face directory or a
+tfbert `.keras` file; `compile_and_fit` trains with the `tfbert.optimization` stack.
 
 `fit_steps` runs Keras `fit` for a number of *applied* steps of `k` micro-batches each on an
 endless dataset from `epoch_shuffled`, whose order is a pure function of the seed and the
@@ -13,12 +18,170 @@ one it trains on. The training order then depended on the batch size, so a 4 x 8
 trained on other examples in other windows than the 32 run it was compared with.
 """
 
+import dataclasses
+import json
 import math
+import os
 import time
-from typing import Sequence
+from typing import Any, Optional, Sequence
 
 import keras
+import numpy as np
 import tensorflow as tf
+
+from tfbert import distribution, google_checkpoint, huggingface, optimization
+from tfbert.config import BertConfig
+from tfbert.pretraining_run import DTYPES
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FineTuningConfig:
+  """The fields every fine-tuning run shares (flags/fine_tuning_flags.py documents each)."""
+  output_dir: str
+  do_train: bool = False
+  vocab_file: Optional[str] = None
+  do_lower_case: bool = True
+  bert_config_file: Optional[str] = None
+  init_checkpoint: Optional[str] = None
+  init_hf_dir: Optional[str] = None
+  init_tfbert: Optional[str] = None
+  train_batch_size: int = 32
+  learning_rate: float = 5e-5
+  num_train_epochs: float = 3.0
+  max_train_steps: Optional[int] = None
+  warmup_proportion: float = 0.1
+  weight_decay_rate: float = 0.01
+  clip_norm: Optional[float] = 1.0
+  gradient_accumulation_steps: int = 1
+  dtype: str = "float32"
+  distribution: str = "one_device"
+  num_cpu_devices: int = 1
+  seed: int = 12345
+  log_every: int = 10
+  verbose: int = 1
+  export_dir: Optional[str] = None
+
+  def checks(self, num_replicas: int) -> list[tuple[Any, str]]:
+    """(condition, message) pairs; subclasses add theirs to these."""
+    return [
+        (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
+        (0.0 <= self.warmup_proportion <= 1.0, "warmup_proportion must be in [0, 1]"),
+        (sum(map(bool, (self.init_checkpoint, self.init_hf_dir, self.init_tfbert))) <= 1,
+         "give at most one of init_checkpoint, init_hf_dir, init_tfbert"),
+        (self.train_batch_size % (self.gradient_accumulation_steps * num_replicas) == 0,
+         f"train_batch_size {self.train_batch_size} must be a multiple of "
+         f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) x replicas "
+         f"({num_replicas})"),
+        (self.log_every >= 1, "log_every must be >= 1"),
+        (self.distribution != "multi_worker", "Keras fit does not run under multi_worker "
+         "(keras-team/keras#20585); use one_device or mirrored"),
+    ]
+
+  def validate(self, num_replicas: int = 1) -> None:
+    """Raises ValueError naming the field(s) that do not fit together."""
+    for ok, message in self.checks(num_replicas):
+      if not ok:
+        raise ValueError(message)
+
+  def to_json(self) -> str:
+    return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+  def optimizer_config(self, total_steps: int) -> optimization.OptimizerConfig:
+    """AdamW, linear warmup then linear decay to 0, clipping, mean accumulation."""
+    return optimization.OptimizerConfig(
+        name="adamw", learning_rate=self.learning_rate,
+        warmup_steps=int(total_steps * self.warmup_proportion), total_steps=total_steps,
+        schedule_mode="decay_after_warmup", weight_decay_rate=self.weight_decay_rate,
+        clip_norm=self.clip_norm, accumulation_steps=self.gradient_accumulation_steps,
+        accumulation_reduction="mean", loss_scale=self.dtype == "mixed_float16")
+
+
+def start_run(config: FineTuningConfig) -> tf.distribute.Strategy:
+  """Validates `config`, sets devices, seed and precision policy; returns the strategy."""
+  config.validate()
+  distribution.configure_cpu_devices(config.num_cpu_devices)
+  keras.utils.set_random_seed(config.seed)
+  keras.mixed_precision.set_global_policy(config.dtype)
+  strategy = distribution.create_strategy(config.distribution, config.num_cpu_devices)
+  config.validate(strategy.num_replicas_in_sync)
+  os.makedirs(config.output_dir, exist_ok=True)
+  return strategy
+
+
+def write_run_files(model: keras.Model, config: FineTuningConfig) -> None:
+  """bert_config.json and run_config.json in the output directory."""
+  model.config.to_json_file(os.path.join(config.output_dir, "bert_config.json"))
+  with open(os.path.join(config.output_dir, "run_config.json"), "w", encoding="utf-8") as f:
+    f.write(config.to_json() + "\n")
+
+
+def initial_weights(config: FineTuningConfig
+                    ) -> tuple[BertConfig, Optional[dict[str, np.ndarray]], str]:
+  """(model config, Google-name weights or None, source) of the chosen initialization.
+
+  `bert_config_file`, when given, is the model's config; otherwise it comes from the source
+  (`bert_config.json` beside a Google checkpoint, the Hugging Face `config.json`, the
+  `.keras` model's config). Without a source the model starts from random weights.
+  """
+  def given_config(default_file=None):
+    path = config.bert_config_file or default_file
+    if not path:
+      raise ValueError("bert_config_file is needed without init_checkpoint/init_hf_dir/"
+                       "init_tfbert")
+    return BertConfig.from_json_file(path)
+
+  if config.init_checkpoint:
+    prefix = config.init_checkpoint
+    weights = google_checkpoint.read_google_checkpoint(prefix)
+    return given_config(os.path.join(os.path.dirname(prefix), "bert_config.json")), weights, prefix
+  if config.init_hf_dir:
+    hf_config, weights, _ = huggingface.load_hf_checkpoint(config.init_hf_dir)
+    bert_config = given_config() if config.bert_config_file else hf_config
+    return bert_config, weights, config.init_hf_dir
+  if config.init_tfbert:
+    if not os.path.exists(config.init_tfbert):
+      raise FileNotFoundError(f"tfbert model file not found: {config.init_tfbert}")
+    source = keras.saving.load_model(config.init_tfbert, compile=False)
+    bert_config = given_config() if config.bert_config_file else source.config
+    return bert_config, google_checkpoint.google_weights(source), config.init_tfbert
+  return given_config(), None, "random initialization"
+
+
+def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.ndarray]],
+                           source: str, head: str, head_is_trained: bool) -> None:
+  """Loads `weights` into `model` (fresh `head` allowed); prints what was loaded.
+
+  Args:
+    model: A built model.
+    weights: Google-name weights from `initial_weights`, or None for random weights.
+    source: Where they come from (for messages).
+    head: The attribute name of the task head, which may be missing from the source.
+    head_is_trained: False warns when the source has no head (predicting with a fresh one).
+  """
+  if weights is None:
+    print("starting from random weights (no init_checkpoint/init_hf_dir/init_tfbert)",
+          flush=True)
+    return
+  report = google_checkpoint.assign_google_weights(model, weights, source, allow_unused=True,
+                                                   allow_missing=(head,))
+  print(report.summary(), flush=True)
+  if report.missing and not head_is_trained:
+    print(f"WARNING: predicting with an untrained {head}: the source has none", flush=True)
+
+
+def resolve_vocab_file(config: FineTuningConfig) -> str:
+  """`vocab_file`, else the `vocab.txt` beside the initial checkpoint.
+
+  Raises:
+    ValueError: when neither exists.
+  """
+  if config.vocab_file:
+    return config.vocab_file
+  for source in (config.init_hf_dir, config.init_checkpoint and
+                 os.path.dirname(config.init_checkpoint)):
+    if source and os.path.exists(os.path.join(source, "vocab.txt")):
+      return os.path.join(source, "vocab.txt")
+  raise ValueError("vocab_file is needed (no vocab.txt beside the initial checkpoint)")
 
 
 def epoch_shuffled(dataset: tf.data.Dataset, size: int, seed: int) -> tf.data.Dataset:
@@ -124,3 +287,34 @@ def fit_steps(model: keras.Model, dataset: tf.data.Dataset, *, steps: int,
   model.fit(dataset, epochs=math.ceil(steps * k / per_epoch), steps_per_epoch=per_epoch,
             shuffle=False, verbose=verbose, callbacks=[monitor, *callbacks])
   return monitor.summary()
+
+
+def compile_and_fit(model: keras.Model, strategy: tf.distribute.Strategy,
+                    dataset: tf.data.Dataset, config: FineTuningConfig, *, steps: int,
+                    total_steps: int, num_examples: int, loss: dict[str, Any],
+                    loss_weights: Optional[dict[str, float]] = None) -> dict[str, float]:
+  """Compiles `model` with `config`'s optimizer stack and trains it for `steps` steps.
+
+  Args:
+    model: The model, built in `strategy`'s scope.
+    strategy: The run's strategy.
+    dataset: Endless micro-batches (`epoch_shuffled`, then batched).
+    config: The run configuration.
+    steps: Applied steps to run now.
+    total_steps: Applied steps of the whole schedule (warmup and decay).
+    num_examples: Examples per epoch.
+    loss: Keras losses by output name.
+    loss_weights: Their weights (default 1).
+
+  Returns:
+    `TrainingMonitor.summary()`.
+  """
+  with strategy.scope():
+    model.compile(optimizer=optimization.create_optimizer(config.optimizer_config(total_steps)),
+                  loss=loss, loss_weights=loss_weights, jit_compile=False)
+  return fit_steps(
+      model, dataset, steps=steps, accumulation_steps=config.gradient_accumulation_steps,
+      num_examples=num_examples, batch_size=config.train_batch_size,
+      check_finite=config.dtype != "mixed_float16", verbose=config.verbose,
+      callbacks=[keras.callbacks.TensorBoard(os.path.join(config.output_dir, "train"),
+                                             update_freq=config.log_every)])

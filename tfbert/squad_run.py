@@ -42,76 +42,33 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert import (distribution, export, fine_tuning, google_checkpoint, huggingface,
-                    optimization, squad_data, squad_evaluation, squad_features, squad_postprocess)
-from tfbert.config import BertConfig
+from tfbert import (export, fine_tuning, squad_data, squad_evaluation, squad_features,
+                    squad_postprocess)
 from tfbert.models import BertSpanLabeler
-from tfbert.pretraining_run import DTYPES
 from tfbert.tokenization import WordPieceTokenizer
 
 INPUT_NAMES = export.FEATURE_NAMES  # input_ids, input_mask, segment_ids
 OUTPUT_NAMES = ("start_logits", "end_logits")
 
 
-@dataclasses.dataclass(frozen=True)
-class SquadRunConfig:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadRunConfig(fine_tuning.FineTuningConfig):
   """Everything that defines a SQuAD run (see flags/run_squad_flags.py for each field)."""
-  output_dir: str
-  do_train: bool = False
   do_predict: bool = False
   train_file: Optional[str] = None
   predict_file: Optional[str] = None
   train_articles: Optional[str] = None
   predict_articles: Optional[str] = None
-  vocab_file: Optional[str] = None
-  do_lower_case: bool = True
-  bert_config_file: Optional[str] = None
-  init_checkpoint: Optional[str] = None
-  init_hf_dir: Optional[str] = None
-  init_tfbert: Optional[str] = None
   features: squad_features.FeatureConfig = squad_features.FeatureConfig()
   postprocess: squad_postprocess.PostprocessConfig = squad_postprocess.PostprocessConfig()
-  train_batch_size: int = 32
   predict_batch_size: int = 64
-  learning_rate: float = 5e-5
-  num_train_epochs: float = 3.0
-  max_train_steps: Optional[int] = None
-  warmup_proportion: float = 0.1
-  weight_decay_rate: float = 0.01
-  clip_norm: Optional[float] = 1.0
-  gradient_accumulation_steps: int = 1
-  dtype: str = "float32"
-  distribution: str = "one_device"
-  num_cpu_devices: int = 1
-  seed: int = 12345
-  log_every: int = 10
-  verbose: int = 1
-  export_dir: Optional[str] = None
 
-  def validate(self, num_replicas: int = 1) -> None:
-    """Raises ValueError naming the field(s) that do not fit together."""
-    checks = [
+  def checks(self, num_replicas: int) -> list[tuple[Any, str]]:
+    return [
         (self.do_train or self.do_predict, "at least one of do_train, do_predict"),
         (not self.do_train or self.train_file, "do_train needs train_file"),
         (not self.do_predict or self.predict_file, "do_predict needs predict_file"),
-        (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
-        (0.0 <= self.warmup_proportion <= 1.0, "warmup_proportion must be in [0, 1]"),
-        (sum(map(bool, (self.init_checkpoint, self.init_hf_dir, self.init_tfbert))) <= 1,
-         "give at most one of init_checkpoint, init_hf_dir, init_tfbert"),
-        (self.train_batch_size % (self.gradient_accumulation_steps * num_replicas) == 0,
-         f"train_batch_size {self.train_batch_size} must be a multiple of "
-         f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) x replicas "
-         f"({num_replicas})"),
-        (self.log_every >= 1, "log_every must be >= 1"),
-        (self.distribution != "multi_worker", "Keras fit does not run under multi_worker "
-         "(keras-team/keras#20585); use one_device or mirrored"),
-    ]
-    for ok, message in checks:
-      if not ok:
-        raise ValueError(message)
-
-  def to_json(self) -> str:
-    return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+    ] + super().checks(num_replicas)
 
 
 def article_slice(spec: Optional[str]) -> slice:
@@ -160,21 +117,13 @@ def run_squad(config: SquadRunConfig) -> dict[str, Any]:
     dict with "train" (steps, loss, examples_per_second) when training and "predictions"
     (file paths) and "scores" (official EM/F1) when predicting.
   """
-  config.validate()
-  distribution.configure_cpu_devices(config.num_cpu_devices)
-  keras.utils.set_random_seed(config.seed)
-  keras.mixed_precision.set_global_policy(config.dtype)
-  strategy = distribution.create_strategy(config.distribution, config.num_cpu_devices)
-  config.validate(strategy.num_replicas_in_sync)
-  os.makedirs(config.output_dir, exist_ok=True)
-  tokenizer = WordPieceTokenizer(resolve_vocab_file(config), config.do_lower_case)
+  strategy = fine_tuning.start_run(config)
+  tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
   model = build_span_labeler(config, strategy)
   if tokenizer.vocab_size > model.config.vocab_size:
     raise ValueError(f"the vocab has {tokenizer.vocab_size} entries, the model only "
                      f"{model.config.vocab_size} (vocab_size)")
-  model.config.to_json_file(os.path.join(config.output_dir, "bert_config.json"))
-  with open(os.path.join(config.output_dir, "run_config.json"), "w", encoding="utf-8") as f:
-    f.write(config.to_json() + "\n")
+  fine_tuning.write_run_files(model, config)
   result = {}
   if config.do_train:
     result["train"] = train(model, strategy, tokenizer, config)
@@ -189,53 +138,6 @@ def run_squad(config: SquadRunConfig) -> dict[str, Any]:
   return result
 
 
-def initial_weights(config: SquadRunConfig
-                    ) -> tuple[BertConfig, Optional[dict[str, np.ndarray]], str]:
-  """(model config, Google-name weights or None, source) of the chosen initialization.
-
-  `bert_config_file`, when given, is the model's config; otherwise it comes from the source
-  (`bert_config.json` beside a Google checkpoint, the Hugging Face `config.json`, the
-  `.keras` model's config). Without a source the model starts from random weights.
-  """
-  def given_config(default_file=None):
-    path = config.bert_config_file or default_file
-    if not path:
-      raise ValueError("bert_config_file is needed without init_checkpoint/init_hf_dir/"
-                       "init_tfbert")
-    return BertConfig.from_json_file(path)
-
-  if config.init_checkpoint:
-    prefix = config.init_checkpoint
-    weights = google_checkpoint.read_google_checkpoint(prefix)
-    return given_config(os.path.join(os.path.dirname(prefix), "bert_config.json")), weights, prefix
-  if config.init_hf_dir:
-    hf_config, weights, _ = huggingface.load_hf_checkpoint(config.init_hf_dir)
-    bert_config = given_config() if config.bert_config_file else hf_config
-    return bert_config, weights, config.init_hf_dir
-  if config.init_tfbert:
-    if not os.path.exists(config.init_tfbert):
-      raise FileNotFoundError(f"tfbert model file not found: {config.init_tfbert}")
-    source = keras.saving.load_model(config.init_tfbert, compile=False)
-    bert_config = given_config() if config.bert_config_file else source.config
-    return bert_config, google_checkpoint.google_weights(source), config.init_tfbert
-  return given_config(), None, "random initialization"
-
-
-def resolve_vocab_file(config: SquadRunConfig) -> str:
-  """`vocab_file`, else the `vocab.txt` beside the initial checkpoint.
-
-  Raises:
-    ValueError: when neither exists.
-  """
-  if config.vocab_file:
-    return config.vocab_file
-  for source in (config.init_hf_dir, config.init_checkpoint and
-                 os.path.dirname(config.init_checkpoint)):
-    if source and os.path.exists(os.path.join(source, "vocab.txt")):
-      return os.path.join(source, "vocab.txt")
-  raise ValueError("vocab_file is needed (no vocab.txt beside the initial checkpoint)")
-
-
 def build_span_labeler(config: SquadRunConfig,
                        strategy: tf.distribute.Strategy) -> BertSpanLabeler:
   """The model, built in `strategy`'s scope and initialized as `config` says.
@@ -244,20 +146,12 @@ def build_span_labeler(config: SquadRunConfig,
   weight for (pretraining heads, the pooler's absence) are reported as unused, and the span
   head keeps its fresh initialization when the source has no `cls/squad`.
   """
-  bert_config, weights, source = initial_weights(config)
+  bert_config, weights, source = fine_tuning.initial_weights(config)
   with strategy.scope():
     model = BertSpanLabeler(bert_config)
     model.build()
-  if weights is None:
-    print("starting from random weights (no init_checkpoint/init_hf_dir/init_tfbert)",
-          flush=True)
-    return model
-  report = google_checkpoint.assign_google_weights(model, weights, source, allow_unused=True,
-                                                   allow_missing=("span_head",))
-  print(report.summary(), flush=True)
-  if report.missing and config.do_predict and not config.do_train:
-    print("WARNING: predicting with an untrained span head: the source has no cls/squad",
-          flush=True)
+  fine_tuning.assign_initial_weights(model, weights, source, "span_head",
+                                     head_is_trained=config.do_train or not config.do_predict)
   return model
 
 
@@ -275,19 +169,15 @@ def train(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
   print(f"training on {len(dataset.examples)} questions ({len(dataset.skipped)} + "
         f"{len(converted.skipped)} skipped), {num_features} features: {steps} of "
         f"{total_steps} applied steps of {config.train_batch_size}", flush=True)
-  with strategy.scope():
-    model.compile(optimizer=optimization.create_optimizer(_optimizer_config(config, total_steps)),
-                  loss={name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-                        for name in OUTPUT_NAMES},
-                  loss_weights={name: 0.5 for name in OUTPUT_NAMES}, jit_compile=False)
-  return fine_tuning.fit_steps(
-      model, train_dataset(os.path.join(config.output_dir, "train_features.tf_record"),
-                           config.features.max_seq_length, config.train_batch_size // k,
-                           num_features, config.seed),
-      steps=steps, accumulation_steps=k, num_examples=num_features,
-      batch_size=config.train_batch_size, check_finite=config.dtype != "mixed_float16",
-      verbose=config.verbose, callbacks=[keras.callbacks.TensorBoard(
-          os.path.join(config.output_dir, "train"), update_freq=config.log_every)])
+  dataset = train_dataset(os.path.join(config.output_dir, "train_features.tf_record"),
+                          config.features.max_seq_length, config.train_batch_size // k,
+                          num_features, config.seed)
+  return fine_tuning.compile_and_fit(
+      model, strategy, dataset, config, steps=steps, total_steps=total_steps,
+      num_examples=num_features,
+      loss={name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            for name in OUTPUT_NAMES},
+      loss_weights={name: 0.5 for name in OUTPUT_NAMES})
 
 
 def save_weights_and_config(model: BertSpanLabeler, path: str) -> None:
@@ -296,15 +186,6 @@ def save_weights_and_config(model: BertSpanLabeler, path: str) -> None:
   plain.build()
   plain.set_weights(model.get_weights())
   plain.save(path)
-
-
-def _optimizer_config(config: SquadRunConfig, total_steps: int) -> optimization.OptimizerConfig:
-  return optimization.OptimizerConfig(
-      name="adamw", learning_rate=config.learning_rate,
-      warmup_steps=int(total_steps * config.warmup_proportion), total_steps=total_steps,
-      schedule_mode="decay_after_warmup", weight_decay_rate=config.weight_decay_rate,
-      clip_norm=config.clip_norm, accumulation_steps=config.gradient_accumulation_steps,
-      accumulation_reduction="mean", loss_scale=config.dtype == "mixed_float16")
 
 
 def train_dataset(record_path: str, max_seq_length: int, batch_size: int,
