@@ -25,36 +25,27 @@ from typing import Optional, Sequence
 
 import tensorflow as tf
 
-from tfbert import classifier_features, export, tokenization
+from tfbert import classifier_features, export
 from tfbert.models import BertClassifier
 
 TEXT_SIGNATURE = "classify_text"
 LABELS_FILE = "labels.txt"
 
 
-class ClassifierExport(tf.Module):
+class ClassifierExport(export.TaskExport):
   """What a classifier SavedModel holds: the model, its tokenizer and label names.
 
-  Attributes:
-    model: the `BertClassifier` (its variables are the SavedModel's).
-    vocab: `tf.saved_model.Asset` of the vocab file (copied into `assets/`).
-    tokenizer: the `tokenization.WordPieceTokenizer`.
+  Attributes (besides `export.TaskExport`'s):
     labels: tf.string constant [C] of label names, or None for regression.
-    serve, classify_text: `tf.function`s behind the two signatures.
+    classify_text: `tf.function` behind the raw-text signature.
   """
 
   def __init__(self, model: BertClassifier, vocab_file: str, do_lower_case: bool,
                max_seq_length: int, labels: Optional[Sequence[str]], is_pair: bool,
                name: Optional[str] = None):
-    super().__init__(name=name)
-    self.model = model
-    self.vocab = tf.saved_model.Asset(vocab_file)
-    self.tokenizer = tokenization.WordPieceTokenizer(vocab_file, do_lower_case)
-    self.max_seq_length = max_seq_length
+    super().__init__(model, vocab_file, do_lower_case, max_seq_length, name=name)
     self.is_pair = is_pair
     self.labels = None if labels is None else tf.constant(list(labels), tf.string)
-    self.serve = tf.function(self._serve, input_signature=[
-        tf.TensorSpec([None, None], tf.int32, name=n) for n in export.FEATURE_NAMES])
     texts = [tf.TensorSpec([None], tf.string, name="text_a")]
     if is_pair:
       texts.append(tf.TensorSpec([None], tf.string, name="text_b"))
@@ -64,10 +55,6 @@ class ClassifierExport(tf.Module):
     """The signatures to save, by name."""
     return {export.SERVING_SIGNATURE: self.serve.get_concrete_function(),
             TEXT_SIGNATURE: self.classify_text.get_concrete_function()}
-
-  def _serve(self, input_ids, input_mask, segment_ids):
-    return self._outputs({"input_ids": input_ids, "input_mask": input_mask,
-                          "segment_ids": segment_ids})
 
   def _classify_text(self, text_a, text_b=None):
     features = classifier_features.pack_text(self.tokenizer, text_a, text_b,
@@ -108,9 +95,7 @@ def export_classifier_saved_model(model: BertClassifier, export_dir: str, vocab_
   """
   if not isinstance(model, BertClassifier):
     raise TypeError(f"expected a BertClassifier, got {type(model).__name__}")
-  limit = model.config.max_position_embeddings
-  if max_seq_length > limit:
-    raise ValueError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings {limit}")
+  export.check_seq_length(model, max_seq_length)
   classes = 1 if labels is None else len(labels)
   if classes != model.num_classes or (labels is not None and classes < 2):
     raise ValueError(f"{classes} label(s) {list(labels or ['(regression)'])} for a model "

@@ -19,9 +19,10 @@ graph reads a file at load time (the tokenizer's tables are constants), so the
 directory can be moved or copied anywhere; the vocab asset is for people and
 for tools that want the id -> token table.
 
-To add a signature on raw text (e.g. a classifier), put a `TextPreprocessor`
-on the module and call it inside the new `tf.function`; `_save_atomically`
-and `_write_export` are shared.
+Task SavedModels (SQuAD here, the classifier in `tfbert.classifier_export`)
+subclass `TaskExport`, which holds the model, the vocab asset, the tokenizer and
+`serving_default`, and add their raw-text signature; `_save_atomically` and
+`_write_export` are shared.
 
 `export_squad_saved_model` exports a `BertSpanLabeler` (module `SquadExport`):
 
@@ -45,6 +46,7 @@ import shutil
 import uuid
 from typing import Callable, Optional
 
+import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -192,28 +194,58 @@ def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
   return export_dir
 
 
-class SquadExport(tf.Module):
-  """What a SQuAD SavedModel holds: the span labeler and its tokenizer.
+class TaskExport(tf.Module):
+  """The part every task SavedModel shares: model, vocab asset, tokenizer, `serving_default`.
+
+  Subclasses define `_outputs(features)` (float32 outputs of the int32 features) and
+  `signatures()`, adding their raw-text signature.
 
   Attributes:
-    model: the `BertSpanLabeler` (its variables are the SavedModel's).
+    model: the Keras model (its variables are the SavedModel's).
     vocab: `tf.saved_model.Asset` of the vocab file (copied into `assets/`).
     tokenizer: the `tokenization.WordPieceTokenizer`.
-    serve, answer_question: `tf.function`s behind the two signatures.
+    max_seq_length: S of the raw-text signature.
+    serve: `tf.function` behind `serving_default` (int32 [B, S] features).
   """
 
-  def __init__(self, model: BertSpanLabeler, vocab_file: str, do_lower_case: bool,
-               max_seq_length: int, max_query_length: int, max_answer_length: int,
-               name: Optional[str] = None):
+  def __init__(self, model: keras.Model, vocab_file: str, do_lower_case: bool,
+               max_seq_length: int, name: Optional[str] = None):
     super().__init__(name=name)
     self.model = model
     self.vocab = tf.saved_model.Asset(vocab_file)
     self.tokenizer = tokenization.WordPieceTokenizer(vocab_file, do_lower_case)
     self.max_seq_length = max_seq_length
-    self.max_query_length = max_query_length
-    self.max_answer_length = max_answer_length
     self.serve = tf.function(self._serve, input_signature=[
         tf.TensorSpec([None, None], tf.int32, name=n) for n in FEATURE_NAMES])
+
+  def _serve(self, input_ids, input_mask, segment_ids):
+    return self._outputs({"input_ids": input_ids, "input_mask": input_mask,
+                          "segment_ids": segment_ids})
+
+  def _outputs(self, features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    raise NotImplementedError
+
+
+def check_seq_length(model: keras.Model, max_seq_length: int) -> None:
+  """Raises ValueError when S exceeds the model's `max_position_embeddings`."""
+  limit = model.config.max_position_embeddings
+  if max_seq_length > limit:
+    raise ValueError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings {limit}")
+
+
+class SquadExport(TaskExport):
+  """What a SQuAD SavedModel holds: the span labeler, its tokenizer, two signatures.
+
+  Attributes (besides `TaskExport`'s):
+    answer_question: `tf.function` behind the raw-text signature.
+  """
+
+  def __init__(self, model: BertSpanLabeler, vocab_file: str, do_lower_case: bool,
+               max_seq_length: int, max_query_length: int, max_answer_length: int,
+               name: Optional[str] = None):
+    super().__init__(model, vocab_file, do_lower_case, max_seq_length, name=name)
+    self.max_query_length = max_query_length
+    self.max_answer_length = max_answer_length
     self.answer_question = tf.function(self._answer_question, input_signature=[
         tf.TensorSpec([None], tf.string, name="question"),
         tf.TensorSpec([None], tf.string, name="context")])
@@ -223,11 +255,7 @@ class SquadExport(tf.Module):
     return {SERVING_SIGNATURE: self.serve.get_concrete_function(),
             SQUAD_TEXT_SIGNATURE: self.answer_question.get_concrete_function()}
 
-  def _serve(self, input_ids, input_mask, segment_ids):
-    return self._logits({"input_ids": input_ids, "input_mask": input_mask,
-                         "segment_ids": segment_ids})
-
-  def _logits(self, features):
+  def _outputs(self, features):
     """float32 `start_logits`, `end_logits` [B, S]."""
     outputs = self.model(features, training=False)
     return {k: tf.cast(outputs[k], tf.float32) for k in SPAN_OUTPUT_NAMES}
@@ -235,7 +263,7 @@ class SquadExport(tf.Module):
   def _answer_question(self, question, context):
     features, first, count, byte_starts, byte_ends = pack_question_context(
         self.tokenizer, question, context, self.max_seq_length, self.max_query_length)
-    logits = self._logits(features)
+    logits = self._outputs(features)
     start, end, score = best_spans(logits["start_logits"], logits["end_logits"], first,
                                    count, self.max_answer_length)
     found = count > 0  # Then a one-wordpiece span is valid.
@@ -333,9 +361,7 @@ def export_squad_saved_model(model: BertSpanLabeler, export_dir: str, vocab_file
   """
   if not isinstance(model, BertSpanLabeler):
     raise TypeError(f"expected a BertSpanLabeler, got {type(model).__name__}")
-  limit = model.config.max_position_embeddings
-  if max_seq_length > limit:
-    raise ValueError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings {limit}")
+  check_seq_length(model, max_seq_length)
   if max_seq_length <= max_query_length + 3:
     raise ValueError(f"max_seq_length ({max_seq_length}) must be greater than "
                      f"max_query_length ({max_query_length}) + 3")
