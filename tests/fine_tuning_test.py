@@ -104,3 +104,14 @@ def test_k_micro_batches_in_fit_equal_one_big_batch():
   # gradients; other examples or windows move weights by ~1e-2 (the bug this catches).
   assert moved > 1e-2
   assert deviation < 1e-5, deviation
+
+
+@pytest.mark.parametrize("steps, k, examples, batch, want", [
+    (343, 1, 3668, 32, (4, 86)),    # MRPC x 3 epochs: not 3 x 114 + a 1-step epoch.
+    (308, 4, 9885, 32, (1, 1232)),  # The SQuAD recipe with 4 x 8.
+    (9, 3, 17, 6, (5, 6)),          # Fewer examples than windows need: whole windows.
+])
+def test_keras_epochs_are_even_whole_windows_covering_the_run(steps, k, examples, batch, want):
+  epochs, per_epoch = fine_tuning.keras_epochs(steps, k, examples, batch)
+  assert (epochs, per_epoch) == want
+  assert per_epoch % k == 0 and steps * k <= epochs * per_epoch < steps * k + epochs * k

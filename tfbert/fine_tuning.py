@@ -262,6 +262,23 @@ class TrainingMonitor(keras.callbacks.Callback):
     return result
 
 
+def keras_epochs(steps: int, accumulation_steps: int, num_examples: int,
+                 batch_size: int) -> tuple[int, int]:
+  """(Keras epochs, micro-steps per Keras epoch) for `steps` applied steps.
+
+  About one pass over the data each, whole windows each, and split evenly: Keras reports
+  the last epoch's running mean as the run's loss, so a last epoch of one step (343 steps
+  as 3 x 114 + 1) would report one batch's loss. The data iterator, and so the data
+  order, carries across Keras epochs.
+  """
+  k = accumulation_steps
+  micro_steps = steps * k
+  per_pass = max(k, num_examples // (batch_size // k) // k * k)
+  epochs = math.ceil(micro_steps / per_pass)
+  per_epoch = math.ceil(micro_steps / epochs / k) * k
+  return epochs, per_epoch
+
+
 def fit_steps(model: keras.Model, dataset: tf.data.Dataset, *, steps: int,
               accumulation_steps: int, num_examples: int, batch_size: int,
               check_finite: bool = True, verbose: int = 1,
@@ -280,12 +297,10 @@ def fit_steps(model: keras.Model, dataset: tf.data.Dataset, *, steps: int,
     callbacks: More callbacks (TensorBoard, ...).
   """
   k = accumulation_steps
-  # Keras epochs of whole windows, about one pass over the data; the iterator (and so the
-  # data order) carries across Keras epochs.
-  per_epoch = max(k, num_examples // (batch_size // k) // k * k)
+  epochs, per_epoch = keras_epochs(steps, k, num_examples, batch_size)
   monitor = TrainingMonitor(steps, batch_size, check_finite=check_finite)
-  model.fit(dataset, epochs=math.ceil(steps * k / per_epoch), steps_per_epoch=per_epoch,
-            shuffle=False, verbose=verbose, callbacks=[monitor, *callbacks])
+  model.fit(dataset, epochs=epochs, steps_per_epoch=per_epoch, shuffle=False,
+            verbose=verbose, callbacks=[monitor, *callbacks])
   return monitor.summary()
 
 
