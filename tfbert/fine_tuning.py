@@ -262,6 +262,11 @@ class TrainingMonitor(keras.callbacks.Callback):
     return result
 
 
+# Windows a mixed_float16 run may skip (gradients overflowed; the loss scale halves each
+# time, so 60 consecutive skips take 2**15 below 2**-44) on top of its applied steps.
+MAX_SKIPPED_WINDOWS = 60
+
+
 def keras_epochs(steps: int, accumulation_steps: int, num_examples: int,
                  batch_size: int) -> tuple[int, int]:
   """(Keras epochs, micro-steps per Keras epoch) for `steps` applied steps.
@@ -281,7 +286,8 @@ def keras_epochs(steps: int, accumulation_steps: int, num_examples: int,
 
 def fit_steps(model: keras.Model, dataset: tf.data.Dataset, *, steps: int,
               accumulation_steps: int, num_examples: int, batch_size: int,
-              check_finite: bool = True, verbose: int = 1,
+              check_finite: bool = True, skipped_window_allowance: int = 0,
+              verbose: int = 1,
               callbacks: Sequence[keras.callbacks.Callback] = ()) -> dict[str, float]:
   """Runs the compiled `model` for `steps` applied steps; returns `TrainingMonitor.summary`.
 
@@ -293,11 +299,14 @@ def fit_steps(model: keras.Model, dataset: tf.data.Dataset, *, steps: int,
     num_examples: Examples per epoch (for Keras' epoch length and progress bar).
     batch_size: Examples per applied step (all micro-batches and replicas).
     check_finite: See `TrainingMonitor`.
+    skipped_window_allowance: Windows that loss scaling may skip (they are not applied
+      steps): Keras gets epochs for this many more, and the monitor stops at `steps`.
     verbose: Keras' progress bar setting.
     callbacks: More callbacks (TensorBoard, ...).
   """
   k = accumulation_steps
   epochs, per_epoch = keras_epochs(steps, k, num_examples, batch_size)
+  epochs += math.ceil(skipped_window_allowance * k / per_epoch)
   monitor = TrainingMonitor(steps, batch_size, check_finite=check_finite)
   model.fit(dataset, epochs=epochs, steps_per_epoch=per_epoch, shuffle=False,
             verbose=verbose, callbacks=[monitor, *callbacks])
@@ -330,6 +339,8 @@ def compile_and_fit(model: keras.Model, strategy: tf.distribute.Strategy,
   return fit_steps(
       model, dataset, steps=steps, accumulation_steps=config.gradient_accumulation_steps,
       num_examples=num_examples, batch_size=config.train_batch_size,
-      check_finite=config.dtype != "mixed_float16", verbose=config.verbose,
+      check_finite=config.dtype != "mixed_float16",
+      skipped_window_allowance=MAX_SKIPPED_WINDOWS if config.dtype == "mixed_float16" else 0,
+      verbose=config.verbose,
       callbacks=[keras.callbacks.TensorBoard(os.path.join(config.output_dir, "train"),
                                              update_freq=config.log_every)])
