@@ -46,7 +46,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert import classifier_export, classifier_features, fine_tuning, glue_data, glue_metrics
+from tfbert import (classifier_export, classifier_features, export, fine_tuning, glue_data,
+                    glue_metrics)
 from tfbert.models import BertClassifier
 from tfbert.tokenization import WordPieceTokenizer
 
@@ -98,13 +99,14 @@ def run_classifier(config: ClassifierRunConfig) -> dict[str, Any]:
   task = config.task()
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
   model = build_classifier(config, task, strategy)
-  _check_fits(model, tokenizer, config.max_seq_length)
+  fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
+  export.check_seq_length(model, config.max_seq_length)
   fine_tuning.write_run_files(model, config)
   result = {}
   if config.do_train:
     result["train"] = train(model, strategy, tokenizer, task, config)
     _write_json(os.path.join(config.output_dir, "train_results.json"), result["train"])
-    save_weights_and_config(model, os.path.join(config.output_dir, "model.keras"))
+    fine_tuning.save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
   if config.do_eval:
     result["eval"] = evaluate(model, tokenizer, task, config)
     _write_json(os.path.join(config.output_dir, "eval_results.json"), result["eval"])
@@ -116,15 +118,6 @@ def run_classifier(config: ClassifierRunConfig) -> dict[str, Any]:
         model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
         config.max_seq_length, task.labels, task.is_pair)
   return result
-
-
-def _check_fits(model: BertClassifier, tokenizer: WordPieceTokenizer, seq_length: int) -> None:
-  if tokenizer.vocab_size > model.config.vocab_size:
-    raise ValueError(f"the vocab has {tokenizer.vocab_size} entries, the model only "
-                     f"{model.config.vocab_size} (vocab_size)")
-  if seq_length > model.config.max_position_embeddings:
-    raise ValueError(f"max_seq_length {seq_length} exceeds max_position_embeddings "
-                     f"{model.config.max_position_embeddings}")
 
 
 def build_classifier(config: ClassifierRunConfig, task: glue_data.Task,
@@ -145,15 +138,6 @@ def build_classifier(config: ClassifierRunConfig, task: glue_data.Task,
   fine_tuning.assign_initial_weights(model, weights, source, "classifier_head",
                                      head_is_trained=config.do_train)
   return model
-
-
-def save_weights_and_config(model: BertClassifier, path: str) -> None:
-  """Saves `model` as a `.keras` file without optimizer state (AdamW's slots triple it)."""
-  plain = BertClassifier(model.config, model.num_classes, model.dropout_rate,
-                         dtype=model.dtype_policy)
-  plain.build()
-  plain.set_weights(model.get_weights())
-  plain.save(path)
 
 
 def read_task_file(task: glue_data.Task, path: str, split: str, config: ClassifierRunConfig,

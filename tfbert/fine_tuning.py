@@ -169,6 +169,21 @@ def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.nd
     print(f"WARNING: predicting with an untrained {head}: the source has none", flush=True)
 
 
+def check_vocab_fits(model: keras.Model, vocab_size: int) -> None:
+  """Raises ValueError when the vocab has more entries than the model's embedding table."""
+  if vocab_size > model.config.vocab_size:
+    raise ValueError(f"the vocab has {vocab_size} entries, the model only "
+                     f"{model.config.vocab_size} (vocab_size)")
+
+
+def save_without_optimizer(model: keras.Model, path: str) -> None:
+  """Saves `model` as a `.keras` file without optimizer state (AdamW's slots triple it)."""
+  plain = type(model).from_config(model.get_config())
+  plain.build()
+  plain.set_weights(model.get_weights())
+  plain.save(path)
+
+
 def resolve_vocab_file(config: FineTuningConfig) -> str:
   """`vocab_file`, else the `vocab.txt` beside the initial checkpoint.
 
@@ -285,9 +300,7 @@ def keras_epochs(steps: int, accumulation_steps: int, num_examples: int,
 
 
 def fit_steps(model: keras.Model, dataset: tf.data.Dataset, *, steps: int,
-              accumulation_steps: int, num_examples: int, batch_size: int,
-              check_finite: bool = True, skipped_window_allowance: int = 0,
-              verbose: int = 1,
+              accumulation_steps: int, num_examples: int, batch_size: int, verbose: int = 1,
               callbacks: Sequence[keras.callbacks.Callback] = ()) -> dict[str, float]:
   """Runs the compiled `model` for `steps` applied steps; returns `TrainingMonitor.summary`.
 
@@ -298,16 +311,19 @@ def fit_steps(model: keras.Model, dataset: tf.data.Dataset, *, steps: int,
     accumulation_steps: Micro-batches per applied step (k).
     num_examples: Examples per epoch (for Keras' epoch length and progress bar).
     batch_size: Examples per applied step (all micro-batches and replicas).
-    check_finite: See `TrainingMonitor`.
-    skipped_window_allowance: Windows that loss scaling may skip (they are not applied
-      steps): Keras gets epochs for this many more, and the monitor stops at `steps`.
     verbose: Keras' progress bar setting.
     callbacks: More callbacks (TensorBoard, ...).
+
+  With loss scaling (mixed_float16) overflowing windows are skipped by design: the loss
+  is not checked for finiteness, and Keras gets epochs for `MAX_SKIPPED_WINDOWS` more
+  windows (the monitor still stops at `steps` applied steps).
   """
   k = accumulation_steps
+  loss_scaling = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
   epochs, per_epoch = keras_epochs(steps, k, num_examples, batch_size)
-  epochs += math.ceil(skipped_window_allowance * k / per_epoch)
-  monitor = TrainingMonitor(steps, batch_size, check_finite=check_finite)
+  if loss_scaling:
+    epochs += math.ceil(MAX_SKIPPED_WINDOWS * k / per_epoch)
+  monitor = TrainingMonitor(steps, batch_size, check_finite=not loss_scaling)
   model.fit(dataset, epochs=epochs, steps_per_epoch=per_epoch, shuffle=False,
             verbose=verbose, callbacks=[monitor, *callbacks])
   return monitor.summary()
@@ -338,9 +354,6 @@ def compile_and_fit(model: keras.Model, strategy: tf.distribute.Strategy,
                   loss=loss, loss_weights=loss_weights, jit_compile=False)
   return fit_steps(
       model, dataset, steps=steps, accumulation_steps=config.gradient_accumulation_steps,
-      num_examples=num_examples, batch_size=config.train_batch_size,
-      check_finite=config.dtype != "mixed_float16",
-      skipped_window_allowance=MAX_SKIPPED_WINDOWS if config.dtype == "mixed_float16" else 0,
-      verbose=config.verbose,
+      num_examples=num_examples, batch_size=config.train_batch_size, verbose=config.verbose,
       callbacks=[keras.callbacks.TensorBoard(os.path.join(config.output_dir, "train"),
                                              update_freq=config.log_every)])

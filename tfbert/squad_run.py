@@ -120,14 +120,12 @@ def run_squad(config: SquadRunConfig) -> dict[str, Any]:
   strategy = fine_tuning.start_run(config)
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
   model = build_span_labeler(config, strategy)
-  if tokenizer.vocab_size > model.config.vocab_size:
-    raise ValueError(f"the vocab has {tokenizer.vocab_size} entries, the model only "
-                     f"{model.config.vocab_size} (vocab_size)")
+  fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
   fine_tuning.write_run_files(model, config)
   result = {}
   if config.do_train:
     result["train"] = train(model, strategy, tokenizer, config)
-    save_weights_and_config(model, os.path.join(config.output_dir, "model.keras"))
+    fine_tuning.save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
   if config.do_predict:
     result.update(predict(model, tokenizer, config))
   if config.export_dir:
@@ -178,14 +176,6 @@ def train(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
       loss={name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
             for name in OUTPUT_NAMES},
       loss_weights={name: 0.5 for name in OUTPUT_NAMES})
-
-
-def save_weights_and_config(model: BertSpanLabeler, path: str) -> None:
-  """Saves `model` as a `.keras` file without optimizer state (AdamW's slots triple it)."""
-  plain = BertSpanLabeler(model.config, dtype=model.dtype_policy)
-  plain.build()
-  plain.set_weights(model.get_weights())
-  plain.save(path)
 
 
 def train_dataset(record_path: str, max_seq_length: int, batch_size: int,
