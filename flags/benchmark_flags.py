@@ -2,17 +2,73 @@
 
 from absl import flags
 
-BENCHMARK = flags.DEFINE_enum("benchmark", "accumulation", ["accumulation"],
-                              "What to measure: accumulation = k micro-steps of b vs one step "
-                              "of k*b (examples/s, peak RSS), each in its own process.")
-HIDDEN_SIZE = flags.DEFINE_integer("hidden_size", 256, "Model width H.")
-NUM_LAYERS = flags.DEFINE_integer("num_layers", 4, "Transformer layers L.")
-NUM_HEADS = flags.DEFINE_integer("num_heads", 4, "Attention heads A.")
-INTERMEDIATE_SIZE = flags.DEFINE_integer("intermediate_size", 1024, "Feed-forward width I.")
-SEQ_LENGTH = flags.DEFINE_integer("seq_length", 128, "Sequence length S.")
-MAX_PREDICTIONS = flags.DEFINE_integer("max_predictions", 20, "Masked positions P.")
-MICRO_BATCH_SIZE = flags.DEFINE_integer("micro_batch_size", 8, "Sequences per micro-step b.")
-ACCUMULATION_STEPS = flags.DEFINE_integer("accumulation_steps", 4, "Micro-steps per step k.")
-APPLIED_STEPS = flags.DEFINE_integer("applied_steps", 8, "Measured applied steps.")
-WARMUP_STEPS = flags.DEFINE_integer("warmup_steps", 2, "Unmeasured applied steps first.")
-DTYPE = flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16"], "Dtype policy.")
+BENCHMARK = flags.DEFINE_enum(
+    "benchmark", "accumulation",
+    ["accumulation", "pretraining", "squad", "input_pipeline", "postprocess", "matmul"],
+    "What to measure. accumulation: k micro-steps of b vs one step of k*b (examples/s, peak "
+    "RSS). pretraining / squad: tfbert's training step (MLM+NSP / span labeler) against TF "
+    "Model Garden's on the same config and batch, alternated --repeats times, each run in its "
+    "own process (examples/s, MFU, peak RSS, ratio). input_pipeline: examples/s of the "
+    "pretraining input pipeline on real records against the training step of the same "
+    "config. postprocess: SQuAD feature creation and postprocessing time on "
+    "--squad_dev_file. matmul: this machine's measured float32 and bfloat16 matmul peaks.")
+
+# Model and input shape; unset means the benchmark's default config (tfbert.benchmark.
+# DEFAULT_CASES): pretraining, input_pipeline and accumulation L4/H256/A4/I1024, S128,
+# P20; squad and postprocess MiniLM-L6-H384's shape, S384. Vocabulary 30522 for all.
+VOCAB_SIZE = flags.DEFINE_integer("vocab_size", None, "Vocabulary size V (default 30522).")
+HIDDEN_SIZE = flags.DEFINE_integer("hidden_size", None,
+                                   "Model width H (default 256; squad: 384).")
+NUM_LAYERS = flags.DEFINE_integer("num_layers", None,
+                                  "Transformer layers L (default 4; squad: 6).")
+NUM_HEADS = flags.DEFINE_integer("num_heads", None,
+                                 "Attention heads A (default 4; squad: 12).")
+INTERMEDIATE_SIZE = flags.DEFINE_integer("intermediate_size", None,
+                                         "Feed-forward width I (default 1024; squad: 1536).")
+SEQ_LENGTH = flags.DEFINE_integer(
+    "seq_length", None, "Sequence length S (default 128; squad and postprocess: 384).")
+MAX_PREDICTIONS = flags.DEFINE_integer(
+    "max_predictions", None, "Masked positions P per sequence (default 20; pretraining).")
+
+# Training-step benchmarks (pretraining, squad, input_pipeline).
+BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Examples per training step B (also the "
+                                  "input pipeline's batch).")
+DTYPE = flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16"],
+                          "Dtype policy. MFU is taken against the measured matmul peak of "
+                          "float32, or of bfloat16 for mixed_bfloat16.")
+JIT_COMPILE = flags.DEFINE_boolean("jit_compile", False,
+                                   "Compile the training step with XLA (tfbert and peer).")
+REPEATS = flags.DEFINE_integer(
+    "repeats", 2, "pretraining / squad: alternations tfbert, peer (2: tfbert, peer, tfbert, "
+    "peer); the ratio is reported per pair and as their median. postprocess: runs of the "
+    "postprocessing, median reported.")
+WINDOWS = flags.DEFINE_integer("windows", 5, "Timed windows per run; examples/s is their median.")
+STEPS_PER_WINDOW = flags.DEFINE_integer("steps_per_window", 2, "Training steps per window.")
+WARMUP_STEPS = flags.DEFINE_integer(
+    "warmup_steps", 2, "Unmeasured steps first (accumulation: applied steps); the first one "
+    "traces and compiles.")
+
+# accumulation.
+MICRO_BATCH_SIZE = flags.DEFINE_integer("micro_batch_size", 8,
+                                        "accumulation: sequences per micro-step b.")
+ACCUMULATION_STEPS = flags.DEFINE_integer("accumulation_steps", 4,
+                                          "accumulation: micro-steps per applied step k.")
+APPLIED_STEPS = flags.DEFINE_integer("applied_steps", 8,
+                                     "accumulation: measured applied steps.")
+
+# matmul peak (also measured by pretraining and squad for MFU).
+MATMUL_SIZE = flags.DEFINE_integer("matmul_size", 2048,
+                                   "Side of the square matrices of the matmul peak.")
+
+# input_pipeline.
+PIPELINE_SECONDS = flags.DEFINE_float("pipeline_seconds", 10.0,
+                                      "input_pipeline: seconds of timed batches.")
+PRETRAINING_DATA_DIR = flags.DEFINE_string(
+    "pretraining_data_dir", "", "input_pipeline: where the pydoc-corpus records are made "
+    "once and reused (same S and P); default: a temporary directory, removed afterwards.")
+
+# postprocess.
+SQUAD_DEV_FILE = flags.DEFINE_string(
+    "squad_dev_file", "", "postprocess: the SQuAD v1.1 dev file (JSON, gzip or not); "
+    "unset skips the benchmark. BENCHMARKS.md uses ../shared/data/squad_v1.1_dev_"
+    "reconstructed/dev-v1.1.reconstructed.json.gz.")

@@ -331,3 +331,26 @@ def test_multi_worker_mirrored_with_two_processes_equals_one_big_batch(tmp_path)
   for i, variable in enumerate(want.trainable_variables):
     np.testing.assert_array_equal(workers[0][f"arr_{i}"], workers[1][f"arr_{i}"])
     assert np.max(np.abs(workers[0][f"arr_{i}"] - variable.numpy())) < TOL
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, 1e20])
+def test_a_window_with_a_non_finite_or_overflowing_norm_is_skipped_whole(bad):
+  """The finite check reads the window's global norm: one nan/inf element anywhere, or finite
+  gradients whose squared norm overflows float32 (1e20^2 > 3.4e38), skip the window."""
+  variables = [keras.Variable(np.ones((3, 5), np.float32)), keras.Variable(np.ones(7, np.float32))]
+  optimizer = GradientAccumulationOptimizer(keras.optimizers.SGD(0.1), 2, clip_norm=1.0)
+  poisoned = np.full((3, 5), 0.5, np.float32)
+  poisoned[2, 3] = bad
+  for grads in ([poisoned, np.full(7, 0.5, np.float32)],
+                [np.full((3, 5), 0.5, np.float32), np.full(7, 0.5, np.float32)]):
+    optimizer.apply([tf.constant(g) for g in grads], variables)
+  assert int(optimizer.iterations.numpy()) == 0 and int(optimizer.skipped_windows.numpy()) == 1
+  np.testing.assert_array_equal(variables[0].numpy(), 1.0)
+  np.testing.assert_array_equal(variables[1].numpy(), 1.0)
+  # The next window, all finite, is applied: the "mean" reduction gives 0.5 per element, the
+  # norm is sqrt(22 * 0.25) > 1, so each element moves by 0.1 * 0.5 / sqrt(5.5) = 0.1 / sqrt(22).
+  for _ in range(2):
+    optimizer.apply([tf.constant(np.full((3, 5), 0.5, np.float32)),
+                     tf.constant(np.full(7, 0.5, np.float32))], variables)
+  assert int(optimizer.iterations.numpy()) == 1
+  np.testing.assert_allclose(variables[0].numpy(), 1.0 - 0.1 / np.sqrt(22.0), rtol=1e-6)

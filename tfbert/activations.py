@@ -11,10 +11,29 @@ from typing import Callable
 import tensorflow as tf
 
 
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_CUBIC = 0.044715
+
+
+@tf.custom_gradient
 def gelu_tanh(x: tf.Tensor) -> tf.Tensor:
-  """google-research/bert's GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
-  cdf = 0.5 * (1.0 + tf.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * tf.pow(x, 3))))
-  return x * cdf
+  """google-research/bert's GELU: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+
+  The gradient is written out, d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi)
+  (1 + 3 * 0.044715 x^2) with t the tanh, instead of being traced through `tf.pow`: it
+  reuses t and x^2 from the forward pass, and its few element-wise passes over the
+  [B, S, I] activations replace autodiff's dozen (tools/benchmark.py, BENCHMARKS.md).
+  `tests/activations_test.py` checks it against float64 autodiff of the formula.
+  """
+  x2 = x * x
+  t = tf.tanh(_SQRT_2_OVER_PI * x * (1.0 + _CUBIC * x2))
+  half_x = 0.5 * x
+
+  def grad(dy):
+    slope = 0.5 * (1.0 + t) + half_x * (1.0 - t * t) * (_SQRT_2_OVER_PI * (1.0 + 3.0 * _CUBIC * x2))
+    return dy * slope
+
+  return half_x * (1.0 + t), grad
 
 
 def gelu_exact(x: tf.Tensor) -> tf.Tensor:

@@ -10,6 +10,7 @@ in google-research/bert (Hugging Face's `padding_idx=0` rule differs; see PITFAL
 import keras
 import tensorflow as tf
 
+from tfbert.dropout import Dropout
 from tfbert.layer_norm import LayerNorm
 
 
@@ -47,7 +48,7 @@ class BertEmbeddings(keras.layers.Layer):
     self.token_type_embeddings = table(type_vocab_size, "token_type_embeddings")
     self.position_embeddings = table(max_position_embeddings, "position_embeddings")
     self.layer_norm = LayerNorm(name="layer_norm", dtype=self.dtype_policy)
-    self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+    self.dropout = Dropout(dropout_rate, dtype=self.dtype_policy)
 
   def build(self, input_shape):
     for layer in (self.word_embeddings, self.token_type_embeddings, self.position_embeddings):

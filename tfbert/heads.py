@@ -10,6 +10,7 @@ import keras
 import tensorflow as tf
 
 from tfbert import activations
+from tfbert.dropout import Dropout
 from tfbert.layer_norm import LayerNorm
 
 
@@ -86,7 +87,7 @@ class ClassifierHead(_OutputProjection):
     super().__init__(num_classes, initializer_range, **kwargs)
     self.num_classes = num_classes
     self.dropout_rate = dropout_rate
-    self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+    self.dropout = Dropout(dropout_rate, dtype=self.dtype_policy)
 
   def call(self, pooled_output: tf.Tensor, training=None) -> tf.Tensor:
     return super().call(self.dropout(pooled_output, training=training))

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from tfbert import activations
 from tfbert.attention import SelfAttention
+from tfbert.dropout import Dropout
 from tfbert.layer_norm import LayerNorm
 
 
@@ -53,7 +54,7 @@ class TransformerLayer(keras.layers.Layer):
     self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init(),
                                            name="output", dtype=policy)
     self.output_layer_norm = LayerNorm(name="output_layer_norm", dtype=policy)
-    self.dropout = keras.layers.Dropout(hidden_dropout, dtype=policy)
+    self.dropout = Dropout(hidden_dropout, dtype=policy)
     self._activation = activations.get_activation(hidden_act)
 
   def build(self, input_shape):

@@ -1,30 +1,102 @@
-"""Benchmarks, each measured against a peer in the same run (see BENCHMARKS.md).
+"""Benchmarks, each measured against a peer or a reference in the same run (BENCHMARKS.md).
 
   bash bootstrap.sh python tools/benchmark.py --benchmark=accumulation \
       --micro_batch_size=8 --accumulation_steps=4
+  bash bootstrap.sh python tools/benchmark.py --benchmark=pretraining --dtype=float32 \
+      --jit_compile=false --repeats=2
+  bash bootstrap.sh python tools/benchmark.py --benchmark=squad --dtype=mixed_bfloat16
+  bash bootstrap.sh python tools/benchmark.py --benchmark=input_pipeline
+  bash bootstrap.sh python tools/benchmark.py --benchmark=postprocess \
+      --squad_dev_file=../shared/data/squad_v1.1_dev_reconstructed/dev-v1.1.reconstructed.json.gz
+  bash bootstrap.sh python tools/benchmark.py --benchmark=matmul
+
+Prints Markdown rows for BENCHMARKS.md, after a line naming the machine and the stack.
 """
 
+import dataclasses
 import os
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app  # noqa: E402
 
 from flags import benchmark_flags as f  # noqa: E402
-from tfbert import benchmark  # noqa: E402
+from tfbert import (benchmark, benchmark_data, benchmark_mfu, benchmark_peer,  # noqa: E402
+                    benchmark_report, squad_features)
+
+
+def _shape_overrides() -> dict:
+  """The model/shape flags that were given, by `StepCase` / `PretrainingCase` field."""
+  given = {"vocab_size": f.VOCAB_SIZE, "hidden_size": f.HIDDEN_SIZE, "num_layers": f.NUM_LAYERS,
+           "num_heads": f.NUM_HEADS, "intermediate_size": f.INTERMEDIATE_SIZE,
+           "seq_length": f.SEQ_LENGTH, "max_predictions": f.MAX_PREDICTIONS}
+  return {name: flag.value for name, flag in given.items() if flag.value is not None}
+
+
+def _step_case(task: str) -> benchmark.StepCase:
+  return dataclasses.replace(
+      benchmark.DEFAULT_CASES[task], **_shape_overrides(), batch_size=f.BATCH_SIZE.value,
+      dtype_policy=f.DTYPE.value, jit_compile=f.JIT_COMPILE.value,
+      warmup_steps=f.WARMUP_STEPS.value, windows=f.WINDOWS.value,
+      steps_per_window=f.STEPS_PER_WINDOW.value)
+
+
+def accumulation() -> str:
+  case = benchmark.PretrainingCase(
+      **_shape_overrides(), micro_batch_size=f.MICRO_BATCH_SIZE.value,
+      applied_steps=f.APPLIED_STEPS.value, warmup_steps=f.WARMUP_STEPS.value,
+      dtype_policy=f.DTYPE.value)
+  return benchmark.format_accumulation(
+      benchmark.accumulation_overhead(case, f.ACCUMULATION_STEPS.value))
+
+
+def training_step(task: str) -> str:
+  case = _step_case(task)
+  peak = benchmark_mfu.measure_matmul_peak(benchmark_mfu.matmul_dtype(case.dtype_policy),
+                                           f.MATMUL_SIZE.value)
+  result = benchmark.compare_with_peer(case, f.REPEATS.value)
+  return (f"peer: {benchmark_peer.DESCRIPTION}\n\n"
+          + benchmark_report.format_comparison(result, peak))
+
+
+def input_pipeline() -> str:
+  case = _step_case("pretraining")
+  with tempfile.TemporaryDirectory() as temp:
+    pattern = benchmark_data.make_pretraining_records(
+        f.PRETRAINING_DATA_DIR.value or temp, case.seq_length, case.max_predictions)
+    pipeline = benchmark_data.measure_input_pipeline(
+        pattern, batch_size=case.batch_size, seq_length=case.seq_length,
+        max_predictions=case.max_predictions, seconds=f.PIPELINE_SECONDS.value)
+  training = benchmark.run_step_case_in_subprocess(case)
+  return benchmark_report.format_input_pipeline(pipeline, training)
+
+
+def postprocess() -> str:
+  if not f.SQUAD_DEV_FILE.value:
+    return ("postprocess skipped: --squad_dev_file is not set (BENCHMARKS.md uses "
+            "../shared/data/squad_v1.1_dev_reconstructed/dev-v1.1.reconstructed.json.gz)")
+  seq_length = f.SEQ_LENGTH.value or benchmark.DEFAULT_CASES["squad"].seq_length
+  result = benchmark_data.measure_postprocess(
+      f.SQUAD_DEV_FILE.value, features=squad_features.FeatureConfig(max_seq_length=seq_length),
+      repeats=f.REPEATS.value)
+  return benchmark_report.format_postprocess(result, f.SQUAD_DEV_FILE.value)
+
+
+def matmul() -> str:
+  peaks = {dtype: benchmark_mfu.measure_matmul_peak(dtype, f.MATMUL_SIZE.value)
+           for dtype in ("float32", "bfloat16")}
+  return benchmark_report.format_matmul(peaks, f.MATMUL_SIZE.value)
 
 
 def main(argv):
   del argv
-  case = benchmark.PretrainingCase(
-      hidden_size=f.HIDDEN_SIZE.value, num_layers=f.NUM_LAYERS.value,
-      num_heads=f.NUM_HEADS.value, intermediate_size=f.INTERMEDIATE_SIZE.value,
-      seq_length=f.SEQ_LENGTH.value, max_predictions=f.MAX_PREDICTIONS.value,
-      micro_batch_size=f.MICRO_BATCH_SIZE.value, applied_steps=f.APPLIED_STEPS.value,
-      warmup_steps=f.WARMUP_STEPS.value, dtype_policy=f.DTYPE.value)
-  result = benchmark.accumulation_overhead(case, f.ACCUMULATION_STEPS.value)
-  print(benchmark.format_accumulation(result))
+  runs = {"accumulation": accumulation, "pretraining": lambda: training_step("pretraining"),
+          "squad": lambda: training_step("squad"), "input_pipeline": input_pipeline,
+          "postprocess": postprocess, "matmul": matmul}
+  print(benchmark_report.machine_description() + "\n")
+  print(runs[f.BENCHMARK.value]())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,49 @@
+"""Tests for tfbert.benchmark_report: Markdown rows from fake results."""
+
+import dataclasses
+import os
+
+import tensorflow as tf
+
+from tfbert import benchmark, benchmark_report
+
+CASE = benchmark.StepCase(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=19,
+                          vocab_size=53, seq_length=11, max_predictions=3, batch_size=3)
+
+
+def _run(implementation, rate, rss):
+  return {"case": dataclasses.asdict(dataclasses.replace(CASE, implementation=implementation)),
+          "examples_per_second": rate, "window_examples_per_second": [rate, rate],
+          "peak_rss_mib": rss, "flops_per_example": 2e9, "first_loss": 4.66}
+
+
+def test_comparison_rows_give_mfu_and_the_median_ratio():
+  result = {"runs": [_run("tfbert", 10.0, 900.0), _run("model_garden", 8.0, 1000.0)],
+            "ratios": [1.25], "median_ratio": 1.25, "rss_ratios": [0.9],
+            "median_rss_ratio": 0.9}
+  text = benchmark_report.format_comparison(result, peak_gflops=80.0)
+  # 10 examples/s x 2 GFLOP = 20 GFLOP/s = 25% of 80; 8 x 2 = 16 = 20%.
+  assert ("| pretraining L1/H16/A2/I19, V53, S11, P3, B3 | float32 | off | 1 | tfbert | "
+          "10.00 | 10.0, 10.0 | 20 | 25.0% | 900 | 4.660 |") in text
+  assert "| model_garden | 8.00 | 8.0, 8.0 | 16 | 20.0% | 1000 |" in text
+  assert "median **1.250**" in text and "float32 matmul peak 80.0 GFLOP/s" in text
+
+
+def test_input_pipeline_row_gives_the_ratio_to_training():
+  pipeline = {"examples_per_second": 4000.0, "batches": 1250, "seconds": 10.0}
+  text = benchmark_report.format_input_pipeline(pipeline, _run("tfbert", 20.0, 900.0))
+  assert "| 4000 (1250 batches in 10.0 s) | 20.00 | **200x** (goal >= 20x) |" in text
+
+
+def test_postprocess_row_gives_both_rates():
+  result = {"questions": 100, "features": 120, "feature_seconds": 2.0,
+            "feature_questions_per_second": 50.0, "postprocess_seconds": 0.5,
+            "postprocess_runs": [0.5, 0.6], "questions_per_second": 200.0}
+  text = benchmark_report.format_postprocess(result, "/data/dev.json.gz")
+  assert "| dev.json.gz | 100 | 120 | 2.00 | 50 | 0.50 (0.50, 0.60) | 200 |" in text
+
+
+def test_machine_description_names_cores_and_versions():
+  line = benchmark_report.machine_description()
+  assert f"{os.cpu_count()} cores" in line and f"tensorflow {tf.__version__}" in line
+  assert "tf-models-official" in line

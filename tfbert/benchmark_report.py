@@ -1,0 +1,101 @@
+"""Markdown rows for BENCHMARKS.md from the results of the `tfbert.benchmark*` modules.
+
+Every table row is one measured run, so rows of several invocations (dtypes, XLA on and off)
+can be pasted into one table; `machine_description` is the line that says where they ran.
+"""
+
+import datetime
+import importlib.metadata
+import os
+import platform
+
+from tfbert import benchmark_mfu
+
+# Distributions whose versions a benchmark depends on.
+_STACK = ("tensorflow", "keras", "tf-keras", "tf-models-official")
+
+
+def machine_description() -> str:
+  """One line: date, CPU model, cores, the stack's versions (read without importing it)."""
+  cpu = platform.processor() or platform.machine()
+  try:
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+      cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), cpu)
+  except OSError:
+    pass
+  versions = []
+  for package in _STACK:
+    try:
+      versions.append(f"{package} {importlib.metadata.version(package)}")
+    except importlib.metadata.PackageNotFoundError:
+      versions.append(f"{package} (not installed)")
+  return (f"{datetime.date.today().isoformat()}; machine: {cpu}, {os.cpu_count()} cores; "
+          + ", ".join(versions) + f", Python {platform.python_version()}")
+
+
+def describe_case(case: dict) -> str:
+  """A `StepCase` dict as "pretraining L4/H256/A4/I1024, V30522, S128, P20, B32"."""
+  shape = f"S{case['seq_length']}"
+  if case["task"] == "pretraining":
+    shape += f", P{case['max_predictions']}"
+  return (f"{case['task']} L{case['num_layers']}/H{case['hidden_size']}/A{case['num_heads']}/"
+          f"I{case['intermediate_size']}, V{case['vocab_size']}, {shape}, "
+          f"B{case['batch_size']}")
+
+
+def format_comparison(result: dict, peak_gflops: float) -> str:
+  """Rows of `benchmark.compare_with_peer`'s runs, MFU against `peak_gflops`, and ratios."""
+  first = result["runs"][0]
+  matmul = benchmark_mfu.matmul_dtype(first["case"]["dtype_policy"])
+  rows = [f"{describe_case(first['case'])}: {first['flops_per_example'] / 1e9:.4g} GFLOP per "
+          f"training example; measured {matmul} matmul peak {peak_gflops:.1f} GFLOP/s", "",
+          "| case | dtype | XLA | repeat | implementation | examples/s (median) | windows "
+          "(examples/s) | GFLOP/s | MFU | peak RSS (MiB) | loss at init |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
+  for index, run in enumerate(result["runs"]):
+    case = run["case"]
+    achieved, mfu = benchmark_mfu.utilisation(run["examples_per_second"],
+                                              run["flops_per_example"], peak_gflops)
+    windows = ", ".join(f"{r:.1f}" for r in run["window_examples_per_second"])
+    rows.append(f"| {describe_case(case)} | {case['dtype_policy']} | "
+                f"{'on' if case['jit_compile'] else 'off'} | {index // 2 + 1} | "
+                f"{case['implementation']} | {run['examples_per_second']:.2f} | {windows} | "
+                f"{achieved:.3g} | {100 * mfu:.1f}% | {run['peak_rss_mib']:.0f} | "
+                f"{run['first_loss']:.3f} |")
+  ratios = ", ".join(f"{r:.3f}" for r in result["ratios"])
+  rows.append(f"\nexamples/s ratio tfbert / Model Garden per repeat: {ratios}; median "
+              f"**{result['median_ratio']:.3f}**. Peak RSS ratio tfbert / Model Garden, "
+              f"median: {result['median_rss_ratio']:.3f}")
+  return "\n".join(rows)
+
+
+def format_input_pipeline(pipeline: dict, training: dict) -> str:
+  """The input pipeline's examples/s against the tfbert training step of the same config."""
+  case = training["case"]
+  ratio = pipeline["examples_per_second"] / training["examples_per_second"]
+  return "\n".join([
+      "| case | dtype | XLA | input pipeline examples/s | training examples/s | "
+      "pipeline / training |", "|---|---|---|---|---|---|",
+      f"| {describe_case(case)} | {case['dtype_policy']} | "
+      f"{'on' if case['jit_compile'] else 'off'} | {pipeline['examples_per_second']:.0f} "
+      f"({pipeline['batches']} batches in {pipeline['seconds']:.1f} s) | "
+      f"{training['examples_per_second']:.2f} | **{ratio:.0f}x** (goal >= 20x) |"])
+
+
+def format_postprocess(result: dict, squad_file: str) -> str:
+  """Feature creation and postprocessing times of `benchmark_data.measure_postprocess`."""
+  runs = ", ".join(f"{s:.2f}" for s in result["postprocess_runs"])
+  return "\n".join([
+      "| file | questions | features | feature creation (s) | questions/s | "
+      "postprocessing (s, median of runs) | questions/s |", "|---|---|---|---|---|---|---|",
+      f"| {os.path.basename(squad_file)} | {result['questions']} | {result['features']} | "
+      f"{result['feature_seconds']:.2f} | {result['feature_questions_per_second']:.0f} | "
+      f"{result['postprocess_seconds']:.2f} ({runs}) | {result['questions_per_second']:.0f} |"])
+
+
+def format_matmul(peaks: dict[str, float], size: int) -> str:
+  """The measured matmul peak of each dtype."""
+  rows = ["| dtype | matmul | GFLOP/s (median) |", "|---|---|---|"]
+  rows += [f"| {dtype} | {size} x {size} x {size} | {gflops:.1f} |"
+           for dtype, gflops in peaks.items()]
+  return "\n".join(rows)
