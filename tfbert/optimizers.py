@@ -217,15 +217,34 @@ class AdamW(_DecoupledWeightDecayOptimizer):
   def update_step(self, gradient, variable, learning_rate):
     """Applies one update to `variable`; safe to call per variable in cross-replica context.
 
+    Without bias correction (google-research/bert's update) the moments and the step are
+    one fused `ResourceApplyAdam` kernel with beta powers 0 (so its lr_t is lr): one pass
+    over the variable and its slots instead of about fifteen element-wise ops (the update
+    of the whole model was ~10% of a pretraining step; BENCHMARKS.md). Weight decay is
+    applied first as var -= lr * rate * var; the Adam term does not depend on var, so the
+    result is var - lr * (m / (sqrt(v) + eps) + rate * var), as google-research/bert, up to
+    float32 rounding. With bias correction, Keras-style ops (the fused kernel would put eps
+    inside the bias correction: eps * sqrt(1 - b2^t) instead of eps).
+
     Args:
       gradient: float Tensor or `tf.IndexedSlices` of the variable's shape (all-reduced).
       variable: A variable the optimizer was built with (or its per-replica copy).
       learning_rate: float scalar, the rate for this update.
     """
     lr = tf.cast(learning_rate, variable.dtype)
-    m_t, v_t = self._update_moments(gradient, variable)
-    if self.bias_correction:
-      m_t, v_t = self._bias_corrected(m_t, v_t)
+    if not self.bias_correction:
+      if self.uses_weight_decay(variable):
+        self.assign_sub(variable, variable * (lr * self.weight_decay_rate))
+      index = self._get_variable_index(variable)
+      zero = tf.zeros([], variable.dtype)
+      tf.raw_ops.ResourceApplyAdam(
+          var=variable.handle, m=self._m[index].handle, v=self._v[index].handle,
+          beta1_power=zero, beta2_power=zero, lr=lr,
+          beta1=tf.constant(self.beta_1, variable.dtype),
+          beta2=tf.constant(self.beta_2, variable.dtype),
+          epsilon=tf.constant(self.epsilon, variable.dtype), grad=_dense(gradient, variable))
+      return
+    m_t, v_t = self._bias_corrected(*self._update_moments(gradient, variable))
     update = m_t / (tf.sqrt(v_t) + self.epsilon)
     if self.uses_weight_decay(variable):
       update += self.weight_decay_rate * variable
