@@ -40,8 +40,9 @@ JIT_COMPILE = flags.DEFINE_boolean("jit_compile", False,
                                    "Compile the training step with XLA (tfbert and peer).")
 REPEATS = flags.DEFINE_integer(
     "repeats", 2, "pretraining / squad: alternations tfbert, peer (2: tfbert, peer, tfbert, "
-    "peer); the ratio is reported per pair and as their median. postprocess: runs of the "
-    "postprocessing, median reported.")
+    "peer); the ratio is reported per pair and as their median. accumulation: alternations "
+    "big batch, accumulated, likewise. postprocess: runs of the postprocessing, median "
+    "reported.")
 WINDOWS = flags.DEFINE_integer("windows", 5, "Timed windows per run; examples/s is their median.")
 STEPS_PER_WINDOW = flags.DEFINE_integer("steps_per_window", 2, "Training steps per window.")
 WARMUP_STEPS = flags.DEFINE_integer(

@@ -123,4 +123,24 @@ def test_accumulation_overhead_compares_k_times_b_with_one_step_of_kb():
   assert [(c.micro_batch_size, c.accumulation_steps) for c in seen] == [(32, 1), (8, 4)]
   assert result["throughput_ratio"] == pytest.approx(0.9)
   assert result["peak_rss_ratio"] == pytest.approx(0.25)
-  assert "| accumulated | 8 x 4 | 90.0 | 250 |" in benchmark.format_accumulation(result)
+  assert "| 1 | accumulated | 8 x 4 | 90.0 | 250 |" in benchmark.format_accumulation(result)
+
+
+def test_accumulation_overhead_alternates_and_takes_the_median_pair_ratio():
+  seen, rates = [], iter([100.0, 90.0, 50.0, 40.0, 80.0, 84.0])  # a load that drifts
+
+  def fake_runner(case):
+    seen.append(case.accumulation_steps)
+    return {"case": dataclasses.asdict(case), "examples_per_second": next(rates),
+            "peak_rss_mib": 1000.0 / case.accumulation_steps}
+
+  result = benchmark.accumulation_overhead(dataclasses.replace(TINY, micro_batch_size=8), 4,
+                                           runner=fake_runner, repeats=3)
+  assert seen == [1, 4, 1, 4, 1, 4]
+  assert result["ratios"] == pytest.approx([0.9, 0.8, 1.05])
+  assert result["throughput_ratio"] == pytest.approx(0.9)  # median of the pairs
+  text = benchmark.format_accumulation(result)
+  assert "| 3 | accumulated | 8 x 4 | 84.0 | 250 |" in text
+  assert "per pair: 0.900, 0.800, 1.050; median 0.900" in text
+  with pytest.raises(ValueError, match="repeats must be >= 1"):
+    benchmark.accumulation_overhead(TINY, 2, runner=fake_runner, repeats=0)

@@ -328,21 +328,29 @@ def run_step_case_in_subprocess(case: StepCase, timeout: float = 3600.0) -> dict
 
 
 def accumulation_overhead(case: PretrainingCase, accumulation_steps: int,
-                          runner=run_case_in_subprocess) -> dict:
-  """k micro-steps of b against one step of k*b, same model, same run.
+                          runner=run_case_in_subprocess, repeats: int = 1) -> dict:
+  """k micro-steps of b against one step of k*b, same model, alternated `repeats` times.
+
+  Runs big batch, accumulated, big batch, accumulated, ... so that a load drifting during
+  the run hits both (one pair on this 2-core VM ranged 0.77-1.03; BENCHMARKS.md).
 
   Returns:
-    dict with both results and `throughput_ratio` (accumulated / big batch examples/s) and
-    `peak_rss_ratio`.
+    dict with `runs` (in run order), `pairs` [(big batch, accumulated)], `ratios` per pair,
+    `throughput_ratio` (median accumulated / big batch examples/s) and `peak_rss_ratio`
+    (median), plus `big_batch` and `accumulated`, the results of the first pair.
   """
+  if repeats < 1:
+    raise ValueError(f"repeats must be >= 1, got {repeats}")
   big = dataclasses.replace(case, micro_batch_size=case.micro_batch_size * accumulation_steps,
                             accumulation_steps=1)
   small = dataclasses.replace(case, accumulation_steps=accumulation_steps)
-  big_result, small_result = runner(big), runner(small)
-  return {"big_batch": big_result, "accumulated": small_result,
-          "throughput_ratio": small_result["examples_per_second"]
-          / big_result["examples_per_second"],
-          "peak_rss_ratio": small_result["peak_rss_mib"] / big_result["peak_rss_mib"]}
+  runs = [runner(c) for _ in range(repeats) for c in (big, small)]
+  pairs = list(zip(runs[0::2], runs[1::2]))
+  ratios = [s["examples_per_second"] / b["examples_per_second"] for b, s in pairs]
+  rss = [s["peak_rss_mib"] / b["peak_rss_mib"] for b, s in pairs]
+  return {"runs": runs, "pairs": pairs, "ratios": ratios,
+          "big_batch": pairs[0][0], "accumulated": pairs[0][1],
+          "throughput_ratio": statistics.median(ratios), "peak_rss_ratio": statistics.median(rss)}
 
 
 def compare_with_peer(case: StepCase, repeats: int,
@@ -366,13 +374,15 @@ def compare_with_peer(case: StepCase, repeats: int,
 
 
 def format_accumulation(result: dict) -> str:
-  """A Markdown table row pair for BENCHMARKS.md."""
-  rows = ["| run | micro-batch x k | examples/s | peak RSS (MiB) |", "|---|---|---|---|"]
-  for name in ("big_batch", "accumulated"):
-    r = result[name]
-    c = r["case"]
-    rows.append(f"| {name} | {c['micro_batch_size']} x {c['accumulation_steps']} | "
-                f"{r['examples_per_second']:.1f} | {r['peak_rss_mib']:.0f} |")
-  rows.append(f"\nthroughput ratio (accumulated / big batch): {result['throughput_ratio']:.3f}; "
-              f"peak RSS ratio: {result['peak_rss_ratio']:.3f}")
+  """A Markdown table (one row per run) and the median ratios, for BENCHMARKS.md."""
+  rows = ["| pair | run | micro-batch x k | examples/s | peak RSS (MiB) |", "|---|---|---|---|---|"]
+  for index, pair in enumerate(result["pairs"], start=1):
+    for name, r in zip(("big_batch", "accumulated"), pair):
+      c = r["case"]
+      rows.append(f"| {index} | {name} | {c['micro_batch_size']} x {c['accumulation_steps']} | "
+                  f"{r['examples_per_second']:.1f} | {r['peak_rss_mib']:.0f} |")
+  per_pair = ", ".join(f"{r:.3f}" for r in result["ratios"])
+  rows.append(f"\nthroughput ratio (accumulated / big batch) per pair: {per_pair}; median "
+              f"{result['throughput_ratio']:.3f}; peak RSS ratio (median): "
+              f"{result['peak_rss_ratio']:.3f}")
   return "\n".join(rows)

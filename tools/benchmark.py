@@ -49,7 +49,8 @@ def accumulation() -> str:
       applied_steps=f.APPLIED_STEPS.value, warmup_steps=f.WARMUP_STEPS.value,
       dtype_policy=f.DTYPE.value)
   return benchmark.format_accumulation(
-      benchmark.accumulation_overhead(case, f.ACCUMULATION_STEPS.value))
+      benchmark.accumulation_overhead(case, f.ACCUMULATION_STEPS.value,
+                                      repeats=f.REPEATS.value))
 
 
 def training_step(task: str) -> str:
