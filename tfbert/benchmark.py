@@ -327,30 +327,52 @@ def run_step_case_in_subprocess(case: StepCase, timeout: float = 3600.0) -> dict
   return _run_in_subprocess(code, dataclasses.asdict(case), timeout)
 
 
+def _alternate(first, second, repeats: int, runner, numerator: int) -> dict:
+  """Runs first, second, first, second, ... (`repeats` pairs) and compares each pair.
+
+  Alternation puts a load that drifts during the run on both sides of every pair.
+
+  Args:
+    first, second: the two cases, run in this order in every pair.
+    repeats: pairs, >= 1.
+    runner: case -> result dict with `examples_per_second` and `peak_rss_mib`.
+    numerator: which of the pair (0: first, 1: second) is divided by the other.
+
+  Returns:
+    dict with `runs` (in run order), `pairs` [(first, second)], `ratios` and `rss_ratios`
+    (examples/s and peak RSS per pair) and their medians `median_ratio`, `median_rss_ratio`.
+  """
+  if repeats < 1:
+    raise ValueError(f"repeats must be >= 1, got {repeats}")
+  runs = [runner(case) for _ in range(repeats) for case in (first, second)]
+  pairs = list(zip(runs[0::2], runs[1::2]))
+  ratio = lambda pair, key: pair[numerator][key] / pair[1 - numerator][key]
+  ratios = [ratio(pair, "examples_per_second") for pair in pairs]
+  rss_ratios = [ratio(pair, "peak_rss_mib") for pair in pairs]
+  return {"runs": runs, "pairs": pairs, "ratios": ratios,
+          "median_ratio": statistics.median(ratios), "rss_ratios": rss_ratios,
+          "median_rss_ratio": statistics.median(rss_ratios)}
+
+
 def accumulation_overhead(case: PretrainingCase, accumulation_steps: int,
                           runner=run_case_in_subprocess, repeats: int = 1) -> dict:
   """k micro-steps of b against one step of k*b, same model, alternated `repeats` times.
 
-  Runs big batch, accumulated, big batch, accumulated, ... so that a load drifting during
-  the run hits both (one pair on this 2-core VM ranged 0.77-1.03; BENCHMARKS.md).
+  Runs big batch, accumulated, big batch, accumulated, ... (`_alternate`; one pair on this
+  2-core VM ranged 0.77-1.03, BENCHMARKS.md).
 
   Returns:
-    dict with `runs` (in run order), `pairs` [(big batch, accumulated)], `ratios` per pair,
-    `throughput_ratio` (median accumulated / big batch examples/s) and `peak_rss_ratio`
-    (median), plus `big_batch` and `accumulated`, the results of the first pair.
+    `_alternate`'s dict (ratios accumulated / big batch), plus `big_batch` and
+    `accumulated` (the first pair's results), `throughput_ratio` (= `median_ratio`) and
+    `peak_rss_ratio` (= `median_rss_ratio`).
   """
-  if repeats < 1:
-    raise ValueError(f"repeats must be >= 1, got {repeats}")
   big = dataclasses.replace(case, micro_batch_size=case.micro_batch_size * accumulation_steps,
                             accumulation_steps=1)
   small = dataclasses.replace(case, accumulation_steps=accumulation_steps)
-  runs = [runner(c) for _ in range(repeats) for c in (big, small)]
-  pairs = list(zip(runs[0::2], runs[1::2]))
-  ratios = [s["examples_per_second"] / b["examples_per_second"] for b, s in pairs]
-  rss = [s["peak_rss_mib"] / b["peak_rss_mib"] for b, s in pairs]
-  return {"runs": runs, "pairs": pairs, "ratios": ratios,
-          "big_batch": pairs[0][0], "accumulated": pairs[0][1],
-          "throughput_ratio": statistics.median(ratios), "peak_rss_ratio": statistics.median(rss)}
+  result = _alternate(big, small, repeats, runner, numerator=1)
+  return {**result, "big_batch": result["pairs"][0][0], "accumulated": result["pairs"][0][1],
+          "throughput_ratio": result["median_ratio"],
+          "peak_rss_ratio": result["median_rss_ratio"]}
 
 
 def compare_with_peer(case: StepCase, repeats: int,
@@ -358,19 +380,12 @@ def compare_with_peer(case: StepCase, repeats: int,
   """tfbert and the Model Garden peer on `case`, alternated `repeats` times.
 
   Returns:
-    dict with `runs` (results in run order: tfbert, peer, tfbert, peer, ...), `ratios`
+    `_alternate`'s dict: `runs` in run order (tfbert, peer, tfbert, peer, ...), `ratios`
     (tfbert / peer examples/s of each pair), `median_ratio`, `rss_ratios` and
     `median_rss_ratio` (tfbert / peer peak RSS).
   """
-  if repeats < 1:
-    raise ValueError(f"repeats must be >= 1, got {repeats}")
-  runs = [runner(dataclasses.replace(case, implementation=implementation))
-          for _ in range(repeats) for implementation in IMPLEMENTATIONS]
-  pairs = list(zip(runs[0::2], runs[1::2]))
-  ratios = [ours["examples_per_second"] / peer["examples_per_second"] for ours, peer in pairs]
-  rss_ratios = [ours["peak_rss_mib"] / peer["peak_rss_mib"] for ours, peer in pairs]
-  return {"runs": runs, "ratios": ratios, "median_ratio": statistics.median(ratios),
-          "rss_ratios": rss_ratios, "median_rss_ratio": statistics.median(rss_ratios)}
+  ours, peer = (dataclasses.replace(case, implementation=name) for name in IMPLEMENTATIONS)
+  return _alternate(ours, peer, repeats, runner, numerator=0)
 
 
 def format_accumulation(result: dict) -> str:
