@@ -4,14 +4,17 @@ from absl import flags
 
 BENCHMARK = flags.DEFINE_enum(
     "benchmark", "accumulation",
-    ["accumulation", "pretraining", "squad", "input_pipeline", "postprocess", "matmul"],
+    ["accumulation", "pretraining", "squad", "input_pipeline", "postprocess", "matmul",
+     "kernels"],
     "What to measure. accumulation: k micro-steps of b vs one step of k*b (examples/s, peak "
     "RSS). pretraining / squad: tfbert's training step (MLM+NSP / span labeler) against TF "
     "Model Garden's on the same config and batch, alternated --repeats times, each run in its "
     "own process (examples/s, MFU, peak RSS, ratio). input_pipeline: examples/s of the "
     "pretraining input pipeline on real records against the training step of the same "
     "config. postprocess: SQuAD feature creation and postprocessing time on "
-    "--squad_dev_file. matmul: this machine's measured float32 and bfloat16 matmul peaks.")
+    "--squad_dev_file. matmul: this machine's measured float32 and bfloat16 matmul peaks. "
+    "kernels: tfbert's fused kernels against the unfused ops they replace, alternated "
+    "--repeats times in one process (ms per call, speed-up).")
 
 # Model and input shape; unset means the benchmark's default config (tfbert.benchmark.
 # DEFAULT_CASES): pretraining, input_pipeline and accumulation L4/H256/A4/I1024, S128,
@@ -42,7 +45,7 @@ REPEATS = flags.DEFINE_integer(
     "repeats", 2, "pretraining / squad: alternations tfbert, peer (2: tfbert, peer, tfbert, "
     "peer); the ratio is reported per pair and as their median. accumulation: alternations "
     "big batch, accumulated, likewise. postprocess: runs of the postprocessing, median "
-    "reported.")
+    "reported. kernels: alternations reference, kernel; median ms per call reported.")
 WINDOWS = flags.DEFINE_integer("windows", 5, "Timed windows per run; examples/s is their median.")
 STEPS_PER_WINDOW = flags.DEFINE_integer("steps_per_window", 2, "Training steps per window.")
 WARMUP_STEPS = flags.DEFINE_integer(

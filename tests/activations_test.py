@@ -44,7 +44,7 @@ def _gelu_tanh_traced(x):
     (tf.float64, 1e-13),
     # float32: two orders of ~10 roundings each (values up to 1.2, ulp 1.2e-7, some
     # amplified by the slope factor sqrt(2/pi) (1 + 3 * 0.044715 x^2) up to 6.0 at |x| = 7);
-    # measured max 2.5e-6.
+    # measured max 3.7e-6 (XLA-fused kernels, whose tanh approximation differs from Eigen's).
     (tf.float32, 5e-6)])
 def test_gelu_tanh_written_out_gradient_matches_autodiff(dtype, tol):
   x = tf.cast(tf.linspace(-7.0, 7.0, 1401), dtype)

@@ -169,6 +169,9 @@ class GradientAccumulationOptimizer(keras.optimizers.Optimizer):
     learning_rate = inner.learning_rate  # Evaluated once, at the applied-step count.
 
     def update_var(var, grad):
+      if hasattr(inner, "scaled_update_step"):  # tfbert's AdamW: the scaling fuses into it.
+        inner.scaled_update_step(grad, var, tf.cast(learning_rate, var.dtype), factor)
+        return
       grad = tf.cast(grad * factor, var.dtype)
       if inner.weight_decay is not None and inner._use_weight_decay(var):
         var.assign_sub(var * tf.cast(inner.weight_decay * learning_rate, var.dtype))

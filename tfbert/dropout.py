@@ -47,19 +47,32 @@ class Dropout(keras.layers.Layer):
     self.seed_generator = keras.random.SeedGenerator(seed)
     self.built = True
 
-  def call(self, x: tf.Tensor, training=None) -> tf.Tensor:
-    """Args: x: float Tensor of any shape. Returns: x with dropped elements zeroed."""
+  @property
+  def scale(self) -> float:
+    """Factor of kept elements: 65536 / (65536 - threshold), 1 / exact keep probability."""
+    return _LEVELS / (_LEVELS - keep_threshold(self.rate))
+
+  def keep_mask(self, shape: tf.Tensor, training=None):
+    """A fresh bool keep-mask of `shape`, or None when dropout is off (inference, rate 0).
+
+    For fused kernels that apply the mask themselves (`tfbert.fused`); `call` uses it too.
+    """
     threshold = keep_threshold(self.rate)
     if not training or threshold == 0:
-      return x
-    count = tf.size(x)
+      return None
+    count = tf.reduce_prod(shape)
     seed = tf.cast(self.seed_generator.next(), tf.int32)  # [2]
     words = tf.random.stateless_uniform([(count + 1) // 2], seed=seed, minval=None,
                                         maxval=None, dtype=tf.uint32)
     halves = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:count]  # two draws per word
-    keep = tf.reshape(halves >= threshold, tf.shape(x))
-    scale = _LEVELS / (_LEVELS - threshold)
-    return x * (tf.cast(keep, x.dtype) * tf.cast(scale, x.dtype))
+    return tf.reshape(halves >= threshold, shape)
+
+  def call(self, x: tf.Tensor, training=None) -> tf.Tensor:
+    """Args: x: float Tensor of any shape. Returns: x with dropped elements zeroed."""
+    keep = self.keep_mask(tf.shape(x), training)
+    if keep is None:
+      return x
+    return x * (tf.cast(keep, x.dtype) * tf.cast(self.scale, x.dtype))
 
   def compute_output_shape(self, input_shape):
     return input_shape

@@ -128,8 +128,9 @@ class MaskedLMHead(keras.layers.Layer):
   def build(self, input_shape=None):
     self.transform.build((None, self.hidden_size))
     self.layer_norm.build((None, self.hidden_size))
+    # autocast=False: the bias is added in float32 (see `call`).
     self.output_bias = self.add_weight(name="output_bias", shape=(self.vocab_size,),
-                                       initializer="zeros")
+                                       initializer="zeros", autocast=False)
 
   def call(self, sequence_output: tf.Tensor, positions: tf.Tensor,
            embedding_table: tf.Tensor) -> tf.Tensor:
@@ -146,8 +147,15 @@ class MaskedLMHead(keras.layers.Layer):
     x = tf.gather(sequence_output, tf.cast(positions, tf.int32), batch_dims=1)  # [B, P, H]
     x = self.layer_norm(self.transform(x))
     table = tf.cast(embedding_table, self.compute_dtype)
-    logits = tf.einsum("BPH,VH->BPV", x, table) + self.output_bias
-    return tf.cast(logits, tf.float32)
+    batch, num_positions = tf.shape(x)[0], tf.shape(x)[1]
+    # A 2-D MatMul with transpose_b, whose gradients are plain MatMuls. The bias is added
+    # after the cast to float32: under mixed_bfloat16, a bfloat16 bias add (fused into the
+    # MatMul or not) made the head's forward and backward 1.5x slower (BENCHMARKS.md).
+    logits = tf.nn.bias_add(
+        tf.cast(tf.matmul(tf.reshape(x, [-1, self.hidden_size]), table, transpose_b=True),
+                tf.float32),
+        tf.cast(self.output_bias, tf.float32))  # [B*P, V]
+    return tf.reshape(logits, [batch, num_positions, self.vocab_size])
 
   def get_config(self):
     return {**super().get_config(), "vocab_size": self.vocab_size,

@@ -84,6 +84,25 @@ def _dense(gradient, variable) -> tf.Tensor:
   return tf.cast(gradient, variable.dtype)
 
 
+@tf.function(jit_compile=True, autograph=False)
+def _google_adamw_step(var, m, v, grad, scale, lr, decay, beta_1, beta_2, epsilon):
+  """google-research/bert `AdamWeightDecayOptimizer`'s update of one variable, fused.
+
+  `decay`, `beta_1`, `beta_2`, `epsilon` are Python floats (compile-time constants; 1 - beta
+  is formed in float64 and rounded once, as Google's Python constants are).
+
+  Returns:
+    (new variable, new m, new v).
+  """
+  g = grad * scale
+  next_m = beta_1 * m + (1.0 - beta_1) * g
+  next_v = beta_2 * v + (1.0 - beta_2) * tf.square(g)
+  update = next_m / (tf.sqrt(next_v) + epsilon)
+  if decay:
+    update += decay * var
+  return var - lr * update, next_m, next_v
+
+
 class _DecoupledWeightDecayOptimizer(keras.optimizers.Optimizer):
   """Shared state of `AdamW` and `Lamb`: Adam moments, weight-decay rate and exclusions.
 
@@ -217,34 +236,41 @@ class AdamW(_DecoupledWeightDecayOptimizer):
   def update_step(self, gradient, variable, learning_rate):
     """Applies one update to `variable`; safe to call per variable in cross-replica context.
 
-    Without bias correction (google-research/bert's update) the moments and the step are
-    one fused `ResourceApplyAdam` kernel with beta powers 0 (so its lr_t is lr): one pass
-    over the variable and its slots instead of about fifteen element-wise ops (the update
-    of the whole model was ~10% of a pretraining step; BENCHMARKS.md). Weight decay is
-    applied first as var -= lr * rate * var; the Adam term does not depend on var, so the
-    result is var - lr * (m / (sqrt(v) + eps) + rate * var), as google-research/bert, up to
-    float32 rounding. With bias correction, Keras-style ops (the fused kernel would put eps
-    inside the bias correction: eps * sqrt(1 - b2^t) instead of eps).
-
     Args:
       gradient: float Tensor or `tf.IndexedSlices` of the variable's shape (all-reduced).
       variable: A variable the optimizer was built with (or its per-replica copy).
       learning_rate: float scalar, the rate for this update.
     """
+    self.scaled_update_step(gradient, variable, learning_rate, 1.0)
+
+  def scaled_update_step(self, gradient, variable, learning_rate, scale):
+    """`update_step` with the gradient `gradient * scale` (clipping, accumulation mean).
+
+    Without bias correction (google-research/bert's update) the gradient scaling, both
+    moments, the weight decay and the step are one XLA-compiled loop over the variable and
+    its slots, formula for formula as `AdamWeightDecayOptimizer.apply_gradients`; the
+    separate ops took ~15 element-wise passes (the update of the whole model was ~10% of a
+    pretraining step; BENCHMARKS.md). With bias correction, Keras-style ops.
+
+    Args:
+      gradient, variable, learning_rate: As `update_step`.
+      scale: float scalar Tensor or number multiplying the gradient.
+    """
     lr = tf.cast(learning_rate, variable.dtype)
+    scale = tf.cast(scale, variable.dtype)
+    index = self._get_variable_index(variable)
+    m, v = self._m[index], self._v[index]
     if not self.bias_correction:
-      if self.uses_weight_decay(variable):
-        self.assign_sub(variable, variable * (lr * self.weight_decay_rate))
-      index = self._get_variable_index(variable)
-      zero = tf.zeros([], variable.dtype)
-      tf.raw_ops.ResourceApplyAdam(
-          var=variable.handle, m=self._m[index].handle, v=self._v[index].handle,
-          beta1_power=zero, beta2_power=zero, lr=lr,
-          beta1=tf.constant(self.beta_1, variable.dtype),
-          beta2=tf.constant(self.beta_2, variable.dtype),
-          epsilon=tf.constant(self.epsilon, variable.dtype), grad=_dense(gradient, variable))
+      decay = self.weight_decay_rate if self.uses_weight_decay(variable) else 0.0
+      new_var, new_m, new_v = _google_adamw_step(
+          tf.convert_to_tensor(variable), tf.convert_to_tensor(m), tf.convert_to_tensor(v),
+          _dense(gradient, variable), scale, lr, decay, self.beta_1, self.beta_2, self.epsilon)
+      self.assign(m, new_m)
+      self.assign(v, new_v)
+      self.assign(variable, new_var)
       return
-    m_t, v_t = self._bias_corrected(*self._update_moments(gradient, variable))
+    m_t, v_t = self._bias_corrected(*self._update_moments(_dense(gradient, variable) * scale,
+                                                          variable))
     update = m_t / (tf.sqrt(v_t) + self.epsilon)
     if self.uses_weight_decay(variable):
       update += self.weight_decay_rate * variable

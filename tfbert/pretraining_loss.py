@@ -77,6 +77,54 @@ def window_normalizers(features: Mapping[str, tf.Tensor], micro_steps: int
   return total[0], total[1]
 
 
+@tf.function(jit_compile=True, autograph=False)
+def _cross_entropy_forward(logits, labels):
+  """One XLA fusion over [N, V]: cross-entropy, argmax hits and the log-sum-exp [N, 1]."""
+  peak = tf.reduce_max(logits, axis=-1, keepdims=True)
+  log_sum_exp = tf.math.log(tf.reduce_sum(tf.exp(logits - peak), axis=-1, keepdims=True)) + peak
+  label_logit = tf.gather(logits, labels[:, tf.newaxis], batch_dims=1)  # [N, 1]
+  hit = tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels)
+  return tf.squeeze(log_sum_exp - label_logit, -1), tf.cast(hit, tf.float32), log_sum_exp
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _cross_entropy_backward(logits, labels, log_sum_exp, d_loss):
+  """d_loss[n] * (softmax(logits[n]) - onehot(labels[n])) in one XLA fusion over [N, V]."""
+  onehot = tf.equal(tf.range(tf.shape(logits)[-1])[tf.newaxis, :], labels[:, tf.newaxis])
+  return (tf.exp(logits - log_sum_exp) - tf.cast(onehot, logits.dtype)) * d_loss[:, tf.newaxis]
+
+
+def sparse_cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+  """Softmax cross-entropy and argmax hits over a large vocabulary, fused.
+
+  Same values as `tf.nn.sparse_softmax_cross_entropy_with_logits` and
+  `argmax(logits) == labels`, but the forward pass is one XLA fusion that reads the logits
+  once for loss and accuracy together and keeps only the [N] log-sum-exp; the gradient is
+  recomputed from it in a second fusion. TensorFlow's kernel writes its [N, V] gradient in
+  the forward pass and `argmax` makes another pass: for the MLM logits [640, 30522] that
+  was 1.5x the time (BENCHMARKS.md).
+
+  Args:
+    labels: int32 [N] in [0, V).
+    logits: float32 [N, V].
+
+  Returns:
+    (cross-entropy float32 [N], hits float32 [N] of 0/1); only the first is differentiable.
+  """
+
+  @tf.custom_gradient
+  def fused(logits):
+    loss, hit, log_sum_exp = _cross_entropy_forward(logits, labels)
+
+    def grad(d_loss, d_hit):
+      del d_hit  # Accuracy has no gradient.
+      return _cross_entropy_backward(logits, labels, log_sum_exp, d_loss)
+
+    return (loss, hit), grad
+
+  return fused(logits)
+
+
 def pretraining_losses(outputs: Mapping[str, tf.Tensor], features: Mapping[str, tf.Tensor],
                        mlm_normalizer: tf.Tensor, nsp_normalizer: tf.Tensor
                        ) -> dict[str, tf.Tensor]:
@@ -95,13 +143,16 @@ def pretraining_losses(outputs: Mapping[str, tf.Tensor], features: Mapping[str, 
   ids = tf.cast(features["masked_lm_ids"], tf.int32)
   weights = tf.cast(features["masked_lm_weights"], tf.float32)
   mlm_logits = tf.cast(outputs["mlm_logits"], tf.float32)
-  mlm_ce = tf.nn.sparse_softmax_cross_entropy_with_logits(ids, mlm_logits)  # [B, P]
+  vocab_size = tf.shape(mlm_logits)[-1]
+  mlm_ce, mlm_hit = sparse_cross_entropy(tf.reshape(ids, [-1]),
+                                         tf.reshape(mlm_logits, [-1, vocab_size]))
+  mlm_ce = tf.reshape(mlm_ce, tf.shape(ids))  # [B, P]
+  mlm_hit = tf.reshape(mlm_hit, tf.shape(ids))
   mlm_loss_sum = tf.reduce_sum(mlm_ce * weights)
   labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
   nsp_logits = tf.cast(outputs["nsp_logits"], tf.float32)
   nsp_ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, nsp_logits)  # [B]
   nsp_loss_sum = tf.reduce_sum(nsp_ce)
-  mlm_hit = tf.cast(tf.equal(tf.argmax(mlm_logits, -1, output_type=tf.int32), ids), tf.float32)
   nsp_hit = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32), labels),
                     tf.float32)
   return {

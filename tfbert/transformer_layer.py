@@ -6,7 +6,7 @@ Shape legend: B batch, S sequence, H hidden, I intermediate.
 import keras
 import tensorflow as tf
 
-from tfbert import activations
+from tfbert import activations, fused
 from tfbert.attention import SelfAttention
 from tfbert.dropout import Dropout
 from tfbert.layer_norm import LayerNorm
@@ -66,13 +66,34 @@ class TransformerLayer(keras.layers.Layer):
     self.output_layer_norm.build(input_shape)
 
   def call(self, x: tf.Tensor, input_mask: tf.Tensor, training=None) -> tf.Tensor:
-    """Args: x: [B, S, H]; input_mask: int [B, S]. Returns: [B, S, H]."""
-    context = self.attention(x, input_mask, training=training)
-    attended = self.dropout(self.attention_output(context), training=training)
-    attended = self.attention_layer_norm(attended + x)  # [B, S, H]
-    inner = self._activation(self.intermediate(attended))  # [B, S, I]
-    out = self.dropout(self.output_dense(inner), training=training)
-    return self.output_layer_norm(out + attended)  # [B, S, H]
+    """Args: x: [B, S, H]; input_mask: int [B, S]. Returns: [B, S, H].
+
+    The three dense projections run as bare 2-D MatMuls; their bias, activation, dropout,
+    residual and LayerNorm tails are XLA-fused (`tfbert.fused`), with the same math as
+    `dropout(dense(.)) + residual -> LayerNorm` and `act(dense(.))`.
+    """
+    batch, seq = tf.shape(x)[0], tf.shape(x)[1]
+    context = self.attention(x, input_mask, training=training)  # [B, S, H]
+    rows = tf.reshape(x, [-1, self.hidden_size])  # [B*S, H]
+    attended = self._residual_block(self.attention_output, self.attention_layer_norm,
+                                    tf.reshape(context, [-1, self.hidden_size]), rows, training)
+    h = tf.matmul(attended, self.intermediate.kernel)  # [B*S, I]
+    if self.hidden_act == "gelu":
+      inner = fused.bias_gelu(h, self.intermediate.bias)
+    else:
+      inner = self._activation(h + self.intermediate.bias)
+    out = self._residual_block(self.output_dense, self.output_layer_norm, inner, attended,
+                               training)
+    return tf.reshape(out, [batch, seq, self.hidden_size])
+
+  def _residual_block(self, dense, layer_norm, inputs, residual, training):
+    """LayerNorm(dropout(inputs @ kernel + bias) + residual) over [B*S, .] rows."""
+    h = tf.matmul(inputs, dense.kernel)  # [B*S, H]
+    keep = self.dropout.keep_mask(tf.shape(h), training)
+    return fused.bias_dropout_residual_layer_norm(
+        h, dense.bias, keep, self.dropout.scale, residual,
+        tf.convert_to_tensor(layer_norm.gamma), tf.convert_to_tensor(layer_norm.beta),
+        layer_norm.epsilon)
 
   def get_config(self):
     return {**super().get_config(), "hidden_size": self.hidden_size,

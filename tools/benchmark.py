@@ -9,6 +9,7 @@
   bash bootstrap.sh python tools/benchmark.py --benchmark=postprocess \
       --squad_dev_file=../shared/data/squad_v1.1_dev_reconstructed/dev-v1.1.reconstructed.json.gz
   bash bootstrap.sh python tools/benchmark.py --benchmark=matmul
+  bash bootstrap.sh python tools/benchmark.py --benchmark=kernels --repeats=5
 
 Prints Markdown rows for BENCHMARKS.md, after a line naming the machine and the stack.
 """
@@ -23,8 +24,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 
 from flags import benchmark_flags as f  # noqa: E402
-from tfbert import (benchmark, benchmark_data, benchmark_mfu, benchmark_peer,  # noqa: E402
-                    benchmark_report, squad_features)
+from tfbert import (benchmark, benchmark_data, benchmark_kernels,  # noqa: E402
+                    benchmark_mfu, benchmark_peer, benchmark_report, squad_features)
 
 
 def _shape_overrides() -> dict:
@@ -91,11 +92,17 @@ def matmul() -> str:
   return benchmark_report.format_matmul(peaks, f.MATMUL_SIZE.value)
 
 
+def kernels() -> str:
+  results = [benchmark_kernels.measure(case, repeats=f.REPEATS.value)
+             for case in benchmark_kernels.default_cases()]
+  return benchmark_kernels.format_results(results)
+
+
 def main(argv):
   del argv
   runs = {"accumulation": accumulation, "pretraining": lambda: training_step("pretraining"),
           "squad": lambda: training_step("squad"), "input_pipeline": input_pipeline,
-          "postprocess": postprocess, "matmul": matmul}
+          "postprocess": postprocess, "matmul": matmul, "kernels": kernels}
   print(benchmark_report.machine_description() + "\n")
   print(runs[f.BENCHMARK.value]())
 

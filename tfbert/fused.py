@@ -1,0 +1,166 @@
+"""XLA-fused element-wise tails of the transformer layer's dense projections.
+
+On CPU, every element-wise TensorFlow op is one pass over memory, and under
+mixed_bfloat16 the bias add of a bfloat16 MatMul costs more than the MatMul itself (a
+[4096, 256] x [256, 1024] MatMul: 7.7 ms, with `bias_add` 20 ms; BENCHMARKS.md). So the
+layer's projections run as bare MatMuls and everything after each of them is one
+XLA-compiled loop for the forward pass and one for the gradient (`tf.function` with
+`jit_compile=True`, called from the ordinary graph), computing in float32 and rounding
+once to the compute dtype:
+
+* `bias_gelu(h, bias)`: gelu_tanh(h + bias), with the bias gradient summed in the same loop.
+* `bias_dropout_residual_layer_norm(h, bias, keep, residual, gamma, beta)`:
+  LayerNorm(dropout(h + bias) + residual), google-research/bert's post-LN residual block.
+* `bias_to_heads(qkv, bias, num_heads)`: the query/key/value bias add and the move of the
+  heads next to the batch, as one loop.
+
+Gradients are written out (not autodiff) and recompute the forward values from the inputs,
+so only the [..., 1] LayerNorm statistics are kept between the passes.
+`tests/fused_test.py` checks values and every gradient against the unfused composition.
+
+Shape legend: M rows (B * S), C channels (H or I), B batch, S sequence, N heads,
+D head size.
+"""
+
+from typing import Optional
+
+import tensorflow as tf
+
+from tfbert import activations
+
+
+def _f32(x: tf.Tensor) -> tf.Tensor:
+  return tf.cast(x, tf.float32)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _bias_gelu_forward(h, bias):
+  return tf.cast(activations.gelu_tanh_value(_f32(h) + _f32(bias)), h.dtype)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _bias_gelu_backward(h, bias, dy):
+  dz = _f32(dy) * activations.gelu_tanh_slope(_f32(h) + _f32(bias))
+  return tf.cast(dz, h.dtype), tf.cast(tf.reduce_sum(dz, axis=0), bias.dtype)
+
+
+def bias_gelu(h: tf.Tensor, bias: tf.Tensor) -> tf.Tensor:
+  """google-research/bert's gelu (tanh form) of `h + bias`, fused.
+
+  Args:
+    h: [M, C] MatMul output, float32 or 16-bit.
+    bias: [C].
+
+  Returns:
+    [M, C] in h's dtype.
+  """
+
+  @tf.custom_gradient
+  def fused(h, bias):
+    def grad(dy):
+      return _bias_gelu_backward(h, bias, dy)
+
+    return _bias_gelu_forward(h, bias), grad
+
+  return fused(tf.convert_to_tensor(h), tf.convert_to_tensor(bias))
+
+
+def _residual_sum(h, bias, keep, scale, residual):
+  """float32 dropout(h + bias) + residual; `keep` is a bool mask or a scalar True."""
+  dense = _f32(h) + _f32(bias)
+  return tf.where(keep, dense * scale, 0.0) + _f32(residual)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _residual_norm_forward(h, bias, keep, scale, residual, gamma, beta, epsilon):
+  s = _residual_sum(h, bias, keep, scale, residual)
+  mean = tf.reduce_mean(s, axis=-1, keepdims=True)
+  centered = s - mean
+  rstd = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True) + epsilon)
+  return tf.cast(centered * rstd * gamma + beta, h.dtype), mean, rstd
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _residual_norm_backward(h, bias, keep, scale, residual, gamma, mean, rstd, dy):
+  xhat = (_residual_sum(h, bias, keep, scale, residual) - mean) * rstd
+  dy = _f32(dy)
+  g = dy * gamma
+  ds = rstd * (g - tf.reduce_mean(g, axis=-1, keepdims=True)
+               - xhat * tf.reduce_mean(g * xhat, axis=-1, keepdims=True))
+  dh = tf.where(keep, ds * scale, 0.0)
+  return (tf.cast(dh, h.dtype), tf.cast(tf.reduce_sum(dh, axis=0), bias.dtype),
+          tf.cast(ds, residual.dtype), tf.reduce_sum(dy * xhat, axis=0),
+          tf.reduce_sum(dy, axis=0))
+
+
+def bias_dropout_residual_layer_norm(h: tf.Tensor, bias: tf.Tensor, keep: Optional[tf.Tensor],
+                                     scale: float, residual: tf.Tensor, gamma: tf.Tensor,
+                                     beta: tf.Tensor, epsilon: float) -> tf.Tensor:
+  """LayerNorm(dropout(h + bias) + residual), fused; statistics in float32.
+
+  Args:
+    h: [M, C] MatMul output, float32 or 16-bit.
+    bias: [C].
+    keep: bool [M, C] dropout keep-mask (`Dropout.keep_mask`), or None for no dropout.
+    scale: Factor of kept elements (`Dropout.scale`); ignored without a mask.
+    residual: [M, C] in h's dtype.
+    gamma, beta: float32 [C] LayerNorm parameters.
+    epsilon: LayerNorm epsilon.
+
+  Returns:
+    [M, C] in h's dtype.
+  """
+  if keep is None:
+    keep, scale = tf.constant(True), 1.0
+  keep_mask, scale = keep, tf.constant(scale, tf.float32)
+  epsilon = tf.constant(epsilon, tf.float32)
+
+  @tf.custom_gradient
+  def fused(h, bias, residual, gamma, beta):
+    y, mean, rstd = _residual_norm_forward(h, bias, keep_mask, scale, residual, gamma, beta,
+                                           epsilon)
+
+    def grad(dy):
+      return _residual_norm_backward(h, bias, keep_mask, scale, residual, gamma, mean, rstd,
+                                     dy)
+
+    return y, grad
+
+  return fused(*[tf.convert_to_tensor(t) for t in (h, bias, residual, gamma, beta)])
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _to_heads_forward(qkv, bias, num_heads):
+  batch, seq = tf.shape(qkv)[0], tf.shape(qkv)[1]
+  x = tf.reshape(_f32(qkv) + _f32(bias), [batch, seq, 3, num_heads, -1])
+  return tf.cast(tf.transpose(x, [2, 0, 3, 1, 4]), qkv.dtype)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _to_heads_backward(dy, bias):
+  batch, seq = tf.shape(dy)[1], tf.shape(dy)[3]
+  d = tf.reshape(tf.transpose(_f32(dy), [1, 3, 0, 2, 4]), [batch, seq, -1])  # [B, S, 3H]
+  return tf.cast(d, dy.dtype), tf.cast(tf.reduce_sum(d, axis=[0, 1]), bias.dtype)
+
+
+def bias_to_heads(qkv: tf.Tensor, bias: tf.Tensor, num_heads: int) -> tf.Tensor:
+  """Adds the query/key/value bias and moves the heads next to the batch, fused.
+
+  Args:
+    qkv: [B, S, 3H] output of the [H, 3H] query|key|value MatMul, float32 or 16-bit.
+    bias: [3H] the three biases side by side.
+    num_heads: N.
+
+  Returns:
+    [3, B, N, S, D] in qkv's dtype: queries, keys and values.
+  """
+  heads = tf.constant(num_heads)
+
+  @tf.custom_gradient
+  def fused(qkv, bias):
+    def grad(dy):
+      return _to_heads_backward(dy, bias)
+
+    return _to_heads_forward(qkv, bias, heads), grad
+
+  return fused(tf.convert_to_tensor(qkv), tf.convert_to_tensor(bias))
