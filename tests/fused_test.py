@@ -104,28 +104,3 @@ def test_bfloat16_inputs_are_computed_in_float32_and_rounded_once():
     np.testing.assert_array_equal(got[above_tail], rounded[above_tail])
     np.testing.assert_array_less(np.abs(got - want), 2.0 ** -8 * np.abs(want) + 1e-6)
 
-
-def test_bias_to_heads_matches_the_unfused_reshape_and_transpose():
-  rng = np.random.default_rng(4)
-  batch, seq, heads, size = 3, 5, 7, 2  # H = 14
-  qkv = rng.normal(size=(batch, seq, 3 * heads * size))
-  bias = rng.normal(size=3 * heads * size)
-  dy = rng.normal(size=(3, batch, heads, seq, size))
-
-  def reference(qkv, bias):
-    x = tf.reshape(qkv + bias, [batch, seq, 3, heads, size])
-    return tf.transpose(x, [2, 0, 3, 1, 4])
-
-  ours = _values_and_gradients(lambda q, b: fused.bias_to_heads(q, b, heads),
-                               [tf.constant(qkv, tf.float32), tf.constant(bias, tf.float32)],
-                               tf.constant(dy, tf.float32))
-  want = _values_and_gradients(reference, [tf.constant(qkv, tf.float64),
-                                           tf.constant(bias, tf.float64)],
-                               tf.constant(dy, tf.float64))
-  # A permutation plus one float32 add (values, dqkv: within an ulp of O(3) numbers) and a
-  # 15-term sum for dbias: measured max 8.4e-7 (dbias), 2.3e-7 (values).
-  for name, got, expected in zip(["heads", "qkv", "bias"], ours, want):
-    np.testing.assert_allclose(got, expected, atol=2e-6, err_msg=name)
-  # Head n of the queries is columns [n*D, (n+1)*D) of the first third, at every position.
-  np.testing.assert_allclose(ours[0][0, 1, 4, 2], qkv[1, 2, 8:10] + bias[8:10], atol=1e-6)
-  np.testing.assert_allclose(ours[0][2, 0, 0, 3], qkv[0, 3, 28:30] + bias[28:30], atol=1e-6)

@@ -13,7 +13,6 @@ import math
 import keras
 import tensorflow as tf
 
-from tfbert import fused
 from tfbert.dropout import Dropout
 
 MASK_ADDER = -10000.0
@@ -64,9 +63,8 @@ class SelfAttention(keras.layers.Layer):
     """Attends every position to every unmasked position.
 
     Query, key and value come from one [H, 3H] matmul over the three kernels side by side
-    (the variables stay Google's separate `query`/`key`/`value`). The bias add and the move
-    of the heads next to the batch are one fused loop (`tfbert.fused.bias_to_heads`), so
-    scores and context are plain batched matmuls. The 1/sqrt(D) scale
+    (the variables stay Google's separate `query`/`key`/`value`). Heads are moved next to
+    the batch once, so scores and context are plain batched matmuls. The 1/sqrt(D) scale
     acts on the float32 scores: in bfloat16, 1/sqrt(32) itself would be off by 0.2%.
 
     Args:
@@ -83,9 +81,9 @@ class SelfAttention(keras.layers.Layer):
     kernel = tf.concat([tf.cast(d.kernel, dtype) for d in (self.query, self.key, self.value)],
                        axis=1)  # [H, 3H]
     bias = tf.concat([tf.cast(d.bias, dtype) for d in (self.query, self.key, self.value)], 0)
-    qkv = tf.matmul(tf.reshape(x, [-1, self.hidden_size]), kernel)  # [B*S, 3H]
-    qkv = tf.reshape(qkv, [batch, seq, 3 * self.hidden_size])
-    q, k, v = tf.unstack(fused.bias_to_heads(qkv, bias, self.num_heads))  # each [B, N, S, D]
+    qkv = tf.matmul(tf.reshape(x, [-1, self.hidden_size]), kernel) + bias  # [B*S, 3H]
+    qkv = tf.reshape(qkv, [batch, seq, 3, self.num_heads, self.head_size])
+    q, k, v = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # each [B, N, S, D]
     scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)  # [B, N, F, T]
     scores *= 1.0 / math.sqrt(self.head_size)
     scores += attention_mask_adder(input_mask)  # [B, N, F, T] + [B, 1, 1, T]

@@ -122,7 +122,7 @@ def _cross_entropy_pair(labels):
 
 
 def default_cases(rows: int = 4096, hidden: int = 256, intermediate: int = 1024,
-                  masked: int = 640, vocab: int = 30522, heads: int = 4) -> list[KernelCase]:
+                  masked: int = 640, vocab: int = 30522) -> list[KernelCase]:
   """The kernel cases, at the pretraining benchmark's shapes by default."""
   rng = tf.random.Generator.from_seed(1)
   cases = []
@@ -154,20 +154,6 @@ def default_cases(rows: int = 4096, hidden: int = 256, intermediate: int = 1024,
             h, b, keep, scale, r, g, be, 1e-12), 5),
         _with_gradients(lambda h, b, r, g, be, keep: _unfused_residual_block(
             h, b, keep, r, g, be, scale), 5)))
-    batch = rows // 128
-
-    def qkv_inputs(dtype=dtype, batch=batch):
-      return [tf.cast(rng.normal([batch, 128, 3 * hidden]), dtype),
-              tf.cast(rng.normal([3 * hidden]), dtype)]
-
-    def heads_reference(qkv, bias, batch=batch):
-      x = tf.reshape(qkv + bias, [batch, 128, 3, heads, hidden // heads])
-      return tf.transpose(x, [2, 0, 3, 1, 4])
-
-    cases.append(KernelCase(
-        f"QKV bias + heads transpose fwd+bwd {dtype.name} [{rows}, {3 * hidden}]", qkv_inputs,
-        _with_gradients(lambda q, b: fused.bias_to_heads(q, b, heads), 2),
-        _with_gradients(heads_reference, 2)))
   labels = tf.random.stateless_uniform([masked], [1, 2], 0, vocab, tf.int32)
   kernel, reference = _cross_entropy_pair(labels)
   cases.append(KernelCase(

@@ -1,25 +1,25 @@
 """XLA-fused element-wise tails of the transformer layer's dense projections.
 
-On CPU, every element-wise TensorFlow op is one pass over memory, and under
-mixed_bfloat16 the bias add of a bfloat16 MatMul costs more than the MatMul itself (a
-[4096, 256] x [256, 1024] MatMul: 7.7 ms, with `bias_add` 20 ms; BENCHMARKS.md). So the
-layer's projections run as bare MatMuls and everything after each of them is one
-XLA-compiled loop for the forward pass and one for the gradient (`tf.function` with
-`jit_compile=True`, called from the ordinary graph), computing in float32 and rounding
-once to the compute dtype:
+On CPU, every element-wise TensorFlow op is one pass over memory, and bfloat16 element-wise
+ops are slow. So the layer's feed-forward and output projections run as bare MatMuls and
+everything after each of them is one XLA-compiled loop for the forward pass and one for
+the gradient (`tf.function` with `jit_compile=True`, called from the ordinary graph),
+computing in float32 and rounding once to the compute dtype:
 
 * `bias_gelu(h, bias)`: gelu_tanh(h + bias), with the bias gradient summed in the same loop.
 * `bias_dropout_residual_layer_norm(h, bias, keep, residual, gamma, beta)`:
   LayerNorm(dropout(h + bias) + residual), google-research/bert's post-LN residual block.
-* `bias_to_heads(qkv, bias, num_heads)`: the query/key/value bias add and the move of the
-  heads next to the batch, as one loop.
 
 Gradients are written out (not autodiff) and recompute the forward values from the inputs,
 so only the [..., 1] LayerNorm statistics are kept between the passes.
 `tests/fused_test.py` checks values and every gradient against the unfused composition.
 
-Shape legend: M rows (B * S), C channels (H or I), B batch, S sequence, N heads,
-D head size.
+Speed-ups against the unfused ops: `tools/benchmark.py --benchmark=kernels` (BENCHMARKS.md).
+Not fused: the query/key/value bias add and head transpose. As one XLA loop it took 1.5x
+(float32) and 2.2x (bfloat16) the time of TensorFlow's add and transpose (oneDNN's), in
+the same benchmark at commit bdc7b65.
+
+Shape legend: M rows (B * S), C channels (H or I).
 """
 
 from typing import Optional
@@ -128,39 +128,3 @@ def bias_dropout_residual_layer_norm(h: tf.Tensor, bias: tf.Tensor, keep: Option
 
   return fused(*[tf.convert_to_tensor(t) for t in (h, bias, residual, gamma, beta)])
 
-
-@tf.function(jit_compile=True, autograph=False)
-def _to_heads_forward(qkv, bias, num_heads):
-  batch, seq = tf.shape(qkv)[0], tf.shape(qkv)[1]
-  x = tf.reshape(_f32(qkv) + _f32(bias), [batch, seq, 3, num_heads, -1])
-  return tf.cast(tf.transpose(x, [2, 0, 3, 1, 4]), qkv.dtype)
-
-
-@tf.function(jit_compile=True, autograph=False)
-def _to_heads_backward(dy, bias):
-  batch, seq = tf.shape(dy)[1], tf.shape(dy)[3]
-  d = tf.reshape(tf.transpose(_f32(dy), [1, 3, 0, 2, 4]), [batch, seq, -1])  # [B, S, 3H]
-  return tf.cast(d, dy.dtype), tf.cast(tf.reduce_sum(d, axis=[0, 1]), bias.dtype)
-
-
-def bias_to_heads(qkv: tf.Tensor, bias: tf.Tensor, num_heads: int) -> tf.Tensor:
-  """Adds the query/key/value bias and moves the heads next to the batch, fused.
-
-  Args:
-    qkv: [B, S, 3H] output of the [H, 3H] query|key|value MatMul, float32 or 16-bit.
-    bias: [3H] the three biases side by side.
-    num_heads: N.
-
-  Returns:
-    [3, B, N, S, D] in qkv's dtype: queries, keys and values.
-  """
-  heads = tf.constant(num_heads)
-
-  @tf.custom_gradient
-  def fused(qkv, bias):
-    def grad(dy):
-      return _to_heads_backward(dy, bias)
-
-    return _to_heads_forward(qkv, bias, heads), grad
-
-  return fused(tf.convert_to_tensor(qkv), tf.convert_to_tensor(bias))

@@ -150,7 +150,8 @@ class MaskedLMHead(keras.layers.Layer):
     batch, num_positions = tf.shape(x)[0], tf.shape(x)[1]
     # A 2-D MatMul with transpose_b, whose gradients are plain MatMuls. The bias is added
     # after the cast to float32: under mixed_bfloat16, a bfloat16 bias add (fused into the
-    # MatMul or not) made the head's forward and backward 1.5x slower (BENCHMARKS.md).
+    # MatMul or not) made the head's forward and backward 1.5x slower
+    # (tools/benchmark.py --benchmark=kernels).
     logits = tf.nn.bias_add(
         tf.cast(tf.matmul(tf.reshape(x, [-1, self.hidden_size]), table, transpose_b=True),
                 tf.float32),

@@ -83,7 +83,8 @@ def _normalize(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float) 
   dbeta = sum(dy) (sums over every axis but the last). The forward pass and the gradient
   are each one XLA-compiled fusion; only the [..., 1] statistics are kept between them.
   Autodiff of unfused forward ops took about twice the element-wise passes over [B, S, H],
-  and the unfused written-out gradient 1.9x the time of the fused one (BENCHMARKS.md);
+  and the same written-out gradient as separate ops 1.2x the time of the fused one
+  (tools/benchmark.py --benchmark=kernels);
   the layer's tests check all three gradients against the float64 NumPy reference.
 
   Args:

@@ -102,7 +102,7 @@ def sparse_cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tuple[tf.Tenso
   once for loss and accuracy together and keeps only the [N] log-sum-exp; the gradient is
   recomputed from it in a second fusion. TensorFlow's kernel writes its [N, V] gradient in
   the forward pass and `argmax` makes another pass: for the MLM logits [640, 30522] that
-  was 1.5x the time (BENCHMARKS.md).
+  was 1.1x the time (tools/benchmark.py --benchmark=kernels).
 
   Args:
     labels: int32 [N] in [0, V).
