@@ -102,7 +102,9 @@ def bias_dropout_residual_layer_norm(h: tf.Tensor, bias: tf.Tensor, keep: Option
     h: [M, C] MatMul output, float32 or 16-bit.
     bias: [C].
     keep: bool [M, C] dropout keep-mask (`Dropout.keep_mask`), or None for no dropout.
-    scale: Factor of kept elements (`Dropout.scale`); ignored without a mask.
+    scale: Factor of kept elements (`Dropout.scale`); ignored without a mask. Applied in
+      float32, so under a 16-bit policy it is exact here, where `Dropout.call` rounds it to
+      the compute dtype (1.109375 for 1.1111 in bfloat16).
     residual: [M, C] in h's dtype.
     gamma, beta: float32 [C] LayerNorm parameters.
     epsilon: LayerNorm epsilon.
