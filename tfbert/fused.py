@@ -26,7 +26,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from tfbert import activations
+from tfbert import activations, layer_norm
 
 
 def _f32(x: tf.Tensor) -> tf.Tensor:
@@ -73,24 +73,18 @@ def _residual_sum(h, bias, keep, scale, residual):
 
 @tf.function(jit_compile=True, autograph=False)
 def _residual_norm_forward(h, bias, keep, scale, residual, gamma, beta, epsilon):
-  s = _residual_sum(h, bias, keep, scale, residual)
-  mean = tf.reduce_mean(s, axis=-1, keepdims=True)
-  centered = s - mean
-  rstd = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True) + epsilon)
-  return tf.cast(centered * rstd * gamma + beta, h.dtype), mean, rstd
+  y, mean, rstd = layer_norm.normalize_forward(_residual_sum(h, bias, keep, scale, residual),
+                                               gamma, beta, epsilon)
+  return tf.cast(y, h.dtype), mean, rstd
 
 
 @tf.function(jit_compile=True, autograph=False)
 def _residual_norm_backward(h, bias, keep, scale, residual, gamma, mean, rstd, dy):
-  xhat = (_residual_sum(h, bias, keep, scale, residual) - mean) * rstd
-  dy = _f32(dy)
-  g = dy * gamma
-  ds = rstd * (g - tf.reduce_mean(g, axis=-1, keepdims=True)
-               - xhat * tf.reduce_mean(g * xhat, axis=-1, keepdims=True))
+  ds, dgamma, dbeta = layer_norm.normalize_backward(
+      _residual_sum(h, bias, keep, scale, residual), mean, rstd, gamma, _f32(dy))
   dh = tf.where(keep, ds * scale, 0.0)
   return (tf.cast(dh, h.dtype), tf.cast(tf.reduce_sum(dh, axis=0), bias.dtype),
-          tf.cast(ds, residual.dtype), tf.reduce_sum(dy * xhat, axis=0),
-          tf.reduce_sum(dy, axis=0))
+          tf.cast(ds, residual.dtype), dgamma, dbeta)
 
 
 def bias_dropout_residual_layer_norm(h: tf.Tensor, bias: tf.Tensor, keep: Optional[tf.Tensor],

@@ -53,9 +53,12 @@ def _outer_axes(x: tf.Tensor) -> list[int]:
   return list(range(len(x.shape) - 1))
 
 
-@tf.function(jit_compile=True, autograph=False)
-def _forward(x, gamma, beta, epsilon):
-  """One XLA fusion: returns y, and the row statistics mean and rstd [..., 1]."""
+def normalize_forward(x, gamma, beta, epsilon):
+  """The LayerNorm math, for tracing inside a fused kernel (also `tfbert.fused`'s).
+
+  Returns:
+    y, and the row statistics mean and rstd [..., 1].
+  """
   mean = tf.reduce_mean(x, axis=-1, keepdims=True)
   centered = x - mean
   variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
@@ -63,9 +66,8 @@ def _forward(x, gamma, beta, epsilon):
   return centered * rstd * gamma + beta, mean, rstd
 
 
-@tf.function(jit_compile=True, autograph=False)
-def _backward(x, mean, rstd, gamma, dy):
-  """One XLA fusion: (dx, dgamma, dbeta), recomputing xhat from x and the statistics."""
+def normalize_backward(x, mean, rstd, gamma, dy):
+  """(dx, dgamma, dbeta) of `normalize_forward`, recomputing xhat from x and the statistics."""
   xhat = (x - mean) * rstd
   g = dy * gamma
   mean_g = tf.reduce_mean(g, axis=-1, keepdims=True)
@@ -73,6 +75,10 @@ def _backward(x, mean, rstd, gamma, dy):
   dx = rstd * (g - mean_g - xhat * mean_gx)
   outer = _outer_axes(dy)
   return dx, tf.reduce_sum(dy * xhat, axis=outer), tf.reduce_sum(dy, axis=outer)
+
+
+_forward = tf.function(normalize_forward, jit_compile=True, autograph=False)
+_backward = tf.function(normalize_backward, jit_compile=True, autograph=False)
 
 
 def _normalize(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float) -> tf.Tensor:
