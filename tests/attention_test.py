@@ -38,6 +38,21 @@ def test_single_head_matches_softmax_formula():
   np.testing.assert_allclose(y[0], p @ v, atol=1e-6)
 
 
+def test_queries_attend_like_the_full_layer_gathered():
+  layer = SelfAttention(hidden_size=12, num_heads=3)
+  rng = np.random.default_rng(3)
+  x = rng.standard_normal((2, 5, 12)).astype(np.float32)
+  mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+  positions = np.array([[4, 1, 1], [0, 2, 3]])
+  queries = np.take_along_axis(x, positions[..., None], axis=1)  # [B, F=3, H]
+  got = layer(tf.constant(x), mask, queries=tf.constant(queries))
+  assert got.shape == (2, 3, 12)
+  full = layer(tf.constant(x), mask).numpy()
+  # float32, same ops over fewer query rows: only summation order may differ.
+  np.testing.assert_allclose(got, np.take_along_axis(full, positions[..., None], axis=1),
+                             atol=1e-6)
+
+
 def test_get_config_round_trips():
   layer = SelfAttention(hidden_size=12, num_heads=3, dropout_rate=0.1, initializer_range=0.1)
   assert SelfAttention.from_config(layer.get_config()).get_config() == layer.get_config()

@@ -34,6 +34,21 @@ def test_outputs_match_numpy_reference_with_padding():
     assert helpers.max_abs_diff(mine, ref) < TOL
 
 
+def test_output_positions_compute_the_last_layer_at_position_0_and_them():
+  config, weights, encoder = _encoder_and_reference()
+  f = helpers.random_features(config)
+  positions = f["masked_lm_positions"]  # [B, P], with repeats
+  got = encoder(f, training=False, output_positions=positions)
+  want = numpy_reference.bert_forward(weights, config.to_dict(), f["input_ids"],
+                                      f["input_mask"], f["segment_ids"])
+  b, s, p, h = helpers.BATCH, helpers.SEQ, helpers.PREDICTIONS, config.hidden_size
+  assert [tuple(x.shape) for x in got["encoder_outputs"]] == [(b, s, h)] * 2 + [(b, 1 + p, h)]
+  gathered = np.take_along_axis(want["sequence_output"], positions[..., None], axis=1)
+  assert got["sequence_output"].shape == (b, p, h)
+  assert helpers.max_abs_diff(got["sequence_output"], gathered) < TOL
+  assert helpers.max_abs_diff(got["pooled_output"], want["pooled_output"]) < TOL
+
+
 def test_golden_values_pin_the_reference():
   # Pins the reference itself (seed 0, ODD_CONFIG) so that a change to it cannot silently move
   # both sides of the parity test. Values are float64 reference outputs, cross-checked

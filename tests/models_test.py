@@ -3,6 +3,7 @@
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests import helpers, numpy_reference
 from tfbert import BertClassifier, BertPretrainer, BertSpanLabeler
@@ -53,6 +54,53 @@ def test_pretrainer_without_positions_predicts_every_position():
   gathered = np.take_along_axis(every["mlm_logits"].numpy(),
                                 f["masked_lm_positions"][..., None], axis=1)
   np.testing.assert_allclose(picked, gathered, atol=1e-6)
+
+
+def _positions_with_repeats_and_zero(f):
+  positions = f["masked_lm_positions"].copy()
+  positions[0] = [0, 4, 4]  # Position 0 (the pooler's) and a repeat, as padded MLM rows have.
+  return {**f, "masked_lm_positions": positions}
+
+
+def test_masked_positions_only_matches_reference_and_full_gradients():
+  config, weights = _weights()
+  model = helpers.loaded(BertPretrainer(config), weights)
+  f = _positions_with_repeats_and_zero(helpers.random_features(config))
+  want = numpy_reference.bert_forward(weights, config.to_dict(), f["input_ids"],
+                                      f["input_mask"], f["segment_ids"],
+                                      f["masked_lm_positions"])
+
+  def outputs_and_grads(masked_positions_only):
+    with tf.GradientTape() as tape:
+      out = model(f, training=True, masked_positions_only=masked_positions_only)
+      loss = tf.reduce_sum(out["mlm_logits"] ** 2) + tf.reduce_sum(out["nsp_logits"] ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    return out, [tf.convert_to_tensor(g).numpy() for g in grads]
+
+  sparse, sparse_grads = outputs_and_grads(True)
+  full, full_grads = outputs_and_grads(False)
+  p, h = helpers.PREDICTIONS, config.hidden_size
+  assert tuple(sparse["sequence_output"].shape) == (helpers.BATCH, p, h)
+  np.testing.assert_array_equal(
+      sparse["sequence_output"],
+      np.take_along_axis(full["sequence_output"].numpy(), f["masked_lm_positions"][..., None],
+                         axis=1))
+  assert helpers.max_abs_diff(sparse["mlm_logits"], want["mlm_logits"]) < TOL
+  assert helpers.max_abs_diff(sparse["nsp_logits"], want["nsp_logits"]) < TOL
+  # Same float32 ops over fewer rows; only the matmuls' summation order may differ.
+  # Gradients are O(10) here (logits ~ 3, initializer_range 0.2): 1e-4 is ~1e-5 relative.
+  for variable, a, b in zip(model.trainable_variables, sparse_grads, full_grads):
+    np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-5, err_msg=variable.path)
+  assert max(np.abs(g).max() for g in full_grads) > 1.0  # The comparison is not of zeros.
+
+
+def test_masked_positions_only_without_positions_predicts_every_position():
+  config, weights = _weights()
+  model = helpers.loaded(BertPretrainer(config), weights)
+  f = {k: v for k, v in helpers.random_features(config).items() if k != "masked_lm_positions"}
+  out = model(f, training=False, masked_positions_only=True)
+  assert out["mlm_logits"].shape == (helpers.BATCH, helpers.SEQ, config.vocab_size)
+  np.testing.assert_array_equal(out["mlm_logits"], model(f, training=False)["mlm_logits"])
 
 
 def test_span_labeler_logits_are_googles_cls_squad_projection():

@@ -9,6 +9,7 @@ realistic score range). The softmax runs in float32 under mixed precision.
 """
 
 import math
+from typing import Optional
 
 import keras
 import tensorflow as tf
@@ -59,8 +60,9 @@ class SelfAttention(keras.layers.Layer):
     for layer in (self.query, self.key, self.value):
       layer.build(input_shape)
 
-  def call(self, x: tf.Tensor, input_mask: tf.Tensor, training=None) -> tf.Tensor:
-    """Attends every position to every unmasked position.
+  def call(self, x: tf.Tensor, input_mask: tf.Tensor, training=None,
+           queries: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """Attends every query position to every unmasked position of `x`.
 
     Query, key and value come from one [H, 3H] matmul over the three kernels side by side
     (the variables stay Google's separate `query`/`key`/`value`). Heads are moved next to
@@ -68,30 +70,42 @@ class SelfAttention(keras.layers.Layer):
     acts on the float32 scores: in bfloat16, 1/sqrt(32) itself would be off by 0.2%.
 
     Args:
-      x: float Tensor [B, S, H].
-      input_mask: int Tensor [B, S], 1 for real tokens (keys), 0 for padding. Passed as
+      x: float Tensor [B, T, H], the positions attended to (keys and values).
+      input_mask: int Tensor [B, T], 1 for real tokens (keys), 0 for padding. Passed as
         ints (not as the float adder) so a mixed policy cannot autocast the -10000 adder.
       training: Whether dropout is active.
+      queries: Optional float Tensor [B, F, H], rows of `x` to compute the attention for
+        (default: all of `x`, F = T). The query projection then runs over these F rows
+        only and key and value over [H, 2H]: the same result, row for row, as attending
+        from all of `x` and gathering.
 
     Returns:
-      Context Tensor [B, S, H] (before the output projection).
+      Context Tensor [B, F, H] (before the output projection).
     """
-    batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-    dtype = self.compute_dtype
-    kernel = tf.concat([tf.cast(d.kernel, dtype) for d in (self.query, self.key, self.value)],
-                       axis=1)  # [H, 3H]
-    bias = tf.concat([tf.cast(d.bias, dtype) for d in (self.query, self.key, self.value)], 0)
-    qkv = tf.matmul(tf.reshape(x, [-1, self.hidden_size]), kernel) + bias  # [B*S, 3H]
-    qkv = tf.reshape(qkv, [batch, seq, 3, self.num_heads, self.head_size])
-    q, k, v = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))  # each [B, N, S, D]
+    batch = tf.shape(x)[0]
+    if queries is None:
+      q, k, v = self._heads(x, (self.query, self.key, self.value))  # each [B, N, S, D]
+    else:
+      k, v = self._heads(x, (self.key, self.value))  # each [B, N, T, D]
+      (q,) = self._heads(queries, (self.query,))  # [B, N, F, D]
     scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)  # [B, N, F, T]
     scores *= 1.0 / math.sqrt(self.head_size)
     scores += attention_mask_adder(input_mask)  # [B, N, F, T] + [B, 1, 1, T]
-    probs = tf.cast(tf.nn.softmax(scores, axis=-1), dtype)  # [B, N, F, T]
+    probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)  # [B, N, F, T]
     probs = self.dropout(probs, training=training)
     context = tf.matmul(probs, v)  # [B, N, F, D]
     context = tf.transpose(context, [0, 2, 1, 3])  # [B, F, N, D]
-    return tf.reshape(context, [batch, seq, self.hidden_size])  # [B, F, H]
+    return tf.reshape(context, [batch, tf.shape(context)[1], self.hidden_size])  # [B, F, H]
+
+  def _heads(self, x: tf.Tensor, projections) -> list[tf.Tensor]:
+    """Projects [B, L, H] with the given dense layers in one matmul; each [B, N, L, D]."""
+    batch, length, parts = tf.shape(x)[0], tf.shape(x)[1], len(projections)
+    dtype = self.compute_dtype
+    kernel = tf.concat([tf.cast(d.kernel, dtype) for d in projections], axis=1)  # [H, pH]
+    bias = tf.concat([tf.cast(d.bias, dtype) for d in projections], axis=0)  # [pH]
+    h = tf.matmul(tf.reshape(x, [-1, self.hidden_size]), kernel) + bias  # [B*L, pH]
+    h = tf.reshape(h, [batch, length, parts, self.num_heads, self.head_size])
+    return tf.unstack(tf.transpose(h, [2, 0, 3, 1, 4]), num=parts)  # p x [B, N, L, D]
 
   def get_config(self):
     return {**super().get_config(), "hidden_size": self.hidden_size,

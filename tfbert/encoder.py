@@ -45,10 +45,16 @@ class BertEncoder(keras.Model):
   Call args:
     features: dict with int32 `input_ids` [B, S] and optional `input_mask`, `segment_ids` [B, S].
     training: Whether dropout is active.
+    output_positions: Optional int [B, P]. The last layer then computes its output only at
+      position 0 (for the pooler) and at these positions, as pretraining needs (MLM logits
+      at the masked positions, NSP from the pooler): its keys and values still cover all
+      S positions, but its queries, output projection and feed-forward run over 1 + P rows
+      instead of S. Row for row the result is the full encoder's, gathered.
 
   Returns:
-    dict with `sequence_output` [B, S, H], `pooled_output` [B, H] and `encoder_outputs`,
-    the list of every layer's output [B, S, H].
+    dict with `sequence_output` [B, S, H] ([B, P, H] at `output_positions` when given),
+    `pooled_output` [B, H] and `encoder_outputs`, the list of every layer's output
+    [B, S, H] (the last one [B, 1 + P, H] with `output_positions`: position 0, then them).
   """
 
   def __init__(self, config, **kwargs):
@@ -76,15 +82,25 @@ class BertEncoder(keras.Model):
     self.pooler.build((None, self.config.hidden_size))
     self.built = True
 
-  def call(self, features, training=None) -> dict[str, Any]:
+  def call(self, features, training=None, output_positions=None) -> dict[str, Any]:
     input_ids, input_mask, segment_ids = read_inputs(features)
     x = self.embeddings(input_ids, segment_ids, training=training)  # [B, S, H]
+    queries = None
+    if output_positions is not None:
+      output_positions = tf.cast(output_positions, tf.int32)
+      first = tf.zeros_like(output_positions[:, :1])  # [B, 1]: the pooler's position 0
+      queries = tf.concat([first, output_positions], axis=1)  # [B, 1 + P]
+      if not self.transformer_layers:
+        x = tf.gather(x, queries, batch_dims=1)
     encoder_outputs = []
-    for layer in self.transformer_layers:
-      x = layer(x, input_mask, training=training)
+    for i, layer in enumerate(self.transformer_layers):
+      last = i == len(self.transformer_layers) - 1
+      x = layer(x, input_mask, training=training, query_positions=queries if last else None)
       encoder_outputs.append(x)
     pooled = self.pooler(x[:, 0])  # [B, H]
-    return {"sequence_output": x, "pooled_output": pooled, "encoder_outputs": encoder_outputs}
+    sequence_output = x if queries is None else x[:, 1:]
+    return {"sequence_output": sequence_output, "pooled_output": pooled,
+            "encoder_outputs": encoder_outputs}
 
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict()}

@@ -6,6 +6,8 @@ Every head returns float32 logits, also under a mixed-precision policy, so that 
 softmaxes downstream are computed in float32.
 """
 
+from typing import Optional
+
 import keras
 import tensorflow as tf
 
@@ -132,19 +134,22 @@ class MaskedLMHead(keras.layers.Layer):
     self.output_bias = self.add_weight(name="output_bias", shape=(self.vocab_size,),
                                        initializer="zeros", autocast=False)
 
-  def call(self, sequence_output: tf.Tensor, positions: tf.Tensor,
+  def call(self, sequence_output: tf.Tensor, positions: Optional[tf.Tensor],
            embedding_table: tf.Tensor) -> tf.Tensor:
     """Computes MLM logits.
 
     Args:
       sequence_output: [B, S, H].
-      positions: int32 [B, P] positions to predict.
+      positions: int32 [B, P] positions to predict; None when `sequence_output` holds
+        only the positions to predict already ([B, P, H]).
       embedding_table: the word-embedding table [V, H] (tied decoder).
 
     Returns:
       float32 logits [B, P, V].
     """
-    x = tf.gather(sequence_output, tf.cast(positions, tf.int32), batch_dims=1)  # [B, P, H]
+    x = sequence_output
+    if positions is not None:
+      x = tf.gather(x, tf.cast(positions, tf.int32), batch_dims=1)  # [B, P, H]
     x = self.layer_norm(self.transform(x))
     table = tf.cast(embedding_table, self.compute_dtype)
     batch, num_positions = tf.shape(x)[0], tf.shape(x)[1]

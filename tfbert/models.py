@@ -32,6 +32,9 @@ class BertPretrainer(keras.Model):
       `masked_lm_positions` [B, P] (google-research/bert's feature names). Without
       `masked_lm_positions` every position is predicted (P = S).
     training: Whether dropout is active.
+    masked_positions_only: Compute the last layer only where the heads read it (position 0
+      and `masked_lm_positions`; see `BertEncoder`'s `output_positions`). Same logits;
+      `sequence_output` is then [B, P, H] at the masked positions. `train_step` uses it.
 
   Returns:
     dict with `sequence_output` [B, S, H], `pooled_output` [B, H], float32 `mlm_logits`
@@ -54,10 +57,12 @@ class BertPretrainer(keras.Model):
     self.nsp_head.build((None, self.config.hidden_size))
     self.built = True
 
-  def call(self, features, training=None):
-    outputs = self.encoder(features, training=training)
-    seq = outputs["sequence_output"]
+  def call(self, features, training=None, masked_positions_only=False):
     positions = features.get("masked_lm_positions")
+    sparse = masked_positions_only and positions is not None
+    outputs = self.encoder(features, training=training,
+                           output_positions=positions if sparse else None)
+    seq = outputs["sequence_output"]  # [B, S, H], or [B, P, H] if sparse
     if positions is None:
       input_ids = read_inputs(features)[0]
       positions = tf.broadcast_to(tf.range(tf.shape(input_ids)[1]), tf.shape(input_ids))
@@ -65,7 +70,7 @@ class BertPretrainer(keras.Model):
     return {
         "sequence_output": seq,
         "pooled_output": outputs["pooled_output"],
-        "mlm_logits": self.mlm_head(seq, positions, table),
+        "mlm_logits": self.mlm_head(seq, None if sparse else positions, table),
         "nsp_logits": self.nsp_head(outputs["pooled_output"]),
     }
 
@@ -80,7 +85,8 @@ class BertPretrainer(keras.Model):
     steps, reduction = _accumulation(self.optimizer)
     mlm_normalizer, nsp_normalizer = pretraining_loss.window_normalizers(features, steps)
     with tf.GradientTape() as tape:
-      outputs = self(features, training=True)
+      # The last layer only at position 0 and the masked positions: nothing else is read.
+      outputs = self(features, training=True, masked_positions_only=True)
       terms = pretraining_loss.pretraining_losses(outputs, features, mlm_normalizer,
                                                   nsp_normalizer)
       # The loss is normalized over the whole window; a "mean" accumulator divides by k.

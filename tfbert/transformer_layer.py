@@ -3,6 +3,8 @@
 Shape legend: B batch, S sequence, H hidden, I intermediate.
 """
 
+from typing import Optional
+
 import keras
 import tensorflow as tf
 
@@ -65,30 +67,42 @@ class TransformerLayer(keras.layers.Layer):
     self.output_dense.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
     self.output_layer_norm.build(input_shape)
 
-  def call(self, x: tf.Tensor, input_mask: tf.Tensor, training=None) -> tf.Tensor:
+  def call(self, x: tf.Tensor, input_mask: tf.Tensor, training=None,
+           query_positions: Optional[tf.Tensor] = None) -> tf.Tensor:
     """Args: x: [B, S, H]; input_mask: int [B, S]. Returns: [B, S, H].
 
     The three dense projections run as bare 2-D MatMuls; their bias, activation, dropout,
     residual and LayerNorm tails are XLA-fused (`tfbert.fused`), with the same math as
     `dropout(dense(.)) + residual -> LayerNorm` and `act(dense(.))`.
+
+    With `query_positions` (int [B, F]) the layer computes its output only at those
+    positions and returns [B, F, H]: keys and values still come from all S positions, and
+    everything after them (queries, scores, output projection, feed-forward, LayerNorms)
+    runs over F rows instead of S. Row for row this is the full layer's output gathered
+    at the positions.
     """
-    batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-    context = self.attention(x, input_mask, training=training)  # [B, S, H]
-    rows = tf.reshape(x, [-1, self.hidden_size])  # [B*S, H]
+    batch = tf.shape(x)[0]
+    if query_positions is None:
+      queries = x  # [B, S, H]
+      context = self.attention(x, input_mask, training=training)  # [B, S, H]
+    else:
+      queries = tf.gather(x, tf.cast(query_positions, tf.int32), batch_dims=1)  # [B, F, H]
+      context = self.attention(x, input_mask, training=training, queries=queries)
+    rows = tf.reshape(queries, [-1, self.hidden_size])  # [B*F, H]
     attended = self._residual_block(self.attention_output, self.attention_layer_norm,
                                     tf.reshape(context, [-1, self.hidden_size]), rows, training)
-    h = tf.matmul(attended, self.intermediate.kernel)  # [B*S, I]
+    h = tf.matmul(attended, self.intermediate.kernel)  # [B*F, I]
     if self.hidden_act == "gelu":
       inner = fused.bias_gelu(h, self.intermediate.bias)
     else:
       inner = self._activation(h + self.intermediate.bias)
     out = self._residual_block(self.output_dense, self.output_layer_norm, inner, attended,
                                training)
-    return tf.reshape(out, [batch, seq, self.hidden_size])
+    return tf.reshape(out, [batch, tf.shape(queries)[1], self.hidden_size])
 
   def _residual_block(self, dense, layer_norm, inputs, residual, training):
-    """LayerNorm(dropout(inputs @ kernel + bias) + residual) over [B*S, .] rows."""
-    h = tf.matmul(inputs, dense.kernel)  # [B*S, H]
+    """LayerNorm(dropout(inputs @ kernel + bias) + residual) over [B*F, .] rows."""
+    h = tf.matmul(inputs, dense.kernel)  # [B*F, H]
     keep = self.dropout.keep_mask(tf.shape(h), training)
     return fused.bias_dropout_residual_layer_norm(
         h, dense.bias, keep, self.dropout.scale, residual,
