@@ -59,6 +59,11 @@ ACCUMULATION_STEPS = flags.DEFINE_integer("accumulation_steps", 4,
                                           "accumulation: micro-steps per applied step k.")
 APPLIED_STEPS = flags.DEFINE_integer("applied_steps", 8,
                                      "accumulation: measured applied steps.")
+ACCUMULATION_LOOP = flags.DEFINE_enum(
+    "accumulation_loop", "fit", ["fit", "pretraining_run"],
+    "accumulation: the training loop. fit: Keras' model.fit, one call per micro-step (the "
+    "fine-tuning tools' loop); pretraining_run: one tf.function per applied step running its "
+    "micro-steps in a tf.range loop (tools/run_pretraining.py's loop).")
 
 # matmul peak (also measured by pretraining and squad for MFU).
 MATMUL_SIZE = flags.DEFINE_integer("matmul_size", 2048,

@@ -103,10 +103,17 @@ def test_compare_with_peer_alternates_the_two_and_takes_the_median_ratio():
     benchmark.compare_with_peer(TINY_STEP, 0, runner=fake_runner)
 
 
-def test_a_case_runs_and_counts_applied_steps():
-  result = benchmark.run_pretraining_case(TINY)
+@pytest.mark.parametrize("loop", benchmark.PRETRAINING_LOOPS)
+def test_a_case_runs_and_counts_applied_steps(loop):
+  result = benchmark.run_pretraining_case(dataclasses.replace(TINY, loop=loop))
   assert result["applied_steps"] == 3  # 1 warm-up + 2 measured, each of 2 micro-steps
   assert result["examples_per_second"] > 0 and result["peak_rss_mib"] > 0
+  assert result["case"]["loop"] == loop
+
+
+def test_an_unknown_loop_is_rejected_naming_the_choices():
+  with pytest.raises(ValueError, match="pretraining_run"):
+    dataclasses.replace(TINY, loop="keras")
 
 
 def test_accumulation_overhead_compares_k_times_b_with_one_step_of_kb():

@@ -3,9 +3,11 @@
 Every case runs in its own process (`run_case_in_subprocess`, `run_step_case_in_subprocess`),
 so that its peak RSS belongs to that case alone. Two kinds of case:
 
-* `PretrainingCase` (gradient accumulation overhead): `model.fit` for a number of applied
-  steps on synthetic data; examples/s is the median over applied steps after warm-up (one
-  applied step = `accumulation_steps` micro-steps).
+* `PretrainingCase` (gradient accumulation overhead): a number of applied steps on
+  synthetic data, through `model.fit` (the fine-tuning tools' loop, one call per
+  micro-step) or through `tfbert.pretraining_run`'s loop (one `tf.function` running the
+  micro-steps in a `tf.range` loop); examples/s is the median over applied steps after
+  warm-up (one applied step = `accumulation_steps` micro-steps).
 * `StepCase` (tfbert against TF Model Garden): one training step, a `tf.function`
   (optionally XLA-compiled), called on a fixed synthetic batch and synchronized each step
   by reading its loss; after `warmup_steps` steps, `windows` windows of `steps_per_window`
@@ -58,6 +60,7 @@ class PretrainingCase:
     accumulation_steps: micro-steps per applied step (k); examples per applied step = k*b.
     applied_steps: measured applied steps (after `warmup_steps` applied steps).
     dtype_policy: "float32" or "mixed_bfloat16".
+    loop: "fit" (`model.fit`) or "pretraining_run" (`tfbert.pretraining_run`'s loop).
   """
   hidden_size: int = 256
   num_layers: int = 4
@@ -71,6 +74,14 @@ class PretrainingCase:
   applied_steps: int = 8
   warmup_steps: int = 2
   dtype_policy: str = "float32"
+  loop: str = "fit"
+
+  def __post_init__(self):
+    if self.loop not in PRETRAINING_LOOPS:
+      raise ValueError(f"loop must be one of {PRETRAINING_LOOPS}, got {self.loop!r}")
+
+
+PRETRAINING_LOOPS = ("fit", "pretraining_run")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,6 +284,31 @@ class _StepTimer(keras.callbacks.Callback):
     self.times.append(time.perf_counter())
 
 
+def _pretraining_run_loop(model, dataset, case: PretrainingCase) -> list[float]:
+  """Applied steps as `tfbert.pretraining_run` runs them; returns the end time of each.
+
+  One `tf.function` runs an applied step's k micro-steps (`model.train_step`) in a
+  `tf.range` loop; reading the optimizer's step count after each call synchronizes.
+  """
+  model.build()  # Variables cannot be created inside the tf.range loop.
+  model.optimizer.build(model.trainable_variables)
+  iterator = iter(dataset)
+  train_step = tf.function(model.train_step)
+
+  @tf.function
+  def micro_steps(iterator, count):
+    for _ in tf.range(count):
+      train_step(next(iterator))
+
+  ends = []
+  for step in range(case.warmup_steps + case.applied_steps):
+    micro_steps(iterator, tf.constant(case.accumulation_steps))
+    int(model.optimizer.iterations.numpy())
+    if step >= case.warmup_steps - 1:
+      ends.append(time.perf_counter())
+  return ends
+
+
 def run_pretraining_case(case: PretrainingCase) -> dict:
   """Trains `case` in this process; returns examples/s, peak RSS and the case."""
   keras.mixed_precision.set_global_policy(case.dtype_policy)
@@ -286,11 +322,14 @@ def run_pretraining_case(case: PretrainingCase) -> dict:
       name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=total,
       accumulation_steps=case.accumulation_steps, accumulation_reduction="sum")))
   dataset = tf.data.Dataset.from_tensors(synthetic_batch(case)).repeat()
-  timer = _StepTimer()
-  start = time.perf_counter()
-  model.fit(dataset, steps_per_epoch=total, epochs=1, verbose=0, callbacks=[timer])
   k = case.accumulation_steps
-  ends = timer.times[k * case.warmup_steps - 1::k]  # end of each applied step from warm-up on
+  start = time.perf_counter()
+  if case.loop == "fit":
+    timer = _StepTimer()
+    model.fit(dataset, steps_per_epoch=total, epochs=1, verbose=0, callbacks=[timer])
+    ends = timer.times[k * case.warmup_steps - 1::k]  # end of each applied step from warm-up on
+  else:
+    ends = _pretraining_run_loop(model, dataset, case)
   rates = [k * case.micro_batch_size / (b - a) for a, b in zip(ends, ends[1:])]
   return {"case": dataclasses.asdict(case), "examples_per_second": statistics.median(rates),
           "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,

@@ -48,7 +48,7 @@ def accumulation() -> str:
   case = benchmark.PretrainingCase(
       **_shape_overrides(), micro_batch_size=f.MICRO_BATCH_SIZE.value,
       applied_steps=f.APPLIED_STEPS.value, warmup_steps=f.WARMUP_STEPS.value,
-      dtype_policy=f.DTYPE.value)
+      dtype_policy=f.DTYPE.value, loop=f.ACCUMULATION_LOOP.value)
   return benchmark.format_accumulation(
       benchmark.accumulation_overhead(case, f.ACCUMULATION_STEPS.value,
                                       repeats=f.REPEATS.value))
