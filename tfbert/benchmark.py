@@ -38,7 +38,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert import benchmark_mfu, fine_tuning, optimization, squad_run
+from tfbert import benchmark_mfu, fine_tuning, optimization, pretraining_run, squad_run
 from tfbert.config import BertConfig
 from tfbert.models import BertPretrainer, BertSpanLabeler
 
@@ -287,19 +287,14 @@ class _StepTimer(keras.callbacks.Callback):
 def _pretraining_run_loop(model, dataset, case: PretrainingCase) -> list[float]:
   """Applied steps as `tfbert.pretraining_run` runs them; returns the end time of each.
 
-  One `tf.function` runs an applied step's k micro-steps (`model.train_step`) in a
-  `tf.range` loop; reading the optimizer's step count after each call synchronizes.
+  Its `graph_micro_steps` runs an applied step's k micro-steps in one call; reading the
+  optimizer's step count after each call synchronizes.
   """
   model.build()  # Variables cannot be created inside the tf.range loop.
   model.optimizer.build(model.trainable_variables)
   iterator = iter(dataset)
-  train_step = tf.function(model.train_step)
-
-  @tf.function
-  def micro_steps(iterator, count):
-    for _ in tf.range(count):
-      train_step(next(iterator))
-
+  micro_steps = pretraining_run.graph_micro_steps(tf.distribute.get_strategy(),
+                                                  tf.function(model.train_step))
   ends = []
   for step in range(case.warmup_steps + case.applied_steps):
     micro_steps(iterator, tf.constant(case.accumulation_steps))

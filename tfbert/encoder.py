@@ -90,8 +90,6 @@ class BertEncoder(keras.Model):
       output_positions = tf.cast(output_positions, tf.int32)
       first = tf.zeros_like(output_positions[:, :1])  # [B, 1]: the pooler's position 0
       queries = tf.concat([first, output_positions], axis=1)  # [B, 1 + P]
-      if not self.transformer_layers:
-        x = tf.gather(x, queries, batch_dims=1)
     encoder_outputs = []
     for i, layer in enumerate(self.transformer_layers):
       last = i == len(self.transformer_layers) - 1

@@ -212,17 +212,29 @@ def _dataset(run: _Run, config: PretrainingRunConfig):
   return run.strategy.distribute_datasets_from_function(dataset_fn)
 
 
+def graph_micro_steps(strategy: tf.distribute.Strategy, train_step):
+  """The training loop's unit: `micro_steps(iterator, count)`, one `tf.function`.
+
+  It runs `count` (an int Tensor) micro-steps, `strategy.run(train_step)` on the
+  iterator's next batch each, in a `tf.range` loop: one call per chunk of steps instead of
+  one per micro-step. `tfbert.benchmark` times this same loop.
+  """
+
+  @tf.function
+  def micro_steps(iterator, count):
+    for _ in tf.range(count):
+      strategy.run(train_step, args=(next(iterator),))
+
+  return micro_steps
+
+
 def _train(run: _Run, config: PretrainingRunConfig, step: int) -> dict:
   iterator = iter(_dataset(run, config))
 
   # XLA compiles the per-replica step; it works for one device, not for MirroredStrategy
   # over logical CPUs (PITFALLS.md, Distribution).
   train_step = tf.function(run.model.train_step, jit_compile=config.jit_compile)
-
-  @tf.function
-  def micro_steps(iterator, count):
-    for _ in tf.range(count):
-      run.strategy.run(train_step, args=(next(iterator),))
+  micro_steps = graph_micro_steps(run.strategy, train_step)
 
   def eager_micro_steps(iterator, count):
     for _ in range(int(count)):
