@@ -12,6 +12,49 @@ def test_keep_threshold_and_scale_for_berts_rate():
   # round(0.1 * 65536) = round(6553.6) = 6554, drop probability 6554 / 65536 = 0.100006.
   assert dropout.keep_threshold(0.1) == 6554
   assert dropout.keep_threshold(0.0) == 0
+  assert dropout.keep_scale(0.1) == 65536 / (65536 - 6554)
+
+
+# SplitMix64's published outputs: seed 1234567 (Rosetta Code, "Pseudo-random
+# numbers/Splitmix64", from Vigna's splitmix64.c) and the first output for seed 0.
+_SEED_1234567 = [6457827717110365317, 3203168211198807973, 9817491932198370423,
+                 4593380528125082431, 16408922859458223821]
+_SEED_0_FIRST = 0xE220A8397B1DCDAF
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_splitmix64_reproduces_the_published_outputs(compiled):
+  fn = tf.function(dropout.splitmix64, jit_compile=True) if compiled else dropout.splitmix64
+  got = fn(tf.constant(1234567, tf.uint64), tf.constant(range(5), tf.uint64)).numpy()
+  assert [int(v) for v in got] == _SEED_1234567
+  assert int(fn(tf.constant(0, tf.uint64), tf.constant(0, tf.uint64))) == _SEED_0_FIRST
+
+
+def _numpy_keep_mask(key: int, shape, threshold: int) -> np.ndarray:
+  """An independent NumPy SplitMix64 (uint64 arithmetic wraps): top 16 bits >= threshold."""
+  with np.errstate(over="ignore"):
+    z = np.uint64(key) + (np.arange(np.prod(shape), dtype=np.uint64) + np.uint64(1)) * \
+        np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+  return ((z >> np.uint64(48)) >= threshold).reshape(shape)
+
+
+def test_keep_mask_is_splitmix64_of_the_row_major_index():
+  key = 0xFEDCBA9876543210
+  want = _numpy_keep_mask(key, (7, 11, 13), 6554)
+  assert _numpy_keep_mask(1234567, (5,), 0).all()
+  # The NumPy reference itself reproduces the published outputs' top 16 bits.
+  for i, value in enumerate(_SEED_1234567):
+    top = value >> 48
+    assert _numpy_keep_mask(1234567, (5,), top)[i] and not _numpy_keep_mask(
+        1234567, (5,), top + 1)[i]
+  got = dropout.keep_mask(tf.constant(key, tf.uint64), [7, 11, 13], 6554)
+  np.testing.assert_array_equal(got.numpy(), want)
+  compiled = tf.function(dropout.keep_mask, jit_compile=True)
+  np.testing.assert_array_equal(
+      compiled(tf.constant(key, tf.uint64), tf.constant([7, 11, 13]), tf.constant(6554)), want)
 
 
 def test_inference_and_rate_zero_are_the_identity():
@@ -22,7 +65,7 @@ def test_inference_and_rate_zero_are_the_identity():
 
 def test_drop_rate_and_scale_over_many_elements():
   layer = dropout.Dropout(0.1, seed=3)
-  x = tf.ones([251, 397])  # 99,647 elements, odd: the last 32-bit draw is half used.
+  x = tf.ones([251, 397])  # 99,647 elements, odd sizes.
   y = layer(x, training=True).numpy()
   kept_value = 65536 / (65536 - 6554)
   assert set(np.unique(y)) == {0.0, np.float32(kept_value)}
@@ -34,14 +77,39 @@ def test_drop_rate_and_scale_over_many_elements():
   assert abs(float(y.mean()) - 1.0) < 5 * 1.06e-3
 
 
-def test_the_two_halves_of_a_draw_decide_independently():
-  """Neighbouring elements come from the two halves of one 32-bit word: their decisions
-  must not be correlated (a shared decision would give P(both dropped) = 0.1, not 0.01)."""
-  y = dropout.Dropout(0.1, seed=5)(tf.ones([200000]), training=True).numpy()
-  pairs = y.reshape(-1, 2) == 0.0
-  both = float(np.mean(pairs[:, 0] & pairs[:, 1]))
-  # 100,000 pairs, p = 0.1000061^2 = 0.0100012, sd sqrt(p (1 - p) / 1e5) = 3.1e-4; 5 sigma.
-  assert abs(both - 0.0100012) < 5 * 3.1e-4
+@pytest.mark.parametrize("offset", [1, 2, 128, 397])
+def test_decisions_of_nearby_elements_are_independent(offset):
+  """Elements `offset` apart (neighbours, rows of a [*, 128] or [*, 397] tensor) must not
+  share decisions: a shared decision would give P(both dropped) = 0.1, not 0.01."""
+  y = dropout.Dropout(0.1, seed=5)(tf.ones([200000 + offset]), training=True).numpy()
+  dropped = y == 0.0
+  both = float(np.mean(dropped[:-offset] & dropped[offset:]))
+  # 200,000 pairs, p = 0.1000061^2 = 0.0100012, sd sqrt(p (1 - p) / 2e5) = 2.2e-4; 5 sigma.
+  assert abs(both - 0.0100012) < 5 * 2.2e-4
+
+
+def test_consecutive_calls_and_layers_decide_independently():
+  """Calls whose keys come from consecutive seed-generator counters, and two layers."""
+  x = tf.ones([100003])
+  a, b = dropout.Dropout(0.1, seed=8), dropout.Dropout(0.1, seed=9)
+  masks = [a(x, training=True).numpy() == 0.0, a(x, training=True).numpy() == 0.0,
+           b(x, training=True).numpy() == 0.0]
+  for i, j in ((0, 1), (0, 2), (1, 2)):
+    both = float(np.mean(masks[i] & masks[j]))
+    # 100,003 elements, p = 0.0100012, sd sqrt(p (1 - p) / 1e5) = 3.1e-4; 5 sigma.
+    assert abs(both - 0.0100012) < 5 * 3.1e-4
+
+
+def test_sixteen_bit_values_are_uniform():
+  """Drop rates at thresholds across the 16-bit range: P(top16 < t) = t / 65536."""
+  key = tf.constant(77, tf.uint64)
+  n = 200003
+  for threshold in (1, 655, 6554, 32768, 58982, 65535):
+    dropped = 1.0 - float(tf.reduce_mean(tf.cast(dropout.keep_mask(key, [n], threshold),
+                                                 tf.float64)))
+    p = threshold / 65536
+    # Binomial(n, p): 5 sigma, plus 1 / n for the smallest threshold (p n = 3).
+    assert abs(dropped - p) < 5 * np.sqrt(p * (1 - p) / n) + 1 / n, threshold
 
 
 def test_gradient_is_the_same_mask_times_the_scale():
@@ -75,6 +143,36 @@ def test_bfloat16_keeps_its_dtype_and_bad_rates_are_named():
   assert y.dtype == tf.bfloat16
   with pytest.raises(ValueError, match="dropout rate must be in"):
     dropout.Dropout(1.0, name="attention_dropout")
+
+
+def test_drop_to_bfloat16_rounds_the_float32_product_once():
+  """`drop(x, key, rate, bfloat16)` = bfloat16(where(mask, x * scale, 0)), scale exact."""
+  x = tf.random.stateless_uniform([17, 29], [3, 4])
+  key = tf.constant(99, tf.uint64)
+  mask = dropout.keep_mask(key, [17, 29], dropout.keep_threshold(0.1))
+  with tf.GradientTape() as tape:
+    tape.watch(x)
+    y = dropout.drop(x, key, 0.1, tf.bfloat16)
+    loss = tf.reduce_sum(tf.cast(y, tf.float32) * 3.0)
+  assert y.dtype == tf.bfloat16
+  scale = 65536 / (65536 - 6554)
+  want = tf.cast(tf.where(mask, x * scale, 0.0), tf.bfloat16)
+  np.testing.assert_array_equal(tf.cast(y, tf.float32), tf.cast(want, tf.float32))
+  # The gradient reaches x in float32 through the same mask: 3 * scale rounded once.
+  grad = tape.gradient(loss, x)
+  assert grad.dtype == tf.float32
+  want_grad = tf.where(mask, float(tf.cast(tf.cast(3.0, tf.bfloat16), tf.float32)) * scale,
+                       0.0)
+  np.testing.assert_allclose(grad, want_grad, rtol=2 ** -8)
+
+
+def test_drop_without_a_key_is_the_identity_or_a_cast():
+  x = tf.ones([5])
+  layer = dropout.Dropout(0.1)
+  assert layer.drop(x, training=False) is x
+  assert layer.drop(x, training=False, dtype=tf.bfloat16).dtype == tf.bfloat16
+
+
 
 
 def test_get_config_round_trips():

@@ -91,8 +91,9 @@ class SelfAttention(keras.layers.Layer):
     scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)  # [B, N, F, T]
     scores *= 1.0 / math.sqrt(self.head_size)
     scores += attention_mask_adder(input_mask)  # [B, N, F, T] + [B, 1, 1, T]
-    probs = tf.cast(tf.nn.softmax(scores, axis=-1), self.compute_dtype)  # [B, N, F, T]
-    probs = self.dropout(probs, training=training)
+    # Dropout and the rounding to the compute dtype in one pass over the float32 probs.
+    probs = self.dropout.drop(tf.nn.softmax(scores, axis=-1), training,
+                              self.compute_dtype)  # [B, N, F, T]
     context = tf.matmul(probs, v)  # [B, N, F, D]
     context = tf.transpose(context, [0, 2, 1, 3])  # [B, F, N, D]
     return tf.reshape(context, [batch, tf.shape(context)[1], self.hidden_size])  # [B, F, H]

@@ -18,7 +18,7 @@ from typing import Callable
 
 import tensorflow as tf
 
-from tfbert import activations, fused, pretraining_loss
+from tfbert import activations, dropout, fused, pretraining_loss
 from tfbert.layer_norm import _normalize
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -99,6 +99,12 @@ def _unfused_residual_block(h, bias, keep, residual, gamma, beta, scale):
   return tf.cast(y, h.dtype)
 
 
+def _unfused_dropout(probs, keep, scale):
+  """The previous attention dropout: cast to bfloat16, then times the cast mask and scale."""
+  x = tf.cast(probs, tf.bfloat16)
+  return x * (tf.cast(keep, tf.bfloat16) * tf.cast(scale, tf.bfloat16))
+
+
 def _cross_entropy_pair(labels):
   def kernel(logits):
     loss, hit = pretraining_loss.sparse_cross_entropy(labels, logits)
@@ -141,19 +147,33 @@ def default_cases(rows: int = 4096, hidden: int = 256, intermediate: int = 1024,
       f"LayerNorm fwd+bwd float32 [{rows}, {hidden}]", norm_inputs,
       _with_gradients(lambda x, g, b: _normalize(x, g, b, 1e-12), 3),
       _with_gradients(_unfused_layer_norm, 3)))
-  scale = 1.0 / 0.9
+  # The kernel draws its dropout mask from a key inside its loops; the reference is handed
+  # the same mask precomputed (its draw is not timed), so the speed-ups are lower bounds.
+  rate = 0.1
+  key = tf.constant(0x5EED, tf.uint64)
   for dtype in (tf.float32, tf.bfloat16):
     def block_inputs(dtype=dtype):
       return [tf.cast(rng.normal([rows, hidden]), dtype), tf.cast(rng.normal([hidden]), dtype),
               tf.cast(rng.normal([rows, hidden]), dtype), 1.0 + 0.1 * rng.normal([hidden]),
-              0.1 * rng.normal([hidden]), rng.uniform([rows, hidden]) >= 0.1]
+              0.1 * rng.normal([hidden]),
+              dropout.keep_mask(key, [rows, hidden], dropout.keep_threshold(rate))]
     cases.append(KernelCase(
         f"bias+dropout+residual+LayerNorm fwd+bwd {dtype.name} [{rows}, {hidden}]",
         block_inputs,
         _with_gradients(lambda h, b, r, g, be, keep: fused.bias_dropout_residual_layer_norm(
-            h, b, keep, scale, r, g, be, 1e-12), 5),
+            h, b, key, rate, r, g, be, 1e-12), 5),
         _with_gradients(lambda h, b, r, g, be, keep: _unfused_residual_block(
-            h, b, keep, r, g, be, scale), 5)))
+            h, b, keep, r, g, be, dropout.keep_scale(rate)), 5)))
+
+  def probs_inputs():
+    shape = [max(rows // 32, 1), 128, 128]  # [B*N, S, S]: B 32, N 4 at 4,096 rows
+    return [tf.nn.softmax(rng.normal(shape)),
+            dropout.keep_mask(key, shape, dropout.keep_threshold(rate))]
+
+  cases.append(KernelCase(
+      f"attention-probs dropout to bfloat16 fwd+bwd [{max(rows // 32, 1)}, 128, 128]", probs_inputs,
+      _with_gradients(lambda p, keep: dropout.drop(p, key, rate, tf.bfloat16), 1),
+      _with_gradients(lambda p, keep: _unfused_dropout(p, keep, dropout.keep_scale(rate)), 1)))
   labels = tf.random.stateless_uniform([masked], [1, 2], 0, vocab, tf.int32)
   kernel, reference = _cross_entropy_pair(labels)
   cases.append(KernelCase(

@@ -1,26 +1,37 @@
-"""Dropout that draws 16 random bits per element instead of 32.
+"""Dropout whose keep-mask is a hash of the element's index, fused into one XLA loop.
 
 BERT applies dropout to the attention probabilities [B, N, S, S] and to every [B, S, H]
-layer output, and on CPU the random numbers cost more than the rest of the dropout: Keras'
-`Dropout` draws one 32-bit float per element. Here each 32-bit draw of the stateless Philox
-generator gives the decisions of two elements (its two 16-bit halves), which halves the
-generator's work (tools/benchmark.py; BENCHMARKS.md).
+layer output. On CPU, TensorFlow's Philox generator plus the compare, cast and multiply
+passes cost more than the rest of the dropout, and a stored mask must be read back by the
+gradient. Here element i of a call is kept when the top 16 bits of
 
-An element is kept when its 16-bit number u satisfies u >= round(rate * 65536), so the drop
-probability is round(rate * 65536) / 65536: 0.10000610 for rate 0.1 (Keras' float draws give
-rate up to float32 rounding). Kept elements are scaled by 65536 / (65536 - threshold), the
-inverse of the exact keep probability, so the expected output equals the input. (In a
-bfloat16 compute dtype that factor is rounded to bfloat16, 1.109375 for 1.1111, as Keras'
-`Dropout` rounds its 1 / (1 - rate).)
+    splitmix64(key, i) = mix(key + (i + 1) * 0x9E3779B97F4A7C15)
+
+are >= round(rate * 65536): SplitMix64 (Steele, Lea & Flood, "Fast splittable pseudorandom
+number generators", OOPSLA 2014; Vigna's `splitmix64.c`), output number i + 1 of the
+generator seeded with `key`. Each element's decision is a function of (key, i) alone, so
+the forward and the gradient compute the same mask in their own XLA loops, without storing
+or re-reading it, and the mask of any element can be recomputed.
+
+The drop probability is round(rate * 65536) / 65536 (0.10000610 for rate 0.1; Keras'
+float draws give rate up to float32 rounding). Kept elements are scaled by
+65536 / (65536 - threshold), the inverse of the exact keep probability, so the expected
+output equals the input. The product is computed in float32 (or float64) and rounded once
+to the output dtype.
 
 Like Keras' `Dropout`, the layer owns a `keras.random.SeedGenerator` that advances on every
-training call, so `keras.utils.set_random_seed` makes runs repeatable.
+training call; a call's key is splitmix64 of the generator's (seed, counter), so
+`keras.utils.set_random_seed` makes runs repeatable and every call draws a fresh mask.
 """
+
+from typing import Optional
 
 import keras
 import tensorflow as tf
 
 _LEVELS = 65536  # 2^16 values of a 16-bit draw.
+_GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's increment (odd; 2^64 / golden ratio).
+_MIX = (0xBF58476D1CE4E5B9, 0x94D049BB133111EB)  # Stafford's variant 13 multipliers.
 
 
 def keep_threshold(rate: float) -> int:
@@ -28,9 +39,100 @@ def keep_threshold(rate: float) -> int:
   return int(round(rate * _LEVELS))
 
 
+def keep_scale(rate: float) -> float:
+  """Factor of kept elements: 65536 / (65536 - threshold), 1 / exact keep probability."""
+  return _LEVELS / (_LEVELS - keep_threshold(rate))
+
+
+def _u64(value: int) -> tf.Tensor:
+  return tf.constant(value, tf.uint64)
+
+
+def _xor_shift(z: tf.Tensor, bits: int) -> tf.Tensor:
+  return tf.bitwise.bitwise_xor(z, tf.bitwise.right_shift(z, _u64(bits)))
+
+
+def splitmix64(key: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+  """Output number index + 1 of SplitMix64 seeded with `key` (uint64 arithmetic, wrapping).
+
+  Args:
+    key: uint64 scalar (the generator's seed).
+    index: uint64 Tensor of any shape.
+
+  Returns:
+    uint64 Tensor of index's shape.
+  """
+  z = key + (index + _u64(1)) * _u64(_GAMMA)
+  z = _xor_shift(z, 30) * _u64(_MIX[0])
+  z = _xor_shift(z, 27) * _u64(_MIX[1])
+  return _xor_shift(z, 31)
+
+
+def keep_mask(key: tf.Tensor, shape, threshold) -> tf.Tensor:
+  """bool keep-mask: element i (row-major) is kept iff splitmix64(key, i) >> 48 >= threshold.
+
+  Args:
+    key: uint64 scalar key of one dropout call (`Dropout.key`).
+    shape: int shape of the mask.
+    threshold: int `keep_threshold(rate)` (Python or int32 scalar).
+
+  Returns:
+    bool Tensor of `shape`.
+  """
+  index = tf.bitcast(tf.range(tf.reduce_prod(shape), dtype=tf.int64), tf.uint64)
+  top16 = tf.cast(tf.bitwise.right_shift(splitmix64(key, index), _u64(48)), tf.int32)
+  return tf.reshape(top16 >= threshold, shape)
+
+
+def _wide(dtype: tf.DType) -> tf.DType:
+  """float32, or float64 for float64 inputs: where the masked product is computed."""
+  return tf.float64 if dtype == tf.float64 else tf.float32
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _masked(x, key, threshold, scale, out_dtype):
+  keep = keep_mask(key, tf.shape(x), threshold)
+  wide = _wide(x.dtype)
+  kept = tf.cast(x, wide) * tf.cast(scale, wide)
+  return tf.cast(tf.where(keep, kept, tf.zeros([], wide)), out_dtype)
+
+
+def drop(x: tf.Tensor, key: tf.Tensor, rate: float, dtype=None) -> tf.Tensor:
+  """where(keep_mask(key), x * keep_scale(rate), 0) as one XLA loop, gradient likewise.
+
+  Args:
+    x: float Tensor of any shape.
+    key: uint64 scalar key (`Dropout.key`).
+    rate: Drop rate in [0, 1).
+    dtype: Output dtype (default x's); the product is rounded once to it.
+
+  Returns:
+    Tensor of x's shape in `dtype`.
+  """
+  x = tf.convert_to_tensor(x)
+  out_dtype = tf.as_dtype(dtype or x.dtype)
+  threshold = tf.constant(keep_threshold(rate), tf.int32)
+  scale = tf.constant(keep_scale(rate), tf.float64)
+
+  @tf.custom_gradient
+  def fn(x):
+    def grad(dy):
+      return _masked(dy, key, threshold, scale, x.dtype)
+
+    return _masked(x, key, threshold, scale, out_dtype), grad
+
+  return fn(x)
+
+
+def call_key(seed_state: tf.Tensor) -> tf.Tensor:
+  """uint64 key of one call from a `SeedGenerator.next()` state [seed, counter] (int64)."""
+  seed, counter = tf.unstack(tf.bitcast(tf.cast(seed_state, tf.int64), tf.uint64))
+  return splitmix64(seed, counter)
+
+
 @keras.saving.register_keras_serializable(package="tfbert")
 class Dropout(keras.layers.Layer):
-  """Inverted dropout with 16-bit random decisions.
+  """Inverted dropout with hashed 16-bit decisions (see the module docstring).
 
   Args:
     rate: Drop probability in [0, 1).
@@ -49,30 +151,32 @@ class Dropout(keras.layers.Layer):
 
   @property
   def scale(self) -> float:
-    """Factor of kept elements: 65536 / (65536 - threshold), 1 / exact keep probability."""
-    return _LEVELS / (_LEVELS - keep_threshold(self.rate))
+    """Factor of kept elements (`keep_scale(rate)`)."""
+    return keep_scale(self.rate)
 
-  def keep_mask(self, shape: tf.Tensor, training=None):
-    """A fresh bool keep-mask of `shape`, or None when dropout is off (inference, rate 0).
+  def key(self, training=None) -> Optional[tf.Tensor]:
+    """A fresh uint64 key of one call, or None when dropout is off (inference, rate 0).
 
-    For fused kernels that apply the mask themselves (`tfbert.fused`); `call` uses it too.
+    For fused kernels that draw the mask themselves (`tfbert.fused`); `call` uses it too.
     """
-    threshold = keep_threshold(self.rate)
-    if not training or threshold == 0:
+    if not training or keep_threshold(self.rate) == 0:
       return None
-    count = tf.reduce_prod(shape)
-    seed = tf.cast(self.seed_generator.next(), tf.int32)  # [2]
-    words = tf.random.stateless_uniform([(count + 1) // 2], seed=seed, minval=None,
-                                        maxval=None, dtype=tf.uint32)
-    halves = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:count]  # two draws per word
-    return tf.reshape(halves >= threshold, shape)
+    return call_key(self.seed_generator.next())
+
+  def drop(self, x: tf.Tensor, training=None, dtype=None) -> tf.Tensor:
+    """Dropout of x, without Keras' input autocast, output in `dtype` (default x's).
+
+    For callers that hold float32 values to be dropped and rounded to a 16-bit compute
+    dtype in one pass (the attention probabilities).
+    """
+    key = self.key(training)
+    if key is None:
+      return x if dtype is None else tf.cast(x, dtype)
+    return drop(x, key, self.rate, dtype)
 
   def call(self, x: tf.Tensor, training=None) -> tf.Tensor:
     """Args: x: float Tensor of any shape. Returns: x with dropped elements zeroed."""
-    keep = self.keep_mask(tf.shape(x), training)
-    if keep is None:
-      return x
-    return x * (tf.cast(keep, x.dtype) * tf.cast(self.scale, x.dtype))
+    return self.drop(x, training)
 
   def compute_output_shape(self, input_shape):
     return input_shape
