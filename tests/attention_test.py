@@ -56,3 +56,32 @@ def test_queries_attend_like_the_full_layer_gathered():
 def test_get_config_round_trips():
   layer = SelfAttention(hidden_size=12, num_heads=3, dropout_rate=0.1, initializer_range=0.1)
   assert SelfAttention.from_config(layer.get_config()).get_config() == layer.get_config()
+
+
+def _unfolded_bfloat16(layer, x16, mask):
+  """The layer's bfloat16 ops with the 1/sqrt(D) scale on the float32 scores instead."""
+  b, s, h = x16.shape
+  n, d = layer.num_heads, layer.head_size
+  kernel = tf.concat([tf.cast(l.kernel, tf.bfloat16) for l in (layer.query, layer.key,
+                                                               layer.value)], 1)
+  bias = tf.concat([tf.cast(l.bias, tf.bfloat16) for l in (layer.query, layer.key,
+                                                           layer.value)], 0)
+  qkv = tf.matmul(tf.reshape(x16, [-1, h]), kernel) + bias
+  q, k, v = tf.unstack(tf.transpose(tf.reshape(qkv, [b, s, 3, n, d]), [2, 0, 3, 1, 4]))
+  scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32) / np.sqrt(d)
+  probs = tf.cast(tf.nn.softmax(scores + attention_mask_adder(mask)), tf.bfloat16)
+  return tf.reshape(tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3]), [b, s, h])
+
+
+def test_bfloat16_folds_the_scale_into_the_query_only_when_exact():
+  """D 16 (scale 1/4): folding is exact, bit-identical to scaling the scores. D 5 (scale
+  1/sqrt(5)): the scores are scaled in float32, as the unfolded ops (bit-identical too)."""
+  rng = np.random.default_rng(4)
+  mask = np.array([[1, 1, 1, 1, 0, 0, 0], [1] * 7])
+  for hidden, heads in ((48, 3), (15, 3)):
+    layer = SelfAttention(hidden_size=hidden, num_heads=heads, dtype="mixed_bfloat16")
+    x16 = tf.cast(rng.standard_normal((2, 7, hidden)), tf.bfloat16)
+    got = layer(x16, mask)
+    assert got.dtype == tf.bfloat16
+    np.testing.assert_array_equal(tf.cast(got, tf.float32),
+                                  tf.cast(_unfolded_bfloat16(layer, x16, mask), tf.float32))

@@ -67,6 +67,7 @@ class SelfAttention(keras.layers.Layer):
     Query, key and value come from one [H, 3H] matmul over the three kernels side by side
     (the variables stay Google's separate `query`/`key`/`value`). Heads are moved next to
     the batch once, so scores and context are plain batched matmuls. The 1/sqrt(D) scale
+    is folded into the query projection where that is exact (see below); otherwise it
     acts on the float32 scores: in bfloat16, 1/sqrt(32) itself would be off by 0.2%.
 
     Args:
@@ -83,13 +84,21 @@ class SelfAttention(keras.layers.Layer):
       Context Tensor [B, F, H] (before the output projection).
     """
     batch = tf.shape(x)[0]
+    scale = 1.0 / math.sqrt(self.head_size)
+    # The 1/sqrt(D) scale goes into the query kernel and bias ([H, H] and [H]) instead of the
+    # [B, N, F, T] scores, when that is exact: always in float32 (one rounding either way),
+    # in a 16-bit compute dtype only for a power of two (D = 16, 64, 256), since the kernel
+    # reaches this call already rounded and a second rounding would lose precision.
+    fold = self.compute_dtype == "float32" or math.log2(scale).is_integer()
+    query_scale = scale if fold else 1.0
     if queries is None:
-      q, k, v = self._heads(x, (self.query, self.key, self.value))  # each [B, N, S, D]
+      q, k, v = self._heads(x, (self.query, self.key, self.value), query_scale)  # [B, N, S, D]
     else:
       k, v = self._heads(x, (self.key, self.value))  # each [B, N, T, D]
-      (q,) = self._heads(queries, (self.query,))  # [B, N, F, D]
+      (q,) = self._heads(queries, (self.query,), query_scale)  # [B, N, F, D]
     scores = tf.cast(tf.matmul(q, k, transpose_b=True), tf.float32)  # [B, N, F, T]
-    scores *= 1.0 / math.sqrt(self.head_size)
+    if not fold:
+      scores *= scale
     scores += attention_mask_adder(input_mask)  # [B, N, F, T] + [B, 1, 1, T]
     # Dropout and the rounding to the compute dtype in one pass over the float32 probs.
     probs = self.dropout.drop(tf.nn.softmax(scores, axis=-1), training,
@@ -98,12 +107,22 @@ class SelfAttention(keras.layers.Layer):
     context = tf.transpose(context, [0, 2, 1, 3])  # [B, F, N, D]
     return tf.reshape(context, [batch, tf.shape(context)[1], self.hidden_size])  # [B, F, H]
 
-  def _heads(self, x: tf.Tensor, projections) -> list[tf.Tensor]:
-    """Projects [B, L, H] with the given dense layers in one matmul; each [B, N, L, D]."""
+  def _heads(self, x: tf.Tensor, projections, query_scale: float = 1.0) -> list[tf.Tensor]:
+    """Projects [B, L, H] with the given dense layers in one matmul; each [B, N, L, D].
+
+    The query projection's kernel and bias (if among `projections`) are multiplied by
+    `query_scale` first.
+    """
     batch, length, parts = tf.shape(x)[0], tf.shape(x)[1], len(projections)
     dtype = self.compute_dtype
-    kernel = tf.concat([tf.cast(d.kernel, dtype) for d in projections], axis=1)  # [H, pH]
-    bias = tf.concat([tf.cast(d.bias, dtype) for d in projections], axis=0)  # [pH]
+
+    def weight(d, w):
+      w = tf.convert_to_tensor(w)
+      return tf.cast(w * tf.cast(query_scale, w.dtype) if d is self.query and query_scale != 1.0
+                     else w, dtype)
+
+    kernel = tf.concat([weight(d, d.kernel) for d in projections], axis=1)  # [H, pH]
+    bias = tf.concat([weight(d, d.bias) for d in projections], axis=0)  # [pH]
     h = tf.matmul(tf.reshape(x, [-1, self.hidden_size]), kernel) + bias  # [B*L, pH]
     h = tf.reshape(h, [batch, length, parts, self.num_heads, self.head_size])
     return tf.unstack(tf.transpose(h, [2, 0, 3, 1, 4]), num=parts)  # p x [B, N, L, D]

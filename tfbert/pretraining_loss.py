@@ -77,35 +77,18 @@ def window_normalizers(features: Mapping[str, tf.Tensor], micro_steps: int
   return total[0], total[1]
 
 
-def _cross_entropy_forward(logits, labels):
-  """Cross-entropy, argmax hits and the log-sum-exp [N, 1] over [N, V] logits.
-
-  TensorFlow's multi-threaded ops, not an XLA fusion: on this 2-core CPU the XLA fusion of
-  the same forward pass took 74 ms against 47 ms for [640, 30522] (its argmax reduction
-  alone 42 ms of a pretraining step's profile).
-  """
-  peak = tf.reduce_max(logits, axis=-1, keepdims=True)
-  log_sum_exp = tf.math.log(tf.reduce_sum(tf.exp(logits - peak), axis=-1, keepdims=True)) + peak
-  label_logit = tf.gather(logits, labels[:, tf.newaxis], batch_dims=1)  # [N, 1]
-  hit = tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels)
-  return tf.squeeze(log_sum_exp - label_logit, -1), tf.cast(hit, tf.float32), log_sum_exp
-
-
-@tf.function(jit_compile=True, autograph=False)
-def _cross_entropy_backward(logits, labels, log_sum_exp, d_loss):
-  """d_loss[n] * (softmax(logits[n]) - onehot(labels[n])) in one XLA fusion over [N, V]."""
-  onehot = tf.equal(tf.range(tf.shape(logits)[-1])[tf.newaxis, :], labels[:, tf.newaxis])
-  return (tf.exp(logits - log_sum_exp) - tf.cast(onehot, logits.dtype)) * d_loss[:, tf.newaxis]
-
-
 def sparse_cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-  """Softmax cross-entropy and argmax hits over a large vocabulary, fused.
+  """Softmax cross-entropy and argmax hits over a large vocabulary, in four passes.
 
   Same values as `tf.nn.sparse_softmax_cross_entropy_with_logits` and
-  `argmax(logits) == labels`, but the forward pass keeps only the [N] log-sum-exp and the
-  gradient is recomputed from it in one XLA fusion over [N, V]. TensorFlow's kernel writes
-  its [N, V] gradient in the forward pass whether it is needed or not (for the MLM logits
-  [640, 30522], tools/benchmark.py --benchmark=kernels).
+  `argmax(logits) == labels`. The argmax serves both the accuracy and the softmax's
+  stabilizing peak (its logit is the row maximum), so the forward pass reads the [N, V]
+  logits for argmax, `exp(logits - peak)` and its row sum, and keeps `exp(logits - peak)`.
+  The gradient is `d_loss * exp(.) / sum - d_loss * onehot(labels)`: one multiply over
+  [N, V] and a scatter of N values, no second `exp`. All are TensorFlow's multi-threaded
+  ops: on this 2-core CPU an XLA fusion of the forward took 74 ms against 47 ms for
+  [640, 30522], and recomputing `exp` in an XLA gradient loop cost more than keeping it
+  (tools/benchmark.py --benchmark=kernels; BENCHMARKS.md).
 
   Args:
     labels: int32 [N] in [0, V).
@@ -117,11 +100,19 @@ def sparse_cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tuple[tf.Tenso
 
   @tf.custom_gradient
   def fused(logits):
-    loss, hit, log_sum_exp = _cross_entropy_forward(logits, labels)
+    top = tf.argmax(logits, axis=-1, output_type=tf.int32)  # [N]
+    peak = tf.gather(logits, top[:, tf.newaxis], batch_dims=1)  # [N, 1], the row maximum
+    shifted_exp = tf.exp(logits - peak)  # [N, V]
+    total = tf.reduce_sum(shifted_exp, axis=-1, keepdims=True)  # [N, 1]
+    label_logit = tf.gather(logits, labels[:, tf.newaxis], batch_dims=1)  # [N, 1]
+    loss = tf.squeeze(tf.math.log(total) + peak - label_logit, -1)
+    hit = tf.cast(tf.equal(top, labels), tf.float32)
 
     def grad(d_loss, d_hit):
       del d_hit  # Accuracy has no gradient.
-      return _cross_entropy_backward(logits, labels, log_sum_exp, d_loss)
+      d_logits = shifted_exp * (d_loss[:, tf.newaxis] / total)  # d_loss * softmax
+      at_labels = tf.stack([tf.range(tf.shape(labels)[0]), labels], axis=1)  # [N, 2]
+      return tf.tensor_scatter_nd_sub(d_logits, at_labels, d_loss)
 
     return (loss, hit), grad
 
