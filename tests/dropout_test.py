@@ -179,3 +179,15 @@ def test_get_config_round_trips():
   layer = dropout.Dropout(0.2, seed=4, name="d")
   again = dropout.Dropout.from_config(layer.get_config())
   assert (again.rate, again.seed, again.name) == (0.2, 4, "d")
+
+
+def test_keep_mask_is_the_mask_the_layer_applies():
+  """`Dropout.keep_mask` (for fused kernels) draws what `call` applies on the same call."""
+  x = tf.ones([13, 7, 5])
+  applied = dropout.Dropout(0.2, seed=3)(x, training=True).numpy() != 0.0
+  mask = dropout.Dropout(0.2, seed=3).keep_mask(tf.shape(x), training=True)
+  assert mask.dtype == tf.bool
+  np.testing.assert_array_equal(mask, applied)
+  assert 0 < np.count_nonzero(~applied) < applied.size
+  assert dropout.Dropout(0.2, seed=3).keep_mask([4], training=False) is None
+  assert dropout.Dropout(0.0).keep_mask([4], training=True) is None

@@ -10,8 +10,12 @@ gradient. Here element i of a call is kept when the top 16 bits of
 are >= round(rate * 65536): SplitMix64 (Steele, Lea & Flood, "Fast splittable pseudorandom
 number generators", OOPSLA 2014; Vigna's `splitmix64.c`), output number i + 1 of the
 generator seeded with `key`. Each element's decision is a function of (key, i) alone, so
-the forward and the gradient compute the same mask in their own XLA loops, without storing
-or re-reading it, and the mask of any element can be recomputed.
+`Dropout.call` draws the mask inside the XLA loop that applies it, and its gradient loop
+draws it again instead of storing it. Fused kernels that apply a mask inside a loop with
+reductions (`tfbert.fused`, LayerNorm) take a stored bool mask instead
+(`Dropout.keep_mask`, one XLA loop): a hash inside their loops made the residual
+LayerNorm's forward and gradient 1.5x slower in float32 (tools/benchmark.py
+--benchmark=kernels).
 
 The drop probability is round(rate * 65536) / 65536 (0.10000610 for rate 0.1; Keras'
 float draws give rate up to float32 rounding). Kept elements are scaled by
@@ -82,6 +86,9 @@ def keep_mask(key: tf.Tensor, shape, threshold) -> tf.Tensor:
   index = tf.bitcast(tf.range(tf.reduce_prod(shape), dtype=tf.int64), tf.uint64)
   top16 = tf.cast(tf.bitwise.right_shift(splitmix64(key, index), _u64(48)), tf.int32)
   return tf.reshape(top16 >= threshold, shape)
+
+
+_compiled_keep_mask = tf.function(keep_mask, jit_compile=True, autograph=False)
 
 
 def _wide(dtype: tf.DType) -> tf.DType:
@@ -155,13 +162,21 @@ class Dropout(keras.layers.Layer):
     return keep_scale(self.rate)
 
   def key(self, training=None) -> Optional[tf.Tensor]:
-    """A fresh uint64 key of one call, or None when dropout is off (inference, rate 0).
-
-    For fused kernels that draw the mask themselves (`tfbert.fused`); `call` uses it too.
-    """
+    """A fresh uint64 key of one call, or None when dropout is off (inference, rate 0)."""
     if not training or keep_threshold(self.rate) == 0:
       return None
     return call_key(self.seed_generator.next())
+
+  def keep_mask(self, shape, training=None) -> Optional[tf.Tensor]:
+    """A fresh bool keep-mask of `shape` (one XLA loop), or None when dropout is off.
+
+    For fused kernels that apply the mask themselves (`tfbert.fused`).
+    """
+    key = self.key(training)
+    if key is None:
+      return None
+    return _compiled_keep_mask(key, tf.convert_to_tensor(shape, tf.int32),
+                               tf.constant(keep_threshold(self.rate), tf.int32))
 
   def drop(self, x: tf.Tensor, training=None, dtype=None) -> tf.Tensor:
     """Dropout of x, without Keras' input autocast, output in `dtype` (default x's).

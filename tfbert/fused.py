@@ -7,9 +7,8 @@ the gradient (`tf.function` with `jit_compile=True`, called from the ordinary gr
 computing in float32 and rounding once to the compute dtype:
 
 * `bias_gelu(h, bias)`: gelu_tanh(h + bias), with the bias gradient summed in the same loop.
-* `bias_dropout_residual_layer_norm(h, bias, key, rate, residual, gamma, beta)`:
+* `bias_dropout_residual_layer_norm(h, bias, keep, residual, gamma, beta)`:
   LayerNorm(dropout(h + bias) + residual), google-research/bert's post-LN residual block.
-  The dropout mask is drawn inside both loops from its key (`tfbert.dropout.keep_mask`).
 
 Gradients are written out (not autodiff) and recompute the forward values from the inputs,
 so only the [..., 1] LayerNorm statistics are kept between the passes.
@@ -27,7 +26,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from tfbert import activations, dropout, layer_norm
+from tfbert import activations, layer_norm
 
 
 def _f32(x: tf.Tensor) -> tf.Tensor:
@@ -66,11 +65,6 @@ def bias_gelu(h: tf.Tensor, bias: tf.Tensor) -> tf.Tensor:
   return fused(tf.convert_to_tensor(h), tf.convert_to_tensor(bias))
 
 
-def _keep(h, key, threshold):
-  """The keep-mask of h's elements, or a scalar True without dropout (key None)."""
-  return tf.constant(True) if key is None else dropout.keep_mask(key, tf.shape(h), threshold)
-
-
 def _residual_sum(h, bias, keep, scale, residual):
   """float32 dropout(h + bias) + residual; `keep` is a bool mask or a scalar True."""
   dense = _f32(h) + _f32(bias)
@@ -78,16 +72,14 @@ def _residual_sum(h, bias, keep, scale, residual):
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _residual_norm_forward(h, bias, key, threshold, scale, residual, gamma, beta, epsilon):
-  keep = _keep(h, key, threshold)
+def _residual_norm_forward(h, bias, keep, scale, residual, gamma, beta, epsilon):
   y, mean, rstd = layer_norm.normalize_forward(_residual_sum(h, bias, keep, scale, residual),
                                                gamma, beta, epsilon)
   return tf.cast(y, h.dtype), mean, rstd
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _residual_norm_backward(h, bias, key, threshold, scale, residual, gamma, mean, rstd, dy):
-  keep = _keep(h, key, threshold)
+def _residual_norm_backward(h, bias, keep, scale, residual, gamma, mean, rstd, dy):
   ds, dgamma, dbeta = layer_norm.normalize_backward(
       _residual_sum(h, bias, keep, scale, residual), mean, rstd, gamma, _f32(dy))
   dh = tf.where(keep, ds * scale, 0.0)
@@ -95,19 +87,17 @@ def _residual_norm_backward(h, bias, key, threshold, scale, residual, gamma, mea
           tf.cast(ds, residual.dtype), dgamma, dbeta)
 
 
-def bias_dropout_residual_layer_norm(h: tf.Tensor, bias: tf.Tensor, key: Optional[tf.Tensor],
-                                     rate: float, residual: tf.Tensor, gamma: tf.Tensor,
+def bias_dropout_residual_layer_norm(h: tf.Tensor, bias: tf.Tensor, keep: Optional[tf.Tensor],
+                                     scale: float, residual: tf.Tensor, gamma: tf.Tensor,
                                      beta: tf.Tensor, epsilon: float) -> tf.Tensor:
   """LayerNorm(dropout(h + bias) + residual), fused; statistics in float32.
 
   Args:
     h: [M, C] MatMul output, float32 or 16-bit.
     bias: [C].
-    key: uint64 dropout key (`Dropout.key`), or None for no dropout. The mask of h's
-      [M, C] elements is `tfbert.dropout.keep_mask(key, [M, C], keep_threshold(rate))`,
-      drawn in the forward and again in the gradient loop, never stored.
-    rate: Dropout rate; ignored without a key. Kept elements are scaled by
-      `keep_scale(rate)` in float32.
+    keep: bool [M, C] dropout keep-mask (`Dropout.keep_mask`), or None for no dropout.
+    scale: Factor of kept elements (`Dropout.scale`); ignored without a mask. Applied in
+      float32, as `Dropout` does.
     residual: [M, C] in h's dtype.
     gamma, beta: float32 [C] LayerNorm parameters.
     epsilon: LayerNorm epsilon.
@@ -115,18 +105,19 @@ def bias_dropout_residual_layer_norm(h: tf.Tensor, bias: tf.Tensor, key: Optiona
   Returns:
     [M, C] in h's dtype.
   """
-  threshold = tf.constant(0 if key is None else dropout.keep_threshold(rate), tf.int32)
-  scale = tf.constant(1.0 if key is None else dropout.keep_scale(rate), tf.float32)
+  if keep is None:
+    keep, scale = tf.constant(True), 1.0
+  keep_mask, scale = keep, tf.constant(scale, tf.float32)
   epsilon = tf.constant(epsilon, tf.float32)
 
   @tf.custom_gradient
   def fused(h, bias, residual, gamma, beta):
-    y, mean, rstd = _residual_norm_forward(h, bias, key, threshold, scale, residual, gamma,
-                                           beta, epsilon)
+    y, mean, rstd = _residual_norm_forward(h, bias, keep_mask, scale, residual, gamma, beta,
+                                           epsilon)
 
     def grad(dy):
-      return _residual_norm_backward(h, bias, key, threshold, scale, residual, gamma, mean,
-                                     rstd, dy)
+      return _residual_norm_backward(h, bias, keep_mask, scale, residual, gamma, mean, rstd,
+                                     dy)
 
     return y, grad
 

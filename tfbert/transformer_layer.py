@@ -103,8 +103,9 @@ class TransformerLayer(keras.layers.Layer):
   def _residual_block(self, dense, layer_norm, inputs, residual, training):
     """LayerNorm(dropout(inputs @ kernel + bias) + residual) over [B*F, .] rows."""
     h = tf.matmul(inputs, dense.kernel)  # [B*F, H]
+    keep = self.dropout.keep_mask(tf.shape(h), training)
     return fused.bias_dropout_residual_layer_norm(
-        h, dense.bias, self.dropout.key(training), self.dropout.rate, residual,
+        h, dense.bias, keep, self.dropout.scale, residual,
         tf.convert_to_tensor(layer_norm.gamma), tf.convert_to_tensor(layer_norm.beta),
         layer_norm.epsilon)
 
