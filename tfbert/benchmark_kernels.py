@@ -152,6 +152,7 @@ def default_cases(rows: int = 4096, hidden: int = 256, intermediate: int = 1024,
   # and its reference does not pay for a draw, so that speed-up is a lower bound.
   rate = 0.1
   key = tf.constant(0x5EED, tf.uint64)
+  scale = dropout.keep_scale(rate)
   for dtype in (tf.float32, tf.bfloat16):
     def block_inputs(dtype=dtype):
       return [tf.cast(rng.normal([rows, hidden]), dtype), tf.cast(rng.normal([hidden]), dtype),
@@ -162,19 +163,20 @@ def default_cases(rows: int = 4096, hidden: int = 256, intermediate: int = 1024,
         f"bias+dropout+residual+LayerNorm fwd+bwd {dtype.name} [{rows}, {hidden}]",
         block_inputs,
         _with_gradients(lambda h, b, r, g, be, keep: fused.bias_dropout_residual_layer_norm(
-            h, b, keep, dropout.keep_scale(rate), r, g, be, 1e-12), 5),
+            h, b, keep, scale, r, g, be, 1e-12), 5),
         _with_gradients(lambda h, b, r, g, be, keep: _unfused_residual_block(
-            h, b, keep, r, g, be, dropout.keep_scale(rate)), 5)))
+            h, b, keep, r, g, be, scale), 5)))
+
+  probs_shape = [max(rows // 32, 1), 128, 128]  # [B*N, S, S]: B 32, N 4 at 4,096 rows
 
   def probs_inputs():
-    shape = [max(rows // 32, 1), 128, 128]  # [B*N, S, S]: B 32, N 4 at 4,096 rows
-    return [tf.nn.softmax(rng.normal(shape)),
-            dropout.keep_mask(key, shape, dropout.keep_threshold(rate))]
+    return [tf.nn.softmax(rng.normal(probs_shape)),
+            dropout.keep_mask(key, probs_shape, dropout.keep_threshold(rate))]
 
   cases.append(KernelCase(
-      f"attention-probs dropout to bfloat16 fwd+bwd [{max(rows // 32, 1)}, 128, 128]", probs_inputs,
+      f"attention-probs dropout to bfloat16 fwd+bwd {probs_shape}", probs_inputs,
       _with_gradients(lambda p, keep: dropout.drop(p, key, rate, tf.bfloat16), 1),
-      _with_gradients(lambda p, keep: _unfused_dropout(p, keep, dropout.keep_scale(rate)), 1)))
+      _with_gradients(lambda p, keep: _unfused_dropout(p, keep, scale), 1)))
   labels = tf.random.stateless_uniform([masked], [1, 2], 0, vocab, tf.int32)
   kernel, reference = _cross_entropy_pair(labels)
   cases.append(KernelCase(
