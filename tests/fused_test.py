@@ -104,3 +104,17 @@ def test_bfloat16_inputs_are_computed_in_float32_and_rounded_once():
     np.testing.assert_array_equal(got[above_tail], rounded[above_tail])
     np.testing.assert_array_less(np.abs(got - want), 2.0 ** -8 * np.abs(want) + 1e-6)
 
+
+
+def test_widen_bias_add_is_exact_and_its_gradient_is_the_unfused_ops():
+  a = _arrays(4)
+  h16 = tf.constant(a["h"], tf.bfloat16)
+  bias = tf.constant(a["bias"], tf.float32)
+  dy = tf.constant(a["dy"], tf.float32)
+  got = _values_and_gradients(fused.widen_bias_add, [h16, bias], dy)
+  want = _values_and_gradients(lambda h, b: tf.nn.bias_add(tf.cast(h, tf.float32), b),
+                               [h16, bias], dy)
+  assert got[0].dtype == tf.float32 and got[1].dtype == tf.bfloat16
+  # The same float32 operations (one cast, one add; a row sum for the bias): bit for bit.
+  for name, g, w in zip(["y", "h", "bias"], got, want):
+    np.testing.assert_array_equal(g.numpy(), w.numpy(), err_msg=name)

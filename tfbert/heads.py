@@ -11,7 +11,7 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
-from tfbert import activations
+from tfbert import activations, fused
 from tfbert.dropout import Dropout
 from tfbert.layer_norm import LayerNorm
 
@@ -154,13 +154,14 @@ class MaskedLMHead(keras.layers.Layer):
     table = tf.cast(embedding_table, self.compute_dtype)
     batch, num_positions = tf.shape(x)[0], tf.shape(x)[1]
     # A 2-D MatMul with transpose_b, whose gradients are plain MatMuls. The bias is added
-    # after the cast to float32: under mixed_bfloat16, a bfloat16 bias add (fused into the
-    # MatMul or not) made the head's forward and backward 1.5x slower
-    # (tools/benchmark.py --benchmark=kernels).
-    logits = tf.nn.bias_add(
-        tf.cast(tf.matmul(tf.reshape(x, [-1, self.hidden_size]), table, transpose_b=True),
-                tf.float32),
-        tf.cast(self.output_bias, tf.float32))  # [B*P, V]
+    # in float32: under mixed_bfloat16, a bfloat16 bias add (fused into the MatMul or not)
+    # made the head's forward and backward 1.5x slower (tools/benchmark.py
+    # --benchmark=kernels). In float32 oneDNN fuses the BiasAdd into the MatMul; a 16-bit
+    # MatMul output is widened and biased in one XLA loop.
+    logits = tf.matmul(tf.reshape(x, [-1, self.hidden_size]), table, transpose_b=True)
+    bias = tf.cast(self.output_bias, tf.float32)
+    logits = (tf.nn.bias_add(logits, bias) if logits.dtype == tf.float32
+              else fused.widen_bias_add(logits, bias))  # [B*P, V] float32
     return tf.reshape(logits, [batch, num_positions, self.vocab_size])
 
   def get_config(self):
