@@ -105,7 +105,6 @@ def test_bfloat16_inputs_are_computed_in_float32_and_rounded_once():
     np.testing.assert_array_less(np.abs(got - want), 2.0 ** -8 * np.abs(want) + 1e-6)
 
 
-
 def test_widen_bias_add_is_exact_and_its_gradient_is_the_unfused_ops():
   a = _arrays(4)
   h16 = tf.constant(a["h"], tf.bfloat16)
