@@ -138,17 +138,15 @@ def bias_dropout_residual_layer_norm(h: tf.Tensor, bias: tf.Tensor, keep: Option
   """
   if keep is None:
     keep, scale = tf.constant(True), 1.0
-  keep_mask, scale = keep, tf.constant(scale, tf.float32)
+  scale = tf.constant(scale, tf.float32)
   epsilon = tf.constant(epsilon, tf.float32)
 
   @tf.custom_gradient
   def fused(h, bias, residual, gamma, beta):
-    y, mean, rstd = _residual_norm_forward(h, bias, keep_mask, scale, residual, gamma, beta,
-                                           epsilon)
+    y, mean, rstd = _residual_norm_forward(h, bias, keep, scale, residual, gamma, beta, epsilon)
 
     def grad(dy):
-      return _residual_norm_backward(h, bias, keep_mask, scale, residual, gamma, mean, rstd,
-                                     dy)
+      return _residual_norm_backward(h, bias, keep, scale, residual, gamma, mean, rstd, dy)
 
     return y, grad
 
