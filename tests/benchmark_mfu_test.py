@@ -1,5 +1,7 @@
 """Tests for tfbert.benchmark_mfu: the FLOP count by hand, the matmul peak, MFU arithmetic."""
 
+import time
+
 import pytest
 
 from tfbert import benchmark_mfu
@@ -45,3 +47,12 @@ def test_matmul_peak_is_a_positive_rate(dtype):
 def test_utilisation_is_achieved_over_peak():
   # 10 examples/s x 2e9 FLOPs = 20 GFLOP/s, a quarter of an 80 GFLOP/s peak.
   assert benchmark_mfu.utilisation(10.0, 2e9, 80.0) == pytest.approx((20.0, 0.25))
+
+
+def test_fastest_call_is_the_minimum_after_warmup():
+  # Two warm-up calls of 0.2 s are not timed; of 30, 10 and 50 ms the fastest is ~10 ms.
+  sleeps = iter([0.2, 0.2, 0.03, 0.01, 0.05])
+  seconds = benchmark_mfu.fastest_call(lambda: time.sleep(next(sleeps)) or 0.0, (),
+                                       warmup=2, repeats=3)
+  assert 0.01 <= seconds < 0.03
+  assert next(sleeps, None) is None

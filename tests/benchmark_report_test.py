@@ -47,3 +47,20 @@ def test_machine_description_names_cores_and_versions():
   line = benchmark_report.machine_description()
   assert f"{os.cpu_count()} cores" in line and f"tensorflow {tf.__version__}" in line
   assert "tf-models-official" in line
+
+
+def test_floor_rows_give_each_gemm_and_the_ratio_ceiling():
+  gemm = {"name": "MLM logits: forward", "m": 960, "k": 160, "n": 530, "transpose_a": False,
+          "transpose_b": True, "batch": 1, "count": 2, "flops": 2 * 2 * 960 * 160 * 530,
+          "seconds": 0.001, "step_seconds": 0.002}
+  untimed = {**gemm, "name": "NSP classifier: forward", "seconds": 0.0, "step_seconds": 0.0}
+  floor = {"gemms": [gemm, untimed], "floor_seconds": 0.1, "flops": 10 ** 9}
+  result = {"runs": [_run("tfbert", 20.0, 900.0), _run("model_garden", 10.0, 1000.0)]}
+  text = benchmark_report.format_floor(floor, result)
+  # 2 * 2 * 960 * 160 * 530 = 325,632,000 FLOPs in 2 ms: 163 GFLOP/s.
+  assert "| MLM logits: forward | 960 x 160 x 530 | b | 1 x 2 | 2.00 | 163 |" in text
+  assert "| NSP classifier: forward | 960 x 160 x 530 | b | 1 x 2 | 0.00 | - |" in text
+  # Batch 3: the tfbert step is 3 / 20 = 0.15 s, the floor 0.1 s of it (67%); the peer's
+  # 0.3 s step over the 0.1 s floor allows at most 3.0.
+  assert "**100.0 ms** per step (1 GFLOP, 10 GFLOP/s)" in text
+  assert "Floor / tfbert step per run: 67%" in text and "per peer run: **3.000**" in text

@@ -97,14 +97,19 @@ def measure_matmul_peak(dtype: str = "float32", size: int = 2048, warmup: int = 
   def product_sum(x, y):
     return tf.reduce_sum(tf.cast(tf.matmul(x, y), tf.float32))
 
+  return 2.0 * size ** 3 / fastest_call(product_sum, (a, b), warmup, repeats) / 1e9
+
+
+def fastest_call(fn, args: tuple, warmup: int, repeats: int) -> float:
+  """Seconds of the fastest of `repeats` calls `float(fn(*args))`, after `warmup` calls."""
   for _ in range(warmup):
-    float(product_sum(a, b))
+    float(fn(*args))
   seconds = []
   for _ in range(repeats):
     start = time.perf_counter()
-    float(product_sum(a, b))
+    float(fn(*args))
     seconds.append(time.perf_counter() - start)
-  return 2.0 * size ** 3 / min(seconds) / 1e9
+  return min(seconds)
 
 
 def utilisation(examples_per_second: float, flops_per_example: float,

@@ -9,7 +9,7 @@ import importlib.metadata
 import os
 import platform
 
-from tfbert import benchmark_mfu
+from tfbert import benchmark_floor, benchmark_mfu
 
 # Distributions whose versions a benchmark depends on.
 _STACK = ("tensorflow", "keras", "tf-keras", "tf-models-official")
@@ -98,4 +98,37 @@ def format_matmul(peaks: dict[str, float], size: int) -> str:
   rows = ["| dtype | matmul | GFLOP/s (best of 20) |", "|---|---|---|"]
   rows += [f"| {dtype} | {size} x {size} x {size} | {gflops:.1f} |"
            for dtype, gflops in peaks.items()]
+  return "\n".join(rows)
+
+
+def format_floor(floor: dict, comparison: dict) -> str:
+  """`benchmark_floor.measure_floor`'s GEMMs, and the ratio ceiling of each peer run.
+
+  Args:
+    floor: `measure_floor`'s dict.
+    comparison: `benchmark.compare_with_peer`'s dict of the same case.
+  """
+  rows = ["| GEMM | m x k x n | transposed | batch x count | ms per step | GFLOP/s |",
+          "|---|---|---|---|---|---|"]
+  for g in floor["gemms"]:
+    flags = "".join(name for name, on in (("a", g["transpose_a"]), ("b", g["transpose_b"]))
+                    if on) or "-"
+    # A product of a few thousand FLOPs can time at 0 once the call overhead is taken off.
+    rate = f"{g['flops'] / g['step_seconds'] / 1e9:.0f}" if g["step_seconds"] > 0 else "-"
+    rows.append(f"| {g['name']} | {g['m']} x {g['k']} x {g['n']} | {flags} | "
+                f"{g['batch']} x {g['count']} | {1e3 * g['step_seconds']:.2f} | {rate} |")
+  first = comparison["runs"][0]["case"]
+  batch, seconds = first["batch_size"], floor["floor_seconds"]
+  peers = [run for run in comparison["runs"] if run["case"]["implementation"] != "tfbert"]
+  ceilings = ", ".join(
+      f"{benchmark_floor.ratio_ceiling(run['examples_per_second'], batch, seconds):.3f}"
+      for run in peers)
+  ours = [batch / run["examples_per_second"] for run in comparison["runs"]
+          if run["case"]["implementation"] == "tfbert"]
+  shares = ", ".join(f"{100 * seconds / step:.0f}%" for step in ours)
+  rows.append(f"\nMatmul floor: **{1e3 * seconds:.1f} ms** per step "
+              f"({floor['flops'] / 1e9:.4g} GFLOP, {floor['flops'] / seconds / 1e9:.0f} "
+              f"GFLOP/s), each GEMM timed alone. Floor / tfbert step per run: {shares}. "
+              f"Ratio ceiling (peer step / floor) per peer run: **{ceilings}**: no step "
+              "with these GEMMs at these speeds can beat the peer by more.")
   return "\n".join(rows)

@@ -24,8 +24,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 
 from flags import benchmark_flags as f  # noqa: E402
-from tfbert import (benchmark, benchmark_data, benchmark_kernels,  # noqa: E402
-                    benchmark_mfu, benchmark_peer, benchmark_report, squad_features)
+from tfbert import (benchmark, benchmark_data, benchmark_floor,  # noqa: E402
+                    benchmark_kernels, benchmark_mfu, benchmark_peer, benchmark_report,
+                    squad_features)
 
 
 def _shape_overrides() -> dict:
@@ -59,8 +60,10 @@ def training_step(task: str) -> str:
   peak = benchmark_mfu.measure_matmul_peak(benchmark_mfu.matmul_dtype(case.dtype_policy),
                                            f.MATMUL_SIZE.value)
   result = benchmark.compare_with_peer(case, f.REPEATS.value)
+  floor = benchmark_floor.measure_floor(case)
   return (f"peer: {benchmark_peer.DESCRIPTION}\n\n"
-          + benchmark_report.format_comparison(result, peak))
+          + benchmark_report.format_comparison(result, peak) + "\n\n"
+          + benchmark_report.format_floor(floor, result))
 
 
 def input_pipeline() -> str:
