@@ -47,6 +47,11 @@ REPEATS = flags.DEFINE_integer(
     "peer); the ratio is reported per pair and as their median. accumulation: alternations "
     "big batch, accumulated, likewise. postprocess: runs of the postprocessing, median "
     "reported. kernels: alternations reference, kernel; median ms per call reported.")
+INTERLEAVE = flags.DEFINE_boolean(
+    "interleave", False, "pretraining / squad: build tfbert's step and the peer's in one "
+    "process and time them window by window, the order swapped every round (--windows "
+    "rounds; --repeats unused), instead of alternating processes. The ratio is reported per "
+    "round and as their median; peak RSS is the process's, both models together.")
 WINDOWS = flags.DEFINE_integer("windows", 5, "Timed windows per run; examples/s is their median.")
 STEPS_PER_WINDOW = flags.DEFINE_integer("steps_per_window", 2, "Training steps per window.")
 WARMUP_STEPS = flags.DEFINE_integer(

@@ -75,3 +75,20 @@ def test_each_runner_refuses_the_other_implementation():
     benchmark_peer.run_step_case(dataclasses.replace(TINY_PEER, implementation="tfbert"))
   with pytest.raises(ValueError, match="tfbert cases"):
     benchmark.run_step_case(TINY_PEER)
+
+
+def test_interleaved_rounds_time_both_steps_in_one_process():
+  case = dataclasses.replace(TINY_PEER, implementation="tfbert", windows=3)
+  result = benchmark.run_interleaved_in_subprocess(case, timeout=300)
+  runs = result["runs"]
+  # Three rounds, the order swapped every round.
+  assert [r["case"]["implementation"] for r in runs] == [
+      "tfbert", "model_garden", "model_garden", "tfbert", "tfbert", "model_garden"]
+  rates = [{r["case"]["implementation"]: r["examples_per_second"] for r in runs[i:i + 2]}
+           for i in range(0, 6, 2)]
+  assert result["ratios"] == [r["tfbert"] / r["model_garden"] for r in rates]
+  assert result["median_ratio"] == sorted(result["ratios"])[1]
+  # Both start near the uniform loss ln V + ln 2 (see the test above for the bounds).
+  for loss in result["first_losses"].values():
+    assert loss == pytest.approx(math.log(53) + math.log(2), abs=0.5)
+  assert result["peak_rss_mib"] > 0

@@ -64,3 +64,20 @@ def test_floor_rows_give_each_gemm_and_the_ratio_ceiling():
   # 0.3 s step over the 0.1 s floor allows at most 3.0.
   assert "**100.0 ms** per step (1 GFLOP, 10 GFLOP/s)" in text
   assert "Floor / tfbert step per run: 67%" in text and "per peer run: **3.000**" in text
+
+
+def test_interleaved_rows_give_each_round_and_the_median_ratio():
+  case = dataclasses.asdict(dataclasses.replace(CASE, windows=2))
+  run = lambda name, rate: {"case": {**case, "implementation": name},
+                            "examples_per_second": rate}
+  result = {"case": case, "ratios": [1.25, 1.5], "median_ratio": 1.375,
+            "runs": [run("tfbert", 10.0), run("model_garden", 8.0),
+                     run("model_garden", 6.0), run("tfbert", 9.0)],
+            "first_losses": {"tfbert": 4.66, "model_garden": 4.7}, "peak_rss_mib": 1500.0}
+  text = benchmark_report.format_interleaved(result, peak_gflops=0.01)
+  # 152,544 training FLOPs per example (benchmark_mfu_test's hand count for these shapes):
+  # 10 examples/s = 1.525 MFLOP/s, 15.3% of a 0.01 GFLOP/s peak; 8 -> 12.2%, 9 -> 13.7%,
+  # 6 -> 9.2%.
+  assert "| 1 | tfbert | 10.00 | 8.00 | 15.3% | 12.2% | 1.250 |" in text
+  assert "| 2 | model_garden | 9.00 | 6.00 | 13.7% | 9.2% | 1.500 |" in text
+  assert "median **1.375**" in text and "(both models): 1500 MiB" in text

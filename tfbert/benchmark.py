@@ -361,6 +361,14 @@ def run_step_case_in_subprocess(case: StepCase, timeout: float = 3600.0) -> dict
   return _run_in_subprocess(code, dataclasses.asdict(case), timeout)
 
 
+def run_interleaved_in_subprocess(case: StepCase, timeout: float = 3600.0) -> dict:
+  """`benchmark_peer.run_interleaved(case)` in a fresh process: both steps, window by window."""
+  code = ("import json, sys; from tfbert import benchmark, benchmark_peer; "
+          "case = benchmark.StepCase(**json.loads(sys.argv[1])); "
+          "print('RESULT ' + json.dumps(benchmark_peer.run_interleaved(case)))")
+  return _run_in_subprocess(code, dataclasses.asdict(case), timeout)
+
+
 def _alternate(first, second, repeats: int, runner, numerator: int) -> dict:
   """Runs first, second, first, second, ... (`repeats` pairs) and compares each pair.
 

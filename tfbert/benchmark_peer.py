@@ -1,8 +1,10 @@
 """The throughput peer: TF Model Garden's BERT trained the way Model Garden trains it.
 
-tf-models-official 2.20 (`official`) is built on tf_keras (Keras 2), so its models run in
-their own process, never inside a Keras 3 model (PITFALLS.md); `tfbert.benchmark` starts
-that process with this module's `run_step_case`. For the same `StepCase` as tfbert:
+tf-models-official 2.20 (`official`) is built on tf_keras (Keras 2), so its models are
+never mixed into a Keras 3 model (PITFALLS.md). They run in their own process
+(`tfbert.benchmark` starts it with this module's `run_step_case`), or beside tfbert's
+independent model in one process, window by window (`run_interleaved`). For the same
+`StepCase` as tfbert:
 
 * encoder: `official.nlp.modeling.networks.BertEncoder`, tanh-gelu (`tf_utils.
   get_activation("gelu")`, google-research/bert's), dropout 0.1 and attention dropout 0.1,
@@ -26,8 +28,13 @@ the same model FLOPs for both sides.
 Shape legend: B batch, S sequence, P masked positions, V vocabulary.
 """
 
+import dataclasses
+import resource
+import statistics
+import time
 from typing import Callable
 
+import keras
 import tensorflow as tf
 import tf_keras
 from official.modeling import tf_utils
@@ -136,3 +143,53 @@ def run_step_case(case: benchmark.StepCase) -> dict:
   tf_keras.utils.set_random_seed(case.seed)
   tf_keras.mixed_precision.set_global_policy(case.dtype_policy)
   return benchmark.measure_step_case(case, peer_step)
+
+
+def _window_rate(step: Callable[[], float], case: benchmark.StepCase) -> float:
+  """Examples/s of one timed window of `case.steps_per_window` synchronized steps."""
+  start = time.perf_counter()
+  for _ in range(case.steps_per_window):
+    step()
+  return case.steps_per_window * case.batch_size / (time.perf_counter() - start)
+
+
+def run_interleaved(case: benchmark.StepCase) -> dict:
+  """tfbert's step and the peer's in this one process, timed window by window.
+
+  Both steps are built on the same synthetic batch (`benchmark.synthetic_step_batch`) and
+  warmed up (`case.warmup_steps` each). Then each of `case.windows` rounds times one window
+  of each, the order swapped every round. A slowdown of the machine that lasts a window or
+  more then slows both sides of a round, which alternating processes (a minute or more per
+  run) cannot promise on a VM whose speed drifts. The two models are independent: the peer
+  is never mixed into a Keras 3 model.
+
+  Returns:
+    dict with `case`; `runs`, per round and implementation, in the round's order: `case`
+    (with its implementation) and `examples_per_second`; `ratios` (tfbert / peer per round)
+    and `median_ratio`; `first_losses` of each implementation; `peak_rss_mib` of the
+    process (both models).
+  """
+  keras.mixed_precision.set_global_policy(case.dtype_policy)
+  tf_keras.mixed_precision.set_global_policy(case.dtype_policy)
+  keras.utils.set_random_seed(case.seed)
+  tf_keras.utils.set_random_seed(case.seed)
+  batch = {name: tf.constant(value)
+           for name, value in benchmark.synthetic_step_batch(case).items()}
+  cases = {name: dataclasses.replace(case, implementation=name)
+           for name in benchmark.IMPLEMENTATIONS}
+  steps = {"tfbert": benchmark.tfbert_step(cases["tfbert"], batch),
+           "model_garden": peer_step(cases["model_garden"], batch)}
+  first_losses = {name: step() for name, step in steps.items()}  # Traces each step.
+  for step in steps.values():
+    for _ in range(case.warmup_steps - 1):
+      step()
+  runs, ratios = [], []
+  for round_index in range(case.windows):
+    order = benchmark.IMPLEMENTATIONS[::1 if round_index % 2 == 0 else -1]
+    rates = {name: _window_rate(steps[name], case) for name in order}
+    runs += [{"case": dataclasses.asdict(cases[name]), "examples_per_second": rates[name]}
+             for name in order]
+    ratios.append(rates["tfbert"] / rates["model_garden"])
+  return {"case": dataclasses.asdict(case), "runs": runs, "ratios": ratios,
+          "median_ratio": statistics.median(ratios), "first_losses": first_losses,
+          "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}

@@ -9,7 +9,7 @@ import importlib.metadata
 import os
 import platform
 
-from tfbert import benchmark_floor, benchmark_mfu
+from tfbert import benchmark, benchmark_floor, benchmark_mfu
 
 # Distributions whose versions a benchmark depends on.
 _STACK = ("tensorflow", "keras", "tf-keras", "tf-models-official")
@@ -66,6 +66,33 @@ def format_comparison(result: dict, peak_gflops: float) -> str:
   rows.append(f"\nexamples/s ratio tfbert / Model Garden per repeat: {ratios}; median "
               f"**{result['median_ratio']:.3f}**. Peak RSS ratio tfbert / Model Garden, "
               f"median: {result['median_rss_ratio']:.3f}")
+  return "\n".join(rows)
+
+
+def format_interleaved(result: dict, peak_gflops: float) -> str:
+  """Rounds of `benchmark_peer.run_interleaved`, MFU against `peak_gflops`, and ratios."""
+  case = result["case"]
+  flops = benchmark.StepCase(**case).flops_per_example()
+  matmul = benchmark_mfu.matmul_dtype(case["dtype_policy"])
+  rows = [f"{describe_case(case)}, {case['dtype_policy']}, XLA "
+          f"{'on' if case['jit_compile'] else 'off'}: {flops / 1e9:.4g} GFLOP per training "
+          f"example; measured {matmul} matmul peak {peak_gflops:.1f} GFLOP/s; both steps in "
+          f"one process, {case['steps_per_window']} steps per window", "",
+          "| round | first | tfbert examples/s | Model Garden examples/s | tfbert MFU | "
+          "Model Garden MFU | ratio |", "|---|---|---|---|---|---|---|"]
+  runs = result["runs"]
+  for index, (a, b) in enumerate(zip(runs[0::2], runs[1::2])):
+    rate = {run["case"]["implementation"]: run["examples_per_second"] for run in (a, b)}
+    mfu = {name: benchmark_mfu.utilisation(r, flops, peak_gflops)[1] for name, r in rate.items()}
+    rows.append(f"| {index + 1} | {a['case']['implementation']} | {rate['tfbert']:.2f} | "
+                f"{rate['model_garden']:.2f} | {100 * mfu['tfbert']:.1f}% | "
+                f"{100 * mfu['model_garden']:.1f}% | {result['ratios'][index]:.3f} |")
+  ratios = ", ".join(f"{r:.3f}" for r in result["ratios"])
+  losses = result["first_losses"]
+  rows.append(f"\nexamples/s ratio tfbert / Model Garden per round: {ratios}; median "
+              f"**{result['median_ratio']:.3f}**. Loss at init: tfbert "
+              f"{losses['tfbert']:.3f}, Model Garden {losses['model_garden']:.3f}. Peak RSS "
+              f"of the process (both models): {result['peak_rss_mib']:.0f} MiB")
   return "\n".join(rows)
 
 

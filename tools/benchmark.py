@@ -5,6 +5,7 @@
   bash bootstrap.sh python tools/benchmark.py --benchmark=pretraining --dtype=float32 \
       --jit_compile=false --repeats=2
   bash bootstrap.sh python tools/benchmark.py --benchmark=squad --dtype=mixed_bfloat16
+  bash bootstrap.sh python tools/benchmark.py --benchmark=pretraining --interleave --windows=12
   bash bootstrap.sh python tools/benchmark.py --benchmark=input_pipeline
   bash bootstrap.sh python tools/benchmark.py --benchmark=postprocess \
       --squad_dev_file=../shared/data/squad_v1.1_dev_reconstructed/dev-v1.1.reconstructed.json.gz
@@ -59,10 +60,14 @@ def training_step(task: str) -> str:
   case = _step_case(task)
   peak = benchmark_mfu.measure_matmul_peak(benchmark_mfu.matmul_dtype(case.dtype_policy),
                                            f.MATMUL_SIZE.value)
-  result = benchmark.compare_with_peer(case, f.REPEATS.value)
+  if f.INTERLEAVE.value:
+    result = benchmark.run_interleaved_in_subprocess(case)
+    table = benchmark_report.format_interleaved(result, peak)
+  else:
+    result = benchmark.compare_with_peer(case, f.REPEATS.value)
+    table = benchmark_report.format_comparison(result, peak)
   floor = benchmark_floor.measure_floor(case)
-  return (f"peer: {benchmark_peer.DESCRIPTION}\n\n"
-          + benchmark_report.format_comparison(result, peak) + "\n\n"
+  return (f"peer: {benchmark_peer.DESCRIPTION}\n\n" + table + "\n\n"
           + benchmark_report.format_floor(floor, result))
 
 
