@@ -10,9 +10,9 @@ BENCHMARK = flags.DEFINE_enum(
     "RSS). pretraining / squad: tfbert's training step (MLM+NSP / span labeler) against TF "
     "Model Garden's on the same config and batch, alternated --repeats times, each run in its "
     "own process (examples/s, MFU, peak RSS, ratio), then the step's matmul floor: each of "
-    "tfbert's GEMMs timed alone, and the ratio ceiling peer step / floor. input_pipeline: examples/s of the "
-    "pretraining input pipeline on real records against the training step of the same "
-    "config. postprocess: SQuAD feature creation and postprocessing time on "
+    "tfbert's GEMMs timed alone, and the ratio ceiling peer step / floor. input_pipeline: "
+    "examples/s of the pretraining input pipeline on real records against the training "
+    "step of the same config. postprocess: SQuAD feature creation and postprocessing time on "
     "--squad_dev_file. matmul: this machine's measured float32 and bfloat16 matmul peaks. "
     "kernels: tfbert's fused kernels against the unfused ops they replace, alternated "
     "--repeats times in one process (ms per call, speed-up).")

@@ -209,14 +209,25 @@ def time_steps(step: Callable[[], float], case: StepCase) -> dict:
     loss = step()
   rates = []
   for _ in range(case.windows):
-    start = time.perf_counter()
-    for _ in range(case.steps_per_window):
-      loss = step()
-    rates.append(case.steps_per_window * case.batch_size / (time.perf_counter() - start))
+    rate, loss = window_rate(step, case)
+    rates.append(rate)
   if not (np.isfinite(first_loss) and np.isfinite(loss)):
     raise FloatingPointError(f"non-finite loss (first {first_loss}, last {loss}) in {case}")
   return {"examples_per_second": statistics.median(rates), "window_examples_per_second": rates,
           "first_loss": first_loss, "last_loss": loss}
+
+
+def window_rate(step: Callable[[], float], case: StepCase) -> tuple[float, float]:
+  """(examples/s, last loss) of one timed window of `case.steps_per_window` steps."""
+  start = time.perf_counter()
+  for _ in range(case.steps_per_window):
+    loss = step()
+  return case.steps_per_window * case.batch_size / (time.perf_counter() - start), loss
+
+
+def step_batch_tensors(case: StepCase) -> dict[str, tf.Tensor]:
+  """`synthetic_step_batch(case)` as constant Tensors, the input of either step."""
+  return {name: tf.constant(value) for name, value in synthetic_step_batch(case).items()}
 
 
 def tfbert_step(case: StepCase, batch: dict[str, tf.Tensor]) -> Callable[[], float]:
@@ -258,8 +269,7 @@ def measure_step_case(case: StepCase,
     `flops_per_example` and `wall_seconds`.
   """
   start = time.perf_counter()
-  batch = {name: tf.constant(value) for name, value in synthetic_step_batch(case).items()}
-  timing = time_steps(make_step(case, batch), case)
+  timing = time_steps(make_step(case, step_batch_tensors(case)), case)
   return {"case": dataclasses.asdict(case), **timing,
           "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
           "flops_per_example": case.flops_per_example(),

@@ -31,7 +31,6 @@ Shape legend: B batch, S sequence, P masked positions, V vocabulary.
 import dataclasses
 import resource
 import statistics
-import time
 from typing import Callable
 
 import keras
@@ -145,14 +144,6 @@ def run_step_case(case: benchmark.StepCase) -> dict:
   return benchmark.measure_step_case(case, peer_step)
 
 
-def _window_rate(step: Callable[[], float], case: benchmark.StepCase) -> float:
-  """Examples/s of one timed window of `case.steps_per_window` synchronized steps."""
-  start = time.perf_counter()
-  for _ in range(case.steps_per_window):
-    step()
-  return case.steps_per_window * case.batch_size / (time.perf_counter() - start)
-
-
 def run_interleaved(case: benchmark.StepCase) -> dict:
   """tfbert's step and the peer's in this one process, timed window by window.
 
@@ -173,8 +164,7 @@ def run_interleaved(case: benchmark.StepCase) -> dict:
   tf_keras.mixed_precision.set_global_policy(case.dtype_policy)
   keras.utils.set_random_seed(case.seed)
   tf_keras.utils.set_random_seed(case.seed)
-  batch = {name: tf.constant(value)
-           for name, value in benchmark.synthetic_step_batch(case).items()}
+  batch = benchmark.step_batch_tensors(case)
   cases = {name: dataclasses.replace(case, implementation=name)
            for name in benchmark.IMPLEMENTATIONS}
   steps = {"tfbert": benchmark.tfbert_step(cases["tfbert"], batch),
@@ -186,7 +176,7 @@ def run_interleaved(case: benchmark.StepCase) -> dict:
   runs, ratios = [], []
   for round_index in range(case.windows):
     order = benchmark.IMPLEMENTATIONS[::1 if round_index % 2 == 0 else -1]
-    rates = {name: _window_rate(steps[name], case) for name in order}
+    rates = {name: benchmark.window_rate(steps[name], case)[0] for name in order}
     runs += [{"case": dataclasses.asdict(cases[name]), "examples_per_second": rates[name]}
              for name in order]
     ratios.append(rates["tfbert"] / rates["model_garden"])

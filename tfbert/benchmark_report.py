@@ -133,7 +133,8 @@ def format_floor(floor: dict, comparison: dict) -> str:
 
   Args:
     floor: `measure_floor`'s dict.
-    comparison: `benchmark.compare_with_peer`'s dict of the same case.
+    comparison: `benchmark.compare_with_peer`'s or `benchmark_peer.run_interleaved`'s dict
+      of the same case (its `runs`).
   """
   rows = ["| GEMM | m x k x n | transposed | batch x count | ms per step | GFLOP/s |",
           "|---|---|---|---|---|---|"]
