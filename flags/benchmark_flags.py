@@ -50,8 +50,10 @@ REPEATS = flags.DEFINE_integer(
 INTERLEAVE = flags.DEFINE_boolean(
     "interleave", False, "pretraining / squad: build tfbert's step and the peer's in one "
     "process and time them window by window, the order swapped every round (--windows "
-    "rounds; --repeats unused), instead of alternating processes. The ratio is reported per "
-    "round and as their median; peak RSS is the process's, both models together.")
+    "rounds; --repeats unused), instead of alternating processes. accumulation: likewise "
+    "the big batch and the accumulated run, --applied_steps per window. The ratio is "
+    "reported per round and as their median; peak RSS is the process's, both models "
+    "together.")
 WINDOWS = flags.DEFINE_integer("windows", 5, "Timed windows per run; examples/s is their median.")
 STEPS_PER_WINDOW = flags.DEFINE_integer("steps_per_window", 2, "Training steps per window.")
 WARMUP_STEPS = flags.DEFINE_integer(
@@ -63,8 +65,9 @@ MICRO_BATCH_SIZE = flags.DEFINE_integer("micro_batch_size", 8,
                                         "accumulation: sequences per micro-step b.")
 ACCUMULATION_STEPS = flags.DEFINE_integer("accumulation_steps", 4,
                                           "accumulation: micro-steps per applied step k.")
-APPLIED_STEPS = flags.DEFINE_integer("applied_steps", 8,
-                                     "accumulation: measured applied steps.")
+APPLIED_STEPS = flags.DEFINE_integer(
+    "applied_steps", 8, "accumulation: measured applied steps (--interleave: per window, "
+    ">= 2; a window's examples/s spans its applied steps after the first).")
 ACCUMULATION_LOOP = flags.DEFINE_enum(
     "accumulation_loop", "fit", ["fit", "pretraining_run"],
     "accumulation: the training loop. fit: Keras' model.fit, one call per micro-step (the "

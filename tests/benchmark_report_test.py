@@ -81,3 +81,8 @@ def test_interleaved_rows_give_each_round_and_the_median_ratio():
   assert "| 1 | tfbert | 10.00 | 8.00 | 15.3% | 12.2% | 1.250 |" in text
   assert "| 2 | model_garden | 9.00 | 6.00 | 13.7% | 9.2% | 1.500 |" in text
   assert "median **1.375**" in text and "(both models): 1500 MiB" in text
+
+
+def test_ratio_summary_lists_each_ratio_and_bolds_the_median():
+  assert (benchmark_report.ratio_summary("ratio per pair", [1.25, 0.8996, 1.0], 1.0)
+          == "ratio per pair: 1.250, 0.900, 1.000; median **1.000**")

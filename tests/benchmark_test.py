@@ -8,20 +8,9 @@ import pytest
 
 from tfbert import benchmark
 
-TINY = benchmark.PretrainingCase(hidden_size=16, num_layers=1, num_heads=2,
-                                 intermediate_size=19, vocab_size=53, seq_length=11,
-                                 max_predictions=3, micro_batch_size=3, accumulation_steps=2,
-                                 applied_steps=2, warmup_steps=1)
 TINY_STEP = benchmark.StepCase(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=19,
                                vocab_size=53, seq_length=11, max_predictions=3, batch_size=3,
                                warmup_steps=1, windows=2, steps_per_window=1)
-
-
-def test_synthetic_batch_has_googles_features_and_shapes():
-  batch = benchmark.synthetic_batch(TINY)
-  assert batch["input_ids"].shape == (3, 11) and batch["masked_lm_ids"].shape == (3, 3)
-  assert batch["input_ids"].max() < 53 and batch["masked_lm_positions"].min() >= 1
-  assert batch["masked_lm_weights"].dtype == np.float32
 
 
 def test_squad_step_batch_shares_the_inputs_and_has_ordered_spans():
@@ -103,51 +92,3 @@ def test_compare_with_peer_alternates_the_two_and_takes_the_median_ratio():
     benchmark.compare_with_peer(TINY_STEP, 0, runner=fake_runner)
 
 
-@pytest.mark.parametrize("loop", benchmark.PRETRAINING_LOOPS)
-def test_a_case_runs_and_counts_applied_steps(loop):
-  result = benchmark.run_pretraining_case(dataclasses.replace(TINY, loop=loop))
-  assert result["applied_steps"] == 3  # 1 warm-up + 2 measured, each of 2 micro-steps
-  assert result["examples_per_second"] > 0 and result["peak_rss_mib"] > 0
-  assert result["case"]["loop"] == loop
-
-
-def test_an_unknown_loop_is_rejected_naming_the_choices():
-  with pytest.raises(ValueError, match="pretraining_run"):
-    dataclasses.replace(TINY, loop="keras")
-
-
-def test_accumulation_overhead_compares_k_times_b_with_one_step_of_kb():
-  seen = []
-
-  def fake_runner(case):
-    seen.append(case)
-    rate = 100.0 if case.accumulation_steps == 1 else 90.0
-    return {"case": dataclasses.asdict(case), "examples_per_second": rate,
-            "peak_rss_mib": 1000.0 / case.accumulation_steps}
-
-  result = benchmark.accumulation_overhead(dataclasses.replace(TINY, micro_batch_size=8), 4,
-                                           runner=fake_runner)
-  assert [(c.micro_batch_size, c.accumulation_steps) for c in seen] == [(32, 1), (8, 4)]
-  assert result["throughput_ratio"] == pytest.approx(0.9)
-  assert result["peak_rss_ratio"] == pytest.approx(0.25)
-  assert "| 1 | accumulated | 8 x 4 | 90.0 | 250 |" in benchmark.format_accumulation(result)
-
-
-def test_accumulation_overhead_alternates_and_takes_the_median_pair_ratio():
-  seen, rates = [], iter([100.0, 90.0, 50.0, 40.0, 80.0, 84.0])  # a load that drifts
-
-  def fake_runner(case):
-    seen.append(case.accumulation_steps)
-    return {"case": dataclasses.asdict(case), "examples_per_second": next(rates),
-            "peak_rss_mib": 1000.0 / case.accumulation_steps}
-
-  result = benchmark.accumulation_overhead(dataclasses.replace(TINY, micro_batch_size=8), 4,
-                                           runner=fake_runner, repeats=3)
-  assert seen == [1, 4, 1, 4, 1, 4]
-  assert result["ratios"] == pytest.approx([0.9, 0.8, 1.05])
-  assert result["throughput_ratio"] == pytest.approx(0.9)  # median of the pairs
-  text = benchmark.format_accumulation(result)
-  assert "| 3 | accumulated | 8 x 4 | 84.0 | 250 |" in text
-  assert "per pair: 0.900, 0.800, 1.050; median 0.900" in text
-  with pytest.raises(ValueError, match="repeats must be >= 1"):
-    benchmark.accumulation_overhead(TINY, 2, runner=fake_runner, repeats=0)

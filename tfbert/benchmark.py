@@ -1,24 +1,19 @@
-"""Training-throughput benchmarks, measured as ratios against a peer in the same run.
+"""Training-step throughput against TF Model Garden, measured as ratios in the same run.
 
-Every case runs in its own process (`run_case_in_subprocess`, `run_step_case_in_subprocess`),
-so that its peak RSS belongs to that case alone. Two kinds of case:
+A `StepCase` is one training step of tfbert or of its peer (`tfbert.benchmark_peer`): a
+`tf.function` (optionally XLA-compiled), called on a fixed synthetic batch and synchronized
+each step by reading its loss; after `warmup_steps` steps, `windows` windows of
+`steps_per_window` steps are timed and examples/s is the median over the windows. tfbert's
+step is the model's own `train_step` with the optimizer stack of a real run
+(`tfbert.optimization.create_optimizer`: AdamW, weight decay 0.01, global-norm clipping
+1.0); Model Garden's is its task `train_step`. Both get the same batch (same seed). Every
+case runs in its own process (`run_step_case_in_subprocess`), so that its peak RSS belongs
+to it alone; `compare_with_peer` alternates them (tfbert, peer, tfbert, peer, ...), so that
+a load that drifts during the run hits both, and reports each pair's ratio and their median.
+`benchmark_peer.run_interleaved` times both in one process instead, window by window.
+Gradient-accumulation overhead is `tfbert.benchmark_accumulation`.
 
-* `PretrainingCase` (gradient accumulation overhead): a number of applied steps on
-  synthetic data, through `model.fit` (the fine-tuning tools' loop, one call per
-  micro-step) or through `tfbert.pretraining_run`'s loop (one `tf.function` running the
-  micro-steps in a `tf.range` loop); examples/s is the median over applied steps after
-  warm-up (one applied step = `accumulation_steps` micro-steps).
-* `StepCase` (tfbert against TF Model Garden): one training step, a `tf.function`
-  (optionally XLA-compiled), called on a fixed synthetic batch and synchronized each step
-  by reading its loss; after `warmup_steps` steps, `windows` windows of `steps_per_window`
-  steps are timed and examples/s is the median over the windows. tfbert's step is the
-  model's own `train_step` with the optimizer stack of a real run (`tfbert.optimization.
-  create_optimizer`: AdamW, weight decay 0.01, global-norm clipping 1.0); Model Garden's
-  (`tfbert.benchmark_peer`) is its task `train_step`. Both get the same batch (same seed).
-  `compare_with_peer` alternates them (tfbert, peer, tfbert, peer, ...), so that a load
-  that drifts during the run hits both, and reports each pair's ratio and their median.
-
-Both kinds import what a real run imports (tensorflow_text comes with the fine-tuning
+Cases import what a real run imports (tensorflow_text comes with the fine-tuning
 modules), and so does the peer (Model Garden imports it too).
 
 Shape legend: B batch, S sequence, P masked positions.
@@ -38,7 +33,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert import benchmark_mfu, fine_tuning, optimization, pretraining_run, squad_run
+from tfbert import benchmark_mfu, fine_tuning, optimization, squad_run
 from tfbert.config import BertConfig
 from tfbert.models import BertPretrainer, BertSpanLabeler
 
@@ -46,42 +41,7 @@ IMPLEMENTATIONS = ("tfbert", "model_garden")
 # The module whose `run_step_case` runs a StepCase of each implementation.
 STEP_RUNNERS = {"tfbert": "tfbert.benchmark", "model_garden": "tfbert.benchmark_peer"}
 # Schedule length of the timed optimizers (long enough not to reach its end).
-_TOTAL_STEPS = 10000
-
-
-@dataclasses.dataclass(frozen=True)
-class PretrainingCase:
-  """One pretraining throughput measurement.
-
-  Attributes:
-    hidden_size, num_layers, num_heads, intermediate_size, vocab_size: the model (H/L/A/I/V).
-    seq_length, max_predictions: input shape (S, P).
-    micro_batch_size: sequences per micro-step (b).
-    accumulation_steps: micro-steps per applied step (k); examples per applied step = k*b.
-    applied_steps: measured applied steps (after `warmup_steps` applied steps).
-    dtype_policy: "float32" or "mixed_bfloat16".
-    loop: "fit" (`model.fit`) or "pretraining_run" (`tfbert.pretraining_run`'s loop).
-  """
-  hidden_size: int = 256
-  num_layers: int = 4
-  num_heads: int = 4
-  intermediate_size: int = 1024
-  vocab_size: int = 30522
-  seq_length: int = 128
-  max_predictions: int = 20
-  micro_batch_size: int = 32
-  accumulation_steps: int = 1
-  applied_steps: int = 8
-  warmup_steps: int = 2
-  dtype_policy: str = "float32"
-  loop: str = "fit"
-
-  def __post_init__(self):
-    if self.loop not in PRETRAINING_LOOPS:
-      raise ValueError(f"loop must be one of {PRETRAINING_LOOPS}, got {self.loop!r}")
-
-
-PRETRAINING_LOOPS = ("fit", "pretraining_run")
+TOTAL_STEPS = 10000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,8 +115,9 @@ DEFAULT_CASES = {
 }
 
 
-def _pretraining_arrays(b: int, s: int, p: int, vocab_size: int,
-                        seed: int) -> dict[str, np.ndarray]:
+def pretraining_arrays(b: int, s: int, p: int, vocab_size: int,
+                       seed: int) -> dict[str, np.ndarray]:
+  """Random pretraining features with google-research/bert's names, from `seed`."""
   rng = np.random.default_rng(seed)
   return {
       "input_ids": rng.integers(0, vocab_size, (b, s)).astype(np.int32),         # [B, S]
@@ -169,21 +130,15 @@ def _pretraining_arrays(b: int, s: int, p: int, vocab_size: int,
   }
 
 
-def synthetic_batch(case: PretrainingCase, seed: int = 0) -> dict[str, np.ndarray]:
-  """One micro-batch of random pretraining features with google-research/bert's names."""
-  return _pretraining_arrays(case.micro_batch_size, case.seq_length, case.max_predictions,
-                             case.vocab_size, seed)
-
-
 def synthetic_step_batch(case: StepCase) -> dict[str, np.ndarray]:
   """The batch a StepCase trains on, from `case.seed`.
 
   Returns:
-    Pretraining: as `synthetic_batch`. SQuAD: int32 `input_ids`, `input_mask`, `segment_ids`
+    Pretraining: `pretraining_arrays`. SQuAD: int32 `input_ids`, `input_mask`, `segment_ids`
     [B, S] (the same arrays as for pretraining) and `start_positions` <= `end_positions` [B].
   """
   b, s = case.batch_size, case.seq_length
-  arrays = _pretraining_arrays(b, s, case.max_predictions, case.vocab_size, case.seed)
+  arrays = pretraining_arrays(b, s, case.max_predictions, case.vocab_size, case.seed)
   if case.task == "pretraining":
     return arrays
   spans = np.sort(np.random.default_rng(case.seed + 1).integers(0, s, (b, 2)), axis=1)
@@ -244,13 +199,13 @@ def tfbert_step(case: StepCase, batch: dict[str, tf.Tensor]) -> Callable[[], flo
     model, data = BertPretrainer(config), batch
     model.build()
     model.compile(optimizer=optimization.create_optimizer(optimization.OptimizerConfig(
-        name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=_TOTAL_STEPS)))
+        name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=TOTAL_STEPS)))
   else:
     model = BertSpanLabeler(config)
     model.build()
     run = fine_tuning.FineTuningConfig(output_dir="", learning_rate=1e-4)
     model.compile(
-        optimizer=optimization.create_optimizer(run.optimizer_config(_TOTAL_STEPS)),
+        optimizer=optimization.create_optimizer(run.optimizer_config(TOTAL_STEPS)),
         loss={name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
               for name in squad_run.OUTPUT_NAMES},
         loss_weights={name: 0.5 for name in squad_run.OUTPUT_NAMES}, jit_compile=False)
@@ -285,64 +240,7 @@ def run_step_case(case: StepCase) -> dict:
   return measure_step_case(case, tfbert_step)
 
 
-class _StepTimer(keras.callbacks.Callback):
-  def __init__(self):
-    super().__init__()
-    self.times = []
-
-  def on_train_batch_end(self, batch, logs=None):
-    self.times.append(time.perf_counter())
-
-
-def _pretraining_run_loop(model, dataset, case: PretrainingCase) -> list[float]:
-  """Applied steps as `tfbert.pretraining_run` runs them; returns the end time of each.
-
-  Its `graph_micro_steps` runs an applied step's k micro-steps in one call; reading the
-  optimizer's step count after each call synchronizes.
-  """
-  model.build()  # Variables cannot be created inside the tf.range loop.
-  model.optimizer.build(model.trainable_variables)
-  iterator = iter(dataset)
-  micro_steps = pretraining_run.graph_micro_steps(tf.distribute.get_strategy(),
-                                                  tf.function(model.train_step))
-  ends = []
-  for step in range(case.warmup_steps + case.applied_steps):
-    micro_steps(iterator, tf.constant(case.accumulation_steps))
-    int(model.optimizer.iterations.numpy())
-    if step >= case.warmup_steps - 1:
-      ends.append(time.perf_counter())
-  return ends
-
-
-def run_pretraining_case(case: PretrainingCase) -> dict:
-  """Trains `case` in this process; returns examples/s, peak RSS and the case."""
-  keras.mixed_precision.set_global_policy(case.dtype_policy)
-  config = BertConfig(vocab_size=case.vocab_size, hidden_size=case.hidden_size,
-                      num_hidden_layers=case.num_layers, num_attention_heads=case.num_heads,
-                      intermediate_size=case.intermediate_size,
-                      max_position_embeddings=max(512, case.seq_length))
-  model = BertPretrainer(config)
-  total = (case.applied_steps + case.warmup_steps) * case.accumulation_steps
-  model.compile(optimizer=optimization.create_optimizer(optimization.OptimizerConfig(
-      name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=total,
-      accumulation_steps=case.accumulation_steps, accumulation_reduction="sum")))
-  dataset = tf.data.Dataset.from_tensors(synthetic_batch(case)).repeat()
-  k = case.accumulation_steps
-  start = time.perf_counter()
-  if case.loop == "fit":
-    timer = _StepTimer()
-    model.fit(dataset, steps_per_epoch=total, epochs=1, verbose=0, callbacks=[timer])
-    ends = timer.times[k * case.warmup_steps - 1::k]  # end of each applied step from warm-up on
-  else:
-    ends = _pretraining_run_loop(model, dataset, case)
-  rates = [k * case.micro_batch_size / (b - a) for a, b in zip(ends, ends[1:])]
-  return {"case": dataclasses.asdict(case), "examples_per_second": statistics.median(rates),
-          "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-          "wall_seconds": time.perf_counter() - start,
-          "applied_steps": int(model.optimizer.iterations.numpy())}
-
-
-def _run_in_subprocess(code: str, argument: dict, timeout: float) -> dict:
+def run_in_subprocess(code: str, argument: dict, timeout: float) -> dict:
   """Runs `code` (which prints "RESULT <json>") in a fresh Python; returns that JSON."""
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   env = dict(os.environ, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="2")
@@ -354,21 +252,13 @@ def _run_in_subprocess(code: str, argument: dict, timeout: float) -> dict:
   return json.loads(lines[-1][len("RESULT "):])
 
 
-def run_case_in_subprocess(case: PretrainingCase, timeout: float = 1800.0) -> dict:
-  """Runs `run_pretraining_case` in a fresh process (own peak RSS); returns its result."""
-  code = ("import json, sys; from tfbert import benchmark; "
-          "case = benchmark.PretrainingCase(**json.loads(sys.argv[1])); "
-          "print('RESULT ' + json.dumps(benchmark.run_pretraining_case(case)))")
-  return _run_in_subprocess(code, dataclasses.asdict(case), timeout)
-
-
 def run_step_case_in_subprocess(case: StepCase, timeout: float = 3600.0) -> dict:
   """Runs `case` in a fresh process with its implementation's `run_step_case`."""
   code = (f"import json, sys; import {STEP_RUNNERS[case.implementation]} as runner; "
           "from tfbert import benchmark; "
           "case = benchmark.StepCase(**json.loads(sys.argv[1])); "
           "print('RESULT ' + json.dumps(runner.run_step_case(case)))")
-  return _run_in_subprocess(code, dataclasses.asdict(case), timeout)
+  return run_in_subprocess(code, dataclasses.asdict(case), timeout)
 
 
 def run_interleaved_in_subprocess(case: StepCase, timeout: float = 3600.0) -> dict:
@@ -376,10 +266,10 @@ def run_interleaved_in_subprocess(case: StepCase, timeout: float = 3600.0) -> di
   code = ("import json, sys; from tfbert import benchmark, benchmark_peer; "
           "case = benchmark.StepCase(**json.loads(sys.argv[1])); "
           "print('RESULT ' + json.dumps(benchmark_peer.run_interleaved(case)))")
-  return _run_in_subprocess(code, dataclasses.asdict(case), timeout)
+  return run_in_subprocess(code, dataclasses.asdict(case), timeout)
 
 
-def _alternate(first, second, repeats: int, runner, numerator: int) -> dict:
+def alternate(first, second, repeats: int, runner, numerator: int) -> dict:
   """Runs first, second, first, second, ... (`repeats` pairs) and compares each pair.
 
   Alternation puts a load that drifts during the run on both sides of every pair.
@@ -406,50 +296,14 @@ def _alternate(first, second, repeats: int, runner, numerator: int) -> dict:
           "median_rss_ratio": statistics.median(rss_ratios)}
 
 
-def accumulation_overhead(case: PretrainingCase, accumulation_steps: int,
-                          runner=run_case_in_subprocess, repeats: int = 1) -> dict:
-  """k micro-steps of b against one step of k*b, same model, alternated `repeats` times.
-
-  Runs big batch, accumulated, big batch, accumulated, ... (`_alternate`; one pair on this
-  2-core VM ranged 0.77-1.03, BENCHMARKS.md).
-
-  Returns:
-    `_alternate`'s dict (ratios accumulated / big batch), plus `big_batch` and
-    `accumulated` (the first pair's results), `throughput_ratio` (= `median_ratio`) and
-    `peak_rss_ratio` (= `median_rss_ratio`).
-  """
-  big = dataclasses.replace(case, micro_batch_size=case.micro_batch_size * accumulation_steps,
-                            accumulation_steps=1)
-  small = dataclasses.replace(case, accumulation_steps=accumulation_steps)
-  result = _alternate(big, small, repeats, runner, numerator=1)
-  return {**result, "big_batch": result["pairs"][0][0], "accumulated": result["pairs"][0][1],
-          "throughput_ratio": result["median_ratio"],
-          "peak_rss_ratio": result["median_rss_ratio"]}
-
-
 def compare_with_peer(case: StepCase, repeats: int,
                       runner=run_step_case_in_subprocess) -> dict:
   """tfbert and the Model Garden peer on `case`, alternated `repeats` times.
 
   Returns:
-    `_alternate`'s dict: `runs` in run order (tfbert, peer, tfbert, peer, ...), `ratios`
+    `alternate`'s dict: `runs` in run order (tfbert, peer, tfbert, peer, ...), `ratios`
     (tfbert / peer examples/s of each pair), `median_ratio`, `rss_ratios` and
     `median_rss_ratio` (tfbert / peer peak RSS).
   """
   ours, peer = (dataclasses.replace(case, implementation=name) for name in IMPLEMENTATIONS)
-  return _alternate(ours, peer, repeats, runner, numerator=0)
-
-
-def format_accumulation(result: dict) -> str:
-  """A Markdown table (one row per run) and the median ratios, for BENCHMARKS.md."""
-  rows = ["| pair | run | micro-batch x k | examples/s | peak RSS (MiB) |", "|---|---|---|---|---|"]
-  for index, pair in enumerate(result["pairs"], start=1):
-    for name, r in zip(("big_batch", "accumulated"), pair):
-      c = r["case"]
-      rows.append(f"| {index} | {name} | {c['micro_batch_size']} x {c['accumulation_steps']} | "
-                  f"{r['examples_per_second']:.1f} | {r['peak_rss_mib']:.0f} |")
-  per_pair = ", ".join(f"{r:.3f}" for r in result["ratios"])
-  rows.append(f"\nthroughput ratio (accumulated / big batch) per pair: {per_pair}; median "
-              f"{result['throughput_ratio']:.3f}; peak RSS ratio (median): "
-              f"{result['peak_rss_ratio']:.3f}")
-  return "\n".join(rows)
+  return alternate(ours, peer, repeats, runner, numerator=0)

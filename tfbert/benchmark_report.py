@@ -8,6 +8,7 @@ import datetime
 import importlib.metadata
 import os
 import platform
+from typing import Sequence
 
 from tfbert import benchmark, benchmark_floor, benchmark_mfu
 
@@ -31,6 +32,11 @@ def machine_description() -> str:
       versions.append(f"{package} (not installed)")
   return (f"{datetime.date.today().isoformat()}; machine: {cpu}, {os.cpu_count()} cores; "
           + ", ".join(versions) + f", Python {platform.python_version()}")
+
+
+def ratio_summary(what: str, ratios: Sequence[float], median: float) -> str:
+  """"<what>: r1, r2, ...; median **m**", ratios to three decimals."""
+  return f"{what}: {', '.join(f'{r:.3f}' for r in ratios)}; median **{median:.3f}**"
 
 
 def describe_case(case: dict) -> str:
@@ -62,10 +68,10 @@ def format_comparison(result: dict, peak_gflops: float) -> str:
                 f"{case['implementation']} | {run['examples_per_second']:.2f} | {windows} | "
                 f"{achieved:.3g} | {100 * mfu:.1f}% | {run['peak_rss_mib']:.0f} | "
                 f"{run['first_loss']:.3f} |")
-  ratios = ", ".join(f"{r:.3f}" for r in result["ratios"])
-  rows.append(f"\nexamples/s ratio tfbert / Model Garden per repeat: {ratios}; median "
-              f"**{result['median_ratio']:.3f}**. Peak RSS ratio tfbert / Model Garden, "
-              f"median: {result['median_rss_ratio']:.3f}")
+  rows.append("\n" + ratio_summary("examples/s ratio tfbert / Model Garden per repeat",
+                                    result["ratios"], result["median_ratio"])
+              + f". Peak RSS ratio tfbert / Model Garden, median: "
+              f"{result['median_rss_ratio']:.3f}")
   return "\n".join(rows)
 
 
@@ -87,10 +93,10 @@ def format_interleaved(result: dict, peak_gflops: float) -> str:
     rows.append(f"| {index + 1} | {a['case']['implementation']} | {rate['tfbert']:.2f} | "
                 f"{rate['model_garden']:.2f} | {100 * mfu['tfbert']:.1f}% | "
                 f"{100 * mfu['model_garden']:.1f}% | {result['ratios'][index]:.3f} |")
-  ratios = ", ".join(f"{r:.3f}" for r in result["ratios"])
   losses = result["first_losses"]
-  rows.append(f"\nexamples/s ratio tfbert / Model Garden per round: {ratios}; median "
-              f"**{result['median_ratio']:.3f}**. Loss at init: tfbert "
+  rows.append("\n" + ratio_summary("examples/s ratio tfbert / Model Garden per round",
+                                    result["ratios"], result["median_ratio"])
+              + f". Loss at init: tfbert "
               f"{losses['tfbert']:.3f}, Model Garden {losses['model_garden']:.3f}. Peak RSS "
               f"of the process (both models): {result['peak_rss_mib']:.0f} MiB")
   return "\n".join(rows)

@@ -2,6 +2,8 @@
 
   bash bootstrap.sh python tools/benchmark.py --benchmark=accumulation \
       --micro_batch_size=8 --accumulation_steps=4
+  bash bootstrap.sh python tools/benchmark.py --benchmark=accumulation \
+      --micro_batch_size=8 --accumulation_steps=4 --interleave --windows=12 --applied_steps=3
   bash bootstrap.sh python tools/benchmark.py --benchmark=pretraining --dtype=float32 \
       --jit_compile=false --repeats=2
   bash bootstrap.sh python tools/benchmark.py --benchmark=squad --dtype=mixed_bfloat16
@@ -25,9 +27,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 
 from flags import benchmark_flags as f  # noqa: E402
-from tfbert import (benchmark, benchmark_data, benchmark_floor,  # noqa: E402
-                    benchmark_kernels, benchmark_mfu, benchmark_peer, benchmark_report,
-                    squad_features)
+from tfbert import (benchmark, benchmark_accumulation, benchmark_data,  # noqa: E402
+                    benchmark_floor, benchmark_kernels, benchmark_mfu, benchmark_peer,
+                    benchmark_report, squad_features)
 
 
 def _shape_overrides() -> dict:
@@ -47,13 +49,17 @@ def _step_case(task: str) -> benchmark.StepCase:
 
 
 def accumulation() -> str:
-  case = benchmark.PretrainingCase(
+  case = benchmark_accumulation.PretrainingCase(
       **_shape_overrides(), micro_batch_size=f.MICRO_BATCH_SIZE.value,
       applied_steps=f.APPLIED_STEPS.value, warmup_steps=f.WARMUP_STEPS.value,
       dtype_policy=f.DTYPE.value, loop=f.ACCUMULATION_LOOP.value)
-  return benchmark.format_accumulation(
-      benchmark.accumulation_overhead(case, f.ACCUMULATION_STEPS.value,
-                                      repeats=f.REPEATS.value))
+  if f.INTERLEAVE.value:
+    return benchmark_accumulation.format_interleaved(
+        benchmark_accumulation.run_interleaved_in_subprocess(
+            case, f.ACCUMULATION_STEPS.value, rounds=f.WINDOWS.value))
+  return benchmark_accumulation.format_accumulation(
+      benchmark_accumulation.accumulation_overhead(case, f.ACCUMULATION_STEPS.value,
+                                                   repeats=f.REPEATS.value))
 
 
 def training_step(task: str) -> str:
