@@ -45,14 +45,36 @@ TOTAL_STEPS = 10000
 
 
 @dataclasses.dataclass(frozen=True)
-class StepCase:
-  """One training-step throughput measurement (tfbert or its Model Garden peer).
+class ModelShape:
+  """The model and input shape a benchmark case trains (the issue's small BERT by default).
 
   Attributes:
-    task: "pretraining" (MLM + NSP heads) or "squad" (span labeler).
-    implementation: "tfbert" or "model_garden".
     vocab_size, hidden_size, num_layers, num_heads, intermediate_size: the model (V/H/L/A/I).
     seq_length, max_predictions: input shape (S, P; P only matters for pretraining).
+  """
+  vocab_size: int = 30522
+  hidden_size: int = 256
+  num_layers: int = 4
+  num_heads: int = 4
+  intermediate_size: int = 1024
+  seq_length: int = 128
+  max_predictions: int = 20
+
+  def bert_config(self) -> BertConfig:
+    """tfbert's config of the model (dropout 0.1 and tanh-gelu: the peer's settings)."""
+    return BertConfig(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
+                      num_hidden_layers=self.num_layers, num_attention_heads=self.num_heads,
+                      intermediate_size=self.intermediate_size, type_vocab_size=2,
+                      max_position_embeddings=max(512, self.seq_length))
+
+
+@dataclasses.dataclass(frozen=True)
+class StepCase(ModelShape):
+  """One training-step throughput measurement (tfbert or its Model Garden peer).
+
+  Attributes (besides `ModelShape`'s):
+    task: "pretraining" (MLM + NSP heads) or "squad" (span labeler).
+    implementation: "tfbert" or "model_garden".
     batch_size: B, examples per step.
     dtype_policy: "float32" or "mixed_bfloat16".
     jit_compile: compile the step with XLA.
@@ -62,13 +84,6 @@ class StepCase:
   """
   task: str = "pretraining"
   implementation: str = "tfbert"
-  vocab_size: int = 30522
-  hidden_size: int = 256
-  num_layers: int = 4
-  num_heads: int = 4
-  intermediate_size: int = 1024
-  seq_length: int = 128
-  max_predictions: int = 20
   batch_size: int = 32
   dtype_policy: str = "float32"
   jit_compile: bool = False
@@ -91,13 +106,6 @@ class StepCase:
     ] if not ok]
     if errors:
       raise ValueError(f"Invalid StepCase {self}: {'; '.join(errors)}")
-
-  def bert_config(self) -> BertConfig:
-    """tfbert's config of the model (dropout 0.1 and tanh-gelu: the peer's settings)."""
-    return BertConfig(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
-                      num_hidden_layers=self.num_layers, num_attention_heads=self.num_heads,
-                      intermediate_size=self.intermediate_size, type_vocab_size=2,
-                      max_position_embeddings=max(512, self.seq_length))
 
   def flops_per_example(self) -> int:
     """Analytic training FLOPs of one example (`benchmark_mfu`)."""

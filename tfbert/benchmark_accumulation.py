@@ -29,7 +29,6 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import benchmark, benchmark_report, optimization, pretraining_run
-from tfbert.config import BertConfig
 from tfbert.models import BertPretrainer
 
 PRETRAINING_LOOPS = ("fit", "pretraining_run")
@@ -38,12 +37,10 @@ SIDES = ("big_batch", "accumulated")
 
 
 @dataclasses.dataclass(frozen=True)
-class PretrainingCase:
+class PretrainingCase(benchmark.ModelShape):
   """One pretraining throughput measurement.
 
-  Attributes:
-    hidden_size, num_layers, num_heads, intermediate_size, vocab_size: the model (H/L/A/I/V).
-    seq_length, max_predictions: input shape (S, P).
+  Attributes (besides `benchmark.ModelShape`'s):
     micro_batch_size: sequences per micro-step (b).
     accumulation_steps: micro-steps per applied step (k); examples per applied step = k*b.
     applied_steps: measured applied steps (after `warmup_steps` applied steps); with
@@ -51,13 +48,6 @@ class PretrainingCase:
     dtype_policy: "float32" or "mixed_bfloat16".
     loop: one of `PRETRAINING_LOOPS`.
   """
-  hidden_size: int = 256
-  num_layers: int = 4
-  num_heads: int = 4
-  intermediate_size: int = 1024
-  vocab_size: int = 30522
-  seq_length: int = 128
-  max_predictions: int = 20
   micro_batch_size: int = 32
   accumulation_steps: int = 1
   applied_steps: int = 8
@@ -98,11 +88,7 @@ class _Trainer:
 
   def __init__(self, case: PretrainingCase):
     self.case = case
-    config = BertConfig(vocab_size=case.vocab_size, hidden_size=case.hidden_size,
-                        num_hidden_layers=case.num_layers, num_attention_heads=case.num_heads,
-                        intermediate_size=case.intermediate_size,
-                        max_position_embeddings=max(512, case.seq_length))
-    self.model = BertPretrainer(config)
+    self.model = BertPretrainer(case.bert_config())
     self.model.compile(optimizer=optimization.create_optimizer(optimization.OptimizerConfig(
         name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=benchmark.TOTAL_STEPS,
         accumulation_steps=case.accumulation_steps, accumulation_reduction="sum")))
