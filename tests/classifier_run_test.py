@@ -13,12 +13,11 @@ import os
 import subprocess
 import sys
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import glue_synthetic
+from tests import glue_synthetic, helpers
 from tfbert import (BertClassifier, BertPretrainer, classifier_run, glue_data,
                     google_checkpoint, huggingface, pretrained)
 from tfbert.config import BertConfig
@@ -296,10 +295,6 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(m
   np.testing.assert_allclose(np.sum(report["probabilities"], axis=1), 1.0, atol=1e-6)
 
 
-def _trained_weights(path):
-  return google_checkpoint.google_weights(keras.saving.load_model(str(path / "model.keras")))
-
-
 def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_path):
   # One_device strategy as in the benchmark; 37 examples, so epochs start mid-batch.
   glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(37, seed=3))
@@ -308,8 +303,7 @@ def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_pat
       max_train_steps=7, num_train_epochs=3.0, clip_norm=0.5))
           for k in (1, 4)}
   assert runs[1]["train"]["steps"] == runs[4]["train"]["steps"] == 7
-  big, accumulated = _trained_weights(tmp_path / "k1"), _trained_weights(tmp_path / "k4")
-  deviation = max(float(np.abs(big[n] - accumulated[n]).max()) for n in big)
+  deviation = helpers.saved_weight_deviation(tmp_path / "k1", tmp_path / "k4")
   # As in squad_run_test: float32 summation order, lifted by Adam, measured ~1e-6; other
   # examples in other windows move weights by ~1e-2.
   assert deviation < 2e-5, deviation

@@ -4,11 +4,14 @@ Odd sizes (batch 13, seq 7, hidden 32, intermediate 37, vocab 101) make a swappe
 loudly instead of broadcasting silently.
 """
 
+import os
+
+import keras
 import numpy as np
 
 from tests import numpy_reference
 from tfbert.config import BertConfig
-from tfbert.google_checkpoint import assign_google_weights
+from tfbert.google_checkpoint import assign_google_weights, google_weights
 
 # initializer_range 0.2: with 0.02 activations stay near 0, attention is almost uniform and
 # the two GELU flavours agree to ~1e-6 (see numpy_reference.random_google_weights), which
@@ -42,3 +45,10 @@ def loaded(model, weights, **kwargs):
 
 def max_abs_diff(a, b) -> float:
   return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
+
+
+def saved_weight_deviation(output_a, output_b) -> float:
+  """Largest |difference| of any weight between two runs' `model.keras` (Google names)."""
+  a, b = (google_weights(keras.saving.load_model(os.path.join(str(d), "model.keras")))
+          for d in (output_a, output_b))
+  return max(max_abs_diff(a[name], b[name]) for name in a)

@@ -14,11 +14,11 @@ import os
 import subprocess
 import sys
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import helpers
 from tfbert import (BertPretrainer, BertSpanLabeler, fine_tuning, google_checkpoint,
                     huggingface, pretrained, squad_features, squad_postprocess, squad_run)
 from tfbert.config import BertConfig
@@ -167,9 +167,14 @@ def _read(path):
 
 @pytest.mark.slow  # ~45 s: 3 runs, one of them 602 training steps.
 def test_tiny_model_learns_far_above_its_untrained_baseline(squad_files):
+  # Learning rate 1e-3: at 3e-3 the outcome hung on float32 summation order. With seed 7
+  # (this config's) the run ended at loss 0.77 and F1 68.5 on an AMD Zen 4 CPU, though it
+  # passed in CI; seeds 1-6 and 8 reached loss <= 0.03 there. At 1e-3, seeds 1-8 all
+  # reached loss <= 0.006 and F1 >= 98.3 on that CPU: the thresholds below hold widely.
   untrained = squad_run.run_squad(_run_config(squad_files, "untrained", do_predict=True))
   trained = squad_run.run_squad(_run_config(squad_files, "trained", do_train=True,
-                                            do_predict=True, num_train_epochs=8.0))
+                                            do_predict=True, num_train_epochs=8.0,
+                                            learning_rate=1e-3))
   baseline, f1 = untrained["scores"]["f1"], trained["scores"]["f1"]
   assert f1 > baseline + 50 and f1 > 80, (baseline, f1)
   assert trained["train"]["steps"] == 8 * 1204 // 16 and trained["train"]["loss"] < 0.5
@@ -218,11 +223,6 @@ def test_tool_trains_mirrored_with_accumulation_predicts_and_prints_scores(tmp_p
   assert os.path.exists(export_dir / "saved_model.pb")
 
 
-def _trained_weights(tmp_path, output):
-  model = keras.saving.load_model(str(tmp_path / output / "model.keras"))
-  return google_checkpoint.google_weights(model)
-
-
 def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_path):
   # The benchmark's set-up in small: one_device strategy (Keras' fit draws a first batch
   # from a throw-away iterator to build the model), AdamW, warmup, clipping, weight decay;
@@ -235,8 +235,7 @@ def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_pat
                                             max_query_length=16)))
           for k in (1, 4)}
   assert runs[1]["train"]["steps"] == runs[4]["train"]["steps"] == 7
-  big, accumulated = _trained_weights(tmp_path, "k1"), _trained_weights(tmp_path, "k4")
-  deviation = max(float(np.abs(big[n] - accumulated[n]).max()) for n in big)
+  deviation = helpers.saved_weight_deviation(tmp_path / "k1", tmp_path / "k4")
   # Measured ~2e-6 (float32 sums in another order, lifted by Adam's normalization on tiny
   # gradients); before epochs were a pure function of the seed, k=4 trained on other
   # examples and deviated by 2e-2, more than training moved the weights (1.3e-2).
