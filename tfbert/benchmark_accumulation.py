@@ -93,7 +93,7 @@ class _Trainer:
         name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=benchmark.TOTAL_STEPS,
         accumulation_steps=case.accumulation_steps, accumulation_reduction="sum")))
     self.dataset = tf.data.Dataset.from_tensors(synthetic_batch(case)).repeat()
-    self._micro_steps = None
+    self._iterator, self._micro_steps = None, None  # The pretraining_run loop's, once built.
 
   @property
   def applied_steps(self) -> int:
@@ -113,8 +113,11 @@ class _Trainer:
     return timer.times[k - 1::k]
 
   def _pretraining_run_loop(self, applied_steps: int) -> list[float]:
-    """Its `graph_micro_steps` runs an applied step's k micro-steps in one call; reading
-    the optimizer's step count after each call synchronizes."""
+    """`tfbert.pretraining_run`'s loop: one call runs an applied step's k micro-steps.
+
+    `graph_micro_steps` loops over them in the graph; reading the optimizer's step count
+    after each call synchronizes.
+    """
     if self._micro_steps is None:
       self.model.build()  # Variables cannot be created inside the tf.range loop.
       self.model.optimizer.build(self.model.trainable_variables)
