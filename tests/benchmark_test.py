@@ -2,6 +2,7 @@
 
 import dataclasses
 import math
+import resource
 
 import numpy as np
 import pytest
@@ -92,3 +93,22 @@ def test_compare_with_peer_alternates_the_two_and_takes_the_median_ratio():
     benchmark.compare_with_peer(TINY_STEP, 0, runner=fake_runner)
 
 
+
+
+def test_alternating_rounds_swap_the_order_every_round():
+  calls = []
+
+  def window(side):
+    calls.append(side)
+    return float(len(calls))
+
+  rounds = benchmark.alternating_rounds(("a", "b"), window, 3)
+  assert calls == ["a", "b", "b", "a", "a", "b"]
+  assert rounds == [[("a", 1.0), ("b", 2.0)], [("b", 3.0), ("a", 4.0)],
+                    [("a", 5.0), ("b", 6.0)]]
+  assert benchmark.alternating_rounds(("a", "b"), window, 0) == []
+
+
+def test_peak_rss_is_this_process_in_mib():
+  expected = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+  assert expected <= benchmark.peak_rss_mib() < expected + 64  # ru_maxrss only grows.

@@ -27,7 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 import keras
 import numpy as np
@@ -188,6 +188,25 @@ def window_rate(step: Callable[[], float], case: StepCase) -> tuple[float, float
   return case.steps_per_window * case.batch_size / (time.perf_counter() - start), loss
 
 
+def alternating_rounds(sides: Sequence[str], window: Callable[[str], float],
+                       rounds: int) -> list[list[tuple[str, float]]]:
+  """`window(side)` (examples/s of one timed window) for every side, round by round.
+
+  The order is swapped every round (`sides`, reversed, `sides`, ...), so that a slowdown of
+  the machine that lasts a window or more hits both sides of a round.
+
+  Returns:
+    Per round, [(side, examples/s)] in the round's order.
+  """
+  return [[(side, window(side)) for side in sides[::1 if index % 2 == 0 else -1]]
+          for index in range(rounds)]
+
+
+def peak_rss_mib() -> float:
+  """Peak resident set size of this process so far, in MiB."""
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
 def step_batch_tensors(case: StepCase) -> dict[str, tf.Tensor]:
   """`synthetic_step_batch(case)` as constant Tensors, the input of either step."""
   return {name: tf.constant(value) for name, value in synthetic_step_batch(case).items()}
@@ -234,7 +253,7 @@ def measure_step_case(case: StepCase,
   start = time.perf_counter()
   timing = time_steps(make_step(case, step_batch_tensors(case)), case)
   return {"case": dataclasses.asdict(case), **timing,
-          "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+          "peak_rss_mib": peak_rss_mib(),
           "flops_per_example": case.flops_per_example(),
           "wall_seconds": time.perf_counter() - start}
 

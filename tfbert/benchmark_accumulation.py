@@ -20,7 +20,6 @@ Shape legend: b micro-batch, k accumulation steps, S sequence, P masked position
 """
 
 import dataclasses
-import resource
 import statistics
 import time
 
@@ -127,7 +126,7 @@ class _Trainer:
     count, ends = tf.constant(self.case.accumulation_steps), []
     for _ in range(applied_steps):
       self._micro_steps(self._iterator, count)
-      int(self.model.optimizer.iterations.numpy())  # Synchronizes.
+      _ = self.applied_steps  # Reading the step count synchronizes.
       ends.append(time.perf_counter())
     return ends
 
@@ -149,7 +148,7 @@ def run_pretraining_case(case: PretrainingCase) -> dict:
   ends = trainer.train(case.warmup_steps + case.applied_steps)[case.warmup_steps - 1:]
   rates = [trainer.rate([a, b]) for a, b in zip(ends, ends[1:])]
   return {"case": dataclasses.asdict(case), "examples_per_second": statistics.median(rates),
-          "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+          "peak_rss_mib": benchmark.peak_rss_mib(),
           "wall_seconds": time.perf_counter() - start, "applied_steps": trainer.applied_steps}
 
 
@@ -201,18 +200,15 @@ def run_interleaved(case: PretrainingCase, accumulation_steps: int, rounds: int)
   trainers = dict(zip(SIDES, map(_Trainer, big_and_accumulated(case, accumulation_steps))))
   for trainer in trainers.values():
     trainer.train(case.warmup_steps)
-  runs, ratios = [], []
-  for round_index in range(rounds):
-    order = SIDES[::1 if round_index % 2 == 0 else -1]
-    rates = {side: trainers[side].rate(trainers[side].train(case.applied_steps))
-             for side in order}
-    runs += [{"side": side, "case": dataclasses.asdict(trainers[side].case),
-              "examples_per_second": rates[side]} for side in order]
-    ratios.append(rates["accumulated"] / rates["big_batch"])
+  rounds_rates = benchmark.alternating_rounds(
+      SIDES, lambda side: trainers[side].rate(trainers[side].train(case.applied_steps)), rounds)
+  runs = [{"side": side, "case": dataclasses.asdict(trainers[side].case),
+           "examples_per_second": rate} for pairs in rounds_rates for side, rate in pairs]
+  ratios = [dict(pairs)["accumulated"] / dict(pairs)["big_batch"] for pairs in rounds_rates]
   return {"case": dataclasses.asdict(trainers["accumulated"].case), "runs": runs,
           "ratios": ratios, "median_ratio": statistics.median(ratios),
           "applied_steps": {side: t.applied_steps for side, t in trainers.items()},
-          "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
+          "peak_rss_mib": benchmark.peak_rss_mib()}
 
 
 def run_interleaved_in_subprocess(case: PretrainingCase, accumulation_steps: int,

@@ -29,7 +29,6 @@ Shape legend: B batch, S sequence, P masked positions, V vocabulary.
 """
 
 import dataclasses
-import resource
 import statistics
 from typing import Callable
 
@@ -173,13 +172,12 @@ def run_interleaved(case: benchmark.StepCase) -> dict:
   for step in steps.values():
     for _ in range(case.warmup_steps - 1):
       step()
-  runs, ratios = [], []
-  for round_index in range(case.windows):
-    order = benchmark.IMPLEMENTATIONS[::1 if round_index % 2 == 0 else -1]
-    rates = {name: benchmark.window_rate(steps[name], case)[0] for name in order}
-    runs += [{"case": dataclasses.asdict(cases[name]), "examples_per_second": rates[name]}
-             for name in order]
-    ratios.append(rates["tfbert"] / rates["model_garden"])
+  rounds = benchmark.alternating_rounds(
+      benchmark.IMPLEMENTATIONS, lambda name: benchmark.window_rate(steps[name], case)[0],
+      case.windows)
+  runs = [{"case": dataclasses.asdict(cases[name]), "examples_per_second": rate}
+          for pairs in rounds for name, rate in pairs]
+  ratios = [dict(pairs)["tfbert"] / dict(pairs)["model_garden"] for pairs in rounds]
   return {"case": dataclasses.asdict(case), "runs": runs, "ratios": ratios,
           "median_ratio": statistics.median(ratios), "first_losses": first_losses,
-          "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
+          "peak_rss_mib": benchmark.peak_rss_mib()}
