@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 import tensorflow as tf
 
-from tfbert import benchmark, benchmark_floor, benchmark_mfu
+from tfbert import benchmark, benchmark_floor, benchmark_mfu, matmul
 
 # benchmark_mfu_test's hand-counted shapes: H=16, L=1, I=19, V=53, S=11, P=3, and 2 heads.
 TINY = benchmark.StepCase(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=19,
@@ -81,6 +81,28 @@ def test_dense_layouts_are_tensorflows_gradient_layouts():
   x, w = tf.ones([5, 3]), tf.ones([3, 7])
   assert _layouts(benchmark_floor._trained("dense", 5, 3, 7)) == _matmul_layouts(
       tf.matmul, x, w)
+
+
+@pytest.mark.parametrize("rows, columns", [(3, 7), (7, 3)])
+def test_encoder_projection_layouts_are_tfbert_matmul_gradient_layouts(rows, columns):
+  x, w = tf.ones([5, rows]), tf.ones([rows, columns])
+  transposed = matmul.transposes_kernel(rows, columns, tf.float32)
+  assert transposed == (rows <= columns)
+  assert _layouts(benchmark_floor._trained("dense", 5, rows, columns, transposed_kernel=(
+      transposed))) == _matmul_layouts(matmul.matmul, x, w)
+
+
+@pytest.mark.parametrize("dtype_policy, transposed", [("float32", True),
+                                                      ("mixed_bfloat16", False)])
+def test_step_gemms_follow_the_encoder_matmul_per_dtype(dtype_policy, transposed):
+  # TINY: H 16 <= I 19, so feed-forward in narrows (transposed in float32), out does not.
+  case = dataclasses.replace(TINY, dtype_policy=dtype_policy)
+  gradients = {g.name: g.transpose_b for g in benchmark_floor.step_gemms(case)
+               if g.name.endswith("input gradient")}
+  for name in ("key/value", "query", "attention output", "feed-forward in"):
+    assert gradients[f"{name}: input gradient"] is not transposed, name
+  assert gradients["feed-forward out: input gradient"]
+  assert gradients["MLM transform: input gradient"]  # A Keras Dense: TensorFlow's gradient.
 
 
 def test_mlm_logits_layouts_are_tensorflows_gradient_layouts():

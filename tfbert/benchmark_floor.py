@@ -3,7 +3,9 @@
 A training step cannot be faster than its matrix multiplications, run back to back at the
 speed each reaches alone on this machine. This module lists the GEMMs of tfbert's training
 step for a `benchmark.StepCase` (forward, input gradient and weight gradient of every
-matmul, in the layouts TensorFlow's MatMul gradients use), times each distinct one alone,
+matmul, in the layouts of the step's gradients: TensorFlow's MatMul gradient, except the
+encoder projections' input gradients that `tfbert.matmul` computes from a transposed
+kernel), times each distinct one alone,
 and sums them. Against a peer's measured step time, the floor bounds the ratio tfbert /
 peer that any implementation with these GEMMs can reach:
 
@@ -25,7 +27,7 @@ import time
 
 import tensorflow as tf
 
-from tfbert import benchmark, benchmark_mfu
+from tfbert import benchmark, benchmark_mfu, matmul
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,10 +57,16 @@ class Gemm:
     return 2 * self.count * self.batch * self.m * self.k * self.n
 
 
-def _trained(name: str, m: int, k: int, n: int, count: int = 1, batch: int = 1) -> list[Gemm]:
-  """x [m, k] @ w [k, n], and its gradients dx = dy @ w^T and dw = x^T @ dy."""
+def _trained(name: str, m: int, k: int, n: int, count: int = 1, batch: int = 1,
+             transposed_kernel: bool = False) -> list[Gemm]:
+  """x [m, k] @ w [k, n], and its gradients dx = dy @ w^T and dw = x^T @ dy.
+
+  dx multiplies by w stored as [k, n] (TensorFlow's `transpose_b` gradient), or by a
+  materialized w^T when `transposed_kernel` (`tfbert.matmul.matmul`).
+  """
   return [Gemm(f"{name}: forward", m, k, n, batch=batch, count=count),
-          Gemm(f"{name}: input gradient", m, n, k, transpose_b=True, batch=batch, count=count),
+          Gemm(f"{name}: input gradient", m, n, k, transpose_b=not transposed_kernel,
+               batch=batch, count=count),
           Gemm(f"{name}: weight gradient", k, m, n, transpose_a=True, batch=batch,
                count=count)]
 
@@ -78,16 +86,21 @@ def _layer(rows: int, query_rows: int, case: benchmark.StepCase, count: int) -> 
   """One transformer layer over `rows` key rows and `query_rows` query rows (of B*S)."""
   h, i = case.hidden_size, case.intermediate_size
   b, n = case.batch_size, case.num_heads
+  dtype = "float32" if case.dtype_policy == "float32" else "bfloat16"
+
+  def dense(name, m, k, n):  # The layer's projections go through tfbert.matmul.matmul.
+    return _trained(name, m, k, n, count,
+                    transposed_kernel=matmul.transposes_kernel(k, n, dtype))
+
   if rows == query_rows:
-    projections = _trained("query/key/value", rows, h, 3 * h, count)
+    projections = dense("query/key/value", rows, h, 3 * h)
   else:
-    projections = (_trained("key/value", rows, h, 2 * h, count)
-                   + _trained("query", query_rows, h, h, count))
+    projections = dense("key/value", rows, h, 2 * h) + dense("query", query_rows, h, h)
   return [*projections,
           *_attention(query_rows // b, rows // b, h // n, b * n, count),
-          *_trained("attention output", query_rows, h, h, count),
-          *_trained("feed-forward in", query_rows, h, i, count),
-          *_trained("feed-forward out", query_rows, i, h, count)]
+          *dense("attention output", query_rows, h, h),
+          *dense("feed-forward in", query_rows, h, i),
+          *dense("feed-forward out", query_rows, i, h)]
 
 
 def step_gemms(case: benchmark.StepCase) -> list[Gemm]:

@@ -8,7 +8,7 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
-from tfbert import activations, fused
+from tfbert import activations, fused, matmul
 from tfbert.attention import SelfAttention
 from tfbert.dropout import Dropout
 from tfbert.layer_norm import LayerNorm
@@ -91,7 +91,7 @@ class TransformerLayer(keras.layers.Layer):
     rows = tf.reshape(queries, [-1, self.hidden_size])  # [B*F, H]
     attended = self._residual_block(self.attention_output, self.attention_layer_norm,
                                     tf.reshape(context, [-1, self.hidden_size]), rows, training)
-    h = tf.matmul(attended, self.intermediate.kernel)  # [B*F, I]
+    h = matmul.matmul(attended, self.intermediate.kernel)  # [B*F, I]
     if self.hidden_act == "gelu":
       inner = fused.bias_gelu(h, self.intermediate.bias)
     else:
@@ -102,7 +102,7 @@ class TransformerLayer(keras.layers.Layer):
 
   def _residual_block(self, dense, layer_norm, inputs, residual, training):
     """LayerNorm(dropout(inputs @ kernel + bias) + residual) over [B*F, .] rows."""
-    h = tf.matmul(inputs, dense.kernel)  # [B*F, H]
+    h = matmul.matmul(inputs, dense.kernel)  # [B*F, H]
     keep = self.dropout.keep_mask(tf.shape(h), training)
     return fused.bias_dropout_residual_layer_norm(
         h, dense.bias, keep, self.dropout.scale, residual,
