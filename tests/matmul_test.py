@@ -88,3 +88,23 @@ def test_the_transposed_kernel_survives_grappler():
                                                                    weight_gradient]
   assert _optimized_matmuls(matmul.matmul, 5, 11) == [plain, weight_gradient]
   assert _optimized_matmuls(matmul.matmul, 11, 5) == [transposed_b, weight_gradient]
+
+
+def test_compiles_under_xla_with_tensorflows_gradients():
+  # A whole train step may run under jit_compile (alignment's "xla" execution): Snapshot
+  # and the transpose must lower, and give the same products.
+  rng = np.random.default_rng(3)
+  x, kernel = (tf.constant(rng.normal(size=shape), tf.float32) for shape in ([M, 5], [5, 11]))
+
+  def gradients(fn):
+    @tf.function(jit_compile=True)
+    def step(x, kernel):
+      with tf.GradientTape() as tape:
+        tape.watch([x, kernel])
+        loss = tf.reduce_sum(tf.square(fn(x, kernel)))
+      return tape.gradient(loss, [x, kernel])
+    return step(x, kernel)
+
+  # Same XLA dot for both; only dx's operand layout differs: a few ulps of O(10) sums.
+  for got, expected in zip(gradients(matmul.matmul), gradients(tf.matmul)):
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-5)
