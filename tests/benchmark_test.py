@@ -93,8 +93,6 @@ def test_compare_with_peer_alternates_the_two_and_takes_the_median_ratio():
     benchmark.compare_with_peer(TINY_STEP, 0, runner=fake_runner)
 
 
-
-
 def test_alternating_rounds_swap_the_order_every_round():
   calls = []
 

@@ -86,11 +86,11 @@ def _layer(rows: int, query_rows: int, case: benchmark.StepCase, count: int) -> 
   """One transformer layer over `rows` key rows and `query_rows` query rows (of B*S)."""
   h, i = case.hidden_size, case.intermediate_size
   b, n = case.batch_size, case.num_heads
-  dtype = "float32" if case.dtype_policy == "float32" else "bfloat16"
+  dtype = benchmark_mfu.matmul_dtype(case.dtype_policy)
 
-  def dense(name, m, k, n):  # The layer's projections go through tfbert.matmul.matmul.
-    return _trained(name, m, k, n, count,
-                    transposed_kernel=matmul.transposes_kernel(k, n, dtype))
+  def dense(name, m, k, width):  # The layer's projections go through tfbert.matmul.matmul.
+    return _trained(name, m, k, width, count,
+                    transposed_kernel=matmul.transposes_kernel(k, width, dtype))
 
   if rows == query_rows:
     projections = dense("query/key/value", rows, h, 3 * h)
