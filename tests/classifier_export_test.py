@@ -11,10 +11,7 @@ differently, a few ulps per op through 3 layers (~1e-6 on O(1) outputs); a real 
 wrong segment, a missing [SEP], a weight not loaded) moves the logits by > 1e-2.
 """
 
-import json
 import os
-import subprocess
-import sys
 import types
 
 import keras
@@ -78,23 +75,14 @@ def served(tmp_path_factory):
       models[kind], str(root / kind), vocab, True, SEQ, *settings[kind]) for kind in models]
   features = helpers.random_features(models["pair"].config, seq=SEQ)
   features = {n: features[n] for n in export.FEATURE_NAMES}
-  inputs_path, outputs_path = root / "inputs.npz", root / "outputs.npz"
-  np.savez(inputs_path, text_a=np.array([p[0] for p in PAIRS]),
-           text_b=np.array([p[1] for p in PAIRS]), **features)
-  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-  env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-  run = subprocess.run([sys.executable, "-c", SERVE_SCRIPT, str(inputs_path),
-                        str(outputs_path), *dirs], cwd=root, env=env, capture_output=True,
-                       text=True, timeout=300, check=False)
-  assert run.returncode == 0, run.stderr[-3000:]
-  with np.load(outputs_path) as outputs:
-    outputs = {key: outputs[key] for key in outputs}
+  outputs, report = helpers.serve_in_fresh_process(
+      SERVE_SCRIPT, root, {"text_a": np.array([p[0] for p in PAIRS]),
+                           "text_b": np.array([p[1] for p in PAIRS]), **features}, *dirs)
   reference = tokenization.reference_tokenizer(vocab, True)
   packed = {single: google_features(reference, PAIRS, SEQ, single=single)
             for single in (False, True)}
   return types.SimpleNamespace(models=models, dirs=dict(zip(models, dirs)), outputs=outputs,
-                               features=features, packed=packed,
-                               report=json.loads(run.stdout.strip().splitlines()[-1]))
+                               features=features, packed=packed, report=report)
 
 
 def _logits(model, features):

@@ -1,9 +1,5 @@
 """Tests for tfbert.export: a relocatable SavedModel that a fresh process serves exactly.
 
-The SQuAD export (end of file) is served by its own fresh process the same way; its
-`answer_question` signature must give the answers of the Python pipeline (squad_features'
-first window, then squad_postprocess with an exhaustive n-best).
-
 One export (a `BertPretrainer` with odd sizes but the real 30,522-entry uncased vocab, so
 the text signature tokenizes real words) is moved elsewhere, its vocab source deleted, and
 served by ONE fresh Python process that imports only `tensorflow` and `tensorflow_text`
@@ -20,12 +16,9 @@ not loaded) moves outputs by > 1e-2. Against the float64 NumPy reference the eag
 itself is only within ~2e-6, so exact equality is not the right bar.
 """
 
-import json
 import os
 import shutil
 import stat
-import subprocess
-import sys
 import types
 
 import keras
@@ -34,8 +27,7 @@ import pytest
 import tensorflow as tf
 
 from tests import helpers, numpy_reference
-from tfbert import (BertConfig, BertEncoder, BertPretrainer, BertSpanLabeler, export, inputs,
-                    pretrained, squad_data, squad_features, squad_postprocess, tokenization)
+from tfbert import BertConfig, BertEncoder, BertPretrainer, export, inputs, pretrained, tokenization
 
 TOL = 1e-5  # See the module docstring.
 TEXT_SEQ = 11
@@ -50,7 +42,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  Registers the tokenizer's ops.
 
-export_dir, inputs_path, outputs_path = sys.argv[1:]
+inputs_path, outputs_path, export_dir = sys.argv[1:]
 given = np.load(inputs_path)
 loaded = tf.saved_model.load(export_dir)
 out = {}
@@ -79,20 +71,6 @@ def _features(config):
   return {name: f[name] for name in export.FEATURE_NAMES}
 
 
-def _serve_in_fresh_process(export_dir, features, texts, work_dir):
-  """Runs SERVE_SCRIPT on the export; returns (outputs by "signature/name", report)."""
-  inputs_path, outputs_path = work_dir / "inputs.npz", work_dir / "outputs.npz"
-  np.savez(inputs_path, text=np.array(texts), **features)
-  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-  env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-  run = subprocess.run(
-      [sys.executable, "-c", SERVE_SCRIPT, str(export_dir), str(inputs_path), str(outputs_path)],
-      cwd=work_dir, env=env, capture_output=True, text=True, timeout=300, check=False)
-  assert run.returncode == 0, run.stderr[-3000:]
-  with np.load(outputs_path) as outputs:
-    return dict(outputs), json.loads(run.stdout.strip().splitlines()[-1])
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
   """Exports, moves the export, deletes the vocab it came from, serves it elsewhere."""
@@ -117,7 +95,8 @@ def served(tmp_path_factory):
   work = root / "work"
   work.mkdir()
   features = _features(config)
-  outputs, report = _serve_in_fresh_process(moved, features, TEXTS, work)
+  outputs, report = helpers.serve_in_fresh_process(
+      SERVE_SCRIPT, work, {"text": np.array(TEXTS), **features}, moved)
   return types.SimpleNamespace(model=model, config=config, features=features, written=written,
                                moved=moved, outputs=outputs, report=report,
                                vocab_text=vocab_bytes)
@@ -231,150 +210,4 @@ def test_rejects_non_encoders_and_too_long_text_inputs(tmp_path):
                                       vocab_file=pretrained.minilm_vocab_file(), seq_length=20)
   with pytest.raises(ValueError, match="local directory"):
     export.export_encoder_saved_model(encoder, "gs://bucket/bert")
-  assert not os.listdir(tmp_path)
-
-
-# SQuAD export: one BertSpanLabeler, served with both signatures by ONE fresh process.
-SQUAD_SEQ, SQUAD_QUERY, SQUAD_ANSWER = 23, 5, 4
-QUESTIONS = ["Where was Zoë born?", "", "a question longer than five word pieces surely",
-             "Who?", "What is BERT?"]
-CONTEXTS = ["Zoë was born in Zürich (1895) and ate at a café naïvely.", "Short context.",
-            "A context long enough that the single window must cut it, somewhere after here.",
-            "", "BERT是一个模型。It reads text."]
-
-SQUAD_SERVE_SCRIPT = r"""
-import json, sys
-import numpy as np
-import tensorflow as tf
-import tensorflow_text  # noqa: F401  Registers the tokenizer's ops.
-
-export_dir, inputs_path, outputs_path = sys.argv[1:]
-given = np.load(inputs_path)
-loaded = tf.saved_model.load(export_dir)
-features = {n: tf.constant(given[n]) for n in ("input_ids", "input_mask", "segment_ids")}
-np.savez(outputs_path, **{k: v.numpy() for k, v in
-                          loaded.signatures["serving_default"](**features).items()})
-answers = loaded.signatures["answer_question"](question=tf.constant(given["question"]),
-                                               context=tf.constant(given["context"]))
-
-def specs(structure):
-  return {k: [v.dtype.name, v.shape.as_list()] for k, v in structure.items()}
-
-print(json.dumps({
-    "answer": [a.decode("utf-8") for a in answers["answer"].numpy()],
-    "score": answers["score"].numpy().tolist(), "score_dtype": answers["score"].dtype.name,
-    "signatures": {name: {"inputs": specs(fn.structured_input_signature[1]),
-                          "outputs": specs(fn.structured_outputs)}
-                   for name, fn in loaded.signatures.items()},
-    "tfbert_imported": "tfbert" in sys.modules,
-}))
-"""
-
-
-def _span_labeler(config, seed):
-  """A BertSpanLabeler with random Google-name weights, span head included."""
-  weights = numpy_reference.random_google_weights(config.to_dict(), seed=seed)
-  rng = np.random.default_rng(seed)
-  weights["cls/squad/output_weights"] = rng.normal(0, 0.5, (2, config.hidden_size))
-  weights["cls/squad/output_bias"] = rng.normal(0, 0.5, (2,))
-  return helpers.loaded(BertSpanLabeler(config, dtype="float32"), weights, allow_unused=True)
-
-
-def _python_answers(model, tokenizer):
-  """Answers by the Python pipeline: first window of squad_features, exhaustive n-best."""
-  examples = [squad_data.SquadExample(str(i), q, c, ())
-              for i, (q, c) in enumerate(zip(QUESTIONS, CONTEXTS))]
-  # doc_stride = S: windows do not overlap, so every token of window 0 is max-context.
-  config = squad_features.FeatureConfig(SQUAD_SEQ, SQUAD_SEQ, SQUAD_QUERY)
-  features = [f for f in squad_features.convert_examples_to_features(
-      examples, tokenizer, config).features if f.doc_span_index == 0]
-  logits = model({n: np.stack([getattr(f, n) for f in features]) for n in export.FEATURE_NAMES})
-  return squad_postprocess.postprocess_predictions(
-      examples, features, logits["start_logits"].numpy(), logits["end_logits"].numpy(),
-      squad_postprocess.PostprocessConfig(n_best_size=SQUAD_SEQ, max_answer_length=SQUAD_ANSWER))
-
-
-@pytest.fixture(scope="module")
-def squad_served(tmp_path_factory):
-  """Exports a span labeler and serves both signatures in one fresh process."""
-  config = helpers.odd_config(vocab_size=30522, max_position_embeddings=29)
-  model = _span_labeler(config, seed=11)
-  root = tmp_path_factory.mktemp("squad_export")
-  export_dir = export.export_squad_saved_model(
-      model, str(root / "squad"), pretrained.minilm_vocab_file(), True,
-      max_seq_length=SQUAD_SEQ, max_query_length=SQUAD_QUERY, max_answer_length=SQUAD_ANSWER)
-  features = helpers.random_features(config, seq=SQUAD_SEQ)
-  features = {n: features[n] for n in export.FEATURE_NAMES}
-  inputs_path, outputs_path = root / "inputs.npz", root / "outputs.npz"
-  np.savez(inputs_path, question=np.array(QUESTIONS), context=np.array(CONTEXTS), **features)
-  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-  env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-  run = subprocess.run(
-      [sys.executable, "-c", SQUAD_SERVE_SCRIPT, export_dir, str(inputs_path), str(outputs_path)],
-      cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False)
-  assert run.returncode == 0, run.stderr[-3000:]
-  with np.load(outputs_path) as outputs:
-    logits = dict(outputs)
-  return types.SimpleNamespace(model=model, features=features, logits=logits,
-                               report=json.loads(run.stdout.strip().splitlines()[-1]))
-
-
-@pytest.mark.slow  # Shares the ~25 s `squad_served` fixture.
-def test_squad_feature_signature_serves_the_keras_logits(squad_served):
-  want = squad_served.model(squad_served.features, training=False)
-  for name in export.SPAN_OUTPUT_NAMES:
-    got = squad_served.logits[name]
-    assert got.dtype == np.float32 and got.shape == (helpers.BATCH, SQUAD_SEQ)
-    assert helpers.max_abs_diff(got, want[name]) < TOL
-  assert not squad_served.report["tfbert_imported"]
-
-
-@pytest.mark.slow  # Shares the ~25 s `squad_served` fixture.
-def test_squad_text_signature_answers_like_the_python_pipeline(squad_served):
-  tokenizer = tokenization.WordPieceTokenizer(pretrained.minilm_vocab_file(), True)
-  want = _python_answers(squad_served.model, tokenizer)
-  got = squad_served.report
-  assert got["answer"] == [p.text for p in want]
-  assert got["answer"][0] and got["answer"][2]  # Real spans, not the no-answer "".
-  assert got["score"][3] == float("-inf") and got["answer"][3] == ""  # Empty context.
-  for score, prediction in zip(got["score"], want):
-    if prediction.text:
-      best = prediction.nbest[0]
-      assert abs(score - (best.start_logit + best.end_logit)) < TOL
-
-
-@pytest.mark.slow  # Shares the ~25 s `squad_served` fixture.
-def test_squad_signatures_names_dtypes_and_shapes(squad_served):
-  assert squad_served.report["signatures"] == {
-      "serving_default": {
-          "inputs": {n: ["int32", [None, None]] for n in export.FEATURE_NAMES},
-          "outputs": {n: ["float32", [None, None]] for n in export.SPAN_OUTPUT_NAMES}},
-      "answer_question": {
-          "inputs": {"question": ["string", [None]], "context": ["string", [None]]},
-          "outputs": {"answer": ["string", [None]], "score": ["float32", [None]]}},
-  }
-
-
-def test_best_spans_by_hand():
-  # Context at positions 2..5; spans of at most 2 wordpieces.
-  start = tf.constant([[9., 0., 1., 5., 0., 2., 0.]])
-  end = tf.constant([[9., 0., 3., 0., 4., 1., 8.]])
-  got = export.best_spans(start, end, tf.constant([2]), tf.constant([4]), 2)
-  # 3 -> 4 scores 9; 0 and 6 are outside the context; 3 -> 5 (6) and 2 -> 2 (4) lose.
-  assert [int(got[0][0]), int(got[1][0]), float(got[2][0])] == [3, 4, 9.0]
-  nothing = export.best_spans(start, end, tf.constant([2]), tf.constant([0]), 2)
-  assert float(nothing[2][0]) == float("-inf")
-
-
-def test_squad_export_rejects_other_models_and_windows_that_do_not_fit(tmp_path):
-  vocab = pretrained.minilm_vocab_file()
-  with pytest.raises(TypeError, match="BertEncoder"):
-    export.export_squad_saved_model(BertEncoder(helpers.odd_config()), str(tmp_path / "x"),
-                                    vocab, True)
-  model = BertSpanLabeler(helpers.odd_config())  # max_position_embeddings 19.
-  with pytest.raises(ValueError, match="max_position_embeddings 19"):
-    export.export_squad_saved_model(model, str(tmp_path / "x"), vocab, True, max_seq_length=20)
-  with pytest.raises(ValueError, match="max_query_length"):
-    export.export_squad_saved_model(model, str(tmp_path / "x"), vocab, True, max_seq_length=19,
-                                    max_query_length=16)
   assert not os.listdir(tmp_path)

@@ -4,7 +4,10 @@ Odd sizes (batch 13, seq 7, hidden 32, intermediate 37, vocab 101) make a swappe
 loudly instead of broadcasting silently.
 """
 
+import json
 import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -52,3 +55,24 @@ def saved_weight_deviation(output_a, output_b) -> float:
   a, b = (google_weights(keras.saving.load_model(os.path.join(str(d), "model.keras")))
           for d in (output_a, output_b))
   return max(max_abs_diff(a[name], b[name]) for name in a)
+
+
+def serve_in_fresh_process(script: str, work_dir, arrays: dict, *args: str):
+  """Runs `script` in a fresh Python where tfbert is not importable (PYTHONPATH dropped).
+
+  The script gets argv `inputs.npz outputs.npz *args`: `arrays` saved as the inputs, and the
+  path to write its output arrays to; it prints a JSON report as its last stdout line.
+
+  Returns:
+    (output arrays by name, the report).
+  """
+  inputs_path, outputs_path = work_dir / "inputs.npz", work_dir / "outputs.npz"
+  np.savez(inputs_path, **arrays)
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+  run = subprocess.run([sys.executable, "-c", script, str(inputs_path), str(outputs_path),
+                        *map(str, args)], cwd=work_dir, env=env, capture_output=True,
+                       text=True, timeout=300, check=False)
+  assert run.returncode == 0, run.stderr[-3000:]
+  with np.load(outputs_path) as outputs:
+    return dict(outputs), json.loads(run.stdout.strip().splitlines()[-1])

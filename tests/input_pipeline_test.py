@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfbert import input_pipeline, pretrained, pretraining_data
+from tfbert import input_pipeline, pretrained, pretraining_data, pretraining_instances
 
 S, P = 11, 3
 RECORDS_PER_FILE = (5, 6, 7, 8, 9, 10, 11)  # 56 examples in 7 files.
@@ -23,7 +23,7 @@ def _instance(example_id):
   """A valid instance whose id is input_ids[1] and with 1..P predictions."""
   k = 1 + example_id % P
   input_ids = [101, example_id, 7, 102, 8, 9, 102][:7]
-  return pretraining_data.TrainingInstance(
+  return pretraining_instances.TrainingInstance(
       input_ids=input_ids, segment_ids=[0, 0, 0, 0, 1, 1, 1],
       masked_lm_positions=[1, 2, 4][:k], masked_lm_ids=[example_id, 7, 8][:k],
       is_random_next=bool(example_id % 2))
@@ -36,7 +36,7 @@ def data_files(tmp_path):
   for index in (3, 0, 6, 1, 5, 2, 4):
     with tf.io.TFRecordWriter(str(tmp_path / f"part-{index}.tfrecord")) as writer:
       for _ in range(RECORDS_PER_FILE[index]):
-        writer.write(pretraining_data.instance_to_example(
+        writer.write(pretraining_instances.instance_to_example(
             _instance(next_id), S, P).SerializeToString())
         next_id += 1
   return str(tmp_path / "part-*.tfrecord")

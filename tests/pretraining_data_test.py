@@ -17,7 +17,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from tfbert import pretrained, pretraining_data, tokenization
+from tfbert import pretrained, pretraining_data, pretraining_instances, tokenization
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE_TEXT = "sample_text.txt"
@@ -166,7 +166,7 @@ def test_instances_match_model_garden_copy_of_googles_algorithm(shared_data):
   path = os.path.join(shared_data, SAMPLE_TEXT)
   config = _config(dupe_factor=3, short_seq_prob=0.3, random_seed=7)
   tokenizer = tokenization.WordPieceTokenizer(config.vocab_file, True)
-  ours = pretraining_data.create_training_instances(
+  ours = pretraining_instances.create_training_instances(
       pretraining_data.read_documents([path], tokenizer), config,
       pretraining_data.vocab_info(config.vocab_file), random.Random(7))
   reference = tokenization.reference_tokenizer(config.vocab_file, True)
@@ -284,7 +284,7 @@ def test_stale_shards_of_another_shard_count_are_refused(shared_data, tmp_path):
 def test_a_failure_mid_way_leaves_no_shard_under_a_final_name(shared_data, tmp_path,
                                                               monkeypatch):
   sample = os.path.join(shared_data, SAMPLE_TEXT)
-  real, calls = pretraining_data.instance_to_example, []
+  real, calls = pretraining_instances.instance_to_example, []
 
   def failing_after_ten(*args):
     calls.append(1)
@@ -292,7 +292,7 @@ def test_a_failure_mid_way_leaves_no_shard_under_a_final_name(shared_data, tmp_p
       raise RuntimeError("disk full (simulated)")
     return real(*args)
 
-  monkeypatch.setattr(pretraining_data, "instance_to_example", failing_after_ten)
+  monkeypatch.setattr(pretraining_instances, "instance_to_example", failing_after_ten)
   with pytest.raises(RuntimeError, match="simulated"):
     _create([sample], tmp_path, num_shards=2)
   assert os.listdir(tmp_path) == []  # No shard, no temporary file, no summary.

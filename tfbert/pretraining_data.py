@@ -3,30 +3,20 @@
 Reproduces google-research/bert `create_pretraining_data.py` (master, with
 `do_whole_word_mask`): the same input format, the same algorithm drawing from one
 `random.Random(random_seed)` in the same order, and TFRecords with Google's feature names
-and dtypes, which its `run_pretraining.py` reads unchanged:
-
-  input_ids, input_mask, segment_ids   int64 [max_seq_length]
-  masked_lm_positions, masked_lm_ids   int64 [max_predictions_per_seq]
-  masked_lm_weights                    float [max_predictions_per_seq]
-  next_sentence_labels                 int64 [1]   (1 = B is a random segment)
+and dtypes, which its `run_pretraining.py` reads unchanged. This module reads the corpus
+and writes the shards; `tfbert.pretraining_instances` makes the instances (segments, masks,
+features) and documents the features and the quirks of Google's it keeps.
 
 Input: UTF-8 text, one sentence per line, a blank line between documents. As in Google's
 reader, documents run on across input files (only blank lines separate them), invalid
 UTF-8 is dropped and a line that tokenizes to nothing is skipped. Tokens come from tfbert's
 in-graph `WordPieceTokenizer`, batched per file: the ids of Google's `FullTokenizer`.
 
-Google's quirks are kept, as they define the data its checkpoints saw: the target length
-is drawn once per document and pass; in a 1-document corpus the "random" B segment comes
-from the same document; whole-word masking joins a "##" piece to the previous non-special
-piece (even across [SEP] after truncation) and draws 80/10/10 per piece, not per word
-(Model Garden draws per word).
-
 Shards are written under temporary names in the output directory and renamed when all are
 complete; the summary JSON is written last, so its presence marks a complete data set. On
 failure the temporary (and any renamed) files are removed.
 """
 
-import collections
 import dataclasses
 import glob
 import json
@@ -38,6 +28,7 @@ from typing import Callable, Optional, Sequence, TextIO
 
 import tensorflow as tf
 
+from tfbert import pretraining_instances
 from tfbert.tokenization import WordPieceTokenizer, load_vocab
 
 SHARD_ASSIGNMENTS = ("round_robin", "contiguous")
@@ -88,35 +79,13 @@ class PretrainingDataConfig:
       raise ValueError(f"Invalid PretrainingDataConfig {self}: {'; '.join(errors)}")
 
 
-@dataclasses.dataclass(frozen=True)
-class TrainingInstance:
-  """One sentence pair, unpadded; lists of int WordPiece ids / positions.
-
-  Attributes:
-    input_ids: `[CLS] a [SEP] b [SEP]` after masking (<= S); segment_ids: 0 up to the
-      first [SEP], then 1. masked_lm_positions: increasing (<= P); masked_lm_ids: the
-      original ids there. is_random_next: b is a random segment, not a's continuation.
-  """
-  input_ids: list
-  segment_ids: list
-  masked_lm_positions: list
-  masked_lm_ids: list
-  is_random_next: bool
-
-
-# What the algorithm needs of the vocab; `subword_ids` are the "##" pieces.
-VocabInfo = collections.namedtuple("VocabInfo", "size cls_id sep_id mask_id subword_ids")
-
-
-def vocab_info(vocab_file: str) -> VocabInfo:
+def vocab_info(vocab_file: str) -> pretraining_instances.VocabInfo:
+  """The special and "##" ids of a WordPiece vocab file, as instance creation needs them."""
   tokens = load_vocab(vocab_file)
-  return VocabInfo(size=len(tokens), cls_id=tokens.index("[CLS]"),
-                sep_id=tokens.index("[SEP]"), mask_id=tokens.index("[MASK]"),
-                subword_ids=frozenset(i for i, t in enumerate(tokens) if t.startswith("##")))
-
-
-def _no_progress(message: Callable[[], str], force: bool = False) -> None:
-  del message, force
+  return pretraining_instances.VocabInfo(
+      size=len(tokens), cls_id=tokens.index("[CLS]"), sep_id=tokens.index("[SEP]"),
+      mask_id=tokens.index("[MASK]"),
+      subword_ids=frozenset(i for i, t in enumerate(tokens) if t.startswith("##")))
 
 
 class _Progress:
@@ -181,7 +150,7 @@ def _tokenize(tokenizer: WordPieceTokenizer, texts: list) -> list:
 
 
 def read_documents(input_files: Sequence[str], tokenizer: WordPieceTokenizer,
-                   progress: Callable = _no_progress) -> list:
+                   progress: Callable = pretraining_instances.no_progress) -> list:
   """The corpus as documents, each a list of sentences, each a list of int WordPiece ids.
 
   Raises:
@@ -206,153 +175,6 @@ def read_documents(input_files: Sequence[str], tokenizer: WordPieceTokenizer,
   return documents
 
 
-def truncate_seq_pair(tokens_a: list, tokens_b: list, max_num_tokens: int,
-                      rng: random.Random) -> None:
-  """Google's rule: cut the longer list (b on ties), from the front or back at random."""
-  while len(tokens_a) + len(tokens_b) > max_num_tokens:
-    trunc_tokens = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
-    # google-research/bert: "sometimes truncate from the front and sometimes from
-    # the back to add more randomness and avoid biases".
-    if rng.random() < 0.5:
-      del trunc_tokens[0]
-    else:
-      trunc_tokens.pop()
-
-
-def create_masked_lm_predictions(ids: list, config: PretrainingDataConfig, vocab: VocabInfo,
-                                 rng: random.Random) -> tuple:
-  """Picks and corrupts the positions to predict, as google-research/bert does.
-
-  num_to_predict = min(P, max(1, round(len(ids) * masked_lm_prob))). Each chosen
-  piece becomes [MASK] 80% of the time, stays 10%, and becomes a uniformly random
-  vocab id 10%. With whole-word masking a word is skipped if it would overshoot.
-
-  Returns:
-    (output_ids, masked_lm_positions, masked_lm_ids): lists of int.
-  """
-  groups = []  # Candidate positions; disjoint, so Google's `covered` set is moot.
-  for i, token in enumerate(ids):
-    if token in (vocab.cls_id, vocab.sep_id):
-      continue
-    if config.do_whole_word_mask and groups and token in vocab.subword_ids:
-      groups[-1].append(i)
-    else:
-      groups.append([i])
-  rng.shuffle(groups)
-  num_to_predict = min(config.max_predictions_per_seq,
-                       max(1, int(round(len(ids) * config.masked_lm_prob))))
-  output, masked = list(ids), []
-  for group in groups:
-    if len(masked) >= num_to_predict:
-      break
-    if len(masked) + len(group) > num_to_predict:
-      continue
-    for index in group:
-      if rng.random() < 0.8:
-        output[index] = vocab.mask_id
-      elif rng.random() >= 0.5:  # Else (< 0.5) keep the original token.
-        output[index] = rng.randint(0, vocab.size - 1)
-      masked.append(index)
-  masked.sort()
-  return output, masked, [ids[i] for i in masked]
-
-
-def _random_segment(documents: list, document_index: int, target_length: int,
-                    rng: random.Random) -> list:
-  """Sentences from a random start in (if possible) another document."""
-  for _ in range(10):  # Google's bounded retry; a 1-document corpus keeps its own.
-    random_index = rng.randint(0, len(documents) - 1)
-    if random_index != document_index:
-      break
-  random_document = documents[random_index]
-  tokens = []
-  for sentence in random_document[rng.randint(0, len(random_document) - 1):]:
-    tokens.extend(sentence)
-    if len(tokens) >= target_length:
-      break
-  return tokens
-
-
-def _instance(tokens_a: list, tokens_b: list, is_random_next: bool,
-              config: PretrainingDataConfig, vocab: VocabInfo,
-              rng: random.Random) -> TrainingInstance:
-  ids = [vocab.cls_id, *tokens_a, vocab.sep_id, *tokens_b, vocab.sep_id]
-  output, positions, labels = create_masked_lm_predictions(ids, config, vocab, rng)
-  return TrainingInstance(output, [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1),
-                          positions, labels, is_random_next)
-
-
-def create_instances_from_document(documents: list, document_index: int,
-                                   config: PretrainingDataConfig, vocab: VocabInfo,
-                                   rng: random.Random) -> list:
-  """google-research/bert's sentence-pair instances of one document."""
-  document = documents[document_index]
-  max_num_tokens = config.max_seq_length - 3  # [CLS], [SEP], [SEP].
-  # Usually fill the sequence; sometimes (short_seq_prob) aim shorter to lessen
-  # the pretraining / fine-tuning length mismatch (google-research/bert).
-  target_seq_length = max_num_tokens
-  if rng.random() < config.short_seq_prob:
-    target_seq_length = rng.randint(2, max_num_tokens)
-  instances, chunk, chunk_length, i = [], [], 0, 0
-  while i < len(document):
-    chunk.append(document[i])
-    chunk_length += len(document[i])
-    if i == len(document) - 1 or chunk_length >= target_seq_length:
-      a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
-      tokens_a = [t for sentence in chunk[:a_end] for t in sentence]
-      is_random_next = len(chunk) == 1 or rng.random() < 0.5
-      if is_random_next:
-        tokens_b = _random_segment(documents, document_index,
-                                   target_seq_length - len(tokens_a), rng)
-        i -= len(chunk) - a_end  # Put the unused sentences back.
-      else:
-        tokens_b = [t for sentence in chunk[a_end:] for t in sentence]
-      truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
-      instances.append(_instance(tokens_a, tokens_b, is_random_next, config, vocab, rng))
-      chunk, chunk_length = [], 0
-    i += 1
-  return instances
-
-
-def create_training_instances(documents: list, config: PretrainingDataConfig,
-                              vocab: VocabInfo, rng: random.Random,
-                              progress: Callable = _no_progress) -> list:
-  """All instances: shuffle documents, `dupe_factor` passes, shuffle instances."""
-  documents = list(documents)
-  rng.shuffle(documents)
-  instances = []
-  for dupe in range(config.dupe_factor):
-    for index in range(len(documents)):
-      instances.extend(create_instances_from_document(documents, index, config, vocab, rng))
-      progress(lambda: f"pass {dupe + 1}/{config.dupe_factor}, document {index + 1}/"
-               f"{len(documents)}, {len(instances)} instances")
-  rng.shuffle(instances)
-  return instances
-
-
-def instance_to_example(instance: TrainingInstance, max_seq_length: int,
-                        max_predictions_per_seq: int) -> tf.train.Example:
-  """Zero-pads an instance into a `tf.train.Example` with Google's features and dtypes."""
-  def padded(values, length):
-    if len(values) > length:
-      raise ValueError(f"{len(values)} values do not fit length {length}")
-    return list(values) + [0] * (length - len(values))
-
-  def int64s(values, length):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=padded(values, length)))
-
-  s, p = max_seq_length, max_predictions_per_seq
-  weights = padded([1.0] * len(instance.masked_lm_ids), p)
-  return tf.train.Example(features=tf.train.Features(feature={
-      "input_ids": int64s(instance.input_ids, s),
-      "input_mask": int64s([1] * len(instance.input_ids), s),
-      "segment_ids": int64s(instance.segment_ids, s),
-      "masked_lm_positions": int64s(instance.masked_lm_positions, p),
-      "masked_lm_ids": int64s(instance.masked_lm_ids, p),
-      "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=weights)),
-      "next_sentence_labels": int64s([int(instance.is_random_next)], 1)}))
-
-
 def shard_names(prefix: str, num_shards: int) -> list:
   """Shard file names: `{prefix}-00000-of-00004.tfrecord`, ...; the summary is beside."""
   return [f"{prefix}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
@@ -362,8 +184,9 @@ def summary_path(output_dir: str, prefix: str) -> str:
   return os.path.join(output_dir, f"{prefix}-summary.json")
 
 
-def write_shards(instances: Sequence[TrainingInstance], output_dir: str, prefix: str,
-                 config: PretrainingDataConfig, progress: Callable = _no_progress) -> list:
+def write_shards(instances: Sequence[pretraining_instances.TrainingInstance], output_dir: str,
+                 prefix: str, config: PretrainingDataConfig,
+                 progress: Callable = pretraining_instances.no_progress) -> list:
   """Writes the shards under temporary names, renames them once all are complete.
 
   Returns:
@@ -378,7 +201,7 @@ def write_shards(instances: Sequence[TrainingInstance], output_dir: str, prefix:
     for index, instance in enumerate(instances):
       shard = (index % config.num_shards if config.shard_assignment == "round_robin"
                else index * config.num_shards // len(instances))
-      writers[shard].write(instance_to_example(
+      writers[shard].write(pretraining_instances.instance_to_example(
           instance, config.max_seq_length, config.max_predictions_per_seq).SerializeToString())
       counts[shard] += 1
       progress(lambda: f"writing: {index + 1}/{len(instances)} instances")
@@ -450,7 +273,7 @@ def create_pretraining_data(input_patterns: Sequence[str], output_dir: str,
   _prepare_output_dir(output_dir, output_prefix, config.num_shards)
   tokenizer = WordPieceTokenizer(config.vocab_file, config.do_lower_case)
   documents = read_documents(input_files, tokenizer, progress)
-  instances = create_training_instances(
+  instances = pretraining_instances.create_training_instances(
       documents, config, vocab, random.Random(config.random_seed), progress)
   if len(instances) < config.num_shards:
     raise ValueError(f"{len(instances)} instances cannot fill {config.num_shards} shards")

@@ -16,7 +16,7 @@ import os
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the SavedModel's in-graph tokenizer ops)
 
-from tfbert import export, pretrained, squad_features, squad_postprocess, squad_run
+from tfbert import pretrained, squad_export, squad_features, squad_postprocess, squad_run
 from tfbert.squad_synthetic import synthetic_squad, write_squad_json
 
 MAX_SEQ_LENGTH, DOC_STRIDE, MAX_QUERY_LENGTH = 64, 32, 16
@@ -100,7 +100,7 @@ def run_squad_demo(workdir: str, pretrained_checkpoint: str, epochs: float = 24.
   with open(dev_file, encoding="utf-8") as f:
     paragraph = json.load(f)["data"][0]["paragraphs"][0]
   qa = paragraph["qas"][0]
-  served = tf.saved_model.load(export_dir).signatures[export.SQUAD_TEXT_SIGNATURE](
+  served = tf.saved_model.load(export_dir).signatures[squad_export.SQUAD_TEXT_SIGNATURE](
       question=tf.constant([qa["question"]]), context=tf.constant([paragraph["context"]]))
   return SquadDemoSummary(
       data_dir=data_dir, train_questions=_count_questions(train_file),

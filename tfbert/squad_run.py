@@ -42,8 +42,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert import (export, fine_tuning, squad_data, squad_evaluation, squad_features,
-                    squad_postprocess)
+from tfbert import (export, fine_tuning, squad_data, squad_evaluation, squad_export,
+                    squad_features, squad_postprocess)
 from tfbert.models import BertSpanLabeler
 from tfbert.tokenization import WordPieceTokenizer
 
@@ -129,7 +129,7 @@ def run_squad(config: SquadRunConfig) -> dict[str, Any]:
   if config.do_predict:
     result.update(predict(model, tokenizer, config))
   if config.export_dir:
-    export.export_squad_saved_model(
+    squad_export.export_squad_saved_model(
         model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
         config.features.max_seq_length, config.features.max_query_length,
         config.postprocess.max_answer_length)

@@ -20,29 +20,12 @@ the 17 hand-written strings in the tests (zero-width space, soft hyphen, ...).
 
 How `WordPieceTokenizer` reproduces the reference:
 
-1. Per-character table. Except for the two context rules below, Google's
-   `BasicTokenizer` maps each character on its own: it deletes NUL, U+FFFD and
-   control/format characters (`Cc`, `Cf`, not tab/CR/LF), turns whitespace
-   into a space, and (uncased) replaces a character by its `lower()`, NFD,
-   `Mn`-stripped form; punctuation becomes a word of its own, and so does a
-   CJK ideograph (judged before lower-casing). The table holds, for every code
-   point this changes, the result with word breaks written as spaces. It is
-   built once per casing with the reference's own predicates and Python's
-   `unicodedata`, so the Unicode version is the reference's too; in the graph
-   it is one `tf.lookup.StaticHashTable` lookup per character.
-2. Final sigma (uncased). `str.lower()` maps "Σ" to "ς" at the end of a word
-   (Unicode Final_Sigma). A `regex_replace` does this first, with Python's own
-   cased and case-ignorable classes, probed through `str.lower()`.
-3. Words are the runs between spaces. As in the reference, a word longer than
+1. Per character, with a table of Google's `BasicTokenizer` rules and a regex
+   for the final sigma; see `tfbert.text_normalization`, which also states the
+   one known residual difference.
+2. Words are the runs between spaces. As in the reference, a word longer than
    `max_chars_per_word` characters is one [UNK]; other words go through
    `tensorflow_text.FastWordpieceTokenizer` (greedy longest-match-first).
-
-Residual difference, and the only known one: NFD sorts adjacent combining marks
-by combining class, and a per-character table cannot. Once `Mn` marks are
-stripped, this shows only when two of the 25 spacing marks (`Mc`) that have a
-non-zero combining class (U+1D165, U+1D16D, U+302E, ...) stand in non-canonical
-order within a word, and only if the vocab contains one of them. Google's cased
-and uncased vocabs contain none, so such a word is [UNK] either way.
 
 Offsets from `tokenize_with_offsets` are UTF-8 byte offsets, half-open
 `[start, end)`, into the ORIGINAL text (before any normalization):
@@ -66,12 +49,13 @@ T wordpieces, P wordpieces of one word; `_all` means flattened over the batch.
 """
 
 import collections
-import functools
-import unicodedata
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 from official.nlp.tools import tokenization as google_tokenization
+
+from tfbert.text_normalization import (FINAL_SIGMA_REWRITE, final_sigma_regex,
+                                       normalization_table)
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -79,23 +63,9 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # 200. A word (after basic tokenization) longer than this becomes [UNK].
 MAX_CHARS_PER_WORD = 400
 
-_SIGMA, _FINAL_SIGMA = "\u03a3", "\u03c2"
-
 # The graph code has no tensor-dependent Python control flow; skipping
 # AutoGraph's source conversion saves ~4 s per trace inside `tf.function`.
 _NO_AUTOGRAPH = tf.autograph.experimental.do_not_convert
-
-# The reference's own character rules. They are private, but unchanged since
-# google-research/bert (2018); reusing them makes the in-graph table agree with
-# the reference by construction, Unicode version included.
-# pylint: disable=protected-access
-_GOOGLE_BASIC = google_tokenization.BasicTokenizer(do_lower_case=True)
-_is_control = google_tokenization._is_control
-_is_whitespace = google_tokenization._is_whitespace
-_is_punctuation = google_tokenization._is_punctuation
-_is_chinese_char = _GOOGLE_BASIC._is_chinese_char
-_strip_accents = _GOOGLE_BASIC._run_strip_accents
-# pylint: enable=protected-access
 
 
 def load_vocab(vocab_file):
@@ -152,83 +122,6 @@ def reference_tokenizer(vocab_file, do_lower_case):
   return google_tokenization.FullTokenizer(vocab_file, do_lower_case)
 
 
-def _normalized_char(char, do_lower_case):
-  """What Google's BasicTokenizer makes of `char`; word breaks become spaces."""
-  if ord(char) in (0, 0xFFFD) or _is_control(char):
-    return ""
-  if _is_whitespace(char):
-    return " "
-  text = _strip_accents(char.lower()) if do_lower_case else char
-  text = "".join(f" {c} " if _is_punctuation(c) else " " if c.isspace() else c
-                 for c in text)
-  if _is_chinese_char(ord(char)):
-    text = f" {text} "
-  return text
-
-
-@functools.lru_cache(maxsize=2)
-def _normalization_table(do_lower_case):
-  """Code points whose normalization differs from themselves, and their values.
-
-  Returns:
-    (keys, values): a tuple of int code points and a tuple of str.
-  """
-  keys, values = [], []
-  for cp in range(0x110000):
-    if 0xD800 <= cp <= 0xDFFF:  # Surrogates never occur in valid UTF-8.
-      continue
-    char = chr(cp)
-    if unicodedata.category(char) in ("Cn", "Co"):
-      # Unassigned and private-use characters are left alone, except that the
-      # CJK ranges are plain numeric ranges that include unassigned points.
-      text = f" {char} " if _is_chinese_char(cp) else char
-    else:
-      text = _normalized_char(char, do_lower_case)
-    if text != char:
-      keys.append(cp)
-      values.append(text)
-  return tuple(keys), tuple(values)
-
-
-def _regex_class(code_points):
-  """An RE2 character class body (no brackets) for a sorted list of ints."""
-  ranges, start, prev = [], None, None
-  for cp in code_points + [None]:
-    if start is not None and cp != prev + 1:
-      ranges.append(f"\\x{{{start:X}}}" if start == prev
-                    else f"\\x{{{start:X}}}-\\x{{{prev:X}}}")
-      start = None
-    if start is None:
-      start = cp
-    prev = cp
-  return "".join(ranges)
-
-
-@functools.lru_cache(maxsize=1)
-def _final_sigma_regex():
-  """RE2 pattern whose group 1 + "ς" + group 2 rewrites a final capital sigma.
-
-  Python's `str.lower()` implements Unicode's Final_Sigma context with its own
-  private `cased` / `case-ignorable` tables; they are probed here through
-  `str.lower()`: `ch + "Σ"` ends in "ς" iff `ch` is cased and not ignorable,
-  `"A" + ch + "Σ"` does iff `ch` is cased or ignorable. Characters Google
-  removes before lower-casing count as ignorable (they are invisible to it).
-  """
-  cased, ignorable = [], []
-  for cp in range(0x110000):
-    char = chr(cp)
-    if unicodedata.category(char) in ("Cn", "Co", "Cs"):
-      continue
-    if not _normalized_char(char, do_lower_case=False):
-      ignorable.append(cp)
-    elif (char + _SIGMA).lower()[-1] == _FINAL_SIGMA:
-      cased.append(cp)
-    elif ("A" + char + _SIGMA).lower()[-1] == _FINAL_SIGMA:
-      ignorable.append(cp)
-  c, i = _regex_class(cased), _regex_class(ignorable)
-  return f"([{c}][{i}]*){_SIGMA}([{i}]*(?:[^{c}{i}]|$))"
-
-
 # Intermediate results, flattened over the batch. Offsets are int64 bytes.
 _Chars = collections.namedtuple(
     "_Chars", "code_points rows starts ends text_lengths")
@@ -270,7 +163,7 @@ class WordPieceTokenizer(tf.Module):
     # Only small Python state: tf.Module walks its attributes when saving.
     self._vocab_size = len(vocab)
     self._special_ids = {token: vocab.index(token) for token in SPECIAL_TOKENS}
-    keys, values = _normalization_table(do_lower_case)
+    keys, values = normalization_table(do_lower_case)
     self._char_table = tf.lookup.StaticHashTable(
         tf.lookup.KeyValueTensorInitializer(
             tf.constant(keys, tf.int64), tf.range(len(keys), dtype=tf.int64)),
@@ -280,7 +173,7 @@ class WordPieceTokenizer(tf.Module):
     self._value_code_points = values.flat_values
     self._value_starts = values.row_starts()
     self._value_lengths = values.row_lengths()
-    self._final_sigma = _final_sigma_regex() if do_lower_case else None
+    self._final_sigma = final_sigma_regex() if do_lower_case else None
     # Words reaching the wordpiece step have at most `max_chars_per_word`
     # characters of at most 4 bytes, so the byte limit never decides.
     self._wordpiece = tf_text.FastWordpieceTokenizer(
@@ -368,7 +261,7 @@ class WordPieceTokenizer(tf.Module):
       # drops and the regex skips. "Σ" -> "ς" keeps the code point count.
       code_points = tf.strings.unicode_decode(tf.strings.regex_replace(
           tf.strings.unicode_encode(code_points, "UTF-8"), self._final_sigma,
-          "\\1" + _FINAL_SIGMA + "\\2"), "UTF-8")
+          FINAL_SIGMA_REWRITE), "UTF-8")
     rows = code_points.value_rowids()
     count = tf.size(rows, out_type=tf.int64)
     index = tf.range(count)
