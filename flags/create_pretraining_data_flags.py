@@ -2,7 +2,7 @@
 
 from absl import flags
 
-from tfbert.pretraining_data import SHARD_ASSIGNMENTS
+from tfbert.pretraining_instances import SHARD_ASSIGNMENTS
 
 INPUT_FILE = flags.DEFINE_list(
     "input_file", None, "Comma-separated input text files or glob patterns: one sentence per "

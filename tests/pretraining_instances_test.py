@@ -12,8 +12,7 @@ import random
 import pytest
 import tensorflow as tf
 
-from tfbert import pretraining_data
-from tfbert.pretraining_instances import (TrainingInstance, VocabInfo,
+from tfbert.pretraining_instances import (PretrainingDataConfig, TrainingInstance, VocabInfo,
                                           create_instances_from_document,
                                           create_masked_lm_predictions,
                                           create_training_instances, instance_to_example,
@@ -45,7 +44,7 @@ def _config(**overrides):
   """A `PretrainingDataConfig` (its vocab file is never read here)."""
   values = dict(vocab_file="unused_vocab.txt", max_seq_length=13, max_predictions_per_seq=5,
                 dupe_factor=1)
-  return pretraining_data.PretrainingDataConfig(**{**values, **overrides})
+  return PretrainingDataConfig(**{**values, **overrides})
 
 
 def test_truncate_seq_pair_cuts_the_longer_side_b_on_ties_front_or_back_by_draw():

@@ -29,54 +29,11 @@ from typing import Callable, Optional, Sequence, TextIO
 import tensorflow as tf
 
 from tfbert import pretraining_instances
+# The run's config and its shard choices, defined beside the instances that read most of it.
+from tfbert.pretraining_instances import SHARD_ASSIGNMENTS, PretrainingDataConfig
 from tfbert.tokenization import WordPieceTokenizer, load_vocab
 
-SHARD_ASSIGNMENTS = ("round_robin", "contiguous")
 _LINES_PER_BATCH = 4096  # Lines tokenized per in-graph call.
-
-
-@dataclasses.dataclass(frozen=True)
-class PretrainingDataConfig:
-  """Options of google-research/bert's `create_pretraining_data.py`, its defaults.
-
-  Attributes:
-    vocab_file: WordPiece vocab (one token per line); do_lower_case: True if uncased.
-    max_seq_length: S, tokens per instance including [CLS] and two [SEP].
-    max_predictions_per_seq: P, the most masked positions per instance.
-    masked_lm_prob: fraction of an instance's tokens (specials counted, as Google) to predict.
-    dupe_factor: passes over the corpus, each with fresh segments and masks.
-    short_seq_prob: chance that a document pass aims at a random length in [2, S - 3].
-    do_whole_word_mask: mask all WordPieces of a word together.
-    random_seed: seed of the one `random.Random` everything is drawn from.
-    num_shards: number of output TFRecord files.
-    shard_assignment: "round_robin" (instance i to shard i % num_shards, as Google's
-      writer) or "contiguous" (shard s holds the s-th block of the shuffled instances).
-  """
-  vocab_file: str
-  do_lower_case: bool = True
-  max_seq_length: int = 128
-  max_predictions_per_seq: int = 20
-  masked_lm_prob: float = 0.15
-  dupe_factor: int = 10
-  short_seq_prob: float = 0.1
-  do_whole_word_mask: bool = False
-  random_seed: int = 12345
-  num_shards: int = 1
-  shard_assignment: str = "round_robin"
-
-  def __post_init__(self):
-    # max_seq_length >= 5: [CLS] a [SEP] b [SEP] with non-empty a, b; randint(2, S - 3).
-    errors = [m for ok, m in [
-        (self.max_seq_length >= 5, "max_seq_length must be >= 5"),
-        (self.max_predictions_per_seq >= 1, "max_predictions_per_seq must be >= 1"),
-        (0.0 < self.masked_lm_prob <= 1.0, "masked_lm_prob must be in (0, 1]"),
-        (self.dupe_factor >= 1, "dupe_factor must be >= 1"),
-        (0.0 <= self.short_seq_prob <= 1.0, "short_seq_prob must be in [0, 1]"),
-        (self.num_shards >= 1, "num_shards must be >= 1"),
-        (self.shard_assignment in SHARD_ASSIGNMENTS,
-         f"shard_assignment must be one of {SHARD_ASSIGNMENTS}")] if not ok]
-    if errors:
-      raise ValueError(f"Invalid PretrainingDataConfig {self}: {'; '.join(errors)}")
 
 
 def vocab_info(vocab_file: str) -> pretraining_instances.VocabInfo:

@@ -20,9 +20,8 @@ from the same document; whole-word masking joins a "##" piece to the previous no
 piece (even across [SEP] after truncation) and draws 80/10/10 per piece, not per word
 (Model Garden draws per word).
 
-A `config` argument is a `tfbert.pretraining_data.PretrainingDataConfig`, read for
-max_seq_length, max_predictions_per_seq, masked_lm_prob, dupe_factor, short_seq_prob and
-do_whole_word_mask. It is not imported here: that module imports this one.
+`PretrainingDataConfig` holds all of the script's options; the functions here read its
+instance fields, `tfbert.pretraining_data` the vocab and shard ones.
 """
 
 import collections
@@ -31,6 +30,53 @@ import random
 from typing import Callable
 
 import tensorflow as tf
+
+
+SHARD_ASSIGNMENTS = ("round_robin", "contiguous")
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingDataConfig:
+  """Options of google-research/bert's `create_pretraining_data.py`, its defaults.
+
+  Attributes:
+    vocab_file: WordPiece vocab (one token per line); do_lower_case: True if uncased.
+    max_seq_length: S, tokens per instance including [CLS] and two [SEP].
+    max_predictions_per_seq: P, the most masked positions per instance.
+    masked_lm_prob: fraction of an instance's tokens (specials counted, as Google) to predict.
+    dupe_factor: passes over the corpus, each with fresh segments and masks.
+    short_seq_prob: chance that a document pass aims at a random length in [2, S - 3].
+    do_whole_word_mask: mask all WordPieces of a word together.
+    random_seed: seed of the one `random.Random` everything is drawn from.
+    num_shards: number of output TFRecord files.
+    shard_assignment: "round_robin" (instance i to shard i % num_shards, as Google's
+      writer) or "contiguous" (shard s holds the s-th block of the shuffled instances).
+  """
+  vocab_file: str
+  do_lower_case: bool = True
+  max_seq_length: int = 128
+  max_predictions_per_seq: int = 20
+  masked_lm_prob: float = 0.15
+  dupe_factor: int = 10
+  short_seq_prob: float = 0.1
+  do_whole_word_mask: bool = False
+  random_seed: int = 12345
+  num_shards: int = 1
+  shard_assignment: str = "round_robin"
+
+  def __post_init__(self):
+    # max_seq_length >= 5: [CLS] a [SEP] b [SEP] with non-empty a, b; randint(2, S - 3).
+    errors = [m for ok, m in [
+        (self.max_seq_length >= 5, "max_seq_length must be >= 5"),
+        (self.max_predictions_per_seq >= 1, "max_predictions_per_seq must be >= 1"),
+        (0.0 < self.masked_lm_prob <= 1.0, "masked_lm_prob must be in (0, 1]"),
+        (self.dupe_factor >= 1, "dupe_factor must be >= 1"),
+        (0.0 <= self.short_seq_prob <= 1.0, "short_seq_prob must be in [0, 1]"),
+        (self.num_shards >= 1, "num_shards must be >= 1"),
+        (self.shard_assignment in SHARD_ASSIGNMENTS,
+         f"shard_assignment must be one of {SHARD_ASSIGNMENTS}")] if not ok]
+    if errors:
+      raise ValueError(f"Invalid PretrainingDataConfig {self}: {'; '.join(errors)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +121,7 @@ def truncate_seq_pair(tokens_a: list, tokens_b: list, max_num_tokens: int,
       trunc_tokens.pop()
 
 
-def create_masked_lm_predictions(ids: list, config, vocab: VocabInfo,
+def create_masked_lm_predictions(ids: list, config: PretrainingDataConfig, vocab: VocabInfo,
                                  rng: random.Random) -> tuple:
   """Picks and corrupts the positions to predict, as google-research/bert does.
 
@@ -137,16 +183,18 @@ def _random_segment(documents: list, document_index: int, target_length: int,
   return tokens
 
 
-def _instance(tokens_a: list, tokens_b: list, is_random_next: bool, config,
-              vocab: VocabInfo, rng: random.Random) -> TrainingInstance:
+def _instance(tokens_a: list, tokens_b: list, is_random_next: bool,
+              config: PretrainingDataConfig, vocab: VocabInfo,
+              rng: random.Random) -> TrainingInstance:
   ids = [vocab.cls_id, *tokens_a, vocab.sep_id, *tokens_b, vocab.sep_id]
   output, positions, labels = create_masked_lm_predictions(ids, config, vocab, rng)
   return TrainingInstance(output, [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1),
                           positions, labels, is_random_next)
 
 
-def create_instances_from_document(documents: list, document_index: int, config,
-                                   vocab: VocabInfo, rng: random.Random) -> list:
+def create_instances_from_document(documents: list, document_index: int,
+                                   config: PretrainingDataConfig, vocab: VocabInfo,
+                                   rng: random.Random) -> list:
   """google-research/bert's sentence-pair instances of one document.
 
   Args:
@@ -187,7 +235,7 @@ def create_instances_from_document(documents: list, document_index: int, config,
   return instances
 
 
-def create_training_instances(documents: list, config, vocab: VocabInfo,
+def create_training_instances(documents: list, config: PretrainingDataConfig, vocab: VocabInfo,
                               rng: random.Random, progress: Callable = no_progress) -> list:
   """All instances: shuffle documents, `dupe_factor` passes, shuffle instances.
 
