@@ -103,10 +103,10 @@ def export_classifier_saved_model(model: BertClassifier, export_dir: str, vocab_
   module = ClassifierExport(model, vocab_file, do_lower_case, max_seq_length, labels, is_pair)
 
   def write(path):
-    export.write_export(module, model.config, path)  # pylint: disable=protected-access
+    export.write_export(module, model.config, path)
     if labels is not None:
       with open(os.path.join(path, LABELS_FILE), "w", encoding="utf-8") as f:
         f.write("".join(f"{label}\n" for label in labels))
 
-  export.save_atomically(write, export_dir)  # pylint: disable=protected-access
+  export.save_atomically(write, export_dir)
   return export_dir
