@@ -2,6 +2,7 @@
 
 from absl import flags
 
+from flags import common_flags
 from tfbert.optimization import OPTIMIZERS
 
 VARIANTS = flags.DEFINE_list(
@@ -32,3 +33,6 @@ TOLERANCES = flags.DEFINE_list(
     "float32, mixed_bfloat16, mixed_float16).")
 COMPARE_WEIGHTS = flags.DEFINE_bool("compare_weights", True,
                                     "Also compare the final weights (same tolerance).")
+
+# Key flags: the tool's --help lists them (absl shows only the main module's key flags).
+flags.adopt_module_key_flags(common_flags)

@@ -2,6 +2,8 @@
 
 from absl import flags
 
+from flags import common_flags
+
 BENCHMARK = flags.DEFINE_enum(
     "benchmark", "accumulation",
     ["accumulation", "pretraining", "squad", "input_pipeline", "postprocess", "matmul",
@@ -90,3 +92,6 @@ SQUAD_DEV_FILE = flags.DEFINE_string(
     "squad_dev_file", "", "postprocess: the SQuAD v1.1 dev file (JSON, gzip or not); "
     "unset skips the benchmark. BENCHMARKS.md uses ../shared/data/squad_v1.1_dev_"
     "reconstructed/dev-v1.1.reconstructed.json.gz.")
+
+# Key flags: the tool's --help lists them (absl shows only the main module's key flags).
+flags.adopt_module_key_flags(common_flags)

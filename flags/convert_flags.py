@@ -1,16 +1,21 @@
-"""Flags of tools/convert_checkpoint.py."""
+"""Flags of tools/convert_checkpoint.py (--input and --output are required)."""
 
 from absl import flags
 
+from flags import common_flags
 from tfbert.convert import FORMATS
 
 INPUT_FORMAT = flags.DEFINE_enum("input_format", "google", FORMATS, "Format of --input.")
 INPUT = flags.DEFINE_string(
-    "input", None, "Checkpoint to read: a Google checkpoint prefix, a Hugging Face directory "
-    "(config.json + model.safetensors) or a tfbert .keras file.")
+    "input", None, "Required. Checkpoint to read: a Google checkpoint prefix, a Hugging Face "
+    "directory (config.json + model.safetensors) or a tfbert .keras file.")
 BERT_CONFIG_FILE = flags.DEFINE_string(
     "bert_config_file", None, "bert_config.json of a Google input (default: beside --input).")
 OUTPUT_FORMAT = flags.DEFINE_enum("output_format", "hf", FORMATS, "Format of --output.")
 OUTPUT = flags.DEFINE_string(
-    "output", None, "Where to write: a checkpoint prefix (google), a directory (hf) or a "
-    ".keras file (tfbert).")
+    "output", None, "Required. Where to write: a checkpoint prefix (google), a directory (hf) or a "
+    ".keras file (tfbert). The vocab.txt beside --input is copied beside it; files appear "
+    "only when complete.")
+
+# Key flags: the tool's --help lists them (absl shows only the main module's key flags).
+flags.adopt_module_key_flags(common_flags)

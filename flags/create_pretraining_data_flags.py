@@ -2,6 +2,7 @@
 
 from absl import flags
 
+from flags import common_flags
 from tfbert.pretraining_instances import SHARD_ASSIGNMENTS
 
 INPUT_FILE = flags.DEFINE_list(
@@ -42,3 +43,6 @@ SHARD_ASSIGNMENT = flags.DEFINE_enum(
     "contiguous: shard s holds the s-th block of the shuffled instances.")
 LOG_EVERY_SECONDS = flags.DEFINE_float(
     "log_every_seconds", 10.0, "Period of the progress line on stderr.")
+
+# Key flags: the tool's --help lists them (absl shows only the main module's key flags).
+flags.adopt_module_key_flags(common_flags)

@@ -2,6 +2,8 @@
 
 from absl import flags
 
+from flags import common_flags
+
 SENTENCES = flags.DEFINE_multi_string(
     "sentence", None, "A sentence to embed; repeat the flag for several (default: a built-in set).")
 SEQ_LENGTH = flags.DEFINE_integer("seq_length", 64, "Tokens per sentence, [CLS]/[SEP] included.")
@@ -12,3 +14,6 @@ PRETRAIN_STEPS = flags.DEFINE_integer("pretrain_steps", 300,
 SQUAD_EPOCHS = flags.DEFINE_float(
     "squad_epochs", 24.0, "Epochs of SQuAD fine-tuning of the pretrained BERT (0 skips it; "
     "needs --pretrain_steps > 0).")
+
+# Key flags: the tool's --help lists them (absl shows only the main module's key flags).
+flags.adopt_module_key_flags(common_flags)

@@ -7,6 +7,7 @@ do not.
 
 from absl import flags
 
+from flags import common_flags, fine_tuning_flags, run_directory_flags
 from flags.fine_tuning_flags import (  # noqa: F401  (re-exported for the tool)
     BERT_CONFIG_FILE, INIT_CHECKPOINT, INIT_HF_DIR, INIT_TFBERT, VOCAB_FILE, DO_LOWER_CASE,
     TRAIN_BATCH_SIZE, LEARNING_RATE, NUM_TRAIN_EPOCHS, MAX_TRAIN_STEPS, WARMUP_PROPORTION,
@@ -71,3 +72,8 @@ CLASSIFIER_DROPOUT = flags.DEFINE_float("classifier_dropout", 0.1,
 # Optimization.
 EVAL_BATCH_SIZE = flags.DEFINE_integer("eval_batch_size", 64,
                                        "Examples per eval/predict batch.")
+
+# Key flags: the tool's --help lists them (absl shows only the main module's key flags).
+flags.adopt_module_key_flags(common_flags)
+flags.adopt_module_key_flags(fine_tuning_flags)
+flags.adopt_module_key_flags(run_directory_flags)

@@ -1,21 +1,23 @@
 """Flags of tools/run_pretraining.py (google-research/bert's names where it has them).
 
-All flags are optional; `--flagfile=FILE` reads flags from a file.
+--bert_config_file, --input_files and --model_dir are required (the tool says so when one
+is missing); the others are optional. `--flagfile=FILE` reads flags from a file.
 """
 
 from absl import flags
 
+from flags import common_flags, run_directory_flags
 from tfbert.distribution import STRATEGIES
 from tfbert.optimization import OPTIMIZERS
 from tfbert.pretraining_run import DTYPES
 
 BERT_CONFIG_FILE = flags.DEFINE_string("bert_config_file", None,
-                                       "bert_config.json of the model to pretrain.")
+                                       "Required. bert_config.json of the model to pretrain.")
 INIT_CHECKPOINT = flags.DEFINE_string("init_checkpoint", None,
                                       "Google-format checkpoint prefix to start from.")
-INPUT_FILES = flags.DEFINE_list("input_files", None,
-                                "Comma-separated TFRecord globs (create_pretraining_data.py).")
-MODEL_DIR = flags.DEFINE_string("model_dir", None, "Run directory; rerunning resumes it.")
+INPUT_FILES = flags.DEFINE_list(
+    "input_files", None, "Required. Comma-separated TFRecord globs (create_pretraining_data.py).")
+MODEL_DIR = flags.DEFINE_string("model_dir", None, "Required. Run directory; rerunning resumes it.")
 TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 32,
                                         "Global sequences per applied step (all replicas, "
                                         "all accumulation micro-steps).")
@@ -52,3 +54,7 @@ CHECKPOINT_EVERY = flags.DEFINE_integer("save_checkpoints_steps", 100,
 LOG_EVERY = flags.DEFINE_integer("log_steps", 10, "Applied steps between log lines.")
 EXPORT_DIR = flags.DEFINE_string("export_dir", None,
                                  "SavedModel + Google checkpoint export (default model_dir/export).")
+
+# Key flags: the tool's --help lists them (absl shows only the main module's key flags).
+flags.adopt_module_key_flags(common_flags)
+flags.adopt_module_key_flags(run_directory_flags)

@@ -6,6 +6,7 @@ they fit together (e.g. `--do_train` needs `--train_file`) and says which do not
 
 from absl import flags
 
+from flags import common_flags, fine_tuning_flags, run_directory_flags
 from flags.fine_tuning_flags import (  # noqa: F401  (re-exported for the tool)
     BERT_CONFIG_FILE, INIT_CHECKPOINT, INIT_HF_DIR, INIT_TFBERT, VOCAB_FILE, DO_LOWER_CASE,
     TRAIN_BATCH_SIZE, LEARNING_RATE, NUM_TRAIN_EPOCHS, MAX_TRAIN_STEPS, WARMUP_PROPORTION,
@@ -17,9 +18,11 @@ DO_PREDICT = flags.DEFINE_bool("do_predict", False,
                                "Answer --predict_file; write predictions.json, "
                                "nbest_predictions.json (v2.0: null_odds.json) and print EM/F1.")
 TRAIN_FILE = flags.DEFINE_string("train_file", None,
-                                 "SQuAD JSON (optionally .gz) to train on.")
+                                 "SQuAD v1.1/v2.0 JSON (optionally .gz) to train on; read and "
+                                 "checked before the model is built.")
 PREDICT_FILE = flags.DEFINE_string("predict_file", None,
-                                   "SQuAD JSON (optionally .gz) to predict and score.")
+                                   "SQuAD v1.1/v2.0 JSON (optionally .gz) to predict and score; "
+                                   "read and checked before the model is built.")
 TRAIN_ARTICLES = flags.DEFINE_string(
     "train_articles", None, "START:END: train on these articles of --train_file only, in "
     "file order with Python slice semantics (e.g. 0:38; -10: is the last 10). Default: all.")
@@ -35,18 +38,30 @@ EXPORT_DIR = flags.DEFINE_string("export_dir", None,
 
 # Windowing (tfbert.squad_features) and postprocessing (tfbert.squad_postprocess).
 MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 384, "Wordpieces per window.")
-DOC_STRIDE = flags.DEFINE_integer("doc_stride", 128, "Wordpieces between window starts.")
+DOC_STRIDE = flags.DEFINE_integer("doc_stride", 128,
+                                  "Wordpieces between window starts; at most "
+                                  "max_seq_length - max_query_length - 3, so windows overlap.")
 MAX_QUERY_LENGTH = flags.DEFINE_integer("max_query_length", 64,
-                                        "Question wordpieces kept (the rest is cut).")
+                                        "Question wordpieces kept (the rest is cut); "
+                                        "max_seq_length must exceed it by more than 3.")
 N_BEST_SIZE = flags.DEFINE_integer("n_best_size", 20,
-                                   "Start and end candidates per window, and n-best answers.")
+                                   "Start and end candidates per window, and n-best answers "
+                                   "(>= 1).")
 MAX_ANSWER_LENGTH = flags.DEFINE_integer("max_answer_length", 30,
-                                         "Longest answer in wordpieces.")
+                                         "Longest answer in wordpieces (>= 1).")
 VERSION_2 = flags.DEFINE_bool("version_2_with_negative", False,
-                              "SQuAD 2.0 postprocessing: may answer \"\" (no answer).")
+                              "SQuAD 2.0 postprocessing: may answer \"\" (no answer). Needed "
+                              "for SQuAD 2.0 files (\"version\": \"v2.0\" or any "
+                              "is_impossible question); with a 1.1 file it is allowed (a note "
+                              "says so).")
 NULL_SCORE_DIFF_THRESHOLD = flags.DEFINE_float(
     "null_score_diff_threshold", 0.0, "v2.0: answer \"\" when null score - best span score "
     "exceeds this.")
 
 # Optimization.
 PREDICT_BATCH_SIZE = flags.DEFINE_integer("predict_batch_size", 64, "Windows per predict batch.")
+
+# Key flags: the tool's --help lists them (absl shows only the main module's key flags).
+flags.adopt_module_key_flags(common_flags)
+flags.adopt_module_key_flags(fine_tuning_flags)
+flags.adopt_module_key_flags(run_directory_flags)

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from tests import glue_synthetic, helpers
 from tfbert import (BertClassifier, BertPretrainer, classifier_run, glue_data,
-                    google_checkpoint, huggingface, pretrained)
+                    google_checkpoint, huggingface, pretrained, run_directory)
 from tfbert.config import BertConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -78,9 +78,11 @@ def mrpc_dir(tmp_path):
     (dict(max_seq_length=129), "exceeds max_position_embeddings 128"),
 ])
 def test_config_names_what_does_not_fit(tmp_path, overrides, message):
+  glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(8, seed=1))
   config = _run_config(tmp_path, "out", **{"do_train": True, **overrides})
   with pytest.raises(ValueError, match=message):
     classifier_run.run_classifier(config)
+  assert not (tmp_path / "out").exists()  # Refused before anything is written.
 
 
 def test_google_checkpoint_init_loads_encoder_and_pooler_and_a_fresh_head(tmp_path):
@@ -242,6 +244,49 @@ def test_malformed_rows_stop_the_run_unless_skipped(tmp_path, capsys):
   result = classifier_run.run_classifier(dataclasses.replace(config, skip_malformed_rows=True))
   assert result["train"]["steps"] == 1
   assert "skipped malformed row: " + path + ":10: column 0 (label)" in capsys.readouterr().out
+
+
+def _files(directory):
+  return {n: (directory / n).read_bytes() for n in sorted(os.listdir(directory))
+          if (directory / n).is_file()}
+
+
+@pytest.mark.slow  # ~30 s: trains 2 steps, then 3 reruns (two refused, one evaluation).
+def test_the_output_directory_belongs_to_one_run_and_is_self_contained(mrpc_dir):
+  config = _run_config(mrpc_dir, "run", do_train=True, do_eval=True, max_train_steps=2)
+  first = classifier_run.run_classifier(config)
+  out = mrpc_dir / "run"
+  # Vocabulary and casing beside the model.
+  with open(pretrained.minilm_vocab_file(), "rb") as f:
+    assert (out / "vocab.txt").read_bytes() == f.read()
+  assert _read_json(out / "run_config.json")["do_lower_case"] is True
+  before = _files(out)
+  # Another schedule or model is refused before anything is written, naming each change.
+  with pytest.raises(run_directory.RunDirectoryError,
+                     match=r"run_config.json learning_rate: 0.001 -> 0.002"):
+    classifier_run.run_classifier(dataclasses.replace(config, learning_rate=2e-3))
+  with pytest.raises(run_directory.RunDirectoryError,
+                     match=r"bert_config.json num_hidden_layers: 2 -> 1"):
+    classifier_run.run_classifier(dataclasses.replace(
+        config, bert_config_file=None,
+        init_checkpoint=_google_checkpoint(mrpc_dir, num_hidden_layers=1)))
+  assert _files(out) == before
+  # Evaluating with the directory's own model needs no vocab, config or casing flag.
+  again = classifier_run.run_classifier(_run_config(
+      mrpc_dir, "run", do_eval=True, vocab_file=None, bert_config_file=None,
+      init_tfbert=str(out / "model.keras")))
+  assert again["eval"] == first["eval"]
+  assert _read_json(out / "run_config.json") == json.loads(before["run_config.json"])
+
+
+def _google_checkpoint(directory, **overrides):
+  """A Google-format checkpoint (with bert_config.json beside) of a TINY-like encoder."""
+  config = BertConfig(**{**TINY, **overrides})
+  model = BertPretrainer(config)
+  model.build()
+  prefix = str(directory / "google" / "bert_model.ckpt")
+  google_checkpoint.export_google_checkpoint(model, prefix)  # bert_config.json beside it.
+  return prefix
 
 
 # Runs in a fresh process: argv = export dir, then text_a/text_b pairs; prints labels.

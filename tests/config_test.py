@@ -5,10 +5,7 @@ import os
 
 import pytest
 
-from tfbert.config import BertConfig
-
-RELEASE_FIELDS = ("directionality", "pooler_fc_size", "pooler_num_attention_heads",
-                  "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type")
+from tfbert.config import RELEASE_FIELDS, REQUIRED_FIELDS, BertConfig
 
 
 def test_reads_google_release_config_and_keeps_release_fields_on_round_trip(shared_data,
@@ -47,20 +44,86 @@ def test_invalid_values_fail_naming_the_field(kwargs, message):
   assert message in str(e.value)
 
 
-def test_unknown_or_missing_json_fields_name_the_file(tmp_path):
+def _tiny_google_config(shared_data) -> dict:
+  """The real bert_config.json of keras-bert's run_pretraining.py checkpoint."""
+  with open(os.path.join(shared_data, "keras_bert_test_checkpoint", "bert_config.json")) as f:
+    return json.load(f)
+
+
+def _write(tmp_path, values) -> str:
+  path = tmp_path / "bert_config.json"
+  path.write_text(json.dumps(values))
+  return str(path)
+
+
+def test_a_file_missing_fields_is_refused_naming_the_file_and_every_missing_field(
+    shared_data, tmp_path):
+  # The reported defect: such a file silently became BERT-Base (12 layers, width 3072).
+  values = _tiny_google_config(shared_data)
+  assert set(values) == set(REQUIRED_FIELDS + RELEASE_FIELDS)  # Google writes all of them.
+  del values["num_hidden_layers"], values["intermediate_size"]
+  path = _write(tmp_path, values)
+  with pytest.raises(ValueError) as e:
+    BertConfig.from_json_file(path)
+  assert str(e.value) == (f"{path}: missing bert_config field(s) num_hidden_layers, "
+                          "intermediate_size")
+  with pytest.raises(ValueError, match="missing bert_config field"):
+    BertConfig.from_dict({"vocab_size": 5})
+  # Python code keeps BERT-Base defaults.
+  assert BertConfig(vocab_size=5).num_hidden_layers == 12
+
+
+def test_a_typo_is_refused_naming_the_field_it_looks_like(shared_data, tmp_path):
+  # An error, not a warning: the misspelt setting would silently not be applied (here the
+  # model would get 12 layers), and a warning scrolls past in a training log.
+  values = _tiny_google_config(shared_data)
+  values["num_hidden_layer"] = values.pop("num_hidden_layers")
+  values["extra_setting"] = 1
+  path = _write(tmp_path, values)
+  with pytest.raises(ValueError) as e:
+    BertConfig.from_json_file(path)
+  assert str(e.value) == (f"{path}: missing bert_config field(s) num_hidden_layers; unknown "
+                          "bert_config field(s) extra_setting, num_hidden_layer "
+                          "(did you mean num_hidden_layers?)")
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"hidden_size": "4"}, "BertConfig.hidden_size must be a positive integer, got '4'"),
+    ({"vocab_size": -15}, "BertConfig.vocab_size must be a positive integer, got -15"),
+    ({"max_position_embeddings": 16.0},
+     "BertConfig.max_position_embeddings must be a positive integer, got 16.0"),
+    ({"num_hidden_layers": True}, "BertConfig.num_hidden_layers must be a positive integer"),
+    ({"hidden_dropout_prob": "0.1"},
+     "BertConfig.hidden_dropout_prob must be a finite number, got '0.1'"),
+    ({"initializer_range": float("nan")}, "BertConfig.initializer_range must be a finite number"),
+    ({"num_attention_heads": 3}, "BertConfig.hidden_size (4) is not a multiple of "
+                                 "num_attention_heads (3)"),
+    ({"hidden_act": ["gelu"]}, "BertConfig.hidden_act ['gelu'] is not one of"),
+    ({"pooler_fc_size": "768"}, "BertConfig.pooler_fc_size must be a positive integer"),
+])
+def test_a_wrong_value_in_a_file_is_refused_naming_the_file_and_field(shared_data, tmp_path,
+                                                                      change, message):
+  path = _write(tmp_path, {**_tiny_google_config(shared_data), **change})
+  with pytest.raises(ValueError) as e:
+    BertConfig.from_json_file(path)
+  assert str(e.value).startswith(f"{path}: {message}")
+  assert "\n" not in str(e.value)
+
+
+def test_a_file_that_is_not_a_config_object_is_named(tmp_path):
   bad = tmp_path / "bad.json"
-  bad.write_text(json.dumps({"vocab_size": 5, "hidden_sise": 4}))
-  with pytest.raises(ValueError, match=r"bad.json: unknown bert_config field\(s\) \['hidden_sise'\]"):
+  bad.write_text("[1, 2]")
+  with pytest.raises(ValueError, match="bad.json: expected a JSON object, got list"):
     BertConfig.from_json_file(str(bad))
-  bad.write_text(json.dumps({"hidden_size": 4}))
-  with pytest.raises(ValueError, match="bad.json: missing required field 'vocab_size'"):
+  bad.write_text('{"vocab_size": 5,')
+  with pytest.raises(ValueError, match="bad.json: not valid JSON"):
     BertConfig.from_json_file(str(bad))
   with pytest.raises(FileNotFoundError, match="nope.json"):
     BertConfig.from_json_file(str(tmp_path / "nope.json"))
 
 
 def test_google_gelu_is_tanh_and_hugging_face_gelu_is_exact():
-  assert BertConfig.from_dict({"vocab_size": 5, "hidden_act": "gelu"}).hidden_act == "gelu"
+  assert BertConfig(vocab_size=5, hidden_act="gelu").hidden_act == "gelu"
   hf = {"model_type": "bert", "vocab_size": 5, "hidden_size": 8, "num_attention_heads": 2,
         "hidden_act": "gelu", "layer_norm_eps": 1e-12, "pad_token_id": 0}
   config = BertConfig.from_hf_config(hf)
@@ -80,6 +143,14 @@ def test_hugging_face_configs_that_bert_cannot_reproduce_are_refused(change, mes
   hf = {"model_type": "bert", "vocab_size": 5, "hidden_size": 8, "num_attention_heads": 2}
   with pytest.raises(ValueError, match=message):
     BertConfig.from_hf_config({**hf, **change})
+
+
+def test_a_hugging_face_config_gets_transformers_defaults_for_omitted_fields():
+  # transformers itself fills these (its type_vocab_size is 2, not Google's 16).
+  config = BertConfig.from_hf_config({"model_type": "bert", "vocab_size": 5, "hidden_size": 8,
+                                      "num_attention_heads": 2, "architectures": ["BertModel"]})
+  assert (config.type_vocab_size, config.num_hidden_layers, config.intermediate_size) == (
+      2, 12, 3072)
 
 
 def test_config_is_frozen():

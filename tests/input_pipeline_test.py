@@ -7,12 +7,14 @@ traced; one test reads real shards made by tfbert.pretraining_data.
 """
 
 import os
+import re
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfbert import input_pipeline, pretrained, pretraining_data, pretraining_instances
+from tfbert import (data_checks, input_pipeline, pretrained, pretraining_data,
+                    pretraining_instances)
 
 S, P = 11, 3
 RECORDS_PER_FILE = (5, 6, 7, 8, 9, 10, 11)  # 56 examples in 7 files.
@@ -89,6 +91,57 @@ def test_shard_files_refuses_a_worker_without_files_and_bad_arguments(data_files
     input_pipeline.shard_files(data_files, 2, 2)
   with pytest.raises(FileNotFoundError, match="nothing-"):
     input_pipeline.shard_files([data_files, str(tmp_path / "nothing-*")], 1, 0)
+
+
+def test_a_directory_glob_skips_temporaries_hidden_files_and_the_summary(data_files):
+  directory = os.path.dirname(data_files)
+  shards = sorted(tf.io.gfile.glob(data_files))
+  for name in (".tfbert-tmp-123-0123456789abcdef0123456789abcdef-shard",  # tfbert.atomic
+               ".part-7.tfrecord.123.tmp",  # create_pretraining_data's old temporaries
+               "pretraining-summary.json", ".DS_Store"):
+    with open(os.path.join(directory, name), "wb") as f:
+      f.write(b"not a record")
+  everything = os.path.join(directory, "*")
+  assert len(tf.io.gfile.glob(everything)) == len(shards) + 4  # gfile matches dotfiles.
+  assert input_pipeline.shard_files([everything, data_files], 1, 0) == shards
+  assert len(_ids(_dataset(everything))) == sum(RECORDS_PER_FILE)  # No parse error.
+  assert input_pipeline.expand_files(everything) == shards
+  # A pattern that names hidden files reads them; temporaries never.
+  assert input_pipeline.expand_files(os.path.join(directory, ".DS*")) == [
+      os.path.join(directory, ".DS_Store")]
+  with pytest.raises(FileNotFoundError, match=r"\.tfbert-tmp-\*.*1 temporary"):
+    input_pipeline.expand_files(os.path.join(directory, ".tfbert-tmp-*"))
+
+
+def _read_in_graph(dataset):
+  """Pulls every batch inside one tf.function, as the training loop does."""
+  iterator = iter(dataset)
+
+  @tf.function
+  def pull(count):
+    for _ in tf.range(count):
+      next(iterator)
+
+  pull(tf.constant(sum(RECORDS_PER_FILE)))
+
+
+@pytest.mark.parametrize("shuffle,read", [(True, _ids), (False, _ids),
+                                          (True, _read_in_graph)],
+                         ids=["shuffled", "ordered", "in_graph"])
+def test_a_data_error_while_reading_names_the_file_and_byte(data_files, shuffle, read):
+  path = sorted(tf.io.gfile.glob(data_files))[2]
+  with open(path, "rb") as f:
+    data = bytearray(f.read())
+  first_length = int.from_bytes(data[:8], "little")
+  second = 16 + first_length  # Record 1 starts here; flip a byte of its data.
+  data[second + 12 + 5] ^= 0x10
+  with open(path, "wb") as f:
+    f.write(bytes(data))
+  with pytest.raises(ValueError, match=(
+      rf"^{re.escape(path)}: bad TFRecord at byte {second} \(record 1\): the data's CRC .*"
+      r"\(the reader: corrupted record at")):
+    with data_checks.naming_data_errors(data_files):
+      read(_dataset(data_files, shuffle=shuffle, seed=4))
 
 
 @pytest.mark.parametrize("shuffle", [True, False])

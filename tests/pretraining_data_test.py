@@ -11,12 +11,14 @@ import functools
 import io
 import os
 import random
+import re
 import subprocess
 import sys
 
 import pytest
 import tensorflow as tf
 
+from tests import faults
 from tfbert import pretrained, pretraining_data, pretraining_instances, tokenization
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -297,17 +299,106 @@ def test_a_failure_mid_way_leaves_no_shard_under_a_final_name(shared_data, tmp_p
     _create([sample], tmp_path, num_shards=2)
   assert os.listdir(tmp_path) == []  # No shard, no temporary file, no summary.
   monkeypatch.undo()
-  real_replace = os.replace
-
-  def replace_fails_on_second_shard(src, dst):
-    if dst.endswith("00001-of-00002.tfrecord"):
-      raise OSError("rename failed (simulated)")
-    real_replace(src, dst)
-
-  monkeypatch.setattr(os, "replace", replace_fails_on_second_shard)
+  faults.fail_renames_to(monkeypatch, "00001-of-00002.tfrecord",
+                         OSError("rename failed (simulated)"))
   with pytest.raises(OSError, match="simulated"):
     _create([sample], tmp_path, num_shards=2)
   assert os.listdir(tmp_path) == []  # The first shard, already renamed, is gone too.
+
+
+# Writes a small data set on a full disk (`tests.faults.limited_disk`): every write past the
+# limit fails, including the flush in the cleanup's close(). argv: corpus, output directory.
+_FULL_DISK_SCRIPT = """
+import io, sys
+from tfbert import pretrained, pretraining_data
+config = pretraining_data.PretrainingDataConfig(
+    pretrained.minilm_vocab_file(), max_seq_length=61, max_predictions_per_seq=9,
+    dupe_factor=2, num_shards=2)
+try:
+  pretraining_data.create_pretraining_data([sys.argv[1]], sys.argv[2], config,
+                                           log_stream=io.StringIO())
+except Exception as error:  # pylint: disable=broad-except
+  print(type(error).__name__ + ":", error)
+"""
+
+
+def test_a_full_disk_leaves_no_temporary_and_no_shard(tmp_path):
+  corpus = pretraining_data.pydoc_corpus(str(tmp_path / "corpus.txt"), max_documents=12)
+  with faults.limited_disk(tmp_path, 48 * 1024) as disk:
+    output = os.path.join(disk.path, "out")
+    result = disk.run(_FULL_DISK_SCRIPT, corpus, output)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert re.search(r"OSError: Cannot write pretraining shard .*/out/pretraining-0000[01]-"
+                     r"of-00002.tfrecord: .*(File too large|No space)", result.stdout), (
+                         disk.kind, result.stdout + result.stderr[-2000:])
+    assert os.listdir(output) == []  # No temporary, no shard, no summary.
+
+
+def test_temporaries_of_killed_runs_are_removed_by_the_next_run(shared_data, tmp_path):
+  dead = subprocess.Popen(["true"])
+  dead.wait()
+  alive = subprocess.Popen(["sleep", "60"])
+  try:
+    stale = [f".tfbert-tmp-{dead.pid}-0123456789abcdef0123456789abcdef-shard",
+             f".pretraining-00000-of-00001.tfrecord.{dead.pid}.tmp"]  # The old style.
+    running = [f".tfbert-tmp-{alive.pid}-0123456789abcdef0123456789abcdef-shard",
+               f".pretraining-00000-of-00001.tfrecord.{alive.pid}.tmp"]
+    tmp_path.mkdir(exist_ok=True)
+    for name in stale + running:
+      (tmp_path / name).write_bytes(b"partial shard")
+    log = io.StringIO()
+    pretraining_data.create_pretraining_data(
+        [os.path.join(shared_data, SAMPLE_TEXT)], str(tmp_path), _config(), log_stream=log)
+    assert sorted(os.listdir(tmp_path)) == sorted(running + [
+        "pretraining-00000-of-00001.tfrecord", "pretraining-summary.json"])
+    assert "removed 2 temporary file(s) of killed runs" in log.getvalue()
+  finally:
+    alive.kill()
+    alive.wait()
+
+
+def test_lines_with_invalid_utf8_are_dropped_as_google_does_and_counted(shared_data,
+                                                                       tmp_path):
+  sample = open(os.path.join(shared_data, SAMPLE_TEXT), "rb").read()
+  lines = sample.split(b"\n")
+  for i in (2, 5, 9):
+    lines[i] = lines[i][:10] + b"\xff\xfe" + lines[i][10:]
+  damaged = tmp_path / "damaged.txt"
+  damaged.write_bytes(b"\n".join(lines))
+  log = io.StringIO()
+  summary = pretraining_data.create_pretraining_data(
+      [os.path.join(shared_data, SAMPLE_TEXT), str(damaged)], str(tmp_path / "out"),
+      _config(), log_stream=log)
+  assert summary["invalid_utf8_lines"] == {str(damaged): 3}
+  assert f"warning: {damaged}: 3 line(s) with invalid UTF-8 bytes" in log.getvalue()
+  copy = tmp_path / "copy.txt"  # The same file twice would be read once.
+  copy.write_bytes(sample)
+  clean_log = io.StringIO()
+  clean = pretraining_data.create_pretraining_data(
+      [os.path.join(shared_data, SAMPLE_TEXT), str(copy)], str(tmp_path / "clean"),
+      _config(), log_stream=clean_log)
+  assert clean["invalid_utf8_lines"] == {} and "warning" not in clean_log.getvalue()
+  # The bytes are dropped, as Google's decode("utf-8", "ignore"): the same data.
+  shard = "pretraining-00000-of-00001.tfrecord"
+  assert (tmp_path / "out" / shard).read_bytes() == (tmp_path / "clean" / shard).read_bytes()
+
+
+def test_a_vocab_that_does_not_fit_the_text_warns_with_its_unk_rate(tmp_path):
+  corpus = tmp_path / "corpus.txt"
+  corpus.write_text("The Quick Brown Fox Jumps Over The Lazy Dog.\nIt Was Not Amused.\n\n"
+                    "Another Document Begins Here.\nAnd Ends Here.\n", encoding="utf-8")
+  # The uncased vocab without lower-casing: capitalized words are [UNK].
+  log = io.StringIO()
+  summary = pretraining_data.create_pretraining_data(
+      [str(corpus)], str(tmp_path / "wrong"), _config(do_lower_case=False), log_stream=log)
+  assert summary["unk_rate"] > 0.5 and summary["num_unk_tokens"] > 10
+  assert re.search(r"warning: \d+\.\d% of the corpus' WordPieces are \[UNK\] \(over 2%\)",
+                   log.getvalue())
+  log = io.StringIO()
+  summary = pretraining_data.create_pretraining_data(
+      [str(corpus)], str(tmp_path / "right"), _config(), log_stream=log)
+  assert summary["unk_rate"] == summary["num_unk_tokens"] == 0
+  assert "warning" not in log.getvalue() and "[UNK] 0.00% of WordPieces" in log.getvalue()
 
 
 def test_progress_lines_report_documents_and_instances(shared_data, tmp_path):

@@ -149,3 +149,40 @@ def test_misaligned_training_answers_are_reported_counted_and_skipped(shared_dat
   evaluation = squad_data.read_squad_file(file, is_training=False)
   assert len(evaluation.examples) == 5 and not evaluation.skipped
   assert evaluation.examples[4].answers[0].answer_start == 50
+
+
+@pytest.mark.parametrize("written, version", [
+    ("1.1", "1.1"), ("v1.1", "1.1"), (None, "1.1"), ("2.0", "2.0"), ("v2.0", "2.0")])
+def test_version_strings_as_the_official_files_write_them(shared_data, tmp_path, written,
+                                                          version):
+  # The real v1.1 excerpt (no "version") and the v2.0 sample, under each spelling: the
+  # official dev-v1.1.json writes "1.1", dev-v2.0.json and train-v2.0.json "v2.0".
+  data = _fixture(shared_data) if version == "1.1" else copy.deepcopy(V2_DATA)
+  data.pop("version", None)
+  if written is not None:
+    data["version"] = written
+  dataset = squad_data.read_squad_file(_write(tmp_path, data), is_training=False)
+  assert (dataset.version, dataset.is_v2) == (version, version == "2.0")
+  assert dataset.unanswerable == (None if version == "1.1" else
+                                  "data[0].paragraphs[0].qas[1].is_impossible")
+  assert squad_data.squad_version(written) == version
+
+
+def test_files_without_questions_are_refused_naming_the_file(shared_data, tmp_path):
+  for data, message in (({"version": "1.1", "data": []}, "data: no questions (in 0 articles)"),
+                        ({"data": [{"paragraphs": [{"context": "c", "qas": []}]}]},
+                         "data: no questions (in 1 articles)")):
+    file = _write(tmp_path, data)
+    for is_training in (False, True):
+      with pytest.raises(ValueError, match=re.escape(f"{file}: {message}")):
+        squad_data.read_squad_file(file, is_training)
+  # Training: nothing left once the answers that are not at their offset are skipped.
+  data = _fixture(shared_data)
+  for qa in (qa for p in data["data"][0]["paragraphs"] for qa in p["qas"]):
+    qa["answers"][0]["answer_start"] += 1
+  file = _write(tmp_path, data)
+  with pytest.raises(ValueError, match=re.escape(
+      f"{file}: none of its 5 training questions has its answer at answer_start (first: "
+      "data[0].paragraphs[0].qas[0].answers[0]: answer text 'Saint Bernadette Soubirous'")):
+    squad_data.read_squad_file(file, is_training=True)
+  assert len(squad_data.read_squad_file(file, is_training=False).examples) == 5

@@ -134,3 +134,28 @@ def test_bad_predictions_files_are_named(tmp_path, shared_data):
   odds = _write(tmp_path, "odds.json", {"x": 0.5})
   with pytest.raises(ValueError, match="null odds are for SQuAD v2.0"):
     squad_evaluation.evaluate_files(fixture, [_write(tmp_path, "p.json", {})], odds)
+
+
+@pytest.mark.parametrize("written", ["v2.0", "2.0"])
+def test_v2_version_strings_as_the_official_files_write_them(tmp_path, written):
+  dataset = _write(tmp_path, "v2.json", {**V2_DATASET, "version": written})
+  [scores] = squad_evaluation.evaluate_files(dataset, [_write(tmp_path, "p.json",
+                                                              V2_PREDICTIONS)])
+  assert scores == pytest.approx(V2_SCORES, abs=1e-12)
+  with open(dataset, encoding="utf-8") as f:
+    assert squad_evaluation.evaluate(json.load(f), V2_PREDICTIONS) == scores
+
+
+def test_v2_dataset_labelled_1_1_is_not_scored_as_1_1(tmp_path):
+  # Without "version" the file is v1.1 (as the official evaluate-v1.1.py assumes), but
+  # question "c" is unanswerable: v1.1 scoring has no gold answer for it (Model Garden's
+  # script failed with "max() arg is an empty sequence").
+  unversioned = {"data": V2_DATASET["data"]}
+  predictions = _write(tmp_path, "p.json", V2_PREDICTIONS)
+  for name, data in (("none.json", unversioned), ("v11.json", {**unversioned, "version": "1.1"})):
+    dataset = _write(tmp_path, name, data)
+    with pytest.raises(ValueError, match=re.escape(
+        f"{dataset}: data[0].paragraphs[0].qas[2].is_impossible: true, a SQuAD 2.0 question, "
+        "but the file's \"version\" is 1.1")) as error:
+      squad_evaluation.evaluate_files(dataset, [predictions])
+    assert str(error.value).endswith('set "version": "v2.0" to score it as SQuAD 2.0')

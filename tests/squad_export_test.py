@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import helpers, numpy_reference
+from tests import helpers
 from tfbert import (BertEncoder, BertSpanLabeler, export, pretrained, squad_data,
                     squad_export, squad_features, squad_postprocess, tokenization)
 
@@ -58,15 +58,6 @@ print(json.dumps({
 """
 
 
-def _span_labeler(config, seed):
-  """A BertSpanLabeler with random Google-name weights, span head included."""
-  weights = numpy_reference.random_google_weights(config.to_dict(), seed=seed)
-  rng = np.random.default_rng(seed)
-  weights["cls/squad/output_weights"] = rng.normal(0, 0.5, (2, config.hidden_size))
-  weights["cls/squad/output_bias"] = rng.normal(0, 0.5, (2,))
-  return helpers.loaded(BertSpanLabeler(config, dtype="float32"), weights, allow_unused=True)
-
-
 def _python_answers(model, tokenizer):
   """Answers by the Python pipeline: first window of squad_features, exhaustive n-best."""
   examples = [squad_data.SquadExample(str(i), q, c, ())
@@ -85,7 +76,7 @@ def _python_answers(model, tokenizer):
 def squad_served(tmp_path_factory):
   """Exports a span labeler and serves both signatures in one fresh process."""
   config = helpers.odd_config(vocab_size=30522, max_position_embeddings=29)
-  model = _span_labeler(config, seed=11)
+  model = helpers.random_span_labeler(config, seed=11)
   root = tmp_path_factory.mktemp("squad_export")
   export_dir = squad_export.export_squad_saved_model(
       model, str(root / "squad"), pretrained.minilm_vocab_file(), True,

@@ -225,3 +225,16 @@ def test_config_rejects_windows_without_room_for_the_context():
     FeatureConfig(max_seq_length=67, max_query_length=64)
   with pytest.raises(ValueError, match="doc_stride"):
     FeatureConfig(doc_stride=0)
+
+
+def test_a_stride_longer_than_the_window_loses_answers_across_window_edges():
+  # What tfbert.squad_run's doc_stride check prevents: the stride is cut to the window
+  # (Google's rule), so no text is skipped, but windows abut, and "then crossed" (tokens
+  # 10-11) straddles windows (0, 11) and (11, 11): no window holds it, every label is [CLS].
+  example = _example("then crossed")
+  for stride, found in ((30, False), (5, True)):
+    config = FeatureConfig(max_seq_length=19, doc_stride=stride, max_query_length=5)
+    features = squad_features.convert_examples_to_features(
+        [example], _tokenizer(), config, is_training=True).features
+    assert any(f.start_position > 0 for f in features) == found, stride
+  assert squad_features.doc_spans(24, 11, 30) == [(0, 11), (11, 11), (22, 2)]

@@ -11,6 +11,7 @@ steps; 450 steps were too few for seed 7 (F1 80).
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -214,8 +215,15 @@ def test_tool_trains_mirrored_with_accumulation_predicts_and_prints_scores(tmp_p
   run = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300,
                        check=False)
   assert run.returncode == 0, run.stderr[-3000:]
-  scores = json.loads(run.stdout.strip().splitlines()[-1])
+  lines = run.stdout.strip().splitlines()
+  scores = json.loads(next(line for line in reversed(lines) if line.startswith("{")))
   assert sorted(scores) == ["exact_match", "f1"]
+  # It ends by listing what it wrote where.
+  wrote = lines.index("wrote:")
+  assert [line.strip() for line in lines[wrote + 1:]] == [
+      str(out / name) for name in ("model.keras", "predictions.json",
+                                   "nbest_predictions.json", "eval_results.json")] + [
+                                       str(tmp_path / "export")]
   assert "steps=3 " in run.stdout  # 3 applied steps = 6 micro-steps of 8 on 2 replicas.
   assert sorted(_read(out / "predictions.json")) == sorted(
       qa["id"] for p in dev["data"][1]["paragraphs"] for qa in p["qas"])
@@ -241,3 +249,91 @@ def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_pat
   # examples and deviated by 2e-2, more than training moved the weights (1.3e-2).
   assert deviation < 2e-5, deviation
   assert runs[1]["train"]["loss"] == pytest.approx(runs[4]["train"]["loss"], rel=1e-5)
+
+
+def _never_build(*args):
+  raise AssertionError("the model was built: the inputs should have been refused first")
+
+
+def _v2_dev(version):
+  """synthetic dev data whose first question is unanswerable; `version` None: no field."""
+  dev = synthetic_squad(2, seed=2)
+  dev.pop("version")
+  if version:
+    dev["version"] = version
+  dev["data"][0]["paragraphs"][0]["qas"][0].update(answers=[], is_impossible=True)
+  return dev
+
+
+@pytest.mark.parametrize("role", ["train", "predict"])
+@pytest.mark.parametrize("version, field", [
+    ("v2.0", "version: 2.0, SQuAD 2.0 data"),
+    (None, "data[0].paragraphs[0].qas[0].is_impossible: true, an unanswerable (SQuAD 2.0) "
+           "question")])
+def test_v2_data_without_the_v2_flag_is_refused_before_the_model_is_built(
+    tmp_path, monkeypatch, role, version, field):
+  path = _write_json(tmp_path / f"{role}.json", _v2_dev(version))
+  monkeypatch.setattr(squad_run, "build_span_labeler", _never_build)
+  config = _run_config(tmp_path, "out", **{f"do_{role}": True, f"{role}_file": path})
+  with pytest.raises(ValueError, match=re.escape(
+      f"{path}: {field}: pass --version_2_with_negative")):
+    squad_run.run_squad(config)
+  assert not os.path.exists(tmp_path / "out")
+
+
+def test_v1_1_data_with_the_v2_flag_is_allowed_with_a_note(tmp_path, capsys):
+  v2_flag = squad_postprocess.PostprocessConfig(version_2_with_negative=True)
+  train = _write_json(tmp_path / "train.json", synthetic_squad(2, seed=1))
+  dev = _write_json(tmp_path / "dev.json", {**_v2_dev(None), "version": "v2.0"})
+  inputs = squad_run.read_inputs(_run_config(tmp_path, "out", do_train=True, do_predict=True,
+                                             postprocess=v2_flag))
+  assert (inputs["train"][0].version, inputs["predict"][0].version) == ("1.1", "2.0")
+  assert capsys.readouterr().out == (
+      f"note: {train} is SQuAD 1.1 (every question has an answer); with "
+      "--version_2_with_negative predictions may still be \"\" (no answer)\n")
+  # An unanswerable question in a 1.1 (unversioned) file trains, but cannot be scored.
+  _write_json(tmp_path / "train.json", _v2_dev(None))
+  _write_json(tmp_path / "dev.json", _v2_dev(None))
+  inputs = squad_run.read_inputs(_run_config(tmp_path, "out", do_train=True,
+                                             postprocess=v2_flag))
+  assert inputs["train"][0].unanswerable and not inputs["train"][0].is_v2
+  with pytest.raises(ValueError, match=re.escape(
+      f"{dev}: data[0].paragraphs[0].qas[0].is_impossible: true, a SQuAD 2.0 question, but "
+      "the file's \"version\" is 1.1")):
+    squad_run.read_inputs(_run_config(tmp_path, "out", do_predict=True, postprocess=v2_flag))
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(features=squad_features.FeatureConfig(max_seq_length=96, doc_stride=78,
+                                                max_query_length=16)),
+     "doc_stride (78) is longer than the context window max_seq_length - max_query_length "
+     "- 3 = 96 - 16 - 3 = 77: windows would not overlap"),
+    (dict(predict_batch_size=0), "predict_batch_size must be >= 1"),
+    (dict(postprocess=squad_postprocess.PostprocessConfig(n_best_size=0)),
+     "n_best_size (0) and max_answer_length (30) must be >= 1"),
+    (dict(postprocess=squad_postprocess.PostprocessConfig(max_answer_length=0)),
+     "n_best_size (20) and max_answer_length (0) must be >= 1"),
+])
+def test_window_arithmetic_is_checked_before_anything_runs(tmp_path, monkeypatch, overrides,
+                                                           message):
+  monkeypatch.setattr(squad_run, "build_span_labeler", _never_build)
+  with pytest.raises(ValueError, match=re.escape(message)):
+    squad_run.run_squad(_run_config(tmp_path, "out", do_predict=True, **overrides))
+  assert not os.path.exists(tmp_path / "out")
+  # A stride of exactly the window is allowed (the check is not off by one).
+  _run_config(tmp_path, "out", do_predict=True, features=squad_features.FeatureConfig(
+      max_seq_length=96, doc_stride=77, max_query_length=16)).validate()
+
+
+def test_empty_predict_file_is_found_before_the_model_is_built(tmp_path, monkeypatch):
+  train = _write_json(tmp_path / "train.json", synthetic_squad(2, seed=1))
+  monkeypatch.setattr(squad_run, "build_span_labeler", _never_build)
+  for dev, message in (('{"version": "1.1", "data": []}', ": data: no questions (in 0 articles)"),
+                       ('{"version": "1.1"}', ": data is missing"),
+                       ("{", " is not valid (gzip-compressed) UTF-8 JSON")):
+    path = tmp_path / "dev.json"
+    path.write_text(dev, "utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"{path}{message}")):
+      squad_run.run_squad(_run_config(tmp_path, "out", do_train=True, do_predict=True,
+                                      train_file=train))
+    assert not os.path.exists(tmp_path / "out")

@@ -265,6 +265,18 @@ def test_vocab_errors_name_the_file(tmp_path):
     assert str(path) in str(error.value)
 
 
+def test_non_utf8_vocab_names_the_file_line_and_bytes(tmp_path):
+  path = tmp_path / "latin1_vocab.txt"
+  # A Latin-1 vocab: line 4 has "é" as the single byte 0xe9; Windows line ends.
+  path.write_bytes(b"[PAD]\r\n[UNK]\r\n[CLS]\r\ncaf\xe9\r\n[SEP]\r\n[MASK]\r\n")
+  for load in (tokenization.load_vocab,
+               lambda p: tokenization.WordPieceTokenizer(p, True)):
+    with pytest.raises(ValueError, match=(
+        rf"^WordPiece vocab {re.escape(str(path))}: line 4 is not UTF-8 "
+        r"\(bytes b'\\xe9' at column 4\)")):
+      load(str(path))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name,do_lower_case",
                          [(UNCASED_VOCAB, True), (CASED_VOCAB, False)])

@@ -11,6 +11,13 @@ The SavedModel holds a `ClassifierExport` module and two signatures:
   (`tfbert.classifier_features.pack_text`, google-research/bert's packing), S =
   `max_seq_length`.
 
+Both signatures validate their inputs in the graph (`tfbert.export.validate_texts` and
+`validate_features`) before any tokenizer op or gather runs: text_a and text_b of different
+batch sizes fail with `tf.errors.InvalidArgumentError` "classify_text: text_b has batch
+size 1 but text_a has 2" (unchecked, tensorflow-text aborted the process or broadcast),
+bad features with e.g. "serving_default: segment_ids holds 3 at [1, 2], outside the
+token types [0, 3)"; see `tfbert.export` for the full list.
+
 Outputs are float32 whatever the model's dtype policy. As `tfbert.export`'s exports, the
 directory is relocatable and self-describing: `bert_config.json` beside `saved_model.pb`,
 the vocab in `assets/`, and `labels.txt` (one label name per line, in class-id order) for
@@ -57,8 +64,12 @@ class ClassifierExport(export.TaskExport):
             TEXT_SIGNATURE: self.classify_text.get_concrete_function()}
 
   def _classify_text(self, text_a, text_b=None):
-    features = classifier_features.pack_text(self.tokenizer, text_a, text_b,
-                                             self.max_seq_length)
+    texts = {"text_a": text_a} if text_b is None else {"text_a": text_a, "text_b": text_b}
+    texts = export.validate_texts(TEXT_SIGNATURE, texts)  # Before any tokenizer op.
+    features = classifier_features.pack_text(self.tokenizer, texts["text_a"],
+                                             texts.get("text_b"), self.max_seq_length)
+    features = export.validate_features(TEXT_SIGNATURE, features, self.model.config,
+                                        packed_from=", ".join(texts))
     outputs = self._outputs(features)
     if self.labels is not None:
       outputs["label"] = tf.gather(self.labels, tf.argmax(outputs["logits"], axis=1))

@@ -2,12 +2,15 @@
 
 `run_classifier(ClassifierRunConfig)` does what the tool's flags ask, in this order:
 
+0. Checks the configuration and reads every input file (`read_inputs`): a missing,
+   malformed (`file:line`) or empty file is an error before anything is built or written.
 1. Builds a `BertClassifier` (C = the task's label count, 1 for STS-B regression) in the
    strategy's scope and initializes its encoder (pooler included) from a Google
    checkpoint, a Hugging Face directory or a tfbert `.keras` file (`tfbert.fine_tuning`);
    the classifier head (`output_weights`, `output_bias`, unscoped as in Google's code)
-   starts fresh unless the source has one.
-2. Training (`do_train`): the train file is read (`tfbert.glue_data`), packed in the graph
+   starts fresh unless the source has one. Then the output directory is claimed
+   (`fine_tuning.claim_run_directory`: a lock, and a rerun must match the recorded run).
+2. Training (`do_train`): the train examples (`tfbert.glue_data`) are packed in the graph
    (`tfbert.classifier_features`), shuffled, and `fit` runs the model with the
    `tfbert.optimization` stack (AdamW, linear warmup then linear decay to 0 after warmup,
    global-norm clipping after the all-reduce, mean accumulation, loss scaling for
@@ -24,6 +27,7 @@ The run directory explains itself:
 
   output_dir/
     bert_config.json, run_config.json   the model and the resolved run configuration
+    vocab.txt                           the vocabulary (casing: run_config's do_lower_case)
     train/                              TensorBoard events (loss every `log_every` micro-steps)
     model.keras                         the fine-tuned model, no optimizer state
                                         (`--init_tfbert` reads it)
@@ -31,7 +35,11 @@ The run directory explains itself:
     eval_results.json                   {dev split: {metric: value, "num_examples": N}}
     <split>_predictions.tsv             per dev/test file ("dev", "dev_matched", "test", ...)
 
-Rerunning a command fine-tunes again from the initial weights (no mid-run resume).
+Every file appears under its final name only when complete (`tfbert.atomic`);
+`train_results.json` is written after `model.keras`. Rerunning a command fine-tunes again
+from the initial weights (no mid-run resume); a rerun with another model or schedule is
+refused (`--allow_config_change` to continue deliberately), and a run that only evaluates or
+predicts with `--init_tfbert=<output_dir>/model.keras` needs no other model flag.
 
 Shape legend: B batch, S max_seq_length, N examples, C classes.
 """
@@ -46,8 +54,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert import (classifier_export, classifier_features, export, fine_tuning, glue_data,
-                    glue_metrics)
+from tfbert import (atomic, classifier_export, classifier_features, export, fine_tuning,
+                    glue_data, glue_metrics)
 from tfbert.models import BertClassifier
 from tfbert.tokenization import WordPieceTokenizer
 
@@ -95,28 +103,44 @@ def run_classifier(config: ClassifierRunConfig) -> dict[str, Any]:
     dict with "train" (train_results.json's values), "eval" ({split: metrics}) and
     "predictions" ({split: path of the TSV}), each when asked for.
   """
-  strategy = fine_tuning.start_run(config)
+  config.validate()
   task = config.task()
+  inputs = read_inputs(task, config)  # Before anything is built or written.
+  strategy = fine_tuning.start_run(config)
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
   model = build_classifier(config, task, strategy)
   fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
   export.check_seq_length(model, config.max_seq_length)
-  fine_tuning.write_run_files(model, config)
-  result = {}
+  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file):
+    result = _run(model, strategy, tokenizer, task, config, inputs)
+  fine_tuning.print_written(config.output_dir, result.pop("written"))
+  return result
+
+
+def _run(model: BertClassifier, strategy: tf.distribute.Strategy,
+         tokenizer: WordPieceTokenizer, task: glue_data.Task,
+         config: ClassifierRunConfig, inputs: dict[str, list]) -> dict[str, Any]:
+  """The work of `run_classifier` in the claimed output directory."""
+  result, written = {}, []
   if config.do_train:
-    result["train"] = train(model, strategy, tokenizer, task, config)
-    _write_json(os.path.join(config.output_dir, "train_results.json"), result["train"])
+    result["train"] = train(model, strategy, tokenizer, task, config, inputs["train"][0][1])
     fine_tuning.save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
+    atomic.write_json(os.path.join(config.output_dir, "train_results.json"), result["train"])
+    written += ["model.keras", "train_results.json"]
   if config.do_eval:
-    result["eval"] = evaluate(model, tokenizer, task, config)
-    _write_json(os.path.join(config.output_dir, "eval_results.json"), result["eval"])
+    result["eval"] = evaluate(model, tokenizer, task, config, inputs["dev"])
+    atomic.write_json(os.path.join(config.output_dir, "eval_results.json"), result["eval"])
     print(json.dumps(result["eval"], sort_keys=True), flush=True)
+    written += ["eval_results.json"] + [f"{split}_predictions.tsv" for split in result["eval"]]
   if config.do_predict:
-    result["predictions"] = predict_test_files(model, tokenizer, task, config)
+    result["predictions"] = predict_test_files(model, tokenizer, task, config, inputs["test"])
+    written += list(result["predictions"].values())
   if config.export_dir:
     classifier_export.export_classifier_saved_model(
         model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
         config.max_seq_length, task.labels, task.is_pair)
+    written.append(config.export_dir)
+  result["written"] = written
   return result
 
 
@@ -154,12 +178,36 @@ def read_task_file(task: glue_data.Task, path: str, split: str, config: Classifi
   return read.examples
 
 
+def read_inputs(task: glue_data.Task, config: ClassifierRunConfig
+                ) -> dict[str, list[tuple[str, list[glue_data.InputExample]]]]:
+  """Reads every file the run will use (train, dev, test as asked); nothing is built.
+
+  Returns:
+    {"train", "dev", "test"}: [(path, examples)] per file of each split asked for.
+
+  Raises:
+    FileNotFoundError, ValueError: a missing, malformed or empty file (named, with its
+      line for a malformed row).
+  """
+  inputs = {"train": [], "dev": [], "test": []}
+  if config.do_train:
+    path = glue_data.task_files(task, config.data_dir, "train", config.train_file)[0]
+    inputs["train"].append(
+        (path, read_task_file(task, path, "train", config, config.max_train_examples)))
+  for split, asked, file in (("dev", config.do_eval, config.eval_file),
+                             ("test", config.do_predict, config.predict_file)):
+    if asked:
+      inputs[split] = [(path, read_task_file(task, path, split, config))
+                       for path in glue_data.task_files(task, config.data_dir, split, file)]
+  return inputs
+
+
 def train(model: BertClassifier, strategy: tf.distribute.Strategy,
           tokenizer: WordPieceTokenizer, task: glue_data.Task,
-          config: ClassifierRunConfig) -> dict[str, float]:
-  """Fine-tunes `model` on the train file; returns the last logs, throughput and time."""
-  path = glue_data.task_files(task, config.data_dir, "train", config.train_file)[0]
-  examples = read_task_file(task, path, "train", config, config.max_train_examples)
+          config: ClassifierRunConfig,
+          examples: list[glue_data.InputExample]) -> dict[str, float]:
+  """Fine-tunes `model` on the train file's `examples`; returns the last logs, throughput
+  and time."""
   features = classifier_features.examples_to_features(examples, tokenizer,
                                                       config.max_seq_length, task.is_pair)
   labels = classifier_features.label_array(examples, task)
@@ -212,11 +260,13 @@ def decisions(logits: np.ndarray, task: glue_data.Task) -> np.ndarray:
 
 
 def evaluate(model: BertClassifier, tokenizer: WordPieceTokenizer, task: glue_data.Task,
-             config: ClassifierRunConfig) -> dict[str, dict[str, float]]:
-  """Scores every dev file; writes `<split>_predictions.tsv`; returns {split: metrics}."""
+             config: ClassifierRunConfig,
+             files: list[tuple[str, list[glue_data.InputExample]]]
+             ) -> dict[str, dict[str, float]]:
+  """Scores every dev file's examples (`files`: [(path, examples)]); writes
+  `<split>_predictions.tsv`; returns {split: metrics}."""
   results = {}
-  for path in glue_data.task_files(task, config.data_dir, "dev", config.eval_file):
-    examples = read_task_file(task, path, "dev", config)
+  for path, examples in files:
     predicted = decisions(predict_logits(model, examples, tokenizer, task, config), task)
     labels = classifier_features.label_array(examples, task)
     split = glue_data.split_name(path)
@@ -228,11 +278,13 @@ def evaluate(model: BertClassifier, tokenizer: WordPieceTokenizer, task: glue_da
 
 
 def predict_test_files(model: BertClassifier, tokenizer: WordPieceTokenizer,
-                       task: glue_data.Task, config: ClassifierRunConfig) -> dict[str, str]:
-  """Predicts every test file into `<split>_predictions.tsv`; returns {split: path}."""
+                       task: glue_data.Task, config: ClassifierRunConfig,
+                       files: list[tuple[str, list[glue_data.InputExample]]]
+                       ) -> dict[str, str]:
+  """Predicts every test file's examples (`files`: [(path, examples)]) into
+  `<split>_predictions.tsv`; returns {split: path}."""
   paths = {}
-  for path in glue_data.task_files(task, config.data_dir, "test", config.predict_file):
-    examples = read_task_file(task, path, "test", config)
+  for path, examples in files:
     predicted = decisions(predict_logits(model, examples, tokenizer, task, config), task)
     split = glue_data.split_name(path)
     paths[split] = write_predictions(
@@ -243,14 +295,8 @@ def predict_test_files(model: BertClassifier, tokenizer: WordPieceTokenizer,
 def write_predictions(path: str, examples: list[glue_data.InputExample],
                       predicted: np.ndarray, task: glue_data.Task) -> str:
   """GLUE's submission format: `index<TAB>prediction` (label name or score); returns path."""
-  with open(path, "w", encoding="utf-8") as f:
-    f.write("index\tprediction\n")
-    for example, value in zip(examples, predicted):
-      shown = f"{float(value):.6g}" if task.is_regression else task.labels[int(value)]
-      f.write(f"{example.index}\t{shown}\n")
-  return path
-
-
-def _write_json(path: str, value: Any) -> None:
-  with open(path, "w", encoding="utf-8") as f:
-    f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+  lines = ["index\tprediction\n"]
+  for example, value in zip(examples, predicted):
+    shown = f"{float(value):.6g}" if task.is_regression else task.labels[int(value)]
+    lines.append(f"{example.index}\t{shown}\n")
+  return atomic.write_text(path, "".join(lines))

@@ -13,13 +13,21 @@ Activation semantics (`hidden_act`) follow google-research/bert:
     Hugging Face's model and a Google config reproduces Google's.
   * `"relu"`, `"tanh"`, `"linear"`.
 
+Python code constructs configs with BERT-Base defaults (`BertConfig(vocab_size=...)`), but a
+`bert_config.json` (`from_json_file` / `from_dict`) must hold every field Google writes
+(`REQUIRED_FIELDS`): a file missing `num_hidden_layers` must not silently become BERT-Base.
+
 The one boundary to Hugging Face's `config.json` is `from_hf_config` / `to_hf_config`.
 """
 
 import dataclasses
+import difflib
 import json
+import math
 import os
 from typing import Any, Optional
+
+from tfbert import atomic
 
 # hidden_act values understood by tfbert (see module docstring).
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
@@ -40,6 +48,24 @@ _TFBERT_TO_HF_ACT = {"gelu_exact": "gelu", "gelu": "gelu_new", "relu": "relu",
 
 _INT_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                "intermediate_size", "max_position_embeddings", "type_vocab_size")
+
+# The fields of google-research/bert's `bert_config.json`, as Google writes them (its
+# `modeling.BertConfig`); every one is required in a file.
+REQUIRED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                   "intermediate_size", "hidden_act", "hidden_dropout_prob",
+                   "attention_probs_dropout_prob", "max_position_embeddings",
+                   "type_vocab_size", "initializer_range")
+# Optional: written by Google's Chinese and multilingual releases (e.g. their
+# bert_config.json has directionality and pooler_*); kept on a round trip.
+RELEASE_FIELDS = ("directionality", "pooler_fc_size", "pooler_num_attention_heads",
+                  "pooler_num_fc_layers", "pooler_size_per_head", "pooler_type")
+
+# transformers' `BertConfig` defaults: what Hugging Face itself builds from a `config.json`
+# that omits a field (its `save_pretrained` writes them all), so `from_hf_config` uses them.
+_HF_DEFAULTS = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12,
+                    num_attention_heads=12, intermediate_size=3072, hidden_act="gelu",
+                    hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
+                    max_position_embeddings=512, type_vocab_size=2, initializer_range=0.02)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,8 +111,13 @@ class BertConfig:
   def __post_init__(self):
     for name in _INT_FIELDS:
       value = getattr(self, name)
-      if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+      if not _is_int(value) or value <= 0:
         raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
+    for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range"):
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
+          value):
+        raise ValueError(f"BertConfig.{name} must be a finite number, got {value!r}")
     if self.hidden_size % self.num_attention_heads:
       raise ValueError(
           f"BertConfig.hidden_size ({self.hidden_size}) is not a multiple of "
@@ -99,6 +130,13 @@ class BertConfig:
         raise ValueError(f"BertConfig.{name} must be in [0, 1), got {value!r}")
     if self.initializer_range <= 0:
       raise ValueError(f"BertConfig.initializer_range must be > 0, got {self.initializer_range!r}")
+    for name in RELEASE_FIELDS:
+      value = getattr(self, name)
+      wants_int = name not in ("directionality", "pooler_type")
+      if value is not None and not (_is_int(value) and value > 0 if wants_int
+                                    else isinstance(value, str)):
+        raise ValueError(f"BertConfig.{name} must be "
+                         f"{'a positive integer' if wants_int else 'a string'}, got {value!r}")
 
   @property
   def head_size(self) -> int:
@@ -107,17 +145,33 @@ class BertConfig:
 
   @classmethod
   def from_dict(cls, values: dict[str, Any], source: str = "dict") -> "BertConfig":
-    """Builds a config from a `bert_config.json`-style dict.
+    """Builds a config from a `bert_config.json`-style dict (as read from a file).
+
+    Every field of `REQUIRED_FIELDS` must be present; the release fields are optional. Any
+    other field is an error, with the known name it looks like a typo of: tfbert would not
+    apply it, and a setting silently not applied (`num_hidden_layer`, or another family's
+    `layer_norm_eps`) builds another model than the file describes, while a warning scrolls
+    past unread in a training log. Deleting the field is the way out.
+
+    Args:
+      values: the dict.
+      source: the file it came from, for messages.
 
     Raises:
-      ValueError: naming `source` and the field, for unknown or missing fields.
+      ValueError: one line naming `source` and every missing and unknown field, or the
+        first field with an invalid value.
     """
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
+    if not isinstance(values, dict):
+      raise ValueError(f"{source}: expected a bert_config object, got {type(values).__name__}")
+    missing = [name for name in REQUIRED_FIELDS if name not in values]
+    unknown = sorted(set(values) - set(REQUIRED_FIELDS) - set(RELEASE_FIELDS))
+    problems = []
+    if missing:
+      problems.append(f"missing bert_config field(s) {', '.join(missing)}")
     if unknown:
-      raise ValueError(f"{source}: unknown bert_config field(s) {unknown}; known: {sorted(known)}")
-    if "vocab_size" not in values:
-      raise ValueError(f"{source}: missing required field 'vocab_size'")
+      problems.append(f"unknown bert_config field(s) {', '.join(map(_with_guess, unknown))}")
+    if problems:
+      raise ValueError(f"{source}: " + "; ".join(problems))
     try:
       return cls(**values)
     except (TypeError, ValueError) as e:
@@ -133,16 +187,16 @@ class BertConfig:
     return cls.from_dict(_read_json(path), source=path)
 
   def to_json_file(self, path: str) -> None:
-    """Writes a google-research/bert `bert_config.json` (sorted keys, as Google's)."""
-    with open(path, "w", encoding="utf-8") as f:
-      json.dump(self.to_dict(), f, indent=2, sort_keys=True)
-      f.write("\n")
+    """Writes a google-research/bert `bert_config.json` (sorted keys, as Google's), atomically."""
+    atomic.write_json(path, self.to_dict())
 
   @classmethod
   def from_hf_config(cls, values: dict[str, Any], source: str = "config.json") -> "BertConfig":
     """Builds a config from a Hugging Face BERT `config.json` dict (the one boundary).
 
-    Hugging Face's `"gelu"` is the exact erf form and becomes `"gelu_exact"` here.
+    Hugging Face's `"gelu"` is the exact erf form and becomes `"gelu_exact"` here. A field
+    the file omits takes transformers' own default (`_HF_DEFAULTS`), as Hugging Face loads
+    it; fields that are not BERT settings (`architectures`, `torch_dtype`, ...) are skipped.
 
     Raises:
       ValueError: for a non-BERT config, a non-absolute position embedding type, a
@@ -157,10 +211,10 @@ class BertConfig:
     if eps != 1e-12:
       raise ValueError(f"{source}: layer_norm_eps {eps} differs from BERT's 1e-12")
     act = values.get("hidden_act", "gelu")
-    if act not in _HF_TO_TFBERT_ACT:
+    if not isinstance(act, str) or act not in _HF_TO_TFBERT_ACT:
       raise ValueError(f"{source}: unsupported hidden_act {act!r}")
-    fields = {f.name for f in dataclasses.fields(cls)} - {"hidden_act"}
-    picked = {k: v for k, v in values.items() if k in fields}
+    picked = {**_HF_DEFAULTS, **{k: v for k, v in values.items()
+                                 if k in REQUIRED_FIELDS + RELEASE_FIELDS}}
     picked["hidden_act"] = _HF_TO_TFBERT_ACT[act]
     return cls.from_dict(picked, source=source)
 
@@ -177,6 +231,16 @@ class BertConfig:
                   architectures=["BertForPreTraining"], layer_norm_eps=1e-12, pad_token_id=0,
                   position_embedding_type="absolute")
     return values
+
+
+def _is_int(value) -> bool:
+  return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _with_guess(name: str) -> str:
+  """`name`, with the known field it is probably a typo of."""
+  close = difflib.get_close_matches(name, REQUIRED_FIELDS + RELEASE_FIELDS, n=1, cutoff=0.8)
+  return f"{name} (did you mean {close[0]}?)" if close else name
 
 
 def _read_json(path: str) -> dict[str, Any]:

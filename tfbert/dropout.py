@@ -23,11 +23,24 @@ float draws give rate up to float32 rounding). Kept elements are scaled by
 output equals the input. The product is computed in float32 (or float64) and rounded once
 to the output dtype.
 
-Like Keras' `Dropout`, the layer owns a `keras.random.SeedGenerator` that advances on every
-training call; a call's key is splitmix64 of the generator's (seed, counter), so
-`keras.utils.set_random_seed` makes runs repeatable and every call draws a fresh mask.
+Keys. Inside a training step (`step_keys`, entered by `BertPretrainer.train_step`) a call's
+key is a pure function of (the layer's seed, the step, the global replica id, the n-th call
+of the layer within the step): `step_key` hashes them with splitmix64. Nothing random is
+state, so a run restored from a checkpoint (which holds the optimizer's micro-step counter)
+draws exactly the uninterrupted run's masks; replicas draw different masks; and replica r
+draws the same masks whether it runs in this process or another (`replica_id_in_sync_group`
+is global under `MultiWorkerMirroredStrategy`). Outside a step (Keras' own `fit`, eager
+calls) the layer falls back to a `keras.random.SeedGenerator` that advances on every
+training call, like Keras' `Dropout`: the key is splitmix64 of the generator's (seed,
+counter), mixed with the replica id when several replicas run. A generator's state lives in
+a variable that `tf.distribute` mirrors (every replica would read the same counter) and that
+a `tf.train.Checkpoint` of the model does not hold (a resumed run would replay other masks).
+`keras.utils.set_random_seed` fixes the layer's seed either way.
 """
 
+import contextlib
+import random
+import threading
 from typing import Optional
 
 import keras
@@ -137,13 +150,105 @@ def call_key(seed_state: tf.Tensor) -> tf.Tensor:
   return splitmix64(seed, counter)
 
 
+def _as_u64(value) -> tf.Tensor:
+  """An integer (Python or Tensor, 64 bits or fewer) as a uint64 scalar, bits kept."""
+  if isinstance(value, int):
+    return _u64(value % 2 ** 64)
+  return tf.bitcast(tf.cast(value, tf.int64), tf.uint64)
+
+
+def _splitmix64_int(key: int, index: int) -> int:
+  """`splitmix64` on Python integers, for the parts of a key known when tracing."""
+  mask = 2 ** 64 - 1
+  z = (key + (index + 1) * _GAMMA) & mask
+  z = ((z ^ (z >> 30)) * _MIX[0]) & mask
+  z = ((z ^ (z >> 27)) * _MIX[1]) & mask
+  return z ^ (z >> 31)
+
+
+def step_base(step, replica) -> tf.Tensor:
+  """uint64 splitmix64(step, replica): the part of `step_key` shared by a step's layers."""
+  return splitmix64(_as_u64(step), _as_u64(replica))
+
+
+def step_key(seed: int, step, replica, call: int = 0) -> tf.Tensor:
+  """uint64 key of a layer's call in a training step: a pure function of its four inputs.
+
+  splitmix64(splitmix64(step, replica), splitmix64(seed, call)), where splitmix64(k, i) is
+  output number i + 1 of SplitMix64 seeded with k. `step_keys` computes the (step,
+  replica) part once per step and the (seed, call) part in Python while tracing, so a
+  call costs one scalar splitmix64, as the seed generator's key does.
+
+  Args:
+    seed: the layer's seed (`Dropout.stream_seed`), a Python int.
+    step: int scalar (Python or Tensor), the step (`BertPretrainer`: the micro-step).
+    replica: int scalar, the global replica id (`replica_id_in_sync_group`).
+    call: which call of the layer within the step (0 for the first).
+
+  Returns:
+    uint64 scalar.
+  """
+  return _layer_key(step_base(step, replica), seed, call)
+
+
+def _layer_key(base: tf.Tensor, seed: int, call: int) -> tf.Tensor:
+  return splitmix64(base, _u64(_splitmix64_int(seed % 2 ** 64, call)))
+
+
+_CONTEXT = threading.local()  # MirroredStrategy runs each replica's step in its own thread.
+
+
+class _StepKeys:
+  """The keys of one training step on one replica: `key(layer)` counts the layer's calls."""
+
+  def __init__(self, step, replica):
+    self.base = step_base(step, replica)
+    self.calls = {}
+
+  def key(self, layer: "Dropout") -> tf.Tensor:
+    call = self.calls.get(id(layer), 0)
+    self.calls[id(layer)] = call + 1
+    return _layer_key(self.base, layer.stream_seed, call)
+
+
+def _replica_id():
+  """The global replica id in a replica context of several replicas, else None."""
+  context = tf.distribute.get_replica_context()
+  if context is None or context.num_replicas_in_sync == 1:
+    return None
+  return context.replica_id_in_sync_group
+
+
+@contextlib.contextmanager
+def step_keys(step, replica=None):
+  """Within the block, every training call of a `Dropout` draws `step_key(...)`.
+
+  Enter it once per step in the replica's `train_step` (on the replica's thread).
+
+  Args:
+    step: int scalar (Tensor or Python) that numbers the step; a restored run must see
+      the same numbers (e.g. the optimizer's micro-step counter, which is checkpointed).
+    replica: the global replica id; default: the current replica context's
+      `replica_id_in_sync_group` (0 without a strategy).
+  """
+  if replica is None:
+    replica = _replica_id()
+  previous = getattr(_CONTEXT, "keys", None)
+  _CONTEXT.keys = _StepKeys(step, 0 if replica is None else replica)
+  try:
+    yield
+  finally:
+    _CONTEXT.keys = previous
+
+
 @keras.saving.register_keras_serializable(package="tfbert")
 class Dropout(keras.layers.Layer):
   """Inverted dropout with hashed 16-bit decisions (see the module docstring).
 
   Args:
     rate: Drop probability in [0, 1).
-    seed: Optional seed of the layer's seed generator.
+    seed: Optional seed of the layer's keys (`stream_seed`; by default drawn from Python's
+      `random`, which `keras.utils.set_random_seed` seeds).
     **kwargs: Forwarded to `keras.layers.Layer`.
   """
 
@@ -153,7 +258,10 @@ class Dropout(keras.layers.Layer):
       raise ValueError(f"{self.name}: dropout rate must be in [0, 1), got {rate!r}")
     self.rate = rate
     self.seed = seed
-    self.seed_generator = keras.random.SeedGenerator(seed)
+    # Keras' SeedGenerator(None) draws this same number (random.randint(1, 1e9)), so the
+    # fallback generator's stream is unchanged; `keras.utils.set_random_seed` fixes it.
+    self.stream_seed = seed if seed is not None else random.randint(1, int(1e9))
+    self.seed_generator = keras.random.SeedGenerator(self.stream_seed)
     self.built = True
 
   @property
@@ -162,10 +270,19 @@ class Dropout(keras.layers.Layer):
     return keep_scale(self.rate)
 
   def key(self, training=None) -> Optional[tf.Tensor]:
-    """A fresh uint64 key of one call, or None when dropout is off (inference, rate 0)."""
+    """A fresh uint64 key of one call, or None when dropout is off (inference, rate 0).
+
+    In a `step_keys` block: `step_key(stream_seed, step, replica, n-th call)`. Elsewhere:
+    from the layer's seed generator, mixed with the replica id under several replicas.
+    """
     if not training or keep_threshold(self.rate) == 0:
       return None
-    return call_key(self.seed_generator.next())
+    keys = getattr(_CONTEXT, "keys", None)
+    if keys is not None:
+      return keys.key(self)
+    key = call_key(self.seed_generator.next())
+    replica = _replica_id()
+    return key if replica is None else splitmix64(key, _as_u64(replica))
 
   def keep_mask(self, shape, training=None) -> Optional[tf.Tensor]:
     """A fresh bool keep-mask of `shape` (one XLA loop), or None when dropout is off.

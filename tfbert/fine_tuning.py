@@ -22,6 +22,7 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import time
 from typing import Any, Optional, Sequence
 
@@ -29,7 +30,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert import distribution, google_checkpoint, huggingface, optimization
+from tfbert import (atomic, convert, distribution, google_checkpoint, huggingface,
+                    optimization, run_directory)
 from tfbert.config import BertConfig
 from tfbert.pretraining_run import DTYPES
 
@@ -60,6 +62,7 @@ class FineTuningConfig:
   log_every: int = 10
   verbose: int = 1
   export_dir: Optional[str] = None
+  allow_config_change: bool = False
 
   def checks(self, num_replicas: int) -> list[tuple[Any, str]]:
     """(condition, message) pairs; subclasses add theirs to these."""
@@ -97,22 +100,70 @@ class FineTuningConfig:
 
 
 def start_run(config: FineTuningConfig) -> tf.distribute.Strategy:
-  """Validates `config`, sets devices, seed and precision policy; returns the strategy."""
+  """Validates `config`, sets devices, seed and precision policy; returns the strategy.
+
+  Nothing is written: the output directory is claimed later (`claim_run_directory`), once
+  the model and its inputs have been checked.
+  """
   config.validate()
   distribution.configure_cpu_devices(config.num_cpu_devices)
   keras.utils.set_random_seed(config.seed)
   keras.mixed_precision.set_global_policy(config.dtype)
   strategy = distribution.create_strategy(config.distribution, config.num_cpu_devices)
   config.validate(strategy.num_replicas_in_sync)
-  os.makedirs(config.output_dir, exist_ok=True)
   return strategy
 
 
-def write_run_files(model: keras.Model, config: FineTuningConfig) -> None:
-  """bert_config.json and run_config.json in the output directory."""
-  model.config.to_json_file(os.path.join(config.output_dir, "bert_config.json"))
-  with open(os.path.join(config.output_dir, "run_config.json"), "w", encoding="utf-8") as f:
-    f.write(config.to_json() + "\n")
+# Fields a rerun into the same output directory may change: what to do with the trained
+# model this time and how to report it, not what is trained.
+RERUN_MAY_CHANGE = frozenset({
+    "do_eval", "do_predict", "eval_file", "predict_file", "predict_articles",
+    "eval_batch_size", "predict_batch_size", "postprocess", "export_dir", "verbose",
+    "log_every", "skip_malformed_rows", "allow_config_change"})
+VOCAB_FILE = "vocab.txt"
+
+
+def claim_run_directory(model: keras.Model, config: FineTuningConfig,
+                        vocab_file: str) -> run_directory.RunLock:
+  """Locks `output_dir` for this run and records the run there (`tfbert.run_directory`).
+
+  A training run records `bert_config.json`, `run_config.json` and the vocabulary
+  (`vocab.txt`; the casing is `run_config.json`'s `do_lower_case`), so that the directory's
+  `model.keras` can be reused with `--init_tfbert` alone. A rerun must match the recorded
+  model and schedule (`RERUN_MAY_CHANGE` aside) unless `allow_config_change`. A run that
+  does not train (evaluate or predict with a trained model) must match the recorded model
+  only, and keeps the training run's records.
+
+  Returns:
+    The held lock; release it when the run ends.
+
+  Raises:
+    tfbert.run_directory.RunDirectoryError: another run holds the directory, or it
+      records another model or schedule (every difference listed).
+  """
+  values = json.loads(config.to_json())
+  records = [run_directory.RunRecord("bert_config.json", model.config.to_dict())]
+  if config.do_train or not os.path.exists(os.path.join(config.output_dir, "run_config.json")):
+    records.append(run_directory.RunRecord("run_config.json", values, RERUN_MAY_CHANGE))
+  lock = run_directory.claim(config.output_dir, records,
+                             allow_changes=config.allow_config_change)
+  try:
+    run_directory.write_records(config.output_dir, records)
+    target = os.path.join(config.output_dir, VOCAB_FILE)
+    if os.path.abspath(vocab_file) != os.path.abspath(target):
+      atomic.write_with(target, lambda path: shutil.copyfile(vocab_file, path))
+  except BaseException:
+    lock.release()
+    raise
+  return lock
+
+
+def print_written(output_dir: str, written: Sequence[str]) -> None:
+  """A run's last lines: every output it wrote, as a path (relative names in `output_dir`)."""
+  paths = [p if os.path.isabs(p) or os.path.dirname(p) else os.path.join(output_dir, p)
+           for p in written]
+  print("wrote:" + "".join(f"\n  {p}" for p in paths) if paths else
+        f"wrote nothing new in {output_dir}", flush=True)
 
 
 def initial_weights(config: FineTuningConfig
@@ -139,9 +190,7 @@ def initial_weights(config: FineTuningConfig
     bert_config = given_config() if config.bert_config_file else hf_config
     return bert_config, weights, config.init_hf_dir
   if config.init_tfbert:
-    if not os.path.exists(config.init_tfbert):
-      raise FileNotFoundError(f"tfbert model file not found: {config.init_tfbert}")
-    source = keras.saving.load_model(config.init_tfbert, compile=False)
+    source = convert.read_tfbert_model(config.init_tfbert)  # Errors name the file.
     bert_config = given_config() if config.bert_config_file else source.config
     return bert_config, google_checkpoint.google_weights(source), config.init_tfbert
   return given_config(), None, "random initialization"
@@ -177,26 +226,35 @@ def check_vocab_fits(model: keras.Model, vocab_size: int) -> None:
 
 
 def save_without_optimizer(model: keras.Model, path: str) -> None:
-  """Saves `model` as a `.keras` file without optimizer state (AdamW's slots triple it)."""
+  """Saves `model` as a `.keras` file without optimizer state (AdamW's slots triple it).
+
+  The file appears under `path` only when complete (`convert.save_tfbert_model`).
+  """
   plain = type(model).from_config(model.get_config())
   plain.build()
   plain.set_weights(model.get_weights())
-  plain.save(path)
+  convert.save_tfbert_model(plain, path)
 
 
 def resolve_vocab_file(config: FineTuningConfig) -> str:
   """`vocab_file`, else the `vocab.txt` beside the initial checkpoint.
+
+  That is: in the `init_hf_dir` directory, beside the `init_checkpoint` prefix, or beside
+  the `init_tfbert` `.keras` file (where a fine-tuning run and `convert` put it).
 
   Raises:
     ValueError: when neither exists.
   """
   if config.vocab_file:
     return config.vocab_file
-  for source in (config.init_hf_dir, config.init_checkpoint and
-                 os.path.dirname(config.init_checkpoint)):
-    if source and os.path.exists(os.path.join(source, "vocab.txt")):
-      return os.path.join(source, "vocab.txt")
-  raise ValueError("vocab_file is needed (no vocab.txt beside the initial checkpoint)")
+  places = [config.init_hf_dir] if config.init_hf_dir else []
+  places += [os.path.dirname(os.path.abspath(path))
+             for path in (config.init_checkpoint, config.init_tfbert) if path]
+  for place in places:
+    if os.path.exists(os.path.join(place, "vocab.txt")):
+      return os.path.join(place, "vocab.txt")
+  looked = f": no vocab.txt in {', '.join(places)}" if places else ""
+  raise ValueError(f"vocab_file is needed (no vocab.txt beside the initial checkpoint{looked})")
 
 
 def epoch_shuffled(dataset: tf.data.Dataset, size: int, seed: int) -> tf.data.Dataset:

@@ -5,18 +5,30 @@ that is not an optimizer slot or step counter must be used; shapes must match ex
 returned `LoadReport` says which tensors were used and which weights were set.
 
 Writing uses the `SaveV2` op directly, so the checkpoint holds exactly Google's names (no
-object-graph keys) and loads in google-research/bert's own code.
+object-graph keys) and loads in google-research/bert's own code. The files of a checkpoint
+(`.data-00000-of-00001`, `bert_config.json`, `vocab.txt`, and the `.index` last) appear
+together (`write_google_checkpoint` says how).
+
+Reading names the checkpoint prefix, the file (`.index` or a `.data-*` shard) and what is
+wrong with it (missing, truncated, corrupt) instead of TensorFlow's bare `IndexError` or
+`OpError`.
 """
 
 import dataclasses
 import os
-from typing import Mapping, Sequence
+import re
+import shutil
+from typing import Mapping, Optional, Sequence
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert import google_names
+from tfbert import atomic, google_names
+from tfbert.config import BertConfig
+
+# What a user may pass instead of the prefix: one of the checkpoint's own files.
+_PART_SUFFIX = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,19 +60,68 @@ def read_google_checkpoint(prefix: str) -> dict[str, np.ndarray]:
   """Reads every tensor of a TF checkpoint into `{name: array}`.
 
   Raises:
-    FileNotFoundError: naming the expected `.index` file.
+    FileNotFoundError: naming the prefix and the missing `.index` or data file.
+    ValueError: naming the prefix and the truncated or corrupt `.index` or data file.
   """
-  if not tf.io.gfile.exists(prefix + ".index"):
-    raise FileNotFoundError(f"no checkpoint at {prefix!r} ({prefix}.index does not exist)")
-  reader = tf.train.load_checkpoint(prefix)
-  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+  reader = _open_index(prefix)
+  data_files = sorted(tf.io.gfile.glob(prefix + ".data-?????-of-?????"))
+  if not data_files:
+    raise FileNotFoundError(f"checkpoint {prefix}: data file {prefix}.data-00000-of-00001 is "
+                            "missing (no .data-* file beside the .index)")
+  weights = {}
+  for name in sorted(reader.get_variable_to_shape_map()):
+    try:
+      weights[name] = reader.get_tensor(name)
+    except (tf.errors.OpError, IndexError, ValueError, RuntimeError) as e:
+      raise _data_error(prefix, data_files, name, e) from e
+  return weights
 
 
 def list_google_checkpoint(prefix: str) -> dict[str, tuple[int, ...]]:
-  """Names and shapes of a checkpoint, read from its index alone (no data shard needed)."""
-  if not tf.io.gfile.exists(prefix + ".index"):
-    raise FileNotFoundError(f"no checkpoint at {prefix!r} ({prefix}.index does not exist)")
-  return {name: tuple(shape) for name, shape in tf.train.list_variables(prefix)}
+  """Names and shapes of a checkpoint, read from its index alone (no data shard needed).
+
+  Raises:
+    FileNotFoundError, ValueError: as `read_google_checkpoint` for the `.index`.
+  """
+  reader = _open_index(prefix)
+  return {name: tuple(shape) for name, shape in sorted(reader.get_variable_to_shape_map().items())}
+
+
+def _open_index(prefix: str):
+  """A reader of the checkpoint's `.index`; errors name the file."""
+  index = prefix + ".index"
+  if not tf.io.gfile.exists(index):
+    hint = ""
+    if _PART_SUFFIX.search(prefix):
+      hint = f"; give the prefix {_PART_SUFFIX.sub('', prefix)}, without the file's suffix"
+    raise FileNotFoundError(f"no checkpoint at {prefix!r} ({index} does not exist{hint})")
+  try:
+    return tf.train.load_checkpoint(prefix)
+  except (tf.errors.OpError, IndexError, ValueError, RuntimeError) as e:
+    raise ValueError(f"checkpoint {prefix}: index file {index} is truncated or corrupt "
+                     f"({_one_line(e)})") from e
+
+
+def _data_error(prefix: str, data_files: Sequence[str], tensor: str,
+                error: Exception) -> Exception:
+  """The error to raise when reading `tensor` from the data file(s) failed."""
+  message = _one_line(error)
+  files = " / ".join(data_files)
+  if "No such file" in message:
+    missing = message.split(";")[0]
+    return FileNotFoundError(f"checkpoint {prefix}: data file {missing} is missing")
+  if isinstance(error, IndexError) or "less bytes" in message:
+    what = "truncated"
+  elif "Checksum" in message or "checksum" in message:
+    what = "corrupt"
+  else:
+    what = "unreadable"
+  return ValueError(f"checkpoint {prefix}: data file {files} is {what} "
+                    f"(reading {tensor}: {message})")
+
+
+def _one_line(error: Exception) -> str:
+  return " ".join(str(error).split()) or type(error).__name__
 
 
 def assign_google_weights(model: keras.Model, weights: Mapping[str, np.ndarray], source: str,
@@ -145,18 +206,57 @@ def google_weights(model: keras.Model) -> dict[str, np.ndarray]:
   return {name: v.numpy() for name, v in google_names.google_variable_map(model).items()}
 
 
-def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str) -> None:
-  """Writes `{name: array}` as a TF checkpoint holding exactly these names (SaveV2)."""
-  directory = os.path.dirname(prefix)
-  if directory:
-    tf.io.gfile.makedirs(directory)
+def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
+                            config: Optional[BertConfig] = None,
+                            vocab_file: Optional[str] = None) -> None:
+  """Writes `{name: array}` as a TF checkpoint holding exactly these names (SaveV2).
+
+  The files appear together, the `.index` last (`tfbert.atomic.file_set`): everything is
+  written into a staging directory beside `prefix`, so a full disk fails there and leaves
+  the directory as it was; then the old `.index` is removed, the data file,
+  `bert_config.json` and `vocab.txt` are renamed into place, and the new `.index` last.
+  Readers (TensorFlow, google-research/bert, tfbert) find a checkpoint through its
+  `.index`, so until it appears there is no checkpoint rather than a truncated one or an
+  old index over new data. Not a whole-directory rename: a prefix's directory may hold
+  other files (a run's export, other checkpoints, the user's own) that must survive.
+
+  Args:
+    weights: `{google_name: array}`.
+    prefix: the local checkpoint prefix, e.g. `.../bert_model.ckpt`.
+    config: written as `bert_config.json` beside the checkpoint when given.
+    vocab_file: copied as `vocab.txt` beside the checkpoint when given.
+
+  Raises:
+    OSError: naming `prefix`, when a file cannot be written (a full disk).
+  """
+  directory = os.path.dirname(os.path.abspath(prefix))
+  os.makedirs(directory, exist_ok=True)
+  base = os.path.basename(prefix)
   names = sorted(weights)
-  tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
-                    tensors=[tf.convert_to_tensor(weights[n]) for n in names])
+  try:
+    with atomic.file_set(directory, base + ".index", "ckpt") as staging:
+      tf.raw_ops.SaveV2(prefix=os.path.join(staging, base), tensor_names=names,
+                        shape_and_slices=[""] * len(names),
+                        tensors=[tf.convert_to_tensor(weights[n]) for n in names])
+      if config is not None:
+        config.to_json_file(os.path.join(staging, "bert_config.json"))
+      if vocab_file:
+        shutil.copyfile(vocab_file, os.path.join(staging, "vocab.txt"))
+  except tf.errors.OpError as e:
+    # SaveV2's message names a temporary that is gone: "<graph> <temporary>; <reason> [Op:..]".
+    reason = e.message.rsplit(";", 1)[-1].split(" [Op:")[0].strip()
+    raise OSError(f"cannot write {prefix}: {reason}") from e
 
 
-def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool = True) -> None:
-  """Writes the model as a google-research/bert checkpoint (+ `bert_config.json` beside it)."""
-  write_google_checkpoint(google_weights(model), prefix)
-  if config_file:
-    model.config.to_json_file(os.path.join(os.path.dirname(prefix) or ".", "bert_config.json"))
+def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool = True,
+                             vocab_file: Optional[str] = None) -> None:
+  """Writes the model as a google-research/bert checkpoint, `bert_config.json` beside it.
+
+  Args:
+    model: a tfbert model.
+    prefix: the checkpoint prefix.
+    config_file: write `bert_config.json` beside the checkpoint.
+    vocab_file: copied as `vocab.txt` beside the checkpoint when given.
+  """
+  write_google_checkpoint(google_weights(model), prefix,
+                          config=model.config if config_file else None, vocab_file=vocab_file)

@@ -13,11 +13,14 @@ Hugging Face BERT differs from google-research/bert in two ways that matter here
 import json
 import os
 import re
-from typing import Mapping
+import shutil
+from typing import Mapping, Optional
 
 import numpy as np
+from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
+from tfbert import atomic
 from tfbert.config import BertConfig
 
 # (Hugging Face name, Google name, transpose). `{i}` is a layer index. Encoder names take an
@@ -155,10 +158,23 @@ def google_to_hf(weights: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def read_safetensors(path: str) -> dict[str, np.ndarray]:
-  """Reads a `.safetensors` file into numpy arrays (no PyTorch)."""
+  """Reads a `.safetensors` file into numpy arrays (no PyTorch).
+
+  Raises:
+    FileNotFoundError: naming `path`.
+    ValueError: naming `path`, for a truncated or corrupt file (safetensors' own message
+      names no file).
+  """
   if not os.path.exists(path):
     raise FileNotFoundError(f"safetensors file not found: {path}")
-  return load_file(path)
+  try:
+    return load_file(path)
+  except SafetensorError as e:
+    raise ValueError(f"{path}: not a valid safetensors file, truncated or corrupt "
+                     f"({' '.join(str(e).split())})") from e
+  except (ValueError, TypeError, OSError) as e:  # E.g. a dtype numpy lacks (bfloat16).
+    raise ValueError(f"{path}: cannot read it ({type(e).__name__}: "
+                     f"{' '.join(str(e).split())})") from e
 
 
 def load_hf_checkpoint(model_dir: str) -> tuple[BertConfig, dict[str, np.ndarray], list[str]]:
@@ -166,7 +182,13 @@ def load_hf_checkpoint(model_dir: str) -> tuple[BertConfig, dict[str, np.ndarray
 
   Returns:
     (config, Google-name weights, ignored Hugging Face names).
+
+  Raises:
+    FileNotFoundError: naming the missing directory or file.
+    ValueError: naming the file that is invalid.
   """
+  if not os.path.isdir(model_dir):
+    raise FileNotFoundError(f"Hugging Face model directory not found: {model_dir}")
   config = BertConfig.from_hf_json_file(os.path.join(model_dir, "config.json"))
   path = os.path.join(model_dir, "model.safetensors")
   weights, ignored = hf_to_google(read_safetensors(path), source=path)
@@ -174,10 +196,33 @@ def load_hf_checkpoint(model_dir: str) -> tuple[BertConfig, dict[str, np.ndarray
 
 
 def save_hf_checkpoint(config: BertConfig, weights: Mapping[str, np.ndarray],
-                       model_dir: str) -> None:
-  """Writes `config.json` + `model.safetensors` in Hugging Face's layout."""
+                       model_dir: str, vocab_file: Optional[str] = None) -> None:
+  """Writes `config.json` + `model.safetensors` (+ `vocab.txt`) in Hugging Face's layout.
+
+  The files appear together, `config.json` last (`tfbert.atomic.file_set`): all are written
+  into a staging directory inside `model_dir` first, so a full disk leaves `model_dir` as
+  it was. Hugging Face (and `load_hf_checkpoint`) finds a model through `config.json`, so
+  until it appears the directory holds no model rather than a truncated one or an old
+  config over new weights. Not a whole-directory rename: `model_dir` may hold files that
+  are not ours (a tokenizer's, a model card) that must survive.
+
+  Args:
+    config: the model's config.
+    weights: Google-name weights.
+    model_dir: the output directory (created if missing).
+    vocab_file: copied as `vocab.txt` when given.
+
+  Raises:
+    OSError: naming the file, when it cannot be written (a full disk).
+  """
   os.makedirs(model_dir, exist_ok=True)
-  with open(os.path.join(model_dir, "config.json"), "w", encoding="utf-8") as f:
-    json.dump(config.to_hf_config(), f, indent=2, sort_keys=True)
-  save_file(google_to_hf(weights), os.path.join(model_dir, "model.safetensors"),
-            metadata={"format": "pt"})
+  tensors = google_to_hf(weights)
+  with atomic.file_set(model_dir, "config.json", "hf") as staging:
+    try:
+      save_file(tensors, os.path.join(staging, "model.safetensors"), metadata={"format": "pt"})
+    except SafetensorError as e:  # Names no file.
+      raise OSError(f"cannot write {os.path.join(model_dir, 'model.safetensors')}: {e}") from e
+    if vocab_file:
+      shutil.copyfile(vocab_file, os.path.join(staging, "vocab.txt"))
+    with open(os.path.join(staging, "config.json"), "w", encoding="utf-8") as f:
+      f.write(json.dumps(config.to_hf_config(), indent=2, sort_keys=True) + "\n")

@@ -31,15 +31,54 @@ P max_predictions.
 """
 
 import functools
+import os
+import re
 from typing import Sequence, Union
 
 import tensorflow as tf
+
+from tfbert import atomic
 
 # google-research/bert `run_pretraining.py` reads int64 features and casts them to int32.
 _INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
                  "masked_lm_ids", "next_sentence_labels")
 _MAX_CYCLE_LENGTH = 4  # Files read at once per worker (interleaved record by record).
 _MAX_ORDERED_CYCLE_LENGTH = 64  # Files interleaved in the unshuffled (alignment) order.
+# Old-style hidden temporaries of create_pretraining_data: `.<shard name>.<pid>.tmp`.
+_OLD_TEMPORARY = re.compile(r"^\..+\.\d+\.tmp$")
+_SUMMARY_SUFFIX = "-summary.json"  # `{prefix}-summary.json` beside the shards.
+
+
+def _never_data(name: str) -> bool:
+  """Names a pattern must never yield: temporaries (new and old style) and summaries."""
+  return (atomic.is_temporary(name) or bool(_OLD_TEMPORARY.match(name))
+          or name.endswith(_SUMMARY_SUFFIX))
+
+
+def expand_files(files: Union[str, Sequence[str]]) -> list:
+  """The sorted data files of file names or glob patterns (no temporaries or summaries).
+
+  `tf.io.gfile.glob` matches dotfiles (`dir/*` yields `dir/.x`), unlike a shell or
+  Python's `glob`; here a wildcard matches a hidden name only when the pattern's own
+  name part starts with ".", as in a shell. Never returned, even when named: tfbert
+  temporaries (`.tfbert-tmp-*`, see `tfbert.atomic`), the old-style `.<name>.<pid>.tmp`
+  ones and the `*-summary.json` that `tfbert.pretraining_data` writes beside its shards.
+
+  Raises:
+    FileNotFoundError: a pattern that matches no data file (named).
+  """
+  patterns = [files] if isinstance(files, str) else list(files)
+  expanded = set()
+  for pattern in patterns:
+    hidden_ok = os.path.basename(pattern).startswith(".")
+    found = tf.io.gfile.glob(pattern)
+    matches = [m for m in found if not _never_data(os.path.basename(m))
+               and (hidden_ok or not os.path.basename(m).startswith("."))]
+    if not matches:
+      skipped = f" ({len(found)} temporary, hidden or summary file(s) skipped)" if found else ""
+      raise FileNotFoundError(f"No pretraining data file matches {pattern!r}{skipped}")
+    expanded.update(matches)
+  return sorted(expanded)
 
 
 def shard_files(files: Union[str, Sequence[str]], num_workers: int,
@@ -47,7 +86,7 @@ def shard_files(files: Union[str, Sequence[str]], num_workers: int,
   """This worker's files: sorted expansion of `files`, then every num_workers-th one.
 
   Args:
-    files: a file name or glob pattern, or a list of them.
+    files: a file name or glob pattern, or a list of them (see `expand_files`).
     num_workers: number of input workers (processes reading disjoint shards).
     worker_index: this worker, in [0, num_workers).
 
@@ -63,19 +102,13 @@ def shard_files(files: Union[str, Sequence[str]], num_workers: int,
   if num_workers < 1 or not 0 <= worker_index < num_workers:
     raise ValueError(f"worker_index {worker_index} is not in [0, num_workers="
                      f"{num_workers})")
-  patterns = [files] if isinstance(files, str) else list(files)
-  expanded = set()
-  for pattern in patterns:
-    matches = tf.io.gfile.glob(pattern)
-    if not matches:
-      raise FileNotFoundError(f"No pretraining data file matches {pattern!r}")
-    expanded.update(matches)
+  expanded = expand_files(files)
   if len(expanded) < num_workers:
     raise ValueError(
         f"{len(expanded)} file(s) for {num_workers} workers: worker(s) "
         f"{list(range(len(expanded), num_workers))} would read nothing. Write at least "
         f"{num_workers} shards (create_pretraining_data --num_shards).")
-  return sorted(expanded)[worker_index::num_workers]
+  return expanded[worker_index::num_workers]
 
 
 def feature_spec(seq_length: int, max_predictions: int) -> dict:
@@ -118,7 +151,7 @@ def _records(files: list, *, shuffle: bool, seed: int, repeat: bool, ordered: bo
     # R workers reading one file each, which is what alignment runs compare.
     dataset = tf.data.Dataset.from_tensor_slices(files).interleave(
         tf.data.TFRecordDataset, cycle_length=min(len(files), _MAX_ORDERED_CYCLE_LENGTH),
-        block_length=1, deterministic=True)
+        block_length=1)  # Sequential (no num_parallel_calls): always this order.
     return dataset.repeat() if repeat else dataset
   # A new file order each epoch, still a pure function of `seed`.
   dataset = tf.data.Dataset.from_tensor_slices(files).shuffle(

@@ -10,7 +10,7 @@ Shape legend: B batch, S sequence, P masked positions, H hidden, V vocabulary, C
 import keras
 import tensorflow as tf
 
-from tfbert import pretraining_loss
+from tfbert import dropout, pretraining_loss
 from tfbert.accumulation import find_accumulator
 from tfbert.encoder import BertEncoder, as_config, read_inputs
 from tfbert.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
@@ -84,7 +84,7 @@ class BertPretrainer(keras.Model):
     features = keras.utils.unpack_x_y_sample_weight(data)[0]
     steps, reduction = _accumulation(self.optimizer)
     mlm_normalizer, nsp_normalizer = pretraining_loss.window_normalizers(features, steps)
-    with tf.GradientTape() as tape:
+    with tf.GradientTape() as tape, dropout.step_keys(_step_number(self)):
       # The last layer only at position 0 and the masked positions: nothing else is read.
       outputs = self(features, training=True, masked_positions_only=True)
       terms = pretraining_loss.pretraining_losses(outputs, features, mlm_normalizer,
@@ -117,6 +117,29 @@ class BertPretrainer(keras.Model):
 
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict()}
+
+
+def _step_number(model: keras.Model) -> tf.Tensor:
+  """The number of this micro-step, checkpointed with the optimizer: the dropout keys' step.
+
+  The accumulator's micro-step counter (every micro-step, skipped windows included), else
+  `iterations` (a plain optimizer applies every step); with Keras' built-in accumulation,
+  whose `iterations` counts applied steps, its counter of `apply` calls. An optimizer not
+  built yet is built here (with the model, so that it gets every variable), as its `apply`
+  would do later in the same step.
+  """
+  optimizer = model.optimizer
+  if not optimizer.built:
+    if not model.built:
+      model.build()
+    with keras.name_scope(optimizer.name, caller=optimizer):
+      optimizer.build(model.trainable_variables)
+  accumulator = find_accumulator(optimizer)
+  if accumulator is not None:
+    return tf.convert_to_tensor(accumulator.micro_step)
+  if getattr(optimizer, "gradient_accumulation_steps", None):
+    return tf.convert_to_tensor(optimizer._iterations)  # pylint: disable=protected-access
+  return tf.convert_to_tensor(optimizer.iterations)
 
 
 def _accumulation(optimizer) -> tuple[int, str]:

@@ -6,9 +6,12 @@ Layout (`[...]` lists, `?` optional):
    "qas": [{"id": str, "question": str, "answers": [{"text": str, "answer_start": int}],
             "is_impossible"?: bool, "plausible_answers"?: [...same as answers]}]}]}]}
 
-A file without "version" is v1.1 (the official v1.1 files carry "1.1", the allennlp
-fixture none). Every structural problem raises ValueError naming the file and the JSON
-field path, e.g. `data[3].paragraphs[0].qas[5].answers[0].answer_start`.
+The "version" field is read by `squad_version`, as the official files write it: "1.1"
+(v1.1), "v2.0" (v2.0); "v1.1", "2.0" and other "1.x" / "2.x" strings, with or without the
+"v", mean the same, and a file without one (the allennlp fixture) is v1.1, as the official
+evaluate-v1.1.py assumes. Every structural problem raises ValueError naming the file and the
+JSON field path, e.g. `data[3].paragraphs[0].qas[5].answers[0].answer_start`; so does a
+file without questions (or, for training, without one whose answer is at its offset).
 
 Training reads differ from google-research/bert `read_squad_examples` in two ways:
 * The answer must sit exactly at `answer_start` (`context[start:start + len(text)] ==
@@ -23,6 +26,7 @@ import dataclasses
 import gzip
 import json
 import logging
+import re
 from typing import Any, Optional
 
 _REQUIRED = object()
@@ -88,24 +92,40 @@ class SquadDataset:
 
   Attributes:
     path: the file read.
-    version: its "version" ("1.1" when absent).
+    version: "1.1" or "2.0", what its "version" says (`squad_version`).
     examples: the questions in file order (training: minus the skipped ones).
     skipped: training questions whose answer is not at `answer_start`.
+    unanswerable: JSON path of the first `is_impossible: true` (a SQuAD 2.0 question),
+      e.g. `data[0].paragraphs[2].qas[1].is_impossible`; None when every question has an
+      answer. A "1.1" file may have one: its version then contradicts its content.
   """
   path: str
   version: str
   examples: list[SquadExample]
   skipped: list[SkippedExample] = dataclasses.field(default_factory=list)
+  unanswerable: Optional[str] = None
 
   @property
   def is_v2(self) -> bool:
-    """True for SQuAD 2.0 (unanswerable questions, null-score postprocessing)."""
-    return is_v2_version(self.version)
+    """True when the file says SQuAD 2.0 (scored by the v2.0 script)."""
+    return self.version == "2.0"
 
 
-def is_v2_version(version: str) -> bool:
-  """True for a "2.x" version string, False for "1.x"."""
-  return version.startswith("2.")
+def squad_version(version: Optional[str], source: str = "dataset") -> str:
+  """The SQuAD version a file's "version" field names: "1.1" or "2.0".
+
+  Args:
+    version: the field as written ("1.1", "v1.1", "2.0", "v2.0", ...), None when absent.
+    source: the file, for the error message.
+
+  Raises:
+    ValueError: naming `source` for anything but an optional "v" and "1.x" or "2.x".
+  """
+  match = re.fullmatch(r"[vV]?([12])\.[0-9]+", "1.1" if version is None else version)
+  if not match:
+    raise ValueError(f"{source}: version: expected '1.x' or '2.x', got {version!r} (the "
+                     "official files write '1.1' and 'v2.0')")
+  return "2.0" if match.group(1) == "2" else "1.1"
 
 
 def load_json(path: str) -> Any:
@@ -149,13 +169,11 @@ def parse_squad(data: Any, source: str, is_training: bool) -> SquadDataset:
 
   Raises:
     ValueError: naming `source` and the JSON field path of a missing or mistyped field,
-      a duplicate question id, or an answerable question without answers.
+      an unknown version, a duplicate question id, an answerable question without
+      answers, or no questions at all (training: none whose answer is at its offset).
   """
   top = _Fields(data, "", source)
-  version = top.get("version", str, "1.1")
-  if not version.startswith(("1.", "2.")):
-    raise ValueError(f"{source}: version: expected '1.x' or '2.x', got {version!r}")
-  dataset = SquadDataset(source, version, [])
+  dataset = SquadDataset(source, squad_version(top.get("version", str, None), source), [])
   seen = {}
   for article in top.items("data"):
     title = article.get("title", str, "")
@@ -167,6 +185,8 @@ def parse_squad(data: Any, source: str, is_training: bool) -> SquadDataset:
           raise ValueError(f"{source}: {qa.path}.id: {example.qas_id!r} is also the id of "
                            f"{seen[example.qas_id]}")
         seen[example.qas_id] = qa.path
+        if example.is_impossible and not dataset.unanswerable:
+          dataset.unanswerable = f"{qa.path}.is_impossible"
         skip = _misaligned(example, qa.path) if is_training else None
         if skip:
           logging.warning("Skipping training question %s (%s): %s", skip.qas_id,
@@ -177,7 +197,19 @@ def parse_squad(data: Any, source: str, is_training: bool) -> SquadDataset:
   if is_training:
     logging.info("%s: %d training questions, %d skipped (answer not at answer_start)",
                  source, len(dataset.examples), len(dataset.skipped))
+  _check_not_empty(dataset, len(top.value["data"]))
   return dataset
+
+
+def _check_not_empty(dataset: SquadDataset, num_articles: int) -> None:
+  """Raises ValueError when nothing is left to train on, predict or score."""
+  if dataset.skipped and not dataset.examples:
+    first = dataset.skipped[0]
+    raise ValueError(f"{dataset.path}: none of its {len(dataset.skipped)} training questions "
+                     f"has its answer at answer_start (first: {first.field_path}: "
+                     f"{first.reason})")
+  if not dataset.examples:
+    raise ValueError(f"{dataset.path}: data: no questions (in {num_articles} articles)")
 
 
 def _example(qa: "_Fields", title: str, context: str) -> SquadExample:

@@ -4,11 +4,14 @@ The metric is not reimplemented: Model Garden's copies of the official scripts
 (`official.nlp.tools.squad_evaluate_v1_1` / `squad_evaluate_v2_0`) compute it. This module
 reads and checks the files, picks the version and reports the official output:
 
-* v1.1 (the dataset's "version" is "1.x" or absent): `{"exact_match", "f1"}` in percent.
-  Model Garden returns fractions, the F1 under `final_f1`; both are multiplied by 100.
-  Unanswered questions score 0 (logged), predictions for unknown ids are ignored.
-* v2.0 ("2.x"): the official script's keys `exact`, `f1`, `total`, `HasAns_*`, `NoAns_*`
-  (already in percent), plus `best_exact`, `best_exact_thresh`, `best_f1`,
+* v1.1 (the dataset's "version" is "1.1", "v1.1" or absent; `squad_data.squad_version`):
+  `{"exact_match", "f1"}` in percent. Model Garden returns fractions, the F1 under
+  `final_f1`; both are multiplied by 100. Unanswered questions score 0 (logged), predictions
+  for unknown ids are ignored. A question marked `is_impossible` has no gold answer to
+  score against (the script fails on it), so a "1.1" file that holds one is refused,
+  naming it: its "version" should say "v2.0".
+* v2.0 ("v2.0" or "2.0"): the official script's keys `exact`, `f1`, `total`, `HasAns_*`,
+  `NoAns_*` (already in percent), plus `best_exact`, `best_exact_thresh`, `best_f1`,
   `best_f1_thresh` when null odds (`--na-prob-file` of the official script) are given;
   Model Garden names those `final_*` and always computes them, so they are renamed and
   kept only with null odds. Every question needs a prediction: the official script fails
@@ -49,12 +52,22 @@ def evaluate_files(dataset_file: str, predictions_files: Sequence[str],
     raise ValueError("null odds (na_prob_file) go with exactly one predictions file, "
                      f"got {len(predictions_files)}")
   dataset = squad_data.load_json(dataset_file)
-  version = squad_data.parse_squad(dataset, dataset_file, is_training=False).version
+  parsed = squad_data.parse_squad(dataset, dataset_file, is_training=False)
+  check_scorable(parsed)
   na_probs = (_load_mapping(na_prob_file, "null odds file", (int, float), "a number")
               if na_prob_file else None)
   return [evaluate(dataset, _load_mapping(path, "predictions file", str, "an answer string"),
-                   version, na_probs, path)
+                   parsed.version, na_probs, path)
           for path in predictions_files]
+
+
+def check_scorable(dataset: squad_data.SquadDataset) -> None:
+  """Raises ValueError when a SQuAD 1.1 `dataset` has an unanswerable (2.0) question."""
+  if dataset.unanswerable and not dataset.is_v2:
+    raise ValueError(f"{dataset.path}: {dataset.unanswerable}: true, a SQuAD 2.0 question, "
+                     "but the file's \"version\" is 1.1 (or absent) and SQuAD 1.1 scoring "
+                     "needs an answer to every question; set \"version\": \"v2.0\" to "
+                     "score it as SQuAD 2.0")
 
 
 def evaluate(dataset: dict[str, Any], predictions: dict[str, str],
@@ -65,15 +78,15 @@ def evaluate(dataset: dict[str, Any], predictions: dict[str, str],
   Args:
     dataset: the whole dataset JSON (with "data").
     predictions: question id -> answer text ("" = no answer in v2.0).
-    version: the dataset's version; default: its "version", "1.1" when it has none.
+    version: as a file writes it ("1.1", "v2.0", ...); default: the dataset's "version".
     na_probs: v2.0 only, optional: question id -> null odds.
     predictions_source: name used in error messages (the predictions file).
 
   Returns:
     v1.1: {"exact_match": float, "f1": float}; v2.0: the official keys (module doc).
   """
-  version = version or dataset.get("version", "1.1")
-  if not squad_data.is_v2_version(version):
+  version = squad_data.squad_version(version or dataset.get("version"))
+  if version != "2.0":
     if na_probs is not None:
       raise ValueError("null odds are for SQuAD v2.0; the dataset is v" + version)
     scores = squad_evaluate_v1_1.evaluate(dataset["data"], predictions)

@@ -14,6 +14,11 @@
   and cut out of the original context with the tokenizer's byte offsets. A
   context without tokens gives "" with score -inf.
 
+Both signatures validate their inputs in the graph before any tokenizer op or gather
+runs (`tfbert.export.validate_texts`, `validate_features`): a `question` and `context` of
+different batch sizes fail with `tf.errors.InvalidArgumentError` "answer_question:
+context has batch size 1 but question has 2", bad features as `tfbert.export` describes.
+
 The directory is laid out as `tfbert.export`'s (`bert_config.json`, `assets/<vocab>`,
 nothing read at load time) and replaced atomically.
 
@@ -60,8 +65,13 @@ class SquadExport(export.TaskExport):
     return {k: tf.cast(outputs[k], tf.float32) for k in SPAN_OUTPUT_NAMES}
 
   def _answer_question(self, question, context):
+    texts = export.validate_texts(SQUAD_TEXT_SIGNATURE,  # Before any tokenizer op.
+                                  {"question": question, "context": context})
+    question, context = texts["question"], texts["context"]
     features, first, count, byte_starts, byte_ends = pack_question_context(
         self.tokenizer, question, context, self.max_seq_length, self.max_query_length)
+    features = export.validate_features(SQUAD_TEXT_SIGNATURE, features, self.model.config,
+                                        packed_from="question, context")
     logits = self._outputs(features)
     start, end, score = best_spans(logits["start_logits"], logits["end_logits"], first,
                                    count, self.max_answer_length)

@@ -30,6 +30,7 @@ from typing import Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from tfbert import atomic
 from tfbert.squad_data import SkippedExample, SquadExample
 from tfbert.tokenization import WordPieceTokenizer
 
@@ -41,7 +42,13 @@ _BATCH = 4096  # Texts per tokenizer call: bounds memory; each eager call costs 
 
 @dataclasses.dataclass(frozen=True)
 class FeatureConfig:
-  """Windowing hyperparameters, with Google's defaults and names."""
+  """Windowing hyperparameters, with Google's defaults and names.
+
+  A `doc_stride` longer than a window (`max_seq_length - len(query) - 3`) is cut to the
+  window, as Google does: windows then abut without overlap, so an answer across their
+  edge is in none. `tfbert.squad_run` refuses a stride over `max_seq_length -
+  max_query_length - 3`; here it is allowed, for windows meant not to overlap.
+  """
   max_seq_length: int = 384
   doc_stride: int = 128
   max_query_length: int = 64
@@ -354,10 +361,11 @@ def cached_features(cache_prefix: str, examples: Sequence[SquadExample],
     os.remove(meta_path)  # Stale: gone before the records change, so never half-valid.
   converted = convert_examples_to_features(examples, tokenizer, config, is_training,
                                            log_every)
-  write_features(record_path, converted.features, is_training)
-  with open(meta_path, "w", encoding="utf-8") as f:  # Last: marks the records complete.
-    json.dump({"key": key, "num_features": len(converted.features),
-               "skipped": [dataclasses.asdict(s) for s in converted.skipped]}, f, indent=1)
+  atomic.write_with(record_path,
+                    lambda path: write_features(path, converted.features, is_training))
+  atomic.write_text(meta_path, json.dumps(  # Last: marks the records complete.
+      {"key": key, "num_features": len(converted.features),
+       "skipped": [dataclasses.asdict(s) for s in converted.skipped]}, indent=1))
   return converted
 
 

@@ -32,6 +32,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from tfbert import atomic
 from tfbert.squad_data import SquadExample
 from tfbert.squad_features import SquadFeature
 
@@ -220,7 +221,6 @@ def write_predictions(predictions: Sequence[SquadPrediction],
     contents["null_odds.json"] = {p.qas_id: p.null_score_diff for p in predictions}
   paths = {}
   for name, content in contents.items():
-    paths[name] = os.path.join(output_dir, name)
-    with open(paths[name], "w", encoding="utf-8") as f:
-      f.write(json.dumps(content, indent=4) + "\n")
+    paths[name] = atomic.write_text(os.path.join(output_dir, name),
+                                    json.dumps(content, indent=4) + "\n")
   return paths

@@ -2,9 +2,14 @@
 
 `run_squad(SquadRunConfig)` does what the tool's flags ask, in this order:
 
+0. Checks the configuration and reads the train and predict files (`read_inputs`): a
+   malformed or empty file, or SQuAD 2.0 data without `version_2_with_negative`, is a
+   ValueError naming the file and the JSON field before anything is built or written.
 1. Builds a `BertSpanLabeler` (in the strategy's scope) and initializes its encoder from a
    Google checkpoint, a Hugging Face directory or a tfbert `.keras` file; the span head
-   starts fresh unless the source has one (`cls/squad`).
+   starts fresh unless the source has one (`cls/squad`). Then the output directory is
+   claimed (`fine_tuning.claim_run_directory`: a lock, and a rerun must match the recorded
+   run).
 2. Training: features are cached as TFRecords in `output_dir`, shuffled, and `fit` runs
    the compiled model with the `tfbert.optimization` stack (AdamW, linear warmup then linear
    decay to 0 after warmup, global-norm clipping after the all-reduce, mean accumulation,
@@ -20,6 +25,7 @@ The run directory explains itself:
 
   output_dir/
     bert_config.json, run_config.json   the model and the resolved run configuration
+    vocab.txt                           the vocabulary (casing: run_config's do_lower_case)
     train_features.{tf_record,json}     cached training features (reused when unchanged)
     predict_features.{tf_record,json}   cached prediction features
     train/                              TensorBoard events (loss every `log_every` micro-steps)
@@ -27,14 +33,17 @@ The run directory explains itself:
                                         (`--init_tfbert` reads it)
     predictions.json, nbest_predictions.json, null_odds.json, eval_results.json
 
-Rerunning a command reuses the feature caches and fine-tunes again from the initial
-weights (a fine-tuning run is short; there is no mid-run resume).
+Every file appears under its final name only when complete (`tfbert.atomic`). Rerunning a
+command reuses the feature caches and fine-tunes again from the initial weights (a
+fine-tuning run is short; there is no mid-run resume); a rerun with another model or
+schedule is refused (`--allow_config_change` to continue deliberately).
 
 Shape legend: B batch, S max_seq_length.
 """
 
 import dataclasses
 import json
+import math
 import os
 from typing import Any, Optional
 
@@ -42,7 +51,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert import (export, fine_tuning, squad_data, squad_evaluation, squad_export,
+from tfbert import (atomic, export, fine_tuning, squad_data, squad_evaluation, squad_export,
                     squad_features, squad_postprocess)
 from tfbert.models import BertSpanLabeler
 from tfbert.tokenization import WordPieceTokenizer
@@ -64,10 +73,25 @@ class SquadRunConfig(fine_tuning.FineTuningConfig):
   predict_batch_size: int = 64
 
   def checks(self, num_replicas: int) -> list[tuple[Any, str]]:
+    f = self.features
+    window = f.max_seq_length - f.max_query_length - 3  # [CLS] query [SEP] window [SEP]
     return [
         (self.do_train or self.do_predict, "at least one of do_train, do_predict"),
         (not self.do_train or self.train_file, "do_train needs train_file"),
         (not self.do_predict or self.predict_file, "do_predict needs predict_file"),
+        # squad_features cuts a longer stride to the window: no overlap, edge answers lost.
+        (f.doc_stride <= window,
+         f"doc_stride ({f.doc_stride}) is longer than the context window max_seq_length - "
+         f"max_query_length - 3 = {f.max_seq_length} - {f.max_query_length} - 3 = {window}: "
+         f"windows would not overlap and an answer across their edge would be in none; "
+         f"use doc_stride <= {window}"),
+        (self.predict_batch_size >= 1, "predict_batch_size must be >= 1"),
+        # 0 leaves no candidate span, so every answer is "" (the library allows it).
+        (min(self.postprocess.n_best_size, self.postprocess.max_answer_length) >= 1,
+         f"n_best_size ({self.postprocess.n_best_size}) and max_answer_length "
+         f"({self.postprocess.max_answer_length}) must be >= 1"),
+        (not math.isnan(self.postprocess.null_score_diff_threshold),
+         "null_score_diff_threshold is NaN"),
     ] + super().checks(num_replicas)
 
 
@@ -110,6 +134,49 @@ def read_squad_articles(path: str, articles: Optional[str],
   return squad_data.parse_squad(data, source, is_training), data
 
 
+def read_inputs(config: SquadRunConfig) -> dict[str, tuple[squad_data.SquadDataset, Any]]:
+  """Reads and checks the files the run will use; nothing is built or written.
+
+  Returns:
+    {"train": ..., "predict": ...} for the files asked for, each as `read_squad_articles`
+    returns it.
+
+  Raises:
+    FileNotFoundError, ValueError: naming the file (and JSON field) that does not fit.
+  """
+  inputs = {}
+  if config.do_train:
+    inputs["train"] = read_squad_articles(config.train_file, config.train_articles, True)
+  if config.do_predict:
+    inputs["predict"] = read_squad_articles(config.predict_file, config.predict_articles,
+                                            False)
+  for dataset, _ in inputs.values():
+    check_version(dataset, config.postprocess.version_2_with_negative)
+  if "predict" in inputs:  # It is scored as its "version" says.
+    squad_evaluation.check_scorable(inputs["predict"][0])
+  return inputs
+
+
+def check_version(dataset: squad_data.SquadDataset, version_2_with_negative: bool) -> None:
+  """SQuAD 2.0 data needs the flag; SQuAD 1.1 data with it gets a note.
+
+  Without the flag, unanswerable questions would train the model to answer "" while the
+  postprocessing never may, and a v2.0 predict file could not be scored. A 1.1 file with
+  the flag is allowed: the flag only lets predictions be "" (which v1.1 scoring counts as
+  wrong), and training a 2.0 model on 1.1 data, or seeing how often it abstains on 1.1
+  questions, are real uses (google-research/bert's reader raises a KeyError: no
+  is_impossible field).
+  """
+  is_v2 = dataset.is_v2 or dataset.unanswerable
+  if version_2_with_negative and not is_v2:
+    print(f"note: {dataset.path} is SQuAD 1.1 (every question has an answer); with "
+          "--version_2_with_negative predictions may still be \"\" (no answer)", flush=True)
+  elif is_v2 and not version_2_with_negative:
+    why = ("version: 2.0, SQuAD 2.0 data" if dataset.is_v2 else
+           f"{dataset.unanswerable}: true, an unanswerable (SQuAD 2.0) question")
+    raise ValueError(f"{dataset.path}: {why}: pass --version_2_with_negative")
+
+
 def run_squad(config: SquadRunConfig) -> dict[str, Any]:
   """Trains and/or predicts as `config` says; see the module docstring.
 
@@ -117,17 +184,32 @@ def run_squad(config: SquadRunConfig) -> dict[str, Any]:
     dict with "train" (steps, loss, examples_per_second) when training and "predictions"
     (file paths) and "scores" (official EM/F1) when predicting.
   """
+  config.validate()
+  inputs = read_inputs(config)  # Before anything is built or written.
   strategy = fine_tuning.start_run(config)
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
   model = build_span_labeler(config, strategy)
   fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
-  fine_tuning.write_run_files(model, config)
+  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file):
+    result = _run(model, strategy, tokenizer, config, inputs)
+  written = ["model.keras"] if config.do_train else []
+  written += list(result.get("predictions", {}).values())
+  if config.export_dir:
+    written.append(config.export_dir)
+  fine_tuning.print_written(config.output_dir, written)
+  return result
+
+
+def _run(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
+         tokenizer: WordPieceTokenizer, config: SquadRunConfig,
+         inputs: dict[str, tuple[squad_data.SquadDataset, Any]]) -> dict[str, Any]:
+  """The work of `run_squad` in the claimed output directory."""
   result = {}
   if config.do_train:
-    result["train"] = train(model, strategy, tokenizer, config)
+    result["train"] = train(model, strategy, tokenizer, config, inputs["train"][0])
     fine_tuning.save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
   if config.do_predict:
-    result.update(predict(model, tokenizer, config))
+    result.update(predict(model, tokenizer, config, *inputs["predict"]))
   if config.export_dir:
     squad_export.export_squad_saved_model(
         model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
@@ -154,9 +236,10 @@ def build_span_labeler(config: SquadRunConfig,
 
 
 def train(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
-          tokenizer: WordPieceTokenizer, config: SquadRunConfig) -> dict[str, float]:
-  """Fine-tunes `model` on the train file; returns the last logs and the throughput."""
-  dataset, _ = read_squad_articles(config.train_file, config.train_articles, True)
+          tokenizer: WordPieceTokenizer, config: SquadRunConfig,
+          dataset: squad_data.SquadDataset) -> dict[str, float]:
+  """Fine-tunes `model` on the train file's `dataset`; returns the last logs and the
+  throughput."""
   converted = squad_features.cached_features(
       os.path.join(config.output_dir, "train_features"), dataset.examples, tokenizer,
       config.features, is_training=True)
@@ -202,10 +285,10 @@ def train_dataset(record_path: str, max_seq_length: int, batch_size: int,
           .map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
 
 
-def predict(model: BertSpanLabeler, tokenizer: WordPieceTokenizer,
-            config: SquadRunConfig) -> dict[str, Any]:
-  """Answers the predict file, writes the prediction files and scores them."""
-  dataset, selected = read_squad_articles(config.predict_file, config.predict_articles, False)
+def predict(model: BertSpanLabeler, tokenizer: WordPieceTokenizer, config: SquadRunConfig,
+            dataset: squad_data.SquadDataset, selected: dict[str, Any]) -> dict[str, Any]:
+  """Answers the predict file's `dataset`, writes the prediction files and scores them
+  against `selected` (its JSON, as `read_squad_articles` returns it)."""
   features = squad_features.cached_features(
       os.path.join(config.output_dir, "predict_features"), dataset.examples, tokenizer,
       config.features, is_training=False).features
@@ -222,8 +305,7 @@ def predict(model: BertSpanLabeler, tokenizer: WordPieceTokenizer,
     scores = squad_evaluation.evaluate(selected, {p.qas_id: p.text for p in predictions},
                                        dataset.version, null_odds)
     paths["eval_results.json"] = os.path.join(config.output_dir, "eval_results.json")
-    with open(paths["eval_results.json"], "w", encoding="utf-8") as f:
-      f.write(json.dumps(scores, indent=2) + "\n")
+    atomic.write_json(paths["eval_results.json"], scores)
     print(json.dumps(scores), flush=True)
     result["scores"] = scores
   return result

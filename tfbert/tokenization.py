@@ -80,8 +80,9 @@ def load_vocab(vocab_file):
 
   Raises:
     FileNotFoundError: if `vocab_file` does not exist.
-    ValueError: if it is empty, has a blank or duplicate line, or lacks one of
-      `SPECIAL_TOKENS`. Every message names the file.
+    ValueError: if it is not UTF-8 (naming the line and the bad bytes), is
+      empty, has a blank or duplicate line, or lacks one of `SPECIAL_TOKENS`.
+      Every message names the file.
   """
   try:
     with open(vocab_file, encoding="utf-8") as f:
@@ -89,6 +90,8 @@ def load_vocab(vocab_file):
   except FileNotFoundError:
     raise FileNotFoundError(
         f"WordPiece vocab file not found: {vocab_file}") from None
+  except UnicodeDecodeError:
+    raise ValueError(_not_utf8(vocab_file)) from None
   if not tokens:
     raise ValueError(f"WordPiece vocab file is empty: {vocab_file}")
   seen = {}
@@ -104,6 +107,20 @@ def load_vocab(vocab_file):
     raise ValueError(f"WordPiece vocab {vocab_file} lacks special tokens "
                      f"{missing}; a BERT vocab needs all of {SPECIAL_TOKENS}")
   return tokens
+
+
+def _not_utf8(vocab_file):
+  """The message for a vocab that is not UTF-8: its first bad line and bytes."""
+  with open(vocab_file, "rb") as f:
+    lines = f.read().splitlines()  # b"\n", b"\r\n", b"\r": text mode's line ends.
+  for number, line in enumerate(lines, start=1):
+    try:
+      line.decode("utf-8")
+    except UnicodeDecodeError as error:
+      return (f"WordPiece vocab {vocab_file}: line {number} is not UTF-8 (bytes "
+              f"{line[error.start:error.end]!r} at column {error.start + 1}); a BERT "
+              f"vocab must be UTF-8")
+  return f"WordPiece vocab {vocab_file} is not UTF-8"
 
 
 def reference_tokenizer(vocab_file, do_lower_case):

@@ -12,10 +12,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
 
-from absl import app  # noqa: E402
+from absl import app, flags  # noqa: E402
 
+from flags import common_flags  # noqa: E402
 from flags import align_flags as f  # noqa: E402
+from tfbert import cli  # noqa: E402
 from tfbert import alignment, alignment_run, optimization, pretraining_demo  # noqa: E402
 from tfbert.config import BertConfig  # noqa: E402
 
@@ -59,4 +62,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  flags.adopt_module_key_flags(f)
+  cli.run_tool(main, common_flags.TRACEBACK)

@@ -11,10 +11,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
 
-from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
 
+from flags import common_flags  # noqa: E402
 from flags import create_pretraining_data_flags as f  # noqa: E402
+from tfbert import cli  # noqa: E402
 from tfbert import pretrained, pretraining_data  # noqa: E402
 
 
@@ -39,4 +42,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  flags.adopt_module_key_flags(f)
+  cli.run_tool(main, common_flags.TRACEBACK)

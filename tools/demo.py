@@ -15,11 +15,14 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
 
-from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
 from absl import logging as absl_logging  # noqa: E402
 
+from flags import common_flags  # noqa: E402
 from flags import demo_flags  # noqa: E402
+from tfbert import cli  # noqa: E402
 from tfbert import demo, distribution, pretraining_demo, squad_demo  # noqa: E402
 
 
@@ -43,4 +46,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  flags.adopt_module_key_flags(demo_flags)
+  cli.run_tool(main, common_flags.TRACEBACK)

@@ -3,8 +3,10 @@
   python tools/evaluate_squad.py DATASET_FILE PREDICTIONS_FILE [PREDICTIONS_FILE ...]
 
 Like the official evaluate-v1.1.py / evaluate-v2.0.py: the version comes from the
-dataset's "version" (none means v1.1); one JSON line per predictions file, in order:
-`{"exact_match": ..., "f1": ...}` (v1.1, percent) or the official v2.0 keys.
+dataset's "version" as the official files write it ("1.1", "v2.0"; none means v1.1), and a
+v1.1 file with an `is_impossible` question is refused, naming it; one JSON line per
+predictions file, in order: `{"exact_match": ..., "f1": ...}` (v1.1, percent) or the
+official v2.0 keys.
 """
 
 import json
@@ -12,10 +14,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
 
-from absl import app  # noqa: E402
+from absl import app, flags  # noqa: E402
 
+from flags import common_flags  # noqa: E402
 from flags import evaluate_squad_flags  # noqa: E402
+from tfbert import cli  # noqa: E402
 from tfbert import squad_evaluation  # noqa: E402
 
 
@@ -30,4 +35,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  flags.adopt_module_key_flags(evaluate_squad_flags)
+  cli.run_tool(main, common_flags.TRACEBACK)

@@ -11,10 +11,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
 
-from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
 
+from flags import common_flags, run_directory_flags  # noqa: E402
 from flags import run_classifier_flags as f  # noqa: E402
+from tfbert import cli  # noqa: E402
 from tfbert import glue_data, pretrained  # noqa: E402
 from tfbert.classifier_run import ClassifierRunConfig, run_classifier  # noqa: E402
 
@@ -47,9 +50,11 @@ def main(argv):
       clip_norm=f.CLIP_NORM.value or None, gradient_accumulation_steps=f.ACCUMULATION.value,
       dtype=f.DTYPE.value, distribution=f.DISTRIBUTION.value,
       num_cpu_devices=f.NUM_CPU_DEVICES.value, seed=f.SEED.value, log_every=f.LOG_STEPS.value,
-      verbose=f.VERBOSE.value, export_dir=f.EXPORT_DIR.value)
+      verbose=f.VERBOSE.value, export_dir=f.EXPORT_DIR.value,
+      allow_config_change=run_directory_flags.ALLOW_CONFIG_CHANGE.value)
   run_classifier(config)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  flags.adopt_module_key_flags(f)
+  cli.run_tool(main, common_flags.TRACEBACK)

@@ -8,10 +8,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
 
-from absl import app, flags  # noqa: E402
+from absl import flags  # noqa: E402
 
+from flags import common_flags, run_directory_flags  # noqa: E402
 from flags import run_pretraining_flags as f  # noqa: E402
+from tfbert import cli  # noqa: E402
 from tfbert import optimization  # noqa: E402
 from tfbert.config import BertConfig  # noqa: E402
 from tfbert.pretraining_run import PretrainingRunConfig, run_pretraining  # noqa: E402
@@ -31,12 +34,14 @@ def main(argv):
       max_predictions_per_seq=f.MAX_PREDICTIONS.value, init_checkpoint=f.INIT_CHECKPOINT.value,
       dtype=f.DTYPE.value, distribution=f.DISTRIBUTION.value,
       num_cpu_devices=f.NUM_CPU_DEVICES.value, jit_compile=f.JIT_COMPILE.value,
-      run_eagerly=f.RUN_EAGERLY.value, stop_at_step=f.STOP_AT_STEP.value, seed=f.SEED.value, deterministic=f.DETERMINISTIC.value,
-      checkpoint_every=f.CHECKPOINT_EVERY.value, log_every=f.LOG_EVERY.value,
-      export_dir=f.EXPORT_DIR.value)
-  run_pretraining(config)
+      run_eagerly=f.RUN_EAGERLY.value, stop_at_step=f.STOP_AT_STEP.value, seed=f.SEED.value,
+      deterministic=f.DETERMINISTIC.value, checkpoint_every=f.CHECKPOINT_EVERY.value,
+      log_every=f.LOG_EVERY.value, export_dir=f.EXPORT_DIR.value,
+      allow_config_change=run_directory_flags.ALLOW_CONFIG_CHANGE.value)
+  print(run_pretraining(config)["summary"], flush=True)
 
 
 if __name__ == "__main__":
   flags.mark_flags_as_required(["bert_config_file", "input_files", "model_dir"])
-  app.run(main)
+  flags.adopt_module_key_flags(f)
+  cli.run_tool(main, common_flags.TRACEBACK)

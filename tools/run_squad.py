@@ -10,10 +10,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
 
-from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
 
+from flags import common_flags, run_directory_flags  # noqa: E402
 from flags import run_squad_flags as f  # noqa: E402
+from tfbert import cli  # noqa: E402
 from tfbert import pretrained, squad_features, squad_postprocess  # noqa: E402
 from tfbert.squad_run import SquadRunConfig, run_squad  # noqa: E402
 
@@ -41,9 +44,11 @@ def main(argv):
       gradient_accumulation_steps=f.ACCUMULATION.value, dtype=f.DTYPE.value,
       distribution=f.DISTRIBUTION.value, num_cpu_devices=f.NUM_CPU_DEVICES.value,
       seed=f.SEED.value, log_every=f.LOG_STEPS.value, verbose=f.VERBOSE.value,
-      export_dir=f.EXPORT_DIR.value)
+      export_dir=f.EXPORT_DIR.value,
+      allow_config_change=run_directory_flags.ALLOW_CONFIG_CHANGE.value)
   run_squad(config)
 
 
 if __name__ == "__main__":
-  app.run(main)
+  flags.adopt_module_key_flags(f)
+  cli.run_tool(main, common_flags.TRACEBACK)

@@ -1,0 +1,147 @@
+"""What every tfbert command-line tool shares: one-line errors and a quiet start.
+
+`run_tool(main, traceback=FLAG)` replaces `absl.app.run(main)` in `tools/*.py`:
+
+* Expected errors (bad input, a missing or corrupt file, a full disk, a refused run
+  directory, a data error surfacing from the graph) end the tool with ONE line on stderr,
+  `<tool>: error: <message>`, and exit status 1; `--traceback` shows the whole trace
+  instead. A message is the error's first line (TensorFlow's op errors carry a graph
+  trace after it). Anything else is a bug and keeps its traceback.
+* Ctrl-C ends with one line and status 130 (the shell's convention for SIGINT).
+* Python logging (the library's, absl's, TensorFlow's) is plain: INFO lines go to stdout as
+  bare messages, beside the tool's own progress; WARNING and worse go to stderr as
+  `WARNING: message`. absl's default handler would prefix every line with a level, a
+  timestamp, a thread id and a source line, on stderr, among the progress lines.
+* TensorFlow probes for CUDA when it first lists devices; on a machine without an NVIDIA
+  driver that prints an error-level "failed call to cuInit" line that is not an error for a
+  CPU run. `quiet_device_probe` lists the devices once with stderr captured and passes on
+  every other line.
+
+The module reads no flags itself (nothing under `tfbert/` imports `absl.flags`): the tool
+passes its `--traceback` flag holder.
+"""
+
+import logging
+import os
+import sys
+import tempfile
+from typing import Callable, Sequence
+
+from absl import app
+
+# Errors of bad input or environment; a TypeError, KeyError, ... is a bug and keeps its trace.
+EXPECTED_ERRORS = (ValueError, OSError, FloatingPointError)
+# Lines of TensorFlow's device probe that are noise on a machine with no GPU driver.
+_PROBE_NOISE = ("failed call to cuInit", "Could not find cuda drivers")
+EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130
+
+
+def one_line(error: BaseException, limit: int = 600) -> str:
+  """An error's message as one line of at most `limit` characters.
+
+  TensorFlow's op errors keep their first line (a graph trace follows it); other messages
+  have their lines joined (a list of missing weights stays readable). A `FileNotFoundError`
+  without the file in its text gets the file appended.
+  """
+  message = getattr(error, "message", None)
+  if isinstance(message, str) and message.strip():  # tf.errors.OpError
+    line = message.strip().splitlines()[0]
+  else:
+    line = " ".join(part.strip() for part in str(error).splitlines() if part.strip())
+    line = line or type(error).__name__
+  if isinstance(error, OSError) and error.filename and str(error.filename) not in line:
+    line = f"{line}: {error.filename}"
+  if len(line) > limit:
+    line = line[:limit - 40].rstrip() + " ... (--traceback shows all)"
+  return line
+
+
+def _is_expected(error: BaseException) -> bool:
+  if isinstance(error, EXPECTED_ERRORS):
+    return True
+  try:
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  except ImportError:
+    return False
+  return isinstance(error, tf.errors.OpError)
+
+
+def quiet_device_probe() -> None:
+  """Lists TensorFlow's devices once, dropping the no-GPU-driver noise from stderr."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  sys.stderr.flush()
+  saved = os.dup(2)
+  with tempfile.TemporaryFile() as captured:
+    os.dup2(captured.fileno(), 2)
+    try:
+      tf.config.list_physical_devices()
+    finally:
+      os.dup2(saved, 2)
+      os.close(saved)
+    captured.seek(0)
+    for line in captured.read().decode("utf-8", "replace").splitlines(keepends=True):
+      if not any(noise in line for noise in _PROBE_NOISE):
+        sys.stderr.write(line)
+  sys.stderr.flush()
+
+
+class _Below(logging.Filter):
+  """Passes records below a level."""
+
+  def __init__(self, level: int):
+    super().__init__()
+    self.level = level
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    return record.levelno < self.level
+
+
+def plain_logging() -> None:
+  """Routes Python logging as the module says (replacing the root logger's handlers)."""
+  root = logging.getLogger()
+  for handler in list(root.handlers):
+    root.removeHandler(handler)
+  info = logging.StreamHandler(sys.stdout)
+  info.addFilter(_Below(logging.WARNING))
+  info.setFormatter(logging.Formatter("%(message)s"))
+  problems = logging.StreamHandler(sys.stderr)
+  problems.setLevel(logging.WARNING)
+  problems.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+  root.addHandler(info)
+  root.addHandler(problems)
+  root.setLevel(logging.INFO)
+
+
+def guarded(main: Callable[[Sequence[str]], object], traceback, tool: str):
+  """`main` wrapped so that expected errors end the tool with one line (see the module)."""
+
+  def wrapped(argv):
+    show_trace = bool(traceback.value)
+    plain_logging()
+    try:
+      return main(argv)
+    except KeyboardInterrupt:
+      if show_trace:
+        raise
+      print(f"{tool}: interrupted", file=sys.stderr, flush=True)
+      sys.exit(EXIT_INTERRUPTED)
+    except Exception as error:  # pylint: disable=broad-except
+      if show_trace or not _is_expected(error):
+        raise
+      print(f"{tool}: error: {one_line(error)}", file=sys.stderr, flush=True)
+      sys.exit(EXIT_ERROR)
+
+  return wrapped
+
+
+def run_tool(main: Callable[[Sequence[str]], object], traceback) -> None:
+  """`absl.app.run(main)` with one-line errors.
+
+  Args:
+    main: the tool's `main(argv)`.
+    traceback: the tool's `--traceback` flag holder (`.value` read after parsing).
+  """
+  tool = os.path.splitext(os.path.basename(sys.argv[0]))[0] or "tfbert"
+  quiet_device_probe()  # Before app.run, whose init callbacks would probe noisily.
+  app.run(guarded(main, traceback, tool))
