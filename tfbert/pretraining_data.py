@@ -378,6 +378,4 @@ def pydoc_corpus(output_path: str, max_documents: Optional[int] = None) -> str:
       lines += [s.strip() for s in text.replace(". ", ".\n").split("\n") if s.strip()]
     if lines:
       documents.append("\n".join(lines))
-  with open(output_path, "w", encoding="utf-8") as f:
-    f.write("\n\n".join(documents) + "\n")
-  return output_path
+  return atomic.write_text(output_path, "\n\n".join(documents) + "\n")

@@ -42,8 +42,8 @@ class DemoSummary:
         f"pretraining data: {self.instances} instances from pydoc_data.topics in {self.data_dir}",
         f"first log (step {self.first['step']}): {row(self.first)}",
         f"last log  (step {self.last['step']}): {row(self.last)}",
-        f"run directory: {self.model_dir} (bert_config.json, run_config.json, checkpoints/, "
-        "metrics.jsonl, TensorBoard: train/)",
+        f"run directory: {self.model_dir} (bert_config.json, run_config.json, data.json, "
+        "vocab.txt, checkpoints/, metrics.jsonl, TensorBoard: train/)",
         f"exports: {os.path.join(self.model_dir, 'export', 'saved_model')} (serving_default) "
         f"and {self.google_checkpoint}",
         f"rerun the same command to resume; view logs with: tensorboard --logdir {self.model_dir}"])

@@ -39,6 +39,9 @@ def main(argv):
       inputs, f.OUTPUT_DIR.value, config, output_prefix=f.OUTPUT_PREFIX.value,
       log_every_seconds=f.LOG_EVERY_SECONDS.value)
   print(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=1))
+  written = [os.path.join(f.OUTPUT_DIR.value, s["file"]) for s in summary["shards"]]
+  written.append(pretraining_data.summary_path(f.OUTPUT_DIR.value, f.OUTPUT_PREFIX.value))
+  print("wrote:" + "".join(f"\n  {path}" for path in written), flush=True)
 
 
 if __name__ == "__main__":
