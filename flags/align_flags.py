@@ -3,13 +3,13 @@
 from absl import flags
 
 from flags import common_flags
-from tfbert.optimization import OPTIMIZERS
+from tfbert.training.optimization import OPTIMIZERS
 
 VARIANTS = flags.DEFINE_list(
     "variants", ["graph", "eager", "xla"],
     "Set-ups to compare; the first is the reference. Presets: graph, eager, xla, mirrored "
     "(2 logical devices), workers (2 processes), bfloat16, float16, accumulateK, resumeN, "
-    "micro_batch_normalization; or name:field=value;... with fields of tfbert.alignment."
+    "micro_batch_normalization; or name:field=value;... with fields of tfbert.alignment.alignment."
     "Variant (use ';' between fields inside one variant).")
 WORKDIR = flags.DEFINE_string("workdir", "runs/align",
                               "Where the runs, report.json and alignment.png are written.")

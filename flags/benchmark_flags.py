@@ -19,7 +19,7 @@ BENCHMARK = flags.DEFINE_enum(
     "kernels: tfbert's fused kernels against the unfused ops they replace, alternated "
     "--repeats times in one process (ms per call, speed-up).")
 
-# Model and input shape; unset means the benchmark's default config (tfbert.benchmark.
+# Model and input shape; unset means the benchmark's default config (tools.benchmarks.benchmark.
 # DEFAULT_CASES): pretraining, input_pipeline and accumulation L4/H256/A4/I1024, S128,
 # P20; squad and postprocess MiniLM-L6-H384's shape, S384. Vocabulary 30522 for all.
 VOCAB_SIZE = flags.DEFINE_integer("vocab_size", None, "Vocabulary size V (default 30522).")

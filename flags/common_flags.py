@@ -1,7 +1,21 @@
 """Flags every tool has; each tool's flags module adopts them as key flags (shown by --help)."""
 
+import sys
+
 from absl import flags
 
 TRACEBACK = flags.DEFINE_bool(
     "traceback", False, "On an error, show Python's whole traceback instead of the one-line "
     "message (tool: error: ...).")
+
+
+def show_in_help(flags_module) -> None:
+  """Makes `flags_module`'s key flags the running program's, so that `--help` lists them.
+
+  absl's `--help` lists the key flags of the program named by `sys.argv[0]`: the tool's file
+  under `python tools/x.py`, the installed script under `tfbert-x`. `adopt_module_key_flags`
+  would register them for the calling module only, which is the program in the first case
+  and not in the second.
+  """
+  for flag in flags.FLAGS.get_key_flags_for_module(flags_module):
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)

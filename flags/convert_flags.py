@@ -3,7 +3,7 @@
 from absl import flags
 
 from flags import common_flags
-from tfbert.convert import FORMATS
+from tfbert.checkpoints.convert import FORMATS
 
 INPUT_FORMAT = flags.DEFINE_enum("input_format", "google", FORMATS, "Format of --input.")
 INPUT = flags.DEFINE_string(

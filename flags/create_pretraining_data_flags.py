@@ -3,7 +3,7 @@
 from absl import flags
 
 from flags import common_flags
-from tfbert.pretraining_instances import SHARD_ASSIGNMENTS
+from tfbert.pretraining.pretraining_instances import SHARD_ASSIGNMENTS
 
 INPUT_FILE = flags.DEFINE_list(
     "input_file", None, "Comma-separated input text files or glob patterns: one sentence per "

@@ -4,8 +4,8 @@ and the optimization. Each tool's flags module re-exports them; a process import
 
 from absl import flags
 
-from tfbert.distribution import STRATEGIES
-from tfbert.pretraining_run import DTYPES
+from tfbert.pretraining.pretraining_run import DTYPES
+from tfbert.training.distribution import STRATEGIES
 
 # The model and where its weights come from (at most one init_* flag).
 BERT_CONFIG_FILE = flags.DEFINE_string(

@@ -9,12 +9,28 @@ from absl import flags
 
 from flags import common_flags, fine_tuning_flags, run_directory_flags
 from flags.fine_tuning_flags import (  # noqa: F401  (re-exported for the tool)
-    BERT_CONFIG_FILE, INIT_CHECKPOINT, INIT_HF_DIR, INIT_TFBERT, VOCAB_FILE, DO_LOWER_CASE,
-    TRAIN_BATCH_SIZE, LEARNING_RATE, NUM_TRAIN_EPOCHS, MAX_TRAIN_STEPS, WARMUP_PROPORTION,
-    WEIGHT_DECAY_RATE, CLIP_NORM, ACCUMULATION, DTYPE, DISTRIBUTION, NUM_CPU_DEVICES, SEED,
-    LOG_STEPS, VERBOSE)
-
-from tfbert.glue_data import CUSTOM_TASK, TASKS
+    ACCUMULATION,
+    BERT_CONFIG_FILE,
+    CLIP_NORM,
+    DISTRIBUTION,
+    DO_LOWER_CASE,
+    DTYPE,
+    INIT_CHECKPOINT,
+    INIT_HF_DIR,
+    INIT_TFBERT,
+    LEARNING_RATE,
+    LOG_STEPS,
+    MAX_TRAIN_STEPS,
+    NUM_CPU_DEVICES,
+    NUM_TRAIN_EPOCHS,
+    SEED,
+    TRAIN_BATCH_SIZE,
+    VERBOSE,
+    VOCAB_FILE,
+    WARMUP_PROPORTION,
+    WEIGHT_DECAY_RATE,
+)
+from tfbert.classifier.glue_data import CUSTOM_TASK, TASKS
 
 # What to do, on which data.
 TASK_NAME = flags.DEFINE_enum(

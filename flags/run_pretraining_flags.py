@@ -7,9 +7,9 @@ is missing); the others are optional. `--flagfile=FILE` reads flags from a file.
 from absl import flags
 
 from flags import common_flags, run_directory_flags
-from tfbert.distribution import STRATEGIES
-from tfbert.optimization import OPTIMIZERS
-from tfbert.pretraining_run import DTYPES
+from tfbert.pretraining.pretraining_run import DTYPES
+from tfbert.training.distribution import STRATEGIES
+from tfbert.training.optimization import OPTIMIZERS
 
 BERT_CONFIG_FILE = flags.DEFINE_string("bert_config_file", None,
                                        "Required. bert_config.json of the model to pretrain.")
@@ -30,7 +30,7 @@ LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
 NUM_TRAIN_STEPS = flags.DEFINE_integer("num_train_steps", 1000, "Applied steps in total.")
 NUM_WARMUP_STEPS = flags.DEFINE_integer("num_warmup_steps", 100, "Applied warmup steps.")
 SCHEDULE = flags.DEFINE_enum("lr_schedule", "google", ["google", "decay_after_warmup"],
-                             "Warmup + polynomial decay definition (tfbert/schedules.py).")
+                             "Warmup + polynomial decay definition (tfbert/training/schedules.py).")
 WEIGHT_DECAY = flags.DEFINE_float("weight_decay_rate", 0.01, "Decoupled weight decay.")
 CLIP_NORM = flags.DEFINE_float("clip_norm", 1.0, "Global-norm clipping (0 disables).")
 DTYPE = flags.DEFINE_enum("dtype", "float32", DTYPES,
@@ -53,7 +53,8 @@ CHECKPOINT_EVERY = flags.DEFINE_integer("save_checkpoints_steps", 100,
                                         "Applied steps between checkpoints.")
 LOG_EVERY = flags.DEFINE_integer("log_steps", 10, "Applied steps between log lines.")
 EXPORT_DIR = flags.DEFINE_string("export_dir", None,
-                                 "SavedModel + Google checkpoint export (default model_dir/export).")
+                                 "SavedModel + Google checkpoint export "
+                                 "(default model_dir/export).")
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).
 flags.adopt_module_key_flags(common_flags)

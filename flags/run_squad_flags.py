@@ -8,10 +8,28 @@ from absl import flags
 
 from flags import common_flags, fine_tuning_flags, run_directory_flags
 from flags.fine_tuning_flags import (  # noqa: F401  (re-exported for the tool)
-    BERT_CONFIG_FILE, INIT_CHECKPOINT, INIT_HF_DIR, INIT_TFBERT, VOCAB_FILE, DO_LOWER_CASE,
-    TRAIN_BATCH_SIZE, LEARNING_RATE, NUM_TRAIN_EPOCHS, MAX_TRAIN_STEPS, WARMUP_PROPORTION,
-    WEIGHT_DECAY_RATE, CLIP_NORM, ACCUMULATION, DTYPE, DISTRIBUTION, NUM_CPU_DEVICES, SEED,
-    LOG_STEPS, VERBOSE)
+    ACCUMULATION,
+    BERT_CONFIG_FILE,
+    CLIP_NORM,
+    DISTRIBUTION,
+    DO_LOWER_CASE,
+    DTYPE,
+    INIT_CHECKPOINT,
+    INIT_HF_DIR,
+    INIT_TFBERT,
+    LEARNING_RATE,
+    LOG_STEPS,
+    MAX_TRAIN_STEPS,
+    NUM_CPU_DEVICES,
+    NUM_TRAIN_EPOCHS,
+    SEED,
+    TRAIN_BATCH_SIZE,
+    VERBOSE,
+    VOCAB_FILE,
+    WARMUP_PROPORTION,
+    WEIGHT_DECAY_RATE,
+)
+
 # What to do, on which data.
 DO_TRAIN = flags.DEFINE_bool("do_train", False, "Fine-tune on --train_file.")
 DO_PREDICT = flags.DEFINE_bool("do_predict", False,
@@ -36,7 +54,7 @@ EXPORT_DIR = flags.DEFINE_string("export_dir", None,
                                  "If set, also export a SavedModel here (feature and raw-text "
                                  "question/context signatures).")
 
-# Windowing (tfbert.squad_features) and postprocessing (tfbert.squad_postprocess).
+# Windowing (tfbert.squad.squad_features) and postprocessing (tfbert.squad.squad_postprocess).
 MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 384, "Wordpieces per window.")
 DOC_STRIDE = flags.DEFINE_integer("doc_stride", 128,
                                   "Wordpieces between window starts; at most "

@@ -1,8 +1,9 @@
 """BUILD must mirror the layout: a target per module, test and tool, with true deps.
 
 Bazel cannot be installed here, so this test keeps BUILD from rotting: it derives every
-target (py_library per `tfbert/` and `flags/` module, py_test per `tests/*_test.py`,
-py_binary per `tools/*.py`, one testonly py_library for the shared test helpers) and its
+target (py_library per module of `tfbert/`, `flags/` and the packages under `tools/`, py_test
+per `tests/**/*_test.py`, py_binary per `tools/*.py`, one testonly py_library for the shared
+test helpers) and its
 dependencies from the source tree and its imports, and compares with the committed BUILD.
 
 To regenerate BUILD after adding a file: `.venv/bin/python tests/build_test.py`.
@@ -23,6 +24,7 @@ THIRD_PARTY = {
     "tf_keras": "tf-keras",
 }
 HELPERS = "test_helpers"  # tests/ modules that are not *_test.py files.
+FOLDERS = ("tfbert", "flags", "tests", "tools")
 
 HEADER = '''# Bazel targets mirroring the layout; checked against the sources by tests/build_test.py
 # (regenerate with `.venv/bin/python tests/build_test.py`). Third-party packages come from
@@ -35,17 +37,30 @@ package(default_visibility = ["//visibility:public"])
 
 
 def _python_files(folder):
-  path = os.path.join(ROOT, folder)
-  return sorted(f"{folder}/{f}" for f in os.listdir(path) if f.endswith(".py"))
+  """The .py files under `folder` (recursively), as sorted repository-relative paths."""
+  found = []
+  for parent, dirs, files in os.walk(os.path.join(ROOT, folder)):
+    dirs[:] = [d for d in dirs if not d.startswith((".", "__pycache__"))]
+    rel = os.path.relpath(parent, ROOT)
+    found += [f"{rel}/{f}" for f in files if f.endswith(".py")]
+  return sorted(found)
 
 
 def _target_of(path):
-  folder, name = path[:-3].split("/")
-  if folder == "tests":
-    return name if name.endswith("_test") else HELPERS
-  if folder == "tools":
-    return name
-  return f"{folder}_{name}" if name != "__init__" else folder
+  """tfbert/layers/attention.py -> tfbert_layers_attention; a package's __init__ -> the
+  package; tests: the test's name, or the shared helpers; tools/*.py -> the tool's name."""
+  parts = path[:-3].split("/")
+  if parts[0] == "tests":
+    return parts[-1] if parts[-1].endswith("_test") else HELPERS
+  if parts[0] == "tools" and len(parts) == 2 and parts[1] != "__init__":
+    return parts[1]
+  if parts[-1] == "__init__":
+    parts = parts[:-1]
+  return "_".join(parts)
+
+
+def _module_of(path):
+  return path[:-3].replace("/", ".").removesuffix(".__init__")
 
 
 def _imports(path):
@@ -63,8 +78,7 @@ def _imports(path):
 
 def _deps(paths, own):
   local, external = set(), set()
-  modules = {p[:-3].replace("/", ".").replace(".__init__", ""): p
-             for f in ("tfbert", "flags", "tests") for p in _python_files(f)}
+  modules = {_module_of(p): p for f in FOLDERS for p in _python_files(f)}
   for path in paths:
     for name in _imports(path):
       if name in modules and _target_of(modules[name]) != own:
@@ -87,21 +101,20 @@ def _rule(kind, name, srcs, deps, extra=()):
 def expected_build():
   """The BUILD text that the current source tree calls for."""
   targets = {}
-  for folder in ("tfbert", "flags", "tests", "tools"):
+  for folder in FOLDERS:
     for path in _python_files(folder):
       targets.setdefault(_target_of(path), []).append(path)
   parts = [HEADER]
   for name, srcs in sorted(targets.items()):
-    folder = srcs[0].split("/")[0]
     deps = _deps(srcs, name)
-    if folder in ("tfbert", "flags"):
-      parts.append(_rule("py_library", name, srcs, deps))
-    elif name == HELPERS:
+    if name == HELPERS:
       parts.append(_rule("py_library", name, srcs, deps, ["    testonly = True,"]))
-    elif folder == "tests":
+    elif srcs[0].startswith("tests/"):
       parts.append(_rule("py_test", name, srcs, deps, ['    size = "large",']))
-    else:
+    elif srcs[0].startswith("tools/") and srcs[0].count("/") == 1 and name != "tools":
       parts.append(_rule("py_binary", name, srcs, deps))
+    else:
+      parts.append(_rule("py_library", name, srcs, deps))
   return "\n".join(parts)
 
 
@@ -115,11 +128,26 @@ def test_build_lists_every_module_test_and_tool_with_true_deps():
                           "`.venv/bin/python tests/build_test.py`:\n" + diff)
 
 
+def _test_file_of(path):
+  """The test file of a library module: tfbert/<package>/<module>.py ->
+  tests/<package>/<module>_test.py (tools/<package>/... likewise)."""
+  parts = path[:-3].split("/")
+  return "/".join(["tests", *parts[1:-1], parts[-1] + "_test.py"])
+
+
 def test_every_library_module_has_a_test_file():
-  modules = [p for f in ("tfbert",) for p in _python_files(f) if not p.endswith("__init__.py")]
-  missing = [m for m in modules
-             if not os.path.exists(os.path.join(ROOT, "tests", os.path.basename(m)[:-3] + "_test.py"))]
-  assert not missing, f"modules without tests/<module>_test.py: {missing}"
+  modules = [p for f in ("tfbert", "tools/benchmarks", "tools/demos") for p in _python_files(f)
+             if not p.endswith("__init__.py")]
+  missing = [_test_file_of(m) for m in modules
+             if not os.path.exists(os.path.join(ROOT, _test_file_of(m)))]
+  assert not missing, f"modules without their test file: {missing}"
+
+
+def test_tests_mirror_the_layout():
+  strays = [t for t in _python_files("tests") if t.endswith("_test.py") and t.count("/") > 1
+            and not any(_test_file_of(m) == t for f in ("tfbert", "tools")
+                        for m in _python_files(f))]
+  assert not strays, f"tests in a subfolder that mirrors no module: {strays}"
 
 
 def test_a_module_missing_from_build_is_detected(tmp_path, monkeypatch):

@@ -28,7 +28,7 @@ def google_features(reference, pairs, seq_length: int, single: bool = False):
   """convert_single_example of each (text_a, text_b), stacked into int32 arrays [N, S].
 
   Args:
-    reference: `tfbert.tokenization.reference_tokenizer(...)`.
+    reference: `tfbert.text.tokenization.reference_tokenizer(...)`.
     pairs: (text_a, text_b) tuples; text_b is ignored when `single`.
     seq_length: S.
     single: pack text_a only.

@@ -1,4 +1,5 @@
-"""Shared pytest set-up: quiet TensorFlow, the shared-data fixture, float32 policy reset."""
+"""Shared pytest set-up: quiet TensorFlow, the shared-data and small-disk fixtures, float32
+policy reset."""
 
 import os
 
@@ -7,6 +8,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+from tests import faults  # noqa: E402
 
 # Two logical CPU devices for the whole session, so MirroredStrategy tests run in-process.
 # This must happen before TensorFlow initializes its devices, hence at conftest import.
@@ -25,6 +28,14 @@ def shared_data() -> str:
   if not os.path.isdir(path):
     pytest.skip(f"TFBERT_SHARED_DATA={path} is not a directory")
   return path
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+  """A 64 KiB `tests.faults.LimitedDisk`: a small tmpfs where root may mount one, else a
+  file-size limit."""
+  with faults.limited_disk(tmp_path, 64 * 1024) as disk:
+    yield disk
 
 
 @pytest.fixture(autouse=True)

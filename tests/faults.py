@@ -14,8 +14,6 @@ import subprocess
 import sys
 import uuid
 
-import pytest
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _LIMIT_FILE_SIZE = """
@@ -76,13 +74,6 @@ def limited_disk(parent, limit: int):
   finally:
     if mounted:
       subprocess.run(["umount", "-l", path], capture_output=True, check=False)
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-  """A 64 KiB `LimitedDisk` (see `limited_disk`)."""
-  with limited_disk(tmp_path, 64 * 1024) as disk:
-    yield disk
 
 
 def fail_renames_to(monkeypatch, suffix: str, error: BaseException) -> None:

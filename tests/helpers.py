@@ -13,8 +13,8 @@ import keras
 import numpy as np
 
 from tests import numpy_reference
+from tfbert.checkpoints.google_checkpoint import assign_google_weights, google_weights
 from tfbert.config import BertConfig
-from tfbert.google_checkpoint import assign_google_weights, google_weights
 from tfbert.models import BertSpanLabeler
 
 # initializer_range 0.2: with 0.02 activations stay near 0, attention is almost uniform and
@@ -25,6 +25,8 @@ ODD_CONFIG = dict(vocab_size=101, hidden_size=32, num_hidden_layers=3, num_atten
                   attention_probs_dropout_prob=0.0, max_position_embeddings=19,
                   type_vocab_size=3, initializer_range=0.2)
 BATCH, SEQ, PREDICTIONS = 13, 7, 3
+# The repository root (tests/.. ): where tools/ and tfbert/ are.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def odd_config(**overrides) -> BertConfig:

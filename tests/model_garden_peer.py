@@ -2,7 +2,7 @@
 
 Model Garden (`official.nlp.modeling.networks.BertEncoder`, tf-models-official 2.20) is a
 tf_keras (Keras 2) functional model. It must never be mixed into a Keras 3 model (see
-PITFALLS.md), but it can run in the same process, so the tests use it as a second,
+docs/pitfalls.md), but it can run in the same process, so the tests use it as a second,
 independently written implementation of the same network.
 
 Shape letters as in `numpy_reference`. Weight layout, measured by building one and listing
@@ -47,8 +47,10 @@ import numpy as np  # pylint: disable=g-import-not-at-top
 import tensorflow as tf  # pylint: disable=g-import-not-at-top
 import tf_keras  # pylint: disable=g-import-not-at-top
 from official.modeling import tf_utils  # pylint: disable=g-import-not-at-top
-from official.nlp.modeling import layers  # pylint: disable=g-import-not-at-top
-from official.nlp.modeling import networks  # pylint: disable=g-import-not-at-top
+from official.nlp.modeling import (
+  layers,  # pylint: disable=g-import-not-at-top
+  networks,  # pylint: disable=g-import-not-at-top
+)
 
 
 def _gelu_exact(x):

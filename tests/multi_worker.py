@@ -14,7 +14,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tfbert.workers import free_ports, launch_workers  # noqa: E402,F401  (no TensorFlow)
+from tfbert.training.workers import free_ports, launch_workers  # noqa: E402,F401  (no TensorFlow)
 
 
 def worker_command(*args: str) -> list[str]:
@@ -27,8 +27,9 @@ def accumulate(output: str, steps: str, optimizer_name: str) -> None:
   import numpy as np
   import tensorflow as tf
 
-  from tests import accumulation_test, training_loop
-  from tfbert.accumulation import with_gradient_accumulation
+  from tests import training_loop
+  from tests.training import accumulation_test
+  from tfbert.training.accumulation import with_gradient_accumulation
 
   strategy = tf.distribute.MultiWorkerMirroredStrategy()
   make = {"sgd": accumulation_test.sgd, "adamw": accumulation_test.adamw_with_schedule}

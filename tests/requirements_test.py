@@ -25,8 +25,9 @@ def test_installed_versions_are_the_pins():
 
 
 def test_tensorflow_text_and_model_garden_share_the_tensorflow_minor_version():
-  # tf-models-official 2.20 requires tensorflow~=2.20.0 (PITFALLS.md, Packaging).
-  minor = lambda name: importlib.metadata.version(name).rsplit(".", 1)[0]
+  # tf-models-official 2.20 requires tensorflow~=2.20.0 (docs/pitfalls.md, Packaging).
+  def minor(name):
+    return importlib.metadata.version(name).rsplit(".", 1)[0]
   assert minor("tensorflow") == minor("tensorflow-text") == minor("tf-models-official") == "2.20"
   assert importlib.metadata.version("keras").startswith("3.")
 

@@ -1,4 +1,4 @@
-"""Tests that every served signature validates its inputs in the graph (tfbert.export).
+"""Tests that every served signature validates its inputs in the graph (tfbert.serving.export).
 
 Four small exports with odd sizes: an encoder and a single-text classifier whose
 vocab_size (1009) is smaller than the real 30,522-entry uncased vocab they tokenize with,
@@ -9,7 +9,7 @@ request in sequence, catching and reporting each error, then the valid requests.
 return code 0 proves that no request aborted it: before the checks, `classify_text` with
 text_a of batch 2 and text_b of batch 1 killed the process (SIGABRT in tensorflow-text).
 
-Why 1e-5 for the valid requests: as in tests/export_test.py, the SavedModel runs a
+Why 1e-5 for the valid requests: as in tests/serving/export_test.py, the SavedModel runs a
 Grappler-optimized float32 graph and Keras runs eagerly; reordered reductions cost a few
 ulps per op (~1e-6 over 3 layers), while a wrong input moves outputs by > 1e-2. That the
 checks leave valid outputs bit-identical was measured once against exports made without
@@ -25,8 +25,12 @@ import pytest
 import tensorflow as tf
 
 from tests import helpers, numpy_reference
-from tfbert import (BertClassifier, BertEncoder, classifier_export, classifier_features, export,
-                    inputs, pretrained, squad_export, tokenization)
+from tfbert import BertClassifier, BertEncoder
+from tfbert.checkpoints import pretrained
+from tfbert.classifier import classifier_export, classifier_features
+from tfbert.serving import export
+from tfbert.squad import squad_export
+from tfbert.text import inputs, tokenization
 
 TOL = 1e-5  # See the module docstring.
 SMALL_VOCAB = 1009  # Below the real vocab: "+" (id 1009) packs outside the model.

@@ -13,8 +13,9 @@ import sys
 
 import pytest
 
-from tfbert import pretrained, pretraining_data
+from tfbert.checkpoints import pretrained
 from tfbert.config import BertConfig
+from tfbert.pretraining import pretraining_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PRED = 32, 5

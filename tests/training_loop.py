@@ -23,7 +23,7 @@ def mirrored_strategy() -> tf.distribute.MirroredStrategy:
   keys independently, and their collectives then collide ("Shape mismatch in the collective
   instance 100") when both run in one process.
   """
-  from tfbert.distribution import create_strategy
+  from tfbert.training.distribution import create_strategy
   return create_strategy("mirrored", 2)
 
 

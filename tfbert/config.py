@@ -27,7 +27,7 @@ import math
 import os
 from typing import Any, Optional
 
-from tfbert import atomic
+from tfbert.runtime import atomic
 
 # hidden_act values understood by tfbert (see module docstring).
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")

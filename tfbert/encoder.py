@@ -9,8 +9,8 @@ import keras
 import tensorflow as tf
 
 from tfbert.config import BertConfig
-from tfbert.embeddings import BertEmbeddings
-from tfbert.transformer_layer import TransformerLayer
+from tfbert.layers.embeddings import BertEmbeddings
+from tfbert.layers.transformer_layer import TransformerLayer
 
 
 def as_config(config) -> BertConfig:

@@ -1,8 +1,8 @@
 """BERT models: the encoder composed with task heads.
 
 Each model keeps its encoder as `self.encoder` and its heads under fixed attribute names
-(`mlm_head`, `nsp_head`, `span_head`, `classifier_head`); `tfbert.google_names` maps those
-onto google-research/bert's checkpoint scopes.
+(`mlm_head`, `nsp_head`, `span_head`, `classifier_head`); `tfbert.checkpoints.google_names` maps
+those onto google-research/bert's checkpoint scopes.
 
 Shape legend: B batch, S sequence, P masked positions, H hidden, V vocabulary, C classes.
 """
@@ -10,10 +10,11 @@ Shape legend: B batch, S sequence, P masked positions, H hidden, V vocabulary, C
 import keras
 import tensorflow as tf
 
-from tfbert import dropout, pretraining_loss
-from tfbert.accumulation import find_accumulator
 from tfbert.encoder import BertEncoder, as_config, read_inputs
-from tfbert.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
+from tfbert.layers import dropout
+from tfbert.layers.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
+from tfbert.pretraining import pretraining_loss
+from tfbert.training.accumulation import find_accumulator
 
 # Metrics of BertPretrainer, all weighted means over the logged steps.
 PRETRAINING_METRICS = ("mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy")
@@ -79,7 +80,7 @@ class BertPretrainer(keras.Model):
 
     `data` is a feature dict with google-research/bert's names (labels included:
     `masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels`), optionally with the
-    pipeline's window features; see `tfbert.pretraining_loss`.
+    pipeline's window features; see `tfbert.pretraining.pretraining_loss`.
     """
     features = keras.utils.unpack_x_y_sample_weight(data)[0]
     steps, reduction = _accumulation(self.optimizer)

@@ -5,22 +5,20 @@
 
 Writes WORKDIR/report.json, WORKDIR/alignment.png and one run directory per variant
 (`tensorboard --logdir WORKDIR/runs`). Exits 0 only when every variant is within its
-tolerance of the first (the reference); see tfbert/alignment.py.
+tolerance of the first (the reference); see tfbert/alignment/alignment.py.
 """
 
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
+from absl import app
 
-from absl import app, flags  # noqa: E402
-
-from flags import common_flags  # noqa: E402
-from flags import align_flags as f  # noqa: E402
-from tfbert import cli  # noqa: E402
-from tfbert import alignment, alignment_run, optimization, pretraining_demo  # noqa: E402
-from tfbert.config import BertConfig  # noqa: E402
+from flags import align_flags as f
+from flags import common_flags
+from tfbert.alignment import alignment, alignment_run
+from tfbert.config import BertConfig
+from tfbert.runtime import cli
+from tfbert.training import optimization
+from tools.demos import pretraining_demo
 
 
 def default_input_files(workdir: str) -> list[str]:
@@ -61,6 +59,11 @@ def main(argv):
   return 0 if report["passed"] else 1
 
 
-if __name__ == "__main__":
-  flags.adopt_module_key_flags(f)
+def run():
+  """Entry point: `python tools/align.py`, or the installed `tfbert-align`."""
+  common_flags.show_in_help(f)
   cli.run_tool(main, common_flags.TRACEBACK)
+
+
+if __name__ == "__main__":
+  run()

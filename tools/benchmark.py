@@ -18,21 +18,22 @@ Prints Markdown rows for BENCHMARKS.md, after a line naming the machine and the 
 """
 
 import dataclasses
-import os
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
-
-from absl import flags  # noqa: E402
-
-from flags import common_flags  # noqa: E402
-from flags import benchmark_flags as f  # noqa: E402
-from tfbert import cli  # noqa: E402
-from tfbert import (benchmark, benchmark_accumulation, benchmark_data,  # noqa: E402
-                    benchmark_floor, benchmark_kernels, benchmark_mfu, benchmark_peer,
-                    benchmark_report, squad_features)
+from flags import benchmark_flags as f
+from flags import common_flags
+from tfbert.runtime import cli
+from tfbert.squad import squad_features
+from tools.benchmarks import (
+  benchmark,
+  benchmark_accumulation,
+  benchmark_data,
+  benchmark_floor,
+  benchmark_kernels,
+  benchmark_mfu,
+  benchmark_peer,
+  benchmark_report,
+)
 
 
 def _shape_overrides() -> dict:
@@ -124,6 +125,11 @@ def main(argv):
   print(runs[f.BENCHMARK.value]())
 
 
-if __name__ == "__main__":
-  flags.adopt_module_key_flags(f)
+def run():
+  """Entry point: `python tools/benchmark.py`, or the installed `tfbert-benchmark`."""
+  common_flags.show_in_help(f)
   cli.run_tool(main, common_flags.TRACEBACK)
+
+
+if __name__ == "__main__":
+  run()

@@ -4,18 +4,11 @@
       --output_format=hf --output=/tmp/hf_bert
 """
 
-import os
-import sys
+from absl import flags
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
-
-from absl import flags  # noqa: E402
-
-from flags import common_flags  # noqa: E402
-from flags import convert_flags  # noqa: E402
-from tfbert import cli  # noqa: E402
-from tfbert.convert import convert_checkpoint, source_vocab_file  # noqa: E402
+from flags import common_flags, convert_flags
+from tfbert.checkpoints.convert import convert_checkpoint, source_vocab_file
+from tfbert.runtime import cli
 
 
 def main(argv):
@@ -29,7 +22,12 @@ def main(argv):
         f"{convert_flags.OUTPUT_FORMAT.value}: {convert_flags.OUTPUT.value} ({vocab_note})")
 
 
-if __name__ == "__main__":
+def run():
+  """Entry point of `python tools/convert_checkpoint.py` and of `tfbert-convert-checkpoint`."""
   flags.mark_flags_as_required(["input", "output"])
-  flags.adopt_module_key_flags(convert_flags)
+  common_flags.show_in_help(convert_flags)
   cli.run_tool(main, common_flags.TRACEBACK)
+
+
+if __name__ == "__main__":
+  run()

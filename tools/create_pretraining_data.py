@@ -8,17 +8,12 @@ Without --input_file it uses the embedded default corpus, CPython's pydoc topics
 
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
-
-from absl import flags  # noqa: E402
-
-from flags import common_flags  # noqa: E402
-from flags import create_pretraining_data_flags as f  # noqa: E402
-from tfbert import cli  # noqa: E402
-from tfbert import pretrained, pretraining_data  # noqa: E402
+from flags import common_flags
+from flags import create_pretraining_data_flags as f
+from tfbert.checkpoints import pretrained
+from tfbert.pretraining import pretraining_data
+from tfbert.runtime import cli
 
 
 def main(argv):
@@ -44,6 +39,12 @@ def main(argv):
   print("wrote:" + "".join(f"\n  {path}" for path in written), flush=True)
 
 
-if __name__ == "__main__":
-  flags.adopt_module_key_flags(f)
+def run():
+  """Entry point of `python tools/create_pretraining_data.py` and of its installed command
+  `tfbert-create-pretraining-data`."""
+  common_flags.show_in_help(f)
   cli.run_tool(main, common_flags.TRACEBACK)
+
+
+if __name__ == "__main__":
+  run()

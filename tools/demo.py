@@ -11,19 +11,13 @@
 """
 
 import logging
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
+from absl import logging as absl_logging
 
-from absl import flags  # noqa: E402
-from absl import logging as absl_logging  # noqa: E402
-
-from flags import common_flags  # noqa: E402
-from flags import demo_flags  # noqa: E402
-from tfbert import cli  # noqa: E402
-from tfbert import demo, distribution, pretraining_demo, squad_demo  # noqa: E402
+from flags import common_flags, demo_flags
+from tfbert.runtime import cli
+from tfbert.training import distribution
+from tools.demos import demo, pretraining_demo, squad_demo
 
 
 def main(argv):
@@ -45,6 +39,11 @@ def main(argv):
   print(demo.format_result(sentences, result))
 
 
-if __name__ == "__main__":
-  flags.adopt_module_key_flags(demo_flags)
+def run():
+  """Entry point: `python tools/demo.py`, or the installed `tfbert-demo`."""
+  common_flags.show_in_help(demo_flags)
   cli.run_tool(main, common_flags.TRACEBACK)
+
+
+if __name__ == "__main__":
+  run()

@@ -10,18 +10,12 @@ official v2.0 keys.
 """
 
 import json
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
+from absl import app
 
-from absl import app, flags  # noqa: E402
-
-from flags import common_flags  # noqa: E402
-from flags import evaluate_squad_flags  # noqa: E402
-from tfbert import cli  # noqa: E402
-from tfbert import squad_evaluation  # noqa: E402
+from flags import common_flags, evaluate_squad_flags
+from tfbert.runtime import cli
+from tfbert.squad import squad_evaluation
 
 
 def main(argv):
@@ -34,6 +28,11 @@ def main(argv):
     print(json.dumps(result))
 
 
-if __name__ == "__main__":
-  flags.adopt_module_key_flags(evaluate_squad_flags)
+def run():
+  """Entry point: `python tools/evaluate_squad.py`, or the installed `tfbert-evaluate-squad`."""
+  common_flags.show_in_help(evaluate_squad_flags)
   cli.run_tool(main, common_flags.TRACEBACK)
+
+
+if __name__ == "__main__":
+  run()

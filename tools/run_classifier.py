@@ -3,23 +3,16 @@
   bash bootstrap.sh python tools/run_classifier.py --task_name=mrpc --do_train --do_eval \
       --data_dir=../shared/data/glue/MRPC --init_hf_dir=minilm --output_dir=runs/mrpc
 
-See flags/run_classifier_flags.py for every flag and tfbert/classifier_run.py for the run
+See flags/run_classifier_flags.py for every flag and tfbert/classifier/classifier_run.py for the run
 directory.
 """
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
-
-from absl import flags  # noqa: E402
-
-from flags import common_flags, run_directory_flags  # noqa: E402
-from flags import run_classifier_flags as f  # noqa: E402
-from tfbert import cli  # noqa: E402
-from tfbert import glue_data, pretrained  # noqa: E402
-from tfbert.classifier_run import ClassifierRunConfig, run_classifier  # noqa: E402
+from flags import common_flags, run_directory_flags
+from flags import run_classifier_flags as f
+from tfbert.checkpoints import pretrained
+from tfbert.classifier import glue_data
+from tfbert.classifier.classifier_run import ClassifierRunConfig, run_classifier
+from tfbert.runtime import cli
 
 
 def main(argv):
@@ -55,6 +48,11 @@ def main(argv):
   run_classifier(config)
 
 
-if __name__ == "__main__":
-  flags.adopt_module_key_flags(f)
+def run():
+  """Entry point: `python tools/run_classifier.py`, or the installed `tfbert-run-classifier`."""
+  common_flags.show_in_help(f)
   cli.run_tool(main, common_flags.TRACEBACK)
+
+
+if __name__ == "__main__":
+  run()

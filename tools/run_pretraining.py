@@ -4,20 +4,14 @@
       --input_files='data/*.tfrecord' --model_dir=runs/bert --num_train_steps=1000
 """
 
-import os
-import sys
+from absl import flags
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
-
-from absl import flags  # noqa: E402
-
-from flags import common_flags, run_directory_flags  # noqa: E402
-from flags import run_pretraining_flags as f  # noqa: E402
-from tfbert import cli  # noqa: E402
-from tfbert import optimization  # noqa: E402
-from tfbert.config import BertConfig  # noqa: E402
-from tfbert.pretraining_run import PretrainingRunConfig, run_pretraining  # noqa: E402
+from flags import common_flags, run_directory_flags
+from flags import run_pretraining_flags as f
+from tfbert.config import BertConfig
+from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
+from tfbert.runtime import cli
+from tfbert.training import optimization
 
 
 def main(argv):
@@ -41,7 +35,12 @@ def main(argv):
   print(run_pretraining(config)["summary"], flush=True)
 
 
-if __name__ == "__main__":
+def run():
+  """Entry point: `python tools/run_pretraining.py`, or the installed `tfbert-run-pretraining`."""
   flags.mark_flags_as_required(["bert_config_file", "input_files", "model_dir"])
-  flags.adopt_module_key_flags(f)
+  common_flags.show_in_help(f)
   cli.run_tool(main, common_flags.TRACEBACK)
+
+
+if __name__ == "__main__":
+  run()

@@ -3,22 +3,15 @@
   bash bootstrap.sh python tools/run_squad.py --do_train --do_predict --init_hf_dir=minilm \
       --train_file=train-v1.1.json --predict_file=dev-v1.1.json --output_dir=runs/squad
 
-See flags/run_squad_flags.py for every flag and tfbert/squad_run.py for the run directory.
+See flags/run_squad_flags.py for every flag and tfbert/squad/squad_run.py for the run directory.
 """
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING lines
-
-from absl import flags  # noqa: E402
-
-from flags import common_flags, run_directory_flags  # noqa: E402
-from flags import run_squad_flags as f  # noqa: E402
-from tfbert import cli  # noqa: E402
-from tfbert import pretrained, squad_features, squad_postprocess  # noqa: E402
-from tfbert.squad_run import SquadRunConfig, run_squad  # noqa: E402
+from flags import common_flags, run_directory_flags
+from flags import run_squad_flags as f
+from tfbert.checkpoints import pretrained
+from tfbert.runtime import cli
+from tfbert.squad import squad_features, squad_postprocess
+from tfbert.squad.squad_run import SquadRunConfig, run_squad
 
 
 def main(argv):
@@ -49,6 +42,11 @@ def main(argv):
   run_squad(config)
 
 
-if __name__ == "__main__":
-  flags.adopt_module_key_flags(f)
+def run():
+  """Entry point: `python tools/run_squad.py`, or the installed `tfbert-run-squad`."""
+  common_flags.show_in_help(f)
   cli.run_tool(main, common_flags.TRACEBACK)
+
+
+if __name__ == "__main__":
+  run()

@@ -1,0 +1,116 @@
+"""Tests for tfbert.alignment.alignment: variants, tolerances and the comparison arithmetic."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tfbert.alignment import alignment
+from tfbert.alignment.alignment import AlignmentConfig, PairReport, Variant
+from tfbert.config import BertConfig
+
+TINY = BertConfig(vocab_size=99, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                  intermediate_size=11)
+
+
+def _config(*names, **overrides):
+  return AlignmentConfig(bert_config=TINY, input_files=["x"],
+                         variants=[alignment.parse_variant(n) for n in names], **overrides)
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("graph", Variant("graph")),
+    ("eager", Variant("eager", execution="eager")),
+    ("xla", Variant("xla", execution="xla")),
+    ("mirrored", Variant("mirrored", replicas=2)),
+    ("workers", Variant("workers", workers=2)),
+    ("accumulate4", Variant("accumulate4", accumulation_steps=4)),
+    ("resume7", Variant("resume7", resume_at=7)),
+    ("bfloat16", Variant("bfloat16", dtype="mixed_bfloat16")),
+    ("float16", Variant("float16", dtype="mixed_float16")),
+    ("micro_batch_normalization",
+     Variant("micro_batch_normalization", loss_normalization="micro_batch")),
+    ("m4:replicas=2;accumulation_steps=4;execution=eager",
+     Variant("m4", replicas=2, accumulation_steps=4, execution="eager")),
+])
+def test_presets_and_field_specs(spec, expected):
+  assert alignment.parse_variant(spec) == expected
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("fast", "unknown variant 'fast'"),
+    ("a:colour=red", r"'colour=red' is not field=value"),
+    ("a:replicas", r"'replicas' is not field=value"),
+    ("a:execution=jit", "execution must be one of"),
+    ("a:dtype=float64", "dtype must be one of"),
+    ("a:replicas=2;workers=2", "replicas or workers, not both"),
+    ("a:accumulation_steps=0", "must be >= 1"),
+])
+def test_bad_variant_specs_are_named(spec, message):
+  with pytest.raises(ValueError, match=message):
+    alignment.parse_variant(spec)
+
+
+def test_config_checks_name_the_variant():
+  with pytest.raises(ValueError, match="at least two"):
+    _config("graph")
+  with pytest.raises(ValueError, match="unique"):
+    _config("graph", "graph")
+  with pytest.raises(ValueError, match=r"variant 'accumulate5': train_batch_size 32"):
+    _config("graph", "accumulate5")
+  with pytest.raises(ValueError, match=r"variant 'resume20': resume_at must be in \[1, 19\]"):
+    _config("graph", "resume20", steps=20)
+  with pytest.raises(ValueError, match="tolerance kinds"):
+    _config("graph", "eager", tolerances={"float8": 1.0})
+
+
+def test_a_pair_takes_the_looser_tolerance_of_its_kinds():
+  config = _config("graph", "bfloat16", "float16", tolerances={"mixed_float16": 0.02})
+  graph, bf16, fp16 = config.variants
+  assert config.tolerance(graph, graph) == alignment.DEFAULT_TOLERANCES["float32"] == 1e-5
+  assert config.tolerance(graph, bf16) == config.tolerance(bf16, graph) == 5e-4
+  assert config.tolerance(graph, fp16) == 0.02  # overridden
+  assert config.replicas_needed == 1
+  assert _config("graph", "mirrored").replicas_needed == 2
+
+
+def test_compare_curves_by_hand():
+  # Deviations 0, 0.001, 0.02 on losses 10, 5, 4: relative 0, 2e-4, 5e-3.
+  max_abs, max_rel, first = alignment.compare_curves([10.0, 5.0, 4.0], [10.0, 5.001, 3.98],
+                                                     1e-3)
+  assert max_abs == pytest.approx(0.02) and max_rel == pytest.approx(5e-3)
+  assert first == 3
+  assert alignment.compare_curves([10.0, 5.0, 4.0], [10.0, 5.001, 3.98], 1e-2)[2] is None
+
+
+def test_compare_curves_fails_on_nan_and_on_a_missing_step():
+  assert alignment.compare_curves([1.0, 2.0], [1.0, float("nan")], 1.0)[2] == 2
+  assert alignment.compare_curves([1.0, 2.0, 3.0], [1.0, 2.0], 1.0)[2] == 3
+
+
+def test_compare_weights_by_hand():
+  a = {"w": np.array([1.0, -4.0]), "b": np.array([0.5])}
+  b = {"w": np.array([1.0, -4.002]), "b": np.array([0.501])}
+  assert alignment.compare_weights(a, b) == pytest.approx((0.002, 0.002 / 4.0))
+  with pytest.raises(ValueError, match=r"differ in names: \['c'\]"):
+    alignment.compare_weights(a, {**b, "c": np.zeros(1)})
+
+
+def test_report_and_table(tmp_path):
+  config = _config("graph", "eager", "bfloat16")
+  pairs = [PairReport("eager", "graph", 1e-5, 1e-7, 2e-8, None, 1e-8, 1e-8),
+           PairReport("bfloat16", "graph", 5e-2, 0.5, 0.06, 3)]
+  report = alignment.report_json(config, {"graph": [3.0, 2.0], "eager": [3.0, 2.0],
+                                          "bfloat16": [3.0, 2.1]}, pairs)
+  assert report["reference"] == "graph" and not report["passed"]
+  assert [p["passed"] for p in report["pairs"]] == [True, False]
+  path = str(tmp_path / "r" / "report.json")
+  alignment.write_report(path, report)
+  assert json.load(open(path)) == report
+  table = alignment.format_table(pairs)
+  assert "eager" in table and "DIFFERS" in table and table.count("\n") == 2
+
+
+def test_weights_over_tolerance_fail_the_pair():
+  assert not PairReport("x", "graph", 1e-5, 0.0, 0.0, None, 1.0, 2e-5).passed
+  assert PairReport("x", "graph", 1e-5, 0.0, 0.0, None).passed

@@ -1,0 +1,195 @@
+"""Tests for tfbert.checkpoints.convert and tools/convert_checkpoint.py."""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import zipfile
+
+import keras
+import numpy as np
+import pytest
+
+from tests import helpers, numpy_reference
+from tests.faults import limited_disk
+from tfbert import BertClassifier, BertEncoder, BertPretrainer, BertSpanLabeler
+from tfbert.checkpoints import convert
+from tfbert.checkpoints.google_checkpoint import read_google_checkpoint, write_google_checkpoint
+
+ROOT = helpers.ROOT
+
+
+def _tiny_prefix(shared_data) -> str:
+  return os.path.join(shared_data, "keras_bert_test_checkpoint", "bert_model.ckpt")
+
+
+def _modes(directory) -> dict[str, int]:
+  return {name: stat.S_IMODE(os.stat(os.path.join(directory, name)).st_mode)
+          for name in sorted(os.listdir(directory))}
+
+
+def test_google_to_hf_to_tfbert_to_google_is_bit_exact_self_contained_and_readable(
+    shared_data, tmp_path):
+  prefix = _tiny_prefix(shared_data)
+  old_umask = os.umask(0o022)
+  try:
+    convert.convert_checkpoint("google", prefix, "hf", str(tmp_path / "hf"))
+    convert.convert_checkpoint("hf", str(tmp_path / "hf"), "tfbert",
+                               str(tmp_path / "k" / "m.keras"))
+    model = convert.convert_checkpoint("tfbert", str(tmp_path / "k" / "m.keras"), "google",
+                                       str(tmp_path / "g" / "bert_model.ckpt"))
+  finally:
+    os.umask(old_umask)
+  assert isinstance(model, BertPretrainer)
+  original = read_google_checkpoint(prefix)
+  final = read_google_checkpoint(str(tmp_path / "g" / "bert_model.ckpt"))
+  assert len(final) == 46
+  for name, value in final.items():
+    np.testing.assert_array_equal(value, original[name])
+  # Each output holds the source's vocabulary, and only its own files (no temporaries),
+  # readable by other users (safetensors wrote model.safetensors 0600).
+  with open(os.path.join(os.path.dirname(prefix), "vocab.txt"), "rb") as f:
+    vocab = f.read()
+  want = {"hf": ["config.json", "model.safetensors", "vocab.txt"],
+          "k": ["m.keras", "vocab.txt"],
+          "g": ["bert_config.json", "bert_model.ckpt.data-00000-of-00001",
+                "bert_model.ckpt.index", "vocab.txt"]}
+  for directory, names in want.items():
+    assert _modes(tmp_path / directory) == {name: 0o644 for name in names}, directory
+    assert (tmp_path / directory / "vocab.txt").read_bytes() == vocab
+
+
+def test_an_input_without_vocab_gives_an_output_without_vocab(tmp_path):
+  config = helpers.odd_config()
+  weights = {k: v for k, v in numpy_reference.random_google_weights(config.to_dict(), 0).items()
+             if k.startswith("bert/")}
+  write_google_checkpoint(weights, str(tmp_path / "in" / "bert_model.ckpt"), config=config)
+  convert.convert_checkpoint("google", str(tmp_path / "in" / "bert_model.ckpt"), "hf",
+                             str(tmp_path / "hf"))
+  assert sorted(os.listdir(tmp_path / "hf")) == ["config.json", "model.safetensors"]
+
+
+@pytest.mark.parametrize("extra, cls", [
+    ({}, BertEncoder),
+    ({"cls/squad/output_weights": (2, 32), "cls/squad/output_bias": (2,)}, BertSpanLabeler),
+    ({"output_weights": (5, 32), "output_bias": (5,)}, BertClassifier),
+])
+def test_model_class_follows_the_heads_present(extra, cls, tmp_path):
+  config = helpers.odd_config()
+  weights = {k: v for k, v in numpy_reference.random_google_weights(config.to_dict(), 0).items()
+             if k.startswith("bert/")}
+  weights.update({k: np.ones(s, np.float32) for k, s in extra.items()})
+  write_google_checkpoint(weights, str(tmp_path / "bert_model.ckpt"))
+  config.to_json_file(str(tmp_path / "bert_config.json"))
+  model = convert.read_model("google", str(tmp_path / "bert_model.ckpt"))
+  assert type(model) is cls
+  if cls is BertClassifier:
+    assert model.num_classes == 5
+
+
+def test_bad_format_and_paths_are_named(tmp_path):
+  with pytest.raises(ValueError, match="unknown checkpoint format 'onnx'"):
+    convert.read_model("onnx", "x")
+  with pytest.raises(FileNotFoundError, match="missing.keras"):
+    convert.read_model("tfbert", str(tmp_path / "missing.keras"))
+  with pytest.raises(ValueError, match="must end in .keras"):
+    convert.write_model(BertEncoder(helpers.odd_config()), "tfbert", str(tmp_path / "m.h5"))
+
+
+def _corrupt_keras_files(directory, good: str) -> dict[str, str]:
+  """Broken copies of the `.keras` file `good`, with the message each must give."""
+  files = {}
+  data = open(good, "rb").read()
+  truncated = os.path.join(directory, "truncated.keras")
+  with open(truncated, "wb") as f:
+    f.write(data[: len(data) // 2])
+  files[truncated] = "not a valid .keras file (not a zip archive: truncated"
+  flipped = os.path.join(directory, "flipped.keras")
+  with zipfile.ZipFile(good) as archive:
+    offset = archive.getinfo("model.weights.h5").header_offset + 200
+  with open(flipped, "wb") as f:
+    f.write(data[:offset] + bytes([data[offset] ^ 0xFF]) + data[offset + 1:])
+  files[flipped] = "not a valid .keras file (corrupt zip archive: model.weights.h5 fails its CRC"
+  plain = os.path.join(directory, "sequential.keras")
+  keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]).save(plain)
+  files[plain] = "not a tfbert model: holds a keras Sequential"
+  return files
+
+
+def test_a_bad_keras_file_is_named_with_what_is_wrong(tmp_path):
+  good = str(tmp_path / "good.keras")
+  encoder = BertEncoder(helpers.odd_config(num_hidden_layers=1))
+  encoder.build()
+  convert.save_tfbert_model(encoder, good)
+  assert isinstance(convert.read_model("tfbert", good), BertEncoder)
+  # Before: "File not found" for the first two (which exist), AttributeError for the third.
+  for path, message in _corrupt_keras_files(str(tmp_path), good).items():
+    with pytest.raises(ValueError) as e:
+      convert.convert_checkpoint("tfbert", path, "hf", str(tmp_path / "out"))
+    assert str(e.value).startswith(f"{path}: {message}"), str(e.value)
+  assert not (tmp_path / "out").exists()
+
+
+# Writes a model too big for the disk in every format, over old outputs and into new places.
+_FULL_DISK_WRITES = """
+import json, os, sys
+from tests import helpers
+from tfbert import BertPretrainer
+from tfbert.checkpoints import convert
+root, vocab = sys.argv[1], sys.argv[2]
+model = BertPretrainer(helpers.odd_config(vocab_size=2003))  # Each weights file > 256 KiB.
+model.build()
+errors = {}
+for place in ("old", "new"):
+  for fmt, path in (("google", "g/bert_model.ckpt"), ("hf", "hf"), ("tfbert", "k/m.keras")):
+    try:
+      convert.write_model(model, fmt, os.path.join(root, place, path), vocab_file=vocab)
+    except Exception as e:
+      errors[f"{place} {fmt}"] = f"{type(e).__name__}: {e}"
+print(json.dumps(errors))
+"""
+
+
+def test_a_full_disk_leaves_old_outputs_intact_and_no_partial_files(shared_data, tmp_path):
+  prefix = _tiny_prefix(shared_data)
+  vocab = os.path.join(os.path.dirname(prefix), "vocab.txt")
+  with limited_disk(tmp_path, 200 * 1024) as disk:
+    old = os.path.join(disk.path, "old")
+    os.makedirs(os.path.join(old, "g"))
+    for name in ("bert_config.json", "bert_model.ckpt.index",
+                 "bert_model.ckpt.data-00000-of-00001", "vocab.txt"):
+      shutil.copyfile(os.path.join(os.path.dirname(prefix), name), os.path.join(old, "g", name))
+    convert.convert_checkpoint("google", prefix, "hf", os.path.join(old, "hf"))
+    convert.convert_checkpoint("google", prefix, "tfbert", os.path.join(old, "k", "m.keras"))
+    before = {name: open(os.path.join(disk.path, name), "rb").read()
+              for name in disk.files() if os.path.isfile(os.path.join(disk.path, name))}
+    result = disk.run(_FULL_DISK_WRITES, disk.path, vocab)
+    assert result.returncode == 0, result.stderr[-3000:]
+    errors = json.loads(result.stdout.strip().splitlines()[-1])
+    assert sorted(errors) == sorted(f"{place} {fmt}" for place in ("old", "new")
+                                    for fmt in ("google", "hf", "tfbert")), (disk.kind, errors)
+    for key, message in errors.items():  # One line naming the output, not a temporary.
+      place, fmt = key.split()
+      output = os.path.join(disk.path, place, {"google": "g/bert_model.ckpt", "hf": "hf",
+                                               "tfbert": "k/m.keras"}[fmt])
+      assert message.startswith(f"OSError: cannot write {output}"), message
+      assert ".tfbert-tmp" not in message and "\n" not in message, message
+    # Nothing under a final name, no temporaries; the old outputs byte for byte.
+    directories = ["new", "new/g", "new/hf", "new/k", "old", "old/g", "old/hf", "old/k"]
+    assert disk.files() == sorted(directories + list(before))
+    for name, data in before.items():
+      assert open(os.path.join(disk.path, name), "rb").read() == data, name
+
+
+def test_command_line_tool_converts(shared_data, tmp_path):
+  prefix = os.path.join(shared_data, "keras_bert_test_checkpoint", "bert_model.ckpt")
+  result = subprocess.run(
+      [sys.executable, os.path.join(ROOT, "tools", "convert_checkpoint.py"),
+       f"--input={prefix}", "--output_format=hf", f"--output={tmp_path / 'hf'}"],
+      capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert (f"wrote BertPretrainer (46 weights) as hf: {tmp_path / 'hf'} (with vocab.txt)"
+          in result.stdout)
+  assert sorted(os.listdir(tmp_path / "hf")) == ["config.json", "model.safetensors", "vocab.txt"]

@@ -1,0 +1,196 @@
+"""Tests for tfbert.checkpoints.google_checkpoint on Google's own run_pretraining.py output."""
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from tests import faults, helpers, numpy_reference
+from tfbert import BertConfig, BertPretrainer, BertSpanLabeler, load_google_checkpoint
+from tfbert.checkpoints import google_checkpoint
+
+
+@pytest.fixture
+def tiny(shared_data):
+  folder = os.path.join(shared_data, "keras_bert_test_checkpoint")
+  return (BertConfig.from_json_file(os.path.join(folder, "bert_config.json")),
+          os.path.join(folder, "bert_model.ckpt"))
+
+
+def test_real_checkpoint_loads_with_every_weight_set_and_slots_ignored(tiny):
+  config, prefix = tiny
+  model = BertPretrainer(config)
+  report = load_google_checkpoint(model, prefix)
+  assert len(report.set_weights) == len(model.weights) == 46
+  assert len(report.used) == 46
+  # 46 adam_m + 46 adam_v + global_step, as listed in variables_listing.txt.
+  assert len(report.ignored) == 93 and "global_step" in report.ignored
+  assert not report.unused and not report.missing
+  stored = google_checkpoint.read_google_checkpoint(prefix)
+  for name, variable in google_checkpoint.google_weights(model).items():
+    np.testing.assert_array_equal(variable, stored[name])
+
+
+def test_real_checkpoint_outputs_match_reference(tiny):
+  config, prefix = tiny
+  model = BertPretrainer(config)
+  load_google_checkpoint(model, prefix)
+  weights = google_checkpoint.read_google_checkpoint(prefix)
+  rng = np.random.default_rng(0)
+  ids = rng.integers(0, config.vocab_size, (3, 9)).astype(np.int32)
+  mask = np.array([[1] * 9, [1] * 5 + [0] * 4, [1] * 2 + [0] * 7], np.int32)
+  seg = (np.arange(9) >= 4).astype(np.int32)[None].repeat(3, 0)
+  pos = np.array([[1, 2], [0, 4], [1, 1]], np.int32)
+  out = model({"input_ids": ids, "input_mask": mask, "segment_ids": seg,
+               "masked_lm_positions": pos}, training=False)
+  want = numpy_reference.bert_forward(weights, config.to_dict(), ids, mask, seg, pos)
+  for key in ("sequence_output", "pooled_output", "mlm_logits", "nsp_logits"):
+    assert helpers.max_abs_diff(out[key], want[key]) < 2e-5, key  # float32 vs float64
+
+
+def test_export_round_trip_is_bit_exact(tiny, tmp_path):
+  config, prefix = tiny
+  model = BertPretrainer(config)
+  load_google_checkpoint(model, prefix)
+  out = str(tmp_path / "export" / "bert_model.ckpt")
+  google_checkpoint.export_google_checkpoint(model, out)
+  original = google_checkpoint.read_google_checkpoint(prefix)
+  exported = google_checkpoint.read_google_checkpoint(out)
+  assert set(exported) == {n for n in original if "adam" not in n and n != "global_step"}
+  for name, value in exported.items():
+    assert value.dtype == original[name].dtype
+    np.testing.assert_array_equal(value, original[name])
+  assert BertConfig.from_json_file(str(tmp_path / "export" / "bert_config.json")) == config
+  again = BertPretrainer(config)
+  load_google_checkpoint(again, out)
+
+
+def test_missing_checkpoint_names_the_index_file(tmp_path):
+  with pytest.raises(FileNotFoundError, match=r"nothing\.ckpt\.index does not exist"):
+    load_google_checkpoint(BertPretrainer(helpers.odd_config()), str(tmp_path / "nothing.ckpt"))
+
+
+def _damage_data_truncated(prefix):
+  with open(prefix + ".data-00000-of-00001", "r+b") as f:
+    f.truncate(5000)  # 8,420 bytes: the tensors past 5,000 are cut off.
+
+
+def _damage_data_flipped(prefix):
+  path = prefix + ".data-00000-of-00001"
+  data = bytearray(open(path, "rb").read())
+  data[100] ^= 0xFF
+  open(path, "wb").write(bytes(data))
+
+
+def _damage_index_truncated(prefix):
+  with open(prefix + ".index", "r+b") as f:
+    f.truncate(4000)
+
+
+@pytest.mark.parametrize("damage, error, message", [
+    (_damage_data_truncated, ValueError, "data file {p}.data-00000-of-00001 is truncated "
+                                         "(reading bert/"),
+    (_damage_data_flipped, ValueError, "data file {p}.data-00000-of-00001 is corrupt "
+                                       "(reading bert/embeddings/position_embeddings: "
+                                       "TensorBundle at {p} shard 0 (256 bytes): Checksum"),
+    (lambda p: os.remove(p + ".data-00000-of-00001"), FileNotFoundError,
+     "data file {p}.data-00000-of-00001 is missing"),
+    (_damage_index_truncated, ValueError, "index file {p}.index is truncated or corrupt "
+                                          "(not an sstable"),
+])
+def test_a_damaged_checkpoint_names_its_prefix_and_the_damaged_file(tiny, tmp_path, damage,
+                                                                     error, message):
+  # Before: IndexError "Read less bytes than requested" or an OpError naming nothing.
+  _, source = tiny
+  for suffix in (".index", ".data-00000-of-00001"):
+    shutil.copyfile(source + suffix, str(tmp_path / "bert_model.ckpt") + suffix)
+  prefix = str(tmp_path / "bert_model.ckpt")
+  damage(prefix)
+  with pytest.raises(error) as e:
+    google_checkpoint.read_google_checkpoint(prefix)
+  assert str(e.value).startswith(f"checkpoint {prefix}: " + message.format(p=prefix)), e.value
+  assert "\n" not in str(e.value)
+  with pytest.raises(error, match="checkpoint .*bert_model.ckpt: "):
+    load_google_checkpoint(BertPretrainer(tiny[0]), prefix)
+
+
+def test_a_checkpoint_file_given_for_the_prefix_is_answered_with_the_prefix(tiny):
+  _, prefix = tiny
+  with pytest.raises(FileNotFoundError, match=f"give the prefix {prefix}, without"):
+    google_checkpoint.read_google_checkpoint(prefix + ".index")
+
+
+def test_a_write_stopped_before_the_index_leaves_no_checkpoint_not_a_mixed_one(tiny, tmp_path,
+                                                                               monkeypatch):
+  # The .index marks the set complete: it goes first and comes back last, so a crash
+  # between the renames leaves "no checkpoint", never the old index over new data.
+  config, source = tiny
+  prefix = str(tmp_path / "bert_model.ckpt")
+  google_checkpoint.write_google_checkpoint(google_checkpoint.read_google_checkpoint(source),
+                                            prefix, config=config)
+  model = BertPretrainer(config)
+  model.build()
+  faults.fail_renames_to(monkeypatch, ".index", KeyboardInterrupt("killed"))
+  with pytest.raises(KeyboardInterrupt):
+    google_checkpoint.export_google_checkpoint(model, prefix)
+  monkeypatch.undo()
+  assert sorted(os.listdir(tmp_path)) == ["bert_config.json",
+                                          "bert_model.ckpt.data-00000-of-00001"]
+  with pytest.raises(FileNotFoundError, match="bert_model.ckpt.index does not exist"):
+    google_checkpoint.read_google_checkpoint(prefix)
+
+
+def test_shape_mismatch_is_named(tiny):
+  config, prefix = tiny
+  model = BertPretrainer(BertConfig(**{**config.to_dict(), "intermediate_size": 17}))
+  with pytest.raises(ValueError) as e:
+    load_google_checkpoint(model, prefix)
+  assert ("bert/encoder/layer_0/intermediate/dense/kernel: source (4, 16) vs model (4, 17)"
+          in str(e.value))
+
+
+def test_unmatched_tensors_are_listed_unless_allowed(tiny):
+  config, prefix = tiny
+  model = BertSpanLabeler(config)
+  with pytest.raises(ValueError) as e:
+    load_google_checkpoint(model, prefix)
+  message = str(e.value)
+  assert "source tensors with no model weight:\n  cls/predictions/output_bias" in message
+  assert "model weights missing from the source:\n  cls/squad/output_bias" in message
+  report = load_google_checkpoint(model, prefix, allow_unused=True, allow_missing=("span_head",))
+  assert report.missing == ("cls/squad/output_bias", "cls/squad/output_weights")
+  assert len(report.unused) == 7 and len(report.set_weights) == 39
+  with pytest.raises(ValueError, match="no component 'mlm_head'"):
+    load_google_checkpoint(model, prefix, allow_missing=("mlm_head",))
+
+
+def test_missing_encoder_weights_are_never_silently_allowed(tiny, tmp_path):
+  config, prefix = tiny
+  weights = google_checkpoint.read_google_checkpoint(prefix)
+  del weights["bert/encoder/layer_1/output/dense/bias"]
+  model = BertPretrainer(config)
+  with pytest.raises(ValueError, match="missing from the source:\n  bert/encoder/layer_1/output/"
+                                       "dense/bias"):
+    google_checkpoint.assign_google_weights(model, weights, "x", allow_missing=("mlm_head",))
+
+
+def test_allowing_the_unscoped_classifier_head_to_be_missing_does_not_allow_the_pooler(tiny):
+  # run_classifier.py's head has no Google scope (`output_weights`, `output_bias`): allowing
+  # it to be missing must not, by an empty name prefix, allow every other weight too.
+  from tfbert import BertClassifier
+  config, prefix = tiny
+  weights = google_checkpoint.read_google_checkpoint(prefix)
+  del weights["bert/pooler/dense/kernel"]
+  with pytest.raises(ValueError, match="missing from the source:\n  bert/pooler/dense/kernel$"):
+    google_checkpoint.assign_google_weights(BertClassifier(config, 3), weights, "x",
+                                            allow_unused=True,
+                                            allow_missing=("classifier_head",))
+  complete = google_checkpoint.read_google_checkpoint(prefix)
+  report = google_checkpoint.assign_google_weights(BertClassifier(config, 3), complete, "x",
+                                                   allow_unused=True,
+                                                   allow_missing=("classifier_head",))
+  assert report.missing == ("output_bias", "output_weights")
+  with pytest.raises(ValueError, match="has no component 'pooler'"):
+    google_checkpoint.assign_google_weights(BertClassifier(config, 3), complete, "x",
+                                            allow_missing=("pooler",))

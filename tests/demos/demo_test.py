@@ -1,0 +1,42 @@
+"""Tests for tools.demos.demo: the real MiniLM reproduces sentence-transformers' published
+numbers."""
+
+import numpy as np
+
+from tools.demos import demo
+
+
+def test_reproduces_the_sentence_transformers_quickstart_similarities():
+  # sentence-transformers' README quick start prints, for all-MiniLM-L6-v2 in PyTorch:
+  #   tensor([[1.0000, 0.6660, 0.1046], [0.6660, 1.0000, 0.1411], [0.1046, 0.1411, 1.0000]])
+  # Those are printed to 4 decimals, so agreement within 5e-5 (+ float32 noise) is exact.
+  sentences = ["The weather is lovely today.", "It's so sunny outside!",
+               "He drove to the stadium."]
+  result = demo.run_demo(sentences)
+  published = np.array([[1.0, 0.6660, 0.1046], [0.6660, 1.0, 0.1411], [0.1046, 0.1411, 1.0]])
+  np.testing.assert_allclose(result.similarity, published, atol=6e-5)
+  assert result.embeddings.shape == (3, 384)
+  np.testing.assert_allclose(np.linalg.norm(result.embeddings, axis=1), 1.0, atol=1e-6)
+  assert result.tokens[1] == ["it", "'", "s", "so", "sunny", "outside", "!"]
+
+
+def test_default_run_formats_a_report():
+  result = demo.run_demo()
+  text = demo.format_result(demo.DEFAULT_SENTENCES, result)
+  assert "cosine similarity:" in text and "wordpieces: a man is eating food ." in text
+  # The two eating sentences are each other's nearest neighbour.
+  sim = result.similarity - np.eye(len(demo.DEFAULT_SENTENCES)) * 2
+  assert sim[0].argmax() == 1 and sim[1].argmax() == 0
+
+
+def test_mean_pool_ignores_padding():
+  seq = np.array([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]]], np.float32)
+  pooled = demo.mean_pool(seq, np.array([[1, 1, 0]]))
+  np.testing.assert_allclose(pooled, [[2.0, 3.0]])
+
+
+def test_minilm_stays_float32_under_a_mixed_global_policy():
+  import keras
+  keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  result = demo.run_demo(["The weather is lovely today.", "It's so sunny outside!"])
+  np.testing.assert_allclose(np.diag(result.similarity), 1.0, atol=1e-5)

@@ -1,0 +1,21 @@
+"""Tests for tools.demos.pretraining_demo (the README main job's pretraining part), shortened."""
+
+import json
+import os
+
+import pytest
+
+from tools.demos import pretraining_demo
+
+
+@pytest.mark.slow
+def test_demo_pretrains_exports_and_learns(tmp_path):
+  summary = pretraining_demo.run_pretraining_demo(str(tmp_path), steps=60, log_every=20)
+  assert summary.instances > 1000  # pydoc_data.topics, dupe_factor 2
+  assert [summary.first["step"], summary.last["step"]] == [20, 60]
+  assert summary.last["loss"] < summary.first["loss"] - 1.0  # it learns
+  run = summary.model_dir
+  assert json.load(open(os.path.join(run, "run_config.json")))["dtype"] == "mixed_bfloat16"
+  assert os.path.exists(os.path.join(run, "export", "saved_model", "saved_model.pb"))
+  text = summary.format()
+  assert "tensorboard --logdir" in text and "instances from pydoc_data.topics" in text

@@ -1,0 +1,156 @@
+"""Tests for tfbert.pretraining.pretraining_loss and BertPretrainer.train_step: exact normalization.
+
+2 replicas x 2 micro-steps x 4 sequences must equal one device with the 16 sequences, with
+micro-batches whose masked-token counts differ (a mean of per-micro-batch means would not).
+"""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import helpers, numpy_reference, training_loop
+from tfbert import BertPretrainer
+from tfbert.pretraining.pretraining_loss import pretraining_losses, sparse_cross_entropy
+from tfbert.training import optimization
+
+CONFIG = helpers.odd_config(num_hidden_layers=1, initializer_range=0.02)
+SEQ, P = 7, 3
+
+
+def pretraining_batch(n, seed):
+  """Features with labels; masked-token weights vary per example (1 to 3 real predictions)."""
+  rng = np.random.default_rng(seed)
+  f = helpers.random_features(CONFIG, seed=seed, batch=n, seq=SEQ)
+  real = rng.integers(1, P + 1, n)
+  f["masked_lm_weights"] = (np.arange(P)[None] < real[:, None]).astype(np.float32)
+  f["masked_lm_ids"] = rng.integers(0, CONFIG.vocab_size, (n, P)).astype(np.int32)
+  f["next_sentence_labels"] = rng.integers(0, 2, n).astype(np.int32)
+  return f
+
+
+def with_window_features(batch, micro_steps):
+  """Adds the pipeline's window features (the whole batch is one window)."""
+  n = len(batch["input_ids"])
+  out = dict(batch)
+  out["window_mlm_weight"] = np.full(n, batch["masked_lm_weights"].sum(), np.float32)
+  out["window_examples"] = np.full(n, n, np.float32)
+  return out
+
+
+def initial_weights():
+  keras.utils.set_random_seed(1)
+  model = BertPretrainer(CONFIG)
+  model.build()
+  return model.get_weights()
+
+
+def make_model(weights):
+  model = BertPretrainer(CONFIG)
+  model.build()
+  model.set_weights(weights)
+  return model
+
+
+def adamw(steps):
+  return optimization.create_optimizer(optimization.OptimizerConfig(
+      name="adamw", learning_rate=1e-2, warmup_steps=0, total_steps=10, clip_norm=1.0,
+      accumulation_steps=steps, accumulation_reduction="sum"))
+
+
+def test_loss_matches_google_definition_on_one_batch():
+  batch = pretraining_batch(5, 0)
+  weights = numpy_reference.random_google_weights(CONFIG.to_dict(), 0)
+  model = helpers.loaded(BertPretrainer(CONFIG), weights)
+  out = model(batch, training=False)
+  want = numpy_reference.bert_forward(weights, CONFIG.to_dict(), batch["input_ids"],
+                                      batch["input_mask"], batch["segment_ids"],
+                                      batch["masked_lm_positions"])
+  def log_softmax(z):
+    return (z - np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True))
+            - z.max(-1, keepdims=True))
+  mlm = -np.take_along_axis(log_softmax(want["mlm_logits"]), batch["masked_lm_ids"][..., None],
+                            -1)[..., 0]
+  w = batch["masked_lm_weights"]
+  nsp = -np.take_along_axis(log_softmax(want["nsp_logits"]),
+                            batch["next_sentence_labels"][:, None], -1)[:, 0]
+  # run_pretraining.py: sum(w * ce) / (sum(w) + 1e-5) + mean(nsp ce). tfbert divides by sum(w)
+  # exactly (every batch has masked tokens); the 1e-5 changes the loss by <1e-5 relative.
+  google = (mlm * w).sum() / (w.sum() + 1e-5) + nsp.mean()
+  terms = pretraining_losses(out, batch, tf.constant(w.sum()), tf.constant(5.0))
+  assert float(terms["loss"]) == pytest.approx(google, rel=2e-5)
+
+
+def test_two_replicas_two_micro_steps_four_sequences_equal_sixteen_on_one_device():
+  init = initial_weights()
+  big = pretraining_batch(16, 3)
+  counts = big["masked_lm_weights"].reshape(4, 4, P).sum(axis=(1, 2))
+  assert len(set(counts.tolist())) > 1  # micro-batch masked-token counts differ
+  # Reference: one device, one step on all 16 sequences.
+  reference = make_model(init)
+  reference.compile(optimizer=adamw(1))
+  reference.train_on_batch(big)
+  # 2 replicas x 2 micro-steps x 4 sequences (global micro-batch 8), window features attached.
+  strategy = training_loop.mirrored_strategy()
+  windowed = with_window_features(big, 2)
+  with strategy.scope():
+    model = make_model(init)
+    model.compile(optimizer=adamw(2))
+  dataset = tf.data.Dataset.from_tensor_slices(windowed).batch(8)
+  model.fit(dataset, epochs=1, verbose=0)
+  assert int(model.optimizer.iterations.numpy()) == 1
+  diff = training_loop.max_weight_diff(model, reference)
+  assert diff < 1e-5
+  # Per-micro-batch normalization (no window features) is measurably different.
+  with strategy.scope():
+    naive = make_model(init)
+    naive.compile(optimizer=adamw(2))
+  naive.fit(tf.data.Dataset.from_tensor_slices(big).batch(8), epochs=1, verbose=0)
+  assert training_loop.max_weight_diff(naive, reference) > 10 * max(diff, 1e-6)
+
+
+def test_metrics_are_weighted_means_over_the_step():
+  model = make_model(initial_weights())
+  model.compile(optimizer=adamw(1))
+  batch = pretraining_batch(6, 5)
+  logs = model.train_on_batch(batch, return_dict=True)
+  assert set(logs) == {"loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"}
+  assert logs["loss"] == pytest.approx(logs["mlm_loss"] + logs["nsp_loss"])
+  assert 0.0 <= logs["mlm_accuracy"] <= 1.0 and 0.0 <= logs["nsp_accuracy"] <= 1.0
+
+
+def test_fused_cross_entropy_matches_tensorflow_kernel_and_argmax():
+  rng = np.random.default_rng(3)
+  n, v = 11, 1013  # odd sizes: no accidental vector-width alignment
+  logits = tf.constant(rng.normal(0.0, 4.0, (n, v)).astype(np.float32))
+  labels = tf.constant(rng.integers(0, v, n).astype(np.int32))
+  # Row 0: its label holds the unique max (hit). Row 1: a tie between the label and an
+  # earlier index (argmax takes the first, so no hit). Row 2: a tie with a later index (hit).
+  logits = logits.numpy()
+  logits[0, labels[0]] = 100.0
+  logits[1, 5], logits[1, 9] = 50.0, 50.0
+  logits[2, 7], logits[2, 8] = 60.0, 60.0
+  labels = labels.numpy()
+  labels[1], labels[2] = 9, 7
+  # Row 3: the label 1000 below the row's peak; exp(label - peak) underflows to 0, the loss
+  # (about 1013) must not.
+  logits[3, labels[3]] = -1000.0
+  logits, labels = tf.constant(logits), tf.constant(labels)
+  d_loss = tf.constant(rng.normal(size=n).astype(np.float32))  # a non-constant upstream
+  with tf.GradientTape(persistent=True) as tape:
+    tape.watch(logits)
+    loss, hit = sparse_cross_entropy(labels, logits)
+    want = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
+  want_hit = (np.argmax(logits.numpy(), -1) == labels.numpy()).astype(np.float32)
+  np.testing.assert_array_equal(hit, want_hit)
+  assert list(hit.numpy()[:3]) == [1.0, 0.0, 1.0]
+  assert 1000.0 < loss.numpy()[3] < 1030.0
+  # float32 log-sum-exp over 1013 terms, summed in another order than the kernel's: each
+  # row within 2 ulps of its own value (measured: 10 rows equal, one 1 ulp off). Rounding
+  # peak - log(p) before subtracting the label logit was 24 ulps off on row 1 (0.69).
+  ulps = np.abs(loss.numpy() - want.numpy()) / np.spacing(np.abs(want.numpy()))
+  assert ulps.max() <= 2.0, ulps
+  # Gradients are softmax - onehot in [-1, 1] scaled by |d_loss| < 3 (ulp <= 2.4e-7):
+  # measured max 6.0e-8.
+  np.testing.assert_allclose(tape.gradient(loss, logits, d_loss),
+                             tape.gradient(want, logits, d_loss), atol=1.5e-6)

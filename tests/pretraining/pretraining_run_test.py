@@ -1,0 +1,497 @@
+"""Tests for tfbert.pretraining.pretraining_run and tools/run_pretraining.py: run directory,
+TensorBoard, resume after SIGKILL, export, non-finite loss, and MultiWorkerMirroredStrategy."""
+
+import dataclasses
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import helpers, multi_worker
+from tfbert import BertConfig
+from tfbert.checkpoints import google_checkpoint, pretrained
+from tfbert.checkpoints.google_checkpoint import export_google_checkpoint, read_google_checkpoint
+from tfbert.models import BertPretrainer
+from tfbert.pretraining import pretraining_data
+from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
+from tfbert.runtime import atomic, run_directory
+from tfbert.training import optimization
+
+ROOT = helpers.ROOT
+SEQ, PRED = 32, 5
+TINY = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                  intermediate_size=19, max_position_embeddings=SEQ, type_vocab_size=2,
+                  hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+# Real BERT configs' dropout (google-research/bert's bert_config.json files: 0.1 and 0.1).
+DROPOUT = dataclasses.replace(TINY, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+TIMING = ("examples_per_second",)  # Fields of metrics.jsonl that differ between equal runs.
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+  """Pretraining records made from CPython's pydoc topics (the embedded English corpus)."""
+  folder = tmp_path_factory.mktemp("pretraining_data")
+  corpus = pretraining_data.pydoc_corpus(str(folder / "corpus.txt"), max_documents=20)
+  pretraining_data.create_pretraining_data(
+      [corpus], str(folder), pretraining_data.PretrainingDataConfig(
+          vocab_file=pretrained.minilm_vocab_file(), max_seq_length=SEQ,
+          max_predictions_per_seq=PRED, dupe_factor=1, num_shards=2), log_every_seconds=1e9)
+  return str(folder)
+
+
+def run_config(data_dir, model_dir, **overrides):
+  optimizer = optimization.OptimizerConfig(name="adamw", learning_rate=1e-3, warmup_steps=2,
+                                           total_steps=overrides.pop("total_steps", 6),
+                                           accumulation_steps=overrides.pop("accumulation", 2))
+  values = dict(bert_config=TINY, input_files=[os.path.join(data_dir, "*.tfrecord")],
+                model_dir=str(model_dir), optimizer=optimizer, train_batch_size=8,
+                max_seq_length=SEQ, max_predictions_per_seq=PRED, distribution="mirrored",
+                num_cpu_devices=2, checkpoint_every=2, log_every=2, seed=3)
+  values.update(overrides)
+  return PretrainingRunConfig(**values)
+
+
+def read_metrics(model_dir):
+  with open(os.path.join(model_dir, "metrics.jsonl")) as f:
+    return [json.loads(line) for line in f]
+
+
+def untimed(rows):
+  return [{k: v for k, v in row.items() if k not in TIMING} for row in rows]
+
+
+def leftovers(model_dir):
+  """Temporaries of tfbert or of TF's checkpoint writer anywhere under `model_dir`."""
+  found = []
+  for folder, dirs, files in os.walk(model_dir):
+    found += [os.path.join(folder, n) for n in dirs + files
+              if atomic.is_temporary(n) or "_temp" in n or "tempstate" in n or ".tmp" in n]
+  return found
+
+
+def test_run_directory_explains_itself(data_dir, tmp_path):
+  last = run_pretraining(run_config(data_dir, tmp_path / "run"))
+  run = tmp_path / "run"
+  assert last["step"] == 6 and np.isfinite(last["loss"])
+  assert BertConfig.from_json_file(str(run / "bert_config.json")) == TINY
+  resolved = json.loads((run / "run_config.json").read_text())
+  assert resolved["optimizer"]["accumulation_steps"] == 2 and resolved["train_batch_size"] == 8
+  assert sorted(os.listdir(run / "checkpoints"))[0] == "checkpoint"
+  rows = read_metrics(run)
+  assert [r["step"] for r in rows] == [2, 4, 6]
+  # TensorBoard events hold the same scalars.
+  events = glob.glob(str(run / "train" / "events.out.tfevents.*"))
+  tags = {}
+  for event in tf.compat.v1.train.summary_iterator(events[0]):
+    for value in event.summary.value:
+      tags.setdefault(value.tag, []).append((event.step, float(tf.make_ndarray(value.tensor))))
+  for name in ("loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy",
+               "learning_rate", "gradient_norm", "skipped_windows", "examples_per_second"):
+    assert [s for s, _ in tags[name]] == [2, 4, 6], name
+  assert tags["loss"][-1][1] == pytest.approx(rows[-1]["loss"], rel=1e-6)
+  # Google's schedule (warmup 2, total 6): LR at applied step 6 is 1e-3 * (1 - 6/6) = 0.
+  assert tags["learning_rate"][-1][1] == pytest.approx(0.0, abs=1e-9)
+  assert os.path.exists(run / "export" / "saved_model" / "saved_model.pb")
+  # 5 embedding + 16 (one layer) + 2 pooler + 5 MLM + 2 NSP tensors.
+  assert len(read_google_checkpoint(str(run / "export" / "google" / "bert_model.ckpt"))) == 30
+  # Like Google's releases, the config sits beside the checkpoint; and the data's vocabulary
+  # beside it and in the run directory, with the casing recorded.
+  assert BertConfig.from_json_file(str(run / "export" / "google" / "bert_config.json")) == TINY
+  with open(pretrained.minilm_vocab_file(), "rb") as f:
+    vocab = f.read()
+  assert (run / "vocab.txt").read_bytes() == vocab
+  assert (run / "export" / "google" / "vocab.txt").read_bytes() == vocab
+  data = json.loads((run / "data.json").read_text())
+  assert data["do_lower_case"] is True and data["vocab_file"] == pretrained.minilm_vocab_file()
+  assert data["summaries"] == [os.path.join(data_dir, "pretraining-summary.json")]
+
+
+def _snapshot(directory):
+  """{relative path: bytes} of every file under `directory`."""
+  found = {}
+  for folder, _, files in os.walk(directory):
+    for name in files:
+      with open(os.path.join(folder, name), "rb") as f:
+        found[os.path.relpath(os.path.join(folder, name), directory)] = f.read()
+  return found
+
+
+def test_a_rerun_with_another_model_or_schedule_is_refused_and_touches_nothing(
+    data_dir, tmp_path):
+  config = run_config(data_dir, tmp_path / "run", total_steps=2, distribution="one_device",
+                      num_cpu_devices=1)
+  run_pretraining(config)
+  before = _snapshot(tmp_path / "run")
+  wider = dataclasses.replace(TINY, intermediate_size=23)
+  with pytest.raises(run_directory.RunDirectoryError) as error:
+    run_pretraining(dataclasses.replace(
+        config, bert_config=wider, optimizer=dataclasses.replace(config.optimizer,
+                                                                 learning_rate=2e-3)))
+  assert "bert_config.json intermediate_size: 19 -> 23" in str(error.value)
+  assert "run_config.json optimizer.learning_rate: 0.001 -> 0.002" in str(error.value)
+  assert _snapshot(tmp_path / "run") == before
+  # Another shape cannot continue even deliberately; the records stay the old run's.
+  with pytest.raises(ValueError, match=r"ckpt-2 cannot be restored into this model \(.*"
+                     r"intermediate/kernel.*use another model_dir"):
+    run_pretraining(dataclasses.replace(config, bert_config=wider, allow_config_change=True))
+  after = _snapshot(tmp_path / "run")
+  assert {k: after[k] for k in before} == before
+  # How often to log may change; a longer schedule only deliberately, then it is recorded.
+  run_pretraining(dataclasses.replace(config, log_every=1))
+  longer = dataclasses.replace(config.optimizer, total_steps=3)
+  with pytest.raises(run_directory.RunDirectoryError, match="total_steps: 2 -> 3"):
+    run_pretraining(dataclasses.replace(config, optimizer=longer))
+  assert run_pretraining(dataclasses.replace(config, optimizer=longer,
+                                             allow_config_change=True))["step"] == 3
+  assert json.loads((tmp_path / "run" / "run_config.json").read_text())[
+      "optimizer"]["total_steps"] == 3
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(max_seq_length=16), r"00000-of-00002.tfrecord: input_ids has 32 values per record "
+     r"\(pretraining-summary.json\) but --max_seq_length=16"),
+    (dict(max_predictions_per_seq=7), r"00000-of-00002.tfrecord: masked_lm_ids has 5 "
+     r"values per record \(pretraining-summary.json\) but --max_predictions_per_seq=7"),
+    (dict(bert_config=dataclasses.replace(TINY, vocab_size=1000)),
+     r"00000-of-00002.tfrecord: .*vocab"),
+])
+def test_data_that_does_not_fit_the_flags_is_named_before_anything_is_written(
+    data_dir, tmp_path, overrides, message):
+  with pytest.raises(ValueError, match=message):
+    run_pretraining(run_config(data_dir, tmp_path / "run", **overrides))
+  assert not (tmp_path / "run").exists()
+
+
+def test_non_finite_loss_fails_fast_naming_the_steps(data_dir, tmp_path):
+  config = run_config(data_dir, tmp_path / "nan", total_steps=4, accumulation=1,
+                      distribution="one_device", num_cpu_devices=1, log_every=1)
+  config = PretrainingRunConfig(**{**config.__dict__, "optimizer": optimization.OptimizerConfig(
+      name="sgd", learning_rate=1e8, total_steps=4, clip_norm=None, momentum=0.0)})
+  with pytest.raises(FloatingPointError, match=r"non-finite loss \(\w+\) in applied steps"):
+    run_pretraining(config)
+
+
+def test_batch_that_does_not_split_is_named(data_dir, tmp_path):
+  with pytest.raises(ValueError, match="train_batch_size 6 must be a multiple of"):
+    run_pretraining(run_config(data_dir, tmp_path / "bad", train_batch_size=6))
+
+
+def tool_args(data_dir, model_dir, steps=8, strategy="one_device", devices=1, bert=TINY):
+  bert.to_json_file(os.path.join(os.path.dirname(model_dir), "bert_config.json"))
+  return [sys.executable, os.path.join(ROOT, "tools", "run_pretraining.py"),
+          f"--bert_config_file={os.path.join(os.path.dirname(model_dir), 'bert_config.json')}",
+          f"--input_files={os.path.join(data_dir, '*.tfrecord')}", f"--model_dir={model_dir}",
+          "--train_batch_size=8", "--gradient_accumulation_steps=2", f"--max_seq_length={SEQ}",
+          f"--max_predictions_per_seq={PRED}", f"--num_train_steps={steps}",
+          "--num_warmup_steps=2", "--learning_rate=1e-3", "--save_checkpoints_steps=2",
+          "--log_steps=1", "--deterministic", f"--distribution_strategy={strategy}",
+          f"--num_cpu_devices={devices}", "--seed=7"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy, devices, kill", [("one_device", 1, signal.SIGKILL),
+                                                     ("mirrored", 2, signal.SIGTERM)])
+def test_sigkill_then_rerun_resumes_with_the_uninterrupted_loss_curve(data_dir, tmp_path,
+                                                                      strategy, devices, kill):
+  """With the default dropout (0.1): its masks must not depend on the process's history.
+
+  Killed by PID with SIGKILL (nothing runs after it) or SIGTERM (Python's default: the
+  process ends at once, without cleanup either).
+  """
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  straight = str(tmp_path / "a" / "run")
+  os.makedirs(os.path.dirname(straight))
+  args = dict(strategy=strategy, devices=devices, bert=DROPOUT)
+  subprocess.run(tool_args(data_dir, straight, **args), check=True, env=env, timeout=600,
+                 capture_output=True)
+  killed = str(tmp_path / "b" / "run")
+  os.makedirs(os.path.dirname(killed))
+  proc = subprocess.Popen(tool_args(data_dir, killed, **args), env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  try:
+    deadline = time.monotonic() + 300
+    while not glob.glob(os.path.join(killed, "checkpoints", "ckpt-4.index")):
+      assert time.monotonic() < deadline and proc.poll() is None, "no checkpoint appeared"
+      time.sleep(0.05)
+    proc.send_signal(kill)
+    proc.wait(timeout=60)
+    assert proc.returncode == -kill
+  finally:
+    proc.kill()
+    proc.wait(timeout=60)
+  interrupted_at = max(r["step"] for r in read_metrics(killed))
+  assert interrupted_at < 8  # It really was interrupted.
+  # Rerun the same command, this time from a --flagfile.
+  flagfile = tmp_path / "b" / "flags.txt"
+  command = tool_args(data_dir, killed, **args)
+  flagfile.write_text("\n".join(command[2:]) + "\n")
+  result = subprocess.run(command[:2] + [f"--flagfile={flagfile}"], env=env, timeout=600,
+                          capture_output=True, text=True)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "resumed from" in result.stdout
+  a, b = read_metrics(straight), read_metrics(killed)
+  assert [r["step"] for r in b] == [r["step"] for r in a] == list(range(1, 9))
+  for ra, rb in zip(a, b):
+    # Deterministic float32: the same ops on the same data and masks, bit for bit.
+    assert ra["loss"] == rb["loss"], (ra["step"], ra["loss"], rb["loss"])
+  assert untimed(b) == untimed(a)
+  assert not leftovers(killed)
+  wa = read_google_checkpoint(os.path.join(straight, "export", "google", "bert_model.ckpt"))
+  wb = read_google_checkpoint(os.path.join(killed, "export", "google", "bert_model.ckpt"))
+  for name in wa:
+    np.testing.assert_array_equal(wa[name], wb[name])
+
+
+def _exported(run_dir):
+  return read_google_checkpoint(os.path.join(run_dir, "export", "google", "bert_model.ckpt"))
+
+
+@pytest.mark.slow
+def test_two_worker_processes_end_equal_to_one_process_with_two_replicas(data_dir, tmp_path):
+  # Both set-ups start from the same Google-format checkpoint.
+  init = BertPretrainer(TINY)
+  init.build()
+  init_prefix = str(tmp_path / "init" / "bert_model.ckpt")
+  export_google_checkpoint(init, init_prefix)
+  model_dir = str(tmp_path / "mw" / "run")
+  os.makedirs(os.path.dirname(model_dir))
+  # SGD: Adam's m / sqrt(v) turns float-rounding-level gradient differences on rows of the
+  # tied 30522-row decoder into O(learning rate) weight differences, hiding real ones.
+  same = [f"--init_checkpoint={init_prefix}", "--optimizer=sgd", "--learning_rate=0.5"]
+  command = tool_args(data_dir, model_dir, steps=4, strategy="multi_worker") + same
+  results = multi_worker.launch_workers(command, cwd=ROOT, timeout=600)
+  for r in results:
+    assert r.returncode == 0, r.stdout[-3000:]
+  mirrored_dir = str(tmp_path / "mi" / "run")
+  os.makedirs(os.path.dirname(mirrored_dir))
+  subprocess.run(tool_args(data_dir, mirrored_dir, steps=4, strategy="mirrored", devices=2)
+                 + same,
+                 check=True, timeout=600, capture_output=True,
+                 env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  chief, other = _exported(model_dir), _exported(os.path.join(model_dir, ".worker1"))
+  mirrored = _exported(mirrored_dir)
+  assert [r["loss"] for r in read_metrics(model_dir)] == pytest.approx(
+      [r["loss"] for r in read_metrics(mirrored_dir)], rel=1e-6)
+  assert chief.keys() == other.keys() == mirrored.keys() and len(chief) == 30
+  for name in chief:
+    np.testing.assert_array_equal(chief[name], other[name])  # workers agree exactly
+    # Each worker reads its own file shard (2 shards, 2 workers) while the 1-process run
+    # splits each batch of both shards: same examples per step, summed in another order.
+    assert np.max(np.abs(chief[name] - mirrored[name])) < 1e-5, name
+
+
+@pytest.mark.slow
+def test_keras_fit_still_fails_under_multi_worker_mirrored_strategy():
+  # keras-team/keras#20585. When this fails, upstream fixed `fit` under MWMS and
+  # tfbert.pretraining.pretraining_run could use `fit` there too.
+  results = multi_worker.launch_workers(multi_worker.worker_command("keras_fit"), cwd=ROOT,
+                                        timeout=300)
+  assert any("KERAS_FIT_FAILED" in r.stdout for r in results), [r.stdout[-500:] for r in results]
+
+
+def test_xla_on_one_device_gives_the_graph_loss_curve(data_dir, tmp_path):
+  common = dict(distribution="one_device", num_cpu_devices=1, deterministic=True,
+                total_steps=4, log_every=1)
+  graph = run_pretraining(run_config(data_dir, tmp_path / "graph", **common))
+  xla = run_pretraining(run_config(data_dir, tmp_path / "xla", jit_compile=True, **common))
+  a, b = read_metrics(tmp_path / "graph"), read_metrics(tmp_path / "xla")
+  # XLA fuses and reorders float32 arithmetic: the curves agree to float32 rounding.
+  assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-5)
+  assert xla["step"] == graph["step"] == 4
+
+
+def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path):
+  common = dict(distribution="mirrored", num_cpu_devices=2, deterministic=True,
+                total_steps=3, log_every=1)
+  run_pretraining(run_config(data_dir, tmp_path / "graph", **common))
+  run_pretraining(run_config(data_dir, tmp_path / "eager", run_eagerly=True, **common))
+  a, b = read_metrics(tmp_path / "graph"), read_metrics(tmp_path / "eager")
+  # Same kernels, same order of the same float32 operations: equal to float32 rounding.
+  assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-6)
+  assert not tf.config.functions_run_eagerly()  # Restored after the run.
+
+
+def test_stop_at_step_then_resume_equals_the_uninterrupted_run(data_dir, tmp_path):
+  common = dict(deterministic=True, total_steps=5, log_every=1, checkpoint_every=100)
+  run_pretraining(run_config(data_dir, tmp_path / "straight", **common))
+  stopped = run_pretraining(run_config(data_dir, tmp_path / "split", stop_at_step=2, **common))
+  assert stopped["step"] == 2
+  assert not os.path.exists(tmp_path / "split" / "export")  # Not finished: not exported.
+  assert [r["step"] for r in read_metrics(tmp_path / "split")] == [1, 2]
+  run_pretraining(run_config(data_dir, tmp_path / "split", **common))
+  a, b = read_metrics(tmp_path / "straight"), read_metrics(tmp_path / "split")
+  assert [r["step"] for r in b] == [1, 2, 3, 4, 5]
+  # Same schedule (total_steps), same data position: the float32 curve is the same.
+  assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-6)
+  assert [r["learning_rate"] for r in b] == pytest.approx([r["learning_rate"] for r in a])
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(stop_at_step=7), r"stop_at_step \(7\) must be in \[1, total_steps \(6\)\]"),
+    (dict(stop_at_step=0), r"stop_at_step \(0\)"),
+    (dict(run_eagerly=True, jit_compile=True), "run_eagerly and jit_compile"),
+])
+def test_run_options_that_do_not_fit_are_named(data_dir, tmp_path, overrides, message):
+  with pytest.raises(ValueError, match=message):
+    run_pretraining(run_config(data_dir, tmp_path / "bad", **overrides))
+
+
+CADENCE = dict(bert_config=DROPOUT, deterministic=True, total_steps=7, log_every=3,
+               checkpoint_every=2)
+
+
+@pytest.fixture(scope="module")
+def cadence_run(data_dir, tmp_path_factory):
+  """An uninterrupted one-device CADENCE run: (model_dir, [(checkpoint number, applied
+  steps it holds) of every save])."""
+  model_dir, saves = tmp_path_factory.mktemp("cadence"), []
+  real = tf.train.CheckpointManager.save
+
+  def save(self, checkpoint_number=None, **kwargs):
+    saves.append((checkpoint_number, int(self.checkpoint.optimizer.iterations.numpy())))
+    return real(self, checkpoint_number=checkpoint_number, **kwargs)
+
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(tf.train.CheckpointManager, "save", save)
+    run_pretraining(run_config(data_dir, model_dir, distribution="one_device",
+                               num_cpu_devices=1, **CADENCE))
+  return model_dir, saves
+
+
+def test_checkpoints_land_at_every_multiple_of_checkpoint_every(cadence_run):
+  model_dir, saves = cadence_run
+  # Independent of log_every (3): every multiple of 2, and the last step.
+  assert saves == [(2, 2), (4, 4), (6, 6), (7, 7)]
+  assert [r["step"] for r in read_metrics(model_dir)] == [3, 6, 7]
+
+
+@pytest.mark.parametrize("strategy, devices", [
+    ("one_device", 1), pytest.param("mirrored", 2, marks=pytest.mark.slow)])
+def test_resume_with_default_dropout_inside_a_log_window_is_bit_identical(
+    data_dir, tmp_path, cadence_run, strategy, devices):
+  """Stopped at step 5 (log window 4..6, checkpoint at 4 and 5): every line, bit for bit."""
+  common = dict(distribution=strategy, num_cpu_devices=devices, **CADENCE)
+  if strategy == "one_device":
+    os.symlink(cadence_run[0], tmp_path / "straight")
+  else:
+    run_pretraining(run_config(data_dir, tmp_path / "straight", **common))
+  stopped = run_pretraining(run_config(data_dir, tmp_path / "split", stop_at_step=5, **common))
+  assert stopped["step"] == 5 and stopped["summary"].startswith("stopped at applied step 5")
+  assert [r["step"] for r in read_metrics(tmp_path / "split")] == [3]  # No line at the stop.
+  run_pretraining(run_config(data_dir, tmp_path / "split", **common))
+  a, b = read_metrics(tmp_path / "straight"), read_metrics(tmp_path / "split")
+  assert untimed(b) == untimed(a) and [r["step"] for r in a] == [3, 6, 7]
+  wa, wb = _exported(tmp_path / "straight"), _exported(tmp_path / "split")
+  for name in wa:
+    np.testing.assert_array_equal(wa[name], wb[name])
+
+
+class Killed(BaseException):
+  """Stands for SIGKILL in-process: no `except Exception` handles it."""
+
+
+def kill_at_save(monkeypatch, number):
+  """The `number`-th checkpoint save dies half-way, leaving TF's temporary directory."""
+  real, calls = tf.train.CheckpointManager.save, []
+
+  def save(self, checkpoint_number=None, **kwargs):
+    calls.append(checkpoint_number)
+    if len(calls) < number:
+      return real(self, checkpoint_number=checkpoint_number, **kwargs)
+    temporary = os.path.join(self.directory, f"ckpt-{checkpoint_number}_temp")
+    os.makedirs(temporary)
+    open(os.path.join(temporary, "part-00000-of-00001.index"), "w").close()
+    raise Killed()
+
+  monkeypatch.setattr(tf.train.CheckpointManager, "save", save)
+
+
+def dead_process_temporary(directory):
+  """A tfbert temporary whose writer is gone, as a killed export leaves it."""
+  proc = subprocess.Popen([sys.executable, "-c", ""])
+  proc.wait()
+  path = os.path.join(directory, f"{atomic.TEMP_PREFIX}{proc.pid}-{'0' * 32}-export")
+  os.makedirs(os.path.join(path, "saved_model"))
+  return path
+
+
+KILL = dict(bert_config=DROPOUT, deterministic=True, distribution="one_device",
+            num_cpu_devices=1, total_steps=5, log_every=1, checkpoint_every=3)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_kill_run(data_dir, tmp_path_factory):
+  model_dir = tmp_path_factory.mktemp("uninterrupted")
+  run_pretraining(run_config(data_dir, model_dir, **KILL))
+  return read_metrics(model_dir)
+
+
+@pytest.mark.parametrize("killed_at_save", [1, 2])  # Before / after the first checkpoint.
+def test_rerun_after_a_kill_leaves_one_metrics_line_per_step_and_no_leftovers(
+    data_dir, tmp_path, monkeypatch, uninterrupted_kill_run, killed_at_save):
+  config = run_config(data_dir, tmp_path / "run", **KILL)
+  kill_at_save(monkeypatch, killed_at_save)
+  with pytest.raises(Killed):
+    run_pretraining(config)
+  monkeypatch.undo()
+  written = [r["step"] for r in read_metrics(tmp_path / "run")]
+  assert written == {1: [1, 2, 3], 2: [1, 2, 3, 4, 5]}[killed_at_save]
+  with open(tmp_path / "run" / "metrics.jsonl", "a") as f:
+    f.write('{"step": 6, "lo')  # A line the kill cut.
+  stale = dead_process_temporary(str(tmp_path / "run"))
+  assert leftovers(tmp_path / "run")
+  run_pretraining(config)
+  assert untimed(read_metrics(tmp_path / "run")) == untimed(uninterrupted_kill_run)
+  assert not leftovers(tmp_path / "run") and not os.path.exists(stale)
+
+
+def test_export_is_written_whole_or_not_at_all(data_dir, tmp_path, monkeypatch):
+  config = run_config(data_dir, tmp_path / "run", distribution="one_device", num_cpu_devices=1,
+                      total_steps=2, accumulation=1, log_every=1)
+  export_dir = tmp_path / "run" / "export"
+
+  def full_disk(*args, **kwargs):  # The Google export fails after the SavedModel.
+    raise OSError(28, "No space left on device")
+
+  monkeypatch.setattr(google_checkpoint, "export_google_checkpoint", full_disk)
+  with pytest.raises(OSError, match="No space"):
+    run_pretraining(config)
+  assert not export_dir.exists() and not leftovers(tmp_path / "run")  # No SavedModel alone.
+  monkeypatch.undo()
+  last = run_pretraining(config)  # Resumes at the last step: exports only.
+  files = {p: open(p, "rb").read() for p in glob.glob(str(export_dir / "**"), recursive=True)
+           if os.path.isfile(p)}
+  assert any(p.endswith("saved_model.pb") for p in files)
+  assert any(p.endswith("bert_model.ckpt.index") for p in files)
+  # The summary names the final paths, each there.
+  assert set(last["written"]) == {"checkpoint", "metrics", "tensorboard", "saved_model",
+                                  "google_checkpoint"}
+  for name, path in last["written"].items():
+    assert path in last["summary"] and glob.glob(path + "*"), name
+    assert not any(atomic.is_temporary(part) for part in path.split(os.sep)), name
+  monkeypatch.setattr(google_checkpoint, "export_google_checkpoint", full_disk)
+  with pytest.raises(OSError, match="No space"):
+    run_pretraining(config)  # A failed re-export keeps the previous export as it was.
+  assert {p: open(p, "rb").read() for p in glob.glob(str(export_dir / "**"), recursive=True)
+          if os.path.isfile(p)} == files
+  assert not leftovers(tmp_path / "run")
+
+
+def test_checkpoint_without_the_metrics_window_still_resumes(data_dir, tmp_path, monkeypatch):
+  """A run directory written before checkpoints held the log window resumes (model and
+  optimizer restored strictly)."""
+  config = run_config(data_dir, tmp_path / "run", distribution="one_device", num_cpu_devices=1,
+                      total_steps=3, accumulation=1, log_every=1, checkpoint_every=1)
+  real = tf.train.Checkpoint
+  monkeypatch.setattr(tf.train, "Checkpoint", lambda metrics_window, **objects: real(**objects))
+  run_pretraining(dataclasses.replace(config, stop_at_step=2))
+  monkeypatch.undo()
+  last = run_pretraining(config)
+  assert last["step"] == 3 and [r["step"] for r in read_metrics(tmp_path / "run")] == [1, 2, 3]

@@ -1,0 +1,106 @@
+"""tfbert.runtime.atomic: a file appears under its final name only when complete."""
+
+import glob
+import os
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tfbert.runtime import atomic
+
+
+def test_write_text_replaces_the_file_and_leaves_no_temporary(tmp_path):
+  path = tmp_path / "results.json"
+  path.write_text("old")
+  atomic.write_json(str(path), {"f1": 90.5, "em": 84})
+  assert path.read_text() == '{\n  "em": 84,\n  "f1": 90.5\n}\n'
+  assert os.listdir(tmp_path) == ["results.json"]
+
+
+def test_final_files_are_readable_by_others(tmp_path):
+  old = os.umask(0o022)
+  try:
+    atomic.write_text(str(tmp_path / "a.txt"), "x")
+  finally:
+    os.umask(old)
+  assert stat.S_IMODE(os.stat(tmp_path / "a.txt").st_mode) == 0o644
+
+
+def test_a_failing_writer_leaves_the_old_file_and_no_temporary(tmp_path):
+  path = tmp_path / "model.keras"
+  path.write_text("complete old model")
+
+  def write(temporary):
+    with open(temporary, "w") as f:
+      f.write("half")
+    raise OSError(28, "No space left on device")
+
+  with pytest.raises(OSError, match="No space"):
+    atomic.write_with(str(path), write)
+  assert path.read_text() == "complete old model"
+  assert os.listdir(tmp_path) == ["model.keras"]
+
+
+def test_a_directory_is_replaced_as_a_whole(tmp_path):
+  final = tmp_path / "export"
+  final.mkdir()
+  (final / "old.txt").write_text("old")
+
+  def write(temporary):
+    os.mkdir(temporary)
+    with open(os.path.join(temporary, "new.txt"), "w") as f:
+      f.write("new")
+
+  atomic.write_with(str(final), write)
+  assert sorted(os.listdir(final)) == ["new.txt"]
+  assert os.listdir(tmp_path) == ["export"]
+
+
+def test_temporaries_match_no_glob_of_the_final_names(tmp_path):
+  temporary = atomic.temporary_sibling(str(tmp_path / "data-00000-of-00004.tfrecord"))
+  open(temporary, "w").close()
+  assert atomic.is_temporary(temporary)
+  for pattern in ("*tfrecord*", "*.tfrecord", "data-*", "*.json"):
+    assert not glob.glob(str(tmp_path / pattern)), pattern
+
+
+def test_stale_temporaries_of_dead_processes_are_removed_live_ones_kept(tmp_path):
+  dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                        capture_output=True, text=True, check=True)
+  dead_pid = int(dead.stdout)
+  live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+  try:
+    stale = tmp_path / f"{atomic.TEMP_PREFIX}{dead_pid}-{'0' * 32}"
+    stale.write_text("partial shard")
+    busy = tmp_path / f"{atomic.TEMP_PREFIX}{live.pid}-{'1' * 32}"
+    busy.mkdir()
+    mine = atomic.temporary_sibling(str(tmp_path / "x"))
+    open(mine, "w").close()
+    other = tmp_path / "keep.txt"
+    other.write_text("user file")
+    removed = atomic.remove_stale_temporaries(str(tmp_path))
+    assert removed == [str(stale)]
+    assert sorted(os.listdir(tmp_path)) == sorted([busy.name, os.path.basename(mine),
+                                                   "keep.txt"])
+  finally:
+    live.kill()
+    live.wait()
+
+
+def test_a_full_disk_leaves_nothing_under_the_final_name(small_disk):
+  code = (
+      "import os, sys\n"
+      "from tfbert.runtime import atomic\n"
+      "try:\n"
+      "  atomic.write_text(os.path.join(sys.argv[1], 'big.json'), 'x' * 200000)\n"
+      "except OSError as e:\n"
+      "  print('failed', e.errno)\n")
+  start = time.perf_counter()
+  result = small_disk.run(code, small_disk.path)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert result.stdout.startswith("failed"), (small_disk.kind, result.stdout)
+  assert small_disk.files() == []
+  assert time.perf_counter() - start < 60

@@ -1,0 +1,115 @@
+"""tfbert.runtime.run_directory: one run per directory, and a rerun must match the recorded run."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests import helpers
+from tfbert.runtime import atomic, run_directory
+from tfbert.runtime.run_directory import RunDirectoryError, RunRecord
+
+REPO = helpers.ROOT
+_HOLD_LOCK = """
+import sys, time
+from tfbert.runtime import run_directory
+lock = run_directory.acquire_lock(sys.argv[1])
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+def _records(learning_rate=1e-4, layers=3, log_every=10):
+  return [RunRecord("bert_config.json", {"num_hidden_layers": layers, "hidden_size": 33}),
+          RunRecord("run_config.json",
+                    {"optimizer": {"learning_rate": learning_rate, "total_steps": 50},
+                     "input_files": ("a.tfrecord", "b.tfrecord"), "log_every": log_every},
+                    rerun_may_change=frozenset({"log_every"}))]
+
+
+def _holder(directory):
+  """A process holding the directory's lock (started, lock taken)."""
+  process = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(directory)], cwd=REPO,
+                             env={**os.environ, "PYTHONPATH": REPO}, stdout=subprocess.PIPE,
+                             text=True)
+  assert process.stdout.readline().strip() == "locked"
+  return process
+
+
+def test_a_second_concurrent_run_is_refused_naming_the_holders_pid(tmp_path):
+  holder = _holder(tmp_path)
+  try:
+    with pytest.raises(RunDirectoryError, match=f"in use by another run \\(PID {holder.pid}\\)"):
+      run_directory.claim(str(tmp_path), _records())
+    assert not (tmp_path / "run_config.json").exists()
+  finally:
+    holder.kill()
+    holder.wait()
+
+
+def test_a_killed_runs_lock_is_released(tmp_path):
+  holder = _holder(tmp_path)
+  os.kill(holder.pid, signal.SIGKILL)
+  holder.wait()
+  with run_directory.claim(str(tmp_path), _records()) as lock:
+    assert lock.directory == str(tmp_path)
+
+
+def test_the_lock_is_released_for_the_next_run_of_the_same_process(tmp_path):
+  with run_directory.claim(str(tmp_path), _records()):
+    with pytest.raises(RunDirectoryError, match=f"PID {os.getpid()}"):
+      run_directory.claim(str(tmp_path), _records())
+  run_directory.claim(str(tmp_path), _records()).release()
+
+
+def test_a_rerun_with_the_same_configuration_continues(tmp_path):
+  with run_directory.claim(str(tmp_path), _records()):
+    run_directory.write_records(str(tmp_path), _records())
+  # Tuples are recorded as JSON lists; log_every may change on a rerun.
+  run_directory.claim(str(tmp_path), _records(log_every=3)).release()
+
+
+def test_a_rerun_with_another_model_or_schedule_lists_every_difference(tmp_path):
+  run_directory.write_records(str(tmp_path), _records())
+  before = {n: (tmp_path / n).read_text() for n in ("bert_config.json", "run_config.json")}
+  with pytest.raises(RunDirectoryError) as error:
+    run_directory.claim(str(tmp_path), _records(learning_rate=2e-4, layers=5))
+  message = str(error.value)
+  assert "\n" not in message
+  assert "bert_config.json num_hidden_layers: 3 -> 5" in message
+  assert "run_config.json optimizer.learning_rate: 0.0001 -> 0.0002" in message
+  assert "--allow_config_change" in message
+  # Nothing of the old run was touched, and the lock was given back.
+  assert {n: (tmp_path / n).read_text() for n in before} == before
+  run_directory.claim(str(tmp_path), _records()).release()
+
+
+def test_allow_changes_continues_and_records_the_new_values(tmp_path):
+  run_directory.write_records(str(tmp_path), _records())
+  with run_directory.claim(str(tmp_path), _records(layers=5), allow_changes=True):
+    run_directory.write_records(str(tmp_path), _records(layers=5))
+  recorded = json.loads((tmp_path / "bert_config.json").read_text())
+  assert recorded["num_hidden_layers"] == 5
+
+
+def test_differences_name_added_and_removed_keys():
+  found = run_directory.differences({"a": 1, "b": {"c": 2}}, {"a": 1, "b": {"d": 2}})
+  assert found == ["b.c: 2 -> (absent)", "b.d: (absent) -> 2"]
+
+
+def test_an_unreadable_record_is_named(tmp_path):
+  (tmp_path / "run_config.json").write_text("{ half")
+  with pytest.raises(RunDirectoryError, match="run_config.json: unreadable run record"):
+    run_directory.claim(str(tmp_path), _records())
+
+
+def test_a_killed_runs_temporaries_are_removed_on_claim(tmp_path):
+  dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                        capture_output=True, text=True, check=True)
+  stale = tmp_path / f"{atomic.TEMP_PREFIX}{int(dead.stdout)}-{'a' * 32}"
+  stale.write_text("half of model.keras")
+  run_directory.claim(str(tmp_path), _records()).release()
+  assert not stale.exists()

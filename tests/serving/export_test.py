@@ -1,0 +1,216 @@
+"""Tests for tfbert.serving.export: a relocatable SavedModel that a fresh process serves exactly.
+
+One export (a `BertPretrainer` with odd sizes but the real 30,522-entry uncased vocab, so
+the text signature tokenizes real words) is moved elsewhere, its vocab source deleted, and
+served by ONE fresh Python process that imports only `tensorflow` and `tensorflow_text`
+(tfbert is not importable there). The tests compare what that process printed with the
+in-process Keras model.
+
+Why 1e-5: both sides run the same float32 ops on the same CPU, but the SavedModel runs a
+Grappler-optimized graph and Keras runs eagerly, so reductions (matmul, softmax, LayerNorm
+moments) may be ordered differently. Each such reordering costs a few float32 ulps
+(~6e-8 relative); over 3 layers with outputs up to ~3 that stays near 1e-6 (measured:
+1.7e-6 on `sequence_output`, 1.4e-6 on `pooled_output`, both signatures). 1e-5 leaves
+room for other CPUs while a real bug (a missing mask, a wrong segment input, a weight
+not loaded) moves outputs by > 1e-2. Against the float64 NumPy reference the eager float32 model
+itself is only within ~2e-6, so exact equality is not the right bar.
+"""
+
+import os
+import shutil
+import stat
+import types
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import helpers, numpy_reference
+from tfbert import BertConfig, BertEncoder, BertPretrainer
+from tfbert.checkpoints import pretrained
+from tfbert.serving import export
+from tfbert.text import inputs, tokenization
+
+TOL = 1e-5  # See the module docstring.
+TEXT_SEQ = 11
+TEXTS = ["Hello, world!", "Café naïve résumé", "",
+         "a sentence long enough that packing must truncate it to eleven pieces",
+         "BERT是一个模型。"]
+
+# Runs in the fresh process: argv = export_dir, inputs .npz, outputs .npz.
+SERVE_SCRIPT = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  Registers the tokenizer's ops.
+
+inputs_path, outputs_path, export_dir = sys.argv[1:]
+given = np.load(inputs_path)
+loaded = tf.saved_model.load(export_dir)
+out = {}
+features = {n: tf.constant(given[n]) for n in ("input_ids", "input_mask", "segment_ids")}
+for name, value in loaded.signatures["serving_default"](**features).items():
+  out["serving_default/" + name] = value.numpy()
+for name, value in loaded.signatures["encode_text"](text=tf.constant(given["text"])).items():
+  out["encode_text/" + name] = value.numpy()
+np.savez(outputs_path, **out)
+
+def specs(structure):
+  return {k: [v.dtype.name, v.shape.as_list()] for k, v in structure.items()}
+
+print(json.dumps({
+    "signatures": {name: {"inputs": specs(fn.structured_input_signature[1]),
+                          "outputs": specs(fn.structured_outputs)}
+                   for name, fn in loaded.signatures.items()},
+    "vocab_asset": loaded.preprocessor.vocab.asset_path.numpy().decode(),
+    "tfbert_imported": "tfbert" in sys.modules,
+}))
+"""
+
+
+def _features(config):
+  f = helpers.random_features(config)
+  return {name: f[name] for name in export.FEATURE_NAMES}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+  """Exports, moves the export, deletes the vocab it came from, serves it elsewhere."""
+  # Dropout > 0: a signature run with training=True fails (its dropout seed cannot be saved).
+  config = helpers.odd_config(vocab_size=30522, hidden_dropout_prob=0.1,
+                              attention_probs_dropout_prob=0.1)
+  weights = numpy_reference.random_google_weights(config.to_dict(), seed=3)
+  model = helpers.loaded(BertPretrainer(config, dtype="float32"), weights)
+  root = tmp_path_factory.mktemp("export")
+  vocab = root / "vocab_source" / "vocab.txt"
+  vocab.parent.mkdir()
+  with open(pretrained.minilm_vocab_file(), "rb") as f:
+    vocab_bytes = f.read()
+  vocab.write_bytes(vocab_bytes)
+  written = export.export_encoder_saved_model(
+      model, str(root / "first" / "bert"), vocab_file=str(vocab), seq_length=TEXT_SEQ)
+  moved = root / "moved" / "bert"
+  moved.parent.mkdir()
+  shutil.move(written, moved)
+  shutil.rmtree(root / "first")
+  shutil.rmtree(vocab.parent)
+  work = root / "work"
+  work.mkdir()
+  features = _features(config)
+  outputs, report = helpers.serve_in_fresh_process(
+      SERVE_SCRIPT, work, {"text": np.array(TEXTS), **features}, moved)
+  return types.SimpleNamespace(model=model, config=config, features=features, written=written,
+                               moved=moved, outputs=outputs, report=report,
+                               vocab_text=vocab_bytes)
+
+
+@pytest.mark.slow  # Shares the ~20 s `served` fixture.
+def test_fresh_process_serves_the_keras_encoder_outputs(served):
+  want = served.model(served.features, training=False)
+  for name in export.OUTPUT_NAMES:
+    got = served.outputs[f"serving_default/{name}"]
+    assert got.dtype == np.float32 and got.shape == tuple(want[name].shape)
+    assert helpers.max_abs_diff(got, want[name]) < TOL
+  assert not served.report["tfbert_imported"]
+
+
+@pytest.mark.slow  # Shares the ~20 s `served` fixture.
+def test_signatures_have_bert_feature_names_dtypes_and_shapes(served):
+  h, s = served.config.hidden_size, TEXT_SEQ
+  assert served.report["signatures"] == {
+      "serving_default": {
+          "inputs": {n: ["int32", [None, None]] for n in export.FEATURE_NAMES},
+          "outputs": {"sequence_output": ["float32", [None, None, h]],
+                      "pooled_output": ["float32", [None, h]]}},
+      "encode_text": {
+          "inputs": {"text": ["string", [None]]},
+          "outputs": {"sequence_output": ["float32", [None, s, h]],
+                      "pooled_output": ["float32", [None, h]],
+                      "input_mask": ["int32", [None, s]]}},
+  }
+
+
+@pytest.mark.slow  # Shares the ~20 s `served` fixture.
+def test_text_signature_equals_python_tokenize_pack_and_encode(served):
+  tokenizer = tokenization.WordPieceTokenizer(pretrained.minilm_vocab_file(), True)
+  features = inputs.pack_inputs([tokenizer.tokenize(tf.constant(TEXTS))], TEXT_SEQ,
+                                tokenizer.cls_id, tokenizer.sep_id)
+  lengths = features["input_mask"].numpy().sum(axis=1)
+  assert lengths.max() == TEXT_SEQ and lengths[2] == 2  # Truncated; "" is [CLS] [SEP].
+  want = served.model.encoder(features, training=False)
+  np.testing.assert_array_equal(served.outputs["encode_text/input_mask"],
+                                features["input_mask"])
+  for name in export.OUTPUT_NAMES:
+    assert helpers.max_abs_diff(served.outputs[f"encode_text/{name}"], want[name]) < TOL
+
+
+@pytest.mark.slow  # Shares the ~20 s `served` fixture.
+def test_moved_export_is_self_describing(served):
+  assert not os.path.exists(served.written)  # Served from `moved` only.
+  config_file = served.moved / export.CONFIG_FILE
+  assert BertConfig.from_json_file(str(config_file)) == served.config
+  asset = served.report["vocab_asset"]
+  assert asset == str(served.moved / "assets" / "vocab.txt")
+  with open(asset, "rb") as f:
+    assert f.read() == served.vocab_text
+
+
+def test_failed_save_leaves_no_directory_and_keeps_the_old_export(tmp_path, monkeypatch):
+  encoder = BertEncoder(helpers.odd_config())
+  old = tmp_path / "old"
+  old.mkdir()
+  (old / "saved_model.pb").write_bytes(b"previous export")
+
+  def broken_save(*args, **kwargs):
+    del args, kwargs
+    raise OSError("disk full")
+
+  monkeypatch.setattr(tf.saved_model, "save", broken_save)
+  for target in (tmp_path / "new", old):
+    with pytest.raises(OSError, match="disk full"):
+      export.export_encoder_saved_model(encoder, str(target))
+  assert sorted(os.listdir(tmp_path)) == ["old"]  # No "new", no temporary siblings.
+  assert os.listdir(old) == ["saved_model.pb"]
+  assert (old / "saved_model.pb").read_bytes() == b"previous export"
+
+
+def test_mixed_bfloat16_encoder_replaces_old_export_with_float32_outputs(tmp_path):
+  keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  config = helpers.odd_config()
+  weights = numpy_reference.random_google_weights(config.to_dict(), seed=5)
+  encoder = helpers.loaded(BertEncoder(config), weights, allow_unused=True)
+  target, plain = tmp_path / "bert", tmp_path / "plain"
+  target.mkdir()
+  plain.mkdir()  # Permissions that the umask gives a new directory.
+  (target / "stale.txt").write_text("from an older export")
+  export.export_encoder_saved_model(encoder, str(target))
+  assert sorted(os.listdir(tmp_path)) == ["bert", "plain"]  # No temporary siblings.
+  assert not (target / "stale.txt").exists()
+  assert stat.S_IMODE(target.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
+  features = _features(config)
+  got = tf.saved_model.load(str(target)).signatures["serving_default"](
+      **{k: tf.constant(v) for k, v in features.items()})
+  assert encoder(features, training=False)["sequence_output"].dtype == "bfloat16"
+  want = numpy_reference.bert_forward(weights, config.to_dict(),
+                                      *(features[n] for n in export.FEATURE_NAMES))
+  for name in export.OUTPUT_NAMES:
+    assert got[name].dtype == tf.float32
+    # Computed in bfloat16, then cast: every value is a bfloat16 number.
+    np.testing.assert_array_equal(tf.cast(tf.cast(got[name], tf.bfloat16), tf.float32),
+                                  got[name])
+    # bfloat16 keeps 8 mantissa bits (~4e-3 relative) through 3 layers; outputs are O(1)
+    # (measured: 0.05). Graph and eager bfloat16 differ by such roundings too (0.03).
+    assert helpers.max_abs_diff(got[name], want[name]) < 0.1
+
+
+def test_rejects_non_encoders_and_too_long_text_inputs(tmp_path):
+  with pytest.raises(TypeError, match="Dense"):
+    export.export_encoder_saved_model(keras.layers.Dense(3), str(tmp_path / "x"))
+  encoder = BertEncoder(helpers.odd_config())  # max_position_embeddings 19.
+  with pytest.raises(ValueError, match="max_position_embeddings 19"):
+    export.export_encoder_saved_model(encoder, str(tmp_path / "x"),
+                                      vocab_file=pretrained.minilm_vocab_file(), seq_length=20)
+  with pytest.raises(ValueError, match="local directory"):
+    export.export_encoder_saved_model(encoder, "gs://bucket/bert")
+  assert not os.listdir(tmp_path)

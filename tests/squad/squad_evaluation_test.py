@@ -1,0 +1,162 @@
+"""Tests for tfbert.squad.squad_evaluation and tools/evaluate_squad.py.
+
+v1.1: five real leaderboard prediction files reproduce the unmodified official
+evaluate-v1.1.py's scores on the reconstructed dev set (shared data). v2.0: a hand-made
+dataset with hand-computed scores.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests import helpers
+from tfbert.squad import squad_evaluation
+
+ROOT = helpers.ROOT
+DEV = "squad_v1.1_dev_reconstructed"
+
+# Two answerable questions ("a", "b") and three unanswerable ones ("c", "d", "e").
+V2_DATASET = {"version": "2.0", "data": [{"title": "T", "paragraphs": [{
+    "context": "Paris is the capital of France.",
+    "qas": [
+        {"id": "a", "question": "What is Paris?", "is_impossible": False,
+         "answers": [{"text": "the capital of France", "answer_start": 9}]},
+        {"id": "b", "question": "Capital of France?", "is_impossible": False,
+         "answers": [{"text": "Paris", "answer_start": 0}]},
+        {"id": "c", "question": "Capital of Mars?", "is_impossible": True, "answers": []},
+        {"id": "d", "question": "Capital of Venus?", "is_impossible": True, "answers": []},
+        {"id": "e", "question": "Capital of Pluto?", "is_impossible": True, "answers": []}]}]}]}
+# "capital" vs gold tokens [capital, of, france] ("the" is dropped): precision 1, recall
+# 1/3, F1 0.5. "" is right exactly for unanswerable questions.
+V2_PREDICTIONS = {"a": "capital", "b": "Paris", "c": "", "d": "France", "e": ""}
+V2_SCORES = {
+    "exact": 100 * 3 / 5, "f1": 100 * 3.5 / 5, "total": 5,
+    "HasAns_exact": 100 * 1 / 2, "HasAns_f1": 100 * 1.5 / 2, "HasAns_total": 2,
+    "NoAns_exact": 100 * 2 / 3, "NoAns_f1": 100 * 2 / 3, "NoAns_total": 3}
+# Null odds <= 1 change no prediction (the official na_prob_thresh is 1.0). Best threshold,
+# official `find_best_thresh`: start from "all unanswered" = 3 right (c, d, e), walk the ids
+# by odds a(0.05) e(0.1) b(0.3) d(0.7) c(0.8) adding has-answer scores (a: 0 / F1 0.5,
+# b: 1) and -1 for a wrong no-answer (d): EM peaks at 4 after b, F1 at 4.5 after b.
+V2_NULL_ODDS = {"a": 0.05, "b": 0.3, "c": 0.8, "d": 0.7, "e": 0.1}
+V2_BEST = {"best_exact": 100 * 4 / 5, "best_exact_thresh": 0.3,
+           "best_f1": 100 * 4.5 / 5, "best_f1_thresh": 0.3}
+
+
+def _write(tmp_path, name, content):
+  path = tmp_path / name
+  path.write_text(json.dumps(content), "utf-8")
+  return str(path)
+
+
+def test_leaderboard_predictions_reproduce_the_official_script(shared_data):
+  folder = os.path.join(shared_data, DEV)
+  with open(os.path.join(folder, "expected_scores_official_evaluate_v1.1.json"),
+            encoding="utf-8") as f:
+    expected = json.load(f)
+  assert len(expected) == 5
+  dataset = os.path.join(folder, "dev-v1.1.reconstructed.json.gz")
+  files = [os.path.join(folder, "predictions", name) for name in sorted(expected)]
+  # The tool scores all five in ONE process, started first so it overlaps the in-process
+  # run (importing tensorflow alone takes ~5 s).
+  tool = subprocess.Popen([sys.executable, "tools/evaluate_squad.py", dataset, *files],
+                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  try:
+    in_process = squad_evaluation.evaluate_files(dataset, files)
+    stdout, stderr = tool.communicate(timeout=300)
+  finally:
+    tool.kill()
+  assert tool.returncode == 0, stderr[-2000:]
+  from_tool = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+  for name, got, printed in zip(sorted(expected), in_process, from_tool, strict=True):
+    want = expected[name]
+    assert set(got) == set(printed) == {"exact_match", "f1"}, name
+    for key in ("exact_match", "f1"):
+      # Model Garden divides before scaling by 100, the official script after: the last
+      # bit may differ (e.g. 40.14191106906338 vs ...339).
+      assert got[key] == pytest.approx(want[key], abs=1e-9), (name, key)
+      assert printed[key] == got[key], (name, key)
+
+
+def test_v1_fixture_gold_answers_score_100_and_unanswered_score_0(shared_data, tmp_path):
+  fixture = os.path.join(shared_data, "allennlp_squad_fixture.json")  # Has no "version".
+  with open(fixture, encoding="utf-8") as f:
+    qas = [qa for p in json.load(f)["data"][0]["paragraphs"] for qa in p["qas"]]
+  gold = {qa["id"]: qa["answers"][-1]["text"] for qa in qas}  # Any gold answer counts.
+  assert squad_evaluation.evaluate_files(fixture, [_write(tmp_path, "p.json", gold)]) == [
+      {"exact_match": 100.0, "f1": 100.0}]
+  del gold[qas[0]["id"]]
+  gold[qas[1]["id"]] = "golden statue"  # F1 vs "a golden statue of the Virgin Mary": 4/7.
+  gold["not-a-question"] = "ignored"
+  [scores] = squad_evaluation.evaluate_files(fixture, [_write(tmp_path, "q.json", gold)])
+  assert scores == pytest.approx({"exact_match": 60.0,
+                                  "f1": 100 * (3 + 2 * (2 / 2) * (2 / 5) / (1 + 2 / 5)) / 5})
+
+
+def test_v2_scores_by_hand(tmp_path):
+  dataset = _write(tmp_path, "v2.json", V2_DATASET)
+  predictions = _write(tmp_path, "predictions.json", V2_PREDICTIONS)
+  [scores] = squad_evaluation.evaluate_files(dataset, [predictions])
+  assert list(scores) == list(V2_SCORES)  # The official script's keys, in its order.
+  assert scores == pytest.approx(V2_SCORES, abs=1e-12)
+  null_odds = _write(tmp_path, "null_odds.json", {**V2_NULL_ODDS, "unknown": 0.5})
+  [with_odds] = squad_evaluation.evaluate_files(dataset, [predictions], null_odds)
+  assert list(with_odds) == list(V2_SCORES) + list(V2_BEST)
+  assert with_odds == pytest.approx({**V2_SCORES, **V2_BEST}, abs=1e-12)
+
+
+def test_v2_needs_a_prediction_for_every_question(tmp_path):
+  dataset = _write(tmp_path, "v2.json", V2_DATASET)
+  partial = {k: v for k, v in V2_PREDICTIONS.items() if k != "d"}
+  path = _write(tmp_path, "partial.json", partial)
+  with pytest.raises(ValueError, match=re.escape(f"{path}: 1 of 5 questions have no "
+                                                 "prediction (e.g. ['d'])")):
+    squad_evaluation.evaluate_files(dataset, [path])
+
+
+def test_bad_predictions_files_are_named(tmp_path, shared_data):
+  fixture = os.path.join(shared_data, "allennlp_squad_fixture.json")
+  missing = str(tmp_path / "missing.json")
+  with pytest.raises(FileNotFoundError, match=re.escape(f"predictions file not found: "
+                                                        f"{missing}")):
+    squad_evaluation.evaluate_files(fixture, [missing])
+  garbage = tmp_path / "garbage.json"
+  garbage.write_bytes(b"\x00\xffnot json")
+  with pytest.raises(ValueError, match=re.escape(f"{garbage} is not valid")):
+    squad_evaluation.evaluate_files(fixture, [str(garbage)])
+  for content, message in (([1, 2], "expected a JSON object"),
+                           ({"x": 3}, "value of 'x' should be an answer string, got 3")):
+    path = _write(tmp_path, "bad.json", content)
+    with pytest.raises(ValueError, match=re.escape(f"{path}: {message}")):
+      squad_evaluation.evaluate_files(fixture, [path])
+  odds = _write(tmp_path, "odds.json", {"x": 0.5})
+  with pytest.raises(ValueError, match="null odds are for SQuAD v2.0"):
+    squad_evaluation.evaluate_files(fixture, [_write(tmp_path, "p.json", {})], odds)
+
+
+@pytest.mark.parametrize("written", ["v2.0", "2.0"])
+def test_v2_version_strings_as_the_official_files_write_them(tmp_path, written):
+  dataset = _write(tmp_path, "v2.json", {**V2_DATASET, "version": written})
+  [scores] = squad_evaluation.evaluate_files(dataset, [_write(tmp_path, "p.json",
+                                                              V2_PREDICTIONS)])
+  assert scores == pytest.approx(V2_SCORES, abs=1e-12)
+  with open(dataset, encoding="utf-8") as f:
+    assert squad_evaluation.evaluate(json.load(f), V2_PREDICTIONS) == scores
+
+
+def test_v2_dataset_labelled_1_1_is_not_scored_as_1_1(tmp_path):
+  # Without "version" the file is v1.1 (as the official evaluate-v1.1.py assumes), but
+  # question "c" is unanswerable: v1.1 scoring has no gold answer for it (Model Garden's
+  # script failed with "max() arg is an empty sequence").
+  unversioned = {"data": V2_DATASET["data"]}
+  predictions = _write(tmp_path, "p.json", V2_PREDICTIONS)
+  for name, data in (("none.json", unversioned), ("v11.json", {**unversioned, "version": "1.1"})):
+    dataset = _write(tmp_path, name, data)
+    with pytest.raises(ValueError, match=re.escape(
+        f"{dataset}: data[0].paragraphs[0].qas[2].is_impossible: true, a SQuAD 2.0 question, "
+        "but the file's \"version\" is 1.1")) as error:
+      squad_evaluation.evaluate_files(dataset, [predictions])
+    assert str(error.value).endswith('set "version": "v2.0" to score it as SQuAD 2.0')

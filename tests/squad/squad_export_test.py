@@ -1,0 +1,156 @@
+"""Tests for tfbert.squad.squad_export: a SQuAD SavedModel that a fresh process serves exactly.
+
+One span labeler (odd sizes, the real 30,522-entry uncased vocab) is exported and served
+with both signatures by ONE fresh Python process that imports only `tensorflow` and
+`tensorflow_text`. Its `answer_question` signature must give the answers of the Python
+pipeline (squad_features' first window, then squad_postprocess with an exhaustive n-best).
+
+Why 1e-5: as in export_test, the SavedModel runs a Grappler-optimized float32 graph and
+Keras runs eagerly; reordered reductions cost a few float32 ulps per op, ~1e-6 over the
+odd config's 3 layers, while a wrong mask or segment input moves logits by > 1e-2.
+"""
+
+import os
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import helpers
+from tfbert import BertEncoder, BertSpanLabeler
+from tfbert.checkpoints import pretrained
+from tfbert.serving import export
+from tfbert.squad import squad_data, squad_export, squad_features, squad_postprocess
+from tfbert.text import tokenization
+
+TOL = 1e-5  # See the module docstring.
+SQUAD_SEQ, SQUAD_QUERY, SQUAD_ANSWER = 23, 5, 4
+QUESTIONS = ["Where was Zoë born?", "", "a question longer than five word pieces surely",
+             "Who?", "What is BERT?"]
+CONTEXTS = ["Zoë was born in Zürich (1895) and ate at a café naïvely.", "Short context.",
+            "A context long enough that the single window must cut it, somewhere after here.",
+            "", "BERT是一个模型。It reads text."]
+
+SQUAD_SERVE_SCRIPT = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  Registers the tokenizer's ops.
+
+inputs_path, outputs_path, export_dir = sys.argv[1:]
+given = np.load(inputs_path)
+loaded = tf.saved_model.load(export_dir)
+features = {n: tf.constant(given[n]) for n in ("input_ids", "input_mask", "segment_ids")}
+np.savez(outputs_path, **{k: v.numpy() for k, v in
+                          loaded.signatures["serving_default"](**features).items()})
+answers = loaded.signatures["answer_question"](question=tf.constant(given["question"]),
+                                               context=tf.constant(given["context"]))
+
+def specs(structure):
+  return {k: [v.dtype.name, v.shape.as_list()] for k, v in structure.items()}
+
+print(json.dumps({
+    "answer": [a.decode("utf-8") for a in answers["answer"].numpy()],
+    "score": answers["score"].numpy().tolist(), "score_dtype": answers["score"].dtype.name,
+    "signatures": {name: {"inputs": specs(fn.structured_input_signature[1]),
+                          "outputs": specs(fn.structured_outputs)}
+                   for name, fn in loaded.signatures.items()},
+    "tfbert_imported": "tfbert" in sys.modules,
+}))
+"""
+
+
+def _python_answers(model, tokenizer):
+  """Answers by the Python pipeline: first window of squad_features, exhaustive n-best."""
+  examples = [squad_data.SquadExample(str(i), q, c, ())
+              for i, (q, c) in enumerate(zip(QUESTIONS, CONTEXTS))]
+  # doc_stride = S: windows do not overlap, so every token of window 0 is max-context.
+  config = squad_features.FeatureConfig(SQUAD_SEQ, SQUAD_SEQ, SQUAD_QUERY)
+  features = [f for f in squad_features.convert_examples_to_features(
+      examples, tokenizer, config).features if f.doc_span_index == 0]
+  logits = model({n: np.stack([getattr(f, n) for f in features]) for n in export.FEATURE_NAMES})
+  return squad_postprocess.postprocess_predictions(
+      examples, features, logits["start_logits"].numpy(), logits["end_logits"].numpy(),
+      squad_postprocess.PostprocessConfig(n_best_size=SQUAD_SEQ, max_answer_length=SQUAD_ANSWER))
+
+
+@pytest.fixture(scope="module")
+def squad_served(tmp_path_factory):
+  """Exports a span labeler and serves both signatures in one fresh process."""
+  config = helpers.odd_config(vocab_size=30522, max_position_embeddings=29)
+  model = helpers.random_span_labeler(config, seed=11)
+  root = tmp_path_factory.mktemp("squad_export")
+  export_dir = squad_export.export_squad_saved_model(
+      model, str(root / "squad"), pretrained.minilm_vocab_file(), True,
+      max_seq_length=SQUAD_SEQ, max_query_length=SQUAD_QUERY, max_answer_length=SQUAD_ANSWER)
+  features = helpers.random_features(config, seq=SQUAD_SEQ)
+  features = {n: features[n] for n in export.FEATURE_NAMES}
+  work = root / "work"
+  work.mkdir()
+  logits, report = helpers.serve_in_fresh_process(
+      SQUAD_SERVE_SCRIPT, work, {"question": np.array(QUESTIONS), "context": np.array(CONTEXTS),
+                                 **features}, export_dir)
+  return types.SimpleNamespace(model=model, features=features, logits=logits, report=report)
+
+
+@pytest.mark.slow  # Shares the ~25 s `squad_served` fixture.
+def test_squad_feature_signature_serves_the_keras_logits(squad_served):
+  want = squad_served.model(squad_served.features, training=False)
+  for name in squad_export.SPAN_OUTPUT_NAMES:
+    got = squad_served.logits[name]
+    assert got.dtype == np.float32 and got.shape == (helpers.BATCH, SQUAD_SEQ)
+    assert helpers.max_abs_diff(got, want[name]) < TOL
+  assert not squad_served.report["tfbert_imported"]
+
+
+@pytest.mark.slow  # Shares the ~25 s `squad_served` fixture.
+def test_squad_text_signature_answers_like_the_python_pipeline(squad_served):
+  tokenizer = tokenization.WordPieceTokenizer(pretrained.minilm_vocab_file(), True)
+  want = _python_answers(squad_served.model, tokenizer)
+  got = squad_served.report
+  assert got["answer"] == [p.text for p in want]
+  assert got["answer"][0] and got["answer"][2]  # Real spans, not the no-answer "".
+  assert got["score"][3] == float("-inf") and got["answer"][3] == ""  # Empty context.
+  for score, prediction in zip(got["score"], want):
+    if prediction.text:
+      best = prediction.nbest[0]
+      assert abs(score - (best.start_logit + best.end_logit)) < TOL
+
+
+@pytest.mark.slow  # Shares the ~25 s `squad_served` fixture.
+def test_squad_signatures_names_dtypes_and_shapes(squad_served):
+  assert squad_served.report["signatures"] == {
+      "serving_default": {
+          "inputs": {n: ["int32", [None, None]] for n in export.FEATURE_NAMES},
+          "outputs": {n: ["float32", [None, None]] for n in squad_export.SPAN_OUTPUT_NAMES}},
+      "answer_question": {
+          "inputs": {"question": ["string", [None]], "context": ["string", [None]]},
+          "outputs": {"answer": ["string", [None]], "score": ["float32", [None]]}},
+  }
+
+
+def test_best_spans_by_hand():
+  # Context at positions 2..5; spans of at most 2 wordpieces.
+  start = tf.constant([[9., 0., 1., 5., 0., 2., 0.]])
+  end = tf.constant([[9., 0., 3., 0., 4., 1., 8.]])
+  got = squad_export.best_spans(start, end, tf.constant([2]), tf.constant([4]), 2)
+  # 3 -> 4 scores 9; 0 and 6 are outside the context; 3 -> 5 (6) and 2 -> 2 (4) lose.
+  assert [int(got[0][0]), int(got[1][0]), float(got[2][0])] == [3, 4, 9.0]
+  nothing = squad_export.best_spans(start, end, tf.constant([2]), tf.constant([0]), 2)
+  assert float(nothing[2][0]) == float("-inf")
+
+
+def test_squad_export_rejects_other_models_and_windows_that_do_not_fit(tmp_path):
+  vocab = pretrained.minilm_vocab_file()
+  with pytest.raises(TypeError, match="BertEncoder"):
+    squad_export.export_squad_saved_model(BertEncoder(helpers.odd_config()), str(tmp_path / "x"),
+                                    vocab, True)
+  model = BertSpanLabeler(helpers.odd_config())  # max_position_embeddings 19.
+  with pytest.raises(ValueError, match="max_position_embeddings 19"):
+    squad_export.export_squad_saved_model(model, str(tmp_path / "x"), vocab, True,
+                                          max_seq_length=20)
+  with pytest.raises(ValueError, match="max_query_length"):
+    squad_export.export_squad_saved_model(model, str(tmp_path / "x"), vocab, True,
+                                          max_seq_length=19, max_query_length=16)
+  assert not os.listdir(tmp_path)

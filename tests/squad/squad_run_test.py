@@ -1,0 +1,341 @@
+"""Tests for tfbert.squad.squad_run: a tiny model learns SQuAD-format questions; the tool runs.
+
+The data is `tools.demos.squad_synthetic`'s offline SQuAD-format set (no shared data): four
+templated facts per paragraph among Python documentation sentences, one question per fact.
+
+Measured (this machine, 2 CPU cores): the untrained model scores F1 ~2; 600 steps of batch
+16 (~30 s) bring it to F1 98-100 with every seed tried (1, 2, 3, 7). Learning comes as a
+jump (the loss sits at ln 4 ~ 1.39, "one of the four facts", then falls), after 250-450
+steps; 450 steps were too few for seed 7 (F1 80).
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import helpers
+from tfbert import BertPretrainer, BertSpanLabeler
+from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
+from tfbert.config import BertConfig
+from tfbert.squad import squad_features, squad_postprocess, squad_run
+from tfbert.training import fine_tuning
+from tools.demos.squad_synthetic import synthetic_squad
+
+ROOT = helpers.ROOT
+TOOL = os.path.join(ROOT, "tools", "run_squad.py")
+
+# Tiny, odd-sized, uncased vocab of the MiniLM wheel (30,522 entries).
+TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=37, hidden_act="gelu", hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0, max_position_embeddings=128, type_vocab_size=2,
+            initializer_range=0.1)  # 0.02 learns the same, but ~2x more slowly.
+
+
+def _write_json(path, value):
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(value, f)
+  return str(path)
+
+
+def _tiny_config_file(tmp_path, **overrides):
+  path = str(tmp_path / "bert_config.json")
+  BertConfig(**{**TINY, **overrides}).to_json_file(path)
+  return path
+
+
+def _run_config(tmp_path, output, **overrides):
+  values = dict(
+      output_dir=str(tmp_path / output), train_file=str(tmp_path / "train.json"),
+      predict_file=str(tmp_path / "dev.json"), vocab_file=pretrained.minilm_vocab_file(),
+      bert_config_file=_tiny_config_file(tmp_path),
+      features=squad_features.FeatureConfig(max_seq_length=96, doc_stride=48,
+                                            max_query_length=16),
+      postprocess=squad_postprocess.PostprocessConfig(n_best_size=10, max_answer_length=8),
+      train_batch_size=16, predict_batch_size=64, learning_rate=3e-3, num_train_epochs=1.0,
+      warmup_proportion=0.1, weight_decay_rate=0.01, seed=7, verbose=0)
+  return squad_run.SquadRunConfig(**{**values, **overrides})
+
+
+@pytest.fixture
+def squad_files(tmp_path):
+  _write_json(tmp_path / "train.json", synthetic_squad(300, seed=1))
+  _write_json(tmp_path / "dev.json", synthetic_squad(40, seed=2))
+  return tmp_path
+
+
+def test_article_slices_follow_python_slice_semantics():
+  assert squad_run.article_slice("0:38") == slice(0, 38)
+  assert squad_run.article_slice("-10:") == slice(-10, None)
+  assert squad_run.article_slice(":5") == slice(None, 5)
+  assert squad_run.article_slice(None) == slice(None)
+  for bad in ("3", "1:2:3", "a:b"):
+    with pytest.raises(ValueError, match="START:END"):
+      squad_run.article_slice(bad)
+
+
+def test_article_slices_select_examples_and_the_scored_json(tmp_path):
+  articles = [synthetic_squad(2, seed)["data"][0] for seed in range(5)]
+  path = _write_json(tmp_path / "five.json", {"version": "1.1", "data": articles})
+  dataset, selected = squad_run.read_squad_articles(path, "-2:", is_training=False)
+  assert [a["title"] for a in selected["data"]] == ["synthetic 3", "synthetic 4"]
+  assert [e.qas_id for e in dataset.examples] == [
+      qa["id"] for a in articles[3:] for p in a["paragraphs"] for qa in p["qas"]]
+  assert selected["version"] == "1.1" and "articles -2: of 5" in dataset.path
+  with pytest.raises(ValueError, match="select none of its 5 articles"):
+    squad_run.read_squad_articles(path, "5:", is_training=False)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(do_train=False, do_predict=False), "at least one of"),
+    (dict(train_file=None), "do_train needs train_file"),
+    (dict(init_hf_dir="a", init_tfbert="b"), "at most one of"),
+    (dict(train_batch_size=6, gradient_accumulation_steps=4), "multiple of"),
+    (dict(dtype="float16"), "dtype must be one of"),
+    (dict(distribution="multi_worker"), "keras-team/keras#20585"),
+])
+def test_config_names_what_does_not_fit(tmp_path, overrides, message):
+  config = _run_config(tmp_path, "out", **{"do_train": True, **overrides})
+  with pytest.raises(ValueError, match=message):
+    squad_run.run_squad(config)
+
+
+def test_google_checkpoint_init_loads_the_encoder_and_a_fresh_span_head(tmp_path):
+  source = BertPretrainer(BertConfig(**TINY))
+  source.build()
+  prefix = str(tmp_path / "google" / "bert_model.ckpt")
+  google_checkpoint.export_google_checkpoint(source, prefix)  # bert_config.json beside it.
+  config = _run_config(tmp_path, "out", do_predict=True, bert_config_file=None,
+                       init_checkpoint=prefix)
+  model = squad_run.build_span_labeler(config, tf.distribute.get_strategy())
+  want, got = google_checkpoint.google_weights(source), google_checkpoint.google_weights(model)
+  encoder = [name for name in got if name.startswith("bert/")]
+  assert len(encoder) == len([name for name in want if name.startswith("bert/")])
+  for name in encoder:
+    np.testing.assert_array_equal(got[name], want[name])
+  assert float(np.abs(got["cls/squad/output_bias"]).max()) == 0.0  # Fresh: zeros.
+
+
+def test_hugging_face_init_reads_minilm(tmp_path):
+  config = _run_config(tmp_path, "out", do_predict=True, bert_config_file=None,
+                       vocab_file=None, init_hf_dir=pretrained.minilm_dir())
+  model = squad_run.build_span_labeler(config, tf.distribute.get_strategy())
+  assert (model.config.hidden_size, model.config.num_hidden_layers) == (384, 6)
+  assert model.config.hidden_act == "gelu_exact"  # Hugging Face's "gelu" is erf.
+  assert fine_tuning.resolve_vocab_file(config) == pretrained.minilm_vocab_file()
+  _, weights, _ = huggingface.load_hf_checkpoint(pretrained.minilm_dir())
+  name = "bert/embeddings/word_embeddings"
+  np.testing.assert_array_equal(google_checkpoint.google_weights(model)[name], weights[name])
+
+
+@pytest.mark.parametrize("dtype", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_trains_and_predicts(tmp_path, dtype):
+  _write_json(tmp_path / "train.json", synthetic_squad(4, seed=1))
+  _write_json(tmp_path / "dev.json", synthetic_squad(2, seed=2))
+  result = squad_run.run_squad(_run_config(
+      tmp_path, dtype, do_train=True, do_predict=True, dtype=dtype, max_train_steps=2,
+      train_batch_size=4, gradient_accumulation_steps=2,
+      features=squad_features.FeatureConfig(max_seq_length=64, doc_stride=32,
+                                            max_query_length=16)))
+  assert result["train"]["steps"] == 2 and np.isfinite(result["train"]["loss"])
+  # mixed_float16 alone scales the loss (2**15 at first; halved on each skipped step).
+  assert ("loss_scale" in result["train"]) == (dtype == "mixed_float16")
+  assert 0 <= result["scores"]["f1"] <= 100
+
+
+def test_v2_prediction_writes_null_odds_and_official_v2_scores(tmp_path):
+  dev = synthetic_squad(2, seed=2)
+  dev["version"] = "2.0"
+  impossible = dev["data"][0]["paragraphs"][0]["qas"][0]
+  impossible.update(answers=[], is_impossible=True)
+  _write_json(tmp_path / "dev.json", dev)
+  result = squad_run.run_squad(_run_config(
+      tmp_path, "v2", do_predict=True, postprocess=squad_postprocess.PostprocessConfig(
+          n_best_size=5, max_answer_length=8, version_2_with_negative=True)))
+  assert sorted(_read(tmp_path / "v2" / "null_odds.json")) == sorted(
+      _read(tmp_path / "v2" / "predictions.json"))
+  assert result["scores"]["total"] == 8 and result["scores"]["NoAns_total"] == 1
+  assert "best_f1" in result["scores"]  # Scored with the null odds.
+
+
+def _read(path):
+  with open(path, encoding="utf-8") as f:
+    return json.load(f)
+
+
+@pytest.mark.slow  # ~45 s: 3 runs, one of them 602 training steps.
+def test_tiny_model_learns_far_above_its_untrained_baseline(squad_files):
+  # Learning rate 1e-3: at 3e-3 the outcome hung on float32 summation order. With seed 7
+  # (this config's) the run ended at loss 0.77 and F1 68.5 on an AMD Zen 4 CPU, though it
+  # passed in CI; seeds 1-6 and 8 reached loss <= 0.03 there. At 1e-3, seeds 1-8 all
+  # reached loss <= 0.006 and F1 >= 98.3 on that CPU: the thresholds below hold widely.
+  untrained = squad_run.run_squad(_run_config(squad_files, "untrained", do_predict=True))
+  trained = squad_run.run_squad(_run_config(squad_files, "trained", do_train=True,
+                                            do_predict=True, num_train_epochs=8.0,
+                                            learning_rate=1e-3))
+  baseline, f1 = untrained["scores"]["f1"], trained["scores"]["f1"]
+  assert f1 > baseline + 50 and f1 > 80, (baseline, f1)
+  assert trained["train"]["steps"] == 8 * 1204 // 16 and trained["train"]["loss"] < 0.5
+  out = squad_files / "trained"
+  assert sorted(_read(out / "predictions.json")) == sorted(
+      qa["id"] for p in _read(squad_files / "dev.json")["data"][0]["paragraphs"]
+      for qa in p["qas"])
+  assert _read(out / "eval_results.json") == trained["scores"]
+  assert os.listdir(out / "train")  # TensorBoard events.
+  plain = BertSpanLabeler(BertConfig(**TINY))
+  plain.build()
+  weight_bytes = 4 * plain.count_params()
+  assert os.path.getsize(out / "model.keras") < 1.1 * weight_bytes  # No optimizer slots.
+  # The saved model predicts the same answers in a predict-only run.
+  reloaded = squad_run.run_squad(_run_config(
+      squad_files, "reloaded", do_predict=True, bert_config_file=None,
+      init_tfbert=str(out / "model.keras")))
+  assert _read(squad_files / "reloaded" / "predictions.json") == _read(out / "predictions.json")
+  assert reloaded["scores"] == trained["scores"]
+
+
+@pytest.mark.slow  # ~30 s: a fresh process that trains, predicts and exports.
+def test_tool_trains_mirrored_with_accumulation_predicts_and_prints_scores(tmp_path):
+  train = _write_json(tmp_path / "train.json", synthetic_squad(20, seed=3))
+  dev = synthetic_squad(3, seed=4)
+  dev["data"].append(synthetic_squad(2, seed=5)["data"][0])
+  out, export_dir = tmp_path / "out", tmp_path / "export"
+  args = [sys.executable, TOOL, "--do_train", "--do_predict", f"--train_file={train}",
+          f"--predict_file={_write_json(tmp_path / 'dev.json', dev)}", "--predict_articles=1:",
+          f"--vocab_file={pretrained.minilm_vocab_file()}",
+          f"--bert_config_file={_tiny_config_file(tmp_path)}", "--max_seq_length=64",
+          "--doc_stride=32", "--max_query_length=16", "--train_batch_size=8",
+          "--gradient_accumulation_steps=2", "--distribution_strategy=mirrored",
+          "--num_cpu_devices=2", "--max_train_steps=3", f"--output_dir={out}",
+          f"--export_dir={export_dir}", "--verbose=2"]
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+  run = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300,
+                       check=False)
+  assert run.returncode == 0, run.stderr[-3000:]
+  lines = run.stdout.strip().splitlines()
+  scores = json.loads(next(line for line in reversed(lines) if line.startswith("{")))
+  assert sorted(scores) == ["exact_match", "f1"]
+  # It ends by listing what it wrote where.
+  wrote = lines.index("wrote:")
+  assert [line.strip() for line in lines[wrote + 1:]] == [
+      str(out / name) for name in ("model.keras", "predictions.json",
+                                   "nbest_predictions.json", "eval_results.json")] + [
+                                       str(tmp_path / "export")]
+  assert "steps=3 " in run.stdout  # 3 applied steps = 6 micro-steps of 8 on 2 replicas.
+  assert sorted(_read(out / "predictions.json")) == sorted(
+      qa["id"] for p in dev["data"][1]["paragraphs"] for qa in p["qas"])
+  assert _read(out / "run_config.json")["gradient_accumulation_steps"] == 2
+  assert os.path.exists(export_dir / "saved_model.pb")
+
+
+def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_path):
+  # The benchmark's set-up in small: one_device strategy (Keras' fit draws a first batch
+  # from a throw-away iterator to build the model), AdamW, warmup, clipping, weight decay;
+  # 76 features, so the second epoch starts mid-run (7 steps of 12 = 84 features).
+  _write_json(tmp_path / "train.json", synthetic_squad(16, seed=4))
+  runs = {k: squad_run.run_squad(_run_config(
+      tmp_path, f"k{k}", do_train=True, train_batch_size=12, gradient_accumulation_steps=k,
+      max_train_steps=7, num_train_epochs=2.0, clip_norm=0.5, learning_rate=1e-3,
+      features=squad_features.FeatureConfig(max_seq_length=64, doc_stride=32,
+                                            max_query_length=16)))
+          for k in (1, 4)}
+  assert runs[1]["train"]["steps"] == runs[4]["train"]["steps"] == 7
+  deviation = helpers.saved_weight_deviation(tmp_path / "k1", tmp_path / "k4")
+  # Measured ~2e-6 (float32 sums in another order, lifted by Adam's normalization on tiny
+  # gradients); before epochs were a pure function of the seed, k=4 trained on other
+  # examples and deviated by 2e-2, more than training moved the weights (1.3e-2).
+  assert deviation < 2e-5, deviation
+  assert runs[1]["train"]["loss"] == pytest.approx(runs[4]["train"]["loss"], rel=1e-5)
+
+
+def _never_build(*args):
+  raise AssertionError("the model was built: the inputs should have been refused first")
+
+
+def _v2_dev(version):
+  """synthetic dev data whose first question is unanswerable; `version` None: no field."""
+  dev = synthetic_squad(2, seed=2)
+  dev.pop("version")
+  if version:
+    dev["version"] = version
+  dev["data"][0]["paragraphs"][0]["qas"][0].update(answers=[], is_impossible=True)
+  return dev
+
+
+@pytest.mark.parametrize("role", ["train", "predict"])
+@pytest.mark.parametrize("version, field", [
+    ("v2.0", "version: 2.0, SQuAD 2.0 data"),
+    (None, "data[0].paragraphs[0].qas[0].is_impossible: true, an unanswerable (SQuAD 2.0) "
+           "question")])
+def test_v2_data_without_the_v2_flag_is_refused_before_the_model_is_built(
+    tmp_path, monkeypatch, role, version, field):
+  path = _write_json(tmp_path / f"{role}.json", _v2_dev(version))
+  monkeypatch.setattr(squad_run, "build_span_labeler", _never_build)
+  config = _run_config(tmp_path, "out", **{f"do_{role}": True, f"{role}_file": path})
+  with pytest.raises(ValueError, match=re.escape(
+      f"{path}: {field}: pass --version_2_with_negative")):
+    squad_run.run_squad(config)
+  assert not os.path.exists(tmp_path / "out")
+
+
+def test_v1_1_data_with_the_v2_flag_is_allowed_with_a_note(tmp_path, capsys):
+  v2_flag = squad_postprocess.PostprocessConfig(version_2_with_negative=True)
+  train = _write_json(tmp_path / "train.json", synthetic_squad(2, seed=1))
+  dev = _write_json(tmp_path / "dev.json", {**_v2_dev(None), "version": "v2.0"})
+  inputs = squad_run.read_inputs(_run_config(tmp_path, "out", do_train=True, do_predict=True,
+                                             postprocess=v2_flag))
+  assert (inputs["train"][0].version, inputs["predict"][0].version) == ("1.1", "2.0")
+  assert capsys.readouterr().out == (
+      f"note: {train} is SQuAD 1.1 (every question has an answer); with "
+      "--version_2_with_negative predictions may still be \"\" (no answer)\n")
+  # An unanswerable question in a 1.1 (unversioned) file trains, but cannot be scored.
+  _write_json(tmp_path / "train.json", _v2_dev(None))
+  _write_json(tmp_path / "dev.json", _v2_dev(None))
+  inputs = squad_run.read_inputs(_run_config(tmp_path, "out", do_train=True,
+                                             postprocess=v2_flag))
+  assert inputs["train"][0].unanswerable and not inputs["train"][0].is_v2
+  with pytest.raises(ValueError, match=re.escape(
+      f"{dev}: data[0].paragraphs[0].qas[0].is_impossible: true, a SQuAD 2.0 question, but "
+      "the file's \"version\" is 1.1")):
+    squad_run.read_inputs(_run_config(tmp_path, "out", do_predict=True, postprocess=v2_flag))
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(features=squad_features.FeatureConfig(max_seq_length=96, doc_stride=78,
+                                                max_query_length=16)),
+     "doc_stride (78) is longer than the context window max_seq_length - max_query_length "
+     "- 3 = 96 - 16 - 3 = 77: windows would not overlap"),
+    (dict(predict_batch_size=0), "predict_batch_size must be >= 1"),
+    (dict(postprocess=squad_postprocess.PostprocessConfig(n_best_size=0)),
+     "n_best_size (0) and max_answer_length (30) must be >= 1"),
+    (dict(postprocess=squad_postprocess.PostprocessConfig(max_answer_length=0)),
+     "n_best_size (20) and max_answer_length (0) must be >= 1"),
+])
+def test_window_arithmetic_is_checked_before_anything_runs(tmp_path, monkeypatch, overrides,
+                                                           message):
+  monkeypatch.setattr(squad_run, "build_span_labeler", _never_build)
+  with pytest.raises(ValueError, match=re.escape(message)):
+    squad_run.run_squad(_run_config(tmp_path, "out", do_predict=True, **overrides))
+  assert not os.path.exists(tmp_path / "out")
+  # A stride of exactly the window is allowed (the check is not off by one).
+  _run_config(tmp_path, "out", do_predict=True, features=squad_features.FeatureConfig(
+      max_seq_length=96, doc_stride=77, max_query_length=16)).validate()
+
+
+def test_empty_predict_file_is_found_before_the_model_is_built(tmp_path, monkeypatch):
+  train = _write_json(tmp_path / "train.json", synthetic_squad(2, seed=1))
+  monkeypatch.setattr(squad_run, "build_span_labeler", _never_build)
+  for dev, message in (('{"version": "1.1", "data": []}', ": data: no questions (in 0 articles)"),
+                       ('{"version": "1.1"}', ": data is missing"),
+                       ("{", " is not valid (gzip-compressed) UTF-8 JSON")):
+    path = tmp_path / "dev.json"
+    path.write_text(dev, "utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"{path}{message}")):
+      squad_run.run_squad(_run_config(tmp_path, "out", do_train=True, do_predict=True,
+                                      train_file=train))
+    assert not os.path.exists(tmp_path / "out")

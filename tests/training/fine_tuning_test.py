@@ -1,0 +1,170 @@
+"""Tests for tfbert.training.fine_tuning: reproducible epochs, and k micro-batches == one big batch.
+
+The `fit` equivalence runs the way `run_squad` and `run_classifier` do: the model is built in
+a strategy's scope (so Keras' `fit` first draws a batch from a throw-away iterator to build
+it), compiled with the `tfbert.training.optimization` stack, and trained by `fit_steps`.
+"""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfbert import BertClassifier, BertConfig
+from tfbert.training import fine_tuning, optimization
+
+CONFIG = BertConfig(vocab_size=41, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                    intermediate_size=19, max_position_embeddings=13, type_vocab_size=2,
+                    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+SEQ, CLASSES, EXAMPLES = 11, 3, 17
+
+
+def _take(dataset, count):
+  return [int(x) for x in dataset.take(count).as_numpy_iterator()]
+
+
+def test_every_iterator_yields_the_same_sequence_of_new_permutations():
+  dataset = fine_tuning.epoch_shuffled(tf.data.Dataset.range(7), 7, seed=3)
+  first = _take(dataset, 21)
+  iterator = iter(dataset)
+  next(iterator)  # What Keras' symbolic build does with its own iterator.
+  assert _take(dataset, 21) == first
+  epochs = [first[i:i + 7] for i in range(0, 21, 7)]
+  assert all(sorted(epoch) == list(range(7)) for epoch in epochs)
+  assert len({tuple(epoch) for epoch in epochs}) == 3  # A new order each epoch.
+  assert epochs[0] != list(range(7))
+  other_seed = fine_tuning.epoch_shuffled(tf.data.Dataset.range(7), 7, seed=4)
+  assert _take(other_seed, 7) != epochs[0]
+
+
+def test_the_stateful_shuffle_it_replaces_reorders_each_new_iterator():
+  # The trap, shown on TensorFlow itself: the second iterator sees another order.
+  dataset = tf.data.Dataset.range(50).shuffle(50, seed=3, reshuffle_each_iteration=True)
+  assert _take(dataset.repeat(), 50) != _take(dataset.repeat(), 50)
+
+
+def test_structured_elements_stay_aligned():
+  ids = np.arange(9 * 2).reshape(9, 2)
+  labels = np.arange(9) * 100
+  dataset = tf.data.Dataset.from_tensor_slices(({"ids": ids}, {"label": labels}))
+  for features, targets in fine_tuning.epoch_shuffled(dataset, 9, seed=1).take(18):
+    row = int(features["ids"][0]) // 2
+    assert int(targets["label"]) == 100 * row and int(features["ids"][1]) == 2 * row + 1
+
+
+def test_an_empty_dataset_is_refused():
+  with pytest.raises(ValueError, match="empty"):
+    fine_tuning.epoch_shuffled(tf.data.Dataset.range(0), 0, seed=1)
+
+
+def _examples():
+  rng = np.random.default_rng(5)
+  lengths = rng.integers(4, SEQ + 1, EXAMPLES)
+  mask = (np.arange(SEQ)[None] < lengths[:, None]).astype(np.int32)
+  features = {"input_ids": rng.integers(1, CONFIG.vocab_size, (EXAMPLES, SEQ)).astype(np.int32)
+              * mask, "input_mask": mask, "segment_ids": np.zeros((EXAMPLES, SEQ), np.int32)}
+  labels = rng.integers(0, CLASSES, EXAMPLES).astype(np.int32)
+  return tf.data.Dataset.from_tensor_slices((features, {"logits": labels}))
+
+
+def _fit(initial, accumulation_steps, batch_size=6, steps=9):
+  strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+  with strategy.scope():
+    model = BertClassifier(CONFIG, CLASSES, dropout_rate=0.0)
+    model.build()
+    model.set_weights(initial)
+    model.compile(optimizer=optimization.create_optimizer(optimization.OptimizerConfig(
+        name="adamw", learning_rate=3e-3, warmup_steps=2, total_steps=steps,
+        schedule_mode="decay_after_warmup", weight_decay_rate=0.01, clip_norm=0.5,
+        accumulation_steps=accumulation_steps, accumulation_reduction="mean")),
+        loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
+  # Batched and prefetched as the runs do: the throw-away iterator's prefetching then
+  # reaches into later epochs, which a stateful reshuffle lets change the order.
+  dataset = (fine_tuning.epoch_shuffled(_examples(), EXAMPLES, seed=11)
+             .batch(batch_size // accumulation_steps, drop_remainder=True)
+             .prefetch(tf.data.AUTOTUNE))
+  summary = fine_tuning.fit_steps(model, dataset, steps=steps,
+                                  accumulation_steps=accumulation_steps,
+                                  num_examples=EXAMPLES, batch_size=batch_size, verbose=0)
+  return model.get_weights(), summary
+
+
+def test_k_micro_batches_in_fit_equal_one_big_batch():
+  keras.utils.set_random_seed(2)
+  model = BertClassifier(CONFIG, CLASSES, dropout_rate=0.0)
+  model.build()
+  initial = model.get_weights()
+  # 9 steps of 6 over 17 examples: several epochs, each starting mid-batch.
+  big, summary = _fit(initial, 1)
+  accumulated, accumulated_summary = _fit(initial, 3)
+  assert summary["steps"] == accumulated_summary["steps"] == 9
+  moved = max(float(np.abs(a - b).max()) for a, b in zip(big, initial))
+  deviation = max(float(np.abs(a - b).max()) for a, b in zip(big, accumulated))
+  # AdamW with clipping: summing 3 micro-batch gradients instead of one batch changes float32
+  # rounding (~1e-7 relative), which Adam's normalization can lift to ~1e-6 on tiny
+  # gradients; other examples or windows move weights by ~1e-2 (the bug this catches).
+  assert moved > 1e-2
+  assert deviation < 1e-5, deviation
+
+
+@pytest.mark.parametrize("steps, k, examples, batch, want", [
+    (343, 1, 3668, 32, (4, 86)),    # MRPC x 3 epochs: not 3 x 114 + a 1-step epoch.
+    (308, 4, 9885, 32, (1, 1232)),  # The SQuAD recipe with 4 x 8.
+    (9, 3, 17, 6, (5, 6)),          # Fewer examples than windows need: whole windows.
+])
+def test_keras_epochs_are_even_whole_windows_covering_the_run(steps, k, examples, batch, want):
+  epochs, per_epoch = fine_tuning.keras_epochs(steps, k, examples, batch)
+  assert (epochs, per_epoch) == want
+  assert per_epoch % k == 0 and steps * k <= epochs * per_epoch < steps * k + epochs * k
+
+
+def test_vocab_beside_an_init_tfbert_model_is_found(tmp_path):
+  # A run directory (and convert's tfbert output) holds vocab.txt beside model.keras.
+  config = fine_tuning.FineTuningConfig(output_dir=str(tmp_path / "out"),
+                                        init_tfbert=str(tmp_path / "run" / "model.keras"))
+  with pytest.raises(ValueError, match=f"no vocab.txt in {tmp_path / 'run'}"):
+    fine_tuning.resolve_vocab_file(config)
+  (tmp_path / "run").mkdir()
+  (tmp_path / "run" / "vocab.txt").write_text("[PAD]\n")
+  assert fine_tuning.resolve_vocab_file(config) == str(tmp_path / "run" / "vocab.txt")
+
+
+def test_init_tfbert_names_a_keras_file_that_is_not_a_tfbert_model(tmp_path):
+  plain = str(tmp_path / "plain.keras")
+  keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]).save(plain)
+  truncated = str(tmp_path / "truncated.keras")
+  with open(plain, "rb") as f, open(truncated, "wb") as out:
+    out.write(f.read()[:300])
+  for path, message in ((plain, "not a tfbert model: holds a keras Sequential"),
+                        (truncated, "not a valid .keras file (not a zip archive")):
+    config = fine_tuning.FineTuningConfig(output_dir=str(tmp_path), init_tfbert=path)
+    with pytest.raises(ValueError) as e:  # Before: AttributeError / "File not found".
+      fine_tuning.initial_weights(config)
+    assert str(e.value).startswith(f"{path}: {message}"), e.value
+
+
+_SAVE_ON_FULL_DISK = """
+import dataclasses, os, sys
+from tests.training import fine_tuning_test
+from tfbert import BertClassifier
+from tfbert.training import fine_tuning
+config = dataclasses.replace(fine_tuning_test.CONFIG, vocab_size=3001)  # > 64 KiB of weights
+model = BertClassifier(config, 3)
+model.build()
+try:
+  fine_tuning.save_without_optimizer(model, os.path.join(sys.argv[1], "model.keras"))
+except OSError as e:
+  print("failed:", e)
+"""
+
+
+def test_saving_the_model_on_a_full_disk_leaves_no_file(small_disk):
+  # Before: a truncated model.keras under its final name ("File not found" when loaded).
+  result = small_disk.run(_SAVE_ON_FULL_DISK, small_disk.path)
+  assert result.returncode == 0, result.stderr[-3000:]
+  output = os.path.join(small_disk.path, "model.keras")
+  assert result.stdout.strip().splitlines()[-1].startswith(f"failed: cannot write {output}: "), (
+      small_disk.kind, result.stdout)
+  assert small_disk.files() == []

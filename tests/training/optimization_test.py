@@ -1,0 +1,78 @@
+"""Tests for tfbert.training.optimization: the factory, and the stack inside Keras
+`compile`/`fit`."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import training_loop
+from tfbert.training import optimization
+from tfbert.training.accumulation import GradientAccumulationOptimizer, LossScaleOptimizer
+from tfbert.training.optimizers import AdamW, Lamb
+
+
+@pytest.mark.parametrize("name, cls", [("adamw", AdamW), ("lamb", Lamb),
+                                       ("sgd", keras.optimizers.SGD)])
+def test_factory_builds_the_documented_stack(name, cls):
+  config = optimization.OptimizerConfig(name=name, learning_rate=1e-3, warmup_steps=10,
+                                        total_steps=100, accumulation_steps=4, clip_norm=1.0,
+                                        loss_scale=True, initial_loss_scale=128.0)
+  optimizer = optimization.create_optimizer(config)
+  assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+  assert isinstance(optimizer, LossScaleOptimizer) and optimizer.initial_scale == 128.0
+  accumulator = optimizer.inner_optimizer
+  assert isinstance(accumulator, GradientAccumulationOptimizer)
+  assert (accumulator.steps, accumulator.clip_norm) == (4, 1.0)
+  assert type(accumulator.inner_optimizer) is cls
+  schedule = accumulator.inner_optimizer._learning_rate
+  assert isinstance(schedule, optimization.WarmupPolynomialDecay)
+  # Google's schedule: step 5 is half-way through warmup.
+  assert float(schedule(5)) == pytest.approx(5e-4)
+
+
+def test_without_loss_scaling_the_accumulator_is_outermost_even_for_one_step():
+  optimizer = optimization.create_optimizer(optimization.OptimizerConfig())
+  assert type(optimizer) is GradientAccumulationOptimizer and optimizer.steps == 1
+
+
+def test_lamb_layer_adaptation_exclusions_do_not_default_to_decay_exclusions():
+  lamb = optimization.create_optimizer(optimization.OptimizerConfig(name="lamb")).inner_optimizer
+  layer = keras.layers.LayerNormalization(name="layer_norm")
+  layer.build((None, 4))
+  assert not lamb.uses_weight_decay(layer.gamma)
+  assert lamb.uses_layer_adaptation(layer.gamma)
+
+
+def test_unknown_optimizer_is_named():
+  with pytest.raises(ValueError, match="optimizer name must be one of"):
+    optimization.OptimizerConfig(name="adam")
+
+
+def _mlp():
+  model = keras.Sequential([keras.layers.Input((5,)), keras.layers.Dense(7, activation="tanh"),
+                            keras.layers.Dense(3)])
+  model.set_weights([np.random.default_rng(i).standard_normal(w.shape).astype(np.float32) * 0.5
+                     for i, w in enumerate(model.get_weights())])
+  return model
+
+
+def test_works_in_keras_fit_under_mirrored_strategy_and_equals_the_big_batch():
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((24, 5)).astype(np.float32)
+  y = rng.standard_normal((24, 3)).astype(np.float32)
+  strategy = training_loop.mirrored_strategy()
+  with strategy.scope():
+    model = _mlp()
+    model.compile(optimizer=optimization.with_gradient_accumulation(
+        keras.optimizers.SGD(0.1, momentum=0.9), 3), loss="mse")
+  # 3 micro-batches of 4 (2 per replica) per window; 6 micro-batches = 2 applied steps.
+  model.fit(x, y, batch_size=4, epochs=1, shuffle=False, verbose=0)
+  reference = _mlp()
+  sgd = keras.optimizers.SGD(0.1, momentum=0.9)
+  for start in (0, 12):
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_mean(tf.square(reference(x[start:start + 12]) - y[start:start + 12]))
+    sgd.apply(tape.gradient(loss, reference.trainable_variables), reference.trainable_variables)
+  assert int(model.optimizer.iterations.numpy()) == 2
+  assert training_loop.max_weight_diff(model, reference) < 1e-5  # float32 reordering only

@@ -1,0 +1,268 @@
+"""The alignment harness: the same pretraining under several set-ups gives the same loss curve.
+
+Every variant starts from the same initial checkpoint (written once, Google format), with
+dropout off and deterministic, unshuffled data (`PretrainingRunConfig.deterministic`), logs
+the loss of every applied step (`log_every=1`) and exports its final weights. Each variant
+is then compared with the reference (the first one), step by step:
+
+  deviation_t = |loss_t - reference_t|,  relative_t = deviation_t / |reference_t|
+
+and passes when every `relative_t` is within the tolerance of the pair's kind (the looser of
+the two): float32 equivalences must agree to float32 rounding; reduced precision gets room
+for its rounding (`DEFAULT_TOLERANCES`, measured in ALIGNMENT.md).
+
+Variant axes (`Variant`): execution (eager / graph / XLA), replicas (logical devices under
+`MirroredStrategy`), worker processes (`MultiWorkerMirroredStrategy`), gradient accumulation
+(the same global batch in k micro-batches), precision (float32 / mixed_bfloat16 /
+mixed_float16 with loss scaling), continuity (stopped after a step and resumed in a fresh
+run), and the loss normalization (`"micro_batch"`: each micro-batch normalized by its own
+masked-token count, the common port bug, which the harness is expected to catch).
+
+Variants run in this process one after another (one process configured with enough logical
+CPU devices), except multi-worker ones, which run as worker processes
+(`python -m tfbert.alignment.alignment_worker`).
+"""
+
+import dataclasses
+import json
+import math
+import os
+import re
+import sys
+from typing import Optional, Sequence
+
+import numpy as np
+
+from tfbert.config import BertConfig
+from tfbert.training import optimization
+
+EXECUTIONS = ("eager", "graph", "xla")
+# Relative per-step loss tolerance by kind; a pair uses the looser of its two kinds.
+# float32: reorderings of float32 sums (replicas, accumulation, XLA fusion) move a loss by
+# ~1e-7 relative per step (measured <= 9.3e-7 over 1000 steps, ALIGNMENT.md); 1e-5 leaves
+# 10x room and still catches a wrong loss normalization (7e-4 within 8 steps).
+# Reduced precision against float32 (ALIGNMENT.md, 300 steps of the small BERT): measured
+# 1.3e-4 for mixed_bfloat16 and 2.7e-3 for mixed_float16, both growing with the steps; the
+# defaults leave about 4x room over such runs.
+DEFAULT_TOLERANCES = {"float32": 1e-5, "mixed_bfloat16": 5e-4, "mixed_float16": 1e-2}
+PRESETS = {
+    "graph": {}, "eager": {"execution": "eager"}, "xla": {"execution": "xla"},
+    "mirrored": {"replicas": 2}, "workers": {"workers": 2},
+    "bfloat16": {"dtype": "mixed_bfloat16"}, "float16": {"dtype": "mixed_float16"},
+    "micro_batch_normalization": {"loss_normalization": "micro_batch"},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+  """One training set-up; everything else is the `AlignmentConfig`'s.
+
+  Attributes:
+    name: unique; names its run directory.
+    execution: "eager", "graph" (`tf.function`) or "xla" (`jit_compile`).
+    replicas: local logical devices (`MirroredStrategy` when > 1).
+    workers: processes (`MultiWorkerMirroredStrategy` when > 1, one device each).
+    accumulation_steps: micro-batches per applied step (same global batch).
+    dtype: "float32", "mixed_bfloat16" or "mixed_float16" (with dynamic loss scaling).
+    resume_at: stop after this applied step, then resume from the checkpoint.
+    loss_normalization: "window" (exact) or "micro_batch" (known to differ).
+  """
+  name: str
+  execution: str = "graph"
+  replicas: int = 1
+  workers: int = 1
+  accumulation_steps: int = 1
+  dtype: str = "float32"
+  resume_at: Optional[int] = None
+  loss_normalization: str = "window"
+
+  def __post_init__(self):
+    if self.execution not in EXECUTIONS:
+      raise ValueError(f"variant {self.name!r}: execution must be one of {EXECUTIONS}, "
+                       f"got {self.execution!r}")
+    if self.dtype not in DEFAULT_TOLERANCES:
+      raise ValueError(f"variant {self.name!r}: dtype must be one of "
+                       f"{tuple(DEFAULT_TOLERANCES)}, got {self.dtype!r}")
+    if self.loss_normalization not in ("window", "micro_batch"):
+      raise ValueError(f"variant {self.name!r}: loss_normalization must be 'window' or "
+                       f"'micro_batch', got {self.loss_normalization!r}")
+    if min(self.replicas, self.workers, self.accumulation_steps) < 1:
+      raise ValueError(f"variant {self.name!r}: replicas, workers and accumulation_steps "
+                       "must be >= 1")
+    if self.replicas > 1 and self.workers > 1:
+      raise ValueError(f"variant {self.name!r}: use replicas or workers, not both")
+
+  @property
+  def kind(self) -> str:
+    """The tolerance kind: the precision."""
+    return self.dtype
+
+
+def parse_variant(spec: str) -> Variant:
+  """A `Variant` from a preset name or `name:field=value;...`.
+
+  Presets: graph, eager, xla, mirrored, workers, bfloat16, float16,
+  micro_batch_normalization, accumulateK (k micro-batches), resumeN (stop after step N).
+
+  Raises:
+    ValueError: naming the spec and what is wrong.
+  """
+  name, _, fields = spec.partition(":")
+  values = {}
+  if fields:
+    types = {f.name: f.type for f in dataclasses.fields(Variant)}
+    for item in fields.split(";"):
+      key, sep, value = item.partition("=")
+      if not sep or key not in types or key == "name":
+        raise ValueError(f"variant {spec!r}: {item!r} is not field=value with a field of "
+                         f"{sorted(k for k in types if k != 'name')}")
+      values[key] = int(value) if key in ("replicas", "workers", "accumulation_steps",
+                                          "resume_at") else value
+  elif name in PRESETS:
+    values = dict(PRESETS[name])
+  elif re.fullmatch(r"accumulate\d+", name):
+    values = {"accumulation_steps": int(name[len("accumulate"):])}
+  elif re.fullmatch(r"resume\d+", name):
+    values = {"resume_at": int(name[len("resume"):])}
+  else:
+    raise ValueError(f"unknown variant {spec!r}: use a preset ({', '.join(PRESETS)}, "
+                     "accumulateK, resumeN) or name:field=value;...")
+  return Variant(name=name, **values)
+
+
+@dataclasses.dataclass(frozen=True)
+class AlignmentConfig:
+  """The training every variant shares.
+
+  Attributes:
+    bert_config: the model; dropout is switched off for alignment.
+    input_files: pretraining TFRecord globs (`create_pretraining_data`).
+    steps: applied steps of every variant.
+    train_batch_size: global sequences per applied step.
+    optimizer: optimizer, schedule and clipping (its total_steps/accumulation are set here).
+    variants: the first is the reference.
+    tolerances: relative per-step loss tolerance by kind (`DEFAULT_TOLERANCES` by default).
+    compare_weights: also compare the final weights.
+  """
+  bert_config: BertConfig
+  input_files: Sequence[str]
+  variants: Sequence[Variant]
+  steps: int = 20
+  train_batch_size: int = 32
+  max_seq_length: int = 128
+  max_predictions_per_seq: int = 20
+  optimizer: optimization.OptimizerConfig = optimization.OptimizerConfig(
+      name="sgd", learning_rate=1e-3, momentum=0.9, clip_norm=None)
+  seed: int = 12345
+  tolerances: Optional[dict] = None
+  compare_weights: bool = True
+
+  def __post_init__(self):
+    unknown = set(self.tolerances or {}) - set(DEFAULT_TOLERANCES)
+    if unknown:
+      raise ValueError(f"tolerance kinds must be among {tuple(DEFAULT_TOLERANCES)}, got "
+                       f"{sorted(unknown)}")
+    names = [v.name for v in self.variants]
+    if len(names) < 2:
+      raise ValueError("alignment needs at least two variants")
+    if len(set(names)) != len(names):
+      raise ValueError(f"variant names must be unique, got {names}")
+    for v in self.variants:
+      if self.train_batch_size % (v.accumulation_steps * v.replicas * v.workers):
+        raise ValueError(f"variant {v.name!r}: train_batch_size {self.train_batch_size} is "
+                         f"not a multiple of accumulation_steps x replicas x workers")
+      if v.resume_at is not None and not 0 < v.resume_at < self.steps:
+        raise ValueError(f"variant {v.name!r}: resume_at must be in [1, {self.steps - 1}]")
+
+  def tolerance(self, a: Variant, b: Variant) -> float:
+    table = {**DEFAULT_TOLERANCES, **(self.tolerances or {})}
+    return max(table[a.kind], table[b.kind])
+
+  @property
+  def replicas_needed(self) -> int:
+    return max(v.replicas for v in self.variants)
+
+
+@dataclasses.dataclass(frozen=True)
+class PairReport:
+  """A variant against the reference."""
+  variant: str
+  reference: str
+  tolerance: float
+  max_abs_deviation: float
+  max_rel_deviation: float
+  first_step_over: Optional[int]
+  weights_max_abs_deviation: Optional[float] = None
+  weights_max_rel_deviation: Optional[float] = None
+
+  @property
+  def passed(self) -> bool:
+    weights_ok = (self.weights_max_rel_deviation is None or
+                  self.weights_max_rel_deviation <= self.tolerance)
+    return self.first_step_over is None and weights_ok
+
+
+def compare_curves(reference: Sequence[float], other: Sequence[float], tolerance: float
+                   ) -> tuple[float, float, Optional[int]]:
+  """(max |a-b|, max |a-b|/|ref|, first 1-based step over `tolerance`, or None).
+
+  Curves of different lengths, or a non-finite loss, fail at the first such step.
+  """
+  ref, oth = np.asarray(reference, np.float64), np.asarray(other, np.float64)
+  n = min(len(ref), len(oth))
+  deviation = np.abs(ref[:n] - oth[:n])
+  relative = deviation / np.maximum(np.abs(ref[:n]), 1e-30)
+  bad = ~np.isfinite(relative) | (relative > tolerance)
+  if len(ref) != len(oth):
+    bad = np.append(bad, True)
+  first = int(np.argmax(bad)) + 1 if bad.any() else None
+  def finite(x):
+    return float(np.max(np.where(np.isfinite(x), x, np.inf))) if n else math.inf
+  return finite(deviation), finite(relative), first
+
+
+def compare_weights(reference: dict, other: dict) -> tuple[float, float]:
+  """(max |a-b|, that / max |a|) over all tensors of two `{name: array}` dicts.
+
+  Raises:
+    ValueError: when the two hold different tensor names.
+  """
+  if set(reference) != set(other):
+    raise ValueError(f"the weights differ in names: {sorted(set(reference) ^ set(other))}")
+  deviation = max(float(np.max(np.abs(reference[k] - other[k]))) for k in reference)
+  scale = max(float(np.max(np.abs(reference[k]))) for k in reference)
+  return deviation, deviation / max(scale, 1e-30)
+
+
+def report_json(config: AlignmentConfig, curves: dict, pairs: Sequence[PairReport]) -> dict:
+  """The JSON report: per-step losses per variant and one entry per compared pair."""
+  return {
+      "steps": config.steps,
+      "reference": config.variants[0].name,
+      "variants": {v.name: dataclasses.asdict(v) for v in config.variants},
+      "losses": {name: list(map(float, losses)) for name, losses in curves.items()},
+      "pairs": [{**dataclasses.asdict(p), "passed": p.passed} for p in pairs],
+      "passed": all(p.passed for p in pairs),
+  }
+
+
+def format_table(pairs: Sequence[PairReport]) -> str:
+  """A plain-text table of the pairs."""
+  rows = [f"{'variant':<28} {'max rel dev':>12} {'tolerance':>10} {'first step over':>16}  "
+          "result"]
+  for p in pairs:
+    rows.append(f"{p.variant:<28} {p.max_rel_deviation:>12.3e} {p.tolerance:>10.1e} "
+                f"{str(p.first_step_over or '-'):>16}  {'ok' if p.passed else 'DIFFERS'}")
+  return "\n".join(rows)
+
+
+def write_report(path: str, report: dict) -> None:
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(report, f, indent=1)
+    f.write("\n")
+
+
+def python_command(*args: str) -> list[str]:
+  """How to run `tfbert.alignment.alignment_worker` with this interpreter."""
+  return [sys.executable, "-m", "tfbert.alignment.alignment_worker", *args]

@@ -1,0 +1,157 @@
+"""Runs an `AlignmentConfig`: the initial checkpoint, every variant, the comparison, the report.
+
+  workdir/
+    init/bert_model.ckpt*, bert_config.json   the shared initial weights (Google format)
+    runs/<variant>/                            each variant's pretraining run directory
+                                               (metrics.jsonl, TensorBoard train/, export/)
+    report.json, alignment.png                 the comparison
+
+`tensorboard --logdir workdir/runs` shows the variants side by side.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Callable, Optional
+
+import keras
+
+from tfbert.alignment import alignment
+from tfbert.alignment.alignment import AlignmentConfig, PairReport, Variant
+from tfbert.checkpoints import google_checkpoint
+from tfbert.models import BertPretrainer
+from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
+from tfbert.training import distribution, workers
+
+SPEC_FILE = "alignment_spec.json"
+
+
+def without_dropout(config):
+  return dataclasses.replace(config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+def write_initial_checkpoint(config: AlignmentConfig, workdir: str) -> str:
+  """Builds the model from `config.seed` once and writes it; returns the checkpoint prefix."""
+  prefix = os.path.join(workdir, "init", "bert_model.ckpt")
+  if not os.path.exists(prefix + ".index"):
+    keras.utils.set_random_seed(config.seed)
+    model = BertPretrainer(without_dropout(config.bert_config), dtype="float32")
+    model.build()
+    google_checkpoint.export_google_checkpoint(model, prefix)
+  return prefix
+
+
+def run_config(config: AlignmentConfig, variant: Variant, workdir: str,
+               init_checkpoint: str) -> PretrainingRunConfig:
+  """The pretraining run of one variant."""
+  if variant.workers > 1:
+    strategy, devices = "multi_worker", 1
+  else:
+    strategy, devices = ("mirrored" if variant.replicas > 1 else "one_device"), variant.replicas
+  return PretrainingRunConfig(
+      bert_config=without_dropout(config.bert_config), input_files=list(config.input_files),
+      model_dir=os.path.join(workdir, "runs", variant.name),
+      optimizer=dataclasses.replace(config.optimizer, total_steps=config.steps,
+                                    accumulation_steps=variant.accumulation_steps),
+      train_batch_size=config.train_batch_size, max_seq_length=config.max_seq_length,
+      max_predictions_per_seq=config.max_predictions_per_seq,
+      init_checkpoint=init_checkpoint, dtype=variant.dtype, distribution=strategy,
+      num_cpu_devices=devices, jit_compile=variant.execution == "xla",
+      run_eagerly=variant.execution == "eager", seed=config.seed, deterministic=True,
+      checkpoint_every=10**9,  # Only at the end (or at resume_at).
+      log_every=1, window_normalization=variant.loss_normalization == "window")
+
+
+def run_variant(config: AlignmentConfig, variant: Variant, workdir: str, init_checkpoint: str,
+                timeout: float = 3600.0) -> list[float]:
+  """Trains one variant (both halves when it resumes); returns its per-step losses.
+
+  Raises:
+    RuntimeError: when a worker process fails (its output tail included).
+  """
+  run = run_config(config, variant, workdir, init_checkpoint)
+  legs = [dataclasses.replace(run, stop_at_step=variant.resume_at), run] \
+      if variant.resume_at else [run]
+  for leg in legs:
+    if variant.workers > 1:
+      _run_workers(leg, variant.workers, timeout)
+    else:
+      run_pretraining(leg)
+  return read_losses(run.model_dir)
+
+
+def _run_workers(run: PretrainingRunConfig, num_workers: int, timeout: float) -> None:
+  os.makedirs(run.model_dir, exist_ok=True)
+  spec = os.path.join(run.model_dir, SPEC_FILE)
+  with open(spec, "w", encoding="utf-8") as f:
+    f.write(run.to_json())
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  results = workers.launch_workers(alignment.python_command(spec), num_workers, timeout,
+                                   cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                   env=env)
+  failed = [(i, r) for i, r in enumerate(results) if r.returncode != 0]
+  if failed:
+    index, result = failed[0]
+    raise RuntimeError(f"worker {index} of {run.model_dir} exited with {result.returncode}:\n"
+                       f"{result.stdout[-3000:]}")
+
+
+def read_losses(model_dir: str) -> list[float]:
+  """The per-step `loss` of a run's metrics.jsonl (logged every step)."""
+  with open(os.path.join(model_dir, "metrics.jsonl"), encoding="utf-8") as f:
+    rows = [json.loads(line) for line in f]
+  steps = [r["step"] for r in rows]
+  if steps != list(range(1, len(rows) + 1)):
+    raise ValueError(f"{model_dir}/metrics.jsonl does not log every step: {steps[:10]}...")
+  return [r["loss"] for r in rows]
+
+
+def run_alignment(config: AlignmentConfig, workdir: str, plot: bool = True,
+                  log: Callable[[str], None] = print) -> dict:
+  """Runs every variant, compares each with the reference, writes report.json (+ PNG).
+
+  Returns:
+    the report dict (`alignment.report_json`); its "passed" says whether every pair is within
+    its tolerance.
+  """
+  distribution.configure_cpu_devices(config.replicas_needed)
+  os.makedirs(workdir, exist_ok=True)
+  init = write_initial_checkpoint(config, workdir)
+  curves, final_weights = {}, {}
+  for variant in config.variants:
+    log(f"variant {variant.name}: {variant}")
+    curves[variant.name] = run_variant(config, variant, workdir, init)
+    if config.compare_weights:
+      final_weights[variant.name] = google_checkpoint.read_google_checkpoint(os.path.join(
+          workdir, "runs", variant.name, "export", "google", "bert_model.ckpt"))
+  reference = config.variants[0]
+  pairs = [compare_pair(config, reference, v, curves, final_weights)
+           for v in config.variants[1:]]
+  report = alignment.report_json(config, curves, pairs)
+  alignment.write_report(os.path.join(workdir, "report.json"), report)
+  if plot:
+    _plot(report, os.path.join(workdir, "alignment.png"), log)
+  log(alignment.format_table(pairs))
+  return report
+
+
+def _plot(report: dict, path: str, log: Callable[[str], None]) -> None:
+  """The report's PNG, when matplotlib (the optional `plots` extra) is installed."""
+  try:
+    from tfbert.alignment import alignment_plot  # pylint: disable=import-outside-toplevel
+  except ImportError as error:
+    log(f"no plot ({error}; pip install 'tfbert[plots]' for {path})")
+    return
+  alignment_plot.plot_curves(report, path)
+
+
+def compare_pair(config: AlignmentConfig, reference: Variant, variant: Variant, curves: dict,
+                 final_weights: dict) -> PairReport:
+  tolerance = config.tolerance(reference, variant)
+  max_abs, max_rel, first = alignment.compare_curves(curves[reference.name],
+                                                     curves[variant.name], tolerance)
+  weights: tuple[Optional[float], Optional[float]] = (None, None)
+  if final_weights:
+    weights = alignment.compare_weights(final_weights[reference.name],
+                                        final_weights[variant.name])
+  return PairReport(variant.name, reference.name, tolerance, max_abs, max_rel, first, *weights)

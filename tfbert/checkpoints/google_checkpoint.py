@@ -1,0 +1,263 @@
+"""Reads and writes google-research/bert TF1 name-based checkpoints.
+
+Loading is strict by default: every model weight must be set and every checkpoint tensor
+that is not an optimizer slot or step counter must be used; shapes must match exactly. The
+returned `LoadReport` says which tensors were used and which weights were set.
+
+Writing uses the `SaveV2` op directly, so the checkpoint holds exactly Google's names (no
+object-graph keys) and loads in google-research/bert's own code. The files of a checkpoint
+(`.data-00000-of-00001`, `bert_config.json`, `vocab.txt`, and the `.index` last) appear
+together (`write_google_checkpoint` says how).
+
+Reading names the checkpoint prefix, the file (`.index` or a `.data-*` shard) and what is
+wrong with it (missing, truncated, corrupt) instead of TensorFlow's bare `IndexError` or
+`OpError`.
+"""
+
+import dataclasses
+import os
+import re
+import shutil
+from typing import Mapping, Optional, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfbert.checkpoints import google_names
+from tfbert.config import BertConfig
+from tfbert.runtime import atomic
+
+# What a user may pass instead of the prefix: one of the checkpoint's own files.
+_PART_SUFFIX = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadReport:
+  """What a load did.
+
+  Attributes:
+    source: The checkpoint path or file that was read.
+    used: Source tensor names assigned to model weights.
+    set_weights: tfbert weight paths that were assigned.
+    ignored: Source names skipped on purpose (optimizer slots, step counters, buffers).
+    unused: Source tensors with no model weight (allowed only with `allow_unused`).
+    missing: Google names of model weights that the source lacks (allowed only for the
+      components named in `allow_missing`).
+  """
+  source: str
+  used: tuple[str, ...]
+  set_weights: tuple[str, ...]
+  ignored: tuple[str, ...] = ()
+  unused: tuple[str, ...] = ()
+  missing: tuple[str, ...] = ()
+
+  def summary(self) -> str:
+    return (f"{self.source}: {len(self.used)} tensors used, {len(self.set_weights)} weights set, "
+            f"{len(self.ignored)} ignored, {len(self.unused)} unused, {len(self.missing)} missing")
+
+
+def read_google_checkpoint(prefix: str) -> dict[str, np.ndarray]:
+  """Reads every tensor of a TF checkpoint into `{name: array}`.
+
+  Raises:
+    FileNotFoundError: naming the prefix and the missing `.index` or data file.
+    ValueError: naming the prefix and the truncated or corrupt `.index` or data file.
+  """
+  reader = _open_index(prefix)
+  data_files = sorted(tf.io.gfile.glob(prefix + ".data-?????-of-?????"))
+  if not data_files:
+    raise FileNotFoundError(f"checkpoint {prefix}: data file {prefix}.data-00000-of-00001 is "
+                            "missing (no .data-* file beside the .index)")
+  weights = {}
+  for name in sorted(reader.get_variable_to_shape_map()):
+    try:
+      weights[name] = reader.get_tensor(name)
+    except (tf.errors.OpError, IndexError, ValueError, RuntimeError) as e:
+      raise _data_error(prefix, data_files, name, e) from e
+  return weights
+
+
+def list_google_checkpoint(prefix: str) -> dict[str, tuple[int, ...]]:
+  """Names and shapes of a checkpoint, read from its index alone (no data shard needed).
+
+  Raises:
+    FileNotFoundError, ValueError: as `read_google_checkpoint` for the `.index`.
+  """
+  reader = _open_index(prefix)
+  return {name: tuple(shape) for name, shape in sorted(reader.get_variable_to_shape_map().items())}
+
+
+def _open_index(prefix: str):
+  """A reader of the checkpoint's `.index`; errors name the file."""
+  index = prefix + ".index"
+  if not tf.io.gfile.exists(index):
+    hint = ""
+    if _PART_SUFFIX.search(prefix):
+      hint = f"; give the prefix {_PART_SUFFIX.sub('', prefix)}, without the file's suffix"
+    raise FileNotFoundError(f"no checkpoint at {prefix!r} ({index} does not exist{hint})")
+  try:
+    return tf.train.load_checkpoint(prefix)
+  except (tf.errors.OpError, IndexError, ValueError, RuntimeError) as e:
+    raise ValueError(f"checkpoint {prefix}: index file {index} is truncated or corrupt "
+                     f"({_one_line(e)})") from e
+
+
+def _data_error(prefix: str, data_files: Sequence[str], tensor: str,
+                error: Exception) -> Exception:
+  """The error to raise when reading `tensor` from the data file(s) failed."""
+  message = _one_line(error)
+  files = " / ".join(data_files)
+  if "No such file" in message:
+    missing = message.split(";")[0]
+    return FileNotFoundError(f"checkpoint {prefix}: data file {missing} is missing")
+  if isinstance(error, IndexError) or "less bytes" in message:
+    what = "truncated"
+  elif "Checksum" in message or "checksum" in message:
+    what = "corrupt"
+  else:
+    what = "unreadable"
+  return ValueError(f"checkpoint {prefix}: data file {files} is {what} "
+                    f"(reading {tensor}: {message})")
+
+
+def _one_line(error: Exception) -> str:
+  return " ".join(str(error).split()) or type(error).__name__
+
+
+def assign_google_weights(model: keras.Model, weights: Mapping[str, np.ndarray], source: str,
+                          *, allow_unused: bool = False, allow_missing: Sequence[str] = (),
+                          ignored: Sequence[str] = ()) -> LoadReport:
+  """Assigns a Google-name dict to a tfbert model, strictly.
+
+  Args:
+    model: A tfbert model.
+    weights: `{google_name: array}`; optimizer slots and step counters are ignored.
+    source: Where the weights came from, for messages.
+    allow_unused: Accept source tensors that the model has no weight for (e.g. the
+      pretraining heads when initializing a SQuAD model).
+    allow_missing: Model components (`"mlm_head"`, `"nsp_head"`, `"span_head"`,
+      `"classifier_head"`, `"encoder"`) whose weights may be absent from the source and keep
+      their initial values.
+    ignored: Further source names skipped on purpose (reported as ignored).
+
+  Returns:
+    A `LoadReport`.
+
+  Raises:
+    ValueError: listing every shape mismatch, unmatched source tensor and unset weight.
+  """
+  variables = google_names.google_variable_map(model)
+  skipped = sorted(set(ignored) | {n for n in weights if google_names.is_ignored(n)})
+  candidates = {n: w for n, w in weights.items() if n not in set(skipped)}
+  problems = []
+  mismatched = [f"{n}: source {tuple(np.shape(w))} vs model {tuple(variables[n].shape)}"
+                for n, w in sorted(candidates.items())
+                if n in variables and tuple(np.shape(w)) != tuple(variables[n].shape)]
+  if mismatched:
+    problems.append("shape mismatch:\n  " + "\n  ".join(mismatched))
+  unused = sorted(set(candidates) - set(variables))
+  if unused and not allow_unused:
+    problems.append("source tensors with no model weight:\n  " + "\n  ".join(unused))
+  missing = sorted(set(variables) - set(candidates))
+  allowed = _component_names(model, variables, allow_missing)
+  not_allowed = [n for n in missing if n not in allowed]
+  if not_allowed:
+    problems.append("model weights missing from the source:\n  " + "\n  ".join(not_allowed))
+  if problems:
+    raise ValueError(f"cannot load {source} into {type(model).__name__}:\n" + "\n".join(problems))
+  used = sorted(set(candidates) & set(variables))
+  for name in used:
+    variables[name].assign(np.asarray(candidates[name], dtype=variables[name].dtype))
+  return LoadReport(source=source, used=tuple(used),
+                    set_weights=tuple(variables[n].path for n in used), ignored=tuple(skipped),
+                    unused=tuple(unused), missing=tuple(missing))
+
+
+def _component_names(model: keras.Model, variables: Mapping, components: Sequence[str]) -> set:
+  """Google names of the weights of `components` (by weight identity, not by name prefix:
+  the classifier head's Google scope is empty, so a prefix would match every name)."""
+  attributes = {attribute for attribute, _, _, _ in google_names.components(model)}
+  owned = set()
+  for component in components:
+    if component not in attributes:
+      raise ValueError(f"{type(model).__name__} has no component {component!r}")
+    owned |= {id(w) for w in getattr(model, component).weights}
+  return {name for name, variable in variables.items() if id(variable) in owned}
+
+
+def load_google_checkpoint(model: keras.Model, prefix: str, *, allow_unused: bool = False,
+                           allow_missing: Sequence[str] = ()) -> LoadReport:
+  """Loads a google-research/bert TF1 checkpoint (`bert/...`, `cls/...`) into a tfbert model.
+
+  Args:
+    model: A tfbert model.
+    prefix: Checkpoint prefix, e.g. `.../bert_model.ckpt`.
+    allow_unused, allow_missing: See `assign_google_weights`.
+
+  Returns:
+    A `LoadReport`.
+  """
+  return assign_google_weights(model, read_google_checkpoint(prefix), prefix,
+                               allow_unused=allow_unused, allow_missing=allow_missing)
+
+
+def google_weights(model: keras.Model) -> dict[str, np.ndarray]:
+  """Returns the model's weights as a Google-name dict of numpy arrays."""
+  return {name: v.numpy() for name, v in google_names.google_variable_map(model).items()}
+
+
+def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
+                            config: Optional[BertConfig] = None,
+                            vocab_file: Optional[str] = None) -> None:
+  """Writes `{name: array}` as a TF checkpoint holding exactly these names (SaveV2).
+
+  The files appear together, the `.index` last (`tfbert.runtime.atomic.file_set`): everything is
+  written into a staging directory beside `prefix`, so a full disk fails there and leaves
+  the directory as it was; then the old `.index` is removed, the data file,
+  `bert_config.json` and `vocab.txt` are renamed into place, and the new `.index` last.
+  Readers (TensorFlow, google-research/bert, tfbert) find a checkpoint through its
+  `.index`, so until it appears there is no checkpoint rather than a truncated one or an
+  old index over new data. Not a whole-directory rename: a prefix's directory may hold
+  other files (a run's export, other checkpoints, the user's own) that must survive.
+
+  Args:
+    weights: `{google_name: array}`.
+    prefix: the local checkpoint prefix, e.g. `.../bert_model.ckpt`.
+    config: written as `bert_config.json` beside the checkpoint when given.
+    vocab_file: copied as `vocab.txt` beside the checkpoint when given.
+
+  Raises:
+    OSError: naming `prefix`, when a file cannot be written (a full disk).
+  """
+  directory = os.path.dirname(os.path.abspath(prefix))
+  os.makedirs(directory, exist_ok=True)
+  base = os.path.basename(prefix)
+  names = sorted(weights)
+  try:
+    with atomic.file_set(directory, base + ".index", "ckpt") as staging:
+      tf.raw_ops.SaveV2(prefix=os.path.join(staging, base), tensor_names=names,
+                        shape_and_slices=[""] * len(names),
+                        tensors=[tf.convert_to_tensor(weights[n]) for n in names])
+      if config is not None:
+        config.to_json_file(os.path.join(staging, "bert_config.json"))
+      if vocab_file:
+        shutil.copyfile(vocab_file, os.path.join(staging, "vocab.txt"))
+  except tf.errors.OpError as e:
+    # SaveV2's message names a temporary that is gone: "<graph> <temporary>; <reason> [Op:..]".
+    reason = e.message.rsplit(";", 1)[-1].split(" [Op:")[0].strip()
+    raise OSError(f"cannot write {prefix}: {reason}") from e
+
+
+def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool = True,
+                             vocab_file: Optional[str] = None) -> None:
+  """Writes the model as a google-research/bert checkpoint, `bert_config.json` beside it.
+
+  Args:
+    model: a tfbert model.
+    prefix: the checkpoint prefix.
+    config_file: write `bert_config.json` beside the checkpoint.
+    vocab_file: copied as `vocab.txt` beside the checkpoint when given.
+  """
+  write_google_checkpoint(google_weights(model), prefix,
+                          config=model.config if config_file else None, vocab_file=vocab_file)

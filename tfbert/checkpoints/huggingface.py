@@ -1,0 +1,228 @@
+"""The Hugging Face boundary: BERT safetensors <-> Google-name dicts, without PyTorch.
+
+One table maps Hugging Face parameter names onto google-research/bert names. PyTorch
+`nn.Linear` stores `weight` as [out, in], so dense kernels are transposed; the
+`[C, H]` projections (NSP, SQuAD, classifier) already have Google's layout.
+
+Hugging Face BERT differs from google-research/bert in two ways that matter here:
+  * its `"gelu"` is the exact erf form (handled by `BertConfig.from_hf_config`);
+  * its word embedding has `padding_idx=0`, so the [PAD] row gets no gradient. This only
+    affects training; tfbert trains the [PAD] row like Google (see docs/pitfalls.md).
+"""
+
+import json
+import os
+import re
+import shutil
+from typing import Mapping, Optional
+
+import numpy as np
+from safetensors import SafetensorError
+from safetensors.numpy import load_file, save_file
+
+from tfbert.config import BertConfig
+from tfbert.runtime import atomic
+
+# (Hugging Face name, Google name, transpose). `{i}` is a layer index. Encoder names take an
+# optional `bert.` prefix (BertForPreTraining / BertForQuestionAnswering) or none (BertModel).
+TABLE = (
+    ("embeddings.word_embeddings.weight", "bert/embeddings/word_embeddings", False),
+    ("embeddings.position_embeddings.weight", "bert/embeddings/position_embeddings", False),
+    ("embeddings.token_type_embeddings.weight", "bert/embeddings/token_type_embeddings", False),
+    ("embeddings.LayerNorm.weight", "bert/embeddings/LayerNorm/gamma", False),
+    ("embeddings.LayerNorm.bias", "bert/embeddings/LayerNorm/beta", False),
+    ("encoder.layer.{i}.attention.self.query.weight",
+     "bert/encoder/layer_{i}/attention/self/query/kernel", True),
+    ("encoder.layer.{i}.attention.self.query.bias",
+     "bert/encoder/layer_{i}/attention/self/query/bias", False),
+    ("encoder.layer.{i}.attention.self.key.weight",
+     "bert/encoder/layer_{i}/attention/self/key/kernel", True),
+    ("encoder.layer.{i}.attention.self.key.bias",
+     "bert/encoder/layer_{i}/attention/self/key/bias", False),
+    ("encoder.layer.{i}.attention.self.value.weight",
+     "bert/encoder/layer_{i}/attention/self/value/kernel", True),
+    ("encoder.layer.{i}.attention.self.value.bias",
+     "bert/encoder/layer_{i}/attention/self/value/bias", False),
+    ("encoder.layer.{i}.attention.output.dense.weight",
+     "bert/encoder/layer_{i}/attention/output/dense/kernel", True),
+    ("encoder.layer.{i}.attention.output.dense.bias",
+     "bert/encoder/layer_{i}/attention/output/dense/bias", False),
+    ("encoder.layer.{i}.attention.output.LayerNorm.weight",
+     "bert/encoder/layer_{i}/attention/output/LayerNorm/gamma", False),
+    ("encoder.layer.{i}.attention.output.LayerNorm.bias",
+     "bert/encoder/layer_{i}/attention/output/LayerNorm/beta", False),
+    ("encoder.layer.{i}.intermediate.dense.weight",
+     "bert/encoder/layer_{i}/intermediate/dense/kernel", True),
+    ("encoder.layer.{i}.intermediate.dense.bias",
+     "bert/encoder/layer_{i}/intermediate/dense/bias", False),
+    ("encoder.layer.{i}.output.dense.weight", "bert/encoder/layer_{i}/output/dense/kernel", True),
+    ("encoder.layer.{i}.output.dense.bias", "bert/encoder/layer_{i}/output/dense/bias", False),
+    ("encoder.layer.{i}.output.LayerNorm.weight",
+     "bert/encoder/layer_{i}/output/LayerNorm/gamma", False),
+    ("encoder.layer.{i}.output.LayerNorm.bias",
+     "bert/encoder/layer_{i}/output/LayerNorm/beta", False),
+    ("pooler.dense.weight", "bert/pooler/dense/kernel", True),
+    ("pooler.dense.bias", "bert/pooler/dense/bias", False),
+    ("cls.predictions.transform.dense.weight", "cls/predictions/transform/dense/kernel", True),
+    ("cls.predictions.transform.dense.bias", "cls/predictions/transform/dense/bias", False),
+    ("cls.predictions.transform.LayerNorm.weight", "cls/predictions/transform/LayerNorm/gamma",
+     False),
+    ("cls.predictions.transform.LayerNorm.bias", "cls/predictions/transform/LayerNorm/beta",
+     False),
+    ("cls.predictions.bias", "cls/predictions/output_bias", False),
+    ("cls.seq_relationship.weight", "cls/seq_relationship/output_weights", False),
+    ("cls.seq_relationship.bias", "cls/seq_relationship/output_bias", False),
+    ("qa_outputs.weight", "cls/squad/output_weights", False),
+    ("qa_outputs.bias", "cls/squad/output_bias", False),
+    ("classifier.weight", "output_weights", False),
+    ("classifier.bias", "output_bias", False),
+)
+
+# Buffers and tied copies that carry no weight of their own.
+_BUFFERS = re.compile(r"(^|\.)(position_ids|token_type_ids)$")
+_TIED = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
+# Older Hugging Face checkpoints name LayerNorm parameters gamma/beta.
+_LEGACY = ((".LayerNorm.gamma", ".LayerNorm.weight"), (".LayerNorm.beta", ".LayerNorm.bias"))
+
+
+def _compile(template: str) -> re.Pattern:
+  return re.compile("^" + re.escape(template).replace(re.escape("{i}"), r"(?P<i>\d+)") + "$")
+
+
+_HF_PATTERNS = [(_compile(hf), google, t) for hf, google, t in TABLE]
+_GOOGLE_PATTERNS = [(_compile(google), hf, t) for hf, google, t in TABLE]
+
+
+def _canonical_hf_name(name: str) -> str:
+  for old, new in _LEGACY:
+    if name.endswith(old):
+      name = name[: -len(old)] + new
+  return name[len("bert."):] if name.startswith("bert.") else name
+
+
+def hf_to_google(tensors: Mapping[str, np.ndarray], source: str = "safetensors"
+                 ) -> tuple[dict[str, np.ndarray], list[str]]:
+  """Converts Hugging Face BERT tensors to a Google-name dict.
+
+  Returns:
+    (weights, ignored): the Google-name dict and the skipped buffer / tied names.
+
+  Raises:
+    ValueError: listing every Hugging Face name the table does not know, or a decoder
+      weight that is not tied to the word embeddings.
+  """
+  weights, ignored, unknown = {}, [], []
+  for name, value in tensors.items():
+    if _BUFFERS.search(name) or name in _TIED:
+      ignored.append(name)
+      continue
+    canonical = _canonical_hf_name(name)
+    for pattern, google, transpose in _HF_PATTERNS:
+      match = pattern.match(canonical)
+      if match:
+        key = google.format(**match.groupdict())
+        weights[key] = np.ascontiguousarray(value.T if transpose else value)
+        break
+    else:
+      unknown.append(name)
+  if unknown:
+    raise ValueError(f"{source}: Hugging Face tensors not in tfbert's table: {sorted(unknown)}")
+  decoder = tensors.get("cls.predictions.decoder.weight")
+  if decoder is not None and not np.array_equal(decoder,
+                                                weights["bert/embeddings/word_embeddings"]):
+    raise ValueError(f"{source}: cls.predictions.decoder.weight is not tied to the word "
+                     "embeddings; tfbert's MLM decoder is always tied (as google-research/bert)")
+  return weights, sorted(ignored)
+
+
+def google_to_hf(weights: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+  """Converts a Google-name dict to Hugging Face names.
+
+  Encoder names get the `bert.` prefix when any head is present (BertForPreTraining
+  layout), none otherwise (BertModel layout).
+  """
+  with_heads = any(not n.startswith("bert/") for n in weights)
+  out = {}
+  for name, value in weights.items():
+    for pattern, hf, transpose in _GOOGLE_PATTERNS:
+      match = pattern.match(name)
+      if match:
+        key = hf.format(**match.groupdict())
+        if with_heads and name.startswith("bert/"):
+          key = "bert." + key
+        out[key] = np.ascontiguousarray(value.T if transpose else value)
+        break
+    else:
+      raise ValueError(f"Google name {name!r} has no Hugging Face counterpart")
+  return out
+
+
+def read_safetensors(path: str) -> dict[str, np.ndarray]:
+  """Reads a `.safetensors` file into numpy arrays (no PyTorch).
+
+  Raises:
+    FileNotFoundError: naming `path`.
+    ValueError: naming `path`, for a truncated or corrupt file (safetensors' own message
+      names no file).
+  """
+  if not os.path.exists(path):
+    raise FileNotFoundError(f"safetensors file not found: {path}")
+  try:
+    return load_file(path)
+  except SafetensorError as e:
+    raise ValueError(f"{path}: not a valid safetensors file, truncated or corrupt "
+                     f"({' '.join(str(e).split())})") from e
+  except (ValueError, TypeError, OSError) as e:  # E.g. a dtype numpy lacks (bfloat16).
+    raise ValueError(f"{path}: cannot read it ({type(e).__name__}: "
+                     f"{' '.join(str(e).split())})") from e
+
+
+def load_hf_checkpoint(model_dir: str) -> tuple[BertConfig, dict[str, np.ndarray], list[str]]:
+  """Reads `config.json` + `model.safetensors` of a Hugging Face BERT directory.
+
+  Returns:
+    (config, Google-name weights, ignored Hugging Face names).
+
+  Raises:
+    FileNotFoundError: naming the missing directory or file.
+    ValueError: naming the file that is invalid.
+  """
+  if not os.path.isdir(model_dir):
+    raise FileNotFoundError(f"Hugging Face model directory not found: {model_dir}")
+  config = BertConfig.from_hf_json_file(os.path.join(model_dir, "config.json"))
+  path = os.path.join(model_dir, "model.safetensors")
+  weights, ignored = hf_to_google(read_safetensors(path), source=path)
+  return config, weights, ignored
+
+
+def save_hf_checkpoint(config: BertConfig, weights: Mapping[str, np.ndarray],
+                       model_dir: str, vocab_file: Optional[str] = None) -> None:
+  """Writes `config.json` + `model.safetensors` (+ `vocab.txt`) in Hugging Face's layout.
+
+  The files appear together, `config.json` last (`tfbert.runtime.atomic.file_set`): all are written
+  into a staging directory inside `model_dir` first, so a full disk leaves `model_dir` as
+  it was. Hugging Face (and `load_hf_checkpoint`) finds a model through `config.json`, so
+  until it appears the directory holds no model rather than a truncated one or an old
+  config over new weights. Not a whole-directory rename: `model_dir` may hold files that
+  are not ours (a tokenizer's, a model card) that must survive.
+
+  Args:
+    config: the model's config.
+    weights: Google-name weights.
+    model_dir: the output directory (created if missing).
+    vocab_file: copied as `vocab.txt` when given.
+
+  Raises:
+    OSError: naming the file, when it cannot be written (a full disk).
+  """
+  os.makedirs(model_dir, exist_ok=True)
+  tensors = google_to_hf(weights)
+  with atomic.file_set(model_dir, "config.json", "hf") as staging:
+    try:
+      save_file(tensors, os.path.join(staging, "model.safetensors"), metadata={"format": "pt"})
+    except SafetensorError as e:  # Names no file.
+      raise OSError(f"cannot write {os.path.join(model_dir, 'model.safetensors')}: {e}") from e
+    if vocab_file:
+      shutil.copyfile(vocab_file, os.path.join(staging, "vocab.txt"))
+    with open(os.path.join(staging, "config.json"), "w", encoding="utf-8") as f:
+      f.write(json.dumps(config.to_hf_config(), indent=2, sort_keys=True) + "\n")

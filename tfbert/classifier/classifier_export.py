@@ -1,0 +1,124 @@
+"""Exports a fine-tuned `BertClassifier` as a SavedModel that classifies raw text.
+
+The SavedModel holds a `ClassifierExport` module and two signatures:
+
+* `serving_default`: int32 `input_ids`, `input_mask`, `segment_ids` [B, S] ->
+  float32 `logits` and `probabilities` (softmax) [B, C]; regression (STS-B): float32
+  `score` [B].
+* `classify_text`: tf.string `text_a` [B], and `text_b` [B] for a pair task -> the same
+  outputs plus tf.string `label` [B] (the most probable label name; not for regression).
+  The texts are tokenized and packed in the graph exactly as in training
+  (`tfbert.classifier.classifier_features.pack_text`, google-research/bert's packing), S =
+  `max_seq_length`.
+
+Both signatures validate their inputs in the graph (`tfbert.serving.export.validate_texts` and
+`validate_features`) before any tokenizer op or gather runs: text_a and text_b of different
+batch sizes fail with `tf.errors.InvalidArgumentError` "classify_text: text_b has batch
+size 1 but text_a has 2" (unchecked, tensorflow-text aborted the process or broadcast),
+bad features with e.g. "serving_default: segment_ids holds 3 at [1, 2], outside the
+token types [0, 3)"; see `tfbert.serving.export` for the full list.
+
+Outputs are float32 whatever the model's dtype policy. As `tfbert.serving.export`'s exports, the
+directory is relocatable and self-describing: `bert_config.json` beside `saved_model.pb`,
+the vocab in `assets/`, and `labels.txt` (one label name per line, in class-id order) for
+classification. A client needs `tensorflow` and `import tensorflow_text` (for the
+tokenizer's ops), not tfbert.
+
+Shape legend: B batch, S sequence, C classes.
+"""
+
+import os
+from typing import Optional, Sequence
+
+import tensorflow as tf
+
+from tfbert.classifier import classifier_features
+from tfbert.models import BertClassifier
+from tfbert.serving import export
+
+TEXT_SIGNATURE = "classify_text"
+LABELS_FILE = "labels.txt"
+
+
+class ClassifierExport(export.TaskExport):
+  """What a classifier SavedModel holds: the model, its tokenizer and label names.
+
+  Attributes (besides `export.TaskExport`'s):
+    labels: tf.string constant [C] of label names, or None for regression.
+    classify_text: `tf.function` behind the raw-text signature.
+  """
+
+  def __init__(self, model: BertClassifier, vocab_file: str, do_lower_case: bool,
+               max_seq_length: int, labels: Optional[Sequence[str]], is_pair: bool,
+               name: Optional[str] = None):
+    super().__init__(model, vocab_file, do_lower_case, max_seq_length, name=name)
+    self.is_pair = is_pair
+    self.labels = None if labels is None else tf.constant(list(labels), tf.string)
+    texts = [tf.TensorSpec([None], tf.string, name="text_a")]
+    if is_pair:
+      texts.append(tf.TensorSpec([None], tf.string, name="text_b"))
+    self.classify_text = tf.function(self._classify_text, input_signature=texts)
+
+  def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
+    """The signatures to save, by name."""
+    return {export.SERVING_SIGNATURE: self.serve.get_concrete_function(),
+            TEXT_SIGNATURE: self.classify_text.get_concrete_function()}
+
+  def _classify_text(self, text_a, text_b=None):
+    texts = {"text_a": text_a} if text_b is None else {"text_a": text_a, "text_b": text_b}
+    texts = export.validate_texts(TEXT_SIGNATURE, texts)  # Before any tokenizer op.
+    features = classifier_features.pack_text(self.tokenizer, texts["text_a"],
+                                             texts.get("text_b"), self.max_seq_length)
+    features = export.validate_features(TEXT_SIGNATURE, features, self.model.config,
+                                        packed_from=", ".join(texts))
+    outputs = self._outputs(features)
+    if self.labels is not None:
+      outputs["label"] = tf.gather(self.labels, tf.argmax(outputs["logits"], axis=1))
+    return outputs
+
+  def _outputs(self, features):
+    """float32 `logits`, `probabilities` [B, C], or regression's `score` [B]."""
+    logits = tf.cast(self.model(features, training=False)["logits"], tf.float32)
+    if self.labels is None:
+      return {"score": logits[:, 0]}
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
+
+
+def export_classifier_saved_model(model: BertClassifier, export_dir: str, vocab_file: str,
+                                  do_lower_case: bool, max_seq_length: int,
+                                  labels: Optional[Sequence[str]], is_pair: bool) -> str:
+  """Writes a `BertClassifier` as a SavedModel, replacing `export_dir` atomically.
+
+  Args:
+    model: the fine-tuned `BertClassifier`.
+    export_dir: local directory to create or replace.
+    vocab_file: its WordPiece vocab (copied into `assets/`).
+    do_lower_case: the vocab's casing.
+    max_seq_length: S of `classify_text`; at most `max_position_embeddings`.
+    labels: label names in class-id order (C of them), or None for regression (C = 1).
+    is_pair: `classify_text` takes `text_a` and `text_b` (else `text_a` only).
+
+  Returns:
+    `export_dir`.
+
+  Raises:
+    TypeError: if `model` is not a `BertClassifier`.
+    ValueError: if S does not fit the model, or the labels do not match its C.
+  """
+  if not isinstance(model, BertClassifier):
+    raise TypeError(f"expected a BertClassifier, got {type(model).__name__}")
+  export.check_seq_length(model, max_seq_length)
+  classes = 1 if labels is None else len(labels)
+  if classes != model.num_classes or (labels is not None and classes < 2):
+    raise ValueError(f"{classes} label(s) {list(labels or ['(regression)'])} for a model "
+                     f"with {model.num_classes} output(s)")
+  module = ClassifierExport(model, vocab_file, do_lower_case, max_seq_length, labels, is_pair)
+
+  def write(path):
+    export.write_export(module, model.config, path)
+    if labels is not None:
+      with open(os.path.join(path, LABELS_FILE), "w", encoding="utf-8") as f:
+        f.write("".join(f"{label}\n" for label in labels))
+
+  export.save_atomically(write, export_dir)
+  return export_dir

@@ -1,0 +1,305 @@
+"""Sentence(-pair) classification fine-tuning: google-research/bert `run_classifier.py`.
+
+`run_classifier(ClassifierRunConfig)` does what the tool's flags ask, in this order:
+
+0. Checks the configuration and reads every input file (`read_inputs`): a missing,
+   malformed (`file:line`) or empty file is an error before anything is built or written.
+1. Builds a `BertClassifier` (C = the task's label count, 1 for STS-B regression) in the
+   strategy's scope and initializes its encoder (pooler included) from a Google
+   checkpoint, a Hugging Face directory or a tfbert `.keras` file (`tfbert.training.fine_tuning`);
+   the classifier head (`output_weights`, `output_bias`, unscoped as in Google's code)
+   starts fresh unless the source has one. Then the output directory is claimed
+   (`fine_tuning.claim_run_directory`: a lock, and a rerun must match the recorded run).
+2. Training (`do_train`): the train examples (`tfbert.classifier.glue_data`) are packed in the graph
+   (`tfbert.classifier.classifier_features`), shuffled, and `fit` runs the model with the
+   `tfbert.training.optimization` stack (AdamW, linear warmup then linear decay to 0 after warmup,
+   global-norm clipping after the all-reduce, mean accumulation, loss scaling for
+   mixed_float16). The loss is the mean softmax cross-entropy of the logits (regression:
+   the mean squared error of the single output), as in google-research/bert (Hugging Face
+   for regression). Steps: int(examples x epochs) // train_batch_size, as Google counts.
+3. Evaluation (`do_eval`): every dev file of the task (MNLI: matched and mismatched) is
+   predicted and scored with the task's GLUE metrics (`tfbert.classifier.glue_metrics`, fractions).
+4. Prediction (`do_predict`): every test file is predicted.
+Predictions are written in GLUE's submission format (`index<TAB>prediction`, the label
+name or the score).
+
+The run directory explains itself:
+
+  output_dir/
+    bert_config.json, run_config.json   the model and the resolved run configuration
+    vocab.txt                           the vocabulary (casing: run_config's do_lower_case)
+    train/                              TensorBoard events (loss every `log_every` micro-steps)
+    model.keras                         the fine-tuned model, no optimizer state
+                                        (`--init_tfbert` reads it)
+    train_results.json                  last logs, steps, examples/s, seconds
+    eval_results.json                   {dev split: {metric: value, "num_examples": N}}
+    <split>_predictions.tsv             per dev/test file ("dev", "dev_matched", "test", ...)
+
+Every file appears under its final name only when complete (`tfbert.runtime.atomic`);
+`train_results.json` is written after `model.keras`. Rerunning a command fine-tunes again
+from the initial weights (no mid-run resume); a rerun with another model or schedule is
+refused (`--allow_config_change` to continue deliberately), and a run that only evaluates or
+predicts with `--init_tfbert=<output_dir>/model.keras` needs no other model flag.
+
+Shape legend: B batch, S max_seq_length, N examples, C classes.
+"""
+
+import dataclasses
+import json
+import os
+import time
+from typing import Any, Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfbert.classifier import classifier_export, classifier_features, glue_data, glue_metrics
+from tfbert.models import BertClassifier
+from tfbert.runtime import atomic
+from tfbert.serving import export
+from tfbert.text.tokenization import WordPieceTokenizer
+from tfbert.training import fine_tuning
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClassifierRunConfig(fine_tuning.FineTuningConfig):
+  """Everything that defines a classifier run (see flags/run_classifier_flags.py)."""
+  task_name: str
+  data_dir: Optional[str] = None
+  train_file: Optional[str] = None
+  eval_file: Optional[str] = None
+  predict_file: Optional[str] = None
+  custom: Optional[glue_data.CustomFormat] = None
+  do_eval: bool = False
+  do_predict: bool = False
+  max_train_examples: Optional[int] = None
+  skip_malformed_rows: bool = False
+  max_seq_length: int = 128
+  classifier_dropout: float = 0.1
+  eval_batch_size: int = 64
+
+  def task(self) -> glue_data.Task:
+    """The `glue_data.Task` of `task_name` (and `custom` for "custom")."""
+    return glue_data.get_task(self.task_name, self.custom)
+
+  def checks(self, num_replicas: int) -> list[tuple[Any, str]]:
+    self.task()
+    return [
+        (self.do_train or self.do_eval or self.do_predict,
+         "at least one of do_train, do_eval, do_predict"),
+        (not self.do_train or self.train_file or self.data_dir,
+         "do_train needs data_dir or train_file"),
+        (not self.do_eval or self.eval_file or self.data_dir,
+         "do_eval needs data_dir or eval_file"),
+        (not self.do_predict or self.predict_file or self.data_dir,
+         "do_predict needs data_dir or predict_file"),
+        (self.max_train_examples is None or self.max_train_examples >= 1,
+         "max_train_examples must be >= 1"),
+    ] + super().checks(num_replicas)
+
+
+def run_classifier(config: ClassifierRunConfig) -> dict[str, Any]:
+  """Trains, evaluates and/or predicts as `config` says; see the module docstring.
+
+  Returns:
+    dict with "train" (train_results.json's values), "eval" ({split: metrics}) and
+    "predictions" ({split: path of the TSV}), each when asked for.
+  """
+  config.validate()
+  task = config.task()
+  inputs = read_inputs(task, config)  # Before anything is built or written.
+  strategy = fine_tuning.start_run(config)
+  tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
+  model = build_classifier(config, task, strategy)
+  fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
+  export.check_seq_length(model, config.max_seq_length)
+  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file):
+    result = _run(model, strategy, tokenizer, task, config, inputs)
+  fine_tuning.print_written(config.output_dir, result.pop("written"))
+  return result
+
+
+def _run(model: BertClassifier, strategy: tf.distribute.Strategy,
+         tokenizer: WordPieceTokenizer, task: glue_data.Task,
+         config: ClassifierRunConfig, inputs: dict[str, list]) -> dict[str, Any]:
+  """The work of `run_classifier` in the claimed output directory."""
+  result, written = {}, []
+  if config.do_train:
+    result["train"] = train(model, strategy, tokenizer, task, config, inputs["train"][0][1])
+    fine_tuning.save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
+    atomic.write_json(os.path.join(config.output_dir, "train_results.json"), result["train"])
+    written += ["model.keras", "train_results.json"]
+  if config.do_eval:
+    result["eval"] = evaluate(model, tokenizer, task, config, inputs["dev"])
+    atomic.write_json(os.path.join(config.output_dir, "eval_results.json"), result["eval"])
+    print(json.dumps(result["eval"], sort_keys=True), flush=True)
+    written += ["eval_results.json"] + [f"{split}_predictions.tsv" for split in result["eval"]]
+  if config.do_predict:
+    result["predictions"] = predict_test_files(model, tokenizer, task, config, inputs["test"])
+    written += list(result["predictions"].values())
+  if config.export_dir:
+    classifier_export.export_classifier_saved_model(
+        model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
+        config.max_seq_length, task.labels, task.is_pair)
+    written.append(config.export_dir)
+  result["written"] = written
+  return result
+
+
+def build_classifier(config: ClassifierRunConfig, task: glue_data.Task,
+                     strategy: tf.distribute.Strategy) -> BertClassifier:
+  """The model, built in `strategy`'s scope and initialized as `config` says.
+
+  Every encoder weight, the pooler included (the head reads `pooled_output`), must be in
+  the source; tensors the model has no weight for are reported as unused. The head is
+  loaded when the source has one (then its shape must be [C, H]), else starts fresh.
+
+  Raises:
+    ValueError: when the source lacks an encoder weight, or shapes differ.
+  """
+  bert_config, weights, source = fine_tuning.initial_weights(config)
+  with strategy.scope():
+    model = BertClassifier(bert_config, task.num_classes, config.classifier_dropout)
+    model.build()
+  fine_tuning.assign_initial_weights(model, weights, source, "classifier_head",
+                                     head_is_trained=config.do_train)
+  return model
+
+
+def read_task_file(task: glue_data.Task, path: str, split: str, config: ClassifierRunConfig,
+                   limit: Optional[int] = None) -> list[glue_data.InputExample]:
+  """The examples of one file; prints skipped rows; raises ValueError if there are none."""
+  read = glue_data.read_examples(task, path, split, skip_malformed=config.skip_malformed_rows,
+                                 limit=limit)
+  for message in read.skipped:
+    print(f"skipped malformed row: {message}", flush=True)
+  if not read.examples:
+    raise ValueError(f"{path}: no examples")
+  print(f"{path}: {len(read.examples)} examples, {len(read.skipped)} malformed rows skipped",
+        flush=True)
+  return read.examples
+
+
+def read_inputs(task: glue_data.Task, config: ClassifierRunConfig
+                ) -> dict[str, list[tuple[str, list[glue_data.InputExample]]]]:
+  """Reads every file the run will use (train, dev, test as asked); nothing is built.
+
+  Returns:
+    {"train", "dev", "test"}: [(path, examples)] per file of each split asked for.
+
+  Raises:
+    FileNotFoundError, ValueError: a missing, malformed or empty file (named, with its
+      line for a malformed row).
+  """
+  inputs = {"train": [], "dev": [], "test": []}
+  if config.do_train:
+    path = glue_data.task_files(task, config.data_dir, "train", config.train_file)[0]
+    inputs["train"].append(
+        (path, read_task_file(task, path, "train", config, config.max_train_examples)))
+  for split, asked, file in (("dev", config.do_eval, config.eval_file),
+                             ("test", config.do_predict, config.predict_file)):
+    if asked:
+      inputs[split] = [(path, read_task_file(task, path, split, config))
+                       for path in glue_data.task_files(task, config.data_dir, split, file)]
+  return inputs
+
+
+def train(model: BertClassifier, strategy: tf.distribute.Strategy,
+          tokenizer: WordPieceTokenizer, task: glue_data.Task,
+          config: ClassifierRunConfig,
+          examples: list[glue_data.InputExample]) -> dict[str, float]:
+  """Fine-tunes `model` on the train file's `examples`; returns the last logs, throughput
+  and time."""
+  features = classifier_features.examples_to_features(examples, tokenizer,
+                                                      config.max_seq_length, task.is_pair)
+  labels = classifier_features.label_array(examples, task)
+  n, k = len(examples), config.gradient_accumulation_steps
+  total_steps = max(1, int(n * config.num_train_epochs) // config.train_batch_size)
+  steps = min(total_steps, config.max_train_steps or total_steps)
+  print(f"training on {n} examples: {steps} of {total_steps} applied steps of "
+        f"{config.train_batch_size}", flush=True)
+  loss = (keras.losses.MeanSquaredError() if task.is_regression else
+          keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  start = time.perf_counter()
+  summary = fine_tuning.compile_and_fit(
+      model, strategy, train_dataset(features, labels, config.train_batch_size // k, config.seed),
+      config, steps=steps, total_steps=total_steps, num_examples=n, loss={"logits": loss})
+  return {**summary, "examples": n, "seconds": time.perf_counter() - start}
+
+
+def train_dataset(features: dict[str, np.ndarray], labels: np.ndarray, batch_size: int,
+                  seed: int) -> tf.data.Dataset:
+  """Endless (inputs, labels) batches, each epoch a permutation fixed by (`seed`, epoch).
+
+  Args:
+    features: int32 [N, S] arrays by feature name.
+    labels: int32 class ids [N] or float32 scores [N].
+    batch_size: examples per micro-batch (all replicas).
+    seed: the shuffling seed.
+
+  Returns:
+    tf.data.Dataset of ({input_ids, input_mask, segment_ids}: int32 [B, S],
+    {"logits": int32 [B] class ids, or float32 [B, 1] scores to match the [B, 1] output}).
+  """
+  targets = labels[:, None] if labels.dtype == np.float32 else labels
+  examples = tf.data.Dataset.from_tensor_slices((features, {"logits": targets}))
+  return (fine_tuning.epoch_shuffled(examples, len(labels), seed)
+          .batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
+
+
+def predict_logits(model: BertClassifier, examples: list[glue_data.InputExample],
+                   tokenizer: WordPieceTokenizer, task: glue_data.Task,
+                   config: ClassifierRunConfig) -> np.ndarray:
+  """float32 logits [N, C] of the examples."""
+  features = classifier_features.examples_to_features(examples, tokenizer,
+                                                      config.max_seq_length, task.is_pair)
+  return model.predict(features, batch_size=config.eval_batch_size, verbose=0)["logits"]
+
+
+def decisions(logits: np.ndarray, task: glue_data.Task) -> np.ndarray:
+  """int class ids [N] (argmax) or float scores [N] (regression) of logits [N, C]."""
+  return logits[:, 0] if task.is_regression else np.argmax(logits, axis=1)
+
+
+def evaluate(model: BertClassifier, tokenizer: WordPieceTokenizer, task: glue_data.Task,
+             config: ClassifierRunConfig,
+             files: list[tuple[str, list[glue_data.InputExample]]]
+             ) -> dict[str, dict[str, float]]:
+  """Scores every dev file's examples (`files`: [(path, examples)]); writes
+  `<split>_predictions.tsv`; returns {split: metrics}."""
+  results = {}
+  for path, examples in files:
+    predicted = decisions(predict_logits(model, examples, tokenizer, task, config), task)
+    labels = classifier_features.label_array(examples, task)
+    split = glue_data.split_name(path)
+    results[split] = {**glue_metrics.compute_metrics(task.metrics, predicted, labels),
+                      "num_examples": len(examples)}
+    write_predictions(os.path.join(config.output_dir, f"{split}_predictions.tsv"),
+                      examples, predicted, task)
+  return results
+
+
+def predict_test_files(model: BertClassifier, tokenizer: WordPieceTokenizer,
+                       task: glue_data.Task, config: ClassifierRunConfig,
+                       files: list[tuple[str, list[glue_data.InputExample]]]
+                       ) -> dict[str, str]:
+  """Predicts every test file's examples (`files`: [(path, examples)]) into
+  `<split>_predictions.tsv`; returns {split: path}."""
+  paths = {}
+  for path, examples in files:
+    predicted = decisions(predict_logits(model, examples, tokenizer, task, config), task)
+    split = glue_data.split_name(path)
+    paths[split] = write_predictions(
+        os.path.join(config.output_dir, f"{split}_predictions.tsv"), examples, predicted, task)
+  return paths
+
+
+def write_predictions(path: str, examples: list[glue_data.InputExample],
+                      predicted: np.ndarray, task: glue_data.Task) -> str:
+  """GLUE's submission format: `index<TAB>prediction` (label name or score); returns path."""
+  lines = ["index\tprediction\n"]
+  for example, value in zip(examples, predicted):
+    shown = f"{float(value):.6g}" if task.is_regression else task.labels[int(value)]
+    lines.append(f"{example.index}\t{shown}\n")
+  return atomic.write_text(path, "".join(lines))

@@ -1,0 +1,368 @@
+"""GLUE-format task files -> `InputExample`s: the standard GLUE layouts and user TSV/CSV.
+
+Each GLUE task is one row of `TASKS`: its label names (None for the STS-B regression),
+the metrics GLUE reports for it, and where its fields are in the train/dev files and in
+the (unlabelled) test files of the standard GLUE release (`glue_data/<TASK>/*.tsv`, as
+google-research/bert's and Hugging Face's processors read them):
+
+  task   header  text_a          text_b          label             labels
+  cola   none    3 sentence      -               1                 0, 1
+  sst-2  yes     0 sentence      -               1 label           0, 1
+  mrpc   yes     3 #1 String     4 #2 String     0 Quality         0, 1
+  qqp    yes     3 question1     4 question2     5 is_duplicate    0, 1
+  mnli   yes     8 sentence1     9 sentence2     -1 gold_label     contradiction, entailment,
+                                                                   neutral
+  qnli   yes     1 question      2 sentence      3 label           entailment, not_entailment
+  rte    yes     1 sentence1     2 sentence2     3 label           entailment, not_entailment
+  wnli   yes     1 sentence1     2 sentence2     3 label           0, 1
+  sts-b  yes     7 sentence1     8 sentence2     9 score           (a float in [0, 5])
+
+MNLI is evaluated on dev_matched.tsv and dev_mismatched.tsv (GLUE's MNLI-m and MNLI-mm).
+A column index < 0 counts from the end (MNLI's dev files have 16 columns, train 12).
+
+How the files are read, and why:
+* UTF-8 with an optional byte-order mark (MRPC has one; it is not part of the header).
+* Tab-separated with quoting OFF (csv `QUOTE_NONE`, google-research/bert's `_read_tsv`):
+  MRPC and SST-2 text contains unbalanced `"`, which a quoting reader would use to join
+  lines. User CSV files (`CustomFormat`, delimiter ",") are read with standard quoting.
+* A header line is checked: the columns read must carry the expected names, so that a file
+  of another task or version fails at line 1 instead of training on the wrong column.
+* Every row must have as many columns as the first line (a stray tab in a text shifts
+  fields silently otherwise). Blank lines are skipped.
+* A malformed row (column count, unknown label, a score that is not a number) raises
+  ValueError naming `file:line`, the column and the value; with `skip_malformed=True` it is
+  reported in `GlueFile.skipped` instead, and reading goes on (QQP's train set has a few).
+"""
+
+import csv
+import dataclasses
+import os
+from typing import Optional, Sequence, Union
+
+
+@dataclasses.dataclass(frozen=True)
+class InputExample:
+  """One row of a task file.
+
+  Attributes:
+    guid: "<split>-<index>".
+    index: 0-based data row of the file (header and blank lines not counted, malformed
+      rows counted), GLUE's `index` for submission files.
+    line: 1-based line of the row in its file.
+    text_a: the first (or only) text.
+    text_b: the second text of a pair task, else None.
+    label: the label name (classification), a float (regression) or None (test files).
+  """
+  guid: str
+  index: int
+  line: int
+  text_a: str
+  text_b: Optional[str] = None
+  label: Optional[Union[str, float]] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+  """Where the fields of one kind of file are.
+
+  Attributes:
+    text_a, text_b, label: 0-based column indices (< 0 counts from the end); text_b None
+      for single-text tasks, label None for unlabelled (test) files.
+    has_header: whether line 1 is a header.
+    names: header names expected at (text_a, text_b, label), checked when given.
+    delimiter: "\\t" (GLUE) or "," (CSV).
+    quoting: csv quoting with '"' (off for GLUE TSV; see the module docstring).
+  """
+  text_a: int
+  text_b: Optional[int] = None
+  label: Optional[int] = None
+  has_header: bool = True
+  names: Optional[tuple[Optional[str], ...]] = None
+  delimiter: str = "\t"
+  quoting: bool = False
+
+  def unlabelled(self) -> "Layout":
+    """The same layout with the label column not read."""
+    names = self.names[:2] + (None,) if self.names else None
+    return dataclasses.replace(self, label=None, names=names)
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+  """A sentence(-pair) classification or regression task.
+
+  Attributes:
+    name: e.g. "mrpc".
+    labels: label names, in class-id order; None for regression.
+    metrics: names in `tfbert.classifier.glue_metrics.METRICS`, as GLUE reports the task.
+    layout: train and dev files.
+    test_layout: test files (no label).
+    train_file, dev_files, test_files: file names in a GLUE task directory.
+  """
+  name: str
+  labels: Optional[tuple[str, ...]]
+  metrics: tuple[str, ...]
+  layout: Layout
+  test_layout: Layout
+  train_file: str = "train.tsv"
+  dev_files: tuple[str, ...] = ("dev.tsv",)
+  test_files: tuple[str, ...] = ("test.tsv",)
+
+  @property
+  def is_regression(self) -> bool:
+    return self.labels is None
+
+  @property
+  def is_pair(self) -> bool:
+    """True when examples have a text_b (packed `[CLS] a [SEP] b [SEP]`)."""
+    return self.layout.text_b is not None
+
+  @property
+  def num_classes(self) -> int:
+    """C of the classifier: the label count, 1 for regression."""
+    return 1 if self.labels is None else len(self.labels)
+
+
+def _pair_task(name, labels, metrics, columns, names, test_columns, **files) -> Task:
+  a, b, label = columns
+  return Task(name, labels, metrics, Layout(a, b, label, names=names),
+              Layout(*test_columns, names=names[:2] + (None,)), **files)
+
+
+BINARY = ("0", "1")
+ENTAILMENT = ("entailment", "not_entailment")
+TASKS = {task.name: task for task in (
+    Task("cola", BINARY, ("matthews_corrcoef", "accuracy"),
+         Layout(3, label=1, has_header=False), Layout(1, names=("sentence", None, None))),
+    Task("sst-2", BINARY, ("accuracy",), Layout(0, label=1, names=("sentence", None, "label")),
+         Layout(1, names=("sentence", None, None))),
+    _pair_task("mrpc", BINARY, ("accuracy", "f1"), (3, 4, 0),
+               ("#1 String", "#2 String", "Quality"), (3, 4)),
+    _pair_task("qqp", BINARY, ("accuracy", "f1"), (3, 4, 5),
+               ("question1", "question2", "is_duplicate"), (1, 2)),
+    _pair_task("mnli", ("contradiction", "entailment", "neutral"), ("accuracy",), (8, 9, -1),
+               ("sentence1", "sentence2", "gold_label"), (8, 9),
+               dev_files=("dev_matched.tsv", "dev_mismatched.tsv"),
+               test_files=("test_matched.tsv", "test_mismatched.tsv")),
+    _pair_task("qnli", ENTAILMENT, ("accuracy",), (1, 2, 3),
+               ("question", "sentence", "label"), (1, 2)),
+    _pair_task("rte", ENTAILMENT, ("accuracy",), (1, 2, 3),
+               ("sentence1", "sentence2", "label"), (1, 2)),
+    _pair_task("wnli", BINARY, ("accuracy",), (1, 2, 3),
+               ("sentence1", "sentence2", "label"), (1, 2)),
+    _pair_task("sts-b", None, ("pearson", "spearman"), (7, 8, 9),
+               ("sentence1", "sentence2", "score"), (7, 8)),
+)}
+CUSTOM_TASK = "custom"
+FIELDS = ("text_a", "text_b", "label")
+
+
+@dataclasses.dataclass(frozen=True)
+class CustomFormat:
+  """A user's TSV/CSV task: the columns and labels that `TASKS` holds for GLUE.
+
+  Attributes:
+    text_a_column, text_b_column, label_column: 0-based column indices (< 0 from the end);
+      text_b_column None for single texts. Test files are read without the label column.
+    has_header: whether line 1 is a header (skipped, not checked).
+    delimiter: "\\t" or ",".
+    quoting: csv quoting with '"'; None means on for "," and off for "\\t".
+    labels: label names in class-id order (required unless `regression`).
+    regression: a float target (one output, MSE loss, Pearson/Spearman).
+  """
+  text_a_column: int = 0
+  text_b_column: Optional[int] = None
+  label_column: int = 1
+  has_header: bool = False
+  delimiter: str = "\t"
+  quoting: Optional[bool] = None
+  labels: tuple[str, ...] = ()
+  regression: bool = False
+
+
+def custom_task(fmt: CustomFormat) -> Task:
+  """The `Task` of a user format; metrics: accuracy (+ F1 and MCC of the binary case).
+
+  F1 counts `labels[1]` as the positive class.
+
+  Raises:
+    ValueError: for a bad delimiter, labels with regression, or too few labels.
+  """
+  if fmt.delimiter not in ("\t", ","):
+    raise ValueError(f"delimiter must be a tab or a comma, got {fmt.delimiter!r}")
+  if fmt.regression and fmt.labels:
+    raise ValueError("give labels for classification or regression, not both")
+  if not fmt.regression and (len(fmt.labels) < 2 or len(set(fmt.labels)) != len(fmt.labels)):
+    raise ValueError(f"a custom classification task needs >= 2 distinct labels, got "
+                     f"{list(fmt.labels)}")
+  quoting = fmt.delimiter == "," if fmt.quoting is None else fmt.quoting
+  layout = Layout(fmt.text_a_column, fmt.text_b_column, fmt.label_column, fmt.has_header,
+                  delimiter=fmt.delimiter, quoting=quoting)
+  if fmt.regression:
+    labels, metrics = None, ("pearson", "spearman")
+  else:
+    labels = tuple(fmt.labels)
+    metrics = ("accuracy", "f1", "matthews_corrcoef") if len(labels) == 2 else ("accuracy",)
+  ext = ".csv" if fmt.delimiter == "," else ".tsv"
+  return Task(CUSTOM_TASK, labels, metrics, layout, layout.unlabelled(), f"train{ext}",
+              (f"dev{ext}",), (f"test{ext}",))
+
+
+def get_task(name: str, custom: Optional[CustomFormat] = None) -> Task:
+  """`TASKS[name]` (case-insensitive), or the custom task of `custom` for "custom".
+
+  Raises:
+    ValueError: for an unknown name, or "custom" without a format.
+  """
+  if not name:
+    raise ValueError(f"a task name is needed: one of {sorted(TASKS)} or {CUSTOM_TASK!r}")
+  key = name.lower()
+  if key == CUSTOM_TASK:
+    if custom is None:
+      raise ValueError("task 'custom' needs a CustomFormat (columns and labels)")
+    return custom_task(custom)
+  if key not in TASKS:
+    raise ValueError(f"unknown task {name!r}; expected one of {sorted(TASKS)} or "
+                     f"{CUSTOM_TASK!r}")
+  return TASKS[key]
+
+
+@dataclasses.dataclass
+class GlueFile:
+  """A read task file.
+
+  Attributes:
+    path: the file.
+    examples: its rows, in file order (minus skipped ones).
+    skipped: "file:line: reason" of each malformed row left out (`skip_malformed`).
+  """
+  path: str
+  examples: list[InputExample]
+  skipped: list[str] = dataclasses.field(default_factory=list)
+
+
+class MalformedRow(ValueError):
+  """A row that does not fit its layout; the message starts with `file:line:`."""
+
+
+def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = False,
+                  limit: Optional[int] = None) -> GlueFile:
+  """Reads a task file.
+
+  Args:
+    task: the `Task`.
+    path: the TSV/CSV file.
+    split: "train", "dev" (labelled, `task.layout`) or "test" (`task.test_layout`); also
+      the guid prefix.
+    skip_malformed: report malformed rows in `GlueFile.skipped` instead of raising.
+    limit: read at most this many examples (a prefix of the file).
+
+  Returns:
+    GlueFile.
+
+  Raises:
+    FileNotFoundError: if `path` does not exist.
+    ValueError: a bad header, or (without `skip_malformed`) a malformed row, as
+      "file:line: ...".
+  """
+  if split not in ("train", "dev", "test"):
+    raise ValueError(f"split must be train, dev or test, got {split!r}")
+  layout = task.test_layout if split == "test" else task.layout
+  result = GlueFile(path, [])
+  rows = _rows(path, layout)
+  width = None
+  index = 0
+  for line, row in rows:
+    if width is None:
+      width = len(row)
+      if layout.has_header:
+        _check_header(path, line, row, layout)
+        continue
+    if limit is not None and len(result.examples) >= limit:
+      break
+    try:
+      result.examples.append(_example(task, layout, row, width, split, index, line, path))
+    except MalformedRow as e:
+      if not skip_malformed:
+        raise
+      result.skipped.append(str(e))
+    index += 1
+  return result
+
+
+def _rows(path: str, layout: Layout):
+  """(1-based line where the row starts, fields) of every non-blank row."""
+  quoting = dict(quotechar='"') if layout.quoting else dict(quoting=csv.QUOTE_NONE)
+  try:
+    f = open(path, encoding="utf-8-sig", newline="")
+  except FileNotFoundError:
+    raise FileNotFoundError(f"task file not found: {path}") from None
+  with f:
+    reader = csv.reader(f, delimiter=layout.delimiter, **quoting)
+    start = 1
+    try:
+      for row in reader:
+        if row:
+          yield start, row
+        start = reader.line_num + 1
+    except (csv.Error, UnicodeDecodeError) as e:
+      raise MalformedRow(f"{path}:{start}: cannot be read: {e}") from None
+
+
+def _check_header(path: str, line: int, row: Sequence[str], layout: Layout) -> None:
+  columns = (layout.text_a, layout.text_b, layout.label)
+  for field, column, name in zip(FIELDS, columns, layout.names or (None,) * 3):
+    if column is None or name is None:
+      continue
+    found = row[column] if -len(row) <= column < len(row) else None
+    if found != name:
+      raise ValueError(f"{path}:{line}: header column {column} ({field}) should be {name!r}, "
+                       f"found {found!r}: not a {os.path.basename(path)} of this task?")
+
+
+def _example(task: Task, layout: Layout, row: Sequence[str], width: int, split: str,
+             index: int, line: int, path: str) -> InputExample:
+  """The InputExample of one row; raises MalformedRow naming file:line and the column."""
+  where = f"{path}:{line}"
+  if len(row) != width:
+    raise MalformedRow(f"{where}: {len(row)} columns, expected {width} (as the first line)")
+
+  def field(name, column):
+    if column is None:
+      return None
+    if not -len(row) <= column < len(row):
+      raise MalformedRow(f"{where}: column {column} ({name}) is missing ({len(row)} columns)")
+    return row[column]
+
+  label = field("label", layout.label)
+  if label is not None and task.is_regression:
+    try:
+      label = float(label)
+    except ValueError:
+      raise MalformedRow(f"{where}: column {layout.label} (label) is {label!r}, not a "
+                         "number") from None
+  elif label is not None and label not in task.labels:
+    raise MalformedRow(f"{where}: column {layout.label} (label) is {label!r}, not one of "
+                       f"{', '.join(task.labels)}")
+  return InputExample(f"{split}-{index}", index, line, field("text_a", layout.text_a),
+                      field("text_b", layout.text_b), label)
+
+
+def task_files(task: Task, data_dir: Optional[str], split: str,
+               override: Optional[str] = None) -> list[str]:
+  """Paths of a split's files: `override` if given, else the task's names in `data_dir`.
+
+  Raises:
+    ValueError: with neither `override` nor `data_dir`.
+  """
+  if override:
+    return [override]
+  if not data_dir:
+    raise ValueError(f"the {split} file needs data_dir or an explicit {split}_file")
+  names = {"train": (task.train_file,), "dev": task.dev_files, "test": task.test_files}[split]
+  return [os.path.join(data_dir, name) for name in names]
+
+
+def split_name(path: str) -> str:
+  """A file's results key: its name without extension ("dev", "dev_matched")."""
+  return os.path.splitext(os.path.basename(path))[0]

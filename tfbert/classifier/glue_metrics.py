@@ -1,0 +1,109 @@
+"""GLUE's metrics, in NumPy: accuracy, F1, Matthews correlation, Pearson, Spearman.
+
+Definitions are those of the GLUE benchmark's scorer, which calls scikit-learn and SciPy
+(and of Hugging Face's `glue_compute_metrics`); they are restated here so that tfbert
+depends on neither, and `tests/classifier/glue_metrics_test.py` checks them against hand-computed
+values and against scikit-learn/SciPy:
+
+* accuracy: the fraction of predictions equal to the label.
+* f1: F1 of the positive class (class id 1 for MRPC and QQP):
+  2 TP / (2 TP + FP + FN); 0 when there is no positive prediction nor label (sklearn's
+  `zero_division` result).
+* matthews_corrcoef: the K-class Matthews correlation (Gorodkin 2004, scikit-learn's):
+  (c s - t.p) / sqrt((s^2 - p.p)(s^2 - t.t)) with t, p the true and predicted class
+  counts, c the correct count, s the total; the binary phi coefficient for K = 2; 0 when
+  the denominator is 0 (one predicted or true class only).
+* pearson: the sample correlation of predictions and labels; NaN when either is constant.
+* spearman: the Pearson correlation of the ranks, ties given their average rank.
+
+All are fractions (GLUE's leaderboard shows them x100). Shape legend: N examples.
+"""
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+
+def accuracy(predictions: np.ndarray, labels: np.ndarray) -> float:
+  """Args: predictions, labels: int class ids [N]. Returns: the fraction equal."""
+  predictions, labels = _pair(predictions, labels)
+  return float(np.mean(predictions == labels))
+
+
+def f1_score(predictions: np.ndarray, labels: np.ndarray, positive: int = 1) -> float:
+  """F1 of class `positive`. Args: int class ids [N]."""
+  predictions, labels = _pair(predictions, labels)
+  tp = np.sum((predictions == positive) & (labels == positive))
+  fp = np.sum((predictions == positive) & (labels != positive))
+  fn = np.sum((predictions != positive) & (labels == positive))
+  denominator = 2 * tp + fp + fn
+  return float(2 * tp / denominator) if denominator else 0.0
+
+
+def matthews_corrcoef(predictions: np.ndarray, labels: np.ndarray) -> float:
+  """The K-class Matthews correlation coefficient. Args: int class ids [N]."""
+  predictions, labels = _pair(predictions, labels)
+  classes = np.union1d(predictions, labels)
+  t = np.array([np.sum(labels == k) for k in classes], np.float64)       # [K] true counts
+  p = np.array([np.sum(predictions == k) for k in classes], np.float64)  # [K] predicted
+  c, s = float(np.sum(predictions == labels)), float(len(labels))
+  denominator = np.sqrt((s * s - p @ p) * (s * s - t @ t))
+  return float((c * s - t @ p) / denominator) if denominator else 0.0
+
+
+def pearson(predictions: np.ndarray, labels: np.ndarray) -> float:
+  """Pearson's r of two float arrays [N]; NaN if either is constant."""
+  x, y = (np.asarray(a, np.float64) for a in _pair(predictions, labels))
+  x, y = x - x.mean(), y - y.mean()
+  denominator = np.sqrt((x @ x) * (y @ y))
+  return float(x @ y / denominator) if denominator else float("nan")
+
+
+def rankdata(values: np.ndarray) -> np.ndarray:
+  """1-based ranks of `values` [N], ties at their average rank (SciPy's "average")."""
+  values = np.asarray(values)
+  order = np.argsort(values, kind="stable")
+  ranks = np.empty(len(values), np.float64)
+  ranks[order] = np.arange(1, len(values) + 1)
+  # Each run of equal values gets the mean of the ranks it spans.
+  _, group, counts = np.unique(values, return_inverse=True, return_counts=True)
+  sums = np.bincount(group.reshape(-1), weights=ranks)
+  return sums[group.reshape(-1)] / counts[group.reshape(-1)]
+
+
+def spearman(predictions: np.ndarray, labels: np.ndarray) -> float:
+  """Spearman's rho: Pearson's r of the average ranks."""
+  predictions, labels = _pair(predictions, labels)
+  return pearson(rankdata(predictions), rankdata(labels))
+
+
+METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+    "accuracy": accuracy, "f1": f1_score, "matthews_corrcoef": matthews_corrcoef,
+    "pearson": pearson, "spearman": spearman,
+}
+
+
+def compute_metrics(names: Sequence[str], predictions: np.ndarray,
+                    labels: np.ndarray) -> dict[str, float]:
+  """`{name: METRICS[name](predictions, labels)}` for each name.
+
+  Args:
+    names: metric names (a `Task.metrics`).
+    predictions: class ids [N] (classification) or scores [N] (regression).
+    labels: the same kind as `predictions`.
+
+  Raises:
+    ValueError: for an unknown metric name.
+  """
+  unknown = [name for name in names if name not in METRICS]
+  if unknown:
+    raise ValueError(f"unknown metrics {unknown}; known: {sorted(METRICS)}")
+  return {name: METRICS[name](predictions, labels) for name in names}
+
+
+def _pair(predictions, labels) -> tuple[np.ndarray, np.ndarray]:
+  predictions, labels = np.asarray(predictions), np.asarray(labels)
+  if predictions.ndim != 1 or predictions.shape != labels.shape or not len(labels):
+    raise ValueError(f"predictions and labels must be non-empty [N] arrays of one shape, "
+                     f"got {predictions.shape} and {labels.shape}")
+  return predictions, labels

@@ -1,0 +1,1 @@
+"""The BERT layers: embeddings, attention, transformer layer, heads, fused kernels and dropout."""

@@ -1,0 +1,1 @@
+"""Pretraining: Google-format data, input pipeline and checks, MLM + NSP loss, the resumable run."""

@@ -1,0 +1,222 @@
+"""tf.data pretraining input from google-research/bert TFRecords, sharded per worker.
+
+Reads what `tfbert.pretraining.pretraining_data` (or Google's `create_pretraining_data.py`) writes.
+
+Sharding (docs/pitfalls.md, "Distribution"): the NVIDIA and Model Garden pipelines list files
+with an unseeded shuffle and then `.shard()`, so workers see different file orders and
+their shards overlap or miss files; the original OneFlow BERT port had every rank read
+the same files. Here every worker sorts the same expanded file list and takes
+`files[worker_index::num_workers]`: disjoint, together complete, and an error when a
+worker would get nothing. Shuffling (seeded) happens only afterwards, within the shard.
+tf.data's own auto-sharding is switched off, so a `tf.distribute` strategy cannot shard
+a second time.
+
+Exact loss normalization under gradient accumulation: every anchor normalizes the MLM
+loss per micro-batch (a mean of means, huggingface/transformers#24725). Each example
+therefore carries `window_mlm_weight`, the sum of `masked_lm_weights` over the
+`accumulation_steps` consecutive micro-batches that form this worker's applied step, and
+`window_examples` (= accumulation_steps * batch_size). Dividing each micro-batch's summed
+loss by the window totals (all-reduced over workers) makes the accumulated step equal to
+one big batch.
+
+Resuming: the iterator is checkpointable, shuffle buffers and file positions included:
+
+  iterator = iter(dataset)
+  checkpoint = tf.train.Checkpoint(iterator=iterator)
+  checkpoint.save(prefix)        # later: checkpoint.restore(path) on a new iterator
+                                 # of the same dataset continues with the next batch.
+
+Shape legend: B micro-batch (per worker), W = accumulation_steps * B, S seq_length,
+P max_predictions.
+"""
+
+import functools
+import os
+import re
+from typing import Sequence, Union
+
+import tensorflow as tf
+
+from tfbert.runtime import atomic
+
+# google-research/bert `run_pretraining.py` reads int64 features and casts them to int32.
+_INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+                 "masked_lm_ids", "next_sentence_labels")
+_MAX_CYCLE_LENGTH = 4  # Files read at once per worker (interleaved record by record).
+_MAX_ORDERED_CYCLE_LENGTH = 64  # Files interleaved in the unshuffled (alignment) order.
+# Old-style hidden temporaries of create_pretraining_data: `.<shard name>.<pid>.tmp`.
+_OLD_TEMPORARY = re.compile(r"^\..+\.\d+\.tmp$")
+_SUMMARY_SUFFIX = "-summary.json"  # `{prefix}-summary.json` beside the shards.
+
+
+def _never_data(name: str) -> bool:
+  """Names a pattern must never yield: temporaries (new and old style) and summaries."""
+  return (atomic.is_temporary(name) or bool(_OLD_TEMPORARY.match(name))
+          or name.endswith(_SUMMARY_SUFFIX))
+
+
+def expand_files(files: Union[str, Sequence[str]]) -> list:
+  """The sorted data files of file names or glob patterns (no temporaries or summaries).
+
+  `tf.io.gfile.glob` matches dotfiles (`dir/*` yields `dir/.x`), unlike a shell or
+  Python's `glob`; here a wildcard matches a hidden name only when the pattern's own
+  name part starts with ".", as in a shell. Never returned, even when named: tfbert
+  temporaries (`.tfbert-tmp-*`, see `tfbert.runtime.atomic`), the old-style `.<name>.<pid>.tmp`
+  ones and the `*-summary.json` that `tfbert.pretraining.pretraining_data` writes beside its shards.
+
+  Raises:
+    FileNotFoundError: a pattern that matches no data file (named).
+  """
+  patterns = [files] if isinstance(files, str) else list(files)
+  expanded = set()
+  for pattern in patterns:
+    hidden_ok = os.path.basename(pattern).startswith(".")
+    found = tf.io.gfile.glob(pattern)
+    matches = [m for m in found if not _never_data(os.path.basename(m))
+               and (hidden_ok or not os.path.basename(m).startswith("."))]
+    if not matches:
+      skipped = f" ({len(found)} temporary, hidden or summary file(s) skipped)" if found else ""
+      raise FileNotFoundError(f"No pretraining data file matches {pattern!r}{skipped}")
+    expanded.update(matches)
+  return sorted(expanded)
+
+
+def shard_files(files: Union[str, Sequence[str]], num_workers: int,
+                worker_index: int) -> list:
+  """This worker's files: sorted expansion of `files`, then every num_workers-th one.
+
+  Args:
+    files: a file name or glob pattern, or a list of them (see `expand_files`).
+    num_workers: number of input workers (processes reading disjoint shards).
+    worker_index: this worker, in [0, num_workers).
+
+  Returns:
+    list of str, `sorted(all files)[worker_index::num_workers]`; the workers' lists are
+    disjoint and together hold every file, whatever order `files` came in.
+
+  Raises:
+    ValueError: bad worker arguments, or fewer files than workers (a worker would read
+      nothing; write at least num_workers shards).
+    FileNotFoundError: a pattern that matches no file (named).
+  """
+  if num_workers < 1 or not 0 <= worker_index < num_workers:
+    raise ValueError(f"worker_index {worker_index} is not in [0, num_workers="
+                     f"{num_workers})")
+  expanded = expand_files(files)
+  if len(expanded) < num_workers:
+    raise ValueError(
+        f"{len(expanded)} file(s) for {num_workers} workers: worker(s) "
+        f"{list(range(len(expanded), num_workers))} would read nothing. Write at least "
+        f"{num_workers} shards (create_pretraining_data --num_shards).")
+  return expanded[worker_index::num_workers]
+
+
+def feature_spec(seq_length: int, max_predictions: int) -> dict:
+  """google-research/bert's `run_pretraining.py` features (int64 / float32)."""
+  ints = lambda n: tf.io.FixedLenFeature([n], tf.int64)  # noqa: E731
+  return {"input_ids": ints(seq_length), "input_mask": ints(seq_length),
+          "segment_ids": ints(seq_length), "masked_lm_positions": ints(max_predictions),
+          "masked_lm_ids": ints(max_predictions),
+          "masked_lm_weights": tf.io.FixedLenFeature([max_predictions], tf.float32),
+          "next_sentence_labels": ints(1)}
+
+
+def _parse_window(serialized: tf.Tensor, seq_length: int, max_predictions: int) -> dict:
+  """Parses one window of W records and attaches the window totals to each example.
+
+  Args:
+    serialized: tf.string Tensor [W].
+
+  Returns:
+    dict of int32 [W, S] / [W, P] / [W] (`next_sentence_labels`) features, float32
+    `masked_lm_weights` [W, P], and float32 `window_mlm_weight`, `window_examples` [W].
+  """
+  parsed = tf.io.parse_example(serialized, feature_spec(seq_length, max_predictions))
+  features = {name: tf.cast(parsed[name], tf.int32) for name in _INT_FEATURES}
+  features["next_sentence_labels"] = tf.reshape(features["next_sentence_labels"], [-1])
+  weights = parsed["masked_lm_weights"]                          # [W, P]
+  window = tf.shape(weights)[0]
+  features["masked_lm_weights"] = weights
+  features["window_mlm_weight"] = tf.fill([window], tf.reduce_sum(weights))
+  features["window_examples"] = tf.fill([window], tf.cast(window, tf.float32))
+  return features
+
+
+def _records(files: list, *, shuffle: bool, seed: int, repeat: bool, ordered: bool,
+             shuffle_buffer_size: int) -> tf.data.Dataset:
+  """Serialized records of `files`: seeded file and record shuffles, within the shard."""
+  if not shuffle:
+    # Sorted files read record by record in turn (f0r0, f1r0, f0r1, ...): with one record
+    # per replica, one process with R replicas then sees the same examples in each step as
+    # R workers reading one file each, which is what alignment runs compare.
+    dataset = tf.data.Dataset.from_tensor_slices(files).interleave(
+        tf.data.TFRecordDataset, cycle_length=min(len(files), _MAX_ORDERED_CYCLE_LENGTH),
+        block_length=1)  # Sequential (no num_parallel_calls): always this order.
+    return dataset.repeat() if repeat else dataset
+  # A new file order each epoch, still a pure function of `seed`.
+  dataset = tf.data.Dataset.from_tensor_slices(files).shuffle(
+      len(files), seed=seed, reshuffle_each_iteration=True)
+  if repeat:
+    dataset = dataset.repeat()
+  dataset = dataset.interleave(
+      tf.data.TFRecordDataset, cycle_length=min(len(files), _MAX_CYCLE_LENGTH),
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=ordered)
+  return dataset.shuffle(shuffle_buffer_size, seed=seed + 1)
+
+
+def pretraining_dataset(file_patterns: Union[str, Sequence[str]], batch_size: int, *,
+                        seq_length: int, max_predictions: int, num_workers: int = 1,
+                        worker_index: int = 0, shuffle: bool = True, seed: int = 0,
+                        repeat: bool = True, accumulation_steps: int = 1,
+                        deterministic: bool = False,
+                        shuffle_buffer_size: int = 1000) -> tf.data.Dataset:
+  """Micro-batches of this worker's shard of the pretraining records.
+
+  Order: this worker's files (`shard_files`); with `shuffle`, file order shuffled with
+  `seed` (anew, still seeded, each epoch), up to 4 files interleaved record by record,
+  then a `shuffle_buffer_size` record buffer seeded with `seed + 1`; without, the files'
+  records one file after another (google-research/bert's evaluation order). Then
+  windows of W = accumulation_steps * batch_size, parsed with the window totals attached,
+  split into micro-batches of `batch_size`. Remainders are dropped (`drop_remainder`),
+  so without `repeat` a final incomplete window is not produced.
+
+  Args:
+    file_patterns: TFRecord file(s) or glob pattern(s), as for `shard_files`.
+    batch_size: B, examples per micro-step on this worker.
+    seq_length: S of the records (`max_seq_length` when they were made).
+    max_predictions: P of the records (`max_predictions_per_seq`).
+    num_workers, worker_index: input sharding, see `shard_files`.
+    shuffle: shuffle files and records (seeded); False reads them in sorted order.
+    seed: the shuffle seed; the same seed gives the same order.
+    repeat: loop over the shard forever.
+    accumulation_steps: micro-batches per applied step (the window of the totals).
+    deterministic: make tf.data keep element order in its parallel reads and maps, so
+      the order is a pure function of the files and `seed` (for alignment runs).
+      Implied by `shuffle=False`. Otherwise the seeded shuffles are unchanged but
+      parallel reads may reorder nearby records (a restored iterator then still neither
+      loses nor repeats an example).
+    shuffle_buffer_size: records in the shuffle buffer.
+
+  Returns:
+    tf.data.Dataset of dicts: int32 `input_ids`, `input_mask`, `segment_ids` [B, S];
+    int32 `masked_lm_positions`, `masked_lm_ids` [B, P]; float32 `masked_lm_weights`
+    [B, P]; int32 `next_sentence_labels` [B]; float32 `window_mlm_weight`,
+    `window_examples` [B] (see the module docstring).
+  """
+  if batch_size < 1 or accumulation_steps < 1:
+    raise ValueError(f"batch_size ({batch_size}) and accumulation_steps "
+                     f"({accumulation_steps}) must be >= 1")
+  ordered = deterministic or not shuffle
+  dataset = _records(shard_files(file_patterns, num_workers, worker_index), shuffle=shuffle,
+                     seed=seed, repeat=repeat, ordered=ordered,
+                     shuffle_buffer_size=shuffle_buffer_size)
+  dataset = dataset.batch(accumulation_steps * batch_size, drop_remainder=True).map(
+      functools.partial(_parse_window, seq_length=seq_length,
+                        max_predictions=max_predictions),
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=ordered)
+  dataset = dataset.unbatch().batch(batch_size, drop_remainder=True)
+  options = tf.data.Options()
+  options.deterministic = ordered
+  # Files are already sharded per worker; a strategy must not shard them again.
+  options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+  return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,383 @@
+"""Masked-LM / next-sentence pretraining data, as google-research/bert makes it.
+
+Reproduces google-research/bert `create_pretraining_data.py` (master, with
+`do_whole_word_mask`): the same input format, the same algorithm drawing from one
+`random.Random(random_seed)` in the same order, and TFRecords with Google's feature names
+and dtypes, which its `run_pretraining.py` reads unchanged. This module reads the corpus
+and writes the shards; `tfbert.pretraining.pretraining_instances` makes the instances (segments,
+masks, features) and documents the features and the quirks of Google's it keeps.
+
+Input: UTF-8 text, one sentence per line, a blank line between documents. As in Google's
+reader, documents run on across input files (only blank lines separate them), invalid
+UTF-8 is dropped and a line that tokenizes to nothing is skipped. Tokens come from tfbert's
+in-graph `WordPieceTokenizer`, batched per file: the ids of Google's `FullTokenizer`.
+What Google does silently is counted and reported (a warning line and the summary): the
+lines with invalid UTF-8 per file, and the share of [UNK] among the WordPieces, a vocab
+that does not fit the text (`UNK_WARNING_RATE`).
+
+Shards are written under `tfbert.runtime.atomic` temporary names (hidden, without ".tfrecord", so
+no shard glob matches them) in the output directory and renamed when all are complete;
+the summary JSON is written last, so its presence marks a complete data set. On failure
+the temporary (and any renamed) files are removed by a cleanup that cannot itself fail
+(on a full disk `close()` fails again). A run first removes the temporaries that killed
+runs left behind.
+"""
+
+import dataclasses
+import glob
+import os
+import random
+import re
+import sys
+import time
+from typing import Callable, Optional, Sequence, TextIO
+
+import tensorflow as tf
+
+from tfbert.pretraining import pretraining_instances
+
+# The run's config and its shard choices, defined beside the instances that read most of it.
+from tfbert.pretraining.pretraining_instances import SHARD_ASSIGNMENTS, PretrainingDataConfig  # noqa: F401  (re-exported)
+from tfbert.runtime import atomic
+from tfbert.text.tokenization import WordPieceTokenizer, load_vocab
+
+_LINES_PER_BATCH = 4096  # Lines tokenized per in-graph call.
+# Warn when more of the corpus' WordPieces than this are [UNK]. Measured (uncased vocab
+# with --do_lower_case, cased vocab without): 0% on the pydoc corpus, 0% and 0.38% on
+# google-research/bert's sample_text.txt (its Unicode test line). A mismatch: the uncased
+# vocab without lower-casing 4.6% (pydoc) and 5.7% (sample_text), a vocab without Latin
+# pieces (the uncased vocab's CJK entries, standing in for a Chinese vocab) 99.5%. 2% is
+# 5x the worst fitting vocab and under half the mildest mismatch. (A cased vocab with
+# --do_lower_case is not caught this way: 0% and 0.38%; its lower-case pieces exist.)
+UNK_WARNING_RATE = 0.02
+# Old-style temporaries of this module: `.<shard name>.<pid>.tmp`.
+_OLD_TEMPORARY = re.compile(r"^\.(?P<name>.+\.tfrecord)\.(?P<pid>\d+)\.tmp$")
+
+
+@dataclasses.dataclass
+class CorpusStats:
+  """What reading the corpus found beyond its documents (filled by `read_documents`).
+
+  Attributes:
+    invalid_utf8_lines: input file -> number of its lines with invalid UTF-8 (dropped
+      bytes, as Google's reader drops them); only files that have any.
+    num_wordpieces, num_unk: WordPieces of the kept sentences, and how many are [UNK].
+  """
+  invalid_utf8_lines: dict = dataclasses.field(default_factory=dict)
+  num_wordpieces: int = 0
+  num_unk: int = 0
+
+  @property
+  def unk_rate(self) -> float:
+    return self.num_unk / self.num_wordpieces if self.num_wordpieces else 0.0
+
+
+def vocab_info(vocab_file: str) -> pretraining_instances.VocabInfo:
+  """The special and "##" ids of a WordPiece vocab file, as instance creation needs them."""
+  tokens = load_vocab(vocab_file)
+  return pretraining_instances.VocabInfo(
+      size=len(tokens), cls_id=tokens.index("[CLS]"), sep_id=tokens.index("[SEP]"),
+      mask_id=tokens.index("[MASK]"),
+      subword_ids=frozenset(i for i, t in enumerate(tokens) if t.startswith("##")))
+
+
+class _Progress:
+  """Prints a progress line to a stream at most every `every_seconds` (tqdm-free)."""
+
+  def __init__(self, stream: Optional[TextIO], every_seconds: float):
+    self._stream, self._every = stream, every_seconds
+    self._last = time.monotonic()
+
+  def __call__(self, message: Callable[[], str], force: bool = False):
+    now = time.monotonic()
+    if self._stream is not None and (force or now - self._last >= self._every):
+      print(f"create_pretraining_data: {message()}", file=self._stream, flush=True)
+      self._last = now
+
+
+def expand_input_files(patterns: Sequence[str]) -> list:
+  """Paths of the input files: each glob pattern's matches sorted, duplicates dropped.
+
+  Raises:
+    ValueError: if `patterns` is empty.
+    FileNotFoundError: naming a pattern that matches nothing or a path that is not
+      an existing file.
+  """
+  if not patterns:
+    raise ValueError("No input files given")
+  files = []
+  for pattern in patterns:
+    matches = sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
+    if not matches:
+      raise FileNotFoundError(f"No input file matches {pattern!r}")
+    for path in matches:
+      if not os.path.isfile(path):
+        raise FileNotFoundError(f"Input file not found (or not a regular file): {path}")
+      if path not in files:
+        files.append(path)
+  return files
+
+
+def _decode(raw: bytes, path: str, stats: CorpusStats) -> str:
+  """The line as Google decodes it (invalid bytes dropped); counts lines that had some."""
+  try:
+    return raw.decode("utf-8")
+  except UnicodeDecodeError:
+    stats.invalid_utf8_lines[path] = stats.invalid_utf8_lines.get(path, 0) + 1
+    return raw.decode("utf-8", "ignore")
+
+
+def _line_batches(path: str, stats: CorpusStats):
+  """Yields lists of stripped lines, read as google-research/bert reads them."""
+  try:
+    with open(path, "rb") as f:  # Binary: lines end at b"\n" only, like GFile.
+      batch = []
+      for raw in f:
+        batch.append(_decode(raw, path, stats).strip())
+        if len(batch) == _LINES_PER_BATCH:
+          yield batch
+          batch = []
+      yield batch
+  except OSError as e:
+    raise OSError(f"Cannot read input file {path}: {e}") from e
+
+
+def _tokenize(tokenizer: WordPieceTokenizer, texts: list) -> list:
+  """WordPiece ids of each text, as a list of lists of int."""
+  if not texts:
+    return []
+  ids = tokenizer.tokenize(tf.constant(texts, tf.string))
+  flat, splits = ids.flat_values.numpy().tolist(), ids.row_splits.numpy().tolist()
+  return [flat[start:end] for start, end in zip(splits[:-1], splits[1:])]
+
+
+def read_documents(input_files: Sequence[str], tokenizer: WordPieceTokenizer,
+                   progress: Callable = pretraining_instances.no_progress,
+                   stats: Optional[CorpusStats] = None) -> list:
+  """The corpus as documents, each a list of sentences, each a list of int WordPiece ids.
+
+  Args:
+    input_files: text files, read in this order.
+    tokenizer: gives the WordPiece ids.
+    progress: `progress(message_fn, force=False)` callback (see `_Progress`); gets the
+      documents so far and the [UNK] rate, and a warning per file with invalid UTF-8.
+    stats: filled with the invalid UTF-8 and [UNK] counts when given.
+
+  Raises:
+    ValueError: if the files hold no sentence at all (an empty corpus).
+  """
+  stats = CorpusStats() if stats is None else stats
+  unk_id, documents = tokenizer.unk_id, [[]]
+  for path in input_files:
+    for lines in _line_batches(path, stats):
+      ids = iter(_tokenize(tokenizer, [line for line in lines if line]))
+      for line in lines:
+        if not line:  # Blank lines separate documents.
+          documents.append([])
+          continue
+        sentence = next(ids)
+        if sentence:
+          documents[-1].append(sentence)
+          stats.num_wordpieces += len(sentence)
+          stats.num_unk += sentence.count(unk_id)
+      progress(lambda: f"reading {path}: {sum(map(bool, documents))} documents so far, "
+               f"[UNK] {stats.unk_rate:.2%} of WordPieces")
+    if path in stats.invalid_utf8_lines:
+      progress(lambda: f"warning: {path}: {stats.invalid_utf8_lines[path]} line(s) with "
+               f"invalid UTF-8 bytes (dropped, as google-research/bert does)", force=True)
+  documents = [d for d in documents if d]
+  if not documents:
+    raise ValueError(f"Empty corpus: no documents (no line with any WordPiece) in the "
+                     f"input files {list(input_files)}")
+  return documents
+
+
+def shard_names(prefix: str, num_shards: int) -> list:
+  """Shard file names: `{prefix}-00000-of-00004.tfrecord`, ...; the summary is beside."""
+  return [f"{prefix}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
+
+
+def summary_path(output_dir: str, prefix: str) -> str:
+  return os.path.join(output_dir, f"{prefix}-summary.json")
+
+
+def write_shards(instances: Sequence[pretraining_instances.TrainingInstance], output_dir: str,
+                 prefix: str, config: PretrainingDataConfig,
+                 progress: Callable = pretraining_instances.no_progress) -> list:
+  """Writes the shards under temporary names, renames them once all are complete.
+
+  Returns:
+    list of int, the number of instances in each shard.
+
+  Raises:
+    OSError: a shard cannot be written (a full disk, ...), naming its final path; no
+      temporary and no shard is left behind.
+  """
+  finals = [os.path.join(output_dir, n) for n in shard_names(prefix, config.num_shards)]
+  temps = [atomic.temporary_sibling(f, "shard") for f in finals]
+  counts, renamed, writers = [0] * config.num_shards, [], []
+  try:
+    shard = 0
+    try:
+      for shard, temp in enumerate(temps):
+        writers.append(tf.io.TFRecordWriter(temp))
+      for index, instance in enumerate(instances):
+        shard = (index % config.num_shards if config.shard_assignment == "round_robin"
+                 else index * config.num_shards // len(instances))
+        writers[shard].write(pretraining_instances.instance_to_example(
+            instance, config.max_seq_length,
+            config.max_predictions_per_seq).SerializeToString())
+        counts[shard] += 1
+        progress(lambda: f"writing: {index + 1}/{len(instances)} instances")
+      for shard, writer in enumerate(writers):
+        writer.close()
+    except tf.errors.OpError as error:  # TensorFlow's ENOSPC is a ResourceExhaustedError.
+      reason = error.message.strip().splitlines()[0].replace(f"{temps[shard]}; ", "")
+      raise OSError(f"Cannot write pretraining shard {finals[shard]}: {reason}") from error
+    for temp, final in zip(temps, finals):
+      os.replace(temp, final)  # Atomic per file; the summary (written last) marks the set.
+      renamed.append(final)
+  except BaseException:
+    _discard(writers, temps + renamed)
+    raise
+  return counts
+
+
+def _discard(writers: list, paths: list) -> None:
+  """Cleanup after a failure that cannot fail itself (the first error is the one raised)."""
+  for writer in writers:
+    try:
+      writer.close()  # On a full disk close() flushes and fails again.
+    except (tf.errors.OpError, OSError):
+      pass
+  for path in paths:
+    atomic.remove_quietly(path)
+
+
+def remove_stale_temporaries(output_dir: str) -> list:
+  """Removes the temporaries of killed runs: tfbert's and the old `.<shard>.<pid>.tmp`.
+
+  Returns:
+    The removed paths.
+  """
+  removed = atomic.remove_stale_temporaries(output_dir)
+  for name in sorted(os.listdir(output_dir)):
+    match = _OLD_TEMPORARY.match(name)
+    if match and int(match.group("pid")) != os.getpid() and not atomic.process_alive(
+        int(match.group("pid"))):
+      atomic.remove_quietly(os.path.join(output_dir, name))
+      removed.append(os.path.join(output_dir, name))
+  return removed
+
+
+def _prepare_output_dir(output_dir: str, prefix: str, num_shards: int,
+                        progress: Callable = pretraining_instances.no_progress) -> None:
+  """Creates the directory, removes stale temporaries; refuses shards of another count."""
+  os.makedirs(output_dir, exist_ok=True)
+  removed = remove_stale_temporaries(output_dir)
+  if removed:
+    progress(lambda: f"removed {len(removed)} temporary file(s) of killed runs from "
+             f"{output_dir}: {[os.path.basename(r) for r in removed][:3]}", force=True)
+  ours = set(shard_names(prefix, num_shards))
+  stale = sorted(n for n in os.listdir(output_dir)
+                 if n.startswith(f"{prefix}-") and n.endswith(".tfrecord") and n not in ours)
+  if stale:
+    raise FileExistsError(f"{output_dir} already holds other shards of {prefix!r} "
+                          f"({stale[:3]}...); remove them or pick another output_prefix")
+
+
+def _summary(input_files, documents, instances, counts, prefix, config, vocab,
+             stats) -> dict:
+  return {
+      "num_instances": len(instances), "num_documents": len(documents),
+      "vocab_size": vocab.size, "num_unk_tokens": stats.num_unk,
+      "unk_rate": round(stats.unk_rate, 6),
+      "invalid_utf8_lines": dict(stats.invalid_utf8_lines),
+      "num_sentences": sum(len(d) for d in documents),
+      "num_tokens": sum(len(s) for d in documents for s in d),
+      "num_masked_lm_predictions": sum(len(i.masked_lm_ids) for i in instances),
+      "num_random_next": sum(i.is_random_next for i in instances),
+      "shards": [{"file": n, "instances": c}
+                 for n, c in zip(shard_names(prefix, config.num_shards), counts)],
+      "input_files": list(input_files), "config": dataclasses.asdict(config)}
+
+
+def create_pretraining_data(input_patterns: Sequence[str], output_dir: str,
+                            config: PretrainingDataConfig, *, output_prefix: str = "pretraining",
+                            log_every_seconds: float = 10.0,
+                            log_stream: Optional[TextIO] = None) -> dict:
+  """Reads a corpus; writes Google-format pretraining TFRecord shards and a summary JSON.
+
+  Args:
+    input_patterns: files or glob patterns of one-sentence-per-line text.
+    output_dir: gets `{output_prefix}-NNNNN-of-NNNNN.tfrecord` and
+      `{output_prefix}-summary.json` (written last); created if missing.
+    config: the data options.
+    output_prefix: file name prefix of the shards and the summary.
+    log_every_seconds: period of the progress line (files, documents, instances).
+    log_stream: where progress goes (default sys.stderr).
+
+  Returns:
+    dict, the summary written (counts, shard files, input files, config, vocab size,
+    [UNK] count and rate, lines with invalid UTF-8 per input file).
+
+  Raises:
+    FileNotFoundError: a missing vocab or input file (named).
+    OSError: an unreadable input file (named).
+    ValueError: an empty corpus, or fewer instances than shards.
+    FileExistsError: `output_dir` holds shards of this prefix with another shard count.
+  """
+  progress = _Progress(sys.stderr if log_stream is None else log_stream, log_every_seconds)
+  vocab = vocab_info(config.vocab_file)
+  input_files = expand_input_files(input_patterns)
+  _prepare_output_dir(output_dir, output_prefix, config.num_shards, progress)
+  tokenizer = WordPieceTokenizer(config.vocab_file, config.do_lower_case)
+  stats = CorpusStats()
+  documents = read_documents(input_files, tokenizer, progress, stats)
+  if stats.unk_rate > UNK_WARNING_RATE:
+    progress(lambda: f"warning: {stats.unk_rate:.1%} of the corpus' WordPieces are [UNK] "
+             f"(over {UNK_WARNING_RATE:.0%}): the vocab {config.vocab_file} does not fit "
+             f"the text; check --vocab_file and --do_lower_case (an uncased vocab needs "
+             f"--do_lower_case=true, a cased one false)", force=True)
+  instances = pretraining_instances.create_training_instances(
+      documents, config, vocab, random.Random(config.random_seed), progress)
+  if len(instances) < config.num_shards:
+    raise ValueError(f"{len(instances)} instances cannot fill {config.num_shards} shards")
+  path = summary_path(output_dir, output_prefix)
+  if os.path.exists(path):
+    os.remove(path)  # The old data set is incomplete from here until the new summary.
+  counts = write_shards(instances, output_dir, output_prefix, config, progress)
+  summary = _summary(input_files, documents, instances, counts, output_prefix, config,
+                     vocab, stats)
+  atomic.write_json(path, summary)
+  progress(lambda: f"wrote {len(instances)} instances from {len(documents)} documents "
+           f"to {config.num_shards} shard(s) in {output_dir} ([UNK] {stats.unk_rate:.2%} "
+           f"of WordPieces)", force=True)
+  return summary
+
+
+def pydoc_corpus(output_path: str, max_documents: Optional[int] = None) -> str:
+  """Writes CPython's `pydoc_data.topics` as a google-format corpus: the default corpus.
+
+  One document per help topic (sorted by name), blank lines between them. Sentences are
+  cut simply: a paragraph's wrapped lines are joined with spaces (heading underlines
+  such as "*****" dropped) and split after every ". " (so "e.g. x" splits too).
+
+  Args:
+    output_path: the text file to write.
+    max_documents: keep only the first this many topics (default all, 79 on 3.11).
+
+  Returns:
+    `output_path`.
+  """
+  from pydoc_data.topics import topics  # pylint: disable=import-outside-toplevel
+  documents = []
+  for name in sorted(topics)[:max_documents]:
+    lines = []
+    for paragraph in topics[name].split("\n\n"):
+      text = " ".join(line.strip() for line in paragraph.splitlines()
+                      if set(line.strip()) - set("*=-"))
+      lines += [s.strip() for s in text.replace(". ", ".\n").split("\n") if s.strip()]
+    if lines:
+      documents.append("\n".join(lines))
+  return atomic.write_text(output_path, "\n\n".join(documents) + "\n")

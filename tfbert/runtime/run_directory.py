@@ -1,0 +1,178 @@
+"""A run directory belongs to one run: a lock, and a recorded configuration that a rerun must match.
+
+Every tool that owns a directory (`run_pretraining`'s `model_dir`, the fine-tuning tools'
+`output_dir`) claims it before writing anything there:
+
+1. **Lock.** `claim` takes an exclusive `flock` on `<dir>/.tfbert-run.lock` and writes its
+   PID there. A second run on the same directory at the same time fails at once with
+   `RunDirectoryError` naming the holder's PID (two runs would interleave `metrics.jsonl`
+   and checkpoints). The kernel drops the lock when its process ends, however it ends
+   (SIGKILL included), so a killed run never leaves the directory locked; the stale PID in
+   the file is harmless.
+2. **Records.** The run's resolved configuration is a few JSON files (`bert_config.json`,
+   `run_config.json`). On a rerun, `claim` compares the new values with the recorded ones
+   and refuses any difference outside the record's `rerun_may_change` keys, listing every
+   difference as `key: recorded -> new` (nested keys dotted). `allow_changes=True` (the
+   tools' `--allow_config_change`) continues deliberately; the new values are then recorded.
+3. **Nothing before validation.** `claim` writes only the lock file; the tool writes the
+   records (`write_records`, atomically) after every other check has passed.
+4. **Leftovers.** Temporaries of a killed run in the directory (`tfbert.runtime.atomic`) are
+   removed when the claim succeeds.
+"""
+
+import dataclasses
+import fcntl
+import json
+import os
+from typing import Any, Iterable, Optional, Sequence
+
+from tfbert.runtime import atomic
+
+LOCK_FILE = ".tfbert-run.lock"
+
+
+class RunDirectoryError(ValueError):
+  """The directory is in use by another run, or holds a run with another configuration."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+  """One JSON file of a run's configuration.
+
+  Attributes:
+    name: file name in the run directory (e.g. "run_config.json").
+    values: the JSON-compatible dict to record.
+    rerun_may_change: dotted keys a rerun may change without `allow_changes` (settings that
+      do not change what is trained, e.g. how often to log, or where to stop this time).
+  """
+  name: str
+  values: dict
+  rerun_may_change: frozenset = frozenset()
+
+
+class RunLock:
+  """An exclusive lock of a run directory, held until `release` (or process exit)."""
+
+  def __init__(self, directory: str, fd: int):
+    self.directory = directory
+    self._fd: Optional[int] = fd
+
+  def release(self) -> None:
+    """Drops the lock (idempotent)."""
+    if self._fd is not None:
+      os.close(self._fd)  # Closing the descriptor releases its flock.
+      self._fd = None
+
+  def __enter__(self) -> "RunLock":
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self.release()
+
+
+def acquire_lock(directory: str) -> RunLock:
+  """Locks `directory` (created if missing) for this process.
+
+  Raises:
+    RunDirectoryError: another process holds it (its PID is named).
+  """
+  os.makedirs(directory, exist_ok=True)
+  path = os.path.join(directory, LOCK_FILE)
+  fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+  try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+  except BlockingIOError:
+    holder = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
+    os.close(fd)
+    raise RunDirectoryError(
+        f"{directory} is in use by another run (PID {holder}); wait for it to finish, stop "
+        "it, or use another directory") from None
+  os.ftruncate(fd, 0)
+  os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+  return RunLock(directory, fd)
+
+
+def flatten(values: Any, prefix: str = "") -> dict[str, Any]:
+  """Nested dicts as {dotted key: leaf}; lists and tuples are leaves (compared whole)."""
+  if not isinstance(values, dict):
+    return {prefix: values}
+  flat = {}
+  for key, value in values.items():
+    flat.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+  return flat
+
+
+def _comparable(value: Any) -> Any:
+  """JSON's view of a value (tuples as lists), so a recorded value equals its source."""
+  return json.loads(json.dumps(value, default=list))
+
+
+def differences(recorded: dict, new: dict, may_change: Iterable[str] = ()) -> list[str]:
+  """`key: recorded -> new` for every differing key outside `may_change`, sorted by key."""
+  old, now = flatten(_comparable(recorded)), flatten(_comparable(new))
+  allowed = set(may_change)
+  missing = object()
+  found = []
+  for key in sorted(set(old) | set(now)):
+    if key in allowed or any(key.startswith(a + ".") for a in allowed):
+      continue
+    a, b = old.get(key, missing), now.get(key, missing)
+    if a != b:
+      shown = ["(absent)" if v is missing else json.dumps(v) for v in (a, b)]
+      found.append(f"{key}: {shown[0]} -> {shown[1]}")
+  return found
+
+
+def _read_record(directory: str, name: str) -> Optional[dict]:
+  path = os.path.join(directory, name)
+  if not os.path.exists(path):
+    return None
+  try:
+    with open(path, encoding="utf-8") as f:
+      return json.load(f)
+  except (OSError, ValueError) as error:
+    raise RunDirectoryError(f"{path}: unreadable run record ({error}); this directory's "
+                            "run cannot be checked: use another directory") from None
+
+
+def claim(directory: str, records: Sequence[RunRecord], *,
+          allow_changes: bool = False) -> RunLock:
+  """Locks `directory` and checks that `records` continue the run recorded there.
+
+  Args:
+    directory: the run directory (created if missing; only the lock file is written).
+    records: the run's configuration files with their new values.
+    allow_changes: continue even when recorded values differ (they will be replaced).
+
+  Returns:
+    The held `RunLock` (a context manager); release it when the run ends.
+
+  Raises:
+    RunDirectoryError: the directory is locked by another process, or a record differs
+      (every difference listed, in one line).
+  """
+  lock = acquire_lock(directory)
+  try:
+    found = []
+    for record in records:
+      recorded = _read_record(directory, record.name)
+      if recorded is not None:
+        found += [f"{record.name} {d}" for d in
+                  differences(recorded, record.values, record.rerun_may_change)]
+    if found and not allow_changes:
+      raise RunDirectoryError(
+          f"{directory} holds a run with another configuration: {'; '.join(found)}. Use "
+          "another directory, or rerun with --allow_config_change to continue this run "
+          "with the new values")
+  except BaseException:
+    lock.release()
+    raise
+  for path in atomic.remove_stale_temporaries(directory):
+    print(f"removed a killed run's leftover {path}", flush=True)
+  return lock
+
+
+def write_records(directory: str, records: Sequence[RunRecord]) -> None:
+  """Writes each record as `<directory>/<name>` (indented JSON, atomically)."""
+  for record in records:
+    atomic.write_json(os.path.join(directory, record.name), _comparable(record.values))

@@ -1,0 +1,421 @@
+"""Exports a tfbert encoder as a self-describing, relocatable TF SavedModel.
+
+The SavedModel holds an `EncoderExport` module (the encoder, plus an optional
+`TextPreprocessor`) and these signatures:
+
+* `serving_default`: int32 `input_ids`, `input_mask`, `segment_ids` [B, S] ->
+  float32 `sequence_output` [B, S, H] and `pooled_output` [B, H].
+* `encode_text` (only with a vocab): tf.string `text` [B] -> the same two
+  outputs plus the int32 `input_mask` [B, S] of the packed `[CLS] text [SEP]`
+  inputs (S = `seq_length`), tokenized in the graph by `WordPieceTokenizer`.
+
+Outputs are float32 whatever the model's dtype policy: a `mixed_bfloat16`
+encoder computes in bfloat16 and the signature casts its results, so clients
+never see bfloat16.
+
+Every signature (these and the task exports') validates its inputs in the graph
+before any tokenizer op or embedding gather runs (`validate_texts`,
+`validate_features`): ranks, equal batch sizes of the texts, equal shapes of the
+three features, ids in [0, vocab_size), segment ids in [0, type_vocab_size),
+mask values 0 or 1, S in [1, max_position_embeddings]. A bad request raises
+`tf.errors.InvalidArgumentError` naming the signature, the input and the limit,
+e.g. "assertion failed: [serving_default: input_ids holds 30522 at [0, 3],
+outside the vocabulary [0, 30522)]" or "[classify_text: text_b has batch size 1
+but text_a has 2]"; a wrong rank gives TensorFlow's "Shape of tensor text_a [2,1]
+is not compatible with expected shape [?]", a wrong dtype its "input #0 ... was
+expected to be a int32 tensor". No request aborts the process (unchecked, mismatched
+text batches crash tensorflow-text). The checks add asserts and control
+dependencies, no arithmetic: valid requests give the outputs they gave without them
+(measured bit for bit on every signature of four small exports).
+
+The export directory explains itself: `bert_config.json` beside
+`saved_model.pb`, and with a vocab, `assets/<vocab file name>`. Nothing in the
+graph reads a file at load time (the tokenizer's tables are constants), so the
+directory can be moved or copied anywhere; the vocab asset is for people and
+for tools that want the id -> token table.
+
+Task SavedModels (`tfbert.squad.squad_export`, `tfbert.classifier.classifier_export`) subclass
+`TaskExport`, which holds the model, the vocab asset, the tokenizer and
+`serving_default`, and add their raw-text signature; `save_atomically` and
+`write_export` are shared.
+
+Shape legend: B batch, S sequence, H hidden.
+"""
+
+import os
+import shutil
+import uuid
+from typing import Callable, Optional
+
+import keras
+import tensorflow as tf
+
+from tfbert.encoder import BertEncoder
+from tfbert.text import inputs, tokenization
+
+SERVING_SIGNATURE = "serving_default"
+TEXT_SIGNATURE = "encode_text"
+CONFIG_FILE = "bert_config.json"
+# google-research/bert's feature names; also the signature's input names.
+FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+OUTPUT_NAMES = ("sequence_output", "pooled_output")
+
+
+class TextPreprocessor(tf.Module):
+  """Raw text -> BERT input features, in the graph; the vocab travels as an asset.
+
+  Attributes:
+    vocab: `tf.saved_model.Asset` of the vocab file (copied into `assets/`).
+    tokenizer: the `tokenization.WordPieceTokenizer`.
+    seq_length: S of the packed features.
+  """
+
+  def __init__(self, vocab_file: str, do_lower_case: bool, seq_length: int,
+               name: Optional[str] = None):
+    """Builds the tokenizer (a few seconds the first time per casing).
+
+    Args:
+      vocab_file: path of the WordPiece vocab.
+      do_lower_case: True for uncased vocabs.
+      seq_length: S, including [CLS] and [SEP]; longer texts are truncated.
+      name: optional `tf.Module` name.
+    """
+    super().__init__(name=name)
+    self.vocab = tf.saved_model.Asset(vocab_file)
+    self.tokenizer = tokenization.WordPieceTokenizer(vocab_file, do_lower_case)
+    self.seq_length = seq_length
+
+  def __call__(self, text: tf.Tensor) -> dict[str, tf.Tensor]:
+    """Tokenizes and packs one segment per text.
+
+    Args:
+      text: tf.string Tensor [B].
+
+    Returns:
+      dict of int32 `input_ids`, `input_mask`, `segment_ids` [B, S].
+    """
+    ids = self.tokenizer.tokenize(text)  # [B, (T)]
+    return inputs.pack_inputs([ids], self.seq_length, self.tokenizer.cls_id,
+                              self.tokenizer.sep_id)
+
+
+class EncoderExport(tf.Module):
+  """What the SavedModel holds: the encoder and, optionally, a preprocessor.
+
+  Attributes:
+    encoder: the `BertEncoder` (its variables are the SavedModel's).
+    preprocessor: a `TextPreprocessor` or None.
+    serve: `tf.function` behind `serving_default`.
+    encode_text: `tf.function` behind `encode_text` (only with a preprocessor).
+  """
+
+  def __init__(self, encoder: BertEncoder,
+               preprocessor: Optional[TextPreprocessor] = None,
+               name: Optional[str] = None):
+    super().__init__(name=name)
+    self.encoder = encoder
+    self.preprocessor = preprocessor
+    self.serve = tf.function(self._serve, input_signature=[
+        tf.TensorSpec([None, None], tf.int32, name=n) for n in FEATURE_NAMES])
+    if preprocessor is not None:
+      self.encode_text = tf.function(self._encode_text, input_signature=[
+          tf.TensorSpec([None], tf.string, name="text")])
+
+  def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
+    """The signatures to save, by name."""
+    signatures = {SERVING_SIGNATURE: self.serve.get_concrete_function()}
+    if self.preprocessor is not None:
+      signatures[TEXT_SIGNATURE] = self.encode_text.get_concrete_function()
+    return signatures
+
+  def _serve(self, input_ids, input_mask, segment_ids):
+    features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+    return self._encode(validate_features(SERVING_SIGNATURE, features, self.encoder.config))
+
+  def _encode_text(self, text):
+    # One text: only its rank to check. The packed ids are checked against the model too
+    # (a vocab file larger than vocab_size would otherwise fail inside a gather).
+    text = validate_texts(TEXT_SIGNATURE, {"text": text})["text"]
+    features = validate_features(TEXT_SIGNATURE, self.preprocessor(text), self.encoder.config,
+                                 packed_from="text")
+    return {**self._encode(features), "input_mask": features["input_mask"]}
+
+  def _encode(self, features):
+    """float32 `sequence_output` [B, S, H] and `pooled_output` [B, H]."""
+    outputs = self.encoder(features, training=False)
+    return {k: tf.cast(outputs[k], tf.float32) for k in OUTPUT_NAMES}
+
+
+def encoder_of(encoder_or_model) -> BertEncoder:
+  """The `BertEncoder` itself, or the `.encoder` of a tfbert model.
+
+  Raises:
+    TypeError: for anything else, naming its type.
+  """
+  encoder = getattr(encoder_or_model, "encoder", encoder_or_model)
+  if not isinstance(encoder, BertEncoder):
+    raise TypeError("expected a BertEncoder or a tfbert model with .encoder, got "
+                    f"{type(encoder_or_model).__name__}")
+  return encoder
+
+
+def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
+                               vocab_file: Optional[str] = None,
+                               do_lower_case: bool = True,
+                               seq_length: int = 128) -> str:
+  """Writes the encoder as a SavedModel, replacing `export_dir` atomically.
+
+  Args:
+    encoder_or_model: a `BertEncoder` or a tfbert model with `.encoder` (only
+      the encoder is exported; heads are not).
+    export_dir: local directory to create or replace.
+    vocab_file: WordPiece vocab; when given, adds the `encode_text` signature
+      and copies the vocab into `assets/`.
+    do_lower_case: the vocab's casing (True for uncased vocabs).
+    seq_length: S of `encode_text`'s packed inputs; at most
+      `max_position_embeddings`.
+
+  Returns:
+    `export_dir`.
+
+  Raises:
+    TypeError: see `encoder_of`.
+    ValueError: if `seq_length` exceeds `max_position_embeddings`, or
+      `export_dir` is a URL (see `save_atomically`).
+  """
+  encoder = encoder_of(encoder_or_model)
+  preprocessor = None
+  if vocab_file is not None:
+    limit = encoder.config.max_position_embeddings
+    if seq_length > limit:
+      raise ValueError(f"seq_length {seq_length} exceeds max_position_embeddings {limit}")
+    preprocessor = TextPreprocessor(vocab_file, do_lower_case, seq_length)
+  module = EncoderExport(encoder, preprocessor)
+  save_atomically(lambda path: write_export(module, encoder.config, path), export_dir)
+  return export_dir
+
+
+class TaskExport(tf.Module):
+  """The part every task SavedModel shares: model, vocab asset, tokenizer, `serving_default`.
+
+  Subclasses define `_outputs(features)` (float32 outputs of the int32 features) and
+  `signatures()`, adding their raw-text signature, which passes its texts through
+  `validate_texts` before tokenizing and its packed features through
+  `validate_features`; `serving_default` validates its features here.
+
+  Attributes:
+    model: the Keras model (its variables are the SavedModel's).
+    vocab: `tf.saved_model.Asset` of the vocab file (copied into `assets/`).
+    tokenizer: the `tokenization.WordPieceTokenizer`.
+    max_seq_length: S of the raw-text signature.
+    serve: `tf.function` behind `serving_default` (int32 [B, S] features).
+  """
+
+  def __init__(self, model: keras.Model, vocab_file: str, do_lower_case: bool,
+               max_seq_length: int, name: Optional[str] = None):
+    super().__init__(name=name)
+    self.model = model
+    self.vocab = tf.saved_model.Asset(vocab_file)
+    self.tokenizer = tokenization.WordPieceTokenizer(vocab_file, do_lower_case)
+    self.max_seq_length = max_seq_length
+    self.serve = tf.function(self._serve, input_signature=[
+        tf.TensorSpec([None, None], tf.int32, name=n) for n in FEATURE_NAMES])
+
+  def _serve(self, input_ids, input_mask, segment_ids):
+    features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+    return self._outputs(validate_features(SERVING_SIGNATURE, features, self.model.config))
+
+  def _outputs(self, features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    raise NotImplementedError
+
+
+def check_seq_length(model: keras.Model, max_seq_length: int) -> None:
+  """Raises ValueError when S exceeds the model's `max_position_embeddings`."""
+  limit = model.config.max_position_embeddings
+  if max_seq_length > limit:
+    raise ValueError(f"max_seq_length {max_seq_length} exceeds max_position_embeddings {limit}")
+
+
+def validate_texts(signature: str, texts: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+  """The text inputs of a raw-text signature, gated on their equal batch sizes.
+
+  tensorflow-text's `RoundRobinTrimmer` and `combine_segments` do not check that their
+  segments share a batch size: batches of 2 and 1 abort the process (`std::length_error`)
+  or gather garbage ids, 1 and 3 silently broadcast. So no tokenizer op may see the texts
+  before this check has passed. The rank is checked first (see `_with_rank`).
+
+  Args:
+    signature: the signature's name, for the messages.
+    texts: tf.string Tensors [B] by input name; the first one's B is the reference.
+
+  Returns:
+    the same texts (identities that run only after the check).
+
+  Raises:
+    tf.errors.InvalidArgumentError: when the graph runs, e.g.
+      "classify_text: text_b has batch size 1 but text_a has 2".
+  """
+  texts = _with_rank(texts, 1)
+  (first, reference), *others = texts.items()
+  checks = [_checker(tf.equal(tf.shape(text)[0], tf.shape(reference)[0]),
+                     f"{signature}: {name} has batch size {{}} but {first} has {{}}",
+                     lambda text=text: [tf.shape(text)[0], tf.shape(reference)[0]])
+            for name, text in others]
+  return _after(checks, texts)
+
+
+def validate_features(signature: str, features: dict[str, tf.Tensor], config,
+                      packed_from: Optional[str] = None) -> dict[str, tf.Tensor]:
+  """The int32 features, gated on fitting the model, so no gather sees a bad index.
+
+  Checked in this order (the first failure is the one reported): rank 2 (see
+  `_with_rank`); `input_mask` and `segment_ids` have `input_ids`' shape; the sequence
+  length S is in [1, max_position_embeddings]; `input_ids` in [0, vocab_size);
+  `segment_ids` in [0, type_vocab_size); `input_mask` 0 or 1. Without these, an id past
+  a table fails deep inside a gather naming no input, a negative id silently reads a row
+  from the end of the table (Keras' `take` wraps negative indices; measured), and
+  features of different shapes fail inside the attention.
+
+  Args:
+    signature: the signature's name, for the messages.
+    features: int32 `input_ids`, `input_mask`, `segment_ids` [B, S].
+    config: the model's `BertConfig`.
+    packed_from: for a raw-text signature, the text inputs the features were packed
+      from (named in the messages instead of a client's feature input).
+
+  Returns:
+    the same features (identities that run only after the checks).
+
+  Raises:
+    tf.errors.InvalidArgumentError: when the graph runs, e.g. "serving_default:
+      input_ids holds 30522 at [0, 3], outside the vocabulary [0, 30522)".
+  """
+  label = {name: name if packed_from is None else f"{name} (packed from {packed_from})"
+           for name in FEATURE_NAMES}
+  features = _with_rank(features, 2)
+  ids, mask, segments = (features[name] for name in FEATURE_NAMES)
+  shape, limit = tf.shape(ids), config.max_position_embeddings
+  checks = [_checker(tf.reduce_all(tf.equal(tf.shape(features[name]), shape)),
+                     f"{signature}: {label[name]} has shape {{}} but input_ids has {{}}",
+                     lambda name=name: [tf.shape(features[name]), shape])
+            for name in FEATURE_NAMES[1:]]
+  checks.append(_checker((shape[1] >= 1) & (shape[1] <= limit),
+                         f"{signature}: {label['input_ids']} has sequence length {{}}, outside "
+                         f"[1, {limit}] (max_position_embeddings)", lambda: [shape[1]]))
+  for values, name, high, what in (
+      (ids, "input_ids", config.vocab_size, f"the vocabulary [0, {config.vocab_size})"),
+      (segments, "segment_ids", config.type_vocab_size,
+       f"the token types [0, {config.type_vocab_size})"),
+      (mask, "input_mask", 2, "the mask values 0 and 1")):
+    outside = (values < 0) | (values >= high)                             # [B, S]
+    checks.append(_checker(~tf.reduce_any(outside),
+                           f"{signature}: {label[name]} holds {{}} at [{{}}, {{}}], outside {what}",
+                           lambda values=values, outside=outside: _first(values, outside)))
+  return _after(checks, features)
+
+
+def _with_rank(tensors: dict[str, tf.Tensor], rank: int) -> dict[str, tf.Tensor]:
+  """`tensors`, each checked at run time to have `rank` dimensions (`tf.ensure_shape`).
+
+  A loaded SavedModel signature does NOT enforce its TensorSpecs' ranks (measured, TF
+  2.20: a [2, 1] `text_a` or a [2, 7, 1] `input_ids` reaches the graph; a [2, 1] `text_a`
+  was even classified), while the graph is built for them: `tf.rank(x)` is a constant
+  at trace time and Grappler folds `tf.size(tf.shape(x))`, so checks built on them
+  always pass. `EnsureShape` survives and fails with "Shape of tensor input_ids
+  [2,7,1] is not compatible with expected shape [?,?]" (the signature input's name).
+  """
+  return {name: tf.ensure_shape(tensor, [None] * rank) for name, tensor in tensors.items()}
+
+
+def _first(values: tf.Tensor, outside: tf.Tensor) -> list[tf.Tensor]:
+  """[value, row, column] of the first `outside` element of int32 `values` [B, S].
+
+  Zeros when there is none (the message is then not shown), without indexing an empty
+  tensor: a request of batch 0 must pass.
+  """
+  value = tf.concat([tf.boolean_mask(values, outside), [0]], 0)[0]
+  position = tf.concat([tf.where(outside), tf.zeros([1, 2], tf.int64)], 0)[0]  # [2]
+  return [value, position[0], position[1]]
+
+
+def _checker(ok: tf.Tensor, template: str, message_args: Callable[[], list]):
+  """A check for `_after`: an Assert raising `template` (tf.strings.format) unless `ok`."""
+  return lambda: tf.debugging.Assert(ok, [tf.strings.format(template, message_args())])
+
+
+def _after(checks: list, tensors: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+  """Identities of `tensors` that run after all `checks`, which run one after another.
+
+  In order, so that when several checks fail, the first in `checks` is the one reported.
+  """
+  done = []
+  for check in checks:
+    with tf.control_dependencies(done[-1:]):
+      done.append(check())
+  with tf.control_dependencies(done[-1:]):
+    return {name: tf.identity(tensor) for name, tensor in tensors.items()}
+
+
+def write_export(module: tf.Module, config, path: str) -> None:
+  """Saves `module` with its signatures and `bert_config.json` into `path`."""
+  tf.saved_model.save(module, path, signatures=module.signatures())
+  config.to_json_file(os.path.join(path, CONFIG_FILE))
+
+
+def save_atomically(write: Callable[[str], None], export_dir: str) -> None:
+  """Runs `write(tmp)` into a fresh sibling directory, then renames it into place.
+
+  Readers see either the old export or the complete new one, never a partial
+  one: `write` fills a temporary sibling (same filesystem, so renames are
+  atomic), and only then does the old directory move aside and the new one
+  move in. POSIX cannot rename a directory onto a non-empty one, so there is
+  a window of two renames in which `export_dir` is absent; if the second
+  rename fails, the old export is moved back. On any error the temporary
+  directory is removed and the old export is left as it was.
+
+  Args:
+    write: fills the directory it is given.
+    export_dir: local directory to create or replace.
+
+  Raises:
+    ValueError: for a URL such as `gs://...`, where renames are copies.
+  """
+  if "://" in export_dir:
+    raise ValueError(f"export_dir must be a local directory (atomic rename), got {export_dir}")
+  export_dir = os.path.abspath(export_dir)
+  os.makedirs(os.path.dirname(export_dir), exist_ok=True)
+  staging = _new_sibling(export_dir, "tmp")
+  try:
+    write(staging)
+    _swap_into_place(staging, export_dir)
+  finally:
+    shutil.rmtree(staging, ignore_errors=True)  # Gone already after a swap.
+
+
+def _swap_into_place(staging: str, export_dir: str) -> None:
+  """Renames `staging` to `export_dir`, replacing (then deleting) any old one."""
+  if not os.path.exists(export_dir):
+    os.rename(staging, export_dir)
+    return
+  base = os.path.basename(export_dir)
+  old = _new_sibling(export_dir, "old")
+  os.rename(export_dir, os.path.join(old, base))
+  try:
+    os.rename(staging, export_dir)
+  except BaseException:
+    os.rename(os.path.join(old, base), export_dir)
+    shutil.rmtree(old, ignore_errors=True)
+    raise
+  shutil.rmtree(old, ignore_errors=True)
+
+
+def _new_sibling(export_dir: str, kind: str) -> str:
+  """Creates an empty hidden directory beside `export_dir` and returns its path.
+
+  `os.mkdir` honours the umask; `tempfile.mkdtemp` would make it (and thus the
+  export) 0700, unreadable to a model server running as another user.
+  """
+  parent, base = os.path.split(export_dir)
+  path = os.path.join(parent, f".{base}.{kind}-{uuid.uuid4().hex}")
+  os.mkdir(path)
+  return path

@@ -1,0 +1,1 @@
+"""SQuAD: reading, features, postprocessing, reference evaluation, fine-tuning, raw-text export."""

@@ -1,0 +1,127 @@
+"""SQuAD v1.1 / v2.0 scores from the reference evaluation, reported like the official scripts.
+
+The metric is not reimplemented: Model Garden's copies of the official scripts
+(`official.nlp.tools.squad_evaluate_v1_1` / `squad_evaluate_v2_0`) compute it. This module
+reads and checks the files, picks the version and reports the official output:
+
+* v1.1 (the dataset's "version" is "1.1", "v1.1" or absent; `squad_data.squad_version`):
+  `{"exact_match", "f1"}` in percent. Model Garden returns fractions, the F1 under
+  `final_f1`; both are multiplied by 100. Unanswered questions score 0 (logged), predictions
+  for unknown ids are ignored. A question marked `is_impossible` has no gold answer to
+  score against (the script fails on it), so a "1.1" file that holds one is refused,
+  naming it: its "version" should say "v2.0".
+* v2.0 ("v2.0" or "2.0"): the official script's keys `exact`, `f1`, `total`, `HasAns_*`,
+  `NoAns_*` (already in percent), plus `best_exact`, `best_exact_thresh`, `best_f1`,
+  `best_f1_thresh` when null odds (`--na-prob-file` of the official script) are given;
+  Model Garden names those `final_*` and always computes them, so they are renamed and
+  kept only with null odds. Every question needs a prediction: the official script fails
+  on a missing one, and Model Garden would silently score over fewer questions.
+"""
+
+import math
+from typing import Any, Optional, Sequence
+
+from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
+
+from tfbert.squad import squad_data
+
+V2_KEYS = ("exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total",
+           "NoAns_exact", "NoAns_f1", "NoAns_total")
+# Model Garden name -> official evaluate-v2.0.py name, for runs with null odds.
+V2_BEST_KEYS = {"final_exact": "best_exact", "final_exact_thresh": "best_exact_thresh",
+                "final_f1": "best_f1", "final_f1_thresh": "best_f1_thresh"}
+
+
+def evaluate_files(dataset_file: str, predictions_files: Sequence[str],
+                   na_prob_file: Optional[str] = None) -> list[dict[str, Any]]:
+  """Scores each predictions file against one dataset (read once).
+
+  Args:
+    dataset_file: SQuAD JSON (optionally gzip-compressed).
+    predictions_files: `{id: answer text}` JSON files.
+    na_prob_file: v2.0 only: `{id: null odds}` (e.g. our null_odds.json); needs a single
+      predictions file.
+
+  Returns:
+    one dict per predictions file, as `evaluate` returns.
+
+  Raises:
+    FileNotFoundError, ValueError: naming the file that is missing or malformed.
+  """
+  if na_prob_file and len(predictions_files) != 1:
+    raise ValueError("null odds (na_prob_file) go with exactly one predictions file, "
+                     f"got {len(predictions_files)}")
+  dataset = squad_data.load_json(dataset_file)
+  parsed = squad_data.parse_squad(dataset, dataset_file, is_training=False)
+  check_scorable(parsed)
+  na_probs = (_load_mapping(na_prob_file, "null odds file", (int, float), "a number")
+              if na_prob_file else None)
+  return [evaluate(dataset, _load_mapping(path, "predictions file", str, "an answer string"),
+                   parsed.version, na_probs, path)
+          for path in predictions_files]
+
+
+def check_scorable(dataset: squad_data.SquadDataset) -> None:
+  """Raises ValueError when a SQuAD 1.1 `dataset` has an unanswerable (2.0) question."""
+  if dataset.unanswerable and not dataset.is_v2:
+    raise ValueError(f"{dataset.path}: {dataset.unanswerable}: true, a SQuAD 2.0 question, "
+                     "but the file's \"version\" is 1.1 (or absent) and SQuAD 1.1 scoring "
+                     "needs an answer to every question; set \"version\": \"v2.0\" to "
+                     "score it as SQuAD 2.0")
+
+
+def evaluate(dataset: dict[str, Any], predictions: dict[str, str],
+             version: Optional[str] = None, na_probs: Optional[dict[str, float]] = None,
+             predictions_source: str = "predictions") -> dict[str, Any]:
+  """Official scores of `predictions` on a parsed SQuAD JSON `dataset`.
+
+  Args:
+    dataset: the whole dataset JSON (with "data").
+    predictions: question id -> answer text ("" = no answer in v2.0).
+    version: as a file writes it ("1.1", "v2.0", ...); default: the dataset's "version".
+    na_probs: v2.0 only, optional: question id -> null odds.
+    predictions_source: name used in error messages (the predictions file).
+
+  Returns:
+    v1.1: {"exact_match": float, "f1": float}; v2.0: the official keys (module doc).
+  """
+  version = squad_data.squad_version(version or dataset.get("version"))
+  if version != "2.0":
+    if na_probs is not None:
+      raise ValueError("null odds are for SQuAD v2.0; the dataset is v" + version)
+    scores = squad_evaluate_v1_1.evaluate(dataset["data"], predictions)
+    return {"exact_match": 100.0 * scores["exact_match"], "f1": 100.0 * scores["final_f1"]}
+  ids = [qa["id"] for article in dataset["data"] for paragraph in article["paragraphs"]
+         for qa in paragraph["qas"]]
+  _check_covered(ids, predictions, predictions_source, "prediction")
+  if na_probs is not None:
+    _check_covered(ids, na_probs, "the null odds", "null odds")
+    na_probs = {qid: float(na_probs[qid]) for qid in ids}  # Extra ids break the script.
+  scores = squad_evaluate_v2_0.evaluate(dataset["data"], predictions, na_probs)
+  result = {key: scores[key] for key in V2_KEYS if key in scores}
+  if na_probs is not None:
+    result.update({ours: scores[theirs] for theirs, ours in V2_BEST_KEYS.items()})
+  return result
+
+
+def _check_covered(ids, mapping, source, what):
+  missing = [qid for qid in ids if qid not in mapping]
+  if missing:
+    raise ValueError(f"{source}: {len(missing)} of {len(ids)} questions have no {what} "
+                     f"(e.g. {missing[:3]}); SQuAD v2.0 scoring needs every question")
+
+
+def _load_mapping(path: str, role: str, kind: Any, what: str) -> dict[str, Any]:
+  """A JSON object {str: kind} from `path`, with errors naming the file."""
+  try:
+    mapping = squad_data.load_json(path)
+  except FileNotFoundError:
+    raise FileNotFoundError(f"{role} not found: {path}") from None
+  if not isinstance(mapping, dict):
+    raise ValueError(f"{path}: expected a JSON object {{question id: {what}}}, got "
+                     f"{type(mapping).__name__}")
+  for key, value in mapping.items():
+    bad = not isinstance(value, kind) or isinstance(value, bool)
+    if bad or (isinstance(value, float) and math.isnan(value)):
+      raise ValueError(f"{path}: value of {key!r} should be {what}, got {value!r:.60}")
+  return mapping

@@ -1,0 +1,1 @@
+"""Text to ids: WordPiece (reference and in-graph), BasicTokenizer normalization, input packing."""

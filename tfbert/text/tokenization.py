@@ -1,0 +1,400 @@
+"""BERT WordPiece tokenization: Google's reference and an exact in-graph twin.
+
+* `reference_tokenizer` returns tf-models-official's `FullTokenizer`
+  (`official.nlp.tools.tokenization`, google-research/bert's tokenizer): pure
+  Python, one text at a time. It defines what is correct.
+* `WordPieceTokenizer` runs in the TensorFlow graph (eagerly, in `tf.function`,
+  in a SavedModel), batched, gives the reference's ids exactly, and also byte
+  offsets into the original text (for SQuAD answer recovery).
+
+Why tensorflow_text's tokenizers are not used as they come: with
+`lower_case=True` (`BertTokenizer`) or `lower_case_nfd_strip_accents=True`
+(`FastBertTokenizer`) they lower-case with ICU NFKC_Casefold, not Python's
+`lower()` + NFD + strip `Mn`; both turn control/format characters into a space
+where Google deletes them, and limit words in bytes, not characters. Measured on
+`sample_text.txt` plus every SQuAD v1.1 dev context and question (12,671
+texts), `FastBertTokenizer` gives other ids for 19 texts uncased ("½" becomes
+"1⁄2", "ᴵᴺᵀ" becomes "int", ...) and 0 cased, but also differs cased on 4 of
+the 17 hand-written strings in the tests (zero-width space, soft hyphen, ...).
+`BertTokenizer`'s offsets also point into the normalized text.
+
+How `WordPieceTokenizer` reproduces the reference:
+
+1. Per character, with a table of Google's `BasicTokenizer` rules and a regex
+   for the final sigma; see `tfbert.text.text_normalization`, which also states the
+   one known residual difference.
+2. Words are the runs between spaces. As in the reference, a word longer than
+   `max_chars_per_word` characters is one [UNK]; other words go through
+   `tensorflow_text.FastWordpieceTokenizer` (greedy longest-match-first).
+
+Offsets from `tokenize_with_offsets` are UTF-8 byte offsets, half-open
+`[start, end)`, into the ORIGINAL text (before any normalization):
+
+* `start` is the first byte of the original character whose normalization
+  gives the piece's first character.
+* `end` is the start of the next original character that produces any output
+  (whitespace, punctuation, the next piece), or the end of the text. So the
+  pieces of a word tile it with no gap, and characters that normalization
+  deletes (a combining accent, a soft hyphen, a zero-width space) go with the
+  piece before them.
+* Normalization can change lengths ("É" is 2 bytes and becomes "e"; "İ"
+  becomes "i"); spans always cover whole original characters.
+* One character can normalize to several (uncased NFD turns a Hangul syllable
+  into 2-3 jamo). When a piece boundary falls inside it, each piece touching
+  it gets all of its bytes, so those spans overlap.
+* "##" is not in the text or the span; an [UNK] spans its whole word.
+
+Shape legend: B texts, C characters, N normalized characters, W words,
+T wordpieces, P wordpieces of one word; `_all` means flattened over the batch.
+"""
+
+import collections
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+from official.nlp.tools import tokenization as google_tokenization
+
+from tfbert.text.text_normalization import (
+  FINAL_SIGMA_REWRITE,
+  final_sigma_regex,
+  normalization_table,
+)
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+# tf-models-official's `WordpieceTokenizer` default; google-research/bert used
+# 200. A word (after basic tokenization) longer than this becomes [UNK].
+MAX_CHARS_PER_WORD = 400
+
+# The graph code has no tensor-dependent Python control flow; skipping
+# AutoGraph's source conversion saves ~4 s per trace inside `tf.function`.
+_NO_AUTOGRAPH = tf.autograph.experimental.do_not_convert
+
+
+def load_vocab(vocab_file):
+  """Reads a WordPiece vocab: one token per line, the line number is its id.
+
+  Args:
+    vocab_file: path of a UTF-8 `vocab.txt` as released with BERT.
+
+  Returns:
+    list of str, the tokens in id order (surrounding whitespace stripped, as
+    Google's `load_vocab` does).
+
+  Raises:
+    FileNotFoundError: if `vocab_file` does not exist.
+    ValueError: if it is not UTF-8 (naming the line and the bad bytes), is
+      empty, has a blank or duplicate line, or lacks one of `SPECIAL_TOKENS`.
+      Every message names the file.
+  """
+  try:
+    with open(vocab_file, encoding="utf-8") as f:
+      tokens = [line.strip() for line in f]
+  except FileNotFoundError:
+    raise FileNotFoundError(
+        f"WordPiece vocab file not found: {vocab_file}") from None
+  except UnicodeDecodeError:
+    raise ValueError(_not_utf8(vocab_file)) from None
+  if not tokens:
+    raise ValueError(f"WordPiece vocab file is empty: {vocab_file}")
+  seen = {}
+  for line, token in enumerate(tokens, start=1):
+    if not token:
+      raise ValueError(f"Blank line {line} in WordPiece vocab {vocab_file}")
+    if token in seen:
+      raise ValueError(f"Token {token!r} is on lines {seen[token]} and {line} "
+                       f"of WordPiece vocab {vocab_file}")
+    seen[token] = line
+  missing = [t for t in SPECIAL_TOKENS if t not in seen]
+  if missing:
+    raise ValueError(f"WordPiece vocab {vocab_file} lacks special tokens "
+                     f"{missing}; a BERT vocab needs all of {SPECIAL_TOKENS}")
+  return tokens
+
+
+def _not_utf8(vocab_file):
+  """The message for a vocab that is not UTF-8: its first bad line and bytes."""
+  with open(vocab_file, "rb") as f:
+    lines = f.read().splitlines()  # b"\n", b"\r\n", b"\r": text mode's line ends.
+  for number, line in enumerate(lines, start=1):
+    try:
+      line.decode("utf-8")
+    except UnicodeDecodeError as error:
+      return (f"WordPiece vocab {vocab_file}: line {number} is not UTF-8 (bytes "
+              f"{line[error.start:error.end]!r} at column {error.start + 1}); a BERT "
+              f"vocab must be UTF-8")
+  return f"WordPiece vocab {vocab_file} is not UTF-8"
+
+
+def reference_tokenizer(vocab_file, do_lower_case):
+  """Returns Google's reference tokenizer (tf-models-official `FullTokenizer`).
+
+  Args:
+    vocab_file: path of the WordPiece vocab; checked with `load_vocab` first so
+      that a bad file fails with a clear message.
+    do_lower_case: True for uncased checkpoints, False for cased ones.
+
+  Returns:
+    `official.nlp.tools.tokenization.FullTokenizer`; ids of a text are
+    `tok.convert_tokens_to_ids(tok.tokenize(text))`.
+  """
+  load_vocab(vocab_file)
+  return google_tokenization.FullTokenizer(vocab_file, do_lower_case)
+
+
+# Intermediate results, flattened over the batch. Offsets are int64 bytes.
+_Chars = collections.namedtuple(
+    "_Chars", "code_points rows starts ends text_lengths")
+_Normalized = collections.namedtuple(
+    "_Normalized", "code_points chars rows byte_ends byte_lengths")
+_Words = collections.namedtuple(
+    "_Words", "strings lengths rows byte_starts byte_lengths")
+
+
+class WordPieceTokenizer(tf.Module):
+  """In-graph BERT tokenizer with the exact ids of Google's `FullTokenizer`.
+
+  Usable eagerly, inside `tf.function` and in a SavedModel (all state is
+  constant tensors and a static hash table). See the module docstring for the
+  normalization and the meaning of the offsets.
+
+  Attributes:
+    vocab_size: int, number of vocab entries.
+    pad_id, unk_id, cls_id, sep_id, mask_id: int ids of [PAD], [UNK], [CLS],
+      [SEP] and [MASK].
+  """
+
+  def __init__(self, vocab_file, do_lower_case,
+               max_chars_per_word=MAX_CHARS_PER_WORD, name=None):
+    """Builds the tokenizer (a few seconds the first time per casing).
+
+    Args:
+      vocab_file: path of the WordPiece vocab (see `load_vocab`).
+      do_lower_case: True for uncased vocabs (lower-case, NFD, strip accents).
+      max_chars_per_word: words longer than this many characters become
+        [UNK]; 400 matches tf-models-official, 200 google-research/bert.
+      name: optional `tf.Module` name.
+    """
+    super().__init__(name=name)
+    self.vocab_file = vocab_file
+    self.do_lower_case = do_lower_case
+    self.max_chars_per_word = max_chars_per_word
+    vocab = load_vocab(vocab_file)
+    # Only small Python state: tf.Module walks its attributes when saving.
+    self._vocab_size = len(vocab)
+    self._special_ids = {token: vocab.index(token) for token in SPECIAL_TOKENS}
+    keys, values = normalization_table(do_lower_case)
+    self._char_table = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(
+            tf.constant(keys, tf.int64), tf.range(len(keys), dtype=tf.int64)),
+        default_value=-1)
+    # Table values as code points: row k of this [K, (L)] is value k.
+    values = tf.strings.unicode_decode(tf.constant(values, tf.string), "UTF-8")
+    self._value_code_points = values.flat_values
+    self._value_starts = values.row_starts()
+    self._value_lengths = values.row_lengths()
+    self._final_sigma = final_sigma_regex() if do_lower_case else None
+    # Words reaching the wordpiece step have at most `max_chars_per_word`
+    # characters of at most 4 bytes, so the byte limit never decides.
+    self._wordpiece = tf_text.FastWordpieceTokenizer(
+        vocab=vocab, suffix_indicator="##",
+        max_bytes_per_word=4 * max_chars_per_word, token_out_type=tf.int32,
+        unknown_token="[UNK]", no_pretokenization=True)
+
+  @property
+  def vocab_size(self):
+    return self._vocab_size
+
+  @property
+  def pad_id(self):
+    return self._special_ids["[PAD]"]
+
+  @property
+  def unk_id(self):
+    return self._special_ids["[UNK]"]
+
+  @property
+  def cls_id(self):
+    return self._special_ids["[CLS]"]
+
+  @property
+  def sep_id(self):
+    return self._special_ids["[SEP]"]
+
+  @property
+  def mask_id(self):
+    return self._special_ids["[MASK]"]
+
+  @_NO_AUTOGRAPH
+  def tokenize(self, texts):
+    """Wordpiece ids of each text, flattened over words.
+
+    Args:
+      texts: tf.string Tensor of shape [B] (UTF-8; invalid bytes are dropped,
+        as Google's `decode("utf-8", "ignore")` does).
+
+    Returns:
+      int32 RaggedTensor of shape [B, (T)], equal to
+      `convert_tokens_to_ids(tokenize(text))` of Google's `FullTokenizer`.
+    """
+    texts = _as_batch(texts)
+    words = _split_words(self._normalize(self._decode(texts)))
+    ids = self._wordpiece.tokenize(self._unk_if_too_long(words))  # [W, (P)]
+    return _group_by_text(ids, words.rows, texts)
+
+  @_NO_AUTOGRAPH
+  def tokenize_with_offsets(self, texts):
+    """Wordpiece ids plus their byte spans in the original texts.
+
+    Args:
+      texts: tf.string Tensor of shape [B].
+
+    Returns:
+      (ids, start_bytes, end_bytes): int32, int64, int64 RaggedTensors of
+      shape [B, (T)]. `texts[b][start_bytes[b, t]:end_bytes[b, t]]` is the
+      original text of piece t (see the module docstring for the exact rule).
+    """
+    texts = _as_batch(texts)
+    chars = self._decode(texts)
+    normalized = self._normalize(chars)
+    words = _split_words(normalized)
+    ids, starts, ends = self._wordpiece.tokenize_with_offsets(
+        self._unk_if_too_long(words))                         # [W, (P)]
+    piece_word = ids.value_rowids()                           # [T_all]
+    too_long = tf.gather(words.lengths, piece_word) > self.max_chars_per_word
+    ends = tf.where(too_long, tf.gather(words.byte_lengths, piece_word),
+                    ends.flat_values)
+    base = tf.gather(words.byte_starts, piece_word)
+    starts, ends = _original_spans(
+        chars, normalized, tf.gather(words.rows, piece_word),
+        base + starts.flat_values, base + ends)
+    return tuple(_group_by_text(ids.with_flat_values(values), words.rows, texts)
+                 for values in (ids.flat_values, starts, ends))
+
+  def _decode(self, texts):
+    """The original characters of `texts` [B], flattened over the batch."""
+    lengths = tf.cast(tf.strings.length(texts), tf.int64)
+    code_points, starts = tf.strings.unicode_decode_with_offsets(
+        texts, "UTF-8", errors="replace")                     # [B, (C)]
+    if self._final_sigma is not None:
+      # On re-encoded text, so that invalid bytes are U+FFFD, which Google
+      # drops and the regex skips. "Σ" -> "ς" keeps the code point count.
+      code_points = tf.strings.unicode_decode(tf.strings.regex_replace(
+          tf.strings.unicode_encode(code_points, "UTF-8"), self._final_sigma,
+          FINAL_SIGMA_REWRITE), "UTF-8")
+    rows = code_points.value_rowids()
+    count = tf.size(rows, out_type=tf.int64)
+    index = tf.range(count)
+    is_last = tf.equal(index + 1, tf.gather(code_points.row_limits(), rows))
+    # A character ends where the next one starts, the last one at text end.
+    next_starts = tf.gather(starts.flat_values,
+                            tf.minimum(index + 1, count - 1))
+    return _Chars(
+        code_points=code_points.flat_values, rows=rows,
+        starts=starts.flat_values, text_lengths=lengths,
+        ends=tf.where(is_last, tf.gather(lengths, rows), next_starts))
+
+  def _normalize(self, chars):
+    """Google's basic tokenization of every character, as code points."""
+    index = self._char_table.lookup(tf.cast(chars.code_points, tf.int64))
+    mapped = index >= 0
+    index = tf.maximum(index, 0)
+    lengths = tf.where(mapped, tf.gather(self._value_lengths, index), 1)
+    # Where each character's output sits in concat(table values, chars).
+    pool = tf.concat([self._value_code_points, chars.code_points], 0)
+    own = tf.size(self._value_code_points, out_type=tf.int64) + tf.range(
+        tf.size(chars.code_points, out_type=tf.int64))
+    sources = tf.where(mapped, tf.gather(self._value_starts, index), own)
+    positions = tf.ragged.range(sources, sources + lengths)   # [C_all, (L)]
+    code_points = tf.gather(pool, positions.flat_values)      # [N_all]
+    origin = positions.value_rowids()
+    byte_lengths = _utf8_lengths(code_points)
+    return _Normalized(code_points=code_points, chars=origin,
+                       rows=tf.gather(chars.rows, origin),
+                       byte_ends=tf.cumsum(byte_lengths),
+                       byte_lengths=byte_lengths)
+
+  def _unk_if_too_long(self, words):
+    """Word strings [W], "[UNK]" (itself a vocab token) for over-long words."""
+    return tf.where(words.lengths > self.max_chars_per_word, "[UNK]",
+                    words.strings)
+
+
+def _as_batch(texts):
+  texts = tf.convert_to_tensor(texts, tf.string)
+  if texts.shape.rank is not None and texts.shape.rank != 1:
+    raise ValueError(
+        f"texts must be a tf.string Tensor of shape [B], got {texts.shape}")
+  return texts
+
+
+def _utf8_lengths(code_points):
+  """int64 UTF-8 byte length of each int32 code point."""
+  return 1 + sum(tf.cast(code_points >= limit, tf.int64)
+                 for limit in (0x80, 0x800, 0x10000))
+
+
+def _split_words(normalized):
+  """Words: maximal runs of non-space normalized code points in one text.
+
+  Returns:
+    _Words of shape [W_all]: UTF-8 strings, lengths in characters, text
+    index, global normalized byte start and byte length.
+  """
+  points, rows = normalized.code_points, normalized.rows      # [N_all]
+  is_word = tf.not_equal(points, ord(" "))
+  index = tf.range(tf.size(points, out_type=tf.int64))
+  previous = tf.maximum(index - 1, 0)
+  continues = (index > 0) & tf.gather(is_word, previous) & tf.equal(
+      tf.gather(rows, previous), rows)
+  begins = is_word & ~continues
+  word_of = tf.cumsum(tf.cast(begins, tf.int64)) - 1
+  code_points = tf.RaggedTensor.from_value_rowids(
+      tf.boolean_mask(points, is_word), tf.boolean_mask(word_of, is_word),
+      nrows=tf.reduce_sum(tf.cast(begins, tf.int64)))         # [W, (L)]
+  first = tf.boolean_mask(index, begins)
+  last = first + code_points.row_lengths() - 1
+  byte_starts = tf.gather(normalized.byte_ends - normalized.byte_lengths, first)
+  byte_ends = tf.gather(normalized.byte_ends, last)
+  return _Words(strings=tf.strings.unicode_encode(code_points, "UTF-8"),
+                lengths=code_points.row_lengths(), rows=tf.gather(rows, first),
+                byte_starts=byte_starts, byte_lengths=byte_ends - byte_starts)
+
+
+def _original_spans(chars, normalized, rows, norm_starts, norm_ends):
+  """Maps pieces' global normalized byte spans to spans in their original text.
+
+  Args:
+    chars: _Chars of the batch.
+    normalized: _Normalized of the batch.
+    rows: int64 [T_all], the text of each piece.
+    norm_starts, norm_ends: int64 [T_all], global normalized byte spans.
+
+  Returns:
+    (starts, ends): int64 [T_all] byte offsets into each piece's own text,
+    following the rule in the module docstring.
+  """
+  def code_point_at(norm_byte):
+    return tf.searchsorted(normalized.byte_ends, norm_byte, side="right",
+                           out_type=tf.int64)
+
+  count = tf.size(normalized.code_points, out_type=tf.int64)
+  following = code_point_at(norm_ends)
+  has_next = following < count
+  following = tf.minimum(following, count - 1)
+  has_next &= tf.equal(tf.gather(normalized.rows, following), rows)
+  first_char = tf.gather(normalized.chars, code_point_at(norm_starts))
+  last_char = tf.gather(normalized.chars, code_point_at(norm_ends - 1))
+  next_char = tf.gather(normalized.chars, following)
+  ends = tf.where(
+      ~has_next, tf.gather(chars.text_lengths, rows),
+      tf.where(tf.equal(next_char, last_char),  # Split inside one character.
+               tf.gather(chars.ends, last_char),
+               tf.gather(chars.starts, next_char)))
+  return tf.gather(chars.starts, first_char), ends
+
+
+def _group_by_text(per_word, word_rows, texts):
+  """[W, (P)] ragged values per word -> [B, (T)] per text."""
+  return tf.RaggedTensor.from_value_rowids(
+      per_word, word_rows, nrows=tf.shape(texts, tf.int64)[0]).merge_dims(1, 2)

@@ -1,0 +1,1 @@
+"""Training engine: optimizers, schedules, gradient accumulation, strategies, fine-tuning runs."""

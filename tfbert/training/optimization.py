@@ -1,0 +1,100 @@
+"""The optimization stack in one call: `create_optimizer`, and the public re-exports.
+
+`create_optimizer` builds what the tools compile a model with:
+
+  LossScaleOptimizer (float16 only, outermost)
+    -> GradientAccumulationOptimizer (always: steps >= 1, clipping, global finite check)
+      -> AdamW | Lamb | SGD (decoupled weight decay with path-based exclusions)
+         with WarmupPolynomialDecay as a pure function of the applied step.
+
+The accumulation wrapper is used even for `steps=1`: it is the path that clips the
+all-reduced gradient once and skips a non-finite step on every replica (see
+`tfbert.training.accumulation`).
+"""
+
+import dataclasses
+from typing import Optional, Sequence
+
+import keras
+
+from tfbert.training.accumulation import (
+  GradientAccumulationOptimizer,
+  LossScaleOptimizer,
+  with_gradient_accumulation,
+)
+from tfbert.training.optimizers import BERT_WEIGHT_DECAY_EXCLUSIONS, AdamW, Lamb
+from tfbert.training.schedules import WarmupPolynomialDecay
+
+__all__ = ["OptimizerConfig", "create_optimizer", "with_gradient_accumulation",
+           "GradientAccumulationOptimizer", "LossScaleOptimizer", "AdamW", "Lamb",
+           "WarmupPolynomialDecay", "BERT_WEIGHT_DECAY_EXCLUSIONS"]
+
+OPTIMIZERS = ("adamw", "lamb", "sgd")
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerConfig:
+  """Everything that defines the optimization of a run.
+
+  Attributes:
+    name: "adamw" (google-research/bert's: no bias correction, eps 1e-6), "lamb" or "sgd"
+      (with `momentum`).
+    learning_rate: Peak learning rate.
+    warmup_steps, total_steps: Applied steps of warmup and of the whole run.
+    schedule_mode: "google" (default) or "decay_after_warmup"; see `tfbert.training.schedules`.
+    end_learning_rate, power: Polynomial decay parameters.
+    weight_decay_rate: Decoupled weight decay (AdamW/LAMB).
+    exclude_from_weight_decay: Regexes matched against variable paths.
+    exclude_from_layer_adaptation: LAMB only; None means no exclusions.
+    clip_norm: Global-norm clipping of the applied gradient (None: off).
+    accumulation_steps: Micro-steps per applied step.
+    accumulation_reduction: "mean" or "sum"; see `tfbert.training.accumulation`.
+    loss_scale: Dynamic loss scaling (for mixed_float16).
+    initial_loss_scale, loss_scale_growth_steps: `LossScaleOptimizer` settings.
+    momentum: SGD momentum.
+  """
+  name: str = "adamw"
+  learning_rate: float = 1e-4
+  warmup_steps: int = 0
+  total_steps: int = 1
+  schedule_mode: str = "google"
+  end_learning_rate: float = 0.0
+  power: float = 1.0
+  weight_decay_rate: float = 0.01
+  exclude_from_weight_decay: Sequence[str] = BERT_WEIGHT_DECAY_EXCLUSIONS
+  exclude_from_layer_adaptation: Optional[Sequence[str]] = None
+  clip_norm: Optional[float] = 1.0
+  accumulation_steps: int = 1
+  accumulation_reduction: str = "mean"
+  loss_scale: bool = False
+  initial_loss_scale: float = 2.0 ** 15
+  loss_scale_growth_steps: int = 2000
+  momentum: float = 0.9
+
+  def __post_init__(self):
+    if self.name not in OPTIMIZERS:
+      raise ValueError(f"optimizer name must be one of {OPTIMIZERS}, got {self.name!r}")
+
+
+def create_optimizer(config: OptimizerConfig) -> keras.optimizers.Optimizer:
+  """Builds the optimizer stack described by `config` (see module docstring)."""
+  schedule = WarmupPolynomialDecay(config.learning_rate, config.warmup_steps,
+                                   config.total_steps, config.end_learning_rate, config.power,
+                                   config.schedule_mode)
+  if config.name == "adamw":
+    base = AdamW(schedule, config.weight_decay_rate,
+                 exclude_from_weight_decay=list(config.exclude_from_weight_decay))
+  elif config.name == "lamb":
+    base = Lamb(schedule, config.weight_decay_rate,
+                exclude_from_weight_decay=list(config.exclude_from_weight_decay),
+                exclude_from_layer_adaptation=(
+                    None if config.exclude_from_layer_adaptation is None
+                    else list(config.exclude_from_layer_adaptation)))
+  else:
+    base = keras.optimizers.SGD(schedule, momentum=config.momentum)
+  optimizer = GradientAccumulationOptimizer(base, config.accumulation_steps,
+                                            config.accumulation_reduction, config.clip_norm)
+  if config.loss_scale:
+    optimizer = LossScaleOptimizer(optimizer, config.initial_loss_scale,
+                                   config.loss_scale_growth_steps)
+  return optimizer

@@ -1,0 +1,1 @@
+"""The command-line tools (thin mains) and the packages only they use."""
