@@ -19,3 +19,21 @@ def show_in_help(flags_module) -> None:
   """
   for flag in flags.FLAGS.get_key_flags_for_module(flags_module):
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+
+# Per-invocation switches, not settings of the run: not written into its flags.txt.
+_NOT_RECORDED = ("traceback", "allow_config_change", "helpshort", "helpfull", "help")
+
+
+def flagfile(flags_module) -> str:
+  """The run's resolved flags as an absl flagfile (`--name=value` lines), for flags.txt.
+
+  Every key flag of `flags_module` (the tool's own and the shared ones it adopts) that has a
+  value, defaults included, so that `--flagfile=<output_dir>/flags.txt` replays the run even
+  if a later version changes a default.
+  """
+  lines = []
+  for flag in sorted(flags.FLAGS.get_key_flags_for_module(flags_module), key=lambda f: f.name):
+    if flag.name not in _NOT_RECORDED and flag.value is not None:
+      lines.append(flag.serialize())
+  return "".join(f"{line}\n" for line in lines if line)

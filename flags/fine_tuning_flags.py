@@ -43,11 +43,11 @@ WEIGHT_DECAY_RATE = flags.DEFINE_float("weight_decay_rate", 0.01,
                                        "Decoupled weight decay (not on LayerNorm and biases).")
 CLIP_NORM = flags.DEFINE_float("clip_norm", 1.0,
                                "Global-norm clipping of the all-reduced gradient (0: off).")
-ACCUMULATION = flags.DEFINE_integer("gradient_accumulation_steps", 1,
+GRADIENT_ACCUMULATION_STEPS = flags.DEFINE_integer("gradient_accumulation_steps", 1,
                                     "Micro-steps per applied step.")
 DTYPE = flags.DEFINE_enum("dtype", "float32", DTYPES,
                           "Precision; mixed_float16 adds dynamic loss scaling.")
-DISTRIBUTION = flags.DEFINE_enum("distribution_strategy", "one_device",
+DISTRIBUTION_STRATEGY = flags.DEFINE_enum("distribution_strategy", "one_device",
                                  [s for s in STRATEGIES if s != "multi_worker"],
                                  "one_device or mirrored (over local devices). Keras fit does "
                                  "not run under multi_worker (keras-team/keras#20585).")
@@ -55,5 +55,6 @@ NUM_CPU_DEVICES = flags.DEFINE_integer("num_cpu_devices", 1,
                                        "Logical CPU devices to create (for mirrored on CPU).")
 SEED = flags.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and shuffling.")
 LOG_STEPS = flags.DEFINE_integer("log_steps", 10,
-                                 "Micro-steps between TensorBoard loss points.")
+                                 "Applied steps between TensorBoard loss points (as in "
+                                 "run_pretraining).")
 VERBOSE = flags.DEFINE_integer("verbose", 1, "Keras progress: 0 silent, 1 bar, 2 line per epoch.")

@@ -9,12 +9,12 @@ from absl import flags
 
 from flags import common_flags, fine_tuning_flags, run_directory_flags
 from flags.fine_tuning_flags import (  # noqa: F401  (re-exported for the tool)
-    ACCUMULATION,
     BERT_CONFIG_FILE,
     CLIP_NORM,
-    DISTRIBUTION,
+    DISTRIBUTION_STRATEGY,
     DO_LOWER_CASE,
     DTYPE,
+    GRADIENT_ACCUMULATION_STEPS,
     INIT_CHECKPOINT,
     INIT_HF_DIR,
     INIT_TFBERT,

@@ -21,21 +21,21 @@ MODEL_DIR = flags.DEFINE_string("model_dir", None, "Required. Run directory; rer
 TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 32,
                                         "Global sequences per applied step (all replicas, "
                                         "all accumulation micro-steps).")
-ACCUMULATION = flags.DEFINE_integer("gradient_accumulation_steps", 1,
+GRADIENT_ACCUMULATION_STEPS = flags.DEFINE_integer("gradient_accumulation_steps", 1,
                                     "Micro-steps per applied step.")
 MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the data.")
-MAX_PREDICTIONS = flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions.")
+MAX_PREDICTIONS_PER_SEQ = flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions.")
 OPTIMIZER = flags.DEFINE_enum("optimizer", "adamw", OPTIMIZERS, "Optimizer.")
 LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
 NUM_TRAIN_STEPS = flags.DEFINE_integer("num_train_steps", 1000, "Applied steps in total.")
 NUM_WARMUP_STEPS = flags.DEFINE_integer("num_warmup_steps", 100, "Applied warmup steps.")
-SCHEDULE = flags.DEFINE_enum("lr_schedule", "google", ["google", "decay_after_warmup"],
+LR_SCHEDULE = flags.DEFINE_enum("lr_schedule", "google", ["google", "decay_after_warmup"],
                              "Warmup + polynomial decay definition (tfbert/training/schedules.py).")
-WEIGHT_DECAY = flags.DEFINE_float("weight_decay_rate", 0.01, "Decoupled weight decay.")
+WEIGHT_DECAY_RATE = flags.DEFINE_float("weight_decay_rate", 0.01, "Decoupled weight decay.")
 CLIP_NORM = flags.DEFINE_float("clip_norm", 1.0, "Global-norm clipping (0 disables).")
 DTYPE = flags.DEFINE_enum("dtype", "float32", DTYPES,
                           "Precision; mixed_float16 adds dynamic loss scaling.")
-DISTRIBUTION = flags.DEFINE_enum("distribution_strategy", "one_device", STRATEGIES,
+DISTRIBUTION_STRATEGY = flags.DEFINE_enum("distribution_strategy", "one_device", STRATEGIES,
                                  "one_device, mirrored (local devices) or multi_worker "
                                  "(TF_CONFIG).")
 NUM_CPU_DEVICES = flags.DEFINE_integer("num_cpu_devices", 1,
@@ -49,9 +49,9 @@ STOP_AT_STEP = flags.DEFINE_integer("stop_at_step", None,
 SEED = flags.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and shuffling.")
 DETERMINISTIC = flags.DEFINE_bool("deterministic", False,
                                   "Unshuffled data and deterministic ops (alignment runs).")
-CHECKPOINT_EVERY = flags.DEFINE_integer("save_checkpoints_steps", 100,
+SAVE_CHECKPOINTS_STEPS = flags.DEFINE_integer("save_checkpoints_steps", 100,
                                         "Applied steps between checkpoints.")
-LOG_EVERY = flags.DEFINE_integer("log_steps", 10, "Applied steps between log lines.")
+LOG_STEPS = flags.DEFINE_integer("log_steps", 10, "Applied steps between log lines.")
 EXPORT_DIR = flags.DEFINE_string("export_dir", None,
                                  "SavedModel + Google checkpoint export "
                                  "(default model_dir/export).")

@@ -8,12 +8,12 @@ from absl import flags
 
 from flags import common_flags, fine_tuning_flags, run_directory_flags
 from flags.fine_tuning_flags import (  # noqa: F401  (re-exported for the tool)
-    ACCUMULATION,
     BERT_CONFIG_FILE,
     CLIP_NORM,
-    DISTRIBUTION,
+    DISTRIBUTION_STRATEGY,
     DO_LOWER_CASE,
     DTYPE,
+    GRADIENT_ACCUMULATION_STEPS,
     INIT_CHECKPOINT,
     INIT_HF_DIR,
     INIT_TFBERT,
@@ -67,7 +67,7 @@ N_BEST_SIZE = flags.DEFINE_integer("n_best_size", 20,
                                    "(>= 1).")
 MAX_ANSWER_LENGTH = flags.DEFINE_integer("max_answer_length", 30,
                                          "Longest answer in wordpieces (>= 1).")
-VERSION_2 = flags.DEFINE_bool("version_2_with_negative", False,
+VERSION_2_WITH_NEGATIVE = flags.DEFINE_bool("version_2_with_negative", False,
                               "SQuAD 2.0 postprocessing: may answer \"\" (no answer). Needed "
                               "for SQuAD 2.0 files (\"version\": \"v2.0\" or any "
                               "is_impossible question); with a 1.1 file it is allowed (a note "

@@ -23,7 +23,7 @@ from tools.demos import pretraining_demo
 
 def default_input_files(workdir: str) -> list[str]:
   """The main job's pretraining records (pydoc_data.topics), made once in WORKDIR/data."""
-  if (f.MAX_SEQ_LENGTH.value, f.MAX_PREDICTIONS.value) != (
+  if (f.MAX_SEQ_LENGTH.value, f.MAX_PREDICTIONS_PER_SEQ.value) != (
       pretraining_demo.SEQ_LENGTH, pretraining_demo.MAX_PREDICTIONS):
     raise app.UsageError("--input_files is needed unless --max_seq_length="
                          f"{pretraining_demo.SEQ_LENGTH} and --max_predictions_per_seq="
@@ -45,11 +45,11 @@ def main(argv):
       input_files=f.INPUT_FILES.value or default_input_files(f.WORKDIR.value),
       variants=[alignment.parse_variant(v) for v in f.VARIANTS.value], steps=f.STEPS.value,
       train_batch_size=f.TRAIN_BATCH_SIZE.value, max_seq_length=f.MAX_SEQ_LENGTH.value,
-      max_predictions_per_seq=f.MAX_PREDICTIONS.value,
+      max_predictions_per_seq=f.MAX_PREDICTIONS_PER_SEQ.value,
       optimizer=optimization.OptimizerConfig(
           name=f.OPTIMIZER.value, learning_rate=f.LEARNING_RATE.value,
-          momentum=f.MOMENTUM.value, warmup_steps=f.WARMUP_STEPS.value,
-          weight_decay_rate=f.WEIGHT_DECAY.value, clip_norm=f.CLIP_NORM.value or None),
+          momentum=f.MOMENTUM.value, warmup_steps=f.NUM_WARMUP_STEPS.value,
+          weight_decay_rate=f.WEIGHT_DECAY_RATE.value, clip_norm=f.CLIP_NORM.value or None),
       seed=f.SEED.value, tolerances=tolerances, compare_weights=f.COMPARE_WEIGHTS.value)
   report = alignment_run.run_alignment(config, f.WORKDIR.value)
   print(f"report: {os.path.join(f.WORKDIR.value, 'report.json')}; plot: "

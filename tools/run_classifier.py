@@ -7,6 +7,8 @@ See flags/run_classifier_flags.py for every flag and tfbert/classifier/classifie
 directory.
 """
 
+import json
+
 from flags import common_flags, run_directory_flags
 from flags import run_classifier_flags as f
 from tfbert.checkpoints import pretrained
@@ -40,12 +42,16 @@ def main(argv):
       eval_batch_size=f.EVAL_BATCH_SIZE.value, learning_rate=f.LEARNING_RATE.value,
       num_train_epochs=f.NUM_TRAIN_EPOCHS.value, max_train_steps=f.MAX_TRAIN_STEPS.value,
       warmup_proportion=f.WARMUP_PROPORTION.value, weight_decay_rate=f.WEIGHT_DECAY_RATE.value,
-      clip_norm=f.CLIP_NORM.value or None, gradient_accumulation_steps=f.ACCUMULATION.value,
-      dtype=f.DTYPE.value, distribution=f.DISTRIBUTION.value,
-      num_cpu_devices=f.NUM_CPU_DEVICES.value, seed=f.SEED.value, log_every=f.LOG_STEPS.value,
+      clip_norm=f.CLIP_NORM.value or None,
+      gradient_accumulation_steps=f.GRADIENT_ACCUMULATION_STEPS.value,
+      dtype=f.DTYPE.value, distribution_strategy=f.DISTRIBUTION_STRATEGY.value,
+      num_cpu_devices=f.NUM_CPU_DEVICES.value, seed=f.SEED.value, log_steps=f.LOG_STEPS.value,
       verbose=f.VERBOSE.value, export_dir=f.EXPORT_DIR.value,
       allow_config_change=run_directory_flags.ALLOW_CONFIG_CHANGE.value)
-  run_classifier(config)
+  result = run_classifier(config, common_flags.flagfile(f))
+  if "eval" in result:
+    print(json.dumps(result["eval"], sort_keys=True))
+  print(cli.format_written(result["written"]), flush=True)
 
 
 def run():

@@ -19,20 +19,22 @@ def main(argv):
   optimizer = optimization.OptimizerConfig(
       name=f.OPTIMIZER.value, learning_rate=f.LEARNING_RATE.value,
       warmup_steps=f.NUM_WARMUP_STEPS.value, total_steps=f.NUM_TRAIN_STEPS.value,
-      schedule_mode=f.SCHEDULE.value, weight_decay_rate=f.WEIGHT_DECAY.value,
-      clip_norm=f.CLIP_NORM.value or None, accumulation_steps=f.ACCUMULATION.value)
+      lr_schedule=f.LR_SCHEDULE.value, weight_decay_rate=f.WEIGHT_DECAY_RATE.value,
+      clip_norm=f.CLIP_NORM.value or None,
+      gradient_accumulation_steps=f.GRADIENT_ACCUMULATION_STEPS.value)
   config = PretrainingRunConfig(
       bert_config=BertConfig.from_json_file(f.BERT_CONFIG_FILE.value),
       input_files=f.INPUT_FILES.value, model_dir=f.MODEL_DIR.value, optimizer=optimizer,
       train_batch_size=f.TRAIN_BATCH_SIZE.value, max_seq_length=f.MAX_SEQ_LENGTH.value,
-      max_predictions_per_seq=f.MAX_PREDICTIONS.value, init_checkpoint=f.INIT_CHECKPOINT.value,
-      dtype=f.DTYPE.value, distribution=f.DISTRIBUTION.value,
+      max_predictions_per_seq=f.MAX_PREDICTIONS_PER_SEQ.value,
+      init_checkpoint=f.INIT_CHECKPOINT.value,
+      dtype=f.DTYPE.value, distribution_strategy=f.DISTRIBUTION_STRATEGY.value,
       num_cpu_devices=f.NUM_CPU_DEVICES.value, jit_compile=f.JIT_COMPILE.value,
       run_eagerly=f.RUN_EAGERLY.value, stop_at_step=f.STOP_AT_STEP.value, seed=f.SEED.value,
-      deterministic=f.DETERMINISTIC.value, checkpoint_every=f.CHECKPOINT_EVERY.value,
-      log_every=f.LOG_EVERY.value, export_dir=f.EXPORT_DIR.value,
+      deterministic=f.DETERMINISTIC.value, save_checkpoints_steps=f.SAVE_CHECKPOINTS_STEPS.value,
+      log_steps=f.LOG_STEPS.value, export_dir=f.EXPORT_DIR.value,
       allow_config_change=run_directory_flags.ALLOW_CONFIG_CHANGE.value)
-  print(run_pretraining(config)["summary"], flush=True)
+  print(run_pretraining(config, common_flags.flagfile(f))["summary"], flush=True)
 
 
 def run():

@@ -6,6 +6,8 @@
 See flags/run_squad_flags.py for every flag and tfbert/squad/squad_run.py for the run directory.
 """
 
+import json
+
 from flags import common_flags, run_directory_flags
 from flags import run_squad_flags as f
 from tfbert.checkpoints import pretrained
@@ -28,18 +30,21 @@ def main(argv):
       features=squad_features.FeatureConfig(f.MAX_SEQ_LENGTH.value, f.DOC_STRIDE.value,
                                             f.MAX_QUERY_LENGTH.value),
       postprocess=squad_postprocess.PostprocessConfig(
-          f.N_BEST_SIZE.value, f.MAX_ANSWER_LENGTH.value, f.VERSION_2.value,
+          f.N_BEST_SIZE.value, f.MAX_ANSWER_LENGTH.value, f.VERSION_2_WITH_NEGATIVE.value,
           f.NULL_SCORE_DIFF_THRESHOLD.value),
       train_batch_size=f.TRAIN_BATCH_SIZE.value, predict_batch_size=f.PREDICT_BATCH_SIZE.value,
       learning_rate=f.LEARNING_RATE.value, num_train_epochs=f.NUM_TRAIN_EPOCHS.value,
       max_train_steps=f.MAX_TRAIN_STEPS.value, warmup_proportion=f.WARMUP_PROPORTION.value,
       weight_decay_rate=f.WEIGHT_DECAY_RATE.value, clip_norm=f.CLIP_NORM.value or None,
-      gradient_accumulation_steps=f.ACCUMULATION.value, dtype=f.DTYPE.value,
-      distribution=f.DISTRIBUTION.value, num_cpu_devices=f.NUM_CPU_DEVICES.value,
-      seed=f.SEED.value, log_every=f.LOG_STEPS.value, verbose=f.VERBOSE.value,
+      gradient_accumulation_steps=f.GRADIENT_ACCUMULATION_STEPS.value, dtype=f.DTYPE.value,
+      distribution_strategy=f.DISTRIBUTION_STRATEGY.value, num_cpu_devices=f.NUM_CPU_DEVICES.value,
+      seed=f.SEED.value, log_steps=f.LOG_STEPS.value, verbose=f.VERBOSE.value,
       export_dir=f.EXPORT_DIR.value,
       allow_config_change=run_directory_flags.ALLOW_CONFIG_CHANGE.value)
-  run_squad(config)
+  result = run_squad(config, common_flags.flagfile(f))
+  if "scores" in result:
+    print(json.dumps(result["scores"]))
+  print(cli.format_written(result["written"]), flush=True)
 
 
 def run():

@@ -77,7 +77,7 @@ def mrpc_dir(tmp_path):
     (dict(train_batch_size=6, gradient_accumulation_steps=4), "multiple of"),
     (dict(max_train_examples=0), "max_train_examples"),
     (dict(dtype="float16"), "dtype must be one of"),
-    (dict(distribution="multi_worker"), "keras-team/keras#20585"),
+    (dict(distribution_strategy="multi_worker"), "keras-team/keras#20585"),
     (dict(max_seq_length=129), "exceeds max_position_embeddings 128"),
 ])
 def test_config_names_what_does_not_fit(tmp_path, overrides, message):
@@ -237,7 +237,7 @@ def test_custom_csv_task_trains_and_evaluates(tmp_path):
       "bad", "ok", "great"]
 
 
-def test_malformed_rows_stop_the_run_unless_skipped(tmp_path, capsys):
+def test_malformed_rows_stop_the_run_unless_skipped(tmp_path, caplog):
   rows = glue_synthetic.fruit_pairs(8, seed=3)
   path = glue_synthetic.write_mrpc(tmp_path / "train.tsv", rows)
   with open(path, "a", encoding="utf-8") as f:
@@ -247,7 +247,8 @@ def test_malformed_rows_stop_the_run_unless_skipped(tmp_path, capsys):
     classifier_run.run_classifier(config)
   result = classifier_run.run_classifier(dataclasses.replace(config, skip_malformed_rows=True))
   assert result["train"]["steps"] == 1
-  assert "skipped malformed row: " + path + ":10: column 0 (label)" in capsys.readouterr().out
+  assert any(m.startswith("skipped malformed row: " + path + ":10: column 0 (label)")
+             for m in caplog.messages)
 
 
 def _files(directory):
@@ -330,6 +331,8 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(m
   assert sorted(scores["dev"]) == ["accuracy", "f1", "num_examples"]
   assert "steps=3 " in run.stdout  # 3 applied steps = 6 micro-steps of 8 on 2 replicas.
   assert _read_json(out / "run_config.json")["gradient_accumulation_steps"] == 2
+  recorded = (out / "flags.txt").read_text().splitlines()  # Replays with --flagfile.
+  assert f"--output_dir={out}" in recorded and "--gradient_accumulation_steps=2" in recorded
   predicted = _read_tsv(out / "test_predictions.tsv")[1:]
   texts = [text for _, a, b in rows for text in (a, b)]
   env = {k: v for k, v in env.items() if k != "PYTHONPATH"}

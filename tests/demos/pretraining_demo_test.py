@@ -10,7 +10,7 @@ from tools.demos import pretraining_demo
 
 @pytest.mark.slow
 def test_demo_pretrains_exports_and_learns(tmp_path):
-  summary = pretraining_demo.run_pretraining_demo(str(tmp_path), steps=60, log_every=20)
+  summary = pretraining_demo.run_pretraining_demo(str(tmp_path), steps=60, log_steps=20)
   assert summary.instances > 1000  # pydoc_data.topics, dupe_factor 2
   assert [summary.first["step"], summary.last["step"]] == [20, 60]
   assert summary.last["loss"] < summary.first["loss"] - 1.0  # it learns

@@ -55,7 +55,7 @@ def make_model(weights):
 def adamw(steps):
   return optimization.create_optimizer(optimization.OptimizerConfig(
       name="adamw", learning_rate=1e-2, warmup_steps=0, total_steps=10, clip_norm=1.0,
-      accumulation_steps=steps, accumulation_reduction="sum"))
+      gradient_accumulation_steps=steps, accumulation_reduction="sum"))
 
 
 def test_loss_matches_google_definition_on_one_batch():

@@ -49,11 +49,12 @@ def data_dir(tmp_path_factory):
 def run_config(data_dir, model_dir, **overrides):
   optimizer = optimization.OptimizerConfig(name="adamw", learning_rate=1e-3, warmup_steps=2,
                                            total_steps=overrides.pop("total_steps", 6),
-                                           accumulation_steps=overrides.pop("accumulation", 2))
+                                           gradient_accumulation_steps=overrides.pop(
+                                               "accumulation", 2))
   values = dict(bert_config=TINY, input_files=[os.path.join(data_dir, "*.tfrecord")],
                 model_dir=str(model_dir), optimizer=optimizer, train_batch_size=8,
-                max_seq_length=SEQ, max_predictions_per_seq=PRED, distribution="mirrored",
-                num_cpu_devices=2, checkpoint_every=2, log_every=2, seed=3)
+                max_seq_length=SEQ, max_predictions_per_seq=PRED, distribution_strategy="mirrored",
+                num_cpu_devices=2, save_checkpoints_steps=2, log_steps=2, seed=3)
   values.update(overrides)
   return PretrainingRunConfig(**values)
 
@@ -82,7 +83,8 @@ def test_run_directory_explains_itself(data_dir, tmp_path):
   assert last["step"] == 6 and np.isfinite(last["loss"])
   assert BertConfig.from_json_file(str(run / "bert_config.json")) == TINY
   resolved = json.loads((run / "run_config.json").read_text())
-  assert resolved["optimizer"]["accumulation_steps"] == 2 and resolved["train_batch_size"] == 8
+  assert resolved["optimizer"]["gradient_accumulation_steps"] == 2
+  assert resolved["train_batch_size"] == 8
   assert sorted(os.listdir(run / "checkpoints"))[0] == "checkpoint"
   rows = read_metrics(run)
   assert [r["step"] for r in rows] == [2, 4, 6]
@@ -125,7 +127,7 @@ def _snapshot(directory):
 
 def test_a_rerun_with_another_model_or_schedule_is_refused_and_touches_nothing(
     data_dir, tmp_path):
-  config = run_config(data_dir, tmp_path / "run", total_steps=2, distribution="one_device",
+  config = run_config(data_dir, tmp_path / "run", total_steps=2, distribution_strategy="one_device",
                       num_cpu_devices=1)
   run_pretraining(config)
   before = _snapshot(tmp_path / "run")
@@ -144,7 +146,7 @@ def test_a_rerun_with_another_model_or_schedule_is_refused_and_touches_nothing(
   after = _snapshot(tmp_path / "run")
   assert {k: after[k] for k in before} == before
   # How often to log may change; a longer schedule only deliberately, then it is recorded.
-  run_pretraining(dataclasses.replace(config, log_every=1))
+  run_pretraining(dataclasses.replace(config, log_steps=1))
   longer = dataclasses.replace(config.optimizer, total_steps=3)
   with pytest.raises(run_directory.RunDirectoryError, match="total_steps: 2 -> 3"):
     run_pretraining(dataclasses.replace(config, optimizer=longer))
@@ -171,7 +173,7 @@ def test_data_that_does_not_fit_the_flags_is_named_before_anything_is_written(
 
 def test_non_finite_loss_fails_fast_naming_the_steps(data_dir, tmp_path):
   config = run_config(data_dir, tmp_path / "nan", total_steps=4, accumulation=1,
-                      distribution="one_device", num_cpu_devices=1, log_every=1)
+                      distribution_strategy="one_device", num_cpu_devices=1, log_steps=1)
   config = PretrainingRunConfig(**{**config.__dict__, "optimizer": optimization.OptimizerConfig(
       name="sgd", learning_rate=1e8, total_steps=4, clip_norm=None, momentum=0.0)})
   with pytest.raises(FloatingPointError, match=r"non-finite loss \(\w+\) in applied steps"):
@@ -193,6 +195,41 @@ def tool_args(data_dir, model_dir, steps=8, strategy="one_device", devices=1, be
           "--num_warmup_steps=2", "--learning_rate=1e-3", "--save_checkpoints_steps=2",
           "--log_steps=1", "--deterministic", f"--distribution_strategy={strategy}",
           f"--num_cpu_devices={devices}", "--seed=7"]
+
+
+@pytest.mark.slow  # ~25 s: three short tool runs.
+def test_a_run_replays_from_its_own_flags_file(data_dir, tmp_path):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  first = tmp_path / "a" / "run"
+  os.makedirs(first.parent)
+  command = tool_args(data_dir, str(first), steps=2)
+  subprocess.run(command, check=True, env=env, timeout=600, capture_output=True)
+  flags_txt = (first / "flags.txt").read_text()
+  recorded_flags = dict(line.partition("=")[::2] for line in flags_txt.splitlines())
+  for given in command[2:]:  # Every flag given, with its value ("1e-3" is written "0.001").
+    name, _, value = given.partition("=")
+    assert name in recorded_flags, name
+    try:
+      assert float(recorded_flags[name]) == float(value), given
+    except ValueError:
+      assert recorded_flags[name] == value, given
+  assert "--traceback" not in flags_txt and "--allow_config_change" not in flags_txt
+  recorded = json.loads((first / "run_config.json").read_text())
+  # The same directory: the flags file alone continues the run, which it equals.
+  again = subprocess.run(command[:2] + [f"--flagfile={first / 'flags.txt'}"], env=env,
+                         timeout=600, capture_output=True, text=True)
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert "resumed from" in again.stdout
+  assert json.loads((first / "run_config.json").read_text()) == recorded
+  # Another directory: the same run, model_dir aside.
+  second = tmp_path / "b" / "run"
+  replay = subprocess.run(command[:2] + [f"--flagfile={first / 'flags.txt'}",
+                                         f"--model_dir={second}"], env=env, timeout=600,
+                          capture_output=True, text=True)
+  assert replay.returncode == 0, replay.stderr[-3000:]
+  replayed = json.loads((second / "run_config.json").read_text())
+  assert {**replayed, "model_dir": None} == {**recorded, "model_dir": None}
+  assert untimed(read_metrics(second)) == untimed(read_metrics(first))
 
 
 @pytest.mark.slow
@@ -297,8 +334,8 @@ def test_keras_fit_still_fails_under_multi_worker_mirrored_strategy():
 
 
 def test_xla_on_one_device_gives_the_graph_loss_curve(data_dir, tmp_path):
-  common = dict(distribution="one_device", num_cpu_devices=1, deterministic=True,
-                total_steps=4, log_every=1)
+  common = dict(distribution_strategy="one_device", num_cpu_devices=1, deterministic=True,
+                total_steps=4, log_steps=1)
   graph = run_pretraining(run_config(data_dir, tmp_path / "graph", **common))
   xla = run_pretraining(run_config(data_dir, tmp_path / "xla", jit_compile=True, **common))
   a, b = read_metrics(tmp_path / "graph"), read_metrics(tmp_path / "xla")
@@ -308,8 +345,8 @@ def test_xla_on_one_device_gives_the_graph_loss_curve(data_dir, tmp_path):
 
 
 def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path):
-  common = dict(distribution="mirrored", num_cpu_devices=2, deterministic=True,
-                total_steps=3, log_every=1)
+  common = dict(distribution_strategy="mirrored", num_cpu_devices=2, deterministic=True,
+                total_steps=3, log_steps=1)
   run_pretraining(run_config(data_dir, tmp_path / "graph", **common))
   run_pretraining(run_config(data_dir, tmp_path / "eager", run_eagerly=True, **common))
   a, b = read_metrics(tmp_path / "graph"), read_metrics(tmp_path / "eager")
@@ -319,7 +356,7 @@ def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path):
 
 
 def test_stop_at_step_then_resume_equals_the_uninterrupted_run(data_dir, tmp_path):
-  common = dict(deterministic=True, total_steps=5, log_every=1, checkpoint_every=100)
+  common = dict(deterministic=True, total_steps=5, log_steps=1, save_checkpoints_steps=100)
   run_pretraining(run_config(data_dir, tmp_path / "straight", **common))
   stopped = run_pretraining(run_config(data_dir, tmp_path / "split", stop_at_step=2, **common))
   assert stopped["step"] == 2
@@ -343,8 +380,8 @@ def test_run_options_that_do_not_fit_are_named(data_dir, tmp_path, overrides, me
     run_pretraining(run_config(data_dir, tmp_path / "bad", **overrides))
 
 
-CADENCE = dict(bert_config=DROPOUT, deterministic=True, total_steps=7, log_every=3,
-               checkpoint_every=2)
+CADENCE = dict(bert_config=DROPOUT, deterministic=True, total_steps=7, log_steps=3,
+               save_checkpoints_steps=2)
 
 
 @pytest.fixture(scope="module")
@@ -360,14 +397,14 @@ def cadence_run(data_dir, tmp_path_factory):
 
   with pytest.MonkeyPatch.context() as patch:
     patch.setattr(tf.train.CheckpointManager, "save", save)
-    run_pretraining(run_config(data_dir, model_dir, distribution="one_device",
+    run_pretraining(run_config(data_dir, model_dir, distribution_strategy="one_device",
                                num_cpu_devices=1, **CADENCE))
   return model_dir, saves
 
 
-def test_checkpoints_land_at_every_multiple_of_checkpoint_every(cadence_run):
+def test_checkpoints_land_at_every_multiple_of_save_checkpoints_steps(cadence_run):
   model_dir, saves = cadence_run
-  # Independent of log_every (3): every multiple of 2, and the last step.
+  # Independent of log_steps (3): every multiple of 2, and the last step.
   assert saves == [(2, 2), (4, 4), (6, 6), (7, 7)]
   assert [r["step"] for r in read_metrics(model_dir)] == [3, 6, 7]
 
@@ -377,7 +414,7 @@ def test_checkpoints_land_at_every_multiple_of_checkpoint_every(cadence_run):
 def test_resume_with_default_dropout_inside_a_log_window_is_bit_identical(
     data_dir, tmp_path, cadence_run, strategy, devices):
   """Stopped at step 5 (log window 4..6, checkpoint at 4 and 5): every line, bit for bit."""
-  common = dict(distribution=strategy, num_cpu_devices=devices, **CADENCE)
+  common = dict(distribution_strategy=strategy, num_cpu_devices=devices, **CADENCE)
   if strategy == "one_device":
     os.symlink(cadence_run[0], tmp_path / "straight")
   else:
@@ -422,8 +459,8 @@ def dead_process_temporary(directory):
   return path
 
 
-KILL = dict(bert_config=DROPOUT, deterministic=True, distribution="one_device",
-            num_cpu_devices=1, total_steps=5, log_every=1, checkpoint_every=3)
+KILL = dict(bert_config=DROPOUT, deterministic=True, distribution_strategy="one_device",
+            num_cpu_devices=1, total_steps=5, log_steps=1, save_checkpoints_steps=3)
 
 
 @pytest.fixture(scope="module")
@@ -453,8 +490,8 @@ def test_rerun_after_a_kill_leaves_one_metrics_line_per_step_and_no_leftovers(
 
 
 def test_export_is_written_whole_or_not_at_all(data_dir, tmp_path, monkeypatch):
-  config = run_config(data_dir, tmp_path / "run", distribution="one_device", num_cpu_devices=1,
-                      total_steps=2, accumulation=1, log_every=1)
+  config = run_config(data_dir, tmp_path / "run", distribution_strategy="one_device",
+                      num_cpu_devices=1, total_steps=2, accumulation=1, log_steps=1)
   export_dir = tmp_path / "run" / "export"
 
   def full_disk(*args, **kwargs):  # The Google export fails after the SavedModel.
@@ -487,8 +524,9 @@ def test_export_is_written_whole_or_not_at_all(data_dir, tmp_path, monkeypatch):
 def test_checkpoint_without_the_metrics_window_still_resumes(data_dir, tmp_path, monkeypatch):
   """A run directory written before checkpoints held the log window resumes (model and
   optimizer restored strictly)."""
-  config = run_config(data_dir, tmp_path / "run", distribution="one_device", num_cpu_devices=1,
-                      total_steps=3, accumulation=1, log_every=1, checkpoint_every=1)
+  config = run_config(data_dir, tmp_path / "run", distribution_strategy="one_device",
+                      num_cpu_devices=1, total_steps=3, accumulation=1, log_steps=1,
+                      save_checkpoints_steps=1)
   real = tf.train.Checkpoint
   monkeypatch.setattr(tf.train, "Checkpoint", lambda metrics_window, **objects: real(**objects))
   run_pretraining(dataclasses.replace(config, stop_at_step=2))

@@ -22,12 +22,12 @@ time.sleep(120)
 """
 
 
-def _records(learning_rate=1e-4, layers=3, log_every=10):
+def _records(learning_rate=1e-4, layers=3, log_steps=10):
   return [RunRecord("bert_config.json", {"num_hidden_layers": layers, "hidden_size": 33}),
           RunRecord("run_config.json",
                     {"optimizer": {"learning_rate": learning_rate, "total_steps": 50},
-                     "input_files": ("a.tfrecord", "b.tfrecord"), "log_every": log_every},
-                    rerun_may_change=frozenset({"log_every"}))]
+                     "input_files": ("a.tfrecord", "b.tfrecord"), "log_steps": log_steps},
+                    rerun_may_change=frozenset({"log_steps"}))]
 
 
 def _holder(directory):
@@ -68,8 +68,8 @@ def test_the_lock_is_released_for_the_next_run_of_the_same_process(tmp_path):
 def test_a_rerun_with_the_same_configuration_continues(tmp_path):
   with run_directory.claim(str(tmp_path), _records()):
     run_directory.write_records(str(tmp_path), _records())
-  # Tuples are recorded as JSON lists; log_every may change on a rerun.
-  run_directory.claim(str(tmp_path), _records(log_every=3)).release()
+  # Tuples are recorded as JSON lists; log_steps may change on a rerun.
+  run_directory.claim(str(tmp_path), _records(log_steps=3)).release()
 
 
 def test_a_rerun_with_another_model_or_schedule_lists_every_difference(tmp_path):

@@ -77,8 +77,8 @@ def _fit(initial, accumulation_steps, batch_size=6, steps=9):
     model.set_weights(initial)
     model.compile(optimizer=optimization.create_optimizer(optimization.OptimizerConfig(
         name="adamw", learning_rate=3e-3, warmup_steps=2, total_steps=steps,
-        schedule_mode="decay_after_warmup", weight_decay_rate=0.01, clip_norm=0.5,
-        accumulation_steps=accumulation_steps, accumulation_reduction="mean")),
+        lr_schedule="decay_after_warmup", weight_decay_rate=0.01, clip_norm=0.5,
+        gradient_accumulation_steps=accumulation_steps, accumulation_reduction="mean")),
         loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
   # Batched and prefetched as the runs do: the throw-away iterator's prefetching then
   # reaches into later epochs, which a stateful reshuffle lets change the order.

@@ -16,8 +16,8 @@ from tfbert.training.optimizers import AdamW, Lamb
                                        ("sgd", keras.optimizers.SGD)])
 def test_factory_builds_the_documented_stack(name, cls):
   config = optimization.OptimizerConfig(name=name, learning_rate=1e-3, warmup_steps=10,
-                                        total_steps=100, accumulation_steps=4, clip_norm=1.0,
-                                        loss_scale=True, initial_loss_scale=128.0)
+                                        total_steps=100, gradient_accumulation_steps=4,
+                                        clip_norm=1.0, loss_scale=True, initial_loss_scale=128.0)
   optimizer = optimization.create_optimizer(config)
   assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
   assert isinstance(optimizer, LossScaleOptimizer) and optimizer.initial_scale == 128.0

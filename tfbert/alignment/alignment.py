@@ -2,7 +2,7 @@
 
 Every variant starts from the same initial checkpoint (written once, Google format), with
 dropout off and deterministic, unshuffled data (`PretrainingRunConfig.deterministic`), logs
-the loss of every applied step (`log_every=1`) and exports its final weights. Each variant
+the loss of every applied step (`log_steps=1`) and exports its final weights. Each variant
 is then compared with the reference (the first one), step by step:
 
   deviation_t = |loss_t - reference_t|,  relative_t = deviation_t / |reference_t|

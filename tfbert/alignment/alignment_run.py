@@ -52,14 +52,14 @@ def run_config(config: AlignmentConfig, variant: Variant, workdir: str,
       bert_config=without_dropout(config.bert_config), input_files=list(config.input_files),
       model_dir=os.path.join(workdir, "runs", variant.name),
       optimizer=dataclasses.replace(config.optimizer, total_steps=config.steps,
-                                    accumulation_steps=variant.accumulation_steps),
+                                    gradient_accumulation_steps=variant.accumulation_steps),
       train_batch_size=config.train_batch_size, max_seq_length=config.max_seq_length,
       max_predictions_per_seq=config.max_predictions_per_seq,
-      init_checkpoint=init_checkpoint, dtype=variant.dtype, distribution=strategy,
+      init_checkpoint=init_checkpoint, dtype=variant.dtype, distribution_strategy=strategy,
       num_cpu_devices=devices, jit_compile=variant.execution == "xla",
       run_eagerly=variant.execution == "eager", seed=config.seed, deterministic=True,
-      checkpoint_every=10**9,  # Only at the end (or at resume_at).
-      log_every=1, window_normalization=variant.loss_normalization == "window")
+      save_checkpoints_steps=10**9,  # Only at the end (or at resume_at).
+      log_steps=1, window_normalization=variant.loss_normalization == "window")
 
 
 def run_variant(config: AlignmentConfig, variant: Variant, workdir: str, init_checkpoint: str,

@@ -28,7 +28,7 @@ The run directory explains itself:
   output_dir/
     bert_config.json, run_config.json   the model and the resolved run configuration
     vocab.txt                           the vocabulary (casing: run_config's do_lower_case)
-    train/                              TensorBoard events (loss every `log_every` micro-steps)
+    train/                              TensorBoard events (loss every `log_steps` applied steps)
     model.keras                         the fine-tuned model, no optimizer state
                                         (`--init_tfbert` reads it)
     train_results.json                  last logs, steps, examples/s, seconds
@@ -45,7 +45,6 @@ Shape legend: B batch, S max_seq_length, N examples, C classes.
 """
 
 import dataclasses
-import json
 import os
 import time
 from typing import Any, Optional
@@ -53,6 +52,7 @@ from typing import Any, Optional
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from tfbert.classifier import classifier_export, classifier_features, glue_data, glue_metrics
 from tfbert.models import BertClassifier
@@ -99,8 +99,11 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
     ] + super().checks(num_replicas)
 
 
-def run_classifier(config: ClassifierRunConfig) -> dict[str, Any]:
+def run_classifier(config: ClassifierRunConfig, flagfile: Optional[str] = None) -> dict[str, Any]:
   """Trains, evaluates and/or predicts as `config` says; see the module docstring.
+
+  `flagfile` (the tool's resolved flags) is recorded as `output_dir/flags.txt` by a training
+  run; `--flagfile=` replays it.
 
   Returns:
     dict with "train" (train_results.json's values), "eval" ({split: metrics}) and
@@ -114,9 +117,9 @@ def run_classifier(config: ClassifierRunConfig) -> dict[str, Any]:
   model = build_classifier(config, task, strategy)
   fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
   export.check_seq_length(model, config.max_seq_length)
-  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file):
+  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile):
     result = _run(model, strategy, tokenizer, task, config, inputs)
-  fine_tuning.print_written(config.output_dir, result.pop("written"))
+  result["written"] = fine_tuning.written_paths(config.output_dir, result["written"])
   return result
 
 
@@ -133,7 +136,6 @@ def _run(model: BertClassifier, strategy: tf.distribute.Strategy,
   if config.do_eval:
     result["eval"] = evaluate(model, tokenizer, task, config, inputs["dev"])
     atomic.write_json(os.path.join(config.output_dir, "eval_results.json"), result["eval"])
-    print(json.dumps(result["eval"], sort_keys=True), flush=True)
     written += ["eval_results.json"] + [f"{split}_predictions.tsv" for split in result["eval"]]
   if config.do_predict:
     result["predictions"] = predict_test_files(model, tokenizer, task, config, inputs["test"])
@@ -173,11 +175,10 @@ def read_task_file(task: glue_data.Task, path: str, split: str, config: Classifi
   read = glue_data.read_examples(task, path, split, skip_malformed=config.skip_malformed_rows,
                                  limit=limit)
   for message in read.skipped:
-    print(f"skipped malformed row: {message}", flush=True)
+    logging.warning("skipped malformed row: %s", message)
   if not read.examples:
     raise ValueError(f"{path}: no examples")
-  print(f"{path}: {len(read.examples)} examples, {len(read.skipped)} malformed rows skipped",
-        flush=True)
+  logging.info(f"{path}: {len(read.examples)} examples, {len(read.skipped)} malformed rows skipped")
   return read.examples
 
 
@@ -217,8 +218,8 @@ def train(model: BertClassifier, strategy: tf.distribute.Strategy,
   n, k = len(examples), config.gradient_accumulation_steps
   total_steps = max(1, int(n * config.num_train_epochs) // config.train_batch_size)
   steps = min(total_steps, config.max_train_steps or total_steps)
-  print(f"training on {n} examples: {steps} of {total_steps} applied steps of "
-        f"{config.train_batch_size}", flush=True)
+  logging.info(f"training on {n} examples: {steps} of {total_steps} applied steps of "
+               f"{config.train_batch_size}")
   loss = (keras.losses.MeanSquaredError() if task.is_regression else
           keras.losses.SparseCategoricalCrossentropy(from_logits=True))
   start = time.perf_counter()

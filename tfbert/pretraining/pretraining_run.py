@@ -9,13 +9,13 @@ The run directory explains itself and resumes:
     vocab.txt             that vocabulary (also beside the exported Google checkpoint)
     checkpoints/          model + optimizer (slots, accumulators, micro-step counter, loss
                           scale) + the metrics since the last log, at every multiple of
-                          `checkpoint_every` applied steps and where the run stops; TF writes
+                          `save_checkpoints_steps` applied steps and where the run stops; TF writes
                           each checkpoint under a temporary name (`ckpt-N_temp/`) and renames
                           it, so a crash never leaves a half-written checkpoint that looks
                           complete; a rerun removes such leftovers
     train/                TensorBoard events
     metrics.jsonl         one JSON line per log step (the same scalars): at every multiple
-                          of `log_every` and at the last step
+                          of `log_steps` and at the last step
     export/               SavedModel (encoder serving signature) + Google-format checkpoint,
                           written whole to a temporary sibling and renamed into place
 
@@ -51,6 +51,7 @@ from typing import Optional, Sequence
 
 import keras
 import tensorflow as tf
+from absl import logging
 
 from tfbert.checkpoints import google_checkpoint
 from tfbert.config import BertConfig
@@ -77,22 +78,22 @@ class PretrainingRunConfig:
   max_predictions_per_seq: int = 20
   init_checkpoint: Optional[str] = None
   dtype: str = "float32"
-  distribution: str = "one_device"
+  distribution_strategy: str = "one_device"
   num_cpu_devices: int = 1
   jit_compile: bool = False
   run_eagerly: bool = False
   seed: int = 12345
   deterministic: bool = False
-  checkpoint_every: int = 100
-  log_every: int = 10
+  save_checkpoints_steps: int = 100
+  log_steps: int = 10
   export_dir: Optional[str] = None
   stop_at_step: Optional[int] = None
   window_normalization: bool = True
   allow_config_change: bool = False
 
   @property
-  def accumulation_steps(self) -> int:
-    return self.optimizer.accumulation_steps
+  def gradient_accumulation_steps(self) -> int:
+    return self.optimizer.gradient_accumulation_steps
 
   @property
   def total_steps(self) -> int:
@@ -102,13 +103,14 @@ class PretrainingRunConfig:
     """Raises ValueError naming the field when the batch cannot be split evenly."""
     if self.dtype not in DTYPES:
       raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
-    micro = self.train_batch_size // self.accumulation_steps
-    if micro * self.accumulation_steps != self.train_batch_size or micro % num_replicas:
+    micro = self.train_batch_size // self.gradient_accumulation_steps
+    if micro * self.gradient_accumulation_steps != self.train_batch_size or micro % num_replicas:
       raise ValueError(
           f"train_batch_size {self.train_batch_size} must be a multiple of "
-          f"gradient_accumulation_steps ({self.accumulation_steps}) x replicas ({num_replicas})")
-    if self.log_every < 1 or self.checkpoint_every < 1:
-      raise ValueError("log_every and checkpoint_every must be >= 1")
+          f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) x replicas "
+          f"({num_replicas})")
+    if self.log_steps < 1 or self.save_checkpoints_steps < 1:
+      raise ValueError("log_steps and save_checkpoints_steps must be >= 1")
     if self.stop_at_step is not None and not 0 < self.stop_at_step <= self.total_steps:
       raise ValueError(f"stop_at_step ({self.stop_at_step}) must be in [1, total_steps "
                        f"({self.total_steps})]")
@@ -146,12 +148,13 @@ class _Run:
   progress: Optional[StepProgress] = None
 
 
-def run_pretraining(config: PretrainingRunConfig) -> dict:
+def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None) -> dict:
   """Trains (or resumes) until `config.total_steps` applied steps; returns the last log.
 
   With `stop_at_step`, stops there instead (after a checkpoint, without export; the metrics
   returned are then those since the last log, not written); the same config without it
-  then resumes, on the same learning-rate schedule.
+  then resumes, on the same learning-rate schedule. `flagfile` (the tool's resolved flags)
+  is recorded as `model_dir/flags.txt`, which `--flagfile=` replays.
 
   Returns:
     The last log's scalars and "step", plus "written" (what this run left where: name ->
@@ -168,7 +171,7 @@ def run_pretraining(config: PretrainingRunConfig) -> dict:
     run = _start(config)
     _remove_leftovers(run, config)
     restored = _restore_or_initialize(run, config)
-    _record(run, config)
+    _record(run, config, flagfile)
     last = _train(run, config, restored)
     step = int(run.optimizer.iterations.numpy())
     exported = _export(run, config) if step >= config.total_steps else {}
@@ -182,20 +185,20 @@ def run_pretraining(config: PretrainingRunConfig) -> dict:
 
 # Fields a rerun may change without --allow_config_change: they change where this run
 # stops, how often it logs or saves, and where it exports, not what is trained.
-RERUN_MAY_CHANGE = frozenset({"stop_at_step", "log_every", "checkpoint_every", "export_dir",
+RERUN_MAY_CHANGE = frozenset({"stop_at_step", "log_steps", "save_checkpoints_steps", "export_dir",
                               "allow_config_change"})
 VOCAB_FILE = "vocab.txt"
 
 
 def _start(config: PretrainingRunConfig) -> _Run:
   """Checks the config and the data, claims the run directory, builds the model."""
-  strategy = distribution.create_strategy(config.distribution, config.num_cpu_devices)
+  strategy = distribution.create_strategy(config.distribution_strategy, config.num_cpu_devices)
   config.validate(strategy.num_replicas_in_sync)
   num_workers, index, is_chief = distribution.worker_info(strategy)
   check = data_checks.check_pretraining_files(
       list(config.input_files), config.max_seq_length, config.max_predictions_per_seq,
       config.bert_config.vocab_size)
-  print(check.summary(), flush=True)
+  logging.info(check.summary())
   data = data_record(check.files)
   # Non-chief workers take part in every checkpoint save (it reads distributed variables)
   # but write their copy beside the chief's, never over it.
@@ -238,14 +241,14 @@ def run_records(config: PretrainingRunConfig, data: dict) -> list:
           run_directory.RunRecord("data.json", data)]
 
 
-def _record(run: _Run, config: PretrainingRunConfig) -> None:
+def _record(run: _Run, config: PretrainingRunConfig, flagfile: Optional[str]) -> None:
   """Chief: writes the run's records and vocabulary, once the checkpoint has restored.
 
   Not earlier: a rerun that cannot continue (another model's checkpoint) must leave the
   records of the run the directory holds.
   """
   if run.is_chief:
-    run_directory.write_records(config.model_dir, run_records(config, run.data))
+    run_directory.write_records(config.model_dir, run_records(config, run.data), flagfile)
     _copy_vocab(run.data["vocab_file"], config.model_dir)
 
 
@@ -255,8 +258,8 @@ def _copy_vocab(vocab_file: Optional[str], directory: str) -> None:
     atomic.write_with(os.path.join(directory, VOCAB_FILE),
                       lambda path: shutil.copyfile(vocab_file, path))
   else:
-    print(f"note: no vocabulary recorded beside the data (vocab_file {vocab_file!r}); "
-          f"{directory} will not hold {VOCAB_FILE}", flush=True)
+    logging.info(f"note: no vocabulary recorded beside the data (vocab_file {vocab_file!r}); "
+                 f"{directory} will not hold {VOCAB_FILE}")
 
 
 def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy, directory: str,
@@ -317,8 +320,7 @@ def _remove_leftovers(run: _Run, config: PretrainingRunConfig) -> None:
       atomic.remove_quietly(os.path.join(checkpoints, name))
       removed.append(os.path.join(checkpoints, name))
   if removed:
-    print(f"removed {len(removed)} leftover(s) of a killed run: {', '.join(removed)}",
-          flush=True)
+    logging.info(f"removed {len(removed)} leftover(s) of a killed run: {', '.join(removed)}")
 
 
 def _restore_or_initialize(run: _Run, config: PretrainingRunConfig) -> int:
@@ -330,11 +332,11 @@ def _restore_or_initialize(run: _Run, config: PretrainingRunConfig) -> int:
   if run.manager.latest_checkpoint:
     _restore(run, run.manager.latest_checkpoint)
     step = int(run.optimizer.iterations.numpy())
-    print(f"resumed from {run.manager.latest_checkpoint} at applied step {step}", flush=True)
+    logging.info(f"resumed from {run.manager.latest_checkpoint} at applied step {step}")
   elif config.init_checkpoint:
     report = google_checkpoint.load_google_checkpoint(run.model, config.init_checkpoint,
                                                       allow_missing=("nsp_head",))
-    print(report.summary(), flush=True)
+    logging.info(report.summary())
   if run.is_chief:
     _truncate_metrics(config.model_dir, step)
   return step
@@ -394,7 +396,7 @@ def _dataset(run: _Run, config: PretrainingRunConfig):
   (one applied step) spans `accumulation_steps * local replicas` of its batches.
   """
   replicas = run.strategy.num_replicas_in_sync
-  per_replica = config.train_batch_size // config.accumulation_steps // replicas
+  per_replica = config.train_batch_size // config.gradient_accumulation_steps // replicas
   local_replicas = replicas // run.num_workers
   consumed = _micro_steps(run) * local_replicas  # The data position of a resumed run.
 
@@ -404,7 +406,7 @@ def _dataset(run: _Run, config: PretrainingRunConfig):
         max_predictions=config.max_predictions_per_seq,
         num_workers=context.num_input_pipelines, worker_index=context.input_pipeline_id,
         shuffle=not config.deterministic, seed=config.seed, repeat=True,
-        accumulation_steps=config.accumulation_steps * local_replicas,
+        accumulation_steps=config.gradient_accumulation_steps * local_replicas,
         deterministic=True)  # a fixed order, so that a resumed run can skip what it consumed
     if not config.window_normalization:  # Each micro-batch normalized by its own counts.
       dataset = dataset.map(lambda f: {k: v for k, v in f.items() if not k.startswith("window_")})
@@ -454,8 +456,8 @@ def _train_loop(run: _Run, config: PretrainingRunConfig, step: int, iterator,
                 micro_steps) -> dict:
   """Runs to `stop_at_step` or `total_steps` in chunks that end at every log or checkpoint.
 
-  Logs at every multiple of `log_every` and at `total_steps`; saves at every multiple of
-  `checkpoint_every` and where the run stops (after the log of the same step).
+  Logs at every multiple of `log_steps` and at `total_steps`; saves at every multiple of
+  `save_checkpoints_steps` and where the run stops (after the log of the same step).
   """
   last = {}
   stop = config.stop_at_step or config.total_steps
@@ -463,19 +465,19 @@ def _train_loop(run: _Run, config: PretrainingRunConfig, step: int, iterator,
     run.progress = StepProgress(config.total_steps, start_step=step)
   logged_step, seconds = step, 0.0  # The log window: since logged_step, in seconds.
   while step < stop:
-    chunk = min(_to_multiple(step, config.log_every), _to_multiple(step, config.checkpoint_every),
-                stop - step)
+    chunk = min(_to_multiple(step, config.log_steps),
+                _to_multiple(step, config.save_checkpoints_steps), stop - step)
     start = time.perf_counter()
     with data_checks.naming_data_errors(config.input_files):  # Graph data errors name a file.
-      micro_steps(iterator, tf.constant(chunk * config.accumulation_steps))
+      micro_steps(iterator, tf.constant(chunk * config.gradient_accumulation_steps))
     seconds += time.perf_counter() - start
     step += chunk
-    if step % config.log_every == 0 or step == config.total_steps:
+    if step % config.log_steps == 0 or step == config.total_steps:
       examples_per_second = (step - logged_step) * config.train_batch_size / seconds
       last = _log(run, config, int(run.optimizer.iterations.numpy()), examples_per_second,
                   logged_step)
       logged_step, seconds = step, 0.0
-    if step % config.checkpoint_every == 0 or step == stop:
+    if step % config.save_checkpoints_steps == 0 or step == stop:
       _save(run, int(run.optimizer.iterations.numpy()))
   if logged_step != step:  # Stopped inside a log window: its metrics so far, not written.
     last = {"step": int(run.optimizer.iterations.numpy()), **_scalars(run, float("nan"))}

@@ -135,6 +135,12 @@ def guarded(main: Callable[[Sequence[str]], object], traceback, tool: str):
   return wrapped
 
 
+def format_written(paths) -> str:
+  """The last lines of a tool: what it wrote where (`wrote:` and a path per line)."""
+  paths = list(paths)
+  return "wrote:" + "".join(f"\n  {p}" for p in paths) if paths else "wrote nothing new"
+
+
 def run_tool(main: Callable[[Sequence[str]], object], traceback) -> None:
   """`absl.app.run(main)` with one-line errors.
 

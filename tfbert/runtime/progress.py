@@ -1,6 +1,6 @@
 """Progress of a training loop as whole lines: step, scalars, speed and time left.
 
-A loop that logs every `log_every` steps and may resume at any step does not fit Keras'
+A loop that logs every `log_steps` steps and may resume at any step does not fit Keras'
 `Progbar`: the bar rewrites one terminal line with carriage returns, so any other line
 printed meanwhile (a checkpoint note, a TensorFlow warning on stderr) is spliced into it,
 and its time per step assumes updates from step 0 at every step (a bar first updated at

@@ -26,6 +26,8 @@ import json
 import os
 from typing import Any, Iterable, Optional, Sequence
 
+from absl import logging
+
 from tfbert.runtime import atomic
 
 LOCK_FILE = ".tfbert-run.lock"
@@ -168,11 +170,24 @@ def claim(directory: str, records: Sequence[RunRecord], *,
     lock.release()
     raise
   for path in atomic.remove_stale_temporaries(directory):
-    print(f"removed a killed run's leftover {path}", flush=True)
+    logging.info("removed a killed run's leftover %s", path)
   return lock
 
 
-def write_records(directory: str, records: Sequence[RunRecord]) -> None:
-  """Writes each record as `<directory>/<name>` (indented JSON, atomically)."""
+FLAGS_FILE = "flags.txt"
+
+
+def write_records(directory: str, records: Sequence[RunRecord],
+                  flagfile: Optional[str] = None) -> None:
+  """Writes each record as `<directory>/<name>` (indented JSON, atomically).
+
+  Args:
+    directory: the claimed run directory.
+    records: the run's configuration records.
+    flagfile: the tool's resolved flags (absl flagfile text), written as `flags.txt`:
+      `--flagfile=<directory>/flags.txt` replays the run.
+  """
   for record in records:
     atomic.write_json(os.path.join(directory, record.name), _comparable(record.values))
+  if flagfile is not None:
+    atomic.write_text(os.path.join(directory, FLAGS_FILE), flagfile)

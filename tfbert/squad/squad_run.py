@@ -28,7 +28,7 @@ The run directory explains itself:
     vocab.txt                           the vocabulary (casing: run_config's do_lower_case)
     train_features.{tf_record,json}     cached training features (reused when unchanged)
     predict_features.{tf_record,json}   cached prediction features
-    train/                              TensorBoard events (loss every `log_every` micro-steps)
+    train/                              TensorBoard events (loss every `log_steps` applied steps)
     model.keras                         the fine-tuned model, no optimizer state
                                         (`--init_tfbert` reads it)
     predictions.json, nbest_predictions.json, null_odds.json, eval_results.json
@@ -42,7 +42,6 @@ Shape legend: B batch, S max_seq_length.
 """
 
 import dataclasses
-import json
 import math
 import os
 from typing import Any, Optional
@@ -50,6 +49,7 @@ from typing import Any, Optional
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from tfbert.models import BertSpanLabeler
 from tfbert.runtime import atomic
@@ -177,16 +177,19 @@ def check_version(dataset: squad_data.SquadDataset, version_2_with_negative: boo
   """
   is_v2 = dataset.is_v2 or dataset.unanswerable
   if version_2_with_negative and not is_v2:
-    print(f"note: {dataset.path} is SQuAD 1.1 (every question has an answer); with "
-          "--version_2_with_negative predictions may still be \"\" (no answer)", flush=True)
+    logging.info(f"note: {dataset.path} is SQuAD 1.1 (every question has an answer); with "
+                 "--version_2_with_negative predictions may still be \"\" (no answer)")
   elif is_v2 and not version_2_with_negative:
     why = ("version: 2.0, SQuAD 2.0 data" if dataset.is_v2 else
            f"{dataset.unanswerable}: true, an unanswerable (SQuAD 2.0) question")
     raise ValueError(f"{dataset.path}: {why}: pass --version_2_with_negative")
 
 
-def run_squad(config: SquadRunConfig) -> dict[str, Any]:
+def run_squad(config: SquadRunConfig, flagfile: Optional[str] = None) -> dict[str, Any]:
   """Trains and/or predicts as `config` says; see the module docstring.
+
+  `flagfile` (the tool's resolved flags) is recorded as `output_dir/flags.txt` by a training
+  run; `--flagfile=` replays it.
 
   Returns:
     dict with "train" (steps, loss, examples_per_second) when training and "predictions"
@@ -198,13 +201,13 @@ def run_squad(config: SquadRunConfig) -> dict[str, Any]:
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
   model = build_span_labeler(config, strategy)
   fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
-  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file):
+  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile):
     result = _run(model, strategy, tokenizer, config, inputs)
   written = ["model.keras"] if config.do_train else []
   written += list(result.get("predictions", {}).values())
   if config.export_dir:
     written.append(config.export_dir)
-  fine_tuning.print_written(config.output_dir, written)
+  result["written"] = fine_tuning.written_paths(config.output_dir, written)
   return result
 
 
@@ -255,9 +258,9 @@ def train(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
   total_steps = max(1, int(num_features * config.num_train_epochs) // config.train_batch_size)
   steps = min(total_steps, config.max_train_steps or total_steps)
   k = config.gradient_accumulation_steps
-  print(f"training on {len(dataset.examples)} questions ({len(dataset.skipped)} + "
-        f"{len(converted.skipped)} skipped), {num_features} features: {steps} of "
-        f"{total_steps} applied steps of {config.train_batch_size}", flush=True)
+  logging.info(f"training on {len(dataset.examples)} questions ({len(dataset.skipped)} + "
+               f"{len(converted.skipped)} skipped), {num_features} features: {steps} of "
+               f"{total_steps} applied steps of {config.train_batch_size}")
   dataset = train_dataset(os.path.join(config.output_dir, "train_features.tf_record"),
                           config.features.max_seq_length, config.train_batch_size // k,
                           num_features, config.seed)
@@ -314,6 +317,5 @@ def predict(model: BertSpanLabeler, tokenizer: WordPieceTokenizer, config: Squad
                                        dataset.version, null_odds)
     paths["eval_results.json"] = os.path.join(config.output_dir, "eval_results.json")
     atomic.write_json(paths["eval_results.json"], scores)
-    print(json.dumps(scores), flush=True)
     result["scores"] = scores
   return result

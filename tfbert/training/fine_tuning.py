@@ -29,6 +29,7 @@ from typing import Any, Optional, Sequence
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from tfbert.checkpoints import convert, google_checkpoint, huggingface
 from tfbert.config import BertConfig
@@ -57,10 +58,10 @@ class FineTuningConfig:
   clip_norm: Optional[float] = 1.0
   gradient_accumulation_steps: int = 1
   dtype: str = "float32"
-  distribution: str = "one_device"
+  distribution_strategy: str = "one_device"
   num_cpu_devices: int = 1
   seed: int = 12345
-  log_every: int = 10
+  log_steps: int = 10
   verbose: int = 1
   export_dir: Optional[str] = None
   allow_config_change: bool = False
@@ -76,8 +77,8 @@ class FineTuningConfig:
          f"train_batch_size {self.train_batch_size} must be a multiple of "
          f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) x replicas "
          f"({num_replicas})"),
-        (self.log_every >= 1, "log_every must be >= 1"),
-        (self.distribution != "multi_worker", "Keras fit does not run under multi_worker "
+        (self.log_steps >= 1, "log_steps must be >= 1"),
+        (self.distribution_strategy != "multi_worker", "Keras fit does not run under multi_worker "
          "(keras-team/keras#20585); use one_device or mirrored"),
     ]
 
@@ -95,8 +96,8 @@ class FineTuningConfig:
     return optimization.OptimizerConfig(
         name="adamw", learning_rate=self.learning_rate,
         warmup_steps=int(total_steps * self.warmup_proportion), total_steps=total_steps,
-        schedule_mode="decay_after_warmup", weight_decay_rate=self.weight_decay_rate,
-        clip_norm=self.clip_norm, accumulation_steps=self.gradient_accumulation_steps,
+        lr_schedule="decay_after_warmup", weight_decay_rate=self.weight_decay_rate,
+        clip_norm=self.clip_norm, gradient_accumulation_steps=self.gradient_accumulation_steps,
         accumulation_reduction="mean", loss_scale=self.dtype == "mixed_float16")
 
 
@@ -110,7 +111,7 @@ def start_run(config: FineTuningConfig) -> tf.distribute.Strategy:
   distribution.configure_cpu_devices(config.num_cpu_devices)
   keras.utils.set_random_seed(config.seed)
   keras.mixed_precision.set_global_policy(config.dtype)
-  strategy = distribution.create_strategy(config.distribution, config.num_cpu_devices)
+  strategy = distribution.create_strategy(config.distribution_strategy, config.num_cpu_devices)
   config.validate(strategy.num_replicas_in_sync)
   return strategy
 
@@ -120,12 +121,12 @@ def start_run(config: FineTuningConfig) -> tf.distribute.Strategy:
 RERUN_MAY_CHANGE = frozenset({
     "do_eval", "do_predict", "eval_file", "predict_file", "predict_articles",
     "eval_batch_size", "predict_batch_size", "postprocess", "export_dir", "verbose",
-    "log_every", "skip_malformed_rows", "allow_config_change"})
+    "log_steps", "skip_malformed_rows", "allow_config_change"})
 VOCAB_FILE = "vocab.txt"
 
 
-def claim_run_directory(model: keras.Model, config: FineTuningConfig,
-                        vocab_file: str) -> run_directory.RunLock:
+def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file: str,
+                        flagfile: Optional[str] = None) -> run_directory.RunLock:
   """Locks `output_dir` for this run and records the run there (`tfbert.runtime.run_directory`).
 
   A training run records `bert_config.json`, `run_config.json` and the vocabulary
@@ -133,7 +134,8 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig,
   `model.keras` can be reused with `--init_tfbert` alone. A rerun must match the recorded
   model and schedule (`RERUN_MAY_CHANGE` aside) unless `allow_config_change`. A run that
   does not train (evaluate or predict with a trained model) must match the recorded model
-  only, and keeps the training run's records.
+  only, and keeps the training run's records. A training run also records the tool's
+  resolved flags (`flagfile`) as `flags.txt`, which `--flagfile=` replays.
 
   Returns:
     The held lock; release it when the run ends.
@@ -149,7 +151,8 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig,
   lock = run_directory.claim(config.output_dir, records,
                              allow_changes=config.allow_config_change)
   try:
-    run_directory.write_records(config.output_dir, records)
+    run_directory.write_records(config.output_dir, records,
+                                flagfile if len(records) > 1 else None)
     target = os.path.join(config.output_dir, VOCAB_FILE)
     if os.path.abspath(vocab_file) != os.path.abspath(target):
       atomic.write_with(target, lambda path: shutil.copyfile(vocab_file, path))
@@ -159,12 +162,10 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig,
   return lock
 
 
-def print_written(output_dir: str, written: Sequence[str]) -> None:
-  """A run's last lines: every output it wrote, as a path (relative names in `output_dir`)."""
-  paths = [p if os.path.isabs(p) or os.path.dirname(p) else os.path.join(output_dir, p)
-           for p in written]
-  print("wrote:" + "".join(f"\n  {p}" for p in paths) if paths else
-        f"wrote nothing new in {output_dir}", flush=True)
+def written_paths(output_dir: str, written: Sequence[str]) -> list[str]:
+  """Paths of a run's outputs: names relative to `output_dir` joined to it, paths kept."""
+  return [p if os.path.isabs(p) or os.path.dirname(p) else os.path.join(output_dir, p)
+          for p in written]
 
 
 def initial_weights(config: FineTuningConfig
@@ -209,14 +210,13 @@ def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.nd
     head_is_trained: False warns when the source has no head (predicting with a fresh one).
   """
   if weights is None:
-    print("starting from random weights (no init_checkpoint/init_hf_dir/init_tfbert)",
-          flush=True)
+    logging.info("starting from random weights (no init_checkpoint/init_hf_dir/init_tfbert)")
     return
   report = google_checkpoint.assign_google_weights(model, weights, source, allow_unused=True,
                                                    allow_missing=(head,))
-  print(report.summary(), flush=True)
+  logging.info(report.summary())
   if report.missing and not head_is_trained:
-    print(f"WARNING: predicting with an untrained {head}: the source has none", flush=True)
+    logging.warning("predicting with an untrained %s: the source has none", head)
 
 
 def check_vocab_fits(model: keras.Model, vocab_size: int) -> None:
@@ -332,7 +332,7 @@ class TrainingMonitor(keras.callbacks.Callback):
       seconds = self.end[0] - self.first_step_end[0]
       result["examples_per_second"] = (
           (self.end[1] - self.first_step_end[1]) * self.batch_size / seconds)
-    print("trained " + " ".join(f"{k}={v:.4g}" for k, v in result.items()), flush=True)
+    logging.info("trained %s", " ".join(f"{k}={v:.4g}" for k, v in result.items()))
     return result
 
 
@@ -414,5 +414,6 @@ def compile_and_fit(model: keras.Model, strategy: tf.distribute.Strategy,
   return fit_steps(
       model, dataset, steps=steps, accumulation_steps=config.gradient_accumulation_steps,
       num_examples=num_examples, batch_size=config.train_batch_size, verbose=config.verbose,
-      callbacks=[keras.callbacks.TensorBoard(os.path.join(config.output_dir, "train"),
-                                             update_freq=config.log_every)])
+      callbacks=[keras.callbacks.TensorBoard(  # update_freq counts micro-steps (batches).
+          os.path.join(config.output_dir, "train"),
+          update_freq=config.log_steps * config.gradient_accumulation_steps)])

@@ -41,13 +41,13 @@ class OptimizerConfig:
       (with `momentum`).
     learning_rate: Peak learning rate.
     warmup_steps, total_steps: Applied steps of warmup and of the whole run.
-    schedule_mode: "google" (default) or "decay_after_warmup"; see `tfbert.training.schedules`.
+    lr_schedule: "google" (default) or "decay_after_warmup"; see `tfbert.training.schedules`.
     end_learning_rate, power: Polynomial decay parameters.
     weight_decay_rate: Decoupled weight decay (AdamW/LAMB).
     exclude_from_weight_decay: Regexes matched against variable paths.
     exclude_from_layer_adaptation: LAMB only; None means no exclusions.
     clip_norm: Global-norm clipping of the applied gradient (None: off).
-    accumulation_steps: Micro-steps per applied step.
+    gradient_accumulation_steps: Micro-steps per applied step.
     accumulation_reduction: "mean" or "sum"; see `tfbert.training.accumulation`.
     loss_scale: Dynamic loss scaling (for mixed_float16).
     initial_loss_scale, loss_scale_growth_steps: `LossScaleOptimizer` settings.
@@ -57,14 +57,14 @@ class OptimizerConfig:
   learning_rate: float = 1e-4
   warmup_steps: int = 0
   total_steps: int = 1
-  schedule_mode: str = "google"
+  lr_schedule: str = "google"
   end_learning_rate: float = 0.0
   power: float = 1.0
   weight_decay_rate: float = 0.01
   exclude_from_weight_decay: Sequence[str] = BERT_WEIGHT_DECAY_EXCLUSIONS
   exclude_from_layer_adaptation: Optional[Sequence[str]] = None
   clip_norm: Optional[float] = 1.0
-  accumulation_steps: int = 1
+  gradient_accumulation_steps: int = 1
   accumulation_reduction: str = "mean"
   loss_scale: bool = False
   initial_loss_scale: float = 2.0 ** 15
@@ -80,7 +80,7 @@ def create_optimizer(config: OptimizerConfig) -> keras.optimizers.Optimizer:
   """Builds the optimizer stack described by `config` (see module docstring)."""
   schedule = WarmupPolynomialDecay(config.learning_rate, config.warmup_steps,
                                    config.total_steps, config.end_learning_rate, config.power,
-                                   config.schedule_mode)
+                                   config.lr_schedule)
   if config.name == "adamw":
     base = AdamW(schedule, config.weight_decay_rate,
                  exclude_from_weight_decay=list(config.exclude_from_weight_decay))
@@ -92,7 +92,7 @@ def create_optimizer(config: OptimizerConfig) -> keras.optimizers.Optimizer:
                     else list(config.exclude_from_layer_adaptation)))
   else:
     base = keras.optimizers.SGD(schedule, momentum=config.momentum)
-  optimizer = GradientAccumulationOptimizer(base, config.accumulation_steps,
+  optimizer = GradientAccumulationOptimizer(base, config.gradient_accumulation_steps,
                                             config.accumulation_reduction, config.clip_norm)
   if config.loss_scale:
     optimizer = LossScaleOptimizer(optimizer, config.initial_loss_scale,

@@ -92,7 +92,7 @@ class _Trainer:
     self.model = BertPretrainer(case.bert_config())
     self.model.compile(optimizer=optimization.create_optimizer(optimization.OptimizerConfig(
         name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=benchmark.TOTAL_STEPS,
-        accumulation_steps=case.accumulation_steps, accumulation_reduction="sum")))
+        gradient_accumulation_steps=case.accumulation_steps, accumulation_reduction="sum")))
     self.dataset = tf.data.Dataset.from_tensors(synthetic_batch(case)).repeat()
     self._iterator, self._micro_steps = None, None  # The pretraining_run loop's, once built.
 

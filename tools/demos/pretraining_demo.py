@@ -66,7 +66,7 @@ def make_data(data_dir: str, dupe_factor: int = 2) -> int:
     return int(json.load(f)["num_instances"])
 
 
-def run_pretraining_demo(workdir: str, steps: int = 300, log_every: int = 25) -> DemoSummary:
+def run_pretraining_demo(workdir: str, steps: int = 300, log_steps: int = 25) -> DemoSummary:
   """Makes the data, pretrains (or resumes) the small BERT, exports; returns a summary."""
   data_dir = os.path.join(workdir, "pretraining_data")
   instances = make_data(data_dir)
@@ -75,10 +75,11 @@ def run_pretraining_demo(workdir: str, steps: int = 300, log_every: int = 25) ->
       bert_config=SMALL_BERT, input_files=[os.path.join(data_dir, "*.tfrecord")],
       model_dir=model_dir, train_batch_size=32, max_seq_length=SEQ_LENGTH,
       max_predictions_per_seq=MAX_PREDICTIONS, dtype="mixed_bfloat16",
-      distribution="mirrored", num_cpu_devices=2, checkpoint_every=100, log_every=log_every,
+      distribution_strategy="mirrored", num_cpu_devices=2, save_checkpoints_steps=100,
+      log_steps=log_steps,
       optimizer=optimization.OptimizerConfig(
           name="adamw", learning_rate=2e-3, warmup_steps=max(1, steps // 10),
-          total_steps=steps, accumulation_steps=2))
+          total_steps=steps, gradient_accumulation_steps=2))
   last = run_pretraining(config)
   with open(os.path.join(model_dir, "metrics.jsonl")) as f:
     rows = [json.loads(line) for line in f]

@@ -95,7 +95,7 @@ def run_squad_demo(workdir: str, pretrained_checkpoint: str, epochs: float = 24.
                                             max_query_length=MAX_QUERY_LENGTH),
       postprocess=squad_postprocess.PostprocessConfig(n_best_size=10, max_answer_length=8),
       train_batch_size=batch_size, learning_rate=learning_rate, num_train_epochs=epochs,
-      distribution="mirrored", num_cpu_devices=2, seed=1, verbose=0)
+      distribution_strategy="mirrored", num_cpu_devices=2, seed=1, verbose=0)
   baseline = squad_run.run_squad(base)
   trained = squad_run.run_squad(dataclasses.replace(
       base, output_dir=run_dir, do_train=True, export_dir=export_dir))
