@@ -65,7 +65,7 @@ WARMUP_STEPS = flags.DEFINE_integer(
 # accumulation.
 MICRO_BATCH_SIZE = flags.DEFINE_integer("micro_batch_size", 8,
                                         "accumulation: sequences per micro-step b.")
-ACCUMULATION_STEPS = flags.DEFINE_integer("accumulation_steps", 4,
+GRADIENT_ACCUMULATION_STEPS = flags.DEFINE_integer("gradient_accumulation_steps", 4,
                                           "accumulation: micro-steps per applied step k.")
 APPLIED_STEPS = flags.DEFINE_integer(
     "applied_steps", 8, "accumulation: measured applied steps (--interleave: per window, "

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from tfbert.config import RELEASE_FIELDS, REQUIRED_FIELDS, BertConfig
+from tfbert.config import ACTIVATIONS, RELEASE_FIELDS, REQUIRED_FIELDS, BertConfig
 
 
 def test_reads_google_release_config_and_keeps_release_fields_on_round_trip(shared_data,
@@ -88,18 +88,18 @@ def test_a_typo_is_refused_naming_the_field_it_looks_like(shared_data, tmp_path)
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"hidden_size": "4"}, "BertConfig.hidden_size must be a positive integer, got '4'"),
-    ({"vocab_size": -15}, "BertConfig.vocab_size must be a positive integer, got -15"),
+    ({"hidden_size": "4"}, "BertConfig: hidden_size must be a positive integer, got '4'"),
+    ({"vocab_size": -15}, "BertConfig: vocab_size must be a positive integer, got -15"),
     ({"max_position_embeddings": 16.0},
-     "BertConfig.max_position_embeddings must be a positive integer, got 16.0"),
-    ({"num_hidden_layers": True}, "BertConfig.num_hidden_layers must be a positive integer"),
+     "BertConfig: max_position_embeddings must be a positive integer, got 16.0"),
+    ({"num_hidden_layers": True}, "BertConfig: num_hidden_layers must be a positive integer"),
     ({"hidden_dropout_prob": "0.1"},
-     "BertConfig.hidden_dropout_prob must be a finite number, got '0.1'"),
-    ({"initializer_range": float("nan")}, "BertConfig.initializer_range must be a finite number"),
-    ({"num_attention_heads": 3}, "BertConfig.hidden_size (4) is not a multiple of "
+     "BertConfig: hidden_dropout_prob must be a finite number, got '0.1'"),
+    ({"initializer_range": float("nan")}, "BertConfig: initializer_range must be a finite number"),
+    ({"num_attention_heads": 3}, "BertConfig: hidden_size (4) is not a multiple of "
                                  "num_attention_heads (3)"),
-    ({"hidden_act": ["gelu"]}, "BertConfig.hidden_act ['gelu'] is not one of"),
-    ({"pooler_fc_size": "768"}, "BertConfig.pooler_fc_size must be a positive integer"),
+    ({"hidden_act": ["gelu"]}, "BertConfig: hidden_act ['gelu'] is not one of"),
+    ({"pooler_fc_size": "768"}, "BertConfig: pooler_fc_size must be a positive integer"),
 ])
 def test_a_wrong_value_in_a_file_is_refused_naming_the_file_and_field(shared_data, tmp_path,
                                                                       change, message):
@@ -157,3 +157,12 @@ def test_config_is_frozen():
   config = BertConfig(vocab_size=5, hidden_size=8, num_attention_heads=2)
   with pytest.raises(Exception):
     config.hidden_size = 16  # type: ignore[misc]
+
+
+def test_every_problem_of_a_config_is_named_at_once():
+  with pytest.raises(ValueError) as e:
+    BertConfig(vocab_size=5, hidden_size=8, num_attention_heads=3, hidden_act="relu6",
+               hidden_dropout_prob=1.0)
+  assert str(e.value) == (
+      f"BertConfig: hidden_act 'relu6' is not one of {ACTIVATIONS}; hidden_size (8) is not a "
+      "multiple of num_attention_heads (3); hidden_dropout_prob must be in [0, 1), got 1.0")

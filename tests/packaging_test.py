@@ -23,7 +23,7 @@ config = tfbert.BertConfig(vocab_size=53, hidden_size=16, num_hidden_layers=1,
                            max_position_embeddings=11)
 model = tfbert.BertPretrainer(config)
 model.compile(optimizer=tfbert.create_optimizer(optimization.OptimizerConfig(
-    name="adamw", learning_rate=1e-3, total_steps=2, gradient_accumulation_steps=1)))
+    optimizer="adamw", learning_rate=1e-3, num_train_steps=2, gradient_accumulation_steps=1)))
 rng = np.random.default_rng(0)
 batch = {"input_ids": rng.integers(0, 53, (3, 11)).astype("int32"),
          "input_mask": np.ones((3, 11), "int32"), "segment_ids": np.zeros((3, 11), "int32"),

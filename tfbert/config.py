@@ -25,9 +25,9 @@ import difflib
 import json
 import math
 import os
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, validation
 
 # hidden_act values understood by tfbert (see module docstring).
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
@@ -109,34 +109,40 @@ class BertConfig:
   pooler_type: Optional[str] = None
 
   def __post_init__(self):
+    validation.validate(self)
+
+  def checks(self) -> Iterator[validation.Check]:
+    """The rules of a buildable config (`tfbert.runtime.validation`)."""
+    typed = True
     for name in _INT_FIELDS:
       value = getattr(self, name)
-      if not _is_int(value) or value <= 0:
-        raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
+      typed &= _is_int(value) and value > 0
+      yield _is_int(value) and value > 0, f"{name} must be a positive integer, got {value!r}"
     for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range"):
       value = getattr(self, name)
-      if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
-          value):
-        raise ValueError(f"BertConfig.{name} must be a finite number, got {value!r}")
-    if self.hidden_size % self.num_attention_heads:
-      raise ValueError(
-          f"BertConfig.hidden_size ({self.hidden_size}) is not a multiple of "
-          f"num_attention_heads ({self.num_attention_heads})")
-    if self.hidden_act not in ACTIVATIONS:
-      raise ValueError(f"BertConfig.hidden_act {self.hidden_act!r} is not one of {ACTIVATIONS}")
-    for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-      value = getattr(self, name)
-      if not 0.0 <= value < 1.0:
-        raise ValueError(f"BertConfig.{name} must be in [0, 1), got {value!r}")
-    if self.initializer_range <= 0:
-      raise ValueError(f"BertConfig.initializer_range must be > 0, got {self.initializer_range!r}")
+      finite = (not isinstance(value, bool) and isinstance(value, (int, float))
+                and math.isfinite(value))
+      typed &= finite
+      yield finite, f"{name} must be a finite number, got {value!r}"
     for name in RELEASE_FIELDS:
       value = getattr(self, name)
       wants_int = name not in ("directionality", "pooler_type")
-      if value is not None and not (_is_int(value) and value > 0 if wants_int
-                                    else isinstance(value, str)):
-        raise ValueError(f"BertConfig.{name} must be "
-                         f"{'a positive integer' if wants_int else 'a string'}, got {value!r}")
+      yield (value is None or (_is_int(value) and value > 0 if wants_int
+                               else isinstance(value, str)),
+             f"{name} must be {'a positive integer' if wants_int else 'a string'}, "
+             f"got {value!r}")
+    yield self.hidden_act in ACTIVATIONS, (
+        f"hidden_act {self.hidden_act!r} is not one of {ACTIVATIONS}")
+    if not typed:
+      return  # The rules below compare numbers.
+    yield not self.hidden_size % self.num_attention_heads, (
+        f"hidden_size ({self.hidden_size}) is not a multiple of num_attention_heads "
+        f"({self.num_attention_heads})")
+    for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+      value = getattr(self, name)
+      yield 0.0 <= value < 1.0, f"{name} must be in [0, 1), got {value!r}"
+    yield self.initializer_range > 0, (
+        f"initializer_range must be > 0, got {self.initializer_range!r}")
 
   @property
   def head_size(self) -> int:

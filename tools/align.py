@@ -47,8 +47,9 @@ def main(argv):
       train_batch_size=f.TRAIN_BATCH_SIZE.value, max_seq_length=f.MAX_SEQ_LENGTH.value,
       max_predictions_per_seq=f.MAX_PREDICTIONS_PER_SEQ.value,
       optimizer=optimization.OptimizerConfig(
-          name=f.OPTIMIZER.value, learning_rate=f.LEARNING_RATE.value,
-          momentum=f.MOMENTUM.value, warmup_steps=f.NUM_WARMUP_STEPS.value,
+          optimizer=f.OPTIMIZER.value, learning_rate=f.LEARNING_RATE.value,
+          momentum=f.MOMENTUM.value, num_warmup_steps=f.NUM_WARMUP_STEPS.value,
+          num_train_steps=f.STEPS.value,
           weight_decay_rate=f.WEIGHT_DECAY_RATE.value, clip_norm=f.CLIP_NORM.value or None),
       seed=f.SEED.value, tolerances=tolerances, compare_weights=f.COMPARE_WEIGHTS.value)
   report = alignment_run.run_alignment(config, f.WORKDIR.value)

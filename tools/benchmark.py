@@ -1,9 +1,10 @@
 """Benchmarks, each measured against a peer or a reference in the same run (BENCHMARKS.md).
 
   bash bootstrap.sh python tools/benchmark.py --benchmark=accumulation \
-      --micro_batch_size=8 --accumulation_steps=4
+      --micro_batch_size=8 --gradient_accumulation_steps=4
   bash bootstrap.sh python tools/benchmark.py --benchmark=accumulation \
-      --micro_batch_size=8 --accumulation_steps=4 --interleave --windows=12 --applied_steps=3
+      --micro_batch_size=8 --gradient_accumulation_steps=4 --interleave --windows=12 \
+      --applied_steps=3
   bash bootstrap.sh python tools/benchmark.py --benchmark=pretraining --dtype=float32 \
       --jit_compile=false --repeats=2
   bash bootstrap.sh python tools/benchmark.py --benchmark=squad --dtype=mixed_bfloat16
@@ -60,9 +61,9 @@ def accumulation() -> str:
   if f.INTERLEAVE.value:
     return benchmark_accumulation.format_interleaved(
         benchmark_accumulation.run_interleaved_in_subprocess(
-            case, f.ACCUMULATION_STEPS.value, rounds=f.WINDOWS.value))
+            case, f.GRADIENT_ACCUMULATION_STEPS.value, rounds=f.WINDOWS.value))
   return benchmark_accumulation.format_accumulation(
-      benchmark_accumulation.accumulation_overhead(case, f.ACCUMULATION_STEPS.value,
+      benchmark_accumulation.accumulation_overhead(case, f.GRADIENT_ACCUMULATION_STEPS.value,
                                                    repeats=f.REPEATS.value))
 
 

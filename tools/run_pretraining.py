@@ -17,8 +17,8 @@ from tfbert.training import optimization
 def main(argv):
   del argv
   optimizer = optimization.OptimizerConfig(
-      name=f.OPTIMIZER.value, learning_rate=f.LEARNING_RATE.value,
-      warmup_steps=f.NUM_WARMUP_STEPS.value, total_steps=f.NUM_TRAIN_STEPS.value,
+      optimizer=f.OPTIMIZER.value, learning_rate=f.LEARNING_RATE.value,
+      num_warmup_steps=f.NUM_WARMUP_STEPS.value, num_train_steps=f.NUM_TRAIN_STEPS.value,
       lr_schedule=f.LR_SCHEDULE.value, weight_decay_rate=f.WEIGHT_DECAY_RATE.value,
       clip_norm=f.CLIP_NORM.value or None,
       gradient_accumulation_steps=f.GRADIENT_ACCUMULATION_STEPS.value)

@@ -46,11 +46,13 @@ def input_files(tmp_path_factory):
   return [str(folder / "*.tfrecord")]
 
 
-SGD = optimization.OptimizerConfig(name="sgd", learning_rate=0.05, momentum=0.9, clip_norm=None)
+SGD = optimization.OptimizerConfig(optimizer="sgd", learning_rate=0.05, momentum=0.9,
+                                   clip_norm=None)
 # AdamW with warmup, decay and a clipping norm below the gradient norm (~1.5-3 here), so the
 # clipping is active and must use the norm of the all-reduced, accumulated gradient.
-ADAMW = optimization.OptimizerConfig(name="adamw", learning_rate=1e-2, warmup_steps=2,
-                                     clip_norm=0.5)
+# (The harness sets num_train_steps to its `steps`.)
+ADAMW = optimization.OptimizerConfig(optimizer="adamw", learning_rate=1e-2, num_warmup_steps=2,
+                                     num_train_steps=4, clip_norm=0.5)
 
 
 def _config(input_files, variants, steps=6, optimizer=SGD, **overrides):
@@ -68,7 +70,7 @@ def _pairs(report):
 @pytest.mark.slow  # ~60 s: 7 in-process runs of 6 steps.
 def test_float32_equivalences_agree_within_1e5_at_every_step(input_files, tmp_path):
   config = _config(input_files, ["graph", "eager", "xla", "mirrored", "accumulate4",
-                                 "resume3", "both:replicas=2;accumulation_steps=2"])
+                                 "resume3", "both:replicas=2;gradient_accumulation_steps=2"])
   report = alignment_run.run_alignment(config, str(tmp_path), plot=False, log=lambda _: None)
   assert report["passed"], alignment.format_table(
       [alignment.PairReport(**{k: v for k, v in p.items() if k != "passed"})
@@ -91,7 +93,7 @@ def test_float32_equivalences_agree_within_1e5_at_every_step(input_files, tmp_pa
 @pytest.mark.slow  # ~60 s: two worker processes, plus two in-process runs.
 def test_adamw_with_schedule_and_clipping_agrees_across_processes_and_replicas(input_files,
                                                                                tmp_path):
-  variants = ["graph", "workers", "mirrored_accumulate:replicas=2;accumulation_steps=2"]
+  variants = ["graph", "workers", "mirrored_accumulate:replicas=2;gradient_accumulation_steps=2"]
   report = alignment_run.run_alignment(_config(input_files, variants, steps=4, optimizer=ADAMW),
                                        str(tmp_path), plot=False, log=lambda _: None)
   assert report["passed"], report["pairs"]
@@ -123,7 +125,7 @@ def test_reduced_precision_is_within_its_tolerance_and_really_reduced(input_file
 def test_tool_catches_per_micro_batch_normalization_and_exits_1(input_files, tmp_path):
   workdir = tmp_path / "align"
   args = [sys.executable, os.path.join(ROOT, "tools", "align.py"),
-          "--variants=graph,naive:accumulation_steps=4;loss_normalization=micro_batch",
+          "--variants=graph,naive:gradient_accumulation_steps=4;loss_normalization=micro_batch",
           f"--input_files={input_files[0]}", f"--workdir={workdir}", "--steps=8",
           "--train_batch_size=8", f"--max_seq_length={SEQ}",
           f"--max_predictions_per_seq={PRED}", "--learning_rate=0.1",

@@ -24,14 +24,14 @@ def _config(*names, **overrides):
     ("xla", Variant("xla", execution="xla")),
     ("mirrored", Variant("mirrored", replicas=2)),
     ("workers", Variant("workers", workers=2)),
-    ("accumulate4", Variant("accumulate4", accumulation_steps=4)),
+    ("accumulate4", Variant("accumulate4", gradient_accumulation_steps=4)),
     ("resume7", Variant("resume7", resume_at=7)),
     ("bfloat16", Variant("bfloat16", dtype="mixed_bfloat16")),
     ("float16", Variant("float16", dtype="mixed_float16")),
     ("micro_batch_normalization",
      Variant("micro_batch_normalization", loss_normalization="micro_batch")),
-    ("m4:replicas=2;accumulation_steps=4;execution=eager",
-     Variant("m4", replicas=2, accumulation_steps=4, execution="eager")),
+    ("m4:replicas=2;gradient_accumulation_steps=4;execution=eager",
+     Variant("m4", replicas=2, gradient_accumulation_steps=4, execution="eager")),
 ])
 def test_presets_and_field_specs(spec, expected):
   assert alignment.parse_variant(spec) == expected
@@ -44,7 +44,7 @@ def test_presets_and_field_specs(spec, expected):
     ("a:execution=jit", "execution must be one of"),
     ("a:dtype=float64", "dtype must be one of"),
     ("a:replicas=2;workers=2", "replicas or workers, not both"),
-    ("a:accumulation_steps=0", "must be >= 1"),
+    ("a:gradient_accumulation_steps=0", "must be >= 1"),
 ])
 def test_bad_variant_specs_are_named(spec, message):
   with pytest.raises(ValueError, match=message):

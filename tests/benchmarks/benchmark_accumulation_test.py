@@ -11,7 +11,7 @@ from tools.benchmarks import benchmark_accumulation as b
 
 TINY = b.PretrainingCase(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=19,
                          vocab_size=53, seq_length=11, max_predictions=3, micro_batch_size=3,
-                         accumulation_steps=2, applied_steps=2, warmup_steps=1)
+                         gradient_accumulation_steps=2, applied_steps=2, warmup_steps=1)
 
 
 def test_synthetic_batch_has_googles_features_and_shapes():
@@ -39,13 +39,13 @@ def test_accumulation_overhead_compares_k_times_b_with_one_step_of_kb():
 
   def fake_runner(case):
     seen.append(case)
-    rate = 100.0 if case.accumulation_steps == 1 else 90.0
+    rate = 100.0 if case.gradient_accumulation_steps == 1 else 90.0
     return {"case": dataclasses.asdict(case), "examples_per_second": rate,
-            "peak_rss_mib": 1000.0 / case.accumulation_steps}
+            "peak_rss_mib": 1000.0 / case.gradient_accumulation_steps}
 
   result = b.accumulation_overhead(dataclasses.replace(TINY, micro_batch_size=8), 4,
                                    runner=fake_runner)
-  assert [(c.micro_batch_size, c.accumulation_steps) for c in seen] == [(32, 1), (8, 4)]
+  assert [(c.micro_batch_size, c.gradient_accumulation_steps) for c in seen] == [(32, 1), (8, 4)]
   assert result["throughput_ratio"] == pytest.approx(0.9)
   assert result["peak_rss_ratio"] == pytest.approx(0.25)
   assert "| 1 | accumulated | 8 x 4 | 90.0 | 250 |" in b.format_accumulation(result)
@@ -55,9 +55,9 @@ def test_accumulation_overhead_alternates_and_takes_the_median_pair_ratio():
   seen, rates = [], iter([100.0, 90.0, 50.0, 40.0, 80.0, 84.0])  # a load that drifts
 
   def fake_runner(case):
-    seen.append(case.accumulation_steps)
+    seen.append(case.gradient_accumulation_steps)
     return {"case": dataclasses.asdict(case), "examples_per_second": next(rates),
-            "peak_rss_mib": 1000.0 / case.accumulation_steps}
+            "peak_rss_mib": 1000.0 / case.gradient_accumulation_steps}
 
   result = b.accumulation_overhead(dataclasses.replace(TINY, micro_batch_size=8), 4,
                                    runner=fake_runner, repeats=3)
@@ -76,7 +76,7 @@ def _check_interleaved(result, rounds):
   runs = result["runs"]
   assert [r["side"] for r in runs] == (["big_batch", "accumulated", "accumulated",
                                         "big_batch"] * rounds)[:2 * rounds]
-  sizes = {r["side"]: (r["case"]["micro_batch_size"], r["case"]["accumulation_steps"])
+  sizes = {r["side"]: (r["case"]["micro_batch_size"], r["case"]["gradient_accumulation_steps"])
            for r in runs}
   assert sizes == {"big_batch": (6, 1), "accumulated": (3, 2)}
   rates = [{r["side"]: r["examples_per_second"] for r in pair}
@@ -107,8 +107,10 @@ def test_interleaved_needs_a_round_and_two_applied_steps_per_window():
 
 
 def test_format_interleaved_lists_rounds_and_the_median():
-  big = dataclasses.asdict(dataclasses.replace(TINY, micro_batch_size=8, accumulation_steps=1))
-  small = dataclasses.asdict(dataclasses.replace(TINY, micro_batch_size=2, accumulation_steps=4))
+  big = dataclasses.asdict(dataclasses.replace(TINY, micro_batch_size=8,
+                                               gradient_accumulation_steps=1))
+  small = dataclasses.asdict(dataclasses.replace(TINY, micro_batch_size=2,
+                                                 gradient_accumulation_steps=4))
   result = {"case": small, "ratios": [0.9, 0.75], "median_ratio": 0.825, "peak_rss_mib": 2048.4,
             "runs": [{"side": "big_batch", "case": big, "examples_per_second": 40.0},
                      {"side": "accumulated", "case": small, "examples_per_second": 36.0},

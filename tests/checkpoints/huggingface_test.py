@@ -123,7 +123,7 @@ def _damage_config(directory):
                                              "(Error while deserializing header: incomplete"),
     (_damage_header, "model.safetensors", "not a valid safetensors file, truncated or corrupt "
                                           "(Error while deserializing header: header too large"),
-    (_damage_config, "config.json", "BertConfig.num_hidden_layers must be a positive integer, "
+    (_damage_config, "config.json", "BertConfig: num_hidden_layers must be a positive integer, "
                                     "got '3'"),
 ])
 def test_a_damaged_hugging_face_directory_names_the_file(tmp_path, damage, file, message):

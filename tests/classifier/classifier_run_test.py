@@ -82,9 +82,8 @@ def mrpc_dir(tmp_path):
 ])
 def test_config_names_what_does_not_fit(tmp_path, overrides, message):
   glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(8, seed=1))
-  config = _run_config(tmp_path, "out", **{"do_train": True, **overrides})
-  with pytest.raises(ValueError, match=message):
-    classifier_run.run_classifier(config)
+  with pytest.raises(ValueError, match=message):  # At construction or at the run's start.
+    classifier_run.run_classifier(_run_config(tmp_path, "out", **{"do_train": True, **overrides}))
   assert not (tmp_path / "out").exists()  # Refused before anything is written.
 
 

@@ -154,7 +154,7 @@ def test_two_workers_read_disjoint_examples_that_make_up_all_data(data_files, sh
 
 
 def test_features_are_int32_and_float32_with_googles_shapes(data_files):
-  dataset = _dataset(data_files, batch_size=5, accumulation_steps=2, repeat=True)
+  dataset = _dataset(data_files, batch_size=5, gradient_accumulation_steps=2, repeat=True)
   # Already sharded per worker: a tf.distribute strategy must not shard it again.
   assert (dataset.options().experimental_distribute.auto_shard_policy
           == tf.data.experimental.AutoShardPolicy.OFF)
@@ -174,7 +174,7 @@ def test_features_are_int32_and_float32_with_googles_shapes(data_files):
 @pytest.mark.parametrize("shuffle", [True, False])
 def test_window_totals_equal_sums_over_the_accumulation_window(data_files, shuffle):
   batch_size, steps = 3, 4
-  iterator = iter(_dataset(data_files, batch_size=batch_size, accumulation_steps=steps,
+  iterator = iter(_dataset(data_files, batch_size=batch_size, gradient_accumulation_steps=steps,
                            shuffle=shuffle, seed=11, repeat=True))
   batches = _batches(iterator, 5 * steps)  # Crosses an epoch (56 examples).
   for j in range(5):
@@ -210,7 +210,7 @@ def test_order_is_seeded_and_reproducible(data_files):
                                     dict(shuffle=False)], ids=["seeded_shuffle", "ordered"])
 def test_restored_iterator_continues_with_exactly_the_next_batch(data_files, tmp_path, kwargs):
   def make():
-    return iter(_dataset(data_files, batch_size=4, accumulation_steps=3, repeat=True,
+    return iter(_dataset(data_files, batch_size=4, gradient_accumulation_steps=3, repeat=True,
                          **kwargs))
 
   iterator = make()

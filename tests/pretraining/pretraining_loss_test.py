@@ -54,7 +54,7 @@ def make_model(weights):
 
 def adamw(steps):
   return optimization.create_optimizer(optimization.OptimizerConfig(
-      name="adamw", learning_rate=1e-2, warmup_steps=0, total_steps=10, clip_norm=1.0,
+      optimizer="adamw", learning_rate=1e-2, num_warmup_steps=0, num_train_steps=10, clip_norm=1.0,
       gradient_accumulation_steps=steps, accumulation_reduction="sum"))
 
 

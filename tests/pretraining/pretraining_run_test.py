@@ -47,10 +47,10 @@ def data_dir(tmp_path_factory):
 
 
 def run_config(data_dir, model_dir, **overrides):
-  optimizer = optimization.OptimizerConfig(name="adamw", learning_rate=1e-3, warmup_steps=2,
-                                           total_steps=overrides.pop("total_steps", 6),
-                                           gradient_accumulation_steps=overrides.pop(
-                                               "accumulation", 2))
+  optimizer = optimization.OptimizerConfig(
+      optimizer="adamw", learning_rate=1e-3, num_warmup_steps=2,
+      num_train_steps=overrides.pop("num_train_steps", 6),
+      gradient_accumulation_steps=overrides.pop("accumulation", 2))
   values = dict(bert_config=TINY, input_files=[os.path.join(data_dir, "*.tfrecord")],
                 model_dir=str(model_dir), optimizer=optimizer, train_batch_size=8,
                 max_seq_length=SEQ, max_predictions_per_seq=PRED, distribution_strategy="mirrored",
@@ -127,8 +127,8 @@ def _snapshot(directory):
 
 def test_a_rerun_with_another_model_or_schedule_is_refused_and_touches_nothing(
     data_dir, tmp_path):
-  config = run_config(data_dir, tmp_path / "run", total_steps=2, distribution_strategy="one_device",
-                      num_cpu_devices=1)
+  config = run_config(data_dir, tmp_path / "run", num_train_steps=2,
+                      distribution_strategy="one_device", num_cpu_devices=1)
   run_pretraining(config)
   before = _snapshot(tmp_path / "run")
   wider = dataclasses.replace(TINY, intermediate_size=23)
@@ -147,13 +147,13 @@ def test_a_rerun_with_another_model_or_schedule_is_refused_and_touches_nothing(
   assert {k: after[k] for k in before} == before
   # How often to log may change; a longer schedule only deliberately, then it is recorded.
   run_pretraining(dataclasses.replace(config, log_steps=1))
-  longer = dataclasses.replace(config.optimizer, total_steps=3)
-  with pytest.raises(run_directory.RunDirectoryError, match="total_steps: 2 -> 3"):
+  longer = dataclasses.replace(config.optimizer, num_train_steps=3)
+  with pytest.raises(run_directory.RunDirectoryError, match="num_train_steps: 2 -> 3"):
     run_pretraining(dataclasses.replace(config, optimizer=longer))
   assert run_pretraining(dataclasses.replace(config, optimizer=longer,
                                              allow_config_change=True))["step"] == 3
   assert json.loads((tmp_path / "run" / "run_config.json").read_text())[
-      "optimizer"]["total_steps"] == 3
+      "optimizer"]["num_train_steps"] == 3
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -172,10 +172,10 @@ def test_data_that_does_not_fit_the_flags_is_named_before_anything_is_written(
 
 
 def test_non_finite_loss_fails_fast_naming_the_steps(data_dir, tmp_path):
-  config = run_config(data_dir, tmp_path / "nan", total_steps=4, accumulation=1,
+  config = run_config(data_dir, tmp_path / "nan", num_train_steps=4, accumulation=1,
                       distribution_strategy="one_device", num_cpu_devices=1, log_steps=1)
   config = PretrainingRunConfig(**{**config.__dict__, "optimizer": optimization.OptimizerConfig(
-      name="sgd", learning_rate=1e8, total_steps=4, clip_norm=None, momentum=0.0)})
+      optimizer="sgd", learning_rate=1e8, num_train_steps=4, clip_norm=None, momentum=0.0)})
   with pytest.raises(FloatingPointError, match=r"non-finite loss \(\w+\) in applied steps"):
     run_pretraining(config)
 
@@ -335,7 +335,7 @@ def test_keras_fit_still_fails_under_multi_worker_mirrored_strategy():
 
 def test_xla_on_one_device_gives_the_graph_loss_curve(data_dir, tmp_path):
   common = dict(distribution_strategy="one_device", num_cpu_devices=1, deterministic=True,
-                total_steps=4, log_steps=1)
+                num_train_steps=4, log_steps=1)
   graph = run_pretraining(run_config(data_dir, tmp_path / "graph", **common))
   xla = run_pretraining(run_config(data_dir, tmp_path / "xla", jit_compile=True, **common))
   a, b = read_metrics(tmp_path / "graph"), read_metrics(tmp_path / "xla")
@@ -346,7 +346,7 @@ def test_xla_on_one_device_gives_the_graph_loss_curve(data_dir, tmp_path):
 
 def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path):
   common = dict(distribution_strategy="mirrored", num_cpu_devices=2, deterministic=True,
-                total_steps=3, log_steps=1)
+                num_train_steps=3, log_steps=1)
   run_pretraining(run_config(data_dir, tmp_path / "graph", **common))
   run_pretraining(run_config(data_dir, tmp_path / "eager", run_eagerly=True, **common))
   a, b = read_metrics(tmp_path / "graph"), read_metrics(tmp_path / "eager")
@@ -356,7 +356,7 @@ def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path):
 
 
 def test_stop_at_step_then_resume_equals_the_uninterrupted_run(data_dir, tmp_path):
-  common = dict(deterministic=True, total_steps=5, log_steps=1, save_checkpoints_steps=100)
+  common = dict(deterministic=True, num_train_steps=5, log_steps=1, save_checkpoints_steps=100)
   run_pretraining(run_config(data_dir, tmp_path / "straight", **common))
   stopped = run_pretraining(run_config(data_dir, tmp_path / "split", stop_at_step=2, **common))
   assert stopped["step"] == 2
@@ -365,13 +365,13 @@ def test_stop_at_step_then_resume_equals_the_uninterrupted_run(data_dir, tmp_pat
   run_pretraining(run_config(data_dir, tmp_path / "split", **common))
   a, b = read_metrics(tmp_path / "straight"), read_metrics(tmp_path / "split")
   assert [r["step"] for r in b] == [1, 2, 3, 4, 5]
-  # Same schedule (total_steps), same data position: the float32 curve is the same.
+  # Same schedule (num_train_steps), same data position: the float32 curve is the same.
   assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-6)
   assert [r["learning_rate"] for r in b] == pytest.approx([r["learning_rate"] for r in a])
 
 
 @pytest.mark.parametrize("overrides, message", [
-    (dict(stop_at_step=7), r"stop_at_step \(7\) must be in \[1, total_steps \(6\)\]"),
+    (dict(stop_at_step=7), r"stop_at_step \(7\) must be in \[1, num_train_steps \(6\)\]"),
     (dict(stop_at_step=0), r"stop_at_step \(0\)"),
     (dict(run_eagerly=True, jit_compile=True), "run_eagerly and jit_compile"),
 ])
@@ -380,7 +380,7 @@ def test_run_options_that_do_not_fit_are_named(data_dir, tmp_path, overrides, me
     run_pretraining(run_config(data_dir, tmp_path / "bad", **overrides))
 
 
-CADENCE = dict(bert_config=DROPOUT, deterministic=True, total_steps=7, log_steps=3,
+CADENCE = dict(bert_config=DROPOUT, deterministic=True, num_train_steps=7, log_steps=3,
                save_checkpoints_steps=2)
 
 
@@ -460,7 +460,7 @@ def dead_process_temporary(directory):
 
 
 KILL = dict(bert_config=DROPOUT, deterministic=True, distribution_strategy="one_device",
-            num_cpu_devices=1, total_steps=5, log_steps=1, save_checkpoints_steps=3)
+            num_cpu_devices=1, num_train_steps=5, log_steps=1, save_checkpoints_steps=3)
 
 
 @pytest.fixture(scope="module")
@@ -491,7 +491,7 @@ def test_rerun_after_a_kill_leaves_one_metrics_line_per_step_and_no_leftovers(
 
 def test_export_is_written_whole_or_not_at_all(data_dir, tmp_path, monkeypatch):
   config = run_config(data_dir, tmp_path / "run", distribution_strategy="one_device",
-                      num_cpu_devices=1, total_steps=2, accumulation=1, log_steps=1)
+                      num_cpu_devices=1, num_train_steps=2, accumulation=1, log_steps=1)
   export_dir = tmp_path / "run" / "export"
 
   def full_disk(*args, **kwargs):  # The Google export fails after the SavedModel.
@@ -525,7 +525,7 @@ def test_checkpoint_without_the_metrics_window_still_resumes(data_dir, tmp_path,
   """A run directory written before checkpoints held the log window resumes (model and
   optimizer restored strictly)."""
   config = run_config(data_dir, tmp_path / "run", distribution_strategy="one_device",
-                      num_cpu_devices=1, total_steps=3, accumulation=1, log_steps=1,
+                      num_cpu_devices=1, num_train_steps=3, accumulation=1, log_steps=1,
                       save_checkpoints_steps=1)
   real = tf.train.Checkpoint
   monkeypatch.setattr(tf.train, "Checkpoint", lambda metrics_window, **objects: real(**objects))

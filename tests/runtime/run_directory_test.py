@@ -25,7 +25,7 @@ time.sleep(120)
 def _records(learning_rate=1e-4, layers=3, log_steps=10):
   return [RunRecord("bert_config.json", {"num_hidden_layers": layers, "hidden_size": 33}),
           RunRecord("run_config.json",
-                    {"optimizer": {"learning_rate": learning_rate, "total_steps": 50},
+                    {"optimizer": {"learning_rate": learning_rate, "num_train_steps": 50},
                      "input_files": ("a.tfrecord", "b.tfrecord"), "log_steps": log_steps},
                     rerun_may_change=frozenset({"log_steps"}))]
 
@@ -113,3 +113,19 @@ def test_a_killed_runs_temporaries_are_removed_on_claim(tmp_path):
   stale.write_text("half of model.keras")
   run_directory.claim(str(tmp_path), _records()).release()
   assert not stale.exists()
+
+
+def test_a_run_recorded_under_earlier_setting_names_continues_under_todays(tmp_path):
+  # run_config.json as tfbert wrote it before each setting had one name (commit 2247a15).
+  earlier = {"checkpoint_every": 100, "log_every": 10, "distribution": "mirrored",
+             "optimizer": {"name": "adamw", "warmup_steps": 2, "total_steps": 50,
+                           "schedule_mode": "google", "accumulation_steps": 4}}
+  today = {"save_checkpoints_steps": 100, "log_steps": 10, "distribution_strategy": "mirrored",
+           "optimizer": {"optimizer": "adamw", "num_warmup_steps": 2, "num_train_steps": 50,
+                         "lr_schedule": "google", "gradient_accumulation_steps": 4}}
+  atomic.write_json(str(tmp_path / "run_config.json"), earlier)
+  run_directory.claim(str(tmp_path), [RunRecord("run_config.json", today)]).release()
+  changed = {**today, "optimizer": {**today["optimizer"], "num_train_steps": 60}}
+  with pytest.raises(RunDirectoryError, match=r"optimizer.num_train_steps: 50 -> 60$|"
+                                              r"optimizer.num_train_steps: 50 -> 60\."):
+    run_directory.claim(str(tmp_path), [RunRecord("run_config.json", changed)])

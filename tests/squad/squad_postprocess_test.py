@@ -223,3 +223,10 @@ def test_oracle_gold_spans_as_logits_score_the_dev_set(shared_data):
     if one["exact_match"] == 0:
       causes[_loss_cause(example, features_of[index])] += 1
   assert dict(causes) == ORACLE_LOSSES
+
+
+def test_a_postprocess_config_that_cannot_rank_answers_is_refused():
+  with pytest.raises(ValueError, match=r"PostprocessConfig: n_best_size \(-1\) and "
+                                       r"max_answer_length \(30\) must be >= 0; "
+                                       r"null_score_diff_threshold is NaN"):
+    PostprocessConfig(n_best_size=-1, null_score_diff_threshold=float("nan"))

@@ -101,9 +101,9 @@ def test_article_slices_select_examples_and_the_scored_json(tmp_path):
     (dict(distribution_strategy="multi_worker"), "keras-team/keras#20585"),
 ])
 def test_config_names_what_does_not_fit(tmp_path, overrides, message):
-  config = _run_config(tmp_path, "out", **{"do_train": True, **overrides})
-  with pytest.raises(ValueError, match=message):
-    squad_run.run_squad(config)
+  with pytest.raises(ValueError, match=message):  # At construction or at the run's start.
+    squad_run.run_squad(_run_config(tmp_path, "out", **{"do_train": True, **overrides}))
+  assert not (tmp_path / "out").exists()
 
 
 def test_google_checkpoint_init_loads_the_encoder_and_a_fresh_span_head(tmp_path):
@@ -285,7 +285,7 @@ def test_v2_data_without_the_v2_flag_is_refused_before_the_model_is_built(
 
 
 def test_v1_1_data_with_the_v2_flag_is_allowed_with_a_note(tmp_path, caplog):
-  caplog.set_level(logging.INFO)
+  caplog.set_level(logging.INFO, logger="absl")  # Parsed absl flags may raise its level.
   v2_flag = squad_postprocess.PostprocessConfig(version_2_with_negative=True)
   train = _write_json(tmp_path / "train.json", synthetic_squad(2, seed=1))
   dev = _write_json(tmp_path / "dev.json", {**_v2_dev(None), "version": "v2.0"})
@@ -326,7 +326,7 @@ def test_window_arithmetic_is_checked_before_anything_runs(tmp_path, monkeypatch
   assert not os.path.exists(tmp_path / "out")
   # A stride of exactly the window is allowed (the check is not off by one).
   _run_config(tmp_path, "out", do_predict=True, features=squad_features.FeatureConfig(
-      max_seq_length=96, doc_stride=77, max_query_length=16)).validate()
+      max_seq_length=96, doc_stride=77, max_query_length=16))  # Construction validates.
 
 
 def test_empty_predict_file_is_found_before_the_model_is_built(tmp_path, monkeypatch):

@@ -69,24 +69,24 @@ def _examples():
   return tf.data.Dataset.from_tensor_slices((features, {"logits": labels}))
 
 
-def _fit(initial, accumulation_steps, batch_size=6, steps=9):
+def _fit(initial, gradient_accumulation_steps, batch_size=6, steps=9):
   strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
   with strategy.scope():
     model = BertClassifier(CONFIG, CLASSES, dropout_rate=0.0)
     model.build()
     model.set_weights(initial)
     model.compile(optimizer=optimization.create_optimizer(optimization.OptimizerConfig(
-        name="adamw", learning_rate=3e-3, warmup_steps=2, total_steps=steps,
+        optimizer="adamw", learning_rate=3e-3, num_warmup_steps=2, num_train_steps=steps,
         lr_schedule="decay_after_warmup", weight_decay_rate=0.01, clip_norm=0.5,
-        gradient_accumulation_steps=accumulation_steps, accumulation_reduction="mean")),
+        gradient_accumulation_steps=gradient_accumulation_steps, accumulation_reduction="mean")),
         loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
   # Batched and prefetched as the runs do: the throw-away iterator's prefetching then
   # reaches into later epochs, which a stateful reshuffle lets change the order.
   dataset = (fine_tuning.epoch_shuffled(_examples(), EXAMPLES, seed=11)
-             .batch(batch_size // accumulation_steps, drop_remainder=True)
+             .batch(batch_size // gradient_accumulation_steps, drop_remainder=True)
              .prefetch(tf.data.AUTOTUNE))
   summary = fine_tuning.fit_steps(model, dataset, steps=steps,
-                                  accumulation_steps=accumulation_steps,
+                                  gradient_accumulation_steps=gradient_accumulation_steps,
                                   num_examples=EXAMPLES, batch_size=batch_size, verbose=0)
   return model.get_weights(), summary
 

@@ -15,8 +15,8 @@ from tfbert.training.optimizers import AdamW, Lamb
 @pytest.mark.parametrize("name, cls", [("adamw", AdamW), ("lamb", Lamb),
                                        ("sgd", keras.optimizers.SGD)])
 def test_factory_builds_the_documented_stack(name, cls):
-  config = optimization.OptimizerConfig(name=name, learning_rate=1e-3, warmup_steps=10,
-                                        total_steps=100, gradient_accumulation_steps=4,
+  config = optimization.OptimizerConfig(optimizer=name, learning_rate=1e-3, num_warmup_steps=10,
+                                        num_train_steps=100, gradient_accumulation_steps=4,
                                         clip_norm=1.0, loss_scale=True, initial_loss_scale=128.0)
   optimizer = optimization.create_optimizer(config)
   assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
@@ -37,7 +37,8 @@ def test_without_loss_scaling_the_accumulator_is_outermost_even_for_one_step():
 
 
 def test_lamb_layer_adaptation_exclusions_do_not_default_to_decay_exclusions():
-  lamb = optimization.create_optimizer(optimization.OptimizerConfig(name="lamb")).inner_optimizer
+  lamb = optimization.create_optimizer(
+      optimization.OptimizerConfig(optimizer="lamb")).inner_optimizer
   layer = keras.layers.LayerNormalization(name="layer_norm")
   layer.build((None, 4))
   assert not lamb.uses_weight_decay(layer.gamma)
@@ -45,8 +46,20 @@ def test_lamb_layer_adaptation_exclusions_do_not_default_to_decay_exclusions():
 
 
 def test_unknown_optimizer_is_named():
-  with pytest.raises(ValueError, match="optimizer name must be one of"):
-    optimization.OptimizerConfig(name="adam")
+  with pytest.raises(ValueError, match="OptimizerConfig: optimizer must be one of"):
+    optimization.OptimizerConfig(optimizer="adam")
+
+
+def test_every_problem_of_an_optimizer_config_is_named_at_once():
+  with pytest.raises(ValueError) as e:
+    optimization.OptimizerConfig(lr_schedule="cosine", num_warmup_steps=11,
+                                 num_train_steps=10, gradient_accumulation_steps=0,
+                                 clip_norm=0.0)
+  assert str(e.value) == (
+      "OptimizerConfig: lr_schedule must be one of ('google', 'decay_after_warmup'), got "
+      "'cosine'; num_warmup_steps (11) must be in [0, num_train_steps] and num_train_steps "
+      "(10) >= 1; gradient_accumulation_steps must be >= 1, got 0; clip_norm must be > 0 or "
+      "None (off), got 0.0")
 
 
 def _mlp():

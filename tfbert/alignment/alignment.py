@@ -34,6 +34,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from tfbert.config import BertConfig
+from tfbert.runtime import validation
 from tfbert.training import optimization
 
 EXECUTIONS = ("eager", "graph", "xla")
@@ -62,7 +63,7 @@ class Variant:
     execution: "eager", "graph" (`tf.function`) or "xla" (`jit_compile`).
     replicas: local logical devices (`MirroredStrategy` when > 1).
     workers: processes (`MultiWorkerMirroredStrategy` when > 1, one device each).
-    accumulation_steps: micro-batches per applied step (same global batch).
+    gradient_accumulation_steps: micro-batches per applied step (same global batch).
     dtype: "float32", "mixed_bfloat16" or "mixed_float16" (with dynamic loss scaling).
     resume_at: stop after this applied step, then resume from the checkpoint.
     loss_normalization: "window" (exact) or "micro_batch" (known to differ).
@@ -71,26 +72,28 @@ class Variant:
   execution: str = "graph"
   replicas: int = 1
   workers: int = 1
-  accumulation_steps: int = 1
+  gradient_accumulation_steps: int = 1
   dtype: str = "float32"
   resume_at: Optional[int] = None
   loss_normalization: str = "window"
 
   def __post_init__(self):
-    if self.execution not in EXECUTIONS:
-      raise ValueError(f"variant {self.name!r}: execution must be one of {EXECUTIONS}, "
-                       f"got {self.execution!r}")
-    if self.dtype not in DEFAULT_TOLERANCES:
-      raise ValueError(f"variant {self.name!r}: dtype must be one of "
-                       f"{tuple(DEFAULT_TOLERANCES)}, got {self.dtype!r}")
-    if self.loss_normalization not in ("window", "micro_batch"):
-      raise ValueError(f"variant {self.name!r}: loss_normalization must be 'window' or "
-                       f"'micro_batch', got {self.loss_normalization!r}")
-    if min(self.replicas, self.workers, self.accumulation_steps) < 1:
-      raise ValueError(f"variant {self.name!r}: replicas, workers and accumulation_steps "
-                       "must be >= 1")
-    if self.replicas > 1 and self.workers > 1:
-      raise ValueError(f"variant {self.name!r}: use replicas or workers, not both")
+    validation.validate(self)
+
+  def checks(self) -> list[validation.Check]:
+    """The rules of a runnable variant (`tfbert.runtime.validation`)."""
+    return [(ok, f"variant {self.name!r}: {message}") for ok, message in [
+        (self.execution in EXECUTIONS,
+         f"execution must be one of {EXECUTIONS}, got {self.execution!r}"),
+        (self.dtype in DEFAULT_TOLERANCES,
+         f"dtype must be one of {tuple(DEFAULT_TOLERANCES)}, got {self.dtype!r}"),
+        (self.loss_normalization in ("window", "micro_batch"),
+         f"loss_normalization must be 'window' or 'micro_batch', got "
+         f"{self.loss_normalization!r}"),
+        (min(self.replicas, self.workers, self.gradient_accumulation_steps) >= 1,
+         "replicas, workers and gradient_accumulation_steps must be >= 1"),
+        (self.replicas == 1 or self.workers == 1, "use replicas or workers, not both"),
+    ]]
 
   @property
   def kind(self) -> str:
@@ -116,12 +119,12 @@ def parse_variant(spec: str) -> Variant:
       if not sep or key not in types or key == "name":
         raise ValueError(f"variant {spec!r}: {item!r} is not field=value with a field of "
                          f"{sorted(k for k in types if k != 'name')}")
-      values[key] = int(value) if key in ("replicas", "workers", "accumulation_steps",
+      values[key] = int(value) if key in ("replicas", "workers", "gradient_accumulation_steps",
                                           "resume_at") else value
   elif name in PRESETS:
     values = dict(PRESETS[name])
   elif re.fullmatch(r"accumulate\d+", name):
-    values = {"accumulation_steps": int(name[len("accumulate"):])}
+    values = {"gradient_accumulation_steps": int(name[len("accumulate"):])}
   elif re.fullmatch(r"resume\d+", name):
     values = {"resume_at": int(name[len("resume"):])}
   else:
@@ -139,7 +142,8 @@ class AlignmentConfig:
     input_files: pretraining TFRecord globs (`create_pretraining_data`).
     steps: applied steps of every variant.
     train_batch_size: global sequences per applied step.
-    optimizer: optimizer, schedule and clipping (its total_steps/accumulation are set here).
+    optimizer: optimizer, schedule and clipping; each variant runs it with num_train_steps
+      = `steps` and its own gradient_accumulation_steps.
     variants: the first is the reference.
     tolerances: relative per-step loss tolerance by kind (`DEFAULT_TOLERANCES` by default).
     compare_weights: also compare the final weights.
@@ -152,27 +156,33 @@ class AlignmentConfig:
   max_seq_length: int = 128
   max_predictions_per_seq: int = 20
   optimizer: optimization.OptimizerConfig = optimization.OptimizerConfig(
-      name="sgd", learning_rate=1e-3, momentum=0.9, clip_norm=None)
+      optimizer="sgd", learning_rate=1e-3, momentum=0.9, clip_norm=None)
   seed: int = 12345
   tolerances: Optional[dict] = None
   compare_weights: bool = True
 
   def __post_init__(self):
-    unknown = set(self.tolerances or {}) - set(DEFAULT_TOLERANCES)
-    if unknown:
-      raise ValueError(f"tolerance kinds must be among {tuple(DEFAULT_TOLERANCES)}, got "
-                       f"{sorted(unknown)}")
+    validation.validate(self)
+
+  def checks(self) -> list[validation.Check]:
+    """The rules of a runnable comparison (`tfbert.runtime.validation`)."""
+    unknown = sorted(set(self.tolerances or {}) - set(DEFAULT_TOLERANCES))
     names = [v.name for v in self.variants]
-    if len(names) < 2:
-      raise ValueError("alignment needs at least two variants")
-    if len(set(names)) != len(names):
-      raise ValueError(f"variant names must be unique, got {names}")
-    for v in self.variants:
-      if self.train_batch_size % (v.accumulation_steps * v.replicas * v.workers):
-        raise ValueError(f"variant {v.name!r}: train_batch_size {self.train_batch_size} is "
-                         f"not a multiple of accumulation_steps x replicas x workers")
-      if v.resume_at is not None and not 0 < v.resume_at < self.steps:
-        raise ValueError(f"variant {v.name!r}: resume_at must be in [1, {self.steps - 1}]")
+    return [
+        (not unknown,
+         f"tolerance kinds must be among {tuple(DEFAULT_TOLERANCES)}, got {unknown}"),
+        (len(names) >= 2, "alignment needs at least two variants"),
+        (len(set(names)) == len(names), f"variant names must be unique, got {names}"),
+        (self.optimizer.num_warmup_steps <= self.steps,
+         f"optimizer.num_warmup_steps ({self.optimizer.num_warmup_steps}) exceeds steps "
+         f"({self.steps})"),
+    ] + [check for v in self.variants for check in [
+        (self.train_batch_size % (v.gradient_accumulation_steps * v.replicas * v.workers) == 0,
+         f"variant {v.name!r}: train_batch_size {self.train_batch_size} is not a multiple "
+         "of gradient_accumulation_steps x replicas x workers"),
+        (v.resume_at is None or 0 < v.resume_at < self.steps,
+         f"variant {v.name!r}: resume_at must be in [1, {self.steps - 1}]"),
+    ]]
 
   def tolerance(self, a: Variant, b: Variant) -> float:
     table = {**DEFAULT_TOLERANCES, **(self.tolerances or {})}

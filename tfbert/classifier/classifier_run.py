@@ -56,7 +56,7 @@ from absl import logging
 
 from tfbert.classifier import classifier_export, classifier_features, glue_data, glue_metrics
 from tfbert.models import BertClassifier
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, validation
 from tfbert.serving import export
 from tfbert.text.tokenization import WordPieceTokenizer
 from tfbert.training import fine_tuning
@@ -83,7 +83,7 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
     """The `glue_data.Task` of `task_name` (and `custom` for "custom")."""
     return glue_data.get_task(self.task_name, self.custom)
 
-  def checks(self, num_replicas: int) -> list[tuple[Any, str]]:
+  def checks(self, num_replicas: int = 1) -> list[validation.Check]:
     self.task()
     return [
         (self.do_train or self.do_eval or self.do_predict,
@@ -109,7 +109,6 @@ def run_classifier(config: ClassifierRunConfig, flagfile: Optional[str] = None) 
     dict with "train" (train_results.json's values), "eval" ({split: metrics}) and
     "predictions" ({split: path of the TSV}), each when asked for.
   """
-  config.validate()
   task = config.task()
   inputs = read_inputs(task, config)  # Before anything is built or written.
   strategy = fine_tuning.start_run(config)

@@ -14,8 +14,8 @@ a second time.
 Exact loss normalization under gradient accumulation: every anchor normalizes the MLM
 loss per micro-batch (a mean of means, huggingface/transformers#24725). Each example
 therefore carries `window_mlm_weight`, the sum of `masked_lm_weights` over the
-`accumulation_steps` consecutive micro-batches that form this worker's applied step, and
-`window_examples` (= accumulation_steps * batch_size). Dividing each micro-batch's summed
+`gradient_accumulation_steps` consecutive micro-batches that form this worker's applied step, and
+`window_examples` (= gradient_accumulation_steps * batch_size). Dividing each micro-batch's summed
 loss by the window totals (all-reduced over workers) makes the accumulated step equal to
 one big batch.
 
@@ -26,7 +26,7 @@ Resuming: the iterator is checkpointable, shuffle buffers and file positions inc
   checkpoint.save(prefix)        # later: checkpoint.restore(path) on a new iterator
                                  # of the same dataset continues with the next batch.
 
-Shape legend: B micro-batch (per worker), W = accumulation_steps * B, S seq_length,
+Shape legend: B micro-batch (per worker), W = gradient_accumulation_steps * B, S seq_length,
 P max_predictions.
 """
 
@@ -167,7 +167,7 @@ def _records(files: list, *, shuffle: bool, seed: int, repeat: bool, ordered: bo
 def pretraining_dataset(file_patterns: Union[str, Sequence[str]], batch_size: int, *,
                         seq_length: int, max_predictions: int, num_workers: int = 1,
                         worker_index: int = 0, shuffle: bool = True, seed: int = 0,
-                        repeat: bool = True, accumulation_steps: int = 1,
+                        repeat: bool = True, gradient_accumulation_steps: int = 1,
                         deterministic: bool = False,
                         shuffle_buffer_size: int = 1000) -> tf.data.Dataset:
   """Micro-batches of this worker's shard of the pretraining records.
@@ -176,7 +176,7 @@ def pretraining_dataset(file_patterns: Union[str, Sequence[str]], batch_size: in
   `seed` (anew, still seeded, each epoch), up to 4 files interleaved record by record,
   then a `shuffle_buffer_size` record buffer seeded with `seed + 1`; without, the files'
   records one file after another (google-research/bert's evaluation order). Then
-  windows of W = accumulation_steps * batch_size, parsed with the window totals attached,
+  windows of W = gradient_accumulation_steps * batch_size, parsed with the window totals attached,
   split into micro-batches of `batch_size`. Remainders are dropped (`drop_remainder`),
   so without `repeat` a final incomplete window is not produced.
 
@@ -189,7 +189,7 @@ def pretraining_dataset(file_patterns: Union[str, Sequence[str]], batch_size: in
     shuffle: shuffle files and records (seeded); False reads them in sorted order.
     seed: the shuffle seed; the same seed gives the same order.
     repeat: loop over the shard forever.
-    accumulation_steps: micro-batches per applied step (the window of the totals).
+    gradient_accumulation_steps: micro-batches per applied step (the window of the totals).
     deterministic: make tf.data keep element order in its parallel reads and maps, so
       the order is a pure function of the files and `seed` (for alignment runs).
       Implied by `shuffle=False`. Otherwise the seeded shuffles are unchanged but
@@ -203,14 +203,14 @@ def pretraining_dataset(file_patterns: Union[str, Sequence[str]], batch_size: in
     [B, P]; int32 `next_sentence_labels` [B]; float32 `window_mlm_weight`,
     `window_examples` [B] (see the module docstring).
   """
-  if batch_size < 1 or accumulation_steps < 1:
-    raise ValueError(f"batch_size ({batch_size}) and accumulation_steps "
-                     f"({accumulation_steps}) must be >= 1")
+  if batch_size < 1 or gradient_accumulation_steps < 1:
+    raise ValueError(f"batch_size ({batch_size}) and gradient_accumulation_steps "
+                     f"({gradient_accumulation_steps}) must be >= 1")
   ordered = deterministic or not shuffle
   dataset = _records(shard_files(file_patterns, num_workers, worker_index), shuffle=shuffle,
                      seed=seed, repeat=repeat, ordered=ordered,
                      shuffle_buffer_size=shuffle_buffer_size)
-  dataset = dataset.batch(accumulation_steps * batch_size, drop_remainder=True).map(
+  dataset = dataset.batch(gradient_accumulation_steps * batch_size, drop_remainder=True).map(
       functools.partial(_parse_window, seq_length=seq_length,
                         max_predictions=max_predictions),
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=ordered)

@@ -31,6 +31,8 @@ from typing import Callable
 
 import tensorflow as tf
 
+from tfbert.runtime import validation
+
 SHARD_ASSIGNMENTS = ("round_robin", "contiguous")
 
 
@@ -64,8 +66,12 @@ class PretrainingDataConfig:
   shard_assignment: str = "round_robin"
 
   def __post_init__(self):
+    validation.validate(self)
+
+  def checks(self) -> list[validation.Check]:
+    """The rules of a usable config (`tfbert.runtime.validation`)."""
     # max_seq_length >= 5: [CLS] a [SEP] b [SEP] with non-empty a, b; randint(2, S - 3).
-    errors = [m for ok, m in [
+    return [
         (self.max_seq_length >= 5, "max_seq_length must be >= 5"),
         (self.max_predictions_per_seq >= 1, "max_predictions_per_seq must be >= 1"),
         (0.0 < self.masked_lm_prob <= 1.0, "masked_lm_prob must be in (0, 1]"),
@@ -73,9 +79,7 @@ class PretrainingDataConfig:
         (0.0 <= self.short_seq_prob <= 1.0, "short_seq_prob must be in [0, 1]"),
         (self.num_shards >= 1, "num_shards must be >= 1"),
         (self.shard_assignment in SHARD_ASSIGNMENTS,
-         f"shard_assignment must be one of {SHARD_ASSIGNMENTS}")] if not ok]
-    if errors:
-      raise ValueError(f"Invalid PretrainingDataConfig {self}: {'; '.join(errors)}")
+         f"shard_assignment must be one of {SHARD_ASSIGNMENTS}")]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,7 +17,8 @@ the big-batch gradient:
 N_window and E_window are the masked-token weight and the sequence count of all micro-batches
 of the window on all replicas. They cannot be known from one micro-batch, so the input
 pipeline attaches them (`tfbert.pretraining.input_pipeline`: features `window_mlm_weight`,
-`window_examples`, counted per worker over its `accumulation_steps` micro-batches). With one
+`window_examples`, counted per worker over its `gradient_accumulation_steps` micro-batches).
+With one
 worker they are the global values already (each replica receives a slice of the worker's
 batch, carrying the same window values); with several workers one scalar all-reduce per
 micro-step sums the workers' values. Without these features (e.g. `train_on_batch` on a

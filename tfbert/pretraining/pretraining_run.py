@@ -57,7 +57,7 @@ from tfbert.checkpoints import google_checkpoint
 from tfbert.config import BertConfig
 from tfbert.models import BertPretrainer
 from tfbert.pretraining import data_checks, input_pipeline
-from tfbert.runtime import atomic, run_directory
+from tfbert.runtime import atomic, run_directory, validation
 from tfbert.runtime.progress import StepProgress
 from tfbert.serving import export
 from tfbert.training import distribution, optimization
@@ -96,26 +96,33 @@ class PretrainingRunConfig:
     return self.optimizer.gradient_accumulation_steps
 
   @property
-  def total_steps(self) -> int:
-    return self.optimizer.total_steps
+  def num_train_steps(self) -> int:
+    return self.optimizer.num_train_steps
 
-  def validate(self, num_replicas: int) -> None:
-    """Raises ValueError naming the field when the batch cannot be split evenly."""
-    if self.dtype not in DTYPES:
-      raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
-    micro = self.train_batch_size // self.gradient_accumulation_steps
-    if micro * self.gradient_accumulation_steps != self.train_batch_size or micro % num_replicas:
-      raise ValueError(
-          f"train_batch_size {self.train_batch_size} must be a multiple of "
-          f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) x replicas "
-          f"({num_replicas})")
-    if self.log_steps < 1 or self.save_checkpoints_steps < 1:
-      raise ValueError("log_steps and save_checkpoints_steps must be >= 1")
-    if self.stop_at_step is not None and not 0 < self.stop_at_step <= self.total_steps:
-      raise ValueError(f"stop_at_step ({self.stop_at_step}) must be in [1, total_steps "
-                       f"({self.total_steps})]")
-    if self.run_eagerly and self.jit_compile:
-      raise ValueError("run_eagerly and jit_compile exclude each other")
+  def __post_init__(self):
+    validation.validate(self)
+
+  def checks(self, num_replicas: int = 1) -> list[validation.Check]:
+    """What a pretraining run needs (`tfbert.runtime.validation`).
+
+    `num_replicas` is 1 at construction; the run checks again with its strategy's.
+    """
+    return [
+        (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
+        validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,
+                                num_replicas),
+        (self.log_steps >= 1 and self.save_checkpoints_steps >= 1,
+         f"log_steps ({self.log_steps}) and save_checkpoints_steps "
+         f"({self.save_checkpoints_steps}) must be >= 1"),
+        (self.stop_at_step is None or 0 < self.stop_at_step <= self.num_train_steps,
+         f"stop_at_step ({self.stop_at_step}) must be in [1, num_train_steps "
+         f"({self.num_train_steps})]"),
+        (not (self.run_eagerly and self.jit_compile), "run_eagerly and jit_compile exclude "
+         "each other"),
+        (self.max_predictions_per_seq >= 1 and self.max_seq_length >= 2,
+         f"max_seq_length ({self.max_seq_length}) must be >= 2 and max_predictions_per_seq "
+         f"({self.max_predictions_per_seq}) >= 1"),
+    ]
 
   def to_json(self) -> str:
     values = dataclasses.asdict(self)
@@ -149,7 +156,7 @@ class _Run:
 
 
 def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None) -> dict:
-  """Trains (or resumes) until `config.total_steps` applied steps; returns the last log.
+  """Trains (or resumes) until `config.num_train_steps` applied steps; returns the last log.
 
   With `stop_at_step`, stops there instead (after a checkpoint, without export; the metrics
   returned are then those since the last log, not written); the same config without it
@@ -174,7 +181,7 @@ def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None
     _record(run, config, flagfile)
     last = _train(run, config, restored)
     step = int(run.optimizer.iterations.numpy())
-    exported = _export(run, config) if step >= config.total_steps else {}
+    exported = _export(run, config) if step >= config.num_train_steps else {}
   finally:
     keras.mixed_precision.set_global_policy(previous_policy)
     if run is not None:
@@ -193,7 +200,7 @@ VOCAB_FILE = "vocab.txt"
 def _start(config: PretrainingRunConfig) -> _Run:
   """Checks the config and the data, claims the run directory, builds the model."""
   strategy = distribution.create_strategy(config.distribution_strategy, config.num_cpu_devices)
-  config.validate(strategy.num_replicas_in_sync)
+  validation.validate(config, num_replicas=strategy.num_replicas_in_sync)
   num_workers, index, is_chief = distribution.worker_info(strategy)
   check = data_checks.check_pretraining_files(
       list(config.input_files), config.max_seq_length, config.max_predictions_per_seq,
@@ -393,7 +400,7 @@ def _dataset(run: _Run, config: PretrainingRunConfig):
   """Per-replica micro-batches: each worker reads its own file shard (no re-sharding).
 
   The replicas of one worker take consecutive batches of the worker's pipeline, so a window
-  (one applied step) spans `accumulation_steps * local replicas` of its batches.
+  (one applied step) spans `gradient_accumulation_steps * local replicas` of its batches.
   """
   replicas = run.strategy.num_replicas_in_sync
   per_replica = config.train_batch_size // config.gradient_accumulation_steps // replicas
@@ -406,7 +413,7 @@ def _dataset(run: _Run, config: PretrainingRunConfig):
         max_predictions=config.max_predictions_per_seq,
         num_workers=context.num_input_pipelines, worker_index=context.input_pipeline_id,
         shuffle=not config.deterministic, seed=config.seed, repeat=True,
-        accumulation_steps=config.gradient_accumulation_steps * local_replicas,
+        gradient_accumulation_steps=config.gradient_accumulation_steps * local_replicas,
         deterministic=True)  # a fixed order, so that a resumed run can skip what it consumed
     if not config.window_normalization:  # Each micro-batch normalized by its own counts.
       dataset = dataset.map(lambda f: {k: v for k, v in f.items() if not k.startswith("window_")})
@@ -454,15 +461,15 @@ def _train(run: _Run, config: PretrainingRunConfig, step: int) -> dict:
 
 def _train_loop(run: _Run, config: PretrainingRunConfig, step: int, iterator,
                 micro_steps) -> dict:
-  """Runs to `stop_at_step` or `total_steps` in chunks that end at every log or checkpoint.
+  """Runs to `stop_at_step` or `num_train_steps` in chunks that end at every log or checkpoint.
 
-  Logs at every multiple of `log_steps` and at `total_steps`; saves at every multiple of
+  Logs at every multiple of `log_steps` and at `num_train_steps`; saves at every multiple of
   `save_checkpoints_steps` and where the run stops (after the log of the same step).
   """
   last = {}
-  stop = config.stop_at_step or config.total_steps
+  stop = config.stop_at_step or config.num_train_steps
   if run.is_chief:
-    run.progress = StepProgress(config.total_steps, start_step=step)
+    run.progress = StepProgress(config.num_train_steps, start_step=step)
   logged_step, seconds = step, 0.0  # The log window: since logged_step, in seconds.
   while step < stop:
     chunk = min(_to_multiple(step, config.log_steps),
@@ -472,7 +479,7 @@ def _train_loop(run: _Run, config: PretrainingRunConfig, step: int, iterator,
       micro_steps(iterator, tf.constant(chunk * config.gradient_accumulation_steps))
     seconds += time.perf_counter() - start
     step += chunk
-    if step % config.log_steps == 0 or step == config.total_steps:
+    if step % config.log_steps == 0 or step == config.num_train_steps:
       examples_per_second = (step - logged_step) * config.train_batch_size / seconds
       last = _log(run, config, int(run.optimizer.iterations.numpy()), examples_per_second,
                   logged_step)
@@ -579,8 +586,8 @@ def _written(run: _Run, config: PretrainingRunConfig) -> dict:
 
 def _summary(step: int, last: dict, config: PretrainingRunConfig, written: dict) -> str:
   """What the run did and where its files are: the lines a tool prints last."""
-  if step < config.total_steps:
-    head = f"stopped at applied step {step} of {config.total_steps}; rerun without " \
+  if step < config.num_train_steps:
+    head = f"stopped at applied step {step} of {config.num_train_steps}; rerun without " \
            "stop_at_step to resume"
   else:
     head = f"trained {step} applied steps; last logged loss {last.get('loss', float('nan')):.4f}"

@@ -1,1 +1,1 @@
-"""Around the model: atomic files, owned run directories, the tools' errors and progress lines."""
+"""Around the model: atomic files, run directories, config validation, tool errors, progress."""

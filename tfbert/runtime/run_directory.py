@@ -125,6 +125,26 @@ def differences(recorded: dict, new: dict, may_change: Iterable[str] = ()) -> li
   return found
 
 
+# Keys that tfbert recorded under other names before every setting had one name from flag
+# to config field (dotted, as `flatten` writes them). A run directory written then is
+# compared, and so resumed, under today's names.
+RENAMED_KEYS = {
+    "checkpoint_every": "save_checkpoints_steps",
+    "log_every": "log_steps",
+    "distribution": "distribution_strategy",
+    "optimizer.name": "optimizer.optimizer",
+    "optimizer.warmup_steps": "optimizer.num_warmup_steps",
+    "optimizer.total_steps": "optimizer.num_train_steps",
+    "optimizer.schedule_mode": "optimizer.lr_schedule",
+    "optimizer.accumulation_steps": "optimizer.gradient_accumulation_steps",
+}
+
+
+def with_current_names(values: dict) -> dict[str, Any]:
+  """`values` flattened, with keys of `RENAMED_KEYS` under their current names."""
+  return {RENAMED_KEYS.get(key, key): value for key, value in flatten(values).items()}
+
+
 def _read_record(directory: str, name: str) -> Optional[dict]:
   path = os.path.join(directory, name)
   if not os.path.exists(path):
@@ -159,8 +179,8 @@ def claim(directory: str, records: Sequence[RunRecord], *,
     for record in records:
       recorded = _read_record(directory, record.name)
       if recorded is not None:
-        found += [f"{record.name} {d}" for d in
-                  differences(recorded, record.values, record.rerun_may_change)]
+        found += [f"{record.name} {d}" for d in differences(
+            with_current_names(recorded), record.values, record.rerun_may_change)]
     if found and not allow_changes:
       raise RunDirectoryError(
           f"{directory} holds a run with another configuration: {'; '.join(found)}. Use "

@@ -30,7 +30,7 @@ from typing import Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, validation
 from tfbert.squad.squad_data import SkippedExample, SquadExample
 from tfbert.text.tokenization import WordPieceTokenizer
 
@@ -54,12 +54,19 @@ class FeatureConfig:
   max_query_length: int = 64
 
   def __post_init__(self):
-    # Google's validate_flags_or_throw: a window must hold at least one context token.
-    if self.max_seq_length <= self.max_query_length + 3:
-      raise ValueError(f"max_seq_length ({self.max_seq_length}) must be greater than "
-                       f"max_query_length ({self.max_query_length}) + 3")
-    if self.doc_stride < 1 or self.max_query_length < 1:
-      raise ValueError(f"doc_stride and max_query_length must be >= 1: {self}")
+    validation.validate(self)
+
+  def checks(self) -> list[validation.Check]:
+    """The rules of a usable config (`tfbert.runtime.validation`)."""
+    return [
+        # Google's validate_flags_or_throw: a window must hold at least one context token.
+        (self.max_seq_length > self.max_query_length + 3,
+         f"max_seq_length ({self.max_seq_length}) must be greater than max_query_length "
+         f"({self.max_query_length}) + 3"),
+        (self.doc_stride >= 1 and self.max_query_length >= 1,
+         f"doc_stride ({self.doc_stride}) and max_query_length ({self.max_query_length}) "
+         "must be >= 1"),
+    ]
 
 
 @dataclasses.dataclass(eq=False)

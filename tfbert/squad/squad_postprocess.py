@@ -32,7 +32,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, validation
 from tfbert.squad.squad_data import SquadExample
 from tfbert.squad.squad_features import SquadFeature
 
@@ -44,6 +44,20 @@ class PostprocessConfig:
   max_answer_length: int = 30
   version_2_with_negative: bool = False
   null_score_diff_threshold: float = 0.0
+
+  def __post_init__(self):
+    validation.validate(self)
+
+  def checks(self) -> list[validation.Check]:
+    """The rules of a usable config (`tfbert.runtime.validation`)."""
+    # 0 is allowed here: no candidate span, so every answer is "" (tests use it); the
+    # fine-tuning run refuses it (`tfbert.squad.squad_run`).
+    return [
+        (min(self.n_best_size, self.max_answer_length) >= 0,
+         f"n_best_size ({self.n_best_size}) and max_answer_length "
+         f"({self.max_answer_length}) must be >= 0"),
+        (not math.isnan(self.null_score_diff_threshold), "null_score_diff_threshold is NaN"),
+    ]
 
 
 @dataclasses.dataclass  # Not frozen: ~20 per question, frozen init costs 2x.

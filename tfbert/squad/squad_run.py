@@ -42,7 +42,6 @@ Shape legend: B batch, S max_seq_length.
 """
 
 import dataclasses
-import math
 import os
 from typing import Any, Optional
 
@@ -52,7 +51,7 @@ import tensorflow as tf
 from absl import logging
 
 from tfbert.models import BertSpanLabeler
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, validation
 from tfbert.serving import export
 from tfbert.squad import (
   squad_data,
@@ -80,7 +79,7 @@ class SquadRunConfig(fine_tuning.FineTuningConfig):
   postprocess: squad_postprocess.PostprocessConfig = squad_postprocess.PostprocessConfig()
   predict_batch_size: int = 64
 
-  def checks(self, num_replicas: int) -> list[tuple[Any, str]]:
+  def checks(self, num_replicas: int = 1) -> list[validation.Check]:
     f = self.features
     window = f.max_seq_length - f.max_query_length - 3  # [CLS] query [SEP] window [SEP]
     return [
@@ -98,8 +97,6 @@ class SquadRunConfig(fine_tuning.FineTuningConfig):
         (min(self.postprocess.n_best_size, self.postprocess.max_answer_length) >= 1,
          f"n_best_size ({self.postprocess.n_best_size}) and max_answer_length "
          f"({self.postprocess.max_answer_length}) must be >= 1"),
-        (not math.isnan(self.postprocess.null_score_diff_threshold),
-         "null_score_diff_threshold is NaN"),
     ] + super().checks(num_replicas)
 
 
@@ -195,7 +192,6 @@ def run_squad(config: SquadRunConfig, flagfile: Optional[str] = None) -> dict[st
     dict with "train" (steps, loss, examples_per_second) when training and "predictions"
     (file paths) and "scores" (official EM/F1) when predicting.
   """
-  config.validate()
   inputs = read_inputs(config)  # Before anything is built or written.
   strategy = fine_tuning.start_run(config)
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)

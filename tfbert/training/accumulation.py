@@ -41,6 +41,8 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
+REDUCTIONS = ("mean", "sum")
+
 
 class GradientAccumulationOptimizer(keras.optimizers.Optimizer):
   """Applies `optimizer` once every `steps` micro-steps, from the accumulated gradients.
@@ -62,8 +64,8 @@ class GradientAccumulationOptimizer(keras.optimizers.Optimizer):
                        "with_gradient_accumulation(loss_scale_optimizer, steps)")
     if not isinstance(steps, int) or steps < 1:
       raise ValueError(f"accumulation steps must be an integer >= 1, got {steps!r}")
-    if reduction not in ("mean", "sum"):
-      raise ValueError(f"reduction must be 'mean' or 'sum', got {reduction!r}")
+    if reduction not in REDUCTIONS:
+      raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     if clip_norm is not None and clip_norm <= 0:
       raise ValueError(f"clip_norm must be > 0, got {clip_norm!r}")
     for arg in ("clipnorm", "global_clipnorm", "clipvalue", "gradient_accumulation_steps"):

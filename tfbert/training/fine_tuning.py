@@ -34,7 +34,7 @@ from absl import logging
 from tfbert.checkpoints import convert, google_checkpoint, huggingface
 from tfbert.config import BertConfig
 from tfbert.pretraining.pretraining_run import DTYPES
-from tfbert.runtime import atomic, run_directory
+from tfbert.runtime import atomic, run_directory, validation
 from tfbert.training import distribution, optimization
 
 
@@ -66,53 +66,52 @@ class FineTuningConfig:
   export_dir: Optional[str] = None
   allow_config_change: bool = False
 
-  def checks(self, num_replicas: int) -> list[tuple[Any, str]]:
-    """(condition, message) pairs; subclasses add theirs to these."""
+  def __post_init__(self):
+    validation.validate(self)
+
+  def checks(self, num_replicas: int = 1) -> list[validation.Check]:
+    """What every fine-tuning run needs (`tfbert.runtime.validation`); tasks add theirs.
+
+    `num_replicas` is 1 at construction; `start_run` checks again with its strategy's.
+    """
     return [
         (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
         (0.0 <= self.warmup_proportion <= 1.0, "warmup_proportion must be in [0, 1]"),
         (sum(map(bool, (self.init_checkpoint, self.init_hf_dir, self.init_tfbert))) <= 1,
          "give at most one of init_checkpoint, init_hf_dir, init_tfbert"),
-        (self.train_batch_size % (self.gradient_accumulation_steps * num_replicas) == 0,
-         f"train_batch_size {self.train_batch_size} must be a multiple of "
-         f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) x replicas "
-         f"({num_replicas})"),
+        validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,
+                                num_replicas),
         (self.log_steps >= 1, "log_steps must be >= 1"),
         (self.distribution_strategy != "multi_worker", "Keras fit does not run under multi_worker "
          "(keras-team/keras#20585); use one_device or mirrored"),
     ]
 
-  def validate(self, num_replicas: int = 1) -> None:
-    """Raises ValueError naming the field(s) that do not fit together."""
-    for ok, message in self.checks(num_replicas):
-      if not ok:
-        raise ValueError(message)
-
   def to_json(self) -> str:
     return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
 
-  def optimizer_config(self, total_steps: int) -> optimization.OptimizerConfig:
+  def optimizer_config(self, num_train_steps: int) -> optimization.OptimizerConfig:
     """AdamW, linear warmup then linear decay to 0, clipping, mean accumulation."""
     return optimization.OptimizerConfig(
-        name="adamw", learning_rate=self.learning_rate,
-        warmup_steps=int(total_steps * self.warmup_proportion), total_steps=total_steps,
+        optimizer="adamw", learning_rate=self.learning_rate,
+        num_warmup_steps=int(num_train_steps * self.warmup_proportion),
+        num_train_steps=num_train_steps,
         lr_schedule="decay_after_warmup", weight_decay_rate=self.weight_decay_rate,
         clip_norm=self.clip_norm, gradient_accumulation_steps=self.gradient_accumulation_steps,
         accumulation_reduction="mean", loss_scale=self.dtype == "mixed_float16")
 
 
 def start_run(config: FineTuningConfig) -> tf.distribute.Strategy:
-  """Validates `config`, sets devices, seed and precision policy; returns the strategy.
+  """Sets devices, seed and precision policy; checks `config` against the replicas; returns
+  the strategy.
 
   Nothing is written: the output directory is claimed later (`claim_run_directory`), once
   the model and its inputs have been checked.
   """
-  config.validate()
   distribution.configure_cpu_devices(config.num_cpu_devices)
   keras.utils.set_random_seed(config.seed)
   keras.mixed_precision.set_global_policy(config.dtype)
   strategy = distribution.create_strategy(config.distribution_strategy, config.num_cpu_devices)
-  config.validate(strategy.num_replicas_in_sync)
+  validation.validate(config, num_replicas=strategy.num_replicas_in_sync)
   return strategy
 
 
@@ -341,7 +340,7 @@ class TrainingMonitor(keras.callbacks.Callback):
 MAX_SKIPPED_WINDOWS = 60
 
 
-def keras_epochs(steps: int, accumulation_steps: int, num_examples: int,
+def keras_epochs(steps: int, gradient_accumulation_steps: int, num_examples: int,
                  batch_size: int) -> tuple[int, int]:
   """(Keras epochs, micro-steps per Keras epoch) for `steps` applied steps.
 
@@ -350,7 +349,7 @@ def keras_epochs(steps: int, accumulation_steps: int, num_examples: int,
   as 3 x 114 + 1) would report one batch's loss. The data iterator, and so the data
   order, carries across Keras epochs.
   """
-  k = accumulation_steps
+  k = gradient_accumulation_steps
   micro_steps = steps * k
   per_pass = max(k, num_examples // (batch_size // k) // k * k)
   epochs = math.ceil(micro_steps / per_pass)
@@ -359,15 +358,16 @@ def keras_epochs(steps: int, accumulation_steps: int, num_examples: int,
 
 
 def fit_steps(model: keras.Model, dataset: tf.data.Dataset, *, steps: int,
-              accumulation_steps: int, num_examples: int, batch_size: int, verbose: int = 1,
+              gradient_accumulation_steps: int, num_examples: int, batch_size: int,
+              verbose: int = 1,
               callbacks: Sequence[keras.callbacks.Callback] = ()) -> dict[str, float]:
   """Runs the compiled `model` for `steps` applied steps; returns `TrainingMonitor.summary`.
 
   Args:
     model: A model compiled with a `tfbert.training.optimization` stack.
-    dataset: Endless micro-batches of `batch_size // accumulation_steps` examples.
+    dataset: Endless micro-batches of `batch_size // gradient_accumulation_steps` examples.
     steps: Applied (optimizer) steps.
-    accumulation_steps: Micro-batches per applied step (k).
+    gradient_accumulation_steps: Micro-batches per applied step (k).
     num_examples: Examples per epoch (for Keras' epoch length and progress bar).
     batch_size: Examples per applied step (all micro-batches and replicas).
     verbose: Keras' progress bar setting.
@@ -377,7 +377,7 @@ def fit_steps(model: keras.Model, dataset: tf.data.Dataset, *, steps: int,
   is not checked for finiteness, and Keras gets epochs for `MAX_SKIPPED_WINDOWS` more
   windows (the monitor still stops at `steps` applied steps).
   """
-  k = accumulation_steps
+  k = gradient_accumulation_steps
   loss_scaling = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
   epochs, per_epoch = keras_epochs(steps, k, num_examples, batch_size)
   if loss_scaling:
@@ -412,7 +412,7 @@ def compile_and_fit(model: keras.Model, strategy: tf.distribute.Strategy,
     model.compile(optimizer=optimization.create_optimizer(config.optimizer_config(total_steps)),
                   loss=loss, loss_weights=loss_weights, jit_compile=False)
   return fit_steps(
-      model, dataset, steps=steps, accumulation_steps=config.gradient_accumulation_steps,
+      model, dataset, steps=steps, gradient_accumulation_steps=config.gradient_accumulation_steps,
       num_examples=num_examples, batch_size=config.train_batch_size, verbose=config.verbose,
       callbacks=[keras.callbacks.TensorBoard(  # update_freq counts micro-steps (batches).
           os.path.join(config.output_dir, "train"),

@@ -17,13 +17,15 @@ from typing import Optional, Sequence
 
 import keras
 
+from tfbert.runtime import validation
 from tfbert.training.accumulation import (
+  REDUCTIONS,
   GradientAccumulationOptimizer,
   LossScaleOptimizer,
   with_gradient_accumulation,
 )
 from tfbert.training.optimizers import BERT_WEIGHT_DECAY_EXCLUSIONS, AdamW, Lamb
-from tfbert.training.schedules import WarmupPolynomialDecay
+from tfbert.training.schedules import MODES, WarmupPolynomialDecay
 
 __all__ = ["OptimizerConfig", "create_optimizer", "with_gradient_accumulation",
            "GradientAccumulationOptimizer", "LossScaleOptimizer", "AdamW", "Lamb",
@@ -37,10 +39,10 @@ class OptimizerConfig:
   """Everything that defines the optimization of a run.
 
   Attributes:
-    name: "adamw" (google-research/bert's: no bias correction, eps 1e-6), "lamb" or "sgd"
+    optimizer: "adamw" (google-research/bert's: no bias correction, eps 1e-6), "lamb" or "sgd"
       (with `momentum`).
     learning_rate: Peak learning rate.
-    warmup_steps, total_steps: Applied steps of warmup and of the whole run.
+    num_warmup_steps, num_train_steps: Applied steps of warmup and of the whole run.
     lr_schedule: "google" (default) or "decay_after_warmup"; see `tfbert.training.schedules`.
     end_learning_rate, power: Polynomial decay parameters.
     weight_decay_rate: Decoupled weight decay (AdamW/LAMB).
@@ -53,10 +55,10 @@ class OptimizerConfig:
     initial_loss_scale, loss_scale_growth_steps: `LossScaleOptimizer` settings.
     momentum: SGD momentum.
   """
-  name: str = "adamw"
+  optimizer: str = "adamw"
   learning_rate: float = 1e-4
-  warmup_steps: int = 0
-  total_steps: int = 1
+  num_warmup_steps: int = 0
+  num_train_steps: int = 1
   lr_schedule: str = "google"
   end_learning_rate: float = 0.0
   power: float = 1.0
@@ -72,19 +74,39 @@ class OptimizerConfig:
   momentum: float = 0.9
 
   def __post_init__(self):
-    if self.name not in OPTIMIZERS:
-      raise ValueError(f"optimizer name must be one of {OPTIMIZERS}, got {self.name!r}")
+    validation.validate(self)
+
+  def checks(self) -> list[validation.Check]:
+    """The rules of a buildable config (`tfbert.runtime.validation`)."""
+    return [
+        (self.optimizer in OPTIMIZERS,
+         f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}"),
+        (self.lr_schedule in MODES, f"lr_schedule must be one of {MODES}, got "
+         f"{self.lr_schedule!r}"),
+        (self.learning_rate >= 0 and self.end_learning_rate >= 0,
+         f"learning_rate ({self.learning_rate}) and end_learning_rate "
+         f"({self.end_learning_rate}) must be >= 0"),
+        (0 <= self.num_warmup_steps <= self.num_train_steps and self.num_train_steps >= 1,
+         f"num_warmup_steps ({self.num_warmup_steps}) must be in [0, num_train_steps] and "
+         f"num_train_steps ({self.num_train_steps}) >= 1"),
+        (self.gradient_accumulation_steps >= 1,
+         f"gradient_accumulation_steps must be >= 1, got {self.gradient_accumulation_steps}"),
+        (self.accumulation_reduction in REDUCTIONS, f"accumulation_reduction must be one of "
+         f"{REDUCTIONS}, got {self.accumulation_reduction!r}"),
+        (self.clip_norm is None or self.clip_norm > 0,
+         f"clip_norm must be > 0 or None (off), got {self.clip_norm}"),
+    ]
 
 
 def create_optimizer(config: OptimizerConfig) -> keras.optimizers.Optimizer:
   """Builds the optimizer stack described by `config` (see module docstring)."""
-  schedule = WarmupPolynomialDecay(config.learning_rate, config.warmup_steps,
-                                   config.total_steps, config.end_learning_rate, config.power,
+  schedule = WarmupPolynomialDecay(config.learning_rate, config.num_warmup_steps,
+                                   config.num_train_steps, config.end_learning_rate, config.power,
                                    config.lr_schedule)
-  if config.name == "adamw":
+  if config.optimizer == "adamw":
     base = AdamW(schedule, config.weight_decay_rate,
                  exclude_from_weight_decay=list(config.exclude_from_weight_decay))
-  elif config.name == "lamb":
+  elif config.optimizer == "lamb":
     base = Lamb(schedule, config.weight_decay_rate,
                 exclude_from_weight_decay=list(config.exclude_from_weight_decay),
                 exclude_from_layer_adaptation=(

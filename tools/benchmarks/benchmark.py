@@ -35,6 +35,7 @@ import tensorflow as tf
 
 from tfbert.config import BertConfig
 from tfbert.models import BertPretrainer, BertSpanLabeler
+from tfbert.runtime import validation
 from tfbert.squad import squad_run
 from tfbert.training import fine_tuning, optimization
 from tools.benchmarks import benchmark_mfu
@@ -96,7 +97,11 @@ class StepCase(ModelShape):
   seed: int = 0
 
   def __post_init__(self):
-    errors = [m for ok, m in [
+    validation.validate(self)
+
+  def checks(self) -> list[validation.Check]:
+    """The rules of a measurable case (`tfbert.runtime.validation`)."""
+    return [
         (self.task in benchmark_mfu.TASKS, f"task must be one of {benchmark_mfu.TASKS}"),
         (self.implementation in IMPLEMENTATIONS,
          f"implementation must be one of {IMPLEMENTATIONS}"),
@@ -106,9 +111,7 @@ class StepCase(ModelShape):
         (min(self.warmup_steps, self.windows, self.steps_per_window, self.batch_size) >= 1,
          "warmup_steps, windows, steps_per_window and batch_size must be >= 1"),
         (0 < self.max_predictions < self.seq_length, "need 0 < max_predictions < seq_length"),
-    ] if not ok]
-    if errors:
-      raise ValueError(f"Invalid StepCase {self}: {'; '.join(errors)}")
+    ]
 
   def flops_per_example(self) -> int:
     """Analytic training FLOPs of one example (`benchmark_mfu`)."""
@@ -229,7 +232,7 @@ def tfbert_step(case: StepCase, batch: dict[str, tf.Tensor]) -> Callable[[], flo
     model, data = BertPretrainer(config), batch
     model.build()
     model.compile(optimizer=optimization.create_optimizer(optimization.OptimizerConfig(
-        name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=TOTAL_STEPS)))
+        optimizer="adamw", learning_rate=1e-4, num_warmup_steps=0, num_train_steps=TOTAL_STEPS)))
   else:
     model = BertSpanLabeler(config)
     model.build()

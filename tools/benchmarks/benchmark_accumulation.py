@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from tfbert.models import BertPretrainer
 from tfbert.pretraining import pretraining_run
+from tfbert.runtime import validation
 from tfbert.training import optimization
 from tools.benchmarks import benchmark, benchmark_report
 
@@ -43,22 +44,26 @@ class PretrainingCase(benchmark.ModelShape):
 
   Attributes (besides `benchmark.ModelShape`'s):
     micro_batch_size: sequences per micro-step (b).
-    accumulation_steps: micro-steps per applied step (k); examples per applied step = k*b.
+    gradient_accumulation_steps: micro-steps per applied step (k); examples per applied step = k*b.
     applied_steps: measured applied steps (after `warmup_steps` applied steps); with
       `run_interleaved`, applied steps per window.
     dtype_policy: "float32" or "mixed_bfloat16".
     loop: one of `PRETRAINING_LOOPS`.
   """
   micro_batch_size: int = 32
-  accumulation_steps: int = 1
+  gradient_accumulation_steps: int = 1
   applied_steps: int = 8
   warmup_steps: int = 2
   dtype_policy: str = "float32"
   loop: str = "fit"
 
   def __post_init__(self):
-    if self.loop not in PRETRAINING_LOOPS:
-      raise ValueError(f"loop must be one of {PRETRAINING_LOOPS}, got {self.loop!r}")
+    validation.validate(self)
+
+  def checks(self) -> list[validation.Check]:
+    """The rules of a measurable case (`tfbert.runtime.validation`)."""
+    return [(self.loop in PRETRAINING_LOOPS,
+             f"loop must be one of {PRETRAINING_LOOPS}, got {self.loop!r}")]
 
 
 def synthetic_batch(case: PretrainingCase, seed: int = 0) -> dict[str, np.ndarray]:
@@ -67,12 +72,14 @@ def synthetic_batch(case: PretrainingCase, seed: int = 0) -> dict[str, np.ndarra
                                       case.max_predictions, case.vocab_size, seed)
 
 
-def big_and_accumulated(case: PretrainingCase,
-                        accumulation_steps: int) -> tuple[PretrainingCase, PretrainingCase]:
-  """(one step of k*b, k micro-steps of b) for `case`'s b and k = `accumulation_steps`."""
-  big = dataclasses.replace(case, micro_batch_size=case.micro_batch_size * accumulation_steps,
-                            accumulation_steps=1)
-  return big, dataclasses.replace(case, accumulation_steps=accumulation_steps)
+def big_and_accumulated(
+    case: PretrainingCase, gradient_accumulation_steps: int
+) -> tuple[PretrainingCase, PretrainingCase]:
+  """(one step of k*b, k micro-steps of b) for `case`'s b and k = `gradient_accumulation_steps`."""
+  big = dataclasses.replace(
+      case, micro_batch_size=case.micro_batch_size * gradient_accumulation_steps,
+      gradient_accumulation_steps=1)
+  return big, dataclasses.replace(case, gradient_accumulation_steps=gradient_accumulation_steps)
 
 
 class _StepTimer(keras.callbacks.Callback):
@@ -91,8 +98,10 @@ class _Trainer:
     self.case = case
     self.model = BertPretrainer(case.bert_config())
     self.model.compile(optimizer=optimization.create_optimizer(optimization.OptimizerConfig(
-        name="adamw", learning_rate=1e-4, warmup_steps=0, total_steps=benchmark.TOTAL_STEPS,
-        gradient_accumulation_steps=case.accumulation_steps, accumulation_reduction="sum")))
+        optimizer="adamw", learning_rate=1e-4, num_warmup_steps=0,
+        num_train_steps=benchmark.TOTAL_STEPS,
+        gradient_accumulation_steps=case.gradient_accumulation_steps,
+        accumulation_reduction="sum")))
     self.dataset = tf.data.Dataset.from_tensors(synthetic_batch(case)).repeat()
     self._iterator, self._micro_steps = None, None  # The pretraining_run loop's, once built.
 
@@ -108,7 +117,7 @@ class _Trainer:
     return self._pretraining_run_loop(applied_steps)
 
   def _fit(self, applied_steps: int) -> list[float]:
-    k, timer = self.case.accumulation_steps, _StepTimer()
+    k, timer = self.case.gradient_accumulation_steps, _StepTimer()
     self.model.fit(self.dataset, steps_per_epoch=applied_steps * k, epochs=1, verbose=0,
                    callbacks=[timer])
     return timer.times[k - 1::k]
@@ -125,7 +134,7 @@ class _Trainer:
       self._iterator = iter(self.dataset)
       self._micro_steps = pretraining_run.graph_micro_steps(
           tf.distribute.get_strategy(), tf.function(self.model.train_step))
-    count, ends = tf.constant(self.case.accumulation_steps), []
+    count, ends = tf.constant(self.case.gradient_accumulation_steps), []
     for _ in range(applied_steps):
       self._micro_steps(self._iterator, count)
       _ = self.applied_steps  # Reading the step count synchronizes.
@@ -135,7 +144,7 @@ class _Trainer:
   def rate(self, ends: list[float]) -> float:
     """examples/s between the first and the last of `ends` (>= 2 applied-step ends)."""
     case = self.case
-    return ((len(ends) - 1) * case.accumulation_steps * case.micro_batch_size
+    return ((len(ends) - 1) * case.gradient_accumulation_steps * case.micro_batch_size
             / (ends[-1] - ends[0]))
 
 
@@ -162,7 +171,7 @@ def run_case_in_subprocess(case: PretrainingCase, timeout: float = 1800.0) -> di
   return benchmark.run_in_subprocess(code, dataclasses.asdict(case), timeout)
 
 
-def accumulation_overhead(case: PretrainingCase, accumulation_steps: int,
+def accumulation_overhead(case: PretrainingCase, gradient_accumulation_steps: int,
                           runner=run_case_in_subprocess, repeats: int = 1) -> dict:
   """k micro-steps of b against one step of k*b, same model, alternated `repeats` times.
 
@@ -174,14 +183,14 @@ def accumulation_overhead(case: PretrainingCase, accumulation_steps: int,
     `accumulated` (the first pair's results), `throughput_ratio` (= `median_ratio`) and
     `peak_rss_ratio` (= `median_rss_ratio`).
   """
-  big, small = big_and_accumulated(case, accumulation_steps)
+  big, small = big_and_accumulated(case, gradient_accumulation_steps)
   result = benchmark.alternate(big, small, repeats, runner, numerator=1)
   return {**result, "big_batch": result["pairs"][0][0], "accumulated": result["pairs"][0][1],
           "throughput_ratio": result["median_ratio"],
           "peak_rss_ratio": result["median_rss_ratio"]}
 
 
-def run_interleaved(case: PretrainingCase, accumulation_steps: int, rounds: int) -> dict:
+def run_interleaved(case: PretrainingCase, gradient_accumulation_steps: int, rounds: int) -> dict:
   """Big batch and accumulated in this one process, timed window by window.
 
   Both models are built and warmed up (`case.warmup_steps` applied steps each). Then each
@@ -199,7 +208,7 @@ def run_interleaved(case: PretrainingCase, accumulation_steps: int, rounds: int)
     raise ValueError(f"need rounds >= 1 and applied_steps >= 2 per window, got {rounds} "
                      f"and {case.applied_steps}")
   keras.mixed_precision.set_global_policy(case.dtype_policy)
-  trainers = dict(zip(SIDES, map(_Trainer, big_and_accumulated(case, accumulation_steps))))
+  trainers = dict(zip(SIDES, map(_Trainer, big_and_accumulated(case, gradient_accumulation_steps))))
   for trainer in trainers.values():
     trainer.train(case.warmup_steps)
   rounds_rates = benchmark.alternating_rounds(
@@ -213,15 +222,15 @@ def run_interleaved(case: PretrainingCase, accumulation_steps: int, rounds: int)
           "peak_rss_mib": benchmark.peak_rss_mib()}
 
 
-def run_interleaved_in_subprocess(case: PretrainingCase, accumulation_steps: int,
+def run_interleaved_in_subprocess(case: PretrainingCase, gradient_accumulation_steps: int,
                                   rounds: int, timeout: float = 3600.0) -> dict:
   """`run_interleaved` in a fresh process (its own peak RSS)."""
   code = ("import json, sys; from tools.benchmarks import benchmark_accumulation as b; "
           "a = json.loads(sys.argv[1]); "
           "print('RESULT ' + json.dumps(b.run_interleaved(b.PretrainingCase(**a['case']), "
-          "a['accumulation_steps'], a['rounds'])))")
-  argument = {"case": dataclasses.asdict(case), "accumulation_steps": accumulation_steps,
-              "rounds": rounds}
+          "a['gradient_accumulation_steps'], a['rounds'])))")
+  argument = {"case": dataclasses.asdict(case),
+              "gradient_accumulation_steps": gradient_accumulation_steps, "rounds": rounds}
   return benchmark.run_in_subprocess(code, argument, timeout)
 
 
@@ -231,8 +240,9 @@ def format_accumulation(result: dict) -> str:
   for index, pair in enumerate(result["pairs"], start=1):
     for name, r in zip(SIDES, pair):
       c = r["case"]
-      rows.append(f"| {index} | {name} | {c['micro_batch_size']} x {c['accumulation_steps']} | "
-                  f"{r['examples_per_second']:.1f} | {r['peak_rss_mib']:.0f} |")
+      rows.append(f"| {index} | {name} | {c['micro_batch_size']} x "
+                  f"{c['gradient_accumulation_steps']} | {r['examples_per_second']:.1f} | "
+                  f"{r['peak_rss_mib']:.0f} |")
   rows.append("\n" + benchmark_report.ratio_summary(
       "throughput ratio (accumulated / big batch) per pair", result["ratios"],
       result["throughput_ratio"]) + f"; peak RSS ratio (median): {result['peak_rss_ratio']:.3f}")
@@ -242,7 +252,7 @@ def format_accumulation(result: dict) -> str:
 def format_interleaved(result: dict) -> str:
   """`run_interleaved`'s rounds as a Markdown table, and the median ratio."""
   case = result["case"]
-  b, k = case["micro_batch_size"], case["accumulation_steps"]
+  b, k = case["micro_batch_size"], case["gradient_accumulation_steps"]
   rows = [f"loop {case['loop']}, {case['dtype_policy']}; both in one process, "
           f"{case['applied_steps']} applied steps per window", "",
           f"| round | first | big batch {b * k} x 1 examples/s | accumulated {b} x {k} "

@@ -78,8 +78,8 @@ def run_pretraining_demo(workdir: str, steps: int = 300, log_steps: int = 25) ->
       distribution_strategy="mirrored", num_cpu_devices=2, save_checkpoints_steps=100,
       log_steps=log_steps,
       optimizer=optimization.OptimizerConfig(
-          name="adamw", learning_rate=2e-3, warmup_steps=max(1, steps // 10),
-          total_steps=steps, gradient_accumulation_steps=2))
+          optimizer="adamw", learning_rate=2e-3, num_warmup_steps=max(1, steps // 10),
+          num_train_steps=steps, gradient_accumulation_steps=2))
   last = run_pretraining(config)
   with open(os.path.join(model_dir, "metrics.jsonl")) as f:
     rows = [json.loads(line) for line in f]

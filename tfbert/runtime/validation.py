@@ -1,0 +1,45 @@
+"""How every tfbert config checks itself: every problem at once, each naming its fields.
+
+Each config is a frozen dataclass with a `checks()` method that yields `(ok, message)`
+pairs, one per rule, the message naming the field(s) the rule is about and the value found.
+`__post_init__` calls `validate(self)`, so an invalid config cannot be built. A rule that
+depends on the machine (how many replicas share the batch) takes `num_replicas`, 1 at
+construction; a run calls `validate(config, num_replicas=n)` again once its strategy is
+known.
+
+`checks()` may be a generator: a rule that needs earlier ones to hold (a type check before
+a range check) can stop the generator after them.
+"""
+
+from typing import Any, Iterable
+
+Check = tuple[Any, str]
+
+
+def batch_splits(train_batch_size: int, gradient_accumulation_steps: int,
+                 num_replicas: int) -> Check:
+  """The rule of every training config: the global batch splits into equal micro-batches.
+
+  `train_batch_size` examples per applied step = `gradient_accumulation_steps` micro-steps
+  x `num_replicas` replicas x a whole number of examples each.
+  """
+  return (train_batch_size % (gradient_accumulation_steps * num_replicas) == 0,
+          f"train_batch_size {train_batch_size} must be a multiple of "
+          f"gradient_accumulation_steps ({gradient_accumulation_steps}) x replicas "
+          f"({num_replicas})")
+
+
+def failures(checks: Iterable[Check]) -> list[str]:
+  """The messages of the checks whose condition is false."""
+  return [message for ok, message in checks if not ok]
+
+
+def validate(config: Any, **context: Any) -> None:
+  """Raises one ValueError listing every rule of `config.checks(**context)` that fails.
+
+  Raises:
+    ValueError: "<ConfigClass>: <message>; <message>...".
+  """
+  found = failures(config.checks(**context))
+  if found:
+    raise ValueError(f"{type(config).__name__}: {'; '.join(found)}")
