@@ -7,7 +7,7 @@ from flags import common_flags
 BENCHMARK = flags.DEFINE_enum(
     "benchmark", "accumulation",
     ["accumulation", "pretraining", "squad", "input_pipeline", "postprocess", "matmul",
-     "kernels"],
+     "kernels", "resume"],
     "What to measure. accumulation: k micro-steps of b vs one step of k*b (examples/s, peak "
     "RSS). pretraining / squad: tfbert's training step (MLM+NSP / span labeler) against TF "
     "Model Garden's on the same config and batch, alternated --repeats times, each run in its "
@@ -17,7 +17,9 @@ BENCHMARK = flags.DEFINE_enum(
     "step of the same config. postprocess: SQuAD feature creation and postprocessing time on "
     "--squad_dev_file. matmul: this machine's measured float32 and bfloat16 matmul peaks. "
     "kernels: tfbert's fused kernels against the unfused ops they replace, alternated "
-    "--repeats times in one process (ms per call, speed-up).")
+    "--repeats times in one process (ms per call, speed-up). resume: seconds from a "
+    "pretraining rerun's start to its first trained step, resuming near the start and "
+    "--resume_far_sequences in, with and without the checkpointed data position.")
 
 # Model and input shape; unset means the benchmark's default config (tools.benchmarks.benchmark.
 # DEFAULT_CASES): pretraining, input_pipeline and accumulation L4/H256/A4/I1024, S128,
@@ -92,6 +94,13 @@ SQUAD_DEV_FILE = flags.DEFINE_string(
     "squad_dev_file", "", "postprocess: the SQuAD v1.1 dev file (JSON, gzip or not); "
     "unset skips the benchmark. BENCHMARKS.md uses ../shared/data/squad_v1.1_dev_"
     "reconstructed/dev-v1.1.reconstructed.json.gz.")
+
+# resume.
+RESUME_NEAR_SEQUENCES = flags.DEFINE_integer(
+    "resume_near_sequences", 10, "resume: consumed sequences at the near checkpoint.")
+RESUME_FAR_SEQUENCES = flags.DEFINE_integer(
+    "resume_far_sequences", 10_000_000, "resume: consumed sequences at the far checkpoint "
+    "(reached by reading, not training: pretraining_run.fast_forward).")
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).
 flags.adopt_module_key_flags(common_flags)

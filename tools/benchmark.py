@@ -14,6 +14,7 @@
       --squad_dev_file=../shared/data/squad_v1.1_dev_reconstructed/dev-v1.1.reconstructed.json.gz
   bash bootstrap.sh python tools/benchmark.py --benchmark=matmul
   bash bootstrap.sh python tools/benchmark.py --benchmark=kernels --repeats=5
+  bash bootstrap.sh python tools/benchmark.py --benchmark=resume --repeats=3
 
 Prints Markdown rows for BENCHMARKS.md, after a line naming the machine and the stack.
 """
@@ -34,6 +35,7 @@ from tools.benchmarks import (
   benchmark_mfu,
   benchmark_peer,
   benchmark_report,
+  benchmark_resume,
 )
 
 
@@ -117,11 +119,19 @@ def kernels() -> str:
   return benchmark_kernels.format_results(results)
 
 
+def resume() -> str:
+  case = benchmark_resume.ResumeCase(
+      near_sequences=f.RESUME_NEAR_SEQUENCES.value, far_sequences=f.RESUME_FAR_SEQUENCES.value,
+      batch_size=f.BATCH_SIZE.value, rounds=f.REPEATS.value)
+  with tempfile.TemporaryDirectory() as temp:
+    return benchmark_resume.format_result(benchmark_resume.measure(case, temp))
+
+
 def main(argv):
   del argv
   runs = {"accumulation": accumulation, "pretraining": lambda: training_step("pretraining"),
           "squad": lambda: training_step("squad"), "input_pipeline": input_pipeline,
-          "postprocess": postprocess, "matmul": matmul, "kernels": kernels}
+          "postprocess": postprocess, "matmul": matmul, "kernels": kernels, "resume": resume}
   print(benchmark_report.machine_description() + "\n")
   print(runs[f.BENCHMARK.value]())
 

@@ -5,6 +5,8 @@ import dataclasses
 import glob
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +21,7 @@ from tfbert import BertConfig
 from tfbert.checkpoints import google_checkpoint, pretrained
 from tfbert.checkpoints.google_checkpoint import export_google_checkpoint, read_google_checkpoint
 from tfbert.models import BertPretrainer
-from tfbert.pretraining import pretraining_data
+from tfbert.pretraining import pretraining_data, pretraining_run
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
 from tfbert.runtime import atomic, run_directory
 from tfbert.training import optimization
@@ -533,3 +535,90 @@ def test_checkpoint_without_the_metrics_window_still_resumes(data_dir, tmp_path,
   monkeypatch.undo()
   last = run_pretraining(config)
   assert last["step"] == 3 and [r["step"] for r in read_metrics(tmp_path / "run")] == [1, 2, 3]
+
+
+def _damage_record(path, index):
+  """Flips a byte in the data of record `index` of a TFRecord file (its framing stays valid,
+  so the pre-run check passes; TensorFlow's reader fails on the data CRC when it reads it)."""
+  with open(path, "rb") as f:
+    data = bytearray(f.read())
+  offset = 0
+  for _ in range(index):
+    offset += 16 + int.from_bytes(data[offset:offset + 8], "little")
+  data[offset + 12 + 3] ^= 0x10
+  with open(path, "wb") as f:
+    f.write(bytes(data))
+  return offset
+
+
+def _without_data_position(monkeypatch):
+  """Checkpoints as tfbert wrote them before they held the data position."""
+  real = tf.train.Checkpoint
+  monkeypatch.setattr(tf.train, "Checkpoint",
+                      lambda data_position=None, **objects: real(**objects))
+
+
+def test_a_resumed_run_reads_on_from_its_checkpoint_and_never_rereads(data_dir, tmp_path,
+                                                                     monkeypatch):
+  """A record consumed before the checkpoint, damaged after it, does not stop the resumed
+  run (its data position is restored, not re-read), which equals the uninterrupted run;
+  resuming by reading past the consumed records, as from a checkpoint without the position,
+  reads it and fails."""
+  data = tmp_path / "data"
+  shutil.copytree(data_dir, data)
+  common = dict(deterministic=True, distribution_strategy="one_device", num_cpu_devices=1,
+                accumulation=1, num_train_steps=4, log_steps=1, save_checkpoints_steps=100)
+  run_pretraining(run_config(str(data), tmp_path / "straight", **common))
+  run_pretraining(run_config(str(data), tmp_path / "split", stop_at_step=2, **common))
+  _without_data_position(monkeypatch)
+  run_pretraining(run_config(str(data), tmp_path / "skip", stop_at_step=2, **common))
+  monkeypatch.undo()
+  # Deterministic order reads the 2 shards record by record in turn: 2 steps of 8 took
+  # records 0-7 of each. Record 5 is past the 4 that the pre-run check parses.
+  shard = sorted(glob.glob(str(data / "*.tfrecord")))[0]
+  byte = _damage_record(shard, 5)
+  run_pretraining(run_config(str(data), tmp_path / "split", **common))
+  assert untimed(read_metrics(tmp_path / "split")) == untimed(read_metrics(tmp_path / "straight"))
+  with pytest.raises(ValueError, match=rf"{re.escape(shard)}: bad TFRecord at byte {byte} "
+                                       r"\(record 5\)"):
+    run_pretraining(run_config(str(data), tmp_path / "skip", **common))
+
+
+def test_a_checkpoint_without_the_data_position_resumes_by_reading_past(data_dir, tmp_path,
+                                                                   monkeypatch):
+  """Run directories from before checkpoints held the data position resume exactly, and
+  their next checkpoints hold it: stopped at 2 (no position), at 3 (position), then 5."""
+  common = dict(deterministic=True, num_train_steps=5, log_steps=1, save_checkpoints_steps=100)
+  run_pretraining(run_config(data_dir, tmp_path / "straight", **common))
+  _without_data_position(monkeypatch)
+  run_pretraining(run_config(data_dir, tmp_path / "run", stop_at_step=2, **common))
+  monkeypatch.undo()
+  run_pretraining(run_config(data_dir, tmp_path / "run", stop_at_step=3, **common))
+  assert "data_position" in {name.split("/")[0] for name, _ in tf.train.list_variables(
+      str(tmp_path / "run" / "checkpoints" / "ckpt-3"))}
+  run_pretraining(run_config(data_dir, tmp_path / "run", **common))
+  a, b = read_metrics(tmp_path / "straight"), read_metrics(tmp_path / "run")
+  assert [r["step"] for r in b] == [1, 2, 3, 4, 5]
+  assert untimed(b) == untimed(a)  # float32, deterministic: bit for bit.
+
+
+def test_fast_forward_moves_counters_and_data_as_training_would(data_dir, tmp_path):
+  """A run moved 2 steps on by reading (its iterator) and one moved by its counters alone
+  (no position: the rerun reads past what they say was consumed) resume onto the same
+  batch with the same schedule: two mechanisms, one position."""
+  common = dict(deterministic=True, distribution_strategy="one_device", num_cpu_devices=1,
+                num_train_steps=4, log_steps=1, save_checkpoints_steps=100)
+  straight = run_pretraining(run_config(data_dir, tmp_path / "straight", **common))
+  for name, position in (("read", True), ("counted", False)):
+    config = run_config(data_dir, tmp_path / name, **common)
+    run_pretraining(dataclasses.replace(config, stop_at_step=1))
+    assert pretraining_run.fast_forward(config, 2, data_position=position) == 3
+    reader = tf.train.load_checkpoint(str(tmp_path / name / "checkpoints" / "ckpt-3"))
+    names = {n.split("/")[0] for n in reader.get_variable_to_shape_map()}
+    assert ("data_position" in names) == position
+    run_pretraining(config)
+  read, counted = read_metrics(tmp_path / "read"), read_metrics(tmp_path / "counted")
+  assert [r["step"] for r in read] == [1, 4]
+  assert untimed(read) == untimed(counted)
+  assert read[-1]["learning_rate"] == straight["learning_rate"]  # The schedule's step 4.
+  assert read[-1]["loss"] != straight["loss"]  # The weights of step 1, not of step 3.

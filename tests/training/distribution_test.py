@@ -1,6 +1,7 @@
 """Tests for tfbert.training.distribution."""
 
 import pytest
+import tensorflow as tf
 
 from tfbert.training import distribution
 
@@ -28,3 +29,41 @@ def test_multi_worker_needs_tf_config(monkeypatch):
   monkeypatch.delenv("TF_CONFIG", raising=False)
   with pytest.raises(ValueError, match="TF_CONFIG"):
     distribution.create_strategy("multi_worker")
+
+
+def _replica_batches(batches, strategy, count):
+  """The first `count` per-replica values of `batches`, as lists of numpy arrays, read in a
+  tf.function as the training loop reads them."""
+
+  @tf.function
+  def read(iterator):
+    return [strategy.experimental_local_results(next(iterator)) for _ in range(count)]
+
+  return [[t.numpy().tolist() for t in value] for value in read(batches)]
+
+
+def _dataset():
+  return tf.data.Dataset.range(1000).shuffle(50, seed=7).batch(3).prefetch(2)
+
+
+def test_local_batches_deal_a_workers_batches_as_a_distributed_dataset_does():
+  strategy = distribution.create_strategy("mirrored", 2)
+  ours = _replica_batches(distribution.LocalBatches(strategy, _dataset()), strategy, 4)
+  theirs = _replica_batches(
+      iter(strategy.distribute_datasets_from_function(lambda context: _dataset())), strategy, 4)
+  assert ours == theirs
+  flat = [x for value in ours for batch in value for x in batch]
+  assert len(set(flat)) == len(flat) == 4 * 2 * 3  # Every replica its own examples.
+
+
+def test_local_batches_resume_from_a_checkpoint_at_the_same_position(tmp_path):
+  strategy = distribution.create_strategy("mirrored", 2)
+  batches = distribution.LocalBatches(strategy, _dataset())
+  _replica_batches(batches, strategy, 3)
+  path = tf.train.Checkpoint(data_position=batches.iterator).save(str(tmp_path / "ckpt"))
+  expected = _replica_batches(batches, strategy, 2)
+  resumed = distribution.LocalBatches(strategy, _dataset())
+  tf.train.Checkpoint(data_position=resumed.iterator).restore(path).assert_consumed()
+  assert _replica_batches(resumed, strategy, 2) == expected
+  fresh = distribution.LocalBatches(strategy, _dataset())
+  assert _replica_batches(fresh, strategy, 2) != expected  # The position, not the start.

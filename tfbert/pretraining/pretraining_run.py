@@ -8,7 +8,8 @@ The run directory explains itself and resumes:
     data.json             the data's create_pretraining_data summaries, vocabulary, casing
     vocab.txt             that vocabulary (also beside the exported Google checkpoint)
     checkpoints/          model + optimizer (slots, accumulators, micro-step counter, loss
-                          scale) + the metrics since the last log, at every multiple of
+                          scale) + the metrics since the last log + this worker's data
+                          position (its tf.data iterator), at every multiple of
                           `save_checkpoints_steps` applied steps and where the run stops; TF writes
                           each checkpoint under a temporary name (`ckpt-N_temp/`) and renames
                           it, so a crash never leaves a half-written checkpoint that looks
@@ -26,8 +27,11 @@ second concurrent run is refused, and a rerun must record the same model, schedu
 (`RERUN_MAY_CHANGE` aside) unless `allow_config_change`.
 
 Rerunning the same command restores the latest checkpoint. The data position is restored
-too: the pipeline is deterministic given the seed, and the optimizer's micro-step counter
-says how many micro-batches were consumed, so the resumed run skips exactly those. Dropout
+too, from the worker's checkpointed tf.data iterator (`tfbert.training.distribution.
+LocalBatches`): file offsets and the shuffle and prefetch buffers, so the resumed run reads
+on from there, and resuming costs the same after ten steps or a million (BENCHMARKS.md). A
+checkpoint written before tfbert kept the position resumes by reading past the micro-batches
+its micro-step counter says were consumed (the pipeline is deterministic given the seed). Dropout
 masks are a pure function of (layer seed, micro-step, global replica id) (`tfbert.layers.dropout`),
 and the metrics of a log window cut by a checkpoint are restored per replica, so in float32
 the resumed run's loss curve and metrics.jsonl equal the uninterrupted run's, with the default
@@ -152,6 +156,7 @@ class _Run:
   metrics_window: tf.Module
   lock: run_directory.RunLock
   data: dict  # `data_record` of the input files.
+  batches: distribution.LocalBatches  # Its iterator is checkpointed as "data_position".
   progress: Optional[StepProgress] = None
 
 
@@ -190,10 +195,51 @@ def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None
   return {**last, "written": written, "summary": _summary(step, last, config, written)}
 
 
+def fast_forward(config: PretrainingRunConfig, applied_steps: int, *,
+                 data_position: bool = True) -> int:
+  """Writes the checkpoint the run in `config.model_dir` would have `applied_steps` later.
+
+  Without training: the data is read (the position is real: the worker's iterator
+  advanced past `applied_steps` windows of micro-batches) and the step counters set (the
+  optimizer's applied steps, the accumulator's micro-steps); the weights, optimizer slots
+  and metrics stay. A rerun resumes from it exactly as from a checkpoint written by
+  training that far, so the cost of resuming far into a run can be measured without
+  the run (`tools/benchmarks/benchmark_resume.py`). One device or mirrored.
+
+  Args:
+    config: the run's config (its directory must hold a checkpoint).
+    applied_steps: how far to move it.
+    data_position: False writes the checkpoint as tfbert did before it kept the data
+      position (without the iterator; nothing is read).
+
+  Returns:
+    The new checkpoint's applied step.
+  """
+  run = _start(config)
+  try:
+    if not run.manager.latest_checkpoint:
+      raise ValueError(f"{config.model_dir} holds no checkpoint to move forward")
+    step = _restore_or_initialize(run, config) + applied_steps
+    micro_steps = applied_steps * config.gradient_accumulation_steps
+    if data_position:
+      local_replicas = run.strategy.num_replicas_in_sync // run.num_workers
+      _advance(run.batches.iterator, tf.constant(micro_steps * local_replicas, tf.int64))
+    else:
+      del run.manager.checkpoint.data_position
+    run.optimizer.iterations.assign(step)
+    accumulator = find_accumulator(run.optimizer)
+    accumulator.micro_step.assign(accumulator.micro_step + micro_steps)
+    _save(run, step)
+    return step
+  finally:
+    run.lock.release()
+
+
 # Fields a rerun may change without --allow_config_change: they change where this run
-# stops, how often it logs or saves, and where it exports, not what is trained.
+# stops, how often it logs or saves, where it exports, and where the directory is (a run
+# directory moved or copied elsewhere resumes there), not what is trained.
 RERUN_MAY_CHANGE = frozenset({"stop_at_step", "log_steps", "save_checkpoints_steps", "export_dir",
-                              "allow_config_change"})
+                              "model_dir", "allow_config_change"})
 VOCAB_FILE = "vocab.txt"
 
 
@@ -282,11 +328,13 @@ def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy, direc
     model.compile(optimizer=optimizer)
     optimizer.build(model.trainable_variables)
   window = _metrics_window(strategy, model)
-  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, metrics_window=window)
+  batches = _local_batches(config, strategy, num_workers, index)
+  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, metrics_window=window,
+                                   data_position=batches.iterator)
   manager = tf.train.CheckpointManager(checkpoint, os.path.join(directory, "checkpoints"), 3)
   writer = tf.summary.create_file_writer(os.path.join(directory, "train")) if is_chief else None
   return _Run(strategy, model, optimizer, manager, writer, num_workers, index, is_chief, window,
-              lock, data)
+              lock, data, batches)
 
 
 def _own_directory(run: _Run, config: PretrainingRunConfig) -> str:
@@ -337,9 +385,17 @@ def _restore_or_initialize(run: _Run, config: PretrainingRunConfig) -> int:
   """
   step = 0
   if run.manager.latest_checkpoint:
-    _restore(run, run.manager.latest_checkpoint)
+    restored_position = _restore(run, run.manager.latest_checkpoint)
     step = int(run.optimizer.iterations.numpy())
     logging.info(f"resumed from {run.manager.latest_checkpoint} at applied step {step}")
+    if not restored_position:
+      # Written before checkpoints held the data position: read past what was consumed
+      # (the pipeline is deterministic given the seed); later checkpoints hold the position.
+      consumed = _micro_steps(run) * (run.strategy.num_replicas_in_sync // run.num_workers)
+      logging.info(f"the checkpoint holds no data position: reading past the {consumed} "
+                   "micro-batches it consumed")
+      with data_checks.naming_data_errors(config.input_files):
+        _advance(run.batches.iterator, tf.constant(consumed, tf.int64))
   elif config.init_checkpoint:
     report = google_checkpoint.load_google_checkpoint(run.model, config.init_checkpoint,
                                                       allow_missing=("nsp_head",))
@@ -375,51 +431,65 @@ def _save(run: _Run, step: int) -> None:
   run.manager.save(checkpoint_number=step)
 
 
-def _restore(run: _Run, path: str) -> None:
-  checkpoint = run.manager.checkpoint
-  if not any(name.startswith("metrics_window/") for name, _ in tf.train.list_variables(path)):
-    # Written before tfbert kept the log window: the first resumed log lacks what was
-    # accumulated since the last log before the checkpoint.
-    checkpoint = tf.train.Checkpoint(model=run.model, optimizer=run.optimizer)
+def _restore(run: _Run, path: str) -> bool:
+  """Restores checkpoint `path` into the run; returns whether it held the data position.
+
+  Model and optimizer must match. The metrics window and the data position are restored
+  when the checkpoint has them: one written before tfbert kept the log window resumes with
+  a first log that lacks what was accumulated before the checkpoint; one written before it
+  kept the data position resumes by reading past what was consumed (`_restore_or_initialize`).
+  """
+  saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+  objects = {"model": run.model, "optimizer": run.optimizer}
+  if "metrics_window" in saved:
+    objects["metrics_window"] = run.metrics_window
+  if "data_position" in saved:
+    objects["data_position"] = run.batches.iterator
+  checkpoint = tf.train.Checkpoint(**objects)
   try:
     checkpoint.restore(path).assert_existing_objects_matched()
   except (ValueError, AssertionError) as error:
     first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
     raise ValueError(f"{path} cannot be restored into this model ({first_line}): the run "
                      "in this directory trained another model; use another model_dir") from None
-  for copy, parts in zip(run.metrics_window.values, _metric_parts(run.strategy, run.model)):
-    for part, value in zip(parts, tf.unstack(copy)):
-      part.assign(value)
+  if "metrics_window" in saved:
+    for copy, parts in zip(run.metrics_window.values,
+                           _metric_parts(run.strategy, run.model)):
+      for part, value in zip(parts, tf.unstack(copy)):
+        part.assign(value)
+  return "data_position" in saved
 
 
 def _micro_steps(run: _Run) -> int:
   return int(find_accumulator(run.optimizer).micro_step.numpy())
 
 
-def _dataset(run: _Run, config: PretrainingRunConfig):
+@tf.function
+def _advance(iterator, count: tf.Tensor) -> None:
+  """Reads `count` elements of a tf.data iterator (its state is then as if they were used)."""
+  for _ in tf.range(count):
+    next(iterator)
+
+
+def _local_batches(config: PretrainingRunConfig, strategy: tf.distribute.Strategy,
+                   num_workers: int, worker_index: int) -> distribution.LocalBatches:
   """Per-replica micro-batches: each worker reads its own file shard (no re-sharding).
 
   The replicas of one worker take consecutive batches of the worker's pipeline, so a window
   (one applied step) spans `gradient_accumulation_steps * local replicas` of its batches.
   """
-  replicas = run.strategy.num_replicas_in_sync
+  replicas = strategy.num_replicas_in_sync
   per_replica = config.train_batch_size // config.gradient_accumulation_steps // replicas
-  local_replicas = replicas // run.num_workers
-  consumed = _micro_steps(run) * local_replicas  # The data position of a resumed run.
-
-  def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
-    dataset = input_pipeline.pretraining_dataset(
-        list(config.input_files), per_replica, seq_length=config.max_seq_length,
-        max_predictions=config.max_predictions_per_seq,
-        num_workers=context.num_input_pipelines, worker_index=context.input_pipeline_id,
-        shuffle=not config.deterministic, seed=config.seed, repeat=True,
-        gradient_accumulation_steps=config.gradient_accumulation_steps * local_replicas,
-        deterministic=True)  # a fixed order, so that a resumed run can skip what it consumed
-    if not config.window_normalization:  # Each micro-batch normalized by its own counts.
-      dataset = dataset.map(lambda f: {k: v for k, v in f.items() if not k.startswith("window_")})
-    return dataset.skip(consumed)
-
-  return run.strategy.distribute_datasets_from_function(dataset_fn)
+  local_replicas = replicas // num_workers
+  dataset = input_pipeline.pretraining_dataset(
+      list(config.input_files), per_replica, seq_length=config.max_seq_length,
+      max_predictions=config.max_predictions_per_seq, num_workers=num_workers,
+      worker_index=worker_index, shuffle=not config.deterministic, seed=config.seed,
+      repeat=True, gradient_accumulation_steps=config.gradient_accumulation_steps * local_replicas,
+      deterministic=True)  # A fixed order: a checkpoint's position means the same batches.
+  if not config.window_normalization:  # Each micro-batch normalized by its own counts.
+    dataset = dataset.map(lambda f: {k: v for k, v in f.items() if not k.startswith("window_")})
+  return distribution.LocalBatches(strategy, dataset)
 
 
 def graph_micro_steps(strategy: tf.distribute.Strategy, train_step):
@@ -439,7 +509,7 @@ def graph_micro_steps(strategy: tf.distribute.Strategy, train_step):
 
 
 def _train(run: _Run, config: PretrainingRunConfig, step: int) -> dict:
-  iterator = iter(_dataset(run, config))
+  iterator = run.batches
 
   # XLA compiles the per-replica step; it works for one device, not for MirroredStrategy
   # over logical CPUs (docs/pitfalls.md, Distribution).

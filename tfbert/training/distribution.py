@@ -66,3 +66,34 @@ def worker_info(strategy: tf.distribute.Strategy) -> tuple[int, int, bool]:
   num_workers = resolver.cluster_spec().num_tasks("worker")
   index = resolver.task_id or 0
   return num_workers, index, index == 0
+
+
+class LocalBatches:
+  """One worker's dataset handed to its local replicas, from a checkpointable iterator.
+
+  `next(batches)` is one `PerReplica` value: local replica r gets the r-th of the next
+  `num_replicas_in_sync / num_workers` elements of `dataset`, the assignment
+  `distribute_datasets_from_function` makes (its `MultiDeviceIterator` deals elements to
+  the devices in turn), so a replica sees the same batches either way. The difference is
+  the position: `iterator` is a plain `tf.data` iterator, which `tf.train.Checkpoint`
+  saves (file offsets, shuffle and prefetch buffers) and restores, while a distributed
+  iterator is not trackable (tensorflow/tensorflow#56372). A resumed run then continues
+  where the checkpoint was taken, without re-reading the records it consumed.
+
+  Works inside a `tf.function` (`next` is traced once per local replica, in replica
+  order) and eagerly.
+
+  Attributes:
+    iterator: the `tf.data` iterator (checkpoint it).
+  """
+
+  def __init__(self, strategy: tf.distribute.Strategy, dataset: tf.data.Dataset):
+    self.strategy = strategy
+    self.iterator = iter(dataset)
+
+  def __iter__(self) -> "LocalBatches":
+    return self
+
+  def __next__(self):
+    return self.strategy.experimental_distribute_values_from_function(
+        lambda context: next(self.iterator))

@@ -116,11 +116,12 @@ def start_run(config: FineTuningConfig) -> tf.distribute.Strategy:
 
 
 # Fields a rerun into the same output directory may change: what to do with the trained
-# model this time and how to report it, not what is trained.
+# model this time and how to report it, and where the directory is (moved or copied), not
+# what is trained.
 RERUN_MAY_CHANGE = frozenset({
     "do_eval", "do_predict", "eval_file", "predict_file", "predict_articles",
     "eval_batch_size", "predict_batch_size", "postprocess", "export_dir", "verbose",
-    "log_steps", "skip_malformed_rows", "allow_config_change"})
+    "log_steps", "skip_malformed_rows", "output_dir", "allow_config_change"})
 VOCAB_FILE = "vocab.txt"
 
 
