@@ -52,6 +52,17 @@ DETERMINISTIC = flags.DEFINE_bool("deterministic", False,
 SAVE_CHECKPOINTS_STEPS = flags.DEFINE_integer("save_checkpoints_steps", 100,
                                         "Applied steps between checkpoints.")
 LOG_STEPS = flags.DEFINE_integer("log_steps", 10, "Applied steps between log lines.")
+EVAL_INPUT_FILES = flags.DEFINE_list(
+    "eval_input_files", [], "Held-out TFRecord globs: MLM and NSP loss and accuracy on them "
+    "at every --eval_every_steps and at the last step (TensorBoard model_dir/eval, "
+    "metrics.jsonl lines with \"split\": \"eval\").")
+EVAL_EVERY_STEPS = flags.DEFINE_integer(
+    "eval_every_steps", 0, "Applied steps between evaluations (0: only at the last step).")
+EVAL_BATCH_SIZE = flags.DEFINE_integer("eval_batch_size", 8,
+                                       "Sequences per evaluation batch (all replicas).")
+MAX_EVAL_STEPS = flags.DEFINE_integer(
+    "max_eval_steps", 100, "Most batches per evaluation (fewer if the eval files hold "
+    "fewer full batches per worker).")
 EXPORT_DIR = flags.DEFINE_string("export_dir", None,
                                  "SavedModel + Google checkpoint export "
                                  "(default model_dir/export).")

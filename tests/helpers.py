@@ -13,9 +13,11 @@ import keras
 import numpy as np
 
 from tests import numpy_reference
+from tfbert.checkpoints import pretrained
 from tfbert.checkpoints.google_checkpoint import assign_google_weights, google_weights
 from tfbert.config import BertConfig
 from tfbert.models import BertSpanLabeler
+from tfbert.pretraining import pretraining_data
 
 # initializer_range 0.2: with 0.02 activations stay near 0, attention is almost uniform and
 # the two GELU flavours agree to ~1e-6 (see numpy_reference.random_google_weights), which
@@ -88,3 +90,17 @@ def serve_in_fresh_process(script: str, work_dir, arrays: dict, *args: str):
   assert run.returncode == 0, run.stderr[-3000:]
   with np.load(outputs_path) as outputs:
     return dict(outputs), json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def pydoc_records(folder, seq_length: int, max_predictions: int, *, max_documents: int,
+                  num_shards: int) -> str:
+  """Pretraining records of the first `max_documents` pydoc-topics documents (the embedded
+  English corpus), MiniLM's uncased vocabulary, one pass; returns `folder` as a str."""
+  corpus = pretraining_data.pydoc_corpus(os.path.join(folder, "corpus.txt"),
+                                         max_documents=max_documents)
+  pretraining_data.create_pretraining_data(
+      [corpus], str(folder), pretraining_data.PretrainingDataConfig(
+          vocab_file=pretrained.minilm_vocab_file(), max_seq_length=seq_length,
+          max_predictions_per_seq=max_predictions, dupe_factor=1, num_shards=num_shards),
+      log_every_seconds=1e9)
+  return str(folder)

@@ -21,7 +21,7 @@ from tfbert import BertConfig
 from tfbert.checkpoints import google_checkpoint, pretrained
 from tfbert.checkpoints.google_checkpoint import export_google_checkpoint, read_google_checkpoint
 from tfbert.models import BertPretrainer
-from tfbert.pretraining import pretraining_data, pretraining_run
+from tfbert.pretraining import pretraining_eval, pretraining_run
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
 from tfbert.runtime import atomic, run_directory
 from tfbert.training import optimization
@@ -39,13 +39,8 @@ TIMING = ("examples_per_second",)  # Fields of metrics.jsonl that differ between
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
   """Pretraining records made from CPython's pydoc topics (the embedded English corpus)."""
-  folder = tmp_path_factory.mktemp("pretraining_data")
-  corpus = pretraining_data.pydoc_corpus(str(folder / "corpus.txt"), max_documents=20)
-  pretraining_data.create_pretraining_data(
-      [corpus], str(folder), pretraining_data.PretrainingDataConfig(
-          vocab_file=pretrained.minilm_vocab_file(), max_seq_length=SEQ,
-          max_predictions_per_seq=PRED, dupe_factor=1, num_shards=2), log_every_seconds=1e9)
-  return str(folder)
+  return helpers.pydoc_records(tmp_path_factory.mktemp("pretraining_data"), SEQ, PRED,
+                               max_documents=20, num_shards=2)
 
 
 def run_config(data_dir, model_dir, **overrides):
@@ -303,7 +298,11 @@ def test_two_worker_processes_end_equal_to_one_process_with_two_replicas(data_di
   os.makedirs(os.path.dirname(model_dir))
   # SGD: Adam's m / sqrt(v) turns float-rounding-level gradient differences on rows of the
   # tied 30522-row decoder into O(learning rate) weight differences, hiding real ones.
-  same = [f"--init_checkpoint={init_prefix}", "--optimizer=sgd", "--learning_rate=0.5"]
+  # Held-out evaluation too: each worker scores its own shard, the 1-process run both shards
+  # record by record in turn; 2 batches of 4 are the same 8 sequences either way.
+  same = [f"--init_checkpoint={init_prefix}", "--optimizer=sgd", "--learning_rate=0.5",
+          f"--eval_input_files={os.path.join(data_dir, '*.tfrecord')}", "--eval_every_steps=2",
+          "--eval_batch_size=4", "--max_eval_steps=2"]
   command = tool_args(data_dir, model_dir, steps=4, strategy="multi_worker") + same
   results = multi_worker.launch_workers(command, cwd=ROOT, timeout=600)
   for r in results:
@@ -316,6 +315,8 @@ def test_two_worker_processes_end_equal_to_one_process_with_two_replicas(data_di
                  env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
   chief, other = _exported(model_dir), _exported(os.path.join(model_dir, ".worker1"))
   mirrored = _exported(mirrored_dir)
+  assert [(r["step"], r.get("split")) for r in read_metrics(model_dir) if "split" in r] == [
+      (2, "eval"), (4, "eval")]
   assert [r["loss"] for r in read_metrics(model_dir)] == pytest.approx(
       [r["loss"] for r in read_metrics(mirrored_dir)], rel=1e-6)
   assert chief.keys() == other.keys() == mirrored.keys() and len(chief) == 30
@@ -622,3 +623,60 @@ def test_fast_forward_moves_counters_and_data_as_training_would(data_dir, tmp_pa
   assert untimed(read) == untimed(counted)
   assert read[-1]["learning_rate"] == straight["learning_rate"]  # The schedule's step 4.
   assert read[-1]["loss"] != straight["loss"]  # The weights of step 1, not of step 3.
+
+
+def _event_scalars(folder):
+  """{tag: [(step, value)]} of the TensorBoard events in `folder`."""
+  tags = {}
+  for path in glob.glob(os.path.join(folder, "events.out.tfevents.*")):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        tags.setdefault(value.tag, []).append((event.step, float(tf.make_ndarray(value.tensor))))
+  return tags
+
+
+def test_held_out_evaluation_during_training_scores_the_model_of_that_step(data_dir, tmp_path):
+  files = os.path.join(data_dir, "*.tfrecord")
+  common = dict(deterministic=True, num_train_steps=5, log_steps=1, save_checkpoints_steps=100,
+                eval_input_files=[files], eval_every_steps=2, eval_batch_size=4,
+                max_eval_steps=3)
+  result = run_pretraining(run_config(data_dir, tmp_path / "straight", **common))
+  rows = read_metrics(tmp_path / "straight")
+  evals = [r for r in rows if r.get("split") == "eval"]
+  assert [r["step"] for r in evals] == [2, 4, 5]  # Every 2 applied steps and the last.
+  assert [r["step"] for r in rows if "split" not in r] == [1, 2, 3, 4, 5]
+  assert result["eval"] == {k: v for k, v in evals[-1].items() if k not in ("step", "split")}
+  assert evals[0]["mlm_loss"] > evals[-1]["mlm_loss"]  # It trains (lr 1e-3, same data).
+  # The last evaluation scored the trained model: its export, evaluated again on one device.
+  model = BertPretrainer(TINY)
+  model.build()
+  google_checkpoint.load_google_checkpoint(
+      model, str(tmp_path / "straight" / "export" / "google" / "bert_model.ckpt"))
+  again = pretraining_eval.Evaluator(model, tf.distribute.get_strategy(), sorted(glob.glob(files)),
+                                     batch_size=4, steps=3, seq_length=SEQ, max_predictions=PRED)()
+  # 2 replicas' float32 sums against one device's: the order of additions differs.
+  assert again == pytest.approx(result["eval"], rel=1e-5)
+  tags = _event_scalars(str(tmp_path / "straight" / "eval"))
+  for name in ("loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"):
+    assert [s for s, _ in tags[name]] == [2, 4, 5], name  # Same tags as train/: one plot.
+  assert tags["mlm_loss"][-1][1] == pytest.approx(evals[-1]["mlm_loss"], rel=1e-6)
+  # Stopped at 3 and resumed: the evaluation of step 2 stays, those of 4 and 5 are the same.
+  run_pretraining(run_config(data_dir, tmp_path / "split", stop_at_step=3, **common))
+  run_pretraining(run_config(data_dir, tmp_path / "split", **common))
+  split = read_metrics(tmp_path / "split")
+  assert [(r["step"], r.get("split")) for r in split] == [
+      (r["step"], r.get("split")) for r in rows]
+  numbers = [{k: v for k, v in row.items() if k != "split"} for row in untimed(rows)]
+  for row, expected in zip(untimed(split), numbers):
+    assert {k: v for k, v in row.items() if k != "split"} == pytest.approx(expected, rel=1e-6)
+
+
+def test_eval_settings_that_do_not_fit_are_named(data_dir, tmp_path):
+  with pytest.raises(ValueError, match=r"eval_every_steps \(2\) must be >= 0, and > 0 only "
+                                       "with eval_input_files"):
+    run_config(data_dir, tmp_path / "run", eval_every_steps=2)
+  with pytest.raises(ValueError, match=r"eval_batch_size \(5\) must be a multiple of the "
+                                       r"replicas \(2\)"):
+    run_pretraining(run_config(data_dir, tmp_path / "run", eval_batch_size=5,
+                               eval_input_files=[os.path.join(data_dir, "*.tfrecord")]))
+  assert not os.path.exists(tmp_path / "run" / "run_config.json")

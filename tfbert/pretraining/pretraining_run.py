@@ -15,8 +15,12 @@ The run directory explains itself and resumes:
                           it, so a crash never leaves a half-written checkpoint that looks
                           complete; a rerun removes such leftovers
     train/                TensorBoard events
+    eval/                 TensorBoard events of the held-out evaluation, same tags
+                          (with `eval_input_files`; `tfbert.pretraining.pretraining_eval`)
     metrics.jsonl         one JSON line per log step (the same scalars): at every multiple
-                          of `log_steps` and at the last step
+                          of `log_steps` and at the last step; with `eval_input_files`, a
+                          line {"step", "split": "eval", ...} at every multiple of
+                          `eval_every_steps` and at the last step
     export/               SavedModel (encoder serving signature) + Google-format checkpoint,
                           written whole to a temporary sibling and renamed into place
 
@@ -60,7 +64,7 @@ from absl import logging
 from tfbert.checkpoints import google_checkpoint
 from tfbert.config import BertConfig
 from tfbert.models import BertPretrainer
-from tfbert.pretraining import data_checks, input_pipeline
+from tfbert.pretraining import data_checks, input_pipeline, pretraining_eval
 from tfbert.runtime import atomic, run_directory, validation
 from tfbert.runtime.progress import StepProgress
 from tfbert.serving import export
@@ -90,6 +94,10 @@ class PretrainingRunConfig:
   deterministic: bool = False
   save_checkpoints_steps: int = 100
   log_steps: int = 10
+  eval_input_files: Sequence[str] = ()
+  eval_every_steps: int = 0
+  eval_batch_size: int = 8
+  max_eval_steps: int = 100
   export_dir: Optional[str] = None
   stop_at_step: Optional[int] = None
   window_normalization: bool = True
@@ -123,6 +131,13 @@ class PretrainingRunConfig:
          f"({self.num_train_steps})]"),
         (not (self.run_eagerly and self.jit_compile), "run_eagerly and jit_compile exclude "
          "each other"),
+        (self.eval_every_steps >= 0 and (not self.eval_every_steps or self.eval_input_files),
+         f"eval_every_steps ({self.eval_every_steps}) must be >= 0, and > 0 only with "
+         "eval_input_files"),
+        (self.eval_batch_size >= 1 and self.eval_batch_size % num_replicas == 0
+         and self.max_eval_steps >= 1,
+         f"eval_batch_size ({self.eval_batch_size}) must be a multiple of the replicas "
+         f"({num_replicas}) and max_eval_steps ({self.max_eval_steps}) >= 1"),
         (self.max_predictions_per_seq >= 1 and self.max_seq_length >= 2,
          f"max_seq_length ({self.max_seq_length}) must be >= 2 and max_predictions_per_seq "
          f"({self.max_predictions_per_seq}) >= 1"),
@@ -158,6 +173,8 @@ class _Run:
   data: dict  # `data_record` of the input files.
   batches: distribution.LocalBatches  # Its iterator is checkpointed as "data_position".
   progress: Optional[StepProgress] = None
+  evaluator: Optional[pretraining_eval.Evaluator] = None
+  eval_writer: Optional[tf.summary.SummaryWriter] = None
 
 
 def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None) -> dict:
@@ -239,7 +256,8 @@ def fast_forward(config: PretrainingRunConfig, applied_steps: int, *,
 # stops, how often it logs or saves, where it exports, and where the directory is (a run
 # directory moved or copied elsewhere resumes there), not what is trained.
 RERUN_MAY_CHANGE = frozenset({"stop_at_step", "log_steps", "save_checkpoints_steps", "export_dir",
-                              "model_dir", "allow_config_change"})
+                              "model_dir", "allow_config_change", "eval_input_files",
+                              "eval_every_steps", "eval_batch_size", "max_eval_steps"})
 VOCAB_FILE = "vocab.txt"
 
 
@@ -252,6 +270,12 @@ def _start(config: PretrainingRunConfig) -> _Run:
       list(config.input_files), config.max_seq_length, config.max_predictions_per_seq,
       config.bert_config.vocab_size)
   logging.info(check.summary())
+  eval_check = None
+  if config.eval_input_files:
+    eval_check = data_checks.check_pretraining_files(
+        list(config.eval_input_files), config.max_seq_length, config.max_predictions_per_seq,
+        config.bert_config.vocab_size)
+    logging.info(f"eval: {eval_check.summary()}")
   data = data_record(check.files)
   # Non-chief workers take part in every checkpoint save (it reads distributed variables)
   # but write their copy beside the chief's, never over it.
@@ -259,7 +283,18 @@ def _start(config: PretrainingRunConfig) -> _Run:
   records = run_records(config, data) if is_chief else []
   lock = run_directory.claim(directory, records, allow_changes=config.allow_config_change)
   try:
-    return _build(config, strategy, directory, lock, (num_workers, index, is_chief), data)
+    run = _build(config, strategy, directory, lock, (num_workers, index, is_chief), data)
+    if eval_check is not None:
+      run.evaluator = pretraining_eval.Evaluator(
+          run.model, strategy, eval_check.files, batch_size=config.eval_batch_size,
+          steps=pretraining_eval.eval_steps(dict(zip(eval_check.files, eval_check.records)),
+                                            num_workers, config.eval_batch_size,
+                                            config.max_eval_steps),
+          seq_length=config.max_seq_length, max_predictions=config.max_predictions_per_seq,
+          num_workers=num_workers, worker_index=index)
+      if is_chief:
+        run.eval_writer = tf.summary.create_file_writer(os.path.join(directory, "eval"))
+    return run
   except BaseException:
     lock.release()
     raise
@@ -544,6 +579,8 @@ def _train_loop(run: _Run, config: PretrainingRunConfig, step: int, iterator,
   while step < stop:
     chunk = min(_to_multiple(step, config.log_steps),
                 _to_multiple(step, config.save_checkpoints_steps), stop - step)
+    if config.eval_every_steps:
+      chunk = min(chunk, _to_multiple(step, config.eval_every_steps))
     start = time.perf_counter()
     with data_checks.naming_data_errors(config.input_files):  # Graph data errors name a file.
       micro_steps(iterator, tf.constant(chunk * config.gradient_accumulation_steps))
@@ -554,6 +591,9 @@ def _train_loop(run: _Run, config: PretrainingRunConfig, step: int, iterator,
       last = _log(run, config, int(run.optimizer.iterations.numpy()), examples_per_second,
                   logged_step)
       logged_step, seconds = step, 0.0
+    if run.evaluator is not None and (step == config.num_train_steps or (
+        config.eval_every_steps and step % config.eval_every_steps == 0)):
+      last = {**last, "eval": _evaluate(run, config, step)}  # Before the checkpoint of step.
     if step % config.save_checkpoints_steps == 0 or step == stop:
       _save(run, int(run.optimizer.iterations.numpy()))
   if logged_step != step:  # Stopped inside a log window: its metrics so far, not written.
@@ -586,14 +626,32 @@ def _log(run: _Run, config: PretrainingRunConfig, step: int, examples_per_second
     raise FloatingPointError(f"non-finite loss ({scalars['loss']}) in applied steps "
                              f"{previous_step + 1}..{step}")
   if run.is_chief:
-    with run.writer.as_default(step=step):
-      for name, value in scalars.items():
-        tf.summary.scalar(name, value)
-    run.writer.flush()
-    with open(os.path.join(config.model_dir, "metrics.jsonl"), "a", encoding="utf-8") as f:
-      f.write(json.dumps({"step": step, **scalars}) + "\n")  # A kill may cut it: see below.
+    _write_scalars(run.writer, config.model_dir, {"step": step}, scalars)
     run.progress.update(step, scalars)
   return {"step": step, **scalars}
+
+
+def _write_scalars(writer: tf.summary.SummaryWriter, model_dir: str, head: dict,
+                   scalars: dict) -> None:
+  """Chief: `scalars` to TensorBoard at head["step"] and as a metrics.jsonl line."""
+  with writer.as_default(step=head["step"]):
+    for name, value in scalars.items():
+      tf.summary.scalar(name, value)
+  writer.flush()
+  with open(os.path.join(model_dir, "metrics.jsonl"), "a", encoding="utf-8") as f:
+    f.write(json.dumps({**head, **scalars}) + "\n")  # A kill may cut it: `_truncate_metrics`.
+
+
+def _evaluate(run: _Run, config: PretrainingRunConfig, step: int) -> dict:
+  """Runs the held-out evaluation; the chief logs it (TensorBoard `eval/`, metrics.jsonl)."""
+  start = time.perf_counter()
+  scalars = run.evaluator()
+  if run.is_chief:
+    _write_scalars(run.eval_writer, config.model_dir, {"step": step, "split": "eval"}, scalars)
+    logging.info(f"eval at applied step {step} ({run.evaluator.examples} sequences, "
+                 f"{time.perf_counter() - start:.1f} s): " +
+                 ", ".join(f"{name} {value:.4f}" for name, value in scalars.items()))
+  return scalars
 
 
 def _truncate_metrics(model_dir: str, step: int) -> None:
@@ -651,6 +709,8 @@ def _written(run: _Run, config: PretrainingRunConfig) -> dict:
   if run.is_chief:
     written.update(metrics=os.path.abspath(os.path.join(config.model_dir, "metrics.jsonl")),
                    tensorboard=os.path.abspath(os.path.join(config.model_dir, "train")))
+    if config.eval_input_files:
+      written["tensorboard_eval"] = os.path.abspath(os.path.join(config.model_dir, "eval"))
   return written
 
 
@@ -661,4 +721,6 @@ def _summary(step: int, last: dict, config: PretrainingRunConfig, written: dict)
            "stop_at_step to resume"
   else:
     head = f"trained {step} applied steps; last logged loss {last.get('loss', float('nan')):.4f}"
+    if "eval" in last:
+      head += "; eval " + ", ".join(f"{k} {v:.4f}" for k, v in last["eval"].items())
   return "\n".join([head] + [f"  {name}: {path}" for name, path in written.items()])
