@@ -92,8 +92,7 @@ PRETRAINING_DATA_DIR = flags.DEFINE_string(
 # postprocess.
 SQUAD_DEV_FILE = flags.DEFINE_string(
     "squad_dev_file", "", "postprocess: the SQuAD v1.1 dev file (JSON, gzip or not); "
-    "unset skips the benchmark. BENCHMARKS.md uses ../shared/data/squad_v1.1_dev_"
-    "reconstructed/dev-v1.1.reconstructed.json.gz.")
+    "unset skips the benchmark. BENCHMARKS.md names the file it used.")
 
 # resume.
 RESUME_NEAR_SEQUENCES = flags.DEFINE_integer(

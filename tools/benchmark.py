@@ -11,7 +11,7 @@
   bash bootstrap.sh python tools/benchmark.py --benchmark=pretraining --interleave --windows=12
   bash bootstrap.sh python tools/benchmark.py --benchmark=input_pipeline
   bash bootstrap.sh python tools/benchmark.py --benchmark=postprocess \
-      --squad_dev_file=../shared/data/squad_v1.1_dev_reconstructed/dev-v1.1.reconstructed.json.gz
+      --squad_dev_file=dev-v1.1.json
   bash bootstrap.sh python tools/benchmark.py --benchmark=matmul
   bash bootstrap.sh python tools/benchmark.py --benchmark=kernels --repeats=5
   bash bootstrap.sh python tools/benchmark.py --benchmark=resume --repeats=3
@@ -98,8 +98,8 @@ def input_pipeline() -> str:
 
 def postprocess() -> str:
   if not f.SQUAD_DEV_FILE.value:
-    return ("postprocess skipped: --squad_dev_file is not set (BENCHMARKS.md uses "
-            "../shared/data/squad_v1.1_dev_reconstructed/dev-v1.1.reconstructed.json.gz)")
+    return ("postprocess skipped: --squad_dev_file is not set (the SQuAD v1.1 dev set; "
+            "BENCHMARKS.md names the file it used)")
   seq_length = f.SEQ_LENGTH.value or benchmark.DEFAULT_CASES["squad"].seq_length
   result = benchmark_data.measure_postprocess(
       f.SQUAD_DEV_FILE.value, features=squad_features.FeatureConfig(max_seq_length=seq_length),

@@ -1,7 +1,7 @@
 """Fine-tunes BERT on a GLUE-format task; evaluates and predicts (run_classifier.py).
 
   bash bootstrap.sh python tools/run_classifier.py --task_name=mrpc --do_train --do_eval \
-      --data_dir=../shared/data/glue/MRPC --init_hf_dir=minilm --output_dir=runs/mrpc
+      --data_dir=glue/MRPC --init_hf_dir=minilm --output_dir=runs/mrpc
 
 See flags/run_classifier_flags.py for every flag and tfbert/classifier/classifier_run.py for the run
 directory.

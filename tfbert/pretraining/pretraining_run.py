@@ -239,8 +239,7 @@ def fast_forward(config: PretrainingRunConfig, applied_steps: int, *,
     step = _restore_or_initialize(run, config) + applied_steps
     micro_steps = applied_steps * config.gradient_accumulation_steps
     if data_position:
-      local_replicas = run.strategy.num_replicas_in_sync // run.num_workers
-      _advance(run.batches.iterator, tf.constant(micro_steps * local_replicas, tf.int64))
+      _read_past(run, config, micro_steps)
     else:
       del run.manager.checkpoint.data_position
     run.optimizer.iterations.assign(step)
@@ -426,11 +425,9 @@ def _restore_or_initialize(run: _Run, config: PretrainingRunConfig) -> int:
     if not restored_position:
       # Written before checkpoints held the data position: read past what was consumed
       # (the pipeline is deterministic given the seed); later checkpoints hold the position.
-      consumed = _micro_steps(run) * (run.strategy.num_replicas_in_sync // run.num_workers)
-      logging.info(f"the checkpoint holds no data position: reading past the {consumed} "
-                   "micro-batches it consumed")
-      with data_checks.naming_data_errors(config.input_files):
-        _advance(run.batches.iterator, tf.constant(consumed, tf.int64))
+      logging.info(f"the checkpoint holds no data position: reading past the "
+                   f"{_micro_steps(run)} micro-steps it consumed")
+      _read_past(run, config, _micro_steps(run))
   elif config.init_checkpoint:
     report = google_checkpoint.load_google_checkpoint(run.model, config.init_checkpoint,
                                                       allow_missing=("nsp_head",))
@@ -497,6 +494,17 @@ def _restore(run: _Run, path: str) -> bool:
 
 def _micro_steps(run: _Run) -> int:
   return int(find_accumulator(run.optimizer).micro_step.numpy())
+
+
+def _read_past(run: _Run, config: PretrainingRunConfig, micro_steps: int) -> None:
+  """Reads the batches of `micro_steps` micro-steps from this worker's iterator.
+
+  One batch per local replica and micro-step; the data position is then as if they had
+  been trained on. A data error names its file and byte.
+  """
+  batches = micro_steps * (run.strategy.num_replicas_in_sync // run.num_workers)
+  with data_checks.naming_data_errors(config.input_files):
+    _advance(run.batches.iterator, tf.constant(batches, tf.int64))
 
 
 @tf.function

@@ -139,9 +139,12 @@ def measure(case: ResumeCase, workdir: str) -> dict:
     seconds["far"].append(time_resume(far))
   seconds["far_no_position"] = [time_resume(legacy)]
   medians = {name: statistics.median(values) for name, values in seconds.items()}
-  millions = (case.far_steps - case.near_steps) * case.batch_size / 1e6
+  consumed = {"near": case.near_steps * case.batch_size,
+              "far": case.far_steps * case.batch_size}
+  millions = (consumed["far"] - consumed["near"]) / 1e6
   return {
-      "case": dataclasses.asdict(case), "seconds": seconds, "medians": medians,
+      "case": dataclasses.asdict(case), "consumed": consumed, "seconds": seconds,
+      "medians": medians,
       "ratio": medians["far"] / medians["near"],
       "extra_seconds_per_million": {
           name: (medians[name] - medians["near"]) / millions
@@ -153,18 +156,13 @@ def measure(case: ResumeCase, workdir: str) -> dict:
 def format_result(result: dict) -> str:
   """Markdown rows for BENCHMARKS.md."""
   case, seconds, medians = result["case"], result["seconds"], result["medians"]
-  near = max(1, round(case["near_sequences"] / case["batch_size"])) * case["batch_size"]
-  far = max(near // case["batch_size"] + 1,
-            round(case["far_sequences"] / case["batch_size"])) * case["batch_size"]
   rows = ["| resume after | consumed sequences | seconds to the first step (each) | median |",
-          "|---|---|---|---|",
-          f"| near | {near:,} | {', '.join(f'{s:.2f}' for s in seconds['near'])} | "
-          f"{medians['near']:.2f} |",
-          f"| far | {far:,} | {', '.join(f'{s:.2f}' for s in seconds['far'])} | "
-          f"{medians['far']:.2f} |",
-          f"| far, checkpoint without the position (read past) | {far:,} | "
-          f"{', '.join(f'{s:.2f}' for s in seconds['far_no_position'])} | "
-          f"{medians['far_no_position']:.2f} |"]
+          "|---|---|---|---|"]
+  for name, label, position in (("near", "near", "near"), ("far", "far", "far"),
+                                ("far_no_position",
+                                 "far, checkpoint without the position (read past)", "far")):
+    rows.append(f"| {label} | {result['consumed'][position]:,} | "
+                f"{', '.join(f'{s:.2f}' for s in seconds[name])} | {medians[name]:.2f} |")
   extra = result["extra_seconds_per_million"]
   return "\n".join(rows) + (
       f"\n\nfar/near: **{result['ratio']:.3f}** (goal <= 1.2). Extra seconds per million "
