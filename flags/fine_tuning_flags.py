@@ -47,14 +47,37 @@ GRADIENT_ACCUMULATION_STEPS = flags.DEFINE_integer("gradient_accumulation_steps"
                                     "Micro-steps per applied step.")
 DTYPE = flags.DEFINE_enum("dtype", "float32", DTYPES,
                           "Precision; mixed_float16 adds dynamic loss scaling.")
-DISTRIBUTION_STRATEGY = flags.DEFINE_enum("distribution_strategy", "one_device",
-                                 [s for s in STRATEGIES if s != "multi_worker"],
-                                 "one_device or mirrored (over local devices). Keras fit does "
-                                 "not run under multi_worker (keras-team/keras#20585).")
+DISTRIBUTION_STRATEGY = flags.DEFINE_enum("distribution_strategy", "one_device", STRATEGIES,
+                                          "one_device, mirrored (over local devices) or "
+                                          "multi_worker (TF_CONFIG names the cluster; worker 0 "
+                                          "writes the outputs).")
 NUM_CPU_DEVICES = flags.DEFINE_integer("num_cpu_devices", 1,
                                        "Logical CPU devices to create (for mirrored on CPU).")
 SEED = flags.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and shuffling.")
 LOG_STEPS = flags.DEFINE_integer("log_steps", 10,
                                  "Applied steps between TensorBoard loss points (as in "
                                  "run_pretraining).")
-VERBOSE = flags.DEFINE_integer("verbose", 1, "Keras progress: 0 silent, 1 bar, 2 line per epoch.")
+
+# The training loop: checkpoints, resume, evaluation during training.
+SAVE_CHECKPOINTS_STEPS = flags.DEFINE_integer(
+    "save_checkpoints_steps", 1000, "Applied steps between checkpoints (output_dir/checkpoints; "
+    "also where the run stops). Rerunning the command resumes from the latest.")
+KEEP_CHECKPOINT_MAX = flags.DEFINE_integer(
+    "keep_checkpoint_max", 5, "Checkpoints kept (the oldest are deleted; the best model is "
+    "kept apart, in output_dir/best).")
+EVAL_EVERY_STEPS = flags.DEFINE_integer(
+    "eval_every_steps", 0, "Applied steps between evaluations during training (and at the "
+    "last step): SQuAD scores --predict_file, classifiers the dev set (--do_eval). TensorBoard "
+    "output_dir/eval, metrics.jsonl. 0: none during training.")
+BEST_METRIC = flags.DEFINE_string(
+    "best_metric", "", "Evaluation scalar whose best model is kept in output_dir/best "
+    "(model.keras, eval_results.json); names ending in 'loss' are minimized, others "
+    "maximized. Default: f1 (SQuAD), the task's first GLUE metric (classifiers).")
+EARLY_STOPPING_PATIENCE = flags.DEFINE_integer(
+    "early_stopping_patience", 0, "Stop after this many evaluations without a better "
+    "--best_metric (0: never).")
+STOP_AT_STEP = flags.DEFINE_integer(
+    "stop_at_step", None, "Stop after this applied step (checkpointed; no model.keras, "
+    "predictions or export); rerun without it to resume on the same schedule.")
+VERBOSE = flags.DEFINE_integer("verbose", 1, "Training progress: 0 silent, otherwise a line "
+                               "per --log_steps (step, loss, speed, time left).")

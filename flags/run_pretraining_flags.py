@@ -51,6 +51,9 @@ DETERMINISTIC = flags.DEFINE_bool("deterministic", False,
                                   "Unshuffled data and deterministic ops (alignment runs).")
 SAVE_CHECKPOINTS_STEPS = flags.DEFINE_integer("save_checkpoints_steps", 100,
                                         "Applied steps between checkpoints.")
+KEEP_CHECKPOINT_MAX = flags.DEFINE_integer(
+    "keep_checkpoint_max", 5, "Checkpoints kept under model_dir/checkpoints (the oldest "
+    "are deleted).")
 LOG_STEPS = flags.DEFINE_integer("log_steps", 10, "Applied steps between log lines.")
 EVAL_INPUT_FILES = flags.DEFINE_list(
     "eval_input_files", [], "Held-out TFRecord globs: MLM and NSP loss and accuracy on them "

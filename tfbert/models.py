@@ -149,9 +149,61 @@ def _accumulation(optimizer) -> tuple[int, str]:
   return (1, "sum") if accumulator is None else (accumulator.steps, accumulator.reduction)
 
 
+class _FineTuningStep:
+  """The `train_step` of the fine-tuning models (mixed into `keras.Model` subclasses).
+
+  One micro-step: forward with dropout keyed by the checkpointed micro-step counter and
+  the global replica id (`tfbert.layers.dropout.step_keys`: a replica's masks do not depend
+  on how replicas are spread over processes, nor on where a run was resumed), the mean of
+  `example_losses` over the replica's batch divided by the replicas in sync (the gradients
+  are summed across replicas: their sum is the gradient of the global batch's mean),
+  scaled (mixed_float16), applied through the optimizer stack (a "mean" accumulator
+  averages its k micro-steps; a "sum" one gets the loss divided by k here). The running
+  metric is `loss`, the mean over every example since the last reset. The same step runs
+  under `fit` and `tfbert.training.training_loop`.
+  """
+
+  def _create_trackers(self):
+    self.trackers = {"loss": keras.metrics.Mean(name="loss")}
+
+  def example_losses(self, outputs, labels) -> tf.Tensor:
+    """float32 [B] loss of each example."""
+    raise NotImplementedError
+
+  def train_step(self, data):
+    features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
+    steps, reduction = _accumulation(self.optimizer)
+    context = tf.distribute.get_replica_context()
+    replicas = context.num_replicas_in_sync if context is not None else 1
+    with tf.GradientTape() as tape, dropout.step_keys(_step_number(self)):
+      losses = self.example_losses(self(features, training=True), labels)
+      mean = tf.reduce_mean(losses)
+      loss = mean / float(replicas * (steps if reduction == "sum" else 1))
+      scaled_loss = self.optimizer.scale_loss(loss)
+    grads = tape.gradient(scaled_loss, self.trainable_variables)
+    self.optimizer.apply(grads, self.trainable_variables)
+    self.trackers["loss"].update_state(mean, sample_weight=tf.shape(losses)[0])
+    return self.get_metrics_result()
+
+  @property
+  def metrics(self):
+    return list(self.trackers.values())
+
+  def get_metrics_result(self):
+    return {name: tracker.result() for name, tracker in self.trackers.items()}
+
+
+def _labels(labels, name: str) -> tf.Tensor:
+  """`labels[name]` of a dict of labels, else `labels` itself."""
+  return labels[name] if isinstance(labels, dict) else labels
+
+
 @keras.saving.register_keras_serializable(package="tfbert")
-class BertSpanLabeler(keras.Model):
+class BertSpanLabeler(_FineTuningStep, keras.Model):
   """BERT with the SQuAD span head of google-research/bert `run_squad.py`.
+
+  Training labels: {"start_logits", "end_logits"}: int [B] positions; the loss is
+  google-research/bert's (start cross-entropy + end cross-entropy) / 2.
 
   Returns:
     dict with float32 `start_logits` and `end_logits` [B, S].
@@ -159,6 +211,7 @@ class BertSpanLabeler(keras.Model):
 
   def __init__(self, config, **kwargs):
     super().__init__(**kwargs)
+    self._create_trackers()
     self.config = as_config(config)
     self.encoder = BertEncoder(self.config, name="encoder", dtype=self.dtype_policy)
     self.span_head = SpanHead(self.config.initializer_range, name="span_head",
@@ -173,12 +226,18 @@ class BertSpanLabeler(keras.Model):
     seq = self.encoder(features, training=training)["sequence_output"]
     return self.span_head(seq)
 
+  def example_losses(self, outputs, labels):
+    """float32 [B]: the mean of the start and end positions' cross-entropies."""
+    return 0.5 * sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        tf.cast(_labels(labels, name), tf.int32), tf.cast(outputs[name], tf.float32))
+        for name in ("start_logits", "end_logits"))
+
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict()}
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
-class BertClassifier(keras.Model):
+class BertClassifier(_FineTuningStep, keras.Model):
   """BERT with the classifier head of google-research/bert `run_classifier.py`.
 
   Args:
@@ -186,12 +245,16 @@ class BertClassifier(keras.Model):
     num_classes: C (1 for regression such as STS-B).
     dropout_rate: Dropout on the pooled output in training.
 
+  Training labels: {"logits": int [B] class ids} (the loss is the softmax cross-entropy),
+  or float [B, 1] scores for C = 1 (the squared error, as Hugging Face does for STS-B).
+
   Returns:
     float32 `logits` [B, C] in a dict.
   """
 
   def __init__(self, config, num_classes: int, dropout_rate: float = 0.1, **kwargs):
     super().__init__(**kwargs)
+    self._create_trackers()
     self.config = as_config(config)
     self.num_classes = num_classes
     self.dropout_rate = dropout_rate
@@ -208,6 +271,14 @@ class BertClassifier(keras.Model):
   def call(self, features, training=None):
     pooled = self.encoder(features, training=training)["pooled_output"]
     return {"logits": self.classifier_head(pooled, training=training)}
+
+  def example_losses(self, outputs, labels):
+    """float32 [B]: cross-entropy of the class ids, or squared error of the scores (C = 1)."""
+    logits, labels = tf.cast(outputs["logits"], tf.float32), _labels(labels, "logits")
+    if self.num_classes == 1:
+      scores = tf.reshape(tf.cast(labels, tf.float32), [-1, 1])
+      return tf.reduce_mean(tf.square(logits - scores), axis=-1)
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(labels, tf.int32), logits)
 
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict(),

@@ -46,6 +46,10 @@ def main(argv):
       gradient_accumulation_steps=f.GRADIENT_ACCUMULATION_STEPS.value,
       dtype=f.DTYPE.value, distribution_strategy=f.DISTRIBUTION_STRATEGY.value,
       num_cpu_devices=f.NUM_CPU_DEVICES.value, seed=f.SEED.value, log_steps=f.LOG_STEPS.value,
+      save_checkpoints_steps=f.SAVE_CHECKPOINTS_STEPS.value,
+      keep_checkpoint_max=f.KEEP_CHECKPOINT_MAX.value, eval_every_steps=f.EVAL_EVERY_STEPS.value,
+      best_metric=f.BEST_METRIC.value,
+      early_stopping_patience=f.EARLY_STOPPING_PATIENCE.value, stop_at_step=f.STOP_AT_STEP.value,
       verbose=f.VERBOSE.value, export_dir=f.EXPORT_DIR.value,
       allow_config_change=run_directory_flags.ALLOW_CONFIG_CHANGE.value)
   result = run_classifier(config, common_flags.flagfile(f))

@@ -32,7 +32,8 @@ def main(argv):
       num_cpu_devices=f.NUM_CPU_DEVICES.value, jit_compile=f.JIT_COMPILE.value,
       run_eagerly=f.RUN_EAGERLY.value, stop_at_step=f.STOP_AT_STEP.value, seed=f.SEED.value,
       deterministic=f.DETERMINISTIC.value, save_checkpoints_steps=f.SAVE_CHECKPOINTS_STEPS.value,
-      log_steps=f.LOG_STEPS.value, eval_input_files=f.EVAL_INPUT_FILES.value,
+      keep_checkpoint_max=f.KEEP_CHECKPOINT_MAX.value, log_steps=f.LOG_STEPS.value,
+      eval_input_files=f.EVAL_INPUT_FILES.value,
       eval_every_steps=f.EVAL_EVERY_STEPS.value, eval_batch_size=f.EVAL_BATCH_SIZE.value,
       max_eval_steps=f.MAX_EVAL_STEPS.value, export_dir=f.EXPORT_DIR.value,
       allow_config_change=run_directory_flags.ALLOW_CONFIG_CHANGE.value)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import glue_synthetic, helpers
+from tests import glue_synthetic, helpers, multi_worker
 from tfbert import BertClassifier, BertPretrainer
 from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
 from tfbert.classifier import classifier_run, glue_data
@@ -77,7 +77,7 @@ def mrpc_dir(tmp_path):
     (dict(train_batch_size=6, gradient_accumulation_steps=4), "multiple of"),
     (dict(max_train_examples=0), "max_train_examples"),
     (dict(dtype="float16"), "dtype must be one of"),
-    (dict(distribution_strategy="multi_worker"), "keras-team/keras#20585"),
+    (dict(distribution_strategy="multi_worker"), "multi_worker needs TF_CONFIG"),
     (dict(max_seq_length=129), "exceeds max_position_embeddings 128"),
 ])
 def test_config_names_what_does_not_fit(tmp_path, overrides, message):
@@ -359,3 +359,52 @@ def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_pat
   # examples in other windows move weights by ~1e-2.
   assert deviation < 2e-5, deviation
   assert runs[1]["train"]["loss"] == pytest.approx(runs[4]["train"]["loss"], rel=1e-5)
+
+
+def _multi_worker_args(mrpc_dir, out, *more):
+  config = str(mrpc_dir / "dropout_config.json")
+  BertConfig(**{**TINY, "hidden_dropout_prob": 0.1,
+                "attention_probs_dropout_prob": 0.1}).to_json_file(config)
+  return [sys.executable, TOOL, "--task_name=MRPC", f"--data_dir={mrpc_dir}", "--do_train",
+          "--do_eval", f"--vocab_file={pretrained.minilm_vocab_file()}",
+          f"--bert_config_file={config}", f"--max_seq_length={SEQ}", "--train_batch_size=8",
+          "--gradient_accumulation_steps=2", "--max_train_steps=4", "--eval_every_steps=2",
+          "--log_steps=1", "--save_checkpoints_steps=2", "--eval_batch_size=6",
+          f"--output_dir={out}", *more]
+
+
+@pytest.mark.slow  # ~2 min: 2 worker processes, then 1 process with 2 replicas.
+def test_two_worker_processes_end_equal_to_one_process_with_two_replicas(mrpc_dir):
+  """Dropout on (0.1, attention and hidden; 0.1 on the pooled output): a replica's masks
+  depend on its global replica id, not on the process it runs in. Only the chief writes the
+  outputs; the other worker keeps its checkpoints in .worker1/."""
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+  workers = multi_worker.launch_workers(
+      _multi_worker_args(mrpc_dir, mrpc_dir / "mw", "--distribution_strategy=multi_worker"),
+      cwd=ROOT, timeout=600, env=env)
+  for worker in workers:
+    assert worker.returncode == 0, worker.stdout[-3000:]
+  single = subprocess.run(
+      _multi_worker_args(mrpc_dir, mrpc_dir / "mi", "--distribution_strategy=mirrored",
+                         "--num_cpu_devices=2"),
+      env=env, capture_output=True, text=True, timeout=600, check=False)
+  assert single.returncode == 0, single.stderr[-3000:]
+  mw, mi = mrpc_dir / "mw", mrpc_dir / "mi"
+  # Same examples and masks per replica, reduced in another order: float32 rounding
+  # (~1e-7 relative, lifted by Adam to ~1e-6); another replica layout moves weights ~1e-2.
+  assert helpers.saved_weight_deviation(mw, mi) < 1e-5
+  # Evaluation is sharded over the workers: the same predictions, every dev example once.
+  assert _read_tsv(mw / "dev_predictions.tsv") == _read_tsv(mi / "dev_predictions.tsv")
+  assert len(_read_tsv(mw / "dev_predictions.tsv")) == 1 + 200
+  assert _read_json(mw / "eval_results.json") == _read_json(mi / "eval_results.json")
+  with open(mw / "metrics.jsonl", encoding="utf-8") as f:
+    rows_mw = [json.loads(line) for line in f]
+  with open(mi / "metrics.jsonl", encoding="utf-8") as f:
+    rows_mi = [json.loads(line) for line in f]
+  assert [(r["step"], r.get("split")) for r in rows_mw] == [
+      (r["step"], r.get("split")) for r in rows_mi]
+  assert [r.get("loss", r.get("accuracy")) for r in rows_mw] == pytest.approx(
+      [r.get("loss", r.get("accuracy")) for r in rows_mi], rel=1e-5)
+  # The other worker's directory: its lock and checkpoints, nothing else.
+  assert sorted(os.listdir(mw / ".worker1")) == sorted([run_directory.LOCK_FILE, "checkpoints"])
+  assert os.path.isfile(mw / "best" / "model.keras")

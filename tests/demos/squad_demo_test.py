@@ -42,3 +42,13 @@ def test_fine_tunes_a_pretrained_checkpoint_evaluates_exports_and_serves(tmp_pat
   assert os.path.exists(os.path.join(summary.export_dir, "saved_model.pb"))
   text = summary.format()
   assert "before fine-tuning" in text and "served from the SavedModel" in text
+  # Evaluated during training (here only at the last step: fewer than EVAL_EVERY_STEPS),
+  # the last evaluation being the final score; train and eval curves in TensorBoard.
+  assert [e["step"] for e in summary.evals] == [summary.train["steps"]]
+  assert summary.evals[-1]["f1"] == summary.scores["f1"]
+  assert "tensorboard --logdir" in text and "rerun the same command to resume" in text
+  for run in ("train", "eval"):
+    assert os.path.isdir(os.path.join(summary.run_dir, run)), run
+  # Rerun: the finished run resumes from its checkpoint and trains nothing more.
+  again = squad_demo.run_squad_demo(str(tmp_path), checkpoint, epochs=1.0)
+  assert again.scores == summary.scores and "resumed finished run" in again.format()

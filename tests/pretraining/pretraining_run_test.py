@@ -24,7 +24,7 @@ from tfbert.models import BertPretrainer
 from tfbert.pretraining import pretraining_eval, pretraining_run
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
 from tfbert.runtime import atomic, run_directory
-from tfbert.training import optimization
+from tfbert.training import optimization, training_loop
 
 ROOT = helpers.ROOT
 SEQ, PRED = 32, 5
@@ -138,7 +138,7 @@ def test_a_rerun_with_another_model_or_schedule_is_refused_and_touches_nothing(
   assert _snapshot(tmp_path / "run") == before
   # Another shape cannot continue even deliberately; the records stay the old run's.
   with pytest.raises(ValueError, match=r"ckpt-2 cannot be restored into this model \(.*"
-                     r"intermediate/kernel.*use another model_dir"):
+                     r"intermediate/kernel.*use another directory"):
     run_pretraining(dataclasses.replace(config, bert_config=wider, allow_config_change=True))
   after = _snapshot(tmp_path / "run")
   assert {k: after[k] for k in before} == before
@@ -236,8 +236,8 @@ def test_sigkill_then_rerun_resumes_with_the_uninterrupted_loss_curve(data_dir, 
                                                                       strategy, devices, kill):
   """With the default dropout (0.1): its masks must not depend on the process's history.
 
-  Killed by PID with SIGKILL (nothing runs after it) or SIGTERM (Python's default: the
-  process ends at once, without cleanup either).
+  Killed by PID with SIGKILL (nothing runs after it), or preempted by SIGTERM: the run
+  saves a checkpoint at the step it reached and exits with status 75 (`EXIT_PREEMPTED`).
   """
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   straight = str(tmp_path / "a" / "run")
@@ -256,12 +256,16 @@ def test_sigkill_then_rerun_resumes_with_the_uninterrupted_loss_curve(data_dir, 
       time.sleep(0.05)
     proc.send_signal(kill)
     proc.wait(timeout=60)
-    assert proc.returncode == -kill
+    preempted = kill == signal.SIGTERM
+    assert proc.returncode == (training_loop.EXIT_PREEMPTED if preempted else -kill)
   finally:
     proc.kill()
     proc.wait(timeout=60)
   interrupted_at = max(r["step"] for r in read_metrics(killed))
   assert interrupted_at < 8  # It really was interrupted.
+  if preempted:  # Saved where it stopped (log_steps=1: the last line's step), not at 4 only.
+    assert tf.train.latest_checkpoint(os.path.join(killed, "checkpoints")).endswith(
+        f"ckpt-{interrupted_at}")
   # Rerun the same command, this time from a --flagfile.
   flagfile = tmp_path / "b" / "flags.txt"
   command = tool_args(data_dir, killed, **args)

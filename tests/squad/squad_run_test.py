@@ -98,7 +98,6 @@ def test_article_slices_select_examples_and_the_scored_json(tmp_path):
     (dict(init_hf_dir="a", init_tfbert="b"), "at most one of"),
     (dict(train_batch_size=6, gradient_accumulation_steps=4), "multiple of"),
     (dict(dtype="float16"), "dtype must be one of"),
-    (dict(distribution_strategy="multi_worker"), "keras-team/keras#20585"),
 ])
 def test_config_names_what_does_not_fit(tmp_path, overrides, message):
   with pytest.raises(ValueError, match=message):  # At construction or at the run's start.
@@ -312,7 +311,7 @@ def test_v1_1_data_with_the_v2_flag_is_allowed_with_a_note(tmp_path, caplog):
                                                 max_query_length=16)),
      "doc_stride (78) is longer than the context window max_seq_length - max_query_length "
      "- 3 = 96 - 16 - 3 = 77: windows would not overlap"),
-    (dict(predict_batch_size=0), "predict_batch_size must be >= 1"),
+    (dict(predict_batch_size=0), "predict_batch_size (0) must be >= 1"),
     (dict(postprocess=squad_postprocess.PostprocessConfig(n_best_size=0)),
      "n_best_size (0) and max_answer_length (30) must be >= 1"),
     (dict(postprocess=squad_postprocess.PostprocessConfig(max_answer_length=0)),
@@ -341,3 +340,30 @@ def test_empty_predict_file_is_found_before_the_model_is_built(tmp_path, monkeyp
       squad_run.run_squad(_run_config(tmp_path, "out", do_train=True, do_predict=True,
                                       train_file=train))
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_evaluation_during_training_scores_the_predict_file_and_keeps_the_best(tmp_path):
+  """Every 2 applied steps and at the last (5): the official EM/F1 in metrics.jsonl and
+  TensorBoard's eval run; the last evaluation is the final prediction's score, and best/
+  holds the model of the best F1, which predicts that score again."""
+  _write_json(tmp_path / "train.json", synthetic_squad(40, seed=1))
+  _write_json(tmp_path / "dev.json", synthetic_squad(6, seed=2))
+  result = squad_run.run_squad(_run_config(
+      tmp_path, "out", do_train=True, do_predict=True, max_train_steps=5, train_batch_size=8,
+      eval_every_steps=2, log_steps=1))
+  out = tmp_path / "out"
+  with open(out / "metrics.jsonl", encoding="utf-8") as f:
+    rows = [json.loads(line) for line in f]
+  evals = [r for r in rows if r.get("split") == "eval"]
+  assert [r["step"] for r in evals] == [2, 4, 5]
+  assert [r["step"] for r in rows if "split" not in r] == [1, 2, 3, 4, 5]
+  assert {k: evals[-1][k] for k in ("exact_match", "f1")} == result["scores"]
+  best = _read(out / "best" / "eval_results.json")
+  assert best["best_metric"] == "f1"
+  assert best["f1"] == max(r["f1"] for r in evals)
+  assert best["step"] == next(r["step"] for r in evals if r["f1"] == best["f1"])
+  again = squad_run.run_squad(_run_config(
+      tmp_path, "best_again", do_predict=True, bert_config_file=None,
+      init_tfbert=str(out / "best" / "model.keras")))
+  assert again["scores"]["f1"] == pytest.approx(best["f1"], abs=1e-9)
+  assert os.path.isdir(out / "eval") and os.path.isdir(out / "train")

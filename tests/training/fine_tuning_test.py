@@ -25,8 +25,12 @@ def _take(dataset, count):
   return [int(x) for x in dataset.take(count).as_numpy_iterator()]
 
 
+def _stream(seed=3, size=7, **kwargs):
+  return fine_tuning.shuffled_batches(np.arange(size), size, 1, seed, **kwargs).unbatch()
+
+
 def test_every_iterator_yields_the_same_sequence_of_new_permutations():
-  dataset = fine_tuning.epoch_shuffled(tf.data.Dataset.range(7), 7, seed=3)
+  dataset = _stream()
   first = _take(dataset, 21)
   iterator = iter(dataset)
   next(iterator)  # What Keras' symbolic build does with its own iterator.
@@ -35,8 +39,7 @@ def test_every_iterator_yields_the_same_sequence_of_new_permutations():
   assert all(sorted(epoch) == list(range(7)) for epoch in epochs)
   assert len({tuple(epoch) for epoch in epochs}) == 3  # A new order each epoch.
   assert epochs[0] != list(range(7))
-  other_seed = fine_tuning.epoch_shuffled(tf.data.Dataset.range(7), 7, seed=4)
-  assert _take(other_seed, 7) != epochs[0]
+  assert _take(_stream(seed=4), 7) != epochs[0]
 
 
 def test_the_stateful_shuffle_it_replaces_reorders_each_new_iterator():
@@ -45,18 +48,44 @@ def test_the_stateful_shuffle_it_replaces_reorders_each_new_iterator():
   assert _take(dataset.repeat(), 50) != _take(dataset.repeat(), 50)
 
 
+def test_batches_cut_one_stream_and_a_start_seeks_into_it():
+  """Batch i holds stream positions [i*b, (i+1)*b), across epoch ends; starting at batch m
+  (a resumed run) gives what follows the first m batches, the seed's stream throughout."""
+  stream = _take(_stream(size=7), 40)
+  batches = [list(b) for b in fine_tuning.shuffled_batches(
+      np.arange(7), 7, 3, 3).take(13).as_numpy_iterator()]
+  assert batches == [stream[3 * i:3 * i + 3] for i in range(13)]
+  for start in (1, 2, 5, 9):  # 9 * 3 = 27: in the fourth epoch, mid-epoch.
+    resumed = [list(b) for b in fine_tuning.shuffled_batches(
+        np.arange(7), 7, 3, 3, start=start).take(4).as_numpy_iterator()]
+    assert resumed == batches[start:start + 4], start
+
+
+def test_replica_shards_partition_every_step():
+  """2 workers of 2 replicas each (R = 4): worker w keeps batches i with i % 4 in {2w, 2w+1};
+  together they hold every batch once, in order, from any start."""
+  every = [list(b) for b in fine_tuning.shuffled_batches(
+      np.arange(11), 11, 2, 5, start=8).take(16).as_numpy_iterator()]
+  shards = [[list(b) for b in fine_tuning.shuffled_batches(
+      np.arange(11), 11, 2, 5, start=8, batches_per_step=4, keep=range(2 * w, 2 * w + 2))
+      .take(8).as_numpy_iterator()] for w in range(2)]
+  for step in range(4):
+    assert shards[0][2 * step:2 * step + 2] + shards[1][2 * step:2 * step + 2] == \
+        every[4 * step:4 * step + 4]
+
+
 def test_structured_elements_stay_aligned():
   ids = np.arange(9 * 2).reshape(9, 2)
   labels = np.arange(9) * 100
-  dataset = tf.data.Dataset.from_tensor_slices(({"ids": ids}, {"label": labels}))
-  for features, targets in fine_tuning.epoch_shuffled(dataset, 9, seed=1).take(18):
+  for features, targets in fine_tuning.shuffled_batches(
+      ({"ids": ids}, {"label": labels}), 9, 1, seed=1).unbatch().take(18):
     row = int(features["ids"][0]) // 2
     assert int(targets["label"]) == 100 * row and int(features["ids"][1]) == 2 * row + 1
 
 
 def test_an_empty_dataset_is_refused():
   with pytest.raises(ValueError, match="empty"):
-    fine_tuning.epoch_shuffled(tf.data.Dataset.range(0), 0, seed=1)
+    fine_tuning.shuffled_batches(np.zeros([0]), 0, 1, seed=1)
 
 
 def _examples():
@@ -66,7 +95,7 @@ def _examples():
   features = {"input_ids": rng.integers(1, CONFIG.vocab_size, (EXAMPLES, SEQ)).astype(np.int32)
               * mask, "input_mask": mask, "segment_ids": np.zeros((EXAMPLES, SEQ), np.int32)}
   labels = rng.integers(0, CLASSES, EXAMPLES).astype(np.int32)
-  return tf.data.Dataset.from_tensor_slices((features, {"logits": labels}))
+  return features, {"logits": labels}
 
 
 def _fit(initial, gradient_accumulation_steps, batch_size=6, steps=9):
@@ -78,13 +107,11 @@ def _fit(initial, gradient_accumulation_steps, batch_size=6, steps=9):
     model.compile(optimizer=optimization.create_optimizer(optimization.OptimizerConfig(
         optimizer="adamw", learning_rate=3e-3, num_warmup_steps=2, num_train_steps=steps,
         lr_schedule="decay_after_warmup", weight_decay_rate=0.01, clip_norm=0.5,
-        gradient_accumulation_steps=gradient_accumulation_steps, accumulation_reduction="mean")),
-        loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
+        gradient_accumulation_steps=gradient_accumulation_steps, accumulation_reduction="mean")))
   # Batched and prefetched as the runs do: the throw-away iterator's prefetching then
   # reaches into later epochs, which a stateful reshuffle lets change the order.
-  dataset = (fine_tuning.epoch_shuffled(_examples(), EXAMPLES, seed=11)
-             .batch(batch_size // gradient_accumulation_steps, drop_remainder=True)
-             .prefetch(tf.data.AUTOTUNE))
+  dataset = fine_tuning.shuffled_batches(_examples(), EXAMPLES,
+                                         batch_size // gradient_accumulation_steps, seed=11)
   summary = fine_tuning.fit_steps(model, dataset, steps=steps,
                                   gradient_accumulation_steps=gradient_accumulation_steps,
                                   num_examples=EXAMPLES, batch_size=batch_size, verbose=0)

@@ -11,15 +11,23 @@
    starts fresh unless the source has one. Then the output directory is claimed
    (`fine_tuning.claim_run_directory`: a lock, and a rerun must match the recorded run).
 2. Training (`do_train`): the train examples (`tfbert.classifier.glue_data`) are packed in the graph
-   (`tfbert.classifier.classifier_features`), shuffled, and `fit` runs the model with the
-   `tfbert.training.optimization` stack (AdamW, linear warmup then linear decay to 0 after warmup,
-   global-norm clipping after the all-reduce, mean accumulation, loss scaling for
-   mixed_float16). The loss is the mean softmax cross-entropy of the logits (regression:
-   the mean squared error of the single output), as in google-research/bert (Hugging Face
-   for regression). Steps: int(examples x epochs) // train_batch_size, as Google counts.
+   (`tfbert.classifier.classifier_features`), shuffled (`fine_tuning.shuffled_batches`), and
+   the model's `train_step` runs in the training loop (`fine_tuning.train`:
+   one device, mirrored or multi-worker; checkpoints every `save_checkpoints_steps`, exact
+   resume, SIGTERM saves and exits 75) with the `tfbert.training.optimization` stack (AdamW,
+   linear warmup then linear decay to 0 after warmup, global-norm clipping after the
+   all-reduce, mean accumulation, loss scaling for mixed_float16). The loss is the mean
+   softmax cross-entropy of the logits (regression: the mean squared error of the single
+   output), as in google-research/bert (Hugging Face for regression). Steps:
+   int(examples x epochs) // train_batch_size, as Google counts. With `eval_every_steps`
+   (and `do_eval`) the dev set is scored during training and the best model by
+   `best_metric` (default: the task's first metric) kept in `best/`;
+   `early_stopping_patience` may end the run early.
 3. Evaluation (`do_eval`): every dev file of the task (MNLI: matched and mismatched) is
    predicted and scored with the task's GLUE metrics (`tfbert.classifier.glue_metrics`, fractions).
 4. Prediction (`do_predict`): every test file is predicted.
+Prediction is sharded over every replica of every worker (`fine_tuning.predict`: each
+example scored once); only the chief (worker 0) writes.
 Predictions are written in GLUE's submission format (`index<TAB>prediction`, the label
 name or the score).
 
@@ -28,7 +36,12 @@ The run directory explains itself:
   output_dir/
     bert_config.json, run_config.json   the model and the resolved run configuration
     vocab.txt                           the vocabulary (casing: run_config's do_lower_case)
-    train/                              TensorBoard events (loss every `log_steps` applied steps)
+    checkpoints/                        the training loop's (`tfbert.training.training_loop`);
+                                        another worker keeps its own in .worker<i>/
+    train/, eval/                       TensorBoard: loss every `log_steps` applied steps;
+                                        the evaluations during training
+    metrics.jsonl                       the same, one JSON line each
+    best/                               model.keras + eval_results.json of the best evaluation
     model.keras                         the fine-tuned model, no optimizer state
                                         (`--init_tfbert` reads it)
     train_results.json                  last logs, steps, examples/s, seconds
@@ -36,10 +49,11 @@ The run directory explains itself:
     <split>_predictions.tsv             per dev/test file ("dev", "dev_matched", "test", ...)
 
 Every file appears under its final name only when complete (`tfbert.runtime.atomic`);
-`train_results.json` is written after `model.keras`. Rerunning a command fine-tunes again
-from the initial weights (no mid-run resume); a rerun with another model or schedule is
-refused (`--allow_config_change` to continue deliberately), and a run that only evaluates or
-predicts with `--init_tfbert=<output_dir>/model.keras` needs no other model flag.
+`train_results.json` is written after `model.keras`. Rerunning a command resumes from the
+latest checkpoint (a finished run trains no more and evaluates and predicts again); a rerun
+with another model or schedule is refused (`--allow_config_change` to continue
+deliberately), and a run that only evaluates or predicts with
+`--init_tfbert=<output_dir>/model.keras` needs no other model flag.
 
 Shape legend: B batch, S max_seq_length, N examples, C classes.
 """
@@ -49,7 +63,6 @@ import os
 import time
 from typing import Any, Optional
 
-import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -96,6 +109,11 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
          "do_predict needs data_dir or predict_file"),
         (self.max_train_examples is None or self.max_train_examples >= 1,
          "max_train_examples must be >= 1"),
+        (not self.eval_every_steps or self.do_eval,
+         f"eval_every_steps ({self.eval_every_steps}) evaluates on the dev set: add do_eval"),
+        (self.eval_batch_size >= 1 and self.eval_batch_size % num_replicas == 0,
+         f"eval_batch_size ({self.eval_batch_size}) must be a multiple of the replicas "
+         f"({num_replicas})"),
     ] + super().checks(num_replicas)
 
 
@@ -110,13 +128,15 @@ def run_classifier(config: ClassifierRunConfig, flagfile: Optional[str] = None) 
     "predictions" ({split: path of the TSV}), each when asked for.
   """
   task = config.task()
+  if config.eval_every_steps and not config.best_metric:
+    config = dataclasses.replace(config, best_metric=default_best_metric(task))
   inputs = read_inputs(task, config)  # Before anything is built or written.
   strategy = fine_tuning.start_run(config)
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
   model = build_classifier(config, task, strategy)
   fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
   export.check_seq_length(model, config.max_seq_length)
-  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile):
+  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile, strategy):
     result = _run(model, strategy, tokenizer, task, config, inputs)
   result["written"] = fine_tuning.written_paths(config.output_dir, result["written"])
   return result
@@ -125,20 +145,42 @@ def run_classifier(config: ClassifierRunConfig, flagfile: Optional[str] = None) 
 def _run(model: BertClassifier, strategy: tf.distribute.Strategy,
          tokenizer: WordPieceTokenizer, task: glue_data.Task,
          config: ClassifierRunConfig, inputs: dict[str, list]) -> dict[str, Any]:
-  """The work of `run_classifier` in the claimed output directory."""
+  """The work of `run_classifier` in the claimed output directory.
+
+  Every worker trains, evaluates and predicts (sharded); only the chief writes.
+  """
   result, written = {}, []
+  chief = fine_tuning.is_chief(strategy)
   if config.do_train:
-    result["train"] = train(model, strategy, tokenizer, task, config, inputs["train"][0][1])
-    fine_tuning.save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
-    atomic.write_json(os.path.join(config.output_dir, "train_results.json"), result["train"])
+    evaluate_dev = None
+    if config.eval_every_steps:
+      def evaluate_dev():
+        return eval_scalars(evaluate(model, strategy, tokenizer, task, config, inputs["dev"],
+                                     write=False))
+    result["train"] = train(model, strategy, tokenizer, task, config, inputs["train"][0][1],
+                            evaluate_dev)
+    if not result["train"]["finished"]:  # stop_at_step: rerun without it to resume.
+      result["written"] = ["checkpoints"]
+      return result
+    if chief:
+      fine_tuning.save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
+      atomic.write_json(os.path.join(config.output_dir, "train_results.json"), result["train"])
     written += ["model.keras", "train_results.json"]
+    if config.eval_every_steps:
+      written += [fine_tuning.BEST_DIR, "metrics.jsonl", "train", "eval"]
   if config.do_eval:
-    result["eval"] = evaluate(model, tokenizer, task, config, inputs["dev"])
-    atomic.write_json(os.path.join(config.output_dir, "eval_results.json"), result["eval"])
+    result["eval"] = evaluate(model, strategy, tokenizer, task, config, inputs["dev"],
+                              write=chief)
+    if chief:
+      atomic.write_json(os.path.join(config.output_dir, "eval_results.json"), result["eval"])
     written += ["eval_results.json"] + [f"{split}_predictions.tsv" for split in result["eval"]]
   if config.do_predict:
-    result["predictions"] = predict_test_files(model, tokenizer, task, config, inputs["test"])
+    result["predictions"] = predict_test_files(model, strategy, tokenizer, task, config,
+                                               inputs["test"], write=chief)
     written += list(result["predictions"].values())
+  if not chief:  # Another worker: its checkpoints only.
+    result["written"] = []
+    return result
   if config.export_dir:
     classifier_export.export_classifier_saved_model(
         model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
@@ -205,27 +247,46 @@ def read_inputs(task: glue_data.Task, config: ClassifierRunConfig
   return inputs
 
 
+def default_best_metric(task: glue_data.Task) -> str:
+  """The task's first GLUE metric (MRPC: accuracy; CoLA: matthews_corrcoef; STS-B: pearson)."""
+  return task.metrics[0]
+
+
+def eval_scalars(results: dict[str, dict[str, float]]) -> dict[str, float]:
+  """`evaluate`'s {split: metrics} as one dict of scalars: the first dev file's metrics
+  under their names, another file's as "<split>_<metric>" (MNLI's dev_mismatched)."""
+  scalars = {}
+  for position, (split, metrics) in enumerate(results.items()):
+    for name, value in metrics.items():
+      if name != "num_examples":
+        scalars[name if position == 0 else f"{split}_{name}"] = float(value)
+  return scalars
+
+
 def train(model: BertClassifier, strategy: tf.distribute.Strategy,
           tokenizer: WordPieceTokenizer, task: glue_data.Task,
-          config: ClassifierRunConfig,
-          examples: list[glue_data.InputExample]) -> dict[str, float]:
-  """Fine-tunes `model` on the train file's `examples`; returns the last logs, throughput
+          config: ClassifierRunConfig, examples: list[glue_data.InputExample],
+          evaluate_dev=None) -> dict[str, float]:
+  """Fine-tunes (or resumes) `model` on the train file's `examples` in the training loop
+  (`fine_tuning.train`, evaluating with `evaluate_dev`); returns the last logs, throughput
   and time."""
   features = classifier_features.examples_to_features(examples, tokenizer,
                                                       config.max_seq_length, task.is_pair)
   labels = classifier_features.label_array(examples, task)
-  n, k = len(examples), config.gradient_accumulation_steps
+  n = len(examples)
   total_steps = max(1, int(n * config.num_train_epochs) // config.train_batch_size)
   steps = min(total_steps, config.max_train_steps or total_steps)
   logging.info(f"training on {n} examples: {steps} of {total_steps} applied steps of "
                f"{config.train_batch_size}")
-  loss = (keras.losses.MeanSquaredError() if task.is_regression else
-          keras.losses.SparseCategoricalCrossentropy(from_logits=True))
   start = time.perf_counter()
-  summary = fine_tuning.compile_and_fit(
-      model, strategy, train_dataset(features, labels, config.train_batch_size // k, config.seed),
-      config, steps=steps, total_steps=total_steps, num_examples=n, loss={"logits": loss})
+  summary = fine_tuning.train(model, strategy, config, train_examples(features, labels), n,
+                              steps=steps, total_steps=total_steps, evaluate=evaluate_dev)
   return {**summary, "examples": n, "seconds": time.perf_counter() - start}
+
+
+def train_examples(features: dict[str, np.ndarray], labels: np.ndarray):
+  """(inputs, {"logits": targets}) arrays: class ids [N], or float32 scores as [N, 1]."""
+  return features, {"logits": labels[:, None] if labels.dtype == np.float32 else labels}
 
 
 def train_dataset(features: dict[str, np.ndarray], labels: np.ndarray, batch_size: int,
@@ -242,19 +303,17 @@ def train_dataset(features: dict[str, np.ndarray], labels: np.ndarray, batch_siz
     tf.data.Dataset of ({input_ids, input_mask, segment_ids}: int32 [B, S],
     {"logits": int32 [B] class ids, or float32 [B, 1] scores to match the [B, 1] output}).
   """
-  targets = labels[:, None] if labels.dtype == np.float32 else labels
-  examples = tf.data.Dataset.from_tensor_slices((features, {"logits": targets}))
-  return (fine_tuning.epoch_shuffled(examples, len(labels), seed)
-          .batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
+  return fine_tuning.shuffled_batches(train_examples(features, labels), len(labels), batch_size,
+                                      seed)
 
 
-def predict_logits(model: BertClassifier, examples: list[glue_data.InputExample],
-                   tokenizer: WordPieceTokenizer, task: glue_data.Task,
-                   config: ClassifierRunConfig) -> np.ndarray:
-  """float32 logits [N, C] of the examples."""
+def predict_logits(model: BertClassifier, strategy: tf.distribute.Strategy,
+                   examples: list[glue_data.InputExample], tokenizer: WordPieceTokenizer,
+                   task: glue_data.Task, config: ClassifierRunConfig) -> np.ndarray:
+  """float32 logits [N, C] of the examples, sharded over the replicas (`fine_tuning.predict`)."""
   features = classifier_features.examples_to_features(examples, tokenizer,
                                                       config.max_seq_length, task.is_pair)
-  return model.predict(features, batch_size=config.eval_batch_size, verbose=0)["logits"]
+  return fine_tuning.predict(model, strategy, features, config.eval_batch_size)["logits"]
 
 
 def decisions(logits: np.ndarray, task: glue_data.Task) -> np.ndarray:
@@ -262,36 +321,41 @@ def decisions(logits: np.ndarray, task: glue_data.Task) -> np.ndarray:
   return logits[:, 0] if task.is_regression else np.argmax(logits, axis=1)
 
 
-def evaluate(model: BertClassifier, tokenizer: WordPieceTokenizer, task: glue_data.Task,
-             config: ClassifierRunConfig,
-             files: list[tuple[str, list[glue_data.InputExample]]]
+def evaluate(model: BertClassifier, strategy: tf.distribute.Strategy,
+             tokenizer: WordPieceTokenizer, task: glue_data.Task, config: ClassifierRunConfig,
+             files: list[tuple[str, list[glue_data.InputExample]]], write: bool = True
              ) -> dict[str, dict[str, float]]:
   """Scores every dev file's examples (`files`: [(path, examples)]); writes
-  `<split>_predictions.tsv`; returns {split: metrics}."""
+  `<split>_predictions.tsv` (with `write`); returns {split: metrics}."""
   results = {}
   for path, examples in files:
-    predicted = decisions(predict_logits(model, examples, tokenizer, task, config), task)
+    predicted = decisions(predict_logits(model, strategy, examples, tokenizer, task, config),
+                          task)
     labels = classifier_features.label_array(examples, task)
     split = glue_data.split_name(path)
     results[split] = {**glue_metrics.compute_metrics(task.metrics, predicted, labels),
                       "num_examples": len(examples)}
-    write_predictions(os.path.join(config.output_dir, f"{split}_predictions.tsv"),
-                      examples, predicted, task)
+    if write:
+      write_predictions(os.path.join(config.output_dir, f"{split}_predictions.tsv"),
+                        examples, predicted, task)
   return results
 
 
-def predict_test_files(model: BertClassifier, tokenizer: WordPieceTokenizer,
-                       task: glue_data.Task, config: ClassifierRunConfig,
-                       files: list[tuple[str, list[glue_data.InputExample]]]
-                       ) -> dict[str, str]:
+def predict_test_files(model: BertClassifier, strategy: tf.distribute.Strategy,
+                       tokenizer: WordPieceTokenizer, task: glue_data.Task,
+                       config: ClassifierRunConfig,
+                       files: list[tuple[str, list[glue_data.InputExample]]],
+                       write: bool = True) -> dict[str, str]:
   """Predicts every test file's examples (`files`: [(path, examples)]) into
-  `<split>_predictions.tsv`; returns {split: path}."""
+  `<split>_predictions.tsv` (with `write`); returns {split: path}."""
   paths = {}
   for path, examples in files:
-    predicted = decisions(predict_logits(model, examples, tokenizer, task, config), task)
+    predicted = decisions(predict_logits(model, strategy, examples, tokenizer, task, config),
+                          task)
     split = glue_data.split_name(path)
-    paths[split] = write_predictions(
-        os.path.join(config.output_dir, f"{split}_predictions.tsv"), examples, predicted, task)
+    paths[split] = os.path.join(config.output_dir, f"{split}_predictions.tsv")
+    if write:
+      write_predictions(paths[split], examples, predicted, task)
   return paths
 
 

@@ -50,11 +50,8 @@ tests/pretraining/pretraining_run_test.py tells when upstream no longer needs th
 
 import dataclasses
 import json
-import math
 import os
-import re
 import shutil
-import time
 from typing import Optional, Sequence
 
 import keras
@@ -66,9 +63,8 @@ from tfbert.config import BertConfig
 from tfbert.models import BertPretrainer
 from tfbert.pretraining import data_checks, input_pipeline, pretraining_eval
 from tfbert.runtime import atomic, run_directory, validation
-from tfbert.runtime.progress import StepProgress
 from tfbert.serving import export
-from tfbert.training import distribution, optimization
+from tfbert.training import distribution, optimization, training_loop
 from tfbert.training.accumulation import find_accumulator
 
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -93,6 +89,7 @@ class PretrainingRunConfig:
   seed: int = 12345
   deterministic: bool = False
   save_checkpoints_steps: int = 100
+  keep_checkpoint_max: int = 5
   log_steps: int = 10
   eval_input_files: Sequence[str] = ()
   eval_every_steps: int = 0
@@ -123,9 +120,11 @@ class PretrainingRunConfig:
         (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
         validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,
                                 num_replicas),
-        (self.log_steps >= 1 and self.save_checkpoints_steps >= 1,
-         f"log_steps ({self.log_steps}) and save_checkpoints_steps "
-         f"({self.save_checkpoints_steps}) must be >= 1"),
+        (self.log_steps >= 1 and self.save_checkpoints_steps >= 1
+         and self.keep_checkpoint_max >= 1,
+         f"log_steps ({self.log_steps}), save_checkpoints_steps "
+         f"({self.save_checkpoints_steps}) and keep_checkpoint_max "
+         f"({self.keep_checkpoint_max}) must be >= 1"),
         (self.stop_at_step is None or 0 < self.stop_at_step <= self.num_train_steps,
          f"stop_at_step ({self.stop_at_step}) must be in [1, num_train_steps "
          f"({self.num_train_steps})]"),
@@ -163,18 +162,14 @@ class _Run:
   strategy: tf.distribute.Strategy
   model: BertPretrainer
   optimizer: keras.optimizers.Optimizer
-  manager: tf.train.CheckpointManager
-  writer: Optional[tf.summary.SummaryWriter]
+  loop: training_loop.TrainingLoop  # Checkpoints, logs, evaluation.
   num_workers: int
   worker_index: int
   is_chief: bool
-  metrics_window: tf.Module
   lock: run_directory.RunLock
   data: dict  # `data_record` of the input files.
   batches: distribution.LocalBatches  # Its iterator is checkpointed as "data_position".
-  progress: Optional[StepProgress] = None
   evaluator: Optional[pretraining_eval.Evaluator] = None
-  eval_writer: Optional[tf.summary.SummaryWriter] = None
 
 
 def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None) -> dict:
@@ -199,9 +194,9 @@ def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None
   try:
     run = _start(config)
     _remove_leftovers(run, config)
-    restored = _restore_or_initialize(run, config)
+    _restore_or_initialize(run, config)
     _record(run, config, flagfile)
-    last = _train(run, config, restored)
+    last = run.loop.train(run.batches)
     step = int(run.optimizer.iterations.numpy())
     exported = _export(run, config) if step >= config.num_train_steps else {}
   finally:
@@ -234,18 +229,18 @@ def fast_forward(config: PretrainingRunConfig, applied_steps: int, *,
   """
   run = _start(config)
   try:
-    if not run.manager.latest_checkpoint:
+    if not run.loop.manager.latest_checkpoint:
       raise ValueError(f"{config.model_dir} holds no checkpoint to move forward")
     step = _restore_or_initialize(run, config) + applied_steps
     micro_steps = applied_steps * config.gradient_accumulation_steps
     if data_position:
       _read_past(run, config, micro_steps)
     else:
-      del run.manager.checkpoint.data_position
+      del run.loop.manager.checkpoint.data_position
     run.optimizer.iterations.assign(step)
     accumulator = find_accumulator(run.optimizer)
     accumulator.micro_step.assign(accumulator.micro_step + micro_steps)
-    _save(run, step)
+    run.loop.save()
     return step
   finally:
     run.lock.release()
@@ -256,7 +251,8 @@ def fast_forward(config: PretrainingRunConfig, applied_steps: int, *,
 # directory moved or copied elsewhere resumes there), not what is trained.
 RERUN_MAY_CHANGE = frozenset({"stop_at_step", "log_steps", "save_checkpoints_steps", "export_dir",
                               "model_dir", "allow_config_change", "eval_input_files",
-                              "eval_every_steps", "eval_batch_size", "max_eval_steps"})
+                              "eval_every_steps", "eval_batch_size", "max_eval_steps",
+                              "keep_checkpoint_max"})
 VOCAB_FILE = "vocab.txt"
 
 
@@ -282,18 +278,7 @@ def _start(config: PretrainingRunConfig) -> _Run:
   records = run_records(config, data) if is_chief else []
   lock = run_directory.claim(directory, records, allow_changes=config.allow_config_change)
   try:
-    run = _build(config, strategy, directory, lock, (num_workers, index, is_chief), data)
-    if eval_check is not None:
-      run.evaluator = pretraining_eval.Evaluator(
-          run.model, strategy, eval_check.files, batch_size=config.eval_batch_size,
-          steps=pretraining_eval.eval_steps(dict(zip(eval_check.files, eval_check.records)),
-                                            num_workers, config.eval_batch_size,
-                                            config.max_eval_steps),
-          seq_length=config.max_seq_length, max_predictions=config.max_predictions_per_seq,
-          num_workers=num_workers, worker_index=index)
-      if is_chief:
-        run.eval_writer = tf.summary.create_file_writer(os.path.join(directory, "eval"))
-    return run
+    return _build(config, strategy, lock, (num_workers, index, is_chief), data, eval_check)
   except BaseException:
     lock.release()
     raise
@@ -349,9 +334,22 @@ def _copy_vocab(vocab_file: Optional[str], directory: str) -> None:
                  f"{directory} will not hold {VOCAB_FILE}")
 
 
-def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy, directory: str,
-           lock: run_directory.RunLock, worker: tuple, data: dict) -> _Run:
-  """Builds model, optimizer, checkpoint manager and (chief) TensorBoard writer."""
+def loop_config(config: PretrainingRunConfig) -> training_loop.LoopConfig:
+  """The training loop's part of `config`."""
+  return training_loop.LoopConfig(
+      num_train_steps=config.num_train_steps, train_batch_size=config.train_batch_size,
+      gradient_accumulation_steps=config.gradient_accumulation_steps,
+      log_steps=config.log_steps, save_checkpoints_steps=config.save_checkpoints_steps,
+      keep_checkpoint_max=config.keep_checkpoint_max,
+      eval_every_steps=config.eval_every_steps if config.eval_input_files else 0,
+      stop_at_step=config.stop_at_step, jit_compile=config.jit_compile,
+      run_eagerly=config.run_eagerly, check_finite=config.dtype != "mixed_float16")
+
+
+def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy,
+           lock: run_directory.RunLock, worker: tuple, data: dict,
+           eval_check: Optional[data_checks.DataCheck]) -> _Run:
+  """Builds model, optimizer, data, evaluation and the training loop."""
   num_workers, index, is_chief = worker
   with strategy.scope():
     model = BertPretrainer(config.bert_config)
@@ -361,20 +359,27 @@ def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy, direc
         loss_scale=config.dtype == "mixed_float16"))
     model.compile(optimizer=optimizer)
     optimizer.build(model.trainable_variables)
-  window = _metrics_window(strategy, model)
   batches = _local_batches(config, strategy, num_workers, index)
-  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, metrics_window=window,
-                                   data_position=batches.iterator)
-  manager = tf.train.CheckpointManager(checkpoint, os.path.join(directory, "checkpoints"), 3)
-  writer = tf.summary.create_file_writer(os.path.join(directory, "train")) if is_chief else None
-  return _Run(strategy, model, optimizer, manager, writer, num_workers, index, is_chief, window,
-              lock, data, batches)
+  evaluator = None
+  if eval_check is not None:
+    evaluator = pretraining_eval.Evaluator(
+        model, strategy, eval_check.files, batch_size=config.eval_batch_size,
+        steps=pretraining_eval.eval_steps(dict(zip(eval_check.files, eval_check.records)),
+                                          num_workers, config.eval_batch_size,
+                                          config.max_eval_steps),
+        seq_length=config.max_seq_length, max_predictions=config.max_predictions_per_seq,
+        num_workers=num_workers, worker_index=index)
+  loop = training_loop.TrainingLoop(
+      strategy, model, loop_config(config), config.model_dir, num_workers=num_workers,
+      worker_index=index, is_chief=is_chief, data_position=batches.iterator,
+      evaluate=evaluator, data_errors=lambda: data_checks.naming_data_errors(config.input_files))
+  return _Run(strategy, model, optimizer, loop, num_workers, index, is_chief, lock, data,
+              batches, evaluator)
 
 
 def _own_directory(run: _Run, config: PretrainingRunConfig) -> str:
   """model_dir for the chief; the directory beside it where another worker writes."""
-  return config.model_dir if run.is_chief else \
-      os.path.join(config.model_dir, f".worker{run.worker_index}")
+  return training_loop.own_directory(config.model_dir, run.is_chief, run.worker_index)
 
 
 def _export_directory(run: _Run, config: PretrainingRunConfig) -> str:
@@ -383,31 +388,17 @@ def _export_directory(run: _Run, config: PretrainingRunConfig) -> str:
   return os.path.abspath(config.export_dir or os.path.join(config.model_dir, "export"))
 
 
-def _is_checkpoint_temporary(name: str) -> bool:
-  """Whether a name under checkpoints/ is what TF leaves when killed while saving.
-
-  `ckpt-N_temp/` (a sharded save's parts before the merge), `*.tempstate<digits>` (a
-  tensor bundle before its rename), `checkpoint.tmp<hex>` (the state file before its rename).
-  """
-  return bool(re.fullmatch(r".+_temp|.+\.tempstate\d+|checkpoint\.tmp[0-9a-f]+", name))
-
-
 def _remove_leftovers(run: _Run, config: PretrainingRunConfig) -> None:
   """Removes what a killed run of this directory left half-written (a rerun's first act).
 
-  Checkpoint temporaries (`_is_checkpoint_temporary`) and tfbert temporaries whose process
-  is gone (`tfbert.runtime.atomic`: a metrics rewrite, an export being written).
+  Checkpoint temporaries (`TrainingLoop.remove_leftovers`) and tfbert temporaries whose
+  process is gone (`tfbert.runtime.atomic`: a metrics rewrite, an export being written).
   """
-  directory = _own_directory(run, config)
   removed = []  # The run directory's own temporaries went when it was claimed.
   export_parent = os.path.dirname(_export_directory(run, config))
-  if os.path.abspath(export_parent) != os.path.abspath(directory):
+  if os.path.abspath(export_parent) != os.path.abspath(_own_directory(run, config)):
     removed += atomic.remove_stale_temporaries(export_parent)
-  checkpoints = os.path.join(directory, "checkpoints")
-  for name in sorted(os.listdir(checkpoints)) if os.path.isdir(checkpoints) else []:
-    if _is_checkpoint_temporary(name):
-      atomic.remove_quietly(os.path.join(checkpoints, name))
-      removed.append(os.path.join(checkpoints, name))
+  removed += run.loop.remove_leftovers()
   if removed:
     logging.info(f"removed {len(removed)} leftover(s) of a killed run: {', '.join(removed)}")
 
@@ -417,83 +408,18 @@ def _restore_or_initialize(run: _Run, config: PretrainingRunConfig) -> int:
 
   The chief then drops the metrics.jsonl lines of steps after the restored one.
   """
-  step = 0
-  if run.manager.latest_checkpoint:
-    restored_position = _restore(run, run.manager.latest_checkpoint)
-    step = int(run.optimizer.iterations.numpy())
-    logging.info(f"resumed from {run.manager.latest_checkpoint} at applied step {step}")
-    if not restored_position:
-      # Written before checkpoints held the data position: read past what was consumed
-      # (the pipeline is deterministic given the seed); later checkpoints hold the position.
-      logging.info(f"the checkpoint holds no data position: reading past the "
-                   f"{_micro_steps(run)} micro-steps it consumed")
-      _read_past(run, config, _micro_steps(run))
-  elif config.init_checkpoint:
+  step, restored_position = run.loop.restore()
+  if step and not restored_position:
+    # Written before checkpoints held the data position: read past what was consumed
+    # (the pipeline is deterministic given the seed); later checkpoints hold the position.
+    logging.info(f"the checkpoint holds no data position: reading past the "
+                 f"{run.loop.micro_step} micro-steps it consumed")
+    _read_past(run, config, run.loop.micro_step)
+  elif not run.loop.manager.latest_checkpoint and config.init_checkpoint:
     report = google_checkpoint.load_google_checkpoint(run.model, config.init_checkpoint,
                                                       allow_missing=("nsp_head",))
     logging.info(report.summary())
-  if run.is_chief:
-    _truncate_metrics(config.model_dir, step)
   return step
-
-
-def _metrics_window(strategy: tf.distribute.Strategy, model: BertPretrainer) -> tf.Module:
-  """Checkpointable copies of the metrics' per-replica state (one [local replicas] each).
-
-  Keras keeps metric variables out of a `tf.train.Checkpoint`, and restoring a sum over
-  replicas would split it evenly among them (different float sums); so `_save` copies each
-  replica's own values here and `_restore` puts them back, and a log window cut by a
-  checkpoint logs the uninterrupted run's values after a resume.
-  """
-  window = tf.Module(name="metrics_window")
-  window.values = [tf.Variable(tf.zeros([len(parts)], parts[0].dtype), trainable=False)
-                   for parts in _metric_parts(strategy, model)]
-  return window
-
-
-def _metric_parts(strategy: tf.distribute.Strategy, model: BertPretrainer) -> list:
-  """For each metric variable, its local per-replica variables."""
-  return [strategy.experimental_local_results(variable.value)
-          for tracker in model.metrics for variable in tracker.variables]
-
-
-def _save(run: _Run, step: int) -> None:
-  for copy, parts in zip(run.metrics_window.values, _metric_parts(run.strategy, run.model)):
-    copy.assign(tf.stack([part.read_value() for part in parts]))
-  run.manager.save(checkpoint_number=step)
-
-
-def _restore(run: _Run, path: str) -> bool:
-  """Restores checkpoint `path` into the run; returns whether it held the data position.
-
-  Model and optimizer must match. The metrics window and the data position are restored
-  when the checkpoint has them: one written before tfbert kept the log window resumes with
-  a first log that lacks what was accumulated before the checkpoint; one written before it
-  kept the data position resumes by reading past what was consumed (`_restore_or_initialize`).
-  """
-  saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
-  objects = {"model": run.model, "optimizer": run.optimizer}
-  if "metrics_window" in saved:
-    objects["metrics_window"] = run.metrics_window
-  if "data_position" in saved:
-    objects["data_position"] = run.batches.iterator
-  checkpoint = tf.train.Checkpoint(**objects)
-  try:
-    checkpoint.restore(path).assert_existing_objects_matched()
-  except (ValueError, AssertionError) as error:
-    first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    raise ValueError(f"{path} cannot be restored into this model ({first_line}): the run "
-                     "in this directory trained another model; use another model_dir") from None
-  if "metrics_window" in saved:
-    for copy, parts in zip(run.metrics_window.values,
-                           _metric_parts(run.strategy, run.model)):
-      for part, value in zip(parts, tf.unstack(copy)):
-        part.assign(value)
-  return "data_position" in saved
-
-
-def _micro_steps(run: _Run) -> int:
-  return int(find_accumulator(run.optimizer).micro_step.numpy())
 
 
 def _read_past(run: _Run, config: PretrainingRunConfig, micro_steps: int) -> None:
@@ -535,154 +461,6 @@ def _local_batches(config: PretrainingRunConfig, strategy: tf.distribute.Strateg
   return distribution.LocalBatches(strategy, dataset)
 
 
-def graph_micro_steps(strategy: tf.distribute.Strategy, train_step):
-  """The training loop's unit: `micro_steps(iterator, count)`, one `tf.function`.
-
-  It runs `count` (an int Tensor) micro-steps, `strategy.run(train_step)` on the
-  iterator's next batch each, in a `tf.range` loop: one call per chunk of steps instead of
-  one per micro-step. `tools.benchmarks.benchmark` times this same loop.
-  """
-
-  @tf.function
-  def micro_steps(iterator, count):
-    for _ in tf.range(count):
-      strategy.run(train_step, args=(next(iterator),))
-
-  return micro_steps
-
-
-def _train(run: _Run, config: PretrainingRunConfig, step: int) -> dict:
-  iterator = run.batches
-
-  # XLA compiles the per-replica step; it works for one device, not for MirroredStrategy
-  # over logical CPUs (docs/pitfalls.md, Distribution).
-  train_step = tf.function(run.model.train_step, jit_compile=config.jit_compile)
-  micro_steps = graph_micro_steps(run.strategy, train_step)
-
-  def eager_micro_steps(iterator, count):
-    for _ in range(int(count)):
-      run.strategy.run(run.model.train_step, args=(next(iterator),))
-
-  if config.run_eagerly:  # Also the optimizer's and accumulator's own tf.functions.
-    tf.config.run_functions_eagerly(True)
-  try:
-    return _train_loop(run, config, step, iterator,
-                       eager_micro_steps if config.run_eagerly else micro_steps)
-  finally:
-    tf.config.run_functions_eagerly(False)
-
-
-def _train_loop(run: _Run, config: PretrainingRunConfig, step: int, iterator,
-                micro_steps) -> dict:
-  """Runs to `stop_at_step` or `num_train_steps` in chunks that end at every log or checkpoint.
-
-  Logs at every multiple of `log_steps` and at `num_train_steps`; saves at every multiple of
-  `save_checkpoints_steps` and where the run stops (after the log of the same step).
-  """
-  last = {}
-  stop = config.stop_at_step or config.num_train_steps
-  if run.is_chief:
-    run.progress = StepProgress(config.num_train_steps, start_step=step)
-  logged_step, seconds = step, 0.0  # The log window: since logged_step, in seconds.
-  while step < stop:
-    chunk = min(_to_multiple(step, config.log_steps),
-                _to_multiple(step, config.save_checkpoints_steps), stop - step)
-    if config.eval_every_steps:
-      chunk = min(chunk, _to_multiple(step, config.eval_every_steps))
-    start = time.perf_counter()
-    with data_checks.naming_data_errors(config.input_files):  # Graph data errors name a file.
-      micro_steps(iterator, tf.constant(chunk * config.gradient_accumulation_steps))
-    seconds += time.perf_counter() - start
-    step += chunk
-    if step % config.log_steps == 0 or step == config.num_train_steps:
-      examples_per_second = (step - logged_step) * config.train_batch_size / seconds
-      last = _log(run, config, int(run.optimizer.iterations.numpy()), examples_per_second,
-                  logged_step)
-      logged_step, seconds = step, 0.0
-    if run.evaluator is not None and (step == config.num_train_steps or (
-        config.eval_every_steps and step % config.eval_every_steps == 0)):
-      last = {**last, "eval": _evaluate(run, config, step)}  # Before the checkpoint of step.
-    if step % config.save_checkpoints_steps == 0 or step == stop:
-      _save(run, int(run.optimizer.iterations.numpy()))
-  if logged_step != step:  # Stopped inside a log window: its metrics so far, not written.
-    last = {"step": int(run.optimizer.iterations.numpy()), **_scalars(run, float("nan"))}
-  return last
-
-
-def _to_multiple(step: int, every: int) -> int:
-  """Steps from `step` to the next multiple of `every`."""
-  return every - step % every
-
-
-def _scalars(run: _Run, examples_per_second: float) -> dict:
-  result = {k: float(v) for k, v in run.model.get_metrics_result().items()}
-  accumulator = find_accumulator(run.optimizer)
-  result["learning_rate"] = float(run.optimizer.learning_rate)
-  result["gradient_norm"] = float(accumulator.gradient_norm.numpy())
-  result["skipped_windows"] = float(accumulator.skipped_windows.numpy())
-  result["examples_per_second"] = examples_per_second
-  if hasattr(run.optimizer, "dynamic_scale"):
-    result["loss_scale"] = float(run.optimizer.dynamic_scale.numpy())
-  return result
-
-
-def _log(run: _Run, config: PretrainingRunConfig, step: int, examples_per_second: float,
-         previous_step: int) -> dict:
-  scalars = _scalars(run, examples_per_second)
-  run.model.reset_metrics()
-  if not math.isfinite(scalars["loss"]) and config.dtype != "mixed_float16":
-    raise FloatingPointError(f"non-finite loss ({scalars['loss']}) in applied steps "
-                             f"{previous_step + 1}..{step}")
-  if run.is_chief:
-    _write_scalars(run.writer, config.model_dir, {"step": step}, scalars)
-    run.progress.update(step, scalars)
-  return {"step": step, **scalars}
-
-
-def _write_scalars(writer: tf.summary.SummaryWriter, model_dir: str, head: dict,
-                   scalars: dict) -> None:
-  """Chief: `scalars` to TensorBoard at head["step"] and as a metrics.jsonl line."""
-  with writer.as_default(step=head["step"]):
-    for name, value in scalars.items():
-      tf.summary.scalar(name, value)
-  writer.flush()
-  with open(os.path.join(model_dir, "metrics.jsonl"), "a", encoding="utf-8") as f:
-    f.write(json.dumps({**head, **scalars}) + "\n")  # A kill may cut it: `_truncate_metrics`.
-
-
-def _evaluate(run: _Run, config: PretrainingRunConfig, step: int) -> dict:
-  """Runs the held-out evaluation; the chief logs it (TensorBoard `eval/`, metrics.jsonl)."""
-  start = time.perf_counter()
-  scalars = run.evaluator()
-  if run.is_chief:
-    _write_scalars(run.eval_writer, config.model_dir, {"step": step, "split": "eval"}, scalars)
-    logging.info(f"eval at applied step {step} ({run.evaluator.examples} sequences, "
-                 f"{time.perf_counter() - start:.1f} s): " +
-                 ", ".join(f"{name} {value:.4f}" for name, value in scalars.items()))
-  return scalars
-
-
-def _truncate_metrics(model_dir: str, step: int) -> None:
-  """Keeps the log lines of steps <= `step` (the restored one; 0: none), whole lines only.
-
-  Lines after the restored checkpoint will be logged again; a last line cut by a kill is
-  not JSON and goes too.
-  """
-  path = os.path.join(model_dir, "metrics.jsonl")
-  if not os.path.exists(path):
-    return
-  kept = []
-  with open(path, encoding="utf-8") as f:
-    for line in f:
-      try:
-        row = json.loads(line)
-      except json.JSONDecodeError:
-        continue
-      if line.endswith("\n") and row["step"] <= step:
-        kept.append(line)
-  atomic.write_text(path, "".join(kept))
-
-
 def _export(run: _Run, config: PretrainingRunConfig) -> dict:
   """Chief: SavedModel + Google checkpoint. Other workers: their Google checkpoint beside.
 
@@ -713,7 +491,7 @@ def _export(run: _Run, config: PretrainingRunConfig) -> dict:
 
 def _written(run: _Run, config: PretrainingRunConfig) -> dict:
   """name -> path of the run directory's files (the chief's; another worker's checkpoints)."""
-  written = {"checkpoint": os.path.abspath(run.manager.latest_checkpoint or "")}
+  written = {"checkpoint": os.path.abspath(run.loop.manager.latest_checkpoint or "")}
   if run.is_chief:
     written.update(metrics=os.path.abspath(os.path.join(config.model_dir, "metrics.jsonl")),
                    tensorboard=os.path.abspath(os.path.join(config.model_dir, "train")))

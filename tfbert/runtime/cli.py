@@ -8,6 +8,9 @@
   instead. A message is the error's first line (TensorFlow's op errors carry a graph
   trace after it). Anything else is a bug and keeps its traceback.
 * Ctrl-C ends with one line and status 130 (the shell's convention for SIGINT).
+* An error that carries an `exit_status` (a preempted run that saved its checkpoint:
+  `tfbert.training.training_loop.Preempted`, status 75) ends with its one line and that
+  status, so that a scheduler can tell "run me again" from a failure.
 * Python logging (the library's, absl's, TensorFlow's) is plain: INFO lines go to stdout as
   bare messages, beside the tool's own progress; WARNING and worse go to stderr as
   `WARNING: message`. absl's default handler would prefix every line with a level, a
@@ -127,6 +130,10 @@ def guarded(main: Callable[[Sequence[str]], object], traceback, tool: str):
       print(f"{tool}: interrupted", file=sys.stderr, flush=True)
       sys.exit(EXIT_INTERRUPTED)
     except Exception as error:  # pylint: disable=broad-except
+      status = getattr(error, "exit_status", None)
+      if isinstance(status, int) and not show_trace:
+        print(f"{tool}: {one_line(error)}", file=sys.stderr, flush=True)
+        sys.exit(status)
       if show_trace or not _is_expected(error):
         raise
       print(f"{tool}: error: {one_line(error)}", file=sys.stderr, flush=True)

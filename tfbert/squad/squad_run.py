@@ -1,4 +1,4 @@
-"""SQuAD fine-tuning and prediction: google-research/bert `run_squad.py` on Keras `fit`.
+"""SQuAD fine-tuning and prediction: google-research/bert `run_squad.py` in tfbert's loop.
 
 `run_squad(SquadRunConfig)` does what the tool's flags ask, in this order:
 
@@ -10,14 +10,20 @@
    starts fresh unless the source has one (`cls/squad`). Then the output directory is
    claimed (`fine_tuning.claim_run_directory`: a lock, and a rerun must match the recorded
    run).
-2. Training: features are cached as TFRecords in `output_dir`, shuffled, and `fit` runs
-   the compiled model with the `tfbert.training.optimization` stack (AdamW, linear warmup then
-   linear decay to 0 after warmup, global-norm clipping after the all-reduce, mean accumulation,
-   loss scaling for mixed_float16). The loss is google-research/bert's
-   `(start_loss + end_loss) / 2`, each a mean sparse softmax cross-entropy over the batch.
-   An epoch is one pass over the features (windows), as in Hugging Face's script; Google
-   counts examples instead.
-3. Prediction: the model's logits on the predict file's features go through
+2. Training: features are cached as TFRecords in `output_dir`, shuffled
+   (`fine_tuning.shuffled_batches`), and the model's `train_step` runs in the training loop
+   (`fine_tuning.train`: one device, mirrored or multi-worker; checkpoints every
+   `save_checkpoints_steps`, exact resume, SIGTERM saves and exits 75) with the
+   `tfbert.training.optimization` stack (AdamW, linear warmup then linear decay to 0 after
+   warmup, global-norm clipping after the all-reduce, mean accumulation, loss scaling for
+   mixed_float16). The loss is google-research/bert's `(start_loss + end_loss) / 2`, each a
+   mean sparse softmax cross-entropy over the batch. An epoch is one pass over the features
+   (windows), as in Hugging Face's script; Google counts examples instead. With
+   `eval_every_steps` (and `do_predict`) the predict file is answered and scored during
+   training and the model of the best `best_metric` (default F1) kept in `best/`;
+   `early_stopping_patience` may end the run early.
+3. Prediction: the model's logits on the predict file's features (sharded over every
+   replica of every worker, each feature scored once: `fine_tuning.predict`) go through
    `tfbert.squad.squad_postprocess`; predictions.json, nbest_predictions.json (v2.0:
    null_odds.json) and eval_results.json (the official scores) are written.
 
@@ -28,15 +34,20 @@ The run directory explains itself:
     vocab.txt                           the vocabulary (casing: run_config's do_lower_case)
     train_features.{tf_record,json}     cached training features (reused when unchanged)
     predict_features.{tf_record,json}   cached prediction features
-    train/                              TensorBoard events (loss every `log_steps` applied steps)
+    checkpoints/                        the training loop's (`tfbert.training.training_loop`)
+    train/, eval/                       TensorBoard: loss every `log_steps` applied steps;
+                                        EM/F1 of the evaluations during training
+    metrics.jsonl                       the same, one JSON line each
+    best/                               model.keras + eval_results.json of the best evaluation
     model.keras                         the fine-tuned model, no optimizer state
                                         (`--init_tfbert` reads it)
     predictions.json, nbest_predictions.json, null_odds.json, eval_results.json
 
-Every file appears under its final name only when complete (`tfbert.runtime.atomic`). Rerunning a
-command reuses the feature caches and fine-tunes again from the initial weights (a
-fine-tuning run is short; there is no mid-run resume); a rerun with another model or
-schedule is refused (`--allow_config_change` to continue deliberately).
+Only the chief (worker 0) writes these; another worker keeps its checkpoints and feature
+caches in `.worker<i>/`. Every file appears under its final name only when complete
+(`tfbert.runtime.atomic`). Rerunning a command reuses the feature caches and resumes from
+the latest checkpoint (a finished run trains no more and predicts again); a rerun with
+another model or schedule is refused (`--allow_config_change` to continue deliberately).
 
 Shape legend: B batch, S max_seq_length.
 """
@@ -45,7 +56,6 @@ import dataclasses
 import os
 from typing import Any, Optional
 
-import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -65,6 +75,8 @@ from tfbert.training import fine_tuning
 
 INPUT_NAMES = export.FEATURE_NAMES  # input_ids, input_mask, segment_ids
 OUTPUT_NAMES = ("start_logits", "end_logits")
+# What evaluation during training keeps the best model by: the official F1 (SQuAD's ranking).
+DEFAULT_BEST_METRIC = "f1"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -92,7 +104,11 @@ class SquadRunConfig(fine_tuning.FineTuningConfig):
          f"max_query_length - 3 = {f.max_seq_length} - {f.max_query_length} - 3 = {window}: "
          f"windows would not overlap and an answer across their edge would be in none; "
          f"use doc_stride <= {window}"),
-        (self.predict_batch_size >= 1, "predict_batch_size must be >= 1"),
+        (self.predict_batch_size >= 1 and self.predict_batch_size % num_replicas == 0,
+         f"predict_batch_size ({self.predict_batch_size}) must be >= 1 and a multiple of the "
+         f"replicas ({num_replicas})"),
+        (not self.eval_every_steps or self.do_predict,
+         f"eval_every_steps ({self.eval_every_steps}) scores the predict file: add do_predict"),
         # 0 leaves no candidate span, so every answer is "" (the library allows it).
         (min(self.postprocess.n_best_size, self.postprocess.max_answer_length) >= 1,
          f"n_best_size ({self.postprocess.n_best_size}) and max_answer_length "
@@ -192,17 +208,26 @@ def run_squad(config: SquadRunConfig, flagfile: Optional[str] = None) -> dict[st
     dict with "train" (steps, loss, examples_per_second) when training and "predictions"
     (file paths) and "scores" (official EM/F1) when predicting.
   """
+  if config.eval_every_steps and not config.best_metric:
+    config = dataclasses.replace(config, best_metric=DEFAULT_BEST_METRIC)
   inputs = read_inputs(config)  # Before anything is built or written.
   strategy = fine_tuning.start_run(config)
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
   model = build_span_labeler(config, strategy)
   fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
-  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile):
+  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile, strategy):
     result = _run(model, strategy, tokenizer, config, inputs)
-  written = ["model.keras"] if config.do_train else []
-  written += list(result.get("predictions", {}).values())
-  if config.export_dir:
-    written.append(config.export_dir)
+  written = []
+  if fine_tuning.is_chief(strategy):
+    if "train" in result and not result["train"]["finished"]:
+      written = ["checkpoints"]
+    else:
+      written = ["model.keras"] if config.do_train else []
+      if config.do_train and config.eval_every_steps:
+        written += [fine_tuning.BEST_DIR, "metrics.jsonl", "train", "eval"]
+      written += list(result.get("predictions", {}).values())
+      if config.export_dir:
+        written.append(config.export_dir)
   result["written"] = fine_tuning.written_paths(config.output_dir, written)
   return result
 
@@ -210,14 +235,31 @@ def run_squad(config: SquadRunConfig, flagfile: Optional[str] = None) -> dict[st
 def _run(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
          tokenizer: WordPieceTokenizer, config: SquadRunConfig,
          inputs: dict[str, tuple[squad_data.SquadDataset, Any]]) -> dict[str, Any]:
-  """The work of `run_squad` in the claimed output directory."""
+  """The work of `run_squad` in the claimed output directory.
+
+  Every worker trains and predicts (sharded); only the chief writes.
+  """
   result = {}
+  chief = fine_tuning.is_chief(strategy)
+  work_dir = fine_tuning.work_directory(config, strategy)
   if config.do_train:
-    result["train"] = train(model, strategy, tokenizer, config, inputs["train"][0])
-    fine_tuning.save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
+    evaluate = None
+    if config.eval_every_steps:
+      features = predict_features(tokenizer, config, inputs["predict"][0], work_dir)
+
+      def evaluate():
+        return answer(model, strategy, config, inputs["predict"][0], features,
+                      inputs["predict"][1])["scores"]
+    result["train"] = train(model, strategy, tokenizer, config, inputs["train"][0], work_dir,
+                            evaluate)
+    if not result["train"]["finished"]:  # stop_at_step: rerun without it to resume.
+      return result
+    if chief:
+      fine_tuning.save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
   if config.do_predict:
-    result.update(predict(model, tokenizer, config, *inputs["predict"]))
-  if config.export_dir:
+    result.update(predict(model, strategy, tokenizer, config, *inputs["predict"], work_dir,
+                          write=chief))
+  if config.export_dir and chief:
     squad_export.export_squad_saved_model(
         model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
         config.features.max_seq_length, config.features.max_query_length,
@@ -244,74 +286,93 @@ def build_span_labeler(config: SquadRunConfig,
 
 def train(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
           tokenizer: WordPieceTokenizer, config: SquadRunConfig,
-          dataset: squad_data.SquadDataset) -> dict[str, float]:
-  """Fine-tunes `model` on the train file's `dataset`; returns the last logs and the
-  throughput."""
+          dataset: squad_data.SquadDataset, work_dir: str, evaluate=None) -> dict[str, float]:
+  """Fine-tunes (or resumes) `model` on the train file's `dataset` in the training loop
+  (`fine_tuning.train`, evaluating with `evaluate`); returns the last logs and the
+  throughput. The feature cache is kept in `work_dir` (this process's directory)."""
   converted = squad_features.cached_features(
-      os.path.join(config.output_dir, "train_features"), dataset.examples, tokenizer,
+      os.path.join(work_dir, "train_features"), dataset.examples, tokenizer,
       config.features, is_training=True)
   num_features = len(converted.features)
   total_steps = max(1, int(num_features * config.num_train_epochs) // config.train_batch_size)
   steps = min(total_steps, config.max_train_steps or total_steps)
-  k = config.gradient_accumulation_steps
   logging.info(f"training on {len(dataset.examples)} questions ({len(dataset.skipped)} + "
                f"{len(converted.skipped)} skipped), {num_features} features: {steps} of "
                f"{total_steps} applied steps of {config.train_batch_size}")
-  dataset = train_dataset(os.path.join(config.output_dir, "train_features.tf_record"),
-                          config.features.max_seq_length, config.train_batch_size // k,
-                          num_features, config.seed)
-  return fine_tuning.compile_and_fit(
-      model, strategy, dataset, config, steps=steps, total_steps=total_steps,
-      num_examples=num_features,
-      loss={name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-            for name in OUTPUT_NAMES},
-      loss_weights={name: 0.5 for name in OUTPUT_NAMES})
+  return fine_tuning.train(model, strategy, config, train_examples(converted.features),
+                           num_features, steps=steps, total_steps=total_steps, evaluate=evaluate)
 
 
-def train_dataset(record_path: str, max_seq_length: int, batch_size: int,
-                  num_features: int, seed: int) -> tf.data.Dataset:
-  """Endless (inputs, labels) batches of the training feature TFRecords.
+def train_examples(features: list[squad_features.SquadFeature]):
+  """(inputs, labels) arrays of training features: int32 [N, S] inputs by name and
+  {"start_logits", "end_logits"}: int32 [N] positions."""
+  inputs = {name: np.stack([getattr(f, name) for f in features]).astype(np.int32)
+            for name in INPUT_NAMES}
+  labels = {"start_logits": np.array([f.start_position for f in features], np.int32),
+            "end_logits": np.array([f.end_position for f in features], np.int32)}
+  return inputs, labels
 
-  Each epoch is a permutation of the features fixed by (`seed`, epoch)
-  (`tfbert.training.fine_tuning.epoch_shuffled`).
+
+def train_dataset(features: list[squad_features.SquadFeature], batch_size: int,
+                  seed: int) -> tf.data.Dataset:
+  """Endless (inputs, labels) batches of training features for Keras `fit`.
+
+  Each epoch is a permutation of the features fixed by (`seed`, epoch), the stream the
+  training loop reads (`tfbert.training.fine_tuning.shuffled_batches`).
 
   Returns:
     tf.data.Dataset of ({input_ids, input_mask, segment_ids}: int32 [B, S],
     {start_logits, end_logits}: int32 [B] positions).
   """
-  full = squad_features.record_spec(max_seq_length, is_training=True)
-  spec = {name: full[name] for name in INPUT_NAMES + ("start_positions", "end_positions")}
-
-  def parse(records):
-    values = {k: tf.cast(v, tf.int32) for k, v in tf.io.parse_example(records, spec).items()}
-    return ({name: values[name] for name in INPUT_NAMES},
-            {"start_logits": values["start_positions"], "end_logits": values["end_positions"]})
-
-  records = fine_tuning.epoch_shuffled(tf.data.TFRecordDataset(record_path), num_features, seed)
-  return (records.batch(batch_size, drop_remainder=True)
-          .map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+  return fine_tuning.shuffled_batches(train_examples(features), len(features), batch_size, seed)
 
 
-def predict(model: BertSpanLabeler, tokenizer: WordPieceTokenizer, config: SquadRunConfig,
-            dataset: squad_data.SquadDataset, selected: dict[str, Any]) -> dict[str, Any]:
-  """Answers the predict file's `dataset`, writes the prediction files and scores them
-  against `selected` (its JSON, as `read_squad_articles` returns it)."""
-  features = squad_features.cached_features(
-      os.path.join(config.output_dir, "predict_features"), dataset.examples, tokenizer,
+def predict_features(tokenizer: WordPieceTokenizer, config: SquadRunConfig,
+                     dataset: squad_data.SquadDataset,
+                     work_dir: str) -> list[squad_features.SquadFeature]:
+  """The predict file's features, cached in `work_dir`."""
+  return squad_features.cached_features(
+      os.path.join(work_dir, "predict_features"), dataset.examples, tokenizer,
       config.features, is_training=False).features
+
+
+def answer(model: BertSpanLabeler, strategy: tf.distribute.Strategy, config: SquadRunConfig,
+           dataset: squad_data.SquadDataset, features: list[squad_features.SquadFeature],
+           selected: dict[str, Any]) -> dict[str, Any]:
+  """Predictions of the predict file's questions and, when it has answers, their official
+  scores: {"predictions": [...], "scores": {...} or None}. Every worker computes them
+  (prediction is sharded over every replica: `fine_tuning.predict`)."""
   inputs = {name: np.stack([getattr(f, name) for f in features]) for name in INPUT_NAMES}
-  outputs = model.predict(inputs, batch_size=config.predict_batch_size, verbose=0)
+  outputs = fine_tuning.predict(model, strategy, inputs, config.predict_batch_size)
   predictions = squad_postprocess.postprocess_predictions(
       dataset.examples, features, outputs["start_logits"], outputs["end_logits"],
       config.postprocess)
-  paths = squad_postprocess.write_predictions(predictions, config.output_dir)
-  result = {"predictions": paths}
+  scores = None
   if any(e.answers or e.is_impossible for e in dataset.examples):
     null_odds = ({p.qas_id: p.null_score_diff for p in predictions}
                  if dataset.is_v2 else None)
     scores = squad_evaluation.evaluate(selected, {p.qas_id: p.text for p in predictions},
                                        dataset.version, null_odds)
-    paths["eval_results.json"] = os.path.join(config.output_dir, "eval_results.json")
-    atomic.write_json(paths["eval_results.json"], scores)
-    result["scores"] = scores
+  return {"predictions": predictions, "scores": scores}
+
+
+def predict(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
+            tokenizer: WordPieceTokenizer, config: SquadRunConfig,
+            dataset: squad_data.SquadDataset, selected: dict[str, Any], work_dir: str,
+            write: bool = True) -> dict[str, Any]:
+  """Answers the predict file's `dataset` and scores the answers against `selected` (its
+  JSON, as `read_squad_articles` returns it); with `write`, writes the prediction files and
+  eval_results.json."""
+  answered = answer(model, strategy, config, dataset,
+                    predict_features(tokenizer, config, dataset, work_dir), selected)
+  if write:
+    paths = squad_postprocess.write_predictions(answered["predictions"], config.output_dir)
+  else:
+    paths = {}
+  result = {"predictions": paths}
+  if answered["scores"] is not None:
+    if write:
+      paths["eval_results.json"] = os.path.join(config.output_dir, "eval_results.json")
+      atomic.write_json(paths["eval_results.json"], answered["scores"])
+    result["scores"] = answered["scores"]
   return result

@@ -28,9 +28,8 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.models import BertPretrainer
-from tfbert.pretraining import pretraining_run
 from tfbert.runtime import validation
-from tfbert.training import optimization
+from tfbert.training import optimization, training_loop
 from tools.benchmarks import benchmark, benchmark_report
 
 PRETRAINING_LOOPS = ("fit", "pretraining_run")
@@ -132,7 +131,7 @@ class _Trainer:
       self.model.build()  # Variables cannot be created inside the tf.range loop.
       self.model.optimizer.build(self.model.trainable_variables)
       self._iterator = iter(self.dataset)
-      self._micro_steps = pretraining_run.graph_micro_steps(
+      self._micro_steps = training_loop.graph_micro_steps(
           tf.distribute.get_strategy(), tf.function(self.model.train_step))
     count, ends = tf.constant(self.case.gradient_accumulation_steps), []
     for _ in range(applied_steps):

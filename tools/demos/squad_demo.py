@@ -21,6 +21,7 @@ from tfbert.squad import squad_export, squad_features, squad_postprocess, squad_
 from tools.demos.squad_synthetic import synthetic_squad, write_squad_json
 
 MAX_SEQ_LENGTH, DOC_STRIDE, MAX_QUERY_LENGTH = 64, 32, 16
+EVAL_EVERY_STEPS = 150  # Also the checkpoint interval: evaluation curves and resume points.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +33,7 @@ class SquadDemoSummary:
   baseline: dict
   scores: dict
   train: dict
+  evals: list  # metrics.jsonl's evaluation lines: {"step", "exact_match", "f1", ...}
   run_dir: str
   export_dir: str
   question: str
@@ -42,15 +44,20 @@ class SquadDemoSummary:
   def format(self) -> str:
     def score(s):
       return f"EM {s['exact_match']:.2f} / F1 {s['f1']:.2f}"
+    trained = (f" (loss {self.train['loss']:.4f}, {self.train['examples_per_second']:.0f} "
+               "examples/s)" if "loss" in self.train else " (done before: resumed finished run)")
     return "\n".join([
         f"SQuAD-format data: {self.train_questions} train / {self.dev_questions} dev questions "
         f"in {self.data_dir}",
         f"before fine-tuning (pretrained encoder, fresh span head): {score(self.baseline)}",
-        f"fine-tuned {self.train['steps']} steps (loss {self.train['loss']:.4f}, "
-        f"{self.train['examples_per_second']:.0f} examples/s): {score(self.scores)} "
+        f"fine-tuned {self.train['steps']} steps{trained}: {score(self.scores)} "
         "(reference SQuAD v1.1 evaluation)",
+        "evaluated during training (F1 by applied step): " +
+        ", ".join(f"{e['step']}: {e['f1']:.1f}" for e in self.evals),
         f"run directory: {self.run_dir} (predictions.json, nbest_predictions.json, "
-        "eval_results.json, TensorBoard: train/)",
+        "eval_results.json, best/ = the best F1's model, checkpoints/)",
+        f"rerun the same command to resume; view train and eval curves with: tensorboard "
+        f"--logdir {self.run_dir}",
         f"SavedModel: {self.export_dir} (signatures serving_default, answer_question)",
         f"served from the SavedModel: Q: {self.question!r}",
         f"  context: {self.context!r}",
@@ -98,7 +105,10 @@ def run_squad_demo(workdir: str, pretrained_checkpoint: str, epochs: float = 24.
       distribution_strategy="mirrored", num_cpu_devices=2, seed=1, verbose=0)
   baseline = squad_run.run_squad(base)
   trained = squad_run.run_squad(dataclasses.replace(
-      base, output_dir=run_dir, do_train=True, export_dir=export_dir))
+      base, output_dir=run_dir, do_train=True, export_dir=export_dir,
+      eval_every_steps=EVAL_EVERY_STEPS, save_checkpoints_steps=EVAL_EVERY_STEPS))
+  with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
+    evals = [row for row in map(json.loads, f) if row.get("split") == "eval"]
   with open(dev_file, encoding="utf-8") as f:
     paragraph = json.load(f)["data"][0]["paragraphs"][0]
   qa = paragraph["qas"][0]
@@ -108,7 +118,7 @@ def run_squad_demo(workdir: str, pretrained_checkpoint: str, epochs: float = 24.
       data_dir=data_dir, train_questions=_count_questions(train_file),
       dev_questions=_count_questions(dev_file),
       baseline=baseline["scores"], scores=trained["scores"], train=trained["train"],
-      run_dir=run_dir, export_dir=export_dir, question=qa["question"],
+      evals=evals, run_dir=run_dir, export_dir=export_dir, question=qa["question"],
       context=paragraph["context"], answer=served["answer"].numpy()[0].decode("utf-8"),
       gold=qa["answers"][0]["text"])
 

@@ -1,0 +1,217 @@
+"""Tests for tfbert.training.training_loop, through `fine_tuning.train` on a tiny classifier.
+
+Dropout is on (0.1) everywhere it matters: its masks are keyed by the checkpointed
+micro-step and the global replica id, so a resumed run, the `fit` path and the loop must
+draw the same masks. The data is random token ids with random labels: the loop's promises
+are about sameness, not learning (tests/classifier/classifier_run_test.py learns).
+"""
+
+import dataclasses
+import glob
+import json
+import os
+import signal
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfbert import BertClassifier, BertConfig
+from tfbert.training import distribution, fine_tuning, training_loop
+
+CONFIG = BertConfig(vocab_size=43, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                    intermediate_size=19, max_position_embeddings=13, type_vocab_size=2,
+                    hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+SEQ, CLASSES, EXAMPLES = 11, 3, 29
+
+
+def _examples():
+  rng = np.random.default_rng(5)
+  lengths = rng.integers(4, SEQ + 1, EXAMPLES)
+  mask = (np.arange(SEQ)[None] < lengths[:, None]).astype(np.int32)
+  features = {"input_ids": rng.integers(1, CONFIG.vocab_size, (EXAMPLES, SEQ)).astype(np.int32)
+              * mask, "input_mask": mask, "segment_ids": np.zeros((EXAMPLES, SEQ), np.int32)}
+  return features, {"logits": rng.integers(0, CLASSES, EXAMPLES).astype(np.int32)}
+
+
+def _config(tmp_path, name="run", **overrides):
+  values = dict(output_dir=str(tmp_path / name), do_train=True, train_batch_size=8,
+                gradient_accumulation_steps=2, learning_rate=3e-3, clip_norm=0.5, log_steps=2,
+                save_checkpoints_steps=3, seed=11)
+  return fine_tuning.FineTuningConfig(**{**values, **overrides})
+
+
+def _initial():
+  keras.utils.set_random_seed(2)
+  model = BertClassifier(CONFIG, CLASSES, dropout_rate=0.1)
+  model.build()
+  return model.get_weights()
+
+
+def _model(strategy, initial):
+  keras.utils.set_random_seed(2)  # The same layer seeds, so the same dropout streams.
+  with strategy.scope():
+    model = BertClassifier(CONFIG, CLASSES, dropout_rate=0.1)
+    model.build()
+  model.set_weights(initial)
+  return model
+
+
+def _strategy(replicas):
+  return distribution.create_strategy("one_device" if replicas == 1 else "mirrored", replicas)
+
+
+def _train(config, initial, replicas=1, steps=7, evaluate=None):
+  strategy = _strategy(replicas)
+  model = _model(strategy, initial)
+  result = fine_tuning.train(model, strategy, config, _examples(), EXAMPLES, steps=steps,
+                             total_steps=steps, evaluate=evaluate)
+  return model, result
+
+
+def _metrics(run_dir):
+  with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
+    return [{k: v for k, v in json.loads(line).items() if k != "examples_per_second"}
+            for line in f]
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_a_stopped_run_resumes_exactly_as_the_uninterrupted_one(tmp_path, replicas):
+  """Stopped at 5 (checkpoints at 3 and 5; the log window 5-6 cut in two), then resumed to 7:
+  weights and every log line equal the straight run's, bit for bit (deterministic float32:
+  the same ops on the same data and masks)."""
+  initial = _initial()
+  straight, result = _train(_config(tmp_path, "straight"), initial, replicas)
+  assert result["steps"] == 7 and result["finished"]
+  _, stopped = _train(_config(tmp_path, "split", stop_at_step=5), initial, replicas)
+  assert stopped["steps"] == 5 and not stopped["finished"]
+  resumed, result = _train(_config(tmp_path, "split"), initial, replicas)
+  assert result["steps"] == 7
+  for a, b in zip(straight.get_weights(), resumed.get_weights()):
+    np.testing.assert_array_equal(a, b)
+  assert _metrics(tmp_path / "split") == _metrics(tmp_path / "straight")
+  assert [r["step"] for r in _metrics(tmp_path / "straight")] == [2, 4, 6, 7]
+
+
+def test_the_loop_trains_as_keras_fit_does(tmp_path):
+  """The same `train_step`, data stream and dropout masks under `fit` (`compile_and_fit`)."""
+  initial = _initial()
+  looped, _ = _train(_config(tmp_path, "loop", save_checkpoints_steps=100), initial)
+  strategy = _strategy(1)
+  fitted = _model(strategy, initial)
+  config = _config(tmp_path, "fit")
+  summary = fine_tuning.compile_and_fit(
+      fitted, strategy, fine_tuning.shuffled_batches(_examples(), EXAMPLES, 4, config.seed),
+      dataclasses.replace(config, verbose=0), steps=7, total_steps=7, num_examples=EXAMPLES)
+  assert summary["steps"] == 7
+  moved = max(float(np.abs(a - b).max()) for a, b in zip(initial, fitted.get_weights()))
+  deviation = max(float(np.abs(a - b).max())
+                  for a, b in zip(looped.get_weights(), fitted.get_weights()))
+  # Two tf.functions around the same step may fuse float ops differently (~1e-7 relative,
+  # lifted by Adam to ~1e-6); other data, masks or schedules move weights by ~1e-2.
+  assert moved > 1e-2 and deviation < 1e-5, (moved, deviation)
+
+
+def test_checkpoints_rotate_and_keep_the_newest(tmp_path):
+  _train(_config(tmp_path, save_checkpoints_steps=1, keep_checkpoint_max=2), _initial(),
+         steps=5)
+  kept = sorted(glob.glob(str(tmp_path / "run" / "checkpoints" / "ckpt-*.index")))
+  assert [os.path.basename(p) for p in kept] == ["ckpt-4.index", "ckpt-5.index"]
+
+
+def _scripted(values):
+  """An evaluation returning `values` in turn ({"accuracy": v, "eval_loss": -v})."""
+  calls = iter(values)
+
+  def evaluate():
+    value = next(calls)
+    return {"accuracy": value, "eval_loss": -value}
+
+  return evaluate
+
+
+def test_evaluation_keeps_the_best_model_and_stops_early(tmp_path):
+  """Evaluations every 2 steps score 0.5, 0.7, 0.6, 0.65: with patience 2 the run stops at
+  step 8 (two evaluations after the best, at 4), keeps the model of step 4 in best/, and a
+  rerun trains no further."""
+  config = _config(tmp_path, eval_every_steps=2, best_metric="accuracy",
+                   early_stopping_patience=2, save_checkpoints_steps=100)
+  model, result = _train(config, _initial(), steps=20,
+                         evaluate=_scripted([0.5, 0.7, 0.6, 0.65, 0.9]))
+  assert result["steps"] == 8 and result["finished"] and result["stopped_early"]
+  evals = [r for r in _metrics(tmp_path / "run") if r.get("split") == "eval"]
+  assert [(r["step"], r["accuracy"]) for r in evals] == [(2, 0.5), (4, 0.7), (6, 0.6),
+                                                          (8, 0.65)]
+  best = tmp_path / "run" / fine_tuning.BEST_DIR
+  with open(best / "eval_results.json", encoding="utf-8") as f:
+    assert json.load(f) == {"step": 4, "best_metric": "accuracy", "accuracy": 0.7,
+                            "eval_loss": -0.7}
+  assert os.path.isfile(best / "model.keras")
+  assert os.path.isdir(tmp_path / "run" / "eval")  # TensorBoard's eval run beside train.
+  # A checkpoint was saved where it stopped; the rerun restores it and stops at once.
+  assert tf.train.latest_checkpoint(str(tmp_path / "run" / "checkpoints")).endswith("ckpt-8")
+  _, again = _train(config, _initial(), steps=20, evaluate=_scripted([]))
+  assert again["steps"] == 8 and again["stopped_early"]
+
+
+def test_a_loss_metric_is_minimized():
+  state = training_loop.EvalState()
+  assert state.improves(3.0, "eval_loss")
+  state.best_value.assign(3.0)
+  assert state.improves(2.0, "eval_loss") and not state.improves(4.0, "eval_loss")
+  assert state.improves(4.0, "accuracy") and not state.improves(2.0, "accuracy")
+
+
+def test_an_unknown_best_metric_names_the_evaluations_scalars(tmp_path):
+  config = _config(tmp_path, eval_every_steps=2, best_metric="f1")
+  with pytest.raises(ValueError, match=r"best_metric 'f1' is not among .*accuracy, eval_loss"):
+    _train(config, _initial(), evaluate=_scripted([0.5]))
+
+
+def test_sigterm_saves_at_the_step_reached_and_the_rerun_continues(tmp_path):
+  """SIGTERM during step 4's evaluation: the run saves at 4 and raises `Preempted` (the
+  tools' exit status 75); the rerun ends equal to the uninterrupted run."""
+  initial = _initial()
+  straight, _ = _train(_config(tmp_path, "straight", eval_every_steps=2), initial,
+                       evaluate=_scripted([0.1, 0.2, 0.3, 0.4]))
+
+  def signalling():
+    scores = _scripted([0.1, 0.2])
+    def evaluate():
+      result = scores()
+      if result["accuracy"] == 0.2:
+        os.kill(os.getpid(), signal.SIGTERM)
+      return result
+    return evaluate
+
+  config = _config(tmp_path, "preempted", eval_every_steps=2)
+  handler = signal.getsignal(signal.SIGTERM)
+  with pytest.raises(training_loop.Preempted) as preempted:
+    _train(config, initial, evaluate=signalling())
+  assert preempted.value.step == 4 and preempted.value.exit_status == 75
+  assert preempted.value.checkpoint.endswith("ckpt-4")
+  assert signal.getsignal(signal.SIGTERM) == handler  # The loop's handler is gone again.
+  resumed, _ = _train(config, initial, evaluate=_scripted([0.3, 0.4]))
+  for a, b in zip(straight.get_weights(), resumed.get_weights()):
+    np.testing.assert_array_equal(a, b)
+  assert _metrics(tmp_path / "preempted") == _metrics(tmp_path / "straight")
+
+
+@pytest.mark.parametrize("replicas, batch_size", [(1, 4), (2, 4), (2, 6)])
+def test_sharded_prediction_scores_every_example_once_in_order(replicas, batch_size):
+  """13 examples in global batches of 4 or 6 (the last padded): each output row is the
+  model's output on its own example, none dropped, none twice."""
+  strategy = _strategy(replicas)
+  model = _model(strategy, _initial())
+  features = {k: v[:13] for k, v in _examples()[0].items()}
+  outputs = fine_tuning.predict(model, strategy, features, batch_size)
+  assert outputs["logits"].shape == (13, CLASSES)
+  expected = model(features, training=False)["logits"].numpy()
+  # One example's logits do not depend on its batch mates: only float rounding of the
+  # batched matmuls differs (~1e-7).
+  np.testing.assert_allclose(outputs["logits"], expected, atol=1e-6)
+  # The examples' logits are far apart at that tolerance: a row moved, dropped or doubled
+  # would show.
+  gaps = np.abs(expected[:, None] - expected[None]).max(-1) + np.eye(13)
+  assert gaps.min() > 1e-5

@@ -1,0 +1,545 @@
+"""The training loop of every tfbert run: pretraining, SQuAD and classifier fine-tuning.
+
+`TrainingLoop` trains a compiled model by `strategy.run(model.train_step)` (the model's own
+step, with the `tfbert.training.optimization` stack's accumulation, clipping and loss
+scaling) on one device, `MirroredStrategy` or `MultiWorkerMirroredStrategy`, in chunks of
+micro-steps run by one `tf.function` each (`graph_micro_steps`); a chunk ends at every log,
+evaluation and checkpoint step. It is not `model.fit`: Keras 3's `fit` fails under
+`MultiWorkerMirroredStrategy` (keras-team/keras#20585), and `fit` cannot checkpoint its data
+position or resume within an epoch. The models still train with `compile` + `fit` on one
+device or mirrored.
+
+What the loop keeps in a run directory (the chief's; another worker keeps its checkpoints
+in `<directory>/.worker<i>/`, never over the chief's, and writes nothing else):
+
+  checkpoints/    model + optimizer (slots, accumulators, micro-step counter, loss scale) +
+                  the metrics since the last log (`metrics_window`) + the evaluation state
+                  (best value and step, evaluations since the best, whether the run stopped
+                  early) + the data position when the run has one to keep (a tf.data
+                  iterator), at every multiple of `save_checkpoints_steps` applied steps and
+                  where the run stops; `keep_checkpoint_max` of them. TF writes each under a
+                  temporary name and renames it; `remove_leftovers` removes what a kill left.
+  train/, eval/   TensorBoard events of the training metrics and of the evaluations (the
+                  same tags where they mean the same thing), so TensorBoard shows two runs.
+  metrics.jsonl   one line per log, {"step", ...scalars}, and per evaluation,
+                  {"step", "split": "eval", ...scalars}; a resumed run first drops the lines
+                  after its checkpoint, so the file is the uninterrupted run's.
+
+Steps are applied steps (the optimizer's `iterations`): a window that mixed_float16's loss
+scaling skips is followed by another, as `fit` did. Logs come at every multiple of
+`log_steps` and at `num_train_steps`; evaluations at every
+multiple of `eval_every_steps` and at `num_train_steps`, each before the checkpoint of its
+step. With `best_metric`, an evaluation that improves it calls `on_best` (the task keeps that
+model apart from the rotation); `early_stopping_patience` evaluations without improvement
+end the run there (a rerun of it then trains no further).
+
+Preemption: SIGTERM (what schedulers send before they take a machine) sets a flag that the
+loop reads at the end of every chunk; the workers agree on it (an all-reduce, so one
+signalled worker stops them all at the same step), save a checkpoint of that step and
+raise `Preempted`, which the tools turn into exit status `EXIT_PREEMPTED` (75, sysexits'
+EX_TEMPFAIL: try again). Rerunning the command resumes there. A chunk is at most
+`log_steps` applied steps, which bounds the wait.
+"""
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import re
+import signal
+import threading
+import time
+from typing import Callable, ContextManager, Optional
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from tfbert.runtime import atomic, validation
+from tfbert.runtime.progress import StepProgress
+from tfbert.training.accumulation import find_accumulator
+
+EXIT_PREEMPTED = 75  # sysexits.h EX_TEMPFAIL: a temporary failure; run the command again.
+# Windows in a row a mixed_float16 run may skip (gradients overflowed; the loss scale halves
+# each time, so 60 take 2**15 below 2**-44) before the run fails.
+MAX_SKIPPED_WINDOWS = 60
+
+
+class Preempted(Exception):
+  """The run was asked to stop (SIGTERM) and saved a checkpoint at `step`; rerun to resume.
+
+  `exit_status` is what a tool exits with (`tfbert.runtime.cli`).
+  """
+  exit_status = EXIT_PREEMPTED
+
+  def __init__(self, step: int, checkpoint: str):
+    super().__init__(f"preempted (SIGTERM): saved {checkpoint} at applied step {step}; run "
+                     "the same command again to resume")
+    self.step, self.checkpoint = step, checkpoint
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+  """How a run trains, logs, evaluates and saves; the run configs' fields of the same names.
+
+  Attributes:
+    num_train_steps: applied steps of the whole run.
+    train_batch_size: examples per applied step (all micro-steps, all replicas).
+    gradient_accumulation_steps: micro-steps per applied step.
+    log_steps: applied steps between logs.
+    save_checkpoints_steps: applied steps between checkpoints.
+    keep_checkpoint_max: checkpoints kept (the oldest are deleted).
+    eval_every_steps: applied steps between evaluations (0: only at the end, when the run
+      has an evaluation).
+    stop_at_step: stop there (after a checkpoint) instead of at `num_train_steps`.
+    best_metric: the evaluation scalar whose best value is kept ("" none); a name ending in
+      "loss" is minimized, any other maximized.
+    early_stopping_patience: stop after this many evaluations without a better
+      `best_metric` (0: never).
+    jit_compile: XLA-compile the per-replica step.
+    run_eagerly: run every step eagerly (debugging; the same numbers).
+    check_finite: fail on a non-finite logged loss (off for mixed_float16, whose loss
+      scaling skips overflowing steps by design).
+    verbose: 0: no progress lines; otherwise the chief prints one per log
+      (`tfbert.runtime.progress.StepProgress`).
+  """
+  num_train_steps: int
+  train_batch_size: int
+  gradient_accumulation_steps: int = 1
+  log_steps: int = 10
+  save_checkpoints_steps: int = 1000
+  keep_checkpoint_max: int = 5
+  eval_every_steps: int = 0
+  stop_at_step: Optional[int] = None
+  best_metric: str = ""
+  early_stopping_patience: int = 0
+  jit_compile: bool = False
+  run_eagerly: bool = False
+  check_finite: bool = True
+  verbose: int = 1
+
+  def __post_init__(self):
+    validation.validate(self)
+
+  def checks(self) -> list[validation.Check]:
+    return [
+        (self.log_steps >= 1 and self.save_checkpoints_steps >= 1,
+         f"log_steps ({self.log_steps}) and save_checkpoints_steps "
+         f"({self.save_checkpoints_steps}) must be >= 1"),
+        (self.keep_checkpoint_max >= 1,
+         f"keep_checkpoint_max ({self.keep_checkpoint_max}) must be >= 1"),
+        (self.eval_every_steps >= 0, f"eval_every_steps ({self.eval_every_steps}) must be >= 0"),
+        (self.early_stopping_patience >= 0 and (not self.early_stopping_patience
+                                                or self.best_metric),
+         f"early_stopping_patience ({self.early_stopping_patience}) must be >= 0, and > 0 "
+         "only with a best_metric"),
+        (self.stop_at_step is None or 0 < self.stop_at_step <= self.num_train_steps,
+         f"stop_at_step ({self.stop_at_step}) must be in [1, num_train_steps "
+         f"({self.num_train_steps})]"),
+        (not (self.run_eagerly and self.jit_compile), "run_eagerly and jit_compile exclude "
+         "each other"),
+    ]
+
+
+def minimized(metric: str) -> bool:
+  """Whether a smaller `metric` is better: names ending in "loss"."""
+  return metric.endswith("loss")
+
+
+class EvalState(tf.Module):
+  """The evaluation state a checkpoint keeps: best value and step, evaluations since."""
+
+  def __init__(self):
+    super().__init__(name="eval_state")
+    self.best_value = tf.Variable(float("nan"), dtype=tf.float64, trainable=False)
+    self.best_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
+    self.evals_since_best = tf.Variable(0, dtype=tf.int64, trainable=False)
+    self.stopped_early = tf.Variable(False, trainable=False)
+
+  def improves(self, value: float, metric: str) -> bool:
+    best = float(self.best_value.numpy())
+    if math.isnan(best):
+      return not math.isnan(value)
+    return value < best if minimized(metric) else value > best
+
+
+def graph_micro_steps(strategy: tf.distribute.Strategy, train_step):
+  """The training loop's unit: `micro_steps(iterator, count)`, one `tf.function`.
+
+  It runs `count` (an int Tensor) micro-steps, `strategy.run(train_step)` on the
+  iterator's next batch each, in a `tf.range` loop: one call per chunk of steps instead of
+  one per micro-step. `tools.benchmarks.benchmark` times this same loop.
+  """
+
+  @tf.function
+  def micro_steps(iterator, count):
+    for _ in tf.range(count):
+      strategy.run(train_step, args=(next(iterator),))
+
+  return micro_steps
+
+
+def is_checkpoint_temporary(name: str) -> bool:
+  """Whether a name under checkpoints/ is what TF leaves when killed while saving.
+
+  `ckpt-N_temp/` (a sharded save's parts before the merge), `*.tempstate<digits>` (a
+  tensor bundle before its rename), `checkpoint.tmp<hex>` (the state file before its rename).
+  """
+  return bool(re.fullmatch(r".+_temp|.+\.tempstate\d+|checkpoint\.tmp[0-9a-f]+", name))
+
+
+def truncate_metrics(log_dir: str, step: int) -> None:
+  """Keeps the metrics.jsonl lines of steps <= `step` (the restored one; 0: none).
+
+  Lines after the restored checkpoint will be logged again; a last line cut by a kill is
+  not JSON and goes too.
+  """
+  path = os.path.join(log_dir, "metrics.jsonl")
+  if not os.path.exists(path):
+    return
+  kept = []
+  with open(path, encoding="utf-8") as f:
+    for line in f:
+      try:
+        row = json.loads(line)
+      except json.JSONDecodeError:
+        continue
+      if line.endswith("\n") and row["step"] <= step:
+        kept.append(line)
+  atomic.write_text(path, "".join(kept))
+
+
+def write_scalars(writer: tf.summary.SummaryWriter, log_dir: str, head: dict,
+                  scalars: dict) -> None:
+  """`scalars` to TensorBoard at head["step"] and as a metrics.jsonl line."""
+  with writer.as_default(step=head["step"]):
+    for name, value in scalars.items():
+      tf.summary.scalar(name, value)
+  writer.flush()
+  with open(os.path.join(log_dir, "metrics.jsonl"), "a", encoding="utf-8") as f:
+    f.write(json.dumps({**head, **scalars}) + "\n")  # A kill may cut it: `truncate_metrics`.
+
+
+def own_directory(directory: str, is_chief: bool, worker_index: int) -> str:
+  """`directory` for the chief; `<directory>/.worker<i>` for another worker."""
+  return directory if is_chief else os.path.join(directory, f".worker{worker_index}")
+
+
+class _SigtermFlag:
+  """Sets `raised` on SIGTERM while entered (main thread only; elsewhere a no-op)."""
+
+  def __init__(self):
+    self.raised = False
+    self._previous = None
+
+  def __enter__(self):
+    if threading.current_thread() is threading.main_thread():
+      self._previous = signal.signal(signal.SIGTERM, self._handle)
+    return self
+
+  def _handle(self, signum, frame):
+    del signum, frame
+    self.raised = True
+    logging.info("SIGTERM: saving a checkpoint at the end of this chunk of steps")
+
+  def __exit__(self, *exc):
+    if self._previous is not None:
+      signal.signal(signal.SIGTERM, self._previous)
+
+
+class TrainingLoop:
+  """Trains, logs, evaluates, checkpoints and resumes one run (see the module docstring).
+
+  Args:
+    strategy: the run's strategy; `model` and its optimizer were built in its scope.
+    model: a model compiled with its optimizer; `model.train_step(batch)` is one micro-step
+      and `model.metrics` its running metrics (`get_metrics_result`, `reset_metrics`).
+    config: how to train, log, evaluate and save.
+    directory: the run directory (the chief's).
+    num_workers, worker_index, is_chief: this process's place in the cluster.
+    data_position: a trackable (a tf.data iterator) checkpointed as "data_position", or None
+      when the caller positions its data from the restored step.
+    evaluate: returns the evaluation scalars (every worker calls it: it may use
+      collectives); None: no evaluation.
+    on_best: called by the chief with (step, scalars) when `best_metric` improves.
+    data_errors: a context manager around every chunk (to name the file of a data error).
+  """
+
+  def __init__(self, strategy: tf.distribute.Strategy, model: keras.Model, config: LoopConfig,
+               directory: str, *, num_workers: int = 1, worker_index: int = 0,
+               is_chief: bool = True, data_position=None,
+               evaluate: Optional[Callable[[], dict]] = None,
+               on_best: Optional[Callable[[int, dict], None]] = None,
+               data_errors: Callable[[], ContextManager] = contextlib.nullcontext):
+    self.strategy, self.model, self.config = strategy, model, config
+    self.optimizer = model.optimizer
+    self.directory = directory
+    self.num_workers, self.worker_index, self.is_chief = num_workers, worker_index, is_chief
+    self.evaluate, self.on_best, self.data_errors = evaluate, on_best, data_errors
+    self.metrics_window = _metrics_window(strategy, model)
+    self.eval_state = EvalState()
+    objects = dict(model=model, optimizer=self.optimizer, metrics_window=self.metrics_window,
+                   eval_state=self.eval_state)
+    self.data_position = data_position
+    if data_position is not None:
+      objects["data_position"] = data_position
+    self.manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(**objects), os.path.join(self.own_directory, "checkpoints"),
+        config.keep_checkpoint_max)
+    self.writer = self.eval_writer = None
+    if is_chief:
+      self.writer = tf.summary.create_file_writer(os.path.join(directory, "train"))
+      if evaluate is not None:
+        self.eval_writer = tf.summary.create_file_writer(os.path.join(directory, "eval"))
+    self.progress = None
+
+  @property
+  def own_directory(self) -> str:
+    return own_directory(self.directory, self.is_chief, self.worker_index)
+
+  @property
+  def step(self) -> int:
+    """Applied steps so far."""
+    return int(self.optimizer.iterations.numpy())
+
+  @property
+  def micro_step(self) -> int:
+    """Micro-steps so far (the accumulator's counter; applied steps without one)."""
+    accumulator = find_accumulator(self.optimizer)
+    return self.step if accumulator is None else int(accumulator.micro_step.numpy())
+
+  @property
+  def stopped_early(self) -> bool:
+    return bool(self.eval_state.stopped_early.numpy())
+
+  @property
+  def finished(self) -> bool:
+    """Whether the run is complete: all its steps, or stopped early."""
+    return self.step >= self.config.num_train_steps or self.stopped_early
+
+  def remove_leftovers(self) -> list[str]:
+    """Removes checkpoint temporaries a killed run left (a rerun's first act); returns them."""
+    checkpoints = os.path.join(self.own_directory, "checkpoints")
+    removed = []
+    for name in sorted(os.listdir(checkpoints)) if os.path.isdir(checkpoints) else []:
+      if is_checkpoint_temporary(name):
+        atomic.remove_quietly(os.path.join(checkpoints, name))
+        removed.append(os.path.join(checkpoints, name))
+    return removed
+
+  def restore(self) -> tuple[int, bool]:
+    """Restores the latest checkpoint, if any: (applied step, whether it held the data position).
+
+    (0, False) without a checkpoint. The chief then drops the metrics.jsonl lines after
+    the restored step.
+
+    Model and optimizer must match. The metrics window, the evaluation state and the data
+    position are restored when the checkpoint has them (one written before tfbert kept
+    them resumes without).
+
+    Raises:
+      ValueError: the checkpoint belongs to another model.
+    """
+    path = self.manager.latest_checkpoint
+    held_position = False
+    if path:
+      saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+      objects = {"model": self.model, "optimizer": self.optimizer}
+      optional = {"metrics_window": self.metrics_window, "eval_state": self.eval_state,
+                  "data_position": self.data_position}
+      objects.update({k: v for k, v in optional.items() if k in saved and v is not None})
+      try:
+        tf.train.Checkpoint(**objects).restore(path).assert_existing_objects_matched()
+      except (ValueError, AssertionError) as error:
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ValueError(f"{path} cannot be restored into this model ({first_line}): the run "
+                         f"in {self.directory} trained another model; use another directory"
+                         ) from None
+      if "metrics_window" in objects:
+        for copy, parts in zip(self.metrics_window.values,
+                               _metric_parts(self.strategy, self.model)):
+          for part, value in zip(parts, tf.unstack(copy)):
+            part.assign(value)
+      held_position = "data_position" in objects
+      logging.info(f"resumed from {path} at applied step {self.step}")
+    if self.is_chief:
+      truncate_metrics(self.directory, self.step)
+    return self.step, held_position
+
+  def save(self) -> str:
+    """Writes a checkpoint of the current applied step; returns its path."""
+    for copy, parts in zip(self.metrics_window.values, _metric_parts(self.strategy, self.model)):
+      copy.assign(tf.stack([part.read_value() for part in parts]))
+    return self.manager.save(checkpoint_number=self.step)
+
+  def train(self, batches) -> dict:
+    """Trains from the current step to `stop_at_step` or the end; returns the last log.
+
+    Args:
+      batches: per-replica micro-batches (`tfbert.training.distribution.LocalBatches`).
+
+    Returns:
+      The last log's scalars and "step" (and "eval": the last evaluation's scalars). A run
+      stopped inside a log window returns the metrics so far, not written.
+
+    Raises:
+      Preempted: after SIGTERM, once the checkpoint of the step reached is saved.
+      FloatingPointError: a non-finite logged loss (with `check_finite`).
+    """
+    c = self.config
+    train_step = tf.function(self.model.train_step, jit_compile=c.jit_compile)
+    micro_steps = graph_micro_steps(self.strategy, train_step)
+
+    def eager_micro_steps(iterator, count):
+      for _ in range(int(count)):
+        self.strategy.run(self.model.train_step, args=(next(iterator),))
+
+    if c.run_eagerly:  # Also the optimizer's and accumulator's own tf.functions.
+      tf.config.run_functions_eagerly(True)
+    try:
+      with _SigtermFlag() as sigterm:
+        return self._loop(batches, eager_micro_steps if c.run_eagerly else micro_steps,
+                          sigterm)
+    finally:
+      tf.config.run_functions_eagerly(False)
+
+  def _loop(self, batches, micro_steps, sigterm: _SigtermFlag) -> dict:
+    c = self.config
+    step, last = self.step, {}
+    stop = c.stop_at_step or c.num_train_steps
+    if self.stopped_early:
+      logging.info(f"the run stopped early at applied step {step} (early_stopping_patience); "
+                   "nothing more to train")
+      return {"step": step, "stopped_early": True}
+    if self.is_chief and c.verbose:
+      self.progress = StepProgress(c.num_train_steps, start_step=step)
+    logged_step, seconds = step, 0.0  # The log window: since logged_step, in seconds.
+    stalled = 0  # Windows in a row that applied no step.
+    while step < stop:
+      chunk = min(_to_multiple(step, c.log_steps), _to_multiple(step, c.save_checkpoints_steps),
+                  stop - step)
+      if c.eval_every_steps and self.evaluate is not None:
+        chunk = min(chunk, _to_multiple(step, c.eval_every_steps))
+      start = time.perf_counter()
+      with self.data_errors():
+        micro_steps(batches, tf.constant(chunk * c.gradient_accumulation_steps))
+      seconds += time.perf_counter() - start
+      # Applied steps: a window whose gradients overflowed (mixed_float16) applies nothing,
+      # and the run trains another in its place.
+      stalled = stalled + chunk if self.step == step else 0
+      if stalled > MAX_SKIPPED_WINDOWS:
+        raise FloatingPointError(f"{stalled} windows in a row after applied step {step} had "
+                                 "non-finite gradients at every loss scale")
+      step = self.step
+      if step % c.log_steps == 0 or step == c.num_train_steps:
+        last = self._log(self.step, (step - logged_step) * c.train_batch_size / seconds,
+                         logged_step)
+        logged_step, seconds = step, 0.0
+      if self.evaluate is not None and (step == c.num_train_steps or (
+          c.eval_every_steps and step % c.eval_every_steps == 0)):
+        last = {**last, "eval": self._evaluate(step)}  # Before the checkpoint of step.
+      stopping = self.stopped_early
+      if step % c.save_checkpoints_steps == 0 or step == stop or stopping:
+        self.save()
+      if stopping:
+        logging.info(f"early stopping at applied step {step}: {c.best_metric} did not improve "
+                     f"in {c.early_stopping_patience} evaluations (best "
+                     f"{float(self.eval_state.best_value.numpy()):.4f} at applied step "
+                     f"{int(self.eval_state.best_step.numpy())})")
+        last["stopped_early"] = True
+        break
+      if step < stop and self._preempted(sigterm):
+        raise Preempted(step, self.save())
+    if logged_step != step:  # Stopped inside a log window: its metrics so far, not written.
+      last = {**last, "step": self.step, **self._scalars(float("nan"))}
+    return last
+
+  def _preempted(self, sigterm: _SigtermFlag) -> bool:
+    """Whether any worker got SIGTERM (an all-reduce across workers)."""
+    if self.num_workers == 1:
+      return sigterm.raised
+    flag = tf.constant(1 if sigterm.raised else 0, tf.int32)
+    # One value per worker (on its first local replica): the sum counts signalled workers.
+    local = self.strategy.num_replicas_in_sync // self.num_workers
+    values = self.strategy.experimental_distribute_values_from_function(
+        lambda context: flag if context.replica_id_in_sync_group % local == 0 else
+        tf.constant(0, tf.int32))
+    total = self.strategy.reduce(tf.distribute.ReduceOp.SUM, values, axis=None)
+    return int(total.numpy()) > 0
+
+  def _scalars(self, examples_per_second: float) -> dict:
+    result = {k: float(v) for k, v in self.model.get_metrics_result().items()}
+    accumulator = find_accumulator(self.optimizer)
+    result["learning_rate"] = float(self.optimizer.learning_rate)
+    if accumulator is not None:
+      result["gradient_norm"] = float(accumulator.gradient_norm.numpy())
+      result["skipped_windows"] = float(accumulator.skipped_windows.numpy())
+    result["examples_per_second"] = examples_per_second
+    if hasattr(self.optimizer, "dynamic_scale"):
+      result["loss_scale"] = float(self.optimizer.dynamic_scale.numpy())
+    return result
+
+  def _log(self, step: int, examples_per_second: float, previous_step: int) -> dict:
+    scalars = self._scalars(examples_per_second)
+    self.model.reset_metrics()
+    if not math.isfinite(scalars["loss"]) and self.config.check_finite:
+      raise FloatingPointError(f"non-finite loss ({scalars['loss']}) in applied steps "
+                               f"{previous_step + 1}..{step}")
+    if self.is_chief:
+      write_scalars(self.writer, self.directory, {"step": step}, scalars)
+      if self.progress is not None:
+        self.progress.update(step, scalars)
+    return {"step": step, **scalars}
+
+  def _evaluate(self, step: int) -> dict:
+    """Runs the evaluation; the chief logs it; keeps the best (`best_metric`)."""
+    start = time.perf_counter()
+    scalars = {k: float(v) for k, v in self.evaluate().items()}
+    if self.is_chief:
+      write_scalars(self.eval_writer, self.directory, {"step": step, "split": "eval"}, scalars)
+      logging.info(f"eval at applied step {step} ({time.perf_counter() - start:.1f} s): " +
+                   ", ".join(f"{name} {value:.4f}" for name, value in scalars.items()))
+    metric = self.config.best_metric
+    if metric:
+      if metric not in scalars:
+        raise ValueError(f"best_metric {metric!r} is not among the evaluation's scalars "
+                         f"({', '.join(sorted(scalars))})")
+      state = self.eval_state
+      if state.improves(scalars[metric], metric):
+        state.best_value.assign(scalars[metric])
+        state.best_step.assign(step)
+        state.evals_since_best.assign(0)
+        if self.is_chief and self.on_best is not None:
+          self.on_best(step, scalars)
+      else:
+        state.evals_since_best.assign_add(1)
+        patience = self.config.early_stopping_patience
+        if patience and int(state.evals_since_best.numpy()) >= patience:
+          state.stopped_early.assign(True)
+    return scalars
+
+
+def _to_multiple(step: int, every: int) -> int:
+  """Steps from `step` to the next multiple of `every`."""
+  return every - step % every
+
+
+def _metrics_window(strategy: tf.distribute.Strategy, model: keras.Model) -> tf.Module:
+  """Checkpointable copies of the metrics' per-replica state (one [local replicas] each).
+
+  Keras keeps metric variables out of a `tf.train.Checkpoint`, and restoring a sum over
+  replicas would split it evenly among them (different float sums); so `save` copies each
+  replica's own values here and `restore` puts them back, and a log window cut by a
+  checkpoint logs the uninterrupted run's values after a resume.
+  """
+  window = tf.Module(name="metrics_window")
+  window.values = [tf.Variable(tf.zeros([len(parts)], parts[0].dtype), trainable=False)
+                   for parts in _metric_parts(strategy, model)]
+  return window
+
+
+def _metric_parts(strategy: tf.distribute.Strategy, model: keras.Model) -> list:
+  """For each metric variable, its local per-replica variables."""
+  return [strategy.experimental_local_results(variable.value)
+          for tracker in model.metrics for variable in tracker.variables]
