@@ -15,8 +15,16 @@ WORKDIR = flags.DEFINE_string("workdir", "runs/align",
                               "Where the runs, report.json and alignment.png are written.")
 BERT_CONFIG_FILE = flags.DEFINE_string(
     "bert_config_file", None, "bert_config.json of the model (default: the main job's small BERT).")
+TASK = flags.DEFINE_enum(
+    "task", "pretraining", ["pretraining", "squad", "classifier"],
+    "What every variant trains: pretraining, or fine-tuning through run_squad / "
+    "run_classifier (AdamW: pass --optimizer=adamw; no warmup; graph execution).")
 INPUT_FILES = flags.DEFINE_list(
     "input_files", None, "Pretraining TFRecord globs (default: made from pydoc_data.topics).")
+TRAIN_FILE = flags.DEFINE_string(
+    "train_file", None, "Fine-tuning data: SQuAD JSON (default for --task=squad: the main "
+    "job's synthetic set) or a GLUE-format TSV of --task_name (needed for --task=classifier).")
+TASK_NAME = flags.DEFINE_string("task_name", "mrpc", "The GLUE task of --task=classifier.")
 STEPS = flags.DEFINE_integer("steps", 20, "Applied steps of every variant.")
 TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 32, "Global sequences per step.")
 MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 64, "Sequence length of the data.")

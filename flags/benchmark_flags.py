@@ -7,7 +7,7 @@ from flags import common_flags
 BENCHMARK = flags.DEFINE_enum(
     "benchmark", "accumulation",
     ["accumulation", "pretraining", "squad", "input_pipeline", "postprocess", "matmul",
-     "kernels", "resume"],
+     "kernels", "resume", "fine_tuning"],
     "What to measure. accumulation: k micro-steps of b vs one step of k*b (examples/s, peak "
     "RSS). pretraining / squad: tfbert's training step (MLM+NSP / span labeler) against TF "
     "Model Garden's on the same config and batch, alternated --repeats times, each run in its "
@@ -19,7 +19,9 @@ BENCHMARK = flags.DEFINE_enum(
     "kernels: tfbert's fused kernels against the unfused ops they replace, alternated "
     "--repeats times in one process (ms per call, speed-up). resume: seconds from a "
     "pretraining rerun's start to its first trained step, resuming near the start and "
-    "--resume_far_sequences in, with and without the checkpointed data position.")
+    "--resume_far_sequences in, with and without the checkpointed data position. "
+    "fine_tuning: SQuAD fine-tuning examples/s through tfbert's training loop against Keras "
+    "fit (the path it replaced), alternated --repeats times (the loop/fit ratio).")
 
 # Model and input shape; unset means the benchmark's default config (tools.benchmarks.benchmark.
 # DEFAULT_CASES): pretraining, input_pipeline and accumulation L4/H256/A4/I1024, S128,
@@ -100,6 +102,11 @@ RESUME_NEAR_SEQUENCES = flags.DEFINE_integer(
 RESUME_FAR_SEQUENCES = flags.DEFINE_integer(
     "resume_far_sequences", 10_000_000, "resume: consumed sequences at the far checkpoint "
     "(reached by reading, not training: pretraining_run.fast_forward).")
+
+# fine_tuning.
+FINE_TUNING_STEPS = flags.DEFINE_list(
+    "fine_tuning_steps", ["5", "25"], "fine_tuning: the short and long run lengths (applied "
+    "steps) whose time difference is the step time.")
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).
 flags.adopt_module_key_flags(common_flags)

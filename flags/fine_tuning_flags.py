@@ -53,6 +53,8 @@ DISTRIBUTION_STRATEGY = flags.DEFINE_enum("distribution_strategy", "one_device",
                                           "writes the outputs).")
 NUM_CPU_DEVICES = flags.DEFINE_integer("num_cpu_devices", 1,
                                        "Logical CPU devices to create (for mirrored on CPU).")
+JIT_COMPILE = flags.DEFINE_bool("jit_compile", False,
+                                "Compile the training step with XLA (one device; GPUs).")
 SEED = flags.DEFINE_integer("seed", 12345, "Seed of initialization, dropout and shuffling.")
 LOG_STEPS = flags.DEFINE_integer("log_steps", 10,
                                  "Applied steps between TensorBoard loss points (as in "

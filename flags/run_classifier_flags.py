@@ -21,6 +21,7 @@ from flags.fine_tuning_flags import (  # noqa: F401  (re-exported for the tool)
     INIT_CHECKPOINT,
     INIT_HF_DIR,
     INIT_TFBERT,
+    JIT_COMPILE,
     KEEP_CHECKPOINT_MAX,
     LEARNING_RATE,
     LOG_STEPS,

@@ -66,6 +66,12 @@ EVAL_BATCH_SIZE = flags.DEFINE_integer("eval_batch_size", 8,
 MAX_EVAL_STEPS = flags.DEFINE_integer(
     "max_eval_steps", 100, "Most batches per evaluation (fewer if the eval files hold "
     "fewer full batches per worker).")
+BEST_METRIC = flags.DEFINE_string(
+    "best_metric", "", "Held-out scalar whose best model is kept in model_dir/best (Google "
+    "checkpoint + eval_results.json); names ending in 'loss' are minimized. Default: loss.")
+EARLY_STOPPING_PATIENCE = flags.DEFINE_integer(
+    "early_stopping_patience", 0, "Stop after this many evaluations without a better "
+    "--best_metric (0: never).")
 EXPORT_DIR = flags.DEFINE_string("export_dir", None,
                                  "SavedModel + Google checkpoint export "
                                  "(default model_dir/export).")

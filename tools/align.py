@@ -2,6 +2,8 @@
 
   bash bootstrap.sh python tools/align.py --variants=graph,eager,xla --steps=20
   bash bootstrap.sh python tools/align.py --variants=graph,accumulate4,mirrored,resume7
+  bash bootstrap.sh python tools/align.py --task=squad --optimizer=adamw \
+      --variants=graph,accumulate4,mirrored,workers,resume5 --steps=10
 
 Writes WORKDIR/report.json, WORKDIR/alignment.png and one run directory per variant
 (`tensorboard --logdir WORKDIR/runs`). Exits 0 only when every variant is within its
@@ -18,7 +20,7 @@ from tfbert.alignment import alignment, alignment_run
 from tfbert.config import BertConfig
 from tfbert.runtime import cli
 from tfbert.training import optimization
-from tools.demos import pretraining_demo
+from tools.demos import pretraining_demo, squad_demo
 
 
 def default_input_files(workdir: str) -> list[str]:
@@ -33,8 +35,19 @@ def default_input_files(workdir: str) -> list[str]:
   return [os.path.join(data_dir, "*.tfrecord")]
 
 
+def default_train_file(workdir: str) -> str:
+  """The main job's synthetic SQuAD training set, made once in WORKDIR/squad_data."""
+  return squad_demo.make_data(os.path.join(workdir, "squad_data"))[0]
+
+
 def main(argv):
   del argv
+  task = f.TASK.value
+  if task == "classifier" and not f.TRAIN_FILE.value:
+    raise app.UsageError("--task=classifier needs --train_file (a GLUE-format TSV of "
+                         "--task_name)")
+  train_file = f.TRAIN_FILE.value or (default_train_file(f.WORKDIR.value)
+                                      if task == "squad" else None)
   tolerances = {}
   for item in f.TOLERANCES.value:
     kind, _, value = item.partition("=")
@@ -42,7 +55,8 @@ def main(argv):
   config = alignment.AlignmentConfig(
       bert_config=(BertConfig.from_json_file(f.BERT_CONFIG_FILE.value)
                    if f.BERT_CONFIG_FILE.value else pretraining_demo.SMALL_BERT),
-      input_files=f.INPUT_FILES.value or default_input_files(f.WORKDIR.value),
+      input_files=(f.INPUT_FILES.value or default_input_files(f.WORKDIR.value)
+                   if task == "pretraining" else ()),
       variants=[alignment.parse_variant(v) for v in f.VARIANTS.value], steps=f.STEPS.value,
       train_batch_size=f.TRAIN_BATCH_SIZE.value, max_seq_length=f.MAX_SEQ_LENGTH.value,
       max_predictions_per_seq=f.MAX_PREDICTIONS_PER_SEQ.value,
@@ -51,7 +65,8 @@ def main(argv):
           momentum=f.MOMENTUM.value, num_warmup_steps=f.NUM_WARMUP_STEPS.value,
           num_train_steps=f.STEPS.value,
           weight_decay_rate=f.WEIGHT_DECAY_RATE.value, clip_norm=f.CLIP_NORM.value or None),
-      seed=f.SEED.value, tolerances=tolerances, compare_weights=f.COMPARE_WEIGHTS.value)
+      seed=f.SEED.value, tolerances=tolerances, compare_weights=f.COMPARE_WEIGHTS.value,
+      task=task, train_file=train_file, task_name=f.TASK_NAME.value)
   report = alignment_run.run_alignment(config, f.WORKDIR.value)
   print(f"report: {os.path.join(f.WORKDIR.value, 'report.json')}; plot: "
         f"{os.path.join(f.WORKDIR.value, 'alignment.png')}; "

@@ -15,6 +15,7 @@
   bash bootstrap.sh python tools/benchmark.py --benchmark=matmul
   bash bootstrap.sh python tools/benchmark.py --benchmark=kernels --repeats=5
   bash bootstrap.sh python tools/benchmark.py --benchmark=resume --repeats=3
+  bash bootstrap.sh python tools/benchmark.py --benchmark=fine_tuning --batch_size=16 --repeats=3
 
 Prints Markdown rows for BENCHMARKS.md, after a line naming the machine and the stack.
 """
@@ -30,6 +31,7 @@ from tools.benchmarks import (
   benchmark,
   benchmark_accumulation,
   benchmark_data,
+  benchmark_fine_tuning,
   benchmark_floor,
   benchmark_kernels,
   benchmark_mfu,
@@ -127,11 +129,20 @@ def resume() -> str:
     return benchmark_resume.format_result(benchmark_resume.measure(case, temp))
 
 
+def fine_tuning() -> str:
+  short, long = (int(v) for v in f.FINE_TUNING_STEPS.value)
+  case = benchmark_fine_tuning.FineTuningCase(
+      **_shape_overrides(), batch_size=f.BATCH_SIZE.value, short_steps=short, long_steps=long,
+      rounds=f.REPEATS.value, dtype=f.DTYPE.value)
+  return benchmark_fine_tuning.format_result(benchmark_fine_tuning.measure(case))
+
+
 def main(argv):
   del argv
   runs = {"accumulation": accumulation, "pretraining": lambda: training_step("pretraining"),
           "squad": lambda: training_step("squad"), "input_pipeline": input_pipeline,
-          "postprocess": postprocess, "matmul": matmul, "kernels": kernels, "resume": resume}
+          "postprocess": postprocess, "matmul": matmul, "kernels": kernels, "resume": resume,
+          "fine_tuning": fine_tuning}
   print(benchmark_report.machine_description() + "\n")
   print(runs[f.BENCHMARK.value]())
 

@@ -35,7 +35,8 @@ def main(argv):
       keep_checkpoint_max=f.KEEP_CHECKPOINT_MAX.value, log_steps=f.LOG_STEPS.value,
       eval_input_files=f.EVAL_INPUT_FILES.value,
       eval_every_steps=f.EVAL_EVERY_STEPS.value, eval_batch_size=f.EVAL_BATCH_SIZE.value,
-      max_eval_steps=f.MAX_EVAL_STEPS.value, export_dir=f.EXPORT_DIR.value,
+      max_eval_steps=f.MAX_EVAL_STEPS.value, best_metric=f.BEST_METRIC.value,
+      early_stopping_patience=f.EARLY_STOPPING_PATIENCE.value, export_dir=f.EXPORT_DIR.value,
       allow_config_change=run_directory_flags.ALLOW_CONFIG_CHANGE.value)
   print(run_pretraining(config, common_flags.flagfile(f))["summary"], flush=True)
 

@@ -38,6 +38,7 @@ def main(argv):
       weight_decay_rate=f.WEIGHT_DECAY_RATE.value, clip_norm=f.CLIP_NORM.value or None,
       gradient_accumulation_steps=f.GRADIENT_ACCUMULATION_STEPS.value, dtype=f.DTYPE.value,
       distribution_strategy=f.DISTRIBUTION_STRATEGY.value, num_cpu_devices=f.NUM_CPU_DEVICES.value,
+      jit_compile=f.JIT_COMPILE.value,
       seed=f.SEED.value, log_steps=f.LOG_STEPS.value,
       save_checkpoints_steps=f.SAVE_CHECKPOINTS_STEPS.value,
       keep_checkpoint_max=f.KEEP_CHECKPOINT_MAX.value, eval_every_steps=f.EVAL_EVERY_STEPS.value,

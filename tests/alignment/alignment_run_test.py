@@ -6,6 +6,7 @@ tolerance while really differing from float32; a known-wrong set-up (per-micro-b
 normalization under accumulation) must be caught.
 """
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ from tfbert.checkpoints import pretrained
 from tfbert.config import BertConfig
 from tfbert.pretraining import pretraining_data
 from tfbert.training import optimization
+from tools.demos.squad_synthetic import synthetic_squad
 
 ROOT = helpers.ROOT
 SEQ, PRED = 32, 5
@@ -151,3 +153,56 @@ def _tiny_config_file(tmp_path):
   path = str(tmp_path / "bert_config.json")
   TINY.to_json_file(path)
   return path
+
+
+FINE_TUNING_ADAMW = optimization.OptimizerConfig(optimizer="adamw", learning_rate=1e-3,
+                                                 clip_norm=0.5)
+
+
+def _fine_tuning_config(task, train_file, variants, steps=4, **overrides):
+  return AlignmentConfig(
+      bert_config=TINY, input_files=(), variants=[alignment.parse_variant(v) for v in variants],
+      steps=steps, train_batch_size=8, max_seq_length=SEQ, optimizer=FINE_TUNING_ADAMW,
+      task=task, train_file=train_file, **overrides)
+
+
+@pytest.mark.slow  # ~2 min: 5 SQuAD fine-tuning runs, two of them worker processes.
+def test_squad_fine_tuning_agrees_across_accumulation_replicas_workers_and_resume(tmp_path):
+  """Through `run_squad` itself: big batch, 4 micro-batches, 2 replicas, 2 worker processes
+  and stop-and-resume give the same per-step losses and final weights (float32, 1e-5)."""
+  train = tmp_path / "train.json"
+  train.write_text(json.dumps(synthetic_squad(12, seed=3)))
+  variants = ["graph", "accumulate4", "mirrored", "workers", "resume2"]
+  report = alignment_run.run_alignment(_fine_tuning_config("squad", str(train), variants),
+                                       str(tmp_path), plot=False, log=lambda _: None)
+  assert report["passed"], report["pairs"]
+  assert report["task"] == "squad"
+  for name, pair in _pairs(report).items():
+    assert pair["max_rel_deviation"] <= 1e-5 and pair["weights_max_rel_deviation"] <= 1e-5, name
+  losses = report["losses"]["graph"]
+  assert len(losses) == 4 and losses[-1] < losses[0]  # It trains.
+  assert os.path.isdir(tmp_path / "runs" / "workers" / ".worker1")  # The second process.
+  checkpoints = os.listdir(tmp_path / "runs" / "resume2" / "checkpoints")
+  assert "ckpt-2.index" in checkpoints and "ckpt-4.index" in checkpoints
+
+
+@pytest.mark.slow  # ~1 min: 4 classifier fine-tuning runs.
+def test_classifier_fine_tuning_agrees_and_a_wrong_setup_differs(tmp_path):
+  """Accumulation, replicas and resume agree; a variant with another seed (another data
+  order) is caught, so agreement is not vacuous."""
+  train = tmp_path / "train.tsv"
+  rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"] + [
+      f"{i % 2}\t{i}\t{i + 100}\tthe {i} apples are red\tthere are {i % 7} pears"
+      for i in range(40)]
+  train.write_text("\n".join(rows) + "\n")
+  config = _fine_tuning_config("classifier", str(train),
+                               ["graph", "accumulate2", "mirrored", "resume2"])
+  report = alignment_run.run_alignment(config, str(tmp_path / "same"), plot=False,
+                                       log=lambda _: None)
+  assert report["passed"], report["pairs"]
+  other_seed = dataclasses.replace(config, variants=config.variants[:2])
+  init = alignment_run.write_initial_checkpoint(config, str(tmp_path / "same"))
+  moved = alignment_run.run_variant(dataclasses.replace(other_seed, seed=config.seed + 1),
+                                    config.variants[0], str(tmp_path / "other"), init)
+  deviation = max(abs(a - b) / abs(b) for a, b in zip(moved, report["losses"]["graph"]))
+  assert deviation > 1e-3, deviation

@@ -11,9 +11,12 @@ import csv
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -24,6 +27,7 @@ from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
 from tfbert.classifier import classifier_run, glue_data
 from tfbert.config import BertConfig
 from tfbert.runtime import run_directory
+from tfbert.training import training_loop, workers
 
 ROOT = helpers.ROOT
 TOOL = os.path.join(ROOT, "tools", "run_classifier.py")
@@ -408,3 +412,78 @@ def test_two_worker_processes_end_equal_to_one_process_with_two_replicas(mrpc_di
   # The other worker's directory: its lock and checkpoints, nothing else.
   assert sorted(os.listdir(mw / ".worker1")) == sorted([run_directory.LOCK_FILE, "checkpoints"])
   assert os.path.isfile(mw / "best" / "model.keras")
+
+
+def _wait_for(path, procs, seconds=300):
+  deadline = time.monotonic() + seconds
+  while not os.path.exists(path):
+    assert time.monotonic() < deadline, f"{path} did not appear"
+    assert all(p.poll() is None for p in procs), [p.poll() for p in procs]
+    time.sleep(0.05)
+
+
+@pytest.mark.slow  # ~3 min: a straight run, a killed one rerun, a preempted 2-worker one rerun.
+def test_killed_or_preempted_runs_resume_to_the_uninterrupted_result(mrpc_dir):
+  """Dropout on, 2 replicas. SIGKILL, then the same command: the final model equals the
+  uninterrupted run's bit for bit (deterministic float32 on the same replicas). SIGTERM to
+  one of 2 worker processes: both save at the same step and exit 75; rerun, the result
+  equals the 1-process run to float32 reduction order."""
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+  mirrored = ("--distribution_strategy=mirrored", "--num_cpu_devices=2")
+  longer = ("--max_train_steps=8",)
+  straight = subprocess.run(_multi_worker_args(mrpc_dir, mrpc_dir / "straight", *mirrored,
+                                               *longer),
+                            env=env, capture_output=True, text=True, timeout=600, check=False)
+  assert straight.returncode == 0, straight.stderr[-3000:]
+  # SIGKILL once the checkpoint of step 4 is there, then the same command again.
+  killed = mrpc_dir / "killed"
+  command = _multi_worker_args(mrpc_dir, killed, *mirrored, *longer)
+  proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  try:
+    _wait_for(killed / "checkpoints" / "ckpt-4.index", [proc])
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+  finally:
+    proc.kill()
+    proc.wait(timeout=60)
+  assert not os.path.exists(killed / "model.keras")  # It really was interrupted.
+  again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
+                         check=False)
+  assert again.returncode == 0, again.stderr[-3000:]
+  assert "resumed from" in again.stdout
+  for a, b in zip(keras.saving.load_model(str(mrpc_dir / "straight" / "model.keras"))
+                  .get_weights(), keras.saving.load_model(str(killed / "model.keras"))
+                  .get_weights()):
+    np.testing.assert_array_equal(a, b)
+  with open(killed / "metrics.jsonl", encoding="utf-8") as f:
+    resumed_rows = [json.loads(line) for line in f]
+  with open(mrpc_dir / "straight" / "metrics.jsonl", encoding="utf-8") as f:
+    straight_rows = [json.loads(line) for line in f]
+  assert [{k: v for k, v in r.items() if k != "examples_per_second"} for r in resumed_rows] == \
+      [{k: v for k, v in r.items() if k != "examples_per_second"} for r in straight_rows]
+  # Preemption of one worker of two: SIGTERM to worker 1 only.
+  preempted = mrpc_dir / "preempted"
+  command = _multi_worker_args(mrpc_dir, preempted, "--distribution_strategy=multi_worker",
+                               *longer)
+  ports = multi_worker.free_ports(2)
+  procs = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL,
+                            env={**env, "TF_CONFIG": workers.tf_config(ports, index)})
+           for index in range(2)]
+  try:
+    _wait_for(preempted / "checkpoints" / "ckpt-2.index", procs)
+    procs[1].send_signal(signal.SIGTERM)
+    codes = [p.wait(timeout=120) for p in procs]
+  finally:
+    for p in procs:
+      p.kill()
+      p.wait(timeout=60)
+  assert codes == [training_loop.EXIT_PREEMPTED] * 2
+  chief = tf.train.latest_checkpoint(str(preempted / "checkpoints"))
+  other = tf.train.latest_checkpoint(str(preempted / ".worker1" / "checkpoints"))
+  step = int(chief.rsplit("-", 1)[1])
+  assert 2 <= step < 8 and other.endswith(f"ckpt-{step}")  # Both stopped at the same step.
+  for worker in multi_worker.launch_workers(command, cwd=ROOT, timeout=600, env=env):
+    assert worker.returncode == 0, worker.stdout[-3000:]
+  # As the 2-worker test: the same examples and masks, reduced in another order.
+  assert helpers.saved_weight_deviation(preempted, mrpc_dir / "straight") < 1e-5

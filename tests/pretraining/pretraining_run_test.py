@@ -664,6 +664,13 @@ def test_held_out_evaluation_during_training_scores_the_model_of_that_step(data_
   for name in ("loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"):
     assert [s for s, _ in tags[name]] == [2, 4, 5], name  # Same tags as train/: one plot.
   assert tags["mlm_loss"][-1][1] == pytest.approx(evals[-1]["mlm_loss"], rel=1e-6)
+  # The best held-out loss (the default best_metric) is kept apart: its model and scores.
+  best = json.loads((tmp_path / "straight" / "best" / "eval_results.json").read_text())
+  lowest = min(evals, key=lambda r: r["loss"])
+  assert (best["step"], best["best_metric"], best["loss"]) == (lowest["step"], "loss",
+                                                               lowest["loss"])
+  assert os.path.exists(tmp_path / "straight" / "best" / "google" / "bert_model.ckpt.index")
+  assert result["written"]["best"] == str(tmp_path / "straight" / "best")
   # Stopped at 3 and resumed: the evaluation of step 2 stays, those of 4 and 5 are the same.
   run_pretraining(run_config(data_dir, tmp_path / "split", stop_at_step=3, **common))
   run_pretraining(run_config(data_dir, tmp_path / "split", **common))
@@ -679,6 +686,9 @@ def test_eval_settings_that_do_not_fit_are_named(data_dir, tmp_path):
   with pytest.raises(ValueError, match=r"eval_every_steps \(2\) must be >= 0, and > 0 only "
                                        "with eval_input_files"):
     run_config(data_dir, tmp_path / "run", eval_every_steps=2)
+  with pytest.raises(ValueError, match=r"early_stopping_patience \(2\) must be >= 0, and > 0 "
+                                       "only with eval_input_files"):
+    run_config(data_dir, tmp_path / "run", early_stopping_patience=2)
   with pytest.raises(ValueError, match=r"eval_batch_size \(5\) must be a multiple of the "
                                        r"replicas \(2\)"):
     run_pretraining(run_config(data_dir, tmp_path / "run", eval_batch_size=5,

@@ -215,3 +215,14 @@ def test_sharded_prediction_scores_every_example_once_in_order(replicas, batch_s
   # would show.
   gaps = np.abs(expected[:, None] - expected[None]).max(-1) + np.eye(13)
   assert gaps.min() > 1e-5
+
+
+def test_xla_compiled_steps_train_as_graph_steps(tmp_path):
+  """`jit_compile` (one device): the same masks and data; XLA fuses float ops differently
+  (~1e-7 relative, lifted by Adam to ~1e-6), while another step or mask moves ~1e-2."""
+  initial = _initial()
+  graph, _ = _train(_config(tmp_path, "graph"), initial)
+  xla, _ = _train(_config(tmp_path, "xla", jit_compile=True), initial)
+  deviation = max(float(np.abs(a - b).max())
+                  for a, b in zip(graph.get_weights(), xla.get_weights()))
+  assert deviation < 1e-5, deviation

@@ -1,4 +1,8 @@
-"""The alignment harness: the same pretraining under several set-ups gives the same loss curve.
+"""The alignment harness: the same training under several set-ups gives the same loss curve.
+
+The training is pretraining (`task="pretraining"`) or fine-tuning: SQuAD (`"squad"`) or a
+GLUE-format classifier (`"classifier"`), each through its tool's run function, so that the
+harness proves what the tools do.
 
 Every variant starts from the same initial checkpoint (written once, Google format), with
 dropout off and deterministic, unshuffled data (`PretrainingRunConfig.deterministic`), logs
@@ -38,6 +42,7 @@ from tfbert.runtime import validation
 from tfbert.training import optimization
 
 EXECUTIONS = ("eager", "graph", "xla")
+TASKS = ("pretraining", "squad", "classifier")
 # Relative per-step loss tolerance by kind; a pair uses the looser of its two kinds.
 # float32: reorderings of float32 sums (replicas, accumulation, XLA fusion) move a loss by
 # ~1e-7 relative per step (measured <= 9.3e-7 over 1000 steps, ALIGNMENT.md); 1e-5 leaves
@@ -147,6 +152,12 @@ class AlignmentConfig:
     variants: the first is the reference.
     tolerances: relative per-step loss tolerance by kind (`DEFAULT_TOLERANCES` by default).
     compare_weights: also compare the final weights.
+    task: what is trained (`TASKS`). Fine-tuning trains AdamW (google-research/bert's
+      fine-tuning optimizer) with `optimizer`'s learning rate, weight decay, clipping and
+      warmup (as a proportion of `steps`); its variants run graph execution with the window
+      loss normalization.
+    train_file: the fine-tuning data (SQuAD JSON; a GLUE-format TSV of `task_name`).
+    task_name: the classifier's GLUE task (`tfbert.classifier.glue_data`).
   """
   bert_config: BertConfig
   input_files: Sequence[str]
@@ -160,9 +171,16 @@ class AlignmentConfig:
   seed: int = 12345
   tolerances: Optional[dict] = None
   compare_weights: bool = True
+  task: str = "pretraining"
+  train_file: Optional[str] = None
+  task_name: str = "mrpc"
 
   def __post_init__(self):
     validation.validate(self)
+
+  @property
+  def fine_tuning(self) -> bool:
+    return self.task != "pretraining"
 
   def checks(self) -> list[validation.Check]:
     """The rules of a runnable comparison (`tfbert.runtime.validation`)."""
@@ -176,12 +194,24 @@ class AlignmentConfig:
         (self.optimizer.num_warmup_steps <= self.steps,
          f"optimizer.num_warmup_steps ({self.optimizer.num_warmup_steps}) exceeds steps "
          f"({self.steps})"),
+        (self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}"),
+        (not self.fine_tuning or self.train_file,
+         f"task {self.task!r} needs a train_file"),
+        (not self.fine_tuning or self.optimizer.num_warmup_steps == 0,
+         f"fine-tuning ({self.task}) alignment runs without warmup: num_warmup_steps must be "
+         f"0, got {self.optimizer.num_warmup_steps}"),
+        (not self.fine_tuning or self.optimizer.optimizer == "adamw",
+         f"fine-tuning ({self.task}) trains AdamW: pass optimizer adamw, got "
+         f"{self.optimizer.optimizer!r}"),
     ] + [check for v in self.variants for check in [
         (self.train_batch_size % (v.gradient_accumulation_steps * v.replicas * v.workers) == 0,
          f"variant {v.name!r}: train_batch_size {self.train_batch_size} is not a multiple "
          "of gradient_accumulation_steps x replicas x workers"),
         (v.resume_at is None or 0 < v.resume_at < self.steps,
          f"variant {v.name!r}: resume_at must be in [1, {self.steps - 1}]"),
+        (not self.fine_tuning or (v.execution == "graph" and v.loss_normalization == "window"),
+         f"variant {v.name!r}: fine-tuning ({self.task}) runs graph execution with the window "
+         "normalization only"),
     ]]
 
   def tolerance(self, a: Variant, b: Variant) -> float:
@@ -247,6 +277,7 @@ def compare_weights(reference: dict, other: dict) -> tuple[float, float]:
 def report_json(config: AlignmentConfig, curves: dict, pairs: Sequence[PairReport]) -> dict:
   """The JSON report: per-step losses per variant and one entry per compared pair."""
   return {
+      "task": config.task,
       "steps": config.steps,
       "reference": config.variants[0].name,
       "variants": {v.name: dataclasses.asdict(v) for v in config.variants},

@@ -1,10 +1,17 @@
 """Runs an `AlignmentConfig`: the initial checkpoint, every variant, the comparison, the report.
 
   workdir/
-    init/bert_model.ckpt*, bert_config.json   the shared initial weights (Google format)
-    runs/<variant>/                            each variant's pretraining run directory
-                                               (metrics.jsonl, TensorBoard train/, export/)
+    init/bert_model.ckpt*, bert_config.json   the shared initial weights (Google format; the
+                                               task head too when fine-tuning)
+    runs/<variant>/                            each variant's run directory (pretraining:
+                                               metrics.jsonl, TensorBoard train/, export/;
+                                               fine-tuning: its tool's output directory,
+                                               metrics.jsonl and model.keras)
     report.json, alignment.png                 the comparison
+
+Fine-tuning variants train `steps` applied steps (`max_train_steps`) of a schedule that
+spans `FINE_TUNING_EPOCHS` epochs without warmup: the learning rate is the same function of
+the step in every variant and, over an alignment's few steps, close to constant.
 
 `tensorboard --logdir workdir/runs` shows the variants side by side.
 """
@@ -18,12 +25,15 @@ import keras
 
 from tfbert.alignment import alignment
 from tfbert.alignment.alignment import AlignmentConfig, PairReport, Variant
-from tfbert.checkpoints import google_checkpoint
-from tfbert.models import BertPretrainer
+from tfbert.checkpoints import convert, google_checkpoint, pretrained
+from tfbert.classifier import classifier_run
+from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
+from tfbert.squad import squad_features, squad_run
 from tfbert.training import distribution, workers
 
 SPEC_FILE = "alignment_spec.json"
+FINE_TUNING_EPOCHS = 1000.0
 
 
 def without_dropout(config):
@@ -35,19 +45,64 @@ def write_initial_checkpoint(config: AlignmentConfig, workdir: str) -> str:
   prefix = os.path.join(workdir, "init", "bert_model.ckpt")
   if not os.path.exists(prefix + ".index"):
     keras.utils.set_random_seed(config.seed)
-    model = BertPretrainer(without_dropout(config.bert_config), dtype="float32")
+    bert_config = without_dropout(config.bert_config)
+    if config.task == "squad":
+      model = BertSpanLabeler(bert_config, dtype="float32")
+    elif config.task == "classifier":
+      task = classifier_run.glue_data.get_task(config.task_name)
+      model = BertClassifier(bert_config, task.num_classes, 0.0, dtype="float32")
+    else:
+      model = BertPretrainer(bert_config, dtype="float32")
     model.build()
     google_checkpoint.export_google_checkpoint(model, prefix)
   return prefix
 
 
+def _strategy(variant: Variant) -> tuple[str, int]:
+  """(distribution_strategy, num_cpu_devices) of a variant."""
+  if variant.workers > 1:
+    return "multi_worker", 1
+  return ("mirrored" if variant.replicas > 1 else "one_device"), variant.replicas
+
+
+def fine_tuning_config(config: AlignmentConfig, variant: Variant, workdir: str,
+                       init_checkpoint: str):
+  """The `SquadRunConfig` or `ClassifierRunConfig` of one fine-tuning variant."""
+  strategy, devices = _strategy(variant)
+  common = dict(
+      output_dir=os.path.join(workdir, "runs", variant.name), do_train=True,
+      vocab_file=pretrained.minilm_vocab_file(), init_checkpoint=init_checkpoint,
+      train_file=config.train_file, train_batch_size=config.train_batch_size,
+      learning_rate=config.optimizer.learning_rate, num_train_epochs=FINE_TUNING_EPOCHS,
+      max_train_steps=config.steps, warmup_proportion=0.0,
+      weight_decay_rate=config.optimizer.weight_decay_rate,
+      clip_norm=config.optimizer.clip_norm,
+      gradient_accumulation_steps=variant.gradient_accumulation_steps, dtype=variant.dtype,
+      distribution_strategy=strategy, num_cpu_devices=devices, seed=config.seed, log_steps=1,
+      save_checkpoints_steps=10**9, verbose=0)
+  if config.task == "squad":
+    length = config.max_seq_length
+    return squad_run.SquadRunConfig(
+        features=squad_features.FeatureConfig(length, doc_stride=length // 2,
+                                              max_query_length=min(64, length // 4)),
+        **common)
+  return classifier_run.ClassifierRunConfig(
+      task_name=config.task_name, max_seq_length=config.max_seq_length,
+      classifier_dropout=0.0, **common)
+
+
+def _run_fine_tuning(run) -> None:
+  if isinstance(run, squad_run.SquadRunConfig):
+    squad_run.run_squad(run)
+  else:
+    classifier_run.run_classifier(run)
+
+
+
 def run_config(config: AlignmentConfig, variant: Variant, workdir: str,
                init_checkpoint: str) -> PretrainingRunConfig:
   """The pretraining run of one variant."""
-  if variant.workers > 1:
-    strategy, devices = "multi_worker", 1
-  else:
-    strategy, devices = ("mirrored" if variant.replicas > 1 else "one_device"), variant.replicas
+  strategy, devices = _strategy(variant)
   return PretrainingRunConfig(
       bert_config=without_dropout(config.bert_config), input_files=list(config.input_files),
       model_dir=os.path.join(workdir, "runs", variant.name),
@@ -69,22 +124,27 @@ def run_variant(config: AlignmentConfig, variant: Variant, workdir: str, init_ch
   Raises:
     RuntimeError: when a worker process fails (its output tail included).
   """
-  run = run_config(config, variant, workdir, init_checkpoint)
+  if config.fine_tuning:
+    run = fine_tuning_config(config, variant, workdir, init_checkpoint)
+    directory, train = run.output_dir, _run_fine_tuning
+  else:
+    run = run_config(config, variant, workdir, init_checkpoint)
+    directory, train = run.model_dir, run_pretraining
   legs = [dataclasses.replace(run, stop_at_step=variant.resume_at), run] \
       if variant.resume_at else [run]
   for leg in legs:
     if variant.workers > 1:
-      _run_workers(leg, variant.workers, timeout)
+      _run_workers(leg, directory, config.task, variant.workers, timeout)
     else:
-      run_pretraining(leg)
-  return read_losses(run.model_dir)
+      train(leg)
+  return read_losses(directory)
 
 
-def _run_workers(run: PretrainingRunConfig, num_workers: int, timeout: float) -> None:
-  os.makedirs(run.model_dir, exist_ok=True)
-  spec = os.path.join(run.model_dir, SPEC_FILE)
+def _run_workers(run, directory: str, task: str, num_workers: int, timeout: float) -> None:
+  os.makedirs(directory, exist_ok=True)
+  spec = os.path.join(directory, SPEC_FILE)
   with open(spec, "w", encoding="utf-8") as f:
-    f.write(run.to_json())
+    json.dump({"task": task, "config": json.loads(run.to_json())}, f, indent=1)
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   results = workers.launch_workers(alignment.python_command(spec), num_workers, timeout,
                                    cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -92,14 +152,14 @@ def _run_workers(run: PretrainingRunConfig, num_workers: int, timeout: float) ->
   failed = [(i, r) for i, r in enumerate(results) if r.returncode != 0]
   if failed:
     index, result = failed[0]
-    raise RuntimeError(f"worker {index} of {run.model_dir} exited with {result.returncode}:\n"
+    raise RuntimeError(f"worker {index} of {directory} exited with {result.returncode}:\n"
                        f"{result.stdout[-3000:]}")
 
 
 def read_losses(model_dir: str) -> list[float]:
-  """The per-step `loss` of a run's metrics.jsonl (logged every step)."""
+  """The per-step `loss` of a run's metrics.jsonl (logged every step; evaluations aside)."""
   with open(os.path.join(model_dir, "metrics.jsonl"), encoding="utf-8") as f:
-    rows = [json.loads(line) for line in f]
+    rows = [row for row in map(json.loads, f) if "split" not in row]
   steps = [r["step"] for r in rows]
   if steps != list(range(1, len(rows) + 1)):
     raise ValueError(f"{model_dir}/metrics.jsonl does not log every step: {steps[:10]}...")
@@ -122,8 +182,8 @@ def run_alignment(config: AlignmentConfig, workdir: str, plot: bool = True,
     log(f"variant {variant.name}: {variant}")
     curves[variant.name] = run_variant(config, variant, workdir, init)
     if config.compare_weights:
-      final_weights[variant.name] = google_checkpoint.read_google_checkpoint(os.path.join(
-          workdir, "runs", variant.name, "export", "google", "bert_model.ckpt"))
+      final_weights[variant.name] = final_weights_of(config, os.path.join(
+          workdir, "runs", variant.name))
   reference = config.variants[0]
   pairs = [compare_pair(config, reference, v, curves, final_weights)
            for v in config.variants[1:]]
@@ -133,6 +193,16 @@ def run_alignment(config: AlignmentConfig, workdir: str, plot: bool = True,
     _plot(report, os.path.join(workdir, "alignment.png"), log)
   log(alignment.format_table(pairs))
   return report
+
+
+def final_weights_of(config: AlignmentConfig, run_dir: str) -> dict:
+  """A variant's final weights by Google name (pretraining: its export; fine-tuning: its
+  model.keras)."""
+  if config.fine_tuning:
+    return google_checkpoint.google_weights(
+        convert.read_tfbert_model(os.path.join(run_dir, "model.keras")))
+  return google_checkpoint.read_google_checkpoint(
+      os.path.join(run_dir, "export", "google", "bert_model.ckpt"))
 
 
 def _plot(report: dict, path: str, log: Callable[[str], None]) -> None:

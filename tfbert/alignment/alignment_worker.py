@@ -1,7 +1,8 @@
 """A worker process of the alignment harness:
 `python -m tfbert.alignment.alignment_worker SPEC_JSON`.
 
-SPEC_JSON is a `PretrainingRunConfig` saved with `to_json` (distribution "multi_worker");
+SPEC_JSON is {"task": "pretraining" | "squad" | "classifier", "config": the run config's
+`to_json`} (distribution "multi_worker");
 TF_CONFIG, set by the launcher (`tfbert.training.workers.launch_workers`), names the cluster and
 this worker. The chief writes the run directory; the others write beside it (`.worker<i>/`).
 """
@@ -13,10 +14,22 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def run_spec_file(path: str) -> dict:
-  """Runs the pretraining saved in `path`; returns its last log."""
-  from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
+  """Runs the training saved in `path` ({"task", "config"}); returns the run's result."""
+  import json  # pylint: disable=import-outside-toplevel
   with open(path, encoding="utf-8") as f:
-    return run_pretraining(PretrainingRunConfig.from_json(f.read()))
+    spec = json.load(f)
+  text = json.dumps(spec["config"])
+  if spec["task"] == "squad":
+    from tfbert.squad import squad_run  # pylint: disable=import-outside-toplevel
+    return squad_run.run_squad(squad_run.SquadRunConfig.from_json(text))
+  if spec["task"] == "classifier":
+    from tfbert.classifier import classifier_run  # pylint: disable=import-outside-toplevel
+    return classifier_run.run_classifier(classifier_run.ClassifierRunConfig.from_json(text))
+  from tfbert.pretraining.pretraining_run import (  # pylint: disable=import-outside-toplevel
+    PretrainingRunConfig,
+    run_pretraining,
+  )
+  return run_pretraining(PretrainingRunConfig.from_json(text))
 
 
 def main(argv: list[str]) -> int:

@@ -59,6 +59,7 @@ Shape legend: B batch, S max_seq_length, N examples, C classes.
 """
 
 import dataclasses
+import json
 import os
 import time
 from typing import Any, Optional
@@ -91,6 +92,16 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
   max_seq_length: int = 128
   classifier_dropout: float = 0.1
   eval_batch_size: int = 64
+
+  @classmethod
+  def from_json(cls, text: str) -> "ClassifierRunConfig":
+    """The inverse of `to_json`."""
+    values = json.loads(text)
+    if values.get("custom") is not None:
+      custom = values["custom"]
+      values["custom"] = glue_data.CustomFormat(**{
+          **custom, "labels": tuple(custom["labels"] or ())})
+    return cls(**values)
 
   def task(self) -> glue_data.Task:
     """The `glue_data.Task` of `task_name` (and `custom` for "custom")."""

@@ -21,6 +21,9 @@ The run directory explains itself and resumes:
                           of `log_steps` and at the last step; with `eval_input_files`, a
                           line {"step", "split": "eval", ...} at every multiple of
                           `eval_every_steps` and at the last step
+    best/                 with `eval_input_files`: the model of the best held-out
+                          `best_metric` (default: loss) as a Google checkpoint, and its
+                          eval_results.json (`early_stopping_patience` may end the run)
     export/               SavedModel (encoder serving signature) + Google-format checkpoint,
                           written whole to a temporary sibling and renamed into place
 
@@ -95,6 +98,8 @@ class PretrainingRunConfig:
   eval_every_steps: int = 0
   eval_batch_size: int = 8
   max_eval_steps: int = 100
+  best_metric: str = ""
+  early_stopping_patience: int = 0
   export_dir: Optional[str] = None
   stop_at_step: Optional[int] = None
   window_normalization: bool = True
@@ -133,6 +138,10 @@ class PretrainingRunConfig:
         (self.eval_every_steps >= 0 and (not self.eval_every_steps or self.eval_input_files),
          f"eval_every_steps ({self.eval_every_steps}) must be >= 0, and > 0 only with "
          "eval_input_files"),
+        (self.early_stopping_patience >= 0 and (not self.early_stopping_patience
+                                                or self.eval_input_files),
+         f"early_stopping_patience ({self.early_stopping_patience}) must be >= 0, and > 0 "
+         "only with eval_input_files"),
         (self.eval_batch_size >= 1 and self.eval_batch_size % num_replicas == 0
          and self.max_eval_steps >= 1,
          f"eval_batch_size ({self.eval_batch_size}) must be a multiple of the replicas "
@@ -198,13 +207,15 @@ def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None
     _record(run, config, flagfile)
     last = run.loop.train(run.batches)
     step = int(run.optimizer.iterations.numpy())
-    exported = _export(run, config) if step >= config.num_train_steps else {}
+    finished = run.loop.finished  # All steps, or stopped early.
+    exported = _export(run, config) if finished else {}
   finally:
     keras.mixed_precision.set_global_policy(previous_policy)
     if run is not None:
       run.lock.release()
   written = {**_written(run, config), **exported}
-  return {**last, "written": written, "summary": _summary(step, last, config, written)}
+  return {**last, "written": written,
+          "summary": _summary(step, last, config, written, finished)}
 
 
 def fast_forward(config: PretrainingRunConfig, applied_steps: int, *,
@@ -252,7 +263,7 @@ def fast_forward(config: PretrainingRunConfig, applied_steps: int, *,
 RERUN_MAY_CHANGE = frozenset({"stop_at_step", "log_steps", "save_checkpoints_steps", "export_dir",
                               "model_dir", "allow_config_change", "eval_input_files",
                               "eval_every_steps", "eval_batch_size", "max_eval_steps",
-                              "keep_checkpoint_max"})
+                              "keep_checkpoint_max", "best_metric", "early_stopping_patience"})
 VOCAB_FILE = "vocab.txt"
 
 
@@ -342,6 +353,8 @@ def loop_config(config: PretrainingRunConfig) -> training_loop.LoopConfig:
       log_steps=config.log_steps, save_checkpoints_steps=config.save_checkpoints_steps,
       keep_checkpoint_max=config.keep_checkpoint_max,
       eval_every_steps=config.eval_every_steps if config.eval_input_files else 0,
+      best_metric=(config.best_metric or DEFAULT_BEST_METRIC) if config.eval_input_files else "",
+      early_stopping_patience=config.early_stopping_patience if config.eval_input_files else 0,
       stop_at_step=config.stop_at_step, jit_compile=config.jit_compile,
       run_eagerly=config.run_eagerly, check_finite=config.dtype != "mixed_float16")
 
@@ -372,9 +385,33 @@ def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy,
   loop = training_loop.TrainingLoop(
       strategy, model, loop_config(config), config.model_dir, num_workers=num_workers,
       worker_index=index, is_chief=is_chief, data_position=batches.iterator,
-      evaluate=evaluator, data_errors=lambda: data_checks.naming_data_errors(config.input_files))
+      evaluate=evaluator, on_best=lambda step, scores: _keep_best(model, config, data, step,
+                                                                  scores),
+      data_errors=lambda: data_checks.naming_data_errors(config.input_files))
   return _Run(strategy, model, optimizer, loop, num_workers, index, is_chief, lock, data,
               batches, evaluator)
+
+
+# What held-out evaluation keeps the best model by: the MLM + NSP loss (minimized).
+DEFAULT_BEST_METRIC = "loss"
+BEST_DIR = "best"
+
+
+def _keep_best(model: BertPretrainer, config: PretrainingRunConfig, data: dict, step: int,
+               scores: dict) -> None:
+  """Chief: `model_dir/best/`: the model as a Google checkpoint (`google/bert_model.ckpt`,
+  vocab beside) and `eval_results.json`, whole or not at all (`tfbert.runtime.atomic`)."""
+  vocab = data["vocab_file"] if data["vocab_file"] and os.path.isfile(data["vocab_file"]) else None
+
+  def write(staging: str) -> None:
+    os.makedirs(staging)
+    google_checkpoint.export_google_checkpoint(
+        model, os.path.join(staging, "google", "bert_model.ckpt"), vocab_file=vocab)
+    atomic.write_json(os.path.join(staging, "eval_results.json"),
+                      {"step": step, "best_metric": config.best_metric or DEFAULT_BEST_METRIC,
+                       **scores})
+
+  atomic.write_with(os.path.join(config.model_dir, BEST_DIR), write, tag="best")
 
 
 def _own_directory(run: _Run, config: PretrainingRunConfig) -> str:
@@ -497,12 +534,18 @@ def _written(run: _Run, config: PretrainingRunConfig) -> dict:
                    tensorboard=os.path.abspath(os.path.join(config.model_dir, "train")))
     if config.eval_input_files:
       written["tensorboard_eval"] = os.path.abspath(os.path.join(config.model_dir, "eval"))
+      if os.path.isdir(os.path.join(config.model_dir, BEST_DIR)):
+        written["best"] = os.path.abspath(os.path.join(config.model_dir, BEST_DIR))
   return written
 
 
-def _summary(step: int, last: dict, config: PretrainingRunConfig, written: dict) -> str:
+def _summary(step: int, last: dict, config: PretrainingRunConfig, written: dict,
+             finished: bool) -> str:
   """What the run did and where its files are: the lines a tool prints last."""
-  if step < config.num_train_steps:
+  if step < config.num_train_steps and finished:
+    head = f"stopped early at applied step {step} of {config.num_train_steps} " \
+           f"(early_stopping_patience); best model in {os.path.join(config.model_dir, BEST_DIR)}"
+  elif step < config.num_train_steps:
     head = f"stopped at applied step {step} of {config.num_train_steps}; rerun without " \
            "stop_at_step to resume"
   else:

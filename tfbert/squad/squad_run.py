@@ -53,6 +53,7 @@ Shape legend: B batch, S max_seq_length.
 """
 
 import dataclasses
+import json
 import os
 from typing import Any, Optional
 
@@ -74,7 +75,6 @@ from tfbert.text.tokenization import WordPieceTokenizer
 from tfbert.training import fine_tuning
 
 INPUT_NAMES = export.FEATURE_NAMES  # input_ids, input_mask, segment_ids
-OUTPUT_NAMES = ("start_logits", "end_logits")
 # What evaluation during training keeps the best model by: the official F1 (SQuAD's ranking).
 DEFAULT_BEST_METRIC = "f1"
 
@@ -90,6 +90,14 @@ class SquadRunConfig(fine_tuning.FineTuningConfig):
   features: squad_features.FeatureConfig = squad_features.FeatureConfig()
   postprocess: squad_postprocess.PostprocessConfig = squad_postprocess.PostprocessConfig()
   predict_batch_size: int = 64
+
+  @classmethod
+  def from_json(cls, text: str) -> "SquadRunConfig":
+    """The inverse of `to_json`."""
+    values = json.loads(text)
+    values["features"] = squad_features.FeatureConfig(**values["features"])
+    values["postprocess"] = squad_postprocess.PostprocessConfig(**values["postprocess"])
+    return cls(**values)
 
   def checks(self, num_replicas: int = 1) -> list[validation.Check]:
     f = self.features

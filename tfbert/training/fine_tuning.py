@@ -62,6 +62,7 @@ class FineTuningConfig:
   dtype: str = "float32"
   distribution_strategy: str = "one_device"
   num_cpu_devices: int = 1
+  jit_compile: bool = False
   seed: int = 12345
   log_steps: int = 10
   save_checkpoints_steps: int = 1000
@@ -486,7 +487,8 @@ def loop_config(config: FineTuningConfig, steps: int,
       stop_at_step=min(config.stop_at_step, steps) if config.stop_at_step else None,
       best_metric=config.best_metric if evaluates else "",
       early_stopping_patience=config.early_stopping_patience if evaluates else 0,
-      check_finite=config.dtype != "mixed_float16", verbose=config.verbose)
+      jit_compile=config.jit_compile, check_finite=config.dtype != "mixed_float16",
+      verbose=config.verbose)
 
 
 BEST_DIR = "best"

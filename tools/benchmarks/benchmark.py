@@ -222,10 +222,10 @@ def tfbert_step(case: StepCase, batch: dict[str, tf.Tensor]) -> Callable[[], flo
   """tfbert's training step for `case` on `batch`, synchronized by reading the loss.
 
   Pretraining: `BertPretrainer` compiled with `create_optimizer` (AdamW, clipping 1.0) and
-  its own `train_step`. SQuAD: `BertSpanLabeler` compiled as `fine_tuning.compile_and_fit`
-  compiles it for `squad_run.train` (the recipe's optimizer stack; loss weights 0.5 on the
-  start and end sparse cross-entropies), then Keras' `train_step` on (features, labels).
-  Either `train_step` is wrapped in `tf.function(jit_compile=case.jit_compile)`.
+  its own `train_step`. SQuAD: `BertSpanLabeler` with the fine-tuning recipe's optimizer
+  stack (`FineTuningConfig.optimizer_config`) and its own `train_step` (the mean of the
+  start and end sparse cross-entropies) on (features, labels). Either `train_step` is
+  wrapped in `tf.function(jit_compile=case.jit_compile)`.
   """
   config = case.bert_config()
   if case.task == "pretraining":
@@ -239,9 +239,7 @@ def tfbert_step(case: StepCase, batch: dict[str, tf.Tensor]) -> Callable[[], flo
     run = fine_tuning.FineTuningConfig(output_dir="", learning_rate=1e-4)
     model.compile(
         optimizer=optimization.create_optimizer(run.optimizer_config(TOTAL_STEPS)),
-        loss={name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-              for name in squad_run.OUTPUT_NAMES},
-        loss_weights={name: 0.5 for name in squad_run.OUTPUT_NAMES}, jit_compile=False)
+        jit_compile=False)
     data = ({name: batch[name] for name in squad_run.INPUT_NAMES},
             {"start_logits": batch["start_positions"], "end_logits": batch["end_positions"]})
   train_step = tf.function(model.train_step, jit_compile=case.jit_compile)

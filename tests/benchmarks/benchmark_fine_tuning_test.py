@@ -1,0 +1,37 @@
+"""Tests for tools.benchmarks.benchmark_fine_tuning: both paths train the same, and a report."""
+
+import json
+
+import numpy as np
+
+from tools.benchmarks import benchmark_fine_tuning
+from tools.demos.squad_synthetic import synthetic_squad
+
+TINY = dict(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=37, seq_length=64,
+            batch_size=8, short_steps=2, long_steps=4, rounds=1, paragraphs=6)
+
+
+def test_the_loop_and_fit_paths_train_the_same_model(tmp_path):
+  """The benchmark compares like with like: the same data, steps and optimizer give the same
+  weights through either path (float32 rounding of two tf.functions aside, ~1e-7; another
+  batch or step would move them by ~1e-3)."""
+  case = benchmark_fine_tuning.FineTuningCase(**TINY)
+  (tmp_path / "train.json").write_text(json.dumps(synthetic_squad(case.paragraphs, seed=1)))
+  models = {path: benchmark_fine_tuning.train_once(case, path, 3, str(tmp_path), path)[1]
+            for path in benchmark_fine_tuning.PATHS}
+  deviation = max(float(np.abs(a - b).max()) for a, b in zip(
+      models["loop"].get_weights(), models["fit"].get_weights()))
+  assert deviation < 1e-5, deviation
+  assert int(models["loop"].optimizer.iterations) == int(models["fit"].optimizer.iterations) == 3
+
+
+def test_measure_reports_both_paths_and_their_ratio():
+  result = benchmark_fine_tuning.measure(benchmark_fine_tuning.FineTuningCase(**TINY))
+  for path in benchmark_fine_tuning.PATHS:
+    (run,) = result["runs"][path]
+    assert set(run["seconds"]) == {"2", "4"}  # Both lengths (JSON keys from the process).
+  ratio = result["median_examples_per_second"]["loop"] / result["median_examples_per_second"][
+      "fit"]
+  assert result["loop_over_fit"] == ratio
+  text = benchmark_fine_tuning.format_result(result)
+  assert "| loop |" in text and "| fit |" in text and "loop/fit:" in text
