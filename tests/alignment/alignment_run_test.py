@@ -188,7 +188,7 @@ def test_squad_fine_tuning_agrees_across_accumulation_replicas_workers_and_resum
 
 @pytest.mark.slow  # ~1 min: 4 classifier fine-tuning runs.
 def test_classifier_fine_tuning_agrees_and_a_wrong_setup_differs(tmp_path):
-  """Accumulation, replicas and resume agree; a variant with another seed (another data
+  """Accumulation and resume agree; a variant with another seed (another data
   order) is caught, so agreement is not vacuous."""
   train = tmp_path / "train.tsv"
   rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"] + [
@@ -196,7 +196,7 @@ def test_classifier_fine_tuning_agrees_and_a_wrong_setup_differs(tmp_path):
       for i in range(40)]
   train.write_text("\n".join(rows) + "\n")
   config = _fine_tuning_config("classifier", str(train),
-                               ["graph", "accumulate2", "mirrored", "resume2"])
+                               ["graph", "accumulate2", "resume2"])  # Replicas: the SQuAD test.
   report = alignment_run.run_alignment(config, str(tmp_path / "same"), plot=False,
                                        log=lambda _: None)
   assert report["passed"], report["pairs"]

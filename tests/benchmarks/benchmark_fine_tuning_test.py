@@ -1,8 +1,11 @@
 """Tests for tools.benchmarks.benchmark_fine_tuning: both paths train the same, and a report."""
 
+import dataclasses
 import json
+import os
 
 import numpy as np
+import pytest
 
 from tools.benchmarks import benchmark_fine_tuning
 from tools.demos.squad_synthetic import synthetic_squad
@@ -25,13 +28,17 @@ def test_the_loop_and_fit_paths_train_the_same_model(tmp_path):
   assert int(models["loop"].optimizer.iterations) == int(models["fit"].optimizer.iterations) == 3
 
 
-def test_measure_reports_both_paths_and_their_ratio():
-  result = benchmark_fine_tuning.measure(benchmark_fine_tuning.FineTuningCase(**TINY))
-  for path in benchmark_fine_tuning.PATHS:
-    (run,) = result["runs"][path]
-    assert set(run["seconds"]) == {"2", "4"}  # Both lengths (JSON keys from the process).
-  ratio = result["median_examples_per_second"]["loop"] / result["median_examples_per_second"][
-      "fit"]
-  assert result["loop_over_fit"] == ratio
+def test_a_path_is_timed_at_both_lengths_and_reported(tmp_path):
+  """`run_path` (what each benchmark process runs) times both run lengths after an untimed
+  one; the report names both paths and their ratio."""
+  case = benchmark_fine_tuning.FineTuningCase(**TINY)
+  (tmp_path / "train.json").write_text(json.dumps(synthetic_squad(case.paragraphs, seed=1)))
+  run = benchmark_fine_tuning.run_path({"case": dataclasses.asdict(case), "path": "loop",
+                                        "workdir": str(tmp_path)})
+  assert set(run["seconds"]) == {2, 4} and run["seconds_per_step"] == pytest.approx(
+      (run["seconds"][4] - run["seconds"][2]) / 2)
+  assert os.path.isdir(tmp_path / "warmup")  # The untimed run.
+  result = {"case": dataclasses.asdict(case), "runs": {"loop": [run], "fit": [run]},
+            "median_examples_per_second": {"loop": 10.0, "fit": 8.0}, "loop_over_fit": 1.25}
   text = benchmark_fine_tuning.format_result(result)
-  assert "| loop |" in text and "| fit |" in text and "loop/fit:" in text
+  assert "| loop | 10.0 |" in text and "| fit | 8.0 |" in text and "loop/fit: 1.250" in text
