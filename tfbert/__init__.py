@@ -23,12 +23,13 @@ from tfbert.checkpoints.google_checkpoint import (
 )
 from tfbert.config import BertConfig
 from tfbert.encoder import BertEncoder
-from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler
+from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tfbert.training.accumulation import with_gradient_accumulation
 from tfbert.training.optimization import create_optimizer
 
 __all__ = [
     "BertConfig", "BertEncoder", "BertPretrainer", "BertSpanLabeler", "BertClassifier",
+    "BertTokenClassifier",
     "LoadReport", "load_google_checkpoint", "export_google_checkpoint", "read_google_checkpoint",
     "with_gradient_accumulation", "create_optimizer",
 ]

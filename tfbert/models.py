@@ -283,3 +283,63 @@ class BertClassifier(_FineTuningStep, keras.Model):
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict(),
             "num_classes": self.num_classes, "dropout_rate": self.dropout_rate}
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class BertTokenClassifier(_FineTuningStep, keras.Model):
+  """BERT with a tag per WordPiece: dropout then a dense projection of `sequence_output`.
+
+  Hugging Face's `BertForTokenClassification`: its head (`classifier.weight` [C, H],
+  `classifier.bias` [C]) loads into `classifier_head` under the same Google names as a
+  sentence classifier's (`output_weights`, `output_bias`).
+
+  Args:
+    config: A `BertConfig` (or its dict).
+    labels: the tag of each label id (C of them; kept in the saved model).
+    dropout_rate: Dropout on the sequence output in training.
+
+  Training labels: {"logits": int [B, S] label ids, `tfbert.tagging.tagging_features.IGNORE`
+  (-1) where no word starts}. An example's loss is the mean cross-entropy over its labelled
+  positions (0 if it has none): every window counts once, so the loss of a batch does not
+  depend on how it is split over replicas or micro-batches.
+
+  Returns:
+    float32 `logits` [B, S, C] in a dict.
+  """
+
+  def __init__(self, config, labels, dropout_rate: float = 0.1, **kwargs):
+    super().__init__(**kwargs)
+    self._create_trackers()
+    self.config = as_config(config)
+    self.labels = tuple(labels)
+    self.dropout_rate = dropout_rate
+    self.encoder = BertEncoder(self.config, name="encoder", dtype=self.dtype_policy)
+    self.classifier_head = ClassifierHead(len(self.labels), dropout_rate,
+                                          self.config.initializer_range,
+                                          name="classifier_head", dtype=self.dtype_policy)
+
+  @property
+  def num_labels(self) -> int:
+    return len(self.labels)
+
+  def build(self, input_shape=None):
+    self.encoder.build()
+    self.classifier_head.build((None, None, self.config.hidden_size))
+    self.built = True
+
+  def call(self, features, training=None):
+    sequence = self.encoder(features, training=training)["sequence_output"]
+    return {"logits": self.classifier_head(sequence, training=training)}
+
+  def example_losses(self, outputs, labels):
+    """float32 [B]: the mean cross-entropy over each example's labelled positions."""
+    label_ids = tf.cast(_labels(labels, "logits"), tf.int32)             # [B, S]
+    labelled = tf.cast(label_ids >= 0, tf.float32)
+    losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        tf.maximum(label_ids, 0), tf.cast(outputs["logits"], tf.float32))  # [B, S]
+    return tf.reduce_sum(losses * labelled, axis=1) / tf.maximum(
+        tf.reduce_sum(labelled, axis=1), 1.0)
+
+  def get_config(self):
+    return {**super().get_config(), "config": self.config.to_dict(), "labels": list(self.labels),
+            "dropout_rate": self.dropout_rate}

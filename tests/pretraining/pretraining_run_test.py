@@ -683,12 +683,14 @@ def test_held_out_evaluation_during_training_scores_the_model_of_that_step(data_
 
 
 def test_eval_settings_that_do_not_fit_are_named(data_dir, tmp_path):
-  with pytest.raises(ValueError, match=r"eval_every_steps \(2\) must be >= 0, and > 0 only "
-                                       "with eval_input_files"):
+  with pytest.raises(ValueError, match=r"eval_every_steps \(2\) > 0 evaluates: it needs "
+                                       "eval_input_files"):
     run_config(data_dir, tmp_path / "run", eval_every_steps=2)
-  with pytest.raises(ValueError, match=r"early_stopping_patience \(2\) must be >= 0, and > 0 "
-                                       "only with eval_input_files"):
+  with pytest.raises(ValueError, match=r"early_stopping_patience \(2\) > 0 needs "
+                                       "eval_input_files"):
     run_config(data_dir, tmp_path / "run", early_stopping_patience=2)
+  with pytest.raises(ValueError, match=r"early_stopping_patience \(-1\) must be >= 0"):
+    run_config(data_dir, tmp_path / "run", early_stopping_patience=-1)
   with pytest.raises(ValueError, match=r"eval_batch_size \(5\) must be a multiple of the "
                                        r"replicas \(2\)"):
     run_pretraining(run_config(data_dir, tmp_path / "run", eval_batch_size=5,

@@ -18,6 +18,7 @@ TOOL_FLAGS = {
     "align": "--variants", "benchmark": "--benchmark", "convert_checkpoint": "--input_format",
     "create_pretraining_data": "--max_predictions_per_seq", "demo": "--pretrain_steps",
     "evaluate_squad": "--na_prob_file", "run_classifier": "--task_name",
+    "evaluate_ner": "--tag_scheme", "run_ner": "--doc_stride",
     "run_pretraining": "--save_checkpoints_steps", "run_squad": "--doc_stride",
 }
 # Flags each tool must also list: shared ones adopted from other flags modules.
@@ -25,6 +26,7 @@ SHARED_FLAGS = {
     "run_classifier": ["--init_hf_dir", "--allow_config_change"],
     "run_squad": ["--learning_rate", "--allow_config_change"],
     "run_pretraining": ["--allow_config_change"],
+    "run_ner": ["--learning_rate", "--tag_column", "--allow_config_change"],
 }
 
 

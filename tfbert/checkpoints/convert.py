@@ -28,12 +28,13 @@ import numpy as np
 from tfbert.checkpoints import google_checkpoint, huggingface
 from tfbert.config import BertConfig
 from tfbert.encoder import BertEncoder
-from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler
+from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tfbert.runtime import atomic
 
 FORMATS = ("google", "hf", "tfbert")
 # What a `.keras` file must hold to be a tfbert model.
-TFBERT_MODELS = (BertEncoder, BertPretrainer, BertSpanLabeler, BertClassifier)
+TFBERT_MODELS = (BertEncoder, BertPretrainer, BertSpanLabeler, BertClassifier,
+                 BertTokenClassifier)
 
 
 def model_for_weights(config: BertConfig, weights: Mapping[str, np.ndarray]) -> keras.Model:

@@ -173,12 +173,7 @@ def _run(model: BertClassifier, strategy: tf.distribute.Strategy,
     if not result["train"]["finished"]:  # stop_at_step: rerun without it to resume.
       result["written"] = ["checkpoints"]
       return result
-    if chief:
-      fine_tuning.save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
-      atomic.write_json(os.path.join(config.output_dir, "train_results.json"), result["train"])
-    written += ["model.keras", "train_results.json"]
-    if config.eval_every_steps:
-      written += [fine_tuning.BEST_DIR, "metrics.jsonl", "train", "eval"]
+    written += fine_tuning.save_trained(model, config, result["train"], chief)
   if config.do_eval:
     result["eval"] = evaluate(model, strategy, tokenizer, task, config, inputs["dev"],
                               write=chief)

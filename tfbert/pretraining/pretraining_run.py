@@ -125,23 +125,18 @@ class PretrainingRunConfig:
         (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
         validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,
                                 num_replicas),
-        (self.log_steps >= 1 and self.save_checkpoints_steps >= 1
-         and self.keep_checkpoint_max >= 1,
-         f"log_steps ({self.log_steps}), save_checkpoints_steps "
-         f"({self.save_checkpoints_steps}) and keep_checkpoint_max "
-         f"({self.keep_checkpoint_max}) must be >= 1"),
-        (self.stop_at_step is None or 0 < self.stop_at_step <= self.num_train_steps,
+        *training_loop.schedule_checks(self),
+        (self.stop_at_step is None or self.stop_at_step <= self.num_train_steps,
          f"stop_at_step ({self.stop_at_step}) must be in [1, num_train_steps "
          f"({self.num_train_steps})]"),
         (not (self.run_eagerly and self.jit_compile), "run_eagerly and jit_compile exclude "
          "each other"),
-        (self.eval_every_steps >= 0 and (not self.eval_every_steps or self.eval_input_files),
-         f"eval_every_steps ({self.eval_every_steps}) must be >= 0, and > 0 only with "
+        (not self.eval_every_steps or self.eval_input_files,
+         f"eval_every_steps ({self.eval_every_steps}) > 0 evaluates: it needs "
          "eval_input_files"),
-        (self.early_stopping_patience >= 0 and (not self.early_stopping_patience
-                                                or self.eval_input_files),
-         f"early_stopping_patience ({self.early_stopping_patience}) must be >= 0, and > 0 "
-         "only with eval_input_files"),
+        (not self.early_stopping_patience or self.eval_input_files,
+         f"early_stopping_patience ({self.early_stopping_patience}) > 0 needs "
+         "eval_input_files"),
         (self.eval_batch_size >= 1 and self.eval_batch_size % num_replicas == 0
          and self.max_eval_steps >= 1,
          f"eval_batch_size ({self.eval_batch_size}) must be a multiple of the replicas "
@@ -394,24 +389,18 @@ def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy,
 
 # What held-out evaluation keeps the best model by: the MLM + NSP loss (minimized).
 DEFAULT_BEST_METRIC = "loss"
-BEST_DIR = "best"
+BEST_DIR = training_loop.BEST_DIR
 
 
 def _keep_best(model: BertPretrainer, config: PretrainingRunConfig, data: dict, step: int,
                scores: dict) -> None:
   """Chief: `model_dir/best/`: the model as a Google checkpoint (`google/bert_model.ckpt`,
-  vocab beside) and `eval_results.json`, whole or not at all (`tfbert.runtime.atomic`)."""
+  vocab beside) and `eval_results.json` (`training_loop.keep_best`)."""
   vocab = data["vocab_file"] if data["vocab_file"] and os.path.isfile(data["vocab_file"]) else None
-
-  def write(staging: str) -> None:
-    os.makedirs(staging)
-    google_checkpoint.export_google_checkpoint(
-        model, os.path.join(staging, "google", "bert_model.ckpt"), vocab_file=vocab)
-    atomic.write_json(os.path.join(staging, "eval_results.json"),
-                      {"step": step, "best_metric": config.best_metric or DEFAULT_BEST_METRIC,
-                       **scores})
-
-  atomic.write_with(os.path.join(config.model_dir, BEST_DIR), write, tag="best")
+  training_loop.keep_best(
+      config.model_dir, lambda staging: google_checkpoint.export_google_checkpoint(
+          model, os.path.join(staging, "google", "bert_model.ckpt"), vocab_file=vocab),
+      config.best_metric or DEFAULT_BEST_METRIC, step, scores)
 
 
 def _own_directory(run: _Run, config: PretrainingRunConfig) -> str:
@@ -435,9 +424,7 @@ def _remove_leftovers(run: _Run, config: PretrainingRunConfig) -> None:
   export_parent = os.path.dirname(_export_directory(run, config))
   if os.path.abspath(export_parent) != os.path.abspath(_own_directory(run, config)):
     removed += atomic.remove_stale_temporaries(export_parent)
-  removed += run.loop.remove_leftovers()
-  if removed:
-    logging.info(f"removed {len(removed)} leftover(s) of a killed run: {', '.join(removed)}")
+  run.loop.remove_leftovers(also=removed)
 
 
 def _restore_or_initialize(run: _Run, config: PretrainingRunConfig) -> int:

@@ -250,6 +250,7 @@ def _run(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
   result = {}
   chief = fine_tuning.is_chief(strategy)
   work_dir = fine_tuning.work_directory(config, strategy)
+  features = None  # The predict file's, made once for evaluation and prediction.
   if config.do_train:
     evaluate = None
     if config.eval_every_steps:
@@ -266,7 +267,7 @@ def _run(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
       fine_tuning.save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
   if config.do_predict:
     result.update(predict(model, strategy, tokenizer, config, *inputs["predict"], work_dir,
-                          write=chief))
+                          write=chief, features=features))
   if config.export_dir and chief:
     squad_export.export_squad_saved_model(
         model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
@@ -367,12 +368,13 @@ def answer(model: BertSpanLabeler, strategy: tf.distribute.Strategy, config: Squ
 def predict(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
             tokenizer: WordPieceTokenizer, config: SquadRunConfig,
             dataset: squad_data.SquadDataset, selected: dict[str, Any], work_dir: str,
-            write: bool = True) -> dict[str, Any]:
+            write: bool = True, features: Optional[list] = None) -> dict[str, Any]:
   """Answers the predict file's `dataset` and scores the answers against `selected` (its
   JSON, as `read_squad_articles` returns it); with `write`, writes the prediction files and
-  eval_results.json."""
-  answered = answer(model, strategy, config, dataset,
-                    predict_features(tokenizer, config, dataset, work_dir), selected)
+  eval_results.json. `features`: the dataset's, when already made."""
+  if features is None:
+    features = predict_features(tokenizer, config, dataset, work_dir)
+  answered = answer(model, strategy, config, dataset, features, selected)
   if write:
     paths = squad_postprocess.write_predictions(answered["predictions"], config.output_dir)
   else:

@@ -26,6 +26,7 @@ import math
 import os
 import shutil
 import time
+import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import keras
@@ -90,15 +91,7 @@ class FineTuningConfig:
          "give at most one of init_checkpoint, init_hf_dir, init_tfbert"),
         validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,
                                 num_replicas),
-        (self.log_steps >= 1 and self.save_checkpoints_steps >= 1
-         and self.keep_checkpoint_max >= 1,
-         f"log_steps ({self.log_steps}), save_checkpoints_steps "
-         f"({self.save_checkpoints_steps}) and keep_checkpoint_max "
-         f"({self.keep_checkpoint_max}) must be >= 1"),
-        (self.eval_every_steps >= 0, f"eval_every_steps ({self.eval_every_steps}) must be >= 0"),
-        (self.early_stopping_patience >= 0, "early_stopping_patience must be >= 0"),
-        (self.stop_at_step is None or self.stop_at_step >= 1, "stop_at_step must be >= 1"),
-    ]
+    ] + training_loop.schedule_checks(self)
 
   def to_json(self) -> str:
     return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
@@ -274,6 +267,19 @@ def save_without_optimizer(model: keras.Model, path: str) -> None:
   plain.build()
   plain.set_weights(model.get_weights())
   convert.save_tfbert_model(plain, path)
+
+
+def save_trained(model: keras.Model, config: FineTuningConfig, train_results: dict,
+                 chief: bool) -> list[str]:
+  """After training ends: the chief writes `model.keras` (no optimizer), then
+  `train_results.json`; returns the names of what training left in `output_dir`."""
+  if chief:
+    save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
+    atomic.write_json(os.path.join(config.output_dir, "train_results.json"), train_results)
+  written = ["model.keras", "train_results.json"]
+  if config.eval_every_steps:
+    written += [BEST_DIR, "metrics.jsonl", "train", "eval"]
+  return written
 
 
 def resolve_vocab_file(config: FineTuningConfig) -> str:
@@ -491,21 +497,15 @@ def loop_config(config: FineTuningConfig, steps: int,
       verbose=config.verbose)
 
 
-BEST_DIR = "best"
+BEST_DIR = training_loop.BEST_DIR
 
 
 def keep_best(model: keras.Model, config: FineTuningConfig, step: int, scores: dict) -> None:
   """Writes `<output_dir>/best/`: `model.keras` (no optimizer) and `eval_results.json`
-  ({"step", "best_metric", scalars}), whole or not at all (`tfbert.runtime.atomic`)."""
-  def write(staging: str) -> None:
-    os.makedirs(staging)
-    save_without_optimizer(model, os.path.join(staging, "model.keras"))
-    atomic.write_json(os.path.join(staging, "eval_results.json"),
-                      {"step": step, "best_metric": config.best_metric, **scores})
-
-  atomic.write_with(os.path.join(config.output_dir, BEST_DIR), write, tag="best")
-  logging.info(f"best {config.best_metric} so far ({scores[config.best_metric]:.4f} at applied "
-               f"step {step}): kept in {os.path.join(config.output_dir, BEST_DIR)}")
+  (`training_loop.keep_best`)."""
+  training_loop.keep_best(
+      config.output_dir, lambda staging: save_without_optimizer(
+          model, os.path.join(staging, "model.keras")), config.best_metric, step, scores)
 
 
 def train(model: keras.Model, strategy: tf.distribute.Strategy, config: FineTuningConfig,
@@ -544,21 +544,55 @@ def train(model: keras.Model, strategy: tf.distribute.Strategy, config: FineTuni
       strategy, model, loop_config(config, steps, evaluate is not None), config.output_dir,
       num_workers=num_workers, worker_index=index, is_chief=chief, evaluate=evaluate,
       on_best=lambda step, scores: keep_best(model, config, step, scores))
-  removed = loop.remove_leftovers()
-  if removed:
-    logging.info(f"removed {len(removed)} leftover(s) of a killed run: {', '.join(removed)}")
+  loop.remove_leftovers()
   loop.restore()
   replicas = strategy.num_replicas_in_sync
   local = replicas // num_workers
   per_replica = config.train_batch_size // config.gradient_accumulation_steps // replicas
   batches = distribution.LocalBatches(strategy, shuffled_batches(
       examples, num_examples, per_replica, config.seed, start=loop.micro_step * replicas,
-      batches_per_step=replicas, keep=range(index * local, (index + 1) * local)))
+      batches_per_step=replicas,
+      keep=range(index * local, (index + 1) * local) if num_workers > 1 else None))
   last = loop.train(batches)
   result = {**last, "steps": loop.step, "finished": loop.finished}
   logging.info("trained " + " ".join(f"{k}={v:.4g}" for k, v in result.items()
                                      if isinstance(v, (int, float))))
   return result
+
+
+# model -> {(strategy, input names): its prediction step}: one trace per model, not one per
+# evaluation during training.
+_PREDICTION_STEPS = weakref.WeakKeyDictionary()
+
+
+def _prediction_step(model: keras.Model, strategy: tf.distribute.Strategy,
+                     names: tuple[str, ...]):
+  """`run_batch(iterator)`: one global batch's outputs by name, gathered from every replica
+  (with "example_index"); made once per (model, strategy, input names). `iterator` is a
+  `tf.data` iterator of this worker's per-replica batches, dealt to its local replicas in
+  turn as `distribution.LocalBatches` deals them (traced once per element spec)."""
+  steps = _PREDICTION_STEPS.setdefault(model, {})
+  key = (id(strategy), names)
+  if key in steps and steps[key][0] is strategy:
+    return steps[key][1]
+
+  def step(batch):
+    features = {name: batch[name] for name in names}
+    outputs = model(features, training=False)
+    outputs = outputs if isinstance(outputs, dict) else {"output": outputs}
+    return {"example_index": batch["example_index"],
+            **{k: tf.cast(v, tf.float32) for k, v in outputs.items()}}
+
+  @tf.function
+  def run_batch(iterator):
+    batch = strategy.experimental_distribute_values_from_function(lambda _: next(iterator))
+    outputs = strategy.run(step, args=(batch,))
+    # One gather per tensor: gathering the whole dict at once under MirroredStrategy with
+    # ReductionToOneDevice returned the first replica's rows only (measured, TF 2.20).
+    return {name: strategy.gather(value, axis=0) for name, value in outputs.items()}
+
+  steps[key] = (strategy, run_batch)
+  return run_batch
 
 
 def predict(model: keras.Model, strategy: tf.distribute.Strategy, inputs: dict[str, np.ndarray],
@@ -598,23 +632,9 @@ def predict(model: keras.Model, strategy: tf.distribute.Strategy, inputs: dict[s
   dataset = (dataset.enumerate().filter(
       lambda i, _: tf.reduce_any(tf.equal(i % replicas, tf.constant(list(mine), tf.int64))))
       .map(lambda i, batch: batch))
-  batches = distribution.LocalBatches(strategy, dataset)
-
-  def step(batch):
-    features = {name: batch[name] for name in inputs}
-    outputs = model(features, training=False)
-    outputs = outputs if isinstance(outputs, dict) else {"output": outputs}
-    return {"example_index": batch["example_index"],
-            **{k: tf.cast(v, tf.float32) for k, v in outputs.items()}}
-
-  @tf.function
-  def run_batch(iterator):
-    outputs = strategy.run(step, args=(next(iterator),))
-    # One gather per tensor: gathering the whole dict at once under MirroredStrategy with
-    # ReductionToOneDevice returned the first replica's rows only (measured, TF 2.20).
-    return {name: strategy.gather(value, axis=0) for name, value in outputs.items()}
-
-  parts = [run_batch(batches) for _ in range(steps)]
+  iterator = iter(dataset)
+  run_batch = _prediction_step(model, strategy, tuple(inputs))
+  parts = [run_batch(iterator) for _ in range(steps)]
   merged = {name: np.concatenate([part[name].numpy() for part in parts]) for name in parts[0]}
   order = merged.pop("example_index")
   kept = order >= 0

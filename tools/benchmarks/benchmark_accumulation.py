@@ -4,9 +4,9 @@ Both sides train tfbert's `BertPretrainer` on synthetic data with the optimizer 
 real run (`tfbert.training.optimization.create_optimizer`: AdamW, the accumulation wrapper with k
 steps), through one of two loops:
 
-* `fit`: Keras' `model.fit`, one call per micro-step (the fine-tuning tools' loop);
-* `pretraining_run`: `tfbert.pretraining.pretraining_run`'s loop, one `tf.function` running an
-  applied step's micro-steps in a `tf.range` loop.
+* `fit`: Keras' `model.fit`, one call per micro-step;
+* `pretraining_run`: the tools' loop (`tfbert.training.training_loop.graph_micro_steps`), an
+  applied step's micro-steps one `tf.function` call each.
 
 examples/s counts applied steps (one applied step = k micro-steps = k*b examples) between
 the ends of consecutive applied steps. Two ways to compare the sides:
@@ -124,11 +124,11 @@ class _Trainer:
   def _pretraining_run_loop(self, applied_steps: int) -> list[float]:
     """`tfbert.pretraining.pretraining_run`'s loop: one call runs an applied step's k micro-steps.
 
-    `graph_micro_steps` loops over them in the graph; reading the optimizer's step count
-    after each call synchronizes.
+    `graph_micro_steps` runs them, one `tf.function` call each; reading the optimizer's step
+    count after each applied step synchronizes.
     """
     if self._micro_steps is None:
-      self.model.build()  # Variables cannot be created inside the tf.range loop.
+      self.model.build()  # Variables are created before the first step is traced.
       self.model.optimizer.build(self.model.trainable_variables)
       self._iterator = iter(self.dataset)
       self._micro_steps = training_loop.graph_micro_steps(

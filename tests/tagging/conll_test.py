@@ -1,0 +1,108 @@
+"""Tests for tfbert.tagging.conll: every quirk of real CoNLL files, `file:line` errors, IOB2.
+
+The last tests read WNUT 2017 (TFBERT_SHARED_DATA/wnut17) and compare with the counts its
+SOURCES.md documents (sentences, words, entities per split), counted there by another
+program.
+"""
+
+import os
+
+import pytest
+
+from tfbert.tagging import conll, tagging_metrics
+
+
+def _write(tmp_path, text: str, name="data.conll", newline="\n"):
+  path = tmp_path / name
+  path.write_bytes(text.replace("\n", newline).encode("utf-8"))
+  return str(path)
+
+
+def test_both_separators_docstart_crlf_and_space_columns(tmp_path):
+  # A TAB-only line and an empty line both end a sentence (WNUT 2017 train has both);
+  # -DOCSTART- ends one too; CRLF and space-separated columns read the same.
+  text = ("-DOCSTART- O\n\nEU B-org\nrejects O\n\t\nPeter B-per\nBlackburn I-per\n\n"
+          "-DOCSTART- O\nBRUSSELS B-loc\n")
+  for newline in ("\n", "\r\n"):
+    for separator in ("\t", " "):
+      path = _write(tmp_path, text.replace("\t", separator) if separator == " " else text,
+                    newline=newline)
+      sentences = conll.read_conll(path)
+      assert [s.words for s in sentences] == [("EU", "rejects"), ("Peter", "Blackburn"),
+                                              ("BRUSSELS",)]
+      assert [s.tags for s in sentences] == [("B-org", "O"), ("B-per", "I-per"), ("B-loc",)]
+      assert [s.lines for s in sentences] == [(3, 4), (6, 7), (10,)]
+
+
+def test_invisible_characters_stay_in_their_word(tmp_path):
+  # U+200B and U+FEFF are not whitespace: they belong to the word (dev lines 15,556, 16,730).
+  path = _write(tmp_path, "watched\u200bwas O\nDubbz\ufeff B-person\n\ufe0f O\n")
+  (sentence,) = conll.read_conll(path)
+  assert sentence.words == ("watched\u200bwas", "Dubbz\ufeff", "\ufe0f")
+
+
+def test_columns_by_flag_and_words_only(tmp_path):
+  path = _write(tmp_path, "1 EU NNP B-ORG x\n2 rejects VBZ O x\n")
+  (sentence,) = conll.read_conll(path, token_column=1, tag_column=-2)
+  assert sentence.words == ("EU", "rejects") and sentence.tags == ("B-ORG", "O")
+  (words_only,) = conll.read_conll(path, token_column=1, tag_column=None)
+  assert words_only.tags == ("", "")
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("EU B-org\nrejects\n", 2, "1 column(s), need 2"),
+    ("EU B-org\n\ufeff\n", 2, "1 column(s)"),  # The original WNUT dev file's last line.
+    ("EU B-org\nrejects X-org\n", 2, "tag 'X-org' is not O, B-<type> or I-<type>"),
+    ("EU B-\n", 1, "tag 'B-'"),
+    ("EU O\nrejects I-org\n", 2, "I-org after O breaks IOB2"),
+    ("EU B-per\nrejects I-org\n", 2, "I-org after B-per breaks IOB2"),
+    ("EU O\n\nrejects I-org\n", 3, "I-org after O"),  # A sentence starts outside entities.
+])
+def test_malformed_lines_are_named_with_file_and_line(tmp_path, text, line, message):
+  path = _write(tmp_path, text)
+  with pytest.raises(ValueError) as error:
+    conll.read_conll(path)
+  assert str(error.value).startswith(f"{path}:{line}: ") and message in str(error.value)
+
+
+def test_not_utf8_is_named(tmp_path):
+  path = tmp_path / "latin1.conll"
+  path.write_bytes(b"EU B-org\nM\xfcller B-per\n")
+  with pytest.raises(ValueError, match=f"{path}:2: not UTF-8"):
+    conll.read_conll(str(path))
+
+
+def test_iob1_repair_and_any(tmp_path):
+  # IOB1: I- everywhere, B- only between adjacent entities of one type.
+  path = _write(tmp_path, "EU I-org\nUN I-org\nWTO B-org\nsaid O\nPeter I-per\n")
+  (sentence,) = conll.read_conll(path, scheme="iob1")
+  assert sentence.tags == ("B-org", "I-org", "B-org", "O", "B-per")
+  (kept,) = conll.read_conll(path, scheme="any")
+  assert kept.tags == ("I-org", "I-org", "B-org", "O", "I-per")
+  assert tagging_metrics.entities([sentence.tags]) == tagging_metrics.entities([kept.tags])
+
+
+def test_tag_set_and_round_trip(tmp_path):
+  path = _write(tmp_path, "EU B-org\nrejects O\n\nPeter B-per\nBlackburn I-per\n")
+  sentences = conll.read_conll(path)
+  assert conll.tag_set(sentences) == ("O", "B-org", "I-org", "B-per", "I-per")
+  written = conll.write_conll(str(tmp_path / "out.conll"), sentences, [s.tags for s in sentences])
+  assert conll.read_conll(written) == sentences
+  with pytest.raises(ValueError, match="1 tags for a sentence of 2 words"):
+    conll.format_conll(sentences, [("O",), ("O", "O")])
+
+
+# split file -> (sentences, words, entities, longest sentence in words), from SOURCES.md.
+WNUT_COUNTS = {"wnut17train.conll": (3394, 62730, 1975, 41),
+               "emerging.dev.conll": (1009, 15733, 836, 82),
+               "emerging.test.annotated": (1287, 23394, 1079, 105)}
+
+
+@pytest.mark.parametrize("name", sorted(WNUT_COUNTS))
+def test_the_real_wnut17_files(shared_data, name):
+  sentences = conll.read_conll(os.path.join(shared_data, "wnut17", name))
+  counts = (len(sentences), sum(len(s.words) for s in sentences),
+            len(tagging_metrics.entities([s.tags for s in sentences])),
+            max(len(s.words) for s in sentences))
+  assert counts == WNUT_COUNTS[name]
+  assert len(conll.tag_set(sentences)) == 13  # O and B-/I- of 6 types, all in every split.

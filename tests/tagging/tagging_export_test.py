@@ -1,0 +1,93 @@
+"""Tests for tfbert.tagging.tagging_export: the in-graph entity chunking equals the metric's
+(seqeval's) on random tag sequences, and `tag_text` reports BERT's words with their byte
+offsets and the Keras model's tags. (tests/tagging/tagging_run_test.py loads an export in a
+fresh process without tfbert.)"""
+
+import random
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfbert import BertClassifier, BertTokenClassifier
+from tfbert.checkpoints import pretrained
+from tfbert.config import BertConfig
+from tfbert.tagging import tagging_export, tagging_metrics
+from tfbert.text.tokenization import WordPieceTokenizer
+
+TAGS = ("O", "B-x", "I-x", "B-y", "I-y")
+TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+            intermediate_size=37, max_position_embeddings=64, initializer_range=0.5)
+
+
+def test_entity_chunking_in_the_graph_equals_seqeval_on_random_tags():
+  rng = random.Random(3)
+  rows = [[rng.choice(TAGS) for _ in range(rng.randint(0, 11))] for _ in range(300)]
+  width = max(len(r) for r in rows)
+  tags = tf.constant([r + [""] * (width - len(r)) for r in rows])
+  positions = tf.constant([list(range(width))] * len(rows), tf.int64)
+  out = tagging_export._entities(tags, positions * 10, positions * 10 + 5)
+  for index, row in enumerate(rows):
+    n = int(out["num_entities"][index])
+    found = {(index, kind.decode(), int(start) // 10, (int(end) - 5) // 10)
+             for kind, start, end in zip(out["entity_types"][index, :n].numpy(),
+                                         out["entity_starts"][index, :n].numpy(),
+                                         out["entity_ends"][index, :n].numpy())}
+    assert found == {e for e in tagging_metrics.entities(rows) if e[0] == index}, row
+
+
+def test_tag_text_gives_bert_words_offsets_and_the_models_tags(tmp_path):
+  model = BertTokenClassifier(BertConfig(**TINY), TAGS, dtype="float32")
+  model.build()
+  vocab = pretrained.minilm_vocab_file()
+  export_dir = tagging_export.export_tagger_saved_model(model, str(tmp_path / "export"), vocab,
+                                                        True, 13)
+  assert (tmp_path / "export" / "labels.txt").read_text().split() == list(TAGS)
+  tag_text = tf.saved_model.load(export_dir).signatures["tag_text"]
+  texts = ["Zyxwar met Mira, in Oslo.", "", "née café " * 9]  # The last is cut at 11 pieces.
+  out = tag_text(text=tf.constant(texts))
+  tokenizer = WordPieceTokenizer(vocab, True)
+  ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(texts))
+  logits = model(_packed(tokenizer, ids, 13))["logits"].numpy()
+  for b, text in enumerate(texts):
+    pieces = ids[b].numpy()[:11]
+    tokens = [_token(vocab, i) for i in pieces]
+    first = [k for k, t in enumerate(tokens) if not t.startswith("##")]
+    n = int(out["num_words"][b])
+    assert n == len(first)
+    assert out["word_starts"][b, :n].numpy().tolist() == starts[b].numpy()[first].tolist()
+    lasts = [k - 1 for k in first[1:]] + [len(pieces) - 1] * bool(first)
+    assert out["word_ends"][b, :n].numpy().tolist() == ends[b].numpy()[lasts].tolist()
+    expected = [TAGS[int(np.argmax(logits[b, 1 + k]))] for k in first]
+    assert [t.decode() for t in out["tags"][b, :n].numpy()] == expected
+  data = texts[0].encode()
+  words = [data[s:e].decode() for s, e in zip(out["word_starts"][0, :6].numpy(),
+                                               out["word_ends"][0, :6].numpy())]
+  assert words == ["Zyxwar", "met", "Mira", ",", "in", "Oslo"]
+
+
+_VOCABS = {}  # vocab file -> its tokens.
+
+
+def _token(vocab_file, index):
+  """The vocabulary entry of an id."""
+  if vocab_file not in _VOCABS:
+    with open(vocab_file, encoding="utf-8") as f:
+      _VOCABS[vocab_file] = [line.rstrip("\n") for line in f]
+  return _VOCABS[vocab_file][index]
+
+
+def _packed(tokenizer, ids, seq):
+  """[CLS] pieces [SEP] of each text, cut to seq - 2 pieces, padded to seq."""
+  rows = np.zeros((ids.shape[0], seq), np.int32)
+  mask = np.zeros_like(rows)
+  for b, row in enumerate(ids.to_list()):
+    row = [tokenizer.cls_id] + row[:seq - 2] + [tokenizer.sep_id]
+    rows[b, :len(row)], mask[b, :len(row)] = row, 1
+  return {"input_ids": rows, "input_mask": mask, "segment_ids": np.zeros_like(rows)}
+
+
+def test_export_refuses_another_model(tmp_path):
+  with pytest.raises(TypeError, match="expected a BertTokenClassifier, got BertClassifier"):
+    tagging_export.export_tagger_saved_model(BertClassifier(BertConfig(**TINY), 2),
+                                             str(tmp_path / "e"), "v", True, 13)

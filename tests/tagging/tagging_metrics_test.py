@@ -1,0 +1,81 @@
+"""Tests for tfbert.tagging.tagging_metrics: conlleval's entity F1, the seven official WNUT
+2017 scores, and the join of a system output to its gold file by line position."""
+
+import json
+import os
+
+import pytest
+from seqeval.metrics import f1_score
+
+from tfbert.tagging import conll, tagging_metrics
+
+# The seven files of wnut17/submissions/, named as expected_scores.json names them.
+SUBMISSIONS = ("arcada", "drexel_cci", "flytxt", "mic-cis.txt", "sjtu_adapt.txt",
+               "spinningbytes.txt", "uh_ritual")
+
+
+def test_entities_and_scores_by_hand():
+  gold = [["B-per", "I-per", "O", "B-loc"], ["B-org", "O"]]
+  # Entities: (0, per, 0-1) right; (0, loc, 3) typed wrong as org; (1, org, 0) found
+  # with a stray I-org after it ... which begins a second org entity (conlleval).
+  predicted = [["B-per", "I-per", "O", "B-org"], ["B-org", "I-per"]]
+  assert tagging_metrics.entities(gold) == {(0, "per", 0, 1), (0, "loc", 3, 3), (1, "org", 0, 0)}
+  assert tagging_metrics.entities(predicted) == {(0, "per", 0, 1), (0, "org", 3, 3),
+                                                 (1, "org", 0, 0), (1, "per", 1, 1)}
+  scores = tagging_metrics.entity_scores(gold, predicted)
+  assert (scores["gold"], scores["pred"], scores["correct"]) == (3, 4, 2)
+  assert scores["precision"] == 50.0 and scores["recall"] == pytest.approx(200 / 3)
+  assert scores["f1"] == pytest.approx(2 * 50 * 200 / 3 / (50 + 200 / 3))
+  assert scores["accuracy"] == pytest.approx(100 * 4 / 6)
+  assert scores["per_type"]["loc"] == {"gold": 1, "pred": 0, "correct": 0, "precision": 0.0,
+                                       "recall": 0.0, "f1": 0.0}
+  # seqeval's own micro F1 agrees (a fraction there).
+  assert scores["f1"] == pytest.approx(100 * f1_score(gold, predicted), abs=1e-12)
+
+
+def test_lengths_must_match():
+  with pytest.raises(ValueError, match="sentence 0: 2 gold tags, 1 predicted"):
+    tagging_metrics.entity_scores([["O", "O"]], [["O"]])
+
+
+def test_read_predictions_errors_name_the_line(tmp_path):
+  gold_path = tmp_path / "gold"
+  gold_path.write_text("a B-x\nb O\n\nc O\n")
+  gold = conll.read_conll(str(gold_path))
+  cases = {"a B-x\r\nb\r\n\r\nc O": ":2: need a token and a tag",
+           "a B-x\nb O\n\nc O\nd O\n": ":5: a prediction where",
+           "a B-x\nb O\nx O\nc O\n": ":3: a prediction where",
+           "a B-x\nb Q\n\nc O\n": ":2: tag 'Q'"}
+  for text, message in cases.items():
+    path = tmp_path / "pred"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+      tagging_metrics.read_predictions(str(path), gold, str(gold_path))
+
+
+@pytest.mark.parametrize("team", SUBMISSIONS)
+def test_the_official_wnut17_scores_of_every_submission(shared_data, team):
+  """Counts exactly equal, F1 to 1e-9 of the F1 of the official counts, and the published
+  Table 2 figure (two decimals) by rounding. The submissions are CRLF, space- or
+  TAB-separated, without the final empty line, and mic-cis changed its tokens."""
+  folder = os.path.join(shared_data, "wnut17")
+  with open(os.path.join(folder, "expected_scores.json")) as f:
+    expected = json.load(f)["submissions"][team]
+  gold = conll.read_conll(os.path.join(folder, "emerging.test.annotated"))
+  predicted = tagging_metrics.read_predictions(
+      os.path.join(folder, "submissions", team), gold)
+  scores = tagging_metrics.entity_scores([s.tags for s in gold], predicted)
+  official = expected["entity"]
+  assert (scores["gold"], scores["pred"], scores["correct"]) == (
+      official["gold"], official["pred"], official["correct"])
+  precision, recall = official["correct"] / official["pred"], official["correct"] / official["gold"]
+  assert scores["f1"] == pytest.approx(100 * 2 * precision * recall / (precision + recall),
+                                       abs=1e-9)
+  # The JSON holds percentages rounded to 4 decimals, the paper to 2.
+  assert scores["f1"] == pytest.approx(official["f1"], abs=5e-5)
+  assert round(scores["f1"], 2) == expected["paper_f1_entity"]
+  assert scores["accuracy"] == pytest.approx(expected["token_accuracy"], abs=5e-5)
+  for kind, counts in expected["entity_per_type"].items():
+    ours = scores["per_type"].get(kind, {"gold": 0, "pred": 0, "correct": 0})
+    assert (ours["gold"], ours["pred"], ours["correct"]) == (
+        counts["gold"], counts["pred"], counts["correct"]), kind

@@ -1,0 +1,248 @@
+"""Tests for tfbert.tagging.tagging_run and tools/run_ner.py: a tiny model learns a tagging task
+that needs context; the tool trains mirrored, in mixed precision, with accumulation, and its
+export tags raw text in a fresh process; runs resume exactly and 2 workers equal 2 replicas.
+
+The learning data is tests/conll_synthetic.py's (a person after "met", a location after
+"in", an organization before "Labs"/"Corp", all from one pool of words): tagging each word
+with its most frequent train tag scores the entity F1 `word_baseline_f1` computes (about
+a third); a model must read the context.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import conll_synthetic, helpers
+from tfbert import BertTokenClassifier
+from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
+from tfbert.config import BertConfig
+from tfbert.runtime import run_directory
+from tfbert.tagging import conll, tagging_metrics, tagging_run
+from tfbert.training import workers
+
+ROOT = helpers.ROOT
+TOOL = os.path.join(ROOT, "tools", "run_ner.py")
+EVALUATE_TOOL = os.path.join(ROOT, "tools", "evaluate_ner.py")
+SEQ = 19
+# Tiny, odd-sized, the uncased vocab of the MiniLM wheel (30,522 entries).
+TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=37, hidden_act="gelu", hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0, max_position_embeddings=64, type_vocab_size=2,
+            initializer_range=0.1)
+
+
+def _config_file(tmp_path, **overrides):
+  path = str(tmp_path / "bert_config.json")
+  BertConfig(**{**TINY, **overrides}).to_json_file(path)
+  return path
+
+
+def _run_config(tmp_path, output, **overrides):
+  values = dict(
+      output_dir=str(tmp_path / output), train_file=str(tmp_path / "train.conll"),
+      eval_file=str(tmp_path / "dev.conll"), vocab_file=pretrained.minilm_vocab_file(),
+      bert_config_file=_config_file(tmp_path), max_seq_length=SEQ, doc_stride=5,
+      classifier_dropout=0.0, train_batch_size=16, eval_batch_size=32, learning_rate=2e-3,
+      num_train_epochs=1.0, seed=7, verbose=0)
+  return tagging_run.NerRunConfig(**{**values, **overrides})
+
+
+def _read_json(path):
+  with open(path, encoding="utf-8") as f:
+    return json.load(f)
+
+
+@pytest.fixture
+def ner_dir(tmp_path):
+  train, dev = conll_synthetic.sentences(480, seed=1), conll_synthetic.sentences(120, seed=2)
+  conll_synthetic.write(tmp_path / "train.conll", train)
+  conll_synthetic.write(tmp_path / "dev.conll", dev)
+  baseline = tagging_metrics.entity_scores([[t for _, t in s] for s in dev],
+                                           conll_synthetic.word_baseline_tags(train, dev))
+  return tmp_path, baseline["f1"]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(do_train=False), "at least one of"),
+    (dict(train_file=None), "do_train needs train_file"),
+    (dict(tag_scheme="bio"), "tag_scheme must be iob2 or iob1"),
+    (dict(doc_stride=18), "doc_stride (18) must be in"),
+    (dict(eval_every_steps=5), "add do_eval"),
+])
+def test_config_names_what_does_not_fit(tmp_path, overrides, message):
+  with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    _run_config(tmp_path, "out", **{"do_train": True, **overrides})
+
+
+def test_a_bad_line_stops_the_run_before_anything_is_written(tmp_path):
+  (tmp_path / "train.conll").write_text("We O\nmet O\nMira I-person\n")
+  with pytest.raises(ValueError, match=r"train.conll:3: I-person after O breaks IOB2"):
+    tagging_run.run_ner(_run_config(tmp_path, "out", do_train=True))
+  assert not os.path.exists(tmp_path / "out")
+
+
+@pytest.mark.slow  # ~80 s: 180 applied steps, evaluation every 60, reloaded and re-scored.
+def test_tiny_model_learns_the_context_task_far_above_the_word_baseline(ner_dir):
+  tmp_path, baseline = ner_dir
+  trained = tagging_run.run_ner(_run_config(
+      tmp_path, "trained", do_train=True, do_eval=True, num_train_epochs=6.0,
+      eval_every_steps=60))
+  scores = trained["eval"]["dev"]
+  assert baseline < 50, baseline  # Words alone do not give the types.
+  assert scores["f1"] > 95 and scores["f1"] > baseline + 45, (scores, baseline)
+  # Some sentences take two windows at S = 19.
+  assert trained["train"]["examples"] > 480
+  assert trained["train"]["steps"] == trained["train"]["examples"] * 6 // 16
+  out = tmp_path / "trained"
+  assert _read_json(out / "eval_results.json") == trained["eval"]
+  assert (out / "labels.txt").read_text().split() == [
+      "O", "B-location", "I-location", "B-organization", "I-organization", "B-person",
+      "I-person"]
+  assert _read_json(out / "best" / "eval_results.json")["f1"] >= scores["f1"] - 1e-9
+  # The written predictions, scored by the tool against the dev file, give the same scores.
+  run = subprocess.run([sys.executable, EVALUATE_TOOL, str(tmp_path / "dev.conll"),
+                        str(out / "dev_predictions.conll")], capture_output=True, text=True,
+                       timeout=300, check=False, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+  assert run.returncode == 0, run.stderr[-3000:]
+  assert json.loads(run.stdout) == {k: v for k, v in scores.items() if k != "num_sentences"}
+  # A run that only predicts, from model.keras alone (its labels travel in the model).
+  reloaded = tagging_run.run_ner(_run_config(
+      tmp_path, "reloaded", do_train=False, do_eval=True, bert_config_file=None,
+      train_file=None, init_tfbert=str(out / "model.keras")))
+  assert reloaded["eval"] == trained["eval"]
+
+
+def test_hugging_face_token_classification_head_loads_and_pooler_may_be_absent(tmp_path):
+  # A BertForTokenClassification checkpoint: the encoder without its pooler, a head
+  # `classifier.weight` [C, H], `classifier.bias` [C], and id2label in config.json.
+  source = BertTokenClassifier(BertConfig(**TINY), ("O", "B-x", "I-x"))
+  source.build()
+  hf_dir = tmp_path / "hf"
+  weights = {k: v for k, v in google_checkpoint.google_weights(source).items()
+             if "pooler" not in k}
+  huggingface.save_hf_checkpoint(source.config, weights, str(hf_dir))
+  config = _read_json(hf_dir / "config.json")
+  config["id2label"] = {"0": "O", "1": "B-x", "2": "I-x"}
+  (hf_dir / "config.json").write_text(json.dumps(config))
+  (tmp_path / "dev.conll").write_text("a B-x\nb I-x\nc O\n")
+  run_config = _run_config(tmp_path, "out", do_train=False, do_eval=True, train_file=None,
+                           bert_config_file=None, init_hf_dir=str(hf_dir))
+  labels = tagging_run.resolve_labels(run_config, tagging_run.read_inputs(run_config))
+  assert labels == ("O", "B-x", "I-x")
+  model = tagging_run.build_tagger(run_config, labels, tf.distribute.get_strategy())
+  np.testing.assert_array_equal(model.classifier_head.output_weights.numpy(),
+                                source.classifier_head.output_weights.numpy())
+  np.testing.assert_array_equal(model.encoder.get_weights()[0], source.encoder.get_weights()[0])
+
+
+TAG_SCRIPT = r"""
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  Registers the tokenizer's ops.
+
+export_dir, *texts = sys.argv[1:]
+out = tf.saved_model.load(export_dir).signatures["tag_text"](text=tf.constant(texts))
+rows = []
+for b, text in enumerate(texts):
+  data = text.encode()
+  n, e = int(out["num_words"][b]), int(out["num_entities"][b])
+  rows.append({
+      "words": [data[s:t].decode() for s, t in zip(out["word_starts"][b, :n].numpy(),
+                                                   out["word_ends"][b, :n].numpy())],
+      "tags": [t.decode() for t in out["tags"][b, :n].numpy()],
+      "entities": [[k.decode(), data[s:t].decode()] for k, s, t in zip(
+          out["entity_types"][b, :e].numpy(), out["entity_starts"][b, :e].numpy(),
+          out["entity_ends"][b, :e].numpy())]})
+print(json.dumps({"rows": rows, "tfbert_imported": "tfbert" in sys.modules}))
+"""
+
+
+@pytest.mark.slow  # ~90 s: a fresh process trains, evaluates, predicts and exports; another
+# one serves the export.
+@pytest.mark.parametrize("dtype", ["mixed_float16"])
+def test_tool_trains_mirrored_with_accumulation_and_its_export_tags_raw_text(ner_dir, dtype):
+  tmp_path, _ = ner_dir
+  test = conll_synthetic.sentences(6, seed=5)
+  conll_synthetic.write(tmp_path / "test.conll", [[(w, "O") for w, _ in s] for s in test])
+  out, export_dir = tmp_path / "out", tmp_path / "export"
+  args = [sys.executable, TOOL, f"--train_file={tmp_path / 'train.conll'}",
+          f"--eval_file={tmp_path / 'dev.conll'}", f"--predict_file={tmp_path / 'test.conll'}",
+          "--do_train", "--do_eval", "--do_predict",
+          f"--vocab_file={pretrained.minilm_vocab_file()}",
+          f"--bert_config_file={_config_file(tmp_path)}", f"--max_seq_length={SEQ}",
+          "--doc_stride=5", "--train_batch_size=16", "--gradient_accumulation_steps=2",
+          "--learning_rate=2e-3", "--num_train_epochs=4", f"--dtype={dtype}",
+          "--distribution_strategy=mirrored", "--num_cpu_devices=2",
+          f"--output_dir={out}", f"--export_dir={export_dir}", "--verbose=2"]
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+  run = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600, check=False)
+  assert run.returncode == 0, run.stderr[-3000:]
+  scores = _read_json(out / "eval_results.json")["dev"]
+  assert scores["f1"] > 80, scores  # 120 steps in mixed precision (float32 learns to > 95).
+  windows = _read_json(out / "train_results.json")["examples"]
+  assert f"steps={windows * 4 // 16} " in run.stdout
+  predicted = conll.read_conll(str(out / "test_predictions.conll"))
+  assert [s.words for s in predicted] == [tuple(w for w, _ in s) for s in test]
+  env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+  texts = [" ".join(w for w, _ in s) for s in test]
+  served = subprocess.run([sys.executable, "-c", TAG_SCRIPT, str(export_dir), *texts],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+  assert served.returncode == 0, served.stderr[-3000:]
+  report = json.loads(served.stdout.strip().splitlines()[-1])
+  assert not report["tfbert_imported"]
+  for row, sentence in zip(report["rows"], predicted):
+    # BERT's words of these texts are the CoNLL words, but for U+FE0F, which has no piece
+    # (and so no word in raw text); the export's tags are the tool's.
+    kept = [(w, t) for w, t in zip(sentence.words, sentence.tags) if w != "\ufe0f"]
+    assert row["words"] == [w for w, _ in kept]
+    assert row["tags"] == [t for _, t in kept]
+    expected = sorted(
+        (kind, " ".join(sentence.words[start:end + 1])) for _, kind, start, end in
+        tagging_metrics.entities([sentence.tags]))
+    assert sorted(map(tuple, row["entities"])) == expected
+
+
+def _worker_args(tmp_path, out, *more):
+  config = _config_file(tmp_path, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+  return [sys.executable, TOOL, f"--train_file={tmp_path / 'train.conll'}",
+          f"--eval_file={tmp_path / 'dev.conll'}", "--do_train", "--do_eval",
+          f"--vocab_file={pretrained.minilm_vocab_file()}", f"--bert_config_file={config}",
+          f"--max_seq_length={SEQ}", "--doc_stride=5", "--train_batch_size=8",
+          "--gradient_accumulation_steps=2", "--max_train_steps=6", "--eval_every_steps=3",
+          "--save_checkpoints_steps=3", "--eval_batch_size=6", f"--output_dir={out}", *more]
+
+
+@pytest.mark.slow  # ~2 min: 2 replicas straight, stopped and resumed; 2 worker processes.
+def test_resumed_and_two_worker_runs_end_equal_to_the_straight_run(ner_dir):
+  """Dropout on, 2 replicas, evaluation every 3 of 6 applied steps: a run stopped at step 3
+  and rerun equals the straight run bit for bit; 2 worker processes equal it to 1e-5 (the
+  same examples and dropout masks per replica, summed in another order) with the same dev
+  predictions (each window scored once)."""
+  tmp_path, _ = ner_dir
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+  mirrored = ("--distribution_strategy=mirrored", "--num_cpu_devices=2")
+  straight, resumed, mw = tmp_path / "straight", tmp_path / "resumed", tmp_path / "mw"
+  for args in (_worker_args(tmp_path, straight, *mirrored),
+               _worker_args(tmp_path, resumed, *mirrored, "--stop_at_step=3"),
+               _worker_args(tmp_path, resumed, *mirrored)):
+    run = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600,
+                         check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+  assert "resumed from" in run.stdout
+  assert helpers.saved_weight_deviation(straight, resumed) == 0.0
+  command = _worker_args(tmp_path, mw, "--distribution_strategy=multi_worker")
+  for worker in workers.launch_workers(command, cwd=ROOT, timeout=600, env=env):
+    assert worker.returncode == 0, worker.stdout[-3000:]
+  # float32 sums in another order (~1e-7), lifted by Adam to ~1e-6; another replica layout
+  # moves weights by ~1e-2.
+  assert helpers.saved_weight_deviation(mw, straight) < 1e-5
+  assert (mw / "dev_predictions.conll").read_text() == (
+      straight / "dev_predictions.conll").read_text()
+  assert _read_json(mw / "eval_results.json") == _read_json(straight / "eval_results.json")
+  assert sorted(os.listdir(mw / ".worker1")) == sorted([run_directory.LOCK_FILE, "checkpoints"])

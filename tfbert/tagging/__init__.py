@@ -1,0 +1,1 @@
+"""Token classification (named-entity recognition): CoNLL data, features, metrics, runs, export."""

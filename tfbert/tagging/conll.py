@@ -1,0 +1,140 @@
+"""CoNLL named-entity files: a strict reader (`file:line` errors, IOB2 check) and a writer.
+
+The format (CoNLL-2003, WNUT 2017, ...): one word per line, whitespace-separated columns
+(the word, then tags), sentences separated by lines that are empty after stripping (some
+files use a line holding a single TAB, others a truly empty line; both end a sentence),
+`-DOCSTART-` lines between documents. Line endings may be LF or CRLF. Tags are `O`,
+`B-<type>` or `I-<type>`.
+
+IOB2 (the scheme CoNLL-2003's published files moved to, and WNUT's) begins every entity
+with `B-`; an `I-X` that does not continue an X entity is an error here, with its line.
+IOB1 files (`I-` everywhere, `B-` only between two adjacent entities of one type) are
+repaired to IOB2 with `scheme="iob1"`: each `I-X` that begins an entity becomes `B-X`.
+System outputs, which may hold such tags by mistake, are read with `scheme="any"` (no
+check; the metric then starts a new entity at such a tag, as conlleval does).
+"""
+
+import dataclasses
+from typing import Optional, Sequence
+
+from tfbert.runtime import atomic
+
+DOCSTART = "-DOCSTART-"
+SCHEMES = ("iob2", "iob1", "any")
+
+
+@dataclasses.dataclass(frozen=True)
+class Sentence:
+  """One sentence of a CoNLL file.
+
+  Attributes:
+    words: the word column, in order.
+    tags: the tag column (one per word); empty strings when the file has no tags.
+    lines: the 1-based line number of each word in its file.
+  """
+  words: tuple[str, ...]
+  tags: tuple[str, ...]
+  lines: tuple[int, ...]
+
+
+def entity_type(tag: str) -> Optional[str]:
+  """The type of a `B-X`/`I-X` tag (X), None for `O`."""
+  return None if tag == "O" else tag[2:]
+
+
+def check_tag(tag: str) -> Optional[str]:
+  """Why `tag` is not `O`, `B-<type>` or `I-<type>`, or None when it is."""
+  if tag == "O" or (tag[:2] in ("B-", "I-") and len(tag) > 2 and not tag[2:].isspace()):
+    return None
+  return f"tag {tag!r} is not O, B-<type> or I-<type>"
+
+
+def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = -1,
+               scheme: str = "iob2") -> list[Sentence]:
+  """Reads the sentences of a CoNLL file.
+
+  Args:
+    path: the file (UTF-8; LF or CRLF).
+    token_column: 0-based column of the word; < 0 counts from the end.
+    tag_column: column of the tag (< 0 from the end), or None for a file of words only.
+    scheme: "iob2" (check it), "iob1" (repair it to IOB2) or "any" (no check).
+
+  Returns:
+    The sentences, in file order (an empty file gives none).
+
+  Raises:
+    FileNotFoundError: no such file.
+    ValueError: `path:line: reason` for a line with too few columns, a malformed tag, an
+      IOB2 violation (with `scheme="iob2"`) or a file that is not UTF-8.
+  """
+  if scheme not in SCHEMES:
+    raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+  columns = [c for c in (token_column, tag_column) if c is not None]
+  # The word and its tag are two fields, whichever end their columns count from.
+  needed = max([c + 1 if c >= 0 else -c for c in columns] + [len(columns)])
+  sentences, words, tags, lines = [], [], [], []
+
+  def end_sentence():
+    if words:
+      sentences.append(Sentence(tuple(words), tuple(tags), tuple(lines)))
+      words.clear(), tags.clear(), lines.clear()
+
+  with open(path, "rb") as f:
+    raw_lines = f.read().split(b"\n")
+  if raw_lines and raw_lines[-1] == b"":
+    raw_lines.pop()  # The final newline ends the last line; it starts none.
+  for number, raw in enumerate(raw_lines, start=1):
+    try:
+      line = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+      raise ValueError(f"{path}:{number}: not UTF-8 ({e.reason} at byte {e.start})") from None
+    fields = line.split()
+    if not fields or fields[0] == DOCSTART:
+      end_sentence()
+      continue
+    if len(fields) < needed:
+      raise ValueError(f"{path}:{number}: {len(fields)} column(s), need {needed} (word column "
+                       f"{token_column}, tag column {tag_column}): {line.strip()!r}")
+    tag = "" if tag_column is None else fields[tag_column]
+    if tag_column is not None:
+      problem = check_tag(tag)
+      if problem:
+        raise ValueError(f"{path}:{number}: {problem}")
+      previous = tags[-1] if tags else "O"
+      if tag.startswith("I-") and entity_type(previous) != entity_type(tag):
+        if scheme == "iob1":
+          tag = "B-" + tag[2:]
+        elif scheme == "iob2":
+          raise ValueError(
+              f"{path}:{number}: {tag} after {previous} breaks IOB2 (an entity begins with "
+              "B-); for an IOB1 file, read it with the iob1 repair (--tag_scheme=iob1)")
+    words.append(fields[token_column])
+    tags.append(tag)
+    lines.append(number)
+  end_sentence()
+  return sentences
+
+
+def tag_set(sentences: Sequence[Sentence]) -> tuple[str, ...]:
+  """The label list of a tagger: `O`, then `B-X`, `I-X` for each type X in sorted order
+  (every type seen in `sentences`, both prefixes even when one never occurs)."""
+  types = sorted({entity_type(t) for s in sentences for t in s.tags} - {None})
+  return ("O",) + tuple(f"{prefix}-{t}" for t in types for prefix in ("B", "I"))
+
+
+def format_conll(sentences: Sequence[Sentence], tags: Sequence[Sequence[str]]) -> str:
+  """`word<TAB>tag` lines, an empty line after each sentence (the submission layout that
+  `tools/evaluate_ner.py` scores against the gold file by line position)."""
+  out = []
+  for sentence, sentence_tags in zip(sentences, tags, strict=True):
+    if len(sentence_tags) != len(sentence.words):
+      raise ValueError(f"{len(sentence_tags)} tags for a sentence of {len(sentence.words)} words "
+                       f"(line {sentence.lines[0]})")
+    out.extend(f"{w}\t{t}\n" for w, t in zip(sentence.words, sentence_tags))
+    out.append("\n")
+  return "".join(out)
+
+
+def write_conll(path: str, sentences: Sequence[Sentence], tags: Sequence[Sequence[str]]) -> str:
+  """Writes `format_conll` atomically; returns `path`."""
+  return atomic.write_text(path, format_conll(sentences, tags))

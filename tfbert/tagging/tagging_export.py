@@ -1,0 +1,141 @@
+"""Exports a fine-tuned `BertTokenClassifier` as a SavedModel that tags raw text.
+
+The SavedModel holds a `TaggerExport` module and two signatures:
+
+* `serving_default`: int32 `input_ids`, `input_mask`, `segment_ids` [B, S] -> float32
+  `logits` and `probabilities` [B, S, C] per WordPiece position.
+* `tag_text`: tf.string `text` [B] -> per word, `tags` tf.string [B, W] (padding ""),
+  `word_starts`, `word_ends` int64 [B, W] (UTF-8 byte offsets into the text, half-open;
+  padding -1) and `num_words` int32 [B]; per entity, `entity_types` tf.string [B, E],
+  `entity_starts`, `entity_ends` int64 [B, E] (bytes; padding "" and -1) and
+  `num_entities` int32 [B].
+
+Raw text has no word column: its words are BERT's own (the text split at whitespace and
+around punctuation by the tokenizer, one word = a piece not starting with "##" and the
+"##" pieces after it), the tokens the CoNLL corpora BERT taggers are trained on mostly
+use. Each word gets the label of its first piece; entities are chunked as the metric does
+(`tfbert.tagging.tagging_metrics`: an `I-X` that does not continue an X entity begins one).
+A text of more than S - 2 pieces is tagged on its first S - 2 pieces only (`num_words`
+counts the words tagged); split longer texts, e.g. by sentence, before sending them. The
+tokenizer runs in the graph (`tfbert.text.tokenization.WordPieceTokenizer`): a client
+needs `tensorflow` and `import tensorflow_text`, not tfbert. Inputs are validated as in
+every tfbert export (`tfbert.serving.export`). The directory also holds `labels.txt`.
+
+Shape legend: B batch, S max_seq_length, C labels, W words, E entities.
+"""
+
+import os
+from typing import Optional
+
+import tensorflow as tf
+
+from tfbert.models import BertTokenClassifier
+from tfbert.serving import export
+from tfbert.text import inputs, tokenization
+
+TEXT_SIGNATURE = "tag_text"
+LABELS_FILE = "labels.txt"
+
+
+class TaggerExport(export.TaskExport):
+  """What a tagger SavedModel holds: the model, its tokenizer and tags.
+
+  Attributes (besides `export.TaskExport`'s):
+    labels: tf.string constant [C] of tags.
+    continuation: bool constant [V]: whether each vocabulary entry starts with "##".
+    tag_text: `tf.function` behind the raw-text signature.
+  """
+
+  def __init__(self, model: BertTokenClassifier, vocab_file: str, do_lower_case: bool,
+               max_seq_length: int, name: Optional[str] = None):
+    super().__init__(model, vocab_file, do_lower_case, max_seq_length, name=name)
+    self.labels = tf.constant(list(model.labels), tf.string)
+    vocab = tokenization.load_vocab(vocab_file)
+    self.continuation = tf.constant([token.startswith("##") for token in vocab], tf.bool)
+    self.tag_text = tf.function(self._tag_text, input_signature=[
+        tf.TensorSpec([None], tf.string, name="text")])
+
+  def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
+    """The signatures to save, by name."""
+    return {export.SERVING_SIGNATURE: self.serve.get_concrete_function(),
+            TEXT_SIGNATURE: self.tag_text.get_concrete_function()}
+
+  def _outputs(self, features):
+    """float32 `logits`, `probabilities` [B, S, C]."""
+    logits = tf.cast(self.model(features, training=False)["logits"], tf.float32)
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
+
+  def _tag_text(self, text):
+    text = export.validate_texts(TEXT_SIGNATURE, {"text": text})["text"]  # Before any op.
+    ids, starts, ends = self.tokenizer.tokenize_with_offsets(text)       # [B, (T)]
+    budget = self.max_seq_length - 2
+    ids, starts, ends = ids[:, :budget], starts[:, :budget], ends[:, :budget]
+    features = inputs.pack_inputs([ids], self.max_seq_length, self.tokenizer.cls_id,
+                                  self.tokenizer.sep_id)
+    features = export.validate_features(TEXT_SIGNATURE, features, self.model.config,
+                                        packed_from="text")
+    logits = self._outputs(features)["logits"]                           # [B, S, C]
+    lengths = ids.row_lengths()
+    width = tf.shape(ids.to_tensor())[1]
+    label_ids = tf.argmax(logits[:, 1:1 + budget], axis=-1)[:, :width]    # [B, T]
+    valid = tf.sequence_mask(lengths, width)                             # [B, T]
+    first = valid & ~tf.gather(self.continuation, ids.to_tensor())       # A word's first piece.
+    following = tf.concat([first[:, 1:], tf.ones_like(first[:, :1])], axis=1)
+    last = valid & (following | ~tf.concat([valid[:, 1:], tf.zeros_like(valid[:, :1])], 1))
+    tags = tf.ragged.boolean_mask(tf.gather(self.labels, label_ids), first)      # [B, (W)]
+    word_starts = tf.ragged.boolean_mask(starts.to_tensor(), first)
+    word_ends = tf.ragged.boolean_mask(ends.to_tensor(), last)
+    outputs = {"tags": tags.to_tensor(""), "word_starts": word_starts.to_tensor(-1),
+               "word_ends": word_ends.to_tensor(-1),
+               "num_words": tf.cast(tags.row_lengths(), tf.int32)}
+    return {**outputs, **_entities(outputs["tags"], outputs["word_starts"],
+                                   outputs["word_ends"])}
+
+
+def _entities(tags: tf.Tensor, starts: tf.Tensor, ends: tf.Tensor) -> dict[str, tf.Tensor]:
+  """Entity chunks of padded word tags [B, W] (conlleval's lenient chunking)."""
+  kind = tf.strings.regex_replace(tags, "^[BI]-", "")
+  prefix = tf.strings.substr(tags, 0, 1)
+  inside = (tags != "O") & (tags != "")
+  before = tf.concat([tf.fill(tf.shape(kind[:, :1]), "O"), kind[:, :-1]], axis=1)
+  after_kind = tf.concat([kind[:, 1:], tf.fill(tf.shape(kind[:, :1]), "")], axis=1)
+  after_prefix = tf.concat([prefix[:, 1:], tf.fill(tf.shape(prefix[:, :1]), "")], axis=1)
+  begins = inside & ((prefix == "B") | (before != kind))
+  ends_here = inside & ~((after_prefix == "I") & (after_kind == kind))
+  types = tf.ragged.boolean_mask(kind, begins)
+  return {"entity_types": types.to_tensor(""),
+          "entity_starts": tf.ragged.boolean_mask(starts, begins).to_tensor(-1),
+          "entity_ends": tf.ragged.boolean_mask(ends, ends_here).to_tensor(-1),
+          "num_entities": tf.cast(types.row_lengths(), tf.int32)}
+
+
+def export_tagger_saved_model(model: BertTokenClassifier, export_dir: str, vocab_file: str,
+                              do_lower_case: bool, max_seq_length: int) -> str:
+  """Writes a `BertTokenClassifier` as a SavedModel, replacing `export_dir` atomically.
+
+  Args:
+    model: the fine-tuned tagger.
+    export_dir: local directory to create or replace.
+    vocab_file: its WordPiece vocab (copied into `assets/`).
+    do_lower_case: the vocab's casing.
+    max_seq_length: S of `tag_text`; at most `max_position_embeddings`.
+
+  Returns:
+    `export_dir`.
+
+  Raises:
+    TypeError: `model` is not a `BertTokenClassifier`.
+    ValueError: S does not fit the model.
+  """
+  if not isinstance(model, BertTokenClassifier):
+    raise TypeError(f"expected a BertTokenClassifier, got {type(model).__name__}")
+  export.check_seq_length(model, max_seq_length)
+  module = TaggerExport(model, vocab_file, do_lower_case, max_seq_length)
+
+  def write(path):
+    export.write_export(module, model.config, path)
+    with open(os.path.join(path, LABELS_FILE), "w", encoding="utf-8") as f:
+      f.write("".join(f"{label}\n" for label in model.labels))
+
+  export.save_atomically(write, export_dir)
+  return export_dir

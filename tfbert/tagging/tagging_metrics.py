@@ -1,0 +1,102 @@
+"""Entity-level scores of a tagging, as conlleval and seqeval define them.
+
+An entity is a maximal chunk of tags (sentence, first word, last word, type): `B-X` begins
+one, `I-X` continues an X entity, and an `I-X` that does not continue an X entity begins a
+new one (conlleval's lenient chunking, seqeval's default mode). The chunks come from
+seqeval (`seqeval.metrics.sequence_labeling.get_entities`, the well-kept implementation
+the Hugging Face examples use); precision, recall and F1 are micro-averaged over exact
+(span, type) matches, and per type. Token accuracy is seqeval's `accuracy_score`.
+
+`read_predictions` joins a system output to its gold file by line position (the layout of
+the WNUT 2017 submissions: `word tag` lines, TAB or space separated, CRLF allowed, the
+final empty line possibly missing).
+"""
+
+import collections
+from typing import Sequence
+
+from seqeval.metrics import accuracy_score
+from seqeval.metrics.sequence_labeling import get_entities
+
+from tfbert.tagging.conll import Sentence, check_tag
+
+
+def entities(tags: Sequence[Sequence[str]]) -> set[tuple[int, str, int, int]]:
+  """{(sentence, type, first word, last word)} of each sentence's tags (seqeval's chunks)."""
+  return {(index, kind, start, end) for index, sentence in enumerate(tags)
+          for kind, start, end in get_entities(list(sentence))}
+
+
+def _prf(gold: int, predicted: int, correct: int) -> dict[str, float]:
+  """Percent precision/recall/F1 from counts (0 where undefined, as conlleval prints)."""
+  precision = 100.0 * correct / predicted if predicted else 0.0
+  recall = 100.0 * correct / gold if gold else 0.0
+  f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+  return {"gold": gold, "pred": predicted, "correct": correct, "precision": precision,
+          "recall": recall, "f1": f1}
+
+
+def entity_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> dict:
+  """Entity-level micro scores, per type, and token accuracy (percent).
+
+  Args:
+    gold, predicted: the tags of each sentence, as many sentences and words in each.
+
+  Returns:
+    {"precision", "recall", "f1": percent; "gold", "pred", "correct": entity counts;
+    "accuracy": percent of words tagged right; "per_type": {type: the same five}}.
+
+  Raises:
+    ValueError: sentence or word counts differ.
+  """
+  if len(gold) != len(predicted):
+    raise ValueError(f"{len(gold)} gold sentences, {len(predicted)} predicted")
+  for index, (g, p) in enumerate(zip(gold, predicted)):
+    if len(g) != len(p):
+      raise ValueError(f"sentence {index}: {len(g)} gold tags, {len(p)} predicted")
+  gold_entities, predicted_entities = entities(gold), entities(predicted)
+  correct = gold_entities & predicted_entities
+  by_type = collections.defaultdict(lambda: [0, 0, 0])
+  for column, found in enumerate((gold_entities, predicted_entities, correct)):
+    for entity in found:
+      by_type[entity[1]][column] += 1
+  words = sum(len(g) for g in gold)
+  return {**_prf(len(gold_entities), len(predicted_entities), len(correct)),
+          "accuracy": 100.0 * accuracy_score([list(g) for g in gold], [list(p) for p in predicted])
+          if words else 0.0,
+          "per_type": {kind: _prf(*counts) for kind, counts in sorted(by_type.items())}}
+
+
+def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold"
+                     ) -> list[list[str]]:
+  """The tag of each gold word from a system output, joined by line position.
+
+  Line i of `path` predicts the word on line i of the gold file: its last
+  whitespace-separated field is the tag (the token column is not compared: a system may
+  have normalized its text). Every other line must be empty.
+
+  Raises:
+    ValueError: `path:line` of a missing or malformed prediction, or of a prediction where
+      the gold file has none.
+  """
+  with open(path, "rb") as f:
+    lines = f.read().decode("utf-8").split("\n")
+  wanted = {line for sentence in gold for line in sentence.lines}
+  for number, line in enumerate(lines, start=1):
+    if line.strip() and number not in wanted:
+      raise ValueError(f"{path}:{number}: a prediction where {gold_path} has no word: "
+                       f"{line.strip()!r}")
+  predicted = []
+  for sentence in gold:
+    tags = []
+    for word, number in zip(sentence.words, sentence.lines):
+      fields = lines[number - 1].split() if number <= len(lines) else []
+      if len(fields) < 2:
+        raise ValueError(f"{path}:{number}: need a token and a tag for {gold_path}:{number} "
+                         f"({word!r}), got {' '.join(fields)!r}")
+      problem = check_tag(fields[-1])
+      if problem:
+        raise ValueError(f"{path}:{number}: {problem}")
+      tags.append(fields[-1])
+    predicted.append(tags)
+  return predicted
