@@ -105,7 +105,7 @@ RESUME_FAR_SEQUENCES = flags.DEFINE_integer(
 
 # fine_tuning.
 FINE_TUNING_STEPS = flags.DEFINE_list(
-    "fine_tuning_steps", ["5", "25"], "fine_tuning: the short and long run lengths (applied "
+    "fine_tuning_steps", ["5", "65"], "fine_tuning: the short and long run lengths (applied "
     "steps) whose time difference is the step time.")
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).

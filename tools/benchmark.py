@@ -15,7 +15,7 @@
   bash bootstrap.sh python tools/benchmark.py --benchmark=matmul
   bash bootstrap.sh python tools/benchmark.py --benchmark=kernels --repeats=5
   bash bootstrap.sh python tools/benchmark.py --benchmark=resume --repeats=3
-  bash bootstrap.sh python tools/benchmark.py --benchmark=fine_tuning --batch_size=16 --repeats=3
+  bash bootstrap.sh python tools/benchmark.py --benchmark=fine_tuning --batch_size=16 --repeats=6
 
 Prints Markdown rows for BENCHMARKS.md, after a line naming the machine and the stack.
 """

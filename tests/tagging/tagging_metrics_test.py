@@ -1,13 +1,19 @@
 """Tests for tfbert.tagging.tagging_metrics: conlleval's entity F1, the seven official WNUT
-2017 scores, and the join of a system output to its gold file by line position."""
+2017 scores, the join of a system output to its gold file by line position, and
+tools/evaluate_ner.py."""
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 from seqeval.metrics import f1_score
 
+from tests import helpers
 from tfbert.tagging import conll, tagging_metrics
+
+TOOL = os.path.join(helpers.ROOT, "tools", "evaluate_ner.py")
 
 # The seven files of wnut17/submissions/, named as expected_scores.json names them.
 SUBMISSIONS = ("arcada", "drexel_cci", "flytxt", "mic-cis.txt", "sjtu_adapt.txt",
@@ -79,3 +85,25 @@ def test_the_official_wnut17_scores_of_every_submission(shared_data, team):
     ours = scores["per_type"].get(kind, {"gold": 0, "pred": 0, "correct": 0})
     assert (ours["gold"], ours["pred"], ours["correct"]) == (
         counts["gold"], counts["pred"], counts["correct"]), kind
+
+
+def test_the_tool_prints_one_json_line_per_file_and_names_a_bad_line(shared_data, tmp_path):
+  folder = os.path.join(shared_data, "wnut17")
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+  gold = os.path.join(folder, "emerging.test.annotated")
+  files = [os.path.join(folder, "submissions", name) for name in ("arcada", "uh_ritual")]
+  run = subprocess.run([sys.executable, TOOL, gold, *files], capture_output=True, text=True,
+                       timeout=300, check=False, env=env)
+  assert run.returncode == 0, run.stderr[-3000:]
+  lines = [json.loads(line) for line in run.stdout.splitlines()]
+  with open(os.path.join(folder, "expected_scores.json")) as f:
+    expected = json.load(f)["submissions"]
+  assert [round(line["f1"], 2) for line in lines] == [
+      expected[name]["paper_f1_entity"] for name in ("arcada", "uh_ritual")]
+  assert sorted(lines[0]["per_type"]) == ["corporation", "creative-work", "group", "location",
+                                          "person", "product"]
+  broken = tmp_path / "broken"
+  broken.write_text("a B-x\nb I-y\n")
+  run = subprocess.run([sys.executable, TOOL, str(broken), files[0]], capture_output=True,
+                       text=True, timeout=300, check=False, env=env)
+  assert run.returncode == 1 and f"{broken}:2: I-y after B-x breaks IOB2" in run.stderr

@@ -115,6 +115,11 @@ def test_tiny_model_learns_the_context_task_far_above_the_word_baseline(ner_dir)
       tmp_path, "reloaded", do_train=False, do_eval=True, bert_config_file=None,
       train_file=None, init_tfbert=str(out / "model.keras")))
   assert reloaded["eval"] == trained["eval"]
+  # The best model's directory is self-contained: its vocab is beside it.
+  from_best = tagging_run.run_ner(_run_config(
+      tmp_path, "from_best", do_train=False, do_eval=True, bert_config_file=None,
+      train_file=None, vocab_file=None, init_tfbert=str(out / "best" / "model.keras")))
+  assert from_best["eval"]["dev"]["f1"] == _read_json(out / "best" / "eval_results.json")["f1"]
 
 
 def test_hugging_face_token_classification_head_loads_and_pooler_may_be_absent(tmp_path):

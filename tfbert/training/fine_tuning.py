@@ -501,11 +501,17 @@ BEST_DIR = training_loop.BEST_DIR
 
 
 def keep_best(model: keras.Model, config: FineTuningConfig, step: int, scores: dict) -> None:
-  """Writes `<output_dir>/best/`: `model.keras` (no optimizer) and `eval_results.json`
-  (`training_loop.keep_best`)."""
-  training_loop.keep_best(
-      config.output_dir, lambda staging: save_without_optimizer(
-          model, os.path.join(staging, "model.keras")), config.best_metric, step, scores)
+  """Writes `<output_dir>/best/`: `model.keras` (no optimizer), the run's `vocab.txt` (so
+  `--init_tfbert=<output_dir>/best/model.keras` needs no other flag) and
+  `eval_results.json` (`training_loop.keep_best`)."""
+  vocab = os.path.join(config.output_dir, VOCAB_FILE)
+
+  def write_model(staging: str) -> None:
+    save_without_optimizer(model, os.path.join(staging, "model.keras"))
+    if os.path.isfile(vocab):
+      shutil.copyfile(vocab, os.path.join(staging, VOCAB_FILE))
+
+  training_loop.keep_best(config.output_dir, write_model, config.best_metric, step, scores)
 
 
 def train(model: keras.Model, strategy: tf.distribute.Strategy, config: FineTuningConfig,
