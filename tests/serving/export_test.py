@@ -27,9 +27,11 @@ import pytest
 import tensorflow as tf
 
 from tests import helpers, numpy_reference
-from tfbert import BertConfig, BertEncoder, BertPretrainer
+from tfbert import BertClassifier, BertConfig, BertEncoder, BertPretrainer, BertTokenClassifier
 from tfbert.checkpoints import pretrained
+from tfbert.classifier import classifier_export
 from tfbert.serving import export
+from tfbert.tagging import tagging_export
 from tfbert.text import inputs, tokenization
 
 TOL = 1e-5  # See the module docstring.
@@ -214,3 +216,74 @@ def test_rejects_non_encoders_and_too_long_text_inputs(tmp_path):
   with pytest.raises(ValueError, match="local directory"):
     export.export_encoder_saved_model(encoder, "gs://bucket/bert")
   assert not os.listdir(tmp_path)
+
+
+# Runs in a fresh process that never imports tensorflow_text: argv = inputs .npz, outputs
+# .npz, export directories. Serves each `<dir>/ids` and lists its ops that this process's
+# TensorFlow does not know (none may remain: a tokenizer op would be one).
+IDS_SCRIPT = r"""
+import json, os, sys
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+inputs_path, outputs_path, *dirs = sys.argv[1:]
+given = np.load(inputs_path)
+out, unknown = {}, {}
+core = set(dir(tf.raw_ops))
+for index, export_dir in enumerate(dirs):
+  ids = os.path.join(export_dir, "ids")
+  proto = saved_model_pb2.SavedModel()
+  with open(os.path.join(ids, "saved_model.pb"), "rb") as f:
+    proto.ParseFromString(f.read())
+  graph = proto.meta_graphs[0].graph_def
+  ops = {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
+  unknown[export_dir] = sorted(ops - core)
+  serve = tf.saved_model.load(ids).signatures["serving_default"]
+  features = {n: tf.constant(given[n]) for n in ("input_ids", "input_mask", "segment_ids")}
+  for name, value in serve(**features).items():
+    out[f"{index}/{name}"] = value.numpy()
+np.savez(outputs_path, **out)
+print(json.dumps({"unknown_ops": unknown, "tensorflow_text": "tensorflow_text" in sys.modules,
+                  "tfbert_imported": "tfbert" in sys.modules}))
+"""
+
+
+@pytest.mark.slow  # ~40 s: three exports, one fresh process serves their ids/ SavedModels.
+def test_every_export_serves_ids_with_core_ops_only_where_tensorflow_text_is_absent(tmp_path):
+  """The encoder, classifier and tagger exports each hold `ids/`: a SavedModel whose graph
+  has only ops a bare TensorFlow knows, served in a process without tensorflow_text, with
+  the Keras outputs. The full export's own graph needs tensorflow_text (its tokenizer):
+  the check tells the two apart."""
+  config = helpers.odd_config(vocab_size=30522)
+  vocab = pretrained.minilm_vocab_file()
+  keras.utils.set_random_seed(3)
+  models = {"encoder": BertEncoder(config), "classifier": BertClassifier(config, 2),
+            "tagger": BertTokenClassifier(config, ("O", "B-x", "I-x"))}
+  for model in models.values():
+    model.build()
+  dirs = [export.export_encoder_saved_model(models["encoder"], str(tmp_path / "encoder"),
+                                            vocab_file=vocab, seq_length=TEXT_SEQ),
+          classifier_export.export_classifier_saved_model(
+              models["classifier"], str(tmp_path / "classifier"), vocab, True, TEXT_SEQ,
+              ("no", "yes"), False),
+          tagging_export.export_tagger_saved_model(models["tagger"], str(tmp_path / "tagger"),
+                                                   vocab, True, TEXT_SEQ)]
+  assert (tmp_path / "tagger" / "ids" / "labels.txt").read_text() == "O\nB-x\nI-x\n"
+  work = tmp_path / "work"
+  work.mkdir()
+  features = _features(config)
+  outputs, report = helpers.serve_in_fresh_process(IDS_SCRIPT, work, features, *dirs)
+  assert not report["tensorflow_text"] and not report["tfbert_imported"]
+  assert report["unknown_ops"] == {d: [] for d in dirs}
+  for index, (kind, model) in enumerate(models.items()):
+    want = model(features, training=False)
+    names = export.OUTPUT_NAMES if kind == "encoder" else ("logits",)
+    for name in names:
+      # Grappler-optimized float32 graph against eager Keras: ~1e-6 (module docstring).
+      assert helpers.max_abs_diff(outputs[f"{index}/{name}"], want[name]) < 1e-5, (kind, name)
+  # The full tagger export needs tensorflow_text's ops (here registered by tfbert's import).
+  graph = tf.saved_model.load(dirs[2]).signatures["tag_text"].graph.as_graph_def()
+  ops = {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
+  assert "FastWordpieceTokenizeWithOffsets" in ops and "FastWordpieceTokenizeWithOffsets" \
+      not in dir(tf.raw_ops)

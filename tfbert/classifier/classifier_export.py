@@ -20,9 +20,11 @@ token types [0, 3)"; see `tfbert.serving.export` for the full list.
 
 Outputs are float32 whatever the model's dtype policy. As `tfbert.serving.export`'s exports, the
 directory is relocatable and self-describing: `bert_config.json` beside `saved_model.pb`,
-the vocab in `assets/`, and `labels.txt` (one label name per line, in class-id order) for
-classification. A client needs `tensorflow` and `import tensorflow_text` (for the
-tokenizer's ops), not tfbert.
+the vocab in `assets/`, `labels.txt` (one label name per line, in class-id order) for
+classification, and `ids/` (`serving_default` alone, core TensorFlow ops only, with
+`labels.txt`: `tfbert.serving.export.IdExport`). A client needs `tensorflow` and
+`import tensorflow_text` (for the tokenizer's ops), not tfbert; `ids/` needs `tensorflow`
+only.
 
 Shape legend: B batch, S sequence, C classes.
 """
@@ -117,8 +119,9 @@ def export_classifier_saved_model(model: BertClassifier, export_dir: str, vocab_
   def write(path):
     export.write_export(module, model.config, path)
     if labels is not None:
-      with open(os.path.join(path, LABELS_FILE), "w", encoding="utf-8") as f:
-        f.write("".join(f"{label}\n" for label in labels))
+      for folder in (path, os.path.join(path, export.ID_DIR)):
+        with open(os.path.join(folder, LABELS_FILE), "w", encoding="utf-8") as f:
+          f.write("".join(f"{label}\n" for label in labels))
 
   export.save_atomically(write, export_dir)
   return export_dir

@@ -29,7 +29,9 @@ dependencies, no arithmetic: valid requests give the outputs they gave without t
 (measured bit for bit on every signature of four small exports).
 
 The export directory explains itself: `bert_config.json` beside
-`saved_model.pb`, and with a vocab, `assets/<vocab file name>`. Nothing in the
+`saved_model.pb`, and with a vocab, `assets/<vocab file name>`. Its `ids/`
+subdirectory is a second SavedModel holding `serving_default` alone (`IdExport`):
+only core TensorFlow ops, so it loads where `tensorflow_text` is not installed. Nothing in the
 graph reads a file at load time (the tokenizer's tables are constants), so the
 directory can be moved or copied anywhere; the vocab asset is for people and
 for tools that want the id -> token table.
@@ -56,6 +58,7 @@ from tfbert.text import inputs, tokenization
 SERVING_SIGNATURE = "serving_default"
 TEXT_SIGNATURE = "encode_text"
 CONFIG_FILE = "bert_config.json"
+ID_DIR = "ids"  # Inside an export directory: `serving_default` alone, core TF ops only.
 # google-research/bert's feature names; also the signature's input names.
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 OUTPUT_NAMES = ("sequence_output", "pooled_output")
@@ -356,10 +359,34 @@ def _after(checks: list, tensors: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     return {name: tf.identity(tensor) for name, tensor in tensors.items()}
 
 
+class IdExport(tf.Module):
+  """An export's int32 id signature alone, saved in `<export_dir>/ids/`.
+
+  Its graph holds the model and the input checks only, no tokenizer: every op is a core
+  TensorFlow op, so a process that has `tensorflow` but not `tensorflow_text` (a bare
+  install, a TF Serving build without it) loads and serves it, where the export directory
+  itself, whose raw-text signature tokenizes in the graph, needs `import tensorflow_text`.
+
+  Attributes:
+    model: the exported model or encoder (its variables are the SavedModel's).
+  """
+
+  def __init__(self, model: keras.Model, name: Optional[str] = None):
+    super().__init__(name=name)
+    self.model = model
+
+
 def write_export(module: tf.Module, config, path: str) -> None:
-  """Saves `module` with its signatures and `bert_config.json` into `path`."""
-  tf.saved_model.save(module, path, signatures=module.signatures())
+  """Saves `module` with its signatures and `bert_config.json` into `path`, and its
+  `serving_default` alone into `path/ids/` (`IdExport`, with `bert_config.json` too)."""
+  signatures = module.signatures()
+  tf.saved_model.save(module, path, signatures=signatures)
   config.to_json_file(os.path.join(path, CONFIG_FILE))
+  ids = os.path.join(path, ID_DIR)
+  model = module.model if hasattr(module, "model") else module.encoder
+  tf.saved_model.save(IdExport(model), ids,
+                      signatures={SERVING_SIGNATURE: signatures[SERVING_SIGNATURE]})
+  config.to_json_file(os.path.join(ids, CONFIG_FILE))
 
 
 def save_atomically(write: Callable[[str], None], export_dir: str) -> None:

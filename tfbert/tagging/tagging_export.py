@@ -19,7 +19,9 @@ A text of more than S - 2 pieces is tagged on its first S - 2 pieces only (`num_
 counts the words tagged); split longer texts, e.g. by sentence, before sending them. The
 tokenizer runs in the graph (`tfbert.text.tokenization.WordPieceTokenizer`): a client
 needs `tensorflow` and `import tensorflow_text`, not tfbert. Inputs are validated as in
-every tfbert export (`tfbert.serving.export`). The directory also holds `labels.txt`.
+every tfbert export (`tfbert.serving.export`). The directory also holds `labels.txt`, and
+`ids/`: `serving_default` alone in a SavedModel of core TensorFlow ops only (no tokenizer),
+which loads without `tensorflow_text` (`tfbert.serving.export.IdExport`; `labels.txt` too).
 
 Shape legend: B batch, S max_seq_length, C labels, W words, E entities.
 """
@@ -134,8 +136,9 @@ def export_tagger_saved_model(model: BertTokenClassifier, export_dir: str, vocab
 
   def write(path):
     export.write_export(module, model.config, path)
-    with open(os.path.join(path, LABELS_FILE), "w", encoding="utf-8") as f:
-      f.write("".join(f"{label}\n" for label in model.labels))
+    for folder in (path, os.path.join(path, export.ID_DIR)):
+      with open(os.path.join(folder, LABELS_FILE), "w", encoding="utf-8") as f:
+        f.write("".join(f"{label}\n" for label in model.labels))
 
   export.save_atomically(write, export_dir)
   return export_dir
