@@ -1,6 +1,6 @@
 """Tests for tfbert.tagging.tagging_export: the in-graph entity chunking equals the metric's
-(seqeval's) on random tag sequences, and `tag_text` reports BERT's words with their byte
-offsets and the Keras model's tags. (tests/tagging/tagging_run_test.py loads an export in a
+(seqeval's) on random tag sequences, and `tag_text` reports BERT's words with their
+character offsets and the Keras model's tags. (tests/tagging/tagging_run_test.py loads an export in a
 fresh process without tfbert.)"""
 
 import random
@@ -55,15 +55,19 @@ def test_tag_text_gives_bert_words_offsets_and_the_models_tags(tmp_path):
     first = [k for k, t in enumerate(tokens) if not t.startswith("##")]
     n = int(out["num_words"][b])
     assert n == len(first)
-    assert out["word_starts"][b, :n].numpy().tolist() == starts[b].numpy()[first].tolist()
+    as_chars = {len(text[:i].encode()): i for i in range(len(text) + 1)}  # Byte -> char.
+    assert out["word_starts"][b, :n].numpy().tolist() == [
+        as_chars[o] for o in starts[b].numpy()[first].tolist()]
     lasts = [k - 1 for k in first[1:]] + [len(pieces) - 1] * bool(first)
-    assert out["word_ends"][b, :n].numpy().tolist() == ends[b].numpy()[lasts].tolist()
+    assert out["word_ends"][b, :n].numpy().tolist() == [
+        as_chars[o] for o in ends[b].numpy()[lasts].tolist()]
     expected = [TAGS[int(np.argmax(logits[b, 1 + k]))] for k in first]
     assert [t.decode() for t in out["tags"][b, :n].numpy()] == expected
-  data = texts[0].encode()
-  words = [data[s:e].decode() for s, e in zip(out["word_starts"][0, :6].numpy(),
-                                               out["word_ends"][0, :6].numpy())]
+  words = [texts[0][s:e] for s, e in zip(out["word_starts"][0, :6].numpy(),
+                                          out["word_ends"][0, :6].numpy())]
   assert words == ["Zyxwar", "met", "Mira", ",", "in", "Oslo"]
+  # Character offsets, not bytes: "née" is 3 characters (4 bytes).
+  assert out["word_starts"][2, :3].numpy().tolist() == [0, 4, 9]
 
 
 _VOCABS = {}  # vocab file -> its tokens.

@@ -154,13 +154,12 @@ export_dir, *texts = sys.argv[1:]
 out = tf.saved_model.load(export_dir).signatures["tag_text"](text=tf.constant(texts))
 rows = []
 for b, text in enumerate(texts):
-  data = text.encode()
   n, e = int(out["num_words"][b]), int(out["num_entities"][b])
   rows.append({
-      "words": [data[s:t].decode() for s, t in zip(out["word_starts"][b, :n].numpy(),
-                                                   out["word_ends"][b, :n].numpy())],
+      "words": [text[s:t] for s, t in zip(out["word_starts"][b, :n].numpy(),
+                                          out["word_ends"][b, :n].numpy())],
       "tags": [t.decode() for t in out["tags"][b, :n].numpy()],
-      "entities": [[k.decode(), data[s:t].decode()] for k, s, t in zip(
+      "entities": [[k.decode(), text[s:t]] for k, s, t in zip(
           out["entity_types"][b, :e].numpy(), out["entity_starts"][b, :e].numpy(),
           out["entity_ends"][b, :e].numpy())]})
 print(json.dumps({"rows": rows, "tfbert_imported": "tfbert" in sys.modules}))

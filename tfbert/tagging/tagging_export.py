@@ -5,10 +5,10 @@ The SavedModel holds a `TaggerExport` module and two signatures:
 * `serving_default`: int32 `input_ids`, `input_mask`, `segment_ids` [B, S] -> float32
   `logits` and `probabilities` [B, S, C] per WordPiece position.
 * `tag_text`: tf.string `text` [B] -> per word, `tags` tf.string [B, W] (padding ""),
-  `word_starts`, `word_ends` int64 [B, W] (UTF-8 byte offsets into the text, half-open;
-  padding -1) and `num_words` int32 [B]; per entity, `entity_types` tf.string [B, E],
-  `entity_starts`, `entity_ends` int64 [B, E] (bytes; padding "" and -1) and
-  `num_entities` int32 [B].
+  `word_starts`, `word_ends` int64 [B, W] (character offsets into the text, half-open:
+  Unicode code points, so Python's `text[start:end]` is the word; padding -1) and
+  `num_words` int32 [B]; per entity, `entity_types` tf.string [B, E], `entity_starts`,
+  `entity_ends` int64 [B, E] (characters; padding "" and -1) and `num_entities` int32 [B].
 
 Raw text has no word column: its words are BERT's own (the text split at whitespace and
 around punctuation by the tokenizer, one word = a piece not starting with "##" and the
@@ -85,13 +85,24 @@ class TaggerExport(export.TaskExport):
     following = tf.concat([first[:, 1:], tf.ones_like(first[:, :1])], axis=1)
     last = valid & (following | ~tf.concat([valid[:, 1:], tf.zeros_like(valid[:, :1])], 1))
     tags = tf.ragged.boolean_mask(tf.gather(self.labels, label_ids), first)      # [B, (W)]
-    word_starts = tf.ragged.boolean_mask(starts.to_tensor(), first)
-    word_ends = tf.ragged.boolean_mask(ends.to_tensor(), last)
-    outputs = {"tags": tags.to_tensor(""), "word_starts": word_starts.to_tensor(-1),
-               "word_ends": word_ends.to_tensor(-1),
+    word_starts = tf.ragged.boolean_mask(starts.to_tensor(), first).to_tensor(-1)
+    word_ends = tf.ragged.boolean_mask(ends.to_tensor(), last).to_tensor(-1)
+    outputs = {"tags": tags.to_tensor(""),
+               "word_starts": _characters_before(text, word_starts),
+               "word_ends": _characters_before(text, word_ends),
                "num_words": tf.cast(tags.row_lengths(), tf.int32)}
     return {**outputs, **_entities(outputs["tags"], outputs["word_starts"],
                                    outputs["word_ends"])}
+
+
+def _characters_before(text: tf.Tensor, byte_offsets: tf.Tensor) -> tf.Tensor:
+  """Character (Unicode code point) offsets [B, W] of UTF-8 byte offsets [B, W] into each
+  text [B] (the tokenizer's offsets fall on character boundaries); -1 stays -1."""
+  known = tf.maximum(byte_offsets, 0)
+  prefixes = tf.strings.substr(tf.broadcast_to(text[:, None], tf.shape(known)),
+                               tf.zeros_like(known), known, unit="BYTE")
+  counts = tf.cast(tf.strings.length(prefixes, unit="UTF8_CHAR"), tf.int64)
+  return tf.where(byte_offsets < 0, tf.constant(-1, tf.int64), counts)
 
 
 def _entities(tags: tf.Tensor, starts: tf.Tensor, ends: tf.Tensor) -> dict[str, tf.Tensor]:
