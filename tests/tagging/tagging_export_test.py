@@ -1,7 +1,7 @@
 """Tests for tfbert.tagging.tagging_export: the in-graph entity chunking equals the metric's
 (seqeval's) on random tag sequences, and `tag_text` reports BERT's words with their
-character offsets and the Keras model's tags. (tests/tagging/tagging_run_test.py loads an export in a
-fresh process without tfbert.)"""
+character offsets and the Keras model's tags. (tests/tagging/tagging_run_test.py loads an
+export in a fresh process without tfbert.)"""
 
 import random
 
