@@ -29,7 +29,6 @@ only.
 Shape legend: B batch, S sequence, C classes.
 """
 
-import os
 from typing import Optional, Sequence
 
 import tensorflow as tf
@@ -39,7 +38,7 @@ from tfbert.models import BertClassifier
 from tfbert.serving import export
 
 TEXT_SIGNATURE = "classify_text"
-LABELS_FILE = "labels.txt"
+LABELS_FILE = export.LABELS_FILE
 
 
 class ClassifierExport(export.TaskExport):
@@ -119,9 +118,7 @@ def export_classifier_saved_model(model: BertClassifier, export_dir: str, vocab_
   def write(path):
     export.write_export(module, model.config, path)
     if labels is not None:
-      for folder in (path, os.path.join(path, export.ID_DIR)):
-        with open(os.path.join(folder, LABELS_FILE), "w", encoding="utf-8") as f:
-          f.write("".join(f"{label}\n" for label in labels))
+      export.write_labels(path, labels)
 
   export.save_atomically(write, export_dir)
   return export_dir

@@ -59,6 +59,7 @@ SERVING_SIGNATURE = "serving_default"
 TEXT_SIGNATURE = "encode_text"
 CONFIG_FILE = "bert_config.json"
 ID_DIR = "ids"  # Inside an export directory: `serving_default` alone, core TF ops only.
+LABELS_FILE = "labels.txt"  # A classifier's or tagger's label names, in id order.
 # google-research/bert's feature names; also the signature's input names.
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 OUTPUT_NAMES = ("sequence_output", "pooled_output")
@@ -387,6 +388,14 @@ def write_export(module: tf.Module, config, path: str) -> None:
   tf.saved_model.save(IdExport(model), ids,
                       signatures={SERVING_SIGNATURE: signatures[SERVING_SIGNATURE]})
   config.to_json_file(os.path.join(ids, CONFIG_FILE))
+
+
+def write_labels(path: str, labels) -> None:
+  """Writes `labels.txt` (one label per line, in id order) into the export directory `path`
+  and into its `ids/`, whose outputs are per label id too."""
+  for folder in (path, os.path.join(path, ID_DIR)):
+    with open(os.path.join(folder, LABELS_FILE), "w", encoding="utf-8") as f:
+      f.write("".join(f"{label}\n" for label in labels))
 
 
 def save_atomically(write: Callable[[str], None], export_dir: str) -> None:

@@ -26,7 +26,6 @@ which loads without `tensorflow_text` (`tfbert.serving.export.IdExport`; `labels
 Shape legend: B batch, S max_seq_length, C labels, W words, E entities.
 """
 
-import os
 from typing import Optional
 
 import tensorflow as tf
@@ -36,7 +35,7 @@ from tfbert.serving import export
 from tfbert.text import inputs, tokenization
 
 TEXT_SIGNATURE = "tag_text"
-LABELS_FILE = "labels.txt"
+LABELS_FILE = export.LABELS_FILE
 
 
 class TaggerExport(export.TaskExport):
@@ -147,9 +146,7 @@ def export_tagger_saved_model(model: BertTokenClassifier, export_dir: str, vocab
 
   def write(path):
     export.write_export(module, model.config, path)
-    for folder in (path, os.path.join(path, export.ID_DIR)):
-      with open(os.path.join(folder, LABELS_FILE), "w", encoding="utf-8") as f:
-        f.write("".join(f"{label}\n" for label in model.labels))
+    export.write_labels(path, model.labels)
 
   export.save_atomically(write, export_dir)
   return export_dir

@@ -57,7 +57,7 @@ from tfbert.tagging import conll, tagging_export, tagging_features, tagging_metr
 from tfbert.text.tokenization import WordPieceTokenizer
 from tfbert.training import fine_tuning
 
-LABELS_FILE = "labels.txt"
+LABELS_FILE = tagging_export.LABELS_FILE  # Also in the run directory.
 # The per-type and count entries of the scores are not TensorBoard scalars.
 EVAL_SCALARS = ("precision", "recall", "f1", "accuracy")
 
