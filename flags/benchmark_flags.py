@@ -7,7 +7,7 @@ from flags import common_flags
 BENCHMARK = flags.DEFINE_enum(
     "benchmark", "accumulation",
     ["accumulation", "pretraining", "squad", "input_pipeline", "postprocess", "matmul",
-     "kernels", "resume", "fine_tuning"],
+     "kernels", "resume", "fine_tuning", "inference"],
     "What to measure. accumulation: k micro-steps of b vs one step of k*b (examples/s, peak "
     "RSS). pretraining / squad: tfbert's training step (MLM+NSP / span labeler) against TF "
     "Model Garden's on the same config and batch, alternated --repeats times, each run in its "
@@ -21,7 +21,10 @@ BENCHMARK = flags.DEFINE_enum(
     "pretraining rerun's start to its first trained step, resuming near the start and "
     "--resume_far_sequences in, with and without the checkpointed data position. "
     "fine_tuning: SQuAD fine-tuning examples/s through tfbert's training loop against Keras "
-    "fit (the path it replaced), alternated --repeats times (the loop/fit ratio).")
+    "fit (the path it replaced), alternated --repeats times (the loop/fit ratio). "
+    "inference: the exported MiniLM encoder SavedModel (float32 and bfloat16) against ONNX "
+    "Runtime on the same weights: sequences/s at --batch_size and --seq_length (default 128), "
+    "batch-1 latency, --repeats rounds of fresh processes.")
 
 # Model and input shape; unset means the benchmark's default config (tools.benchmarks.benchmark.
 # DEFAULT_CASES): pretraining, input_pipeline and accumulation L4/H256/A4/I1024, S128,

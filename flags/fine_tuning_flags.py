@@ -4,6 +4,8 @@ and the optimization. Each tool's flags module re-exports them; a process import
 
 from absl import flags
 
+from flags import casing_flags
+from flags.casing_flags import ALLOW_CASING_MISMATCH, DO_LOWER_CASE  # noqa: F401  (re-exported)
 from tfbert.pretraining.pretraining_run import DTYPES
 from tfbert.training.distribution import STRATEGIES
 
@@ -22,8 +24,6 @@ INIT_TFBERT = flags.DEFINE_string(
     "init_tfbert", None, "tfbert .keras model (e.g. a previous run's model.keras).")
 VOCAB_FILE = flags.DEFINE_string("vocab_file", None,
                                  "WordPiece vocab; default: vocab.txt beside the init source.")
-DO_LOWER_CASE = flags.DEFINE_bool("do_lower_case", True,
-                                  "True for uncased vocabs, False for cased ones.")
 
 # Optimization.
 TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 32,
@@ -83,3 +83,6 @@ STOP_AT_STEP = flags.DEFINE_integer(
     "predictions or export); rerun without it to resume on the same schedule.")
 VERBOSE = flags.DEFINE_integer("verbose", 1, "Training progress: 0 silent, otherwise a line "
                                "per --log_steps (step, loss, speed, time left).")
+
+# The casing flags are this module's key flags too (each tool adopts this module's).
+flags.adopt_module_key_flags(casing_flags)

@@ -9,6 +9,7 @@ from absl import flags
 
 from flags import common_flags, fine_tuning_flags, run_directory_flags
 from flags.fine_tuning_flags import (  # noqa: F401  (re-exported for the tool)
+    ALLOW_CASING_MISMATCH,
     BERT_CONFIG_FILE,
     BEST_METRIC,
     CLIP_NORM,

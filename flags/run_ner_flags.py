@@ -9,6 +9,7 @@ from absl import flags
 from flags import common_flags, conll_flags, fine_tuning_flags, run_directory_flags
 from flags.conll_flags import TAG_COLUMN, TAG_SCHEME, TOKEN_COLUMN  # noqa: F401  (for the tool)
 from flags.fine_tuning_flags import (  # noqa: F401  (re-exported for the tool)
+    ALLOW_CASING_MISMATCH,
     BERT_CONFIG_FILE,
     BEST_METRIC,
     CLIP_NORM,

@@ -8,6 +8,7 @@ from absl import flags
 
 from flags import common_flags, fine_tuning_flags, run_directory_flags
 from flags.fine_tuning_flags import (  # noqa: F401  (re-exported for the tool)
+    ALLOW_CASING_MISMATCH,
     BERT_CONFIG_FILE,
     BEST_METRIC,
     CLIP_NORM,
@@ -59,7 +60,10 @@ OUTPUT_DIR = flags.DEFINE_string("output_dir", "squad_output",
                                  "(train/), model.keras, predictions, eval_results.json.")
 EXPORT_DIR = flags.DEFINE_string("export_dir", None,
                                  "If set, also export a SavedModel here (feature and raw-text "
-                                 "question/context signatures).")
+                                 "question/context signatures). With "
+                                 "--version_2_with_negative its answer_question may answer "
+                                 "\"\" and applies --null_score_diff_threshold, recorded in "
+                                 "its answer_question.json.")
 
 # Windowing (tfbert.squad.squad_features) and postprocessing (tfbert.squad.squad_postprocess).
 MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 384, "Wordpieces per window.")
@@ -81,7 +85,11 @@ VERSION_2_WITH_NEGATIVE = flags.DEFINE_bool("version_2_with_negative", False,
                               "says so).")
 NULL_SCORE_DIFF_THRESHOLD = flags.DEFINE_float(
     "null_score_diff_threshold", 0.0, "v2.0: answer \"\" when null score - best span score "
-    "exceeds this.")
+    "exceeds this, in the predictions and in the --export_dir SavedModel (this value in both, "
+    "also when the same run evaluates). A v2.0 prediction writes "
+    "null_score_diff_threshold.json to --output_dir with the threshold of the best F1 on "
+    "--predict_file and the flag to pass (how_to_apply); rerun the same command with it (a "
+    "finished run trains no more, predicts and exports again) to apply it.")
 
 # Optimization.
 PREDICT_BATCH_SIZE = flags.DEFINE_integer("predict_batch_size", 64, "Windows per predict batch.")

@@ -21,7 +21,9 @@ THIRD_PARTY = {
     "absl": "absl-py", "keras": "keras", "numpy": "numpy", "official": "tf-models-official",
     "pytest": "pytest", "safetensors": "safetensors", "scipy": "scipy",
     "sklearn": "scikit-learn", "tensorflow": "tensorflow", "tensorflow_text": "tensorflow-text",
-    "tf_keras": "tf-keras",
+    "tf_keras": "tf-keras", "seqeval": "seqeval", "matplotlib": "matplotlib",
+    "onnx": "onnx", "onnxruntime": "onnxruntime",
+    "tf2onnx": "tf2onnx", "ai_edge_litert": "ai-edge-litert",
 }
 HELPERS = "test_helpers"  # tests/ modules that are not *_test.py files.
 FOLDERS = ("tfbert", "flags", "tests", "tools")

@@ -13,7 +13,9 @@ import sys
 
 import pytest
 
+from tests import numpy_reference
 from tfbert.checkpoints import pretrained
+from tfbert.checkpoints.google_checkpoint import write_google_checkpoint
 from tfbert.config import BertConfig
 from tfbert.pretraining import pretraining_data
 
@@ -62,6 +64,10 @@ def cases(tmp_path_factory):
   _write(d / "latin1_vocab.txt", b"[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\ncaf\xe9\n", "wb")
   _write(d / "model.safetensors", b"\x10\x00\x00\x00\x00\x00\x00\x00{not json", "wb")
   _write(d / "config.json", json.dumps({"model_type": "bert", **TINY}))
+  no_vocab = d / "no_vocab"
+  no_vocab.mkdir()
+  write_google_checkpoint(numpy_reference.random_google_weights(TINY, 0),
+                          str(no_vocab / "bert_model.ckpt"), config=BertConfig(**TINY))
   common = [f"--bert_config_file={d / 'bert_config.json'}", f"--vocab_file={vocab}"]
   return {
       "run_pretraining: data of another sequence length": (
@@ -91,6 +97,15 @@ def cases(tmp_path_factory):
           ["create_pretraining_data", f"--input_file={corpus}",
            f"--vocab_file={d / 'latin1_vocab.txt'}", f"--output_dir={d / 'data2'}"],
           ["latin1_vocab.txt", "line 6"], d / "data2"),
+      "run_classifier: a cased --do_lower_case for an uncased checkpoint": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
+           f"--output_dir={d / 'mrpc_cased'}", "--init_hf_dir=minilm", "--do_lower_case=false"],
+          ["casing mismatch: --do_lower_case=false", "tokenizer_config.json",
+           "do_lower_case=true", "--allow_casing_mismatch"], d / "mrpc_cased"),
+      "convert_checkpoint: an hf output without a vocabulary": (
+          ["convert_checkpoint", f"--input={no_vocab / 'bert_model.ckpt'}", "--output_format=hf",
+           f"--output={d / 'hf_out'}"],
+          [str(no_vocab / "bert_model.ckpt"), "--vocab_file"], d / "hf_out"),
       "convert_checkpoint: a corrupt safetensors file": (
           ["convert_checkpoint", "--input_format=hf", f"--input={d}",
            "--output_format=tfbert", f"--output={d / 'out' / 'model.keras'}"],
@@ -119,11 +134,13 @@ CASE_NAMES = [
     "run_squad: a stride longer than the window",
     "run_classifier: an empty dev file",
     "create_pretraining_data: a vocabulary that is not UTF-8",
+    "run_classifier: a cased --do_lower_case for an uncased checkpoint",
+    "convert_checkpoint: an hf output without a vocabulary",
     "convert_checkpoint: a corrupt safetensors file",
 ]
 
 
-@pytest.mark.slow  # ~1 min: seven tools start at once, each importing TensorFlow.
+@pytest.mark.slow  # ~1 min: nine tools start at once, each importing TensorFlow.
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_bad_input_ends_the_tool_with_one_line_naming_the_culprit(cases, results, name):
   _, expected, untouched = cases[name]

@@ -16,6 +16,7 @@
   bash bootstrap.sh python tools/benchmark.py --benchmark=kernels --repeats=5
   bash bootstrap.sh python tools/benchmark.py --benchmark=resume --repeats=3
   bash bootstrap.sh python tools/benchmark.py --benchmark=fine_tuning --batch_size=16 --repeats=6
+  bash bootstrap.sh python tools/benchmark.py --benchmark=inference --repeats=3
 
 Prints Markdown rows for BENCHMARKS.md, after a line naming the machine and the stack.
 """
@@ -33,6 +34,7 @@ from tools.benchmarks import (
   benchmark_data,
   benchmark_fine_tuning,
   benchmark_floor,
+  benchmark_inference,
   benchmark_kernels,
   benchmark_mfu,
   benchmark_peer,
@@ -137,12 +139,19 @@ def fine_tuning() -> str:
   return benchmark_fine_tuning.format_result(benchmark_fine_tuning.measure(case))
 
 
+def inference() -> str:
+  case = benchmark_inference.InferenceCase(
+      batch_size=f.BATCH_SIZE.value, seq_length=f.SEQ_LENGTH.value or 128,
+      rounds=f.REPEATS.value)
+  return benchmark_inference.format_result(benchmark_inference.measure(case))
+
+
 def main(argv):
   del argv
   runs = {"accumulation": accumulation, "pretraining": lambda: training_step("pretraining"),
           "squad": lambda: training_step("squad"), "input_pipeline": input_pipeline,
           "postprocess": postprocess, "matmul": matmul, "kernels": kernels, "resume": resume,
-          "fine_tuning": fine_tuning}
+          "fine_tuning": fine_tuning, "inference": inference}
   print(benchmark_report.machine_description() + "\n")
   print(runs[f.BENCHMARK.value]())
 

@@ -15,9 +15,14 @@ def main(argv):
   del argv
   model = convert_checkpoint(convert_flags.INPUT_FORMAT.value, convert_flags.INPUT.value,
                              convert_flags.OUTPUT_FORMAT.value, convert_flags.OUTPUT.value,
-                             convert_flags.BERT_CONFIG_FILE.value)
-  vocab = source_vocab_file(convert_flags.INPUT_FORMAT.value, convert_flags.INPUT.value)
-  vocab_note = "with vocab.txt" if vocab else "no vocab.txt beside the input to copy"
+                             convert_flags.BERT_CONFIG_FILE.value,
+                             vocab_file=convert_flags.VOCAB_FILE.value,
+                             do_lower_case=convert_flags.DO_LOWER_CASE.value,
+                             allow_casing_mismatch=convert_flags.ALLOW_CASING_MISMATCH.value)
+  vocab = convert_flags.VOCAB_FILE.value or source_vocab_file(convert_flags.INPUT_FORMAT.value,
+                                                              convert_flags.INPUT.value)
+  vocab_note = ("with vocab.txt and tokenizer_config.json" if vocab
+                else "no vocab.txt beside the input to copy")
   print(f"wrote {type(model).__name__} ({len(model.weights)} weights) as "
         f"{convert_flags.OUTPUT_FORMAT.value}: {convert_flags.OUTPUT.value} ({vocab_note})")
 

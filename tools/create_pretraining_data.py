@@ -14,13 +14,17 @@ from flags import create_pretraining_data_flags as f
 from tfbert.checkpoints import pretrained
 from tfbert.pretraining import pretraining_data
 from tfbert.runtime import cli
+from tfbert.text import casing
 
 
 def main(argv):
   del argv
+  vocab_file = f.VOCAB_FILE.value or pretrained.minilm_vocab_file()
+  do_lower_case = casing.resolve_do_lower_case(  # Before any work.
+      f.DO_LOWER_CASE.value, casing.checkpoint_casing(vocab_file, vocab_file),
+      allow_mismatch=f.ALLOW_CASING_MISMATCH.value)
   config = pretraining_data.PretrainingDataConfig(
-      vocab_file=f.VOCAB_FILE.value or pretrained.minilm_vocab_file(),
-      do_lower_case=f.DO_LOWER_CASE.value, max_seq_length=f.MAX_SEQ_LENGTH.value,
+      vocab_file=vocab_file, do_lower_case=do_lower_case, max_seq_length=f.MAX_SEQ_LENGTH.value,
       max_predictions_per_seq=f.MAX_PREDICTIONS_PER_SEQ.value,
       masked_lm_prob=f.MASKED_LM_PROB.value, dupe_factor=f.DUPE_FACTOR.value,
       short_seq_prob=f.SHORT_SEQ_PROB.value, do_whole_word_mask=f.DO_WHOLE_WORD_MASK.value,

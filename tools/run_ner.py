@@ -26,6 +26,7 @@ def main(argv):
       do_predict=f.DO_PREDICT.value, token_column=f.TOKEN_COLUMN.value,
       tag_column=f.TAG_COLUMN.value, tag_scheme=f.TAG_SCHEME.value,
       vocab_file=f.VOCAB_FILE.value, do_lower_case=f.DO_LOWER_CASE.value,
+      allow_casing_mismatch=f.ALLOW_CASING_MISMATCH.value,
       bert_config_file=f.BERT_CONFIG_FILE.value, init_checkpoint=f.INIT_CHECKPOINT.value,
       init_hf_dir=pretrained.minilm_dir() if init_hf_dir == "minilm" else init_hf_dir,
       init_tfbert=f.INIT_TFBERT.value, max_seq_length=f.MAX_SEQ_LENGTH.value,

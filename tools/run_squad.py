@@ -24,6 +24,7 @@ def main(argv):
       train_file=f.TRAIN_FILE.value, predict_file=f.PREDICT_FILE.value,
       train_articles=f.TRAIN_ARTICLES.value, predict_articles=f.PREDICT_ARTICLES.value,
       vocab_file=f.VOCAB_FILE.value, do_lower_case=f.DO_LOWER_CASE.value,
+      allow_casing_mismatch=f.ALLOW_CASING_MISMATCH.value,
       bert_config_file=f.BERT_CONFIG_FILE.value, init_checkpoint=f.INIT_CHECKPOINT.value,
       init_hf_dir=pretrained.minilm_dir() if init_hf_dir == "minilm" else init_hf_dir,
       init_tfbert=f.INIT_TFBERT.value,

@@ -52,23 +52,33 @@ def test_google_to_hf_to_tfbert_to_google_is_bit_exact_self_contained_and_readab
   # readable by other users (safetensors wrote model.safetensors 0600).
   with open(os.path.join(os.path.dirname(prefix), "vocab.txt"), "rb") as f:
     vocab = f.read()
-  want = {"hf": ["config.json", "model.safetensors", "vocab.txt"],
-          "k": ["m.keras", "vocab.txt"],
+  tokenizer = ["special_tokens_map.json", "tokenizer_config.json", "vocab.txt"]
+  want = {"hf": ["config.json", "model.safetensors", *tokenizer],
+          "k": ["m.keras", *tokenizer],
           "g": ["bert_config.json", "bert_model.ckpt.data-00000-of-00001",
-                "bert_model.ckpt.index", "vocab.txt"]}
+                "bert_model.ckpt.index", *tokenizer]}
   for directory, names in want.items():
-    assert _modes(tmp_path / directory) == {name: 0o644 for name in names}, directory
+    assert _modes(tmp_path / directory) == {name: 0o644 for name in sorted(names)}, directory
     assert (tmp_path / directory / "vocab.txt").read_bytes() == vocab
+    # The tiny vocabulary has lower-case words only: uncased, recorded for the next tool.
+    written = json.loads((tmp_path / directory / "tokenizer_config.json").read_text())
+    assert written["do_lower_case"] is True
+    assert written["model_max_length"] == model.config.max_position_embeddings == 16
 
 
-def test_an_input_without_vocab_gives_an_output_without_vocab(tmp_path):
+def test_google_and_hf_outputs_need_a_vocabulary_tfbert_ones_do_not(tmp_path):
   config = helpers.odd_config()
   weights = {k: v for k, v in numpy_reference.random_google_weights(config.to_dict(), 0).items()
              if k.startswith("bert/")}
-  write_google_checkpoint(weights, str(tmp_path / "in" / "bert_model.ckpt"), config=config)
-  convert.convert_checkpoint("google", str(tmp_path / "in" / "bert_model.ckpt"), "hf",
-                             str(tmp_path / "hf"))
-  assert sorted(os.listdir(tmp_path / "hf")) == ["config.json", "model.safetensors"]
+  prefix = str(tmp_path / "in" / "bert_model.ckpt")
+  write_google_checkpoint(weights, prefix, config=config)
+  for fmt, out in (("hf", tmp_path / "hf"), ("google", tmp_path / "g" / "bert_model.ckpt")):
+    with pytest.raises(ValueError, match=f"a {fmt} output needs its vocabulary beside it .* "
+                                         f"no vocab.txt beside {prefix}: pass --vocab_file"):
+      convert.convert_checkpoint("google", prefix, fmt, str(out))
+  assert not (tmp_path / "hf").exists() and not (tmp_path / "g").exists()
+  convert.convert_checkpoint("google", prefix, "tfbert", str(tmp_path / "k" / "m.keras"))
+  assert os.listdir(tmp_path / "k") == ["m.keras"]
 
 
 @pytest.mark.parametrize("extra, cls", [
@@ -145,7 +155,8 @@ errors = {}
 for place in ("old", "new"):
   for fmt, path in (("google", "g/bert_model.ckpt"), ("hf", "hf"), ("tfbert", "k/m.keras")):
     try:
-      convert.write_model(model, fmt, os.path.join(root, place, path), vocab_file=vocab)
+      convert.write_model(model, fmt, os.path.join(root, place, path), vocab_file=vocab,
+                          do_lower_case=True)
     except Exception as e:
       errors[f"{place} {fmt}"] = f"{type(e).__name__}: {e}"
 print(json.dumps(errors))
@@ -190,6 +201,8 @@ def test_command_line_tool_converts(shared_data, tmp_path):
        f"--input={prefix}", "--output_format=hf", f"--output={tmp_path / 'hf'}"],
       capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr[-2000:]
-  assert (f"wrote BertPretrainer (46 weights) as hf: {tmp_path / 'hf'} (with vocab.txt)"
-          in result.stdout)
-  assert sorted(os.listdir(tmp_path / "hf")) == ["config.json", "model.safetensors", "vocab.txt"]
+  assert (f"wrote BertPretrainer (46 weights) as hf: {tmp_path / 'hf'} (with vocab.txt and "
+          "tokenizer_config.json)" in result.stdout)
+  assert sorted(os.listdir(tmp_path / "hf")) == [
+      "config.json", "model.safetensors", "special_tokens_map.json", "tokenizer_config.json",
+      "vocab.txt"]

@@ -2,14 +2,19 @@
 
 import json
 import os
+import shutil
+import subprocess
+import sys
+from pydoc_data import topics
 
 import numpy as np
 import pytest
 
 from tests import helpers, numpy_reference
 from tfbert import BertEncoder, BertPretrainer
-from tfbert.checkpoints import huggingface, pretrained
+from tfbert.checkpoints import convert, huggingface, pretrained
 from tfbert.checkpoints.google_checkpoint import assign_google_weights, google_weights
+from tfbert.text.tokenization import WordPieceTokenizer
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +142,83 @@ def test_a_damaged_hugging_face_directory_names_the_file(tmp_path, damage, file,
   assert str(e.value).startswith(f"{tmp_path / file}: {message}"), e.value
   with pytest.raises(FileNotFoundError, match="model directory not found: .*nothing"):
     huggingface.load_hf_checkpoint(str(tmp_path / "nothing"))
+
+
+# Hugging Face's own tokenizer loads a tfbert `hf` export alone and gives tfbert's ids.
+# `transformers` (without PyTorch: it then imports its tokenizers only) is a test-only
+# dependency; it runs in a fresh process, offline, on a copy of the export moved elsewhere.
+# Hard cases of Google's basic tokenization besides real text: accents (stripped only when
+# lower-casing), CJK characters (split one by one), punctuation runs, a soft hyphen and
+# control characters (dropped), tabs and newlines (whitespace), upper-case words.
+TEXTS = ["Hello World! Café naïve RÉSUMÉ", "東京タワー and 北京大学", "don't stop—ever…",
+         "email@example.com costs $3.14 (approx.)", "ÀÉÎÕÜ Straße", "co\u00adoperate\x00now",
+         "tab\tand\nnewline", "The IEEE-754 double NaN != NaN"]
+
+SCRIPT = r"""
+import json, os, sys
+from transformers import AutoTokenizer
+tokenizer = AutoTokenizer.from_pretrained(sys.argv[1])
+texts = json.load(open(sys.argv[2], encoding="utf-8"))
+print(json.dumps({"class": type(tokenizer).__name__,
+                  "do_lower_case": getattr(tokenizer, "do_lower_case", None),
+                  "model_max_length": tokenizer.model_max_length,
+                  "ids": [tokenizer(text)["input_ids"] for text in texts],
+                  "pair": tokenizer(texts[0], texts[1])["token_type_ids"]}))
+"""
+
+
+def _pydoc_texts(count: int) -> list[str]:
+  """`count` paragraphs of CPython's pydoc topics (real English with code and symbols)."""
+  paragraphs = [p.strip() for p in topics.topics["formatstrings"].split("\n\n") if p.strip()]
+  return paragraphs[:count]
+
+
+def _hf_tokenize(export_dir, tmp_path, texts):
+  moved = tmp_path / "moved"
+  shutil.copytree(export_dir, moved)  # The directory alone, somewhere else.
+  shutil.rmtree(export_dir)
+  (tmp_path / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
+  env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+         "TRANSFORMERS_VERBOSITY": "error"}
+  result = subprocess.run([sys.executable, "-c", SCRIPT, str(moved), str(tmp_path / "texts.json")],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _tfbert_ids(vocab_file, do_lower_case, texts):
+  tokenizer = WordPieceTokenizer(vocab_file, do_lower_case)
+  pieces = tokenizer.tokenize(texts).to_list()
+  return [[tokenizer.cls_id, *ids, tokenizer.sep_id] for ids in pieces]
+
+
+def test_autotokenizer_loads_the_uncased_minilm_export_and_gives_tfbert_ids(tmp_path):
+  out = tmp_path / "hf"
+  model = convert.convert_checkpoint("hf", pretrained.minilm_dir(), "hf", str(out))
+  assert sorted(os.listdir(out)) == ["config.json", "model.safetensors",
+                                     "special_tokens_map.json", "tokenizer_config.json",
+                                     "vocab.txt"]
+  texts = TEXTS + _pydoc_texts(20)
+  got = _hf_tokenize(out, tmp_path, texts)
+  assert got["class"] == "BertTokenizer" and got["do_lower_case"] is True
+  assert got["model_max_length"] == model.config.max_position_embeddings == 512
+  want = _tfbert_ids(pretrained.minilm_vocab_file(), True, texts)
+  for text, hf_ids, ids in zip(texts, got["ids"], want):
+    assert hf_ids == ids, text
+  first = len(want[0])  # [CLS] a [SEP] is segment 0, b [SEP] segment 1.
+  assert got["pair"] == [0] * first + [1] * (len(want[1]) - 1)
+
+
+def test_autotokenizer_loads_a_cased_export_and_gives_tfbert_ids(shared_data, tmp_path):
+  vocab = os.path.join(shared_data, "bert_cased_vocab.txt")
+  model = BertEncoder(helpers.odd_config(vocab_size=28996))
+  model.build()
+  convert.write_model(model, "hf", str(tmp_path / "hf"), vocab_file=vocab, do_lower_case=False)
+  texts = TEXTS + _pydoc_texts(20)
+  got = _hf_tokenize(tmp_path / "hf", tmp_path, texts)
+  assert got["do_lower_case"] is False
+  want = _tfbert_ids(vocab, False, texts)
+  for text, hf_ids, ids in zip(texts, got["ids"], want):
+    assert hf_ids == ids, text
+  # Cased ids differ from what an uncased reading would give: the check can fail.
+  assert want != _tfbert_ids(vocab, True, texts)

@@ -20,13 +20,17 @@ TOOL_FLAGS = {
     "evaluate_squad": "--na_prob_file", "run_classifier": "--task_name",
     "evaluate_ner": "--tag_scheme", "run_ner": "--doc_stride",
     "run_pretraining": "--save_checkpoints_steps", "run_squad": "--doc_stride",
+    "export_onnx": "--opset", "export_tflite": "--quantize",
 }
 # Flags each tool must also list: shared ones adopted from other flags modules.
 SHARED_FLAGS = {
     "run_classifier": ["--init_hf_dir", "--allow_config_change"],
-    "run_squad": ["--learning_rate", "--allow_config_change"],
+    "run_squad": ["--learning_rate", "--allow_config_change", "--allow_casing_mismatch"],
     "run_pretraining": ["--allow_config_change"],
     "run_ner": ["--learning_rate", "--tag_column", "--allow_config_change"],
+    "convert_checkpoint": ["--do_lower_case", "--allow_casing_mismatch"],
+    "create_pretraining_data": ["--do_lower_case", "--allow_casing_mismatch"],
+    "export_tflite": ["--do_lower_case", "--allow_casing_mismatch"],
 }
 
 

@@ -25,12 +25,14 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 from tests import helpers, numpy_reference
 from tfbert import BertClassifier, BertConfig, BertEncoder, BertPretrainer, BertTokenClassifier
 from tfbert.checkpoints import pretrained
 from tfbert.classifier import classifier_export
 from tfbert.serving import export
+from tfbert.squad import squad_export
 from tfbert.tagging import tagging_export
 from tfbert.text import inputs, tokenization
 
@@ -249,41 +251,78 @@ print(json.dumps({"unknown_ops": unknown, "tensorflow_text": "tensorflow_text" i
 """
 
 
-@pytest.mark.slow  # ~40 s: three exports, one fresh process serves their ids/ SavedModels.
-def test_every_export_serves_ids_with_core_ops_only_where_tensorflow_text_is_absent(tmp_path):
-  """The encoder, classifier and tagger exports each hold `ids/`: a SavedModel whose graph
-  has only ops a bare TensorFlow knows, served in a process without tensorflow_text, with
-  the Keras outputs. The full export's own graph needs tensorflow_text (its tokenizer):
-  the check tells the two apart."""
+# Small odd models of every export kind, all with the real vocab, exported once for the
+# two tests below; the raw-text signature each export must hold, by kind.
+EXPORT_KINDS = {"encoder": export.TEXT_SIGNATURE, "classifier": classifier_export.TEXT_SIGNATURE,
+                "tagger": tagging_export.TEXT_SIGNATURE,
+                "squad": squad_export.SQUAD_TEXT_SIGNATURE}
+SQUAD_SEQ, SQUAD_QUERY, SQUAD_ANSWER = 17, 5, 4
+
+
+@pytest.fixture(scope="module")
+def every_export(tmp_path_factory):
+  """An encoder, a pair classifier (the pair is what truncates two segments), a tagger and
+  a span labeler, each exported (~40 s in all)."""
   config = helpers.odd_config(vocab_size=30522)
   vocab = pretrained.minilm_vocab_file()
+  root = tmp_path_factory.mktemp("every_export")
   keras.utils.set_random_seed(3)
   models = {"encoder": BertEncoder(config), "classifier": BertClassifier(config, 2),
             "tagger": BertTokenClassifier(config, ("O", "B-x", "I-x"))}
   for model in models.values():
     model.build()
-  dirs = [export.export_encoder_saved_model(models["encoder"], str(tmp_path / "encoder"),
-                                            vocab_file=vocab, seq_length=TEXT_SEQ),
-          classifier_export.export_classifier_saved_model(
-              models["classifier"], str(tmp_path / "classifier"), vocab, True, TEXT_SEQ,
-              ("no", "yes"), False),
-          tagging_export.export_tagger_saved_model(models["tagger"], str(tmp_path / "tagger"),
-                                                   vocab, True, TEXT_SEQ)]
-  assert (tmp_path / "tagger" / "ids" / "labels.txt").read_text() == "O\nB-x\nI-x\n"
-  work = tmp_path / "work"
+  models["squad"] = helpers.random_span_labeler(config, seed=11)
+  dirs = {"encoder": export.export_encoder_saved_model(
+              models["encoder"], str(root / "encoder"), vocab_file=vocab, seq_length=TEXT_SEQ),
+          "classifier": classifier_export.export_classifier_saved_model(
+              models["classifier"], str(root / "classifier"), vocab, True, TEXT_SEQ,
+              ("no", "yes"), True),
+          "tagger": tagging_export.export_tagger_saved_model(
+              models["tagger"], str(root / "tagger"), vocab, True, TEXT_SEQ),
+          "squad": squad_export.export_squad_saved_model(
+              models["squad"], str(root / "squad"), vocab, True, SQUAD_SEQ, SQUAD_QUERY,
+              SQUAD_ANSWER)}
+  return types.SimpleNamespace(config=config, models=models, dirs=dirs, root=root)
+
+
+@pytest.mark.slow  # ~15 s: a fresh process serves four ids/ (+ the ~40 s `every_export`).
+def test_every_export_serves_ids_with_core_ops_only_where_tensorflow_text_is_absent(
+    every_export):
+  """Every export kind holds `ids/`: a SavedModel whose graph has only ops a bare
+  TensorFlow knows, served in a process without tensorflow_text, with the Keras outputs."""
+  models, dirs = every_export.models, list(every_export.dirs.values())
+  assert (every_export.root / "tagger" / "ids" / "labels.txt").read_text() == "O\nB-x\nI-x\n"
+  work = every_export.root / "work"
   work.mkdir()
-  features = _features(config)
+  features = _features(every_export.config)
   outputs, report = helpers.serve_in_fresh_process(IDS_SCRIPT, work, features, *dirs)
   assert not report["tensorflow_text"] and not report["tfbert_imported"]
   assert report["unknown_ops"] == {d: [] for d in dirs}
+  names = {"encoder": export.OUTPUT_NAMES, "classifier": ("logits",), "tagger": ("logits",),
+           "squad": squad_export.SPAN_OUTPUT_NAMES}
   for index, (kind, model) in enumerate(models.items()):
     want = model(features, training=False)
-    names = export.OUTPUT_NAMES if kind == "encoder" else ("logits",)
-    for name in names:
+    for name in names[kind]:
       # Grappler-optimized float32 graph against eager Keras: ~1e-6 (module docstring).
       assert helpers.max_abs_diff(outputs[f"{index}/{name}"], want[name]) < 1e-5, (kind, name)
-  # The full tagger export needs tensorflow_text's ops (here registered by tfbert's import).
-  graph = tf.saved_model.load(dirs[2]).signatures["tag_text"].graph.as_graph_def()
-  ops = {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
-  assert "FastWordpieceTokenizeWithOffsets" in ops and "FastWordpieceTokenizeWithOffsets" \
-      not in dir(tf.raw_ops)
+
+
+@pytest.mark.slow  # < 1 s, but shares the ~40 s `every_export` fixture.
+def test_raw_text_exports_need_only_core_ops_and_the_wordpiece_op(every_export):
+  """What TF Serving needs: each export's graph (every node of every function, so every
+  signature) holds core TensorFlow ops and `export.TEXT_OPS` only, and `ids/` core ops
+  only. The tokenizer's op must be found, so a listing that missed functions would fail;
+  a tensorflow-text trimmer (`TFText>RoundRobinTrim`) would fail the subset check."""
+  core = set(dir(tf.raw_ops))
+  assert export.TEXT_OPS and not export.TEXT_OPS & core
+  for kind, export_dir in every_export.dirs.items():
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString((every_export.root / kind / "saved_model.pb").read_bytes())
+    signatures = {n for n in proto.meta_graphs[0].signature_def if not n.startswith("__")}
+    assert signatures == {export.SERVING_SIGNATURE, EXPORT_KINDS[kind]}, kind  # Not init ops.
+    ops, id_ops = export.graph_ops(export_dir), export.graph_ops(f"{export_dir}/ids")
+    assert {"MatMul", "Softmax"} <= id_ops <= core, (kind, sorted(id_ops - core))
+    assert ops - core <= export.TEXT_OPS, (kind, sorted(ops - core - export.TEXT_OPS))
+    assert ops & export.TEXT_OPS, kind
+    assert export.non_core_ops(export_dir) == ops - core, kind
+    assert not export.non_core_ops(f"{export_dir}/ids"), kind

@@ -4,12 +4,15 @@ One span labeler (odd sizes, the real 30,522-entry uncased vocab) is exported an
 with both signatures by ONE fresh Python process that imports only `tensorflow` and
 `tensorflow_text`. Its `answer_question` signature must give the answers of the Python
 pipeline (squad_features' first window, then squad_postprocess with an exhaustive n-best).
+A v2.0 export must answer "" exactly where that pipeline's v2.0 rule does, at two thresholds
+that decide differently, in the process that built it and in a fresh one.
 
 Why 1e-5: as in export_test, the SavedModel runs a Grappler-optimized float32 graph and
 Keras runs eagerly; reordered reductions cost a few float32 ulps per op, ~1e-6 over the
 odd config's 3 layers, while a wrong mask or segment input moves logits by > 1e-2.
 """
 
+import json
 import os
 import types
 
@@ -25,6 +28,9 @@ from tfbert.squad import squad_data, squad_export, squad_features, squad_postpro
 from tfbert.text import tokenization
 
 TOL = 1e-5  # See the module docstring.
+# Thresholds are put >= 1e-3 from every null-score difference: the export's logits differ
+# from Keras' by ~1e-6 (TOL), so no decision can flip between the two on rounding.
+V2_MARGIN = 1e-3
 SQUAD_SEQ, SQUAD_QUERY, SQUAD_ANSWER = 23, 5, 4
 QUESTIONS = ["Where was Zoë born?", "", "a question longer than five word pieces surely",
              "Who?", "What is BERT?"]
@@ -61,8 +67,9 @@ print(json.dumps({
 """
 
 
-def _python_answers(model, tokenizer):
-  """Answers by the Python pipeline: first window of squad_features, exhaustive n-best."""
+def _python_answers(model, tokenizer, **postprocess):
+  """Answers by the Python pipeline: first window of squad_features, exhaustive n-best;
+  `postprocess`: more `PostprocessConfig` fields (the v2.0 ones)."""
   examples = [squad_data.SquadExample(str(i), q, c, ())
               for i, (q, c) in enumerate(zip(QUESTIONS, CONTEXTS))]
   # doc_stride = S: windows do not overlap, so every token of window 0 is max-context.
@@ -72,7 +79,8 @@ def _python_answers(model, tokenizer):
   logits = model({n: np.stack([getattr(f, n) for f in features]) for n in export.FEATURE_NAMES})
   return squad_postprocess.postprocess_predictions(
       examples, features, logits["start_logits"].numpy(), logits["end_logits"].numpy(),
-      squad_postprocess.PostprocessConfig(n_best_size=SQUAD_SEQ, max_answer_length=SQUAD_ANSWER))
+      squad_postprocess.PostprocessConfig(n_best_size=SQUAD_SEQ, max_answer_length=SQUAD_ANSWER,
+                                          **postprocess))
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +99,8 @@ def squad_served(tmp_path_factory):
   logits, report = helpers.serve_in_fresh_process(
       SQUAD_SERVE_SCRIPT, work, {"question": np.array(QUESTIONS), "context": np.array(CONTEXTS),
                                  **features}, export_dir)
-  return types.SimpleNamespace(model=model, features=features, logits=logits, report=report)
+  return types.SimpleNamespace(model=model, features=features, logits=logits, report=report,
+                               export_dir=export_dir)
 
 
 @pytest.mark.slow  # Shares the ~25 s `squad_served` fixture.
@@ -128,6 +137,121 @@ def test_squad_signatures_names_dtypes_and_shapes(squad_served):
           "inputs": {"question": ["string", [None]], "context": ["string", [None]]},
           "outputs": {"answer": ["string", [None]], "score": ["float32", [None]]}},
   }
+
+
+@pytest.mark.slow  # Shares the ~25 s `squad_served` fixture.
+def test_v1_1_export_records_that_it_never_answers_empty(squad_served):
+  with open(os.path.join(squad_served.export_dir, squad_export.ANSWER_CONFIG_FILE),
+            encoding="utf-8") as f:
+    recorded = json.load(f)
+  assert {k: recorded[k] for k in ("signature", "version_2_with_negative",
+                                   "null_score_diff_threshold", "max_seq_length",
+                                   "max_query_length", "max_answer_length")} == {
+      "signature": "answer_question", "version_2_with_negative": False,
+      "null_score_diff_threshold": None, "max_seq_length": SQUAD_SEQ,
+      "max_query_length": SQUAD_QUERY, "max_answer_length": SQUAD_ANSWER}
+  assert "never" in recorded["rule"]
+
+
+def _v2_reference(model):
+  """(predictions of the Python pipeline in v2.0 at threshold 0, two thresholds between
+  their null-score differences that answer different rows)."""
+  tokenizer = tokenization.WordPieceTokenizer(pretrained.minilm_vocab_file(), True)
+  want = _python_answers(model, tokenizer, version_2_with_negative=True)
+  diffs = sorted(p.null_score_diff for p in want if np.isfinite(p.null_score_diff))
+  assert len(diffs) == 4 and min(np.diff(diffs)) > V2_MARGIN * 2, diffs
+  # Answered at `low`: the row of the smallest difference; at `high`: the two smallest.
+  # The other rows (and the empty context's, difference +inf) are "".
+  return want, ((diffs[0] + diffs[1]) / 2, (diffs[1] + diffs[2]) / 2)
+
+
+def _v2_module(model, threshold):
+  return squad_export.SquadExport(
+      model, pretrained.minilm_vocab_file(), True, SQUAD_SEQ, SQUAD_QUERY, SQUAD_ANSWER,
+      version_2_with_negative=True, null_score_diff_threshold=threshold)
+
+
+def _expected_v2(model, threshold):
+  """The Python pipeline's v2.0 answers at `threshold` (squad_postprocess's rule)."""
+  tokenizer = tokenization.WordPieceTokenizer(pretrained.minilm_vocab_file(), True)
+  return [p.text for p in _python_answers(model, tokenizer, version_2_with_negative=True,
+                                          null_score_diff_threshold=threshold)]
+
+
+def test_v2_answer_question_applies_the_threshold_as_the_predictions_do():
+  config = helpers.odd_config(vocab_size=30522, max_position_embeddings=29)
+  model = helpers.random_span_labeler(config, seed=11)
+  want, thresholds = _v2_reference(model)
+  answers = {}
+  for threshold in thresholds:
+    got = _v2_module(model, threshold).answer_question(tf.constant(QUESTIONS),
+                                                       tf.constant(CONTEXTS))
+    answers[threshold] = [a.decode("utf-8") for a in got["answer"].numpy()]
+    assert answers[threshold] == _expected_v2(model, threshold), threshold
+    # `score` stays the best span's (v1.1's output) and `null_score` is the [CLS] start +
+    # end logit, both as the pipeline scores them.
+    for score, null_score, prediction in zip(got["score"].numpy(), got["null_score"].numpy(),
+                                             want):
+      if np.isfinite(prediction.null_score_diff):
+        span = next(e for e in prediction.nbest if e.text)
+        null = next(e for e in prediction.nbest if not e.text)
+        assert abs(score - (span.start_logit + span.end_logit)) < TOL
+        assert abs(null_score - (null.start_logit + null.end_logit)) < TOL
+  low, high = thresholds
+  assert answers[low] != answers[high]  # Two outcomes: the threshold is what decides.
+  assert sum(map(bool, answers[low])) == 1 and sum(map(bool, answers[high])) == 2
+
+
+SQUAD_V2_SERVE_SCRIPT = r"""
+import json, os, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  Registers the tokenizer's ops.
+
+inputs_path, outputs_path, export_dir = sys.argv[1:]
+given = np.load(inputs_path)
+fn = tf.saved_model.load(export_dir).signatures["answer_question"]
+got = fn(question=tf.constant(given["question"]), context=tf.constant(given["context"]))
+np.savez(outputs_path, **{k: v.numpy() for k, v in got.items() if k != "answer"})
+with open(os.path.join(export_dir, "answer_question.json"), encoding="utf-8") as f:
+  recorded = json.load(f)
+print(json.dumps({
+    "answer": [a.decode("utf-8") for a in got["answer"].numpy()], "recorded": recorded,
+    "outputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in fn.structured_outputs.items()},
+    "tfbert_imported": "tfbert" in sys.modules}))
+"""
+
+
+@pytest.mark.slow  # ~30 s (2 shared cores): a v2.0 export and a fresh process serving it.
+def test_v2_export_serves_its_baked_threshold_in_a_fresh_process(tmp_path):
+  config = helpers.odd_config(vocab_size=30522, max_position_embeddings=29)
+  model = helpers.random_span_labeler(config, seed=11)
+  _, (_, high) = _v2_reference(model)
+  export_dir = squad_export.export_squad_saved_model(
+      model, str(tmp_path / "squad_v2"), pretrained.minilm_vocab_file(), True,
+      max_seq_length=SQUAD_SEQ, max_query_length=SQUAD_QUERY, max_answer_length=SQUAD_ANSWER,
+      version_2_with_negative=True, null_score_diff_threshold=high)
+  work = tmp_path / "work"
+  work.mkdir()
+  outputs, report = helpers.serve_in_fresh_process(
+      SQUAD_V2_SERVE_SCRIPT, work, {"question": np.array(QUESTIONS),
+                                    "context": np.array(CONTEXTS)}, export_dir)
+  assert report["answer"] == _expected_v2(model, high)
+  assert report["outputs"] == {"answer": ["string", [None]], "score": ["float32", [None]],
+                               "null_score": ["float32", [None]]}
+  assert outputs["null_score"].dtype == np.float32
+  assert report["recorded"]["version_2_with_negative"] is True
+  assert report["recorded"]["null_score_diff_threshold"] == high  # JSON floats round-trip.
+  assert not report["tfbert_imported"]
+
+
+def test_v2_export_refuses_a_nan_threshold(tmp_path):
+  model = BertSpanLabeler(helpers.odd_config())
+  with pytest.raises(ValueError, match="null_score_diff_threshold is NaN"):
+    squad_export.export_squad_saved_model(
+        model, str(tmp_path / "x"), pretrained.minilm_vocab_file(), True, max_seq_length=19,
+        max_query_length=5, version_2_with_negative=True, null_score_diff_threshold=float("nan"))
+  assert not os.listdir(tmp_path)
 
 
 def test_best_spans_by_hand():

@@ -9,8 +9,10 @@ jump (the loss sits at ln 4 ~ 1.39, "one of the four facts", then falls), after 
 steps; 450 steps were too few for seed 7 (F1 80).
 """
 
+import dataclasses
 import json
 import logging
+import math
 import os
 import re
 import subprocess
@@ -24,7 +26,13 @@ from tests import helpers
 from tfbert import BertPretrainer, BertSpanLabeler
 from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
 from tfbert.config import BertConfig
-from tfbert.squad import squad_features, squad_postprocess, squad_run
+from tfbert.squad import (
+  squad_evaluation,
+  squad_export,
+  squad_features,
+  squad_postprocess,
+  squad_run,
+)
 from tfbert.training import fine_tuning
 from tools.demos.squad_synthetic import synthetic_squad
 
@@ -161,6 +169,156 @@ def test_v2_prediction_writes_null_odds_and_official_v2_scores(tmp_path):
       _read(tmp_path / "v2" / "predictions.json"))
   assert result["scores"]["total"] == 8 and result["scores"]["NoAns_total"] == 1
   assert "best_f1" in result["scores"]  # Scored with the null odds.
+
+
+def test_v2_prediction_writes_the_best_null_threshold_and_how_to_apply_it(tmp_path, caplog):
+  caplog.set_level(logging.INFO, logger="absl")  # Parsed absl flags may raise its level.
+  _write_json(tmp_path / "dev.json", _v2_dev("v2.0"))
+  result = squad_run.run_squad(_run_config(
+      tmp_path, "v2", do_predict=True, postprocess=squad_postprocess.PostprocessConfig(
+          n_best_size=5, max_answer_length=8, version_2_with_negative=True)))
+  out = tmp_path / "v2"
+  path = str(out / squad_run.NULL_THRESHOLD_FILE)
+  report = _read(path)
+  assert path in result["written"] and report == result["null_score_diff_threshold"]
+  assert report["applied_threshold"] == 0.0
+  assert report["how_to_apply"] == f"--null_score_diff_threshold={report['best_f1_thresh']!r}"
+  # The applied threshold's scores are eval_results.json's (thresholds <= 1.0 are not
+  # rescored by the official script).
+  scores = _read(out / "eval_results.json")
+  assert (report["f1_at_applied_threshold"], report["exact_at_applied_threshold"]) == (
+      scores["f1"], scores["exact"])
+  # The official search over each question's best non-null answer gives best_f1 ...
+  dev, odds = _read(tmp_path / "dev.json"), _read(out / "null_odds.json")
+  answer_all = _best_non_null(_read(out / "nbest_predictions.json"))
+  search = squad_evaluation.evaluate(dev, answer_all, "v2.0", odds)
+  assert (report["best_f1"], report["best_exact"]) == (search["best_f1"], search["best_exact"])
+  # ... and the written threshold keeps its promise: applied by the prediction rule, it
+  # scores best_f1. The same per-question F1s summed in another order: ~1e-14 apart.
+  applied = _apply(answer_all, odds, report["best_f1_thresh"])
+  assert squad_evaluation.evaluate(dev, applied, "v2.0")["f1"] == pytest.approx(
+      report["best_f1"], abs=1e-9)
+  assert [m for m in caplog.messages if m.startswith("SQuAD v2.0: best F1")] == [
+      f"SQuAD v2.0: best F1 {report['best_f1']:.2f} at null_score_diff_threshold "
+      f"{report['best_f1_thresh']!r}; these predictions applied 0.0 (F1 "
+      f"{scores['f1']:.2f}). To apply the best, rerun the prediction with "
+      f"{report['how_to_apply']} (see {path})"]
+
+
+@pytest.mark.slow  # ~27 s (2 shared cores): three predict-only runs, the last one exporting.
+def test_v2_threshold_is_applied_to_predictions_and_export_by_a_rerun(tmp_path):
+  """Gold answers made from the untrained model's own answers: the questions of the m lowest
+  null odds are answerable by their best non-null answer, the others unanswerable, so the
+  best threshold is the m-th lowest null odds (F1 100). A run at a lower threshold finds
+  it; rerun with its how_to_apply, the predictions score 100 and the export carries it."""
+  v2 = squad_postprocess.PostprocessConfig(n_best_size=5, max_answer_length=8,
+                                           version_2_with_negative=True)
+  dev = synthetic_squad(4, seed=2)
+  dev["version"] = "v2.0"
+  _write_json(tmp_path / "dev.json", dev)
+  squad_run.run_squad(_run_config(tmp_path, "probe", do_predict=True, postprocess=v2))
+  odds = _read(tmp_path / "probe" / "null_odds.json")
+  answer_all = _best_non_null(_read(tmp_path / "probe" / "nbest_predictions.json"))
+  ranked = sorted(odds, key=odds.get)
+  assert len(set(odds.values())) == len(ranked) == 16  # Distinct: thresholds fit between.
+  m = 10
+  rank = {qid: i for i, qid in enumerate(ranked)}
+  for paragraph in dev["data"][0]["paragraphs"]:
+    for qa in paragraph["qas"]:
+      text = answer_all[qa["id"]]
+      answerable = rank[qa["id"]] < m
+      qa.update(is_impossible=not answerable, answers=[
+          {"text": text, "answer_start": paragraph["context"].index(text)}] if answerable else [])
+  _write_json(tmp_path / "dev.json", dev)
+  best = odds[ranked[m - 1]]
+  assert squad_evaluation.evaluate(dev, answer_all, "v2.0", odds)["best_f1_thresh"] == best
+  lower = (odds[ranked[4]] + odds[ranked[5]]) / 2  # Answers the 5 lowest only.
+  out = tmp_path / "v2"
+  squad_run.run_squad(_run_config(tmp_path, "v2", do_predict=True,
+                                  postprocess=dataclasses.replace(
+                                      v2, null_score_diff_threshold=lower)))
+  assert _read(out / "null_odds.json") == odds  # The same model: the same logits.
+  # Exactly the questions whose null odds exceed the threshold are "".
+  assert _read(out / "predictions.json") == _apply(answer_all, odds, lower)
+  report = _read(out / squad_run.NULL_THRESHOLD_FILE)
+  assert (report["best_f1_thresh"], report["best_f1"]) == (best, 100.0)
+  # 5 answered right, 5 answerable left "", 6 unanswerable "": 11 of 16.
+  assert (report["applied_threshold"], report["f1_at_applied_threshold"]) == (lower, 68.75)
+  # The official search on the thresholded predictions cannot see above `lower`.
+  assert _read(out / "eval_results.json")["best_f1"] < 100.0
+  flag, value = report["how_to_apply"].split("=")
+  assert flag == "--null_score_diff_threshold" and float(value) == best
+  export_dir = tmp_path / "export"
+  squad_run.run_squad(_run_config(tmp_path, "v2", do_predict=True, export_dir=str(export_dir),
+                                  postprocess=dataclasses.replace(
+                                      v2, null_score_diff_threshold=float(value))))
+  assert _read(out / "predictions.json") == _apply(answer_all, odds, best)
+  applied = _read(out / squad_run.NULL_THRESHOLD_FILE)
+  assert (applied["applied_threshold"], applied["f1_at_applied_threshold"]) == (best, 100.0)
+  assert _read(out / "eval_results.json")["f1"] == 100.0
+  answer_config = _read(export_dir / squad_export.ANSWER_CONFIG_FILE)
+  assert answer_config["version_2_with_negative"] is True
+  assert answer_config["null_score_diff_threshold"] == best
+
+
+def _best_non_null(nbest):
+  """{id: the first non-empty n-best text, or ""}: what any threshold chooses between."""
+  return {qid: next((e["text"] for e in entries if e["text"]), "")
+          for qid, entries in nbest.items()}
+
+
+def _apply(answer_all, null_odds, threshold):
+  """squad_postprocess's rule: "" when the null-score difference exceeds the threshold."""
+  return {qid: "" if null_odds[qid] > threshold else text for qid, text in answer_all.items()}
+
+
+def _dataset(questions):
+  """A SQuAD v2.0 JSON of one paragraph: `questions` maps an id to its answer (None:
+  unanswerable)."""
+  context = "alpha beta gamma delta"
+  qas = [{"id": qid, "question": f"{qid}?", "is_impossible": answer is None,
+          "answers": [] if answer is None else [{"text": answer,
+                                                 "answer_start": context.index(answer)}]}
+         for qid, answer in questions.items()]
+  return {"version": "v2.0", "data": [{"title": "t", "paragraphs": [
+      {"context": context, "qas": qas}]}]}
+
+
+def _prediction(qid, best, diff, threshold):
+  nbest = (squad_postprocess.NbestEntry(best, 0.6, 1.0, 1.0),
+           squad_postprocess.NbestEntry("", 0.4, 0.5, 0.5))
+  return squad_postprocess.SquadPrediction(qid, "" if diff > threshold else best, nbest, diff)
+
+
+def test_null_threshold_report_searches_above_the_applied_threshold():
+  # q1's right answer has null odds 0.5: at the applied 0.0 it is "" and the official
+  # search on predictions.json cannot see that answering it is better (best_f1 50 at 0.0).
+  dataset = _dataset({"q1": "alpha", "q2": None})
+  predictions = [_prediction("q1", "alpha", 0.5, 0.0), _prediction("q2", "beta", 2.0, 0.0)]
+  on_written = squad_evaluation.evaluate(dataset, {p.qas_id: p.text for p in predictions},
+                                         "v2.0", {p.qas_id: p.null_score_diff for p in predictions})
+  assert (on_written["best_f1"], on_written["best_f1_thresh"]) == (50.0, 0.0)
+  report = squad_run.null_threshold_report(dataset, predictions, "v2.0", 0.0)
+  assert (report["best_f1"], report["best_f1_thresh"]) == (100.0, 0.5)
+  assert (report["applied_threshold"], report["f1_at_applied_threshold"]) == (0.0, 50.0)
+  assert report["how_to_apply"] == "--null_score_diff_threshold=0.5"
+
+
+def test_null_threshold_report_gives_a_threshold_that_makes_every_answer_empty_when_best():
+  # Both spans are wrong: "" everywhere scores best (50). The official search reports that
+  # start as threshold 0.0, which would answer both (F1 0): the report gives one below -2.0.
+  dataset = _dataset({"q1": None, "q2": "alpha"})
+  predictions = [_prediction("q1", "beta", -1.0, 0.0), _prediction("q2", "gamma", -2.0, 0.0)]
+  answer_all = {"q1": "beta", "q2": "gamma"}
+  odds = {"q1": -1.0, "q2": -2.0}
+  assert squad_evaluation.evaluate(dataset, answer_all, "v2.0", odds)["best_f1_thresh"] == 0.0
+  report = squad_run.null_threshold_report(dataset, predictions, "v2.0", 0.0)
+  threshold = report["best_f1_thresh"]
+  assert threshold == report["best_exact_thresh"] == math.nextafter(-2.0, -math.inf)
+  assert report["best_f1"] == 50.0 and report["f1_at_applied_threshold"] == 0.0
+  assert _apply(answer_all, odds, threshold) == {"q1": "", "q2": ""}
+  assert squad_evaluation.evaluate(dataset, _apply(answer_all, odds, threshold),
+                                   "v2.0")["f1"] == 50.0
 
 
 def _read(path):

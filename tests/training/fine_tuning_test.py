@@ -13,6 +13,8 @@ import pytest
 import tensorflow as tf
 
 from tfbert import BertClassifier, BertConfig
+from tfbert.checkpoints import pretrained
+from tfbert.text import casing
 from tfbert.training import fine_tuning, optimization
 
 CONFIG = BertConfig(vocab_size=41, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -156,6 +158,27 @@ def test_vocab_beside_an_init_tfbert_model_is_found(tmp_path):
   (tmp_path / "run").mkdir()
   (tmp_path / "run" / "vocab.txt").write_text("[PAD]\n")
   assert fine_tuning.resolve_vocab_file(config) == str(tmp_path / "run" / "vocab.txt")
+
+
+def test_casing_follows_the_checkpoint_and_a_contradicting_flag_fails(tmp_path):
+  def resolved(**kwargs):
+    config = fine_tuning.FineTuningConfig(output_dir=str(tmp_path / "out"), **kwargs)
+    return fine_tuning.resolve_casing(config).do_lower_case
+
+  minilm = pretrained.minilm_dir()  # Its tokenizer_config.json says do_lower_case: true.
+  assert resolved(init_hf_dir=minilm) is True
+  with pytest.raises(casing.CasingMismatchError,
+                     match=r"--do_lower_case=false says .* but .*tokenizer_config.json"):
+    resolved(init_hf_dir=minilm, do_lower_case=False)
+  assert resolved(init_hf_dir=minilm, do_lower_case=False, allow_casing_mismatch=True) is False
+  # A run's best model: the run directory's run_config.json and the cased vocab beside it.
+  best = tmp_path / "run" / "best"
+  best.mkdir(parents=True)
+  (tmp_path / "run" / "run_config.json").write_text('{"do_lower_case": false}')
+  (best / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nThe\n")
+  assert resolved(init_tfbert=str(best / "model.keras")) is False
+  with pytest.raises(casing.CasingMismatchError, match="run_config.json"):
+    resolved(init_tfbert=str(best / "model.keras"), do_lower_case=True)
 
 
 def test_init_tfbert_names_a_keras_file_that_is_not_a_tfbert_model(tmp_path):

@@ -11,8 +11,11 @@ The model class is chosen from the heads present in the source: MLM/NSP -> `Bert
 `BertEncoder`. Every conversion goes through a tfbert model with strict loading, so a
 shape or name problem fails loudly instead of producing a half-converted checkpoint.
 
-Outputs are self-contained: the `vocab.txt` beside the input (beside the prefix, in the
-Hugging Face directory, beside the `.keras` file) is copied beside the output. Every output
+Outputs are self-contained: the vocabulary (`--vocab_file`, else the `vocab.txt` beside the
+input: beside the prefix, in the Hugging Face directory, beside the `.keras` file) is copied
+beside the output with `tokenizer_config.json` (its casing, checked against the input's by
+`tfbert.text.casing`) and `special_tokens_map.json`, so Hugging Face's `AutoTokenizer` loads
+an `hf` output alone. Google and Hugging Face outputs need a vocabulary. Every output
 file appears under its final name only when complete (`tfbert.runtime.atomic`), with mode 0644
 less the umask; a bad input names its file and what is wrong with it.
 """
@@ -30,6 +33,7 @@ from tfbert.config import BertConfig
 from tfbert.encoder import BertEncoder
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tfbert.runtime import atomic
+from tfbert.text import casing
 
 FORMATS = ("google", "hf", "tfbert")
 # What a `.keras` file must hold to be a tfbert model.
@@ -99,13 +103,21 @@ def _keras_archive_problem(path: str) -> Optional[str]:
   return None
 
 
-def save_tfbert_model(model: keras.Model, path: str, vocab_file: Optional[str] = None) -> None:
-  """Saves `model` as a `.keras` file (+ `vocab.txt` beside it), complete or not at all.
+def save_tfbert_model(model: keras.Model, path: str, vocab_file: Optional[str] = None,
+                      do_lower_case: Optional[bool] = None) -> None:
+  """Saves `model` as a `.keras` file (+ its tokenizer files beside it), complete or not at all.
 
   Keras writes straight to the path it is given (a full disk leaves a truncated file under
   the final name) and wants it to end in `.keras`, so the model is saved
   under its final name inside a staging directory and renamed into place, after the vocab
   (`tfbert.runtime.atomic.file_set`).
+
+  Args:
+    model: a tfbert model.
+    path: the `.keras` file.
+    vocab_file: copied as `vocab.txt` beside it when given; with `do_lower_case`, the
+      tokenizer's JSON files too (`huggingface.write_tokenizer_files`).
+    do_lower_case: the vocabulary's casing.
 
   Raises:
     OSError: naming `path`, when it cannot be written (a full disk).
@@ -119,7 +131,10 @@ def save_tfbert_model(model: keras.Model, path: str, vocab_file: Optional[str] =
       model.save(os.path.join(staging, os.path.basename(path)))
     except OSError as e:  # Keras' names no file, or the staging one.
       raise OSError(f"cannot write {path}: {e.strerror or e}") from e
-    if vocab_file:
+    if vocab_file and do_lower_case is not None:
+      huggingface.write_tokenizer_files(staging, vocab_file, do_lower_case,
+                                        model.config.max_position_embeddings)
+    elif vocab_file:
       shutil.copyfile(vocab_file, os.path.join(staging, "vocab.txt"))
 
 
@@ -149,27 +164,55 @@ def read_model(fmt: str, path: str, config_file: Optional[str] = None) -> keras.
 
 
 def write_model(model: keras.Model, fmt: str, path: str,
-                vocab_file: Optional[str] = None) -> None:
-  """Writes a tfbert model in any supported format, `vocab_file` copied beside it if given."""
+                vocab_file: Optional[str] = None, do_lower_case: Optional[bool] = None) -> None:
+  """Writes a tfbert model in any supported format, with its tokenizer files if given.
+
+  `vocab_file` is copied beside the output as `vocab.txt`; with `do_lower_case`, the
+  tokenizer's `tokenizer_config.json` (which records the casing) and
+  `special_tokens_map.json` are written too (`huggingface.write_tokenizer_files`).
+  """
   if fmt == "google":
-    google_checkpoint.export_google_checkpoint(model, path, vocab_file=vocab_file)
+    google_checkpoint.export_google_checkpoint(model, path, vocab_file=vocab_file,
+                                               do_lower_case=do_lower_case)
   elif fmt == "hf":
     huggingface.save_hf_checkpoint(model.config, google_checkpoint.google_weights(model), path,
-                                   vocab_file=vocab_file)
+                                   vocab_file=vocab_file, do_lower_case=do_lower_case)
   elif fmt == "tfbert":
-    save_tfbert_model(model, path, vocab_file=vocab_file)
+    save_tfbert_model(model, path, vocab_file=vocab_file, do_lower_case=do_lower_case)
   else:
     raise ValueError(f"unknown checkpoint format {fmt!r}; use one of {FORMATS}")
 
 
+# Outputs that must carry their vocabulary: a deployer loads them with other tools
+# (Hugging Face's AutoTokenizer, google-research/bert's scripts) that need it beside them.
+NEEDS_VOCAB = ("google", "hf")
+
+
 def convert_checkpoint(input_format: str, input_path: str, output_format: str,
-                       output_path: str, config_file: Optional[str] = None) -> keras.Model:
+                       output_path: str, config_file: Optional[str] = None, *,
+                       vocab_file: Optional[str] = None, do_lower_case: Optional[bool] = None,
+                       allow_casing_mismatch: bool = False) -> keras.Model:
   """Reads `input_path` in `input_format`, writes it to `output_path` in `output_format`.
 
-  The input's `vocab.txt` (`source_vocab_file`), when there is one, is copied beside the
-  output.
+  The vocabulary (`vocab_file`, else the `vocab.txt` beside the input, `source_vocab_file`)
+  goes beside the output with the tokenizer files that record its casing. The casing is
+  checked before anything is written (`tfbert.text.casing`): `do_lower_case`, when given, must
+  agree with the input's records and the vocabulary's content.
+
+  Raises:
+    ValueError: a Google or Hugging Face output without a vocabulary to put beside it.
+    tfbert.text.casing.CasingMismatchError: a casing that contradicts the input's.
   """
-  model = read_model(input_format, input_path, config_file)
-  write_model(model, output_format, output_path,
-              vocab_file=source_vocab_file(input_format, input_path))
+  model = read_model(input_format, input_path, config_file)  # Its errors name the input.
+  vocab_file = vocab_file or source_vocab_file(input_format, input_path)
+  if vocab_file is None and output_format in NEEDS_VOCAB:
+    raise ValueError(
+        f"a {output_format} output needs its vocabulary beside it (other tools load it from "
+        f"there) and there is no vocab.txt beside {input_path}: pass --vocab_file")
+  if vocab_file is not None:
+    do_lower_case = casing.resolve_do_lower_case(
+        do_lower_case, casing.checkpoint_casing(input_path, vocab_file),
+        allow_mismatch=allow_casing_mismatch)
+  write_model(model, output_format, output_path, vocab_file=vocab_file,
+              do_lower_case=do_lower_case)
   return model

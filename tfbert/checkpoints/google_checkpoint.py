@@ -24,7 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert.checkpoints import google_names
+from tfbert.checkpoints import google_names, huggingface
 from tfbert.config import BertConfig
 from tfbert.runtime import atomic
 
@@ -209,7 +209,8 @@ def google_weights(model: keras.Model) -> dict[str, np.ndarray]:
 
 def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
                             config: Optional[BertConfig] = None,
-                            vocab_file: Optional[str] = None) -> None:
+                            vocab_file: Optional[str] = None,
+                            do_lower_case: Optional[bool] = None) -> None:
   """Writes `{name: array}` as a TF checkpoint holding exactly these names (SaveV2).
 
   The files appear together, the `.index` last (`tfbert.runtime.atomic.file_set`): everything is
@@ -226,6 +227,8 @@ def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
     prefix: the local checkpoint prefix, e.g. `.../bert_model.ckpt`.
     config: written as `bert_config.json` beside the checkpoint when given.
     vocab_file: copied as `vocab.txt` beside the checkpoint when given.
+    do_lower_case: with `vocab_file`, the tokenizer's JSON files are written too
+      (`tfbert.checkpoints.huggingface.write_tokenizer_files`).
 
   Raises:
     OSError: naming `prefix`, when a file cannot be written (a full disk).
@@ -241,7 +244,10 @@ def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
                         tensors=[tf.convert_to_tensor(weights[n]) for n in names])
       if config is not None:
         config.to_json_file(os.path.join(staging, "bert_config.json"))
-      if vocab_file:
+      if vocab_file and do_lower_case is not None:
+        max_length = config.max_position_embeddings if config else 512
+        huggingface.write_tokenizer_files(staging, vocab_file, do_lower_case, max_length)
+      elif vocab_file:
         shutil.copyfile(vocab_file, os.path.join(staging, "vocab.txt"))
   except tf.errors.OpError as e:
     # SaveV2's message names a temporary that is gone: "<graph> <temporary>; <reason> [Op:..]".
@@ -250,7 +256,8 @@ def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
 
 
 def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool = True,
-                             vocab_file: Optional[str] = None) -> None:
+                             vocab_file: Optional[str] = None,
+                             do_lower_case: Optional[bool] = None) -> None:
   """Writes the model as a google-research/bert checkpoint, `bert_config.json` beside it.
 
   Args:
@@ -258,6 +265,9 @@ def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool 
     prefix: the checkpoint prefix.
     config_file: write `bert_config.json` beside the checkpoint.
     vocab_file: copied as `vocab.txt` beside the checkpoint when given.
+    do_lower_case: with `vocab_file`, also write `tokenizer_config.json` (which records the
+      casing, a Google checkpoint's usual missing piece) and `special_tokens_map.json`.
   """
   write_google_checkpoint(google_weights(model), prefix,
-                          config=model.config if config_file else None, vocab_file=vocab_file)
+                          config=model.config if config_file else None, vocab_file=vocab_file,
+                          do_lower_case=do_lower_case)

@@ -195,9 +195,40 @@ def load_hf_checkpoint(model_dir: str) -> tuple[BertConfig, dict[str, np.ndarray
   return config, weights, ignored
 
 
+SPECIAL_TOKENS_MAP = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                      "cls_token": "[CLS]", "mask_token": "[MASK]"}
+TOKENIZER_FILES = ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def tokenizer_config(do_lower_case: bool, model_max_length: int) -> dict:
+  """`tokenizer_config.json` of a BERT WordPiece tokenizer, as Hugging Face's `BertTokenizer`
+  reads it: the casing (its default would be lower-casing, whatever the vocabulary), the
+  longest input, the special tokens and google-research/bert's basic tokenization (CJK
+  characters split; accents stripped exactly when lower-casing, `strip_accents: null`)."""
+  return {"tokenizer_class": "BertTokenizer", "do_lower_case": do_lower_case,
+          "model_max_length": model_max_length, "do_basic_tokenize": True,
+          "tokenize_chinese_chars": True, "strip_accents": None, **SPECIAL_TOKENS_MAP}
+
+
+def write_tokenizer_files(directory: str, vocab_file: str, do_lower_case: bool,
+                          model_max_length: int) -> None:
+  """Writes `TOKENIZER_FILES` into `directory` (a staging one: no atomicity here)."""
+  shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
+  for name, value in (("tokenizer_config.json", tokenizer_config(do_lower_case,
+                                                                 model_max_length)),
+                      ("special_tokens_map.json", SPECIAL_TOKENS_MAP)):
+    with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+      f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
 def save_hf_checkpoint(config: BertConfig, weights: Mapping[str, np.ndarray],
-                       model_dir: str, vocab_file: Optional[str] = None) -> None:
-  """Writes `config.json` + `model.safetensors` (+ `vocab.txt`) in Hugging Face's layout.
+                       model_dir: str, vocab_file: Optional[str] = None,
+                       do_lower_case: Optional[bool] = None) -> None:
+  """Writes `config.json` + `model.safetensors` (+ the tokenizer) in Hugging Face's layout.
+
+  With `vocab_file`, the directory is complete: Hugging Face's `AutoTokenizer` loads it
+  alone (`vocab.txt`, `tokenizer_config.json` with `do_lower_case` and `model_max_length` =
+  `max_position_embeddings`, `special_tokens_map.json`; `write_tokenizer_files`).
 
   The files appear together, `config.json` last (`tfbert.runtime.atomic.file_set`): all are written
   into a staging directory inside `model_dir` first, so a full disk leaves `model_dir` as
@@ -210,11 +241,16 @@ def save_hf_checkpoint(config: BertConfig, weights: Mapping[str, np.ndarray],
     config: the model's config.
     weights: Google-name weights.
     model_dir: the output directory (created if missing).
-    vocab_file: copied as `vocab.txt` when given.
+    vocab_file: copied as `vocab.txt` when given, with the tokenizer's two JSON files.
+    do_lower_case: the vocabulary's casing; needed with `vocab_file`.
 
   Raises:
     OSError: naming the file, when it cannot be written (a full disk).
+    ValueError: `vocab_file` without `do_lower_case`.
   """
+  if vocab_file and do_lower_case is None:
+    raise ValueError("save_hf_checkpoint: a vocab_file needs its do_lower_case (the "
+                     "tokenizer_config.json Hugging Face reads)")
   os.makedirs(model_dir, exist_ok=True)
   tensors = google_to_hf(weights)
   with atomic.file_set(model_dir, "config.json", "hf") as staging:
@@ -223,6 +259,6 @@ def save_hf_checkpoint(config: BertConfig, weights: Mapping[str, np.ndarray],
     except SafetensorError as e:  # Names no file.
       raise OSError(f"cannot write {os.path.join(model_dir, 'model.safetensors')}: {e}") from e
     if vocab_file:
-      shutil.copyfile(vocab_file, os.path.join(staging, "vocab.txt"))
+      write_tokenizer_files(staging, vocab_file, do_lower_case, config.max_position_embeddings)
     with open(os.path.join(staging, "config.json"), "w", encoding="utf-8") as f:
       f.write(json.dumps(config.to_hf_config(), indent=2, sort_keys=True) + "\n")

@@ -141,6 +141,7 @@ def run_classifier(config: ClassifierRunConfig, flagfile: Optional[str] = None) 
   task = config.task()
   if config.eval_every_steps and not config.best_metric:
     config = dataclasses.replace(config, best_metric=default_best_metric(task))
+  config = fine_tuning.resolve_casing(config)  # Before any work.
   inputs = read_inputs(task, config)  # Before anything is built or written.
   strategy = fine_tuning.start_run(config)
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)

@@ -31,7 +31,9 @@ dependencies, no arithmetic: valid requests give the outputs they gave without t
 The export directory explains itself: `bert_config.json` beside
 `saved_model.pb`, and with a vocab, `assets/<vocab file name>`. Its `ids/`
 subdirectory is a second SavedModel holding `serving_default` alone (`IdExport`):
-only core TensorFlow ops, so it loads where `tensorflow_text` is not installed. Nothing in the
+only core TensorFlow ops, so it loads where `tensorflow_text` is not installed. The export's
+own graph adds `TEXT_OPS` alone, tensorflow-text's WordPiece op, which TF Serving's model
+server links too (`non_core_ops` lists an export's). Nothing in the
 graph reads a file at load time (the tokenizer's tables are constants), so the
 directory can be moved or copied anywhere; the vocab asset is for people and
 for tools that want the id -> token table.
@@ -51,6 +53,7 @@ from typing import Callable, Optional
 
 import keras
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
 from tfbert.encoder import BertEncoder
 from tfbert.text import inputs, tokenization
@@ -63,6 +66,53 @@ LABELS_FILE = "labels.txt"  # A classifier's or tagger's label names, in id orde
 # google-research/bert's feature names; also the signature's input names.
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 OUTPUT_NAMES = ("sequence_output", "pooled_output")
+# The only ops outside core TensorFlow (`tf.raw_ops`) that an export may hold, all in its
+# raw-text signature's tokenizer; `ids/` holds none. A server that registers these serves
+# every signature: Python after `import tensorflow_text`, TF Serving's model server, which
+# links the ops of a pinned tensorflow-text (2.12.1 in releases 2.12.0 to 2.19.1).
+# Normalization, word splitting, truncation and packing are core ops
+# (`tfbert.text.tokenization`, `tfbert.text.inputs`): tensorflow-text's `RoundRobinTrimmer`
+# would add `TFText>RoundRobinTrim` (tensorflow-text >= 2.13), which those servers lack.
+# Check an export with `non_core_ops(export_dir) <= TEXT_OPS` and
+# `not non_core_ops(f"{export_dir}/ids")`.
+TEXT_OPS = frozenset({
+    # tensorflow-text's `FastWordpieceTokenizer` (tensorflow-text >= 2.7), the WordPiece
+    # step (greedy longest-match-first) of `WordPieceTokenizer.tokenize` and
+    # `tokenize_with_offsets` alike: no core op matches words against a vocabulary.
+    "FastWordpieceTokenizeWithOffsets",
+})
+
+
+def graph_ops(saved_model_dir: str) -> set[str]:
+  """Every op type in a SavedModel: the nodes of each graph and of every function in its
+  library (a signature's ops sit in functions that the graph only calls).
+
+  Reads `saved_model.pb` alone, loads nothing, so it works in a process that lacks the
+  ops it finds (where `tf.saved_model.load` would fail with "Op type not registered").
+
+  Args:
+    saved_model_dir: a SavedModel directory, e.g. an export or its `ids/`.
+
+  Returns:
+    op type names, e.g. {"MatMul", "FastWordpieceTokenizeWithOffsets", ...}.
+  """
+  proto = saved_model_pb2.SavedModel()
+  with tf.io.gfile.GFile(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
+    proto.ParseFromString(f.read())
+  ops = set()
+  for meta_graph in proto.meta_graphs:
+    graph = meta_graph.graph_def
+    ops.update(node.op for node in graph.node)
+    ops.update(node.op for function in graph.library.function for node in function.node_def)
+  return ops
+
+
+def non_core_ops(saved_model_dir: str) -> set[str]:
+  """The ops of `graph_ops` that core TensorFlow lacks: those a server must register from
+  elsewhere (tensorflow-text's appear as e.g. "FastWordpieceTokenizeWithOffsets" or
+  "TFText>RoundRobinTrim"). Core means `tf.raw_ops`, which lists TensorFlow's own ops only,
+  even in a process that imported tensorflow_text."""
+  return graph_ops(saved_model_dir) - set(dir(tf.raw_ops))
 
 
 class TextPreprocessor(tf.Module):
@@ -243,10 +293,13 @@ def check_seq_length(model: keras.Model, max_seq_length: int) -> None:
 def validate_texts(signature: str, texts: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
   """The text inputs of a raw-text signature, gated on their equal batch sizes.
 
-  tensorflow-text's `RoundRobinTrimmer` and `combine_segments` do not check that their
-  segments share a batch size: batches of 2 and 1 abort the process (`std::length_error`)
-  or gather garbage ids, 1 and 3 silently broadcast. So no tokenizer op may see the texts
-  before this check has passed. The rank is checked first (see `_with_rank`).
+  Packing does not check that its segments share a batch size: tensorflow-text's
+  `RoundRobinTrimmer` and `combine_segments` (which packed before `tfbert.text.inputs`
+  used core ops) aborted the process (`std::length_error`) on batches of 2 and 1, or
+  gathered garbage ids, and broadcast 1 against 3; the core ops fail naming no input
+  ("Incompatible shapes: [2] vs. [3]") or also broadcast a first segment of batch 1
+  (measured). So no tokenizer op may see the texts before this check has passed. The rank
+  is checked first (see `_with_rank`).
 
   Args:
     signature: the signature's name, for the messages.

@@ -13,6 +13,15 @@
   wordpieces), scored `start_logit + end_logit` as in google-research/bert,
   and cut out of the original context with the tokenizer's byte offsets. A
   context without tokens gives "" with score -inf.
+* SQuAD v2.0 (`version_2_with_negative`): `answer_question` also returns float32
+  `null_score` [B], `start_logits[:, 0] + end_logits[:, 0]` (the [CLS] position), and
+  answers "" when `null_score - score > null_score_diff_threshold`: the rule and the score
+  definition of `tfbert.squad.squad_postprocess` (the null score of a question is its
+  windows' smallest; here there is one window), evaluated as it does (float64, in its
+  order of operations), so on the same logits both decide alike even at the threshold.
+  `score` stays the best span's score, so a client sees how close the decision was. A v1.1
+  export has no `null_score` output and never answers "": its [CLS] logits were not
+  trained to mean "no answer", and its outputs are those of exports before v2.0 support.
 
 Both signatures validate their inputs in the graph before any tokenizer op or gather
 runs (`tfbert.serving.export.validate_texts`, `validate_features`): a `question` and `context` of
@@ -20,37 +29,51 @@ different batch sizes fail with `tf.errors.InvalidArgumentError` "answer_questio
 context has batch size 1 but question has 2", bad features as `tfbert.serving.export` describes.
 
 The directory is laid out as `tfbert.serving.export`'s (`bert_config.json`, `assets/<vocab>`,
-nothing read at load time) and replaced atomically.
+nothing read at load time) and replaced atomically. Beside `bert_config.json`,
+`answer_question.json` tells a deployer what `answer_question` does: its window sizes, the
+version, the null-score threshold baked into the graph (null in v1.1) and the rule, e.g.
+`{"max_answer_length": 30, "max_query_length": 64, "max_seq_length": 384,
+"null_score_diff_threshold": -1.5, "rule": "...", "signature": "answer_question",
+"version_2_with_negative": true}`. The graph does not read it: changing the threshold
+means exporting again.
 
 Shape legend: B batch, S sequence.
 """
 
-from typing import Optional
+import json
+import math
+import os
+from typing import Any, Optional
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from tfbert.models import BertSpanLabeler
 from tfbert.serving import export
-from tfbert.text import tokenization
+from tfbert.text import inputs, tokenization
 
 SQUAD_TEXT_SIGNATURE = "answer_question"
 SPAN_OUTPUT_NAMES = ("start_logits", "end_logits")
+ANSWER_CONFIG_FILE = "answer_question.json"  # Beside bert_config.json: see the module doc.
 
 
 class SquadExport(export.TaskExport):
   """What a SQuAD SavedModel holds: the span labeler, its tokenizer, two signatures.
 
   Attributes (besides `TaskExport`'s):
+    version_2_with_negative: whether `answer_question` may answer "" (SQuAD v2.0).
+    null_score_diff_threshold: v2.0: "" when null score - best span score exceeds it.
     answer_question: `tf.function` behind the raw-text signature.
   """
 
   def __init__(self, model: BertSpanLabeler, vocab_file: str, do_lower_case: bool,
                max_seq_length: int, max_query_length: int, max_answer_length: int,
+               version_2_with_negative: bool = False, null_score_diff_threshold: float = 0.0,
                name: Optional[str] = None):
     super().__init__(model, vocab_file, do_lower_case, max_seq_length, name=name)
     self.max_query_length = max_query_length
     self.max_answer_length = max_answer_length
+    self.version_2_with_negative = bool(version_2_with_negative)
+    self.null_score_diff_threshold = float(null_score_diff_threshold)
     self.answer_question = tf.function(self._answer_question, input_signature=[
         tf.TensorSpec([None], tf.string, name="question"),
         tf.TensorSpec([None], tf.string, name="context")])
@@ -82,7 +105,34 @@ class SquadExport(export.TaskExport):
     length = tf.gather(byte_ends, tf.maximum(end - first, 0), batch_dims=1) - begin
     answer = tf.strings.substr(context, tf.where(found, begin, 0),
                                tf.where(found, length, 0), unit="BYTE")
-    return {"answer": answer, "score": score}
+    if not self.version_2_with_negative:
+      return {"answer": answer, "score": score}
+    # float64, as squad_postprocess's Python floats: (s0 + e0) - start_logit - end_logit in
+    # its order, so a difference near the threshold is decided as the predictions decide it.
+    start_logits, end_logits = (tf.cast(logits[k], tf.float64) for k in SPAN_OUTPUT_NAMES)
+    null_score = start_logits[:, 0] + end_logits[:, 0]                              # [B]
+    diff = (null_score - tf.gather(start_logits, start, batch_dims=1)
+            - tf.gather(end_logits, end, batch_dims=1))                             # [B]
+    # No span at all: "" (squad_postprocess's difference is then +inf).
+    null_wins = ~found | (diff > self.null_score_diff_threshold)
+    return {"answer": tf.where(null_wins, "", answer), "score": score,
+            "null_score": tf.cast(null_score, tf.float32)}
+
+  def answer_config(self) -> dict[str, Any]:
+    """What `answer_question` does, as `answer_question.json` records it (module doc)."""
+    if self.version_2_with_negative:
+      rule = ("answer is \"\" when null_score - score > null_score_diff_threshold; "
+              "null_score = start_logit + end_logit of [CLS] (position 0), score = "
+              "start_logit + end_logit of the best span")
+    else:
+      rule = "answer is the best span (SQuAD v1.1: never \"\" unless the context is empty)"
+    return {"signature": SQUAD_TEXT_SIGNATURE,
+            "version_2_with_negative": self.version_2_with_negative,
+            "null_score_diff_threshold": (self.null_score_diff_threshold
+                                          if self.version_2_with_negative else None),
+            "rule": rule, "max_seq_length": self.max_seq_length,
+            "max_query_length": self.max_query_length,
+            "max_answer_length": self.max_answer_length}
 
 
 def pack_question_context(tokenizer: tokenization.WordPieceTokenizer, question: tf.Tensor,
@@ -107,17 +157,14 @@ def pack_question_context(tokenizer: tokenization.WordPieceTokenizer, question: 
   query = tokenizer.tokenize(question)[:, :max_query_length]          # [B, (Q)]
   ids, starts, ends = tokenizer.tokenize_with_offsets(context)        # [B, (T)]
   budget = max_seq_length - 3 - query.row_lengths()                   # [B]
-  keep = tf.ragged.range(ids.row_lengths()) < tf.expand_dims(budget, 1)
-  ids, starts, ends = (tf.ragged.boolean_mask(x, keep) for x in (ids, starts, ends))
-  sequence, segments = tf_text.combine_segments(
-      [query, ids], start_of_sequence_id=tokenizer.cls_id, end_of_segment_id=tokenizer.sep_id)
-  input_ids, input_mask = tf_text.pad_model_inputs(sequence, max_seq_length)
-  segment_ids, _ = tf_text.pad_model_inputs(segments, max_seq_length)
-  features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
-  spans = [x.to_tensor(default_value=-1, shape=[None, max_seq_length - 3])
+  count = tf.minimum(ids.row_lengths(), budget)                       # [B] context kept
+  # Core ops only, no tensorflow-text packing op: see `tfbert.text.inputs`.
+  features = inputs.combine_and_pad([query, ids], [query.row_lengths(), count],
+                                    max_seq_length, tokenizer.cls_id, tokenizer.sep_id)
+  kept = tf.range(max_seq_length - 3, dtype=count.dtype) < count[:, None]  # [B, S - 3]
+  spans = [tf.where(kept, x.to_tensor(default_value=-1, shape=[None, max_seq_length - 3]), -1)
            for x in (starts, ends)]
-  return ({k: tf.cast(v, tf.int32) for k, v in features.items()},
-          tf.cast(query.row_lengths(), tf.int32) + 2, tf.cast(ids.row_lengths(), tf.int32),
+  return (features, tf.cast(query.row_lengths(), tf.int32) + 2, tf.cast(count, tf.int32),
           *spans)
 
 
@@ -150,7 +197,9 @@ def best_spans(start_logits: tf.Tensor, end_logits: tf.Tensor, first: tf.Tensor,
 
 def export_squad_saved_model(model: BertSpanLabeler, export_dir: str, vocab_file: str,
                              do_lower_case: bool, max_seq_length: int = 384,
-                             max_query_length: int = 64, max_answer_length: int = 30) -> str:
+                             max_query_length: int = 64, max_answer_length: int = 30, *,
+                             version_2_with_negative: bool = False,
+                             null_score_diff_threshold: float = 0.0) -> str:
   """Writes a `BertSpanLabeler` as a SavedModel, replacing `export_dir` atomically.
 
   Args:
@@ -161,13 +210,18 @@ def export_squad_saved_model(model: BertSpanLabeler, export_dir: str, vocab_file
     max_seq_length: S of `answer_question`'s window; at most `max_position_embeddings`.
     max_query_length: question wordpieces kept.
     max_answer_length: longest answer in wordpieces.
+    version_2_with_negative: SQuAD v2.0: `answer_question` also returns `null_score` and
+      may answer "" (see the module docstring).
+    null_score_diff_threshold: v2.0: answer "" when null score - best span score exceeds
+      it (ignored in v1.1); recorded in `answer_question.json`.
 
   Returns:
     `export_dir`.
 
   Raises:
     TypeError: if `model` is not a `BertSpanLabeler`.
-    ValueError: if the window does not fit the model or leaves no room for the context.
+    ValueError: if the window does not fit the model or leaves no room for the context, or
+      the threshold is NaN.
   """
   if not isinstance(model, BertSpanLabeler):
     raise TypeError(f"expected a BertSpanLabeler, got {type(model).__name__}")
@@ -175,7 +229,16 @@ def export_squad_saved_model(model: BertSpanLabeler, export_dir: str, vocab_file
   if max_seq_length <= max_query_length + 3:
     raise ValueError(f"max_seq_length ({max_seq_length}) must be greater than "
                      f"max_query_length ({max_query_length}) + 3")
+  if math.isnan(null_score_diff_threshold):  # Every comparison with NaN is False: never "".
+    raise ValueError("null_score_diff_threshold is NaN")
   module = SquadExport(model, vocab_file, do_lower_case, max_seq_length, max_query_length,
-                       max_answer_length)
-  export.save_atomically(lambda path: export.write_export(module, model.config, path), export_dir)
+                       max_answer_length, version_2_with_negative, null_score_diff_threshold)
+
+  def write(path):
+    export.write_export(module, model.config, path)
+    with open(os.path.join(path, ANSWER_CONFIG_FILE), "w", encoding="utf-8") as f:
+      json.dump(module.answer_config(), f, indent=2, sort_keys=True)
+      f.write("\n")
+
+  export.save_atomically(write, export_dir)  # The whole directory appears at once.
   return export_dir

@@ -25,7 +25,12 @@
 3. Prediction: the model's logits on the predict file's features (sharded over every
    replica of every worker, each feature scored once: `fine_tuning.predict`) go through
    `tfbert.squad.squad_postprocess`; predictions.json, nbest_predictions.json (v2.0:
-   null_odds.json) and eval_results.json (the official scores) are written.
+   null_odds.json) and eval_results.json (the official scores) are written. A v2.0 predict
+   file also gets null_score_diff_threshold.json: the threshold of the best official F1
+   (searched over every threshold, `null_threshold_report`), the applied one's score and the
+   flag that applies the best (logged too). The run applies `null_score_diff_threshold` as
+   given, to the predictions and to the export (`export_dir`, whose answer_question.json
+   records it): the best value is applied by a rerun, never silently.
 
 The run directory explains itself:
 
@@ -42,6 +47,7 @@ The run directory explains itself:
     model.keras                         the fine-tuned model, no optimizer state
                                         (`--init_tfbert` reads it)
     predictions.json, nbest_predictions.json, null_odds.json, eval_results.json
+    null_score_diff_threshold.json      v2.0: the best null-score threshold, how to apply it
 
 Only the chief (worker 0) writes these; another worker keeps its checkpoints and feature
 caches in `.worker<i>/`. Every file appears under its final name only when complete
@@ -54,6 +60,7 @@ Shape legend: B batch, S max_seq_length.
 
 import dataclasses
 import json
+import math
 import os
 from typing import Any, Optional
 
@@ -75,6 +82,8 @@ from tfbert.text.tokenization import WordPieceTokenizer
 from tfbert.training import fine_tuning
 
 INPUT_NAMES = export.FEATURE_NAMES  # input_ids, input_mask, segment_ids
+# v2.0 predictions: the best null-score threshold and how to apply it (`null_threshold_report`).
+NULL_THRESHOLD_FILE = "null_score_diff_threshold.json"
 # What evaluation during training keeps the best model by: the official F1 (SQuAD's ranking).
 DEFAULT_BEST_METRIC = "f1"
 
@@ -214,10 +223,12 @@ def run_squad(config: SquadRunConfig, flagfile: Optional[str] = None) -> dict[st
 
   Returns:
     dict with "train" (steps, loss, examples_per_second) when training and "predictions"
-    (file paths) and "scores" (official EM/F1) when predicting.
+    (file paths) and "scores" (official EM/F1) when predicting; for a v2.0 predict file,
+    "null_score_diff_threshold" (`null_threshold_report`).
   """
   if config.eval_every_steps and not config.best_metric:
     config = dataclasses.replace(config, best_metric=DEFAULT_BEST_METRIC)
+  config = fine_tuning.resolve_casing(config)  # Before any work.
   inputs = read_inputs(config)  # Before anything is built or written.
   strategy = fine_tuning.start_run(config)
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
@@ -272,7 +283,11 @@ def _run(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
     squad_export.export_squad_saved_model(
         model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
         config.features.max_seq_length, config.features.max_query_length,
-        config.postprocess.max_answer_length)
+        config.postprocess.max_answer_length,
+        # The flag's value, as the predictions applied: null_score_diff_threshold.json
+        # proposes a better one for a rerun, never silently replaces it.
+        version_2_with_negative=config.postprocess.version_2_with_negative,
+        null_score_diff_threshold=config.postprocess.null_score_diff_threshold)
   return result
 
 
@@ -370,8 +385,9 @@ def predict(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
             dataset: squad_data.SquadDataset, selected: dict[str, Any], work_dir: str,
             write: bool = True, features: Optional[list] = None) -> dict[str, Any]:
   """Answers the predict file's `dataset` and scores the answers against `selected` (its
-  JSON, as `read_squad_articles` returns it); with `write`, writes the prediction files and
-  eval_results.json. `features`: the dataset's, when already made."""
+  JSON, as `read_squad_articles` returns it); with `write`, writes the prediction files,
+  eval_results.json and (v2.0) null_score_diff_threshold.json. `features`: the dataset's,
+  when already made."""
   if features is None:
     features = predict_features(tokenizer, config, dataset, work_dir)
   answered = answer(model, strategy, config, dataset, features, selected)
@@ -385,4 +401,75 @@ def predict(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
       paths["eval_results.json"] = os.path.join(config.output_dir, "eval_results.json")
       atomic.write_json(paths["eval_results.json"], answered["scores"])
     result["scores"] = answered["scores"]
+    if write and dataset.is_v2:  # Scored as v2.0, with the null odds.
+      report = null_threshold_report(selected, answered["predictions"], dataset.version,
+                                     config.postprocess.null_score_diff_threshold)
+      paths[NULL_THRESHOLD_FILE] = atomic.write_json(
+          os.path.join(config.output_dir, NULL_THRESHOLD_FILE), report)
+      logging.info(
+          f"SQuAD v2.0: best F1 {report['best_f1']:.2f} at null_score_diff_threshold "
+          f"{report['best_f1_thresh']!r}; these predictions applied "
+          f"{report['applied_threshold']!r} (F1 {report['f1_at_applied_threshold']:.2f}). "
+          f"To apply the best, rerun the prediction with {report['how_to_apply']} "
+          f"(see {paths[NULL_THRESHOLD_FILE]})")
+      result["null_score_diff_threshold"] = report
   return result
+
+
+def null_threshold_report(selected: dict[str, Any],
+                          predictions: list[squad_postprocess.SquadPrediction],
+                          version: str, applied: float) -> dict[str, Any]:
+  """The best SQuAD v2.0 null-score threshold for `predictions`, and the applied one's score.
+
+  A question is answered "" when its null score - best span score (null_odds.json) exceeds
+  the threshold. The official search (`best_f1_thresh`) scores each candidate threshold T
+  with the questions whose null odds exceed T as "" and the others as their prediction. On
+  predictions already thresholded at `applied` (those eval_results.json scores), a question
+  above `applied` has no span left to score, so no T above `applied` can look better: the
+  search is blind there. It is run here on every question's best non-null answer (the
+  n-best's first non-empty text, which `applied` chose between), so every T is seen; it
+  agrees with eval_results.json's when the best T is at most `applied`.
+
+  The official search starts from "every question \"\"" and calls that threshold 0.0;
+  when that start stays best, no threshold 0.0 gives it, so the largest float below every
+  null odds is reported instead (it makes every answer "").
+
+  Args:
+    selected: the scored dataset JSON (`read_squad_articles`).
+    predictions: v2.0 predictions (`null_score_diff` set) of its questions.
+    version: the dataset's SQuAD version ("2.0").
+    applied: the `null_score_diff_threshold` the predictions were made with.
+
+  Returns:
+    the contents of null_score_diff_threshold.json: "best_f1", "best_f1_thresh",
+    "best_exact", "best_exact_thresh" (official search over every threshold),
+    "applied_threshold", "f1_at_applied_threshold", "exact_at_applied_threshold" (the
+    official scores of the predictions as written, without the script's rescoring of null
+    odds above 1.0), "how_to_apply" (the flag) and "what" (this explained).
+  """
+  null_odds = {p.qas_id: p.null_score_diff for p in predictions}
+  answer_all = {p.qas_id: next((e.text for e in p.nbest if e.text), "") for p in predictions}
+  search = squad_evaluation.evaluate(selected, answer_all, version, null_odds)
+  # Without null odds: the official script would score a question whose odds exceed 1.0
+  # as "", which is not what predictions.json says when `applied` > 1.0.
+  as_written = squad_evaluation.evaluate(selected, {p.qas_id: p.text for p in predictions},
+                                         version)
+  lowest = min(null_odds.values(), default=math.inf)
+  report = {
+      "what": "SQuAD v2.0 no-answer threshold (--null_score_diff_threshold): a question is "
+              "answered \"\" when its null score - best span score (null_odds.json) exceeds "
+              "it. best_f1_thresh maximizes the official F1 on this predict file (best_f1); "
+              "applied_threshold is the one these predictions (and an export of this run) "
+              "used, scoring f1_at_applied_threshold. To apply the best, rerun the "
+              "prediction or export with how_to_apply.",
+      "applied_threshold": applied,
+      "f1_at_applied_threshold": as_written["f1"],
+      "exact_at_applied_threshold": as_written["exact"]}
+  for metric in ("f1", "exact"):
+    threshold = search[f"best_{metric}_thresh"]
+    if threshold == 0.0 and 0.0 not in null_odds.values() and lowest < math.inf:
+      threshold = math.nextafter(lowest, -math.inf)  # The search's all-"" start (above).
+    report[f"best_{metric}"] = search[f"best_{metric}"]
+    report[f"best_{metric}_thresh"] = threshold
+  report["how_to_apply"] = f"--null_score_diff_threshold={report['best_f1_thresh']!r}"
+  return report

@@ -170,6 +170,7 @@ def run_ner(config: NerRunConfig, flagfile: Optional[str] = None) -> dict[str, A
   """
   if config.eval_every_steps and not config.best_metric:
     config = dataclasses.replace(config, best_metric="f1")
+  config = fine_tuning.resolve_casing(config)  # Before any work.
   inputs = read_inputs(config)  # Before anything is built or written.
   labels = resolve_labels(config, inputs)
   strategy = fine_tuning.start_run(config)

@@ -38,6 +38,7 @@ from tfbert.checkpoints import convert, google_checkpoint, huggingface
 from tfbert.config import BertConfig
 from tfbert.pretraining.pretraining_run import DTYPES
 from tfbert.runtime import atomic, run_directory, validation
+from tfbert.text import casing
 from tfbert.training import distribution, optimization, training_loop
 
 
@@ -47,7 +48,8 @@ class FineTuningConfig:
   output_dir: str
   do_train: bool = False
   vocab_file: Optional[str] = None
-  do_lower_case: bool = True
+  do_lower_case: Optional[bool] = None  # None: the checkpoint's (`resolve_casing`).
+  allow_casing_mismatch: bool = False
   bert_config_file: Optional[str] = None
   init_checkpoint: Optional[str] = None
   init_hf_dir: Optional[str] = None
@@ -130,7 +132,7 @@ RERUN_MAY_CHANGE = frozenset({
     "eval_batch_size", "predict_batch_size", "postprocess", "export_dir", "verbose",
     "log_steps", "skip_malformed_rows", "output_dir", "allow_config_change",
     "save_checkpoints_steps", "keep_checkpoint_max", "eval_every_steps", "best_metric",
-    "early_stopping_patience", "stop_at_step"})
+    "early_stopping_patience", "stop_at_step", "allow_casing_mismatch"})
 VOCAB_FILE = "vocab.txt"
 
 
@@ -280,6 +282,32 @@ def save_trained(model: keras.Model, config: FineTuningConfig, train_results: di
   if config.eval_every_steps:
     written += [BEST_DIR, "metrics.jsonl", "train", "eval"]
   return written
+
+
+def init_source(config: FineTuningConfig) -> Optional[str]:
+  """The initial checkpoint's path (`init_checkpoint`, `init_hf_dir` or `init_tfbert`)."""
+  return config.init_checkpoint or config.init_hf_dir or config.init_tfbert
+
+
+def resolve_casing(config):
+  """`config` with the casing to tokenize with, checked before any work (`tfbert.text.casing`).
+
+  The evidence is the initial checkpoint's (its `tokenizer_config.json`, its tfbert run
+  directory's `run_config.json`) and the vocabulary's content; without an initial
+  checkpoint, a rerun's own output directory's `run_config.json`.
+
+  Raises:
+    tfbert.text.casing.CasingMismatchError: naming both sources (see `resolve_do_lower_case`).
+  """
+  vocab_file = resolve_vocab_file(config)
+  evidence = casing.checkpoint_casing(init_source(config), vocab_file)
+  if init_source(config) is None:
+    evidence = casing.checkpoint_casing(config.output_dir) + evidence
+  do_lower_case = casing.resolve_do_lower_case(config.do_lower_case, evidence,
+                                               allow_mismatch=config.allow_casing_mismatch)
+  logging.info("tokenizing with do_lower_case=%s (%s)", do_lower_case,
+               casing.describe(evidence))
+  return dataclasses.replace(config, do_lower_case=do_lower_case)
 
 
 def resolve_vocab_file(config: FineTuningConfig) -> str:

@@ -90,7 +90,7 @@ def time_training(case: FineTuningCase, path: str, steps: int, workdir: str,
 def train_once(case: FineTuningCase, path: str, steps: int, workdir: str,
                name: str) -> tuple[float, keras.Model]:
   """(seconds of the training call, the trained model) of one run by `path`."""
-  config = run_config(case, workdir, steps, name)
+  config = fine_tuning.resolve_casing(run_config(case, workdir, steps, name))
   inputs = squad_run.read_inputs(config)
   strategy = fine_tuning.start_run(config)
   tokenizer = WordPieceTokenizer(config.vocab_file, config.do_lower_case)

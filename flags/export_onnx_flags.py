@@ -1,0 +1,18 @@
+"""Flags of tools/export_onnx.py (--export_dir and --output are required)."""
+
+from absl import flags
+
+from flags import common_flags
+from tfbert.serving.onnx_export import OPSET
+
+EXPORT_DIR = flags.DEFINE_string(
+    "export_dir", None, "Required. A tfbert export directory (run_squad / run_classifier / "
+    "run_ner --export_dir, or an encoder export); its ids/ SavedModel is converted.")
+OUTPUT = flags.DEFINE_string("output", None, "Required. The .onnx file to write (atomically).")
+OPSET_FLAG = flags.DEFINE_integer("opset", OPSET, "ONNX opset of the output.")
+CHECK = flags.DEFINE_bool(
+    "check", True, "Run the ONNX model once in ONNX Runtime against the SavedModel on random "
+    "features and print the largest difference of each output.")
+
+# Key flags: the tool's --help lists them (absl shows only the main module's key flags).
+flags.adopt_module_key_flags(common_flags)

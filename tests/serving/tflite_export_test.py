@@ -1,0 +1,243 @@
+"""Tests for tfbert.serving.tflite_export: .tflite files that LiteRT runs as Keras does.
+
+Each model (odd sizes: tests/helpers.py) is converted once per module at S = 7 and run by
+LiteRT's interpreter on random features, at batch sizes other than the [1, S] the
+interpreter first allocates.
+
+Why FLOAT_TOL = 2e-5: both sides compute in float32, but TFLite runs its own kernels
+(XNNPACK's dense layers, LayerNorm as MEAN / SQUARED_DIFFERENCE / RSQRT, its own softmax
+and tanh), which order the reductions differently: a few float32 ulps (~6e-8 relative)
+each, growing over 3 layers to outputs up to ~5. Measured: at most 3.3e-6 (span logits),
+2.2e-6 (sequence_output), 5e-7 (classifier logits). 2e-5 leaves ~6x room for other CPUs'
+kernels, while a real bug (a weight not frozen, a missing mask, swapped segment ids) moves
+outputs by > 1e-2.
+
+Why the quantized bound, QUANT_REL = 0.1 of the largest |output|: dynamic-range
+quantization rounds each weight to one of 255 levels of its channel's range (error up to
+0.4% of that range) and the dense layers' activations likewise per batch, and these errors
+add up over 3 layers whose large initializer_range (0.2) amplifies them. Measured: 1-4% of
+the output range (classifier logits 0.023 of 1.44, span logits 0.19 of 4.6); 10% leaves
+room, while another model's outputs are off by ~100%. A file left unquantized would match
+within FLOAT_TOL: the lower bound, 1e-4, catches that.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests import glue_synthetic, helpers
+from tfbert import BertClassifier, BertConfig, BertEncoder
+from tfbert.checkpoints import convert, pretrained
+from tfbert.classifier.classifier_run import ClassifierRunConfig
+from tfbert.serving import export, tflite_export
+
+FLOAT_TOL = 2e-5  # See the module docstring.
+QUANT_REL = 0.1
+SEQ = 7
+LABELS = ("red", "green", "blue")
+
+
+@pytest.fixture(scope="module")
+def config():
+  return helpers.odd_config()
+
+
+@pytest.fixture(scope="module")
+def features(config):
+  f = helpers.random_features(config, seed=5)  # Batch 13.
+  return {name: f[name] for name in export.FEATURE_NAMES}
+
+
+@pytest.fixture(scope="module")
+def classifier(config):
+  model = BertClassifier(config, len(LABELS), dtype="float32")
+  model.build()
+  return model
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory, config, classifier):
+  """{name: (Keras model, .tflite path)}: encoder, classifier (float32 and quantized), span."""
+  folder = tmp_path_factory.mktemp("tflite")
+  encoder = BertEncoder(config)
+  encoder.build()
+  span = helpers.random_span_labeler(config, seed=3)
+  models = {"encoder": (encoder, {}), "classifier": (classifier, {"labels": LABELS}),
+            "quantized": (classifier, {"labels": LABELS, "quantize": True}),
+            "span": (span, {})}
+  return {name: (model, tflite_export.export_tflite(
+      model, str(folder / name / f"{name}.tflite"), seq_length=SEQ, **kwargs))
+          for name, (model, kwargs) in models.items()}
+
+
+def _keras(model, features):
+  return {k: v.numpy() for k, v in tflite_export.model_outputs(model, features).items()}
+
+
+def _rows(features, count):
+  """`count` rows: the 13 given, repeated as needed."""
+  return {name: np.resize(array, (count, SEQ)) for name, array in features.items()}
+
+
+@pytest.mark.parametrize("name, outputs", [
+    ("encoder", ["pooled_output", "sequence_output"]),
+    ("classifier", ["logits", "probabilities"]),
+    ("span", ["end_logits", "start_logits"]),
+])
+def test_float32_outputs_match_keras_at_other_batch_sizes(exports, features, name, outputs):
+  model, path = exports[name]
+  lite = tflite_export.TfliteModel(path)
+  assert lite.output_names == tuple(outputs) and lite.seq_length == SEQ
+  for batch in (13, 1, 20):  # Allocated at [1, S]; resized by the signature runner.
+    rows = _rows(features, batch)
+    got, want = lite(rows), _keras(model, rows)
+    for output in outputs:
+      assert got[output].shape == want[output].shape and got[output].dtype == np.float32
+      assert helpers.max_abs_diff(got[output], want[output]) < FLOAT_TOL, (name, batch, output)
+  empty = lite(_rows(features, 0))
+  assert {k: v.shape for k, v in empty.items()} == {
+      k: (0, *v.shape[1:]) for k, v in _keras(model, _rows(features, 1)).items()}
+
+
+def test_the_file_holds_builtin_ops_only_and_the_sidecars_sit_beside_it(exports, config):
+  from ai_edge_litert import interpreter as litert  # pylint: disable=import-outside-toplevel
+  _, path = exports["classifier"]
+  interpreter = litert.Interpreter(
+      model_path=path,
+      experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+  ops = {op["op_name"] for op in interpreter._get_ops_details()}  # pylint: disable=protected-access
+  assert {"FULLY_CONNECTED", "GATHER", "SOFTMAX"} <= ops
+  # Builtin names are upper case; Flex ops ("FlexX") and custom ops are not. No variable op
+  # either: every weight is a constant in the file.
+  assert all(op.isupper() for op in ops) and not ops & {"VAR_HANDLE", "READ_VARIABLE"}, ops
+  folder = os.path.dirname(path)
+  assert sorted(os.listdir(folder)) == ["bert_config.json", "classifier.tflite", "labels.txt"]
+  assert BertConfig.from_json_file(os.path.join(folder, "bert_config.json")) == config
+  with open(os.path.join(folder, "labels.txt"), encoding="utf-8") as f:
+    assert f.read() == "red\ngreen\nblue\n"
+
+
+def test_the_quantized_file_is_smaller_and_close_but_not_equal(exports, features):
+  model, path = exports["quantized"]
+  float_path = exports["classifier"][1]
+  # int8 weights: 0.51 of the float32 file here (small tensors and the graph stay), ~0.26
+  # for MiniLM-L6-H384.
+  assert os.path.getsize(path) < 0.6 * os.path.getsize(float_path)
+  got, want = tflite_export.TfliteModel(path)(features), _keras(model, features)
+  for output in ("logits", "probabilities"):
+    difference = helpers.max_abs_diff(got[output], want[output])
+    assert 1e-4 < difference < QUANT_REL * np.max(np.abs(want[output])), (output, difference)
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(input_ids=lambda a: a.astype(np.float32)), "input_ids must be an integer array"),
+    (dict(input_mask=lambda a: a[:, :5]), "input_mask has shape [13, 5] but input_ids has"),
+    (dict(input_ids=lambda a: a[:, :5], input_mask=lambda a: a[:, :5],
+          segment_ids=lambda a: a[:, :5]), "sequence length 5, the export's is 7"),
+    (dict(input_ids=lambda a: np.where(np.arange(SEQ) == 3, 101, a)),
+     "input_ids holds 101 at [0, 3], outside the vocabulary [0, 101)"),
+    (dict(input_ids=lambda a: np.where(np.arange(SEQ) == 2, -1, a)),
+     "input_ids holds -1 at [0, 2], outside the vocabulary"),
+    (dict(segment_ids=lambda a: np.full_like(a, 3)), "segment_ids holds 3 at [0, 0], outside "
+     "the token types [0, 3)"),
+    (dict(input_mask=lambda a: a * 2), "input_mask holds 2 at"),
+])
+def test_the_runner_refuses_what_the_model_cannot_take(exports, features, change, message):
+  lite = tflite_export.TfliteModel(exports["classifier"][1])
+  bad = {name: change.get(name, lambda a: a)(array) for name, array in features.items()}
+  with pytest.raises(ValueError) as error:
+    lite(bad)
+  assert message in str(error.value)
+
+
+def test_unchecked_the_file_reads_a_row_for_a_negative_id(exports, features):
+  # Why `TfliteModel` checks: the converter dropped the SavedModel's asserts, and GATHER
+  # takes a negative id without an error.
+  lite = tflite_export.TfliteModel(exports["classifier"][1])
+  bad = dict(features, input_ids=np.where(np.arange(SEQ) == 2, -1, features["input_ids"]))
+  logits = lite.interpreter.get_signature_runner("serving_default")(**bad)["logits"]
+  assert np.all(np.isfinite(logits))
+
+
+@pytest.mark.parametrize("path, kwargs, message", [
+    ("m.tflite", dict(seq_length=20), "seq_length 20 is outside [1, 19]"),
+    ("m.tflite", dict(seq_length=0), "seq_length 0 is outside"),
+    ("m.onnx", dict(seq_length=7), "must be a local .tflite file"),
+    ("m.tflite", dict(seq_length=7, labels=("a", "b")), "2 label(s) ['a', 'b'] for a model "
+     "with 3 output(s)"),
+])
+def test_export_refuses_bad_arguments_before_writing(tmp_path, classifier, path, kwargs,
+                                                     message):
+  with pytest.raises(ValueError) as error:
+    tflite_export.export_tflite(classifier, str(tmp_path / path), **kwargs)
+  assert message in str(error.value)
+  assert os.listdir(tmp_path) == []
+
+
+def test_a_mixed_precision_model_is_exported_as_its_float32_copy(config, classifier, features):
+  mixed = BertClassifier(config, len(LABELS), dtype="mixed_bfloat16")
+  mixed.build()
+  mixed.set_weights(classifier.get_weights())
+  copy = tflite_export.float32_model(mixed)
+  assert copy.dtype_policy.compute_dtype == "float32" and copy.num_classes == len(LABELS)
+  assert helpers.max_abs_diff(_keras(copy, features)["logits"],
+                              _keras(classifier, features)["logits"]) == 0
+  assert tflite_export.float32_model(classifier) is classifier
+
+
+# Tiny classifier on MiniLM's real uncased vocab (30,522 entries), so the tool tokenizes.
+TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=37, hidden_act="gelu", hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0, max_position_embeddings=64, type_vocab_size=2,
+            initializer_range=0.2)
+
+
+def test_tool_exports_a_run_and_scores_its_dev_set(tmp_path):
+  run = tmp_path / "run"
+  (run / "best").mkdir(parents=True)
+  model = BertClassifier(BertConfig(**TINY), 2)
+  model.build()
+  convert.save_tfbert_model(model, str(run / "best" / "model.keras"))
+  shutil.copyfile(pretrained.minilm_vocab_file(), run / "best" / "vocab.txt")
+  settings = ClassifierRunConfig(output_dir=str(run), task_name="mrpc", data_dir=str(tmp_path),
+                                 do_eval=True, max_seq_length=24)
+  (run / "run_config.json").write_text(settings.to_json())
+  glue_synthetic.write_mrpc(tmp_path / "dev.tsv", glue_synthetic.fruit_pairs(30, seed=2))
+  output = tmp_path / "lite" / "model.tflite"
+  command = [sys.executable, os.path.join(helpers.ROOT, "tools", "export_tflite.py"),
+             f"--model={run / 'best' / 'model.keras'}", f"--output={output}",
+             f"--eval_data_dir={tmp_path}", "--latency_runs=3"]
+  done = subprocess.run(command, cwd=tmp_path, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+                        capture_output=True, text=True, timeout=300, check=False)
+  assert done.returncode == 0, done.stderr[-3000:]
+  lines = done.stdout.strip().splitlines()
+  assert lines[0].startswith(f"wrote {output} (") and "float32, seq_length 24)" in lines[0]
+  keras_scores, lite_scores = (json.loads(line) for line in lines[1:])
+  assert keras_scores["model"] == "keras" and lite_scores["model"] == "tflite"
+  assert lite_scores["num_examples"] == 30 and lite_scores["agreement"] == 1.0
+  assert lite_scores["accuracy"] == keras_scores["accuracy"]
+  assert lite_scores["max_abs_diff"] < FLOAT_TOL and lite_scores["latency_ms"] > 0
+  assert sorted(os.listdir(output.parent)) == ["bert_config.json", "labels.txt", "model.tflite",
+                                               "vocab.txt"]
+  assert (output.parent / "labels.txt").read_text() == "0\n1\n"  # MRPC's labels.
+  # The file serves the run's model: the Keras model's logits on the tool's S.
+  features = {name: np.asarray(value) for name, value in helpers.random_features(
+      model.config, batch=3, seq=24).items() if name in export.FEATURE_NAMES}
+  want = model(features, training=False)["logits"].numpy()
+  assert helpers.max_abs_diff(tflite_export.TfliteModel(str(output))(features)["logits"],
+                              want) < FLOAT_TOL
+
+
+def test_the_file_has_the_id_signature_alone_with_a_dynamic_batch(exports):
+  _, path = exports["span"]
+  lite = tflite_export.TfliteModel(path)
+  assert lite.interpreter.get_signature_list() == {"serving_default": {
+      "inputs": ["input_ids", "input_mask", "segment_ids"],
+      "outputs": ["end_logits", "start_logits"]}}
+  details = lite.interpreter.get_input_details()
+  assert all(list(d["shape_signature"]) == [-1, SEQ] and d["dtype"] == np.int32 for d in details)

@@ -1,0 +1,78 @@
+"""Tests for tfbert.text.casing: where a checkpoint's casing is read, and the guard."""
+
+import json
+import os
+
+import pytest
+
+from tfbert.checkpoints import pretrained
+from tfbert.text import casing
+
+SPECIALS = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n[unused0]\n"
+
+
+def _vocab(path, words):
+  path.write_text(SPECIALS + "".join(f"{w}\n" for w in words), encoding="utf-8")
+  return str(path)
+
+
+def test_vocabulary_content_gives_the_casing_of_the_real_vocabularies(shared_data):
+  cased = casing.vocab_casing(os.path.join(shared_data, "bert_cased_vocab.txt"))
+  uncased = casing.vocab_casing(os.path.join(shared_data, "bert_uncased_vocab.txt"))
+  assert cased.do_lower_case is False and uncased.do_lower_case is True
+  # BERT-Base cased: 8366 of its 28996 pieces hold an upper-case letter, the first is "A".
+  assert "8366 word pieces with upper-case letters, e.g. 'A'" in cased.source
+  assert casing.vocab_casing(pretrained.minilm_vocab_file()).do_lower_case is True
+
+
+def test_vocabulary_content_rules(tmp_path):
+  # Special tokens are bracketed upper case and do not count.
+  assert casing.vocab_casing(_vocab(tmp_path / "a.txt", ["the", "##s"])).do_lower_case
+  assert not casing.vocab_casing(_vocab(tmp_path / "b.txt", ["the", "##É"])).do_lower_case
+  # No cased letter at all (digits, CJK): no evidence either way.
+  assert casing.vocab_casing(_vocab(tmp_path / "c.txt", ["中", "##1", "!"])) is None
+  with pytest.raises(FileNotFoundError, match="missing.txt"):
+    casing.vocab_casing(str(tmp_path / "missing.txt"))
+
+
+def test_records_are_read_in_order_from_the_directory_and_a_best_models_run(tmp_path):
+  run = tmp_path / "run"
+  (run / "best").mkdir(parents=True)
+  (run / "run_config.json").write_text(json.dumps({"do_lower_case": False}))
+  vocab = _vocab(run / "best" / "vocab.txt", ["The"])
+  evidence = casing.checkpoint_casing(str(run / "best" / "model.keras"))
+  assert [(e.do_lower_case, os.path.basename(e.source.split(" ")[0])) for e in evidence] == [
+      (False, "run_config.json"), (False, "vocab.txt")]
+  hf = tmp_path / "hf"
+  hf.mkdir()
+  (hf / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
+  evidence = casing.checkpoint_casing(str(hf), vocab)
+  assert [e.do_lower_case for e in evidence] == [True, False]
+  assert "tokenizer_config.json (tokenizer config do_lower_case: true)" in evidence[0].source
+  (hf / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": "yes"}))
+  with pytest.raises(ValueError, match="tokenizer_config.json: do_lower_case must be true or "
+                                       "false, got 'yes'"):
+    casing.checkpoint_casing(str(hf))
+
+
+def test_the_flag_follows_agrees_or_fails_naming_both_sources(tmp_path):
+  uncased = casing.Casing(True, "/m/vocab.txt (lower-case letters only)")
+  cased_record = casing.Casing(False, "/m/tokenizer_config.json (tokenizer config ...)")
+  assert casing.resolve_do_lower_case(None, [uncased]) is True
+  assert casing.resolve_do_lower_case(True, [uncased]) is True
+  assert casing.resolve_do_lower_case(None, []) is casing.DEFAULT_DO_LOWER_CASE
+  assert casing.resolve_do_lower_case(False, []) is False
+  with pytest.raises(casing.CasingMismatchError) as e:
+    casing.resolve_do_lower_case(False, [uncased])
+  assert str(e.value).startswith(
+      "casing mismatch: --do_lower_case=false says do_lower_case=false, but /m/vocab.txt "
+      "(lower-case letters only) says do_lower_case=true")
+  assert "Pass --do_lower_case=true" in str(e.value) and "--allow_casing_mismatch" in str(e.value)
+  # Sources that disagree with each other fail too, unless the flag chooses on purpose.
+  with pytest.raises(casing.CasingMismatchError, match="tokenizer_config.json .* says "
+                                                       "do_lower_case=false, but /m/vocab.txt"):
+    casing.resolve_do_lower_case(None, [cased_record, uncased])
+  assert casing.resolve_do_lower_case(False, [uncased], allow_mismatch=True) is False
+  assert casing.resolve_do_lower_case(True, [cased_record, uncased], allow_mismatch=True)
+  with pytest.raises(casing.CasingMismatchError):  # The override needs a chosen value.
+    casing.resolve_do_lower_case(None, [cased_record, uncased], allow_mismatch=True)

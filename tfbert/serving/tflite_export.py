@@ -1,0 +1,431 @@
+"""Exports a tfbert model as a TFLite (LiteRT) flatbuffer, and runs one with checked inputs.
+
+`export_tflite(model, "x/model.tflite", seq_length=128, quantize=False)` writes one
+`.tflite` file with one signature, `serving_default`, the int32 id signature of the
+SavedModel exports (`tfbert.serving.export`, the `ids/` SavedModel) at a fixed S:
+
+* inputs: int32 `input_ids`, `input_mask`, `segment_ids` [B, S];
+* outputs (float32), by model:
+  `BertEncoder` (or any other tfbert model: its encoder): `sequence_output` [B, S, H] and
+  `pooled_output` [B, H];
+  `BertClassifier`: `logits`, `probabilities` (softmax) [B, C], regression (C = 1):
+  `score` [B];
+  `BertSpanLabeler`: `start_logits`, `end_logits` [B, S];
+  `BertTokenClassifier`: `logits`, `probabilities` [B, S, C].
+
+S is fixed at export (shorter inputs are padded by the client, as in training): converted
+with a dynamic S (the `ids/` SavedModel's [None, None]) a StridedSlice in the attention
+needed a Flex op (measured). The batch B is dynamic: the file records [-1, S], the
+interpreter allocates [1, S] and `SignatureRunner` (or `resize_tensor_input`) resizes to
+any B. The graph holds TFLite builtin ops only (no Flex / SELECT_TF_OPS, no custom op), so
+the stock LiteRT runtime, including on Android and iOS, runs it.
+
+`quantize=True` applies dynamic-range quantization (`tf.lite.Optimize.DEFAULT` without a
+representative dataset): weights are stored as int8 with per-channel scales (about 4x
+smaller), the dense layers quantize their activations on the fly per batch, and everything
+else computes in float32. Outputs are close, not equal: fine-tuned MiniLM-L6-H384 on the
+MRPC dev set (logits in [-1.9, 2.1]) moved its logits by 0.025 on average and 0.23 at most
+and 2 of 408 decisions, with the same accuracy and F1 (`tools/export_tflite.py --quantize
+--eval_data_dir=...`).
+
+Inputs are NOT validated in the graph. The SavedModels' checks (`export.validate_features`)
+are `tf.debugging.Assert` ops, which the TFLite converter drops without a word (measured:
+the same builtin ops with and without them, and no check runs). Unchecked, an id >= the
+vocabulary fails inside GATHER ("gather index out of bounds") but a negative id silently
+reads some row, and a segment id past the token types likewise. `TfliteModel`, the Python
+runner, checks every request first (`check_features`) and raises a ValueError naming the
+input; other clients must check ids, segment ids and mask values themselves.
+
+Raw text is not supported: tfbert's tokenizer reproduces Google's normalization with core
+TensorFlow ops that have no TFLite kernel (hash table lookups, `UnicodeDecode` /
+`UnicodeEncode`, `StaticRegexReplace`, `RaggedRange`, `DenseBincount`, string `SelectV2`),
+so it would need Flex ops; clients tokenize (e.g. with the vocab written beside the file)
+and send ids. tensorflow-text's `FastBertTokenizer` has TFLite kernels (custom ops
+`FastBertNormalize`, `FastWordpieceTokenizeWithOffsets`), but its ICU normalization is not
+Google's (see `tfbert.text.tokenization`) and its op registrar loads into TensorFlow's
+deprecated `tf.lite` interpreter only: LiteRT's reports "Encountered unresolved custom op"
+(measured, tensorflow-text 2.20.1, ai-edge-litert 2.3.0).
+
+Beside the file (the same directory, one exported model per directory; a float32 and a
+quantized file of the same model may share it): `bert_config.json`, `labels.txt` for a
+classifier given its labels and for a tagger (one name per line, in id order), and
+`vocab.txt` when a vocab is given. The `.tflite` file itself is written last and appears
+only when complete (a temporary sibling renamed into place, `tfbert.runtime.atomic`).
+
+Shape legend: B batch, S sequence, H hidden, C classes or labels.
+"""
+
+import json
+import os
+import shutil
+import time
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfbert.classifier import glue_data, glue_metrics
+from tfbert.config import BertConfig
+from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
+from tfbert.runtime import atomic
+from tfbert.serving import export
+from tfbert.text import casing
+
+SIGNATURE = export.SERVING_SIGNATURE
+SUFFIX = ".tflite"
+VOCAB_FILE = "vocab.txt"
+SPAN_OUTPUT_NAMES = ("start_logits", "end_logits")
+
+
+class _TfliteModule(tf.Module):
+  """What the converter sees: the model, its variables and the fixed-S id signature.
+
+  Attributes:
+    model: the Keras model (or encoder) exported.
+    variables_to_freeze: the model's weights as the `tf.Variable`s under the Keras variables.
+    serve: `tf.function` behind `serving_default`.
+  """
+
+  def __init__(self, model: keras.Model, seq_length: int):
+    super().__init__()
+    self.model = model
+    # The converter freezes only the tf.Variables it finds tracked by the module it is
+    # given. Reached through a Keras 3 model alone, every weight stayed a resource variable
+    # with no value in the file (VAR_HANDLE / READ_VARIABLE ops, NaN outputs; measured,
+    # TF 2.20); Keras' own ExportArchive tracks the underlying variables the same way.
+    self.variables_to_freeze = [weight.value for weight in model.weights]
+    self.serve = tf.function(self._serve, input_signature=[
+        tf.TensorSpec([None, seq_length], tf.int32, name=name)
+        for name in export.FEATURE_NAMES])
+
+  def _serve(self, input_ids, input_mask, segment_ids):
+    features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+    return model_outputs(self.model, features)
+
+
+def model_outputs(model: keras.Model, features: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+  """The float32 outputs of `serving_default` for `model` (see the module docstring).
+
+  Args:
+    model: a `BertClassifier`, `BertSpanLabeler`, `BertTokenClassifier` or `BertEncoder`.
+    features: int32 `input_ids`, `input_mask`, `segment_ids` [B, S].
+
+  Returns:
+    dict of float32 outputs by name, the id signature's of the SavedModel exports.
+  """
+  if isinstance(model, BertClassifier):
+    logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, C]
+    if model.num_classes == 1:
+      return {"score": logits[:, 0]}
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
+  if isinstance(model, BertTokenClassifier):
+    logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, S, C]
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
+  outputs = model(features, training=False)
+  names = SPAN_OUTPUT_NAMES if isinstance(model, BertSpanLabeler) else export.OUTPUT_NAMES
+  return {name: tf.cast(outputs[name], tf.float32) for name in names}
+
+
+def float32_model(model: keras.Model) -> keras.Model:
+  """`model` itself if it computes in float32, else a float32 copy with its weights.
+
+  A mixed-precision model would put bfloat16 / float16 casts and ops into the graph, which
+  TFLite's CPU kernels do not run; its weights are float32 variables anyway.
+  """
+  if model.dtype_policy.compute_dtype == "float32":
+    return model
+  copy = type(model).from_config({**model.get_config(), "dtype": "float32"})
+  copy.build()
+  copy.set_weights(model.get_weights())
+  return copy
+
+
+def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
+                  quantize: bool = False, labels: Optional[Sequence[str]] = None,
+                  vocab_file: Optional[str] = None) -> str:
+  """Writes `model_or_encoder` as a `.tflite` file with its sidecar files beside it.
+
+  Args:
+    model_or_encoder: a `BertClassifier`, `BertSpanLabeler`, `BertTokenClassifier` or
+      `BertEncoder`; any other tfbert model (a `BertPretrainer`) exports its encoder.
+      A mixed-precision model is exported in float32 (`float32_model`).
+    path: local `.tflite` path to create or replace; its directory is created.
+    seq_length: S of the inputs, in [1, max_position_embeddings].
+    quantize: dynamic-range quantization (int8 weights) instead of float32.
+    labels: a classifier's label names in class-id order (C >= 2 of them), written to
+      `labels.txt`; None writes none (and is the only choice for regression and for the
+      other models; a tagger's labels are its own).
+    vocab_file: a WordPiece vocab to copy beside the file as `vocab.txt`, or None.
+
+  Returns:
+    `path`.
+
+  Raises:
+    TypeError: for a model that is not a tfbert one (see `export.encoder_of`).
+    ValueError: for a path that is not a local `.tflite` file, an S outside the model's
+      range, or labels that do not match the model.
+  """
+  model = _exported_model(model_or_encoder)
+  if "://" in path or not path.endswith(SUFFIX) or os.path.isdir(path):
+    raise ValueError(f"path must be a local {SUFFIX} file, got {path}")
+  if not 1 <= seq_length <= model.config.max_position_embeddings:
+    raise ValueError(f"seq_length {seq_length} is outside [1, "
+                     f"{model.config.max_position_embeddings}] (max_position_embeddings)")
+  labels = _checked_labels(model, labels)
+  flatbuffer = convert(float32_model(model), seq_length, quantize)
+  directory = os.path.dirname(os.path.abspath(path))
+  os.makedirs(directory, exist_ok=True)
+  model.config.to_json_file(os.path.join(directory, export.CONFIG_FILE))
+  if labels is not None:
+    atomic.write_text(os.path.join(directory, export.LABELS_FILE),
+                      "".join(f"{label}\n" for label in labels))
+  if vocab_file is not None:
+    target = os.path.join(directory, VOCAB_FILE)
+    if os.path.abspath(vocab_file) != os.path.abspath(target):
+      atomic.write_with(target, lambda tmp: shutil.copyfile(vocab_file, tmp))
+
+  def write(tmp):
+    with open(tmp, "wb") as f:
+      f.write(flatbuffer)
+      f.flush()
+      os.fsync(f.fileno())
+
+  return atomic.write_with(path, write)  # Last: the sidecars are in place when it appears.
+
+
+def convert(model: keras.Model, seq_length: int, quantize: bool = False) -> bytes:
+  """The TFLite flatbuffer of `model`'s `serving_default` at S = `seq_length`.
+
+  Args:
+    model: a float32 tfbert model or encoder (see `model_outputs`).
+    seq_length: S.
+    quantize: dynamic-range quantization.
+
+  Returns:
+    the `.tflite` file's bytes.
+  """
+  module = _TfliteModule(model, seq_length)
+  converter = tf.lite.TFLiteConverter.from_concrete_functions(
+      [module.serve.get_concrete_function()], module)
+  # Builtins only: a file that needs Flex ops would not run on the stock LiteRT runtime.
+  converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+  if quantize:
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+  return converter.convert()
+
+
+def _exported_model(model: keras.Model) -> keras.Model:
+  """The task model itself, or the encoder of any other tfbert model."""
+  if isinstance(model, (BertClassifier, BertSpanLabeler, BertTokenClassifier)):
+    return model
+  return export.encoder_of(model)
+
+
+def _checked_labels(model: keras.Model, labels: Optional[Sequence[str]]
+                    ) -> Optional[tuple[str, ...]]:
+  """The labels to write to `labels.txt` (a tagger's own), checked against `model`."""
+  if isinstance(model, BertTokenClassifier):
+    if labels is not None and tuple(labels) != model.labels:
+      raise ValueError(f"labels {list(labels)} differ from the tagger's {list(model.labels)}")
+    return model.labels
+  if labels is None:
+    return None
+  if not isinstance(model, BertClassifier):
+    raise ValueError(f"labels are for a classifier or tagger, not a {type(model).__name__}")
+  if len(labels) != model.num_classes or len(labels) < 2:
+    raise ValueError(f"{len(labels)} label(s) {list(labels)} for a model with "
+                     f"{model.num_classes} output(s)")
+  return tuple(labels)
+
+
+def check_features(features: Mapping[str, np.ndarray], config: BertConfig,
+                   seq_length: int) -> dict[str, np.ndarray]:
+  """The three features as int32 arrays, checked as `export.validate_features` checks them.
+
+  In this order (the first failure is the one reported): each is present, an integer
+  array of rank 2; `input_mask` and `segment_ids` have `input_ids`' shape; S is the
+  export's; `input_ids` in [0, vocab_size); `segment_ids` in [0, type_vocab_size);
+  `input_mask` 0 or 1.
+
+  Args:
+    features: `input_ids`, `input_mask`, `segment_ids` [B, S] (any integer dtype).
+    config: the exported model's `BertConfig`.
+    seq_length: the export's S.
+
+  Returns:
+    dict of int32 [B, S] arrays by feature name.
+
+  Raises:
+    ValueError: naming the input and the limit, e.g. "input_ids holds 30522 at [0, 3],
+      outside the vocabulary [0, 30522)".
+  """
+  arrays = {}
+  for name in export.FEATURE_NAMES:
+    if name not in features:
+      raise ValueError(f"{name} is missing")
+    array = np.asarray(features[name])
+    if array.ndim != 2 or not (np.issubdtype(array.dtype, np.integer) or array.size == 0):
+      raise ValueError(f"{name} must be an integer array [batch, {seq_length}], got "
+                       f"{array.dtype} {list(array.shape)}")
+    arrays[name] = array
+  shape = arrays["input_ids"].shape
+  for name in export.FEATURE_NAMES[1:]:
+    if arrays[name].shape != shape:
+      raise ValueError(f"{name} has shape {list(arrays[name].shape)} but input_ids has "
+                       f"{list(shape)}")
+  if shape[1] != seq_length:
+    raise ValueError(f"input_ids has sequence length {shape[1]}, the export's is "
+                     f"{seq_length} (pad or truncate to it)")
+  for name, high, what in (
+      ("input_ids", config.vocab_size, f"the vocabulary [0, {config.vocab_size})"),
+      ("segment_ids", config.type_vocab_size, f"the token types [0, {config.type_vocab_size})"),
+      ("input_mask", 2, "the mask values 0 and 1")):
+    outside = (arrays[name] < 0) | (arrays[name] >= high)                  # [B, S]
+    if outside.any():
+      row, column = np.argwhere(outside)[0]
+      raise ValueError(f"{name} holds {arrays[name][row, column]} at [{row}, {column}], "
+                       f"outside {what}")
+  return {name: array.astype(np.int32) for name, array in arrays.items()}
+
+
+class TfliteModel:
+  """A `.tflite` export run by LiteRT's interpreter, every request checked first.
+
+  Needs `ai-edge-litert` (the `tflite` extra), not TensorFlow's deprecated
+  `tf.lite.Interpreter`.
+
+  Attributes:
+    path: the `.tflite` file.
+    config: the model's `BertConfig` (the limits of the checks).
+    seq_length: the export's S.
+    output_names: the signature's outputs.
+  """
+
+  def __init__(self, path: str, config: Optional[BertConfig] = None,
+               num_threads: Optional[int] = None):
+    """Loads the file.
+
+    Args:
+      path: a `.tflite` file written by `export_tflite`.
+      config: its model's `BertConfig`; default: `bert_config.json` beside it.
+      num_threads: the interpreter's CPU threads; None: LiteRT's default.
+
+    Raises:
+      FileNotFoundError: for a missing file or (without `config`) a missing
+        `bert_config.json` beside it.
+      ImportError: when `ai_edge_litert` is not installed.
+      ValueError: for a file without the `serving_default` id signature.
+    """
+    try:
+      from ai_edge_litert import interpreter as litert  # pylint: disable=import-outside-toplevel
+    except ImportError as e:
+      raise ImportError("running a .tflite file needs LiteRT: pip install ai-edge-litert "
+                        "(the tflite extra)") from e
+    if not os.path.isfile(path):
+      raise FileNotFoundError(f"TFLite file not found: {path}")
+    self.path = path
+    self.config = config or BertConfig.from_json_file(
+        os.path.join(os.path.dirname(os.path.abspath(path)), export.CONFIG_FILE))
+    self.interpreter = litert.Interpreter(model_path=path, num_threads=num_threads)
+    signature = self.interpreter.get_signature_list().get(SIGNATURE)
+    if signature is None or sorted(signature["inputs"]) != sorted(export.FEATURE_NAMES):
+      raise ValueError(f"{path}: no {SIGNATURE} signature with inputs "
+                       f"{', '.join(export.FEATURE_NAMES)}")
+    self._runner = self.interpreter.get_signature_runner(SIGNATURE)
+    inputs = self._runner.get_input_details()
+    self.seq_length = int(inputs["input_ids"]["shape_signature"][1])
+    self._outputs = self._runner.get_output_details()
+    self.output_names = tuple(sorted(self._outputs))
+
+  def __call__(self, features: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Checks `features` (`check_features`) and runs the signature on them.
+
+    Args:
+      features: `input_ids`, `input_mask`, `segment_ids` [B, S], any B (0 included).
+
+    Returns:
+      dict of float32 output arrays by name (see the module docstring).
+
+    Raises:
+      ValueError: for features the model cannot take, naming the input.
+    """
+    features = check_features(features, self.config, self.seq_length)
+    batch = features["input_ids"].shape[0]
+    if batch == 0:  # TFLite cannot allocate an empty tensor; the answer is known anyway.
+      return {name: np.zeros([0, *details["shape_signature"][1:]], details["dtype"])
+              for name, details in self._outputs.items()}
+    return {name: np.array(value) for name, value in self._runner(**features).items()}
+
+
+def predict(predict_batch: Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]],
+            features: Mapping[str, np.ndarray], batch_size: int) -> dict[str, np.ndarray]:
+  """Runs `predict_batch` (a `TfliteModel`, or any function of features) over `features`
+  in batches of at most `batch_size` rows; returns the outputs concatenated ([N, ...])."""
+  count = len(features["input_ids"])
+  parts = [predict_batch({name: array[start:start + batch_size]
+                          for name, array in features.items()})
+           for start in range(0, count, batch_size)]
+  return {name: np.concatenate([np.asarray(part[name]) for part in parts])
+          for name in parts[0]}
+
+
+def median_latency_ms(predict_batch: Callable[[dict[str, np.ndarray]], object],
+                      features: Mapping[str, np.ndarray], runs: int) -> float:
+  """Median wall time in ms of `predict_batch` on single examples of `features`.
+
+  Example i % N of the N given is sent as a batch of 1, after one untimed call (the
+  interpreter allocates, `tf.function` traces there).
+  """
+  count = len(features["input_ids"])
+
+  def one(i):
+    return {name: array[i % count:i % count + 1] for name, array in features.items()}
+
+  predict_batch(one(0))
+  times = []
+  for i in range(runs):
+    example = one(i)
+    start = time.perf_counter()
+    predict_batch(example)
+    times.append(time.perf_counter() - start)
+  return float(np.median(times) * 1000)
+
+
+def run_config_of(model_path: str) -> Optional[dict[str, Any]]:
+  """The `run_config.json` values of the tfbert run that wrote the `.keras` file
+  `model_path` (beside it, or one level up for `<run>/best/model.keras`), or None."""
+  for directory in casing.checkpoint_directories(model_path):
+    path = os.path.join(directory, casing.RUN_CONFIG)
+    if os.path.isfile(path):
+      with open(path, encoding="utf-8") as f:
+        return json.load(f)
+  return None
+
+
+def score_classifier(predict_batch: Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]],
+                     features: Mapping[str, np.ndarray], labels: np.ndarray,
+                     task: glue_data.Task, batch_size: int
+                     ) -> tuple[dict[str, float], np.ndarray]:
+  """The task's GLUE metrics of a classifier's predictions, as `tools/run_classifier.py`
+  scores its dev set (argmax of `logits`, or regression's `score`).
+
+  Args:
+    predict_batch: features -> the id signature's outputs (`TfliteModel`, or Keras through
+      `model_outputs`).
+    features: int32 [N, S] arrays by feature name.
+    labels: int class ids [N] or float scores [N] (`classifier_features.label_array`).
+    task: the `glue_data.Task`.
+    batch_size: rows per `predict_batch` call.
+
+  Returns:
+    ({metric: fraction, "num_examples": N}, the per-example logits [N, C] or scores [N]).
+  """
+  outputs = predict(predict_batch, features, batch_size)
+  if task.is_regression:
+    values = predicted = outputs["score"]
+  else:
+    values = outputs["logits"]
+    predicted = np.argmax(values, axis=1)
+  return ({**glue_metrics.compute_metrics(task.metrics, predicted, labels),
+           "num_examples": len(labels)}, values)

@@ -1,0 +1,186 @@
+"""The casing of a checkpoint, so that no tool tokenizes it with the wrong one.
+
+A cased checkpoint read with an uncased tokenizer (or the reverse) trains and predicts
+without any error: most word pieces still exist, they are just the wrong ones, and
+published SQuAD F1 scores have dropped from ~88 to below 80 (or to single digits) this way.
+So every tool that tokenizes asks `resolve_do_lower_case` before any work. It gathers
+what the checkpoint says about its casing (`checkpoint_casing`), in this order:
+
+1. `tokenizer_config.json`'s `do_lower_case` in the checkpoint's directory (a Hugging Face
+   directory, or any tfbert export: `tfbert.checkpoints.huggingface.write_tokenizer_files`);
+2. a tfbert run directory's `run_config.json` (`do_lower_case`), beside the `.keras` file
+   or one level up for `<run>/best/model.keras`;
+3. the vocabulary itself (`vocab_casing`): a vocabulary with any word piece holding an
+   upper-case letter is cased, since an uncased tokenizer can never produce that piece; one
+   with lower-case letters only is uncased; one without cased letters (e.g. only CJK
+   characters) says nothing.
+
+A `--do_lower_case` that contradicts any of them fails before any work, naming both
+sources; so do sources that contradict each other. `--allow_casing_mismatch` lets the flag
+win on purpose (logged). Not given, the flag follows the checkpoint; with no evidence at
+all it is google-research/bert's default, True.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Iterable, Optional, Sequence
+
+from absl import logging
+
+from tfbert.text import tokenization
+
+TOKENIZER_CONFIG = "tokenizer_config.json"
+RUN_CONFIG = "run_config.json"
+VOCAB = "vocab.txt"
+DEFAULT_DO_LOWER_CASE = True  # google-research/bert's flag default.
+
+
+@dataclasses.dataclass(frozen=True)
+class Casing:
+  """One piece of evidence about a checkpoint's casing.
+
+  Attributes:
+    do_lower_case: what the source says.
+    source: the file and what in it says so, for messages.
+  """
+  do_lower_case: bool
+  source: str
+
+
+class CasingMismatchError(ValueError):
+  """A `do_lower_case` that contradicts the checkpoint (or sources that disagree)."""
+
+
+def vocab_casing(vocab_file: str) -> Optional[Casing]:
+  """The casing a WordPiece vocabulary's content implies, or None if it implies none.
+
+  Bracketed special tokens ([CLS], [unused0], ...) do not count.
+
+  Raises:
+    FileNotFoundError, ValueError: see `tokenization.load_vocab` (a missing file, one that
+      is not UTF-8, ...).
+  """
+  upper, lower, example = 0, 0, None
+  for token in tokenization.load_vocab(vocab_file):
+    if token.startswith("[") and token.endswith("]"):
+      continue
+    if token != token.lower():
+      upper += 1
+      example = example or token
+    elif token != token.upper():
+      lower += 1
+  if upper:
+    return Casing(False, f"{vocab_file} (vocabulary content: {upper} word pieces with "
+                         f"upper-case letters, e.g. {example!r}, so it is cased)")
+  if lower:
+    return Casing(True, f"{vocab_file} (vocabulary content: lower-case letters only, "
+                        f"{lower} word pieces, so it is uncased)")
+  return None
+
+
+def _json_casing(path: str, what: str) -> Optional[Casing]:
+  """`do_lower_case` of the JSON file at `path`, if it is there and says so."""
+  if not os.path.isfile(path):
+    return None
+  try:
+    with open(path, encoding="utf-8") as f:
+      value = json.load(f).get("do_lower_case")
+  except (ValueError, AttributeError) as e:
+    raise ValueError(f"{path}: not a JSON object: {e}") from e
+  if value is None:
+    return None
+  if not isinstance(value, bool):
+    raise ValueError(f"{path}: do_lower_case must be true or false, got {value!r}")
+  return Casing(value, f"{path} ({what} do_lower_case: {str(value).lower()})")
+
+
+def checkpoint_directories(path: str) -> list[str]:
+  """Where a checkpoint's casing records may sit: a directory as is; a file's (or a
+  checkpoint prefix's) directory, and for `<run>/best/model.keras` the run directory."""
+  if os.path.isdir(path):
+    return [path]
+  directory = os.path.dirname(os.path.abspath(path))
+  places = [directory]
+  if os.path.basename(directory) == "best":
+    places.append(os.path.dirname(directory))
+  return places
+
+
+def checkpoint_casing(checkpoint: Optional[str] = None,
+                      vocab_file: Optional[str] = None) -> list[Casing]:
+  """Every piece of evidence about the casing of `checkpoint` and `vocab_file`.
+
+  Args:
+    checkpoint: a Hugging Face directory, a Google checkpoint prefix or a `.keras` file.
+    vocab_file: the vocabulary the tool will tokenize with.
+
+  Returns:
+    The evidence in the module docstring's order (possibly empty).
+  """
+  evidence = []
+  for directory in checkpoint_directories(checkpoint) if checkpoint else []:
+    for name, what in ((TOKENIZER_CONFIG, "tokenizer config"), (RUN_CONFIG, "tfbert run,")):
+      found = _json_casing(os.path.join(directory, name), what)
+      if found:
+        evidence.append(found)
+  vocabs = [vocab_file] if vocab_file else []
+  if checkpoint and not vocabs:
+    vocabs = [os.path.join(d, VOCAB) for d in checkpoint_directories(checkpoint)
+              if os.path.isfile(os.path.join(d, VOCAB))][:1]
+  for vocab in vocabs:
+    found = vocab_casing(vocab)
+    if found:
+      evidence.append(found)
+  return evidence
+
+
+def resolve_do_lower_case(do_lower_case: Optional[bool], evidence: Sequence[Casing], *,
+                          allow_mismatch: bool = False,
+                          flag: str = "--do_lower_case") -> bool:
+  """The casing to tokenize with: the flag's if consistent, else the checkpoint's.
+
+  Args:
+    do_lower_case: what the user asked for; None: follow the checkpoint.
+    evidence: `checkpoint_casing`'s.
+    allow_mismatch: let a given `do_lower_case` override contradicting evidence.
+    flag: the setting's name in messages.
+
+  Returns:
+    do_lower_case.
+
+  Raises:
+    CasingMismatchError: naming both sources, when a given `do_lower_case` contradicts
+      the evidence, or the evidence contradicts itself (unless `allow_mismatch` and
+      `do_lower_case` is given).
+  """
+  given = None if do_lower_case is None else Casing(
+      do_lower_case, f"{flag}={str(do_lower_case).lower()}")
+  sources = ([given] if given else []) + list(evidence)
+  for other in sources[1:]:
+    if other.do_lower_case != sources[0].do_lower_case:
+      if allow_mismatch and given is not None:
+        logging.warning("casing mismatch allowed (--allow_casing_mismatch): tokenizing with "
+                        "%s although %s says do_lower_case=%s", given.source, other.source,
+                        str(other.do_lower_case).lower())
+        return given.do_lower_case
+      fix = (f"pass {flag}={str(other.do_lower_case).lower()} (or leave it out to follow the "
+             "checkpoint), or --allow_casing_mismatch if this is intended"
+             if given is sources[0] else
+             "fix the checkpoint's records, or choose with --do_lower_case and "
+             "--allow_casing_mismatch")
+      raise CasingMismatchError(
+          f"casing mismatch: {sources[0].source} says do_lower_case="
+          f"{str(sources[0].do_lower_case).lower()}, but {other.source} says "
+          f"do_lower_case={str(other.do_lower_case).lower()}; a wrong casing loses accuracy "
+          f"silently. {fix.capitalize()}")
+  if sources:
+    return sources[0].do_lower_case
+  logging.info("no casing known for the checkpoint: do_lower_case=%s (the default)",
+               DEFAULT_DO_LOWER_CASE)
+  return DEFAULT_DO_LOWER_CASE
+
+
+def describe(evidence: Iterable[Casing]) -> str:
+  """The evidence as one line, for logs."""
+  return "; ".join(e.source for e in evidence) or "no evidence"

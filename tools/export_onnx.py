@@ -1,0 +1,37 @@
+"""Converts a tfbert export's int32 id signature to ONNX (needs the extra `tfbert[onnx]`).
+
+  bash bootstrap.sh python tools/export_onnx.py --export_dir=runs/mrpc/export \
+      --output=runs/mrpc/model.onnx
+"""
+
+import json
+import logging
+
+from absl import flags
+
+from flags import common_flags
+from flags import export_onnx_flags as f
+from tfbert.runtime import cli
+from tfbert.serving import onnx_export
+
+
+def main(argv):
+  del argv
+  # tf2onnx logs its progress at INFO to stdout; the tool prints what it wrote.
+  logging.getLogger("tf2onnx").setLevel(logging.WARNING)
+  path = onnx_export.export_onnx(f.EXPORT_DIR.value, f.OUTPUT.value, opset=f.OPSET_FLAG.value)
+  print(f"wrote {path}")
+  if f.CHECK.value:
+    print(json.dumps({"max_abs_diff": onnx_export.check_against_saved_model(
+        f.EXPORT_DIR.value, path)}))
+
+
+def run():
+  """Entry point of `python tools/export_onnx.py` and of `tfbert-export-onnx`."""
+  flags.mark_flags_as_required(["export_dir", "output"])
+  common_flags.show_in_help(f)
+  cli.run_tool(main, common_flags.TRACEBACK)
+
+
+if __name__ == "__main__":
+  run()

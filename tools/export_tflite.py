@@ -1,0 +1,111 @@
+"""Exports a tfbert .keras model as a TFLite file (needs the extra `tfbert[tflite]` to score).
+
+  bash bootstrap.sh python tools/export_tflite.py --model=runs/mrpc/model.keras \
+      --output=runs/mrpc/tflite/model.tflite [--quantize] \
+      [--eval_data_dir=glue/MRPC]
+
+With --eval_data_dir (or --eval_file) the classifier's dev set is then scored by the Keras
+model and by the .tflite file (LiteRT), one JSON line each: the task's metrics, the
+median single-example latency, the file size and the agreement of the decisions.
+See tfbert/serving/tflite_export.py for what the file holds.
+"""
+
+import json
+import logging
+import os
+
+import numpy as np
+import tensorflow as tf
+from absl import flags
+from absl import logging as absl_logging
+
+from flags import common_flags
+from flags import export_tflite_flags as f
+from tfbert.checkpoints import convert
+from tfbert.classifier import classifier_features, glue_data
+from tfbert.classifier.classifier_run import ClassifierRunConfig
+from tfbert.models import BertClassifier
+from tfbert.runtime import cli
+from tfbert.serving import tflite_export
+from tfbert.text import casing
+from tfbert.text.tokenization import WordPieceTokenizer
+
+
+def main(argv):
+  del argv
+  # The converter logs each of its steps (a temporary SavedModel, its checkpoint shards,
+  # its fingerprint) at INFO through absl and TensorFlow; the tool prints what it wrote.
+  absl_logging.set_verbosity(absl_logging.WARNING)
+  logging.getLogger("tensorflow").setLevel(logging.WARNING)
+  model = convert.read_tfbert_model(f.MODEL.value)
+  run = tflite_export.run_config_of(f.MODEL.value) or {}
+  seq_length = f.SEQ_LENGTH.value or run.get("max_seq_length", 128)
+  task = _task(run) if isinstance(model, BertClassifier) else None
+  vocab_file = f.VOCAB_FILE.value or os.path.join(os.path.dirname(f.MODEL.value), "vocab.txt")
+  vocab_file = vocab_file if os.path.isfile(vocab_file) else None
+  scoring = bool(f.EVAL_DATA_DIR.value or f.EVAL_FILE.value)
+  if scoring:  # Before the export: a bad request fails before minutes of work.
+    if task is None or vocab_file is None:
+      raise ValueError("--eval_data_dir/--eval_file score a classifier: they need its task "
+                       "(--task_name or the run's) and a vocab (--vocab_file or vocab.txt "
+                       "beside --model)")
+    do_lower_case = casing.resolve_do_lower_case(
+        f.DO_LOWER_CASE.value, casing.checkpoint_casing(f.MODEL.value, vocab_file),
+        allow_mismatch=f.ALLOW_CASING_MISMATCH.value)
+  path = tflite_export.export_tflite(
+      model, f.OUTPUT.value, seq_length=seq_length, quantize=f.QUANTIZE.value,
+      labels=task.labels if task else None, vocab_file=vocab_file)
+  kind = "dynamic-range int8" if f.QUANTIZE.value else "float32"
+  print(f"wrote {path} ({os.path.getsize(path)} bytes, {kind}, seq_length {seq_length})",
+        flush=True)
+  if scoring:
+    for line in _score(model, path, task, vocab_file, do_lower_case, seq_length):
+      print(json.dumps(line, sort_keys=True), flush=True)
+
+
+def _task(run) -> glue_data.Task:
+  """The classifier's task: --task_name, else the run's (a custom one with its format)."""
+  name = f.TASK_NAME.value
+  if run.get("task_name") and (name is None or name.lower() == run["task_name"].lower()):
+    return ClassifierRunConfig.from_json(json.dumps(run)).task()
+  return glue_data.get_task(name) if name else None
+
+
+def _score(model, path, task, vocab_file, do_lower_case, seq_length):
+  """One result dict for the Keras model, then one for the .tflite file, per dev file."""
+  tokenizer = WordPieceTokenizer(vocab_file, do_lower_case)
+  lite = tflite_export.TfliteModel(path, num_threads=f.NUM_THREADS.value)
+  keras_model = tflite_export.float32_model(model)
+  keras_batch = tf.function(lambda features: tflite_export.model_outputs(keras_model, features))
+  for dev in glue_data.task_files(task, f.EVAL_DATA_DIR.value, "dev", f.EVAL_FILE.value):
+    examples = glue_data.read_examples(task, dev, "dev").examples
+    features = classifier_features.examples_to_features(examples, tokenizer, seq_length,
+                                                        task.is_pair)
+    labels = classifier_features.label_array(examples, task)
+    results = {}
+    for name, predict_batch in (("keras", keras_batch), ("tflite", lite)):
+      metrics, values = tflite_export.score_classifier(predict_batch, features, labels, task,
+                                                       f.EVAL_BATCH_SIZE.value)
+      result = {"model": name, "dev_file": dev, **metrics}
+      if f.LATENCY_RUNS.value:
+        result["latency_ms"] = tflite_export.median_latency_ms(predict_batch, features,
+                                                               f.LATENCY_RUNS.value)
+      results[name] = values
+      if name == "tflite":
+        reference = results["keras"]
+        result.update(path=path, bytes=os.path.getsize(path), quantized=f.QUANTIZE.value,
+                      max_abs_diff=float(np.max(np.abs(values - reference))))
+        if not task.is_regression:  # The fraction of examples given Keras' class.
+          result["agreement"] = float(np.mean(np.argmax(values, 1) == np.argmax(reference, 1)))
+      yield result
+
+
+def run():
+  """Entry point of `python tools/export_tflite.py` and of `tfbert-export-tflite`."""
+  flags.mark_flags_as_required(["model", "output"])
+  common_flags.show_in_help(f)
+  cli.run_tool(main, common_flags.TRACEBACK)
+
+
+if __name__ == "__main__":
+  run()
