@@ -19,6 +19,7 @@ import os
 import statistics
 import tempfile
 import time
+from typing import Optional
 
 import numpy as np
 
@@ -50,8 +51,13 @@ class InferenceCase:
              "max_position_embeddings)")]
 
 
-def prepare(workdir: str) -> dict:
-  """In a fresh process: the three exported models under `workdir`; {engine: path}."""
+def prepare(workdir: str, hf_dir: Optional[str] = None) -> dict:
+  """In a fresh process: the three exported models under `workdir`; {engine: path}.
+
+  Args:
+    workdir: where to write them.
+    hf_dir: the Hugging Face directory of the weights (default: MiniLM-L6-H384's).
+  """
   import keras
 
   from tfbert.checkpoints import convert, pretrained
@@ -60,9 +66,10 @@ def prepare(workdir: str) -> dict:
   paths = {}
   for policy in ("float32", "mixed_bfloat16"):
     keras.mixed_precision.set_global_policy(policy)
-    model = convert.read_model("hf", pretrained.minilm_dir())
+    model = convert.read_model("hf", hf_dir or pretrained.minilm_dir())
     name = "tfbert_" + ("float32" if policy == "float32" else "bfloat16")
     paths[name] = export.export_encoder_saved_model(model, os.path.join(workdir, name))
+  keras.mixed_precision.set_global_policy("float32")
   paths["onnxruntime_float32"] = onnx_export.export_onnx(
       paths["tfbert_float32"], os.path.join(workdir, "encoder.onnx"))
   return paths
