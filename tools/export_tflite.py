@@ -26,7 +26,7 @@ from tfbert.classifier import classifier_features, glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.models import BertClassifier
 from tfbert.runtime import cli
-from tfbert.serving import tflite_export
+from tfbert.serving import export, tflite_export
 from tfbert.text import casing
 from tfbert.text.tokenization import WordPieceTokenizer
 
@@ -76,7 +76,7 @@ def _score(model, path, task, vocab_file, do_lower_case, seq_length):
   tokenizer = WordPieceTokenizer(vocab_file, do_lower_case)
   lite = tflite_export.TfliteModel(path, num_threads=f.NUM_THREADS.value)
   keras_model = tflite_export.float32_model(model)
-  keras_batch = tf.function(lambda features: tflite_export.model_outputs(keras_model, features))
+  keras_batch = tf.function(lambda features: export.served_outputs(keras_model, features))
   for dev in glue_data.task_files(task, f.EVAL_DATA_DIR.value, "dev", f.EVAL_FILE.value):
     examples = glue_data.read_examples(task, dev, "dev").examples
     features = classifier_features.examples_to_features(examples, tokenizer, seq_length,

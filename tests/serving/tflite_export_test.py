@@ -76,7 +76,7 @@ def exports(tmp_path_factory, config, classifier):
 
 
 def _keras(model, features):
-  return {k: v.numpy() for k, v in tflite_export.model_outputs(model, features).items()}
+  return {k: v.numpy() for k, v in export.served_outputs(model, features).items()}
 
 
 def _rows(features, count):

@@ -77,13 +77,6 @@ class ClassifierExport(export.TaskExport):
       outputs["label"] = tf.gather(self.labels, tf.argmax(outputs["logits"], axis=1))
     return outputs
 
-  def _outputs(self, features):
-    """float32 `logits`, `probabilities` [B, C], or regression's `score` [B]."""
-    logits = tf.cast(self.model(features, training=False)["logits"], tf.float32)
-    if self.labels is None:
-      return {"score": logits[:, 0]}
-    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
-
 
 def export_classifier_saved_model(model: BertClassifier, export_dir: str, vocab_file: str,
                                   do_lower_case: bool, max_seq_length: int,

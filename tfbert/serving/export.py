@@ -56,6 +56,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
 from tfbert.encoder import BertEncoder
+from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from tfbert.text import inputs, tokenization
 
 SERVING_SIGNATURE = "serving_default"
@@ -66,6 +67,7 @@ LABELS_FILE = "labels.txt"  # A classifier's or tagger's label names, in id orde
 # google-research/bert's feature names; also the signature's input names.
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 OUTPUT_NAMES = ("sequence_output", "pooled_output")
+SPAN_OUTPUT_NAMES = ("start_logits", "end_logits")  # A span labeler's (SQuAD).
 # The only ops outside core TensorFlow (`tf.raw_ops`) that an export may hold, all in its
 # raw-text signature's tokenizer; `ids/` holds none. A server that registers these serves
 # every signature: Python after `import tensorflow_text`, TF Serving's model server, which
@@ -196,8 +198,38 @@ class EncoderExport(tf.Module):
 
   def _encode(self, features):
     """float32 `sequence_output` [B, S, H] and `pooled_output` [B, H]."""
-    outputs = self.encoder(features, training=False)
-    return {k: tf.cast(outputs[k], tf.float32) for k in OUTPUT_NAMES}
+    return served_outputs(self.encoder, features)
+
+
+def served_outputs(model: keras.Model, features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+  """The float32 outputs every export serves for the int32 features of `model`.
+
+  One definition for the SavedModels' id signatures (and the raw-text ones built on them),
+  the TFLite file and so the ONNX file:
+
+  * `BertClassifier`: `logits`, `probabilities` (softmax) [B, C]; regression (C = 1):
+    `score` [B];
+  * `BertTokenClassifier`: `logits`, `probabilities` [B, S, C];
+  * `BertSpanLabeler`: `start_logits`, `end_logits` [B, S];
+  * `BertEncoder`: `sequence_output` [B, S, H], `pooled_output` [B, H].
+
+  Outputs are float32 whatever the model's dtype policy.
+
+  Args:
+    model: one of the four.
+    features: int32 `input_ids`, `input_mask`, `segment_ids` [B, S].
+  """
+  if isinstance(model, BertClassifier):
+    logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, C]
+    if model.num_classes == 1:
+      return {"score": logits[:, 0]}
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
+  if isinstance(model, BertTokenClassifier):
+    logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, S, C]
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
+  outputs = model(features, training=False)
+  names = SPAN_OUTPUT_NAMES if isinstance(model, BertSpanLabeler) else OUTPUT_NAMES
+  return {name: tf.cast(outputs[name], tf.float32) for name in names}
 
 
 def encoder_of(encoder_or_model) -> BertEncoder:
@@ -252,7 +284,7 @@ def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
 class TaskExport(tf.Module):
   """The part every task SavedModel shares: model, vocab asset, tokenizer, `serving_default`.
 
-  Subclasses define `_outputs(features)` (float32 outputs of the int32 features) and
+  `serving_default` serves `served_outputs` of the model. Subclasses define
   `signatures()`, adding their raw-text signature, which passes its texts through
   `validate_texts` before tokenizing and its packed features through
   `validate_features`; `serving_default` validates its features here.
@@ -280,7 +312,7 @@ class TaskExport(tf.Module):
     return self._outputs(validate_features(SERVING_SIGNATURE, features, self.model.config))
 
   def _outputs(self, features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-    raise NotImplementedError
+    return served_outputs(self.model, features)
 
 
 def check_seq_length(model: keras.Model, max_seq_length: int) -> None:

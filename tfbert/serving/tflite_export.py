@@ -75,7 +75,6 @@ from tfbert.text import casing
 SIGNATURE = export.SERVING_SIGNATURE
 SUFFIX = ".tflite"
 VOCAB_FILE = "vocab.txt"
-SPAN_OUTPUT_NAMES = ("start_logits", "end_logits")
 
 
 class _TfliteModule(tf.Module):
@@ -101,30 +100,7 @@ class _TfliteModule(tf.Module):
 
   def _serve(self, input_ids, input_mask, segment_ids):
     features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
-    return model_outputs(self.model, features)
-
-
-def model_outputs(model: keras.Model, features: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-  """The float32 outputs of `serving_default` for `model` (see the module docstring).
-
-  Args:
-    model: a `BertClassifier`, `BertSpanLabeler`, `BertTokenClassifier` or `BertEncoder`.
-    features: int32 `input_ids`, `input_mask`, `segment_ids` [B, S].
-
-  Returns:
-    dict of float32 outputs by name, the id signature's of the SavedModel exports.
-  """
-  if isinstance(model, BertClassifier):
-    logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, C]
-    if model.num_classes == 1:
-      return {"score": logits[:, 0]}
-    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
-  if isinstance(model, BertTokenClassifier):
-    logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, S, C]
-    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
-  outputs = model(features, training=False)
-  names = SPAN_OUTPUT_NAMES if isinstance(model, BertSpanLabeler) else export.OUTPUT_NAMES
-  return {name: tf.cast(outputs[name], tf.float32) for name in names}
+    return export.served_outputs(self.model, features)
 
 
 def float32_model(model: keras.Model) -> keras.Model:
@@ -198,7 +174,7 @@ def convert(model: keras.Model, seq_length: int, quantize: bool = False) -> byte
   """The TFLite flatbuffer of `model`'s `serving_default` at S = `seq_length`.
 
   Args:
-    model: a float32 tfbert model or encoder (see `model_outputs`).
+    model: a float32 tfbert model or encoder (see `export.served_outputs`).
     seq_length: S.
     quantize: dynamic-range quantization.
 
@@ -412,7 +388,7 @@ def score_classifier(predict_batch: Callable[[dict[str, np.ndarray]], Mapping[st
 
   Args:
     predict_batch: features -> the id signature's outputs (`TfliteModel`, or Keras through
-      `model_outputs`).
+      `export.served_outputs`).
     features: int32 [N, S] arrays by feature name.
     labels: int class ids [N] or float scores [N] (`classifier_features.label_array`).
     task: the `glue_data.Task`.

@@ -52,7 +52,7 @@ from tfbert.serving import export
 from tfbert.text import inputs, tokenization
 
 SQUAD_TEXT_SIGNATURE = "answer_question"
-SPAN_OUTPUT_NAMES = ("start_logits", "end_logits")
+SPAN_OUTPUT_NAMES = export.SPAN_OUTPUT_NAMES
 ANSWER_CONFIG_FILE = "answer_question.json"  # Beside bert_config.json: see the module doc.
 
 
@@ -82,11 +82,6 @@ class SquadExport(export.TaskExport):
     """The signatures to save, by name."""
     return {export.SERVING_SIGNATURE: self.serve.get_concrete_function(),
             SQUAD_TEXT_SIGNATURE: self.answer_question.get_concrete_function()}
-
-  def _outputs(self, features):
-    """float32 `start_logits`, `end_logits` [B, S]."""
-    outputs = self.model(features, training=False)
-    return {k: tf.cast(outputs[k], tf.float32) for k in SPAN_OUTPUT_NAMES}
 
   def _answer_question(self, question, context):
     texts = export.validate_texts(SQUAD_TEXT_SIGNATURE,  # Before any tokenizer op.

@@ -61,11 +61,6 @@ class TaggerExport(export.TaskExport):
     return {export.SERVING_SIGNATURE: self.serve.get_concrete_function(),
             TEXT_SIGNATURE: self.tag_text.get_concrete_function()}
 
-  def _outputs(self, features):
-    """float32 `logits`, `probabilities` [B, S, C]."""
-    logits = tf.cast(self.model(features, training=False)["logits"], tf.float32)
-    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
-
   def _tag_text(self, text):
     text = export.validate_texts(TEXT_SIGNATURE, {"text": text})["text"]  # Before any op.
     ids, starts, ends = self.tokenizer.tokenize_with_offsets(text)       # [B, (T)]
