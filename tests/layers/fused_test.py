@@ -62,19 +62,28 @@ def test_residual_layer_norm_matches_the_unfused_composition(with_dropout):
     assert np.count_nonzero(ours[3].numpy()[~a["keep"]]) == np.count_nonzero(~a["keep"])
 
 
-def test_bias_gelu_matches_the_unfused_composition():
+@pytest.mark.parametrize("exact", [False, True], ids=["tanh", "erf"])
+def test_bias_gelu_matches_the_unfused_composition(exact):
   a = _arrays(2)
-  ours = _values_and_gradients(fused.bias_gelu, [tf.constant(a["h"], tf.float32),
-                                                 tf.constant(a["bias"], tf.float32)],
+  formula = activations.gelu_exact if exact else activations.gelu_tanh_value
+  ours = _values_and_gradients(lambda h, b: fused.bias_gelu(h, b, exact=exact),
+                               [tf.constant(a["h"], tf.float32),
+                                tf.constant(a["bias"], tf.float32)],
                                tf.constant(a["dy"], tf.float32))
-  want = _values_and_gradients(lambda h, b: activations.gelu_tanh_value(h + b),
+  want = _values_and_gradients(lambda h, b: formula(h + b),
                                [tf.constant(a["h"], tf.float64),
                                 tf.constant(a["bias"], tf.float64)],
                                tf.constant(a["dy"], tf.float64))
-  # Values up to 7.4 (ulp 4.8e-7), measured 5e-7. XLA's float32 tanh approximation
-  # (a few ulps) times dy up to ~3: measured 3.4e-6 on dh, 4.0e-6 on dbias (23 terms).
+  # The written-out slopes against float64 autodiff of each formula. Values up to 7.4 (ulp
+  # 4.8e-7), measured 5e-7. XLA's float32 tanh, erf and exp are within a few ulps, times dy
+  # up to ~3: measured 3.4e-6 on dh, 4.0e-6 on dbias (23 terms) for tanh; 6.1e-7, 2.9e-7
+  # and 1.1e-6 (y, dh, dbias) for erf.
   for name, got, expected in zip(["y", "h", "bias"], ours, want):
     np.testing.assert_allclose(got, expected, atol=6e-6, err_msg=name)
+  # The two forms differ (up to ~5e-4 here), so the flag picks the formula.
+  other = fused.bias_gelu(tf.constant(a["h"], tf.float32), tf.constant(a["bias"], tf.float32),
+                          exact=not exact)
+  assert np.max(np.abs(other.numpy() - ours[0].numpy())) > 1e-4
 
 
 def test_bfloat16_inputs_are_computed_in_float32_and_rounded_once():

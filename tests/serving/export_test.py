@@ -307,6 +307,25 @@ def test_every_export_serves_ids_with_core_ops_only_where_tensorflow_text_is_abs
       assert helpers.max_abs_diff(outputs[f"{index}/{name}"], want[name]) < 1e-5, (kind, name)
 
 
+@pytest.mark.slow  # ~1 s, but shares the ~40 s `every_export` fixture.
+def test_every_export_holds_its_weights_as_graph_constants(every_export):
+  """`FrozenOutputs`: no function of any signature reads a variable (so what is computed
+  from weights alone is folded once, not recomputed per request), and `variables/` holds
+  no weight (the checkpoint is empty). The only variable left is the top-level graph's
+  scalar string of the vocab asset's path."""
+  variable_ops = {"VarHandleOp", "ReadVariableOp", "ResourceGather", "VariableV2"}
+  for kind, export_dir in every_export.dirs.items():
+    for saved in (export_dir, f"{export_dir}/ids"):
+      proto = saved_model_pb2.SavedModel()
+      with open(f"{saved}/saved_model.pb", "rb") as f:
+        proto.ParseFromString(f.read())
+      ops = {node.op for function in proto.meta_graphs[0].graph_def.library.function
+             for node in function.node_def}
+      assert {"Const", "MatMul"} <= ops and not ops & variable_ops, (saved, ops & variable_ops)
+      stored = tf.train.list_variables(f"{saved}/variables/variables")
+      assert [name for name, _ in stored] == ["_CHECKPOINTABLE_OBJECT_GRAPH"], (saved, stored)
+
+
 @pytest.mark.slow  # < 1 s, but shares the ~40 s `every_export` fixture.
 def test_raw_text_exports_need_only_core_ops_and_the_wordpiece_op(every_export):
   """What TF Serving needs: each export's graph (every node of every function, so every

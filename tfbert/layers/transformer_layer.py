@@ -93,8 +93,8 @@ class TransformerLayer(keras.layers.Layer):
     attended = self._residual_block(self.attention_output, self.attention_layer_norm,
                                     tf.reshape(context, [-1, self.hidden_size]), rows, training)
     h = matmul.matmul(attended, self.intermediate.kernel)  # [B*F, I]
-    if self.hidden_act == "gelu":
-      inner = fused.bias_gelu(h, self.intermediate.bias)
+    if self.hidden_act in ("gelu", "gelu_exact"):
+      inner = fused.bias_gelu(h, self.intermediate.bias, exact=self.hidden_act == "gelu_exact")
     else:
       inner = self._activation(h + self.intermediate.bias)
     out = self._residual_block(self.output_dense, self.output_layer_norm, inner, attended,
