@@ -49,12 +49,14 @@ Task SavedModels (`tfbert.squad.squad_export`, `tfbert.classifier.classifier_exp
 Shape legend: B batch, S sequence, H hidden.
 """
 
+import functools
 import os
 import shutil
 import uuid
 from typing import Callable, Optional
 
 import keras
+import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.framework import convert_to_constants
@@ -174,9 +176,9 @@ class EncoderExport(tf.Module):
                preprocessor: Optional[TextPreprocessor] = None,
                name: Optional[str] = None):
     super().__init__(name=name)
-    self.encoder = self._no_dependency(encoder)
+    self._outputs_of = outputs_function(encoder)
+    self.encoder = _saved_if_read(encoder, self._outputs_of, self)
     self.preprocessor = preprocessor
-    self._frozen = FrozenOutputs(encoder)
     self.serve = tf.function(self._serve, input_signature=[
         tf.TensorSpec([None, None], tf.int32, name=n) for n in FEATURE_NAMES])
     if preprocessor is not None:
@@ -204,7 +206,7 @@ class EncoderExport(tf.Module):
 
   def _encode(self, features):
     """float32 `sequence_output` [B, S, H] and `pooled_output` [B, H]."""
-    return self._frozen(features)
+    return self._outputs_of(features)
 
 
 def served_outputs(model: keras.Model, features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
@@ -252,11 +254,12 @@ class FrozenOutputs:
   (16.8 MB in bfloat16), more than BERT-Large's largest kernel. The folded tensors are the
   same float32 operations, so the outputs are those of the variable graph.
 
-  The cost is at load: the SavedModel holds the weights in its graph (`saved_model.pb`,
-  which protocol buffers cap at 2 GiB: BERT-Large in float32, 1.3 GB, fits) instead of
-  `variables/`, and the first request waits for the folding (MiniLM-L6-H384: load 1.5 s
-  and first call 3.4 s, against 0.7 s and 0.4 s reading variables). The graph is for
-  serving: it is not differentiated (`SAVE_OPTIONS`).
+  The cost is at load: the SavedModel holds the weights in its graph (`saved_model.pb`)
+  instead of `variables/`, and the first request waits for the folding (MiniLM-L6-H384:
+  load 1.5 s and first call 3.4 s, against 0.7 s and 0.4 s reading variables). Protocol
+  buffers cap a graph at 2 GiB: BERT-Large in float32 (1.3 GB) fits, and `outputs_function`
+  keeps larger weights in variables. The graph is for serving: it is not differentiated
+  (`SAVE_OPTIONS`).
 
   Args:
     model: one of `served_outputs`' four.
@@ -273,6 +276,27 @@ class FrozenOutputs:
     """Args: features: int32 `input_ids`, `input_mask`, `segment_ids` [B, S]."""
     flat = tf.nest.flatten({name: features[name] for name in FEATURE_NAMES})
     return tf.nest.pack_sequence_as(self._structure, self._function(*flat))
+
+
+# Largest weights `outputs_function` puts into a graph: protocol buffers cap a SavedModel's
+# graph at 2 GiB, and the root export holds the tokenizer's tables too (~3 MB).
+MAX_FROZEN_BYTES = 1536 * 1024 * 1024
+
+
+def outputs_function(model: keras.Model) -> Callable[[dict], dict[str, tf.Tensor]]:
+  """What a SavedModel's signatures call for `served_outputs`: `FrozenOutputs(model)`, or
+  for weights above `MAX_FROZEN_BYTES` (larger than BERT-Large in float32) the model itself,
+  its weights then saved in `variables/`."""
+  size = sum(int(np.prod(weight.shape)) * tf.as_dtype(weight.dtype).size
+             for weight in model.weights)
+  if size <= MAX_FROZEN_BYTES:
+    return FrozenOutputs(model)
+  return functools.partial(served_outputs, model)
+
+
+def _saved_if_read(model: keras.Model, outputs_of, module: tf.Module):
+  """`model` as a module attribute: saved (its variables) only if the signatures read it."""
+  return model if not isinstance(outputs_of, FrozenOutputs) else module._no_dependency(model)
 
 
 def encoder_of(encoder_or_model) -> BertEncoder:
@@ -343,8 +367,8 @@ class TaskExport(tf.Module):
   def __init__(self, model: keras.Model, vocab_file: str, do_lower_case: bool,
                max_seq_length: int, name: Optional[str] = None):
     super().__init__(name=name)
-    self.model = self._no_dependency(model)
-    self._frozen = FrozenOutputs(model)
+    self._outputs_of = outputs_function(model)
+    self.model = _saved_if_read(model, self._outputs_of, self)
     self.vocab = tf.saved_model.Asset(vocab_file)
     self.tokenizer = tokenization.WordPieceTokenizer(vocab_file, do_lower_case)
     self.max_seq_length = max_seq_length
@@ -356,7 +380,7 @@ class TaskExport(tf.Module):
     return self._outputs(validate_features(SERVING_SIGNATURE, features, self.model.config))
 
   def _outputs(self, features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-    return self._frozen(features)
+    return self._outputs_of(features)
 
 
 def check_seq_length(model: keras.Model, max_seq_length: int) -> None:
@@ -511,7 +535,10 @@ def write_export(module: tf.Module, config, path: str) -> None:
   tf.saved_model.save(module, path, signatures=signatures, options=SAVE_OPTIONS)
   config.to_json_file(os.path.join(path, CONFIG_FILE))
   ids = os.path.join(path, ID_DIR)
-  tf.saved_model.save(IdExport(), ids, options=SAVE_OPTIONS,
+  id_module = IdExport()
+  if not isinstance(module._outputs_of, FrozenOutputs):  # Weights in variables/ (too large).
+    id_module.model = module.model if hasattr(module, "model") else module.encoder
+  tf.saved_model.save(id_module, ids, options=SAVE_OPTIONS,
                       signatures={SERVING_SIGNATURE: signatures[SERVING_SIGNATURE]})
   config.to_json_file(os.path.join(ids, CONFIG_FILE))
 
