@@ -61,8 +61,13 @@ def gelu_tanh(x: tf.Tensor) -> tf.Tensor:
   return _gelu_tanh_forward(x), grad
 
 
-def gelu_exact_value(x: tf.Tensor) -> tf.Tensor:
-  """The exact formula, for tracing inside a fused kernel (`gelu_exact` is the op)."""
+def gelu_exact(x: tf.Tensor) -> tf.Tensor:
+  """Exact GELU, 0.5 x (1 + erf(x / sqrt(2))): Hugging Face's "gelu", formula for formula.
+
+  (`tf.nn.gelu(approximate=False)` uses another form that is 1.7e-7 off in float64 at x=-3.)
+  Plain ops, so it also traces inside a fused kernel: the transformer layer runs it fused
+  with its bias (`tfbert.layers.fused.bias_gelu`).
+  """
   return 0.5 * x * (1.0 + tf.math.erf(x * (1.0 / math.sqrt(2.0))))
 
 
@@ -70,15 +75,6 @@ def gelu_exact_slope(x: tf.Tensor) -> tf.Tensor:
   """d gelu_exact / dx = 0.5 (1 + erf(x / sqrt(2))) + x exp(-x^2 / 2) / sqrt(2 pi)."""
   return (0.5 * (1.0 + tf.math.erf(x * (1.0 / math.sqrt(2.0))))
           + x * tf.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi)))
-
-
-def gelu_exact(x: tf.Tensor) -> tf.Tensor:
-  """Exact GELU, 0.5 x (1 + erf(x / sqrt(2))): Hugging Face's "gelu", formula for formula.
-
-  (`tf.nn.gelu(approximate=False)` uses another form that is 1.7e-7 off in float64 at x=-3.)
-  The transformer layer runs it fused with its bias (`tfbert.layers.fused.bias_gelu`).
-  """
-  return gelu_exact_value(x)
 
 
 def _linear(x: tf.Tensor) -> tf.Tensor:

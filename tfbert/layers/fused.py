@@ -54,8 +54,7 @@ def _bias_gelu_kernels(value, slope):
 
 
 _BIAS_GELU = {False: _bias_gelu_kernels(activations.gelu_tanh_value, activations.gelu_tanh_slope),
-              True: _bias_gelu_kernels(activations.gelu_exact_value,
-                                       activations.gelu_exact_slope)}
+              True: _bias_gelu_kernels(activations.gelu_exact, activations.gelu_exact_slope)}
 
 
 def bias_gelu(h: tf.Tensor, bias: tf.Tensor, exact: bool = False) -> tf.Tensor:

@@ -63,6 +63,7 @@ from tensorflow.python.framework import convert_to_constants
 
 from tfbert.encoder import BertEncoder
 from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
+from tfbert.runtime import atomic
 from tfbert.text import inputs, tokenization
 
 SERVING_SIGNATURE = "serving_default"
@@ -520,8 +521,16 @@ class IdExport(tf.Module):
   only, no tokenizer: every op is a core TensorFlow op, so a process that has `tensorflow`
   but not `tensorflow_text` (a bare install, a TF Serving build without it) loads and serves
   it, where the export directory itself, whose raw-text signature tokenizes in the graph,
-  needs `import tensorflow_text`. The module holds nothing but that signature.
+  needs `import tensorflow_text`.
+
+  Attributes:
+    model: the exported model or encoder, saved only when the signature reads its variables
+      (`_saved_if_read`), as in the export it comes from.
   """
+
+  def __init__(self, model: keras.Model, outputs_of, name: Optional[str] = None):
+    super().__init__(name=name)
+    self.model = _saved_if_read(model, outputs_of, self)
 
 
 # Serving graphs are not differentiated: the fused kernels' custom gradients stay out.
@@ -535,20 +544,24 @@ def write_export(module: tf.Module, config, path: str) -> None:
   tf.saved_model.save(module, path, signatures=signatures, options=SAVE_OPTIONS)
   config.to_json_file(os.path.join(path, CONFIG_FILE))
   ids = os.path.join(path, ID_DIR)
-  id_module = IdExport()
-  if not isinstance(module._outputs_of, FrozenOutputs):  # Weights in variables/ (too large).
-    id_module.model = module.model if hasattr(module, "model") else module.encoder
-  tf.saved_model.save(id_module, ids, options=SAVE_OPTIONS,
+  model = module.model if hasattr(module, "model") else module.encoder
+  tf.saved_model.save(IdExport(model, module._outputs_of), ids, options=SAVE_OPTIONS,
                       signatures={SERVING_SIGNATURE: signatures[SERVING_SIGNATURE]})
   config.to_json_file(os.path.join(ids, CONFIG_FILE))
 
 
+def write_labels_file(folder: str, labels) -> str:
+  """Writes `labels.txt` (one label per line, in id order) into `folder` atomically; returns
+  its path. The one writer of that file: exports, TFLite files and tagging runs."""
+  return atomic.write_text(os.path.join(folder, LABELS_FILE),
+                           "".join(f"{label}\n" for label in labels))
+
+
 def write_labels(path: str, labels) -> None:
-  """Writes `labels.txt` (one label per line, in id order) into the export directory `path`
-  and into its `ids/`, whose outputs are per label id too."""
+  """Writes `labels.txt` into the export directory `path` and into its `ids/`, whose outputs
+  are per label id too."""
   for folder in (path, os.path.join(path, ID_DIR)):
-    with open(os.path.join(folder, LABELS_FILE), "w", encoding="utf-8") as f:
-      f.write("".join(f"{label}\n" for label in labels))
+    write_labels_file(folder, labels)
 
 
 def save_atomically(write: Callable[[str], None], export_dir: str) -> None:

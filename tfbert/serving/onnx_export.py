@@ -73,6 +73,13 @@ def _drop(attributes) -> None:
       del attributes[name]
 
 
+def id_saved_model(export_dir: str) -> str:
+  """`<export_dir>/ids/` (the core-ops id signature) when there is one, else `export_dir`
+  itself (an `ids/` directory given directly, or another SavedModel)."""
+  ids = os.path.join(export_dir, export.ID_DIR)
+  return ids if os.path.isdir(ids) else export_dir
+
+
 def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
                 signature: str = export.SERVING_SIGNATURE) -> str:
   """Converts `<export_dir>/ids/`'s id signature (or `export_dir`'s own, when it is such a
@@ -94,8 +101,7 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
   """
   import tf2onnx  # The optional extra, imported only here.
 
-  ids = os.path.join(export_dir, export.ID_DIR)
-  source = ids if signature == export.SERVING_SIGNATURE and os.path.isdir(ids) else export_dir
+  source = id_saved_model(export_dir) if signature == export.SERVING_SIGNATURE else export_dir
   if not os.path.isfile(os.path.join(source, "saved_model.pb")):
     raise FileNotFoundError(f"{export_dir}: no SavedModel (saved_model.pb) here or in "
                             f"{export.ID_DIR}/")
@@ -145,8 +151,7 @@ def check_against_saved_model(export_dir: str, onnx_file: str, *, batch: int = 2
   Returns:
     {output name: max abs difference}.
   """
-  ids = os.path.join(export_dir, export.ID_DIR)
-  source = ids if os.path.isdir(ids) else export_dir
+  source = id_saved_model(export_dir)
   config = BertConfig.from_json_file(os.path.join(source, export.CONFIG_FILE))
   rng = np.random.default_rng(seed)
   seq_length = min(seq_length, config.max_position_embeddings)

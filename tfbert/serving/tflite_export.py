@@ -154,8 +154,7 @@ def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
   os.makedirs(directory, exist_ok=True)
   model.config.to_json_file(os.path.join(directory, export.CONFIG_FILE))
   if labels is not None:
-    atomic.write_text(os.path.join(directory, export.LABELS_FILE),
-                      "".join(f"{label}\n" for label in labels))
+    export.write_labels_file(directory, labels)
   if vocab_file is not None:
     target = os.path.join(directory, VOCAB_FILE)
     if os.path.abspath(vocab_file) != os.path.abspath(target):

@@ -206,8 +206,7 @@ def _run(model: BertTokenClassifier, strategy: tf.distribute.Strategy,
       return result
     written += fine_tuning.save_trained(model, config, result["train"], chief)
   if chief:
-    atomic.write_text(os.path.join(config.output_dir, LABELS_FILE),
-                      "".join(f"{label}\n" for label in model.labels))
+    export.write_labels_file(config.output_dir, model.labels)
   written.append(LABELS_FILE)
   if config.do_eval:
     scores, tags = evaluate(model, strategy, config, inputs["dev"], dev)
