@@ -230,8 +230,10 @@ def test_weights_above_the_graph_limit_stay_in_variables(tmp_path, monkeypatch):
     assert "ReadVariableOp" in export.graph_ops(str(saved)), saved
     got = tf.saved_model.load(str(saved)).signatures[export.SERVING_SIGNATURE](**features)
     for name in export.OUTPUT_NAMES:
-      # The same float32 ops on folded constants or on variables (measured: ~1e-8).
-      assert helpers.max_abs_diff(got[name], outputs[name]) < 1e-6, (saved, name)
+      # The same float32 formulas on folded constants or on variables; oneDNN fuses more
+      # into the MatMuls of the constant graph (the residual add), which rounds otherwise:
+      # measured 1.2e-6 on outputs up to ~3 (float32 ulp 2.4e-7 above 2).
+      assert helpers.max_abs_diff(got[name], outputs[name]) < 3e-6, (saved, name)
 
 
 def test_rejects_non_encoders_and_too_long_text_inputs(tmp_path):

@@ -17,7 +17,8 @@ so only the [..., 1] LayerNorm statistics are kept between the passes.
 `tests/layers/fused_test.py` checks values and every gradient against the unfused composition.
 
 Speed-ups against the unfused ops: `tools/benchmark.py --benchmark=kernels`
-(docs/benchmark_history.md).
+(docs/benchmark_history.md). Exported graphs trace plain ops instead, which oneDNN fuses
+into the MatMuls (`tfbert.layers.serving_ops`).
 Not fused: the query/key/value bias add and head transpose. As one XLA loop it took 1.5x
 (float32) and 2.2x (bfloat16) the time of TensorFlow's add and transpose (oneDNN's), in
 the same benchmark at commit bdc7b65. Nor the attention's scale + mask + softmax (with its
@@ -31,7 +32,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from tfbert.layers import activations, layer_norm
+from tfbert.layers import activations, layer_norm, serving_ops
 
 
 def _f32(x: tf.Tensor) -> tf.Tensor:
@@ -75,6 +76,8 @@ def bias_gelu(h: tf.Tensor, bias: tf.Tensor, exact: bool = False) -> tf.Tensor:
   Returns:
     [M, C] in h's dtype.
   """
+  if serving_ops.active():
+    return serving_ops.bias_gelu(h, bias, exact)
   forward, backward = _BIAS_GELU[exact]
 
   @tf.custom_gradient
@@ -157,6 +160,12 @@ def bias_dropout_residual_layer_norm(h: tf.Tensor, bias: tf.Tensor, keep: Option
   Returns:
     [M, C] in h's dtype.
   """
+  if serving_ops.active():
+    if keep is not None:
+      raise ValueError("dropout in a serving graph: trace exports with training=False")
+    total = _f32(tf.nn.bias_add(h, tf.cast(bias, h.dtype))) + _f32(residual)
+    y, _, _ = layer_norm.normalize_forward(total, gamma, beta, tf.constant(epsilon, tf.float32))
+    return tf.cast(y, h.dtype)
   if keep is None:
     keep, scale = tf.constant(True), 1.0
   scale = tf.constant(scale, tf.float32)

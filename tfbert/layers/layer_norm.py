@@ -10,6 +10,8 @@ mean, and bfloat16 statistics are too coarse for BERT's residual stream.
 import keras
 import tensorflow as tf
 
+from tfbert.layers import serving_ops
+
 EPSILON = 1e-12
 
 
@@ -101,6 +103,8 @@ def _normalize(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float) 
   Returns:
     float32 [..., H].
   """
+  if serving_ops.active():  # Plain ops: no XLA call per LayerNorm in a served graph.
+    return normalize_forward(x, gamma, beta, tf.constant(epsilon, x.dtype))[0]
 
   @tf.custom_gradient
   def forward(x, gamma, beta):

@@ -27,6 +27,8 @@ Shape legend: M rows, K input channels, N output channels.
 
 import tensorflow as tf
 
+from tfbert.layers import serving_ops
+
 
 def transposed(kernel: tf.Tensor) -> tf.Tensor:
   """kernel^T [N, K] of a [K, N] kernel, as a tensor Grappler cannot fold into a MatMul."""
@@ -46,10 +48,13 @@ def matmul(x: tf.Tensor, kernel: tf.Tensor) -> tf.Tensor:
     kernel: [K, N], of x's dtype.
 
   Returns:
-    [M, N]. The gradients are TensorFlow's MatMul gradients (dx = dy @ kernel^T,
-    dkernel = x^T @ dy) in value; only the layout of dx's product differs.
+    [M, N] (in `serving_ops.scope()` a bare `tf.matmul`). The gradients are TensorFlow's
+    MatMul gradients (dx = dy @ kernel^T, dkernel = x^T @ dy) in value; only the layout of
+    dx's product differs.
   """
   x, kernel = tf.convert_to_tensor(x), tf.convert_to_tensor(kernel)
+  if serving_ops.active():  # No gradient to shape; a bare MatMul fuses with its BiasAdd.
+    return tf.matmul(x, kernel)
   rows, columns = kernel.shape
   if rows is None or columns is None or not transposes_kernel(rows, columns, kernel.dtype):
     return tf.matmul(x, kernel)

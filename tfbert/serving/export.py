@@ -62,6 +62,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.framework import convert_to_constants
 
 from tfbert.encoder import BertEncoder
+from tfbert.layers import serving_ops
 from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from tfbert.runtime import atomic
 from tfbert.text import inputs, tokenization
@@ -222,23 +223,26 @@ def served_outputs(model: keras.Model, features: dict[str, tf.Tensor]) -> dict[s
   * `BertSpanLabeler`: `start_logits`, `end_logits` [B, S];
   * `BertEncoder`: `sequence_output` [B, S, H], `pooled_output` [B, H].
 
-  Outputs are float32 whatever the model's dtype policy.
+  Outputs are float32 whatever the model's dtype policy. The layers trace their serving
+  form (`tfbert.layers.serving_ops`): plain ops that oneDNN fuses into the MatMuls instead
+  of the training graph's XLA calls.
 
   Args:
     model: one of the four.
     features: int32 `input_ids`, `input_mask`, `segment_ids` [B, S].
   """
-  if isinstance(model, BertClassifier):
-    logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, C]
-    if model.num_classes == 1:
-      return {"score": logits[:, 0]}
-    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
-  if isinstance(model, BertTokenClassifier):
-    logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, S, C]
-    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
-  outputs = model(features, training=False)
-  names = SPAN_OUTPUT_NAMES if isinstance(model, BertSpanLabeler) else OUTPUT_NAMES
-  return {name: tf.cast(outputs[name], tf.float32) for name in names}
+  with serving_ops.scope():
+    if isinstance(model, BertClassifier):
+      logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, C]
+      if model.num_classes == 1:
+        return {"score": logits[:, 0]}
+      return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
+    if isinstance(model, BertTokenClassifier):
+      logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, S, C]
+      return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
+    outputs = model(features, training=False)
+    names = SPAN_OUTPUT_NAMES if isinstance(model, BertSpanLabeler) else OUTPUT_NAMES
+    return {name: tf.cast(outputs[name], tf.float32) for name in names}
 
 
 class FrozenOutputs:
