@@ -164,8 +164,7 @@ def bias_dropout_residual_layer_norm(h: tf.Tensor, bias: tf.Tensor, keep: Option
     if keep is not None:
       raise ValueError("dropout in a serving graph: trace exports with training=False")
     total = _f32(tf.nn.bias_add(h, tf.cast(bias, h.dtype))) + _f32(residual)
-    y, _, _ = layer_norm.normalize_forward(total, gamma, beta, tf.constant(epsilon, tf.float32))
-    return tf.cast(y, h.dtype)
+    return tf.cast(layer_norm.normalize(total, gamma, beta, epsilon), h.dtype)
   if keep is None:
     keep, scale = tf.constant(True), 1.0
   scale = tf.constant(scale, tf.float32)

@@ -43,7 +43,7 @@ class LayerNorm(keras.layers.Layer):
       raise ValueError(
           f"{self.name}: input shape {tuple(x.shape)} has last axis {x.shape[-1]}, but the "
           f"layer was built for width {width} (gamma/beta shape ({width},))")
-    y = _normalize(tf.cast(x, tf.float32), tf.convert_to_tensor(self.gamma),
+    y = normalize(tf.cast(x, tf.float32), tf.convert_to_tensor(self.gamma),
                    tf.convert_to_tensor(self.beta), self.epsilon)
     return tf.cast(y, self.compute_dtype)
 
@@ -83,8 +83,9 @@ _forward = tf.function(normalize_forward, jit_compile=True, autograph=False)
 _backward = tf.function(normalize_backward, jit_compile=True, autograph=False)
 
 
-def _normalize(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float) -> tf.Tensor:
-  """float32 LayerNorm of the last axis with a written-out gradient.
+def normalize(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float) -> tf.Tensor:
+  """float32 LayerNorm of the last axis with a written-out gradient (in
+  `serving_ops.scope()`: `normalize_forward`'s plain ops, no gradient).
 
   With xhat = (x - mean) * r, r = 1 / sqrt(var + epsilon) and g = dy * gamma:
   dx = r * (g - mean(g) - xhat * mean(g * xhat)), dgamma = sum(dy * xhat),

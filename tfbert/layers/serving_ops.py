@@ -17,8 +17,9 @@ TensorFlow's Grappler remapper matches them when oneDNN is on (x86 Linux's defau
   `tf.nn.gelu(x, approximate=True)` is google-research/bert's tanh formula in the op
   sequence of its "GeluApproximate" (the same formula written otherwise does not fuse).
 * `fused.bias_dropout_residual_layer_norm`: MatMul -> BiasAdd is one `_FusedMatMul`; the
-  residual sum and the LayerNorm are float32 ops, the fused kernel's formula.
-* `LayerNorm`: its formula as float32 ops.
+  residual sum is float32 and the LayerNorm is `layer_norm.normalize`'s serving form.
+* `layer_norm.normalize` (`LayerNorm`'s, and the residual block's): its formula as float32
+  ops.
 * `matmul.matmul` is a bare `tf.matmul`, so the remapper sees MatMul -> BiasAdd.
 
 Measured on the exported MiniLM-L6-H384 encoder, B 1, S 128: see BENCHMARKS.md.
