@@ -19,7 +19,7 @@ from typing import Callable
 import tensorflow as tf
 
 from tfbert.layers import activations, dropout, fused
-from tfbert.layers.layer_norm import _normalize
+from tfbert.layers.layer_norm import normalize
 from tfbert.pretraining import pretraining_loss
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -146,7 +146,7 @@ def default_cases(rows: int = 4096, hidden: int = 256, intermediate: int = 1024,
 
   cases.append(KernelCase(
       f"LayerNorm fwd+bwd float32 [{rows}, {hidden}]", norm_inputs,
-      _with_gradients(lambda x, g, b: _normalize(x, g, b, 1e-12), 3),
+      _with_gradients(lambda x, g, b: normalize(x, g, b, 1e-12), 3),
       _with_gradients(_unfused_layer_norm, 3)))
   # Both sides are handed the same precomputed mask (the residual block's kernel takes a
   # stored mask); the attention-probs kernel draws its mask from the key inside its loops,
