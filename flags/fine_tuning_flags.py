@@ -6,8 +6,8 @@ from absl import flags
 
 from flags import casing_flags
 from flags.casing_flags import ALLOW_CASING_MISMATCH, DO_LOWER_CASE  # noqa: F401  (re-exported)
-from tfbert.pretraining.pretraining_run import DTYPES
 from tfbert.training.distribution import STRATEGIES
+from tfbert.training.precision import DTYPES
 
 # The model and where its weights come from (at most one init_* flag).
 BERT_CONFIG_FILE = flags.DEFINE_string(

@@ -39,3 +39,34 @@ def test_mlm_head_gathers_positions_per_example():
                                    MaskedLMHead(vocab_size=7, hidden_size=4, hidden_act="relu")])
 def test_get_config_round_trips(layer):
   assert type(layer).from_config(layer.get_config()).get_config() == layer.get_config()
+
+
+# Each head's projection in float16 and bfloat16 against NumPy float64 on the same (rounded)
+# inputs and weights. The bound is the precision's own rounding: a product of H = 37 terms
+# rounded once to float16 (2^-11 ~ 4.9e-4) or bfloat16 (2^-8 ~ 3.9e-3) per output, measured
+# <= 4.2e-4 and <= 4.8e-3 on an AMD EPYC (Zen 3); about 5x that. In float16 the
+# `tf.einsum("...H,CH->...C")` that the heads used before was off by 1.2-1.6 on an Intel
+# Xeon with AVX512_FP16 (docs/pitfalls.md, "float16 einsum"): this test would have caught it.
+REDUCED_BOUNDS = {"float16": 2.5e-3, "bfloat16": 2e-2}
+
+
+@pytest.mark.parametrize("dtype", sorted(REDUCED_BOUNDS))
+@pytest.mark.parametrize("head, shape", [(NextSentenceHead, (13, 37)), (SpanHead, (5, 11, 37)),
+                                         (lambda **kw: ClassifierHead(3, 0.0, **kw), (5, 11, 37))])
+def test_projection_heads_are_right_in_reduced_precision(head, shape, dtype):
+  layer = head(dtype=f"mixed_{dtype}")
+  layer.build((None,) * (len(shape) - 1) + (shape[-1],))
+  rng = np.random.default_rng(3)
+  layer.output_weights.assign(rng.standard_normal(layer.output_weights.shape))
+  layer.output_bias.assign(rng.standard_normal(layer.output_bias.shape))
+  x = tf.cast(rng.standard_normal(shape), dtype)
+  out = layer(x)
+  logits = (tf.stack([out["start_logits"], out["end_logits"]], -1) if isinstance(out, dict)
+            else out)
+  assert logits.dtype == tf.float32 and tuple(logits.shape) == shape[:-1] + (
+      layer.output_weights.shape[0],)
+  w = tf.cast(tf.cast(layer.output_weights, dtype), tf.float64).numpy()
+  b = tf.cast(tf.cast(layer.output_bias, dtype), tf.float64).numpy()
+  want = tf.cast(x, tf.float64).numpy() @ w.T + b
+  error = np.max(np.abs(logits.numpy() - want)) / np.max(np.abs(want))
+  assert error <= REDUCED_BOUNDS[dtype], error

@@ -42,7 +42,13 @@ class _OutputProjection(keras.layers.Layer):
 
   def call(self, x: tf.Tensor) -> tf.Tensor:
     """Args: x: [..., H]. Returns: float32 logits [..., C]."""
-    logits = tf.einsum("...H,CH->...C", x, self.output_weights) + self.output_bias
+    # A 2-D MatMul with transpose_b, not `tf.einsum("...H,CH->...C")`: in float16 that
+    # einsum returns garbage on CPUs with AVX512_FP16 (Intel Xeon; docs/pitfalls.md,
+    # "float16 einsum"), so a mixed_float16 classifier did not learn there.
+    flat = tf.reshape(x, [-1, x.shape[-1]])  # [B*S, H] (or [B, H])
+    logits = tf.matmul(flat, self.output_weights, transpose_b=True) + self.output_bias
+    if x.shape.rank != 2:
+      logits = tf.reshape(logits, tf.concat([tf.shape(x)[:-1], [self.num_outputs]], 0))
     return tf.cast(logits, tf.float32)
 
   def get_config(self):

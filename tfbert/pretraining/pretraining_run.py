@@ -67,10 +67,9 @@ from tfbert.models import BertPretrainer
 from tfbert.pretraining import data_checks, input_pipeline, pretraining_eval
 from tfbert.runtime import atomic, run_directory, validation
 from tfbert.serving import export
-from tfbert.training import distribution, optimization, training_loop
+from tfbert.training import distribution, optimization, precision, training_loop
 from tfbert.training.accumulation import find_accumulator
-
-DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
+from tfbert.training.precision import DTYPES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -266,6 +265,8 @@ def _start(config: PretrainingRunConfig) -> _Run:
   """Checks the config and the data, claims the run directory, builds the model."""
   strategy = distribution.create_strategy(config.distribution_strategy, config.num_cpu_devices)
   validation.validate(config, num_replicas=strategy.num_replicas_in_sync)
+  # After the strategy (a multi-worker one must come before any op runs), before any work.
+  precision.check_policy(config.dtype)
   num_workers, index, is_chief = distribution.worker_info(strategy)
   check = data_checks.check_pretraining_files(
       list(config.input_files), config.max_seq_length, config.max_predictions_per_seq,

@@ -36,10 +36,10 @@ from absl import logging
 
 from tfbert.checkpoints import convert, google_checkpoint, huggingface
 from tfbert.config import BertConfig
-from tfbert.pretraining.pretraining_run import DTYPES
 from tfbert.runtime import atomic, run_directory, validation
 from tfbert.text import casing
-from tfbert.training import distribution, optimization, training_loop
+from tfbert.training import distribution, optimization, precision, training_loop
+from tfbert.training.precision import DTYPES
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -120,6 +120,8 @@ def start_run(config: FineTuningConfig) -> tf.distribute.Strategy:
   keras.utils.set_random_seed(config.seed)
   keras.mixed_precision.set_global_policy(config.dtype)
   strategy = distribution.create_strategy(config.distribution_strategy, config.num_cpu_devices)
+  # After the strategy (a multi-worker one must come before any op runs), before any work.
+  precision.check_policy(config.dtype)
   validation.validate(config, num_replicas=strategy.num_replicas_in_sync)
   return strategy
 
