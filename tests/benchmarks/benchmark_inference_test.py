@@ -1,4 +1,4 @@
-"""Tests for tools.benchmarks.benchmark_inference: three engines of the same model, a report."""
+"""Tests for tools.benchmarks.benchmark_inference: four engines of the same model, a report."""
 
 import dataclasses
 
@@ -25,8 +25,14 @@ def test_the_engines_compute_the_same_encoder_and_are_timed(tmp_path):
   encoder.build()
   convert.write_model(encoder, "hf", hf_dir, vocab_file=pretrained.minilm_vocab_file(),
                       do_lower_case=True)
-  paths = benchmark_inference.prepare(str(tmp_path / "exports"), hf_dir)
+  prepared = benchmark_inference.prepare(str(tmp_path / "exports"), hf_dir)
+  paths = prepared["paths"]
   assert sorted(paths) == sorted(benchmark_inference.ENGINES)
+  # The fused peer is fully fused (tanh GELU here: FastGelu); the optimizer's own count on
+  # the tf2onnx graph is reported whatever it is.
+  assert prepared["fused_ops"] == {"Attention": 3, "BiasGelu": 0, "EmbedLayerNormalization": 1,
+                                   "FastGelu": 3, "SkipLayerNormalization": 6}
+  assert isinstance(prepared["optimizer_fusions"], dict)
   batch = benchmark_inference.features(2, 9)
   pooled = {}
   for engine in ("tfbert_float32", "tfbert_bfloat16"):
@@ -36,7 +42,10 @@ def test_the_engines_compute_the_same_encoder_and_are_timed(tmp_path):
     pooled[engine] = served["pooled_output"].numpy()
   session = onnx_export.onnx_session(paths["onnxruntime_float32"])
   pooled["onnxruntime_float32"] = session.run(["pooled_output"], batch)[0]
-  assert np.abs(pooled["onnxruntime_float32"] - pooled["tfbert_float32"]).max() < 1e-5
+  fused = onnx_export.onnx_session(paths["onnxruntime_fused"])
+  pooled["onnxruntime_fused"] = fused.run(["pooled_output"], batch)[0]
+  for engine in ("onnxruntime_float32", "onnxruntime_fused"):
+    assert np.abs(pooled[engine] - pooled["tfbert_float32"]).max() < 1e-5, engine
   bf16 = np.abs(pooled["tfbert_bfloat16"] - pooled["tfbert_float32"]).max()
   assert 0 < bf16 < 0.1, bf16
   case = benchmark_inference.InferenceCase(**TINY)
@@ -48,20 +57,30 @@ def test_the_engines_compute_the_same_encoder_and_are_timed(tmp_path):
     assert run["sequences_per_second"] > 0 and run["latency_ms"] > 0
 
 
-def test_the_report_gives_each_engine_and_the_ratios_against_onnx_runtime():
+def test_the_report_names_the_cpu_and_judges_the_best_export_against_the_fused_peer():
   case = benchmark_inference.InferenceCase(**TINY)
   numbers = {"tfbert_float32": (60.0, 20.0), "tfbert_bfloat16": (120.0, 15.0),
-             "onnxruntime_float32": (50.0, 25.0)}
+             "onnxruntime_float32": (50.0, 25.0), "onnxruntime_fused": (80.0, 16.0)}
   runs = {e: [{"engine": e, "sequences_per_second": s, "latency_ms": ms}]
           for e, (s, ms) in numbers.items()}
-  medians = {e: {"sequences_per_second": s, "latency_ms": ms} for e, (s, ms) in numbers.items()}
-  result = {"case": dataclasses.asdict(case), "runs": runs, "medians": medians,
-            "throughput_over_onnxruntime": {e: s / 50.0 for e, (s, _) in numbers.items()},
-            "latency_over_onnxruntime": {e: ms / 25.0 for e, (_, ms) in numbers.items()}}
+  result = benchmark_inference.summarize(
+      case, runs, "Some CPU (avx2; oneDNN off)",
+      {"optimizer_fusions": {}, "fused_ops": {"Attention": 6}})
+  assert result["throughput_over_onnxruntime_fused"]["tfbert_bfloat16"] == 1.5
+  assert result["latency_over_onnxruntime_float32"]["tfbert_float32"] == 0.8
   text = benchmark_inference.format_result(result)
-  assert "| tfbert_bfloat16 | 120.0 | 120.0 | 2.40 | 15.00 | 15.00 | 0.60 |" in text
-  assert "bfloat16 throughput / ONNX Runtime float32: 2.40 (goal >= 1.6)" in text
-  assert "B1 latency / ONNX Runtime: float32 0.80, bfloat16 0.60 (goal <= 1)" in text
+  assert ("| Some CPU (avx2; oneDNN off) | tfbert_bfloat16 | 120.0 | 120.0 | 1.50 | 2.40 | "
+          "15.00 | 15.00 | 0.94 | 0.60 |") in text
+  assert "optimizer on the tf2onnx graph fused: nothing" in text
+  assert ("best throughput (tfbert_bfloat16) / ORT fused: 1.50 (goal >= 1.2: met); best B1 "
+          "latency (tfbert_bfloat16) / ORT fused: 0.94 (goal <= 1.0: met)") in text
+  slow = {**numbers, "tfbert_bfloat16": (70.0, 30.0)}
+  result = benchmark_inference.summarize(
+      case, {e: [{"engine": e, "sequences_per_second": s, "latency_ms": ms}]
+             for e, (s, ms) in slow.items()}, "x", {"optimizer_fusions": {}, "fused_ops": {}})
+  text = benchmark_inference.format_result(result)
+  assert "(tfbert_bfloat16) / ORT fused: 0.88 (goal >= 1.2: NOT met)" in text
+  assert "latency (tfbert_float32) / ORT fused: 1.25 (goal <= 1.0: NOT met)" in text
 
 
 def test_a_case_is_checked():

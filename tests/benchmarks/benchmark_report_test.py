@@ -5,6 +5,7 @@ import os
 
 import tensorflow as tf
 
+from tfbert.runtime import cpu
 from tools.benchmarks import benchmark, benchmark_report
 
 CASE = benchmark.StepCase(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=19,
@@ -47,6 +48,7 @@ def test_machine_description_names_cores_and_versions():
   line = benchmark_report.machine_description()
   assert f"{os.cpu_count()} cores" in line and f"tensorflow {tf.__version__}" in line
   assert "tf-models-official" in line
+  assert cpu.cpu_name() in line and "oneDNN " in line  # The CPU, so rows of two kinds differ.
 
 
 def test_floor_rows_give_each_gemm_and_the_ratio_ceiling():

@@ -18,6 +18,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfbert.runtime import cpu
+
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 # Largest relative error |policy - float32| / |float32| (vector norms) accepted for each
 # output and each gradient of the check model. Measured on an AMD EPYC (Zen 3, AVX2 only):
@@ -83,22 +85,10 @@ def check_policy(dtype: str) -> dict[str, float]:
   if not worst <= TOLERANCES[dtype]:  # Also catches NaN.
     instead = "mixed_bfloat16 or float32" if dtype == "mixed_float16" else "float32"
     raise PrecisionError(
-        f"dtype {dtype}: this CPU ({cpu_name()}) computes BERT wrong in {dtype}: {name} is "
+        f"dtype {dtype}: this CPU ({cpu.describe()}) computes BERT wrong in {dtype}: {name} is "
         f"off float32 by {worst:.3g} relative (rounding allows {TOLERANCES[dtype]:g}); "
         f"use {instead}")
   return errors
-
-
-def cpu_name() -> str:
-  """The CPU's model name from /proc/cpuinfo ("unknown CPU" where it cannot be read)."""
-  try:
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-      for line in f:
-        if line.startswith("model name"):
-          return line.split(":", 1)[1].strip()
-  except OSError:
-    pass
-  return "unknown CPU"
 
 
 def _relative_error(value: np.ndarray, reference: np.ndarray, floor: float) -> float:

@@ -10,6 +10,7 @@ import os
 import platform
 from typing import Sequence
 
+from tfbert.runtime import cpu
 from tools.benchmarks import benchmark, benchmark_floor, benchmark_mfu
 
 # Distributions whose versions a benchmark depends on.
@@ -17,21 +18,16 @@ _STACK = ("tensorflow", "keras", "tf-keras", "tf-models-official")
 
 
 def machine_description() -> str:
-  """One line: date, CPU model, cores, the stack's versions (read without importing it)."""
-  cpu = platform.processor() or platform.machine()
-  try:
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-      cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")),
-                 cpu)
-  except OSError:
-    pass
+  """One line: date, CPU (model, the ISA flags that change BERT's kernels, oneDNN), cores, the
+  stack's versions."""
   versions = []
   for package in _STACK:
     try:
       versions.append(f"{package} {importlib.metadata.version(package)}")
     except importlib.metadata.PackageNotFoundError:
       versions.append(f"{package} (not installed)")
-  return (f"{datetime.date.today().isoformat()}; machine: {cpu}, {os.cpu_count()} cores; "
+  return (f"{datetime.date.today().isoformat()}; machine: {cpu.describe()}, "
+          f"{os.cpu_count()} cores; "
           + ", ".join(versions) + f", Python {platform.python_version()}")
 
 
