@@ -6,8 +6,9 @@ they fit together (e.g. `--do_train` needs `--train_file`) and says which do not
 
 from absl import flags
 
-from flags import common_flags, conll_flags, fine_tuning_flags, run_directory_flags
+from flags import common_flags, conll_flags, export_flags, fine_tuning_flags, run_directory_flags
 from flags.conll_flags import TAG_COLUMN, TAG_SCHEME, TOKEN_COLUMN  # noqa: F401  (for the tool)
+from flags.export_flags import EXPORT_DTYPE  # noqa: F401  (re-exported for the tool)
 from flags.fine_tuning_flags import (  # noqa: F401  (re-exported for the tool)
     ALLOW_CASING_MISMATCH,
     BERT_CONFIG_FILE,
@@ -73,6 +74,7 @@ EVAL_BATCH_SIZE = flags.DEFINE_integer("eval_batch_size", 64, "Windows per eval/
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).
 flags.adopt_module_key_flags(common_flags)
+flags.adopt_module_key_flags(export_flags)
 flags.adopt_module_key_flags(conll_flags)
 flags.adopt_module_key_flags(fine_tuning_flags)
 flags.adopt_module_key_flags(run_directory_flags)

@@ -6,7 +6,8 @@ is missing); the others are optional. `--flagfile=FILE` reads flags from a file.
 
 from absl import flags
 
-from flags import common_flags, run_directory_flags
+from flags import common_flags, export_flags, run_directory_flags
+from flags.export_flags import EXPORT_DTYPE  # noqa: F401  (re-exported for the tool)
 from tfbert.training.distribution import STRATEGIES
 from tfbert.training.optimization import OPTIMIZERS
 from tfbert.training.precision import DTYPES
@@ -78,4 +79,5 @@ EXPORT_DIR = flags.DEFINE_string("export_dir", None,
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).
 flags.adopt_module_key_flags(common_flags)
+flags.adopt_module_key_flags(export_flags)
 flags.adopt_module_key_flags(run_directory_flags)

@@ -6,7 +6,8 @@ they fit together (e.g. `--do_train` needs `--train_file`) and says which do not
 
 from absl import flags
 
-from flags import common_flags, fine_tuning_flags, run_directory_flags
+from flags import common_flags, export_flags, fine_tuning_flags, run_directory_flags
+from flags.export_flags import EXPORT_DTYPE  # noqa: F401  (re-exported for the tool)
 from flags.fine_tuning_flags import (  # noqa: F401  (re-exported for the tool)
     ALLOW_CASING_MISMATCH,
     BERT_CONFIG_FILE,
@@ -96,5 +97,6 @@ PREDICT_BATCH_SIZE = flags.DEFINE_integer("predict_batch_size", 64, "Windows per
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).
 flags.adopt_module_key_flags(common_flags)
+flags.adopt_module_key_flags(export_flags)
 flags.adopt_module_key_flags(fine_tuning_flags)
 flags.adopt_module_key_flags(run_directory_flags)

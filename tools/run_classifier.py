@@ -54,6 +54,7 @@ def main(argv):
       best_metric=f.BEST_METRIC.value,
       early_stopping_patience=f.EARLY_STOPPING_PATIENCE.value, stop_at_step=f.STOP_AT_STEP.value,
       verbose=f.VERBOSE.value, export_dir=f.EXPORT_DIR.value,
+      export_dtype=f.EXPORT_DTYPE.value,
       allow_config_change=run_directory_flags.ALLOW_CONFIG_CHANGE.value)
   result = run_classifier(config, common_flags.flagfile(f))
   if "eval" in result:

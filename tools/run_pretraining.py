@@ -37,6 +37,7 @@ def main(argv):
       eval_every_steps=f.EVAL_EVERY_STEPS.value, eval_batch_size=f.EVAL_BATCH_SIZE.value,
       max_eval_steps=f.MAX_EVAL_STEPS.value, best_metric=f.BEST_METRIC.value,
       early_stopping_patience=f.EARLY_STOPPING_PATIENCE.value, export_dir=f.EXPORT_DIR.value,
+      export_dtype=f.EXPORT_DTYPE.value,
       allow_config_change=run_directory_flags.ALLOW_CONFIG_CHANGE.value)
   print(run_pretraining(config, common_flags.flagfile(f))["summary"], flush=True)
 

@@ -25,7 +25,8 @@ from tfbert import BertClassifier, BertPretrainer
 from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
 from tfbert.classifier import classifier_run, glue_data
 from tfbert.config import BertConfig
-from tfbert.runtime import run_directory
+from tfbert.runtime import cpu, run_directory
+from tfbert.serving import serving_dtype
 from tfbert.training import training_loop, workers
 
 ROOT = helpers.ROOT
@@ -80,6 +81,7 @@ def mrpc_dir(tmp_path):
     (dict(train_batch_size=6, gradient_accumulation_steps=4), "multiple of"),
     (dict(max_train_examples=0), "max_train_examples"),
     (dict(dtype="float16"), "dtype must be one of"),
+    (dict(export_dtype="float16"), "export_dtype must be one of"),
     (dict(distribution_strategy="multi_worker"), "multi_worker needs TF_CONFIG"),
     (dict(max_seq_length=129), "exceeds max_position_embeddings 128"),
 ])
@@ -251,6 +253,23 @@ def test_malformed_rows_stop_the_run_unless_skipped(tmp_path, caplog):
   assert result["train"]["steps"] == 1
   assert any(m.startswith("skipped malformed row: " + path + ":10: column 0 (label)")
              for m in caplog.messages)
+
+
+def test_the_export_computes_in_the_dtype_chosen_for_this_cpu_and_records_it(tmp_path):
+  """--export_dtype=auto: the run's export records what it measured on this CPU and chose;
+  a rerun may change only the export's dtype."""
+  glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(8, seed=3))
+  config = _run_config(tmp_path, "out", do_train=True, max_train_steps=1, train_batch_size=4,
+                       export_dir=str(tmp_path / "export"), export_dtype="auto")
+  classifier_run.run_classifier(config)
+  record = _read_json(tmp_path / "export" / serving_dtype.RECORD_FILE)
+  assert record["chosen_by"] == "measured on this CPU" and record["cpu"] == cpu.describe()
+  seconds = record["matmul_seconds"]
+  faster = seconds["bfloat16"] <= serving_dtype.BFLOAT16_SPEEDUP * seconds["float32"]
+  assert record["compute_dtype"] == ("bfloat16" if faster else "float32")
+  classifier_run.run_classifier(dataclasses.replace(config, export_dtype="bfloat16"))
+  record = _read_json(tmp_path / "export" / "ids" / serving_dtype.RECORD_FILE)
+  assert (record["compute_dtype"], record["chosen_by"]) == ("bfloat16", "the caller")
 
 
 def _files(directory):

@@ -24,10 +24,11 @@ TOOL_FLAGS = {
 }
 # Flags each tool must also list: shared ones adopted from other flags modules.
 SHARED_FLAGS = {
-    "run_classifier": ["--init_hf_dir", "--allow_config_change"],
-    "run_squad": ["--learning_rate", "--allow_config_change", "--allow_casing_mismatch"],
-    "run_pretraining": ["--allow_config_change"],
-    "run_ner": ["--learning_rate", "--tag_column", "--allow_config_change"],
+    "run_classifier": ["--init_hf_dir", "--allow_config_change", "--export_dtype"],
+    "run_squad": ["--learning_rate", "--allow_config_change", "--allow_casing_mismatch",
+                  "--export_dtype"],
+    "run_pretraining": ["--allow_config_change", "--export_dtype"],
+    "run_ner": ["--learning_rate", "--tag_column", "--allow_config_change", "--export_dtype"],
     "convert_checkpoint": ["--do_lower_case", "--allow_casing_mismatch"],
     "create_pretraining_data": ["--do_lower_case", "--allow_casing_mismatch"],
     "export_tflite": ["--do_lower_case", "--allow_casing_mismatch"],

@@ -35,7 +35,7 @@ import tensorflow as tf
 
 from tfbert.classifier import classifier_features
 from tfbert.models import BertClassifier
-from tfbert.serving import export
+from tfbert.serving import export, serving_dtype
 
 TEXT_SIGNATURE = "classify_text"
 LABELS_FILE = export.LABELS_FILE
@@ -80,7 +80,8 @@ class ClassifierExport(export.TaskExport):
 
 def export_classifier_saved_model(model: BertClassifier, export_dir: str, vocab_file: str,
                                   do_lower_case: bool, max_seq_length: int,
-                                  labels: Optional[Sequence[str]], is_pair: bool) -> str:
+                                  labels: Optional[Sequence[str]], is_pair: bool,
+                                  export_dtype: str = "model") -> str:
   """Writes a `BertClassifier` as a SavedModel, replacing `export_dir` atomically.
 
   Args:
@@ -91,6 +92,8 @@ def export_classifier_saved_model(model: BertClassifier, export_dir: str, vocab_
     max_seq_length: S of `classify_text`; at most `max_position_embeddings`.
     labels: label names in class-id order (C of them), or None for regression (C = 1).
     is_pair: `classify_text` takes `text_a` and `text_b` (else `text_a` only).
+    export_dtype: "model" (its policy), "float32", "bfloat16" or "auto" (the faster on this
+      CPU); see `tfbert.serving.serving_dtype`. Recorded in `serving.json`.
 
   Returns:
     `export_dir`.
@@ -106,10 +109,11 @@ def export_classifier_saved_model(model: BertClassifier, export_dir: str, vocab_
   if classes != model.num_classes or (labels is not None and classes < 2):
     raise ValueError(f"{classes} label(s) {list(labels or ['(regression)'])} for a model "
                      f"with {model.num_classes} output(s)")
+  model, serving = serving_dtype.for_serving(model, export_dtype)
   module = ClassifierExport(model, vocab_file, do_lower_case, max_seq_length, labels, is_pair)
 
   def write(path):
-    export.write_export(module, model.config, path)
+    export.write_export(module, model.config, path, serving)
     if labels is not None:
       export.write_labels(path, labels)
 

@@ -191,7 +191,7 @@ def _run(model: BertClassifier, strategy: tf.distribute.Strategy,
   if config.export_dir:
     classifier_export.export_classifier_saved_model(
         model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
-        config.max_seq_length, task.labels, task.is_pair)
+        config.max_seq_length, task.labels, task.is_pair, export_dtype=config.export_dtype)
     written.append(config.export_dir)
   result["written"] = written
   return result

@@ -66,7 +66,7 @@ from tfbert.config import BertConfig
 from tfbert.models import BertPretrainer
 from tfbert.pretraining import data_checks, input_pipeline, pretraining_eval
 from tfbert.runtime import atomic, run_directory, validation
-from tfbert.serving import export
+from tfbert.serving import export, serving_dtype
 from tfbert.training import distribution, optimization, precision, training_loop
 from tfbert.training.accumulation import find_accumulator
 from tfbert.training.precision import DTYPES
@@ -100,6 +100,7 @@ class PretrainingRunConfig:
   best_metric: str = ""
   early_stopping_patience: int = 0
   export_dir: Optional[str] = None
+  export_dtype: str = "model"
   stop_at_step: Optional[int] = None
   window_normalization: bool = True
   allow_config_change: bool = False
@@ -122,6 +123,7 @@ class PretrainingRunConfig:
     """
     return [
         (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
+        serving_dtype.export_dtype_check(self.export_dtype),
         validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,
                                 num_replicas),
         *training_loop.schedule_checks(self),
@@ -255,9 +257,10 @@ def fast_forward(config: PretrainingRunConfig, applied_steps: int, *,
 # stops, how often it logs or saves, where it exports, and where the directory is (a run
 # directory moved or copied elsewhere resumes there), not what is trained.
 RERUN_MAY_CHANGE = frozenset({"stop_at_step", "log_steps", "save_checkpoints_steps", "export_dir",
-                              "model_dir", "allow_config_change", "eval_input_files",
-                              "eval_every_steps", "eval_batch_size", "max_eval_steps",
-                              "keep_checkpoint_max", "best_metric", "early_stopping_patience"})
+                              "export_dtype", "model_dir", "allow_config_change",
+                              "eval_input_files", "eval_every_steps", "eval_batch_size",
+                              "max_eval_steps", "keep_checkpoint_max", "best_metric",
+                              "early_stopping_patience"})
 VOCAB_FILE = "vocab.txt"
 
 
@@ -503,7 +506,8 @@ def _export(run: _Run, config: PretrainingRunConfig) -> dict:
   def write(staging: str) -> None:
     os.makedirs(staging)
     if run.is_chief:
-      export.export_encoder_saved_model(run.model, os.path.join(staging, "saved_model"))
+      export.export_encoder_saved_model(run.model, os.path.join(staging, "saved_model"),
+                                        export_dtype=config.export_dtype)
     vocab = run.data["vocab_file"]
     vocab = vocab if vocab and os.path.isfile(vocab) else None
     google_checkpoint.export_google_checkpoint(

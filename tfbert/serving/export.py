@@ -65,6 +65,7 @@ from tfbert.encoder import BertEncoder
 from tfbert.layers import serving_ops
 from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from tfbert.runtime import atomic
+from tfbert.serving import serving_dtype
 from tfbert.text import inputs, tokenization
 
 SERVING_SIGNATURE = "serving_default"
@@ -320,7 +321,8 @@ def encoder_of(encoder_or_model) -> BertEncoder:
 def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
                                vocab_file: Optional[str] = None,
                                do_lower_case: bool = True,
-                               seq_length: int = 128) -> str:
+                               seq_length: int = 128,
+                               export_dtype: str = "model") -> str:
   """Writes the encoder as a SavedModel, replacing `export_dir` atomically.
 
   Args:
@@ -332,6 +334,8 @@ def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
     do_lower_case: the vocab's casing (True for uncased vocabs).
     seq_length: S of `encode_text`'s packed inputs; at most
       `max_position_embeddings`.
+    export_dtype: "model" (its policy), "float32", "bfloat16" or "auto" (the faster on this
+      CPU); see `tfbert.serving.serving_dtype`. Recorded in `serving.json`.
 
   Returns:
     `export_dir`.
@@ -341,7 +345,7 @@ def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
     ValueError: if `seq_length` exceeds `max_position_embeddings`, or
       `export_dir` is a URL (see `save_atomically`).
   """
-  encoder = encoder_of(encoder_or_model)
+  encoder, serving = serving_dtype.for_serving(encoder_of(encoder_or_model), export_dtype)
   preprocessor = None
   if vocab_file is not None:
     limit = encoder.config.max_position_embeddings
@@ -349,7 +353,7 @@ def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
       raise ValueError(f"seq_length {seq_length} exceeds max_position_embeddings {limit}")
     preprocessor = TextPreprocessor(vocab_file, do_lower_case, seq_length)
   module = EncoderExport(encoder, preprocessor)
-  save_atomically(lambda path: write_export(module, encoder.config, path), export_dir)
+  save_atomically(lambda path: write_export(module, encoder.config, path, serving), export_dir)
   return export_dir
 
 
@@ -541,9 +545,10 @@ class IdExport(tf.Module):
 SAVE_OPTIONS = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
 
 
-def write_export(module: tf.Module, config, path: str) -> None:
+def write_export(module: tf.Module, config, path: str, serving: dict) -> None:
   """Saves `module` with its signatures and `bert_config.json` into `path`, and its
-  `serving_default` alone into `path/ids/` (`IdExport`, with `bert_config.json` too)."""
+  `serving_default` alone into `path/ids/` (`IdExport`, with `bert_config.json` too); writes
+  `serving` (`serving_dtype.for_serving`'s record) into both as `serving.json`."""
   signatures = module.signatures()
   tf.saved_model.save(module, path, signatures=signatures, options=SAVE_OPTIONS)
   config.to_json_file(os.path.join(path, CONFIG_FILE))
@@ -552,6 +557,7 @@ def write_export(module: tf.Module, config, path: str) -> None:
   tf.saved_model.save(IdExport(model, module._outputs_of), ids, options=SAVE_OPTIONS,
                       signatures={SERVING_SIGNATURE: signatures[SERVING_SIGNATURE]})
   config.to_json_file(os.path.join(ids, CONFIG_FILE))
+  serving_dtype.write_record(path, serving, ID_DIR)
 
 
 def write_labels_file(folder: str, labels) -> str:

@@ -48,7 +48,7 @@ from typing import Any, Optional
 import tensorflow as tf
 
 from tfbert.models import BertSpanLabeler
-from tfbert.serving import export
+from tfbert.serving import export, serving_dtype
 from tfbert.text import inputs, tokenization
 
 SQUAD_TEXT_SIGNATURE = "answer_question"
@@ -194,7 +194,8 @@ def export_squad_saved_model(model: BertSpanLabeler, export_dir: str, vocab_file
                              do_lower_case: bool, max_seq_length: int = 384,
                              max_query_length: int = 64, max_answer_length: int = 30, *,
                              version_2_with_negative: bool = False,
-                             null_score_diff_threshold: float = 0.0) -> str:
+                             null_score_diff_threshold: float = 0.0,
+                             export_dtype: str = "model") -> str:
   """Writes a `BertSpanLabeler` as a SavedModel, replacing `export_dir` atomically.
 
   Args:
@@ -209,6 +210,8 @@ def export_squad_saved_model(model: BertSpanLabeler, export_dir: str, vocab_file
       may answer "" (see the module docstring).
     null_score_diff_threshold: v2.0: answer "" when null score - best span score exceeds
       it (ignored in v1.1); recorded in `answer_question.json`.
+    export_dtype: "model" (its policy), "float32", "bfloat16" or "auto" (the faster on this
+      CPU); see `tfbert.serving.serving_dtype`. Recorded in `serving.json`.
 
   Returns:
     `export_dir`.
@@ -226,11 +229,12 @@ def export_squad_saved_model(model: BertSpanLabeler, export_dir: str, vocab_file
                      f"max_query_length ({max_query_length}) + 3")
   if math.isnan(null_score_diff_threshold):  # Every comparison with NaN is False: never "".
     raise ValueError("null_score_diff_threshold is NaN")
+  model, serving = serving_dtype.for_serving(model, export_dtype)
   module = SquadExport(model, vocab_file, do_lower_case, max_seq_length, max_query_length,
                        max_answer_length, version_2_with_negative, null_score_diff_threshold)
 
   def write(path):
-    export.write_export(module, model.config, path)
+    export.write_export(module, model.config, path, serving)
     with open(os.path.join(path, ANSWER_CONFIG_FILE), "w", encoding="utf-8") as f:
       json.dump(module.answer_config(), f, indent=2, sort_keys=True)
       f.write("\n")

@@ -287,7 +287,8 @@ def _run(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
         # The flag's value, as the predictions applied: null_score_diff_threshold.json
         # proposes a better one for a rerun, never silently replaces it.
         version_2_with_negative=config.postprocess.version_2_with_negative,
-        null_score_diff_threshold=config.postprocess.null_score_diff_threshold)
+        null_score_diff_threshold=config.postprocess.null_score_diff_threshold,
+        export_dtype=config.export_dtype)
   return result
 
 

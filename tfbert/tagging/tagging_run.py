@@ -228,7 +228,8 @@ def _run(model: BertTokenClassifier, strategy: tf.distribute.Strategy,
     return result
   if config.export_dir:
     tagging_export.export_tagger_saved_model(model, config.export_dir, tokenizer.vocab_file,
-                                             config.do_lower_case, config.max_seq_length)
+                                             config.do_lower_case, config.max_seq_length,
+                                             export_dtype=config.export_dtype)
     written.append(config.export_dir)
   result["written"] = written
   return result

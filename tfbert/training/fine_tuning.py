@@ -37,6 +37,7 @@ from absl import logging
 from tfbert.checkpoints import convert, google_checkpoint, huggingface
 from tfbert.config import BertConfig
 from tfbert.runtime import atomic, run_directory, validation
+from tfbert.serving import serving_dtype
 from tfbert.text import casing
 from tfbert.training import distribution, optimization, precision, training_loop
 from tfbert.training.precision import DTYPES
@@ -76,6 +77,7 @@ class FineTuningConfig:
   stop_at_step: Optional[int] = None
   verbose: int = 1
   export_dir: Optional[str] = None
+  export_dtype: str = "model"
   allow_config_change: bool = False
 
   def __post_init__(self):
@@ -88,6 +90,7 @@ class FineTuningConfig:
     """
     return [
         (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
+        serving_dtype.export_dtype_check(self.export_dtype),
         (0.0 <= self.warmup_proportion <= 1.0, "warmup_proportion must be in [0, 1]"),
         (sum(map(bool, (self.init_checkpoint, self.init_hf_dir, self.init_tfbert))) <= 1,
          "give at most one of init_checkpoint, init_hf_dir, init_tfbert"),
@@ -131,7 +134,7 @@ def start_run(config: FineTuningConfig) -> tf.distribute.Strategy:
 # what is trained.
 RERUN_MAY_CHANGE = frozenset({
     "do_eval", "do_predict", "eval_file", "predict_file", "predict_articles",
-    "eval_batch_size", "predict_batch_size", "postprocess", "export_dir", "verbose",
+    "eval_batch_size", "predict_batch_size", "postprocess", "export_dir", "export_dtype", "verbose",
     "log_steps", "skip_malformed_rows", "output_dir", "allow_config_change",
     "save_checkpoints_steps", "keep_checkpoint_max", "eval_every_steps", "best_metric",
     "early_stopping_patience", "stop_at_step", "allow_casing_mismatch"})
