@@ -27,7 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import keras
 import numpy as np
@@ -271,10 +271,12 @@ def run_step_case(case: StepCase) -> dict:
   return measure_step_case(case, tfbert_step)
 
 
-def run_in_subprocess(code: str, argument: dict, timeout: float) -> dict:
-  """Runs `code` (which prints "RESULT <json>") in a fresh Python; returns that JSON."""
+def run_in_subprocess(code: str, argument: dict, timeout: float,
+                      env: Optional[dict] = None) -> dict:
+  """Runs `code` (which prints "RESULT <json>") in a fresh Python, with `env` added to the
+  environment; returns that JSON."""
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  env = dict(os.environ, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="2")
+  env = dict(os.environ, PYTHONPATH=root, TF_CPP_MIN_LOG_LEVEL="2", **(env or {}))
   result = subprocess.run([sys.executable, "-c", code, json.dumps(argument)],
                           capture_output=True, text=True, timeout=timeout, env=env, cwd=root)
   lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]

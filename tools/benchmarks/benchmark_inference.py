@@ -8,14 +8,14 @@ graph of fused operators its transformer optimizer makes of a BERT
 (`tools.benchmarks.onnxruntime_peer`: EmbedLayerNormalization, and per layer Attention,
 BiasGelu and two SkipLayerNormalization). Each engine then runs in a fresh process
 (`run_engine`) on the same random valid features: `serving_default` of the `ids/` SavedModel
-(tf.saved_model.load) or an ONNX Runtime CPU session, both with their default threads (all
-cores). Latency is the median of `latency_iterations` calls of one sequence (ms), measured
-first; then throughput, batch_size * calls / seconds over `iterations` calls of
-[batch_size, seq_length] (sequences/s); each after `warmup` calls of its shape. The engines
-alternate over `rounds` (rotating which goes first); reported: each engine's median, the
-ratios against the fused ONNX Runtime peer (and the plain one), and the goals for tfbert's
-best export against the fused peer: throughput >= 1.2x, batch-1 latency <= 1.0x. The
-report names the CPU: what is fastest differs between CPU kinds.
+(tf.saved_model.load, with oneDNN on: `TFBERT_ENV`) or an ONNX Runtime CPU session, both
+with their default threads (all cores). Latency is the median of `latency_iterations` calls
+of one sequence (ms), measured first; then throughput, batch_size * calls / seconds over
+`iterations` calls of [batch_size, seq_length] (sequences/s); each after `warmup` calls of
+its shape. The engines alternate over `rounds` (rotating which goes first); reported: each
+engine's median, the ratios against the fused ONNX Runtime peer (and the plain one), and the
+goals for tfbert's best export against the fused peer: throughput >= 1.2x, batch-1 latency
+<= 1.0x. The report names the CPU: what is fastest differs between CPU kinds.
 """
 
 import dataclasses
@@ -35,6 +35,10 @@ TFBERT_ENGINES = ENGINES[:2]
 PEER = "onnxruntime_fused"  # The goals' reference: ONNX Runtime at its best.
 THROUGHPUT_GOAL = 1.2  # tfbert's best export over the fused peer, sequences/s at B 32.
 LATENCY_GOAL = 1.0  # tfbert's best export over the fused peer, ms at B 1.
+# tfbert's engines serve with oneDNN on, on every CPU: TensorFlow's default only where the CPU
+# has AVX512; on an AMD EPYC Zen 3 (AVX2) it was off and the float32 export served 25.9
+# against 35.1 sequences/s with it on (B 32), 49.2 against 35.8 ms (B 1). README, Deploy 8.
+TFBERT_ENV = {"TF_ENABLE_ONEDNN_OPTS": "1"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,7 +166,8 @@ def measure(case: InferenceCase) -> dict:
       for engine in order:
         runs[engine].append(benchmark.run_in_subprocess(
             code, {"case": dataclasses.asdict(case), "engine": engine,
-                   "path": prepared["paths"][engine]}, timeout=3600))
+                   "path": prepared["paths"][engine]}, timeout=3600,
+            env=TFBERT_ENV if engine in TFBERT_ENGINES else None))
   return summarize(case, runs, cpu.describe(), prepared)
 
 
@@ -201,7 +206,8 @@ def format_result(result: dict) -> str:
   case, where = result["case"], result["cpu"]
   rows = [f"Encoder inference, MiniLM-L6-H384, S {case['seq_length']}: throughput at B "
           f"{case['batch_size']}, latency at B 1 (median of {case['latency_iterations']} "
-          f"calls), {case['rounds']} rounds, each engine in its own process. ORT's transformer "
+          f"calls), {case['rounds']} rounds, each engine in its own process (tfbert's with "
+          f"TF_ENABLE_ONEDNN_OPTS=1). ORT's transformer "
           f"optimizer on the tf2onnx graph fused: {result['optimizer_fusions'] or 'nothing'}; "
           f"the fused peer holds {result['fused_ops']}.",
           "| CPU | engine | sequences/s (median) | per round | x ORT fused | x ORT plain | "
