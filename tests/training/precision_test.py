@@ -50,6 +50,19 @@ def test_a_kernel_wrong_in_float16_only_is_refused_in_one_line(monkeypatch):
   precision.check_policy.__wrapped__("mixed_bfloat16")  # bfloat16 is still right.
 
 
+def test_a_non_finite_gradient_is_refused_too(monkeypatch):
+  """NaN in one tensor among finite ones: the check must not pass over it."""
+  right = heads.SpanHead.call
+
+  def call(self, x):
+    out = right(self, x)
+    nan = tf.cast(x.dtype == tf.float16, tf.float32) * float("nan")
+    return {**out, "end_logits": out["end_logits"] + nan}
+  monkeypatch.setattr(heads.SpanHead, "call", call)
+  with pytest.raises(precision.PrecisionError, match=r"end_logits is off float32 by nan"):
+    precision.check_policy.__wrapped__("mixed_float16")
+
+
 def test_set_policy_checks_before_it_sets(monkeypatch):
   _wrong_in_float16(monkeypatch)
   monkeypatch.setattr(precision, "check_policy", precision.check_policy.__wrapped__)

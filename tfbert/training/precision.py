@@ -12,6 +12,7 @@ global policy, for code that trains with Keras `fit`.
 """
 
 import functools
+import math
 import random
 
 import keras
@@ -81,8 +82,9 @@ def check_policy(dtype: str) -> dict[str, float]:
   errors = {name: _relative_error(value, reference[name],
                                   floor if name.startswith("gradient") else 0.0)
             for name, value in _outputs_and_gradients(dtype, weights)[0].items()}
-  name, worst = max(errors.items(), key=lambda item: item[1])
-  if not worst <= TOLERANCES[dtype]:  # Also catches NaN.
+  # A NaN is the worst of all (max() would pass over it: every comparison with NaN is False).
+  name, worst = max(errors.items(), key=lambda item: math.inf if math.isnan(item[1]) else item[1])
+  if not worst <= TOLERANCES[dtype]:
     instead = "mixed_bfloat16 or float32" if dtype == "mixed_float16" else "float32"
     raise PrecisionError(
         f"dtype {dtype}: this CPU ({cpu.describe()}) computes BERT wrong in {dtype}: {name} is "
