@@ -91,6 +91,13 @@ def test_a_mixed_precision_task_model_exported_in_float32_serves_its_float32_cop
   assert helpers.max_abs_diff(_serve(path, features)["logits"], want) < 1e-5
 
 
+def test_model_keeps_a_mixed_float16_model_as_trained():
+  _, _, encoder = _encoder("mixed_float16")
+  model, record = serving_dtype.for_serving(encoder, "model")
+  assert model is encoder
+  assert (record["compute_dtype"], record["chosen_by"]) == ("float16", "the model's policy")
+
+
 def test_an_unknown_compute_dtype_is_refused_before_anything_is_written(tmp_path):
   _, _, encoder = _encoder()
   with pytest.raises(ValueError, match="export_dtype must be one of"):

@@ -63,7 +63,8 @@ def choose(model: keras.Model, export_dtype: str) -> dict:
     export_dtype: one of `EXPORT_DTYPES`.
 
   Returns:
-    the record `serving.json` holds: "compute_dtype" ("float32" or "bfloat16"), "chosen_by"
+    the record `serving.json` holds: "compute_dtype" ("float32" or "bfloat16"; for "model"
+    also "float16", a mixed_float16 model's), "chosen_by"
     ("the model's policy", "the caller", or "measured on this CPU"), "cpu", and for "auto"
     "matmul_seconds" {dtype: seconds}.
 
@@ -73,9 +74,9 @@ def choose(model: keras.Model, export_dtype: str) -> dict:
   if export_dtype not in EXPORT_DTYPES:
     raise ValueError(f"export_dtype must be one of {EXPORT_DTYPES}, got {export_dtype!r}")
   record = {"cpu": cpu.describe()}
-  if export_dtype == "model":
-    own = "bfloat16" if model.dtype_policy.compute_dtype == "bfloat16" else "float32"
-    return {"compute_dtype": own, "chosen_by": "the model's policy", **record}
+  if export_dtype == "model":  # As trained: float32, bfloat16 or float16.
+    return {"compute_dtype": model.dtype_policy.compute_dtype,
+            "chosen_by": "the model's policy", **record}
   if export_dtype != "auto":
     return {"compute_dtype": export_dtype, "chosen_by": "the caller", **record}
   config = model.config
@@ -107,6 +108,8 @@ def in_dtype(model: keras.Model, compute_dtype: str) -> keras.Model:
 def for_serving(model: keras.Model, export_dtype: str) -> tuple[keras.Model, dict]:
   """(`model` in the chosen compute dtype, the record to write); see `choose`."""
   record = choose(model, export_dtype)
+  if export_dtype == "model":
+    return model, record
   return in_dtype(model, record["compute_dtype"]), record
 
 
