@@ -48,7 +48,10 @@ class _OutputProjection(keras.layers.Layer):
     flat = tf.reshape(x, [-1, x.shape[-1]])  # [B*S, H] (or [B, H])
     logits = tf.matmul(flat, self.output_weights, transpose_b=True) + self.output_bias
     if x.shape.rank != 2:
-      logits = tf.reshape(logits, tf.concat([tf.shape(x)[:-1], [self.num_outputs]], 0))
+      # x's static dims as constants, only the unknown ones read at run time: a TFLite file
+      # then declares [-1, S, C] for a fixed S, not [-1, -1, C].
+      dims = [tf.shape(x)[i] if d is None else d for i, d in enumerate(x.shape[:-1])]
+      logits = tf.reshape(logits, dims + [self.num_outputs])
     return tf.cast(logits, tf.float32)
 
   def get_config(self):
