@@ -91,10 +91,15 @@ def test_masked_positions_only_matches_reference_and_full_gradients():
                          axis=1), rtol=0, atol=2e-6)
   assert helpers.max_abs_diff(sparse["mlm_logits"], want["mlm_logits"]) < TOL
   assert helpers.max_abs_diff(sparse["nsp_logits"], want["nsp_logits"]) < TOL
-  # Same float32 ops over fewer rows; only the matmuls' summation order may differ.
-  # Gradients are O(10) here (logits ~ 3, initializer_range 0.2): 1e-4 is ~1e-5 relative.
+  # Same float32 ops over fewer rows; only the matmuls' summation order may differ. Gradient
+  # entries are sums of terms up to the tensor's largest entry (up to ~2000 here, logits ~ 3,
+  # initializer_range 0.2), so a small entry carries the rounding of those large terms: the
+  # bound is 1e-4 plus 2e-6 of the tensor's largest entry. Measured: at most 6.4e-7 of the
+  # largest entry (AMD Zen 3, Eigen's matmuls); a token-type entry of 1.84 moved by 1.3e-4
+  # in one full-suite run there, beyond a flat 1e-4.
   for variable, a, b in zip(model.trainable_variables, sparse_grads, full_grads):
-    np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-5, err_msg=variable.path)
+    np.testing.assert_allclose(a, b, atol=1e-4 + 2e-6 * np.abs(b).max(), rtol=1e-5,
+                               err_msg=variable.path)
   assert max(np.abs(g).max() for g in full_grads) > 1.0  # The comparison is not of zeros.
 
 
