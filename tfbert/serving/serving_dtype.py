@@ -16,7 +16,6 @@ export and in its `ids/`): the compute dtype, how it was chosen, the CPU and the
 import json
 import os
 import time
-from typing import Optional
 
 import keras
 import tensorflow as tf
@@ -119,11 +118,3 @@ def write_record(export_dir: str, record: dict, id_dir: str) -> None:
   for folder in (export_dir, os.path.join(export_dir, id_dir)):
     atomic.write_text(os.path.join(folder, RECORD_FILE), text)
 
-
-def read_record(export_dir: str) -> Optional[dict]:
-  """`serving.json` of an export (or its `ids/`), or None for exports made before it."""
-  path = os.path.join(export_dir, RECORD_FILE)
-  if not tf.io.gfile.exists(path):
-    return None
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f)
