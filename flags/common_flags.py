@@ -37,3 +37,9 @@ def flagfile(flags_module) -> str:
     if flag.name not in _NOT_RECORDED and flag.value is not None:
       lines.append(flag.serialize())
   return "".join(f"{line}\n" for line in lines if line)
+
+
+def values(flags_module) -> dict:
+  """The parsed values of `flags_module`'s key flags (its own and those it adopts) by name:
+  what `tfbert.runtime.cli.config_from_values` builds a tool's config from."""
+  return {flag.name: flag.value for flag in flags.FLAGS.get_key_flags_for_module(flags_module)}

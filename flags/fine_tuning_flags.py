@@ -1,11 +1,12 @@
-"""Flags shared by the fine-tuning tools (run_squad.py, run_classifier.py): the model's source
-and the optimization. Each tool's flags module re-exports them; a process imports one tool's.
+"""Flags shared by the fine-tuning tools (run_squad.py, run_classifier.py, run_ner.py): the
+model's source, the optimization and the training loop, defined once. Each tool's flags module
+adopts them as key flags (its --help lists them); the tool reads them all through
+`common_flags.values` into its config by name. A process imports one tool's flags.
 """
 
 from absl import flags
 
 from flags import casing_flags
-from flags.casing_flags import ALLOW_CASING_MISMATCH, DO_LOWER_CASE  # noqa: F401  (re-exported)
 from tfbert.training.distribution import STRATEGIES
 from tfbert.training.precision import DTYPES
 

@@ -8,37 +8,6 @@ do not.
 from absl import flags
 
 from flags import common_flags, export_flags, fine_tuning_flags, run_directory_flags
-from flags.export_flags import EXPORT_DTYPE  # noqa: F401  (re-exported for the tool)
-from flags.fine_tuning_flags import (  # noqa: F401  (re-exported for the tool)
-    ALLOW_CASING_MISMATCH,
-    BERT_CONFIG_FILE,
-    BEST_METRIC,
-    CLIP_NORM,
-    DISTRIBUTION_STRATEGY,
-    DO_LOWER_CASE,
-    DTYPE,
-    EARLY_STOPPING_PATIENCE,
-    EVAL_EVERY_STEPS,
-    GRADIENT_ACCUMULATION_STEPS,
-    INIT_CHECKPOINT,
-    INIT_HF_DIR,
-    INIT_TFBERT,
-    JIT_COMPILE,
-    KEEP_CHECKPOINT_MAX,
-    LEARNING_RATE,
-    LOG_STEPS,
-    MAX_TRAIN_STEPS,
-    NUM_CPU_DEVICES,
-    NUM_TRAIN_EPOCHS,
-    SAVE_CHECKPOINTS_STEPS,
-    SEED,
-    STOP_AT_STEP,
-    TRAIN_BATCH_SIZE,
-    VERBOSE,
-    VOCAB_FILE,
-    WARMUP_PROPORTION,
-    WEIGHT_DECAY_RATE,
-)
 from tfbert.classifier.glue_data import CUSTOM_TASK, TASKS
 
 # What to do, on which data.

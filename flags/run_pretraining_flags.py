@@ -7,7 +7,6 @@ is missing); the others are optional. `--flagfile=FILE` reads flags from a file.
 from absl import flags
 
 from flags import common_flags, export_flags, run_directory_flags
-from flags.export_flags import EXPORT_DTYPE  # noqa: F401  (re-exported for the tool)
 from tfbert.training.distribution import STRATEGIES
 from tfbert.training.optimization import OPTIMIZERS
 from tfbert.training.precision import DTYPES

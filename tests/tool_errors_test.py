@@ -45,6 +45,8 @@ def cases(tmp_path_factory):
           vocab_file=vocab, max_seq_length=SEQ, max_predictions_per_seq=PRED, dupe_factor=1),
       log_every_seconds=1e9)
   BertConfig(**TINY).to_json_file(str(d / "bert_config.json"))
+  BertConfig(**{**TINY, "max_position_embeddings": 2 * SEQ}).to_json_file(
+      str(d / "bert_config_64.json"))
   partial = {k: v for k, v in TINY.items() if k != "num_hidden_layers"}
   _write(d / "partial_config.json", json.dumps(partial))
   squad_v2 = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [{
@@ -56,6 +58,7 @@ def cases(tmp_path_factory):
                                              "answers": [{"text": "Alan",
                                                           "answer_start": 0}]}]}]}]}
   _write(d / "train-v1.1.json", json.dumps(squad_v1))
+  _write(d / "train.conll", "Alan B-PER\nwent O\nhome O\n")
   glue = d / "mrpc"
   glue.mkdir()
   header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
@@ -71,7 +74,7 @@ def cases(tmp_path_factory):
   common = [f"--bert_config_file={d / 'bert_config.json'}", f"--vocab_file={vocab}"]
   return {
       "run_pretraining: data of another sequence length": (
-          ["run_pretraining", f"--bert_config_file={d / 'bert_config.json'}",
+          ["run_pretraining", f"--bert_config_file={d / 'bert_config_64.json'}",
            f"--input_files={data}/*.tfrecord", f"--model_dir={d / 'pretrain'}",
            "--max_seq_length=64", f"--max_predictions_per_seq={PRED}"],
           ["pretraining-00000-of-00001.tfrecord", "input_ids", "--max_seq_length=64"],
@@ -84,6 +87,20 @@ def cases(tmp_path_factory):
           ["run_squad", "--do_train", f"--train_file={d / 'train-v2.0.json'}",
            f"--output_dir={d / 'squad'}", *common],
           ["train-v2.0.json", "--version_2_with_negative"], d / "squad"),
+      "run_pretraining: a sequence longer than the model": (
+          ["run_pretraining", f"--bert_config_file={d / 'bert_config.json'}",
+           f"--input_files={data}/*.tfrecord", f"--model_dir={d / 'pretrain3'}",
+           "--max_seq_length=64", f"--max_predictions_per_seq={PRED}"],
+          ["max_seq_length 64 exceeds max_position_embeddings 32"], d / "pretrain3"),
+      "run_squad: a window longer than the model": (
+          ["run_squad", "--do_train", f"--train_file={d / 'train-v1.1.json'}",
+           f"--output_dir={d / 'squad3'}", "--max_seq_length=64", "--max_query_length=16",
+           "--doc_stride=16", *common],
+          ["max_seq_length 64 exceeds max_position_embeddings 32"], d / "squad3"),
+      "run_ner: a zero train batch": (
+          ["run_ner", "--do_train", f"--train_file={d / 'train.conll'}",
+           f"--output_dir={d / 'ner'}", "--train_batch_size=0", *common],
+          ["train_batch_size (0)", "must be >= 1"], d / "ner"),
       "run_squad: a stride longer than the window": (
           ["run_squad", "--do_train", f"--train_file={d / 'train-v1.1.json'}",
            f"--output_dir={d / 'squad2'}", "--max_seq_length=32", "--max_query_length=8",
@@ -132,6 +149,9 @@ CASE_NAMES = [
     "run_pretraining: bert_config.json without a field",
     "run_squad: SQuAD 2.0 data without the v2 flag",
     "run_squad: a stride longer than the window",
+    "run_pretraining: a sequence longer than the model",
+    "run_squad: a window longer than the model",
+    "run_ner: a zero train batch",
     "run_classifier: an empty dev file",
     "create_pretraining_data: a vocabulary that is not UTF-8",
     "run_classifier: a cased --do_lower_case for an uncased checkpoint",
@@ -140,7 +160,7 @@ CASE_NAMES = [
 ]
 
 
-@pytest.mark.slow  # ~1 min: nine tools start at once, each importing TensorFlow.
+@pytest.mark.slow  # ~1.5 min: twelve tools start at once, each importing TensorFlow.
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_bad_input_ends_the_tool_with_one_line_naming_the_culprit(cases, results, name):
   _, expected, untouched = cases[name]

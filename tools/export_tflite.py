@@ -39,7 +39,7 @@ def main(argv):
   logging.getLogger("tensorflow").setLevel(logging.WARNING)
   model = convert.read_tfbert_model(f.MODEL.value)
   run = tflite_export.run_config_of(f.MODEL.value) or {}
-  seq_length = f.SEQ_LENGTH.value or run.get("max_seq_length", 128)
+  seq_length = f.SEQ_LENGTH.value or tflite_export.run_seq_length(run) or 128
   task = _task(run) if isinstance(model, BertClassifier) else None
   vocab_file = f.VOCAB_FILE.value or os.path.join(os.path.dirname(f.MODEL.value), "vocab.txt")
   vocab_file = vocab_file if os.path.isfile(vocab_file) else None

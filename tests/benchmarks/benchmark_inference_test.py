@@ -1,4 +1,4 @@
-"""Tests for tools.benchmarks.benchmark_inference: four engines of the same model, a report."""
+"""Tests for tools.benchmarks.benchmark_inference: five engines of the same model, a report."""
 
 import dataclasses
 
@@ -9,23 +9,23 @@ import tensorflow as tf
 from tests import helpers
 from tfbert import BertEncoder
 from tfbert.checkpoints import convert, pretrained
-from tfbert.serving import export, onnx_export
+from tfbert.serving import export, onnx_export, tflite_export
 from tools.benchmarks import benchmark_inference
 
 TINY = dict(batch_size=3, seq_length=9, iterations=2, latency_iterations=3, warmup=1, rounds=1)
 
 
 def test_the_engines_compute_the_same_encoder_and_are_timed(tmp_path):
-  """Like with like: the float32 SavedModel and ONNX Runtime agree to float32 rounding
-  (the ONNX test's bound), and the bfloat16 SavedModel to bfloat16's (8-bit mantissas:
-  ~1e-2 here, a bound of 0.1 still fails for another model or input). On a small odd
-  encoder in Hugging Face format; `tools/benchmark.py` measures MiniLM-L6-H384."""
+  """Like with like: the float32 SavedModel, TFLite and ONNX Runtime agree to float32
+  rounding (the ONNX test's bound), and the bfloat16 SavedModel to bfloat16's (8-bit
+  mantissas: ~1e-2 here, a bound of 0.1 still fails for another model or input). On a small
+  odd encoder in Hugging Face format; `tools/benchmark.py` measures MiniLM-L6-H384."""
   hf_dir = str(tmp_path / "hf")
   encoder = BertEncoder(helpers.odd_config(vocab_size=30522))
   encoder.build()
   convert.write_model(encoder, "hf", hf_dir, vocab_file=pretrained.minilm_vocab_file(),
                       do_lower_case=True)
-  prepared = benchmark_inference.prepare(str(tmp_path / "exports"), hf_dir)
+  prepared = benchmark_inference.prepare(str(tmp_path / "exports"), 9, hf_dir)
   paths = prepared["paths"]
   assert sorted(paths) == sorted(benchmark_inference.ENGINES)
   # The fused peer is fully fused (tanh GELU here: FastGelu); the optimizer's own count on
@@ -44,7 +44,9 @@ def test_the_engines_compute_the_same_encoder_and_are_timed(tmp_path):
   pooled["onnxruntime_float32"] = session.run(["pooled_output"], batch)[0]
   fused = onnx_export.onnx_session(paths["onnxruntime_fused"])
   pooled["onnxruntime_fused"] = fused.run(["pooled_output"], batch)[0]
-  for engine in ("onnxruntime_float32", "onnxruntime_fused"):
+  pooled["tfbert_tflite"] = tflite_export.TfliteModel(paths["tfbert_tflite"])(batch)[
+      "pooled_output"]
+  for engine in ("onnxruntime_float32", "onnxruntime_fused", "tfbert_tflite"):
     assert np.abs(pooled[engine] - pooled["tfbert_float32"]).max() < 1e-5, engine
   bf16 = np.abs(pooled["tfbert_bfloat16"] - pooled["tfbert_float32"]).max()
   assert 0 < bf16 < 0.1, bf16
@@ -60,6 +62,7 @@ def test_the_engines_compute_the_same_encoder_and_are_timed(tmp_path):
 def test_the_report_names_the_cpu_and_judges_the_best_export_against_the_fused_peer():
   case = benchmark_inference.InferenceCase(**TINY)
   numbers = {"tfbert_float32": (60.0, 20.0), "tfbert_bfloat16": (120.0, 15.0),
+             "tfbert_tflite": (70.0, 17.0),
              "onnxruntime_float32": (50.0, 25.0), "onnxruntime_fused": (80.0, 16.0)}
   runs = {e: [{"engine": e, "sequences_per_second": s, "latency_ms": ms}]
           for e, (s, ms) in numbers.items()}
@@ -80,7 +83,7 @@ def test_the_report_names_the_cpu_and_judges_the_best_export_against_the_fused_p
              for e, (s, ms) in slow.items()}, "x", {"optimizer_fusions": {}, "fused_ops": {}})
   text = benchmark_inference.format_result(result)
   assert "(tfbert_bfloat16) / ORT fused: 0.88 (goal >= 1.2: NOT met)" in text
-  assert "latency (tfbert_float32) / ORT fused: 1.25 (goal <= 1.0: NOT met)" in text
+  assert "latency (tfbert_tflite) / ORT fused: 1.06 (goal <= 1.0: NOT met)" in text
 
 
 def test_a_case_is_checked():

@@ -1,10 +1,13 @@
 """tfbert.runtime.cli and the tools' shared behaviour: one-line errors, --traceback, --help, quiet
 start."""
 
+import dataclasses
+import json
 import logging
 import os
 import subprocess
 import sys
+from typing import Optional
 
 import pytest
 import tensorflow as tf
@@ -141,3 +144,86 @@ def test_logging_is_plain_info_to_stdout_problems_to_stderr(capsys):
     root.setLevel(saved[1])
   assert captured.out == "read 12 features\n"
   assert captured.err == "WARNING: a real warning\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inner:
+  doc_stride: int = 5
+  clip_norm: Optional[float] = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class _Outer:
+  output_dir: str
+  inner: _Inner = _Inner()
+  seed: int = 3
+  custom: Optional[str] = None
+
+
+def test_a_config_is_built_by_name_nested_fields_and_converters_included():
+  values = {"output_dir": "runs/x", "doc_stride": 7, "clip_norm": 0.0, "unrelated": 1}
+  config = cli.config_from_values(_Outer, values, {"clip_norm": cli.zero_is_none},
+                                  custom="given")
+  assert config == _Outer("runs/x", _Inner(7, None), 3, "given")
+  assert cli.config_from_values(_Outer, {"output_dir": "y", "clip_norm": 2.5}).inner == \
+      _Inner(5, 2.5)
+  assert cli.setting_names(_Outer) == {"output_dir", "doc_stride", "clip_norm", "seed", "custom"}
+
+
+def test_a_config_without_a_required_value_or_with_a_stray_one_is_refused():
+  with pytest.raises(ValueError, match=r"_Outer.output_dir: no value given and no default"):
+    cli.config_from_values(_Outer, {"seed": 1})
+  with pytest.raises(TypeError, match="_Outer has no field colour"):
+    cli.config_from_values(_Outer, {"output_dir": "x"}, colour="red")
+
+
+# Per training tool: its flags module, its config, the flags that are not settings of the
+# config (the tool reads them itself) and the config's settings that have no flag (their
+# defaults or the tool's explicit values hold).
+_TOOL_CONFIGS = {
+    "run_classifier": ("run_classifier_flags", "tfbert.classifier.classifier_run",
+                       "ClassifierRunConfig",
+                       {"traceback", "custom_text_a_column", "custom_text_b_column",
+                        "custom_label_column", "custom_header", "custom_delimiter",
+                        "custom_labels", "custom_regression"}, {"custom"}),
+    "run_squad": ("run_squad_flags", "tfbert.squad.squad_run", "SquadRunConfig",
+                  {"traceback"}, set()),
+    "run_ner": ("run_ner_flags", "tfbert.tagging.tagging_run", "NerRunConfig",
+                {"traceback"}, set()),
+    "run_pretraining": ("run_pretraining_flags", "tfbert.pretraining.pretraining_run",
+                        "PretrainingRunConfig", {"traceback", "bert_config_file"},
+                        {"bert_config", "window_normalization", "end_learning_rate", "power",
+                         "exclude_from_weight_decay", "exclude_from_layer_adaptation",
+                         "accumulation_reduction", "loss_scale", "initial_loss_scale",
+                         "loss_scale_growth_steps", "momentum"}),
+}
+
+
+@pytest.mark.parametrize("tool", sorted(_TOOL_CONFIGS))
+def test_every_flag_of_a_training_tool_is_a_config_setting_of_the_same_name(tool):
+  """One name per setting: what the tool's `main` builds with `config_from_values` reaches
+  every field by its flag, and no flag is left unread."""
+  flags_module, config_module, config_class, tool_only, no_flag = _TOOL_CONFIGS[tool]
+  explicit = ["bert_config"] if tool == "run_pretraining" else ["custom"] * (
+      tool == "run_classifier")  # What each tool's main gives itself.
+  code = (f"import json; from absl import flags; from flags import common_flags, {flags_module} "
+          f"as f; from {config_module} import {config_class} as C; from tfbert.runtime import "
+          "cli; flags.FLAGS(['x']); print(json.dumps([sorted(common_flags.values(f)), "
+          f"sorted(cli.setting_names(C, {explicit!r}))]))")
+  out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=_env(), capture_output=True,
+                       text=True, timeout=240, check=True).stdout
+  flag_names, settings = map(set, json.loads(out.splitlines()[-1]))
+  assert flag_names - settings == tool_only
+  assert settings - flag_names == no_flag
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--pretrain_steps=-5", "flag --pretrain_steps=-5"),
+    ("--squad_epochs=-1", "flag --squad_epochs=-1"),
+])
+def test_a_negative_count_ends_the_demo_before_any_work(tmp_path, flag, message):
+  """A negative count once skipped the work and exited 0; absl's bound now refuses it."""
+  process = _tool("demo", flag, f"--workdir={tmp_path / 'demo'}")
+  _, err = process.communicate(timeout=240)
+  assert process.returncode == 1 and message in err, err[-2000:]
+  assert not (tmp_path / "demo").exists()

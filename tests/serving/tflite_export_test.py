@@ -31,10 +31,12 @@ import numpy as np
 import pytest
 
 from tests import glue_synthetic, helpers
-from tfbert import BertClassifier, BertConfig, BertEncoder
+from tfbert import BertClassifier, BertConfig, BertEncoder, BertSpanLabeler
 from tfbert.checkpoints import convert, pretrained
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.serving import export, tflite_export
+from tfbert.squad import squad_features
+from tfbert.squad.squad_run import SquadRunConfig
 
 FLOAT_TOL = 2e-5  # See the module docstring.
 QUANT_REL = 0.1
@@ -231,6 +233,38 @@ def test_tool_exports_a_run_and_scores_its_dev_set(tmp_path):
   want = model(features, training=False)["logits"].numpy()
   assert helpers.max_abs_diff(tflite_export.TfliteModel(str(output))(features)["logits"],
                               want) < FLOAT_TOL
+
+
+def test_tool_exports_a_squad_run_at_its_window_length(tmp_path):
+  """A SQuAD run keeps its S under `features` in run_config.json; the tool must read it
+  there, not fall back to 128 (beyond this model's 64 positions: refused) or export a
+  length the run never used."""
+  run = tmp_path / "run"
+  run.mkdir()
+  model = BertSpanLabeler(BertConfig(**TINY))
+  model.build()
+  convert.save_tfbert_model(model, str(run / "model.keras"))
+  settings = SquadRunConfig(output_dir=str(run), do_predict=True, predict_file="dev.json",
+                            features=squad_features.FeatureConfig(max_seq_length=40,
+                                                                  doc_stride=16,
+                                                                  max_query_length=8))
+  (run / "run_config.json").write_text(settings.to_json())
+  assert tflite_export.run_seq_length(tflite_export.run_config_of(str(run / "model.keras"))) \
+      == 40
+  output = tmp_path / "lite" / "model.tflite"
+  command = [sys.executable, os.path.join(helpers.ROOT, "tools", "export_tflite.py"),
+             f"--model={run / 'model.keras'}", f"--output={output}"]
+  done = subprocess.run(command, cwd=tmp_path, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+                        capture_output=True, text=True, timeout=300, check=False)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert "float32, seq_length 40)" in done.stdout.splitlines()[0]
+  assert tflite_export.TfliteModel(str(output)).seq_length == 40
+
+
+def test_run_seq_length_reads_each_run_kind():
+  assert tflite_export.run_seq_length({"max_seq_length": 24}) == 24
+  assert tflite_export.run_seq_length({"features": {"max_seq_length": 384}}) == 384
+  assert tflite_export.run_seq_length({"seed": 1}) is None
 
 
 def test_the_file_has_the_id_signature_alone_with_a_dynamic_batch(exports):

@@ -113,6 +113,15 @@ def test_config_names_what_does_not_fit(tmp_path, overrides, message):
   assert not (tmp_path / "out").exists()
 
 
+def test_a_window_longer_than_the_model_is_refused_before_the_directory_is_claimed(
+    squad_files):
+  config = _run_config(squad_files, "out", do_train=True, features=squad_features.FeatureConfig(
+      max_seq_length=129, doc_stride=48, max_query_length=16))
+  with pytest.raises(ValueError, match="max_seq_length 129 exceeds max_position_embeddings 128"):
+    squad_run.run_squad(config)
+  assert not (squad_files / "out").exists()
+
+
 def test_google_checkpoint_init_loads_the_encoder_and_a_fresh_span_head(tmp_path):
   source = BertPretrainer(BertConfig(**TINY))
   source.build()
@@ -151,6 +160,11 @@ def test_mixed_precision_trains_and_predicts(tmp_path, dtype):
       features=squad_features.FeatureConfig(max_seq_length=64, doc_stride=32,
                                             max_query_length=16)))
   assert result["train"]["steps"] == 2 and np.isfinite(result["train"]["loss"])
+  # Like every fine-tuning run: the training summary beside model.keras, and listed.
+  out = tmp_path / dtype
+  with open(out / "train_results.json", encoding="utf-8") as f:
+    assert json.load(f) == json.loads(json.dumps(result["train"]))
+  assert {str(out / "model.keras"), str(out / "train_results.json")} <= set(result["written"])
   # mixed_float16 alone scales the loss (2**15 at first; halved on each skipped step).
   assert ("loss_scale" in result["train"]) == (dtype == "mixed_float16")
   assert 0 <= result["scores"]["f1"] <= 100
@@ -381,7 +395,7 @@ def test_tool_trains_mirrored_with_accumulation_predicts_and_prints_scores(tmp_p
   # It ends by listing what it wrote where.
   wrote = lines.index("wrote:")
   assert [line.strip() for line in lines[wrote + 1:]] == [
-      str(out / name) for name in ("model.keras", "predictions.json",
+      str(out / name) for name in ("model.keras", "train_results.json", "predictions.json",
                                    "nbest_predictions.json", "eval_results.json")] + [
                                        str(tmp_path / "export")]
   assert "steps=3 " in run.stdout  # 3 applied steps = 6 micro-steps of 8 on 2 replicas.

