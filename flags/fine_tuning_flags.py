@@ -7,8 +7,7 @@ adopts them as key flags (its --help lists them); the tool reads them all throug
 from absl import flags
 
 from flags import casing_flags
-from tfbert.training.distribution import STRATEGIES
-from tfbert.training.precision import DTYPES
+from tfbert.training.distribution import DTYPES, STRATEGIES
 
 # The model and where its weights come from (at most one init_* flag).
 BERT_CONFIG_FILE = flags.DEFINE_string(

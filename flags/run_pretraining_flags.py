@@ -7,9 +7,8 @@ is missing); the others are optional. `--flagfile=FILE` reads flags from a file.
 from absl import flags
 
 from flags import common_flags, export_flags, run_directory_flags
-from tfbert.training.distribution import STRATEGIES
+from tfbert.training.distribution import DTYPES, STRATEGIES
 from tfbert.training.optimization import OPTIMIZERS
-from tfbert.training.precision import DTYPES
 
 BERT_CONFIG_FILE = flags.DEFINE_string("bert_config_file", None,
                                        "Required. bert_config.json of the model to pretrain.")

@@ -13,7 +13,7 @@ import tensorflow as tf
 from tfbert.encoder import BertEncoder, as_config, read_inputs
 from tfbert.layers import dropout
 from tfbert.layers.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
-from tfbert.pretraining import pretraining_loss
+from tfbert.losses import pretraining_loss
 from tfbert.training.accumulation import find_accumulator
 
 # Metrics of BertPretrainer, all weighted means over the logged steps.
@@ -80,7 +80,7 @@ class BertPretrainer(keras.Model):
 
     `data` is a feature dict with google-research/bert's names (labels included:
     `masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels`), optionally with the
-    pipeline's window features; see `tfbert.pretraining.pretraining_loss`.
+    pipeline's window features; see `tfbert.losses.pretraining_loss`.
     """
     features = keras.utils.unpack_x_y_sample_weight(data)[0]
     steps, reduction = _accumulation(self.optimizer)

@@ -22,7 +22,7 @@ from absl import logging as absl_logging
 from flags import common_flags
 from flags import export_tflite_flags as f
 from tfbert.checkpoints import convert
-from tfbert.classifier import classifier_features, glue_data
+from tfbert.classifier import classifier_export, classifier_features, glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.models import BertClassifier
 from tfbert.runtime import cli
@@ -84,7 +84,7 @@ def _score(model, path, task, vocab_file, do_lower_case, seq_length):
     labels = classifier_features.label_array(examples, task)
     results = {}
     for name, predict_batch in (("keras", keras_batch), ("tflite", lite)):
-      metrics, values = tflite_export.score_classifier(predict_batch, features, labels, task,
+      metrics, values = classifier_export.score_classifier(predict_batch, features, labels, task,
                                                        f.EVAL_BATCH_SIZE.value)
       result = {"model": name, "dev_file": dev, **metrics}
       if f.LATENCY_RUNS.value:

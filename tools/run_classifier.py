@@ -14,7 +14,7 @@ from flags import run_classifier_flags as f
 from tfbert.classifier import glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig, run_classifier
 from tfbert.runtime import cli
-from tfbert.training import fine_tuning
+from tfbert.tasks import fine_tuning
 
 
 def main(argv):

@@ -14,7 +14,7 @@ from flags import common_flags
 from flags import run_ner_flags as f
 from tfbert.runtime import cli
 from tfbert.tagging.tagging_run import NerRunConfig, run_ner
-from tfbert.training import fine_tuning
+from tfbert.tasks import fine_tuning
 
 
 def main(argv):

@@ -12,7 +12,7 @@ from flags import common_flags
 from flags import run_squad_flags as f
 from tfbert.runtime import cli
 from tfbert.squad.squad_run import SquadRunConfig, run_squad
-from tfbert.training import fine_tuning
+from tfbert.tasks import fine_tuning
 
 
 def main(argv):

@@ -33,7 +33,7 @@ from tfbert.squad import (
   squad_postprocess,
   squad_run,
 )
-from tfbert.training import fine_tuning
+from tfbert.tasks import fine_tuning
 from tools.demos.squad_synthetic import synthetic_squad
 
 ROOT = helpers.ROOT

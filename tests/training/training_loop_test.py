@@ -18,7 +18,8 @@ import pytest
 import tensorflow as tf
 
 from tfbert import BertClassifier, BertConfig
-from tfbert.training import distribution, fine_tuning, training_loop
+from tfbert.tasks import fine_tuning
+from tfbert.training import distribution, training_loop
 
 CONFIG = BertConfig(vocab_size=43, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                     intermediate_size=19, max_position_embeddings=13, type_vocab_size=2,

@@ -29,13 +29,14 @@ only.
 Shape legend: B batch, S sequence, C classes.
 """
 
-from typing import Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
+import numpy as np
 import tensorflow as tf
 
-from tfbert.classifier import classifier_features
+from tfbert.classifier import classifier_features, glue_data, glue_metrics
 from tfbert.models import BertClassifier
-from tfbert.serving import export, serving_dtype
+from tfbert.serving import export, serving_dtype, tflite_export
 
 TEXT_SIGNATURE = "classify_text"
 LABELS_FILE = export.LABELS_FILE
@@ -119,3 +120,31 @@ def export_classifier_saved_model(model: BertClassifier, export_dir: str, vocab_
 
   export.save_atomically(write, export_dir)
   return export_dir
+
+
+def score_classifier(predict_batch: Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]],
+                     features: Mapping[str, np.ndarray], labels: np.ndarray,
+                     task: glue_data.Task, batch_size: int
+                     ) -> tuple[dict[str, float], np.ndarray]:
+  """The task's GLUE metrics of a classifier's predictions, as `tools/run_classifier.py`
+  scores its dev set (argmax of `logits`, or regression's `score`).
+
+  Args:
+    predict_batch: features -> the id signature's outputs (`TfliteModel`, or Keras through
+      `export.served_outputs`).
+    features: int32 [N, S] arrays by feature name.
+    labels: int class ids [N] or float scores [N] (`classifier_features.label_array`).
+    task: the `glue_data.Task`.
+    batch_size: rows per `predict_batch` call.
+
+  Returns:
+    ({metric: fraction, "num_examples": N}, the per-example logits [N, C] or scores [N]).
+  """
+  outputs = tflite_export.predict(predict_batch, features, batch_size)
+  if task.is_regression:
+    values = predicted = outputs["score"]
+  else:
+    values = outputs["logits"]
+    predicted = np.argmax(values, axis=1)
+  return ({**glue_metrics.compute_metrics(task.metrics, predicted, labels),
+           "num_examples": len(labels)}, values)

@@ -6,7 +6,7 @@
    malformed (`file:line`) or empty file is an error before anything is built or written.
 1. Builds a `BertClassifier` (C = the task's label count, 1 for STS-B regression) in the
    strategy's scope and initializes its encoder (pooler included) from a Google
-   checkpoint, a Hugging Face directory or a tfbert `.keras` file (`tfbert.training.fine_tuning`);
+   checkpoint, a Hugging Face directory or a tfbert `.keras` file (`tfbert.tasks.fine_tuning`);
    the classifier head (`output_weights`, `output_bias`, unscoped as in Google's code)
    starts fresh unless the source has one. Then the output directory is claimed
    (`fine_tuning.claim_run_directory`: a lock, and a rerun must match the recorded run).
@@ -72,8 +72,8 @@ from tfbert.classifier import classifier_export, classifier_features, glue_data,
 from tfbert.models import BertClassifier
 from tfbert.runtime import atomic, validation
 from tfbert.serving import export
+from tfbert.tasks import fine_tuning
 from tfbert.text.tokenization import WordPieceTokenizer
-from tfbert.training import fine_tuning
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

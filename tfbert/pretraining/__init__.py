@@ -1,1 +1,2 @@
-"""Pretraining: Google-format data, input pipeline and checks, MLM + NSP loss, the resumable run."""
+"""Pretraining: Google-format data, input pipeline and checks, held-out evaluation, the resumable
+run (its loss is `tfbert.losses.pretraining_loss`)."""

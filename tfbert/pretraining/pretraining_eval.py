@@ -2,7 +2,7 @@
 
 The evaluation reads `eval_input_files` in file order (no shuffle, no repeat) in batches of
 `eval_batch_size` sequences, dropout off, and sums over every batch and replica what
-`tfbert.pretraining.pretraining_loss.pretraining_losses` counts. The metrics are those of
+`tfbert.losses.pretraining_loss.pretraining_losses` counts. The metrics are those of
 training, under the same names, so TensorBoard draws the eval run over the train run:
 
   mlm_loss      masked-LM cross-entropy averaged over masked tokens (`masked_lm_weights`)
@@ -24,7 +24,8 @@ from typing import Mapping, Sequence
 
 import tensorflow as tf
 
-from tfbert.pretraining import input_pipeline, pretraining_loss
+from tfbert.losses import pretraining_loss
+from tfbert.pretraining import input_pipeline
 from tfbert.training import distribution
 
 SUMS = ("mlm_loss_sum", "mlm_weight", "mlm_correct", "nsp_loss_sum", "nsp_count",

@@ -67,9 +67,10 @@ from tfbert.models import BertPretrainer
 from tfbert.pretraining import data_checks, input_pipeline, pretraining_eval
 from tfbert.runtime import atomic, run_directory, validation
 from tfbert.serving import export, serving_dtype
-from tfbert.training import distribution, optimization, precision, training_loop
+from tfbert.tasks import precision
+from tfbert.training import distribution, optimization, training_loop
 from tfbert.training.accumulation import find_accumulator
-from tfbert.training.precision import DTYPES
+from tfbert.training.distribution import DTYPES
 
 
 @dataclasses.dataclass(frozen=True)

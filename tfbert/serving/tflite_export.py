@@ -65,7 +65,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfbert.classifier import glue_data, glue_metrics
 from tfbert.config import BertConfig
 from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from tfbert.runtime import atomic
@@ -394,31 +393,3 @@ def run_seq_length(run_config: Mapping[str, Any]) -> Optional[int]:
     return int(features["max_seq_length"])
   value = run_config.get("max_seq_length")
   return None if value is None else int(value)
-
-
-def score_classifier(predict_batch: Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]],
-                     features: Mapping[str, np.ndarray], labels: np.ndarray,
-                     task: glue_data.Task, batch_size: int
-                     ) -> tuple[dict[str, float], np.ndarray]:
-  """The task's GLUE metrics of a classifier's predictions, as `tools/run_classifier.py`
-  scores its dev set (argmax of `logits`, or regression's `score`).
-
-  Args:
-    predict_batch: features -> the id signature's outputs (`TfliteModel`, or Keras through
-      `export.served_outputs`).
-    features: int32 [N, S] arrays by feature name.
-    labels: int class ids [N] or float scores [N] (`classifier_features.label_array`).
-    task: the `glue_data.Task`.
-    batch_size: rows per `predict_batch` call.
-
-  Returns:
-    ({metric: fraction, "num_examples": N}, the per-example logits [N, C] or scores [N]).
-  """
-  outputs = predict(predict_batch, features, batch_size)
-  if task.is_regression:
-    values = predicted = outputs["score"]
-  else:
-    values = outputs["logits"]
-    predicted = np.argmax(values, axis=1)
-  return ({**glue_metrics.compute_metrics(task.metrics, predicted, labels),
-           "num_examples": len(labels)}, values)

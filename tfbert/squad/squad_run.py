@@ -78,8 +78,8 @@ from tfbert.squad import (
   squad_features,
   squad_postprocess,
 )
+from tfbert.tasks import fine_tuning
 from tfbert.text.tokenization import WordPieceTokenizer
-from tfbert.training import fine_tuning
 
 INPUT_NAMES = export.FEATURE_NAMES  # input_ids, input_mask, segment_ids
 # v2.0 predictions: the best null-score threshold and how to apply it (`null_threshold_report`).
@@ -339,7 +339,7 @@ def train_dataset(features: list[squad_features.SquadFeature], batch_size: int,
   """Endless (inputs, labels) batches of training features for Keras `fit`.
 
   Each epoch is a permutation of the features fixed by (`seed`, epoch), the stream the
-  training loop reads (`tfbert.training.fine_tuning.shuffled_batches`).
+  training loop reads (`tfbert.tasks.fine_tuning.shuffled_batches`).
 
   Returns:
     tf.data.Dataset of ({input_ids, input_mask, segment_ids}: int32 [B, S],

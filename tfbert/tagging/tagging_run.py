@@ -54,8 +54,8 @@ from tfbert.models import BertTokenClassifier
 from tfbert.runtime import atomic, validation
 from tfbert.serving import export
 from tfbert.tagging import conll, tagging_export, tagging_features, tagging_metrics
+from tfbert.tasks import fine_tuning
 from tfbert.text.tokenization import WordPieceTokenizer
-from tfbert.training import fine_tuning
 
 LABELS_FILE = tagging_export.LABELS_FILE  # Also in the run directory.
 # The per-type and count entries of the scores are not TensorBoard scalars.

@@ -1,1 +1,1 @@
-"""Training engine: optimizers, schedules, gradient accumulation, strategies, fine-tuning runs."""
+"""Training engine: optimizers, schedules, gradient accumulation, strategies, the training loop."""

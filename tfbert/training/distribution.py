@@ -1,4 +1,5 @@
-"""Creates the `tf.distribute` strategy of a run: one device, mirrored, or multi-worker.
+"""Creates the `tf.distribute` strategy of a run: one device, mirrored, or multi-worker; and
+the names of the precision policies (`DTYPES`) a run may train in.
 
 Logical CPU devices let `MirroredStrategy` run with several replicas on one CPU (tests,
 alignment runs). They must be configured before TensorFlow initializes its devices, so
@@ -10,6 +11,9 @@ import os
 import tensorflow as tf
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker")
+# The precision policies a run may train in (Keras' names); mixed_float16 adds loss scaling.
+# `tfbert.tasks.precision` checks that this CPU computes each right.
+DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
 def configure_cpu_devices(count: int) -> None:

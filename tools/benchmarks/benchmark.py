@@ -37,7 +37,8 @@ from tfbert.config import BertConfig
 from tfbert.models import BertPretrainer, BertSpanLabeler
 from tfbert.runtime import validation
 from tfbert.squad import squad_run
-from tfbert.training import fine_tuning, optimization
+from tfbert.tasks import fine_tuning
+from tfbert.training import optimization
 from tools.benchmarks import benchmark_mfu
 
 IMPLEMENTATIONS = ("tfbert", "model_garden")

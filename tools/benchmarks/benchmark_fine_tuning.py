@@ -1,7 +1,7 @@
 """Fine-tuning step rate: tfbert's training loop against the Keras `fit` path it replaced.
 
 The same SQuAD fine-tuning (a `BertSpanLabeler`, the recipe's optimizer stack, the same
-features, data stream and steps) is trained by `tfbert.training.fine_tuning.train` (the
+features, data stream and steps) is trained by `tfbert.tasks.fine_tuning.train` (the
 loop every tool uses: `strategy.run(model.train_step)` in chunks, checkpoints, logs) and by
 `fine_tuning.compile_and_fit` (Keras `fit` with the same `train_step`, what the tools ran
 before). Each path runs in a fresh process that, after one untimed run, times the training
@@ -25,8 +25,8 @@ import keras
 from tfbert.checkpoints import pretrained
 from tfbert.runtime import validation
 from tfbert.squad import squad_features, squad_postprocess, squad_run
+from tfbert.tasks import fine_tuning
 from tfbert.text.tokenization import WordPieceTokenizer
-from tfbert.training import fine_tuning
 from tools.benchmarks import benchmark
 from tools.demos.squad_synthetic import synthetic_squad
 

@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from tfbert.layers import activations, dropout, fused
 from tfbert.layers.layer_norm import normalize
-from tfbert.pretraining import pretraining_loss
+from tfbert.losses import pretraining_loss
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 

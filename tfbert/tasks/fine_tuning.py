@@ -15,7 +15,7 @@ benchmark's peer).
 
 Both read `shuffled_batches`, whose order is a pure function of the seed and the epoch,
 so k micro-batches of b examples see exactly the examples of one batch of k*b
-(accumulation is an exact replacement for the big batch: tests/training/fine_tuning_test.py
+(accumulation is an exact replacement for the big batch: tests/tasks/fine_tuning_test.py
 and the k=1 vs k=4 tests of squad_run_test.py and classifier_run_test.py), R replicas
 see together the examples one replica would, and a resumed run continues the stream.
 """
@@ -38,9 +38,10 @@ from tfbert.checkpoints import convert, google_checkpoint, huggingface, pretrain
 from tfbert.config import BertConfig
 from tfbert.runtime import atomic, cli, run_directory, validation
 from tfbert.serving import serving_dtype
+from tfbert.tasks import precision
 from tfbert.text import casing
-from tfbert.training import distribution, optimization, precision, training_loop
-from tfbert.training.precision import DTYPES
+from tfbert.training import distribution, optimization, training_loop
+from tfbert.training.distribution import DTYPES
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

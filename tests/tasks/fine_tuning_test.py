@@ -1,4 +1,4 @@
-"""Tests for tfbert.training.fine_tuning: reproducible epochs, and k micro-batches == one big batch.
+"""Tests for tfbert.tasks.fine_tuning: reproducible epochs, and k micro-batches == one big batch.
 
 The `fit` equivalence runs the way `run_squad` and `run_classifier` do: the model is built in
 a strategy's scope (so Keras' `fit` first draws a batch from a throw-away iterator to build
@@ -14,8 +14,9 @@ import tensorflow as tf
 
 from tfbert import BertClassifier, BertConfig
 from tfbert.checkpoints import pretrained
+from tfbert.tasks import fine_tuning
 from tfbert.text import casing
-from tfbert.training import fine_tuning, optimization
+from tfbert.training import optimization
 
 CONFIG = BertConfig(vocab_size=41, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                     intermediate_size=19, max_position_embeddings=13, type_vocab_size=2,
@@ -197,9 +198,9 @@ def test_init_tfbert_names_a_keras_file_that_is_not_a_tfbert_model(tmp_path):
 
 _SAVE_ON_FULL_DISK = """
 import dataclasses, os, sys
-from tests.training import fine_tuning_test
+from tests.tasks import fine_tuning_test
 from tfbert import BertClassifier
-from tfbert.training import fine_tuning
+from tfbert.tasks import fine_tuning
 config = dataclasses.replace(fine_tuning_test.CONFIG, vocab_size=3001)  # > 64 KiB of weights
 model = BertClassifier(config, 3)
 model.build()

@@ -1,4 +1,4 @@
-"""Tests for tfbert.pretraining.pretraining_loss and BertPretrainer.train_step: exact normalization.
+"""Tests for tfbert.losses.pretraining_loss and BertPretrainer.train_step: exact normalization.
 
 2 replicas x 2 micro-steps x 4 sequences must equal one device with the 16 sequences, with
 micro-batches whose masked-token counts differ (a mean of per-micro-batch means would not).
@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from tests import helpers, numpy_reference, training_loop
 from tfbert import BertPretrainer
-from tfbert.pretraining.pretraining_loss import pretraining_losses, sparse_cross_entropy
+from tfbert.losses.pretraining_loss import pretraining_losses, sparse_cross_entropy
 from tfbert.training import optimization
 
 CONFIG = helpers.odd_config(num_hidden_layers=1, initializer_range=0.02)

@@ -20,8 +20,8 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.runtime import cpu
+from tfbert.training.distribution import DTYPES
 
-DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
 # Largest relative error |policy - float32| / |float32| (vector norms) accepted for each
 # output and each gradient of the check model. Measured on an AMD EPYC (Zen 3, AVX2 only):
 # mixed_float16 <= 1.8e-3, mixed_bfloat16 <= 2.7e-2 (8 against 11 mantissa bits, about the

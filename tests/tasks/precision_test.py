@@ -1,4 +1,4 @@
-"""Tests for tfbert.training.precision: the check that this CPU computes BERT right in a
+"""Tests for tfbert.tasks.precision: the check that this CPU computes BERT right in a
 reduced-precision policy, and that a run refuses a policy that fails it."""
 
 import re
@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from tfbert.layers import heads
-from tfbert.training import precision
+from tfbert.tasks import precision
 
 
 @pytest.mark.parametrize("dtype", ["mixed_float16", "mixed_bfloat16"])
