@@ -332,6 +332,23 @@ print(json.dumps({"label": [x.decode() for x in out["label"].numpy()],
 
 @pytest.mark.slow  # ~75 s: a fresh process trains, evaluates, predicts and exports; another
 # one serves the export.
+def test_a_rerun_may_move_where_training_stops(tmp_path):
+  """`max_train_steps` says where to stop, not what is trained (the schedule spans the
+  epochs): a rerun with a larger one continues the run instead of being refused as another
+  configuration, and ends where the straight run does."""
+  glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(64, seed=1))
+  short = classifier_run.run_classifier(_run_config(tmp_path, "out", do_train=True,
+                                                    max_train_steps=2, num_train_epochs=2.0))
+  longer = classifier_run.run_classifier(_run_config(tmp_path, "out", do_train=True,
+                                                     max_train_steps=5, num_train_epochs=2.0))
+  straight = classifier_run.run_classifier(_run_config(tmp_path, "straight", do_train=True,
+                                                       max_train_steps=5, num_train_epochs=2.0))
+  assert (short["train"]["steps"], longer["train"]["steps"], straight["train"]["steps"]) == \
+      (2, 5, 5)
+  # Bit for bit (deterministic float32, the data position resumed with the checkpoint).
+  assert helpers.saved_weight_deviation(tmp_path / "straight", tmp_path / "out") == 0.0
+
+
 def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(mrpc_dir):
   rows = glue_synthetic.fruit_pairs(5, seed=4)
   _write_lines(mrpc_dir / "test.tsv", [glue_synthetic.MRPC_HEADER.replace("Quality", "index")]

@@ -227,3 +227,13 @@ def test_a_negative_count_ends_the_demo_before_any_work(tmp_path, flag, message)
   _, err = process.communicate(timeout=240)
   assert process.returncode == 1 and message in err, err[-2000:]
   assert not (tmp_path / "demo").exists()
+
+
+def test_an_installed_commands_help_starts_with_the_tools_description():
+  """pip's console-script wrapper is the __main__ of `tfbert-run-squad`; absl's --help
+  printed its (empty) docstring, so the installed command lost the tool's description."""
+  command = os.path.join(os.path.dirname(sys.executable), "tfbert-run-squad")
+  assert os.path.isfile(command), "bootstrap.sh installs the package and its commands"
+  done = subprocess.run([command, "--help"], cwd=REPO, env=_env(), capture_output=True,
+                        text=True, timeout=240, check=False)
+  assert done.stdout.startswith("Fine-tunes BERT on SQuAD"), done.stdout[:500]

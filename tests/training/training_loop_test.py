@@ -95,6 +95,17 @@ def test_a_stopped_run_resumes_exactly_as_the_uninterrupted_one(tmp_path, replic
   assert [r["step"] for r in _metrics(tmp_path / "straight")] == [2, 4, 6, 7]
 
 
+def test_a_finished_run_rerun_reports_its_last_logged_loss(tmp_path):
+  """Rerunning a finished run trains nothing; it reported a NaN loss (nothing logged in
+  this process) and now reports the last line the run logged."""
+  initial = _initial()
+  _, first = _train(_config(tmp_path), initial)
+  _, again = _train(_config(tmp_path), initial)
+  assert first["steps"] == again["steps"] == 7 and again["finished"]
+  assert np.isfinite(first["loss"]) and again["loss"] == first["loss"]
+  assert again["loss"] == _metrics(tmp_path / "run")[-1]["loss"]
+
+
 def test_the_loop_trains_as_keras_fit_does(tmp_path):
   """The same `train_step`, data stream and dropout masks under `fit` (`compile_and_fit`)."""
   initial = _initial()

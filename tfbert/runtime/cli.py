@@ -161,6 +161,12 @@ def run_tool(main: Callable[[Sequence[str]], object], traceback) -> None:
     traceback: the tool's `--traceback` flag holder (`.value` read after parsing).
   """
   tool = os.path.splitext(os.path.basename(sys.argv[0]))[0] or "tfbert"
+  # absl's --help starts with the __main__ module's docstring: the tool's own under
+  # `python tools/x.py`, but an installed `tfbert-x` command's __main__ is pip's wrapper,
+  # which has none. Lend it the tool's.
+  launcher = sys.modules.get("__main__")
+  if launcher is not None and not getattr(launcher, "__doc__", None):
+    launcher.__doc__ = sys.modules[main.__module__].__doc__
   quiet_device_probe()  # Before app.run, whose init callbacks would probe noisily.
   app.run(guarded(main, traceback, tool))
 

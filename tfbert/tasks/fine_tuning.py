@@ -145,14 +145,15 @@ def start_run(config: FineTuningConfig) -> tf.distribute.Strategy:
 FLAG_CONVERTERS = {"init_hf_dir": pretrained.hf_dir, "clip_norm": cli.zero_is_none}
 
 # Fields a rerun into the same output directory may change: what to do with the trained
-# model this time and how to report it, and where the directory is (moved or copied), not
-# what is trained.
+# model this time and how to report it, where the directory is (moved or copied) and where
+# training stops (`max_train_steps`, like `stop_at_step`: the learning-rate schedule spans
+# `num_train_epochs` either way), not what is trained.
 RERUN_MAY_CHANGE = frozenset({
     "do_eval", "do_predict", "eval_file", "predict_file", "predict_articles",
     "eval_batch_size", "predict_batch_size", "postprocess", "export_dir", "export_dtype", "verbose",
     "log_steps", "skip_malformed_rows", "output_dir", "allow_config_change",
     "save_checkpoints_steps", "keep_checkpoint_max", "eval_every_steps", "best_metric",
-    "early_stopping_patience", "stop_at_step", "allow_casing_mismatch"})
+    "early_stopping_patience", "stop_at_step", "allow_casing_mismatch", "max_train_steps"})
 VOCAB_FILE = "vocab.txt"
 
 

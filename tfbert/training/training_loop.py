@@ -229,16 +229,12 @@ def is_checkpoint_temporary(name: str) -> bool:
   return bool(re.fullmatch(r".+_temp|.+\.tempstate\d+|checkpoint\.tmp[0-9a-f]+", name))
 
 
-def truncate_metrics(log_dir: str, step: int) -> None:
-  """Keeps the metrics.jsonl lines of steps <= `step` (the restored one; 0: none).
-
-  Lines after the restored checkpoint will be logged again; a last line cut by a kill is
-  not JSON and goes too.
-  """
+def _metric_rows(log_dir: str, step: int):
+  """(line, row) of each whole metrics.jsonl line of a step <= `step`; a last line cut by a
+  kill is not JSON, or has no newline, and is left out."""
   path = os.path.join(log_dir, "metrics.jsonl")
   if not os.path.exists(path):
     return
-  kept = []
   with open(path, encoding="utf-8") as f:
     for line in f:
       try:
@@ -246,8 +242,29 @@ def truncate_metrics(log_dir: str, step: int) -> None:
       except json.JSONDecodeError:
         continue
       if line.endswith("\n") and row["step"] <= step:
-        kept.append(line)
-  atomic.write_text(path, "".join(kept))
+        yield line, row
+
+
+def truncate_metrics(log_dir: str, step: int) -> None:
+  """Keeps the metrics.jsonl lines of steps <= `step` (the restored one; 0: none).
+
+  Lines after the restored checkpoint will be logged again; a last line cut by a kill is
+  not JSON and goes too.
+  """
+  if os.path.exists(os.path.join(log_dir, "metrics.jsonl")):
+    atomic.write_text(os.path.join(log_dir, "metrics.jsonl"),
+                      "".join(line for line, _ in _metric_rows(log_dir, step)))
+
+
+def last_logged(log_dir: str, step: int) -> dict:
+  """The training scalars of the last metrics.jsonl line at or before `step` (evaluation
+  lines, marked "split", left out), without its "step"; {} when there is none (another
+  worker's directory, a run that never logged)."""
+  last = {}
+  for _, row in _metric_rows(log_dir, step):
+    if "split" not in row:
+      last = {k: v for k, v in row.items() if k != "step"}
+  return last
 
 
 def write_scalars(writer: tf.summary.SummaryWriter, log_dir: str, head: dict,
@@ -455,6 +472,9 @@ class TrainingLoop:
       logging.info(f"the run stopped early at applied step {step} (early_stopping_patience); "
                    "nothing more to train")
       return {"step": step, "stopped_early": True}
+    if step >= stop:  # A finished run rerun: nothing to train; report what it logged last.
+      logging.info(f"the run is at applied step {step}: nothing more to train")
+      return {"step": step, **last_logged(self.directory, step)}
     if self.is_chief and c.verbose:
       self.progress = StepProgress(c.num_train_steps, start_step=step)
     logged_step, seconds = step, 0.0  # The log window: since logged_step, in seconds.
