@@ -332,6 +332,22 @@ print(json.dumps({"label": [x.decode() for x in out["label"].numpy()],
 
 @pytest.mark.slow  # ~75 s: a fresh process trains, evaluates, predicts and exports; another
 # one serves the export.
+def test_a_run_that_fails_before_its_first_step_leaves_no_run_behind(tmp_path, monkeypatch):
+  """The first step failing (here made to) must not leave run_config.json behind: the
+  corrected rerun, with other settings, would be refused as another configuration."""
+  glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(16, seed=1))
+
+  def first_step_fails(*args, **kwargs):
+    raise ValueError("the first step failed")
+
+  monkeypatch.setattr(classifier_run, "train", first_step_fails)
+  for learning_rate in (1e-3, 2e-3):  # The second is not refused as another configuration.
+    with pytest.raises(ValueError, match="the first step failed"):
+      classifier_run.run_classifier(_run_config(tmp_path, "out", do_train=True,
+                                                learning_rate=learning_rate))
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_rerun_may_move_where_training_stops(tmp_path):
   """`max_train_steps` says where to stop, not what is trained (the schedule spans the
   epochs): a rerun with a larger one continues the run instead of being refused as another

@@ -129,3 +129,41 @@ def test_a_run_recorded_under_earlier_setting_names_continues_under_todays(tmp_p
   with pytest.raises(RunDirectoryError, match=r"optimizer.num_train_steps: 50 -> 60$|"
                                               r"optimizer.num_train_steps: 50 -> 60\."):
     run_directory.claim(str(tmp_path), [RunRecord("run_config.json", changed)])
+
+
+def _fail_after_recording(directory, records, extra=()):
+  with pytest.raises(RuntimeError, match="before the first step"):
+    with run_directory.claim(directory, records) as lock:
+      run_directory.write_records(directory, records, "--seed=1\n")
+      for name in extra:
+        lock.recorded.append(name)
+        open(os.path.join(directory, name), "w", encoding="utf-8").close()
+      raise RuntimeError("before the first step")
+
+
+def test_a_run_that_fails_before_its_first_checkpoint_does_not_own_its_directory(tmp_path):
+  fresh = str(tmp_path / "fresh")
+  _fail_after_recording(fresh, _records(), extra=["vocab.txt"])
+  assert not os.path.exists(fresh)  # Created by the claim, nothing else left: removed.
+  # Beside a user's own file the directory stays, without the run's records.
+  os.makedirs(tmp_path / "kept")
+  (tmp_path / "kept" / "notes.txt").write_text("mine")
+  _fail_after_recording(str(tmp_path / "kept"), _records())
+  assert sorted(os.listdir(tmp_path / "kept")) == [run_directory.LOCK_FILE, "notes.txt"]
+  # The corrected rerun (another learning rate) is not refused as another configuration.
+  run_directory.claim(str(tmp_path / "kept"), _records(learning_rate=2e-4)).release()
+
+
+@pytest.mark.parametrize("earlier", ["records", "checkpoint"])
+def test_a_failure_keeps_an_earlier_run_and_a_checkpointed_one(tmp_path, earlier):
+  directory = str(tmp_path / "run")
+  os.makedirs(directory)
+  if earlier == "records":  # An earlier run recorded there: its directory, not this one's.
+    run_directory.write_records(directory, _records())
+  else:  # This run trained to its first checkpoint, then failed: it owns the directory.
+    os.makedirs(os.path.join(directory, "checkpoints"))
+    open(os.path.join(directory, "checkpoints", "ckpt-1.index"), "w").close()
+  _fail_after_recording(directory, _records())
+  assert json.loads((tmp_path / "run" / "run_config.json").read_text())[
+      "optimizer"]["learning_rate"] == 1e-4
+  assert run_directory.has_checkpoint(directory) == (earlier == "checkpoint")

@@ -209,6 +209,10 @@ def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None
     step = int(run.optimizer.iterations.numpy())
     finished = run.loop.finished  # All steps, or stopped early.
     exported = _export(run, config) if finished else {}
+  except BaseException:
+    if run is not None:
+      run.lock.forget_if_untrained()
+    raise
   finally:
     keras.mixed_precision.set_global_policy(previous_policy)
     if run is not None:
@@ -294,6 +298,7 @@ def _start(config: PretrainingRunConfig) -> _Run:
   try:
     return _build(config, strategy, lock, (num_workers, index, is_chief), data, eval_check)
   except BaseException:
+    lock.forget_if_untrained()
     lock.release()
     raise
 

@@ -18,6 +18,10 @@ Every tool that owns a directory (`run_pretraining`'s `model_dir`, the fine-tuni
    records (`write_records`, atomically) after every other check has passed.
 4. **Leftovers.** Temporaries of a killed run in the directory (`tfbert.runtime.atomic`) are
    removed when the claim succeeds.
+5. **A failed start owns nothing.** A run that fails before its first checkpoint in a
+   directory it found fresh removes its records again on the way out (`RunLock` as a context
+   manager, or `forget_if_untrained`): the corrected rerun starts clean instead of being
+   refused as another configuration.
 """
 
 import dataclasses
@@ -53,10 +57,22 @@ class RunRecord:
 
 
 class RunLock:
-  """An exclusive lock of a run directory, held until `release` (or process exit)."""
+  """An exclusive lock of a run directory, held until `release` (or process exit).
 
-  def __init__(self, directory: str, fd: int):
+  Attributes:
+    directory: the locked directory.
+    created: whether `acquire_lock` created it.
+    fresh: whether the claim found no record of an earlier run there (`claim` sets it).
+    recorded: names of the files that record this run there (`claim` lists the records and
+      `flags.txt`; the caller adds what else it writes, e.g. the vocabulary), forgotten by
+      `forget_if_untrained`.
+  """
+
+  def __init__(self, directory: str, fd: int, created: bool = False):
     self.directory = directory
+    self.created = created
+    self.fresh = False
+    self.recorded: list[str] = []
     self._fd: Optional[int] = fd
 
   def release(self) -> None:
@@ -65,11 +81,43 @@ class RunLock:
       os.close(self._fd)  # Closing the descriptor releases its flock.
       self._fd = None
 
+  def forget_if_untrained(self) -> bool:
+    """After a failure: a run that found the directory fresh and wrote no checkpoint does
+    not own it. Its records are removed (and the directory, when the claim created it and
+    nothing else is left), so that a corrected rerun is not refused as another
+    configuration. Returns whether it forgot the run."""
+    if not self.fresh or has_checkpoint(self.directory):
+      return False
+    for name in self.recorded:
+      path = os.path.join(self.directory, name)
+      if os.path.isfile(path):
+        os.remove(path)
+    left = set(os.listdir(self.directory)) - {LOCK_FILE}
+    if self.created and not left:
+      os.remove(os.path.join(self.directory, LOCK_FILE))
+      os.rmdir(self.directory)
+    logging.info("the run failed before its first checkpoint: %s no longer records it",
+                 self.directory)
+    return True
+
   def __enter__(self) -> "RunLock":
     return self
 
-  def __exit__(self, *exc) -> None:
-    self.release()
+  def __exit__(self, exc_type, exc, traceback) -> None:
+    try:
+      if exc_type is not None:
+        self.forget_if_untrained()
+    finally:
+      self.release()
+
+
+CHECKPOINTS_DIR = "checkpoints"  # `tfbert.training.training_loop`'s, in a run directory.
+
+
+def has_checkpoint(directory: str) -> bool:
+  """Whether `directory` holds a training checkpoint (`checkpoints/*.index`)."""
+  folder = os.path.join(directory, CHECKPOINTS_DIR)
+  return os.path.isdir(folder) and any(name.endswith(".index") for name in os.listdir(folder))
 
 
 def acquire_lock(directory: str) -> RunLock:
@@ -78,6 +126,7 @@ def acquire_lock(directory: str) -> RunLock:
   Raises:
     RunDirectoryError: another process holds it (its PID is named).
   """
+  created = not os.path.isdir(directory)
   os.makedirs(directory, exist_ok=True)
   path = os.path.join(directory, LOCK_FILE)
   fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -91,7 +140,7 @@ def acquire_lock(directory: str) -> RunLock:
         "it, or use another directory") from None
   os.ftruncate(fd, 0)
   os.write(fd, f"{os.getpid()}\n".encode("ascii"))
-  return RunLock(directory, fd)
+  return RunLock(directory, fd, created)
 
 
 def flatten(values: Any, prefix: str = "") -> dict[str, Any]:
@@ -176,6 +225,8 @@ def claim(directory: str, records: Sequence[RunRecord], *,
   lock = acquire_lock(directory)
   try:
     found = []
+    lock.fresh = all(_read_record(directory, record.name) is None for record in records)
+    lock.recorded = [record.name for record in records] + [FLAGS_FILE]
     for record in records:
       recorded = _read_record(directory, record.name)
       if recorded is not None:

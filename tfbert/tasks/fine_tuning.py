@@ -195,6 +195,7 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
                                 flagfile if len(records) > 1 else None)
     target = os.path.join(config.output_dir, VOCAB_FILE)
     if os.path.abspath(vocab_file) != os.path.abspath(target):
+      lock.recorded.append(VOCAB_FILE)
       atomic.write_with(target, lambda path: shutil.copyfile(vocab_file, path))
   except BaseException:
     lock.release()
