@@ -112,6 +112,21 @@ def test_run_directory_explains_itself(data_dir, tmp_path):
   assert data["summaries"] == [os.path.join(data_dir, "pretraining-summary.json")]
 
 
+def test_a_run_that_fails_before_its_first_step_leaves_no_run_behind(data_dir, tmp_path,
+                                                                      monkeypatch):
+  """A failure in the first step (here made to happen) must not leave the run's records
+  behind: the corrected rerun, with other settings, would be refused as another
+  configuration."""
+  def first_step_fails(self, batches):
+    raise ValueError("the first step failed")
+
+  monkeypatch.setattr(training_loop.TrainingLoop, "train", first_step_fails)
+  for seed in (1, 2):  # The second is not refused as another configuration.
+    with pytest.raises(ValueError, match="the first step failed"):
+      run_pretraining(dataclasses.replace(run_config(data_dir, tmp_path / "run"), seed=seed))
+    assert not (tmp_path / "run").exists()
+
+
 def _snapshot(directory):
   """{relative path: bytes} of every file under `directory`."""
   found = {}

@@ -144,7 +144,7 @@ def _fail_after_recording(directory, records, extra=()):
 def test_a_run_that_fails_before_its_first_checkpoint_does_not_own_its_directory(tmp_path):
   fresh = str(tmp_path / "fresh")
   _fail_after_recording(fresh, _records(), extra=["vocab.txt"])
-  assert not os.path.exists(fresh)  # Created by the claim, nothing else left: removed.
+  assert not os.path.exists(fresh)  # Created by the claim: everything in it is the run's.
   # Beside a user's own file the directory stays, without the run's records.
   os.makedirs(tmp_path / "kept")
   (tmp_path / "kept" / "notes.txt").write_text("mine")

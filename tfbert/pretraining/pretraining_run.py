@@ -340,6 +340,7 @@ def _record(run: _Run, config: PretrainingRunConfig, flagfile: Optional[str]) ->
   """
   if run.is_chief:
     run_directory.write_records(config.model_dir, run_records(config, run.data), flagfile)
+    run.lock.recorded.append(VOCAB_FILE)
     _copy_vocab(run.data["vocab_file"], config.model_dir)
 
 

@@ -28,6 +28,7 @@ import dataclasses
 import fcntl
 import json
 import os
+import shutil
 from typing import Any, Iterable, Optional, Sequence
 
 from absl import logging
@@ -83,19 +84,18 @@ class RunLock:
 
   def forget_if_untrained(self) -> bool:
     """After a failure: a run that found the directory fresh and wrote no checkpoint does
-    not own it. Its records are removed (and the directory, when the claim created it and
-    nothing else is left), so that a corrected rerun is not refused as another
+    not own it. The directory goes when the claim created it; otherwise the run's records
+    (`recorded`) go and the rest stays. A corrected rerun is then not refused as another
     configuration. Returns whether it forgot the run."""
     if not self.fresh or has_checkpoint(self.directory):
       return False
-    for name in self.recorded:
-      path = os.path.join(self.directory, name)
-      if os.path.isfile(path):
-        os.remove(path)
-    left = set(os.listdir(self.directory)) - {LOCK_FILE}
-    if self.created and not left:
-      os.remove(os.path.join(self.directory, LOCK_FILE))
-      os.rmdir(self.directory)
+    if self.created:  # Everything in it is this run's (TensorBoard folders included).
+      shutil.rmtree(self.directory, ignore_errors=True)
+    else:
+      for name in self.recorded:
+        path = os.path.join(self.directory, name)
+        if os.path.isfile(path):
+          os.remove(path)
     logging.info("the run failed before its first checkpoint: %s no longer records it",
                  self.directory)
     return True
