@@ -9,6 +9,7 @@ are about sameness, not learning (tests/classifier/classifier_run_test.py learns
 import dataclasses
 import glob
 import json
+import logging
 import os
 import signal
 
@@ -104,6 +105,41 @@ def test_a_finished_run_rerun_reports_its_last_logged_loss(tmp_path):
   assert first["steps"] == again["steps"] == 7 and again["finished"]
   assert np.isfinite(first["loss"]) and again["loss"] == first["loss"]
   assert again["loss"] == _metrics(tmp_path / "run")[-1]["loss"]
+
+
+@pytest.mark.parametrize("part", ["index", "data-00000-of-00001"])
+def test_a_cut_newest_checkpoint_is_named_and_the_run_resumes_from_the_previous(
+    tmp_path, part, caplog):
+  """The newest checkpoint cut in half (a full disk, an interrupted copy): the rerun names
+  it in one warning line, resumes from the one before and ends bit for bit as the straight
+  run (deterministic float32)."""
+  initial = _initial()
+  straight, _ = _train(_config(tmp_path, "straight"), initial)
+  _, stopped = _train(_config(tmp_path, "cut", stop_at_step=5), initial)  # ckpt-3, ckpt-5.
+  path = tmp_path / "cut" / "checkpoints" / f"ckpt-5.{part}"
+  data = path.read_bytes()
+  path.write_bytes(data[:len(data) // 2])
+  with caplog.at_level(logging.INFO):
+    resumed, result = _train(_config(tmp_path, "cut"), initial)
+  warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+  assert len(warnings) == 1 and "\n" not in warnings[0], warnings
+  assert warnings[0].startswith(f"{tmp_path / 'cut' / 'checkpoints' / 'ckpt-5'} cannot be read")
+  assert warnings[0].endswith(f"resuming from the previous checkpoint, "
+                              f"{tmp_path / 'cut' / 'checkpoints' / 'ckpt-3'}")
+  assert result["steps"] == 7
+  for a, b in zip(straight.get_weights(), resumed.get_weights()):
+    np.testing.assert_array_equal(a, b)
+
+
+def test_a_cut_only_checkpoint_stops_the_rerun_with_one_line(tmp_path):
+  initial = _initial()
+  _train(_config(tmp_path, stop_at_step=3), initial)  # ckpt-3 alone.
+  path = tmp_path / "run" / "checkpoints" / "ckpt-3.index"
+  path.write_bytes(path.read_bytes()[:10])
+  with pytest.raises(ValueError, match=r"ckpt-3 cannot be read \(.*\) and no older checkpoint "
+                     r"is kept in .*; remove it to start over") as error:
+    _train(_config(tmp_path), initial)
+  assert "\n" not in str(error.value)
 
 
 def test_the_loop_trains_as_keras_fit_does(tmp_path):

@@ -398,34 +398,55 @@ class TrainingLoop:
     position are restored when the checkpoint has them (one written before tfbert kept
     them resumes without).
 
+    A newest checkpoint that cannot be read (cut short by a full disk or a copy, damaged) is
+    named in one warning line and the run falls back to the previous one kept.
+
     Raises:
-      ValueError: the checkpoint belongs to another model.
+      ValueError: the checkpoint belongs to another model, or none of the kept checkpoints
+        can be read.
     """
-    path = self.manager.latest_checkpoint
     held_position = False
-    if path:
-      saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
-      objects = {"model": self.model, "optimizer": self.optimizer}
-      optional = {"metrics_window": self.metrics_window, "eval_state": self.eval_state,
-                  "data_position": self.data_position}
-      objects.update({k: v for k, v in optional.items() if k in saved and v is not None})
+    kept = list(reversed(self.manager.checkpoints))  # Newest first.
+    for index, path in enumerate(kept):
       try:
-        tf.train.Checkpoint(**objects).restore(path).assert_existing_objects_matched()
-      except (ValueError, AssertionError) as error:
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise ValueError(f"{path} cannot be restored into this model ({first_line}): the run "
-                         f"in {self.directory} trained another model; use another directory"
-                         ) from None
-      if "metrics_window" in objects:
-        for copy, parts in zip(self.metrics_window.values,
-                               _metric_parts(self.strategy, self.model)):
-          for part, value in zip(parts, tf.unstack(copy)):
-            part.assign(value)
-      held_position = "data_position" in objects
-      logging.info(f"resumed from {path} at applied step {self.step}")
+        held_position = self._restore_from(path)
+        break
+      # TensorFlow's checkpoint reader: OpErrors (DataLossError: a cut index), and an
+      # IndexError "Read less bytes than requested" for a cut data file (TF 2.20).
+      except (tf.errors.OpError, IndexError) as error:
+        text = error.message if isinstance(error, tf.errors.OpError) else str(error)
+        reason = (text.strip().splitlines() or [type(error).__name__])[0]
+        if index + 1 == len(kept):
+          raise ValueError(f"{path} cannot be read ({reason}) and no older checkpoint is "
+                           f"kept in {os.path.dirname(path)}; remove it to start over"
+                           ) from None
+        logging.warning(f"{path} cannot be read ({reason}); resuming from the previous "
+                        f"checkpoint, {kept[index + 1]}")
     if self.is_chief:
       truncate_metrics(self.directory, self.step)
     return self.step, held_position
+
+  def _restore_from(self, path: str) -> bool:
+    """Restores the checkpoint `path`; returns whether it held the data position."""
+    saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+    objects = {"model": self.model, "optimizer": self.optimizer}
+    optional = {"metrics_window": self.metrics_window, "eval_state": self.eval_state,
+                "data_position": self.data_position}
+    objects.update({k: v for k, v in optional.items() if k in saved and v is not None})
+    try:
+      tf.train.Checkpoint(**objects).restore(path).assert_existing_objects_matched()
+    except (ValueError, AssertionError) as error:
+      first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+      raise ValueError(f"{path} cannot be restored into this model ({first_line}): the run "
+                       f"in {self.directory} trained another model; use another directory"
+                       ) from None
+    if "metrics_window" in objects:
+      for copy, parts in zip(self.metrics_window.values,
+                             _metric_parts(self.strategy, self.model)):
+        for part, value in zip(parts, tf.unstack(copy)):
+          part.assign(value)
+    logging.info(f"resumed from {path} at applied step {self.step}")
+    return "data_position" in objects
 
   def save(self) -> str:
     """Writes a checkpoint of the current applied step; returns its path."""
