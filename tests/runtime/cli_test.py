@@ -53,6 +53,24 @@ def test_one_line_keeps_the_first_line_of_an_op_error():
   assert cli.one_line(error) == "input_ids holds 40 at [0, 3]"
 
 
+def test_one_line_states_the_reason_of_an_error_inside_a_tf_function():
+  """Inside a tf.function an op error's first line is "Graph execution error:": the reason
+  comes after the Python frames; several errors number theirs."""
+  @tf.function
+  def gather(indices):
+    return tf.gather(tf.zeros([4, 2]), indices)
+
+  with pytest.raises(tf.errors.InvalidArgumentError) as error:
+    gather(tf.constant([7]))
+  assert error.value.message.startswith("Graph execution error:")  # What TF gives.
+  assert cli.one_line(error.value) == "indices[0] = 7 is not in [0, 4)"
+  several = tf.errors.InvalidArgumentError(None, None, (
+      "Graph execution error:\n\nDetected at node G defined at (most recent call last):\n"
+      "  File \"x.py\", line 3, in f\n\n2 root error(s) found.\n  (0) INVALID_ARGUMENT:  "
+      "input_ids holds 40 at [0, 3]\n\t [[{{node G}}]]\n  (1) INVALID_ARGUMENT:  same"))
+  assert cli.one_line(several) == "input_ids holds 40 at [0, 3]"
+
+
 def test_one_line_names_the_file_of_an_os_error():
   assert cli.one_line(FileNotFoundError(2, "No such file or directory", "a/vocab.txt")) == \
       "[Errno 2] No such file or directory: 'a/vocab.txt'"

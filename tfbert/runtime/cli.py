@@ -30,6 +30,7 @@ passes its `--traceback` flag holder.
 import dataclasses
 import logging
 import os
+import re
 import sys
 import tempfile
 import typing
@@ -54,7 +55,7 @@ def one_line(error: BaseException, limit: int = 600) -> str:
   """
   message = getattr(error, "message", None)
   if isinstance(message, str) and message.strip():  # tf.errors.OpError
-    line = message.strip().splitlines()[0]
+    line = _op_error_reason(message)
   else:
     line = " ".join(part.strip() for part in str(error).splitlines() if part.strip())
     line = line or type(error).__name__
@@ -63,6 +64,29 @@ def one_line(error: BaseException, limit: int = 600) -> str:
   if len(line) > limit:
     line = line[:limit - 40].rstrip() + " ... (--traceback shows all)"
   return line
+
+
+def _op_error_reason(message: str) -> str:
+  """The line of a TensorFlow op error's message that states the reason.
+
+  An error raised inside a `tf.function` reads "Graph execution error:", then "Detected at
+  node N defined at (most recent call last):" with indented Python frames (once per
+  function level), then the reason ("indices[0] = 7 is not in [0, 4)"), then the node
+  (`[[{{node N}}]]`); several errors read "k root error(s) found." and "(0) CODE:  reason"
+  lines. An eager op error's reason is its first line.
+  """
+  lines = message.strip().splitlines()
+  if lines[0].strip() != "Graph execution error:":
+    return lines[0]
+  for line in lines[1:]:
+    text = line.strip()
+    numbered = re.match(r"\(\d+\) [A-Z_]+:\s*(.*)", text)
+    if numbered and numbered.group(1):
+      return numbered.group(1)
+    if (text and not line[0].isspace() and not text.startswith("Detected at node")
+        and not text.endswith("root error(s) found.")):
+      return text
+  return lines[0]
 
 
 def _is_expected(error: BaseException) -> bool:
