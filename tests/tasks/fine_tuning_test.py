@@ -5,6 +5,7 @@ a strategy's scope (so Keras' `fit` first draws a batch from a throw-away iterat
 it), compiled with the `tfbert.training.optimization` stack, and trained by `fit_steps`.
 """
 
+import dataclasses
 import os
 
 import keras
@@ -14,6 +15,9 @@ import tensorflow as tf
 
 from tfbert import BertClassifier, BertConfig
 from tfbert.checkpoints import pretrained
+from tfbert.classifier.classifier_run import ClassifierRunConfig
+from tfbert.squad.squad_run import SquadRunConfig
+from tfbert.tagging.tagging_run import NerRunConfig
 from tfbert.tasks import fine_tuning
 from tfbert.text import casing
 from tfbert.training import optimization
@@ -219,3 +223,17 @@ def test_saving_the_model_on_a_full_disk_leaves_no_file(small_disk):
   assert result.stdout.strip().splitlines()[-1].startswith(f"failed: cannot write {output}: "), (
       small_disk.kind, result.stdout)
   assert small_disk.files() == []
+
+
+def test_each_config_names_only_its_own_fields_among_what_a_rerun_may_change():
+  """The shared set names shared fields only; a task adds its own (once, a shared set named
+  the task configs' fields, each task taking the others' names too)."""
+  for config_class in (fine_tuning.FineTuningConfig, ClassifierRunConfig, SquadRunConfig,
+                       NerRunConfig):
+    fields = {field.name for field in dataclasses.fields(config_class)}
+    assert config_class.RERUN_MAY_CHANGE <= fields, (
+        config_class.__name__, sorted(config_class.RERUN_MAY_CHANGE - fields))
+    assert fine_tuning.FineTuningConfig.RERUN_MAY_CHANGE <= config_class.RERUN_MAY_CHANGE
+  assert {"do_predict", "postprocess"} <= SquadRunConfig.RERUN_MAY_CHANGE
+  assert {"do_eval", "eval_file"} <= NerRunConfig.RERUN_MAY_CHANGE
+  assert "skip_malformed_rows" in ClassifierRunConfig.RERUN_MAY_CHANGE

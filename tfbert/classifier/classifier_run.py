@@ -79,6 +79,9 @@ from tfbert.text.tokenization import WordPieceTokenizer
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ClassifierRunConfig(fine_tuning.FineTuningConfig):
   """Everything that defines a classifier run (see flags/run_classifier_flags.py)."""
+  RERUN_MAY_CHANGE = fine_tuning.FineTuningConfig.RERUN_MAY_CHANGE | frozenset(
+      {"do_eval", "do_predict", "eval_file", "predict_file", "eval_batch_size",
+       "skip_malformed_rows"})
   task_name: str
   data_dir: Optional[str] = None
   train_file: Optional[str] = None

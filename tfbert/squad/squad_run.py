@@ -91,6 +91,9 @@ DEFAULT_BEST_METRIC = "f1"
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class SquadRunConfig(fine_tuning.FineTuningConfig):
   """Everything that defines a SQuAD run (see flags/run_squad_flags.py for each field)."""
+  RERUN_MAY_CHANGE = fine_tuning.FineTuningConfig.RERUN_MAY_CHANGE | frozenset(
+      {"do_predict", "predict_file", "predict_articles", "predict_batch_size",
+       "postprocess"})
   do_predict: bool = False
   train_file: Optional[str] = None
   predict_file: Optional[str] = None

@@ -65,6 +65,8 @@ EVAL_SCALARS = ("precision", "recall", "f1", "accuracy")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class NerRunConfig(fine_tuning.FineTuningConfig):
   """Everything that defines a tagging run (see flags/run_ner_flags.py)."""
+  RERUN_MAY_CHANGE = fine_tuning.FineTuningConfig.RERUN_MAY_CHANGE | frozenset(
+      {"do_eval", "do_predict", "eval_file", "predict_file", "eval_batch_size"})
   train_file: Optional[str] = None
   eval_file: Optional[str] = None
   predict_file: Optional[str] = None

@@ -27,7 +27,7 @@ import os
 import shutil
 import time
 import weakref
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, ClassVar, Optional, Sequence
 
 import keras
 import numpy as np
@@ -46,7 +46,18 @@ from tfbert.training.distribution import DTYPES
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FineTuningConfig:
-  """The fields every fine-tuning run shares (flags/fine_tuning_flags.py documents each)."""
+  """The fields every fine-tuning run shares (flags/fine_tuning_flags.py documents each).
+
+  `RERUN_MAY_CHANGE` names the fields a rerun into the same output directory may change:
+  what to do with the trained model this time and how to report it, where the directory is
+  (moved or copied) and where training stops (`max_train_steps`, like `stop_at_step`: the
+  learning-rate schedule spans `num_train_epochs` either way), not what is trained. A task's
+  config adds its own fields to it.
+  """
+  RERUN_MAY_CHANGE: ClassVar[frozenset] = frozenset({
+      "export_dir", "export_dtype", "verbose", "log_steps", "output_dir", "allow_config_change",
+      "save_checkpoints_steps", "keep_checkpoint_max", "eval_every_steps", "best_metric",
+      "early_stopping_patience", "stop_at_step", "allow_casing_mismatch", "max_train_steps"})
   output_dir: str
   do_train: bool = False
   vocab_file: Optional[str] = None
@@ -144,16 +155,6 @@ def start_run(config: FineTuningConfig) -> tf.distribute.Strategy:
 # `--clip_norm=0` turns clipping off.
 FLAG_CONVERTERS = {"init_hf_dir": pretrained.hf_dir, "clip_norm": cli.zero_is_none}
 
-# Fields a rerun into the same output directory may change: what to do with the trained
-# model this time and how to report it, where the directory is (moved or copied) and where
-# training stops (`max_train_steps`, like `stop_at_step`: the learning-rate schedule spans
-# `num_train_epochs` either way), not what is trained.
-RERUN_MAY_CHANGE = frozenset({
-    "do_eval", "do_predict", "eval_file", "predict_file", "predict_articles",
-    "eval_batch_size", "predict_batch_size", "postprocess", "export_dir", "export_dtype", "verbose",
-    "log_steps", "skip_malformed_rows", "output_dir", "allow_config_change",
-    "save_checkpoints_steps", "keep_checkpoint_max", "eval_every_steps", "best_metric",
-    "early_stopping_patience", "stop_at_step", "allow_casing_mismatch", "max_train_steps"})
 VOCAB_FILE = "vocab.txt"
 
 
@@ -169,9 +170,9 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
   A training run records `bert_config.json`, `run_config.json` and the vocabulary
   (`vocab.txt`; the casing is `run_config.json`'s `do_lower_case`), so that the directory's
   `model.keras` can be reused with `--init_tfbert` alone. A rerun must match the recorded
-  model and schedule (`RERUN_MAY_CHANGE` aside) unless `allow_config_change`. A run that
-  does not train (evaluate or predict with a trained model) must match the recorded model
-  only, and keeps the training run's records. A training run also records the tool's
+  model and schedule (the config's `RERUN_MAY_CHANGE` aside) unless `allow_config_change`.
+  A run that does not train (evaluate or predict with a trained model) must match the
+  recorded model only, and keeps the training run's records. A training run also records the tool's
   resolved flags (`flagfile`) as `flags.txt`, which `--flagfile=` replays.
 
   Returns:
@@ -187,7 +188,8 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
   values = json.loads(config.to_json())
   records = [run_directory.RunRecord("bert_config.json", model.config.to_dict())]
   if config.do_train or not os.path.exists(os.path.join(config.output_dir, "run_config.json")):
-    records.append(run_directory.RunRecord("run_config.json", values, RERUN_MAY_CHANGE))
+    records.append(run_directory.RunRecord("run_config.json", values,
+                                           type(config).RERUN_MAY_CHANGE))
   lock = run_directory.claim(config.output_dir, records,
                              allow_changes=config.allow_config_change)
   try:
