@@ -1,4 +1,4 @@
-"""What SQuAD and classifier fine-tuning share: configuration, initialization, training.
+"""What every fine-tuning task shares: configuration, initialization, training.
 
 `FineTuningConfig` holds the fields (and checks) every fine-tuning run has; `start_run`
 sets up devices, seed, precision policy and strategy; `initial_weights` and
@@ -16,7 +16,7 @@ benchmark's peer).
 Both read `shuffled_batches`, whose order is a pure function of the seed and the epoch,
 so k micro-batches of b examples see exactly the examples of one batch of k*b
 (accumulation is an exact replacement for the big batch: tests/tasks/fine_tuning_test.py
-and the k=1 vs k=4 tests of squad_run_test.py and classifier_run_test.py), R replicas
+and each task's k=1 against k=4 test), R replicas
 see together the examples one replica would, and a resumed run continues the stream.
 """
 
