@@ -100,5 +100,11 @@ class BertEncoder(keras.Model):
     return {"sequence_output": sequence_output, "pooled_output": pooled,
             "encoder_outputs": encoder_outputs}
 
+  def hf_task(self, labels=None) -> dict:
+    """The task fields of this model's Hugging Face `config.json`: `BertModel`, no head."""
+    if labels is not None:
+      raise ValueError("labels are for a classifier or tagger, not a BertEncoder")
+    return {"architectures": ["BertModel"]}
+
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict()}

@@ -7,6 +7,8 @@ those onto google-research/bert's checkpoint scopes.
 Shape legend: B batch, S sequence, P masked positions, H hidden, V vocabulary, C classes.
 """
 
+from typing import Optional, Sequence
+
 import keras
 import tensorflow as tf
 
@@ -115,6 +117,10 @@ class BertPretrainer(keras.Model):
     result = {name: tracker.result() for name, tracker in self.trackers.items()}
     result["loss"] = result["mlm_loss"] + result["nsp_loss"]
     return result
+
+  def hf_task(self, labels: Optional[Sequence[str]] = None) -> dict:
+    """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`)."""
+    return hf_task_fields("BertForPreTraining", _no_labels(self, labels))
 
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict()}
@@ -232,6 +238,10 @@ class BertSpanLabeler(_FineTuningStep, keras.Model):
         tf.cast(_labels(labels, name), tf.int32), tf.cast(outputs[name], tf.float32))
         for name in ("start_logits", "end_logits"))
 
+  def hf_task(self, labels: Optional[Sequence[str]] = None) -> dict:
+    """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`)."""
+    return hf_task_fields("BertForQuestionAnswering", _no_labels(self, labels))
+
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict()}
 
@@ -279,6 +289,21 @@ class BertClassifier(_FineTuningStep, keras.Model):
       scores = tf.reshape(tf.cast(labels, tf.float32), [-1, 1])
       return tf.reduce_mean(tf.square(logits - scores), axis=-1)
     return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(labels, tf.int32), logits)
+
+  def hf_task(self, labels: Optional[Sequence[str]] = None) -> dict:
+    """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`).
+
+    Args:
+      labels: the class names in class-id order (C of them); None: Hugging Face's
+        `LABEL_<i>`. A regression model (C = 1) takes none.
+    """
+    if self.num_classes == 1:
+      if labels is not None:
+        raise ValueError("a regression classifier (1 output) has no labels")
+      return hf_task_fields("BertForSequenceClassification", ["LABEL_0"],
+                            problem_type="regression")
+    return hf_task_fields("BertForSequenceClassification",
+                          _checked_labels(labels, self.num_classes))
 
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict(),
@@ -340,6 +365,53 @@ class BertTokenClassifier(_FineTuningStep, keras.Model):
     return tf.reduce_sum(losses * labelled, axis=1) / tf.maximum(
         tf.reduce_sum(labelled, axis=1), 1.0)
 
+  def hf_task(self, labels: Optional[Sequence[str]] = None) -> dict:
+    """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`): its
+    own tags (`labels`, when given, must be those)."""
+    if labels is not None and tuple(labels) != self.labels:
+      raise ValueError(f"labels {list(labels)} differ from the tagger's {list(self.labels)}")
+    return hf_task_fields("BertForTokenClassification", self.labels)
+
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict(), "labels": list(self.labels),
             "dropout_rate": self.dropout_rate}
+
+
+def hf_task_fields(architecture: str, labels: Optional[Sequence[str]] = None,
+                   problem_type: Optional[str] = None) -> dict:
+  """What a Hugging Face `config.json` says about the task beyond the BERT settings.
+
+  Args:
+    architecture: the transformers class that loads the directory (`BertModel`,
+      `BertForPreTraining`, `BertForQuestionAnswering`, `BertForSequenceClassification`,
+      `BertForTokenClassification`).
+    labels: the output names in output order, or None (no label head).
+    problem_type: "regression" for a one-output scorer; None: transformers' default.
+
+  Returns:
+    {"architectures": [architecture]} and, with labels, `num_labels`, `id2label` (string
+    keys, as JSON has) and `label2id`, and `problem_type` when given.
+  """
+  fields = {"architectures": [architecture]}
+  if labels is not None:
+    fields.update(num_labels=len(labels),
+                  id2label={str(i): label for i, label in enumerate(labels)},
+                  label2id={label: i for i, label in enumerate(labels)})
+  if problem_type is not None:
+    fields["problem_type"] = problem_type
+  return fields
+
+
+def _no_labels(model: keras.Model, labels: Optional[Sequence[str]]) -> None:
+  if labels is not None:
+    raise ValueError(f"labels are for a classifier or tagger, not a {type(model).__name__}")
+
+
+def _checked_labels(labels: Optional[Sequence[str]], count: int) -> list[str]:
+  """`labels` (or `LABEL_<i>`) for `count` outputs, checked."""
+  if labels is None:
+    return [f"LABEL_{i}" for i in range(count)]
+  if len(labels) != count or len(set(labels)) != len(labels):
+    raise ValueError(f"{len(labels)} label(s) {list(labels)} for a model with {count} "
+                     "outputs (one distinct name per output)")
+  return list(labels)

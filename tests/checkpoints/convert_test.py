@@ -14,7 +14,13 @@ import pytest
 
 from tests import helpers, numpy_reference
 from tests.faults import limited_disk
-from tfbert import BertClassifier, BertEncoder, BertPretrainer, BertSpanLabeler
+from tfbert import (
+    BertClassifier,
+    BertEncoder,
+    BertPretrainer,
+    BertSpanLabeler,
+    BertTokenClassifier,
+)
 from tfbert.checkpoints import convert
 from tfbert.checkpoints.google_checkpoint import read_google_checkpoint, write_google_checkpoint
 
@@ -206,3 +212,71 @@ def test_command_line_tool_converts(shared_data, tmp_path):
   assert sorted(os.listdir(tmp_path / "hf")) == [
       "config.json", "model.safetensors", "special_tokens_map.json", "tokenizer_config.json",
       "vocab.txt"]
+
+
+# transformers' own config reader (no PyTorch needed for configs), in a fresh process: what
+# `AutoModelFor...` and `pipeline` would build from each exported directory.
+_HF_CONFIG = r"""
+import json, sys
+from transformers import AutoConfig
+out = {}
+for path in sys.argv[1:]:
+  config = AutoConfig.from_pretrained(path)
+  out[path] = {"architectures": config.architectures, "num_labels": config.num_labels,
+               "id2label": {str(k): v for k, v in config.id2label.items()},
+               "label2id": config.label2id, "problem_type": config.problem_type}
+print(json.dumps(out))
+"""
+
+
+def test_every_models_hugging_face_directory_names_its_class_and_labels(tmp_path):
+  """A tagger exported as BertForPreTraining with 2 labels failed in
+  AutoModelForTokenClassification ("size mismatch for bias: [13] vs [2]"), a classifier's
+  pipeline answered LABEL_1: each model now says its own transformers class and labels."""
+  config = helpers.odd_config()
+  models = {
+      "pretrainer": (BertPretrainer(config), None),
+      "encoder": (BertEncoder(config), None),
+      "span": (BertSpanLabeler(config), None),
+      "classifier": (BertClassifier(config, 3), ["contradiction", "entailment", "neutral"]),
+      "regression": (BertClassifier(config, 1), None),
+      "tagger": (BertTokenClassifier(config, ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]), None),
+  }
+  for name, (model, labels) in models.items():
+    model.build()
+    convert.write_model(model, "hf", str(tmp_path / name), labels=labels)
+  paths = [str(tmp_path / name) for name in models]
+  run = subprocess.run([sys.executable, "-c", _HF_CONFIG, *paths], capture_output=True,
+                       text=True, timeout=300, check=False,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "HF_HUB_OFFLINE": "1"})
+  assert run.returncode == 0, run.stderr[-3000:]
+  read = {os.path.basename(p): v for p, v in json.loads(run.stdout.splitlines()[-1]).items()}
+  assert {name: read[name]["architectures"] for name in read} == {
+      "pretrainer": ["BertForPreTraining"], "encoder": ["BertModel"],
+      "span": ["BertForQuestionAnswering"], "classifier": ["BertForSequenceClassification"],
+      "regression": ["BertForSequenceClassification"],
+      "tagger": ["BertForTokenClassification"]}
+  assert read["classifier"]["id2label"] == {"0": "contradiction", "1": "entailment",
+                                            "2": "neutral"}
+  assert read["classifier"]["label2id"] == {"contradiction": 0, "entailment": 1, "neutral": 2}
+  assert (read["regression"]["num_labels"], read["regression"]["problem_type"]) == (
+      1, "regression")
+  assert read["tagger"]["num_labels"] == 5 and read["tagger"]["id2label"]["1"] == "B-PER"
+  # The directories still read back into the same tfbert weights.
+  for name, (model, _) in models.items():
+    back = convert.read_model("hf", str(tmp_path / name))
+    assert helpers.max_abs_diff(back.get_weights()[0], model.get_weights()[0]) == 0.0
+
+
+@pytest.mark.parametrize("labels, message", [
+    (["a", "b"], "2 label\\(s\\) \\['a', 'b'\\] for a model with 3 outputs"),
+    (["a", "a", "b"], "one distinct name per output"),
+])
+def test_a_classifiers_labels_must_name_each_output_once(tmp_path, labels, message):
+  model = BertClassifier(helpers.odd_config(), 3)
+  model.build()
+  with pytest.raises(ValueError, match=message):
+    convert.write_model(model, "hf", str(tmp_path / "out"), labels=labels)
+  with pytest.raises(ValueError, match="labels are for a classifier or tagger"):
+    convert.write_model(BertSpanLabeler(helpers.odd_config()), "hf", str(tmp_path / "x"),
+                        labels=["a"])

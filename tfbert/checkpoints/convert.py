@@ -23,7 +23,7 @@ less the umask; a bad input names its file and what is wrong with it.
 import os
 import shutil
 import zipfile
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 import keras
 import numpy as np
@@ -164,19 +164,23 @@ def read_model(fmt: str, path: str, config_file: Optional[str] = None) -> keras.
 
 
 def write_model(model: keras.Model, fmt: str, path: str,
-                vocab_file: Optional[str] = None, do_lower_case: Optional[bool] = None) -> None:
+                vocab_file: Optional[str] = None, do_lower_case: Optional[bool] = None,
+                labels: Optional[Sequence[str]] = None) -> None:
   """Writes a tfbert model in any supported format, with its tokenizer files if given.
 
   `vocab_file` is copied beside the output as `vocab.txt`; with `do_lower_case`, the
   tokenizer's `tokenizer_config.json` (which records the casing) and
-  `special_tokens_map.json` are written too (`huggingface.write_tokenizer_files`).
+  `special_tokens_map.json` are written too (`huggingface.write_tokenizer_files`). A
+  Hugging Face directory says which transformers class loads it and, for a classifier or
+  tagger, its labels (the model's `hf_task`; a classifier's `labels` name its classes).
   """
   if fmt == "google":
     google_checkpoint.export_google_checkpoint(model, path, vocab_file=vocab_file,
                                                do_lower_case=do_lower_case)
   elif fmt == "hf":
     huggingface.save_hf_checkpoint(model.config, google_checkpoint.google_weights(model), path,
-                                   vocab_file=vocab_file, do_lower_case=do_lower_case)
+                                   vocab_file=vocab_file, do_lower_case=do_lower_case,
+                                   task=model.hf_task(labels))
   elif fmt == "tfbert":
     save_tfbert_model(model, path, vocab_file=vocab_file, do_lower_case=do_lower_case)
   else:

@@ -14,7 +14,7 @@ import json
 import os
 import re
 import shutil
-from typing import Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 from safetensors import SafetensorError
@@ -223,7 +223,8 @@ def write_tokenizer_files(directory: str, vocab_file: str, do_lower_case: bool,
 
 def save_hf_checkpoint(config: BertConfig, weights: Mapping[str, np.ndarray],
                        model_dir: str, vocab_file: Optional[str] = None,
-                       do_lower_case: Optional[bool] = None) -> None:
+                       do_lower_case: Optional[bool] = None,
+                       task: Optional[Mapping[str, Any]] = None) -> None:
   """Writes `config.json` + `model.safetensors` (+ the tokenizer) in Hugging Face's layout.
 
   With `vocab_file`, the directory is complete: Hugging Face's `AutoTokenizer` loads it
@@ -243,6 +244,8 @@ def save_hf_checkpoint(config: BertConfig, weights: Mapping[str, np.ndarray],
     model_dir: the output directory (created if missing).
     vocab_file: copied as `vocab.txt` when given, with the tokenizer's two JSON files.
     do_lower_case: the vocabulary's casing; needed with `vocab_file`.
+    task: `config.json`'s task fields (the model's `hf_task`: `architectures`, labels);
+      None: `BertForPreTraining`'s.
 
   Raises:
     OSError: naming the file, when it cannot be written (a full disk).
@@ -261,4 +264,5 @@ def save_hf_checkpoint(config: BertConfig, weights: Mapping[str, np.ndarray],
     if vocab_file:
       write_tokenizer_files(staging, vocab_file, do_lower_case, config.max_position_embeddings)
     with open(os.path.join(staging, "config.json"), "w", encoding="utf-8") as f:
-      f.write(json.dumps(config.to_hf_config(), indent=2, sort_keys=True) + "\n")
+      f.write(json.dumps({**config.to_hf_config(), **(task or {})}, indent=2, sort_keys=True)
+              + "\n")
