@@ -12,6 +12,8 @@ from tfbert.config import BertConfig
 from tfbert.layers.embeddings import BertEmbeddings
 from tfbert.layers.transformer_layer import TransformerLayer
 
+OUTPUT_NAMES = ("sequence_output", "pooled_output")  # What an encoder serves.
+
 
 def as_config(config) -> BertConfig:
   """Accepts a `BertConfig` or its dict form (as stored by `get_config`)."""
@@ -99,6 +101,11 @@ class BertEncoder(keras.Model):
     sequence_output = x if queries is None else x[:, 1:]
     return {"sequence_output": sequence_output, "pooled_output": pooled,
             "encoder_outputs": encoder_outputs}
+
+  def served_outputs(self, features) -> dict:
+    """What its exports serve: float32 `sequence_output` [B, S, H], `pooled_output` [B, H]."""
+    outputs = self(features, training=False)
+    return {name: tf.cast(outputs[name], tf.float32) for name in OUTPUT_NAMES}
 
   def hf_task(self, labels=None) -> dict:
     """The task fields of this model's Hugging Face `config.json`: `BertModel`, no head."""

@@ -18,6 +18,8 @@ from tfbert.layers.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, 
 from tfbert.losses import pretraining_loss
 from tfbert.training.accumulation import find_accumulator
 
+SPAN_OUTPUT_NAMES = ("start_logits", "end_logits")  # What a span labeler serves.
+
 # Metrics of BertPretrainer, all weighted means over the logged steps.
 PRETRAINING_METRICS = ("mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy")
 
@@ -121,6 +123,10 @@ class BertPretrainer(keras.Model):
   def hf_task(self, labels: Optional[Sequence[str]] = None) -> dict:
     """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`)."""
     return hf_task_fields("BertForPreTraining", _no_labels(self, labels))
+
+  def served_outputs(self, features) -> dict:
+    """What its exports serve: its encoder's (`BertEncoder.served_outputs`)."""
+    return self.encoder.served_outputs(features)
 
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict()}
@@ -242,6 +248,11 @@ class BertSpanLabeler(_FineTuningStep, keras.Model):
     """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`)."""
     return hf_task_fields("BertForQuestionAnswering", _no_labels(self, labels))
 
+  def served_outputs(self, features) -> dict:
+    """What its exports serve: float32 `start_logits`, `end_logits` [B, S]."""
+    outputs = self(features, training=False)
+    return {name: tf.cast(outputs[name], tf.float32) for name in SPAN_OUTPUT_NAMES}
+
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict()}
 
@@ -304,6 +315,14 @@ class BertClassifier(_FineTuningStep, keras.Model):
                             problem_type="regression")
     return hf_task_fields("BertForSequenceClassification",
                           _checked_labels(labels, self.num_classes))
+
+  def served_outputs(self, features) -> dict:
+    """What its exports serve: float32 `logits`, `probabilities` (softmax) [B, C]; for
+    regression (C = 1), `score` [B]."""
+    logits = tf.cast(self(features, training=False)["logits"], tf.float32)  # [B, C]
+    if self.num_classes == 1:
+      return {"score": logits[:, 0]}
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
 
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict(),
@@ -371,6 +390,11 @@ class BertTokenClassifier(_FineTuningStep, keras.Model):
     if labels is not None and tuple(labels) != self.labels:
       raise ValueError(f"labels {list(labels)} differ from the tagger's {list(self.labels)}")
     return hf_task_fields("BertForTokenClassification", self.labels)
+
+  def served_outputs(self, features) -> dict:
+    """What its exports serve: float32 `logits`, `probabilities` [B, S, C]."""
+    logits = tf.cast(self(features, training=False)["logits"], tf.float32)  # [B, S, C]
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
 
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict(), "labels": list(self.labels),

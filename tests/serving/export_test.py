@@ -373,3 +373,30 @@ def test_raw_text_exports_need_only_core_ops_and_the_wordpiece_op(every_export):
     assert ops & export.TEXT_OPS, kind
     assert export.non_core_ops(export_dir) == ops - core, kind
     assert not export.non_core_ops(f"{export_dir}/ids"), kind
+
+
+def test_a_new_task_model_serves_its_own_outputs_through_every_export_path():
+  """The exports ask the model what it serves (`served_outputs`), so a fourth task's model
+  needs no entry in a serving table: here a two-choice scorer over the encoder's pooled
+  output, traced in the serving scope like the built-in models."""
+
+  class TwoChoice(keras.Model):
+    def __init__(self, config):
+      super().__init__()
+      self.encoder = BertEncoder(config)
+      self.score = keras.layers.Dense(1)
+
+    def call(self, features, training=None):
+      return self.score(self.encoder(features, training=training)["pooled_output"])
+
+    def served_outputs(self, features):
+      return {"choice_score": tf.cast(self(features, training=False)[:, 0], tf.float32)}
+
+  model = TwoChoice(helpers.odd_config())
+  features = {k: tf.constant(v) for k, v in helpers.random_features(
+      model.encoder.config, batch=3, seq=7).items() if k in export.FEATURE_NAMES}
+  served = export.served_outputs(model, features)
+  assert list(served) == ["choice_score"] and served["choice_score"].shape == (3,)
+  # The serving form's plain ops against the training form's fused ones (module docstring).
+  assert helpers.max_abs_diff(served["choice_score"], model(features, training=False)[:, 0]) \
+      < TOL

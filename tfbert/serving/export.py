@@ -61,9 +61,9 @@ import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.framework import convert_to_constants
 
+from tfbert import encoder, models
 from tfbert.encoder import BertEncoder
 from tfbert.layers import serving_ops
-from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from tfbert.runtime import atomic
 from tfbert.serving import serving_dtype
 from tfbert.text import inputs, tokenization
@@ -75,8 +75,8 @@ ID_DIR = "ids"  # Inside an export directory: `serving_default` alone, core TF o
 LABELS_FILE = "labels.txt"  # A classifier's or tagger's label names, in id order.
 # google-research/bert's feature names; also the signature's input names.
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
-OUTPUT_NAMES = ("sequence_output", "pooled_output")
-SPAN_OUTPUT_NAMES = ("start_logits", "end_logits")  # A span labeler's (SQuAD).
+OUTPUT_NAMES = encoder.OUTPUT_NAMES  # An encoder's.
+SPAN_OUTPUT_NAMES = models.SPAN_OUTPUT_NAMES  # A span labeler's (SQuAD).
 # The only ops outside core TensorFlow (`tf.raw_ops`) that an export may hold, all in its
 # raw-text signature's tokenizer; `ids/` holds none. A server that registers these serves
 # every signature: Python after `import tensorflow_text`, TF Serving's model server, which
@@ -216,34 +216,26 @@ def served_outputs(model: keras.Model, features: dict[str, tf.Tensor]) -> dict[s
   """The float32 outputs every export serves for the int32 features of `model`.
 
   One definition for the SavedModels' id signatures (and the raw-text ones built on them),
-  the TFLite file and so the ONNX file:
+  the TFLite file and so the ONNX file: the model's own `served_outputs` (a new task model
+  defines its own; no table here to extend), traced in the serving scope:
 
   * `BertClassifier`: `logits`, `probabilities` (softmax) [B, C]; regression (C = 1):
     `score` [B];
   * `BertTokenClassifier`: `logits`, `probabilities` [B, S, C];
   * `BertSpanLabeler`: `start_logits`, `end_logits` [B, S];
-  * `BertEncoder`: `sequence_output` [B, S, H], `pooled_output` [B, H].
+  * `BertEncoder`: `sequence_output` [B, S, H], `pooled_output` [B, H]; a `BertPretrainer`
+    serves its encoder's.
 
   Outputs are float32 whatever the model's dtype policy. The layers trace their serving
   form (`tfbert.layers.serving_ops`): plain ops that oneDNN fuses into the MatMuls instead
   of the training graph's XLA calls.
 
   Args:
-    model: one of the four.
+    model: a tfbert model (anything with `served_outputs(features)`).
     features: int32 `input_ids`, `input_mask`, `segment_ids` [B, S].
   """
   with serving_ops.scope():
-    if isinstance(model, BertClassifier):
-      logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, C]
-      if model.num_classes == 1:
-        return {"score": logits[:, 0]}
-      return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
-    if isinstance(model, BertTokenClassifier):
-      logits = tf.cast(model(features, training=False)["logits"], tf.float32)  # [B, S, C]
-      return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
-    outputs = model(features, training=False)
-    names = SPAN_OUTPUT_NAMES if isinstance(model, BertSpanLabeler) else OUTPUT_NAMES
-    return {name: tf.cast(outputs[name], tf.float32) for name in names}
+    return model.served_outputs(features)  # Each model defines its own.
 
 
 class FrozenOutputs:
