@@ -103,6 +103,7 @@ def test_a_finished_run_rerun_reports_its_last_logged_loss(tmp_path):
   _, first = _train(_config(tmp_path), initial)
   _, again = _train(_config(tmp_path), initial)
   assert first["steps"] == again["steps"] == 7 and again["finished"]
+  assert again["resumed_finished"] and "resumed_finished" not in first
   assert np.isfinite(first["loss"]) and again["loss"] == first["loss"]
   assert again["loss"] == _metrics(tmp_path / "run")[-1]["loss"]
 

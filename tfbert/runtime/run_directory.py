@@ -18,10 +18,11 @@ Every tool that owns a directory (`run_pretraining`'s `model_dir`, the fine-tuni
    records (`write_records`, atomically) after every other check has passed.
 4. **Leftovers.** Temporaries of a killed run in the directory (`tfbert.runtime.atomic`) are
    removed when the claim succeeds.
-5. **A failed start owns nothing.** A run that fails before its first checkpoint in a
-   directory it found fresh removes its records again on the way out (`RunLock` as a context
-   manager, or `forget_if_untrained`): the corrected rerun starts clean instead of being
-   refused as another configuration.
+5. **A failed start owns nothing.** A run that fails before it trained anything (no
+   checkpoint, no logged step) in a directory it found fresh removes its records again on
+   the way out (`RunLock` as a context manager, or `forget_if_untrained`): the corrected
+   rerun starts clean instead of being refused as another configuration. A run that logged
+   steps keeps its directory: its `metrics.jsonl` says how far it got.
 """
 
 import dataclasses
@@ -83,11 +84,12 @@ class RunLock:
       self._fd = None
 
   def forget_if_untrained(self) -> bool:
-    """After a failure: a run that found the directory fresh and wrote no checkpoint does
-    not own it. The directory goes when the claim created it; otherwise the run's records
-    (`recorded`) go and the rest stays. A corrected rerun is then not refused as another
-    configuration. Returns whether it forgot the run."""
-    if not self.fresh or has_checkpoint(self.directory):
+    """After a failure: a run that found the directory fresh and trained nothing (no
+    checkpoint, no logged step: `has_trained`) does not own it. The directory goes when
+    the claim created it; otherwise the run's records (`recorded`) go and the rest stays.
+    A corrected rerun is then not refused as another configuration. Returns whether it
+    forgot the run."""
+    if not self.fresh or has_trained(self.directory):
       return False
     if self.created:  # Everything in it is this run's (TensorBoard folders included).
       shutil.rmtree(self.directory, ignore_errors=True)
@@ -96,7 +98,7 @@ class RunLock:
         path = os.path.join(self.directory, name)
         if os.path.isfile(path):
           os.remove(path)
-    logging.info("the run failed before its first checkpoint: %s no longer records it",
+    logging.info("the run failed before its first step: %s no longer records it",
                  self.directory)
     return True
 
@@ -118,6 +120,15 @@ def has_checkpoint(directory: str) -> bool:
   """Whether `directory` holds a training checkpoint (`checkpoints/*.index`)."""
   folder = os.path.join(directory, CHECKPOINTS_DIR)
   return os.path.isdir(folder) and any(name.endswith(".index") for name in os.listdir(folder))
+
+
+METRICS_FILE = "metrics.jsonl"  # The training loop's log, in a run directory.
+
+
+def has_trained(directory: str) -> bool:
+  """Whether a run in `directory` got anywhere: a checkpoint, or a logged step."""
+  metrics = os.path.join(directory, METRICS_FILE)
+  return has_checkpoint(directory) or (os.path.isfile(metrics) and os.path.getsize(metrics) > 0)
 
 
 def acquire_lock(directory: str) -> RunLock:

@@ -462,7 +462,8 @@ class TrainingLoop:
 
     Returns:
       The last log's scalars and "step" (and "eval": the last evaluation's scalars). A run
-      stopped inside a log window returns the metrics so far, not written.
+      stopped inside a log window returns the metrics so far, not written. A finished run
+      rerun trains nothing and returns its last logged line with "resumed_finished": True.
 
     Raises:
       Preempted: after SIGTERM, once the checkpoint of the step reached is saved.
@@ -495,7 +496,7 @@ class TrainingLoop:
       return {"step": step, "stopped_early": True}
     if step >= stop:  # A finished run rerun: nothing to train; report what it logged last.
       logging.info(f"the run is at applied step {step}: nothing more to train")
-      return {"step": step, **last_logged(self.directory, step)}
+      return {"step": step, **last_logged(self.directory, step), "resumed_finished": True}
     if self.is_chief and c.verbose:
       self.progress = StepProgress(c.num_train_steps, start_step=step)
     logged_step, seconds = step, 0.0  # The log window: since logged_step, in seconds.

@@ -44,8 +44,9 @@ class SquadDemoSummary:
   def format(self) -> str:
     def score(s):
       return f"EM {s['exact_match']:.2f} / F1 {s['f1']:.2f}"
-    trained = (f" (loss {self.train['loss']:.4f}, {self.train['examples_per_second']:.0f} "
-               "examples/s)" if "loss" in self.train else " (done before: resumed finished run)")
+    trained = (" (done before: resumed finished run)" if self.train.get("resumed_finished") else
+               f" (loss {self.train['loss']:.4f}, {self.train['examples_per_second']:.0f} "
+               "examples/s)")
     return "\n".join([
         f"SQuAD-format data: {self.train_questions} train / {self.dev_questions} dev questions "
         f"in {self.data_dir}",
