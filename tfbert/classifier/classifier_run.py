@@ -1,6 +1,7 @@
 """Sentence(-pair) classification fine-tuning: google-research/bert `run_classifier.py`.
 
-`run_classifier(ClassifierRunConfig)` does what the tool's flags ask, in this order:
+`run_classifier(ClassifierRunConfig)` runs `ClassifierTask`, the hooks of this task, through the
+one runner (`tfbert.tasks.runner.run_task`). It does what the tool's flags ask, in this order:
 
 0. Checks the configuration and reads every input file (`read_inputs`): a missing,
    malformed (`file:line`) or empty file is an error before anything is built or written.
@@ -61,7 +62,6 @@ Shape legend: B batch, S max_seq_length, N examples, C classes.
 import dataclasses
 import json
 import os
-import time
 from typing import Any, Optional
 
 import numpy as np
@@ -71,8 +71,8 @@ from absl import logging
 from tfbert.classifier import classifier_export, classifier_features, glue_data, glue_metrics
 from tfbert.models import BertClassifier
 from tfbert.runtime import atomic, validation
-from tfbert.serving import export
-from tfbert.tasks import fine_tuning
+from tfbert.tasks import fine_tuning, runner
+from tfbert.tasks.task import Outputs, RunContext, Task, TrainingData
 from tfbert.text.tokenization import WordPieceTokenizer
 
 
@@ -131,6 +131,64 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
     ] + super().checks(num_replicas)
 
 
+class ClassifierTask(Task):
+  """GLUE-style classification (and regression) as `tfbert.tasks.runner.run_task`'s hooks.
+
+  Args:
+    glue_task: the `glue_data.Task` whose model is built (default: the config's).
+  """
+  head = "classifier_head"
+
+  def __init__(self, glue_task: Optional[glue_data.Task] = None):
+    self.glue_task = glue_task
+
+  def default_best_metric(self, config: ClassifierRunConfig) -> str:
+    return default_best_metric(config.task())
+
+  def read_inputs(self, config: ClassifierRunConfig) -> dict[str, list]:
+    return read_inputs(config.task(), config)
+
+  def build_model(self, config: ClassifierRunConfig, bert_config, labels) -> BertClassifier:
+    """C = the task's label count (1 for regression); the pooler must be in the source."""
+    return BertClassifier(bert_config, (self.glue_task or config.task()).num_classes,
+                          config.classifier_dropout)
+
+  def train_data(self, context: RunContext) -> TrainingData:
+    c, task = context.config, context.config.task()
+    examples = context.inputs["train"][0][1]
+    features = classifier_features.examples_to_features(examples, context.tokenizer,
+                                                        c.max_seq_length, task.is_pair)
+    labels = classifier_features.label_array(examples, task)
+    return TrainingData(train_examples(features, labels), len(examples),
+                        f"{len(examples)} examples")
+
+  def evaluate(self, context: RunContext) -> dict[str, float]:
+    c = context.config
+    return eval_scalars(evaluate(context.model, context.strategy, context.tokenizer, c.task(),
+                                 c, context.inputs["dev"], write=False))
+
+  def outputs(self, context: RunContext) -> Outputs:
+    c, chief = context.config, context.chief
+    out = Outputs()
+    if c.do_eval:
+      out.result["eval"] = out.eval_results = evaluate(
+          context.model, context.strategy, context.tokenizer, c.task(), c,
+          context.inputs["dev"], write=chief)
+      out.written += [f"{split}_predictions.tsv" for split in out.eval_results]
+    if c.do_predict:
+      out.result["predictions"] = predict_test_files(
+          context.model, context.strategy, context.tokenizer, c.task(), c,
+          context.inputs["test"], write=chief)
+      out.written += list(out.result["predictions"].values())
+    return out
+
+  def export(self, context: RunContext) -> None:
+    c, task = context.config, context.config.task()
+    classifier_export.export_classifier_saved_model(
+        context.model, c.export_dir, context.tokenizer.vocab_file, c.do_lower_case,
+        c.max_seq_length, task.labels, task.is_pair, export_dtype=c.export_dtype)
+
+
 def run_classifier(config: ClassifierRunConfig, flagfile: Optional[str] = None) -> dict[str, Any]:
   """Trains, evaluates and/or predicts as `config` says; see the module docstring.
 
@@ -141,63 +199,7 @@ def run_classifier(config: ClassifierRunConfig, flagfile: Optional[str] = None) 
     dict with "train" (train_results.json's values), "eval" ({split: metrics}) and
     "predictions" ({split: path of the TSV}), each when asked for.
   """
-  task = config.task()
-  if config.eval_every_steps and not config.best_metric:
-    config = dataclasses.replace(config, best_metric=default_best_metric(task))
-  config = fine_tuning.resolve_casing(config)  # Before any work.
-  inputs = read_inputs(task, config)  # Before anything is built or written.
-  strategy = fine_tuning.start_run(config)
-  tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
-  model = build_classifier(config, task, strategy)
-  fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
-  export.check_seq_length(model, config.max_seq_length)
-  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile, strategy):
-    result = _run(model, strategy, tokenizer, task, config, inputs)
-  result["written"] = fine_tuning.written_paths(config.output_dir, result["written"])
-  return result
-
-
-def _run(model: BertClassifier, strategy: tf.distribute.Strategy,
-         tokenizer: WordPieceTokenizer, task: glue_data.Task,
-         config: ClassifierRunConfig, inputs: dict[str, list]) -> dict[str, Any]:
-  """The work of `run_classifier` in the claimed output directory.
-
-  Every worker trains, evaluates and predicts (sharded); only the chief writes.
-  """
-  result, written = {}, []
-  chief = fine_tuning.is_chief(strategy)
-  if config.do_train:
-    evaluate_dev = None
-    if config.eval_every_steps:
-      def evaluate_dev():
-        return eval_scalars(evaluate(model, strategy, tokenizer, task, config, inputs["dev"],
-                                     write=False))
-    result["train"] = train(model, strategy, tokenizer, task, config, inputs["train"][0][1],
-                            evaluate_dev)
-    if not result["train"]["finished"]:  # stop_at_step: rerun without it to resume.
-      result["written"] = ["checkpoints"]
-      return result
-    written += fine_tuning.save_trained(model, config, result["train"], chief)
-  if config.do_eval:
-    result["eval"] = evaluate(model, strategy, tokenizer, task, config, inputs["dev"],
-                              write=chief)
-    if chief:
-      atomic.write_json(os.path.join(config.output_dir, "eval_results.json"), result["eval"])
-    written += ["eval_results.json"] + [f"{split}_predictions.tsv" for split in result["eval"]]
-  if config.do_predict:
-    result["predictions"] = predict_test_files(model, strategy, tokenizer, task, config,
-                                               inputs["test"], write=chief)
-    written += list(result["predictions"].values())
-  if not chief:  # Another worker: its checkpoints only.
-    result["written"] = []
-    return result
-  if config.export_dir:
-    classifier_export.export_classifier_saved_model(
-        model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
-        config.max_seq_length, task.labels, task.is_pair, export_dtype=config.export_dtype)
-    written.append(config.export_dir)
-  result["written"] = written
-  return result
+  return runner.run_task(ClassifierTask(), config, flagfile)
 
 
 def build_classifier(config: ClassifierRunConfig, task: glue_data.Task,
@@ -211,13 +213,7 @@ def build_classifier(config: ClassifierRunConfig, task: glue_data.Task,
   Raises:
     ValueError: when the source lacks an encoder weight, or shapes differ.
   """
-  bert_config, weights, source = fine_tuning.initial_weights(config)
-  with strategy.scope():
-    model = BertClassifier(bert_config, task.num_classes, config.classifier_dropout)
-    model.build()
-  fine_tuning.assign_initial_weights(model, weights, source, "classifier_head",
-                                     head_is_trained=config.do_train)
-  return model
+  return runner.build_model(ClassifierTask(task), config, None, strategy)
 
 
 def read_task_file(task: glue_data.Task, path: str, split: str, config: ClassifierRunConfig,
@@ -271,27 +267,6 @@ def eval_scalars(results: dict[str, dict[str, float]]) -> dict[str, float]:
       if name != "num_examples":
         scalars[name if position == 0 else f"{split}_{name}"] = float(value)
   return scalars
-
-
-def train(model: BertClassifier, strategy: tf.distribute.Strategy,
-          tokenizer: WordPieceTokenizer, task: glue_data.Task,
-          config: ClassifierRunConfig, examples: list[glue_data.InputExample],
-          evaluate_dev=None) -> dict[str, float]:
-  """Fine-tunes (or resumes) `model` on the train file's `examples` in the training loop
-  (`fine_tuning.train`, evaluating with `evaluate_dev`); returns the last logs, throughput
-  and time."""
-  features = classifier_features.examples_to_features(examples, tokenizer,
-                                                      config.max_seq_length, task.is_pair)
-  labels = classifier_features.label_array(examples, task)
-  n = len(examples)
-  total_steps = max(1, int(n * config.num_train_epochs) // config.train_batch_size)
-  steps = min(total_steps, config.max_train_steps or total_steps)
-  logging.info(f"training on {n} examples: {steps} of {total_steps} applied steps of "
-               f"{config.train_batch_size}")
-  start = time.perf_counter()
-  summary = fine_tuning.train(model, strategy, config, train_examples(features, labels), n,
-                              steps=steps, total_steps=total_steps, evaluate=evaluate_dev)
-  return {**summary, "examples": n, "seconds": time.perf_counter() - start}
 
 
 def train_examples(features: dict[str, np.ndarray], labels: np.ndarray):

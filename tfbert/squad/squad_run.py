@@ -1,6 +1,7 @@
 """SQuAD fine-tuning and prediction: google-research/bert `run_squad.py` in tfbert's loop.
 
-`run_squad(SquadRunConfig)` does what the tool's flags ask, in this order:
+`run_squad(SquadRunConfig)` runs `SquadTask`, the hooks of this task, through the one runner
+(`tfbert.tasks.runner.run_task`). It does what the tool's flags ask, in this order:
 
 0. Checks the configuration and reads the train and predict files (`read_inputs`): a
    malformed or empty file, or SQuAD 2.0 data without `version_2_with_negative`, is a
@@ -78,7 +79,8 @@ from tfbert.squad import (
   squad_features,
   squad_postprocess,
 )
-from tfbert.tasks import fine_tuning
+from tfbert.tasks import fine_tuning, runner
+from tfbert.tasks.task import Outputs, RunContext, Task, TrainingData
 from tfbert.text.tokenization import WordPieceTokenizer
 
 INPUT_NAMES = export.FEATURE_NAMES  # input_ids, input_mask, segment_ids
@@ -218,6 +220,73 @@ def check_version(dataset: squad_data.SquadDataset, version_2_with_negative: boo
     raise ValueError(f"{dataset.path}: {why}: pass --version_2_with_negative")
 
 
+class SquadTask(Task):
+  """SQuAD span labelling as `tfbert.tasks.runner.run_task`'s hooks (see the module)."""
+  head = "span_head"
+
+  def default_best_metric(self, config: SquadRunConfig) -> str:
+    return DEFAULT_BEST_METRIC
+
+  def read_inputs(self, config: SquadRunConfig) -> dict[str, tuple[squad_data.SquadDataset, Any]]:
+    return read_inputs(config)
+
+  def max_seq_length(self, config: SquadRunConfig) -> int:
+    return config.features.max_seq_length
+
+  def build_model(self, config: SquadRunConfig, bert_config, labels) -> BertSpanLabeler:
+    return BertSpanLabeler(bert_config)
+
+  def head_is_trained(self, config: SquadRunConfig) -> bool:
+    return config.do_train or not config.do_predict
+
+  def train_data(self, context: RunContext) -> TrainingData:
+    """The train file's features, cached as TFRecords in this process's directory."""
+    dataset = context.inputs["train"][0]
+    converted = squad_features.cached_features(
+        os.path.join(context.work_dir, "train_features"), dataset.examples, context.tokenizer,
+        context.config.features, is_training=True)
+    n = len(converted.features)
+    return TrainingData(
+        train_examples(converted.features), n,
+        f"{len(dataset.examples)} questions ({len(dataset.skipped)} + "
+        f"{len(converted.skipped)} skipped), {n} features")
+
+  def _predict_features(self, context: RunContext) -> list[squad_features.SquadFeature]:
+    """The predict file's features, made (and cached) once for every evaluation."""
+    if "predict" not in context.cache:
+      context.cache["predict"] = predict_features(context.tokenizer, context.config,
+                                                  context.inputs["predict"][0],
+                                                  context.work_dir)
+    return context.cache["predict"]
+
+  def evaluate(self, context: RunContext) -> dict[str, float]:
+    dataset, selected = context.inputs["predict"]
+    return answer(context.model, context.strategy, context.config, dataset,
+                  self._predict_features(context), selected)["scores"]
+
+  def outputs(self, context: RunContext) -> Outputs:
+    out = Outputs()
+    if context.config.do_predict:
+      out.result = predict(context.model, context.strategy, context.tokenizer, context.config,
+                           *context.inputs["predict"], context.work_dir, write=context.chief,
+                           features=self._predict_features(context))
+      out.written += list(out.result["predictions"].values())
+      out.eval_results = out.result.get("scores")
+    return out
+
+  def export(self, context: RunContext) -> None:
+    c = context.config
+    squad_export.export_squad_saved_model(
+        context.model, c.export_dir, context.tokenizer.vocab_file, c.do_lower_case,
+        c.features.max_seq_length, c.features.max_query_length,
+        c.postprocess.max_answer_length,
+        # The flag's value, as the predictions applied: null_score_diff_threshold.json
+        # proposes a better one for a rerun, never silently replaces it.
+        version_2_with_negative=c.postprocess.version_2_with_negative,
+        null_score_diff_threshold=c.postprocess.null_score_diff_threshold,
+        export_dtype=c.export_dtype)
+
+
 def run_squad(config: SquadRunConfig, flagfile: Optional[str] = None) -> dict[str, Any]:
   """Trains and/or predicts as `config` says; see the module docstring.
 
@@ -229,66 +298,7 @@ def run_squad(config: SquadRunConfig, flagfile: Optional[str] = None) -> dict[st
     (file paths) and "scores" (official EM/F1) when predicting; for a v2.0 predict file,
     "null_score_diff_threshold" (`null_threshold_report`).
   """
-  if config.eval_every_steps and not config.best_metric:
-    config = dataclasses.replace(config, best_metric=DEFAULT_BEST_METRIC)
-  config = fine_tuning.resolve_casing(config)  # Before any work.
-  inputs = read_inputs(config)  # Before anything is built or written.
-  strategy = fine_tuning.start_run(config)
-  tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
-  model = build_span_labeler(config, strategy)
-  fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
-  export.check_seq_length(model, config.features.max_seq_length)  # Before the claim.
-  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile, strategy):
-    result = _run(model, strategy, tokenizer, config, inputs)
-  result["written"] = fine_tuning.written_paths(config.output_dir, result["written"])
-  return result
-
-
-def _run(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
-         tokenizer: WordPieceTokenizer, config: SquadRunConfig,
-         inputs: dict[str, tuple[squad_data.SquadDataset, Any]]) -> dict[str, Any]:
-  """The work of `run_squad` in the claimed output directory.
-
-  Every worker trains and predicts (sharded); only the chief writes.
-  """
-  result, written = {}, []
-  chief = fine_tuning.is_chief(strategy)
-  work_dir = fine_tuning.work_directory(config, strategy)
-  features = None  # The predict file's, made once for evaluation and prediction.
-  if config.do_train:
-    evaluate = None
-    if config.eval_every_steps:
-      features = predict_features(tokenizer, config, inputs["predict"][0], work_dir)
-
-      def evaluate():
-        return answer(model, strategy, config, inputs["predict"][0], features,
-                      inputs["predict"][1])["scores"]
-    result["train"] = train(model, strategy, tokenizer, config, inputs["train"][0], work_dir,
-                            evaluate)
-    if not result["train"]["finished"]:  # stop_at_step: rerun without it to resume.
-      result["written"] = ["checkpoints"] if chief else []
-      return result
-    written += fine_tuning.save_trained(model, config, result["train"], chief)
-  if config.do_predict:
-    result.update(predict(model, strategy, tokenizer, config, *inputs["predict"], work_dir,
-                          write=chief, features=features))
-    written += list(result["predictions"].values())
-  if not chief:  # Another worker: its checkpoints only.
-    result["written"] = []
-    return result
-  if config.export_dir:
-    squad_export.export_squad_saved_model(
-        model, config.export_dir, tokenizer.vocab_file, config.do_lower_case,
-        config.features.max_seq_length, config.features.max_query_length,
-        config.postprocess.max_answer_length,
-        # The flag's value, as the predictions applied: null_score_diff_threshold.json
-        # proposes a better one for a rerun, never silently replaces it.
-        version_2_with_negative=config.postprocess.version_2_with_negative,
-        null_score_diff_threshold=config.postprocess.null_score_diff_threshold,
-        export_dtype=config.export_dtype)
-    written.append(config.export_dir)
-  result["written"] = written
-  return result
+  return runner.run_task(SquadTask(), config, flagfile)
 
 
 def build_span_labeler(config: SquadRunConfig,
@@ -299,32 +309,7 @@ def build_span_labeler(config: SquadRunConfig,
   weight for (pretraining heads, the pooler's absence) are reported as unused, and the span
   head keeps its fresh initialization when the source has no `cls/squad`.
   """
-  bert_config, weights, source = fine_tuning.initial_weights(config)
-  with strategy.scope():
-    model = BertSpanLabeler(bert_config)
-    model.build()
-  fine_tuning.assign_initial_weights(model, weights, source, "span_head",
-                                     head_is_trained=config.do_train or not config.do_predict)
-  return model
-
-
-def train(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
-          tokenizer: WordPieceTokenizer, config: SquadRunConfig,
-          dataset: squad_data.SquadDataset, work_dir: str, evaluate=None) -> dict[str, float]:
-  """Fine-tunes (or resumes) `model` on the train file's `dataset` in the training loop
-  (`fine_tuning.train`, evaluating with `evaluate`); returns the last logs and the
-  throughput. The feature cache is kept in `work_dir` (this process's directory)."""
-  converted = squad_features.cached_features(
-      os.path.join(work_dir, "train_features"), dataset.examples, tokenizer,
-      config.features, is_training=True)
-  num_features = len(converted.features)
-  total_steps = max(1, int(num_features * config.num_train_epochs) // config.train_batch_size)
-  steps = min(total_steps, config.max_train_steps or total_steps)
-  logging.info(f"training on {len(dataset.examples)} questions ({len(dataset.skipped)} + "
-               f"{len(converted.skipped)} skipped), {num_features} features: {steps} of "
-               f"{total_steps} applied steps of {config.train_batch_size}")
-  return fine_tuning.train(model, strategy, config, train_examples(converted.features),
-                           num_features, steps=steps, total_steps=total_steps, evaluate=evaluate)
+  return runner.build_model(SquadTask(), config, None, strategy)
 
 
 def train_examples(features: list[squad_features.SquadFeature]):
@@ -385,9 +370,9 @@ def predict(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
             dataset: squad_data.SquadDataset, selected: dict[str, Any], work_dir: str,
             write: bool = True, features: Optional[list] = None) -> dict[str, Any]:
   """Answers the predict file's `dataset` and scores the answers against `selected` (its
-  JSON, as `read_squad_articles` returns it); with `write`, writes the prediction files,
-  eval_results.json and (v2.0) null_score_diff_threshold.json. `features`: the dataset's,
-  when already made."""
+  JSON, as `read_squad_articles` returns it); with `write`, writes the prediction files and
+  (v2.0) null_score_diff_threshold.json (the runner writes the scores as eval_results.json).
+  `features`: the dataset's, when already made."""
   if features is None:
     features = predict_features(tokenizer, config, dataset, work_dir)
   answered = answer(model, strategy, config, dataset, features, selected)
@@ -397,9 +382,6 @@ def predict(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
     paths = {}
   result = {"predictions": paths}
   if answered["scores"] is not None:
-    if write:
-      paths["eval_results.json"] = os.path.join(config.output_dir, "eval_results.json")
-      atomic.write_json(paths["eval_results.json"], answered["scores"])
     result["scores"] = answered["scores"]
     if write and dataset.is_v2:  # Scored as v2.0, with the null odds.
       report = null_threshold_report(selected, answered["predictions"], dataset.version,

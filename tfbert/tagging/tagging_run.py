@@ -1,6 +1,7 @@
 """Named-entity recognition fine-tuning: CoNLL in, entity F1 and CoNLL predictions out.
 
-`run_ner(NerRunConfig)` does what `tools/run_ner.py`'s flags ask, in this order:
+`run_ner(NerRunConfig)` runs `NerTask`, the hooks of this task, through the one runner
+(`tfbert.tasks.runner.run_task`). It does what `tools/run_ner.py`'s flags ask, in this order:
 
 0. Checks the configuration and reads every CoNLL file (`tfbert.tagging.conll`: a
    malformed line or an IOB2 violation is an error naming `file:line`, before anything is
@@ -43,7 +44,6 @@ Shape legend: F windows, S max_seq_length, C labels.
 import dataclasses
 import json
 import os
-import time
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -51,10 +51,10 @@ import tensorflow as tf
 from absl import logging
 
 from tfbert.models import BertTokenClassifier
-from tfbert.runtime import atomic, validation
+from tfbert.runtime import validation
 from tfbert.serving import export
 from tfbert.tagging import conll, tagging_export, tagging_features, tagging_metrics
-from tfbert.tasks import fine_tuning
+from tfbert.tasks import fine_tuning, runner, task
 from tfbert.text.tokenization import WordPieceTokenizer
 
 LABELS_FILE = tagging_export.LABELS_FILE  # Also in the run directory.
@@ -163,6 +163,84 @@ def resolve_labels(config: NerRunConfig, inputs: dict[str, list[conll.Sentence]]
   return labels
 
 
+class NerTask(task.Task):
+  """Named-entity tagging as `tfbert.tasks.runner.run_task`'s hooks (see the module)."""
+  head = "classifier_head"
+
+  def default_best_metric(self, config: NerRunConfig) -> str:
+    return "f1"
+
+  def read_inputs(self, config: NerRunConfig) -> dict[str, list[conll.Sentence]]:
+    return read_inputs(config)
+
+  def labels(self, config: NerRunConfig, inputs) -> tuple[str, ...]:
+    return resolve_labels(config, inputs)
+
+  def build_model(self, config: NerRunConfig, bert_config, labels) -> BertTokenClassifier:
+    return BertTokenClassifier(bert_config, labels, config.classifier_dropout)
+
+  def adapt_initial_weights(self, model, weights, source):
+    """Every encoder weight but the pooler must be in the source: the pooler, unused by
+    tagging, keeps its fresh values when absent (as `BertForTokenClassification` saves)."""
+    if weights is not None and not any(n.startswith("bert/pooler/") for n in weights):
+      weights = {**weights, **{f"bert/pooler/dense/{n}": v.numpy() for n, v in
+                               zip(("kernel", "bias"), model.encoder.pooler.weights)}}
+      logging.info(f"{source} has no pooler (unused by tagging): it keeps its fresh values")
+    return weights
+
+  def train_data(self, context: task.RunContext) -> task.TrainingData:
+    c, sentences = context.config, context.inputs["train"]
+    features = tagging_features.make_features(sentences, context.tokenizer,
+                                              context.model.labels, c.max_seq_length,
+                                              c.doc_stride)
+    return task.TrainingData(train_examples(features), len(features),
+                             f"{len(features)} windows of {len(sentences)} sentences")
+
+  def _dev(self, context: task.RunContext) -> tagging_features.TaggingFeatures:
+    """The dev windows, made once for every evaluation."""
+    if "dev" not in context.cache:
+      c = context.config
+      context.cache["dev"] = tagging_features.make_features(
+          context.inputs["dev"], context.tokenizer, context.model.labels, c.max_seq_length,
+          c.doc_stride)
+    return context.cache["dev"]
+
+  def evaluate(self, context: task.RunContext) -> dict[str, float]:
+    scores = evaluate(context.model, context.strategy, context.config, context.inputs["dev"],
+                      self._dev(context))[0]
+    return {name: scores[name] for name in EVAL_SCALARS}
+
+  def outputs(self, context: task.RunContext) -> task.Outputs:
+    c, chief, inputs = context.config, context.chief, context.inputs
+    out = task.Outputs(written=[LABELS_FILE])
+    if chief:
+      export.write_labels_file(c.output_dir, context.model.labels)
+    if c.do_eval:
+      scores, tags = evaluate(context.model, context.strategy, c, inputs["dev"],
+                              self._dev(context))
+      out.result["eval"] = out.eval_results = {
+          "dev": {**scores, "num_sentences": len(inputs["dev"])}}
+      if chief:
+        conll.write_conll(os.path.join(c.output_dir, "dev_predictions.conll"), inputs["dev"],
+                          tags)
+      out.written.append("dev_predictions.conll")
+    if c.do_predict:
+      path = os.path.join(c.output_dir, "test_predictions.conll")
+      tags = tag_sentences(context.model, context.strategy, context.tokenizer, c,
+                           inputs["test"])
+      if chief:
+        conll.write_conll(path, inputs["test"], tags)
+      out.result["predictions"] = {"test": path}
+      out.written.append(path)
+    return out
+
+  def export(self, context: task.RunContext) -> None:
+    c = context.config
+    tagging_export.export_tagger_saved_model(
+        context.model, c.export_dir, context.tokenizer.vocab_file, c.do_lower_case,
+        c.max_seq_length, export_dtype=c.export_dtype)
+
+
 def run_ner(config: NerRunConfig, flagfile: Optional[str] = None) -> dict[str, Any]:
   """Trains, evaluates and/or predicts as `config` says; see the module docstring.
 
@@ -170,71 +248,7 @@ def run_ner(config: NerRunConfig, flagfile: Optional[str] = None) -> dict[str, A
     dict with "train" (train_results.json's values), "eval" ({"dev": scores}) and
     "predictions" ({split: path}), each when asked for, and "written".
   """
-  if config.eval_every_steps and not config.best_metric:
-    config = dataclasses.replace(config, best_metric="f1")
-  config = fine_tuning.resolve_casing(config)  # Before any work.
-  inputs = read_inputs(config)  # Before anything is built or written.
-  labels = resolve_labels(config, inputs)
-  strategy = fine_tuning.start_run(config)
-  tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
-  model = build_tagger(config, labels, strategy)
-  fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
-  export.check_seq_length(model, config.max_seq_length)
-  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile, strategy):
-    result = _run(model, strategy, tokenizer, config, inputs)
-  result["written"] = fine_tuning.written_paths(config.output_dir, result["written"])
-  return result
-
-
-def _run(model: BertTokenClassifier, strategy: tf.distribute.Strategy,
-         tokenizer: WordPieceTokenizer, config: NerRunConfig,
-         inputs: dict[str, list[conll.Sentence]]) -> dict[str, Any]:
-  """The work of `run_ner` in the claimed output directory (every worker; the chief writes)."""
-  result, written = {}, []
-  chief = fine_tuning.is_chief(strategy)
-  dev = None
-  if "dev" in inputs:
-    dev = tagging_features.make_features(inputs["dev"], tokenizer, model.labels,
-                                         config.max_seq_length, config.doc_stride)
-  if config.do_train:
-    evaluate_dev = None
-    if config.eval_every_steps:
-      def evaluate_dev():
-        scores = evaluate(model, strategy, config, inputs["dev"], dev)[0]
-        return {name: scores[name] for name in EVAL_SCALARS}
-    result["train"] = train(model, strategy, tokenizer, config, inputs["train"], evaluate_dev)
-    if not result["train"]["finished"]:  # stop_at_step: rerun without it to resume.
-      result["written"] = ["checkpoints"]
-      return result
-    written += fine_tuning.save_trained(model, config, result["train"], chief)
-  if chief:
-    export.write_labels_file(config.output_dir, model.labels)
-  written.append(LABELS_FILE)
-  if config.do_eval:
-    scores, tags = evaluate(model, strategy, config, inputs["dev"], dev)
-    result["eval"] = {"dev": {**scores, "num_sentences": len(inputs["dev"])}}
-    if chief:
-      atomic.write_json(os.path.join(config.output_dir, "eval_results.json"), result["eval"])
-      conll.write_conll(os.path.join(config.output_dir, "dev_predictions.conll"),
-                        inputs["dev"], tags)
-    written += ["eval_results.json", "dev_predictions.conll"]
-  if config.do_predict:
-    path = os.path.join(config.output_dir, "test_predictions.conll")
-    tags = tag_sentences(model, strategy, tokenizer, config, inputs["test"])
-    if chief:
-      conll.write_conll(path, inputs["test"], tags)
-    result["predictions"] = {"test": path}
-    written.append(path)
-  if not chief:  # Another worker: its checkpoints only.
-    result["written"] = []
-    return result
-  if config.export_dir:
-    tagging_export.export_tagger_saved_model(model, config.export_dir, tokenizer.vocab_file,
-                                             config.do_lower_case, config.max_seq_length,
-                                             export_dtype=config.export_dtype)
-    written.append(config.export_dir)
-  result["written"] = written
-  return result
+  return runner.run_task(NerTask(), config, flagfile)
 
 
 def build_tagger(config: NerRunConfig, labels: Sequence[str],
@@ -245,35 +259,7 @@ def build_tagger(config: NerRunConfig, labels: Sequence[str],
   tagging, keeps its fresh values when absent); the head loads when the source has one
   of shape [C, H].
   """
-  bert_config, weights, source = fine_tuning.initial_weights(config)
-  with strategy.scope():
-    model = BertTokenClassifier(bert_config, labels, config.classifier_dropout)
-    model.build()
-  if weights is not None and not any(n.startswith("bert/pooler/") for n in weights):
-    weights = {**weights, **{f"bert/pooler/dense/{n}": v.numpy() for n, v in
-                             zip(("kernel", "bias"), model.encoder.pooler.weights)}}
-    logging.info(f"{source} has no pooler (unused by tagging): it keeps its fresh values")
-  fine_tuning.assign_initial_weights(model, weights, source, "classifier_head",
-                                     head_is_trained=config.do_train)
-  return model
-
-
-def train(model: BertTokenClassifier, strategy: tf.distribute.Strategy,
-          tokenizer: WordPieceTokenizer, config: NerRunConfig,
-          sentences: list[conll.Sentence], evaluate_dev=None) -> dict[str, Any]:
-  """Fine-tunes (or resumes) `model` on the windows of `sentences` in the training loop;
-  returns the last logs, throughput and time."""
-  features = tagging_features.make_features(sentences, tokenizer, model.labels,
-                                            config.max_seq_length, config.doc_stride)
-  n = len(features)
-  total_steps = max(1, int(n * config.num_train_epochs) // config.train_batch_size)
-  steps = min(total_steps, config.max_train_steps or total_steps)
-  logging.info(f"training on {n} windows of {len(sentences)} sentences: {steps} of "
-               f"{total_steps} applied steps of {config.train_batch_size}")
-  start = time.perf_counter()
-  summary = fine_tuning.train(model, strategy, config, train_examples(features), n, steps=steps,
-                              total_steps=total_steps, evaluate=evaluate_dev)
-  return {**summary, "examples": n, "seconds": time.perf_counter() - start}
+  return runner.build_model(NerTask(), config, labels, strategy)
 
 
 def train_examples(features: tagging_features.TaggingFeatures):

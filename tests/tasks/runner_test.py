@@ -1,0 +1,191 @@
+"""Tests for tfbert.tasks.runner: a fourth task made of hooks only, run by `run_task`.
+
+The task below is not part of tfbert: a toy sentence regression ("how much more `up` than
+`down`", a count difference) on random sentences, written the way `docs/adding_a_task.md`
+says. Nothing in tfbert knows it; the runner gives it the run directory, the training loop
+with 2 replicas, exact resume, evaluation during training with the best model, and the
+result files.
+"""
+
+import dataclasses
+import json
+import os
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+from tfbert import BertClassifier, BertConfig
+from tfbert.runtime import run_directory, validation
+from tfbert.tasks import fine_tuning, runner
+from tfbert.tasks.task import Outputs, Task, TrainingData
+
+WORDS = ["up", "down", "left", "right", "north", "south", "east", "west", "in", "out", "on"]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
+CONFIG = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=1,
+                    num_attention_heads=2, intermediate_size=19, max_position_embeddings=13,
+                    type_vocab_size=2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+SEQ = 11
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TiltConfig(fine_tuning.FineTuningConfig):
+  """The toy task's own settings on top of every fine-tuning run's."""
+  RERUN_MAY_CHANGE: ClassVar[frozenset] = (
+      fine_tuning.FineTuningConfig.RERUN_MAY_CHANGE | frozenset({"do_eval", "eval_file"}))
+  train_file: str = ""
+  eval_file: str = ""
+  do_eval: bool = False
+  max_seq_length: int = SEQ
+  eval_batch_size: int = 8
+
+  def checks(self, num_replicas: int = 1) -> list[validation.Check]:
+    return [(not self.do_train or self.train_file, "do_train needs train_file")
+            ] + super().checks(num_replicas)
+
+
+def read_tilt_file(path: str) -> tuple[list[str], np.ndarray]:
+  """`sentence<TAB>score` lines; a bad line is named by `file:line`."""
+  sentences, scores = [], []
+  with open(path, encoding="utf-8") as f:
+    for number, line in enumerate(f, 1):
+      parts = line.rstrip("\n").split("\t")
+      if len(parts) != 2:
+        raise ValueError(f"{path}:{number}: want sentence<TAB>score, got {line!r}")
+      sentences.append(parts[0])
+      scores.append(float(parts[1]))
+  return sentences, np.array(scores, np.float32)
+
+
+class TiltTask(Task):
+  """The fourth task: hooks only."""
+  head = "classifier_head"
+
+  def default_best_metric(self, config):
+    return "neg_mse"
+
+  def read_inputs(self, config):
+    inputs = {}
+    if config.do_train:
+      inputs["train"] = read_tilt_file(config.train_file)
+    if config.do_eval:
+      inputs["dev"] = read_tilt_file(config.eval_file)
+    return inputs
+
+  def build_model(self, config, bert_config, labels):
+    return BertClassifier(bert_config, 1, 0.0)  # One score.
+
+  def _features(self, context, sentences):
+    tokenizer, seq = context.tokenizer, context.config.max_seq_length
+    ids = np.zeros((len(sentences), seq), np.int32)
+    for row, pieces in enumerate(tokenizer.tokenize(sentences).to_list()):
+      tokens = [tokenizer.cls_id] + pieces[:seq - 2] + [tokenizer.sep_id]
+      ids[row, :len(tokens)] = tokens
+    return {"input_ids": ids, "input_mask": (ids > 0).astype(np.int32),
+            "segment_ids": np.zeros_like(ids)}
+
+  def train_data(self, context):
+    sentences, scores = context.inputs["train"]
+    return TrainingData((self._features(context, sentences), {"logits": scores[:, None]}),
+                        len(sentences), f"{len(sentences)} sentences")
+
+  def evaluate(self, context):
+    sentences, scores = context.inputs["dev"]
+    logits = fine_tuning.predict(context.model, context.strategy,
+                                 self._features(context, sentences),
+                                 context.config.eval_batch_size)["logits"]
+    return {"neg_mse": -float(np.mean((logits[:, 0] - scores) ** 2))}
+
+  def outputs(self, context):
+    if not context.config.do_eval:
+      return Outputs()
+    scores = self.evaluate(context)
+    return Outputs(result={"eval": scores}, eval_results={"dev": scores})
+
+
+def _write_data(path, seed, count):
+  rng = np.random.default_rng(seed)
+  lines = []
+  for _ in range(count):
+    words = rng.choice(WORDS, size=rng.integers(3, SEQ - 1))
+    score = float(np.sum(words == "up") - np.sum(words == "down"))
+    lines.append(f"{' '.join(words)}\t{score:.6f}\n")
+  path.write_text("".join(lines))
+  return str(path)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+  root = tmp_path_factory.mktemp("tilt")
+  (root / "vocab.txt").write_text("".join(f"{token}\n" for token in VOCAB))
+  CONFIG.to_json_file(str(root / "bert_config.json"))
+  return {"train": _write_data(root / "train.tsv", 1, 45),  # 45: odd, not a batch multiple.
+          "dev": _write_data(root / "dev.tsv", 2, 13),
+          "vocab": str(root / "vocab.txt"), "bert_config": str(root / "bert_config.json")}
+
+
+def _config(files, output_dir, **overrides):
+  values = dict(output_dir=str(output_dir), do_train=True, do_eval=True,
+                train_file=files["train"], eval_file=files["dev"], vocab_file=files["vocab"],
+                do_lower_case=True, bert_config_file=files["bert_config"],
+                train_batch_size=8, learning_rate=1e-2, num_train_epochs=2.0, warmup_proportion=0.1,
+                distribution_strategy="mirrored", num_cpu_devices=2, seed=5, log_steps=1,
+                save_checkpoints_steps=3, eval_every_steps=5, verbose=0)
+  return TiltConfig(**{**values, **overrides})
+
+
+def _metrics(run_dir):
+  with open(os.path.join(run_dir, "metrics.jsonl"), encoding="utf-8") as f:
+    return [json.loads(line) for line in f]
+
+
+def _curve(run_dir):
+  return [{k: v for k, v in row.items() if k != "examples_per_second"}
+          for row in _metrics(run_dir)]
+
+
+@pytest.mark.slow  # ~40 s: two 11-step runs on 2 replicas, one of them in two parts.
+def test_a_task_of_hooks_only_trains_resumes_and_evaluates_on_two_replicas(files, tmp_path):
+  straight = runner.run_task(TiltTask(), _config(files, tmp_path / "straight"))
+  steps = 45 * 2 // 8
+  assert straight["train"]["steps"] == steps and straight["train"]["finished"]
+  assert straight["train"]["examples"] == 45
+  rows = [r for r in _metrics(tmp_path / "straight") if "split" not in r]
+  assert [r["step"] for r in rows] == list(range(1, steps + 1))
+  assert all(np.isfinite(r["loss"]) for r in rows)
+  names = {os.path.relpath(p, tmp_path / "straight") for p in straight["written"]}
+  assert {"model.keras", "train_results.json", "eval_results.json", "best"} <= names
+  for name in ("run_config.json", "bert_config.json", "vocab.txt", "best/model.keras"):
+    assert os.path.exists(tmp_path / "straight" / name), name
+  with open(tmp_path / "straight" / "eval_results.json", encoding="utf-8") as f:
+    assert json.load(f) == {"dev": straight["eval"]}
+  evals = [r for r in _metrics(tmp_path / "straight") if r.get("split") == "eval"]
+  assert [r["step"] for r in evals] == [5, 10, steps]
+  with open(tmp_path / "straight" / "best" / "eval_results.json", encoding="utf-8") as f:
+    best = json.load(f)  # The best evaluation's model is kept, by the task's metric.
+  assert best["neg_mse"] == max(r["neg_mse"] for r in evals)
+
+  # Stopped at step 4 (a checkpoint at 3: the rerun repeats step 4), then resumed.
+  parted = tmp_path / "parted"
+  first = runner.run_task(TiltTask(), _config(files, parted, stop_at_step=4))
+  assert not first["train"]["finished"] and first["written"] == [str(parted / "checkpoints")]
+  resumed = runner.run_task(TiltTask(), _config(files, parted))
+  assert resumed["train"]["finished"]
+  # Deterministic float32 on CPU: the resumed run is the straight run, bit for bit (every
+  # logged value but the wall-clock throughput).
+  assert _curve(parted) == _curve(tmp_path / "straight")
+  assert resumed["eval"] == straight["eval"]
+
+
+def test_a_task_run_checks_before_it_claims(files, tmp_path):
+  """A bad line is named, and the directory was never claimed."""
+  bad = tmp_path / "bad.tsv"
+  bad.write_text("up up\t1.0\nno score here\n")
+  with pytest.raises(ValueError, match=r"bad.tsv:2: want sentence<TAB>score"):
+    runner.run_task(TiltTask(), _config(files, tmp_path / "run", train_file=str(bad)))
+  assert not os.path.exists(tmp_path / "run")
+  # S beyond the model's positions: refused before the claim too.
+  with pytest.raises(ValueError, match="max_position_embeddings"):
+    runner.run_task(TiltTask(), _config(files, tmp_path / "run", max_seq_length=14))
+  assert not run_directory.has_trained(str(tmp_path / "run"))
+  assert not os.path.exists(tmp_path / "run")

@@ -1,0 +1,139 @@
+"""One runner for every fine-tuning task: `run_task(task, config)`.
+
+In this order, the same for every task (`tfbert.tasks.task.Task` supplies the hooks):
+
+0. Checks before any work: the config's own checks (at construction), the casing
+   (`fine_tuning.resolve_casing`), every input file (`task.read_inputs`), the labels, the
+   checks against the strategy's replicas (`fine_tuning.start_run`), the vocabulary against
+   the model's embedding table and S against its positions. A failure here writes nothing.
+1. The model: `task.build_model` in the strategy's scope, initialized from a Google
+   checkpoint, a Hugging Face directory or a tfbert `.keras` file (the head may be fresh).
+2. The run directory is claimed (`fine_tuning.claim_run_directory`: a lock, the records a
+   rerun must match, the vocabulary). A run that fails before its first step gives it up.
+3. Training (`do_train`) in the training loop (`fine_tuning.train`): one device, mirrored
+   or multi-worker; accumulation; precision; checkpoints and exact resume; SIGTERM saves
+   and exits 75; with `eval_every_steps`, `task.evaluate` during training, the best model
+   in `best/` and early stopping. Steps: int(N x num_train_epochs) // train_batch_size,
+   cut at `max_train_steps`. Then `model.keras` and `train_results.json`.
+4. `task.outputs`: evaluation and prediction files; the runner writes their scores as
+   `eval_results.json`.
+5. The export (`export_dir`, `task.export`). Only the chief writes; every worker trains,
+   evaluates and predicts (sharded).
+"""
+
+import dataclasses
+import os
+import time
+from typing import Any, Callable, Optional
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from tfbert.runtime import atomic
+from tfbert.serving import export
+from tfbert.tasks import fine_tuning
+from tfbert.tasks.task import RunContext, Task
+from tfbert.text.tokenization import WordPieceTokenizer
+
+EVAL_RESULTS_FILE = "eval_results.json"
+
+
+def run_task(task: Task, config: fine_tuning.FineTuningConfig,
+             flagfile: Optional[str] = None) -> dict[str, Any]:
+  """Trains, evaluates, predicts and exports as `config` says (see the module docstring).
+
+  Args:
+    task: the task's hooks.
+    config: the run configuration (the task's `FineTuningConfig` subclass).
+    flagfile: the tool's resolved flags, recorded as `output_dir/flags.txt` by a training
+      run (`--flagfile=` replays it).
+
+  Returns:
+    dict with "train" (train_results.json's values) when training, the entries of
+    `task.outputs` ("eval", "predictions", "scores", ... as the task names them), and
+    "written" (paths of what the run wrote).
+  """
+  if config.eval_every_steps and not config.best_metric:
+    config = dataclasses.replace(config, best_metric=task.default_best_metric(config))
+  config = fine_tuning.resolve_casing(config)  # Before any work.
+  inputs = task.read_inputs(config)  # Before anything is built or written.
+  labels = task.labels(config, inputs)
+  strategy = fine_tuning.start_run(config)
+  tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
+  model = build_model(task, config, labels, strategy)
+  fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
+  export.check_seq_length(model, task.max_seq_length(config))  # Before the claim.
+  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile, strategy):
+    context = RunContext(config=config, strategy=strategy, tokenizer=tokenizer, model=model,
+                         inputs=inputs, work_dir=fine_tuning.work_directory(config, strategy),
+                         chief=fine_tuning.is_chief(strategy))
+    result = _run(task, context)
+  result["written"] = fine_tuning.written_paths(config.output_dir, result["written"])
+  return result
+
+
+def build_model(task: Task, config: fine_tuning.FineTuningConfig, labels,
+                strategy: tf.distribute.Strategy) -> keras.Model:
+  """The task model, built in `strategy`'s scope and initialized as `config` says.
+
+  The source's encoder weights must all be there and fit exactly; tensors the model has no
+  weight for are reported as unused, and the head (`task.head`) keeps its fresh values
+  when the source has none.
+
+  Raises:
+    ValueError: the source lacks an encoder weight, or shapes differ.
+  """
+  bert_config, weights, source = fine_tuning.initial_weights(config)
+  with strategy.scope():
+    model = task.build_model(config, bert_config, labels)
+    model.build()
+  weights = task.adapt_initial_weights(model, weights, source)
+  fine_tuning.assign_initial_weights(model, weights, source, task.head,
+                                     head_is_trained=task.head_is_trained(config))
+  return model
+
+
+def _run(task: Task, context: RunContext) -> dict[str, Any]:
+  """The work of `run_task` in the claimed output directory."""
+  config, chief = context.config, context.chief
+  result, written = {}, []
+  if config.do_train:
+    evaluate = (lambda: task.evaluate(context)) if config.eval_every_steps else None
+    result["train"] = train(task, context, evaluate)
+    if not result["train"]["finished"]:  # stop_at_step: rerun without it to resume.
+      result["written"] = ["checkpoints"] if chief else []
+      return result
+    written += fine_tuning.save_trained(context.model, config, result["train"], chief)
+  outputs = task.outputs(context)
+  result.update(outputs.result)
+  written += outputs.written
+  if outputs.eval_results is not None:
+    if chief:
+      atomic.write_json(os.path.join(config.output_dir, EVAL_RESULTS_FILE), outputs.eval_results)
+    written.append(EVAL_RESULTS_FILE)
+  if not chief:  # Another worker: its checkpoints only.
+    result["written"] = []
+    return result
+  if config.export_dir:
+    task.export(context)
+    written.append(config.export_dir)
+  result["written"] = written
+  return result
+
+
+def train(task: Task, context: RunContext,
+          evaluate: Optional[Callable[[], dict]] = None) -> dict[str, Any]:
+  """Fine-tunes (or resumes) the model on `task.train_data` in the training loop
+  (`fine_tuning.train`); returns the last logs with "examples" (N) and "seconds"."""
+  config = context.config
+  data = task.train_data(context)
+  n = data.num_examples
+  total_steps = max(1, int(n * config.num_train_epochs) // config.train_batch_size)
+  steps = min(total_steps, config.max_train_steps or total_steps)
+  logging.info(f"training on {data.description}: {steps} of {total_steps} applied steps of "
+               f"{config.train_batch_size}")
+  start = time.perf_counter()
+  summary = fine_tuning.train(context.model, context.strategy, config, data.examples, n,
+                              steps=steps, total_steps=total_steps, evaluate=evaluate)
+  return {**summary, "examples": n, "seconds": time.perf_counter() - start}

@@ -1,0 +1,157 @@
+"""A fine-tuning task: the hooks that differ between tasks.
+
+A task says how its data is read and checked, how its model is built, what it trains on,
+how it scores itself during training, what it writes after training, and how its model is
+exported. `tfbert.tasks.runner.run_task` owns everything else, once for every task: the
+checks before any work, the run directory, casing and vocabulary, the initial weights, the
+training loop (strategy, accumulation, precision, checkpoints, exact resume, SIGTERM,
+evaluation during training, the best model, early stopping), `train_results.json`,
+`eval_results.json`, `model.keras`, the export and the list of what was written.
+
+The hooks, in the order the runner calls them:
+
+    default_best_metric(config)             the metric `best/` keeps with eval_every_steps
+    read_inputs(config)                      every input file, read and checked (nothing
+                                             built or written yet); any value
+    labels(config, inputs)                   the model's label names, or None
+    max_seq_length(config)                   S, checked against the model's positions
+    build_model(config, bert_config, labels) the task model, not built (the runner builds it
+                                             in the strategy's scope)
+    adapt_initial_weights(model, weights, source)   fill what a source may lack
+    head_is_trained(config)                  False warns when a fresh head will predict
+    train_data(context)                      `TrainingData`: (inputs, labels) arrays
+    evaluate(context)                        scalars of one evaluation during training
+    outputs(context)                         `Outputs` after training: evaluation and
+                                             prediction files (only the chief writes)
+    export(context)                          the SavedModel at `config.export_dir`
+
+`docs/adding_a_task.md` walks through a new task; tests/tasks/runner_test.py adds one in
+the test file itself.
+"""
+
+import dataclasses
+from typing import Any, ClassVar, Optional, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfbert.config import BertConfig
+from tfbert.text.tokenization import WordPieceTokenizer
+
+
+@dataclasses.dataclass
+class RunContext:
+  """What a task's hooks see once the run directory is claimed.
+
+  Attributes:
+    config: the run's configuration (a `FineTuningConfig` subclass).
+    strategy: the run's strategy.
+    tokenizer: the run's WordPiece tokenizer (its vocabulary is the run's `vocab.txt`).
+    model: the task model, built and initialized in `strategy`'s scope.
+    inputs: what `Task.read_inputs` returned.
+    work_dir: this process's directory (`output_dir`, or another worker's own).
+    chief: whether this process writes the run's outputs.
+    cache: the task's own values kept between hooks (features made once).
+  """
+  config: Any
+  strategy: tf.distribute.Strategy
+  tokenizer: WordPieceTokenizer
+  model: keras.Model
+  inputs: Any
+  work_dir: str
+  chief: bool
+  cache: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class TrainingData:
+  """What a task trains on.
+
+  Attributes:
+    examples: (inputs, labels): arrays of `num_examples` rows by name, as the model's
+      `train_step` reads them.
+    num_examples: N, the rows of one epoch.
+    description: what the rows are, for the log ("3668 examples", "912 windows of 400
+      sentences").
+  """
+  examples: tuple[dict[str, np.ndarray], Any]
+  num_examples: int
+  description: str
+
+
+@dataclasses.dataclass
+class Outputs:
+  """What a task produced after training.
+
+  Attributes:
+    result: entries of the run's result ("eval", "predictions", "scores", ...).
+    written: paths (or names in `output_dir`) of the files the chief wrote.
+    eval_results: the scores the runner writes as `eval_results.json` (None: none).
+  """
+  result: dict[str, Any] = dataclasses.field(default_factory=dict)
+  written: list[str] = dataclasses.field(default_factory=list)
+  eval_results: Optional[dict[str, Any]] = None
+
+
+class Task:
+  """The hooks of one fine-tuning task (see the module docstring); subclass and override.
+
+  Attributes:
+    head: the model attribute holding the task head, which a source checkpoint may lack.
+  """
+  head: ClassVar[str] = ""
+
+  def default_best_metric(self, config) -> str:
+    """The metric of `evaluate` that `best/` keeps when `best_metric` is not given."""
+    raise NotImplementedError(f"{type(self).__name__} does not evaluate during training")
+
+  def read_inputs(self, config) -> Any:
+    """Reads and checks every input file the run will use; nothing is built or written.
+
+    Raises:
+      FileNotFoundError, ValueError: naming the file (and line or field) at fault.
+    """
+    raise NotImplementedError
+
+  def labels(self, config, inputs) -> Optional[Sequence[str]]:
+    """The model's label names (None for a task without named labels)."""
+    del config, inputs
+    return None
+
+  def max_seq_length(self, config) -> int:
+    """S: the length of the model's inputs (checked against max_position_embeddings)."""
+    return config.max_seq_length
+
+  def build_model(self, config, bert_config: BertConfig,
+                  labels: Optional[Sequence[str]]) -> keras.Model:
+    """The task model (the runner builds it in the strategy's scope)."""
+    raise NotImplementedError
+
+  def adapt_initial_weights(self, model: keras.Model, weights: Optional[dict[str, np.ndarray]],
+                            source: str) -> Optional[dict[str, np.ndarray]]:
+    """The Google-name weights to load into `model` (default: `weights` as they are)."""
+    del model, source
+    return weights
+
+  def head_is_trained(self, config) -> bool:
+    """Whether the head will be trained (a fresh head that only predicts gets a warning)."""
+    return config.do_train
+
+  def train_data(self, context: RunContext) -> TrainingData:
+    """The training examples (`context.inputs`' train split)."""
+    raise NotImplementedError
+
+  def evaluate(self, context: RunContext) -> dict[str, float]:
+    """Scalars of one evaluation during training (every worker calls it; none writes)."""
+    raise NotImplementedError(f"{type(self).__name__} does not evaluate during training")
+
+  def outputs(self, context: RunContext) -> Outputs:
+    """Evaluation and prediction after training, as the config asks; only the chief
+    (`context.chief`) writes files."""
+    del context
+    return Outputs()
+
+  def export(self, context: RunContext) -> None:
+    """Writes the SavedModel for `context.config.export_dir` (the chief only)."""
+    raise NotImplementedError(f"{type(self).__name__} has no export")
