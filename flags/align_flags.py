@@ -2,8 +2,8 @@
 
 from absl import flags
 
-from flags import common_flags
 from tfbert.training.optimization import OPTIMIZERS
+from tfbert_flags import common_flags
 
 VARIANTS = flags.DEFINE_list(
     "variants", ["graph", "eager", "xla"],

@@ -2,7 +2,7 @@
 
 from absl import flags
 
-from flags import common_flags
+from tfbert_flags import common_flags
 
 BENCHMARK = flags.DEFINE_enum(
     "benchmark", "accumulation",

@@ -2,9 +2,9 @@
 
 from absl import flags
 
-from flags import casing_flags, common_flags
-from flags.casing_flags import ALLOW_CASING_MISMATCH, DO_LOWER_CASE  # noqa: F401  (for the tool)
 from tfbert.checkpoints.convert import FORMATS
+from tfbert_flags import casing_flags, common_flags
+from tfbert_flags.casing_flags import ALLOW_CASING_MISMATCH, DO_LOWER_CASE  # noqa: F401  (for the tool)
 
 INPUT_FORMAT = flags.DEFINE_enum("input_format", "google", FORMATS, "Format of --input.")
 INPUT = flags.DEFINE_string(

@@ -2,9 +2,9 @@
 
 from absl import flags
 
-from flags import casing_flags, common_flags
-from flags.casing_flags import ALLOW_CASING_MISMATCH, DO_LOWER_CASE  # noqa: F401  (for the tool)
 from tfbert.pretraining.pretraining_instances import SHARD_ASSIGNMENTS
+from tfbert_flags import casing_flags, common_flags
+from tfbert_flags.casing_flags import ALLOW_CASING_MISMATCH, DO_LOWER_CASE  # noqa: F401  (for the tool)
 
 INPUT_FILE = flags.DEFINE_list(
     "input_file", None, "Comma-separated input text files or glob patterns: one sentence per "

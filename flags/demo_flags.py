@@ -2,7 +2,7 @@
 
 from absl import flags
 
-from flags import common_flags
+from tfbert_flags import common_flags
 
 SENTENCES = flags.DEFINE_multi_string(
     "sentence", None, "A sentence to embed; repeat the flag for several (default: a built-in set).")

@@ -2,7 +2,7 @@
 
 from absl import flags
 
-from flags import common_flags
+from tfbert_flags import common_flags
 
 NA_PROB_FILE = flags.DEFINE_string(
     "na_prob_file", None, "SQuAD v2.0 only: {question id: null odds} JSON (e.g. the "

@@ -2,8 +2,8 @@
 
 from absl import flags
 
-from flags import common_flags
 from tfbert.serving.onnx_export import OPSET
+from tfbert_flags import common_flags
 
 EXPORT_DIR = flags.DEFINE_string(
     "export_dir", None, "Required. A tfbert export directory (run_squad / run_classifier / "

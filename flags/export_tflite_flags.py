@@ -2,8 +2,8 @@
 
 from absl import flags
 
-from flags import casing_flags, common_flags
-from flags.casing_flags import ALLOW_CASING_MISMATCH, DO_LOWER_CASE  # noqa: F401  (for the tool)
+from tfbert_flags import casing_flags, common_flags
+from tfbert_flags.casing_flags import ALLOW_CASING_MISMATCH, DO_LOWER_CASE  # noqa: F401  (for the tool)
 
 MODEL = flags.DEFINE_string(
     "model", None, "Required. A tfbert .keras model: a run's model.keras or best/model.keras "

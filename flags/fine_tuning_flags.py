@@ -6,8 +6,8 @@ adopts them as key flags (its --help lists them); the tool reads them all throug
 
 from absl import flags
 
-from flags import casing_flags
 from tfbert.training.distribution import DTYPES, STRATEGIES
+from tfbert_flags import casing_flags
 
 # The model and where its weights come from (at most one init_* flag).
 BERT_CONFIG_FILE = flags.DEFINE_string(

@@ -7,8 +7,8 @@ do not.
 
 from absl import flags
 
-from flags import common_flags, export_flags, fine_tuning_flags, run_directory_flags
 from tfbert.classifier.glue_data import CUSTOM_TASK, TASKS
+from tfbert_flags import common_flags, export_flags, fine_tuning_flags, run_directory_flags
 
 # What to do, on which data.
 TASK_NAME = flags.DEFINE_enum(

@@ -6,8 +6,14 @@ they fit together (e.g. `--do_train` needs `--train_file`) and says which do not
 
 from absl import flags
 
-from flags import common_flags, conll_flags, export_flags, fine_tuning_flags, run_directory_flags
-from flags.conll_flags import TAG_COLUMN, TAG_SCHEME, TOKEN_COLUMN  # noqa: F401  (for the tool)
+from tfbert_flags import (
+                                 common_flags,
+                                 conll_flags,
+                                 export_flags,
+                                 fine_tuning_flags,
+                                 run_directory_flags,
+)
+from tfbert_flags.conll_flags import TAG_COLUMN, TAG_SCHEME, TOKEN_COLUMN  # noqa: F401  (for the tool)
 
 # What to do, on which data.
 TRAIN_FILE = flags.DEFINE_string("train_file", None, "CoNLL file to fine-tune on (word and "

@@ -6,9 +6,9 @@ is missing); the others are optional. `--flagfile=FILE` reads flags from a file.
 
 from absl import flags
 
-from flags import common_flags, export_flags, run_directory_flags
 from tfbert.training.distribution import DTYPES, STRATEGIES
 from tfbert.training.optimization import OPTIMIZERS
+from tfbert_flags import common_flags, export_flags, run_directory_flags
 
 BERT_CONFIG_FILE = flags.DEFINE_string("bert_config_file", None,
                                        "Required. bert_config.json of the model to pretrain.")

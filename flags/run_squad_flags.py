@@ -6,7 +6,7 @@ they fit together (e.g. `--do_train` needs `--train_file`) and says which do not
 
 from absl import flags
 
-from flags import common_flags, export_flags, fine_tuning_flags, run_directory_flags
+from tfbert_flags import common_flags, export_flags, fine_tuning_flags, run_directory_flags
 
 # What to do, on which data.
 DO_TRAIN = flags.DEFINE_bool("do_train", False, "Fine-tune on --train_file.")

@@ -61,8 +61,13 @@ def _target_of(path):
   return "_".join(parts)
 
 
+# Folders installed (and imported) under another name (pyproject.toml's package-dir).
+IMPORT_NAMES = {"tools": "tfbert_tools", "flags": "tfbert_flags"}
+
+
 def _module_of(path):
-  return path[:-3].replace("/", ".").removesuffix(".__init__")
+  top, _, rest = path[:-3].partition("/")
+  return f"{IMPORT_NAMES.get(top, top)}/{rest}".replace("/", ".").removesuffix(".__init__")
 
 
 def _imports(path):

@@ -13,6 +13,9 @@ import os
 from tests import helpers
 
 PACKAGE = os.path.join(helpers.ROOT, "tfbert")
+# The command-line layer by import name: what no tfbert module may import.
+TOOL_PACKAGES = {"tfbert_tools": "tools", "tools": "tools", "tfbert_flags": "flags",
+                 "flags": "flags"}
 
 
 def _node(parts: list[str]) -> str:
@@ -23,7 +26,8 @@ def _node(parts: list[str]) -> str:
 
 def import_graph() -> dict[str, dict[str, list[str]]]:
   """{node: {imported node: [file:line of each import]}} over tfbert's own modules, and
-  "tools" / "flags" as nodes when a module imports them."""
+  "tools" / "flags" as nodes when a module imports them (under their installed names
+  `tfbert_tools` / `tfbert_flags`, or the folder names)."""
   edges: dict[str, dict[str, list[str]]] = {}
   for directory, _, files in os.walk(PACKAGE):
     for name in sorted(files):
@@ -45,8 +49,8 @@ def import_graph() -> dict[str, dict[str, list[str]]]:
           continue
         for module in modules:
           target_parts = module.split(".")
-          if target_parts[0] in ("tools", "flags"):
-            target = target_parts[0]
+          if target_parts[0] in TOOL_PACKAGES:
+            target = TOOL_PACKAGES[target_parts[0]]
           elif target_parts[0] == "tfbert" and len(target_parts) > 1:
             target = _node(target_parts[1:])
           else:

@@ -1,12 +1,43 @@
-"""tfbert installs as a package, and the library stays free of the lab's dependencies."""
+"""tfbert installs as a package that claims only its own names, and the library stays free
+of the lab's dependencies.
 
+The repository keeps `tools/` and `flags/` at the top level; pyproject.toml installs them as
+`tfbert_tools` and `tfbert_flags`, so `pip install` adds no generic top-level `tools` or
+`flags` package to site-packages.
+"""
+
+import ast
+import configparser
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 
+import pytest
+
 from tests import helpers
+
+with open(os.path.join(helpers.ROOT, "pyproject.toml"), "rb") as _f:
+  PYPROJECT = tomllib.load(_f)
+SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
+OWN_NAMES = {"tfbert", "tfbert_tools", "tfbert_flags"}
+
+
+def _source_packages() -> set[str]:
+  """Every folder with an __init__.py under tfbert/, tools/ and flags/, by import name."""
+  names = {folder: name for name, folder in SETUPTOOLS["package-dir"].items()}
+  found = set()
+  for folder in ("tfbert", "tools", "flags"):
+    for parent, dirs, files in os.walk(os.path.join(helpers.ROOT, folder)):
+      dirs[:] = [d for d in dirs if not d.startswith((".", "__"))]
+      if "__init__.py" in files:
+        parts = os.path.relpath(parent, helpers.ROOT).split(os.sep)
+        found.add(".".join([names.get(parts[0], parts[0])] + parts[1:]))
+  return found
+
 
 # In a fresh process where matplotlib and tf_keras cannot be imported (as if not installed;
 # Keras itself imports matplotlib when it can, so "not loaded" is shown by "not needed"):
@@ -33,7 +64,8 @@ batch = {"input_ids": rng.integers(0, 53, (3, 11)).astype("int32"),
          "next_sentence_labels": np.zeros((3, 1), "int32")}
 logs = model.train_on_batch(batch, return_dict=True)
 loaded = [m for m, module in sys.modules.items() if module is not None and (
-    m.split(".")[0] in ("tf_keras", "matplotlib", "tools", "flags")
+    m.split(".")[0] in ("tf_keras", "matplotlib", "tools", "flags", "tfbert_tools",
+                        "tfbert_flags")
     or m.startswith(("official.nlp.modeling", "official.modeling", "official.core")))]
 print(json.dumps({"loss": float(logs["loss"]), "loaded": sorted(loaded)}))
 """
@@ -50,25 +82,42 @@ def test_training_with_the_library_loads_no_lab_dependency(tmp_path):
   assert report["loaded"] == []
 
 
-def test_the_wheel_holds_the_library_tools_and_flags_and_their_commands(tmp_path):
-  build = subprocess.run(
-      [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-       "-w", str(tmp_path), helpers.ROOT], capture_output=True, text=True, timeout=300,
-      check=False)
-  assert build.returncode == 0, build.stderr[-3000:]
-  wheels = [f for f in os.listdir(tmp_path) if f.endswith(".whl")]
-  assert len(wheels) == 1, wheels
-  with zipfile.ZipFile(tmp_path / wheels[0]) as wheel:
-    names = wheel.namelist()
-    entry_points = next(wheel.read(n).decode() for n in names
-                        if n.endswith(".dist-info/entry_points.txt"))
-  packages = {os.path.dirname(n) for n in names if n.endswith("/__init__.py")}
-  for package in ("tfbert", "tfbert/layers", "tfbert/training", "tfbert/squad", "tools",
-                  "tools/benchmarks", "tools/demos", "flags"):
-    assert package in packages, package
-  assert not any(n.startswith("tests/") for n in names)  # Tests are not shipped.
-  assert "tfbert/pretraining/pretraining_run.py" in names
-  tools = sorted(f[:-3] for f in os.listdir(os.path.join(helpers.ROOT, "tools"))
-                 if f.endswith(".py") and f != "__init__.py")
-  for tool in tools:  # Every tool is an installed command.
-    assert f"tfbert-{tool.replace('_', '-')} = tools.{tool}:run" in entry_points, tool
+def test_the_package_list_is_the_source_tree_under_tfbert_names():
+  assert set(SETUPTOOLS["packages"]) == _source_packages()
+  assert {name.split(".")[0] for name in SETUPTOOLS["packages"]} == OWN_NAMES
+  assert SETUPTOOLS["package-dir"] == {"tfbert_tools": "tools", "tfbert_flags": "flags"}
+
+
+@pytest.mark.slow  # ~15 s: builds the wheel.
+def test_the_wheel_has_only_tfbert_names_every_tool_and_no_test(tmp_path):
+  source = tmp_path / "source"
+  for name in ("tfbert", "tools", "flags"):
+    shutil.copytree(os.path.join(helpers.ROOT, name), source / name,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+  for name in ("pyproject.toml", "README.md"):
+    shutil.copy(os.path.join(helpers.ROOT, name), source / name)
+  subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
+                  "--no-build-isolation", "--wheel-dir", str(tmp_path / "wheel"), str(source)],
+                 check=True, capture_output=True, cwd=tmp_path)
+  [wheel] = os.listdir(tmp_path / "wheel")
+  with zipfile.ZipFile(tmp_path / "wheel" / wheel) as archive:
+    names = archive.namelist()
+    top = {name.split("/")[0] for name in names}
+    info = next(t for t in top if t.endswith(".dist-info"))
+    assert top - {info} == OWN_NAMES  # No `tools`, no `flags`, no `tests`.
+    assert "tfbert/pretraining/pretraining_run.py" in names
+    entry_points = configparser.ConfigParser()
+    entry_points.read_string(archive.read(f"{info}/entry_points.txt").decode("utf-8"))
+    scripts = dict(entry_points["console_scripts"])
+    assert scripts == PYPROJECT["project"]["scripts"]
+    tools = sorted(f[:-3] for f in os.listdir(os.path.join(helpers.ROOT, "tools"))
+                   if f.endswith(".py") and f != "__init__.py")
+    # Every tool is an installed command.
+    assert sorted(scripts) == sorted(f"tfbert-{tool.replace('_', '-')}" for tool in tools)
+    for command, target in scripts.items():
+      module, function = target.split(":")
+      path = module.replace(".", "/") + ".py"
+      assert path in names, (command, path)
+      tree = ast.parse(archive.read(path).decode("utf-8"))
+      assert function in {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}, (
+          command, target)

@@ -14,13 +14,13 @@ import os
 
 from absl import app
 
-from flags import align_flags as f
-from flags import common_flags
 from tfbert.alignment import alignment, alignment_run
 from tfbert.config import BertConfig
 from tfbert.runtime import cli
 from tfbert.training import optimization
-from tools.demos import pretraining_demo, squad_demo
+from tfbert_flags import align_flags as f
+from tfbert_flags import common_flags
+from tfbert_tools.demos import pretraining_demo, squad_demo
 
 
 def default_input_files(workdir: str) -> list[str]:

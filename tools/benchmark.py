@@ -24,11 +24,11 @@ Prints Markdown rows for BENCHMARKS.md, after a line naming the machine and the 
 import dataclasses
 import tempfile
 
-from flags import benchmark_flags as f
-from flags import common_flags
 from tfbert.runtime import cli
 from tfbert.squad import squad_features
-from tools.benchmarks import (
+from tfbert_flags import benchmark_flags as f
+from tfbert_flags import common_flags
+from tfbert_tools.benchmarks import (
   benchmark,
   benchmark_accumulation,
   benchmark_data,

@@ -6,9 +6,9 @@
 
 from absl import flags
 
-from flags import common_flags, convert_flags
 from tfbert.checkpoints.convert import convert_checkpoint, source_vocab_file
 from tfbert.runtime import cli
+from tfbert_flags import common_flags, convert_flags
 
 
 def main(argv):

@@ -9,12 +9,12 @@ Without --input_file it uses the embedded default corpus, CPython's pydoc topics
 import json
 import os
 
-from flags import common_flags
-from flags import create_pretraining_data_flags as f
 from tfbert.checkpoints import pretrained
 from tfbert.pretraining import pretraining_data
 from tfbert.runtime import cli
 from tfbert.text import casing
+from tfbert_flags import common_flags
+from tfbert_flags import create_pretraining_data_flags as f
 
 
 def main(argv):

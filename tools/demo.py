@@ -14,10 +14,10 @@ import logging
 
 from absl import logging as absl_logging
 
-from flags import common_flags, demo_flags
 from tfbert.runtime import cli
 from tfbert.training import distribution
-from tools.demos import demo, pretraining_demo, squad_demo
+from tfbert_flags import common_flags, demo_flags
+from tfbert_tools.demos import demo, pretraining_demo, squad_demo
 
 
 def main(argv):

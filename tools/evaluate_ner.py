@@ -16,9 +16,9 @@ import json
 
 from absl import app
 
-from flags import common_flags, evaluate_ner_flags
 from tfbert.runtime import cli
 from tfbert.tagging import conll, tagging_metrics
+from tfbert_flags import common_flags, evaluate_ner_flags
 
 
 def main(argv):

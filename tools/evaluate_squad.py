@@ -13,9 +13,9 @@ import json
 
 from absl import app
 
-from flags import common_flags, evaluate_squad_flags
 from tfbert.runtime import cli
 from tfbert.squad import squad_evaluation
+from tfbert_flags import common_flags, evaluate_squad_flags
 
 
 def main(argv):

@@ -9,10 +9,10 @@ import logging
 
 from absl import flags
 
-from flags import common_flags
-from flags import export_onnx_flags as f
 from tfbert.runtime import cli
 from tfbert.serving import onnx_export
+from tfbert_flags import common_flags
+from tfbert_flags import export_onnx_flags as f
 
 
 def main(argv):

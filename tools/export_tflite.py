@@ -19,8 +19,6 @@ import tensorflow as tf
 from absl import flags
 from absl import logging as absl_logging
 
-from flags import common_flags
-from flags import export_tflite_flags as f
 from tfbert.checkpoints import convert
 from tfbert.classifier import classifier_export, classifier_features, glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig
@@ -29,6 +27,8 @@ from tfbert.runtime import cli
 from tfbert.serving import export, tflite_export
 from tfbert.text import casing
 from tfbert.text.tokenization import WordPieceTokenizer
+from tfbert_flags import common_flags
+from tfbert_flags import export_tflite_flags as f
 
 
 def main(argv):

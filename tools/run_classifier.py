@@ -9,12 +9,12 @@ directory.
 
 import json
 
-from flags import common_flags
-from flags import run_classifier_flags as f
 from tfbert.classifier import glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig, run_classifier
 from tfbert.runtime import cli
 from tfbert.tasks import fine_tuning
+from tfbert_flags import common_flags
+from tfbert_flags import run_classifier_flags as f
 
 
 def main(argv):

@@ -10,11 +10,11 @@ directory.
 
 import json
 
-from flags import common_flags
-from flags import run_ner_flags as f
 from tfbert.runtime import cli
 from tfbert.tagging.tagging_run import NerRunConfig, run_ner
 from tfbert.tasks import fine_tuning
+from tfbert_flags import common_flags
+from tfbert_flags import run_ner_flags as f
 
 
 def main(argv):

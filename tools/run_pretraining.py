@@ -6,11 +6,11 @@
 
 from absl import flags
 
-from flags import common_flags
-from flags import run_pretraining_flags as f
 from tfbert.config import BertConfig
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
 from tfbert.runtime import cli
+from tfbert_flags import common_flags
+from tfbert_flags import run_pretraining_flags as f
 
 
 def main(argv):

@@ -8,11 +8,11 @@ See flags/run_squad_flags.py for every flag and tfbert/squad/squad_run.py for th
 
 import json
 
-from flags import common_flags
-from flags import run_squad_flags as f
 from tfbert.runtime import cli
 from tfbert.squad.squad_run import SquadRunConfig, run_squad
 from tfbert.tasks import fine_tuning
+from tfbert_flags import common_flags
+from tfbert_flags import run_squad_flags as f
 
 
 def main(argv):

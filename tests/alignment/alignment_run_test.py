@@ -22,7 +22,7 @@ from tfbert.checkpoints import pretrained
 from tfbert.config import BertConfig
 from tfbert.pretraining import pretraining_data
 from tfbert.training import optimization
-from tools.demos.squad_synthetic import synthetic_squad
+from tfbert_tools.demos.squad_synthetic import synthetic_squad
 
 ROOT = helpers.ROOT
 SEQ, PRED = 32, 5

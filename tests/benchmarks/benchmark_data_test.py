@@ -6,8 +6,8 @@ import os
 import pytest
 
 from tfbert.squad import squad_features, squad_postprocess
-from tools.benchmarks import benchmark_data
-from tools.demos import squad_synthetic
+from tfbert_tools.benchmarks import benchmark_data
+from tfbert_tools.demos import squad_synthetic
 
 SEQ, PREDICTIONS = 32, 5
 

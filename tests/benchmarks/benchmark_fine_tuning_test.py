@@ -7,8 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from tools.benchmarks import benchmark_fine_tuning
-from tools.demos.squad_synthetic import synthetic_squad
+from tfbert_tools.benchmarks import benchmark_fine_tuning
+from tfbert_tools.demos.squad_synthetic import synthetic_squad
 
 TINY = dict(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=37, seq_length=64,
             batch_size=8, short_steps=2, long_steps=4, rounds=1, paragraphs=6)

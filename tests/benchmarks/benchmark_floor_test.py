@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from tfbert.layers import matmul
-from tools.benchmarks import benchmark, benchmark_floor, benchmark_mfu
+from tfbert_tools.benchmarks import benchmark, benchmark_floor, benchmark_mfu
 
 # benchmark_mfu_test's hand-counted shapes: H=16, L=1, I=19, V=53, S=11, P=3, and 2 heads.
 TINY = benchmark.StepCase(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=19,

@@ -10,7 +10,7 @@ from tests import helpers
 from tfbert import BertEncoder
 from tfbert.checkpoints import convert, pretrained
 from tfbert.serving import export, onnx_export, tflite_export
-from tools.benchmarks import benchmark_inference
+from tfbert_tools.benchmarks import benchmark_inference
 
 TINY = dict(batch_size=3, seq_length=9, iterations=2, latency_iterations=3, warmup=1, rounds=1)
 

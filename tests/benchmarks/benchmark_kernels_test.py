@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tools.benchmarks import benchmark_kernels
+from tfbert_tools.benchmarks import benchmark_kernels
 
 # Odd, small shapes.
 CASES = benchmark_kernels.default_cases(rows=251, hidden=13, intermediate=37, masked=9,

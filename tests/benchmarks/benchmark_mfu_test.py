@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from tools.benchmarks import benchmark_mfu
+from tfbert_tools.benchmarks import benchmark_mfu
 
 TINY = dict(hidden_size=16, num_layers=1, intermediate_size=19, vocab_size=53, seq_length=11,
             max_predictions=3)

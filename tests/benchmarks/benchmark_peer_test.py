@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tools.benchmarks import benchmark, benchmark_peer
+from tfbert_tools.benchmarks import benchmark, benchmark_peer
 
 TINY_PEER = benchmark.StepCase(implementation="model_garden", hidden_size=16, num_layers=1,
                                num_heads=2, intermediate_size=19, vocab_size=53, seq_length=11,

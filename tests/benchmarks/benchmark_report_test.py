@@ -6,7 +6,7 @@ import os
 import tensorflow as tf
 
 from tfbert.runtime import cpu
-from tools.benchmarks import benchmark, benchmark_report
+from tfbert_tools.benchmarks import benchmark, benchmark_report
 
 CASE = benchmark.StepCase(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=19,
                           vocab_size=53, seq_length=11, max_predictions=3, batch_size=3)

@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from tools.benchmarks import benchmark_resume
+from tfbert_tools.benchmarks import benchmark_resume
 
 # Odd sizes; a few documents; far = 25 applied steps of 3 (the data set repeats).
 TINY = benchmark_resume.ResumeCase(near_sequences=6, far_sequences=75, batch_size=3,

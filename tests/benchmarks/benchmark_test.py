@@ -7,7 +7,7 @@ import resource
 import numpy as np
 import pytest
 
-from tools.benchmarks import benchmark
+from tfbert_tools.benchmarks import benchmark
 
 TINY_STEP = benchmark.StepCase(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=19,
                                vocab_size=53, seq_length=11, max_predictions=3, batch_size=3,

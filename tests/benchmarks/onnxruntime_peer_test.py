@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tests import helpers, numpy_reference
-from tools.benchmarks import onnxruntime_peer
+from tfbert_tools.benchmarks import onnxruntime_peer
 
 
 @pytest.mark.parametrize("hidden_act, gelu_op", [("gelu", "FastGelu"),

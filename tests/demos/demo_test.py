@@ -3,7 +3,7 @@ numbers."""
 
 import numpy as np
 
-from tools.demos import demo
+from tfbert_tools.demos import demo
 
 
 def test_reproduces_the_sentence_transformers_quickstart_similarities():

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from tools.demos import pretraining_demo
+from tfbert_tools.demos import pretraining_demo
 
 
 @pytest.mark.slow

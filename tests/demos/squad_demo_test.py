@@ -8,7 +8,7 @@ import pytest
 from tfbert import BertPretrainer
 from tfbert.checkpoints.google_checkpoint import export_google_checkpoint
 from tfbert.config import BertConfig
-from tools.demos import squad_demo
+from tfbert_tools.demos import squad_demo
 
 
 def test_make_data_writes_train_and_dev_sets(tmp_path):

@@ -6,7 +6,7 @@ import collections
 import pytest
 
 from tfbert.squad import squad_data
-from tools.demos import squad_synthetic
+from tfbert_tools.demos import squad_synthetic
 
 
 def _questions(dataset):

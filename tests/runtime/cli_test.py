@@ -224,9 +224,10 @@ def test_every_flag_of_a_training_tool_is_a_config_setting_of_the_same_name(tool
   flags_module, config_module, config_class, tool_only, no_flag = _TOOL_CONFIGS[tool]
   explicit = ["bert_config"] if tool == "run_pretraining" else ["custom"] * (
       tool == "run_classifier")  # What each tool's main gives itself.
-  code = (f"import json; from absl import flags; from flags import common_flags, {flags_module} "
-          f"as f; from {config_module} import {config_class} as C; from tfbert.runtime import "
-          "cli; flags.FLAGS(['x']); print(json.dumps([sorted(common_flags.values(f)), "
+  code = (f"import json; from absl import flags; from tfbert_flags import common_flags, "
+          f"{flags_module} as f; from {config_module} import {config_class} as C; "
+          "from tfbert.runtime import cli; flags.FLAGS(['x']); "
+          "print(json.dumps([sorted(common_flags.values(f)), "
           f"sorted(cli.setting_names(C, {explicit!r}))]))")
   out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=_env(), capture_output=True,
                        text=True, timeout=240, check=True).stdout

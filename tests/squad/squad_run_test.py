@@ -1,6 +1,6 @@
 """Tests for tfbert.squad.squad_run: a tiny model learns SQuAD-format questions; the tool runs.
 
-The data is `tools.demos.squad_synthetic`'s offline SQuAD-format set (no shared data): four
+The data is `tfbert_tools.demos.squad_synthetic`'s offline SQuAD-format set (no shared data): four
 templated facts per paragraph among Python documentation sentences, one question per fact.
 
 Measured (this machine, 2 CPU cores): the untrained model scores F1 ~2; 600 steps of batch
@@ -34,7 +34,7 @@ from tfbert.squad import (
   squad_run,
 )
 from tfbert.tasks import fine_tuning
-from tools.demos.squad_synthetic import synthetic_squad
+from tfbert_tools.demos.squad_synthetic import synthetic_squad
 
 ROOT = helpers.ROOT
 TOOL = os.path.join(ROOT, "tools", "run_squad.py")

@@ -39,7 +39,7 @@ from tfbert.runtime import validation
 from tfbert.squad import squad_run
 from tfbert.tasks import fine_tuning
 from tfbert.training import optimization
-from tools.benchmarks import benchmark_mfu
+from tfbert_tools.benchmarks import benchmark_mfu
 
 IMPLEMENTATIONS = ("tfbert", "model_garden")
 # The module whose `run_step_case` runs a StepCase of each implementation.
@@ -289,7 +289,7 @@ def run_in_subprocess(code: str, argument: dict, timeout: float,
 def run_step_case_in_subprocess(case: StepCase, timeout: float = 3600.0) -> dict:
   """Runs `case` in a fresh process with its implementation's `run_step_case`."""
   code = (f"import json, sys; import {STEP_RUNNERS[case.implementation]} as runner; "
-          "from tools.benchmarks import benchmark; "
+          "from tfbert_tools.benchmarks import benchmark; "
           "case = benchmark.StepCase(**json.loads(sys.argv[1])); "
           "print('RESULT ' + json.dumps(runner.run_step_case(case)))")
   return run_in_subprocess(code, dataclasses.asdict(case), timeout)
@@ -297,7 +297,7 @@ def run_step_case_in_subprocess(case: StepCase, timeout: float = 3600.0) -> dict
 
 def run_interleaved_in_subprocess(case: StepCase, timeout: float = 3600.0) -> dict:
   """`benchmark_peer.run_interleaved(case)` in a fresh process: both steps, window by window."""
-  code = ("import json, sys; from tools.benchmarks import benchmark, benchmark_peer; "
+  code = ("import json, sys; from tfbert_tools.benchmarks import benchmark, benchmark_peer; "
           "case = benchmark.StepCase(**json.loads(sys.argv[1])); "
           "print('RESULT ' + json.dumps(benchmark_peer.run_interleaved(case)))")
   return run_in_subprocess(code, dataclasses.asdict(case), timeout)

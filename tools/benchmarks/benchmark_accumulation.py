@@ -30,7 +30,7 @@ import tensorflow as tf
 from tfbert.models import BertPretrainer
 from tfbert.runtime import validation
 from tfbert.training import optimization, training_loop
-from tools.benchmarks import benchmark, benchmark_report
+from tfbert_tools.benchmarks import benchmark, benchmark_report
 
 PRETRAINING_LOOPS = ("fit", "pretraining_run")
 # The two sides of a comparison: one step of k*b, and k micro-steps of b.
@@ -164,7 +164,7 @@ def run_pretraining_case(case: PretrainingCase) -> dict:
 
 def run_case_in_subprocess(case: PretrainingCase, timeout: float = 1800.0) -> dict:
   """Runs `run_pretraining_case` in a fresh process (own peak RSS); returns its result."""
-  code = ("import json, sys; from tools.benchmarks import benchmark_accumulation as b; "
+  code = ("import json, sys; from tfbert_tools.benchmarks import benchmark_accumulation as b; "
           "case = b.PretrainingCase(**json.loads(sys.argv[1])); "
           "print('RESULT ' + json.dumps(b.run_pretraining_case(case)))")
   return benchmark.run_in_subprocess(code, dataclasses.asdict(case), timeout)
@@ -224,7 +224,7 @@ def run_interleaved(case: PretrainingCase, gradient_accumulation_steps: int, rou
 def run_interleaved_in_subprocess(case: PretrainingCase, gradient_accumulation_steps: int,
                                   rounds: int, timeout: float = 3600.0) -> dict:
   """`run_interleaved` in a fresh process (its own peak RSS)."""
-  code = ("import json, sys; from tools.benchmarks import benchmark_accumulation as b; "
+  code = ("import json, sys; from tfbert_tools.benchmarks import benchmark_accumulation as b; "
           "a = json.loads(sys.argv[1]); "
           "print('RESULT ' + json.dumps(b.run_interleaved(b.PretrainingCase(**a['case']), "
           "a['gradient_accumulation_steps'], a['rounds'])))")

@@ -27,8 +27,8 @@ from tfbert.runtime import validation
 from tfbert.squad import squad_features, squad_postprocess, squad_run
 from tfbert.tasks import fine_tuning
 from tfbert.text.tokenization import WordPieceTokenizer
-from tools.benchmarks import benchmark
-from tools.demos.squad_synthetic import synthetic_squad
+from tfbert_tools.benchmarks import benchmark
+from tfbert_tools.demos.squad_synthetic import synthetic_squad
 
 PATHS = ("loop", "fit")
 TIMINGS = 2  # Timings of each run length per process (their minimum counts).
@@ -145,7 +145,7 @@ def measure(case: FineTuningCase) -> dict:
       for path in PATHS[::1 if index % 2 == 0 else -1]:
         run_dir = tempfile.mkdtemp(dir=workdir)
         os.symlink(os.path.join(workdir, "train.json"), os.path.join(run_dir, "train.json"))
-        code = ("import json, sys; from tools.benchmarks import benchmark_fine_tuning as b; "
+        code = ("import json, sys; from tfbert_tools.benchmarks import benchmark_fine_tuning as b; "
                 "print('RESULT ' + json.dumps(b.run_path(json.loads(sys.argv[1]))))")
         results[path].append(benchmark.run_in_subprocess(
             code, {"case": dataclasses.asdict(case), "path": path, "workdir": run_dir},

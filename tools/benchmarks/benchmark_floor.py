@@ -27,7 +27,7 @@ import dataclasses
 import tensorflow as tf
 
 from tfbert.layers import matmul
-from tools.benchmarks import benchmark, benchmark_mfu
+from tfbert_tools.benchmarks import benchmark, benchmark_mfu
 
 
 @dataclasses.dataclass(frozen=True)

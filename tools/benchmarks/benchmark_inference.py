@@ -31,7 +31,7 @@ from typing import Optional
 import numpy as np
 
 from tfbert.runtime import validation
-from tools.benchmarks import benchmark
+from tfbert_tools.benchmarks import benchmark
 
 ENGINES = ("tfbert_float32", "tfbert_bfloat16", "tfbert_tflite", "onnxruntime_float32",
            "onnxruntime_fused")
@@ -82,7 +82,7 @@ def prepare(workdir: str, seq_length: int, hf_dir: Optional[str] = None) -> dict
 
   from tfbert.checkpoints import convert, huggingface, pretrained
   from tfbert.serving import export, onnx_export, tflite_export
-  from tools.benchmarks import onnxruntime_peer
+  from tfbert_tools.benchmarks import onnxruntime_peer
 
   hf_dir = hf_dir or pretrained.minilm_dir()
   paths = {}
@@ -170,12 +170,12 @@ def measure(case: InferenceCase) -> dict:
   from tfbert.runtime import cpu
 
   with tempfile.TemporaryDirectory() as workdir:
-    code = ("import json, sys; from tools.benchmarks import benchmark_inference as b; "
+    code = ("import json, sys; from tfbert_tools.benchmarks import benchmark_inference as b; "
             "print('RESULT ' + json.dumps(b.prepare(**json.loads(sys.argv[1]))))")
     prepared = benchmark.run_in_subprocess(
         code, {"workdir": workdir, "seq_length": case.seq_length}, timeout=3600)
     runs = {engine: [] for engine in ENGINES}
-    code = ("import json, sys; from tools.benchmarks import benchmark_inference as b; "
+    code = ("import json, sys; from tfbert_tools.benchmarks import benchmark_inference as b; "
             "print('RESULT ' + json.dumps(b.run_engine(json.loads(sys.argv[1]))))")
     for index in range(case.rounds):
       order = ENGINES[index % len(ENGINES):] + ENGINES[:index % len(ENGINES)]

@@ -39,7 +39,7 @@ from official.modeling import tf_utils
 from official.modeling.optimization import legacy_adamw
 from official.nlp.modeling import layers, models, networks
 
-from tools.benchmarks import benchmark
+from tfbert_tools.benchmarks import benchmark
 
 DESCRIPTION = ("TF Model Garden (tf-models-official) networks.BertEncoder + "
                "models.BertPretrainerV2 / models.BertSpanLabeler, legacy_adamw."

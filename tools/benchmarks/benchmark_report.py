@@ -11,7 +11,7 @@ import platform
 from typing import Sequence
 
 from tfbert.runtime import cpu
-from tools.benchmarks import benchmark, benchmark_floor, benchmark_mfu
+from tfbert_tools.benchmarks import benchmark, benchmark_floor, benchmark_mfu
 
 # Distributions whose versions a benchmark depends on.
 _STACK = ("tensorflow", "keras", "tf-keras", "tf-models-official")

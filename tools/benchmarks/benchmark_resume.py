@@ -32,7 +32,7 @@ import tensorflow as tf
 from tfbert.pretraining import pretraining_run
 from tfbert.runtime import validation
 from tfbert.training import optimization
-from tools.benchmarks import benchmark, benchmark_data
+from tfbert_tools.benchmarks import benchmark, benchmark_data
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +92,7 @@ def run_config(case: ResumeCase, input_files: str, model_dir: str
 def time_resume(config: pretraining_run.PretrainingRunConfig) -> float:
   """Seconds of one resume to the next applied step, in a fresh process."""
   code = ("import dataclasses, json, sys, time; "
-          "from tools.benchmarks import benchmark_resume as b; "
+          "from tfbert_tools.benchmarks import benchmark_resume as b; "
           "from tfbert.pretraining import pretraining_run as p; "
           "config = p.PretrainingRunConfig.from_json(json.loads(sys.argv[1])); "
           "config = dataclasses.replace(config, stop_at_step=b.latest_step(config.model_dir) "

@@ -18,7 +18,7 @@ import tensorflow_text  # noqa: F401  (the SavedModel's in-graph tokenizer ops)
 
 from tfbert.checkpoints import pretrained
 from tfbert.squad import squad_export, squad_features, squad_postprocess, squad_run
-from tools.demos.squad_synthetic import synthetic_squad, write_squad_json
+from tfbert_tools.demos.squad_synthetic import synthetic_squad, write_squad_json
 
 MAX_SEQ_LENGTH, DOC_STRIDE, MAX_QUERY_LENGTH = 64, 32, 16
 EVAL_EVERY_STEPS = 150  # Also the checkpoint interval: evaluation curves and resume points.
