@@ -437,5 +437,5 @@ def _checked_labels(labels: Optional[Sequence[str]], count: int) -> list[str]:
     return [f"LABEL_{i}" for i in range(count)]
   if len(labels) != count or len(set(labels)) != len(labels):
     raise ValueError(f"{len(labels)} label(s) {list(labels)} for a model with {count} "
-                     "outputs (one distinct name per output)")
+                     "output(s) (one distinct name per output)")
   return list(labels)

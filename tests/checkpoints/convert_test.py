@@ -269,7 +269,7 @@ def test_every_models_hugging_face_directory_names_its_class_and_labels(tmp_path
 
 
 @pytest.mark.parametrize("labels, message", [
-    (["a", "b"], "2 label\\(s\\) \\['a', 'b'\\] for a model with 3 outputs"),
+    (["a", "b"], "2 label\\(s\\) \\['a', 'b'\\] for a model with 3 output\\(s\\)"),
     (["a", "a", "b"], "one distinct name per output"),
 ])
 def test_a_classifiers_labels_must_name_each_output_once(tmp_path, labels, message):

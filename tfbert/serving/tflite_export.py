@@ -66,7 +66,6 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.config import BertConfig
-from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from tfbert.runtime import atomic
 from tfbert.serving import export
 from tfbert.text import casing
@@ -190,27 +189,22 @@ def convert(model: keras.Model, seq_length: int, quantize: bool = False) -> byte
 
 
 def _exported_model(model: keras.Model) -> keras.Model:
-  """The task model itself, or the encoder of any other tfbert model."""
-  if isinstance(model, (BertClassifier, BertSpanLabeler, BertTokenClassifier)):
-    return model
-  return export.encoder_of(model)
+  """The model itself when it says what it serves (`served_outputs`: every tfbert model
+  and the encoder), else the encoder `export.encoder_of` finds (or its TypeError)."""
+  return model if hasattr(model, "served_outputs") else export.encoder_of(model)
 
 
 def _checked_labels(model: keras.Model, labels: Optional[Sequence[str]]
                     ) -> Optional[tuple[str, ...]]:
-  """The labels to write to `labels.txt` (a tagger's own), checked against `model`."""
-  if isinstance(model, BertTokenClassifier):
-    if labels is not None and tuple(labels) != model.labels:
-      raise ValueError(f"labels {list(labels)} differ from the tagger's {list(model.labels)}")
-    return model.labels
-  if labels is None:
+  """The labels to write to `labels.txt`: `labels` checked by the model itself (its
+  `hf_task`, the rule its Hugging Face export applies), or a tagger's own tags; None when
+  there are none."""
+  if labels is None and getattr(model, "labels", None) is None:
     return None
-  if not isinstance(model, BertClassifier):
+  if not hasattr(model, "hf_task"):
     raise ValueError(f"labels are for a classifier or tagger, not a {type(model).__name__}")
-  if len(labels) != model.num_classes or len(labels) < 2:
-    raise ValueError(f"{len(labels)} label(s) {list(labels)} for a model with "
-                     f"{model.num_classes} output(s)")
-  return tuple(labels)
+  fields = model.hf_task(labels)
+  return tuple(fields["id2label"][str(i)] for i in range(fields["num_labels"]))
 
 
 def check_features(features: Mapping[str, np.ndarray], config: BertConfig,
