@@ -19,6 +19,7 @@ import tensorflow as tf
 from absl import flags
 from absl import logging as absl_logging
 
+from tfbert import task_registry
 from tfbert.checkpoints import convert
 from tfbert.classifier import classifier_export, classifier_features, glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig
@@ -39,7 +40,8 @@ def main(argv):
   logging.getLogger("tensorflow").setLevel(logging.WARNING)
   model = convert.read_tfbert_model(f.MODEL.value)
   run = tflite_export.run_config_of(f.MODEL.value) or {}
-  seq_length = f.SEQ_LENGTH.value or tflite_export.run_seq_length(run) or 128
+  seq_length = f.SEQ_LENGTH.value or task_registry.run_seq_length(
+      model, run, os.path.join(os.path.dirname(f.MODEL.value), "run_config.json")) or 128
   task = _task(run) if isinstance(model, BertClassifier) else None
   vocab_file = f.VOCAB_FILE.value or os.path.join(os.path.dirname(f.MODEL.value), "vocab.txt")
   vocab_file = vocab_file if os.path.isfile(vocab_file) else None

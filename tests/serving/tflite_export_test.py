@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 from tests import glue_synthetic, helpers
-from tfbert import BertClassifier, BertConfig, BertEncoder, BertSpanLabeler
+from tfbert import BertClassifier, BertConfig, BertEncoder, BertSpanLabeler, task_registry
 from tfbert.checkpoints import convert, pretrained
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.serving import export, tflite_export
@@ -249,8 +249,8 @@ def test_tool_exports_a_squad_run_at_its_window_length(tmp_path):
                                                                   doc_stride=16,
                                                                   max_query_length=8))
   (run / "run_config.json").write_text(settings.to_json())
-  assert tflite_export.run_seq_length(tflite_export.run_config_of(str(run / "model.keras"))) \
-      == 40
+  assert task_registry.run_seq_length(
+      model, tflite_export.run_config_of(str(run / "model.keras"))) == 40
   output = tmp_path / "lite" / "model.tflite"
   command = [sys.executable, os.path.join(helpers.ROOT, "tools", "export_tflite.py"),
              f"--model={run / 'model.keras'}", f"--output={output}"]
@@ -259,12 +259,6 @@ def test_tool_exports_a_squad_run_at_its_window_length(tmp_path):
   assert done.returncode == 0, done.stderr[-3000:]
   assert "float32, seq_length 40)" in done.stdout.splitlines()[0]
   assert tflite_export.TfliteModel(str(output)).seq_length == 40
-
-
-def test_run_seq_length_reads_each_run_kind():
-  assert tflite_export.run_seq_length({"max_seq_length": 24}) == 24
-  assert tflite_export.run_seq_length({"features": {"max_seq_length": 384}}) == 384
-  assert tflite_export.run_seq_length({"seed": 1}) is None
 
 
 def test_the_file_has_the_id_signature_alone_with_a_dynamic_batch(exports):

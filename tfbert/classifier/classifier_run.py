@@ -138,6 +138,8 @@ class ClassifierTask(Task):
     glue_task: the `glue_data.Task` whose model is built (default: the config's).
   """
   head = "classifier_head"
+  model_class = BertClassifier
+  config_class = ClassifierRunConfig
 
   def __init__(self, glue_task: Optional[glue_data.Task] = None):
     self.glue_task = glue_task

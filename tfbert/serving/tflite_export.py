@@ -374,16 +374,3 @@ def run_config_of(model_path: str) -> Optional[dict[str, Any]]:
       with open(path, encoding="utf-8") as f:
         return json.load(f)
   return None
-
-
-def run_seq_length(run_config: Mapping[str, Any]) -> Optional[int]:
-  """S of the run whose `run_config.json` values are `run_config` (`run_config_of`), or None.
-
-  A classifier's, tagger's or pretraining run's `max_seq_length`; a SQuAD run keeps its
-  window settings together, under `features` (`SquadRunConfig.features.max_seq_length`).
-  """
-  features = run_config.get("features")
-  if isinstance(features, Mapping) and "max_seq_length" in features:
-    return int(features["max_seq_length"])
-  value = run_config.get("max_seq_length")
-  return None if value is None else int(value)

@@ -223,6 +223,8 @@ def check_version(dataset: squad_data.SquadDataset, version_2_with_negative: boo
 class SquadTask(Task):
   """SQuAD span labelling as `tfbert.tasks.runner.run_task`'s hooks (see the module)."""
   head = "span_head"
+  model_class = BertSpanLabeler
+  config_class = SquadRunConfig
 
   def default_best_metric(self, config: SquadRunConfig) -> str:
     return DEFAULT_BEST_METRIC

@@ -166,6 +166,8 @@ def resolve_labels(config: NerRunConfig, inputs: dict[str, list[conll.Sentence]]
 class NerTask(task.Task):
   """Named-entity tagging as `tfbert.tasks.runner.run_task`'s hooks (see the module)."""
   head = "classifier_head"
+  model_class = BertTokenClassifier
+  config_class = NerRunConfig
 
   def default_best_metric(self, config: NerRunConfig) -> str:
     return "f1"

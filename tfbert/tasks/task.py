@@ -99,8 +99,13 @@ class Task:
 
   Attributes:
     head: the model attribute holding the task head, which a source checkpoint may lack.
+    model_class: the class of the task's model (what `build_model` returns).
+    config_class: the task's `FineTuningConfig` subclass (its `from_json` reads the run's
+      `run_config.json`).
   """
   head: ClassVar[str] = ""
+  model_class: ClassVar[Optional[type]] = None
+  config_class: ClassVar[Optional[type]] = None
 
   def default_best_metric(self, config) -> str:
     """The metric of `evaluate` that `best/` keeps when `best_metric` is not given."""
