@@ -27,6 +27,7 @@ from tfbert.classifier import classifier_run, glue_data
 from tfbert.config import BertConfig
 from tfbert.runtime import cpu, run_directory
 from tfbert.serving import serving_dtype
+from tfbert.tasks import runner
 from tfbert.training import training_loop, workers
 
 ROOT = helpers.ROOT
@@ -330,8 +331,6 @@ print(json.dumps({"label": [x.decode() for x in out["label"].numpy()],
 """
 
 
-@pytest.mark.slow  # ~75 s: a fresh process trains, evaluates, predicts and exports; another
-# one serves the export.
 def test_a_run_that_fails_before_its_first_step_leaves_no_run_behind(tmp_path, monkeypatch):
   """The first step failing (here made to) must not leave run_config.json behind: the
   corrected rerun, with other settings, would be refused as another configuration."""
@@ -340,7 +339,7 @@ def test_a_run_that_fails_before_its_first_step_leaves_no_run_behind(tmp_path, m
   def first_step_fails(*args, **kwargs):
     raise ValueError("the first step failed")
 
-  monkeypatch.setattr(classifier_run, "train", first_step_fails)
+  monkeypatch.setattr(runner, "train", first_step_fails)  # Every task trains through it.
   for learning_rate in (1e-3, 2e-3):  # The second is not refused as another configuration.
     with pytest.raises(ValueError, match="the first step failed"):
       classifier_run.run_classifier(_run_config(tmp_path, "out", do_train=True,

@@ -33,7 +33,7 @@ from tfbert.squad import (
   squad_postprocess,
   squad_run,
 )
-from tfbert.tasks import fine_tuning
+from tfbert.tasks import fine_tuning, runner
 from tfbert_tools.demos.squad_synthetic import synthetic_squad
 
 ROOT = helpers.ROOT
@@ -447,7 +447,7 @@ def _v2_dev(version):
 def test_v2_data_without_the_v2_flag_is_refused_before_the_model_is_built(
     tmp_path, monkeypatch, role, version, field):
   path = _write_json(tmp_path / f"{role}.json", _v2_dev(version))
-  monkeypatch.setattr(squad_run, "build_span_labeler", _never_build)
+  monkeypatch.setattr(runner, "build_model", _never_build)
   config = _run_config(tmp_path, "out", **{f"do_{role}": True, f"{role}_file": path})
   with pytest.raises(ValueError, match=re.escape(
       f"{path}: {field}: pass --version_2_with_negative")):
@@ -491,7 +491,7 @@ def test_v1_1_data_with_the_v2_flag_is_allowed_with_a_note(tmp_path, caplog):
 ])
 def test_window_arithmetic_is_checked_before_anything_runs(tmp_path, monkeypatch, overrides,
                                                            message):
-  monkeypatch.setattr(squad_run, "build_span_labeler", _never_build)
+  monkeypatch.setattr(runner, "build_model", _never_build)
   with pytest.raises(ValueError, match=re.escape(message)):
     squad_run.run_squad(_run_config(tmp_path, "out", do_predict=True, **overrides))
   assert not os.path.exists(tmp_path / "out")
@@ -502,7 +502,7 @@ def test_window_arithmetic_is_checked_before_anything_runs(tmp_path, monkeypatch
 
 def test_empty_predict_file_is_found_before_the_model_is_built(tmp_path, monkeypatch):
   train = _write_json(tmp_path / "train.json", synthetic_squad(2, seed=1))
-  monkeypatch.setattr(squad_run, "build_span_labeler", _never_build)
+  monkeypatch.setattr(runner, "build_model", _never_build)
   for dev, message in (('{"version": "1.1", "data": []}', ": data: no questions (in 0 articles)"),
                        ('{"version": "1.1"}', ": data is missing"),
                        ("{", " is not valid (gzip-compressed) UTF-8 JSON")):
