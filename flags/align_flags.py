@@ -25,17 +25,23 @@ TRAIN_FILE = flags.DEFINE_string(
     "train_file", None, "Fine-tuning data: SQuAD JSON (default for --task=squad: the main "
     "job's synthetic set) or a GLUE-format TSV of --task_name (needed for --task=classifier).")
 TASK_NAME = flags.DEFINE_string("task_name", "mrpc", "The GLUE task of --task=classifier.")
-STEPS = flags.DEFINE_integer("steps", 20, "Applied steps of every variant.")
-TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 32, "Global sequences per step.")
-MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 64, "Sequence length of the data.")
-MAX_PREDICTIONS_PER_SEQ = flags.DEFINE_integer("max_predictions_per_seq", 10, "Masked positions.")
+STEPS = flags.DEFINE_integer("steps", 20, "Applied steps of every variant.", lower_bound=1)
+TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 32, "Global sequences per step.",
+                                        lower_bound=1)
+MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 64, "Sequence length of the data.",
+                                      lower_bound=1)
+MAX_PREDICTIONS_PER_SEQ = flags.DEFINE_integer("max_predictions_per_seq", 10, "Masked positions.",
+                                               lower_bound=1)
 OPTIMIZER = flags.DEFINE_enum("optimizer", "sgd", OPTIMIZERS, "Optimizer.")
-LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "Peak learning rate.")
-MOMENTUM = flags.DEFINE_float("momentum", 0.9, "SGD momentum.")
-NUM_WARMUP_STEPS = flags.DEFINE_integer("num_warmup_steps", 0, "Warmup steps of the schedule.")
-WEIGHT_DECAY_RATE = flags.DEFINE_float("weight_decay_rate", 0.01, "AdamW/LAMB weight decay.")
-CLIP_NORM = flags.DEFINE_float("clip_norm", 0.0, "Global-norm clipping (0 disables).")
-SEED = flags.DEFINE_integer("seed", 12345, "Seed of the initial weights.")
+LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "Peak learning rate.", lower_bound=0.0)
+MOMENTUM = flags.DEFINE_float("momentum", 0.9, "SGD momentum.", lower_bound=0.0)
+NUM_WARMUP_STEPS = flags.DEFINE_integer("num_warmup_steps", 0, "Warmup steps of the schedule.",
+                                        lower_bound=0)
+WEIGHT_DECAY_RATE = flags.DEFINE_float("weight_decay_rate", 0.01, "AdamW/LAMB weight decay.",
+                                       lower_bound=0.0)
+CLIP_NORM = flags.DEFINE_float("clip_norm", 0.0, "Global-norm clipping (0 disables).",
+                               lower_bound=0.0)
+SEED = flags.DEFINE_integer("seed", 12345, "Seed of the initial weights.", lower_bound=0)
 TOLERANCES = flags.DEFINE_list(
     "tolerances", [], "Overrides of the relative per-step tolerances, kind=value (kinds: "
     "float32, mixed_bfloat16, mixed_float16).")

@@ -29,23 +29,27 @@ BENCHMARK = flags.DEFINE_enum(
 # Model and input shape; unset means the benchmark's default config (tools.benchmarks.benchmark.
 # DEFAULT_CASES): pretraining, input_pipeline and accumulation L4/H256/A4/I1024, S128,
 # P20; squad and postprocess MiniLM-L6-H384's shape, S384. Vocabulary 30522 for all.
-VOCAB_SIZE = flags.DEFINE_integer("vocab_size", None, "Vocabulary size V (default 30522).")
+VOCAB_SIZE = flags.DEFINE_integer("vocab_size", None, "Vocabulary size V (default 30522).",
+                                  lower_bound=1)
 HIDDEN_SIZE = flags.DEFINE_integer("hidden_size", None,
-                                   "Model width H (default 256; squad: 384).")
+                                   "Model width H (default 256; squad: 384).", lower_bound=1)
 NUM_LAYERS = flags.DEFINE_integer("num_layers", None,
-                                  "Transformer layers L (default 4; squad: 6).")
+                                  "Transformer layers L (default 4; squad: 6).", lower_bound=1)
 NUM_HEADS = flags.DEFINE_integer("num_heads", None,
-                                 "Attention heads A (default 4; squad: 12).")
+                                 "Attention heads A (default 4; squad: 12).", lower_bound=1)
 INTERMEDIATE_SIZE = flags.DEFINE_integer("intermediate_size", None,
-                                         "Feed-forward width I (default 1024; squad: 1536).")
+                                         "Feed-forward width I (default 1024; squad: 1536).",
+                                         lower_bound=1)
 SEQ_LENGTH = flags.DEFINE_integer(
-    "seq_length", None, "Sequence length S (default 128; squad and postprocess: 384).")
+    "seq_length", None, "Sequence length S (default 128; squad and postprocess: 384).",
+    lower_bound=1)
 MAX_PREDICTIONS = flags.DEFINE_integer(
-    "max_predictions", None, "Masked positions P per sequence (default 20; pretraining).")
+    "max_predictions", None, "Masked positions P per sequence (default 20; pretraining).",
+    lower_bound=1)
 
 # Training-step benchmarks (pretraining, squad, input_pipeline).
 BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Examples per training step B (also the "
-                                  "input pipeline's batch).")
+                                  "input pipeline's batch).", lower_bound=1)
 DTYPE = flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16"],
                           "Dtype policy. MFU is taken against the measured matmul peak of "
                           "float32, or of bfloat16 for mixed_bfloat16.")
@@ -55,7 +59,8 @@ REPEATS = flags.DEFINE_integer(
     "repeats", 2, "pretraining / squad: alternations tfbert, peer (2: tfbert, peer, tfbert, "
     "peer); the ratio is reported per pair and as their median. accumulation: alternations "
     "big batch, accumulated, likewise. postprocess: runs of the postprocessing, median "
-    "reported. kernels: alternations reference, kernel; median ms per call reported.")
+    "reported. kernels: alternations reference, kernel; median ms per call reported.",
+    lower_bound=1)
 INTERLEAVE = flags.DEFINE_boolean(
     "interleave", False, "pretraining / squad: build tfbert's step and the peer's in one "
     "process and time them window by window, the order swapped every round (--windows "
@@ -63,20 +68,23 @@ INTERLEAVE = flags.DEFINE_boolean(
     "the big batch and the accumulated run, --applied_steps per window. The ratio is "
     "reported per round and as their median; peak RSS is the process's, both models "
     "together.")
-WINDOWS = flags.DEFINE_integer("windows", 5, "Timed windows per run; examples/s is their median.")
-STEPS_PER_WINDOW = flags.DEFINE_integer("steps_per_window", 2, "Training steps per window.")
+WINDOWS = flags.DEFINE_integer("windows", 5, "Timed windows per run; examples/s is their median.",
+                               lower_bound=1)
+STEPS_PER_WINDOW = flags.DEFINE_integer("steps_per_window", 2, "Training steps per window.",
+                                        lower_bound=1)
 WARMUP_STEPS = flags.DEFINE_integer(
     "warmup_steps", 2, "Unmeasured steps first (accumulation: applied steps); the first one "
-    "traces and compiles.")
+    "traces and compiles.", lower_bound=0)
 
 # accumulation.
 MICRO_BATCH_SIZE = flags.DEFINE_integer("micro_batch_size", 8,
-                                        "accumulation: sequences per micro-step b.")
+                                        "accumulation: sequences per micro-step b.", lower_bound=1)
 GRADIENT_ACCUMULATION_STEPS = flags.DEFINE_integer("gradient_accumulation_steps", 4,
-                                          "accumulation: micro-steps per applied step k.")
+                                          "accumulation: micro-steps per applied step k.",
+                                          lower_bound=1)
 APPLIED_STEPS = flags.DEFINE_integer(
     "applied_steps", 8, "accumulation: measured applied steps (--interleave: per window, "
-    ">= 2; a window's examples/s spans its applied steps after the first).")
+    ">= 2; a window's examples/s spans its applied steps after the first).", lower_bound=1)
 ACCUMULATION_LOOP = flags.DEFINE_enum(
     "accumulation_loop", "fit", ["fit", "pretraining_run"],
     "accumulation: the training loop. fit: Keras' model.fit, one call per micro-step (the "
@@ -85,11 +93,11 @@ ACCUMULATION_LOOP = flags.DEFINE_enum(
 
 # matmul peak (also measured by pretraining and squad for MFU).
 MATMUL_SIZE = flags.DEFINE_integer("matmul_size", 2048,
-                                   "Side of the square matrices of the matmul peak.")
+                                   "Side of the square matrices of the matmul peak.", lower_bound=1)
 
 # input_pipeline.
 PIPELINE_SECONDS = flags.DEFINE_float("pipeline_seconds", 10.0,
-                                      "input_pipeline: seconds of timed batches.")
+                                      "input_pipeline: seconds of timed batches.", lower_bound=0.0)
 PRETRAINING_DATA_DIR = flags.DEFINE_string(
     "pretraining_data_dir", "", "input_pipeline: where the pydoc-corpus records are made "
     "once and reused (same S and P); default: a temporary directory, removed afterwards.")
@@ -101,10 +109,11 @@ SQUAD_DEV_FILE = flags.DEFINE_string(
 
 # resume.
 RESUME_NEAR_SEQUENCES = flags.DEFINE_integer(
-    "resume_near_sequences", 10, "resume: consumed sequences at the near checkpoint.")
+    "resume_near_sequences", 10, "resume: consumed sequences at the near checkpoint.",
+    lower_bound=0)
 RESUME_FAR_SEQUENCES = flags.DEFINE_integer(
     "resume_far_sequences", 10_000_000, "resume: consumed sequences at the far checkpoint "
-    "(reached by reading, not training: pretraining_run.fast_forward).")
+    "(reached by reading, not training: pretraining_run.fast_forward).", lower_bound=0)
 
 # fine_tuning.
 FINE_TUNING_STEPS = flags.DEFINE_list(

@@ -41,7 +41,8 @@ SHARD_ASSIGNMENT = flags.DEFINE_enum(
     "round_robin: instance i goes to shard i % num_shards (google-research/bert); "
     "contiguous: shard s holds the s-th block of the shuffled instances.")
 LOG_EVERY_SECONDS = flags.DEFINE_float(
-    "log_every_seconds", 10.0, "Period of the progress line on stderr.")
+    "log_every_seconds", 10.0, "Period of the progress line on stderr.",
+    lower_bound=0.0)
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).
 flags.adopt_module_key_flags(common_flags)

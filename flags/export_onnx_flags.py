@@ -9,7 +9,7 @@ EXPORT_DIR = flags.DEFINE_string(
     "export_dir", None, "Required. A tfbert export directory (run_squad / run_classifier / "
     "run_ner --export_dir, or an encoder export); its ids/ SavedModel is converted.")
 OUTPUT = flags.DEFINE_string("output", None, "Required. The .onnx file to write (atomically).")
-OPSET_FLAG = flags.DEFINE_integer("opset", OPSET, "ONNX opset of the output.")
+OPSET_FLAG = flags.DEFINE_integer("opset", OPSET, "ONNX opset of the output.", lower_bound=7)
 CHECK = flags.DEFINE_bool(
     "check", True, "Run the ONNX model once in ONNX Runtime against the SavedModel on random "
     "features and print the largest difference of each output.")

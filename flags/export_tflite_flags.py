@@ -13,7 +13,8 @@ OUTPUT = flags.DEFINE_string(
     "vocab.txt and a classifier's or tagger's labels.txt are written beside it.")
 SEQ_LENGTH = flags.DEFINE_integer(
     "seq_length", None, "S of the TFLite inputs (fixed; the batch is dynamic). Default: the "
-    "run's max_seq_length (run_config.json beside --model, or one level up), else 128.")
+    "run's max_seq_length (run_config.json beside --model, or one level up), else 128.",
+    lower_bound=1)
 QUANTIZE = flags.DEFINE_bool(
     "quantize", False, "Dynamic-range quantization: int8 weights (about 4x smaller), outputs "
     "close to float32's but not equal.")
@@ -28,11 +29,13 @@ EVAL_DATA_DIR = flags.DEFINE_string(
     "this GLUE task directory's dev file(s) (a classifier); print one JSON line each.")
 EVAL_FILE = flags.DEFINE_string("eval_file", None, "A dev file to score instead of "
                                 "--eval_data_dir's.")
-EVAL_BATCH_SIZE = flags.DEFINE_integer("eval_batch_size", 64, "Examples per call when scoring.")
+EVAL_BATCH_SIZE = flags.DEFINE_integer("eval_batch_size", 64, "Examples per call when scoring.",
+                                       lower_bound=1)
 LATENCY_RUNS = flags.DEFINE_integer(
-    "latency_runs", 100, "When scoring: single examples timed (median ms reported); 0: none.")
+    "latency_runs", 100, "When scoring: single examples timed (median ms reported); 0: none.",
+    lower_bound=0)
 NUM_THREADS = flags.DEFINE_integer("num_threads", None, "LiteRT interpreter threads when "
-                                   "scoring; default: LiteRT's.")
+                                   "scoring; default: LiteRT's.", lower_bound=1)
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).
 flags.adopt_module_key_flags(common_flags)

@@ -265,6 +265,8 @@ class BertClassifier(_FineTuningStep, keras.Model):
     config: A `BertConfig` (or its dict).
     num_classes: C (1 for regression such as STS-B).
     dropout_rate: Dropout on the pooled output in training.
+    labels: the class names in class-id order (C distinct ones; kept in the saved model and
+      written by every export), or None (none for regression).
 
   Training labels: {"logits": int [B] class ids} (the loss is the softmax cross-entropy),
   or float [B, 1] scores for C = 1 (the squared error, as Hugging Face does for STS-B).
@@ -273,12 +275,16 @@ class BertClassifier(_FineTuningStep, keras.Model):
     float32 `logits` [B, C] in a dict.
   """
 
-  def __init__(self, config, num_classes: int, dropout_rate: float = 0.1, **kwargs):
+  def __init__(self, config, num_classes: int, dropout_rate: float = 0.1,
+               labels: Optional[Sequence[str]] = None, **kwargs):
     super().__init__(**kwargs)
     self._create_trackers()
     self.config = as_config(config)
     self.num_classes = num_classes
     self.dropout_rate = dropout_rate
+    if labels is not None and num_classes == 1:
+      raise ValueError("a regression classifier (1 output) has no labels")
+    self.labels = None if labels is None else tuple(_checked_labels(labels, num_classes))
     self.encoder = BertEncoder(self.config, name="encoder", dtype=self.dtype_policy)
     self.classifier_head = ClassifierHead(num_classes, dropout_rate,
                                           self.config.initializer_range,
@@ -305,16 +311,21 @@ class BertClassifier(_FineTuningStep, keras.Model):
     """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`).
 
     Args:
-      labels: the class names in class-id order (C of them); None: Hugging Face's
-        `LABEL_<i>`. A regression model (C = 1) takes none.
+      labels: the class names in class-id order (C of them); None: the model's own
+        (`labels`), else Hugging Face's `LABEL_<i>`. A regression model (C = 1) takes none;
+        a model with labels takes only those.
     """
     if self.num_classes == 1:
       if labels is not None:
         raise ValueError("a regression classifier (1 output) has no labels")
       return hf_task_fields("BertForSequenceClassification", ["LABEL_0"],
                             problem_type="regression")
+    if labels is not None and self.labels is not None and tuple(labels) != self.labels:
+      raise ValueError(f"labels {list(labels)} differ from the classifier's "
+                       f"{list(self.labels)}")
     return hf_task_fields("BertForSequenceClassification",
-                          _checked_labels(labels, self.num_classes))
+                          _checked_labels(labels if labels is not None else self.labels,
+                                          self.num_classes))
 
   def served_outputs(self, features) -> dict:
     """What its exports serve: float32 `logits`, `probabilities` (softmax) [B, C]; for
@@ -326,7 +337,8 @@ class BertClassifier(_FineTuningStep, keras.Model):
 
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict(),
-            "num_classes": self.num_classes, "dropout_rate": self.dropout_rate}
+            "num_classes": self.num_classes, "dropout_rate": self.dropout_rate,
+            "labels": None if self.labels is None else list(self.labels)}
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -350,6 +362,10 @@ class BertTokenClassifier(_FineTuningStep, keras.Model):
   Returns:
     float32 `logits` [B, S, C] in a dict.
   """
+
+  # google-research/bert has no token-classification head: under Google names the head is a
+  # sentence classifier's (`output_weights`), so a Google checkpoint is refused.
+  google_checkpoint_head = False
 
   def __init__(self, config, labels, dropout_rate: float = 0.1, **kwargs):
     super().__init__(**kwargs)

@@ -2,12 +2,27 @@
 
 import ast
 import dataclasses
+import json
+import os
 import pathlib
+import subprocess
+import sys
+import typing
+from typing import Optional
 
 import pytest
 
 from tests import helpers
+from tfbert.classifier.classifier_run import ClassifierRunConfig
+from tfbert.config import BertConfig
+from tfbert.pretraining.pretraining_instances import PretrainingDataConfig
+from tfbert.pretraining.pretraining_run import PretrainingRunConfig
 from tfbert.runtime import validation
+from tfbert.squad.squad_features import FeatureConfig
+from tfbert.squad.squad_postprocess import PostprocessConfig
+from tfbert.squad.squad_run import SquadRunConfig
+from tfbert.tagging.tagging_run import NerRunConfig
+from tfbert.training.optimization import OptimizerConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,3 +78,85 @@ def test_every_config_validates_itself_the_same_way():
           "AlignmentConfig", "StepCase", "PretrainingCase"} <= names, names
   for file, name, body in found:
     assert body == ["validation.validate(self)"], (file, name, body)
+
+
+
+def _bert_config():
+  return BertConfig(vocab_size=11, hidden_size=6, num_hidden_layers=1, num_attention_heads=2,
+                    intermediate_size=7)
+
+
+# One valid instance of every config a tool builds from its flags.
+CONFIGS = {
+    ClassifierRunConfig: lambda: ClassifierRunConfig(output_dir="o", task_name="mrpc",
+                                                     do_train=True, data_dir="d"),
+    NerRunConfig: lambda: NerRunConfig(output_dir="o", do_train=True, train_file="t"),
+    SquadRunConfig: lambda: SquadRunConfig(output_dir="o", do_train=True, train_file="t"),
+    FeatureConfig: FeatureConfig,
+    PostprocessConfig: PostprocessConfig,
+    PretrainingDataConfig: lambda: PretrainingDataConfig(vocab_file="v"),
+    PretrainingRunConfig: lambda: PretrainingRunConfig(
+        _bert_config(), ["x"], "m", OptimizerConfig(learning_rate=1e-3, num_train_steps=10)),
+    OptimizerConfig: lambda: OptimizerConfig(learning_rate=1e-3, num_train_steps=10),
+    BertConfig: _bert_config,
+}
+
+
+def numeric_fields(cls) -> list[str]:
+  """The int and float fields (optional or not) of a config class."""
+  numeric = (int, float, Optional[int], Optional[float])
+  hints = typing.get_type_hints(cls)
+  return [f.name for f in dataclasses.fields(cls) if hints[f.name] in numeric]
+
+
+@pytest.mark.parametrize("cls", list(CONFIGS), ids=lambda cls: cls.__name__)
+def test_every_numeric_setting_refuses_a_negative_value_naming_it(cls):
+  """A negative count, size, rate or seed is never valid: each numeric field of every
+  config set to -1 fails its checks with a message naming the field (but for `ANY_VALUE`)."""
+  valid = CONFIGS[cls]()
+  fields = [name for name in numeric_fields(cls) if name not in ANY_VALUE]
+  assert fields
+  for name in fields:
+    with pytest.raises(ValueError, match=name):
+      dataclasses.replace(valid, **{name: -1})
+
+
+# Every flags module's numeric flags, each module imported alone (several define the same
+# names): {module: {flag: lower bound or None}}.
+_NUMERIC_FLAGS = """
+import importlib, json, os, sys
+from absl import flags
+out = {}
+for name in sorted(f[:-3] for f in os.listdir("flags") if f.endswith("_flags.py")):
+  for module in [m for m in sys.modules if m.startswith("tfbert_flags.")]:
+    del sys.modules[module]
+  for flag in list(flags.FLAGS):
+    if (flags.FLAGS.find_module_defining_flag(flag) or "").startswith("tfbert_flags."):
+      delattr(flags.FLAGS, flag)
+  importlib.import_module("tfbert_flags." + name)
+  out[name] = {flag: flags.FLAGS[flag].parser.lower_bound for flag in flags.FLAGS
+               if (flags.FLAGS.find_module_defining_flag(flag) or "").startswith("tfbert_flags.")
+               and isinstance(flags.FLAGS[flag].parser, (flags.IntegerParser, flags.FloatParser))}
+print(json.dumps(out))
+"""
+# Numeric flags whose whole range is valid: a negative column counts from the end (Python's
+# index), a null-score threshold is any log-odds difference.
+ANY_VALUE = {"token_column", "tag_column", "custom_text_a_column", "custom_text_b_column",
+             "custom_label_column", "null_score_diff_threshold"}
+
+
+def test_every_numeric_flag_is_range_checked_by_absl_or_by_its_config():
+  """`demo --pretrain_steps=-5` once exited 0 having skipped its work. Every integer and
+  float flag of every tool now has an absl lower bound, or sets a config field whose checks
+  refuse an out-of-range value naming the field (the test above proves those for every
+  numeric field), or takes any value (`ANY_VALUE`)."""
+  checked = {field for cls in CONFIGS for field in numeric_fields(cls)}
+  out = subprocess.run([sys.executable, "-c", _NUMERIC_FLAGS], cwd=helpers.ROOT,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+                       capture_output=True, text=True, timeout=240, check=True).stdout
+  numeric = json.loads(out.splitlines()[-1])
+  assert "pretrain_steps" in numeric["demo_flags"] and "opset" in numeric["export_onnx_flags"]
+  unchecked = sorted(
+      (module, flag) for module, found in numeric.items() for flag, bound in found.items()
+      if bound is None and flag not in ANY_VALUE and flag not in checked)
+  assert not unchecked

@@ -7,9 +7,12 @@ Formats:
   * `tfbert`: a Keras `.keras` file of a tfbert model (config included).
 
 The model class is chosen from the heads present in the source: MLM/NSP -> `BertPretrainer`,
-`cls/squad` -> `BertSpanLabeler`, a root `output_weights` -> `BertClassifier`, otherwise
-`BertEncoder`. Every conversion goes through a tfbert model with strict loading, so a
-shape or name problem fails loudly instead of producing a half-converted checkpoint.
+`cls/squad` -> `BertSpanLabeler`, a root `output_weights` -> `BertClassifier` (or
+`BertTokenClassifier` when a Hugging Face `config.json` says `BertForTokenClassification`;
+its `id2label` gives the class names or tags), otherwise `BertEncoder`. A tagger has no Google
+form (google-research/bert has no such head). Every conversion goes through a tfbert model
+with strict loading, so a shape or name problem fails loudly instead of producing a
+half-converted checkpoint.
 
 Outputs are self-contained: the vocabulary (`--vocab_file`, else the `vocab.txt` beside the
 input: beside the prefix, in the Hugging Face directory, beside the `.keras` file) is copied
@@ -41,14 +44,26 @@ TFBERT_MODELS = (BertEncoder, BertPretrainer, BertSpanLabeler, BertClassifier,
                  BertTokenClassifier)
 
 
-def model_for_weights(config: BertConfig, weights: Mapping[str, np.ndarray]) -> keras.Model:
-  """Builds the tfbert model class whose heads match a Google-name dict."""
+def model_for_weights(config: BertConfig, weights: Mapping[str, np.ndarray],
+                      task: Optional[huggingface.HfTask] = None) -> keras.Model:
+  """Builds the tfbert model class whose heads match a Google-name dict.
+
+  A root `output_weights` [C, H] is a sentence classifier's head, or a tagger's when a Hugging
+  Face directory says `BertForTokenClassification` (`task`); the directory's `id2label`
+  names the classes or tags (a regression's single output has none).
+  """
   if any(n.startswith(("cls/predictions/", "cls/seq_relationship/")) for n in weights):
     return BertPretrainer(config)
   if any(n.startswith("cls/squad/") for n in weights):
     return BertSpanLabeler(config)
   if "output_weights" in weights:
-    return BertClassifier(config, num_classes=weights["output_weights"].shape[0])
+    classes = weights["output_weights"].shape[0]
+    task = task or huggingface.HfTask()
+    labels = task.labels if task.labels and len(task.labels) == classes else None
+    if task.architecture == "BertForTokenClassification":
+      return BertTokenClassifier(config, labels or [f"LABEL_{i}" for i in range(classes)])
+    regression = classes == 1 or task.problem_type == "regression"
+    return BertClassifier(config, num_classes=classes, labels=None if regression else labels)
   return BertEncoder(config)
 
 
@@ -155,9 +170,10 @@ def read_model(fmt: str, path: str, config_file: Optional[str] = None) -> keras.
     weights = google_checkpoint.read_google_checkpoint(path)
   elif fmt == "hf":
     config, weights, _ = huggingface.load_hf_checkpoint(path)
+    task = huggingface.read_hf_task(path)
   else:
     raise ValueError(f"unknown checkpoint format {fmt!r}; use one of {FORMATS}")
-  model = model_for_weights(config, weights)
+  model = model_for_weights(config, weights, task if fmt == "hf" else None)
   google_checkpoint.assign_google_weights(model, weights, path,
                                           allow_missing=_missing_heads(model, weights))
   return model

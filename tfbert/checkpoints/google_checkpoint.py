@@ -267,7 +267,15 @@ def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool 
     vocab_file: copied as `vocab.txt` beside the checkpoint when given.
     do_lower_case: with `vocab_file`, also write `tokenizer_config.json` (which records the
       casing, a Google checkpoint's usual missing piece) and `special_tokens_map.json`.
+
+  Raises:
+    ValueError: for a model whose head google-research/bert has no form for (the model's
+      `google_checkpoint_head` is False: a tagger's would read back as a sentence classifier).
   """
+  if not getattr(model, "google_checkpoint_head", True):
+    raise ValueError(f"google-research/bert has no {type(model).__name__} head: its "
+                     "checkpoint would read back as another model; write a Hugging Face "
+                     "directory or a .keras file instead")
   write_google_checkpoint(google_weights(model), prefix,
                           config=model.config if config_file else None, vocab_file=vocab_file,
                           do_lower_case=do_lower_case)

@@ -10,6 +10,7 @@ Hugging Face BERT differs from google-research/bert in two ways that matter here
     affects training; tfbert trains the [PAD] row like Google (see docs/pitfalls.md).
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -193,6 +194,38 @@ def load_hf_checkpoint(model_dir: str) -> tuple[BertConfig, dict[str, np.ndarray
   path = os.path.join(model_dir, "model.safetensors")
   weights, ignored = hf_to_google(read_safetensors(path), source=path)
   return config, weights, ignored
+
+
+@dataclasses.dataclass(frozen=True)
+class HfTask:
+  """What a Hugging Face `config.json` says about the task beyond the BERT settings.
+
+  Attributes:
+    architecture: the transformers class named first in `architectures`, or None.
+    labels: `id2label`'s names in id order, or None when it has none.
+    problem_type: e.g. "regression", or None.
+  """
+  architecture: Optional[str] = None
+  labels: Optional[tuple[str, ...]] = None
+  problem_type: Optional[str] = None
+
+
+def read_hf_task(model_dir: str) -> HfTask:
+  """The task fields of `model_dir/config.json` (`HfTask`).
+
+  Raises:
+    ValueError: naming the file, when `id2label` does not map the ids 0..C-1 to names.
+  """
+  path = os.path.join(model_dir, "config.json")
+  with open(path, encoding="utf-8") as f:
+    values = json.load(f)
+  architectures = values.get("architectures") or [None]
+  id2label = values.get("id2label") or {}
+  if not isinstance(id2label, dict) or sorted(map(str, id2label)) != sorted(
+      str(i) for i in range(len(id2label))):
+    raise ValueError(f"{path}: id2label must map the ids 0..C-1 to names, got {id2label!r}")
+  labels = tuple(str(id2label[str(i)]) for i in range(len(id2label))) or None
+  return HfTask(architectures[0], labels, values.get("problem_type"))
 
 
 SPECIAL_TOKENS_MAP = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",

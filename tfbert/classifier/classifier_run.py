@@ -123,6 +123,10 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
          "do_predict needs data_dir or predict_file"),
         (self.max_train_examples is None or self.max_train_examples >= 1,
          "max_train_examples must be >= 1"),
+        (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3 "
+         "([CLS] text [SEP])"),
+        (0.0 <= self.classifier_dropout < 1.0,
+         f"classifier_dropout ({self.classifier_dropout}) must be in [0, 1)"),
         (not self.eval_every_steps or self.do_eval,
          f"eval_every_steps ({self.eval_every_steps}) evaluates on the dev set: add do_eval"),
         (self.eval_batch_size >= 1 and self.eval_batch_size % num_replicas == 0,
@@ -150,10 +154,17 @@ class ClassifierTask(Task):
   def read_inputs(self, config: ClassifierRunConfig) -> dict[str, list]:
     return read_inputs(config.task(), config)
 
+  def labels(self, config: ClassifierRunConfig, inputs) -> Optional[tuple[str, ...]]:
+    """The task's class names (None for regression)."""
+    del inputs
+    return (self.glue_task or config.task()).labels
+
   def build_model(self, config: ClassifierRunConfig, bert_config, labels) -> BertClassifier:
-    """C = the task's label count (1 for regression); the pooler must be in the source."""
-    return BertClassifier(bert_config, (self.glue_task or config.task()).num_classes,
-                          config.classifier_dropout)
+    """C = the task's label count (1 for regression), its class names kept in the model;
+    the pooler must be in the source."""
+    task = self.glue_task or config.task()
+    return BertClassifier(bert_config, task.num_classes, config.classifier_dropout,
+                          labels=task.labels)
 
   def train_data(self, context: RunContext) -> TrainingData:
     c, task = context.config, context.config.task()

@@ -78,6 +78,7 @@ class PretrainingDataConfig:
         (self.dupe_factor >= 1, "dupe_factor must be >= 1"),
         (0.0 <= self.short_seq_prob <= 1.0, "short_seq_prob must be in [0, 1]"),
         (self.num_shards >= 1, "num_shards must be >= 1"),
+        validation.seed_check("random_seed", self.random_seed),
         (self.shard_assignment in SHARD_ASSIGNMENTS,
          f"shard_assignment must be one of {SHARD_ASSIGNMENTS}")]
 

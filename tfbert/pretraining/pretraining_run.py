@@ -128,6 +128,8 @@ class PretrainingRunConfig:
         validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,
                                 num_replicas),
         *training_loop.schedule_checks(self),
+        (self.num_cpu_devices >= 1, f"num_cpu_devices ({self.num_cpu_devices}) must be >= 1"),
+        validation.seed_check("seed", self.seed),
         (self.max_seq_length <= self.bert_config.max_position_embeddings,
          f"max_seq_length {self.max_seq_length} exceeds max_position_embeddings "
          f"{self.bert_config.max_position_embeddings}"),

@@ -32,6 +32,11 @@ def batch_splits(train_batch_size: int, gradient_accumulation_steps: int,
           f"({num_replicas})")
 
 
+def seed_check(name: str, seed: int) -> Check:
+  """A seed is what NumPy's and TensorFlow's generators take: an integer in [0, 2**32)."""
+  return (0 <= seed < 2**32, f"{name} ({seed}) must be in [0, 2**32)")
+
+
 def failures(checks: Iterable[Check]) -> list[str]:
   """The messages of the checks whose condition is false."""
   return [message for ok, message in checks if not ok]

@@ -5,7 +5,8 @@ core-ops SavedModel every tfbert export holds; `tfbert.serving.export`) with `tf
 int32 `input_ids`, `input_mask`, `segment_ids` [B, S] (B and S dynamic) -> the export's
 float32 outputs under the same names (encoder: `pooled_output` [B, H], `sequence_output`
 [B, S, H]; SQuAD: `start_logits`, `end_logits` [B, S]; classifier: `logits`,
-`probabilities` [B, C]; tagger: the same per position [B, S, C]).
+`probabilities` [B, C]; tagger: the same per position [B, S, C]). A classifier's or tagger's
+label names (the export's `labels.txt`) go into the file's metadata (`LABELS_KEY`).
 
 Two things stand between the SavedModel and tf2onnx, both handled here:
 
@@ -23,6 +24,7 @@ Measured (MiniLM-L6-H384, ONNX Runtime 1.31 CPU against the SavedModel): outputs
 3.3e-6 (sequence_output; 2.5e-7 pooled_output); conversion ~30 s.
 """
 
+import json
 import os
 from typing import Optional
 
@@ -33,6 +35,10 @@ from tfbert.config import BertConfig
 from tfbert.runtime import atomic
 from tfbert.serving import export
 
+# The model's metadata entry holding a classifier's or tagger's label names (a JSON list, in
+# id order, from the export's `labels.txt`); ONNX Runtime reads it as
+# `session.get_modelmeta().custom_metadata_map["labels"]` (`onnx_labels`).
+LABELS_KEY = "labels"
 OPSET = 17  # ONNX Runtime 1.31 runs opsets up to 23; 17 also loads in much older runtimes.
 _XLA_ATTRIBUTES = ("_XlaMustCompile", "_noinline")
 
@@ -120,12 +126,35 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
   rename.update(zip(outputs, sorted(function.structured_outputs)))
   os.makedirs(os.path.dirname(os.path.abspath(onnx_file)), exist_ok=True)
 
+  labels = _labels(source)
+
   def write(path):
-    tf2onnx.convert.from_graph_def(graph_def, input_names=inputs, output_names=outputs,
-                                   opset=opset, tensors_to_rename=rename, output_path=path)
+    model_proto, _ = tf2onnx.convert.from_graph_def(
+        graph_def, input_names=inputs, output_names=outputs, opset=opset,
+        tensors_to_rename=rename)
+    if labels is not None:
+      entry = model_proto.metadata_props.add()
+      entry.key, entry.value = LABELS_KEY, json.dumps(labels)
+    with open(path, "wb") as f:
+      f.write(model_proto.SerializeToString())
 
   atomic.write_with(onnx_file, write)
   return onnx_file
+
+
+def _labels(saved_model_dir: str) -> Optional[list[str]]:
+  """The names in the SavedModel's `labels.txt` (a classifier's or tagger's), or None."""
+  path = os.path.join(saved_model_dir, export.LABELS_FILE)
+  if not os.path.isfile(path):
+    return None
+  with open(path, encoding="utf-8") as f:
+    return f.read().splitlines()
+
+
+def onnx_labels(session) -> Optional[list[str]]:
+  """The label names an ONNX Runtime `session`'s model carries (`LABELS_KEY`), or None."""
+  text = session.get_modelmeta().custom_metadata_map.get(LABELS_KEY)
+  return None if text is None else json.loads(text)
 
 
 def onnx_session(onnx_file: str, num_threads: Optional[int] = None):

@@ -96,6 +96,8 @@ class NerRunConfig(fine_tuning.FineTuningConfig):
          f"tag_scheme must be iob2 or iob1, got {self.tag_scheme!r}"),
         (self.token_column != self.tag_column, "token_column and tag_column must differ"),
         (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3"),
+        (0.0 <= self.classifier_dropout < 1.0,
+         f"classifier_dropout ({self.classifier_dropout}) must be in [0, 1)"),
         (1 <= self.doc_stride <= self.max_seq_length - 2,
          f"doc_stride ({self.doc_stride}) must be in [1, max_seq_length - 2]"),
         (not self.eval_every_steps or self.do_eval,

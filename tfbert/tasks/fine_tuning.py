@@ -113,6 +113,8 @@ class FineTuningConfig:
         (self.clip_norm is None or self.clip_norm > 0,
          f"clip_norm ({self.clip_norm}) must be > 0 (None: no clipping)"),
         (self.num_cpu_devices >= 1, f"num_cpu_devices ({self.num_cpu_devices}) must be >= 1"),
+        validation.seed_check("seed", self.seed),
+        (self.verbose >= 0, f"verbose ({self.verbose}) must be >= 0 (0: silent)"),
         (sum(map(bool, (self.init_checkpoint, self.init_hf_dir, self.init_tfbert))) <= 1,
          "give at most one of init_checkpoint, init_hf_dir, init_tfbert"),
         validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,

@@ -95,6 +95,12 @@ class OptimizerConfig:
          f"{REDUCTIONS}, got {self.accumulation_reduction!r}"),
         (self.clip_norm is None or self.clip_norm > 0,
          f"clip_norm must be > 0 or None (off), got {self.clip_norm}"),
+        (self.weight_decay_rate >= 0 and self.momentum >= 0 and self.power > 0,
+         f"weight_decay_rate ({self.weight_decay_rate}) and momentum ({self.momentum}) must "
+         f"be >= 0, power ({self.power}) > 0"),
+        (self.initial_loss_scale > 0 and self.loss_scale_growth_steps >= 1,
+         f"initial_loss_scale ({self.initial_loss_scale}) must be > 0 and "
+         f"loss_scale_growth_steps ({self.loss_scale_growth_steps}) >= 1"),
     ]
 
 

@@ -1,8 +1,10 @@
 """Fine-tuning step rate: tfbert's training loop against the Keras `fit` path it replaced.
 
 The same SQuAD fine-tuning (a `BertSpanLabeler`, the recipe's optimizer stack, the same
-features, data stream and steps) is trained by `tfbert.tasks.fine_tuning.train` (the
-loop every tool uses: `strategy.run(model.train_step)` in chunks, checkpoints, logs) and by
+features, data stream and steps) is trained by `tfbert.tasks.runner.train` (what every
+fine-tuning tool runs: the task's training data, then the loop of
+`tfbert.tasks.fine_tuning.train`, `strategy.run(model.train_step)` per step, checkpoints,
+logs) and by
 `fine_tuning.compile_and_fit` (Keras `fit` with the same `train_step`, what the tools ran
 before). Each path runs in a fresh process that, after one untimed run, times the training
 call alone (features are made before it), `TIMINGS` times each for `short_steps` and for
@@ -25,7 +27,8 @@ import keras
 from tfbert.checkpoints import pretrained
 from tfbert.runtime import validation
 from tfbert.squad import squad_features, squad_postprocess, squad_run
-from tfbert.tasks import fine_tuning
+from tfbert.tasks import fine_tuning, runner
+from tfbert.tasks.task import RunContext
 from tfbert.text.tokenization import WordPieceTokenizer
 from tfbert_tools.benchmarks import benchmark
 from tfbert_tools.demos.squad_synthetic import synthetic_squad
@@ -100,9 +103,9 @@ def train_once(case: FineTuningCase, path: str, steps: int, workdir: str,
       config.features, is_training=True).features
   total = max(1, int(len(features) * config.num_train_epochs) // config.train_batch_size)
   start = time.perf_counter()
-  if path == "loop":
-    fine_tuning.train(model, strategy, config, squad_run.train_examples(features),
-                      len(features), steps=steps, total_steps=total)
+  if path == "loop":  # The runner re-reads the features cached above: a constant cost.
+    runner.train(squad_run.SquadTask(), RunContext(
+        config, strategy, tokenizer, model, inputs, work_dir=workdir, chief=True))
   else:
     fine_tuning.compile_and_fit(
         model, strategy, squad_run.train_dataset(features, config.train_batch_size,
