@@ -122,7 +122,10 @@ def _served(model, features) -> dict[str, np.ndarray]:
 
 def _labels_file(folder) -> list[str] | None:
   path = os.path.join(folder, export.LABELS_FILE)
-  return open(path, encoding="utf-8").read().splitlines() if os.path.isfile(path) else None
+  if not os.path.isfile(path):
+    return None
+  with open(path, encoding="utf-8") as f:
+    return f.read().splitlines()
 
 
 def _close(got, want, tolerance, where):

@@ -250,3 +250,21 @@ def test_resumed_and_two_worker_runs_end_equal_to_the_straight_run(ner_dir):
       straight / "dev_predictions.conll").read_text()
   assert _read_json(mw / "eval_results.json") == _read_json(straight / "eval_results.json")
   assert sorted(os.listdir(mw / ".worker1")) == sorted([run_directory.LOCK_FILE, "checkpoints"])
+
+
+@pytest.mark.parametrize("id2label, message", [
+    ({"0": "LABEL_0", "1": "LABEL_1"}, "has no id2label of IOB tags"),
+    ({"0": "O", "2": "B-x"}, "id2label must map the ids 0..C-1"),
+    (None, "has no id2label of IOB tags"),
+])
+def test_a_hugging_face_source_without_iob_tags_is_refused_naming_its_config(
+    tmp_path, id2label, message):
+  """Without a train file the tags come from the source's config.json: Hugging Face's
+  default names, ids with a gap, or none at all are refused, naming the file."""
+  values = {"model_type": "bert"} if id2label is None else {"id2label": id2label}
+  (tmp_path / "config.json").write_text(json.dumps(values), encoding="utf-8")
+  config = tagging_run.NerRunConfig(output_dir=str(tmp_path / "out"), do_eval=True,
+                                    eval_file="dev.conll", init_hf_dir=str(tmp_path))
+  with pytest.raises(ValueError, match=message) as e:
+    tagging_run.resolve_labels(config, {})
+  assert str(tmp_path / "config.json") in str(e.value) or str(tmp_path) in str(e.value)

@@ -148,9 +148,8 @@ def resolve_labels(config: NerRunConfig, inputs: dict[str, list[conll.Sentence]]
                        "BertTokenClassifier: train one first (--do_train)")
     labels = model.labels
   elif config.init_hf_dir and os.path.exists(os.path.join(config.init_hf_dir, "config.json")):
-    with open(os.path.join(config.init_hf_dir, "config.json"), encoding="utf-8") as f:
-      id2label = json.load(f).get("id2label") or {}
-    labels = tuple(id2label[str(i)] for i in range(len(id2label)))
+    from tfbert.checkpoints import huggingface  # Only this branch reads the directory.
+    labels = huggingface.read_hf_task(config.init_hf_dir).labels or ()
     if not labels or any(conll.check_tag(t) for t in labels):
       raise ValueError(f"{config.init_hf_dir}/config.json has no id2label of IOB tags "
                        f"({list(labels)}); give --train_file to train a tagger")
