@@ -168,12 +168,13 @@ def read_model(fmt: str, path: str, config_file: Optional[str] = None) -> keras.
     config_file = config_file or os.path.join(os.path.dirname(path), "bert_config.json")
     config = BertConfig.from_json_file(config_file)
     weights = google_checkpoint.read_google_checkpoint(path)
+    task = None  # A Google checkpoint says nothing about its task.
   elif fmt == "hf":
     config, weights, _ = huggingface.load_hf_checkpoint(path)
     task = huggingface.read_hf_task(path)
   else:
     raise ValueError(f"unknown checkpoint format {fmt!r}; use one of {FORMATS}")
-  model = model_for_weights(config, weights, task if fmt == "hf" else None)
+  model = model_for_weights(config, weights, task)
   google_checkpoint.assign_google_weights(model, weights, path,
                                           allow_missing=_missing_heads(model, weights))
   return model

@@ -160,11 +160,10 @@ class ClassifierTask(Task):
     return (self.glue_task or config.task()).labels
 
   def build_model(self, config: ClassifierRunConfig, bert_config, labels) -> BertClassifier:
-    """C = the task's label count (1 for regression), its class names kept in the model;
-    the pooler must be in the source."""
-    task = self.glue_task or config.task()
-    return BertClassifier(bert_config, task.num_classes, config.classifier_dropout,
-                          labels=task.labels)
+    """C = the task's label count (1 for regression), its class names (`labels`, the hook
+    above) kept in the model; the pooler must be in the source."""
+    return BertClassifier(bert_config, (self.glue_task or config.task()).num_classes,
+                          config.classifier_dropout, labels=labels)
 
   def train_data(self, context: RunContext) -> TrainingData:
     c, task = context.config, context.config.task()
@@ -226,7 +225,8 @@ def build_classifier(config: ClassifierRunConfig, task: glue_data.Task,
   Raises:
     ValueError: when the source lacks an encoder weight, or shapes differ.
   """
-  return runner.build_model(ClassifierTask(task), config, None, strategy)
+  hooks = ClassifierTask(task)
+  return runner.build_model(hooks, config, hooks.labels(config, None), strategy)
 
 
 def read_task_file(task: glue_data.Task, path: str, split: str, config: ClassifierRunConfig,
