@@ -39,10 +39,11 @@ EXPORT_DIR = flags.DEFINE_string("export_dir", None,
 # The model.
 MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 128,
                                       "Wordpieces per window, [CLS] and [SEP] included.")
-DOC_STRIDE = flags.DEFINE_integer("doc_stride", 64,
+DOC_STRIDE = flags.DEFINE_integer("doc_stride", None,
                                   "A sentence longer than a window is read in windows starting "
                                   "this many pieces apart (each word predicted where it has "
-                                  "most context).")
+                                  "most context). Default: half of max_seq_length, so windows "
+                                  "overlap by about half whatever their length.")
 CLASSIFIER_DROPOUT = flags.DEFINE_float("classifier_dropout", 0.1,
                                         "Dropout on the sequence output in training.")
 EVAL_BATCH_SIZE = flags.DEFINE_integer("eval_batch_size", 64, "Windows per eval/predict batch.")

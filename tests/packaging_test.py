@@ -121,3 +121,12 @@ def test_the_wheel_has_only_tfbert_names_every_tool_and_no_test(tmp_path):
       tree = ast.parse(archive.read(path).decode("utf-8"))
       assert function in {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}, (
           command, target)
+
+
+def test_the_version_is_the_one_pyproject_declares():
+  import importlib.metadata
+
+  import tfbert
+  assert tfbert.__version__ == PYPROJECT["project"]["version"]
+  # The installed distribution (bootstrap.sh installs this tree) says the same.
+  assert importlib.metadata.version("tfbert") == tfbert.__version__

@@ -27,7 +27,11 @@ from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertT
 from tfbert.training.accumulation import with_gradient_accumulation
 from tfbert.training.optimization import create_optimizer
 
+# The release, as in pyproject.toml (tests/packaging_test.py keeps the two equal).
+__version__ = "0.1.0"
+
 __all__ = [
+    "__version__",
     "BertConfig", "BertEncoder", "BertPretrainer", "BertSpanLabeler", "BertClassifier",
     "BertTokenClassifier",
     "LoadReport", "load_google_checkpoint", "export_google_checkpoint", "read_google_checkpoint",

@@ -364,6 +364,23 @@ def test_a_rerun_may_move_where_training_stops(tmp_path):
   assert helpers.saved_weight_deviation(tmp_path / "straight", tmp_path / "out") == 0.0
 
 
+def test_a_replayed_run_never_writes_into_the_original_runs_export(tmp_path):
+  glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(16, seed=1))
+  config = _run_config(tmp_path, "out", do_train=True, max_train_steps=1,
+                       export_dir=str(tmp_path / "out" / "export"))
+  classifier_run.run_classifier(config)
+  before = sorted(os.listdir(tmp_path / "out" / "export"))
+  saved = (tmp_path / "out" / "export" / "saved_model.pb").stat().st_mtime_ns
+  # What --flagfile=out/flags.txt --output_dir=new gives: the old run's absolute export_dir.
+  replay = dataclasses.replace(config, output_dir=str(tmp_path / "new"))
+  with pytest.raises(run_directory.RunDirectoryError,
+                     match=r"export_dir .*/out/export lies inside another run's directory"):
+    classifier_run.run_classifier(replay)
+  assert not (tmp_path / "new").exists()
+  assert sorted(os.listdir(tmp_path / "out" / "export")) == before
+  assert (tmp_path / "out" / "export" / "saved_model.pb").stat().st_mtime_ns == saved
+
+
 def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(mrpc_dir):
   rows = glue_synthetic.fruit_pairs(5, seed=4)
   _write_lines(mrpc_dir / "test.tsv", [glue_synthetic.MRPC_HEADER.replace("Quality", "index")]

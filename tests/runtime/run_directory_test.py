@@ -171,3 +171,20 @@ def test_a_failure_keeps_an_earlier_run_and_one_that_trained(tmp_path, earlier):
       "optimizer"]["learning_rate"] == 1e-4
   assert run_directory.has_checkpoint(directory) == (earlier == "checkpoint")
   assert run_directory.has_trained(directory) == (earlier != "records")
+
+
+def test_an_output_inside_another_run_is_refused_before_anything_is_written(tmp_path):
+  old, new = tmp_path / "old", tmp_path / "new"
+  run_directory.claim(str(old), [RunRecord("run_config.json", {"a": 1})]).release()
+  replayed = str(old / "export")  # A flags.txt's --export_dir, replayed into `new`.
+  with pytest.raises(RunDirectoryError, match=rf"export_dir {replayed} lies inside another "
+                     rf"run's directory {old}, not this run's {new} .*pass --export_dir"):
+    run_directory.claim(str(new), [], outputs={"export_dir": replayed})
+  assert not new.exists()
+  # Inside its own run, outside any run, or unset: accepted.
+  for path in (str(new / "export"), str(tmp_path / "exports" / "x"), None):
+    run_directory.claim(str(new), [], outputs={"export_dir": path}).release()
+  # The run directory itself counts, and a nested path is found from any depth.
+  assert run_directory.other_run(str(old), str(new)) == str(old)
+  assert run_directory.other_run(str(old / "a" / "b"), str(new)) == str(old)
+  assert run_directory.other_run(str(old / "a"), str(old)) is None

@@ -79,6 +79,15 @@ def test_config_names_what_does_not_fit(tmp_path, overrides, message):
     _run_config(tmp_path, "out", **{"do_train": True, **overrides})
 
 
+@pytest.mark.parametrize("max_seq_length, stride", [(64, 32), (128, 64), (3, 1)])
+def test_the_default_stride_fits_any_window(tmp_path, max_seq_length, stride):
+  # run_ner --max_seq_length=64 once failed on its own default stride of 64 (> 64 - 2).
+  config = _run_config(tmp_path, "out", do_train=True, max_seq_length=max_seq_length,
+                       doc_stride=None)
+  assert config.doc_stride == stride
+  assert tagging_run.NerRunConfig.from_json(config.to_json()) == config
+
+
 def test_a_bad_line_stops_the_run_before_anything_is_written(tmp_path):
   (tmp_path / "train.conll").write_text("We O\nmet O\nMira I-person\n")
   with pytest.raises(ValueError, match=r"train.conll:3: I-person after O breaks IOB2"):

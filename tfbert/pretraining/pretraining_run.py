@@ -296,7 +296,8 @@ def _start(config: PretrainingRunConfig) -> _Run:
   # but write their copy beside the chief's, never over it.
   directory = config.model_dir if is_chief else os.path.join(config.model_dir, f".worker{index}")
   records = run_records(config, data) if is_chief else []
-  lock = run_directory.claim(directory, records, allow_changes=config.allow_config_change)
+  lock = run_directory.claim(directory, records, allow_changes=config.allow_config_change,
+                             outputs={"export_dir": config.export_dir} if is_chief else {})
   try:
     return _build(config, strategy, lock, (num_workers, index, is_chief), data, eval_check)
   except BaseException:

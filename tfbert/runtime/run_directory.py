@@ -30,7 +30,8 @@ import fcntl
 import json
 import os
 import shutil
-from typing import Any, Iterable, Optional, Sequence
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from absl import logging
 
@@ -217,22 +218,69 @@ def _read_record(directory: str, name: str) -> Optional[dict]:
                             "run cannot be checked: use another directory") from None
 
 
+def other_run(path: str, directory: str) -> Optional[str]:
+  """The run directory other than `directory` that `path` lies in, or None.
+
+  A run directory is one a run has claimed (it holds `LOCK_FILE`, which stays after the
+  run). A path inside `directory` itself, or inside no run directory, gives None.
+  """
+  path, own = os.path.abspath(path), os.path.abspath(directory)
+  if path == own or path.startswith(own + os.sep):
+    return None
+  parent = path
+  while True:
+    if os.path.isfile(os.path.join(parent, LOCK_FILE)):
+      return parent
+    up = os.path.dirname(parent)
+    if up == parent:
+      return None
+    parent = up
+
+
+def check_outputs(directory: str, outputs: Mapping[str, Optional[str]]) -> None:
+  """Refuses output paths that lie inside another run's directory.
+
+  A replay (`--flagfile=<old run>/flags.txt --output_dir=<new run>`) carries the old run's
+  absolute `--export_dir`, which lies in the old run: writing there would replace the old
+  run's export with the new run's.
+
+  Args:
+    directory: this run's directory.
+    outputs: the run's output paths by setting name (None: not written).
+
+  Raises:
+    RunDirectoryError: naming the setting, its path and the run directory it lies in.
+  """
+  for name, path in outputs.items():
+    owner = other_run(path, directory) if path else None
+    if owner is not None:
+      raise RunDirectoryError(
+          f"{name} {path} lies inside another run's directory {owner}, not this run's "
+          f"{os.path.abspath(directory)} (a flags.txt replayed with a new output directory?): "
+          f"pass --{name} explicitly, e.g. inside the new run")
+
+
 def claim(directory: str, records: Sequence[RunRecord], *,
-          allow_changes: bool = False) -> RunLock:
+          allow_changes: bool = False,
+          outputs: Mapping[str, Optional[str]] = MappingProxyType({})) -> RunLock:
   """Locks `directory` and checks that `records` continue the run recorded there.
 
   Args:
     directory: the run directory (created if missing; only the lock file is written).
     records: the run's configuration files with their new values.
     allow_changes: continue even when recorded values differ (they will be replaced).
+    outputs: paths outside `directory` the run will write, by setting name (e.g.
+      `export_dir`); each must not lie in another run's directory (`check_outputs`),
+      checked before anything is written.
 
   Returns:
     The held `RunLock` (a context manager); release it when the run ends.
 
   Raises:
-    RunDirectoryError: the directory is locked by another process, or a record differs
-      (every difference listed, in one line).
+    RunDirectoryError: an output lies in another run's directory, the directory is locked
+      by another process, or a record differs (every difference listed, in one line).
   """
+  check_outputs(directory, outputs)
   lock = acquire_lock(directory)
   try:
     found = []

@@ -76,9 +76,15 @@ class NerRunConfig(fine_tuning.FineTuningConfig):
   tag_column: int = -1
   tag_scheme: str = "iob2"
   max_seq_length: int = 128
-  doc_stride: int = 64
+  doc_stride: Optional[int] = None  # None: max_seq_length // 2 (set at construction).
   classifier_dropout: float = 0.1
   eval_batch_size: int = 64
+
+  def __post_init__(self):
+    # The default stride follows the window length, so any max_seq_length works without it.
+    if self.doc_stride is None and isinstance(self.max_seq_length, int):
+      object.__setattr__(self, "doc_stride", self.max_seq_length // 2)
+    super().__post_init__()
 
   @classmethod
   def from_json(cls, text: str) -> "NerRunConfig":

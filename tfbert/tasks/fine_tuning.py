@@ -182,7 +182,8 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
 
   Raises:
     tfbert.runtime.run_directory.RunDirectoryError: another run holds the directory, or it
-      records another model or schedule (every difference listed).
+      records another model or schedule (every difference listed), or `export_dir` lies in
+      another run's directory (a replayed flags.txt's).
   """
   directory = work_directory(config, strategy)
   if directory != config.output_dir:
@@ -193,7 +194,8 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
     records.append(run_directory.RunRecord("run_config.json", values,
                                            type(config).RERUN_MAY_CHANGE))
   lock = run_directory.claim(config.output_dir, records,
-                             allow_changes=config.allow_config_change)
+                             allow_changes=config.allow_config_change,
+                             outputs={"export_dir": config.export_dir})
   try:
     run_directory.write_records(config.output_dir, records,
                                 flagfile if len(records) > 1 else None)
