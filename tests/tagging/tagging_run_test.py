@@ -84,8 +84,9 @@ def test_the_default_stride_fits_any_window(tmp_path, max_seq_length, stride):
   # run_ner --max_seq_length=64 once failed on its own default stride of 64 (> 64 - 2).
   config = _run_config(tmp_path, "out", do_train=True, max_seq_length=max_seq_length,
                        doc_stride=None)
-  assert config.doc_stride == stride
+  assert config.window_stride == stride
   assert tagging_run.NerRunConfig.from_json(config.to_json()) == config
+  assert _run_config(tmp_path, "out", do_train=True, doc_stride=5).window_stride == 5
 
 
 def test_a_bad_line_stops_the_run_before_anything_is_written(tmp_path):

@@ -160,7 +160,7 @@ def assign_google_weights(model: keras.Model, weights: Mapping[str, np.ndarray],
   if unused and not allow_unused:
     problems.append("source tensors with no model weight:\n  " + "\n  ".join(unused))
   missing = sorted(set(variables) - set(candidates))
-  allowed = _component_names(model, variables, allow_missing)
+  allowed = component_names(model, variables, allow_missing)
   not_allowed = [n for n in missing if n not in allowed]
   if not_allowed:
     problems.append("model weights missing from the source:\n  " + "\n  ".join(not_allowed))
@@ -174,7 +174,8 @@ def assign_google_weights(model: keras.Model, weights: Mapping[str, np.ndarray],
                     unused=tuple(unused), missing=tuple(missing))
 
 
-def _component_names(model: keras.Model, variables: Mapping, components: Sequence[str]) -> set:
+def component_names(model: keras.Model, variables: Mapping, components: Sequence[str]
+                    ) -> set[str]:
   """Google names of the weights of `components` (by weight identity, not by name prefix:
   the classifier head's Google scope is empty, so a prefix would match every name)."""
   attributes = {attribute for attribute, _, _, _ in google_names.components(model)}

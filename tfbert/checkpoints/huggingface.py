@@ -185,15 +185,40 @@ def load_hf_checkpoint(model_dir: str) -> tuple[BertConfig, dict[str, np.ndarray
     (config, Google-name weights, ignored Hugging Face names).
 
   Raises:
-    FileNotFoundError: naming the missing directory or file.
+    FileNotFoundError: naming the missing directory or file (with what to do when the
+      directory holds PyTorch or TensorFlow weights only).
     ValueError: naming the file that is invalid.
   """
   if not os.path.isdir(model_dir):
     raise FileNotFoundError(f"Hugging Face model directory not found: {model_dir}")
   config = BertConfig.from_hf_json_file(os.path.join(model_dir, "config.json"))
   path = os.path.join(model_dir, "model.safetensors")
+  check_has_safetensors(model_dir)
   weights, ignored = hf_to_google(read_safetensors(path), source=path)
   return config, weights, ignored
+
+
+# Weight files transformers writes besides safetensors, which tfbert does not read.
+OTHER_WEIGHT_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5")
+
+
+def check_has_safetensors(model_dir: str) -> None:
+  """Raises a one-line FileNotFoundError when `model_dir` lacks `model.safetensors`.
+
+  A directory holding another format transformers writes (`pytorch_model.bin`, a sharded
+  index, `tf_model.h5`) gets the command that converts it where transformers runs.
+  """
+  if os.path.exists(os.path.join(model_dir, "model.safetensors")):
+    return
+  others = [n for n in OTHER_WEIGHT_FILES if os.path.exists(os.path.join(model_dir, n))]
+  if others:
+    raise FileNotFoundError(
+        f"{model_dir} has {', '.join(others)} but no model.safetensors, the only weight format "
+        "tfbert reads (no PyTorch): convert it once where transformers is installed, e.g. "
+        f"AutoModel.from_pretrained({model_dir!r}).save_pretrained(<dir>) (safetensors is "
+        "its default; use the AutoModelFor... class of the task to keep the head)")
+  raise FileNotFoundError("safetensors file not found: "
+                          f"{os.path.join(model_dir, 'model.safetensors')}")
 
 
 @dataclasses.dataclass(frozen=True)

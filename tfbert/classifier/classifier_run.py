@@ -161,7 +161,7 @@ class ClassifierTask(Task):
 
   def build_model(self, config: ClassifierRunConfig, bert_config, labels) -> BertClassifier:
     """C = the task's label count (1 for regression), its class names (`labels`, the hook
-    above) kept in the model; the pooler must be in the source."""
+    above) kept in the model; the pooler must be in the source (unless `reinit_head`)."""
     return BertClassifier(bert_config, (self.glue_task or config.task()).num_classes,
                           config.classifier_dropout, labels=labels)
 
@@ -220,10 +220,13 @@ def build_classifier(config: ClassifierRunConfig, task: glue_data.Task,
 
   Every encoder weight, the pooler included (the head reads `pooled_output`), must be in
   the source; tensors the model has no weight for are reported as unused. The head is
-  loaded when the source has one (then its shape must be [C, H]), else starts fresh.
+  loaded when the source has one (then its shape must be [C, H]), else starts fresh;
+  `config.reinit_head` starts it fresh whatever the source has (and the pooler, when the
+  source has none).
 
   Raises:
-    ValueError: when the source lacks an encoder weight, or shapes differ.
+    ValueError: when the source lacks an encoder weight, or shapes differ (a head of
+      another C names `--reinit_head`).
   """
   hooks = ClassifierTask(task)
   return runner.build_model(hooks, config, hooks.labels(config, None), strategy)

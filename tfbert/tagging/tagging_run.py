@@ -76,15 +76,15 @@ class NerRunConfig(fine_tuning.FineTuningConfig):
   tag_column: int = -1
   tag_scheme: str = "iob2"
   max_seq_length: int = 128
-  doc_stride: Optional[int] = None  # None: max_seq_length // 2 (set at construction).
+  doc_stride: Optional[int] = None  # None: max_seq_length // 2 (`window_stride`).
   classifier_dropout: float = 0.1
   eval_batch_size: int = 64
 
-  def __post_init__(self):
-    # The default stride follows the window length, so any max_seq_length works without it.
-    if self.doc_stride is None and isinstance(self.max_seq_length, int):
-      object.__setattr__(self, "doc_stride", self.max_seq_length // 2)
-    super().__post_init__()
+  @property
+  def window_stride(self) -> int:
+    """`doc_stride`, or by default half of `max_seq_length`: the default follows the window
+    length, so any `max_seq_length` works without setting it."""
+    return self.max_seq_length // 2 if self.doc_stride is None else self.doc_stride
 
   @classmethod
   def from_json(cls, text: str) -> "NerRunConfig":
@@ -104,7 +104,7 @@ class NerRunConfig(fine_tuning.FineTuningConfig):
         (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3"),
         (0.0 <= self.classifier_dropout < 1.0,
          f"classifier_dropout ({self.classifier_dropout}) must be in [0, 1)"),
-        (1 <= self.doc_stride <= self.max_seq_length - 2,
+        (self.doc_stride is None or 1 <= self.doc_stride <= self.max_seq_length - 2,
          f"doc_stride ({self.doc_stride}) must be in [1, max_seq_length - 2]"),
         (not self.eval_every_steps or self.do_eval,
          f"eval_every_steps ({self.eval_every_steps}) evaluates on the dev set: add do_eval"),
@@ -201,7 +201,7 @@ class NerTask(task.Task):
     c, sentences = context.config, context.inputs["train"]
     features = tagging_features.make_features(sentences, context.tokenizer,
                                               context.model.labels, c.max_seq_length,
-                                              c.doc_stride)
+                                              c.window_stride)
     return task.TrainingData(train_examples(features), len(features),
                              f"{len(features)} windows of {len(sentences)} sentences")
 
@@ -211,7 +211,7 @@ class NerTask(task.Task):
       c = context.config
       context.cache["dev"] = tagging_features.make_features(
           context.inputs["dev"], context.tokenizer, context.model.labels, c.max_seq_length,
-          c.doc_stride)
+          c.window_stride)
     return context.cache["dev"]
 
   def evaluate(self, context: task.RunContext) -> dict[str, float]:
@@ -292,7 +292,7 @@ def tag_sentences(model: BertTokenClassifier, strategy: tf.distribute.Strategy,
   """Each sentence's predicted word tags."""
   if features is None:
     features = tagging_features.make_features(sentences, tokenizer, model.labels,
-                                              config.max_seq_length, config.doc_stride,
+                                              config.max_seq_length, config.window_stride,
                                               with_labels=False)
   predicted = predict_label_ids(model, strategy, features, config.eval_batch_size)
   return tagging_features.word_tags(features, predicted, sentences, model.labels)

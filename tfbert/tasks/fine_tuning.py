@@ -34,7 +34,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from tfbert.checkpoints import convert, google_checkpoint, huggingface, pretrained
+from tfbert.checkpoints import convert, google_checkpoint, google_names, huggingface, pretrained
 from tfbert.config import BertConfig
 from tfbert.runtime import atomic, cli, run_directory, validation
 from tfbert.serving import serving_dtype
@@ -67,6 +67,7 @@ class FineTuningConfig:
   init_checkpoint: Optional[str] = None
   init_hf_dir: Optional[str] = None
   init_tfbert: Optional[str] = None
+  reinit_head: bool = False
   train_batch_size: int = 32
   learning_rate: float = 5e-5
   num_train_epochs: float = 3.0
@@ -261,8 +262,14 @@ def initial_weights(config: FineTuningConfig
 
 
 def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.ndarray]],
-                           source: str, head: str, head_is_trained: bool) -> None:
+                           source: str, head: str, head_is_trained: bool,
+                           reinit_head: bool = False) -> google_checkpoint.LoadReport:
   """Loads `weights` into `model` (fresh `head` allowed); prints what was loaded.
+
+  A source head that does not fit the model's (another number of labels) is refused,
+  naming each tensor, unless `reinit_head`: then the source's head tensors are skipped
+  (listed in the log) and the head keeps its fresh values, as does the pooler when the
+  source has none (a `BertForTokenClassification` directory starting a classifier).
 
   Args:
     model: A built model.
@@ -270,15 +277,46 @@ def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.nd
     source: Where they come from (for messages).
     head: The attribute name of the task head, which may be missing from the source.
     head_is_trained: False warns when the source has no head (predicting with a fresh one).
+    reinit_head: Load the encoder only; the head starts fresh whatever the source has.
+
+  Returns:
+    The `LoadReport` (nothing used for random weights).
+
+  Raises:
+    ValueError: naming `source` and every head tensor that does not fit, with the flag that
+      starts a fresh head; or (`assign_google_weights`) a missing or misfit encoder weight.
   """
   if weights is None:
     logging.info("starting from random weights (no init_checkpoint/init_hf_dir/init_tfbert)")
-    return
+    return google_checkpoint.LoadReport(source="random initialization", used=(),
+                                        set_weights=())
+  variables = google_names.google_variable_map(model)
+  head_names = google_checkpoint.component_names(model, variables, (head,))
+  in_source = sorted(head_names & set(weights))
+  if reinit_head:
+    weights = {n: w for n, w in weights.items() if n not in head_names}
+    pooler = [n for n in variables if n.startswith("bert/pooler/")]
+    fresh_pooler = [n for n in pooler if n not in weights]
+    weights.update({n: variables[n].numpy() for n in fresh_pooler})
+    logging.warning(
+        "reinit_head: %s starts fresh; skipped from %s: %s%s", head, source,
+        ", ".join(in_source) or "nothing (it has no head)",
+        f"; the pooler starts fresh too (not in the source): {', '.join(fresh_pooler)}"
+        if fresh_pooler else "")
+  else:
+    misfit = [f"{n}: source {tuple(np.shape(weights[n]))} vs model "
+              f"{tuple(variables[n].shape)}" for n in in_source
+              if tuple(np.shape(weights[n])) != tuple(variables[n].shape)]
+    if misfit:
+      raise ValueError(f"{source}: its task head does not fit this model's {head} "
+                       f"({'; '.join(misfit)}): pass --reinit_head (reinit_head=True) to "
+                       "load the encoder alone and train a fresh head")
   report = google_checkpoint.assign_google_weights(model, weights, source, allow_unused=True,
                                                    allow_missing=(head,))
   logging.info(report.summary())
-  if report.missing and not head_is_trained:
+  if (report.missing or reinit_head) and not head_is_trained:
     logging.warning("predicting with an untrained %s: the source has none", head)
+  return report
 
 
 def check_vocab_fits(model: keras.Model, vocab_size: int) -> None:

@@ -79,10 +79,11 @@ def build_model(task: Task, config: fine_tuning.FineTuningConfig, labels,
 
   The source's encoder weights must all be there and fit exactly; tensors the model has no
   weight for are reported as unused, and the head (`task.head`) keeps its fresh values
-  when the source has none.
+  when the source has none, or always with `config.reinit_head`.
 
   Raises:
-    ValueError: the source lacks an encoder weight, or shapes differ.
+    ValueError: the source lacks an encoder weight, or shapes differ (a head that does not
+      fit names `--reinit_head`).
   """
   bert_config, weights, source = fine_tuning.initial_weights(config)
   with strategy.scope():
@@ -90,7 +91,8 @@ def build_model(task: Task, config: fine_tuning.FineTuningConfig, labels,
     model.build()
   weights = task.adapt_initial_weights(model, weights, source)
   fine_tuning.assign_initial_weights(model, weights, source, task.head,
-                                     head_is_trained=task.head_is_trained(config))
+                                     head_is_trained=task.head_is_trained(config),
+                                     reinit_head=config.reinit_head)
   return model
 
 
