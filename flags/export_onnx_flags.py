@@ -2,6 +2,7 @@
 
 from absl import flags
 
+from tfbert.serving.export import ID_SIGNATURES, SERVING_SIGNATURE
 from tfbert.serving.onnx_export import OPSET
 from tfbert_flags import common_flags
 
@@ -10,6 +11,13 @@ EXPORT_DIR = flags.DEFINE_string(
     "run_ner --export_dir, or an encoder export); its ids/ SavedModel is converted.")
 OUTPUT = flags.DEFINE_string("output", None, "Required. The .onnx file to write (atomically).")
 OPSET_FLAG = flags.DEFINE_integer("opset", OPSET, "ONNX opset of the output.", lower_bound=7)
+SIGNATURE = flags.DEFINE_enum(
+    "signature", SERVING_SIGNATURE, list(ID_SIGNATURES),
+    "The id signature to convert, i.e. the ONNX model's inputs: serving_default takes "
+    "google-research/bert's int32 input_ids, input_mask, segment_ids; serving_hf Hugging "
+    "Face's int64 input_ids, attention_mask, token_type_ids (a Hugging Face tokenizer's "
+    "return_tensors='np' output, unchanged); serving_int64 and serving_hf_int32 the other "
+    "two combinations.")
 CHECK = flags.DEFINE_bool(
     "check", True, "Run the ONNX model once in ONNX Runtime against the SavedModel on random "
     "features and print the largest difference of each output.")

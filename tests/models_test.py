@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 
 from tests import helpers, numpy_reference
-from tfbert import BertClassifier, BertPretrainer, BertSpanLabeler
+from tfbert import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+from tfbert.serving import export
 
 TOL = 2e-5  # float32 vs float64 reference; see encoder_test.
 
@@ -171,3 +172,152 @@ def test_mixed_bfloat16_computes_in_bfloat16_and_returns_float32_logits():
                                       f["masked_lm_positions"])
   # bfloat16 keeps 8 mantissa bits (~4e-3 relative) through 3 layers; logits are O(1).
   assert helpers.max_abs_diff(out["nsp_logits"], want["nsp_logits"]) < 0.1
+
+
+# Keras evaluate / fit(validation_data=...): the model's own loss and task metric, with no
+# loss in compile, exact over batches and replicas. 37 examples in batches of 8: the last
+# batch of 5 splits 3 / 2 over two replicas, so a mean of per-replica or per-batch means
+# would be off. Tolerance: float32 logits, float64 sums; 1e-5 relative.
+N_EVAL = 37
+
+
+def _eval_data(config, kind, seed=0):
+  rng = np.random.default_rng(seed)
+  features = {k: v for k, v in helpers.random_features(config, seed, N_EVAL, 11).items()
+              if k != "masked_lm_positions"}
+  if kind == "classifier":
+    return features, {"logits": rng.integers(0, 3, N_EVAL).astype(np.int32)}
+  if kind == "regression":
+    return features, {"logits": rng.uniform(0, 5, N_EVAL).astype(np.float32)}
+  if kind == "tagger":
+    tags = rng.integers(0, 4, (N_EVAL, 11)).astype(np.int32)
+    tags[rng.random((N_EVAL, 11)) < 0.4] = -1  # Positions where no word starts.
+    tags[0] = -1  # An example with no labelled position.
+    return features, {"logits": tags}
+  return features, {name: rng.integers(0, 11, N_EVAL).astype(np.int32)
+                    for name in ("start_logits", "end_logits")}
+
+
+def _make(kind, config):
+  return {"classifier": lambda: BertClassifier(config, 3, 0.1),
+          "regression": lambda: BertClassifier(config, 1, 0.1),
+          "tagger": lambda: BertTokenClassifier(config, ("O", "B-x", "I-x", "E"), 0.1),
+          "span": lambda: BertSpanLabeler(config)}[kind]()
+
+
+def _cross_entropy(logits, labels):
+  logits = logits.astype(np.float64)
+  shifted = logits - logits.max(-1, keepdims=True)
+  log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+  return -np.take_along_axis(log_probs, np.maximum(labels, 0)[..., None], -1)[..., 0]
+
+
+def _numpy_eval(kind, logits, labels):
+  """The expected `evaluate` results, from the model's logits on all examples at once."""
+  if kind == "classifier":
+    y = labels["logits"]
+    return {"loss": _cross_entropy(logits["logits"], y).mean(),
+            "accuracy": (logits["logits"].argmax(-1) == y).mean()}
+  if kind == "regression":
+    x, y = logits["logits"][:, 0].astype(np.float64), labels["logits"].astype(np.float64)
+    return {"loss": ((x - y) ** 2).mean(), "pearson": np.corrcoef(x, y)[0, 1]}
+  if kind == "tagger":
+    y = labels["logits"]
+    labelled = y >= 0
+    per_example = ((_cross_entropy(logits["logits"], y) * labelled).sum(1)
+                   / np.maximum(labelled.sum(1), 1))
+    right = (logits["logits"].argmax(-1) == y) & labelled
+    return {"loss": per_example.mean(), "accuracy": right.sum() / labelled.sum()}
+  ce = sum(_cross_entropy(logits[n], labels[n]) for n in ("start_logits", "end_logits"))
+  exact = ((logits["start_logits"].argmax(-1) == labels["start_logits"])
+           & (logits["end_logits"].argmax(-1) == labels["end_logits"]))
+  return {"loss": (0.5 * ce).mean(), "accuracy": exact.mean()}
+
+
+@pytest.mark.parametrize("kind", ["classifier", "regression", "tagger", "span"])
+def test_evaluate_gives_the_models_loss_and_task_metric_on_one_device_and_mirrored(kind):
+  config = helpers.odd_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  features, labels = _eval_data(config, kind)
+  keras.utils.set_random_seed(3)
+  model = _make(kind, config)
+  model.build()
+  # The README's compile: an optimizer only.
+  model.compile(optimizer="adam")
+  got = model.evaluate(features, labels, batch_size=8, verbose=0, return_dict=True)
+  want = _numpy_eval(kind, {k: np.asarray(v) for k, v in
+                            model(features, training=False).items()}, labels)
+  assert sorted(got) == sorted(want)
+  for name in want:
+    assert got[name] == pytest.approx(want[name], rel=1e-5), (name, got, want)
+  strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+  with strategy.scope():
+    mirrored = _make(kind, config)
+    mirrored.build()
+    mirrored.set_weights(model.get_weights())
+    mirrored.compile(optimizer="adam")
+  twice = mirrored.evaluate(features, labels, batch_size=8, verbose=0, return_dict=True)
+  for name in want:
+    assert twice[name] == pytest.approx(want[name], rel=1e-5), (name, twice, want)
+
+
+def test_pretrainer_evaluate_is_the_same_over_batches_and_replicas():
+  config = helpers.odd_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  rng = np.random.default_rng(4)
+  features = helpers.random_features(config, 4, N_EVAL, 11)
+  features.update(masked_lm_ids=rng.integers(0, config.vocab_size, (N_EVAL, 3)).astype(np.int32),
+                  masked_lm_weights=(rng.random((N_EVAL, 3)) < 0.7).astype(np.float32),
+                  next_sentence_labels=rng.integers(0, 2, (N_EVAL, 1)).astype(np.int32))
+  model = BertPretrainer(config)
+  model.build()
+  model.compile(optimizer="adam")
+  whole = model.evaluate(features, batch_size=N_EVAL, verbose=0, return_dict=True)
+  strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+  with strategy.scope():
+    mirrored = BertPretrainer(config)
+    mirrored.build()
+    mirrored.set_weights(model.get_weights())
+    mirrored.compile(optimizer="adam")
+  batched = mirrored.evaluate(features, batch_size=8, verbose=0, return_dict=True)
+  assert sorted(whole) == ["loss", "mlm_accuracy", "mlm_loss", "nsp_accuracy", "nsp_loss"]
+  for name in whole:
+    assert batched[name] == pytest.approx(whole[name], rel=1e-5), (name, batched, whole)
+  assert whole["loss"] == pytest.approx(whole["mlm_loss"] + whole["nsp_loss"], rel=1e-6)
+
+
+def test_fit_reports_validation_metrics_that_early_stopping_can_watch():
+  config = helpers.odd_config()
+  features, labels = _eval_data(config, "classifier")
+  model = BertClassifier(config, 3)
+  # Learning rate 0: the weights, so val_loss, never change. The callback then stops after
+  # the second epoch (no improvement on the first's, patience 0) if, and only if, it finds
+  # val_loss: a missing monitor only warns, and all four epochs run.
+  model.compile(optimizer=keras.optimizers.Adam(0.0))
+  history = model.fit(features, labels, batch_size=8, epochs=4, verbose=0,
+                      validation_data=(features, labels),
+                      callbacks=[keras.callbacks.EarlyStopping(monitor="val_loss", patience=0)])
+  assert sorted(history.history) == ["loss", "val_accuracy", "val_loss"]
+  assert len(history.history["loss"]) == 2
+  assert 0.5 < history.history["val_loss"][0] < 3.0  # A 3-class cross-entropy, not 0.
+
+
+def test_keras_export_points_to_tfberts_exporter_which_writes_the_id_signatures(tmp_path):
+  config = helpers.odd_config()
+  model = BertClassifier(config, 3, labels=("a", "b", "c"))
+  model.build()
+  for kwargs in ({}, {"format": "onnx"}):
+    with pytest.raises(NotImplementedError, match=r"export_ids_saved_model\(model, path\).*"
+                       r"tools/export_onnx.py"):
+      model.export(str(tmp_path / "x"), **kwargs)
+  assert not (tmp_path / "x").exists()
+  export.export_ids_saved_model(model, str(tmp_path / "exported"))
+  loaded = tf.saved_model.load(str(tmp_path / "exported"))
+  assert sorted(loaded.signatures) == sorted(export.ID_SIGNATURES)
+  assert (tmp_path / "exported" / "labels.txt").read_text() == "a\nb\nc\n"
+  features = {k: v for k, v in helpers.random_features(config, 1).items()
+              if k in export.FEATURE_NAMES}
+  got = loaded.signatures["serving_hf"](
+      input_ids=tf.constant(features["input_ids"], tf.int64),
+      attention_mask=tf.constant(features["input_mask"], tf.int64),
+      token_type_ids=tf.constant(features["segment_ids"], tf.int64))
+  want = model(features, training=False)["logits"]
+  assert helpers.max_abs_diff(got["logits"], want) < TOL

@@ -3,7 +3,9 @@
 Four small exports with odd sizes: an encoder and a single-text classifier whose
 vocab_size (1009) is smaller than the real 30,522-entry uncased vocab they tokenize with,
 so their text signatures can pack an id outside the model ("!" is id 999, "+" id 1009);
-and a pair classifier and a SQuAD span labeler with the full vocab. ONE fresh Python
+and a pair classifier and a SQuAD span labeler with the full vocab. Every id signature
+(`export.ID_SIGNATURES`: Google's and Hugging Face's input names, int32 and int64) gets
+every malformed feature request, under its own names and dtype. ONE fresh Python
 process (tensorflow and tensorflow_text only) loads all four, sends every malformed
 request in sequence, catching and reporting each error, then the valid requests. Its
 return code 0 proves that no request aborted it: before the checks, `classify_text` with
@@ -157,7 +159,34 @@ TEXT_CASES = {
         "Shape of tensor text [] is not compatible with expected shape [?]"),
 }
 
+# The other id signatures take the same features under their names and dtype
+# (`export.ID_SIGNATURES`), and must refuse them the same way, naming the client's inputs.
+OTHER_ID_SIGNATURES = [name for name in export.ID_SIGNATURES if name != "serving_default"]
+
+
+def _as_signature(features, signature):
+  """Google-name int32 features as `signature` takes them (names, dtype)."""
+  names, dtype = export.ID_SIGNATURES[signature]
+  return {client: features[name].astype(dtype.as_numpy_dtype)
+          for name, client in zip(export.FEATURE_NAMES, names)}
+
+
+def _as_signature_message(message, signature):
+  names, _ = export.ID_SIGNATURES[signature]
+  message = message.replace("serving_default:", f"{signature}:")
+  for name, client in zip(export.FEATURE_NAMES, names):
+    message = message.replace(name, client)
+  return message
+
+
+# An int64 id that int32 would wrap into the vocabulary (2**32 + 5 -> 5) is still refused.
+WRAPPING_ID = 2**32 + 5
+
 MALFORMED = ([f"{kind}/{case}" for kind in _configs() for case in FEATURE_CASES]
+             + [f"{kind}/{case}@{signature}" for kind in _configs() for case in FEATURE_CASES
+                for signature in OTHER_ID_SIGNATURES]
+             + [f"{kind}/wrapping_id@{signature}" for kind in _configs()
+                for signature in ("serving_int64", "serving_hf")]
              + list(TEXT_CASES))
 
 # Valid requests after the malformed ones: export, signature, inputs.
@@ -172,6 +201,8 @@ def _valid_requests(configs):
   features = {kind: _features(config) for kind, config in configs.items()}
   return {**{f"{kind}/serving_default": (kind, "serving_default", features[kind])
              for kind in configs},
+          **{f"{kind}/{signature}": (kind, signature, _as_signature(features[kind], signature))
+             for kind in configs for signature in OTHER_ID_SIGNATURES},
           "encoder/empty_batch": ("encoder", "serving_default",
                                   {k: v[:0] for k, v in features["encoder"].items()}),
           "encoder/encode_text": ("encoder", "encode_text", {"text": PUNCTUATION}),
@@ -215,6 +246,13 @@ def served(tmp_path_factory):
   for kind, config in configs.items():
     for case, (make, _) in FEATURE_CASES.items():
       requests[f"{kind}/{case}"] = (kind, "serving_default", make(_features(config), config))
+      for signature in OTHER_ID_SIGNATURES:
+        requests[f"{kind}/{case}@{signature}"] = (
+            kind, signature, _as_signature(make(_features(config), config), signature))
+    for signature in ("serving_int64", "serving_hf"):
+      wrapping = _as_signature(_features(config), signature)
+      wrapping["input_ids"][2, 3] = WRAPPING_ID
+      requests[f"{kind}/wrapping_id@{signature}"] = (kind, signature, wrapping)
   requests.update(_valid_requests(configs))
   names = list(requests)
   arrays = {f"{i}/{arg}": value for i, name in enumerate(names)
@@ -238,9 +276,14 @@ def _expected_message(name, configs):
   if name in TEXT_CASES:
     return TEXT_CASES[name][3]
   kind, case = name.split("/")
+  case, _, signature = case.partition("@")
   config = configs[kind]
-  return FEATURE_CASES[case][1].format(p1=config.max_position_embeddings + 1,
-                                       **config.to_dict())
+  if case == "wrapping_id":
+    return (f"{signature}: input_ids holds {WRAPPING_ID} at [2, 3], outside the vocabulary "
+            f"[0, {config.vocab_size})")
+  message = FEATURE_CASES[case][1].format(p1=config.max_position_embeddings + 1,
+                                          **config.to_dict())
+  return _as_signature_message(message, signature) if signature else message
 
 
 @pytest.mark.slow  # Shares the ~2 min `served` fixture (four exports, one fresh process).
@@ -266,6 +309,13 @@ def test_valid_feature_requests_still_give_the_keras_outputs(served):
         kind, ("logits",))
     for name in names:
       _assert_close(result["outputs"][name], want[name])
+    # Every other id signature: the same features under its names and dtype, the same
+    # graph after the cast to int32, so the same outputs bit for bit.
+    for signature in OTHER_ID_SIGNATURES:
+      other = served.results[f"{kind}/{signature}"]
+      assert other["error"] is None, (signature, other)
+      for name in names:
+        np.testing.assert_array_equal(other["outputs"][name], result["outputs"][name])
   empty = served.results["encoder/empty_batch"]
   assert empty["error"] is None, empty
   assert empty["outputs"]["sequence_output"].shape == (0, SEQ, 32)

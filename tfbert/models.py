@@ -102,6 +102,21 @@ class BertPretrainer(keras.Model):
     self._update_trackers(terms)
     return self.get_metrics_result()
 
+  def test_step(self, data):
+    """Keras `evaluate` (and `fit`'s `validation_data`): the training step's metrics and
+    `loss` on `data` without dropout or update, exact weighted means over every batch and
+    replica (Keras reads the trackers across replicas at the end)."""
+    features = keras.utils.unpack_x_y_sample_weight(data)[0]
+    mlm_normalizer, nsp_normalizer = pretraining_loss.window_normalizers(features, 1)
+    outputs = self(features, training=False, masked_positions_only=True)
+    self._update_trackers(pretraining_loss.pretraining_losses(outputs, features,
+                                                              mlm_normalizer, nsp_normalizer))
+    return self.get_metrics_result()
+
+  def export(self, filepath, format="tf_saved_model", **kwargs):  # noqa: A002  Keras' name.
+    """Keras' `Model.export`: refused, naming tfbert's exporters (`export_model`)."""
+    return export_model(self, filepath, format, **kwargs)
+
   def _update_trackers(self, terms):
     mlm_weight = tf.maximum(terms["mlm_weight"], 1e-12)
     count = terms["nsp_count"]
@@ -162,7 +177,8 @@ def _accumulation(optimizer) -> tuple[int, str]:
 
 
 class _FineTuningStep:
-  """The `train_step` of the fine-tuning models (mixed into `keras.Model` subclasses).
+  """The `train_step` and `test_step` of the fine-tuning models (mixed into `keras.Model`
+  subclasses).
 
   One micro-step: forward with dropout keyed by the checkpointed micro-step counter and
   the global replica id (`tfbert.layers.dropout.step_keys`: a replica's masks do not depend
@@ -173,13 +189,39 @@ class _FineTuningStep:
   averages its k micro-steps; a "sum" one gets the loss divided by k here). The running
   metric is `loss`, the mean over every example since the last reset. The same step runs
   under `fit` and `tfbert.training.training_loop`.
+
+  `test_step` (Keras `evaluate`, `fit(validation_data=...)`) needs no `loss` in `compile`:
+  it returns the model's own `loss` and its task metric (`EVAL_METRIC`; `metric_terms`,
+  `metric_values`), from float64 sums kept apart from the training metrics and all-reduced
+  over the replicas in every step, so they are the exact means over every example
+  whatever the strategy. The names always differ from training's (`loss` alone), which is
+  what makes Keras report the step's values rather than the training metrics.
   """
 
   def _create_trackers(self):
     self.trackers = {"loss": keras.metrics.Mean(name="loss")}
 
+  def _create_eval_sums(self):
+    """Evaluation's float64 sums (`test_step`), made at the end of `__init__` (in the
+    strategy's scope the model is made in). Not in `metrics`: not in the training loop's
+    checkpointed metrics window."""
+    self.eval_sums = {name: keras.metrics.Sum(name=f"eval_{name}", dtype="float64")
+                      for name in ("loss_sum", "examples") + self.metric_term_names()}
+
+  def metric_term_names(self) -> tuple[str, ...]:
+    """The names of `metric_terms`."""
+    raise NotImplementedError
+
   def example_losses(self, outputs, labels) -> tf.Tensor:
     """float32 [B] loss of each example."""
+    raise NotImplementedError
+
+  def metric_terms(self, outputs, labels) -> dict[str, tf.Tensor]:
+    """The batch's sums (scalars) that the task metric is computed from."""
+    raise NotImplementedError
+
+  def metric_values(self, sums: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """The task metric from the sums over every batch and replica (with `examples`)."""
     raise NotImplementedError
 
   def train_step(self, data):
@@ -197,12 +239,74 @@ class _FineTuningStep:
     self.trackers["loss"].update_state(mean, sample_weight=tf.shape(losses)[0])
     return self.get_metrics_result()
 
+  def test_step(self, data):
+    features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
+    outputs = self(features, training=False)
+    losses = self.example_losses(outputs, labels)                          # [B]
+    terms = {"loss_sum": tf.reduce_sum(losses),
+             "examples": tf.cast(tf.shape(losses)[0], tf.float32),
+             **self.metric_terms(outputs, labels)}
+    names = sorted(terms)
+    for name in names:
+      self.eval_sums[name].update_state(tf.cast(terms[name], tf.float64))
+    local = tf.stack([self.eval_sums[name].result() for name in names])   # This replica's.
+    sums = dict(zip(names, tf.unstack(_sum_over_replicas(local))))
+    loss = sums["loss_sum"] / tf.maximum(sums["examples"], 1.0)
+    return {name: tf.cast(value, tf.float32)
+            for name, value in {"loss": loss, **self.metric_values(sums)}.items()}
+
+  def reset_metrics(self):
+    super().reset_metrics()
+    for tracker in self.eval_sums.values():
+      tracker.reset_state()
+
+  def export(self, filepath, format="tf_saved_model", **kwargs):  # noqa: A002  Keras' name.
+    """Keras' `Model.export`: refused, naming tfbert's exporters (`export_model`)."""
+    return export_model(self, filepath, format, **kwargs)
+
   @property
   def metrics(self):
     return list(self.trackers.values())
 
   def get_metrics_result(self):
     return {name: tracker.result() for name, tracker in self.trackers.items()}
+
+
+def _sum_over_replicas(local: tf.Tensor) -> tf.Tensor:
+  """The sum of `local` over the replicas in sync, in every replica.
+
+  Through `merge_call` and the strategy's `reduce`, not the replica context's `all_reduce`:
+  under `MirroredStrategy` that runs collective ops whose instance keys restart with each
+  new strategy object, so a second strategy in one process had its reduce matched with
+  the first's ("Shape mismatch in the collective instance 100"; TF 2.20, measured).
+  """
+  context = tf.distribute.get_replica_context()
+  if context is None or context.num_replicas_in_sync == 1:
+    return local
+  return context.merge_call(
+      lambda strategy, value: strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None),
+      args=(local,))
+
+
+def export_model(model: keras.Model, filepath: str, format: str = "tf_saved_model",  # noqa: A002
+                 **kwargs) -> None:
+  """What Keras' `model.export(...)` does for a tfbert model: refuse, naming tfbert's exporters.
+
+  Keras' own export cannot trace a model whose inputs are a dict of [B, S] features
+  ("No input shape was provided"), and tfbert's exporters do more: validated id signatures
+  under Google's and Hugging Face's names, raw-text signatures, labels, the serving dtype.
+  (They live above this module, in `tfbert.serving`, so it cannot call them.)
+
+  Raises:
+    NotImplementedError: always, naming `filepath` and what to call instead.
+  """
+  del kwargs
+  raise NotImplementedError(
+      f"{type(model).__name__}.export({filepath!r}, format={format!r}): Keras' export cannot "
+      "trace tfbert's dict inputs; use tfbert.serving.export.export_ids_saved_model(model, "
+      "path) for the id signatures (Google's and Hugging Face's input names), the task "
+      "exporters or the tools' --export_dir for raw text, tools/export_onnx.py (ONNX), "
+      "tools/export_tflite.py (TFLite)")
 
 
 def _labels(labels, name: str) -> tf.Tensor:
@@ -228,6 +332,7 @@ class BertSpanLabeler(_FineTuningStep, keras.Model):
     self.encoder = BertEncoder(self.config, name="encoder", dtype=self.dtype_policy)
     self.span_head = SpanHead(self.config.initializer_range, name="span_head",
                               dtype=self.dtype_policy)
+    self._create_eval_sums()
 
   def build(self, input_shape=None):
     self.encoder.build()
@@ -243,6 +348,20 @@ class BertSpanLabeler(_FineTuningStep, keras.Model):
     return 0.5 * sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
         tf.cast(_labels(labels, name), tf.int32), tf.cast(outputs[name], tf.float32))
         for name in ("start_logits", "end_logits"))
+
+  def metric_term_names(self):
+    return ("exact",)
+
+  def metric_terms(self, outputs, labels):
+    """`exact`: windows whose start and end are both predicted right (argmax)."""
+    right = [tf.equal(tf.argmax(outputs[name], axis=-1, output_type=tf.int32),
+                      tf.cast(_labels(labels, name), tf.int32))
+             for name in ("start_logits", "end_logits")]
+    return {"exact": tf.reduce_sum(tf.cast(right[0] & right[1], tf.float32))}
+
+  def metric_values(self, sums):
+    """`accuracy`: the fraction of windows whose span is predicted exactly."""
+    return {"accuracy": sums["exact"] / tf.maximum(sums["examples"], 1.0)}
 
   def hf_task(self, labels: Optional[Sequence[str]] = None) -> dict:
     """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`)."""
@@ -289,6 +408,7 @@ class BertClassifier(_FineTuningStep, keras.Model):
     self.classifier_head = ClassifierHead(num_classes, dropout_rate,
                                           self.config.initializer_range,
                                           name="classifier_head", dtype=self.dtype_policy)
+    self._create_eval_sums()
 
   def build(self, input_shape=None):
     self.encoder.build()
@@ -306,6 +426,31 @@ class BertClassifier(_FineTuningStep, keras.Model):
       scores = tf.reshape(tf.cast(labels, tf.float32), [-1, 1])
       return tf.reduce_mean(tf.square(logits - scores), axis=-1)
     return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.cast(labels, tf.int32), logits)
+
+  def metric_term_names(self):
+    return ("x", "y", "xx", "yy", "xy") if self.num_classes == 1 else ("correct",)
+
+  def metric_terms(self, outputs, labels):
+    """`correct` class ids; for regression the sums of Pearson's r (scores x, labels y)."""
+    logits, labels = tf.cast(outputs["logits"], tf.float64), _labels(labels, "logits")
+    if self.num_classes == 1:
+      x, y = tf.reshape(logits, [-1]), tf.reshape(tf.cast(labels, tf.float64), [-1])
+      return {"x": tf.reduce_sum(x), "y": tf.reduce_sum(y), "xx": tf.reduce_sum(x * x),
+              "yy": tf.reduce_sum(y * y), "xy": tf.reduce_sum(x * y)}
+    predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    right = tf.equal(predicted, tf.reshape(tf.cast(labels, tf.int32), [-1]))
+    return {"correct": tf.reduce_sum(tf.cast(right, tf.float32))}
+
+  def metric_values(self, sums):
+    """`accuracy`; for regression `pearson` (Pearson's r of scores and labels, as GLUE's
+    STS-B; 0 when either is constant)."""
+    n = tf.maximum(sums["examples"], 1.0)
+    if self.num_classes == 1:
+      covariance = n * sums["xy"] - sums["x"] * sums["y"]
+      variances = ((n * sums["xx"] - sums["x"] ** 2) * (n * sums["yy"] - sums["y"] ** 2))
+      return {"pearson": tf.math.divide_no_nan(covariance,
+                                               tf.sqrt(tf.maximum(variances, 0.0)))}
+    return {"accuracy": sums["correct"] / n}
 
   def hf_task(self, labels: Optional[Sequence[str]] = None) -> dict:
     """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`).
@@ -377,6 +522,7 @@ class BertTokenClassifier(_FineTuningStep, keras.Model):
     self.classifier_head = ClassifierHead(len(self.labels), dropout_rate,
                                           self.config.initializer_range,
                                           name="classifier_head", dtype=self.dtype_policy)
+    self._create_eval_sums()
 
   @property
   def num_labels(self) -> int:
@@ -399,6 +545,23 @@ class BertTokenClassifier(_FineTuningStep, keras.Model):
         tf.maximum(label_ids, 0), tf.cast(outputs["logits"], tf.float32))  # [B, S]
     return tf.reduce_sum(losses * labelled, axis=1) / tf.maximum(
         tf.reduce_sum(labelled, axis=1), 1.0)
+
+  def metric_term_names(self):
+    return ("correct", "labelled")
+
+  def metric_terms(self, outputs, labels):
+    """`correct` and `labelled` positions (entity F1 needs the words: the task's own
+    evaluation, `tfbert.tagging`)."""
+    label_ids = tf.cast(_labels(labels, "logits"), tf.int32)             # [B, S]
+    predicted = tf.argmax(outputs["logits"], axis=-1, output_type=tf.int32)
+    labelled = label_ids >= 0
+    return {"correct": tf.reduce_sum(tf.cast(labelled & tf.equal(predicted, label_ids),
+                                             tf.float32)),
+            "labelled": tf.reduce_sum(tf.cast(labelled, tf.float32))}
+
+  def metric_values(self, sums):
+    """`accuracy`: the fraction of labelled positions tagged right."""
+    return {"accuracy": tf.math.divide_no_nan(sums["correct"], sums["labelled"])}
 
   def hf_task(self, labels: Optional[Sequence[str]] = None) -> dict:
     """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`): its

@@ -1,4 +1,4 @@
-"""Converts a tfbert export's int32 id signature to ONNX (needs the extra `tfbert[onnx]`).
+"""Converts a tfbert export's id signature to ONNX (needs the extra `tfbert[onnx]`).
 
   bash bootstrap.sh python tools/export_onnx.py --export_dir=runs/mrpc/export \
       --output=runs/mrpc/model.onnx
@@ -19,11 +19,12 @@ def main(argv):
   del argv
   # tf2onnx logs its progress at INFO to stdout; the tool prints what it wrote.
   logging.getLogger("tf2onnx").setLevel(logging.WARNING)
-  path = onnx_export.export_onnx(f.EXPORT_DIR.value, f.OUTPUT.value, opset=f.OPSET_FLAG.value)
+  path = onnx_export.export_onnx(f.EXPORT_DIR.value, f.OUTPUT.value, opset=f.OPSET_FLAG.value,
+                                 signature=f.SIGNATURE.value)
   print(f"wrote {path}")
   if f.CHECK.value:
     print(json.dumps({"max_abs_diff": onnx_export.check_against_saved_model(
-        f.EXPORT_DIR.value, path)}))
+        f.EXPORT_DIR.value, path, signature=f.SIGNATURE.value)}))
 
 
 def run():

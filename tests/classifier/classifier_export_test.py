@@ -48,7 +48,10 @@ def specs(structure):
 for i, export_dir in enumerate(export_dirs):
   loaded = tf.saved_model.load(export_dir)
   for name, fn in loaded.signatures.items():
-    args = {k: tf.constant(given[k]) for k in fn.structured_input_signature[1]}
+    specs_in = fn.structured_input_signature[1]
+    if any(k not in given for k in specs_in):  # Other id signatures: serving_validation_test.
+      continue
+    args = {k: tf.constant(given[k], dtype=v.dtype) for k, v in specs_in.items()}
     for key, value in fn(**args).items():
       value = value.numpy()
       out[f"{i}/{name}/{key}"] = value.astype("S") if value.dtype == object else value

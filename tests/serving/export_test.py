@@ -122,11 +122,16 @@ def test_fresh_process_serves_the_keras_encoder_outputs(served):
 @pytest.mark.slow  # Shares the ~20 s `served` fixture.
 def test_signatures_have_bert_feature_names_dtypes_and_shapes(served):
   h, s = served.config.hidden_size, TEXT_SEQ
+  ids = {"serving_default": (export.FEATURE_NAMES, "int32"),
+         "serving_int64": (export.FEATURE_NAMES, "int64"),
+         "serving_hf": (("input_ids", "attention_mask", "token_type_ids"), "int64"),
+         "serving_hf_int32": (("input_ids", "attention_mask", "token_type_ids"), "int32")}
   assert served.report["signatures"] == {
-      "serving_default": {
-          "inputs": {n: ["int32", [None, None]] for n in export.FEATURE_NAMES},
+      **{signature: {
+          "inputs": {n: [dtype, [None, None]] for n in names},
           "outputs": {"sequence_output": ["float32", [None, None, h]],
-                      "pooled_output": ["float32", [None, h]]}},
+                      "pooled_output": ["float32", [None, h]]}}
+         for signature, (names, dtype) in ids.items()},
       "encode_text": {
           "inputs": {"text": ["string", [None]]},
           "outputs": {"sequence_output": ["float32", [None, s, h]],
@@ -366,7 +371,7 @@ def test_raw_text_exports_need_only_core_ops_and_the_wordpiece_op(every_export):
     proto = saved_model_pb2.SavedModel()
     proto.ParseFromString((every_export.root / kind / "saved_model.pb").read_bytes())
     signatures = {n for n in proto.meta_graphs[0].signature_def if not n.startswith("__")}
-    assert signatures == {export.SERVING_SIGNATURE, EXPORT_KINDS[kind]}, kind  # Not init ops.
+    assert signatures == {*export.ID_SIGNATURES, EXPORT_KINDS[kind]}, kind  # Not init ops.
     ops, id_ops = export.graph_ops(export_dir), export.graph_ops(f"{export_dir}/ids")
     assert {"MatMul", "Softmax"} <= id_ops <= core, (kind, sorted(id_ops - core))
     assert ops - core <= export.TEXT_OPS, (kind, sorted(ops - core - export.TEXT_OPS))

@@ -96,16 +96,47 @@ def test_text_signatures_and_missing_models_are_refused_by_name(exports, tmp_pat
 
 
 @pytest.mark.slow  # ~25 s: the tool converts a small export in its own process.
-def test_the_tool_converts_and_checks_against_the_saved_model(exports, tmp_path):
-  _, _, dirs = exports
+def test_the_tool_converts_hugging_face_inputs_and_checks_against_the_saved_model(
+    exports, tmp_path):
+  from transformers import BertTokenizerFast  # Test-only: Hugging Face's own tokenizer.
+
+  models, _, dirs = exports
   out = tmp_path / "sub" / "classifier.onnx"
   result = subprocess.run(
       [sys.executable, os.path.join(helpers.ROOT, "tools", "export_onnx.py"),
-       f"--export_dir={dirs['classifier']}", f"--output={out}"],
+       f"--export_dir={dirs['classifier']}", f"--output={out}", "--signature=serving_hf"],
       capture_output=True, text=True, timeout=300, cwd=helpers.ROOT)
   assert result.returncode == 0, result.stderr[-3000:]
+  assert "Traceback" not in result.stderr  # A successful conversion prints none.
   lines = result.stdout.strip().splitlines()
   assert lines[0] == f"wrote {out}"
   diffs = json.loads(lines[-1])["max_abs_diff"]
   assert sorted(diffs) == ["logits", "probabilities"]
   assert all(d < TOL for d in diffs.values()), diffs
+  # A Hugging Face tokenizer's NumPy output goes to ONNX Runtime unchanged.
+  session = onnx_export.onnx_session(str(out))
+  assert sorted((i.name, i.type) for i in session.get_inputs()) == sorted(
+      (name, "tensor(int64)") for name in export.HF_FEATURE_NAMES)
+  tokenizer = BertTokenizerFast(vocab_file=pretrained.minilm_vocab_file(), do_lower_case=True)
+  batch = dict(tokenizer(["He said hi .", "A cat sat on the mat, then left."],
+                         ["He greeted us .", "Nobody knows."], padding="max_length",
+                         truncation=True, max_length=SEQ, return_tensors="np"))
+  assert {v.dtype for v in batch.values()} == {np.dtype(np.int64)}
+  logits = session.run(["logits"], batch)[0]
+  want = models["classifier"]({"input_ids": batch["input_ids"],
+                               "input_mask": batch["attention_mask"],
+                               "segment_ids": batch["token_type_ids"]}, training=False)
+  assert helpers.max_abs_diff(logits, want["logits"]) < TOL
+
+
+def test_a_bfloat16_export_is_refused_before_conversion(tmp_path):
+  # tf2onnx wrote such a graph with float16 and bfloat16 inputs to one MatMul, which ONNX
+  # Runtime refused to load (MiniLM, TF 2.20, tf2onnx 1.17).
+  encoder = BertEncoder(helpers.odd_config())
+  encoder.build()
+  export_dir = export.export_encoder_saved_model(encoder, str(tmp_path / "bf16"),
+                                                 export_dtype="bfloat16")
+  with pytest.raises(ValueError, match=r"bf16/ids: the export computes in bfloat16 "
+                     r"\(serving.json\).*--export_dtype=float32"):
+    onnx_export.export_onnx(export_dir, str(tmp_path / "x.onnx"))
+  assert not (tmp_path / "x.onnx").exists()

@@ -130,9 +130,10 @@ def test_squad_text_signature_answers_like_the_python_pipeline(squad_served):
 @pytest.mark.slow  # Shares the ~25 s `squad_served` fixture.
 def test_squad_signatures_names_dtypes_and_shapes(squad_served):
   assert squad_served.report["signatures"] == {
-      "serving_default": {
-          "inputs": {n: ["int32", [None, None]] for n in export.FEATURE_NAMES},
-          "outputs": {n: ["float32", [None, None]] for n in squad_export.SPAN_OUTPUT_NAMES}},
+      **{signature: {
+          "inputs": {n: [dtype.name, [None, None]] for n in names},
+          "outputs": {n: ["float32", [None, None]] for n in squad_export.SPAN_OUTPUT_NAMES}}
+         for signature, (names, dtype) in export.ID_SIGNATURES.items()},
       "answer_question": {
           "inputs": {"question": ["string", [None]], "context": ["string", [None]]},
           "outputs": {"answer": ["string", [None]], "score": ["float32", [None]]}},

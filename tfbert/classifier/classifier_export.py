@@ -63,7 +63,7 @@ class ClassifierExport(export.TaskExport):
 
   def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
     """The signatures to save, by name."""
-    return {export.SERVING_SIGNATURE: self.serve.get_concrete_function(),
+    return {**export.id_signatures(self),
             TEXT_SIGNATURE: self.classify_text.get_concrete_function()}
 
   def _classify_text(self, text_a, text_b=None):

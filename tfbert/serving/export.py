@@ -50,6 +50,7 @@ Shape legend: B batch, S sequence, H hidden.
 """
 
 import functools
+import json
 import os
 import shutil
 import uuid
@@ -75,6 +76,20 @@ ID_DIR = "ids"  # Inside an export directory: `serving_default` alone, core TF o
 LABELS_FILE = "labels.txt"  # A classifier's or tagger's label names, in id order.
 # google-research/bert's feature names; also the signature's input names.
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+# The same features under Hugging Face's names (a tokenizer's output, transformers' models).
+HF_FEATURE_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+# Every id signature of an export and of its `ids/`: name -> (input names, in
+# `FEATURE_NAMES` order, and their dtype). One model behind all; each validates its inputs
+# under the names and in the dtype the client sent (an int64 id past int32 is refused, not
+# wrapped), then casts to int32. `serving_hf` takes a Hugging Face tokenizer's NumPy output
+# (`return_tensors="np"`: int64) unchanged; `serving_hf_int32` its TensorFlow output.
+HF_SIGNATURE = "serving_hf"
+ID_SIGNATURES = {
+    SERVING_SIGNATURE: (FEATURE_NAMES, tf.int32),
+    "serving_int64": (FEATURE_NAMES, tf.int64),
+    HF_SIGNATURE: (HF_FEATURE_NAMES, tf.int64),
+    "serving_hf_int32": (HF_FEATURE_NAMES, tf.int32),
+}
 OUTPUT_NAMES = encoder.OUTPUT_NAMES  # An encoder's.
 SPAN_OUTPUT_NAMES = models.SPAN_OUTPUT_NAMES  # A span labeler's (SQuAD).
 # The only ops outside core TensorFlow (`tf.raw_ops`) that an export may hold, all in its
@@ -126,6 +141,29 @@ def non_core_ops(saved_model_dir: str) -> set[str]:
   return graph_ops(saved_model_dir) - set(dir(tf.raw_ops))
 
 
+def id_functions(outputs_of: Callable[[dict], dict], config
+                 ) -> dict[str, tf.types.experimental.PolymorphicFunction]:
+  """The `tf.function` of every id signature (`ID_SIGNATURES`), by signature name.
+
+  Each takes its inputs as [B, S] tensors of its dtype under its names, validates them
+  there (`validate_features`, messages naming the client's inputs), casts them to int32
+  (a no-op for the int32 signatures) and returns `outputs_of` of the Google-name features.
+
+  Args:
+    outputs_of: the export's outputs of int32 Google-name features (`outputs_function`).
+    config: the model's `BertConfig`, which bounds the ids.
+  """
+  functions = {}
+  for signature, (names, dtype) in ID_SIGNATURES.items():
+    def serve(*values, signature=signature, names=names):
+      features = validate_features(signature, dict(zip(FEATURE_NAMES, values)), config,
+                                   input_names=dict(zip(FEATURE_NAMES, names)))
+      return outputs_of({name: tf.cast(value, tf.int32) for name, value in features.items()})
+    functions[signature] = tf.function(serve, input_signature=[
+        tf.TensorSpec([None, None], dtype, name=name) for name in names])
+  return functions
+
+
 class TextPreprocessor(tf.Module):
   """Raw text -> BERT input features, in the graph; the vocab travels as an asset.
 
@@ -171,7 +209,7 @@ class EncoderExport(tf.Module):
   Attributes:
     encoder: the `BertEncoder`, not saved: the signatures call `FrozenOutputs` of it.
     preprocessor: a `TextPreprocessor` or None.
-    serve: `tf.function` behind `serving_default`.
+    id_functions: the `tf.function`s behind the id signatures (`ID_SIGNATURES`) by name.
     encode_text: `tf.function` behind `encode_text` (only with a preprocessor).
   """
 
@@ -182,22 +220,17 @@ class EncoderExport(tf.Module):
     self._outputs_of = outputs_function(encoder)
     self.encoder = _saved_if_read(encoder, self._outputs_of, self)
     self.preprocessor = preprocessor
-    self.serve = tf.function(self._serve, input_signature=[
-        tf.TensorSpec([None, None], tf.int32, name=n) for n in FEATURE_NAMES])
+    self.id_functions = id_functions(self._encode, encoder.config)
     if preprocessor is not None:
       self.encode_text = tf.function(self._encode_text, input_signature=[
           tf.TensorSpec([None], tf.string, name="text")])
 
   def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
     """The signatures to save, by name."""
-    signatures = {SERVING_SIGNATURE: self.serve.get_concrete_function()}
+    signatures = id_signatures(self)
     if self.preprocessor is not None:
       signatures[TEXT_SIGNATURE] = self.encode_text.get_concrete_function()
     return signatures
-
-  def _serve(self, input_ids, input_mask, segment_ids):
-    features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
-    return self._encode(validate_features(SERVING_SIGNATURE, features, self.encoder.config))
 
   def _encode_text(self, text):
     # One text: only its rank to check. The packed ids are checked against the model too
@@ -349,20 +382,56 @@ def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
   return export_dir
 
 
-class TaskExport(tf.Module):
-  """The part every task SavedModel shares: model, vocab asset, tokenizer, `serving_default`.
+def export_ids_saved_model(model: keras.Model, export_dir: str, *,
+                           export_dtype: str = "model") -> str:
+  """Writes the id signatures (`ID_SIGNATURES`) of any tfbert model as a SavedModel, as an
+  export's `ids/` holds them, replacing `export_dir` atomically. What `model.export()` does.
 
-  `serving_default` serves `served_outputs` of the model. Subclasses define
-  `signatures()`, adding their raw-text signature, which passes its texts through
-  `validate_texts` before tokenizing and its packed features through
-  `validate_features`; `serving_default` validates its features here.
+  Beside `saved_model.pb`: `bert_config.json`, `serving.json`, and for a model with label
+  names (`model.labels`) `labels.txt`. No raw-text signature: that needs the vocabulary
+  (`export_encoder_saved_model`, the task exporters).
+
+  Args:
+    model: a tfbert model or encoder (a `BertPretrainer` serves its encoder's outputs).
+    export_dir: local directory to create or replace.
+    export_dtype: see `export_encoder_saved_model`.
+
+  Returns:
+    `export_dir`.
+  """
+  served, serving = serving_dtype.for_serving(model, export_dtype)
+  outputs_of = outputs_function(served)
+  module = IdExport(served, outputs_of)
+  module.id_functions = id_functions(outputs_of, served.config)
+  labels = getattr(model, "labels", None)
+
+  def write(path):
+    tf.saved_model.save(module, path, signatures=id_signatures(module), options=SAVE_OPTIONS)
+    served.config.to_json_file(os.path.join(path, CONFIG_FILE))
+    atomic.write_text(os.path.join(path, serving_dtype.RECORD_FILE),
+                      json.dumps(serving, indent=2, sort_keys=True) + "\n")
+    if labels is not None:
+      write_labels_file(path, labels)
+
+  save_atomically(write, export_dir)
+  return export_dir
+
+
+class TaskExport(tf.Module):
+  """The part every task SavedModel shares: model, vocab asset, tokenizer, id signatures.
+
+  The id signatures (`ID_SIGNATURES`: `serving_default` and its Hugging Face / int64
+  variants) serve `served_outputs` of the model and validate their features here.
+  Subclasses define `signatures()`: `id_signatures(self)` plus their raw-text signature,
+  which passes its texts through `validate_texts` before tokenizing and its packed
+  features through `validate_features`.
 
   Attributes:
     model: the Keras model, not saved: the signatures call `FrozenOutputs` of it.
     vocab: `tf.saved_model.Asset` of the vocab file (copied into `assets/`).
     tokenizer: the `tokenization.WordPieceTokenizer`.
     max_seq_length: S of the raw-text signature.
-    serve: `tf.function` behind `serving_default` (int32 [B, S] features).
+    id_functions: the `tf.function`s behind the id signatures (`ID_SIGNATURES`) by name.
   """
 
   def __init__(self, model: keras.Model, vocab_file: str, do_lower_case: bool,
@@ -373,15 +442,16 @@ class TaskExport(tf.Module):
     self.vocab = tf.saved_model.Asset(vocab_file)
     self.tokenizer = tokenization.WordPieceTokenizer(vocab_file, do_lower_case)
     self.max_seq_length = max_seq_length
-    self.serve = tf.function(self._serve, input_signature=[
-        tf.TensorSpec([None, None], tf.int32, name=n) for n in FEATURE_NAMES])
-
-  def _serve(self, input_ids, input_mask, segment_ids):
-    features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
-    return self._outputs(validate_features(SERVING_SIGNATURE, features, self.model.config))
+    self.id_functions = id_functions(self._outputs, model.config)
 
   def _outputs(self, features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     return self._outputs_of(features)
+
+
+def id_signatures(module: tf.Module) -> dict[str, tf.types.experimental.ConcreteFunction]:
+  """The id signatures of an `EncoderExport` or `TaskExport` to save, by name."""
+  return {name: function.get_concrete_function()
+          for name, function in module.id_functions.items()}
 
 
 def check_seq_length(model: keras.Model, max_seq_length: int) -> None:
@@ -423,7 +493,8 @@ def validate_texts(signature: str, texts: dict[str, tf.Tensor]) -> dict[str, tf.
 
 
 def validate_features(signature: str, features: dict[str, tf.Tensor], config,
-                      packed_from: Optional[str] = None) -> dict[str, tf.Tensor]:
+                      packed_from: Optional[str] = None,
+                      input_names: Optional[dict[str, str]] = None) -> dict[str, tf.Tensor]:
   """The int32 features, gated on fitting the model, so no gather sees a bad index.
 
   Checked in this order (the first failure is the one reported): rank 2 (see
@@ -436,10 +507,13 @@ def validate_features(signature: str, features: dict[str, tf.Tensor], config,
 
   Args:
     signature: the signature's name, for the messages.
-    features: int32 `input_ids`, `input_mask`, `segment_ids` [B, S].
+    features: int32 or int64 `input_ids`, `input_mask`, `segment_ids` [B, S] (checked in
+      their own dtype, so no int64 value is wrapped into range).
     config: the model's `BertConfig`.
     packed_from: for a raw-text signature, the text inputs the features were packed
       from (named in the messages instead of a client's feature input).
+    input_names: the client's name of each feature (e.g. `input_mask` ->
+      `attention_mask`), for the messages; default the Google names.
 
   Returns:
     the same features (identities that run only after the checks).
@@ -448,13 +522,15 @@ def validate_features(signature: str, features: dict[str, tf.Tensor], config,
     tf.errors.InvalidArgumentError: when the graph runs, e.g. "serving_default:
       input_ids holds 30522 at [0, 3], outside the vocabulary [0, 30522)".
   """
-  label = {name: name if packed_from is None else f"{name} (packed from {packed_from})"
+  client = input_names or {name: name for name in FEATURE_NAMES}
+  label = {name: client[name] if packed_from is None else f"{name} (packed from {packed_from})"
            for name in FEATURE_NAMES}
   features = _with_rank(features, 2)
   ids, mask, segments = (features[name] for name in FEATURE_NAMES)
   shape, limit = tf.shape(ids), config.max_position_embeddings
   checks = [_checker(tf.reduce_all(tf.equal(tf.shape(features[name]), shape)),
-                     f"{signature}: {label[name]} has shape {{}} but input_ids has {{}}",
+                     f"{signature}: {label[name]} has shape {{}} but {label['input_ids']} has "
+                     "{}",
                      lambda name=name: [tf.shape(features[name]), shape])
             for name in FEATURE_NAMES[1:]]
   checks.append(_checker((shape[1] >= 1) & (shape[1] <= limit),
@@ -486,12 +562,12 @@ def _with_rank(tensors: dict[str, tf.Tensor], rank: int) -> dict[str, tf.Tensor]
 
 
 def _first(values: tf.Tensor, outside: tf.Tensor) -> list[tf.Tensor]:
-  """[value, row, column] of the first `outside` element of int32 `values` [B, S].
+  """[value, row, column] of the first `outside` element of integer `values` [B, S].
 
   Zeros when there is none (the message is then not shown), without indexing an empty
   tensor: a request of batch 0 must pass.
   """
-  value = tf.concat([tf.boolean_mask(values, outside), [0]], 0)[0]
+  value = tf.concat([tf.boolean_mask(values, outside), tf.zeros([1], values.dtype)], 0)[0]
   position = tf.concat([tf.where(outside), tf.zeros([1, 2], tf.int64)], 0)[0]  # [2]
   return [value, position[0], position[1]]
 
@@ -538,8 +614,8 @@ SAVE_OPTIONS = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
 
 
 def write_export(module: tf.Module, config, path: str, serving: dict) -> None:
-  """Saves `module` with its signatures and `bert_config.json` into `path`, and its
-  `serving_default` alone into `path/ids/` (`IdExport`, with `bert_config.json` too); writes
+  """Saves `module` with its signatures and `bert_config.json` into `path`, and its id
+  signatures alone into `path/ids/` (`IdExport`, with `bert_config.json` too); writes
   `serving` (`serving_dtype.for_serving`'s record) into both as `serving.json`."""
   signatures = module.signatures()
   tf.saved_model.save(module, path, signatures=signatures, options=SAVE_OPTIONS)
@@ -547,7 +623,7 @@ def write_export(module: tf.Module, config, path: str, serving: dict) -> None:
   ids = os.path.join(path, ID_DIR)
   model = module.model if hasattr(module, "model") else module.encoder
   tf.saved_model.save(IdExport(model, module._outputs_of), ids, options=SAVE_OPTIONS,
-                      signatures={SERVING_SIGNATURE: signatures[SERVING_SIGNATURE]})
+                      signatures={name: signatures[name] for name in ID_SIGNATURES})
   config.to_json_file(os.path.join(ids, CONFIG_FILE))
   serving_dtype.write_record(path, serving, ID_DIR)
 

@@ -1,4 +1,4 @@
-"""Exports an export's int32 id signature to ONNX (the optional extra `tfbert[onnx]`).
+"""Exports an export's id signature to ONNX (the optional extra `tfbert[onnx]`).
 
 `export_onnx(export_dir, onnx_file)` converts `serving_default` of `<export_dir>/ids/` (the
 core-ops SavedModel every tfbert export holds; `tfbert.serving.export`) with `tf2onnx`:
@@ -7,6 +7,10 @@ float32 outputs under the same names (encoder: `pooled_output` [B, H], `sequence
 [B, S, H]; SQuAD: `start_logits`, `end_logits` [B, S]; classifier: `logits`,
 `probabilities` [B, C]; tagger: the same per position [B, S, C]). A classifier's or tagger's
 label names (the export's `labels.txt`) go into the file's metadata (`LABELS_KEY`).
+`signature="serving_hf"` takes Hugging Face's names and dtype instead, int64 `input_ids`,
+`attention_mask`, `token_type_ids`: a Hugging Face tokenizer's NumPy output
+(`return_tensors="np"`) goes to ONNX Runtime unchanged, as to transformers' own ONNX
+exports. Any id signature of `tfbert.serving.export.ID_SIGNATURES` converts.
 
 Two things stand between the SavedModel and tf2onnx, both handled here:
 
@@ -15,6 +19,11 @@ Two things stand between the SavedModel and tf2onnx, both handled here:
   layers as plain ops (`tfbert.layers.serving_ops`); exports made before that hold tfbert's
   XLA-compiled element-wise kernels. Any call's XLA attributes are dropped and the call
   inlined (Grappler), leaving plain TensorFlow ops with the same math.
+* A bfloat16 export (`serving.json`'s `compute_dtype`; `export_dtype="bfloat16"`, or "auto"
+  on a CPU with fast bfloat16 matmuls) is refused before conversion: tf2onnx 1.17 writes its
+  graph with a float16 and a bfloat16 input to one MatMul, which ONNX Runtime refuses to load
+  ("Type parameter (T) of Optype (MatMul) bound to different types"; measured on MiniLM).
+  The message says to export in float32 for ONNX.
 * The SavedModel's in-graph input checks (`Assert`) have no ONNX counterpart: tf2onnx drops
   them, so an ONNX model does not validate its inputs. Validate requests before
   ONNX Runtime sees them (ids in [0, vocab_size), segments in [0, type_vocab_size), mask
@@ -33,7 +42,7 @@ import tensorflow as tf
 
 from tfbert.config import BertConfig
 from tfbert.runtime import atomic
-from tfbert.serving import export
+from tfbert.serving import export, serving_dtype
 
 # The model's metadata entry holding a classifier's or tagger's label names (a JSON list, in
 # id order, from the export's `labels.txt`); ONNX Runtime reads it as
@@ -89,14 +98,16 @@ def id_saved_model(export_dir: str) -> str:
 
 def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
                 signature: str = export.SERVING_SIGNATURE) -> str:
-  """Converts `<export_dir>/ids/`'s id signature (or `export_dir`'s own, when it is such a
-  SavedModel, or another `signature` of `export_dir`) to an ONNX file, written atomically.
+  """Converts an id signature of `<export_dir>/ids/` (or of `export_dir` itself, when it
+  is such a SavedModel, or another `signature` of `export_dir`) to an ONNX file, written
+  atomically.
 
   Args:
     export_dir: a tfbert export directory (or its `ids/`).
     onnx_file: the `.onnx` file to write.
     opset: the ONNX opset.
-    signature: the signature to convert; it must take int32 features only.
+    signature: the signature to convert (`export.ID_SIGNATURES`' names are read from
+      `ids/`); it must take integer features only.
 
   Returns:
     `onnx_file`.
@@ -104,14 +115,22 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
   Raises:
     FileNotFoundError: naming `export_dir` when it holds no SavedModel.
     ValueError: when the signature is missing or takes strings (raw text needs
-      tensorflow-text's ops, which ONNX does not have).
+      tensorflow-text's ops, which ONNX does not have), or the export computes in
+      bfloat16 (see the module docstring).
   """
   import tf2onnx  # The optional extra, imported only here.
 
-  source = id_saved_model(export_dir) if signature == export.SERVING_SIGNATURE else export_dir
+  source = id_saved_model(export_dir) if signature in export.ID_SIGNATURES else export_dir
   if not os.path.isfile(os.path.join(source, "saved_model.pb")):
     raise FileNotFoundError(f"{export_dir}: no SavedModel (saved_model.pb) here or in "
                             f"{export.ID_DIR}/")
+  record = serving_dtype.read_record(source) or {}
+  if record.get("compute_dtype", "float32") != "float32":
+    raise ValueError(
+        f"{source}: the export computes in {record['compute_dtype']} "
+        f"({serving_dtype.RECORD_FILE}), which tf2onnx converts into a graph ONNX Runtime "
+        "cannot load: export again with --export_dtype=float32 (export_dtype='float32') "
+        "for ONNX")
   loaded = tf.saved_model.load(source)  # Kept alive while the function is frozen.
   if signature not in loaded.signatures:
     raise ValueError(f"{source}: no signature {signature!r} (has {sorted(loaded.signatures)})")
@@ -168,7 +187,8 @@ def onnx_session(onnx_file: str, num_threads: Optional[int] = None):
 
 
 def check_against_saved_model(export_dir: str, onnx_file: str, *, batch: int = 2,
-                              seq_length: int = 16, seed: int = 0) -> dict[str, float]:
+                              seq_length: int = 16, seed: int = 0,
+                              signature: str = export.SERVING_SIGNATURE) -> dict[str, float]:
   """Largest |ONNX Runtime - SavedModel| per output on random valid features.
 
   Args:
@@ -177,6 +197,8 @@ def check_against_saved_model(export_dir: str, onnx_file: str, *, batch: int = 2
     onnx_file: the converted model.
     batch, seq_length: B and S of the features (S at most max_position_embeddings).
     seed: of the features.
+    signature: the id signature (`export.ID_SIGNATURES`) the ONNX file was made from: its
+      input names and dtype are what the features are fed as, to both.
 
   Returns:
     {output name: max abs difference}.
@@ -189,8 +211,10 @@ def check_against_saved_model(export_dir: str, onnx_file: str, *, batch: int = 2
   features = {"input_ids": rng.integers(0, config.vocab_size, (batch, seq_length)),
               "input_mask": mask,
               "segment_ids": rng.integers(0, config.type_vocab_size, (batch, seq_length))}
-  features = {k: v.astype(np.int32) for k, v in features.items()}
-  want = tf.saved_model.load(source).signatures[export.SERVING_SIGNATURE](
+  names, dtype = export.ID_SIGNATURES[signature]
+  features = {client: features[name].astype(dtype.as_numpy_dtype)
+              for name, client in zip(export.FEATURE_NAMES, names)}
+  want = tf.saved_model.load(source).signatures[signature](
       **{k: tf.constant(v) for k, v in features.items()})
   session = onnx_session(onnx_file)
   names = [o.name for o in session.get_outputs()]

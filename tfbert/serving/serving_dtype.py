@@ -16,6 +16,7 @@ export and in its `ids/`): the compute dtype, how it was chosen, the CPU and the
 import json
 import os
 import time
+from typing import Optional
 
 import keras
 import tensorflow as tf
@@ -110,6 +111,15 @@ def for_serving(model: keras.Model, export_dtype: str) -> tuple[keras.Model, dic
   if export_dtype == "model":
     return model, record
   return in_dtype(model, record["compute_dtype"]), record
+
+
+def read_record(saved_model_dir: str) -> Optional[dict]:
+  """The `serving.json` record of an export (or its `ids/`), or None for one without it."""
+  path = os.path.join(saved_model_dir, RECORD_FILE)
+  if not os.path.isfile(path):
+    return None
+  with open(path, encoding="utf-8") as f:
+    return json.load(f)
 
 
 def write_record(export_dir: str, record: dict, id_dir: str) -> None:

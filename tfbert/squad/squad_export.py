@@ -80,7 +80,7 @@ class SquadExport(export.TaskExport):
 
   def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
     """The signatures to save, by name."""
-    return {export.SERVING_SIGNATURE: self.serve.get_concrete_function(),
+    return {**export.id_signatures(self),
             SQUAD_TEXT_SIGNATURE: self.answer_question.get_concrete_function()}
 
   def _answer_question(self, question, context):

@@ -58,7 +58,7 @@ class TaggerExport(export.TaskExport):
 
   def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
     """The signatures to save, by name."""
-    return {export.SERVING_SIGNATURE: self.serve.get_concrete_function(),
+    return {**export.id_signatures(self),
             TEXT_SIGNATURE: self.tag_text.get_concrete_function()}
 
   def _tag_text(self, text):
