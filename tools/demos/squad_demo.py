@@ -59,7 +59,8 @@ class SquadDemoSummary:
         "eval_results.json, best/ = the best F1's model, checkpoints/)",
         f"rerun the same command to resume; view train and eval curves with: tensorboard "
         f"--logdir {self.run_dir}",
-        f"SavedModel: {self.export_dir} (signatures serving_default, answer_question)",
+        f"SavedModel: {self.export_dir} (signatures answer_question, and serving_default "
+        "and serving_hf for ids with Google's or Hugging Face's input names)",
         f"served from the SavedModel: Q: {self.question!r}",
         f"  context: {self.context!r}",
         f"  answer: {self.answer!r} (gold {self.gold!r})"])
