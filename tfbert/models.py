@@ -191,8 +191,8 @@ class _FineTuningStep:
   under `fit` and `tfbert.training.training_loop`.
 
   `test_step` (Keras `evaluate`, `fit(validation_data=...)`) needs no `loss` in `compile`:
-  it returns the model's own `loss` and its task metric (`EVAL_METRIC`; `metric_terms`,
-  `metric_values`), from float64 sums kept apart from the training metrics and all-reduced
+  it returns the model's own `loss` and its task metric (`metric_terms`, `metric_values`),
+  from float64 sums kept apart from the training metrics and all-reduced
   over the replicas in every step, so they are the exact means over every example
   whatever the strategy. The names always differ from training's (`loss` alone), which is
   what makes Keras report the step's values rather than the training metrics.

@@ -203,11 +203,10 @@ OTHER_WEIGHT_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_m
 
 
 def check_has_safetensors(model_dir: str) -> None:
-  """Raises a one-line FileNotFoundError when `model_dir` lacks `model.safetensors`.
-
-  A directory holding another format transformers writes (`pytorch_model.bin`, a sharded
-  index, `tf_model.h5`) gets the command that converts it where transformers runs.
-  """
+  """Raises a one-line FileNotFoundError when `model_dir` lacks `model.safetensors` but holds
+  another format transformers writes (`pytorch_model.bin`, a sharded index, `tf_model.h5`),
+  with the command that converts it where transformers runs. Without any weight file it
+  passes: `read_safetensors` names the missing file."""
   if os.path.exists(os.path.join(model_dir, "model.safetensors")):
     return
   others = [n for n in OTHER_WEIGHT_FILES if os.path.exists(os.path.join(model_dir, n))]
@@ -217,8 +216,6 @@ def check_has_safetensors(model_dir: str) -> None:
         "tfbert reads (no PyTorch): convert it once where transformers is installed, e.g. "
         f"AutoModel.from_pretrained({model_dir!r}).save_pretrained(<dir>) (safetensors is "
         "its default; use the AutoModelFor... class of the task to keep the head)")
-  raise FileNotFoundError("safetensors file not found: "
-                          f"{os.path.join(model_dir, 'model.safetensors')}")
 
 
 @dataclasses.dataclass(frozen=True)
