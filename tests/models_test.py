@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from tests import helpers, numpy_reference
 from tfbert import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
-from tfbert.serving import export
+from tfbert.serving import export, serving_dtype
 
 TOL = 2e-5  # float32 vs float64 reference; see encoder_test.
 
@@ -313,6 +313,7 @@ def test_keras_export_points_to_tfberts_exporter_which_writes_the_id_signatures(
   loaded = tf.saved_model.load(str(tmp_path / "exported"))
   assert sorted(loaded.signatures) == sorted(export.ID_SIGNATURES)
   assert (tmp_path / "exported" / "labels.txt").read_text() == "a\nb\nc\n"
+  assert serving_dtype.read_record(str(tmp_path / "exported"))["compute_dtype"] == "float32"
   features = {k: v for k, v in helpers.random_features(config, 1).items()
               if k in export.FEATURE_NAMES}
   got = loaded.signatures["serving_hf"](

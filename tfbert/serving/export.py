@@ -50,7 +50,6 @@ Shape legend: B batch, S sequence, H hidden.
 """
 
 import functools
-import json
 import os
 import shutil
 import uuid
@@ -408,8 +407,7 @@ def export_ids_saved_model(model: keras.Model, export_dir: str, *,
   def write(path):
     tf.saved_model.save(module, path, signatures=id_signatures(module), options=SAVE_OPTIONS)
     served.config.to_json_file(os.path.join(path, CONFIG_FILE))
-    atomic.write_text(os.path.join(path, serving_dtype.RECORD_FILE),
-                      json.dumps(serving, indent=2, sort_keys=True) + "\n")
+    serving_dtype.write_record(path, serving)
     if labels is not None:
       write_labels_file(path, labels)
 

@@ -122,9 +122,10 @@ def read_record(saved_model_dir: str) -> Optional[dict]:
     return json.load(f)
 
 
-def write_record(export_dir: str, record: dict, id_dir: str) -> None:
-  """Writes `serving.json` into `export_dir` and its `id_dir` subdirectory."""
+def write_record(export_dir: str, record: dict, id_dir: Optional[str] = None) -> None:
+  """Writes `serving.json` into `export_dir` and, when given, its `id_dir` subdirectory."""
   text = json.dumps(record, indent=2, sort_keys=True) + "\n"
-  for folder in (export_dir, os.path.join(export_dir, id_dir)):
+  folders = [export_dir] + ([os.path.join(export_dir, id_dir)] if id_dir else [])
+  for folder in folders:
     atomic.write_text(os.path.join(folder, RECORD_FILE), text)
 
