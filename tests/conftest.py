@@ -2,6 +2,7 @@
 policy reset."""
 
 import os
+import uuid
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -10,6 +11,7 @@ import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tests import faults  # noqa: E402
+from tfbert.runtime import files  # noqa: E402
 
 # Two logical CPU devices for the whole session, so MirroredStrategy tests run in-process.
 # This must happen before TensorFlow initializes its devices, hence at conftest import.
@@ -28,6 +30,16 @@ def shared_data() -> str:
   if not os.path.isdir(path):
     pytest.skip(f"TFBERT_SHARED_DATA={path} is not a directory")
   return path
+
+
+@pytest.fixture
+def ram_root():
+  """A fresh, existing directory on TensorFlow's in-memory `ram://` filesystem (a stand-in
+  for a bucket; it lives in this process only), removed after the test."""
+  root = f"ram://tfbert-test-{uuid.uuid4().hex}"
+  files.makedirs(root)
+  yield root
+  files.rmtree(root)
 
 
 @pytest.fixture

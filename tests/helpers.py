@@ -104,3 +104,17 @@ def pydoc_records(folder, seq_length: int, max_predictions: int, *, max_document
           max_predictions_per_seq=max_predictions, dupe_factor=1, num_shards=num_shards),
       log_every_seconds=1e9)
   return str(folder)
+
+
+def tensorboard_scalars(log_dir) -> dict[str, list[tuple[int, float]]]:
+  """Every scalar of the TensorBoard event files in `log_dir`: {tag: [(step, value)]}."""
+  import glob  # pylint: disable=import-outside-toplevel
+
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  tags: dict[str, list[tuple[int, float]]] = {}
+  for path in sorted(glob.glob(os.path.join(str(log_dir), "events.out.tfevents.*"))):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        tags.setdefault(value.tag, []).append(
+            (int(event.step), float(tf.make_ndarray(value.tensor))))
+  return tags

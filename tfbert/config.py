@@ -24,10 +24,9 @@ import dataclasses
 import difflib
 import json
 import math
-import os
 from typing import Any, Iterator, Optional
 
-from tfbert.runtime import atomic, validation
+from tfbert.runtime import atomic, files, validation
 
 # hidden_act values understood by tfbert (see module docstring).
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
@@ -250,9 +249,9 @@ def _with_guess(name: str) -> str:
 
 
 def _read_json(path: str) -> dict[str, Any]:
-  if not os.path.exists(path):
+  if not files.exists(path):
     raise FileNotFoundError(f"config file not found: {path}")
-  with open(path, encoding="utf-8") as f:
+  with files.open_file(path) as f:
     try:
       values = json.load(f)
     except json.JSONDecodeError as e:

@@ -87,9 +87,9 @@ class BertPretrainer(keras.Model):
     pipeline's window features; see `tfbert.losses.pretraining_loss`.
     """
     features = keras.utils.unpack_x_y_sample_weight(data)[0]
-    steps, reduction = _accumulation(self.optimizer)
+    steps, reduction = accumulation(self.optimizer)
     mlm_normalizer, nsp_normalizer = pretraining_loss.window_normalizers(features, steps)
-    with tf.GradientTape() as tape, dropout.step_keys(_step_number(self)):
+    with tf.GradientTape() as tape, dropout.step_keys(step_number(self)):
       # The last layer only at position 0 and the masked positions: nothing else is read.
       outputs = self(features, training=True, masked_positions_only=True)
       terms = pretraining_loss.pretraining_losses(outputs, features, mlm_normalizer,
@@ -147,7 +147,7 @@ class BertPretrainer(keras.Model):
     return {**super().get_config(), "config": self.config.to_dict()}
 
 
-def _step_number(model: keras.Model) -> tf.Tensor:
+def step_number(model: keras.Model) -> tf.Tensor:
   """The number of this micro-step, checkpointed with the optimizer: the dropout keys' step.
 
   The accumulator's micro-step counter (every micro-step, skipped windows included), else
@@ -170,7 +170,7 @@ def _step_number(model: keras.Model) -> tf.Tensor:
   return tf.convert_to_tensor(optimizer.iterations)
 
 
-def _accumulation(optimizer) -> tuple[int, str]:
+def accumulation(optimizer) -> tuple[int, str]:
   """(micro-steps per applied step, reduction) of an optimizer stack; (1, "sum") if plain."""
   accumulator = find_accumulator(optimizer)
   return (1, "sum") if accumulator is None else (accumulator.steps, accumulator.reduction)
@@ -226,10 +226,10 @@ class _FineTuningStep:
 
   def train_step(self, data):
     features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
-    steps, reduction = _accumulation(self.optimizer)
+    steps, reduction = accumulation(self.optimizer)
     context = tf.distribute.get_replica_context()
     replicas = context.num_replicas_in_sync if context is not None else 1
-    with tf.GradientTape() as tape, dropout.step_keys(_step_number(self)):
+    with tf.GradientTape() as tape, dropout.step_keys(step_number(self)):
       losses = self.example_losses(self(features, training=True), labels)
       mean = tf.reduce_mean(losses)
       loss = mean / float(replicas * (steps if reduction == "sum" else 1))
@@ -250,7 +250,7 @@ class _FineTuningStep:
     for name in names:
       self.eval_sums[name].update_state(tf.cast(terms[name], tf.float64))
     local = tf.stack([self.eval_sums[name].result() for name in names])   # This replica's.
-    sums = dict(zip(names, tf.unstack(_sum_over_replicas(local))))
+    sums = dict(zip(names, tf.unstack(sum_over_replicas(local))))
     loss = sums["loss_sum"] / tf.maximum(sums["examples"], 1.0)
     return {name: tf.cast(value, tf.float32)
             for name, value in {"loss": loss, **self.metric_values(sums)}.items()}
@@ -272,7 +272,7 @@ class _FineTuningStep:
     return {name: tracker.result() for name, tracker in self.trackers.items()}
 
 
-def _sum_over_replicas(local: tf.Tensor) -> tf.Tensor:
+def sum_over_replicas(local: tf.Tensor) -> tf.Tensor:
   """The sum of `local` over the replicas in sync, in every replica.
 
   Through `merge_call` and the strategy's `reduce`, not the replica context's `all_reduce`:

@@ -11,7 +11,7 @@ import os
 
 from tfbert.checkpoints import pretrained
 from tfbert.pretraining import pretraining_data
-from tfbert.runtime import cli
+from tfbert.runtime import cli, files
 from tfbert.text import casing
 from tfbert_flags import common_flags
 from tfbert_flags import create_pretraining_data_flags as f
@@ -32,7 +32,7 @@ def main(argv):
       shard_assignment=f.SHARD_ASSIGNMENT.value)
   inputs = f.INPUT_FILE.value
   if not inputs:
-    os.makedirs(f.OUTPUT_DIR.value, exist_ok=True)
+    files.makedirs(f.OUTPUT_DIR.value)
     inputs = [pretraining_data.pydoc_corpus(os.path.join(f.OUTPUT_DIR.value, "pydoc_corpus.txt"))]
   summary = pretraining_data.create_pretraining_data(
       inputs, f.OUTPUT_DIR.value, config, output_prefix=f.OUTPUT_PREFIX.value,

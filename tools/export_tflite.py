@@ -24,7 +24,7 @@ from tfbert.checkpoints import convert
 from tfbert.classifier import classifier_export, classifier_features, glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.models import BertClassifier
-from tfbert.runtime import cli
+from tfbert.runtime import cli, files
 from tfbert.serving import export, tflite_export
 from tfbert.text import casing
 from tfbert.text.tokenization import WordPieceTokenizer
@@ -44,7 +44,7 @@ def main(argv):
       model, run, os.path.join(os.path.dirname(f.MODEL.value), "run_config.json")) or 128
   task = _task(run) if isinstance(model, BertClassifier) else None
   vocab_file = f.VOCAB_FILE.value or os.path.join(os.path.dirname(f.MODEL.value), "vocab.txt")
-  vocab_file = vocab_file if os.path.isfile(vocab_file) else None
+  vocab_file = vocab_file if files.isfile(vocab_file) else None
   scoring = bool(f.EVAL_DATA_DIR.value or f.EVAL_FILE.value)
   if scoring:  # Before the export: a bad request fails before minutes of work.
     if task is None or vocab_file is None:
@@ -58,7 +58,7 @@ def main(argv):
       model, f.OUTPUT.value, seq_length=seq_length, quantize=f.QUANTIZE.value,
       labels=task.labels if task else None, vocab_file=vocab_file)
   kind = "dynamic-range int8" if f.QUANTIZE.value else "float32"
-  print(f"wrote {path} ({os.path.getsize(path)} bytes, {kind}, seq_length {seq_length})",
+  print(f"wrote {path} ({files.size(path)} bytes, {kind}, seq_length {seq_length})",
         flush=True)
   if scoring:
     for line in _score(model, path, task, vocab_file, do_lower_case, seq_length):
@@ -95,7 +95,7 @@ def _score(model, path, task, vocab_file, do_lower_case, seq_length):
       results[name] = values
       if name == "tflite":
         reference = results["keras"]
-        result.update(path=path, bytes=os.path.getsize(path), quantized=f.QUANTIZE.value,
+        result.update(path=path, bytes=files.size(path), quantized=f.QUANTIZE.value,
                       max_abs_diff=float(np.max(np.abs(values - reference))))
         if not task.is_regression:  # The fraction of examples given Keras' class.
           result["agreement"] = float(np.mean(np.argmax(values, 1) == np.argmax(reference, 1)))

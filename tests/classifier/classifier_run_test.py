@@ -201,7 +201,7 @@ def test_tiny_model_learns_the_pair_task_far_above_the_baselines(mrpc_dir):
   majority = max(dev_labels.count("0"), dev_labels.count("1")) / len(dev_labels)
   scores = trained["eval"]["dev"]
   assert majority <= 0.56 and glue_synthetic.ONE_SENTENCE_CEILING < 0.78
-  assert scores["accuracy"] > 0.95 and scores["f1"] > 0.95, scores
+  assert scores["accuracy"] > 95 and scores["f1"] > 95, scores  # Percent.
   assert scores["num_examples"] == 200
   assert trained["train"]["steps"] == 640 * 4 // 16 and trained["train"]["loss"] < 0.2
   out = mrpc_dir / "trained"
@@ -212,7 +212,7 @@ def test_tiny_model_learns_the_pair_task_far_above_the_baselines(mrpc_dir):
   assert [int(row[0]) for row in predictions[1:]] == list(range(200))
   # The reported accuracy is that of the written predictions against the file's labels.
   right = sum(row[1] == label for row, label in zip(predictions[1:], dev_labels))
-  assert scores["accuracy"] == right / 200
+  assert scores["accuracy"] == 100.0 * (right / 200)
   assert os.listdir(out / "train")  # TensorBoard events.
   plain = BertClassifier(BertConfig(**TINY), 2)
   plain.build()
@@ -244,7 +244,7 @@ def test_sts_b_regression_trains_in_mixed_precision_and_reports_correlations(tmp
   assert result["train"]["steps"] == 2 and np.isfinite(result["train"]["loss"])
   # mixed_float16 alone scales the loss (2**15 at first; halved on each skipped step).
   assert ("loss_scale" in result["train"]) == (dtype == "mixed_float16")
-  assert sorted(result["eval"]["dev"]) == ["num_examples", "pearson", "spearman"]
+  assert sorted(result["eval"]["dev"]) == ["loss", "num_examples", "pearson", "spearman"]
   scores = [float(row[1]) for row in _read_tsv(tmp_path / dtype / "dev_predictions.tsv")[1:]]
   assert len(scores) == 11 and len(set(scores)) > 1
 
@@ -276,7 +276,7 @@ def test_mnli_evaluates_matched_and_mismatched_and_predicts_both_test_files(tmp_
   gold = [labels[i % 3] for i in range(7)]
   written = _read_tsv(tmp_path / "mnli" / "dev_matched_predictions.tsv")[1:]
   right = sum(r[1] == g for r, g in zip(written, gold))
-  assert result["eval"]["dev_matched"]["accuracy"] == right / 7
+  assert result["eval"]["dev_matched"]["accuracy"] == 100.0 * (right / 7)
 
 
 def test_custom_csv_task_trains_and_evaluates(tmp_path):
@@ -290,7 +290,7 @@ def test_custom_csv_task_trains_and_evaluates(tmp_path):
       tmp_path, "custom", task_name="custom", custom=custom, do_train=True, do_eval=True,
       max_train_steps=1, train_batch_size=4))
   assert result["train"]["steps"] == 1
-  assert sorted(result["eval"]["dev"]) == ["accuracy", "num_examples"]
+  assert sorted(result["eval"]["dev"]) == ["accuracy", "loss", "num_examples"]
   assert result["eval"]["dev"]["num_examples"] == 5
   assert _read_json(tmp_path / "custom" / "run_config.json")["custom"]["labels"] == [
       "bad", "ok", "great"]
@@ -452,7 +452,7 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(m
   assert run.returncode == 0, run.stderr[-3000:]
   scores = _read_json(out / "eval_results.json")
   assert json.dumps(scores) in run.stdout  # Also printed.
-  assert sorted(scores["dev"]) == ["accuracy", "f1", "num_examples"]
+  assert sorted(scores["dev"]) == ["accuracy", "f1", "loss", "num_examples"]
   assert "steps=3 " in run.stdout  # 3 applied steps = 6 micro-steps of 8 on 2 replicas.
   assert _read_json(out / "run_config.json")["gradient_accumulation_steps"] == 2
   recorded = (out / "flags.txt").read_text().splitlines()  # Replays with --flagfile.
@@ -580,6 +580,7 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
   assert len(_read_tsv(mw / "dev_predictions.tsv")) == 1 + 200
   assert _read_json(mw / "eval_results.json") == _read_json(straight / "eval_results.json")
   rows_mw, rows_mi = _rows(mw), _rows(straight)
+  assert all("loss" in r for r in rows_mw + rows_mi)  # Eval rows too: the held-out loss.
   assert [(r["step"], r.get("split")) for r in rows_mw] == [
       (r["step"], r.get("split")) for r in rows_mi]
   assert [r.get("loss", r.get("accuracy")) for r in rows_mw] == pytest.approx(

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, files
 
 
 def test_write_text_replaces_the_file_and_leaves_no_temporary(tmp_path):
@@ -104,3 +104,57 @@ def test_a_full_disk_leaves_nothing_under_the_final_name(small_disk):
   assert result.stdout.startswith("failed"), (small_disk.kind, result.stdout)
   assert small_disk.files() == []
   assert time.perf_counter() - start < 60
+
+
+
+def test_on_a_url_filesystem_a_failing_writer_leaves_the_old_file_and_no_temporary(ram_root):
+  path = f"{ram_root}/results.json"
+  atomic.write_json(path, {"f1": 1})
+
+  def write(temporary):
+    with files.open_file(temporary, "w") as f:
+      f.write("half")
+    raise OSError(28, "No space left on device")
+
+  with pytest.raises(OSError, match="No space"):
+    atomic.write_with(path, write)
+  assert files.read_text(path) == '{\n  "f1": 1\n}\n'
+  assert files.listdir(ram_root) == ["results.json"]
+
+
+def test_on_a_url_filesystem_a_directory_is_replaced_as_a_whole(ram_root):
+  final = f"{ram_root}/export"
+  files.makedirs(final)
+  atomic.write_text(f"{final}/old.txt", "old")
+
+  def write(temporary):
+    files.mkdir(temporary)
+    atomic.write_text(f"{temporary}/new.txt", "new")
+
+  atomic.write_with(final, write)
+  assert files.listdir(final) == ["new.txt"]
+  assert files.listdir(ram_root) == ["export"]
+
+
+def test_on_a_url_filesystem_a_file_set_moves_its_marker_last(ram_root):
+  atomic.write_text(f"{ram_root}/user.txt", "not ours")
+  with atomic.file_set(ram_root, "config.json") as staging:
+    atomic.write_text(f"{staging}/model.safetensors", "weights")
+    atomic.write_text(f"{staging}/config.json", "{}")
+  assert sorted(files.listdir(ram_root)) == ["config.json", "model.safetensors", "user.txt"]
+  with pytest.raises(FileNotFoundError, match="config.json was not written"):
+    with atomic.file_set(ram_root, "config.json") as staging:
+      atomic.write_text(f"{staging}/model.safetensors", "other weights")
+  assert files.read_text(f"{ram_root}/model.safetensors") == "weights"
+  assert sorted(files.listdir(ram_root)) == ["config.json", "model.safetensors", "user.txt"]
+
+
+def test_on_a_url_filesystem_every_other_processes_temporary_is_stale(ram_root):
+  # Process IDs of other machines sharing a bucket mean nothing here: only this process's
+  # own temporaries are kept.
+  other = f"{ram_root}/{atomic.TEMP_PREFIX}{os.getpid() + 1}-{'0' * 32}"
+  atomic.write_text(other, "partial shard")
+  mine = atomic.temporary_sibling(f"{ram_root}/x")
+  atomic.write_text(mine, "being written")
+  assert atomic.remove_stale_temporaries(ram_root) == [other]
+  assert files.listdir(ram_root) == [os.path.basename(mine)]

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tests import helpers
-from tfbert.runtime import atomic, run_directory
+from tfbert.runtime import atomic, files, run_directory
 from tfbert.runtime.run_directory import RunDirectoryError, RunRecord
 
 REPO = helpers.ROOT
@@ -188,3 +188,44 @@ def test_an_output_inside_another_run_is_refused_before_anything_is_written(tmp_
   assert run_directory.other_run(str(old), str(new)) == str(old)
   assert run_directory.other_run(str(old / "a" / "b"), str(new)) == str(old)
   assert run_directory.other_run(str(old / "a"), str(old)) is None
+
+
+
+def test_a_url_run_directory_is_claimed_checked_and_locked_within_the_process(ram_root):
+  run = f"{ram_root}/run"
+  with run_directory.claim(run, _records()) as lock:
+    assert lock.created
+    assert files.read_text(f"{run}/{run_directory.LOCK_FILE}").startswith(f"{os.getpid()}@")
+    # No flock on such a filesystem: a second claim of this process is still refused.
+    with pytest.raises(RunDirectoryError, match="in use by another run of this process"):
+      run_directory.claim(run, _records())
+    run_directory.write_records(run, _records(), flagfile="--learning_rate=0.0001\n")
+  with pytest.raises(RunDirectoryError, match=r"learning_rate: 0\.0001 -> 0\.0002"):
+    run_directory.claim(run, _records(learning_rate=2e-4))
+  run_directory.claim(run, _records(log_steps=3)).release()  # Released after the refusal.
+  assert sorted(files.listdir(run)) == sorted(
+      [run_directory.LOCK_FILE, "bert_config.json", "run_config.json", "flags.txt"])
+
+
+def test_a_url_run_that_fails_before_its_first_step_does_not_own_its_directory(ram_root):
+  fresh = f"{ram_root}/fresh"
+  with pytest.raises(RuntimeError, match="before the first step"):
+    with run_directory.claim(fresh, _records()):
+      run_directory.write_records(fresh, _records())
+      raise RuntimeError("before the first step")
+  assert not files.exists(fresh)
+  files.makedirs(f"{fresh}/checkpoints")  # One that got to a checkpoint keeps it.
+  atomic.write_text(f"{fresh}/checkpoints/ckpt-1.index", "")
+  assert run_directory.has_checkpoint(fresh) and run_directory.has_trained(fresh)
+
+
+def test_a_url_output_inside_another_url_run_is_refused(ram_root):
+  old, new = f"{ram_root}/old", f"{ram_root}/new"
+  run_directory.claim(old, [RunRecord("run_config.json", {"a": 1})]).release()
+  with pytest.raises(RunDirectoryError, match=rf"export_dir {old}/export lies inside another "
+                     rf"run's directory {old}, not this run's {new} "):
+    run_directory.claim(new, [], outputs={"export_dir": f"{old}/export"})
+  assert not files.exists(new)
+  assert run_directory.other_run(f"{old}/a/b", new) == old
+  assert run_directory.other_run(f"{new}/export", new) is None
+  assert run_directory.other_run(f"{ram_root}/elsewhere/x", new) is None

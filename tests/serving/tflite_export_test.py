@@ -169,7 +169,7 @@ def test_unchecked_the_file_reads_a_row_for_a_negative_id(exports, features):
 @pytest.mark.parametrize("path, kwargs, message", [
     ("m.tflite", dict(seq_length=20), "seq_length 20 is outside [1, 19]"),
     ("m.tflite", dict(seq_length=0), "seq_length 0 is outside"),
-    ("m.onnx", dict(seq_length=7), "must be a local .tflite file"),
+    ("m.onnx", dict(seq_length=7), "must be a .tflite file"),
     ("m.tflite", dict(seq_length=7, labels=("a", "b")), "2 label(s) ['a', 'b'] for a model "
      "with 3 output(s)"),
 ])

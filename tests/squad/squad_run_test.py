@@ -529,6 +529,14 @@ def test_evaluation_during_training_scores_the_predict_file_and_keeps_the_best(t
   evals = [r for r in rows if r.get("split") == "eval"]
   assert [r["step"] for r in evals] == [2, 4, 5]
   assert [r["step"] for r in rows if "split" not in r] == [1, 2, 3, 4, 5]
+  # TensorBoard's eval run holds the held-out loss under the training loss's tag, so the
+  # two curves overlay; its values are metrics.jsonl's.
+  train_tags, eval_tags = (helpers.tensorboard_scalars(out / run) for run in ("train", "eval"))
+  assert [s for s, _ in train_tags["loss"]] == [1, 2, 3, 4, 5]
+  assert eval_tags["loss"] == [(r["step"], pytest.approx(r["loss"], rel=1e-6)) for r in evals]
+  assert all(0 < r["loss"] < 10 for r in evals), evals  # A span loss: 2 x log(S) at most-ish.
+  # The first log window (step 1) is the tracing step alone: it has no speed point.
+  assert [s for s, _ in train_tags["examples_per_second"]] == [2, 3, 4, 5]
   assert {k: evals[-1][k] for k in ("exact_match", "f1")} == result["scores"]
   best = _read(out / "best" / "eval_results.json")
   assert best["best_metric"] == "f1"

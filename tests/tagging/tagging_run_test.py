@@ -119,7 +119,16 @@ def test_tiny_model_learns_the_context_task_far_above_the_word_baseline(ner_dir)
                         str(out / "dev_predictions.conll")], capture_output=True, text=True,
                        timeout=300, check=False, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
   assert run.returncode == 0, run.stderr[-3000:]
-  assert json.loads(run.stdout) == {k: v for k, v in scores.items() if k != "num_sentences"}
+  assert json.loads(run.stdout) == {k: v for k, v in scores.items()
+                                    if k not in ("num_sentences", "loss")}
+  # The held-out loss (the training loss on the dev windows) is in TensorBoard's eval run
+  # beside the entity scores, at each evaluation, and fell as the model learnt.
+  eval_tags = helpers.tensorboard_scalars(out / "eval")
+  assert {"loss", "f1", "precision", "recall", "accuracy"} <= set(eval_tags)
+  steps = trained["train"]["steps"]
+  assert [s for s, _ in eval_tags["loss"]] == list(range(60, steps, 60)) + [steps]
+  assert eval_tags["loss"][-1][1] == pytest.approx(scores["loss"], rel=1e-6)
+  assert scores["loss"] < eval_tags["loss"][0][1], eval_tags["loss"]
   # A run that only predicts, from model.keras alone (its labels travel in the model).
   reloaded = tagging_run.run_ner(_run_config(
       tmp_path, "reloaded", do_train=False, do_eval=True, bert_config_file=None,

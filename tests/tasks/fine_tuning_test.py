@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfbert import BertClassifier, BertConfig
+from tfbert import BertClassifier, BertConfig, BertSpanLabeler, BertTokenClassifier
 from tfbert.checkpoints import pretrained
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.squad.squad_run import SquadRunConfig
@@ -237,3 +237,50 @@ def test_each_config_names_only_its_own_fields_among_what_a_rerun_may_change():
   assert {"do_predict", "postprocess"} <= SquadRunConfig.RERUN_MAY_CHANGE
   assert {"do_eval", "eval_file"} <= NerRunConfig.RERUN_MAY_CHANGE
   assert "skip_malformed_rows" in ClassifierRunConfig.RERUN_MAY_CHANGE
+
+
+def _log_softmax(logits):
+  logits = logits.astype(np.float64)
+  shifted = logits - logits.max(axis=-1, keepdims=True)
+  return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def test_eval_loss_is_the_training_loss_averaged_over_every_example():
+  """Against float64 NumPy: the classifier's cross-entropy and squared error, the tagger's
+  per-window mean over labelled positions (ignored: -1; a window without any counts 0),
+  the span labeler's mean of start and end. float32 logits of magnitude <= 3: the model's
+  float32 losses match float64 within 1e-6 relative."""
+  rng = np.random.default_rng(7)
+  logits = rng.normal(size=(9, 3)).astype(np.float32)
+  classes = rng.integers(0, 3, 9)
+  expected = -np.mean(_log_softmax(logits)[np.arange(9), classes])
+  got = fine_tuning.eval_loss(BertClassifier(CONFIG, 3), {"logits": logits},
+                              {"logits": classes.astype(np.int32)})
+  assert got == pytest.approx(expected, rel=1e-6)
+  scores = rng.normal(size=(9, 1)).astype(np.float32)
+  targets = rng.normal(size=(9, 1)).astype(np.float32)
+  got = fine_tuning.eval_loss(BertClassifier(CONFIG, 1), {"logits": scores},
+                              {"logits": targets})
+  assert got == pytest.approx(np.mean((scores.astype(np.float64) - targets) ** 2), rel=1e-6)
+
+  tag_logits = rng.normal(size=(5, 7, 4)).astype(np.float32)
+  label_ids = rng.integers(-1, 4, (5, 7)).astype(np.int32)
+  label_ids[2] = -1  # A window with no labelled position.
+  log_probs = _log_softmax(tag_logits)
+  per_window = []
+  for window in range(5):
+    labelled = [p for p in range(7) if label_ids[window, p] >= 0]
+    per_window.append(-np.mean([log_probs[window, p, label_ids[window, p]] for p in labelled])
+                      if labelled else 0.0)
+  got = fine_tuning.eval_loss(BertTokenClassifier(CONFIG, [f"t{i}" for i in range(4)]),
+                              {"logits": tag_logits}, label_ids)
+  assert got == pytest.approx(np.mean(per_window), rel=1e-6)
+
+  start, end = (rng.normal(size=(6, 11)).astype(np.float32) for _ in range(2))
+  starts, ends = rng.integers(0, 11, 6), rng.integers(0, 11, 6)
+  expected = -np.mean(0.5 * (_log_softmax(start)[np.arange(6), starts]
+                             + _log_softmax(end)[np.arange(6), ends]))
+  got = fine_tuning.eval_loss(BertSpanLabeler(CONFIG), {"start_logits": start, "end_logits": end},
+                              {"start_logits": starts.astype(np.int32),
+                               "end_logits": ends.astype(np.int32)})
+  assert got == pytest.approx(expected, rel=1e-6)

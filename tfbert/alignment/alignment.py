@@ -30,7 +30,6 @@ CPU devices), except multi-worker ones, which run as worker processes
 import dataclasses
 import json
 import math
-import os
 import re
 import sys
 from typing import Optional, Sequence
@@ -38,7 +37,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from tfbert.config import BertConfig
-from tfbert.runtime import validation
+from tfbert.runtime import files, validation
 from tfbert.training import optimization
 
 EXECUTIONS = ("eager", "graph", "xla")
@@ -298,8 +297,8 @@ def format_table(pairs: Sequence[PairReport]) -> str:
 
 
 def write_report(path: str, report: dict) -> None:
-  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  with open(path, "w", encoding="utf-8") as f:
+  files.makedirs(files.parent(path))
+  with files.open_file(path, "w") as f:
     json.dump(report, f, indent=1)
     f.write("\n")
 

@@ -6,6 +6,8 @@ matplotlib.use("Agg")  # Files only; no display needed.
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from tfbert.runtime import files  # noqa: E402
+
 
 def plot_curves(report: dict, path: str, title: str = "") -> str:
   """Writes `report` (`tfbert.alignment.alignment.report_json`) as a two-panel PNG; returns `path`.
@@ -37,6 +39,7 @@ def plot_curves(report: dict, path: str, title: str = "") -> str:
   bottom.set_ylabel("relative deviation")
   bottom.legend(fontsize=8)
   figure.tight_layout()
-  figure.savefig(path)
+  with files.open_file(path, "wb") as f:  # Any filesystem (`tfbert.runtime.files`).
+    figure.savefig(f, format="png")
   plt.close(figure)
   return path

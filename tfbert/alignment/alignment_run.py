@@ -29,6 +29,7 @@ from tfbert.checkpoints import convert, google_checkpoint, pretrained
 from tfbert.classifier import classifier_run
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
+from tfbert.runtime import files
 from tfbert.squad import squad_features, squad_run
 from tfbert.training import distribution, workers
 
@@ -43,7 +44,7 @@ def without_dropout(config):
 def write_initial_checkpoint(config: AlignmentConfig, workdir: str) -> str:
   """Builds the model from `config.seed` once and writes it; returns the checkpoint prefix."""
   prefix = os.path.join(workdir, "init", "bert_model.ckpt")
-  if not os.path.exists(prefix + ".index"):
+  if not files.exists(prefix + ".index"):
     keras.utils.set_random_seed(config.seed)
     bert_config = without_dropout(config.bert_config)
     if config.task == "squad":
@@ -141,9 +142,9 @@ def run_variant(config: AlignmentConfig, variant: Variant, workdir: str, init_ch
 
 
 def _run_workers(run, directory: str, task: str, num_workers: int, timeout: float) -> None:
-  os.makedirs(directory, exist_ok=True)
+  files.makedirs(directory)
   spec = os.path.join(directory, SPEC_FILE)
-  with open(spec, "w", encoding="utf-8") as f:
+  with files.open_file(spec, "w") as f:
     json.dump({"task": task, "config": json.loads(run.to_json())}, f, indent=1)
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   results = workers.launch_workers(alignment.python_command(spec), num_workers, timeout,
@@ -158,7 +159,7 @@ def _run_workers(run, directory: str, task: str, num_workers: int, timeout: floa
 
 def read_losses(model_dir: str) -> list[float]:
   """The per-step `loss` of a run's metrics.jsonl (logged every step; evaluations aside)."""
-  with open(os.path.join(model_dir, "metrics.jsonl"), encoding="utf-8") as f:
+  with files.open_file(os.path.join(model_dir, "metrics.jsonl")) as f:
     rows = [row for row in map(json.loads, f) if "split" not in row]
   steps = [r["step"] for r in rows]
   if steps != list(range(1, len(rows) + 1)):
@@ -175,7 +176,7 @@ def run_alignment(config: AlignmentConfig, workdir: str, plot: bool = True,
     its tolerance.
   """
   distribution.configure_cpu_devices(config.replicas_needed)
-  os.makedirs(workdir, exist_ok=True)
+  files.makedirs(workdir)
   init = write_initial_checkpoint(config, workdir)
   curves, final_weights = {}, {}
   for variant in config.variants:

@@ -16,7 +16,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 def run_spec_file(path: str) -> dict:
   """Runs the training saved in `path` ({"task", "config"}); returns the run's result."""
   import json  # pylint: disable=import-outside-toplevel
-  with open(path, encoding="utf-8") as f:
+
+  from tfbert.runtime import files  # pylint: disable=import-outside-toplevel
+  with files.open_file(path) as f:
     spec = json.load(f)
   text = json.dumps(spec["config"])
   if spec["task"] == "squad":

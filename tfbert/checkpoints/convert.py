@@ -21,12 +21,19 @@ beside the output with `tokenizer_config.json` (its casing, checked against the 
 an `hf` output alone. Google and Hugging Face outputs need a vocabulary. Every output
 file appears under its final name only when complete (`tfbert.runtime.atomic`), with mode 0644
 less the umask; a bad input names its file and what is wrong with it.
+
+Inputs and outputs may be URLs (`gs://...`, any `tf.io.gfile` filesystem:
+`tfbert.runtime.files`), with the same staging and renames (the filesystem's: on object stores
+a copy then a delete, see `tfbert.runtime.atomic`). Keras and safetensors read and write local
+files only: a `.keras` file on a URL goes through a local temporary copy, safetensors through
+memory.
 """
 
+import contextlib
 import os
-import shutil
+import tempfile
 import zipfile
-from typing import Mapping, Optional, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
 import keras
 import numpy as np
@@ -35,7 +42,7 @@ from tfbert.checkpoints import google_checkpoint, huggingface
 from tfbert.config import BertConfig
 from tfbert.encoder import BertEncoder
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, files
 from tfbert.text import casing
 
 FORMATS = ("google", "hf", "tfbert")
@@ -84,21 +91,35 @@ def read_tfbert_model(path: str) -> keras.Model:
       corrupt archive (Keras itself says "File not found" for those), a model Keras cannot
       load, or a Keras model that is not a tfbert one.
   """
-  if not os.path.exists(path):
+  if not files.exists(path):
     raise FileNotFoundError(f"tfbert model file not found: {path}")
-  if not path.endswith(".keras") or os.path.isdir(path):
+  if not path.endswith(".keras") or files.isdir(path):
     raise ValueError(f"{path}: a tfbert model must be a .keras file")
-  problem = _keras_archive_problem(path)
-  if problem:
-    raise ValueError(f"{path}: not a valid .keras file ({problem})")
-  try:
-    model = keras.saving.load_model(path, compile=False)
-  except Exception as e:  # Keras raises many types; all mean "this file does not load".
-    message = " ".join(str(e).split())[:300]
-    raise ValueError(f"{path}: Keras cannot load it ({type(e).__name__}: {message})") from e
+  with _local_copy(path) as local:
+    problem = _keras_archive_problem(local)
+    if problem:
+      raise ValueError(f"{path}: not a valid .keras file ({problem})")
+    try:
+      model = keras.saving.load_model(local, compile=False)
+    except Exception as e:  # Keras raises many types; all mean "this file does not load".
+      message = " ".join(str(e).split())[:300]
+      raise ValueError(f"{path}: Keras cannot load it ({type(e).__name__}: {message})") from e
   if not isinstance(model, TFBERT_MODELS):
     raise ValueError(f"{path}: not a tfbert model: holds a keras {type(model).__name__}")
   return model
+
+
+@contextlib.contextmanager
+def _local_copy(path: str) -> Iterator[str]:
+  """`path` itself when local; for a URL (`gs://...`) a local temporary copy of it (Keras'
+  checks of a `.keras` name and zip archive read local files), removed afterwards."""
+  if not files.is_url(path):
+    yield path
+    return
+  with tempfile.TemporaryDirectory(prefix="tfbert-keras-") as directory:
+    local = os.path.join(directory, os.path.basename(path))
+    files.copy(path, local)
+    yield local
 
 
 def _keras_archive_problem(path: str) -> Optional[str]:
@@ -139,25 +160,36 @@ def save_tfbert_model(model: keras.Model, path: str, vocab_file: Optional[str] =
   """
   if not path.endswith(".keras"):
     raise ValueError(f"a tfbert model file must end in .keras, got {path!r}")
-  directory = os.path.dirname(os.path.abspath(path))
-  os.makedirs(directory, exist_ok=True)
+  directory = files.parent(path)
+  files.makedirs(directory)
   with atomic.file_set(directory, os.path.basename(path), "keras") as staging:
     try:
-      model.save(os.path.join(staging, os.path.basename(path)))
+      _save_keras(model, os.path.join(staging, os.path.basename(path)))
     except OSError as e:  # Keras' names no file, or the staging one.
       raise OSError(f"cannot write {path}: {e.strerror or e}") from e
     if vocab_file and do_lower_case is not None:
       huggingface.write_tokenizer_files(staging, vocab_file, do_lower_case,
                                         model.config.max_position_embeddings)
     elif vocab_file:
-      shutil.copyfile(vocab_file, os.path.join(staging, "vocab.txt"))
+      files.copy(vocab_file, os.path.join(staging, "vocab.txt"))
+
+
+def _save_keras(model: keras.Model, path: str) -> None:
+  """`model.save(path)`; for a URL, saved to a local temporary file first and copied over."""
+  if not files.is_url(path):
+    model.save(path)
+    return
+  with tempfile.TemporaryDirectory(prefix="tfbert-keras-") as directory:
+    local = os.path.join(directory, os.path.basename(path))
+    model.save(local)
+    files.copy(local, path)
 
 
 def source_vocab_file(fmt: str, path: str) -> Optional[str]:
   """The `vocab.txt` beside a checkpoint of format `fmt` at `path`, if there is one."""
-  directory = path if fmt == "hf" else os.path.dirname(os.path.abspath(path))
+  directory = path if fmt == "hf" else files.parent(path)
   vocab = os.path.join(directory, "vocab.txt")
-  return vocab if os.path.isfile(vocab) else None
+  return vocab if files.isfile(vocab) else None
 
 
 def read_model(fmt: str, path: str, config_file: Optional[str] = None) -> keras.Model:

@@ -17,7 +17,6 @@ wrong with it (missing, truncated, corrupt) instead of TensorFlow's bare `IndexE
 import dataclasses
 import os
 import re
-import shutil
 from typing import Mapping, Optional, Sequence
 
 import keras
@@ -26,7 +25,7 @@ import tensorflow as tf
 
 from tfbert.checkpoints import google_names, huggingface
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, files
 
 # What a user may pass instead of the prefix: one of the checkpoint's own files.
 _PART_SUFFIX = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
@@ -97,7 +96,9 @@ def _open_index(prefix: str):
       hint = f"; give the prefix {_PART_SUFFIX.sub('', prefix)}, without the file's suffix"
     raise FileNotFoundError(f"no checkpoint at {prefix!r} ({index} does not exist{hint})")
   try:
-    return tf.train.load_checkpoint(prefix)
+    # The prefix itself, not `tf.train.load_checkpoint`'s reading of it: that takes a
+    # directory's latest checkpoint, and `ram://` calls any prefix of a file a directory.
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
   except (tf.errors.OpError, IndexError, ValueError, RuntimeError) as e:
     raise ValueError(f"checkpoint {prefix}: index file {index} is truncated or corrupt "
                      f"({_one_line(e)})") from e
@@ -225,7 +226,7 @@ def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
 
   Args:
     weights: `{google_name: array}`.
-    prefix: the local checkpoint prefix, e.g. `.../bert_model.ckpt`.
+    prefix: the checkpoint prefix, local or a URL, e.g. `.../bert_model.ckpt`.
     config: written as `bert_config.json` beside the checkpoint when given.
     vocab_file: copied as `vocab.txt` beside the checkpoint when given.
     do_lower_case: with `vocab_file`, the tokenizer's JSON files are written too
@@ -234,8 +235,8 @@ def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
   Raises:
     OSError: naming `prefix`, when a file cannot be written (a full disk).
   """
-  directory = os.path.dirname(os.path.abspath(prefix))
-  os.makedirs(directory, exist_ok=True)
+  directory = files.parent(prefix)
+  files.makedirs(directory)
   base = os.path.basename(prefix)
   names = sorted(weights)
   try:
@@ -249,7 +250,7 @@ def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
         max_length = config.max_position_embeddings if config else 512
         huggingface.write_tokenizer_files(staging, vocab_file, do_lower_case, max_length)
       elif vocab_file:
-        shutil.copyfile(vocab_file, os.path.join(staging, "vocab.txt"))
+        files.copy(vocab_file, os.path.join(staging, "vocab.txt"))
   except tf.errors.OpError as e:
     # SaveV2's message names a temporary that is gone: "<graph> <temporary>; <reason> [Op:..]".
     reason = e.message.rsplit(";", 1)[-1].split(" [Op:")[0].strip()

@@ -14,15 +14,14 @@ import dataclasses
 import json
 import os
 import re
-import shutil
 from typing import Any, Mapping, Optional
 
 import numpy as np
 from safetensors import SafetensorError
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import load, load_file, save, save_file
 
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, files
 
 # (Hugging Face name, Google name, transpose). `{i}` is a layer index. Encoder names take an
 # optional `bert.` prefix (BertForPreTraining / BertForQuestionAnswering) or none (BertModel).
@@ -161,15 +160,17 @@ def google_to_hf(weights: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 def read_safetensors(path: str) -> dict[str, np.ndarray]:
   """Reads a `.safetensors` file into numpy arrays (no PyTorch).
 
+  safetensors reads local files only: a URL's file (`gs://...`) is read into memory first.
+
   Raises:
     FileNotFoundError: naming `path`.
     ValueError: naming `path`, for a truncated or corrupt file (safetensors' own message
       names no file).
   """
-  if not os.path.exists(path):
+  if not files.exists(path):
     raise FileNotFoundError(f"safetensors file not found: {path}")
   try:
-    return load_file(path)
+    return load(files.read_bytes(path)) if files.is_url(path) else load_file(path)
   except SafetensorError as e:
     raise ValueError(f"{path}: not a valid safetensors file, truncated or corrupt "
                      f"({' '.join(str(e).split())})") from e
@@ -189,7 +190,7 @@ def load_hf_checkpoint(model_dir: str) -> tuple[BertConfig, dict[str, np.ndarray
       directory holds PyTorch or TensorFlow weights only).
     ValueError: naming the file that is invalid.
   """
-  if not os.path.isdir(model_dir):
+  if not files.isdir(model_dir):
     raise FileNotFoundError(f"Hugging Face model directory not found: {model_dir}")
   config = BertConfig.from_hf_json_file(os.path.join(model_dir, "config.json"))
   path = os.path.join(model_dir, "model.safetensors")
@@ -207,9 +208,9 @@ def check_has_safetensors(model_dir: str) -> None:
   another format transformers writes (`pytorch_model.bin`, a sharded index, `tf_model.h5`),
   with the command that converts it where transformers runs. Without any weight file it
   passes: `read_safetensors` names the missing file."""
-  if os.path.exists(os.path.join(model_dir, "model.safetensors")):
+  if files.exists(os.path.join(model_dir, "model.safetensors")):
     return
-  others = [n for n in OTHER_WEIGHT_FILES if os.path.exists(os.path.join(model_dir, n))]
+  others = [n for n in OTHER_WEIGHT_FILES if files.exists(os.path.join(model_dir, n))]
   if others:
     raise FileNotFoundError(
         f"{model_dir} has {', '.join(others)} but no model.safetensors, the only weight format "
@@ -239,8 +240,7 @@ def read_hf_task(model_dir: str) -> HfTask:
     ValueError: naming the file, when `id2label` does not map the ids 0..C-1 to names.
   """
   path = os.path.join(model_dir, "config.json")
-  with open(path, encoding="utf-8") as f:
-    values = json.load(f)
+  values = json.loads(files.read_text(path))
   architectures = values.get("architectures") or [None]
   id2label = values.get("id2label") or {}
   if not isinstance(id2label, dict) or sorted(map(str, id2label)) != sorted(
@@ -268,11 +268,11 @@ def tokenizer_config(do_lower_case: bool, model_max_length: int) -> dict:
 def write_tokenizer_files(directory: str, vocab_file: str, do_lower_case: bool,
                           model_max_length: int) -> None:
   """Writes `TOKENIZER_FILES` into `directory` (a staging one: no atomicity here)."""
-  shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
+  files.copy(vocab_file, os.path.join(directory, "vocab.txt"))
   for name, value in (("tokenizer_config.json", tokenizer_config(do_lower_case,
                                                                  model_max_length)),
                       ("special_tokens_map.json", SPECIAL_TOKENS_MAP)):
-    with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+    with files.open_file(os.path.join(directory, name), "w") as f:
       f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
@@ -309,15 +309,20 @@ def save_hf_checkpoint(config: BertConfig, weights: Mapping[str, np.ndarray],
   if vocab_file and do_lower_case is None:
     raise ValueError("save_hf_checkpoint: a vocab_file needs its do_lower_case (the "
                      "tokenizer_config.json Hugging Face reads)")
-  os.makedirs(model_dir, exist_ok=True)
+  files.makedirs(model_dir)
   tensors = google_to_hf(weights)
   with atomic.file_set(model_dir, "config.json", "hf") as staging:
+    weights_file = os.path.join(staging, "model.safetensors")
     try:
-      save_file(tensors, os.path.join(staging, "model.safetensors"), metadata={"format": "pt"})
+      if files.is_url(weights_file):  # safetensors writes local files only.
+        with files.open_file(weights_file, "wb") as f:
+          f.write(save(tensors, metadata={"format": "pt"}))
+      else:
+        save_file(tensors, weights_file, metadata={"format": "pt"})
     except SafetensorError as e:  # Names no file.
       raise OSError(f"cannot write {os.path.join(model_dir, 'model.safetensors')}: {e}") from e
     if vocab_file:
       write_tokenizer_files(staging, vocab_file, do_lower_case, config.max_position_embeddings)
-    with open(os.path.join(staging, "config.json"), "w", encoding="utf-8") as f:
+    with files.open_file(os.path.join(staging, "config.json"), "w") as f:
       f.write(json.dumps({**config.to_hf_config(), **(task or {})}, indent=2, sort_keys=True)
               + "\n")

@@ -87,7 +87,7 @@ def export_classifier_saved_model(model: BertClassifier, export_dir: str, vocab_
 
   Args:
     model: the fine-tuned `BertClassifier`.
-    export_dir: local directory to create or replace.
+    export_dir: local directory or URL (`gs://...`) to create or replace.
     vocab_file: its WordPiece vocab (copied into `assets/`).
     do_lower_case: the vocab's casing.
     max_seq_length: S of `classify_text`; at most `max_position_embeddings`.
@@ -138,7 +138,7 @@ def score_classifier(predict_batch: Callable[[dict[str, np.ndarray]], Mapping[st
     batch_size: rows per `predict_batch` call.
 
   Returns:
-    ({metric: fraction, "num_examples": N}, the per-example logits [N, C] or scores [N]).
+    ({metric: percent, "num_examples": N}, the per-example logits [N, C] or scores [N]).
   """
   outputs = tflite_export.predict(predict_batch, features, batch_size)
   if task.is_regression:
@@ -146,5 +146,6 @@ def score_classifier(predict_batch: Callable[[dict[str, np.ndarray]], Mapping[st
   else:
     values = outputs["logits"]
     predicted = np.argmax(values, axis=1)
-  return ({**glue_metrics.compute_metrics(task.metrics, predicted, labels),
+  return ({**glue_metrics.in_percent(glue_metrics.compute_metrics(task.metrics, predicted,
+                                                                   labels)),
            "num_examples": len(labels)}, values)

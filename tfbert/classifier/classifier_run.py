@@ -25,7 +25,9 @@ one runner (`tfbert.tasks.runner.run_task`). It does what the tool's flags ask, 
    `best_metric` (default: the task's first metric) kept in `best/`;
    `early_stopping_patience` may end the run early.
 3. Evaluation (`do_eval`): every dev file of the task (MNLI: matched and mismatched) is
-   predicted and scored with the task's GLUE metrics (`tfbert.classifier.glue_metrics`, fractions).
+   predicted and scored with the task's GLUE metrics (`tfbert.classifier.glue_metrics`) in
+   percent, as GLUE's leaderboard (and every tfbert task) reports them, and with `loss`: the
+   training loss's definition (`BertClassifier.example_losses`) averaged over the dev set.
 4. Prediction (`do_predict`): every test file is predicted.
 Prediction is sharded over every replica of every worker (`fine_tuning.predict`: each
 example scored once); only the chief (worker 0) writes.
@@ -327,15 +329,19 @@ def evaluate(model: BertClassifier, strategy: tf.distribute.Strategy,
              files: list[tuple[str, list[glue_data.InputExample]]], write: bool = True
              ) -> dict[str, dict[str, float]]:
   """Scores every dev file's examples (`files`: [(path, examples)]); writes
-  `<split>_predictions.tsv` (with `write`); returns {split: metrics}."""
+  `<split>_predictions.tsv` (with `write`); returns {split: {metric (percent): value,
+  "loss": the mean training loss, "num_examples": N}}."""
   results = {}
   for path, examples in files:
-    predicted = decisions(predict_logits(model, strategy, examples, tokenizer, task, config),
-                          task)
+    logits = predict_logits(model, strategy, examples, tokenizer, task, config)
+    predicted = decisions(logits, task)
     labels = classifier_features.label_array(examples, task)
     split = glue_data.split_name(path)
-    results[split] = {**glue_metrics.compute_metrics(task.metrics, predicted, labels),
-                      "num_examples": len(examples)}
+    results[split] = {
+        **glue_metrics.in_percent(glue_metrics.compute_metrics(task.metrics, predicted, labels)),
+        "loss": fine_tuning.eval_loss(model, {"logits": logits},
+                                      train_examples({}, labels)[1]),
+        "num_examples": len(examples)}
     if write:
       write_predictions(os.path.join(config.output_dir, f"{split}_predictions.tsv"),
                         examples, predicted, task)

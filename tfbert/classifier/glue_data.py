@@ -36,8 +36,11 @@ How the files are read, and why:
 
 import csv
 import dataclasses
+import io
 import os
-from typing import Optional, Sequence, Union
+from typing import IO, Optional, Sequence, Union
+
+from tfbert.runtime import files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -290,11 +293,41 @@ def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = F
   return result
 
 
+class _GFileReader(io.RawIOBase):
+  """A `tf.io.gfile.GFile` opened "rb" as the raw stream `io.TextIOWrapper` decodes."""
+
+  def __init__(self, f):
+    super().__init__()
+    self._f = f
+
+  def readable(self) -> bool:
+    return True
+
+  def readinto(self, buffer) -> int:
+    data = self._f.read(len(buffer))
+    buffer[:len(data)] = data
+    return len(data)
+
+  def close(self) -> None:
+    if not self.closed:
+      self._f.close()
+    super().close()
+
+
+def _open_text(path: str) -> IO[str]:
+  """`path` as UTF-8 text, a byte-order mark dropped and line ends kept as read (the csv
+  module's `newline=""`), streamed from a local file or a URL (`tfbert.runtime.files`)."""
+  if not files.is_url(path):
+    return open(path, encoding="utf-8-sig", newline="")
+  return io.TextIOWrapper(io.BufferedReader(_GFileReader(files.open_file(path, "rb"))),
+                          encoding="utf-8-sig", newline="")
+
+
 def _rows(path: str, layout: Layout):
   """(1-based line where the row starts, fields) of every non-blank row."""
   quoting = dict(quotechar='"') if layout.quoting else dict(quoting=csv.QUOTE_NONE)
   try:
-    f = open(path, encoding="utf-8-sig", newline="")
+    f = _open_text(path)
   except FileNotFoundError:
     raise FileNotFoundError(f"task file not found: {path}") from None
   with f:

@@ -16,12 +16,21 @@ values and against scikit-learn/SciPy:
 * pearson: the sample correlation of predictions and labels; NaN when either is constant.
 * spearman: the Pearson correlation of the ranks, ties given their average rank.
 
-All are fractions (GLUE's leaderboard shows them x100). Shape legend: N examples.
+All are fractions, as scikit-learn's; `in_percent` gives them x100, as GLUE's leaderboard
+shows them and as every tfbert run reports its scores (`docs/metrics.md`). Shape legend: N
+examples.
 """
 
 from typing import Callable, Sequence
 
 import numpy as np
+
+PERCENT = 100.0  # A fraction's value in percent: the run's reporting unit.
+
+
+def in_percent(metrics: dict[str, float]) -> dict[str, float]:
+  """`compute_metrics`' fractions x100 (GLUE's leaderboard form; a NaN stays NaN)."""
+  return {name: PERCENT * float(value) for name, value in metrics.items()}
 
 
 def accuracy(predictions: np.ndarray, labels: np.ndarray) -> float:

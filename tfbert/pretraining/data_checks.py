@@ -38,6 +38,7 @@ import tensorflow as tf
 from google.protobuf import message
 
 from tfbert.pretraining import input_pipeline
+from tfbert.runtime import files
 
 _HEADER = struct.Struct("<QI")  # length, masked CRC-32C of the length
 _FOOTER = struct.Struct("<I")  # masked CRC-32C of the data
@@ -93,13 +94,13 @@ def masked_crc32c(data: bytes) -> int:
 
 
 def _open(path: str, buffering: int = 1 << 20):
-  if "://" in path:  # gs://, hdfs://, ...: TensorFlow's file system layer.
-    return tf.io.gfile.GFile(path, "rb")
+  if files.is_url(path):  # gs://, hdfs://, ram://, ...: TensorFlow's file system layer.
+    return files.open_file(path, "rb")
   return open(path, "rb", buffering=buffering)  # pylint: disable=consider-using-with
 
 
 def _size(path: str) -> int:
-  return tf.io.gfile.stat(path).length if "://" in path else os.path.getsize(path)
+  return files.size(path)
 
 
 def _framing_error(path: str, index: int, offset: int, what: str) -> DataFileError:
@@ -326,10 +327,9 @@ def _summary_of(path: str, cache: dict) -> tuple:
   summary_path = os.path.join(os.path.dirname(path), f"{match.group('prefix')}-summary.json")
   if summary_path not in cache:
     cache[summary_path] = None
-    if tf.io.gfile.exists(summary_path):
+    if files.isfile(summary_path):
       try:
-        with tf.io.gfile.GFile(summary_path, "r") as f:
-          cache[summary_path] = json.load(f)
+        cache[summary_path] = json.loads(files.read_text(summary_path))
       except (ValueError, UnicodeDecodeError) as error:
         raise DataFileError(f"{summary_path}: not a valid summary JSON ({error})") from None
       if not isinstance(cache[summary_path], dict):
@@ -443,9 +443,9 @@ def check_pretraining_files(file_patterns: Union[str, Sequence[str]], max_seq_le
   started = time.monotonic()
   settings = {"max_seq_length": max_seq_length,
               "max_predictions_per_seq": max_predictions_per_seq}
-  files = input_pipeline.expand_files(file_patterns)
+  paths = input_pipeline.expand_files(file_patterns)
   summaries, counts, num_bytes = {}, [], 0
-  for path in files:
+  for path in paths:
     summary_path, summary = _summary_of(path, summaries)
     listed = summary and _check_summary(path, summary_path, summary, settings, vocab_size)
     count = scan_tfrecord(path, verify_data)
@@ -458,4 +458,4 @@ def check_pretraining_files(file_patterns: Union[str, Sequence[str]], max_seq_le
       _check_record(path, index, data, settings, vocab_size)
     counts.append(count)
     num_bytes += _size(path)
-  return DataCheck(files, counts, num_bytes, time.monotonic() - started)
+  return DataCheck(paths, counts, num_bytes, time.monotonic() - started)

@@ -20,11 +20,12 @@ no shard glob matches them) in the output directory and renamed when all are com
 the summary JSON is written last, so its presence marks a complete data set. On failure
 the temporary (and any renamed) files are removed by a cleanup that cannot itself fail
 (on a full disk `close()` fails again). A run first removes the temporaries that killed
-runs left behind.
+runs left behind. The input files and the output directory may be URLs (`gs://...`, any
+`tf.io.gfile` filesystem): the renames are then the filesystem's (`tfbert.runtime.files`; on
+an object store a copy then a delete, each file still appearing only complete).
 """
 
 import dataclasses
-import glob
 import os
 import random
 import re
@@ -38,7 +39,7 @@ from tfbert.pretraining import pretraining_instances
 
 # The run's config and its shard choices, defined beside the instances that read most of it.
 from tfbert.pretraining.pretraining_instances import SHARD_ASSIGNMENTS, PretrainingDataConfig  # noqa: F401  (re-exported)
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, files
 from tfbert.text.tokenization import WordPieceTokenizer, load_vocab
 
 _LINES_PER_BATCH = 4096  # Lines tokenized per in-graph call.
@@ -98,6 +99,10 @@ class _Progress:
 def expand_input_files(patterns: Sequence[str]) -> list:
   """Paths of the input files: each glob pattern's matches sorted, duplicates dropped.
 
+  Local paths and URLs (`gs://...`) alike. As in a shell or Python's `glob`, a wildcard
+  matches a hidden name only when the pattern's own name part starts with "."
+  (`tf.io.gfile.glob` alone would match dotfiles).
+
   Raises:
     ValueError: if `patterns` is empty.
     FileNotFoundError: naming a pattern that matches nothing or a path that is not
@@ -105,17 +110,21 @@ def expand_input_files(patterns: Sequence[str]) -> list:
   """
   if not patterns:
     raise ValueError("No input files given")
-  files = []
+  found = []
   for pattern in patterns:
-    matches = sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
+    matches = [pattern]
+    if any(c in pattern for c in "*?["):
+      hidden_ok = os.path.basename(pattern).startswith(".")
+      matches = [m for m in files.glob(pattern)
+                 if hidden_ok or not os.path.basename(m).startswith(".")]
     if not matches:
       raise FileNotFoundError(f"No input file matches {pattern!r}")
     for path in matches:
-      if not os.path.isfile(path):
+      if not files.isfile(path):
         raise FileNotFoundError(f"Input file not found (or not a regular file): {path}")
-      if path not in files:
-        files.append(path)
-  return files
+      if path not in found:
+        found.append(path)
+  return found
 
 
 def _decode(raw: bytes, path: str, stats: CorpusStats) -> str:
@@ -130,7 +139,7 @@ def _decode(raw: bytes, path: str, stats: CorpusStats) -> str:
 def _line_batches(path: str, stats: CorpusStats):
   """Yields lists of stripped lines, read as google-research/bert reads them."""
   try:
-    with open(path, "rb") as f:  # Binary: lines end at b"\n" only, like GFile.
+    with files.open_file(path, "rb") as f:  # Binary: lines end at b"\n" only, like GFile.
       batch = []
       for raw in f:
         batch.append(_decode(raw, path, stats).strip())
@@ -235,7 +244,7 @@ def write_shards(instances: Sequence[pretraining_instances.TrainingInstance], ou
       reason = error.message.strip().splitlines()[0].replace(f"{temps[shard]}; ", "")
       raise OSError(f"Cannot write pretraining shard {finals[shard]}: {reason}") from error
     for temp, final in zip(temps, finals):
-      os.replace(temp, final)  # Atomic per file; the summary (written last) marks the set.
+      files.rename(temp, final)  # Atomic per file; the summary (written last) marks the set.
       renamed.append(final)
   except BaseException:
     _discard(writers, temps + renamed)
@@ -261,10 +270,11 @@ def remove_stale_temporaries(output_dir: str) -> list:
     The removed paths.
   """
   removed = atomic.remove_stale_temporaries(output_dir)
-  for name in sorted(os.listdir(output_dir)):
+  for name in sorted(files.listdir(output_dir)):
     match = _OLD_TEMPORARY.match(name)
-    if match and int(match.group("pid")) != os.getpid() and not atomic.process_alive(
-        int(match.group("pid"))):
+    pid = int(match.group("pid")) if match else os.getpid()
+    # On a URL filesystem another machine's PID means nothing (as in `atomic`).
+    if pid != os.getpid() and (files.is_url(output_dir) or not atomic.process_alive(pid)):
       atomic.remove_quietly(os.path.join(output_dir, name))
       removed.append(os.path.join(output_dir, name))
   return removed
@@ -273,13 +283,13 @@ def remove_stale_temporaries(output_dir: str) -> list:
 def _prepare_output_dir(output_dir: str, prefix: str, num_shards: int,
                         progress: Callable = pretraining_instances.no_progress) -> None:
   """Creates the directory, removes stale temporaries; refuses shards of another count."""
-  os.makedirs(output_dir, exist_ok=True)
+  files.makedirs(output_dir)
   removed = remove_stale_temporaries(output_dir)
   if removed:
     progress(lambda: f"removed {len(removed)} temporary file(s) of killed runs from "
              f"{output_dir}: {[os.path.basename(r) for r in removed][:3]}", force=True)
   ours = set(shard_names(prefix, num_shards))
-  stale = sorted(n for n in os.listdir(output_dir)
+  stale = sorted(n for n in files.listdir(output_dir)
                  if n.startswith(f"{prefix}-") and n.endswith(".tfrecord") and n not in ours)
   if stale:
     raise FileExistsError(f"{output_dir} already holds other shards of {prefix!r} "
@@ -344,8 +354,8 @@ def create_pretraining_data(input_patterns: Sequence[str], output_dir: str,
   if len(instances) < config.num_shards:
     raise ValueError(f"{len(instances)} instances cannot fill {config.num_shards} shards")
   path = summary_path(output_dir, output_prefix)
-  if os.path.exists(path):
-    os.remove(path)  # The old data set is incomplete from here until the new summary.
+  if files.exists(path):
+    files.remove(path)  # The old data set is incomplete from here until the new summary.
   counts = write_shards(instances, output_dir, output_prefix, config, progress)
   summary = _summary(input_files, documents, instances, counts, output_prefix, config,
                      vocab, stats)

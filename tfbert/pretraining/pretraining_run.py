@@ -33,6 +33,12 @@ vocabulary, TFRecord framing), and the directory is claimed (`tfbert.runtime.run
 second concurrent run is refused, and a rerun must record the same model, schedule and data
 (`RERUN_MAY_CHANGE` aside) unless `allow_config_change`.
 
+Every path (`input_files`, `eval_input_files`, `model_dir`, `export_dir`, `init_checkpoint`,
+the data's vocabulary) may be a URL (`gs://bucket/run`, any `tf.io.gfile` filesystem;
+`tfbert.runtime.files`): the run, its resume and its exports work there as on a local disk,
+with what such a filesystem gives (`tfbert.runtime.run_directory` on the lock; renames on
+object stores are a copy and a delete).
+
 Rerunning the same command restores the latest checkpoint. The data position is restored
 too, from the worker's checkpointed tf.data iterator (`tfbert.training.distribution.
 LocalBatches`): file offsets and the shuffle and prefetch buffers, so the resumed run reads
@@ -54,7 +60,6 @@ tests/pretraining/pretraining_run_test.py tells when upstream no longer needs th
 import dataclasses
 import json
 import os
-import shutil
 from typing import Optional, Sequence
 
 import keras
@@ -65,7 +70,7 @@ from tfbert.checkpoints import google_checkpoint
 from tfbert.config import BertConfig
 from tfbert.models import BertPretrainer
 from tfbert.pretraining import data_checks, input_pipeline, pretraining_eval
-from tfbert.runtime import atomic, run_directory, validation
+from tfbert.runtime import atomic, files, run_directory, validation
 from tfbert.serving import export, serving_dtype
 from tfbert.tasks import precision
 from tfbert.training import distribution, optimization, training_loop
@@ -306,7 +311,7 @@ def _start(config: PretrainingRunConfig) -> _Run:
     raise
 
 
-def data_record(files: Sequence[str]) -> dict:
+def data_record(paths: Sequence[str]) -> dict:
   """What the run's data says of itself: its summaries, vocabulary and casing.
 
   From the `create_pretraining_data` summaries beside the files (none for data made by
@@ -315,7 +320,7 @@ def data_record(files: Sequence[str]) -> dict:
   Raises:
     ValueError: the files come from data sets with different vocabularies or casings.
   """
-  summaries = data_checks.data_summaries(files)
+  summaries = data_checks.data_summaries(paths)
   vocabs = {(s.get("config", {}).get("vocab_file"), s.get("config", {}).get("do_lower_case"))
             for s in summaries.values()}
   if len(vocabs) > 1:
@@ -323,7 +328,7 @@ def data_record(files: Sequence[str]) -> dict:
                      f"({sorted(vocabs, key=str)}; summaries {sorted(summaries)}): a model "
                      "learns one vocabulary; remake the data with one --vocab_file")
   vocab_file, do_lower_case = vocabs.pop() if vocabs else (None, None)
-  return {"summaries": sorted(os.path.abspath(p) for p in summaries),
+  return {"summaries": sorted(files.absolute(p) for p in summaries),
           "vocab_file": vocab_file, "do_lower_case": do_lower_case}
 
 
@@ -349,9 +354,9 @@ def _record(run: _Run, config: PretrainingRunConfig, flagfile: Optional[str]) ->
 
 def _copy_vocab(vocab_file: Optional[str], directory: str) -> None:
   """Copies the data's vocabulary into the run directory (a note when there is none)."""
-  if vocab_file and os.path.isfile(vocab_file):
+  if vocab_file and files.isfile(vocab_file):
     atomic.write_with(os.path.join(directory, VOCAB_FILE),
-                      lambda path: shutil.copyfile(vocab_file, path))
+                      lambda path: files.copy(vocab_file, path))
   else:
     logging.info(f"note: no vocabulary recorded beside the data (vocab_file {vocab_file!r}); "
                  f"{directory} will not hold {VOCAB_FILE}")
@@ -413,7 +418,7 @@ def _keep_best(model: BertPretrainer, config: PretrainingRunConfig, data: dict, 
                scores: dict) -> None:
   """Chief: `model_dir/best/`: the model as a Google checkpoint (`google/bert_model.ckpt`,
   vocab beside) and `eval_results.json` (`training_loop.keep_best`)."""
-  vocab = data["vocab_file"] if data["vocab_file"] and os.path.isfile(data["vocab_file"]) else None
+  vocab = data["vocab_file"] if data["vocab_file"] and files.isfile(data["vocab_file"]) else None
   training_loop.keep_best(
       config.model_dir, lambda staging: google_checkpoint.export_google_checkpoint(
           model, os.path.join(staging, "google", "bert_model.ckpt"), vocab_file=vocab),
@@ -428,7 +433,7 @@ def _own_directory(run: _Run, config: PretrainingRunConfig) -> str:
 def _export_directory(run: _Run, config: PretrainingRunConfig) -> str:
   if not run.is_chief:
     return os.path.join(_own_directory(run, config), "export")
-  return os.path.abspath(config.export_dir or os.path.join(config.model_dir, "export"))
+  return files.absolute(config.export_dir or os.path.join(config.model_dir, "export"))
 
 
 def _remove_leftovers(run: _Run, config: PretrainingRunConfig) -> None:
@@ -439,7 +444,7 @@ def _remove_leftovers(run: _Run, config: PretrainingRunConfig) -> None:
   """
   removed = []  # The run directory's own temporaries went when it was claimed.
   export_parent = os.path.dirname(_export_directory(run, config))
-  if os.path.abspath(export_parent) != os.path.abspath(_own_directory(run, config)):
+  if files.absolute(export_parent) != files.absolute(_own_directory(run, config)):
     removed += atomic.remove_stale_temporaries(export_parent)
   run.loop.remove_leftovers(also=removed)
 
@@ -517,30 +522,30 @@ def _export(run: _Run, config: PretrainingRunConfig) -> dict:
     written = {"saved_model": os.path.join(export_dir, "saved_model"), **written}
 
   def write(staging: str) -> None:
-    os.makedirs(staging)
+    files.makedirs(staging)
     if run.is_chief:
       export.export_encoder_saved_model(run.model, os.path.join(staging, "saved_model"),
                                         export_dtype=config.export_dtype)
     vocab = run.data["vocab_file"]
-    vocab = vocab if vocab and os.path.isfile(vocab) else None
+    vocab = vocab if vocab and files.isfile(vocab) else None
     google_checkpoint.export_google_checkpoint(
         run.model, os.path.join(staging, "google", "bert_model.ckpt"), vocab_file=vocab)
 
-  os.makedirs(os.path.dirname(export_dir), exist_ok=True)
+  files.makedirs(os.path.dirname(export_dir))
   atomic.write_with(export_dir, write, tag="export")
   return written
 
 
 def _written(run: _Run, config: PretrainingRunConfig) -> dict:
   """name -> path of the run directory's files (the chief's; another worker's checkpoints)."""
-  written = {"checkpoint": os.path.abspath(run.loop.manager.latest_checkpoint or "")}
+  written = {"checkpoint": files.absolute(run.loop.manager.latest_checkpoint or "")}
   if run.is_chief:
-    written.update(metrics=os.path.abspath(os.path.join(config.model_dir, "metrics.jsonl")),
-                   tensorboard=os.path.abspath(os.path.join(config.model_dir, "train")))
+    written.update(metrics=files.absolute(os.path.join(config.model_dir, "metrics.jsonl")),
+                   tensorboard=files.absolute(os.path.join(config.model_dir, "train")))
     if config.eval_input_files:
-      written["tensorboard_eval"] = os.path.abspath(os.path.join(config.model_dir, "eval"))
-      if os.path.isdir(os.path.join(config.model_dir, BEST_DIR)):
-        written["best"] = os.path.abspath(os.path.join(config.model_dir, BEST_DIR))
+      written["tensorboard_eval"] = files.absolute(os.path.join(config.model_dir, "eval"))
+      if files.isdir(os.path.join(config.model_dir, BEST_DIR)):
+        written["best"] = files.absolute(os.path.join(config.model_dir, BEST_DIR))
   return written
 
 

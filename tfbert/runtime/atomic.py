@@ -14,14 +14,23 @@ is the one raised.
 
 Final files get mode 0644 less the umask (a `mkstemp` file would stay 0600, unreadable to
 a model server running as another user).
+
+**URLs** (`gs://`, `s3://`, `hdfs://`, `ram://`: any `tf.io.gfile` filesystem, through
+`tfbert.runtime.files`) get the same staging and renames, with what the filesystem gives: a
+rename there is the filesystem's (on object stores a copy then a delete: a single file still
+appears only complete, since an object is visible only once uploaded, but a directory is moved
+file by file, and a `file_set`'s marker still comes last); no `fsync` and no file modes; and
+process IDs of other machines mean nothing, so `remove_stale_temporaries` there removes every
+temporary but this process's (a claimed run directory is one run's).
 """
 
 import contextlib
 import json
 import os
-import shutil
 import uuid
 from typing import Any, Callable, Iterator
+
+from tfbert.runtime import files
 
 TEMP_PREFIX = ".tfbert-tmp-"
 
@@ -42,7 +51,7 @@ def temporary_sibling(path: str, tag: str = "") -> str:
   Returns:
     `<dir>/.tfbert-tmp-<pid>-<32 hex digits>[-tag]`.
   """
-  directory = os.path.dirname(os.path.abspath(path))
+  directory = files.parent(path)
   suffix = f"-{tag}" if tag else ""
   return os.path.join(directory, f"{TEMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex}{suffix}")
 
@@ -55,11 +64,16 @@ def is_temporary(name: str) -> bool:
 def remove_quietly(path: str) -> None:
   """Removes a file or directory tree; never raises (cleanup after another error)."""
   try:
-    if os.path.isdir(path) and not os.path.islink(path):
-      shutil.rmtree(path, ignore_errors=True)
+    if files.is_url(path):
+      if files.isdir(path):
+        files.rmtree(path)
+      else:
+        files.remove(path)
+    elif os.path.isdir(path) and not os.path.islink(path):
+      files.rmtree(path)
     else:
       os.remove(path)
-  except OSError:
+  except Exception:  # pylint: disable=broad-except  # OSError, or a filesystem's OpError.
     pass
 
 
@@ -72,7 +86,7 @@ def atomic_path(path: str, tag: str = "") -> Iterator[str]:
   existing *directory* goes through `replace_directory`.
 
   Args:
-    path: the final local path (its directory must exist).
+    path: the final path, local or a URL (its directory must exist).
     tag: optional label of the temporary (see `temporary_sibling`).
 
   Yields:
@@ -81,13 +95,14 @@ def atomic_path(path: str, tag: str = "") -> Iterator[str]:
   temporary = temporary_sibling(path, tag)
   try:
     yield temporary
-    if os.path.isdir(temporary):
+    if files.isdir(temporary):
       replace_directory(temporary, path)
     else:
-      os.chmod(temporary, 0o666 & ~_umask())
-      os.replace(temporary, path)
+      if not files.is_url(temporary):
+        os.chmod(temporary, 0o666 & ~_umask())
+      files.rename(temporary, path)
   finally:
-    if os.path.lexists(temporary):
+    if files.exists(temporary):
       remove_quietly(temporary)
 
 
@@ -99,13 +114,14 @@ def write_with(path: str, write: Callable[[str], Any], tag: str = "") -> str:
 
 
 def write_text(path: str, text: str) -> str:
-  """Writes UTF-8 `text` to `path` atomically (fsynced before the rename); returns `path`."""
+  """Writes UTF-8 `text` to `path` atomically (fsynced first if local); returns `path`."""
 
   def write(temporary):
-    with open(temporary, "w", encoding="utf-8") as f:
+    with files.open_file(temporary, "w") as f:
       f.write(text)
-      f.flush()
-      os.fsync(f.fileno())
+      if not files.is_url(temporary):
+        f.flush()
+        os.fsync(f.fileno())
 
   return write_with(path, write)
 
@@ -144,19 +160,20 @@ def file_set(directory: str, marker: str, tag: str = "") -> Iterator[str]:
     FileNotFoundError: the block did not write `marker` (nothing is moved).
   """
   staging = temporary_sibling(os.path.join(directory, marker), tag)
-  os.mkdir(staging)
+  files.mkdir(staging)
   try:
     yield staging
-    names = sorted(os.listdir(staging))
+    names = sorted(files.listdir(staging))
     if marker not in names:
       raise FileNotFoundError(f"{marker} was not written; nothing moved into {directory}")
     others = [name for name in names if name != marker]
-    if others and os.path.lexists(os.path.join(directory, marker)):
-      os.remove(os.path.join(directory, marker))
+    if others and files.exists(os.path.join(directory, marker)):
+      files.remove(os.path.join(directory, marker))
     mode = 0o666 & ~_umask()
     for name in others + [marker]:
-      os.chmod(os.path.join(staging, name), mode)
-      os.replace(os.path.join(staging, name), os.path.join(directory, name))
+      if not files.is_url(staging):
+        os.chmod(os.path.join(staging, name), mode)
+      files.rename(os.path.join(staging, name), os.path.join(directory, name))
   finally:
     remove_quietly(staging)
 
@@ -168,15 +185,15 @@ def replace_directory(staging: str, final: str) -> None:
   aside to a temporary name; if the second rename fails, it moves back. The old copy is
   removed last.
   """
-  if not os.path.lexists(final):
-    os.rename(staging, final)
+  if not files.exists(final):
+    files.rename(staging, final, overwrite=False)
     return
   old = temporary_sibling(final, "old")
-  os.rename(final, old)
+  files.rename(final, old, overwrite=False)
   try:
-    os.rename(staging, final)
+    files.rename(staging, final, overwrite=False)
   except BaseException:
-    os.rename(old, final)
+    files.rename(old, final, overwrite=False)
     raise
   remove_quietly(old)
 
@@ -203,14 +220,15 @@ def remove_stale_temporaries(directory: str) -> list[str]:
   """
   removed = []
   try:
-    names = os.listdir(directory)
+    names = files.listdir(directory)
   except OSError:
     return removed
   for name in sorted(names):
     if not is_temporary(name):
       continue
     pid_text = name[len(TEMP_PREFIX):].split("-", 1)[0]
-    if pid_text.isdigit() and int(pid_text) != os.getpid() and process_alive(int(pid_text)):
+    if (pid_text.isdigit() and int(pid_text) != os.getpid() and not files.is_url(directory)
+        and process_alive(int(pid_text))):
       continue
     if pid_text.isdigit() and int(pid_text) == os.getpid():
       continue

@@ -18,7 +18,11 @@ Every tool that owns a directory (`run_pretraining`'s `model_dir`, the fine-tuni
    records (`write_records`, atomically) after every other check has passed.
 4. **Leftovers.** Temporaries of a killed run in the directory (`tfbert.runtime.atomic`) are
    removed when the claim succeeds.
-5. **A failed start owns nothing.** A run that fails before it trained anything (no
+5. **URLs.** A run directory may be any `tf.io.gfile` path (`gs://bucket/run`). Such a
+   filesystem has no `flock`: the lock file still records the holder (`PID@host`), and a
+   second claim *in the same process* is refused, but two processes cannot be kept apart
+   there: give each run its own directory.
+6. **A failed start owns nothing.** A run that fails before it trained anything (no
    checkpoint, no logged step) in a directory it found fresh removes its records again on
    the way out (`RunLock` as a context manager, or `forget_if_untrained`): the corrected
    rerun starts clean instead of being refused as another configuration. A run that logged
@@ -29,13 +33,14 @@ import dataclasses
 import fcntl
 import json
 import os
-import shutil
+import socket
+import threading
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from absl import logging
 
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, files
 
 LOCK_FILE = ".tfbert-run.lock"
 
@@ -71,18 +76,23 @@ class RunLock:
       `forget_if_untrained`.
   """
 
-  def __init__(self, directory: str, fd: int, created: bool = False):
+  def __init__(self, directory: str, fd: Optional[int], created: bool = False):
     self.directory = directory
     self.created = created
     self.fresh = False
     self.recorded: list[str] = []
     self._fd: Optional[int] = fd
+    self._held = True
 
   def release(self) -> None:
     """Drops the lock (idempotent)."""
     if self._fd is not None:
       os.close(self._fd)  # Closing the descriptor releases its flock.
       self._fd = None
+    if self._held and files.is_url(self.directory):
+      with _URL_LOCKS_GUARD:
+        _URL_LOCKS.discard(files.absolute(self.directory))
+    self._held = False
 
   def forget_if_untrained(self) -> bool:
     """After a failure: a run that found the directory fresh and trained nothing (no
@@ -93,12 +103,12 @@ class RunLock:
     if not self.fresh or has_trained(self.directory):
       return False
     if self.created:  # Everything in it is this run's (TensorBoard folders included).
-      shutil.rmtree(self.directory, ignore_errors=True)
+      files.rmtree(self.directory)
     else:
       for name in self.recorded:
         path = os.path.join(self.directory, name)
-        if os.path.isfile(path):
-          os.remove(path)
+        if files.isfile(path):
+          files.remove(path)
     logging.info("the run failed before its first step: %s no longer records it",
                  self.directory)
     return True
@@ -120,7 +130,7 @@ CHECKPOINTS_DIR = "checkpoints"  # `tfbert.training.training_loop`'s, in a run d
 def has_checkpoint(directory: str) -> bool:
   """Whether `directory` holds a training checkpoint (`checkpoints/*.index`)."""
   folder = os.path.join(directory, CHECKPOINTS_DIR)
-  return os.path.isdir(folder) and any(name.endswith(".index") for name in os.listdir(folder))
+  return files.isdir(folder) and any(name.endswith(".index") for name in files.listdir(folder))
 
 
 METRICS_FILE = "metrics.jsonl"  # The training loop's log, in a run directory.
@@ -129,15 +139,43 @@ METRICS_FILE = "metrics.jsonl"  # The training loop's log, in a run directory.
 def has_trained(directory: str) -> bool:
   """Whether a run in `directory` got anywhere: a checkpoint, or a logged step."""
   metrics = os.path.join(directory, METRICS_FILE)
-  return has_checkpoint(directory) or (os.path.isfile(metrics) and os.path.getsize(metrics) > 0)
+  return has_checkpoint(directory) or (files.isfile(metrics) and files.size(metrics) > 0)
+
+
+# URL run directories this process holds: their filesystems have no flock.
+_URL_LOCKS: set[str] = set()
+_URL_LOCKS_GUARD = threading.Lock()
+
+
+def _acquire_url_lock(directory: str) -> RunLock:
+  """`acquire_lock` on a URL filesystem: held within this process only (no flock there)."""
+  key = files.absolute(directory)
+  path = os.path.join(directory, LOCK_FILE)
+  with _URL_LOCKS_GUARD:
+    if key in _URL_LOCKS:
+      raise RunDirectoryError(
+          f"{directory} is in use by another run of this process; wait for it to finish, or "
+          "use another directory")
+    created = not files.isdir(directory)
+    files.makedirs(directory)
+    atomic.write_text(path, f"{os.getpid()}@{socket.gethostname()}\n")
+    _URL_LOCKS.add(key)
+  logging.info("%s is on a filesystem without file locks: tfbert can keep two runs of this "
+               "process apart there, not two processes", directory)
+  return RunLock(directory, None, created)
 
 
 def acquire_lock(directory: str) -> RunLock:
   """Locks `directory` (created if missing) for this process.
 
+  On a URL filesystem (no `flock`) the lock holds within this process only; the lock file
+  records `PID@host`.
+
   Raises:
     RunDirectoryError: another process holds it (its PID is named).
   """
+  if files.is_url(directory):
+    return _acquire_url_lock(directory)
   created = not os.path.isdir(directory)
   os.makedirs(directory, exist_ok=True)
   path = os.path.join(directory, LOCK_FILE)
@@ -208,11 +246,10 @@ def with_current_names(values: dict) -> dict[str, Any]:
 
 def _read_record(directory: str, name: str) -> Optional[dict]:
   path = os.path.join(directory, name)
-  if not os.path.exists(path):
+  if not files.exists(path):
     return None
   try:
-    with open(path, encoding="utf-8") as f:
-      return json.load(f)
+    return json.loads(files.read_text(path))
   except (OSError, ValueError) as error:
     raise RunDirectoryError(f"{path}: unreadable run record ({error}); this directory's "
                             "run cannot be checked: use another directory") from None
@@ -224,15 +261,19 @@ def other_run(path: str, directory: str) -> Optional[str]:
   A run directory is one a run has claimed (it holds `LOCK_FILE`, which stays after the
   run). A path inside `directory` itself, or inside no run directory, gives None.
   """
-  path, own = os.path.abspath(path), os.path.abspath(directory)
-  if path == own or path.startswith(own + os.sep):
+  if files.is_url(path) != files.is_url(directory):
+    own = None  # One is a URL, the other local: never the same directory.
+  else:
+    own = directory
+  path = files.absolute(path)
+  if own is not None and files.inside(path, own):
     return None
   parent = path
   while True:
-    if os.path.isfile(os.path.join(parent, LOCK_FILE)):
+    if files.isfile(os.path.join(parent, LOCK_FILE)):
       return parent
     up = os.path.dirname(parent)
-    if up == parent:
+    if up == parent or up.endswith(":/") or up.endswith(":"):  # "/" or a URL's root "gs:/".
       return None
     parent = up
 
@@ -256,7 +297,7 @@ def check_outputs(directory: str, outputs: Mapping[str, Optional[str]]) -> None:
     if owner is not None:
       raise RunDirectoryError(
           f"{name} {path} lies inside another run's directory {owner}, not this run's "
-          f"{os.path.abspath(directory)} (a flags.txt replayed with a new output directory?): "
+          f"{files.absolute(directory)} (a flags.txt replayed with a new output directory?): "
           f"pass --{name} explicitly, e.g. inside the new run")
 
 

@@ -51,8 +51,6 @@ Shape legend: B batch, S sequence, H hidden.
 
 import functools
 import os
-import shutil
-import uuid
 from typing import Callable, Optional
 
 import keras
@@ -64,7 +62,7 @@ from tensorflow.python.framework import convert_to_constants
 from tfbert import encoder, models
 from tfbert.encoder import BertEncoder
 from tfbert.layers import serving_ops
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, files
 from tfbert.serving import serving_dtype
 from tfbert.text import inputs, tokenization
 
@@ -122,8 +120,7 @@ def graph_ops(saved_model_dir: str) -> set[str]:
     op type names, e.g. {"MatMul", "FastWordpieceTokenizeWithOffsets", ...}.
   """
   proto = saved_model_pb2.SavedModel()
-  with tf.io.gfile.GFile(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
-    proto.ParseFromString(f.read())
+  proto.ParseFromString(files.read_bytes(os.path.join(saved_model_dir, "saved_model.pb")))
   ops = set()
   for meta_graph in proto.meta_graphs:
     graph = meta_graph.graph_def
@@ -352,7 +349,7 @@ def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
   Args:
     encoder_or_model: a `BertEncoder` or a tfbert model with `.encoder` (only
       the encoder is exported; heads are not).
-    export_dir: local directory to create or replace.
+    export_dir: local directory or URL (`gs://...`) to create or replace.
     vocab_file: WordPiece vocab; when given, adds the `encode_text` signature
       and copies the vocab into `assets/`.
     do_lower_case: the vocab's casing (True for uncased vocabs).
@@ -366,8 +363,7 @@ def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
 
   Raises:
     TypeError: see `encoder_of`.
-    ValueError: if `seq_length` exceeds `max_position_embeddings`, or
-      `export_dir` is a URL (see `save_atomically`).
+    ValueError: if `seq_length` exceeds `max_position_embeddings`.
   """
   encoder, serving = serving_dtype.for_serving(encoder_of(encoder_or_model), export_dtype)
   preprocessor = None
@@ -392,7 +388,7 @@ def export_ids_saved_model(model: keras.Model, export_dir: str, *,
 
   Args:
     model: a tfbert model or encoder (a `BertPretrainer` serves its encoder's outputs).
-    export_dir: local directory to create or replace.
+    export_dir: local directory or URL (`gs://...`) to create or replace.
     export_dtype: see `export_encoder_saved_model`.
 
   Returns:
@@ -646,54 +642,29 @@ def save_atomically(write: Callable[[str], None], export_dir: str) -> None:
   Readers see either the old export or the complete new one, never a partial
   one: `write` fills a temporary sibling (same filesystem, so renames are
   atomic), and only then does the old directory move aside and the new one
-  move in. POSIX cannot rename a directory onto a non-empty one, so there is
-  a window of two renames in which `export_dir` is absent; if the second
-  rename fails, the old export is moved back. On any error the temporary
-  directory is removed and the old export is left as it was.
+  move in (`tfbert.runtime.atomic.replace_directory`). POSIX cannot rename a
+  directory onto a non-empty one, so there is a window of two renames in which
+  `export_dir` is absent; if the second rename fails, the old export is moved
+  back. On any error the temporary directory is removed and the old export is
+  left as it was.
+
+  On a URL (`gs://`, `s3://`, `ram://`: any `tf.io.gfile` filesystem) the staging
+  and the renames are the same, but a rename is the filesystem's: on object stores
+  (`gs://`, `s3://`) it is a copy then a delete, file by file, so there a reader may
+  see the new directory half moved in (with the old one already moved aside); the
+  export is still never written in place.
 
   Args:
     write: fills the directory it is given.
-    export_dir: local directory to create or replace.
-
-  Raises:
-    ValueError: for a URL such as `gs://...`, where renames are copies.
+    export_dir: local directory or URL to create or replace.
   """
-  if "://" in export_dir:
-    raise ValueError(f"export_dir must be a local directory (atomic rename), got {export_dir}")
-  export_dir = os.path.abspath(export_dir)
-  os.makedirs(os.path.dirname(export_dir), exist_ok=True)
-  staging = _new_sibling(export_dir, "tmp")
+  export_dir = files.absolute(export_dir)
+  files.makedirs(files.parent(export_dir))
+  staging = atomic.temporary_sibling(export_dir, "export")
+  files.mkdir(staging)  # Locally `os.mkdir`: the umask's mode, readable by a model server.
   try:
     write(staging)
-    _swap_into_place(staging, export_dir)
+    atomic.replace_directory(staging, export_dir)
   finally:
-    shutil.rmtree(staging, ignore_errors=True)  # Gone already after a swap.
-
-
-def _swap_into_place(staging: str, export_dir: str) -> None:
-  """Renames `staging` to `export_dir`, replacing (then deleting) any old one."""
-  if not os.path.exists(export_dir):
-    os.rename(staging, export_dir)
-    return
-  base = os.path.basename(export_dir)
-  old = _new_sibling(export_dir, "old")
-  os.rename(export_dir, os.path.join(old, base))
-  try:
-    os.rename(staging, export_dir)
-  except BaseException:
-    os.rename(os.path.join(old, base), export_dir)
-    shutil.rmtree(old, ignore_errors=True)
-    raise
-  shutil.rmtree(old, ignore_errors=True)
-
-
-def _new_sibling(export_dir: str, kind: str) -> str:
-  """Creates an empty hidden directory beside `export_dir` and returns its path.
-
-  `os.mkdir` honours the umask; `tempfile.mkdtemp` would make it (and thus the
-  export) 0700, unreadable to a model server running as another user.
-  """
-  parent, base = os.path.split(export_dir)
-  path = os.path.join(parent, f".{base}.{kind}-{uuid.uuid4().hex}")
-  os.mkdir(path)
-  return path
+    if files.exists(staging):  # Gone already after the rename.
+      atomic.remove_quietly(staging)

@@ -41,7 +41,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, files
 from tfbert.serving import export, serving_dtype
 
 # The model's metadata entry holding a classifier's or tagger's label names (a JSON list, in
@@ -93,7 +93,7 @@ def id_saved_model(export_dir: str) -> str:
   """`<export_dir>/ids/` (the core-ops id signature) when there is one, else `export_dir`
   itself (an `ids/` directory given directly, or another SavedModel)."""
   ids = os.path.join(export_dir, export.ID_DIR)
-  return ids if os.path.isdir(ids) else export_dir
+  return ids if files.isdir(ids) else export_dir
 
 
 def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
@@ -121,7 +121,7 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
   import tf2onnx  # The optional extra, imported only here.
 
   source = id_saved_model(export_dir) if signature in export.ID_SIGNATURES else export_dir
-  if not os.path.isfile(os.path.join(source, "saved_model.pb")):
+  if not files.isfile(os.path.join(source, "saved_model.pb")):
     raise FileNotFoundError(f"{export_dir}: no SavedModel (saved_model.pb) here or in "
                             f"{export.ID_DIR}/")
   record = serving_dtype.read_record(source) or {}
@@ -143,7 +143,7 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
   graph_def, inputs, outputs = inlined_graph(function)
   rename = {name: name.split(":")[0] for name in inputs}
   rename.update(zip(outputs, sorted(function.structured_outputs)))
-  os.makedirs(os.path.dirname(os.path.abspath(onnx_file)), exist_ok=True)
+  files.makedirs(files.parent(onnx_file))
 
   labels = _labels(source)
 
@@ -154,7 +154,7 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
     if labels is not None:
       entry = model_proto.metadata_props.add()
       entry.key, entry.value = LABELS_KEY, json.dumps(labels)
-    with open(path, "wb") as f:
+    with files.open_file(path, "wb") as f:  # A URL's temporary too (`atomic.write_with`).
       f.write(model_proto.SerializeToString())
 
   atomic.write_with(onnx_file, write)
@@ -164,10 +164,9 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
 def _labels(saved_model_dir: str) -> Optional[list[str]]:
   """The names in the SavedModel's `labels.txt` (a classifier's or tagger's), or None."""
   path = os.path.join(saved_model_dir, export.LABELS_FILE)
-  if not os.path.isfile(path):
+  if not files.isfile(path):
     return None
-  with open(path, encoding="utf-8") as f:
-    return f.read().splitlines()
+  return files.read_text(path).splitlines()
 
 
 def onnx_labels(session) -> Optional[list[str]]:
@@ -177,13 +176,18 @@ def onnx_labels(session) -> Optional[list[str]]:
 
 
 def onnx_session(onnx_file: str, num_threads: Optional[int] = None):
-  """An ONNX Runtime CPU session of `onnx_file` (`num_threads`: intra-op threads)."""
+  """An ONNX Runtime CPU session of `onnx_file` (`num_threads`: intra-op threads).
+
+  ONNX Runtime reads local files only: a URL's file (`gs://...`) is read into memory
+  first and the session built from its bytes.
+  """
   import onnxruntime  # The optional extra, imported only here.
 
   options = onnxruntime.SessionOptions()
   if num_threads:
     options.intra_op_num_threads = num_threads
-  return onnxruntime.InferenceSession(onnx_file, options, providers=["CPUExecutionProvider"])
+  model = files.read_bytes(onnx_file) if files.is_url(onnx_file) else onnx_file
+  return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
 def check_against_saved_model(export_dir: str, onnx_file: str, *, batch: int = 2,

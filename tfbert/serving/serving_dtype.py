@@ -21,7 +21,7 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
-from tfbert.runtime import atomic, cpu
+from tfbert.runtime import atomic, cpu, files
 
 EXPORT_DTYPES = ("model", "auto", "float32", "bfloat16")
 RECORD_FILE = "serving.json"
@@ -116,10 +116,9 @@ def for_serving(model: keras.Model, export_dtype: str) -> tuple[keras.Model, dic
 def read_record(saved_model_dir: str) -> Optional[dict]:
   """The `serving.json` record of an export (or its `ids/`), or None for one without it."""
   path = os.path.join(saved_model_dir, RECORD_FILE)
-  if not os.path.isfile(path):
+  if not files.isfile(path):
     return None
-  with open(path, encoding="utf-8") as f:
-    return json.load(f)
+  return json.loads(files.read_text(path))
 
 
 def write_record(export_dir: str, record: dict, id_dir: Optional[str] = None) -> None:

@@ -52,12 +52,15 @@ classifier given its labels and for a tagger (one name per line, in id order), a
 `vocab.txt` when a vocab is given. The `.tflite` file itself is written last and appears
 only when complete (a temporary sibling renamed into place, `tfbert.runtime.atomic`).
 
+Paths may be URLs (`gs://...`, any `tf.io.gfile` filesystem: `tfbert.runtime.files`); there
+the rename is the filesystem's (an object store's copy then delete: the object still appears
+only complete). LiteRT reads local files only, so `TfliteModel` gives it a URL's bytes.
+
 Shape legend: B batch, S sequence, H hidden, C classes or labels.
 """
 
 import json
 import os
-import shutil
 import time
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -66,7 +69,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, files
 from tfbert.serving import export
 from tfbert.text import casing
 
@@ -124,7 +127,8 @@ def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
     model_or_encoder: a `BertClassifier`, `BertSpanLabeler`, `BertTokenClassifier` or
       `BertEncoder`; any other tfbert model (a `BertPretrainer`) exports its encoder.
       A mixed-precision model is exported in float32 (`float32_model`).
-    path: local `.tflite` path to create or replace; its directory is created.
+    path: `.tflite` path (local or a URL, `gs://...`) to create or replace; its directory is
+      created.
     seq_length: S of the inputs, in [1, max_position_embeddings].
     quantize: dynamic-range quantization (int8 weights) instead of float32.
     labels: a classifier's label names in class-id order (C >= 2 of them), written to
@@ -137,32 +141,33 @@ def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
 
   Raises:
     TypeError: for a model that is not a tfbert one (see `export.encoder_of`).
-    ValueError: for a path that is not a local `.tflite` file, an S outside the model's
+    ValueError: for a path that is not a `.tflite` file, an S outside the model's
       range, or labels that do not match the model.
   """
   model = _exported_model(model_or_encoder)
-  if "://" in path or not path.endswith(SUFFIX) or os.path.isdir(path):
-    raise ValueError(f"path must be a local {SUFFIX} file, got {path}")
+  if not path.endswith(SUFFIX) or files.isdir(path):
+    raise ValueError(f"path must be a {SUFFIX} file, got {path}")
   if not 1 <= seq_length <= model.config.max_position_embeddings:
     raise ValueError(f"seq_length {seq_length} is outside [1, "
                      f"{model.config.max_position_embeddings}] (max_position_embeddings)")
   labels = _checked_labels(model, labels)
   flatbuffer = convert(float32_model(model), seq_length, quantize)
-  directory = os.path.dirname(os.path.abspath(path))
-  os.makedirs(directory, exist_ok=True)
+  directory = files.parent(path)
+  files.makedirs(directory)
   model.config.to_json_file(os.path.join(directory, export.CONFIG_FILE))
   if labels is not None:
     export.write_labels_file(directory, labels)
   if vocab_file is not None:
     target = os.path.join(directory, VOCAB_FILE)
-    if os.path.abspath(vocab_file) != os.path.abspath(target):
-      atomic.write_with(target, lambda tmp: shutil.copyfile(vocab_file, tmp))
+    if files.absolute(vocab_file) != files.absolute(target):
+      atomic.write_with(target, lambda tmp: files.copy(vocab_file, tmp))
 
   def write(tmp):
-    with open(tmp, "wb") as f:
+    with files.open_file(tmp, "wb") as f:
       f.write(flatbuffer)
-      f.flush()
-      os.fsync(f.fileno())
+      if not files.is_url(tmp):  # A URL filesystem has no fsync.
+        f.flush()
+        os.fsync(f.fileno())
 
   return atomic.write_with(path, write)  # Last: the sidecars are in place when it appears.
 
@@ -293,14 +298,18 @@ class TfliteModel:
     except ImportError as e:
       raise ImportError("running a .tflite file needs LiteRT: pip install ai-edge-litert "
                         "(the tflite extra)") from e
-    if not os.path.isfile(path):
+    if not files.isfile(path):
       raise FileNotFoundError(f"TFLite file not found: {path}")
     self.path = path
     self.config = config or BertConfig.from_json_file(
-        os.path.join(os.path.dirname(os.path.abspath(path)), export.CONFIG_FILE))
+        os.path.join(files.parent(path), export.CONFIG_FILE))
     self.num_threads = num_threads or (len(os.sched_getaffinity(0))
                                        if hasattr(os, "sched_getaffinity") else os.cpu_count())
-    self.interpreter = litert.Interpreter(model_path=path, num_threads=self.num_threads)
+    if files.is_url(path):  # LiteRT reads local files only: a URL's file is read into memory.
+      self.interpreter = litert.Interpreter(model_content=files.read_bytes(path),
+                                            num_threads=self.num_threads)
+    else:
+      self.interpreter = litert.Interpreter(model_path=path, num_threads=self.num_threads)
     signature = self.interpreter.get_signature_list().get(SIGNATURE)
     if signature is None or sorted(signature["inputs"]) != sorted(export.FEATURE_NAMES):
       raise ValueError(f"{path}: no {SIGNATURE} signature with inputs "
@@ -370,7 +379,6 @@ def run_config_of(model_path: str) -> Optional[dict[str, Any]]:
   `model_path` (beside it, or one level up for `<run>/best/model.keras`), or None."""
   for directory in casing.checkpoint_directories(model_path):
     path = os.path.join(directory, casing.RUN_CONFIG)
-    if os.path.isfile(path):
-      with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    if files.isfile(path):
+      return json.loads(files.read_text(path))
   return None

@@ -29,6 +29,8 @@ import logging
 import re
 from typing import Any, Optional
 
+from tfbert.runtime import files
+
 _REQUIRED = object()
 
 
@@ -136,7 +138,7 @@ def load_json(path: str) -> Any:
     ValueError: if it is not (gzip-compressed) UTF-8 JSON.
   """
   try:
-    with open(path, "rb") as f:
+    with files.open_file(path, "rb") as f:
       data = f.read()
     if data[:2] == b"\x1f\x8b":  # The gzip magic number.
       data = gzip.decompress(data)

@@ -48,6 +48,7 @@ from typing import Any, Optional
 import tensorflow as tf
 
 from tfbert.models import BertSpanLabeler
+from tfbert.runtime import files
 from tfbert.serving import export, serving_dtype
 from tfbert.text import inputs, tokenization
 
@@ -200,7 +201,7 @@ def export_squad_saved_model(model: BertSpanLabeler, export_dir: str, vocab_file
 
   Args:
     model: the fine-tuned `BertSpanLabeler`.
-    export_dir: local directory to create or replace.
+    export_dir: local directory or URL (`gs://...`) to create or replace.
     vocab_file: its WordPiece vocab (copied into `assets/`).
     do_lower_case: the vocab's casing.
     max_seq_length: S of `answer_question`'s window; at most `max_position_embeddings`.
@@ -235,9 +236,8 @@ def export_squad_saved_model(model: BertSpanLabeler, export_dir: str, vocab_file
 
   def write(path):
     export.write_export(module, model.config, path, serving)
-    with open(os.path.join(path, ANSWER_CONFIG_FILE), "w", encoding="utf-8") as f:
-      json.dump(module.answer_config(), f, indent=2, sort_keys=True)
-      f.write("\n")
+    with files.open_file(os.path.join(path, ANSWER_CONFIG_FILE), "w") as f:
+      f.write(json.dumps(module.answer_config(), indent=2, sort_keys=True) + "\n")
 
   export.save_atomically(write, export_dir)  # The whole directory appears at once.
   return export_dir

@@ -24,13 +24,12 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
 from typing import Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 
-from tfbert.runtime import atomic, validation
+from tfbert.runtime import atomic, files, validation
 from tfbert.squad.squad_data import SkippedExample, SquadExample
 from tfbert.text.tokenization import WordPieceTokenizer
 
@@ -357,15 +356,15 @@ def cached_features(cache_prefix: str, examples: Sequence[SquadExample],
   """
   record_path, meta_path = cache_prefix + ".tf_record", cache_prefix + ".json"
   key = _cache_key(examples, tokenizer, config, is_training)
-  if os.path.exists(meta_path) and os.path.exists(record_path):
-    with open(meta_path, encoding="utf-8") as f:
+  if files.exists(meta_path) and files.exists(record_path):
+    with files.open_file(meta_path) as f:
       meta = json.load(f)
     if meta.get("key") == key:
       features = read_features(record_path, config.max_seq_length, is_training)
       if len(features) == meta["num_features"]:
         logging.info("Read %d cached SQuAD features from %s", len(features), record_path)
         return ConvertedFeatures(features, [SkippedExample(**s) for s in meta["skipped"]])
-    os.remove(meta_path)  # Stale: gone before the records change, so never half-valid.
+    files.remove(meta_path)  # Stale: gone before the records change, so never half-valid.
   converted = convert_examples_to_features(examples, tokenizer, config, is_training,
                                            log_every)
   atomic.write_with(record_path,
@@ -381,7 +380,7 @@ def _cache_key(examples, tokenizer, config, is_training):
   for e in examples:
     digest.update(json.dumps([e.qas_id, e.question_text, e.context_text, e.is_impossible,
                               [dataclasses.astuple(a) for a in e.answers]]).encode())
-  with open(tokenizer.vocab_file, "rb") as f:
+  with files.open_file(tokenizer.vocab_file, "rb") as f:
     vocab = hashlib.sha256(f.read()).hexdigest()
   return {"examples_sha256": digest.hexdigest(), "vocab_sha256": vocab,
           "do_lower_case": tokenizer.do_lower_case,

@@ -32,7 +32,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tfbert.runtime import atomic, validation
+from tfbert.runtime import atomic, files, validation
 from tfbert.squad.squad_data import SquadExample
 from tfbert.squad.squad_features import SquadFeature
 
@@ -227,7 +227,7 @@ def write_predictions(predictions: Sequence[SquadPrediction],
   Returns:
     dict file name -> path written.
   """
-  os.makedirs(output_dir, exist_ok=True)
+  files.makedirs(output_dir)
   contents = {
       "predictions.json": {p.qas_id: p.text for p in predictions},
       "nbest_predictions.json": {p.qas_id: [dataclasses.asdict(e) for e in p.nbest]

@@ -261,10 +261,20 @@ class SquadTask(Task):
                                                   context.work_dir)
     return context.cache["predict"]
 
+  def _eval_positions(self, context: RunContext) -> dict[tuple[int, int], tuple[int, int]]:
+    """The predict windows' training positions (`eval_positions`), made (and cached) once."""
+    if "eval_positions" not in context.cache:
+      context.cache["eval_positions"] = eval_positions(context.tokenizer, context.config,
+                                                       context.inputs["predict"][0],
+                                                       context.work_dir)
+    return context.cache["eval_positions"]
+
   def evaluate(self, context: RunContext) -> dict[str, float]:
     dataset, selected = context.inputs["predict"]
-    return answer(context.model, context.strategy, context.config, dataset,
-                  self._predict_features(context), selected)["scores"]
+    answered = answer(context.model, context.strategy, context.config, dataset,
+                      self._predict_features(context), selected,
+                      positions=self._eval_positions(context))
+    return {**answered["scores"], "loss": answered["loss"]}
 
   def outputs(self, context: RunContext) -> Outputs:
     out = Outputs()
@@ -347,14 +357,47 @@ def predict_features(tokenizer: WordPieceTokenizer, config: SquadRunConfig,
       config.features, is_training=False).features
 
 
+def eval_positions(tokenizer: WordPieceTokenizer, config: SquadRunConfig,
+                   dataset: squad_data.SquadDataset,
+                   work_dir: str) -> dict[tuple[int, int], tuple[int, int]]:
+  """The training labels of the predict file's windows, for its held-out loss.
+
+  The windows are the predict features' (the same windowing), labelled as training labels
+  them (`is_training=True`: the first gold answer's token span, (0, 0) in a window without
+  it or for an unanswerable question). An answer covering no wordpiece gets no labels.
+
+  Returns:
+    {(example_index, doc_span_index): (start_position, end_position)}.
+  """
+  converted = squad_features.cached_features(
+      os.path.join(work_dir, "eval_label_features"), dataset.examples, tokenizer,
+      config.features, is_training=True)
+  return {(f.example_index, f.doc_span_index): (f.start_position, f.end_position)
+          for f in converted.features}
+
+
 def answer(model: BertSpanLabeler, strategy: tf.distribute.Strategy, config: SquadRunConfig,
            dataset: squad_data.SquadDataset, features: list[squad_features.SquadFeature],
-           selected: dict[str, Any]) -> dict[str, Any]:
+           selected: dict[str, Any],
+           positions: Optional[dict[tuple[int, int], tuple[int, int]]] = None
+           ) -> dict[str, Any]:
   """Predictions of the predict file's questions and, when it has answers, their official
-  scores: {"predictions": [...], "scores": {...} or None}. Every worker computes them
-  (prediction is sharded over every replica: `fine_tuning.predict`)."""
+  scores: {"predictions": [...], "scores": {...} or None, "loss": float or None}. Every
+  worker computes them (prediction is sharded over every replica: `fine_tuning.predict`).
+
+  `positions` (`eval_positions`) gives "loss": the training loss's definition
+  (`BertSpanLabeler.example_losses`) averaged over the labelled windows.
+  """
   inputs = {name: np.stack([getattr(f, name) for f in features]) for name in INPUT_NAMES}
   outputs = fine_tuning.predict(model, strategy, inputs, config.predict_batch_size)
+  loss = None
+  if positions is not None:
+    keep = [i for i, f in enumerate(features) if (f.example_index, f.doc_span_index) in positions]
+    labels = np.array([positions[(features[i].example_index, features[i].doc_span_index)]
+                       for i in keep], np.int32).reshape(-1, 2)
+    loss = fine_tuning.eval_loss(
+        model, {name: outputs[name][keep] for name in ("start_logits", "end_logits")},
+        {"start_logits": labels[:, 0], "end_logits": labels[:, 1]})
   predictions = squad_postprocess.postprocess_predictions(
       dataset.examples, features, outputs["start_logits"], outputs["end_logits"],
       config.postprocess)
@@ -364,7 +407,7 @@ def answer(model: BertSpanLabeler, strategy: tf.distribute.Strategy, config: Squ
                  if dataset.is_v2 else None)
     scores = squad_evaluation.evaluate(selected, {p.qas_id: p.text for p in predictions},
                                        dataset.version, null_odds)
-  return {"predictions": predictions, "scores": scores}
+  return {"predictions": predictions, "scores": scores, "loss": loss}
 
 
 def predict(model: BertSpanLabeler, strategy: tf.distribute.Strategy,

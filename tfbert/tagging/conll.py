@@ -17,7 +17,7 @@ check; the metric then starts a new entity at such a tag, as conlleval does).
 import dataclasses
 from typing import Optional, Sequence
 
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, files
 
 DOCSTART = "-DOCSTART-"
 SCHEMES = ("iob2", "iob1", "any")
@@ -79,7 +79,7 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
       sentences.append(Sentence(tuple(words), tuple(tags), tuple(lines)))
       words.clear(), tags.clear(), lines.clear()
 
-  with open(path, "rb") as f:
+  with files.open_file(path, "rb") as f:
     raw_lines = f.read().split(b"\n")
   if raw_lines and raw_lines[-1] == b"":
     raw_lines.pop()  # The final newline ends the last line; it starts none.

@@ -123,7 +123,7 @@ def export_tagger_saved_model(model: BertTokenClassifier, export_dir: str, vocab
 
   Args:
     model: the fine-tuned tagger.
-    export_dir: local directory to create or replace.
+    export_dir: local directory or URL (`gs://...`) to create or replace.
     vocab_file: its WordPiece vocab (copied into `assets/`).
     do_lower_case: the vocab's casing.
     max_seq_length: S of `tag_text`; at most `max_position_embeddings`.

@@ -18,6 +18,7 @@ from typing import Sequence
 from seqeval.metrics import accuracy_score
 from seqeval.metrics.sequence_labeling import get_entities
 
+from tfbert.runtime import files
 from tfbert.tagging.conll import Sentence, check_tag
 
 
@@ -79,7 +80,7 @@ def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold
     ValueError: `path:line` of a missing or malformed prediction, or of a prediction where
       the gold file has none.
   """
-  with open(path, "rb") as f:
+  with files.open_file(path, "rb") as f:
     lines = f.read().decode("utf-8").split("\n")
   wanted = {line for sentence in gold for line in sentence.lines}
   for number, line in enumerate(lines, start=1):

@@ -51,7 +51,7 @@ import tensorflow as tf
 from absl import logging
 
 from tfbert.models import BertTokenClassifier
-from tfbert.runtime import validation
+from tfbert.runtime import files, validation
 from tfbert.serving import export
 from tfbert.tagging import conll, tagging_export, tagging_features, tagging_metrics
 from tfbert.tasks import fine_tuning, runner, task
@@ -59,7 +59,7 @@ from tfbert.text.tokenization import WordPieceTokenizer
 
 LABELS_FILE = tagging_export.LABELS_FILE  # Also in the run directory.
 # The per-type and count entries of the scores are not TensorBoard scalars.
-EVAL_SCALARS = ("precision", "recall", "f1", "accuracy")
+EVAL_SCALARS = ("precision", "recall", "f1", "accuracy", "loss")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -153,7 +153,7 @@ def resolve_labels(config: NerRunConfig, inputs: dict[str, list[conll.Sentence]]
       raise ValueError(f"{config.init_tfbert} is a {type(model).__name__}, not a "
                        "BertTokenClassifier: train one first (--do_train)")
     labels = model.labels
-  elif config.init_hf_dir and os.path.exists(os.path.join(config.init_hf_dir, "config.json")):
+  elif config.init_hf_dir and files.exists(os.path.join(config.init_hf_dir, "config.json")):
     from tfbert.checkpoints import huggingface  # Only this branch reads the directory.
     labels = huggingface.read_hf_task(config.init_hf_dir).labels or ()
     if not labels or any(conll.check_tag(t) for t in labels):
@@ -301,7 +301,15 @@ def tag_sentences(model: BertTokenClassifier, strategy: tf.distribute.Strategy,
 def evaluate(model: BertTokenClassifier, strategy: tf.distribute.Strategy,
              config: NerRunConfig, sentences: list[conll.Sentence],
              features: tagging_features.TaggingFeatures) -> tuple[dict, list[list[str]]]:
-  """(entity scores, predicted tags) of the dev sentences (their windows: `features`)."""
-  predicted = predict_label_ids(model, strategy, features, config.eval_batch_size)
-  tags = tagging_features.word_tags(features, predicted, sentences, model.labels)
-  return tagging_metrics.entity_scores([s.tags for s in sentences], tags), tags
+  """(entity scores, predicted tags) of the dev sentences (their windows: `features`).
+
+  The scores are `tagging_metrics.entity_scores`' (percent) and `loss`: the training loss's
+  definition (`BertTokenClassifier.example_losses`) averaged over the dev windows.
+  """
+  logits = fine_tuning.predict(model, strategy, features.inputs,
+                               config.eval_batch_size)["logits"]
+  tags = tagging_features.word_tags(features, np.argmax(logits, axis=-1), sentences,
+                                    model.labels)
+  scores = tagging_metrics.entity_scores([s.tags for s in sentences], tags)
+  scores["loss"] = fine_tuning.eval_loss(model, {"logits": logits}, features.label_ids)
+  return scores, tags

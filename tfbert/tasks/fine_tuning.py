@@ -24,7 +24,6 @@ import dataclasses
 import json
 import math
 import os
-import shutil
 import time
 import weakref
 from typing import Any, Callable, ClassVar, Optional, Sequence
@@ -36,7 +35,7 @@ from absl import logging
 
 from tfbert.checkpoints import convert, google_checkpoint, google_names, huggingface, pretrained
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic, cli, run_directory, validation
+from tfbert.runtime import atomic, cli, files, run_directory, validation
 from tfbert.serving import serving_dtype
 from tfbert.tasks import precision
 from tfbert.text import casing
@@ -191,7 +190,7 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
     return run_directory.claim(directory, [], allow_changes=config.allow_config_change)
   values = json.loads(config.to_json())
   records = [run_directory.RunRecord("bert_config.json", model.config.to_dict())]
-  if config.do_train or not os.path.exists(os.path.join(config.output_dir, "run_config.json")):
+  if config.do_train or not files.exists(os.path.join(config.output_dir, "run_config.json")):
     records.append(run_directory.RunRecord("run_config.json", values,
                                            type(config).RERUN_MAY_CHANGE))
   lock = run_directory.claim(config.output_dir, records,
@@ -201,9 +200,9 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
     run_directory.write_records(config.output_dir, records,
                                 flagfile if len(records) > 1 else None)
     target = os.path.join(config.output_dir, VOCAB_FILE)
-    if os.path.abspath(vocab_file) != os.path.abspath(target):
+    if files.absolute(vocab_file) != files.absolute(target):
       lock.recorded.append(VOCAB_FILE)
-      atomic.write_with(target, lambda path: shutil.copyfile(vocab_file, path))
+      atomic.write_with(target, lambda path: files.copy(vocab_file, path))
   except BaseException:
     lock.release()
     raise
@@ -388,10 +387,9 @@ def resolve_vocab_file(config: FineTuningConfig) -> str:
   if config.vocab_file:
     return config.vocab_file
   places = [config.init_hf_dir] if config.init_hf_dir else []
-  places += [os.path.dirname(os.path.abspath(path))
-             for path in (config.init_checkpoint, config.init_tfbert) if path]
+  places += [files.parent(path) for path in (config.init_checkpoint, config.init_tfbert) if path]
   for place in places:
-    if os.path.exists(os.path.join(place, "vocab.txt")):
+    if files.exists(os.path.join(place, "vocab.txt")):
       return os.path.join(place, "vocab.txt")
   looked = f": no vocab.txt in {', '.join(places)}" if places else ""
   raise ValueError(f"vocab_file is needed (no vocab.txt beside the initial checkpoint{looked})")
@@ -602,8 +600,8 @@ def keep_best(model: keras.Model, config: FineTuningConfig, step: int, scores: d
 
   def write_model(staging: str) -> None:
     save_without_optimizer(model, os.path.join(staging, "model.keras"))
-    if os.path.isfile(vocab):
-      shutil.copyfile(vocab, os.path.join(staging, VOCAB_FILE))
+    if files.isfile(vocab):
+      files.copy(vocab, os.path.join(staging, VOCAB_FILE))
 
   training_loop.keep_best(config.output_dir, write_model, config.best_metric, step, scores)
 
@@ -693,6 +691,25 @@ def _prediction_step(model: keras.Model, strategy: tf.distribute.Strategy,
 
   steps[key] = (strategy, run_batch)
   return run_batch
+
+
+def eval_loss(model: keras.Model, outputs: dict[str, np.ndarray], labels: Any) -> float:
+  """The training loss's definition on held-out data: the mean of `model.example_losses`.
+
+  TensorBoard's `eval` run shows it beside the training `loss` (the same tag), so the two
+  curves overlay. The mean is taken in float64 over every example (no batch weighting).
+
+  Args:
+    model: a task model (`example_losses(outputs, labels)` -> float32 [N]).
+    outputs: the model's outputs on every example, arrays [N, ...] by name (`predict`).
+    labels: the training labels of the same examples (an array, or arrays by output name).
+
+  Returns:
+    The mean loss over the N examples.
+  """
+  tensors = {name: tf.constant(value) for name, value in outputs.items()}
+  losses = model.example_losses(tensors, tf.nest.map_structure(tf.constant, labels))
+  return float(np.mean(losses.numpy().astype(np.float64)))
 
 
 def predict(model: keras.Model, strategy: tf.distribute.Strategy, inputs: dict[str, np.ndarray],

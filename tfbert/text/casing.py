@@ -28,6 +28,7 @@ from typing import Iterable, Optional, Sequence
 
 from absl import logging
 
+from tfbert.runtime import files
 from tfbert.text import tokenization
 
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -81,11 +82,10 @@ def vocab_casing(vocab_file: str) -> Optional[Casing]:
 
 def _json_casing(path: str, what: str) -> Optional[Casing]:
   """`do_lower_case` of the JSON file at `path`, if it is there and says so."""
-  if not os.path.isfile(path):
+  if not files.isfile(path):
     return None
   try:
-    with open(path, encoding="utf-8") as f:
-      value = json.load(f).get("do_lower_case")
+    value = json.loads(files.read_text(path)).get("do_lower_case")
   except (ValueError, AttributeError) as e:
     raise ValueError(f"{path}: not a JSON object: {e}") from e
   if value is None:
@@ -98,9 +98,11 @@ def _json_casing(path: str, what: str) -> Optional[Casing]:
 def checkpoint_directories(path: str) -> list[str]:
   """Where a checkpoint's casing records may sit: a directory as is; a file's (or a
   checkpoint prefix's) directory, and for `<run>/best/model.keras` the run directory."""
-  if os.path.isdir(path):
+  # A checkpoint prefix is never the directory, even where a filesystem says so (`ram://`
+  # calls any prefix of a file name a directory: `bert_model.ckpt` of `bert_model.ckpt.index`).
+  if files.isdir(path) and not files.isfile(path + ".index"):
     return [path]
-  directory = os.path.dirname(os.path.abspath(path))
+  directory = files.parent(path)
   places = [directory]
   if os.path.basename(directory) == "best":
     places.append(os.path.dirname(directory))
@@ -127,7 +129,7 @@ def checkpoint_casing(checkpoint: Optional[str] = None,
   vocabs = [vocab_file] if vocab_file else []
   if checkpoint and not vocabs:
     vocabs = [os.path.join(d, VOCAB) for d in checkpoint_directories(checkpoint)
-              if os.path.isfile(os.path.join(d, VOCAB))][:1]
+              if files.isfile(os.path.join(d, VOCAB))][:1]
   for vocab in vocabs:
     found = vocab_casing(vocab)
     if found:

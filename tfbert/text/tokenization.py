@@ -54,6 +54,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from official.nlp.tools import tokenization as google_tokenization
 
+from tfbert.runtime import files
 from tfbert.text.text_normalization import (
   FINAL_SIGMA_REWRITE,
   final_sigma_regex,
@@ -88,7 +89,7 @@ def load_vocab(vocab_file):
       Every message names the file.
   """
   try:
-    with open(vocab_file, encoding="utf-8") as f:
+    with files.open_file(vocab_file) as f:  # A local path or a URL (`gs://...`).
       tokens = [line.strip() for line in f]
   except FileNotFoundError:
     raise FileNotFoundError(
@@ -114,7 +115,7 @@ def load_vocab(vocab_file):
 
 def _not_utf8(vocab_file):
   """The message for a vocab that is not UTF-8: its first bad line and bytes."""
-  with open(vocab_file, "rb") as f:
+  with files.open_file(vocab_file, "rb") as f:
     lines = f.read().splitlines()  # b"\n", b"\r\n", b"\r": text mode's line ends.
   for number, line in enumerate(lines, start=1):
     try:

@@ -33,6 +33,11 @@ step. With `best_metric`, an evaluation that improves it calls `on_best` (the ta
 model apart from the rotation); `early_stopping_patience` evaluations without improvement
 end the run there (a rerun of it then trains no further).
 
+`examples_per_second` counts the log window's applied steps x `train_batch_size` over the
+seconds spent in them, leaving out a run's first step: that call traces (and, with XLA,
+compiles) the step, which would make a resumed run's first point look slow. The first step
+runs alone for that reason; a log window of it alone logs no `examples_per_second`.
+
 Preemption: SIGTERM (what schedulers send before they take a machine) sets a flag that the
 loop reads at the end of every chunk; the workers agree on it (an all-reduce, so one
 signalled worker stops them all at the same step), save a checkpoint of that step and
@@ -56,7 +61,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from tfbert.runtime import atomic, validation
+from tfbert.runtime import atomic, files, validation
 from tfbert.runtime.progress import StepProgress
 from tfbert.training.accumulation import find_accumulator
 
@@ -209,7 +214,7 @@ def keep_best(directory: str, write_model: Callable[[str], None], metric: str, s
   path = os.path.join(directory, BEST_DIR)
 
   def write(staging: str) -> None:
-    os.makedirs(staging)
+    files.makedirs(staging)
     write_model(staging)
     atomic.write_json(os.path.join(staging, "eval_results.json"),
                       {"step": step, "best_metric": metric, **scores})
@@ -233,9 +238,9 @@ def _metric_rows(log_dir: str, step: int):
   """(line, row) of each whole metrics.jsonl line of a step <= `step`; a last line cut by a
   kill is not JSON, or has no newline, and is left out."""
   path = os.path.join(log_dir, "metrics.jsonl")
-  if not os.path.exists(path):
+  if not files.exists(path):
     return
-  with open(path, encoding="utf-8") as f:
+  with files.open_file(path) as f:
     for line in f:
       try:
         row = json.loads(line)
@@ -251,7 +256,7 @@ def truncate_metrics(log_dir: str, step: int) -> None:
   Lines after the restored checkpoint will be logged again; a last line cut by a kill is
   not JSON and goes too.
   """
-  if os.path.exists(os.path.join(log_dir, "metrics.jsonl")):
+  if files.exists(os.path.join(log_dir, "metrics.jsonl")):
     atomic.write_text(os.path.join(log_dir, "metrics.jsonl"),
                       "".join(line for line, _ in _metric_rows(log_dir, step)))
 
@@ -274,7 +279,7 @@ def write_scalars(writer: tf.summary.SummaryWriter, log_dir: str, head: dict,
     for name, value in scalars.items():
       tf.summary.scalar(name, value)
   writer.flush()
-  with open(os.path.join(log_dir, "metrics.jsonl"), "a", encoding="utf-8") as f:
+  with files.open_file(os.path.join(log_dir, "metrics.jsonl"), "a") as f:
     f.write(json.dumps({**head, **scalars}) + "\n")  # A kill may cut it: `truncate_metrics`.
 
 
@@ -380,7 +385,7 @@ class TrainingLoop:
     with `also` (what the caller removed besides) and returns them all."""
     checkpoints = os.path.join(self.own_directory, "checkpoints")
     removed = list(also)
-    for name in sorted(os.listdir(checkpoints)) if os.path.isdir(checkpoints) else []:
+    for name in sorted(files.listdir(checkpoints)) if files.isdir(checkpoints) else []:
       if is_checkpoint_temporary(name):
         atomic.remove_quietly(os.path.join(checkpoints, name))
         removed.append(os.path.join(checkpoints, name))
@@ -428,7 +433,10 @@ class TrainingLoop:
 
   def _restore_from(self, path: str) -> bool:
     """Restores the checkpoint `path`; returns whether it held the data position."""
-    saved = {name.split("/")[0] for name, _ in tf.train.list_variables(path)}
+    # The reader itself, not `tf.train.list_variables`: that takes a prefix `ram://` calls a
+    # directory (a prefix of its files' names) for a checkpoint directory.
+    reader = tf.compat.v1.train.NewCheckpointReader(path)
+    saved = {name.split("/")[0] for name in reader.get_variable_to_shape_map()}
     objects = {"model": self.model, "optimizer": self.optimizer}
     optional = {"metrics_window": self.metrics_window, "eval_state": self.eval_state,
                 "data_position": self.data_position}
@@ -500,16 +508,27 @@ class TrainingLoop:
     if self.is_chief and c.verbose:
       self.progress = StepProgress(c.num_train_steps, start_step=step)
     logged_step, seconds = step, 0.0  # The log window: since logged_step, in seconds.
+    timed = 0  # Applied steps of the window whose time `seconds` holds.
+    traced = False  # The first call traces (and compiles) the step: kept out of the speed.
     stalled = 0  # Windows in a row that applied no step.
     while step < stop:
       chunk = min(_to_multiple(step, c.log_steps), _to_multiple(step, c.save_checkpoints_steps),
                   stop - step)
       if c.eval_every_steps and self.evaluate is not None:
         chunk = min(chunk, _to_multiple(step, c.eval_every_steps))
+      if not traced:
+        chunk = 1
       start = time.perf_counter()
       with self.data_errors():
         micro_steps(batches, tf.constant(chunk * c.gradient_accumulation_steps))
-      seconds += time.perf_counter() - start
+      if traced:
+        seconds += time.perf_counter() - start
+        timed += self.step - step
+      else:
+        traced = True
+        logging.info(f"the first step took {time.perf_counter() - start:.1f} s (tracing"
+                     f"{' and XLA compilation' if c.jit_compile else ''}); "
+                     "examples_per_second leaves it out")
       # Applied steps: a window whose gradients overflowed (mixed_float16) applies nothing,
       # and the run trains another in its place.
       stalled = stalled + chunk if self.step == step else 0
@@ -518,9 +537,9 @@ class TrainingLoop:
                                  "non-finite gradients at every loss scale")
       step = self.step
       if step % c.log_steps == 0 or step == c.num_train_steps:
-        last = self._log(self.step, (step - logged_step) * c.train_batch_size / seconds,
+        last = self._log(self.step, timed * c.train_batch_size / seconds if timed else None,
                          logged_step)
-        logged_step, seconds = step, 0.0
+        logged_step, seconds, timed = step, 0.0, 0
       if self.evaluate is not None and (step == c.num_train_steps or (
           c.eval_every_steps and step % c.eval_every_steps == 0)):
         last = {**last, "eval": self._evaluate(step)}  # Before the checkpoint of step.
@@ -553,19 +572,22 @@ class TrainingLoop:
     total = self.strategy.reduce(tf.distribute.ReduceOp.SUM, values, axis=None)
     return int(total.numpy()) > 0
 
-  def _scalars(self, examples_per_second: float) -> dict:
+  def _scalars(self, examples_per_second: Optional[float]) -> dict:
+    """The training metrics since the last log; `examples_per_second` None: left out (a
+    window of the tracing step alone has no speed to show)."""
     result = {k: float(v) for k, v in self.model.get_metrics_result().items()}
     accumulator = find_accumulator(self.optimizer)
     result["learning_rate"] = float(self.optimizer.learning_rate)
     if accumulator is not None:
       result["gradient_norm"] = float(accumulator.gradient_norm.numpy())
       result["skipped_windows"] = float(accumulator.skipped_windows.numpy())
-    result["examples_per_second"] = examples_per_second
+    if examples_per_second is not None:
+      result["examples_per_second"] = examples_per_second
     if hasattr(self.optimizer, "dynamic_scale"):
       result["loss_scale"] = float(self.optimizer.dynamic_scale.numpy())
     return result
 
-  def _log(self, step: int, examples_per_second: float, previous_step: int) -> dict:
+  def _log(self, step: int, examples_per_second: Optional[float], previous_step: int) -> dict:
     scalars = self._scalars(examples_per_second)
     self.model.reset_metrics()
     if not math.isfinite(scalars["loss"]) and self.config.check_finite:

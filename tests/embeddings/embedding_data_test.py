@@ -1,0 +1,69 @@
+"""tfbert.embeddings.embedding_data: pairs, triplets and scored pairs from TSV and JSONL,
+errors naming file:line, STS-B from its GLUE file."""
+
+import json
+import os
+
+import pytest
+
+from tfbert.embeddings import embedding_data
+from tfbert.embeddings.embedding_data import Columns
+
+
+def _write(path, lines):
+  path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+  return str(path)
+
+
+def test_tsv_by_header_name_and_by_index(tmp_path):
+  named = _write(tmp_path / "triplets.tsv", ["query\tdoc\tneg", "a cat\ta feline\ta car",
+                                             "", "rain\twet weather\tsun"])
+  got = embedding_data.read_examples(named, Columns("query", "doc", "neg"))
+  assert [(e.texts, e.line) for e in got] == [(("a cat", "a feline", "a car"), 2),
+                                              (("rain", "wet weather", "sun"), 4)]
+  indexed = _write(tmp_path / "scored.tsv", ["0.5\tx y\tx z", "1\tp\tq"])
+  got = embedding_data.read_examples(indexed, Columns(1, 2, score=0), limit=1)
+  assert [(e.texts, e.score) for e in got] == [(("x y", "x z"), 0.5)]
+
+
+def test_jsonl_by_key(tmp_path):
+  path = _write(tmp_path / "pairs.jsonl", [json.dumps({"q": "what is tf", "p": "a library"}),
+                                           json.dumps({"q": "é", "p": "ü", "extra": 1})])
+  got = embedding_data.read_examples(path, Columns("q", "p"))
+  assert [e.texts for e in got] == [("what is tf", "a library"), ("é", "ü")]
+
+
+@pytest.mark.parametrize("lines, columns, message", [
+    (["a\tb", "x\t"], Columns("a", "b"), r"pairs.tsv:2: positive is empty"),
+    (["a\tb", "x\ty"], Columns("a", "c"), r"pairs.tsv:1: the header has no column "
+                                          r"positive \('c'\); columns: a, b"),
+    (["x\ty"], Columns(0, 2), r"pairs.tsv:1: 2 columns, but positive is column 2"),
+    (["a\tb\ts", "x\ty\tnan"], Columns("a", "b", score="s"),
+     r"pairs.tsv:2: score 'nan' is not a finite number"),
+    (["a\tb"], Columns("a", "b"), r"pairs.tsv: no example in the file"),
+])
+def test_tsv_errors_name_file_line_and_column(tmp_path, lines, columns, message):
+  path = _write(tmp_path / "pairs.tsv", lines)
+  with pytest.raises(ValueError, match=message):
+    embedding_data.read_examples(path, columns)
+
+
+def test_jsonl_errors_name_file_and_line(tmp_path):
+  path = _write(tmp_path / "pairs.jsonl", [json.dumps({"q": "a", "p": "b"}), "{oops"])
+  with pytest.raises(ValueError, match=r"pairs.jsonl:2: not a JSON object"):
+    embedding_data.read_examples(path, Columns("q", "p"))
+  path = _write(tmp_path / "pairs.jsonl", [json.dumps({"q": "a"})])
+  with pytest.raises(ValueError, match=r"pairs.jsonl:1: missing positive \('p'\); keys: q"):
+    embedding_data.read_examples(path, Columns("q", "p"))
+  with pytest.raises(FileNotFoundError, match="nope.tsv"):
+    embedding_data.read_examples(str(tmp_path / "nope.tsv"))
+
+
+def test_stsb_dev_is_read_as_scored_pairs(shared_data):
+  examples = embedding_data.stsb_examples(os.path.join(shared_data, "glue", "STS-B", "dev.tsv"))
+  assert len(examples) == 1500  # GLUE's STS-B dev: 1,500 pairs.
+  first = examples[0]
+  assert first.texts == ("A man with a hard hat is dancing.",
+                         "A man wearing a hard hat is dancing.")
+  assert first.score == 5.0 and first.line == 2
+  assert all(0.0 <= e.score <= 5.0 for e in examples)

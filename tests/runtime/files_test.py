@@ -1,0 +1,112 @@
+"""tfbert.runtime.files: one set of path functions for local paths and `tf.io.gfile` URLs."""
+
+
+import pytest
+
+from tfbert.runtime import files
+
+
+@pytest.fixture(params=["local", "ram"])
+def root(request, tmp_path):
+  """The same tests on a local directory and on a `ram://` one."""
+  if request.param == "local":
+    return str(tmp_path)
+  return request.getfixturevalue("ram_root")
+
+
+def test_text_bytes_sizes_and_listing_are_the_same_on_both(root):
+  files.makedirs(f"{root}/sub/deeper")
+  with files.open_file(f"{root}/sub/a.txt", "w") as f:
+    f.write("héllo\n")  # 7 bytes in UTF-8.
+  with files.open_file(f"{root}/sub/b.bin", "wb") as f:
+    f.write(b"\x00\x01")
+  assert files.read_text(f"{root}/sub/a.txt") == "héllo\n"
+  assert files.read_bytes(f"{root}/sub/b.bin") == b"\x00\x01"
+  assert files.size(f"{root}/sub/a.txt") == 7
+  assert sorted(files.listdir(f"{root}/sub")) == ["a.txt", "b.bin", "deeper"]
+  assert files.glob(f"{root}/sub/*.txt") == [f"{root}/sub/a.txt"]
+  assert files.isfile(f"{root}/sub/a.txt") and not files.isfile(f"{root}/sub/deeper")
+  assert files.isdir(f"{root}/sub/deeper") and not files.isdir(f"{root}/sub/a.txt")
+
+
+def test_rename_copy_and_remove_are_the_same_on_both(root):
+  with files.open_file(f"{root}/a.txt", "w") as f:
+    f.write("new")
+  with files.open_file(f"{root}/b.txt", "w") as f:
+    f.write("old")
+  files.rename(f"{root}/a.txt", f"{root}/b.txt")
+  assert files.read_text(f"{root}/b.txt") == "new" and not files.exists(f"{root}/a.txt")
+  files.copy(f"{root}/b.txt", f"{root}/c.txt")
+  assert files.read_text(f"{root}/c.txt") == "new"
+  files.remove(f"{root}/c.txt")
+  files.makedirs(f"{root}/d/e")
+  files.rmtree(f"{root}/d")
+  assert sorted(files.listdir(root)) == ["b.txt"]
+
+
+def test_a_missing_url_file_raises_file_not_found_naming_it(ram_root):
+  missing = f"{ram_root}/nope.txt"
+  for call in (files.read_text, files.size, files.remove, files.listdir):
+    with pytest.raises(FileNotFoundError) as error:
+      call(missing)
+    assert error.value.filename == missing, call
+
+
+def test_copy_crosses_filesystems(ram_root, tmp_path):
+  local = tmp_path / "vocab.txt"
+  local.write_text("[PAD]\n")
+  files.copy(str(local), f"{ram_root}/vocab.txt")
+  files.copy(f"{ram_root}/vocab.txt", str(tmp_path / "back.txt"))
+  assert (tmp_path / "back.txt").read_text() == "[PAD]\n"
+
+
+def test_absolute_keeps_urls_and_inside_compares_whole_names(tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  assert files.absolute("ram://run/export/") == "ram://run/export"
+  assert files.absolute("gs://bucket") == "gs://bucket"
+  assert files.absolute("run") == str(tmp_path / "run")
+  assert files.parent("gs://bucket/run/flags.txt") == "gs://bucket/run"
+  assert files.inside("gs://b/run/export", "gs://b/run/")
+  assert files.inside("gs://b/run", "gs://b/run")
+  assert not files.inside("gs://b/run2", "gs://b/run")  # A prefix of the name is not a parent.
+  assert files.is_url("s3://x") and not files.is_url(str(tmp_path))
+
+
+def test_a_directory_moves_with_its_contents(root):
+  files.makedirs(f"{root}/stage/variables")
+  atomic_files = {"saved_model.pb": "graph", "variables/variables.index": "index"}
+  for name, text in atomic_files.items():
+    with files.open_file(f"{root}/stage/{name}", "w") as f:
+      f.write(text)
+  files.rename(f"{root}/stage", f"{root}/export", overwrite=False)
+  assert not files.exists(f"{root}/stage")
+  for name, text in atomic_files.items():
+    assert files.read_text(f"{root}/export/{name}") == text
+  assert sorted(files.listdir(f"{root}/export")) == ["saved_model.pb", "variables"]
+
+
+def test_writing_over_a_file_replaces_it(root):
+  # TensorFlow's ram:// appends to a file opened for writing again, and to a copy's
+  # target; files removes the old file first.
+  for write in ("w", "copy"):
+    with files.open_file(f"{root}/a.txt", "w") as f:
+      f.write("0123456789\n")
+    if write == "w":
+      with files.open_file(f"{root}/a.txt", "w") as f:
+        f.write("ab\n")
+    else:
+      with files.open_file(f"{root}/b.txt", "w") as f:
+        f.write("ab\n")
+      files.copy(f"{root}/b.txt", f"{root}/a.txt")
+    assert files.read_text(f"{root}/a.txt") == "ab\n", write
+
+
+def test_a_prefix_of_a_file_name_is_neither_file_nor_directory(root):
+  # TensorFlow's ram:// calls `ckpt-2` (and `ckpt`) a directory once `ckpt-2.index` exists.
+  files.makedirs(f"{root}/checkpoints")
+  with files.open_file(f"{root}/checkpoints/ckpt-2.index", "w") as f:
+    f.write("x")
+  for prefix in ("ckpt-2", "ckpt"):
+    path = f"{root}/checkpoints/{prefix}"
+    assert not files.exists(path) and not files.isdir(path) and not files.isfile(path)
+  assert files.isdir(f"{root}/checkpoints") and files.isfile(f"{root}/checkpoints/ckpt-2.index")

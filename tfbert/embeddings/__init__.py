@@ -1,0 +1,1 @@
+"""Sentence embeddings: evaluation metrics of sentence encoders (similarity and retrieval)."""

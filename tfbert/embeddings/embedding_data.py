@@ -1,0 +1,151 @@
+"""Sentence-embedding training and evaluation data: pairs, triplets and scored pairs.
+
+Files are TSV (tab-separated, a header row naming the columns, or none: columns by 0-based
+index) or JSONL (one JSON object per line, columns by key); `.jsonl` / `.json` names mean
+JSONL, anything else TSV. Which columns hold what is given by `Columns`, as the tool's flags
+give it. Every error names the file and line (and the column).
+
+* pairs (anchor, positive) and triplets (anchor, positive, hard negative) train the
+  in-batch-negatives loss;
+* scored pairs (two texts and a similarity score) train CoSENT / cosine MSE and evaluate
+  (Spearman and Pearson of cosine similarity); STS-B is read from its GLUE files.
+
+Paths may be local or any `tf.io.gfile` URL (`tfbert.runtime.files`).
+"""
+
+import dataclasses
+import json
+import math
+from typing import Optional, Union
+
+from tfbert.classifier import glue_data
+from tfbert.runtime import files
+
+Column = Union[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Columns:
+  """Where each field is: a header name (TSV) or key (JSONL), or a 0-based TSV index.
+
+  Attributes:
+    anchor: the first text (a query, or the first sentence of a pair).
+    positive: the second text (its positive, or the second sentence).
+    negative: a hard negative's text (triplets), or None.
+    score: the pair's gold similarity (scored pairs), or None.
+  """
+  anchor: Column = "anchor"
+  positive: Column = "positive"
+  negative: Optional[Column] = None
+  score: Optional[Column] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TextExample:
+  """One training or evaluation example.
+
+  Attributes:
+    texts: (anchor, positive) or (anchor, positive, negative).
+    score: the gold similarity of a scored pair, else None.
+    line: the 1-based line in its file (for messages).
+  """
+  texts: tuple[str, ...]
+  score: Optional[float]
+  line: int
+
+
+def _is_jsonl(path: str) -> bool:
+  return path.endswith((".jsonl", ".json"))
+
+
+def _rows(path: str, columns: Columns):
+  """(line, {field: raw value}) of every data row; raises naming file:line."""
+  fields = {name: getattr(columns, name) for name in ("anchor", "positive", "negative", "score")
+            if getattr(columns, name) is not None}
+  lines = files.read_text(path).splitlines()
+  if _is_jsonl(path):
+    for number, text in enumerate(lines, 1):
+      if not text.strip():
+        continue
+      try:
+        row = json.loads(text)
+      except ValueError as error:
+        raise ValueError(f"{path}:{number}: not a JSON object ({error})") from None
+      if not isinstance(row, dict):
+        raise ValueError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+      missing = [f"{name} ({key!r})" for name, key in fields.items() if key not in row]
+      if missing:
+        raise ValueError(f"{path}:{number}: missing {', '.join(missing)}; keys: "
+                         f"{', '.join(sorted(row))}")
+      yield number, {name: row[key] for name, key in fields.items()}
+    return
+  by_name = any(isinstance(key, str) for key in fields.values())
+  header: list[str] = []
+  for number, text in enumerate(lines, 1):
+    if not text.strip():
+      continue
+    cells = text.split("\t")
+    if by_name and not header:
+      header = cells
+      unknown = [f"{name} ({key!r})" for name, key in fields.items()
+                 if isinstance(key, str) and key not in header]
+      if unknown:
+        raise ValueError(f"{path}:{number}: the header has no column {', '.join(unknown)}; "
+                         f"columns: {', '.join(header)}")
+      continue
+    values = {}
+    for name, key in fields.items():
+      index = header.index(key) if isinstance(key, str) else key
+      if index >= len(cells):
+        raise ValueError(f"{path}:{number}: {len(cells)} columns, but {name} is column "
+                         f"{index} (0-based)")
+      values[name] = cells[index]
+    yield number, values
+
+
+def read_examples(path: str, columns: Columns = Columns(),
+                  limit: Optional[int] = None) -> list[TextExample]:
+  """Reads pairs, triplets or scored pairs (as `columns` says) from a TSV or JSONL file.
+
+  Args:
+    path: the file (local or a URL).
+    columns: where the texts (and score) are.
+    limit: read at most this many examples.
+
+  Returns:
+    The examples, in file order.
+
+  Raises:
+    FileNotFoundError: naming the file.
+    ValueError: naming file:line for a missing column, an empty text, or a score that is
+      not a finite number; or a file without any example.
+  """
+  examples = []
+  for number, row in _rows(path, columns):
+    texts = []
+    for name in ("anchor", "positive", "negative"):
+      if name in row:
+        value = row[name]
+        if not isinstance(value, str) or not value.strip():
+          raise ValueError(f"{path}:{number}: {name} is empty or not text ({value!r})")
+        texts.append(value)
+    score = None
+    if "score" in row:
+      try:
+        score = float(row["score"])
+      except (TypeError, ValueError):
+        score = float("nan")
+      if not math.isfinite(score):
+        raise ValueError(f"{path}:{number}: score {row['score']!r} is not a finite number")
+    examples.append(TextExample(tuple(texts), score, number))
+    if limit is not None and len(examples) >= limit:
+      break
+  if not examples:
+    raise ValueError(f"{path}: no example in the file")
+  return examples
+
+
+def stsb_examples(path: str, limit: Optional[int] = None) -> list[TextExample]:
+  """STS-B's GLUE file (`train.tsv` / `dev.tsv`) as scored pairs (scores 0-5)."""
+  read = glue_data.read_examples(glue_data.TASKS["sts-b"], path, "dev", limit=limit)
+  return [TextExample((e.text_a, e.text_b), float(e.label), e.line) for e in read.examples]

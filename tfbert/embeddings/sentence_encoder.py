@@ -1,0 +1,197 @@
+"""A BERT sentence encoder: the encoder, a pooling of its last layer, optional L2 normalization.
+
+The model of sentence-transformers' BERT models (all-MiniLM-L6-v2, BGE, E5, GTE): a
+`Transformer` module (BERT), a `Pooling` module (`mean` over the attention mask, `cls` or
+`max`: `tfbert.layers.pooling`) and, for most, a `Normalize` module. Reading and writing
+their directories: `tfbert.embeddings.sentence_transformers`.
+
+**Training** (`train_step`, under `fit` and tfbert's training loop) takes a batch of texts
+packed as `{"anchor": features, "positive": features[, "negative": features]}` and the loss
+named at construction (`tfbert.losses.embedding_losses`, `docs/embeddings.md`):
+
+* `in_batch_negatives` (no labels): each anchor ranks its positive among every positive and
+  hard negative of the *global* batch;
+* `cosent` and `cosine_mse` (labels: float gold scores [B]): the pair ("anchor",
+  "positive") is scored by its cosine similarity.
+
+The texts of a step run through the encoder as one batch (so each gets its own dropout
+mask). Across replicas, the candidates (and CoSENT's similarities) are gathered from every
+replica by `gather_replicas`, whose gradient returns to each replica the sum of every
+replica's gradient for its rows: 2 replicas of B train exactly what one device trains on
+the 2B batch. Gradient accumulation is refused for these losses: the in-batch negatives of
+k micro-batches are not those of one batch of k x B.
+
+Shape legend: B sentences (per replica), S positions, H hidden width, N replicas.
+"""
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from tfbert.encoder import BertEncoder, as_config, read_inputs
+from tfbert.layers import dropout, pooling
+from tfbert.losses import embedding_losses
+from tfbert.models import accumulation, step_number, sum_over_replicas
+
+OUTPUT_NAME = "embeddings"
+LOSSES = ("in_batch_negatives", "cosent", "cosine_mse")
+# Losses whose value depends on the whole batch (not a mean of per-example terms).
+BATCH_LOSSES = ("in_batch_negatives", "cosent")
+
+
+def gather_replicas(local: tf.Tensor) -> tf.Tensor:
+  """Every replica's `local` [B, ...], concatenated in replica order: [N x B, ...].
+
+  In a replica context with N > 1 (each replica's B equal); `local` itself otherwise. The
+  gradient of the result returns to each replica the *sum over replicas* of the gradients
+  of its rows, as the loss of every replica uses them. Built on `models.sum_over_replicas`
+  (a sum of one-hot placed copies), the reduce that is safe with several strategies in one
+  process.
+  """
+  context = tf.distribute.get_replica_context()
+  if context is None or context.num_replicas_in_sync == 1:
+    return local
+  replicas = context.num_replicas_in_sync
+  replica = tf.cast(context.replica_id_in_sync_group, tf.int32)
+
+  @tf.custom_gradient
+  def gather(x):
+    placed = tf.scatter_nd(tf.reshape(replica, [1, 1]), x[None], tf.concat(
+        [[replicas], tf.shape(x)], axis=0))                              # [N, B, ...]
+    gathered = sum_over_replicas(placed)
+    shape = tf.concat([[-1], tf.shape(x)[1:]], axis=0)
+
+    def grad(upstream):
+      total = sum_over_replicas(tf.reshape(upstream, tf.shape(placed)))  # [N, B, ...]
+      return total[replica]
+
+    return tf.reshape(gathered, shape), grad
+
+  return gather(local)
+
+
+def replica_offset(count: tf.Tensor) -> tf.Tensor:
+  """int32: where this replica's `count` rows start in `gather_replicas`' result."""
+  context = tf.distribute.get_replica_context()
+  replica = context.replica_id_in_sync_group if context is not None else 0
+  return tf.cast(replica, tf.int32) * tf.cast(count, tf.int32)
+
+
+@keras.saving.register_keras_serializable(package="tfbert")
+class BertSentenceEncoder(keras.Model):
+  """BERT with sentence pooling: one vector per input sequence.
+
+  Args:
+    config: a `BertConfig` (or its dict).
+    pooling_mode: one of `tfbert.layers.pooling.MODES` ("mean", "cls", "max").
+    normalize: divide each sentence vector by its L2 norm (sentence-transformers'
+      `Normalize`), so that a dot product is the cosine similarity.
+    **kwargs: forwarded to `keras.Model` (e.g. `name`, `dtype`).
+
+  Call args:
+    features: dict with int32 `input_ids` [B, S] and optional `input_mask`, `segment_ids`.
+    training: whether dropout is active.
+
+  Returns:
+    {"embeddings": float32 [B, H]}.
+  """
+
+  def __init__(self, config, pooling_mode: str = "mean", normalize: bool = True,
+               loss: str = "in_batch_negatives",
+               scale: float = embedding_losses.DEFAULT_SCALE, symmetric: bool = False,
+               **kwargs):
+    super().__init__(**kwargs)
+    if pooling_mode not in pooling.MODES:
+      raise ValueError(f"unknown pooling mode {pooling_mode!r}; known: "
+                       f"{', '.join(pooling.MODES)}")
+    if loss not in LOSSES:
+      raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSSES)}")
+    self.config = as_config(config)
+    self.pooling_mode = pooling_mode
+    self.normalize = normalize
+    self.loss_name, self.scale, self.symmetric = loss, float(scale), bool(symmetric)
+    self.encoder = BertEncoder(self.config, name="encoder", dtype=self.dtype_policy)
+    self.trackers = {"loss": keras.metrics.Mean(name="loss")}
+
+  def build(self, input_shape=None):
+    self.encoder.build()
+    self.built = True
+
+  def call(self, features, training=None) -> dict[str, tf.Tensor]:
+    _, input_mask, _ = read_inputs(features)
+    sequence_output = self.encoder(features, training=training)["sequence_output"]
+    pooled = pooling.pool(sequence_output, input_mask, self.pooling_mode)    # [B, H]
+    return {OUTPUT_NAME: pooling.normalize(pooled) if self.normalize else pooled}
+
+  def replica_loss(self, features, labels=None, training: bool = True) -> tf.Tensor:
+    """This replica's share of the global batch's loss (the shares sum to it).
+
+    Args:
+      features: {"anchor", "positive"[, "negative"]}: feature dicts of [B, S] each.
+      labels: float gold scores [B] for `cosent` / `cosine_mse`; None for ranking.
+      training: dropout on.
+
+    Returns:
+      float32 scalar: in-batch negatives and cosine MSE: the sum of this replica's
+      examples' losses / (N x B); CoSENT: the global loss / N.
+    """
+    parts = ["anchor", "positive"] + (["negative"] if "negative" in features else [])
+    joined = {name: tf.concat([tf.cast(features[part][name], tf.int32) for part in parts], 0)
+              for name in ("input_ids", "input_mask", "segment_ids")
+              if name in features["anchor"]}
+    embeddings = tf.split(self(joined, training=training)[OUTPUT_NAME], len(parts))
+    anchors, positives = embeddings[0], embeddings[1]
+    context = tf.distribute.get_replica_context()
+    replicas = context.num_replicas_in_sync if context is not None else 1
+    count = tf.shape(anchors)[0]
+    total = tf.cast(count * replicas, tf.float32)
+    if self.loss_name == "in_batch_negatives":
+      negatives = gather_replicas(embeddings[2]) if len(parts) == 3 else None
+      losses = embedding_losses.in_batch_negatives_losses(
+          anchors, gather_replicas(positives), negatives,
+          offset=replica_offset(count), scale=self.scale,
+          symmetric=self.symmetric,
+          all_anchors=gather_replicas(anchors) if self.symmetric else None)
+      return tf.reduce_sum(losses) / total
+    similarities = embedding_losses.pair_cosine_similarities(anchors, positives)
+    if self.loss_name == "cosent":
+      return embedding_losses.cosent_loss(
+          gather_replicas(similarities), gather_replicas(tf.cast(labels, tf.float32)),
+          self.scale) / float(replicas)
+    losses = embedding_losses.cosine_mse_losses(similarities, labels)
+    return tf.reduce_sum(losses) / total
+
+  def train_step(self, data):
+    features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
+    steps, reduction = accumulation(self.optimizer)
+    if steps > 1 and self.loss_name in BATCH_LOSSES:
+      raise ValueError(
+          f"gradient accumulation ({steps} micro-steps) with the {self.loss_name} loss would "
+          "train another objective: its value depends on the whole batch (every other "
+          "example is a negative, or a pair to order against), and k micro-batches see only "
+          "their own; raise the batch size instead, or use cosine_mse")
+    with tf.GradientTape() as tape, dropout.step_keys(step_number(self)):
+      share = self.replica_loss(features, labels)
+      scaled_loss = self.optimizer.scale_loss(share / float(steps if reduction == "sum"
+                                                            else 1))
+    grads = tape.gradient(scaled_loss, self.trainable_variables)
+    self.optimizer.apply(grads, self.trainable_variables)
+    self.trackers["loss"].update_state(sum_over_replicas(share))
+    return self.get_metrics_result()
+
+  @property
+  def metrics(self):
+    return list(self.trackers.values())
+
+  def get_metrics_result(self):
+    return {name: tracker.result() for name, tracker in self.trackers.items()}
+
+  def served_outputs(self, features) -> dict[str, tf.Tensor]:
+    """What its exports serve: float32 `embeddings` [B, H]."""
+    return {OUTPUT_NAME: tf.cast(self(features, training=False)[OUTPUT_NAME], tf.float32)}
+
+  def get_config(self) -> dict[str, Any]:
+    return {**super().get_config(), "config": self.config.to_dict(),
+            "pooling_mode": self.pooling_mode, "normalize": self.normalize,
+            "loss": self.loss_name, "scale": self.scale, "symmetric": self.symmetric}

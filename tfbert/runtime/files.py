@@ -1,0 +1,235 @@
+"""Paths on any filesystem TensorFlow knows: local paths and URLs (`gs://`, `s3://`, `ram://`).
+
+Every tfbert path (inputs, run directories, exports) goes through these functions, so a
+Google Cloud Storage bucket works wherever a local folder does, as in google-research/bert
+and Model Garden, whose users write `gs://` paths.
+
+A local path keeps the `os` calls (exact `OSError`s, `fsync`, file modes); a URL (any
+path holding `://`) goes through `tf.io.gfile`, TensorFlow's filesystem layer. What a URL
+filesystem cannot give is written in `docs/filesystems.md`: no `flock` (a run directory's
+lock holds only within one process there), no `fsync`, no file modes, and a rename that
+object stores implement as copy + delete (a single file still appears only complete; a
+directory is moved file by file).
+
+Errors: a URL filesystem's missing file raises `FileNotFoundError` here as a local one
+does (`tf.errors.NotFoundError` is translated), so callers handle one exception type.
+"""
+
+import contextlib
+import os
+import shutil
+from typing import IO, Iterator
+
+import tensorflow as tf
+
+
+def is_url(path: str) -> bool:
+  """Whether `path` names a file through a URL scheme (`gs://...`, `ram://...`)."""
+  return "://" in str(path)
+
+
+def absolute(path: str) -> str:
+  """`os.path.abspath` for a local path; a URL unchanged but for a trailing `/`."""
+  path = str(path)
+  if is_url(path):
+    scheme, rest = path.split("://", 1)
+    return f"{scheme}://{rest.rstrip('/')}" if rest.rstrip("/") else path
+  return os.path.abspath(path)
+
+
+def parent(path: str) -> str:
+  """The directory holding `path` (absolute for a local path)."""
+  return os.path.dirname(absolute(path))
+
+
+def inside(path: str, directory: str) -> bool:
+  """Whether `path` is `directory` or lies below it (both made absolute)."""
+  path, directory = absolute(path), absolute(directory)
+  return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+@contextlib.contextmanager
+def _not_found_as_os_error(path: str) -> Iterator[None]:
+  """Raises TensorFlow's filesystem errors as the `OSError` a local path would give."""
+  try:
+    yield
+  except tf.errors.NotFoundError as error:
+    raise FileNotFoundError(2, error.message or "No such file or directory", path) from None
+  except tf.errors.AlreadyExistsError as error:
+    raise FileExistsError(17, error.message or "File exists", path) from None
+  except tf.errors.FailedPreconditionError as error:  # e.g. a directory where a file was named.
+    raise OSError(20, error.message or "Failed precondition", path) from None
+
+
+def _listed(path: str) -> bool:
+  """Whether `path`'s name is in its parent's listing. TensorFlow's `ram://` filesystem
+  calls any string prefix of an existing name a directory (with `ckpt-2.index` present,
+  `ckpt-2` and `ckpt` "exist"); only the parent's listing tells. Other schemes: True."""
+  if not str(path).startswith("ram://"):
+    return True
+  path = absolute(path)
+  parent_dir, name = path.rsplit("/", 1)
+  if parent_dir.endswith(":/"):  # "ram://name": its parent is the filesystem's root.
+    return tf.io.gfile.exists(path)
+  try:
+    return name in {entry.rstrip("/") for entry in tf.io.gfile.listdir(parent_dir)}
+  except tf.errors.NotFoundError:
+    return False
+
+
+def exists(path: str) -> bool:
+  """Whether a file or directory exists at `path`."""
+  if is_url(path):
+    return tf.io.gfile.exists(path) and _listed(path)
+  return os.path.lexists(path)
+
+
+def isdir(path: str) -> bool:
+  """Whether `path` is a directory."""
+  if is_url(path):
+    return tf.io.gfile.isdir(path) and _listed(path)
+  return os.path.isdir(path)
+
+
+def isfile(path: str) -> bool:
+  """Whether `path` is a file (exists and is not a directory)."""
+  if is_url(path):
+    return exists(path) and not tf.io.gfile.isdir(path)
+  return os.path.isfile(path)
+
+
+def size(path: str) -> int:
+  """The size of the file at `path` in bytes."""
+  if is_url(path):
+    with _not_found_as_os_error(path):
+      return tf.io.gfile.stat(path).length
+  return os.path.getsize(path)
+
+
+def listdir(path: str) -> list[str]:
+  """The names in directory `path` (no trailing `/` on subdirectories), unsorted."""
+  if is_url(path):
+    with _not_found_as_os_error(path):
+      return [name.rstrip("/") for name in tf.io.gfile.listdir(path)]
+  return os.listdir(path)
+
+
+def glob(pattern: str) -> list[str]:
+  """The paths matching `pattern` (`*`, `?`, `[...]`), sorted."""
+  return sorted(tf.io.gfile.glob(pattern))
+
+
+def makedirs(path: str) -> None:
+  """Creates directory `path` and its parents; fine when it exists."""
+  if is_url(path):
+    tf.io.gfile.makedirs(path)
+  else:
+    os.makedirs(path, exist_ok=True)
+
+
+def mkdir(path: str) -> None:
+  """Creates the single directory `path` (local: honours the umask; fails if it exists)."""
+  if is_url(path):
+    with _not_found_as_os_error(path):
+      tf.io.gfile.mkdir(path)
+  else:
+    os.mkdir(path)
+
+
+def remove(path: str) -> None:
+  """Removes the file at `path`."""
+  if is_url(path):
+    with _not_found_as_os_error(path):
+      tf.io.gfile.remove(path)
+  else:
+    os.remove(path)
+
+
+def rmtree(path: str) -> None:
+  """Removes the directory tree at `path`; never raises (missing is fine)."""
+  if is_url(path):
+    try:
+      tf.io.gfile.rmtree(path)
+    except (tf.errors.OpError, OSError):
+      pass
+  else:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def rename(source: str, target: str, overwrite: bool = True) -> None:
+  """Renames a file or directory (`os.replace` locally: atomic for a file).
+
+  On object stores (`gs://`, `s3://`) a rename is a copy then a delete. A URL directory is
+  moved file by file here (not every filesystem's rename moves a directory's contents:
+  `ram://` renames only the directory's own entry); `overwrite` does not apply to a
+  directory, which must not exist at `target`.
+  """
+  if is_url(source) or is_url(target):
+    with _not_found_as_os_error(source):
+      if not tf.io.gfile.isdir(source):
+        tf.io.gfile.rename(source, target, overwrite=overwrite)
+        return
+      if tf.io.gfile.exists(target):
+        raise FileExistsError(17, "File exists", target)
+      for directory, _, names in list(tf.io.gfile.walk(source)):
+        moved = target + directory[len(source):]
+        tf.io.gfile.makedirs(moved)
+        for name in names:
+          tf.io.gfile.rename(f"{directory}/{name}", f"{moved}/{name}", overwrite=False)
+      tf.io.gfile.rmtree(source)
+  elif overwrite:
+    os.replace(source, target)
+  else:
+    os.rename(source, target)
+
+
+def copy(source: str, target: str) -> None:
+  """Copies the file `source` to `target` (replacing it), across filesystems too."""
+  if is_url(source) or is_url(target):
+    with _not_found_as_os_error(source):
+      _truncate(target)
+      tf.io.gfile.copy(source, target, overwrite=True)
+  else:
+    shutil.copyfile(source, target)
+
+
+def open_file(path: str, mode: str = "r") -> IO:
+  """Opens `path` like `open` (text modes as UTF-8); a URL through `tf.io.gfile.GFile`.
+
+  Args:
+    path: the file.
+    mode: "r", "w", "a", "rb", "wb" or "ab".
+
+  Returns:
+    A file object (a context manager); text modes read and write `str`.
+  """
+  if is_url(path):
+    with _not_found_as_os_error(path):
+      if "w" in mode:
+        _truncate(path)
+      f = tf.io.gfile.GFile(path, mode)
+      if "r" in mode:
+        f.size()  # GFile opens lazily: a missing file fails here, not at the first read.
+      return f
+  if "b" in mode:
+    return open(path, mode)  # pylint: disable=unspecified-encoding
+  return open(path, mode, encoding="utf-8")
+
+
+def _truncate(path: str) -> None:
+  """Removes an existing URL file before it is written anew: TensorFlow's `ram://` appends
+  to an existing file opened for writing (or copied onto) instead of replacing it."""
+  if is_url(path) and tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
+    tf.io.gfile.remove(path)
+
+
+def read_text(path: str) -> str:
+  """The UTF-8 text of the file at `path`."""
+  with open_file(path) as f:
+    return f.read()
+
+
+def read_bytes(path: str) -> bytes:
+  """The bytes of the file at `path`."""
+  with open_file(path, "rb") as f:
+    return f.read()
