@@ -256,3 +256,26 @@ def test_an_installed_commands_help_starts_with_the_tools_description():
   done = subprocess.run([command, "--help"], cwd=REPO, env=_env(), capture_output=True,
                         text=True, timeout=240, check=False)
   assert done.stdout.startswith("Fine-tunes BERT on SQuAD"), done.stdout[:500]
+
+
+def test_a_flagfile_on_a_url_is_read_into_a_local_copy(ram_root, tmp_path):
+  """absl opens flag files with Python's `open`: a run's flags.txt on a bucket (here
+  `ram://`) is copied locally first, a nested URL flag file too; local ones are kept."""
+  from tfbert.runtime import files  # pylint: disable=import-outside-toplevel
+  with files.open_file(f"{ram_root}/base.txt", "w") as f:
+    f.write("--learning_rate=0.001\n")
+  with files.open_file(f"{ram_root}/flags.txt", "w") as f:
+    f.write(f"--flagfile={ram_root}/base.txt\n--output_dir={ram_root}/run\n")
+  local_file = tmp_path / "local.txt"
+  local_file.write_text("--do_train\n")
+  argv = cli.local_flagfiles(["tool", f"--flagfile={ram_root}/flags.txt",
+                              f"--flagfile={local_file}", "--verbose=2"], str(tmp_path))
+  assert argv[0] == "tool" and argv[2:] == [f"--flagfile={local_file}", "--verbose=2"]
+  copied = argv[1][len("--flagfile="):]
+  assert copied.startswith(str(tmp_path))
+  lines = open(copied, encoding="utf-8").read().splitlines()
+  nested = lines[0][len("--flagfile="):]
+  assert lines[1] == f"--output_dir={ram_root}/run"
+  assert open(nested, encoding="utf-8").read() == "--learning_rate=0.001\n"
+  with pytest.raises(FileNotFoundError, match="nope.txt"):
+    cli.local_flagfiles(["tool", f"--flagfile={ram_root}/nope.txt"], str(tmp_path))

@@ -192,7 +192,55 @@ def run_tool(main: Callable[[Sequence[str]], object], traceback) -> None:
   if launcher is not None and not getattr(launcher, "__doc__", None):
     launcher.__doc__ = sys.modules[main.__module__].__doc__
   quiet_device_probe()  # Before app.run, whose init callbacks would probe noisily.
-  app.run(guarded(main, traceback, tool))
+  app.run(guarded(main, traceback, tool), argv=local_flagfiles(sys.argv))
+
+
+_FLAGFILE = "--flagfile="
+
+
+def local_flagfiles(argv: Sequence[str], directory: typing.Optional[str] = None) -> list[str]:
+  """`argv` with every `--flagfile=<URL>` (`gs://run/flags.txt`) read into a local copy.
+
+  absl reads flag files with Python's `open`, which knows no URL; a run's `flags.txt` on a
+  bucket then replays like a local one. A `--flagfile=<URL>` line inside such a file is
+  copied the same way. Local flag files are left to absl.
+
+  Args:
+    argv: the command line.
+    directory: where the copies go (default: a fresh temporary directory).
+
+  Returns:
+    The command line with each URL flag file replaced by its local copy.
+
+  Raises:
+    FileNotFoundError: a URL flag file that does not exist (named).
+  """
+  if not any(arg.startswith(_FLAGFILE) and "://" in arg for arg in argv):
+    return list(argv)
+  # Imported here: `cli` itself does not import TensorFlow (tfbert.runtime.files does).
+  from tfbert.runtime import files  # pylint: disable=import-outside-toplevel
+
+  copies = {}
+
+  def localize(arg: str) -> str:
+    if not arg.startswith(_FLAGFILE):
+      return arg
+    paths = arg[len(_FLAGFILE):].split(",")  # absl accepts a comma-separated list.
+    if not any(files.is_url(path) for path in paths):
+      return arg
+    return _FLAGFILE + ",".join(copy(path) if files.is_url(path) else path for path in paths)
+
+  def copy(url: str) -> str:
+    if url not in copies:
+      lines = [localize(line.strip()) for line in files.read_text(url).splitlines()]
+      target = tempfile.mkdtemp(prefix="tfbert-flags-") if directory is None else directory
+      local = os.path.join(target, f"{len(copies)}-{os.path.basename(url)}")
+      with open(local, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+      copies[url] = local
+    return copies[url]
+
+  return [localize(arg) for arg in argv]
 
 
 def config_from_values(config_class: type, values: Mapping[str, Any],
