@@ -2,6 +2,7 @@
 
   python -m tests.multi_worker accumulate OUTPUT STEPS OPTIMIZER
   python -m tests.multi_worker keras_fit
+  python -m tests.multi_worker embeddings OUTPUT LOSS
 
 TF_CONFIG (set by the launching test) names the cluster and this worker's index. The worker
 trains the accumulation test's model on its slice of every micro-batch and writes its final
@@ -62,5 +63,20 @@ def keras_fit() -> None:
   print("KERAS_FIT_OK", flush=True)
 
 
+def embeddings(output: str, loss: str) -> None:
+  """Two steps of the sentence-embedding test's encoder on its global batch, each worker's
+  replica on its slice; writes the weight updates and the loss to OUTPUT.<worker>.npz."""
+  import numpy as np
+  import tensorflow as tf
+
+  from tests.embeddings import sentence_encoder_test
+
+  strategy = tf.distribute.MultiWorkerMirroredStrategy()
+  updates, last_loss = sentence_encoder_test.train_replicated(strategy, loss)
+  index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+  np.savez(f"{output}.{index}.npz", *updates, loss=last_loss)
+
+
 if __name__ == "__main__":
-  {"accumulate": accumulate, "keras_fit": keras_fit}[sys.argv[1]](*sys.argv[2:])
+  {"accumulate": accumulate, "keras_fit": keras_fit,
+   "embeddings": embeddings}[sys.argv[1]](*sys.argv[2:])

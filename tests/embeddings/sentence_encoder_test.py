@@ -2,11 +2,14 @@
 on the 2B batch, for every loss, because the candidates are gathered from every replica (and
 the test shows a per-replica loss would not); accumulation is refused for batch losses."""
 
+import os
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests import helpers, multi_worker
 from tfbert import BertConfig
 from tfbert.embeddings import sentence_encoder
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
@@ -52,6 +55,32 @@ def _train(loss, replicas, steps=2, symmetric=False):
   history = model.fit(data, epochs=1, verbose=0)
   return ([w.numpy() - w0 for w, w0 in zip(model.weights, initial)],
           history.history["loss"][-1])
+
+
+def train_replicated(strategy, loss, steps=2):
+  """`_train`'s run through `strategy.run` of the model's own `train_step`, each replica on
+  its slice of the global batch (Keras' `fit` does not run under MultiWorkerMirroredStrategy,
+  keras-team/keras#20585); returns the same (weight updates, last loss)."""
+  keras.utils.set_random_seed(3)
+  with strategy.scope():
+    model = BertSentenceEncoder(CONFIG, loss=loss)
+    model.build()
+    model.compile(optimizer=keras.optimizers.SGD(0.05))
+  initial = [w.numpy() for w in model.weights]
+  batch = _batch(loss)
+  replicas = strategy.num_replicas_in_sync
+  per_replica = GLOBAL_BATCH // replicas
+
+  def replica_slice(context):
+    start = context.replica_id_in_sync_group * per_replica
+    return tf.nest.map_structure(lambda x: tf.constant(x[start:start + per_replica]), batch)
+
+  values = strategy.experimental_distribute_values_from_function(replica_slice)
+  step = tf.function(lambda data: strategy.run(model.train_step, args=(data,)))
+  for _ in range(steps):
+    logs = step(values)
+  last = float(strategy.experimental_local_results(logs["loss"])[0])
+  return [w.numpy() - w0 for w, w0 in zip(model.weights, initial)], last
 
 
 def _deviation(a, b):
@@ -110,3 +139,34 @@ def test_cosine_mse_accumulates_like_the_big_batch():
     model.fit(data, epochs=1, verbose=0)
     return [w.numpy() - w0 for w, w0 in zip(model.weights, initial)]
   assert _deviation(run(2), run(1)) < 3e-5
+
+
+@pytest.mark.slow  # ~40 s: two worker processes start TensorFlow and trace the step.
+def test_two_workers_equal_one_device_on_the_whole_batch(tmp_path):
+  """MultiWorkerMirroredStrategy, one replica per worker process: the negatives gathered
+  across processes give the one-device run's loss and weight updates (as for mirrored
+  replicas above); both workers end with the same updates."""
+  one, one_loss = _train("in_batch_negatives", 1)
+  output = str(tmp_path / "embeddings")
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": helpers.ROOT}
+  results = multi_worker.launch_workers(
+      multi_worker.worker_command("embeddings", output, "in_batch_negatives"), cwd=helpers.ROOT,
+      timeout=300, env=env)
+  for result in results:
+    assert result.returncode == 0, result.stdout[-3000:]
+  workers = [np.load(f"{output}.{index}.npz") for index in range(2)]
+  for worker in workers:
+    updates = [worker[f"arr_{i}"] for i in range(len(one))]
+    assert float(worker["loss"]) == pytest.approx(one_loss, rel=1e-5)
+    assert _deviation(updates, one) < 3e-5
+
+
+def test_the_replicated_step_equals_fit_on_one_device_and_on_mirrored_replicas():
+  """`train_replicated` (the multi-worker test's loop) trains as `fit` does."""
+  one, one_loss = _train("in_batch_negatives", 1)
+  for replicas in (1, 2):
+    strategy = distribution.create_strategy("one_device" if replicas == 1 else "mirrored",
+                                            replicas)
+    updates, loss = train_replicated(strategy, "in_batch_negatives")
+    assert loss == pytest.approx(one_loss, rel=1e-5)
+    assert _deviation(updates, one) < 3e-5
