@@ -1,0 +1,101 @@
+"""tfbert.embeddings.embedding_run: the sentence-embedding task through the one runner:
+training on pairs and scored pairs, evaluation during training with the best model kept,
+the export, and the refusals before any work."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfbert import BertConfig
+from tfbert.checkpoints import pretrained
+from tfbert.embeddings import embedding_run
+from tfbert.embeddings.embedding_run import EmbeddingRunConfig
+
+# Odd sizes; topics whose sentences share words: a pair is two sentences of one topic.
+TOPICS = [["cat", "dog", "pet", "fur"], ["rain", "snow", "cloud", "wind"],
+          ["car", "road", "wheel", "drive"], ["bread", "cheese", "soup", "apple"],
+          ["song", "music", "piano", "drum"]]
+SEQ = 9
+
+
+def _sentence(rng, topic):
+  return " ".join(rng.choice(TOPICS[topic], 4))
+
+
+def _write_data(tmp_path):
+  rng = np.random.default_rng(0)
+  pairs = ["anchor\tpositive"]
+  for i in range(60):
+    topic = i % len(TOPICS)
+    pairs.append(f"{_sentence(rng, topic)}\t{_sentence(rng, topic)}")
+  (tmp_path / "pairs.tsv").write_text("\n".join(pairs) + "\n")
+  dev = ["sentence1\tsentence2\tscore"]
+  for i in range(21):
+    a, b = i % len(TOPICS), (i * 3 + 1) % len(TOPICS)
+    same = i % 2 == 0
+    dev.append(f"{_sentence(rng, a)}\t{_sentence(rng, a if same else b)}\t"
+               f"{5.0 if same else 0.0}")
+  (tmp_path / "dev.tsv").write_text("\n".join(dev) + "\n")
+  config = tmp_path / "bert_config.json"
+  BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+             intermediate_size=19, max_position_embeddings=SEQ + 2).to_json_file(str(config))
+  return config
+
+
+def _config(tmp_path, output, **overrides):
+  values = dict(output_dir=str(tmp_path / output), train_file=str(tmp_path / "pairs.tsv"),
+                dev_file=str(tmp_path / "dev.tsv"), vocab_file=pretrained.minilm_vocab_file(),
+                bert_config_file=str(tmp_path / "bert_config.json"), max_seq_length=SEQ,
+                train_batch_size=10, learning_rate=3e-3, num_train_epochs=4.0, seed=3,
+                verbose=0, do_train=True, do_eval=True)
+  return EmbeddingRunConfig(**{**values, **overrides})
+
+
+@pytest.mark.slow  # ~30 s: 24 steps with an evaluation every 8, then the export.
+def test_in_batch_negatives_learn_the_topics_and_the_best_model_and_export_are_kept(tmp_path):
+  _write_data(tmp_path)
+  before = embedding_run.run_embeddings(_config(tmp_path, "before", do_train=False))
+  trained = embedding_run.run_embeddings(_config(
+      tmp_path, "trained", eval_every_steps=8, export_dir=str(tmp_path / "export")))
+  assert trained["train"]["steps"] == 60 * 4 // 10
+  spearman = trained["eval"]["dev"]["spearman"]
+  # Same-topic pairs (score 5) against others (0): binary gold scores cap Spearman at 86.6
+  # (a perfect ranking, the ties of the gold at their average rank); the fresh encoder
+  # scored 42.5 here, the trained one 75.6 (measured).
+  assert spearman > 65 and spearman > before["eval"]["dev"]["spearman"] + 20, (
+      spearman, before["eval"]["dev"])
+  out = tmp_path / "trained"
+  rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+  assert [r["step"] for r in rows if r.get("split") == "eval"] == [8, 16, 24]
+  best = json.loads((out / "best" / "eval_results.json").read_text())
+  assert best["best_metric"] == "spearman"
+  assert best["spearman"] == max(r["spearman"] for r in rows if r.get("split") == "eval")
+  embed = tf.saved_model.load(str(tmp_path / "export")).signatures["embed_text"]
+  vectors = embed(text=tf.constant(["cat dog pet fur", "dog cat fur pet", "rain snow"]))
+  vectors = vectors["embeddings"].numpy()
+  assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+
+
+def test_scored_pairs_train_with_cosent_and_report_the_held_out_loss(tmp_path):
+  _write_data(tmp_path)
+  result = embedding_run.run_embeddings(_config(
+      tmp_path, "cosent", train_file=str(tmp_path / "dev.tsv"), anchor_column="sentence1",
+      positive_column="sentence2", score_column="score", score_scale=5.0, loss="cosent",
+      max_train_steps=2, train_batch_size=7))
+  assert result["train"]["steps"] == 2 and np.isfinite(result["train"]["loss"])
+  assert sorted(result["eval"]["dev"]) == ["loss", "num_examples", "pearson", "spearman"]
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(gradient_accumulation_steps=2), r"gradient_accumulation_steps \(2\) with the "
+                                          r"in_batch_negatives loss would train another"),
+    (dict(loss="cosent"), r"the cosent loss trains on scored pairs: give score_column"),
+    (dict(score_column="score"), r"in_batch_negatives trains on pairs or triplets"),
+    (dict(do_eval=False, eval_every_steps=5), r"add do_eval"),
+])
+def test_bad_settings_are_refused_before_any_work(tmp_path, overrides, message):
+  with pytest.raises(ValueError, match=message):
+    _config(tmp_path, "refused", **overrides)
+  assert not (tmp_path / "refused").exists()

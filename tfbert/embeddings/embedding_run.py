@@ -1,0 +1,204 @@
+"""Sentence-embedding fine-tuning as the runner's task hooks (`run_embeddings`).
+
+`EmbeddingTask` runs through `tfbert.tasks.runner.run_task` like every task (checks before
+any work, the run directory, initial weights, the training loop with its strategies,
+checkpoints, exact resume, evaluation during training, the best model, the export):
+
+0. Reads the train file (pairs, triplets or scored pairs: `embedding_data`, columns by
+   name or index) and the dev file (scored pairs, e.g. STS-B's `dev.tsv` with
+   `--anchor_column=sentence1 --positive_column=sentence2 --score_column=score`).
+1. Builds a `BertSentenceEncoder`; its pooling and normalization are the
+   sentence-transformers directory's (`init_hf_dir`) when it has `modules.json`, else
+   `pooling_mode` / `normalize`. The loss (`loss`, `scale`, `symmetric`) is the model's.
+2. Trains (`do_train`): in-batch negatives on pairs / triplets (every replica's negatives),
+   CoSENT or cosine MSE on scored pairs (scores divided by `score_scale`). Gradient
+   accumulation is refused for in-batch negatives and CoSENT, before anything is built.
+3. Evaluates (`do_eval`; during training with `eval_every_steps`): Spearman and Pearson of
+   the dev pairs' cosine similarities against their scores, in percent; and, for CoSENT
+   and cosine MSE, the held-out `loss` over the whole dev set as one batch.
+4. Exports (`export_dir`): `embed_text` (`tfbert.embeddings.embedding_export`).
+
+Shape legend: N examples, S max_seq_length.
+"""
+
+import dataclasses
+from typing import Any, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from tfbert.embeddings import (
+  embedding_data,
+  embedding_export,
+  embedding_inference,
+  sentence_transformers,
+)
+from tfbert.embeddings.sentence_encoder import BATCH_LOSSES, LOSSES, BertSentenceEncoder
+from tfbert.layers import pooling
+from tfbert.losses import embedding_losses
+from tfbert.runtime import files, validation
+from tfbert.tasks import fine_tuning, runner
+from tfbert.tasks.task import Outputs, RunContext, Task, TrainingData
+from tfbert.text import inputs as text_inputs
+
+PARTS = ("anchor", "positive", "negative")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
+  """Everything that defines a sentence-embedding run."""
+  RERUN_MAY_CHANGE = fine_tuning.FineTuningConfig.RERUN_MAY_CHANGE | frozenset(
+      {"do_eval", "dev_file", "eval_batch_size"})
+  train_file: Optional[str] = None
+  dev_file: Optional[str] = None
+  do_eval: bool = False
+  anchor_column: str = "anchor"
+  positive_column: str = "positive"
+  negative_column: Optional[str] = None
+  score_column: Optional[str] = None
+  dev_anchor_column: str = "sentence1"
+  dev_positive_column: str = "sentence2"
+  dev_score_column: str = "score"
+  score_scale: float = 1.0
+  loss: str = "in_batch_negatives"
+  scale: float = embedding_losses.DEFAULT_SCALE
+  symmetric: bool = False
+  pooling_mode: str = "mean"
+  normalize: bool = True
+  max_train_examples: Optional[int] = None
+  max_seq_length: int = 128
+  eval_batch_size: int = 64
+
+  def checks(self, num_replicas: int = 1) -> list[validation.Check]:
+    return [
+        (self.do_train or self.do_eval, "at least one of do_train, do_eval"),
+        (not self.do_train or self.train_file, "do_train needs train_file"),
+        (not self.do_eval or self.dev_file, "do_eval needs dev_file"),
+        (not self.eval_every_steps or self.do_eval,
+         f"eval_every_steps ({self.eval_every_steps}) evaluates on the dev file: add do_eval"),
+        (self.loss in LOSSES, f"loss must be one of {', '.join(LOSSES)}, got {self.loss!r}"),
+        (self.pooling_mode in pooling.MODES,
+         f"pooling_mode must be one of {', '.join(pooling.MODES)}, got {self.pooling_mode!r}"),
+        (self.loss == "in_batch_negatives" or self.score_column is not None,
+         f"the {self.loss} loss trains on scored pairs: give score_column"),
+        (self.loss != "in_batch_negatives" or self.score_column is None,
+         "in_batch_negatives trains on pairs or triplets: drop score_column (or use cosent / "
+         "cosine_mse)"),
+        (self.loss not in BATCH_LOSSES or self.gradient_accumulation_steps == 1,
+         f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) with the "
+         f"{self.loss} loss would train another objective (its value depends on the whole "
+         "batch, and each micro-batch sees only its own): raise train_batch_size instead, or "
+         "use cosine_mse"),
+        (self.score_scale > 0, f"score_scale ({self.score_scale}) must be > 0"),
+        (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3"),
+        (self.max_train_examples is None or self.max_train_examples >= 1,
+         "max_train_examples must be >= 1"),
+        (self.eval_batch_size >= 1, f"eval_batch_size ({self.eval_batch_size}) must be >= 1"),
+    ] + super().checks(num_replicas)
+
+  def columns(self) -> embedding_data.Columns:
+    """The train file's columns."""
+    return embedding_data.Columns(self.anchor_column, self.positive_column,
+                                  self.negative_column, self.score_column)
+
+  def dev_columns(self) -> embedding_data.Columns:
+    """The dev file's columns (scored pairs)."""
+    return embedding_data.Columns(self.dev_anchor_column, self.dev_positive_column,
+                                  score=self.dev_score_column)
+
+
+def pack(tokenizer, texts, seq_length: int) -> dict[str, np.ndarray]:
+  """int32 [N, S] `input_ids`, `input_mask`, `segment_ids` of one text per row."""
+  ids = tokenizer.tokenize(tf.constant(list(texts)))
+  return {name: value.numpy() for name, value in text_inputs.pack_inputs(
+      [ids], seq_length, tokenizer.cls_id, tokenizer.sep_id).items()}
+
+
+class EmbeddingTask(Task):
+  """Sentence embeddings as `tfbert.tasks.runner.run_task`'s hooks (module docstring)."""
+  head = ""
+  model_class = BertSentenceEncoder
+  config_class = EmbeddingRunConfig
+
+  def default_best_metric(self, config: EmbeddingRunConfig) -> str:
+    del config
+    return "spearman"
+
+  def read_inputs(self, config: EmbeddingRunConfig) -> dict[str, Any]:
+    read = {}
+    if config.do_train:
+      read["train"] = embedding_data.read_examples(config.train_file, config.columns(),
+                                                   config.max_train_examples)
+    if config.do_eval:
+      read["dev"] = embedding_data.read_examples(config.dev_file, config.dev_columns())
+    return read
+
+  def build_model(self, config: EmbeddingRunConfig, bert_config,
+                  labels) -> BertSentenceEncoder:
+    """The pooling and normalization of a sentence-transformers `init_hf_dir`, else the
+    config's."""
+    del labels
+    mode, normalize = config.pooling_mode, config.normalize
+    if config.init_hf_dir and files.exists(
+        f"{config.init_hf_dir}/{sentence_transformers.MODULES_FILE}"):
+      found = sentence_transformers.read_config(config.init_hf_dir)
+      mode, normalize = found.pooling_mode, found.normalize
+    return BertSentenceEncoder(bert_config, mode, normalize, loss=config.loss,
+                               scale=config.scale, symmetric=config.symmetric)
+
+  def head_is_trained(self, config) -> bool:
+    del config
+    return True  # No head: nothing predicts from fresh weights.
+
+  def train_data(self, context: RunContext) -> TrainingData:
+    c, examples = context.config, context.inputs["train"]
+    parts = PARTS[:len(examples[0].texts)]
+    features = {part: pack(context.tokenizer, [e.texts[i] for e in examples],
+                           c.max_seq_length) for i, part in enumerate(parts)}
+    scores = np.array([(e.score or 0.0) / c.score_scale for e in examples], np.float32)
+    kind = {2: "pairs", 3: "triplets"}[len(parts)]
+    return TrainingData((features, scores), len(examples),
+                        f"{len(examples)} {'scored pairs' if c.score_column else kind}")
+
+  def evaluate(self, context: RunContext) -> dict[str, float]:
+    return evaluate(context.model, context.tokenizer, context.config, context.inputs["dev"])
+
+  def outputs(self, context: RunContext) -> Outputs:
+    out = Outputs()
+    if context.config.do_eval:
+      scores = evaluate(context.model, context.tokenizer, context.config,
+                        context.inputs["dev"])
+      out.result["eval"] = out.eval_results = {
+          "dev": {**scores, "num_examples": len(context.inputs["dev"])}}
+    return out
+
+  def export(self, context: RunContext) -> None:
+    c = context.config
+    embedding_export.export_sentence_encoder_saved_model(
+        context.model, c.export_dir, context.tokenizer.vocab_file, c.do_lower_case,
+        c.max_seq_length, export_dtype=c.export_dtype)
+
+
+def evaluate(model: BertSentenceEncoder, tokenizer, config: EmbeddingRunConfig,
+             examples: list[embedding_data.TextExample]) -> dict[str, float]:
+  """Spearman and Pearson (percent) of the dev pairs and, for CoSENT / cosine MSE, the
+  held-out `loss`: the training loss over the whole dev set as one batch."""
+  similarities = embedding_inference.pair_similarities(model, tokenizer, examples,
+                                                       config.max_seq_length,
+                                                       config.eval_batch_size)
+  scores = embedding_inference.similarity_scores(model, tokenizer, examples,
+                                                 config.max_seq_length,
+                                                 similarities=similarities)
+  gold = tf.constant([e.score / config.score_scale for e in examples], tf.float32)
+  cosines = tf.constant(similarities, tf.float32)
+  if config.loss == "cosent":
+    scores["loss"] = float(embedding_losses.cosent_loss(cosines, gold, config.scale))
+  elif config.loss == "cosine_mse":
+    scores["loss"] = float(tf.reduce_mean(embedding_losses.cosine_mse_losses(cosines, gold)))
+  return scores
+
+
+def run_embeddings(config: EmbeddingRunConfig, flagfile: Optional[str] = None
+                   ) -> dict[str, Any]:
+  """Trains and/or evaluates as `config` says (module docstring); the runner's result."""
+  return runner.run_task(EmbeddingTask(), config, flagfile)
