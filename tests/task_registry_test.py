@@ -6,6 +6,8 @@ import pytest
 
 from tfbert import BertClassifier, BertConfig, BertPretrainer, BertSpanLabeler, task_registry
 from tfbert.classifier.classifier_run import ClassifierRunConfig
+from tfbert.embeddings.embedding_run import EmbeddingRunConfig
+from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.models import BertTokenClassifier
 from tfbert.squad import squad_features
 from tfbert.squad.squad_run import SquadRunConfig
@@ -22,10 +24,11 @@ def _record(config) -> dict:
 def test_each_task_model_finds_its_task_and_others_none():
   found = {type(model).__name__: task_registry.task_of(model) for model in (
       BertSpanLabeler(CONFIG), BertClassifier(CONFIG, 3), BertTokenClassifier(CONFIG, ["O"]),
-      BertPretrainer(CONFIG))}
+      BertSentenceEncoder(CONFIG), BertPretrainer(CONFIG))}
   assert {name: type(task).__name__ if task else None for name, task in found.items()} == {
       "BertSpanLabeler": "SquadTask", "BertClassifier": "ClassifierTask",
-      "BertTokenClassifier": "NerTask", "BertPretrainer": None}
+      "BertTokenClassifier": "NerTask", "BertSentenceEncoder": "EmbeddingTask",
+      "BertPretrainer": None}
 
 
 @pytest.mark.parametrize("model, config, want", [
@@ -37,6 +40,8 @@ def test_each_task_model_finds_its_task_and_others_none():
     (BertTokenClassifier(CONFIG, ["O", "B-X", "I-X"]), NerRunConfig(
         output_dir="o", do_eval=True, eval_file="dev.conll", max_seq_length=57,
         doc_stride=20), 57),
+    (BertSentenceEncoder(CONFIG), EmbeddingRunConfig(
+        output_dir="o", do_eval=True, dev_file="dev.tsv", max_seq_length=33), 33),
 ])
 def test_the_sequence_length_is_the_tasks_own_setting(model, config, want):
   assert task_registry.run_seq_length(model, _record(config)) == want

@@ -11,11 +11,12 @@ from typing import Any, Mapping, Optional
 import keras
 
 from tfbert.classifier.classifier_run import ClassifierTask
+from tfbert.embeddings.embedding_run import EmbeddingTask
 from tfbert.squad.squad_run import SquadTask
 from tfbert.tagging.tagging_run import NerTask
 from tfbert.tasks.task import Task
 
-TASKS: tuple[Task, ...] = (SquadTask(), ClassifierTask(), NerTask())
+TASKS: tuple[Task, ...] = (SquadTask(), ClassifierTask(), NerTask(), EmbeddingTask())
 
 
 def task_of(model: keras.Model) -> Optional[Task]:

@@ -22,6 +22,7 @@ Shape legend: N examples, S max_seq_length.
 """
 
 import dataclasses
+import json
 from typing import Any, Optional
 
 import numpy as np
@@ -68,6 +69,11 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
   max_train_examples: Optional[int] = None
   max_seq_length: int = 128
   eval_batch_size: int = 64
+
+  @classmethod
+  def from_json(cls, text: str) -> "EmbeddingRunConfig":
+    """The inverse of `to_json`."""
+    return cls(**json.loads(text))
 
   def checks(self, num_replicas: int = 1) -> list[validation.Check]:
     return [
