@@ -67,3 +67,21 @@ def test_stsb_dev_is_read_as_scored_pairs(shared_data):
                          "A man wearing a hard hat is dancing.")
   assert first.score == 5.0 and first.line == 2
   assert all(0.0 <= e.score <= 5.0 for e in examples)
+
+
+def test_a_retrieval_set_is_read_and_its_errors_name_file_and_line(tmp_path):
+  queries = _write(tmp_path / "queries.tsv", ["q1\twhat purrs", "q2\twhat falls from clouds"])
+  corpus = _write(tmp_path / "corpus.tsv", ["d1\ta cat", "d2\train", "d3\tsnow"])
+  qrels = _write(tmp_path / "qrels.tsv", ["q1\td1", "q2\td2", "q2\td3"])
+  got = embedding_data.read_retrieval_set(queries, corpus, qrels)
+  assert got.query_ids == ["q1", "q2"] and got.corpus == ["a cat", "rain", "snow"]
+  assert got.qrels == {"q1": {"d1"}, "q2": {"d2", "d3"}}
+  bad = _write(tmp_path / "bad_qrels.tsv", ["q1\td1", "q3\td1"])
+  with pytest.raises(ValueError, match=r"bad_qrels.tsv:2: query 'q3' is not in"):
+    embedding_data.read_retrieval_set(queries, corpus, bad)
+  repeated = _write(tmp_path / "repeated.tsv", ["d1\ta", "d1\tb"])
+  with pytest.raises(ValueError, match=r"repeated.tsv:2: id 'd1' is also on line 1"):
+    embedding_data.read_retrieval_set(queries, repeated, qrels)
+  malformed = _write(tmp_path / "malformed.tsv", ["q1 what purrs"])
+  with pytest.raises(ValueError, match=r"malformed.tsv:1: expected id<TAB>text"):
+    embedding_data.read_retrieval_set(malformed, corpus, qrels)

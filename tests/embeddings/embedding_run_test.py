@@ -135,3 +135,25 @@ def test_the_tool_trains_evaluates_exports_and_replays(tmp_path):
                        text=True, timeout=300, check=False)
   assert bad.returncode == 1 and "would train another objective" in bad.stderr
   assert "Traceback" not in bad.stderr and not (tmp_path / "refused").exists()
+
+
+def test_a_retrieval_set_is_scored_with_mrr_ndcg_and_recall(tmp_path):
+  """An untrained encoder's ranking, scored as embedding_metrics defines it: the run's
+  figures equal the metrics recomputed from its own embeddings (percent)."""
+  _write_data(tmp_path)
+  (tmp_path / "queries.tsv").write_text("q1\tcat dog\nq2\train snow\nq3\tpiano\n")
+  (tmp_path / "corpus.tsv").write_text("".join(
+      f"d{i}\t{' '.join(topic)}\n" for i, topic in enumerate(TOPICS)))
+  (tmp_path / "qrels.tsv").write_text("q1\td0\nq2\td1\nq3\td4\n")
+  config = _config(tmp_path, "retrieval", do_train=False, dev_file=None,
+                   ir_queries_file=str(tmp_path / "queries.tsv"),
+                   ir_corpus_file=str(tmp_path / "corpus.tsv"),
+                   ir_qrels_file=str(tmp_path / "qrels.tsv"))
+  result = embedding_run.run_embeddings(config)["eval"]["retrieval"]
+  assert result["queries"] == 3
+  assert sorted(result) == ["mrr@10", "ndcg@10", "queries", "recall@1", "recall@10",
+                            "recall@5"]
+  assert result["recall@5"] == 100.0  # 5 documents: every relevant one is in the top 5.
+  assert 0 < result["mrr@10"] <= 100 and result["recall@1"] <= result["mrr@10"]
+  with pytest.raises(ValueError, match="give all of ir_queries_file, ir_corpus_file"):
+    _config(tmp_path, "partial", ir_queries_file=str(tmp_path / "queries.tsv"))

@@ -149,3 +149,67 @@ def stsb_examples(path: str, limit: Optional[int] = None) -> list[TextExample]:
   """STS-B's GLUE file (`train.tsv` / `dev.tsv`) as scored pairs (scores 0-5)."""
   read = glue_data.read_examples(glue_data.TASKS["sts-b"], path, "dev", limit=limit)
   return [TextExample((e.text_a, e.text_b), float(e.label), e.line) for e in read.examples]
+
+
+@dataclasses.dataclass(frozen=True)
+class RetrievalSet:
+  """A retrieval evaluation set: queries, a corpus and the relevant documents of each query.
+
+  Attributes:
+    query_ids, queries: the queries' ids and texts, in file order.
+    corpus_ids, corpus: the documents' ids and texts, in file order.
+    qrels: {query id: ids of its relevant documents}.
+  """
+  query_ids: list[str]
+  queries: list[str]
+  corpus_ids: list[str]
+  corpus: list[str]
+  qrels: dict[str, set[str]]
+
+
+def _id_texts(path: str) -> tuple[list[str], list[str]]:
+  """(ids, texts) of an `id<TAB>text` file; errors name file:line."""
+  ids, texts, seen = [], [], {}
+  for number, line in enumerate(files.read_text(path).splitlines(), 1):
+    if not line.strip():
+      continue
+    cells = line.split("\t")
+    if len(cells) != 2 or not cells[0].strip() or not cells[1].strip():
+      raise ValueError(f"{path}:{number}: expected id<TAB>text, got {line[:80]!r}")
+    if cells[0] in seen:
+      raise ValueError(f"{path}:{number}: id {cells[0]!r} is also on line {seen[cells[0]]}")
+    seen[cells[0]] = number
+    ids.append(cells[0])
+    texts.append(cells[1])
+  if not ids:
+    raise ValueError(f"{path}: no line in the file")
+  return ids, texts
+
+
+def read_retrieval_set(queries_file: str, corpus_file: str, qrels_file: str) -> RetrievalSet:
+  """Reads `id<TAB>text` queries and corpus files and a `query_id<TAB>doc_id` qrels file.
+
+  Raises:
+    FileNotFoundError: naming the file.
+    ValueError: naming file:line for a malformed line, a repeated id, or a qrels line whose
+      query or document is not in its file.
+  """
+  query_ids, queries = _id_texts(queries_file)
+  corpus_ids, corpus = _id_texts(corpus_file)
+  known_queries, known_docs = set(query_ids), set(corpus_ids)
+  qrels: dict[str, set[str]] = {}
+  for number, line in enumerate(files.read_text(qrels_file).splitlines(), 1):
+    if not line.strip():
+      continue
+    cells = line.split("\t")
+    if len(cells) != 2:
+      raise ValueError(f"{qrels_file}:{number}: expected query_id<TAB>doc_id, got "
+                       f"{line[:80]!r}")
+    if cells[0] not in known_queries:
+      raise ValueError(f"{qrels_file}:{number}: query {cells[0]!r} is not in {queries_file}")
+    if cells[1] not in known_docs:
+      raise ValueError(f"{qrels_file}:{number}: document {cells[1]!r} is not in {corpus_file}")
+    qrels.setdefault(cells[0], set()).add(cells[1])
+  if not qrels:
+    raise ValueError(f"{qrels_file}: no relevant document listed")
+  return RetrievalSet(query_ids, queries, corpus_ids, corpus, qrels)

@@ -14,8 +14,10 @@ checkpoints, exact resume, evaluation during training, the best model, the expor
    CoSENT or cosine MSE on scored pairs (scores divided by `score_scale`). Gradient
    accumulation is refused for in-batch negatives and CoSENT, before anything is built.
 3. Evaluates (`do_eval`; during training with `eval_every_steps`): Spearman and Pearson of
-   the dev pairs' cosine similarities against their scores, in percent; and, for CoSENT
-   and cosine MSE, the held-out `loss` over the whole dev set as one batch.
+   the dev pairs' cosine similarities against their scores, in percent; for CoSENT and
+   cosine MSE, the held-out `loss` over the whole dev set as one batch; and with a
+   retrieval set (`ir_queries_file`, `ir_corpus_file`, `ir_qrels_file`), MRR@10, nDCG@10
+   and recall@1/5/10 of the queries ranking the corpus (percent).
 4. Exports (`export_dir`): `embed_text` (`tfbert.embeddings.embedding_export`).
 
 Shape legend: N examples, S max_seq_length.
@@ -32,6 +34,7 @@ from tfbert.embeddings import (
   embedding_data,
   embedding_export,
   embedding_inference,
+  embedding_metrics,
   sentence_transformers,
 )
 from tfbert.embeddings.sentence_encoder import BATCH_LOSSES, LOSSES, BertSentenceEncoder
@@ -60,6 +63,9 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
   dev_anchor_column: str = "sentence1"
   dev_positive_column: str = "sentence2"
   dev_score_column: str = "score"
+  ir_queries_file: Optional[str] = None
+  ir_corpus_file: Optional[str] = None
+  ir_qrels_file: Optional[str] = None
   score_scale: float = 1.0
   loss: str = "in_batch_negatives"
   scale: float = embedding_losses.DEFAULT_SCALE
@@ -79,7 +85,11 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
     return [
         (self.do_train or self.do_eval, "at least one of do_train, do_eval"),
         (not self.do_train or self.train_file, "do_train needs train_file"),
-        (not self.do_eval or self.dev_file, "do_eval needs dev_file"),
+        (not self.do_eval or self.dev_file or self.ir_queries_file,
+         "do_eval needs dev_file or the ir_*_file retrieval set"),
+        (len({bool(self.ir_queries_file), bool(self.ir_corpus_file),
+              bool(self.ir_qrels_file)}) == 1,
+         "give all of ir_queries_file, ir_corpus_file, ir_qrels_file, or none"),
         (not self.eval_every_steps or self.do_eval,
          f"eval_every_steps ({self.eval_every_steps}) evaluates on the dev file: add do_eval"),
         (self.loss in LOSSES, f"loss must be one of {', '.join(LOSSES)}, got {self.loss!r}"),
@@ -127,16 +137,18 @@ class EmbeddingTask(Task):
   config_class = EmbeddingRunConfig
 
   def default_best_metric(self, config: EmbeddingRunConfig) -> str:
-    del config
-    return "spearman"
+    return "spearman" if config.dev_file else "ndcg@10"
 
   def read_inputs(self, config: EmbeddingRunConfig) -> dict[str, Any]:
     read = {}
     if config.do_train:
       read["train"] = embedding_data.read_examples(config.train_file, config.columns(),
                                                    config.max_train_examples)
-    if config.do_eval:
+    if config.do_eval and config.dev_file:
       read["dev"] = embedding_data.read_examples(config.dev_file, config.dev_columns())
+    if config.do_eval and config.ir_queries_file:
+      read["retrieval"] = embedding_data.read_retrieval_set(
+          config.ir_queries_file, config.ir_corpus_file, config.ir_qrels_file)
     return read
 
   def build_model(self, config: EmbeddingRunConfig, bert_config,
@@ -167,15 +179,28 @@ class EmbeddingTask(Task):
                         f"{len(examples)} {'scored pairs' if c.score_column else kind}")
 
   def evaluate(self, context: RunContext) -> dict[str, float]:
-    return evaluate(context.model, context.tokenizer, context.config, context.inputs["dev"])
+    scores = {}
+    if "dev" in context.inputs:
+      scores.update(evaluate(context.model, context.tokenizer, context.config,
+                             context.inputs["dev"]))
+    if "retrieval" in context.inputs:
+      scores.update(evaluate_retrieval(context.model, context.tokenizer, context.config,
+                                       context.inputs["retrieval"]))
+      del scores["queries"]  # A count, not a score: eval_results.json keeps it.
+    return scores
 
   def outputs(self, context: RunContext) -> Outputs:
     out = Outputs()
     if context.config.do_eval:
-      scores = evaluate(context.model, context.tokenizer, context.config,
-                        context.inputs["dev"])
-      out.result["eval"] = out.eval_results = {
-          "dev": {**scores, "num_examples": len(context.inputs["dev"])}}
+      results = {}
+      if "dev" in context.inputs:
+        results["dev"] = {**evaluate(context.model, context.tokenizer, context.config,
+                                     context.inputs["dev"]),
+                          "num_examples": len(context.inputs["dev"])}
+      if "retrieval" in context.inputs:
+        results["retrieval"] = evaluate_retrieval(context.model, context.tokenizer,
+                                                  context.config, context.inputs["retrieval"])
+      out.result["eval"] = out.eval_results = results
     return out
 
   def export(self, context: RunContext) -> None:
@@ -202,6 +227,22 @@ def evaluate(model: BertSentenceEncoder, tokenizer, config: EmbeddingRunConfig,
   elif config.loss == "cosine_mse":
     scores["loss"] = float(tf.reduce_mean(embedding_losses.cosine_mse_losses(cosines, gold)))
   return scores
+
+
+def evaluate_retrieval(model: BertSentenceEncoder, tokenizer, config: EmbeddingRunConfig,
+                       retrieval: embedding_data.RetrievalSet) -> dict[str, float]:
+  """MRR@10, nDCG@10, recall@1/5/10 (percent) of the queries ranking the corpus by cosine
+  similarity, and "queries": how many were scored."""
+  queries = embedding_inference.embed_texts(model, tokenizer, retrieval.queries,
+                                            config.max_seq_length, config.eval_batch_size)
+  corpus = embedding_inference.embed_texts(model, tokenizer, retrieval.corpus,
+                                           config.max_seq_length, config.eval_batch_size)
+  unit = [x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+          for x in (queries.astype(np.float64), corpus.astype(np.float64))]
+  metrics = embedding_metrics.retrieval_metrics(unit[0] @ unit[1].T, retrieval.query_ids,
+                                                retrieval.corpus_ids, retrieval.qrels)
+  return {name: value if name == "queries" else 100.0 * value
+          for name, value in metrics.items()}
 
 
 def run_embeddings(config: EmbeddingRunConfig, flagfile: Optional[str] = None
