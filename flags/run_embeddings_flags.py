@@ -50,6 +50,10 @@ MAX_TRAIN_EXAMPLES = flags.DEFINE_integer("max_train_examples", None,
 OUTPUT_DIR = flags.DEFINE_string("output_dir", "embeddings_output",
                                  "Run directory: configs, checkpoints, TensorBoard events, "
                                  "model.keras, results.")
+SENTENCE_TRANSFORMERS_DIR = flags.DEFINE_string(
+    "sentence_transformers_dir", None, "If set, also write the model here as a "
+    "sentence-transformers directory (modules.json, 1_Pooling/, the transformer's "
+    "config.json + model.safetensors + tokenizer files), which SentenceTransformer(dir) loads.")
 EXPORT_DIR = flags.DEFINE_string("export_dir", None,
                                  "If set, also export a SavedModel here (raw-text embed_text "
                                  "and the id signatures).")

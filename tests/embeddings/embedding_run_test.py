@@ -14,8 +14,9 @@ import tensorflow as tf
 from tests import helpers
 from tfbert import BertConfig
 from tfbert.checkpoints import pretrained
-from tfbert.embeddings import embedding_run
+from tfbert.embeddings import embedding_inference, embedding_run, sentence_transformers
 from tfbert.embeddings.embedding_run import EmbeddingRunConfig
+from tfbert.text.tokenization import WordPieceTokenizer
 
 # Odd sizes; topics whose sentences share words: a pair is two sentences of one topic.
 TOPICS = [["cat", "dog", "pet", "fur"], ["rain", "snow", "cloud", "wind"],
@@ -63,7 +64,8 @@ def test_in_batch_negatives_learn_the_topics_and_the_best_model_and_export_are_k
   _write_data(tmp_path)
   before = embedding_run.run_embeddings(_config(tmp_path, "before", do_train=False))
   trained = embedding_run.run_embeddings(_config(
-      tmp_path, "trained", eval_every_steps=8, export_dir=str(tmp_path / "export")))
+      tmp_path, "trained", eval_every_steps=8, export_dir=str(tmp_path / "export"),
+      sentence_transformers_dir=str(tmp_path / "st")))
   assert trained["train"]["steps"] == 60 * 4 // 10
   spearman = trained["eval"]["dev"]["spearman"]
   # Same-topic pairs (score 5) against others (0): binary gold scores cap Spearman at 86.6
@@ -81,6 +83,14 @@ def test_in_batch_negatives_learn_the_topics_and_the_best_model_and_export_are_k
   vectors = embed(text=tf.constant(["cat dog pet fur", "dog cat fur pet", "rain snow"]))
   vectors = vectors["embeddings"].numpy()
   assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+  # The sentence-transformers directory holds the same model: its embeddings are the
+  # export's (frozen graph: float32 rewrites only).
+  model, read = sentence_transformers.load_sentence_encoder(str(tmp_path / "st"))
+  assert (read.pooling_mode, read.normalize, read.max_seq_length) == ("mean", True, SEQ)
+  tokenizer = WordPieceTokenizer(pretrained.minilm_vocab_file(), do_lower_case=True)
+  again = embedding_inference.embed_texts(
+      model, tokenizer, ["cat dog pet fur", "dog cat fur pet", "rain snow"], SEQ)
+  np.testing.assert_allclose(again, vectors, atol=1e-5)
 
 
 def test_scored_pairs_train_with_cosent_and_report_the_held_out_loss(tmp_path):

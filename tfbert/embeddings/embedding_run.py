@@ -18,7 +18,9 @@ checkpoints, exact resume, evaluation during training, the best model, the expor
    cosine MSE, the held-out `loss` over the whole dev set as one batch; and with a
    retrieval set (`ir_queries_file`, `ir_corpus_file`, `ir_qrels_file`), MRR@10, nDCG@10
    and recall@1/5/10 of the queries ranking the corpus (percent).
-4. Exports (`export_dir`): `embed_text` (`tfbert.embeddings.embedding_export`).
+4. Exports (`export_dir`): `embed_text` (`tfbert.embeddings.embedding_export`); and, with
+   `sentence_transformers_dir`, writes the model as a sentence-transformers directory
+   (`tfbert.embeddings.sentence_transformers`) that `SentenceTransformer(dir)` loads.
 
 Shape legend: N examples, S max_seq_length.
 """
@@ -52,7 +54,7 @@ PARTS = ("anchor", "positive", "negative")
 class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
   """Everything that defines a sentence-embedding run."""
   RERUN_MAY_CHANGE = fine_tuning.FineTuningConfig.RERUN_MAY_CHANGE | frozenset(
-      {"do_eval", "dev_file", "eval_batch_size"})
+      {"do_eval", "dev_file", "eval_batch_size", "sentence_transformers_dir"})
   train_file: Optional[str] = None
   dev_file: Optional[str] = None
   do_eval: bool = False
@@ -75,6 +77,7 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
   max_train_examples: Optional[int] = None
   max_seq_length: int = 128
   eval_batch_size: int = 64
+  sentence_transformers_dir: Optional[str] = None
 
   @classmethod
   def from_json(cls, text: str) -> "EmbeddingRunConfig":
@@ -201,6 +204,13 @@ class EmbeddingTask(Task):
         results["retrieval"] = evaluate_retrieval(context.model, context.tokenizer,
                                                   context.config, context.inputs["retrieval"])
       out.result["eval"] = out.eval_results = results
+    c = context.config
+    if c.sentence_transformers_dir:
+      if context.chief:
+        sentence_transformers.save_sentence_transformers(
+            context.model, c.sentence_transformers_dir, context.tokenizer.vocab_file,
+            c.do_lower_case, c.max_seq_length)
+      out.written.append(c.sentence_transformers_dir)
     return out
 
   def export(self, context: RunContext) -> None:
