@@ -167,3 +167,20 @@ def test_a_retrieval_set_is_scored_with_mrr_ndcg_and_recall(tmp_path):
   assert 0 < result["mrr@10"] <= 100 and result["recall@1"] <= result["mrr@10"]
   with pytest.raises(ValueError, match="give all of ir_queries_file, ir_corpus_file"):
     _config(tmp_path, "partial", ir_queries_file=str(tmp_path / "queries.tsv"))
+
+
+def test_the_shipped_minilm_starts_a_run_with_its_own_pipeline_and_weights(tmp_path):
+  """init_hf_dir=minilm (a sentence-transformers directory): every encoder weight loaded
+  (the model has no head to leave fresh), its mean pooling and normalization used; the
+  untrained run scores the dev pairs as the library does with the directory's model."""
+  _write_data(tmp_path)
+  result = embedding_run.run_embeddings(_config(
+      tmp_path, "minilm", do_train=False, bert_config_file=None, init_hf_dir=pretrained.minilm_dir(),
+      max_seq_length=32))
+  model, _ = sentence_transformers.load_sentence_encoder(pretrained.minilm_dir())
+  tokenizer = WordPieceTokenizer(pretrained.minilm_vocab_file(), do_lower_case=True)
+  examples = embedding_run.embedding_data.read_examples(
+      str(tmp_path / "dev.tsv"), EmbeddingRunConfig(
+          output_dir="o", do_eval=True, dev_file="d").dev_columns())
+  want = embedding_inference.similarity_scores(model, tokenizer, examples, 32)
+  assert result["eval"]["dev"]["spearman"] == pytest.approx(want["spearman"], abs=1e-9)

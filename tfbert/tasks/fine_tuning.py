@@ -274,7 +274,8 @@ def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.nd
     model: A built model.
     weights: Google-name weights from `initial_weights`, or None for random weights.
     source: Where they come from (for messages).
-    head: The attribute name of the task head, which may be missing from the source.
+    head: The attribute name of the task head, which may be missing from the source ("":
+      a model without a head, e.g. a sentence encoder: the encoder is all it loads).
     head_is_trained: False warns when the source has no head (predicting with a fresh one).
     reinit_head: Load the encoder only; the head starts fresh whatever the source has.
 
@@ -290,7 +291,8 @@ def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.nd
     return google_checkpoint.LoadReport(source="random initialization", used=(),
                                         set_weights=())
   variables = google_names.google_variable_map(model)
-  head_names = google_checkpoint.component_names(model, variables, (head,))
+  heads = (head,) if head else ()
+  head_names = google_checkpoint.component_names(model, variables, heads)
   in_source = sorted(head_names & set(weights))
   if reinit_head:
     weights = {n: w for n, w in weights.items() if n not in head_names}
@@ -311,7 +313,7 @@ def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.nd
                        f"({'; '.join(misfit)}): pass --reinit_head (reinit_head=True) to "
                        "load the encoder alone and train a fresh head")
   report = google_checkpoint.assign_google_weights(model, weights, source, allow_unused=True,
-                                                   allow_missing=(head,))
+                                                   allow_missing=heads)
   logging.info(report.summary())
   if (report.missing or reinit_head) and not head_is_trained:
     logging.warning("predicting with an untrained %s: the source has none", head)
