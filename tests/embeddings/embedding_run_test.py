@@ -175,8 +175,8 @@ def test_the_shipped_minilm_starts_a_run_with_its_own_pipeline_and_weights(tmp_p
   untrained run scores the dev pairs as the library does with the directory's model."""
   _write_data(tmp_path)
   result = embedding_run.run_embeddings(_config(
-      tmp_path, "minilm", do_train=False, bert_config_file=None, init_hf_dir=pretrained.minilm_dir(),
-      max_seq_length=32))
+      tmp_path, "minilm", do_train=False, bert_config_file=None,
+      init_hf_dir=pretrained.minilm_dir(), max_seq_length=32))
   model, _ = sentence_transformers.load_sentence_encoder(pretrained.minilm_dir())
   tokenizer = WordPieceTokenizer(pretrained.minilm_vocab_file(), do_lower_case=True)
   examples = embedding_run.embedding_data.read_examples(
