@@ -3,7 +3,8 @@
 Shape legend: N texts, H embedding width.
 """
 
-from typing import Optional, Sequence
+import weakref
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -13,6 +14,19 @@ from tfbert.embeddings.embedding_data import TextExample
 from tfbert.embeddings.sentence_encoder import OUTPUT_NAME, BertSentenceEncoder
 from tfbert.text import inputs
 from tfbert.text.tokenization import WordPieceTokenizer
+
+# One traced inference function per model: `embed_texts` runs for every text column of every
+# evaluation, and a new `tf.function` each time would trace the encoder again each time.
+_INFERENCE: "weakref.WeakKeyDictionary[BertSentenceEncoder, Callable]" = (
+    weakref.WeakKeyDictionary())
+
+
+def _inference_function(model: BertSentenceEncoder) -> Callable:
+  """The model's embeddings without dropout, as a `tf.function` made once per model."""
+  if model not in _INFERENCE:
+    _INFERENCE[model] = tf.function(
+        lambda features: model(features, training=False)[OUTPUT_NAME])
+  return _INFERENCE[model]
 
 
 def embed_texts(model: BertSentenceEncoder, tokenizer: WordPieceTokenizer,
@@ -26,7 +40,7 @@ def embed_texts(model: BertSentenceEncoder, tokenizer: WordPieceTokenizer,
   """
   if not texts:
     return np.zeros((0, model.config.hidden_size), np.float32)
-  call = tf.function(lambda features: model(features, training=False)[OUTPUT_NAME])
+  call = _inference_function(model)
   rows = []
   for start in range(0, len(texts), batch_size):
     ids = tokenizer.tokenize(tf.constant(list(texts[start:start + batch_size])))
