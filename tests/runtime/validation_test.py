@@ -15,6 +15,7 @@ import pytest
 from tests import helpers
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.config import BertConfig
+from tfbert.embeddings.embedding_run import EmbeddingRunConfig
 from tfbert.pretraining.pretraining_instances import PretrainingDataConfig
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig
 from tfbert.runtime import validation
@@ -92,6 +93,8 @@ CONFIGS = {
                                                      do_train=True, data_dir="d"),
     NerRunConfig: lambda: NerRunConfig(output_dir="o", do_train=True, train_file="t"),
     SquadRunConfig: lambda: SquadRunConfig(output_dir="o", do_train=True, train_file="t"),
+    EmbeddingRunConfig: lambda: EmbeddingRunConfig(output_dir="o", do_train=True,
+                                                   train_file="t"),
     FeatureConfig: FeatureConfig,
     PostprocessConfig: PostprocessConfig,
     PretrainingDataConfig: lambda: PretrainingDataConfig(vocab_file="v"),

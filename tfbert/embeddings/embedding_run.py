@@ -109,6 +109,8 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
          "batch, and each micro-batch sees only its own): raise train_batch_size instead, or "
          "use cosine_mse"),
         (self.score_scale > 0, f"score_scale ({self.score_scale}) must be > 0"),
+        (self.scale > 0, f"scale ({self.scale}) must be > 0 (a negative scale ranks the "
+         "least similar text first)"),
         (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3"),
         (self.max_train_examples is None or self.max_train_examples >= 1,
          "max_train_examples must be >= 1"),

@@ -112,6 +112,10 @@ class BertSentenceEncoder(keras.Model):
     self.normalize = normalize
     self.loss_name, self.scale, self.symmetric = loss, float(scale), bool(symmetric)
     self.encoder = BertEncoder(self.config, name="encoder", dtype=self.dtype_policy)
+    # The sentence vector is pooled from the token vectors and never passes the [CLS]
+    # pooler, whose weights are kept only for the checkpoint formats: frozen, the optimizer
+    # neither warns that they get no gradient nor gives them slots.
+    self.encoder.pooler.trainable = False
     self.trackers = {"loss": keras.metrics.Mean(name="loss")}
 
   def build(self, input_shape=None):
