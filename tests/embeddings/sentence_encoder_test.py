@@ -3,6 +3,7 @@ on the 2B batch, for every loss, because the candidates are gathered from every 
 the test shows a per-replica loss would not); accumulation is refused for batch losses."""
 
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -170,3 +171,23 @@ def test_the_replicated_step_equals_fit_on_one_device_and_on_mirrored_replicas()
     updates, loss = train_replicated(strategy, "in_batch_negatives")
     assert loss == pytest.approx(one_loss, rel=1e-5)
     assert _deviation(updates, one) < 3e-5
+
+
+def test_the_unused_pooler_is_frozen_and_every_other_weight_trains():
+  """The sentence vector never passes the [CLS] pooler: its weights are not trainable (no
+  'Gradients do not exist' warning, no optimizer slots), and AdamW's weight decay leaves
+  them bit for bit, while every other weight moves."""
+  keras.utils.set_random_seed(3)
+  model = BertSentenceEncoder(CONFIG)
+  model.build()
+  model.compile(optimizer=keras.optimizers.AdamW(0.01, weight_decay=0.1))
+  pooler = {id(w) for w in model.encoder.pooler.weights}
+  assert len(pooler) == 2 and not pooler & {id(w) for w in model.trainable_variables}
+  initial = {id(w): w.numpy() for w in model.weights}
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    model.fit(tf.data.Dataset.from_tensors(_batch("in_batch_negatives")), verbose=0)
+  assert not [w for w in caught if "Gradients do not exist" in str(w.message)]
+  for w in model.weights:
+    moved = not np.array_equal(w.numpy(), initial[id(w)])
+    assert moved == (id(w) not in pooler), w.path
