@@ -1,6 +1,9 @@
 """tfbert.embeddings.embedding_inference: batching does not change an embedding; pair scores
 are the cosine similarities' correlations with the gold scores (SciPy's), in percent."""
 
+import gc
+import weakref
+
 import keras
 import numpy as np
 import pytest
@@ -55,3 +58,17 @@ def test_similarity_scores_are_scipys_correlations_in_percent(tiny):
   assert got["spearman"] == pytest.approx(100 * stats.spearmanr(similarities, gold)[0],
                                           rel=1e-9)
   assert got["pearson"] == pytest.approx(100 * stats.pearsonr(similarities, gold)[0], rel=1e-9)
+
+
+def test_the_cached_inference_function_does_not_keep_its_model_alive(tiny):
+  """`embed_texts` keeps one traced function per model; once the model is gone, so is the
+  entry (a function that held the model strongly would keep both for the whole process)."""
+  _, tokenizer = tiny
+  model = BertSentenceEncoder(tiny[0].config)
+  model.build()
+  embedding_inference.embed_texts(model, tokenizer, ["the cat"], 9)
+  held = weakref.ref(model)
+  assert held() in embedding_inference._INFERENCE
+  del model
+  gc.collect()
+  assert held() is None

@@ -24,8 +24,11 @@ _INFERENCE: "weakref.WeakKeyDictionary[BertSentenceEncoder, Callable]" = (
 def _inference_function(model: BertSentenceEncoder) -> Callable:
   """The model's embeddings without dropout, as a `tf.function` made once per model."""
   if model not in _INFERENCE:
+    # The function holds the model weakly: a value that referred to its own key would keep
+    # the entry, and so the model, alive for the rest of the process.
+    held = weakref.ref(model)
     _INFERENCE[model] = tf.function(
-        lambda features: model(features, training=False)[OUTPUT_NAME])
+        lambda features: held()(features, training=False)[OUTPUT_NAME])
   return _INFERENCE[model]
 
 
