@@ -13,6 +13,9 @@ import tensorflow as tf  # noqa: E402
 from tests import faults  # noqa: E402
 from tfbert.runtime import files  # noqa: E402
 
+# The time profile of docs/testing.md, recorded when TFBERT_TEST_PROFILE names a folder.
+pytest_plugins = ["tests.profiling"]
+
 # Two logical CPU devices for the whole session, so MirroredStrategy tests run in-process.
 # This must happen before TensorFlow initializes its devices, hence at conftest import.
 NUM_LOGICAL_CPUS = 2

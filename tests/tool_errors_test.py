@@ -1,25 +1,23 @@
 """The tools as a user meets them: bad input ends a tool with one line naming the culprit.
 
-Each case runs a real tool in its own process (all at once, in parallel) on one bad input
-and checks what a user sees: exit status 1, exactly one stderr line `<tool>: error: ...`
+Each case runs a real tool (its `run()`, flags parsed from argv, in this process: see
+tests/tool_process.py; a fresh process's quiet start is tests/runtime/cli_test.py's) on one
+bad input and checks what a user sees: exit status 1, exactly one stderr line `<tool>: error: ...`
 naming the culprit (file, field, flag), no traceback, and nothing written where the tool
 would write. The library tests prove each check; this proves the tools surface them.
 """
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests import numpy_reference
+from tests import numpy_reference, tool_process
 from tfbert.checkpoints import pretrained
 from tfbert.checkpoints.google_checkpoint import write_google_checkpoint
 from tfbert.config import BertConfig
 from tfbert.pretraining import pretraining_data
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PRED = 32, 5
 TINY = dict(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
             intermediate_size=19, hidden_act="gelu", hidden_dropout_prob=0.1,
@@ -132,15 +130,12 @@ def cases(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def results(cases):
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-  running = {name: subprocess.Popen(
-      [sys.executable, os.path.join(ROOT, "tools", f"{argv[0]}.py"), *argv[1:]], cwd=ROOT,
-      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for name, (argv, _, _) in cases.items()}
+  """{name: (exit status, stdout, stderr)}: each tool run in this process, one after another
+  (tests/tool_process.py: their own flags each time, native output captured)."""
   finished = {}
-  for name, process in running.items():
-    out, err = process.communicate(timeout=600)
-    finished[name] = (process.returncode, out, err)
+  for name, (argv, _, _) in cases.items():
+    run = tool_process.run_tool(argv[0], *argv[1:])
+    finished[name] = (run.returncode, run.stdout, run.stderr)
   return finished
 
 
@@ -160,7 +155,6 @@ CASE_NAMES = [
 ]
 
 
-@pytest.mark.slow  # ~1.5 min: twelve tools start at once, each importing TensorFlow.
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_bad_input_ends_the_tool_with_one_line_naming_the_culprit(cases, results, name):
   _, expected, untouched = cases[name]

@@ -2,7 +2,7 @@
 start."""
 
 import dataclasses
-import json
+import importlib
 import logging
 import os
 import subprocess
@@ -12,7 +12,7 @@ from typing import Optional
 import pytest
 import tensorflow as tf
 
-from tests import helpers
+from tests import helpers, tool_process
 from tfbert.runtime import cli
 
 REPO = helpers.ROOT
@@ -36,6 +36,15 @@ SHARED_FLAGS = {
     "create_pretraining_data": ["--do_lower_case", "--allow_casing_mismatch"],
     "export_tflite": ["--do_lower_case", "--allow_casing_mismatch"],
 }
+
+
+def common_flags_values(flags_module: str) -> dict:
+  """`common_flags.values` of `tfbert_flags.<flags_module>`, its flags parsed from defaults."""
+  from absl import flags  # pylint: disable=import-outside-toplevel
+  common_flags = importlib.import_module("tfbert_flags.common_flags")
+  module = importlib.import_module(f"tfbert_flags.{flags_module}")
+  flags.FLAGS(["x"])
+  return common_flags.values(module)
 
 
 def _env():
@@ -77,16 +86,15 @@ def test_one_line_names_the_file_of_an_os_error():
   assert cli.one_line(FileNotFoundError(2, "No such file")) == "[Errno 2] No such file"
 
 
-@pytest.mark.slow
 def test_every_tools_help_lists_its_own_flags():
-  runs = {name: _tool(name, "--help") for name in TOOL_FLAGS}
-  for name, process in runs.items():
-    out, err = process.communicate(timeout=240)
-    assert out, (name, err[-2000:])  # absl's --help exits with status 1.
+  # In this process (tests/tool_process.py): what --help lists is the subject, not the
+  # process; that a tool starts quietly (no GPU-driver noise) is the subprocess test below.
+  for name in TOOL_FLAGS:
+    run = tool_process.run_tool(name, "--help")
+    assert run.returncode == 1 and run.stdout, (name, run.stderr[-2000:])  # absl's --help.
     for flag in [TOOL_FLAGS[name], "--traceback", *SHARED_FLAGS.get(name, [])]:
       shown = (flag, flag.replace("--", "--[no]"))  # Booleans show as --[no]name.
-      assert any(f"  {s}:" in out for s in shown), (name, flag, out[:2000])
-    assert "cuInit" not in err, (name, err)
+      assert any(f"  {s}:" in run.stdout for s in shown), (name, flag, run.stdout[:2000])
 
 
 def test_an_expected_error_is_one_line_and_exit_status_1(tmp_path):
@@ -224,14 +232,10 @@ def test_every_flag_of_a_training_tool_is_a_config_setting_of_the_same_name(tool
   flags_module, config_module, config_class, tool_only, no_flag = _TOOL_CONFIGS[tool]
   explicit = ["bert_config"] if tool == "run_pretraining" else ["custom"] * (
       tool == "run_classifier")  # What each tool's main gives itself.
-  code = (f"import json; from absl import flags; from tfbert_flags import common_flags, "
-          f"{flags_module} as f; from {config_module} import {config_class} as C; "
-          "from tfbert.runtime import cli; flags.FLAGS(['x']); "
-          "print(json.dumps([sorted(common_flags.values(f)), "
-          f"sorted(cli.setting_names(C, {explicit!r}))]))")
-  out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=_env(), capture_output=True,
-                       text=True, timeout=240, check=True).stdout
-  flag_names, settings = map(set, json.loads(out.splitlines()[-1]))
+  with tool_process.tool_modules():  # The flags module is imported here and forgotten after.
+    flag_values = common_flags_values(flags_module)
+    config = getattr(importlib.import_module(config_module), config_class)
+    flag_names, settings = set(flag_values), cli.setting_names(config, explicit)
   assert flag_names - settings == tool_only
   assert settings - flag_names == no_flag
 
@@ -242,9 +246,8 @@ def test_every_flag_of_a_training_tool_is_a_config_setting_of_the_same_name(tool
 ])
 def test_a_negative_count_ends_the_demo_before_any_work(tmp_path, flag, message):
   """A negative count once skipped the work and exited 0; absl's bound now refuses it."""
-  process = _tool("demo", flag, f"--workdir={tmp_path / 'demo'}")
-  _, err = process.communicate(timeout=240)
-  assert process.returncode == 1 and message in err, err[-2000:]
+  run = tool_process.run_tool("demo", flag, f"--workdir={tmp_path / 'demo'}")
+  assert run.returncode == 1 and message in run.stderr, run.stderr[-2000:]
   assert not (tmp_path / "demo").exists()
 
 

@@ -1,0 +1,58 @@
+"""A pytest plugin that records where the suite's time goes, for docs/testing.md.
+
+Enabled by `TFBERT_TEST_PROFILE=DIR` (off otherwise: it costs nothing then). Every phase of
+every test (setup, call, teardown) appends one JSON line to `DIR/<worker>.jsonl`:
+
+  {"nodeid": ..., "phase": "setup"|"call"|"teardown", "wall": s, "cpu": s, "child_cpu": s}
+
+`cpu` is this process's CPU time in the phase (tracing, training steps, conversions run
+in-process) and `child_cpu` the CPU time of the child processes it waited for (a tool or
+worker started as a subprocess). Summarize with `python -m tests.profile_report DIR`.
+"""
+
+import json
+import os
+import resource
+import time
+
+import pytest
+
+_ENV = "TFBERT_TEST_PROFILE"
+
+
+def _clock():
+  own = resource.getrusage(resource.RUSAGE_SELF)
+  child = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return (time.perf_counter(), own.ru_utime + own.ru_stime, child.ru_utime + child.ru_stime)
+
+
+def _record(item, phase):
+  folder = os.environ.get(_ENV)
+  if not folder:
+    yield
+    return
+  start = _clock()
+  yield
+  end = _clock()
+  worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+  os.makedirs(folder, exist_ok=True)
+  line = {"nodeid": item.nodeid, "phase": phase, "worker": worker,
+          "wall": round(end[0] - start[0], 4), "cpu": round(end[1] - start[1], 4),
+          "child_cpu": round(end[2] - start[2], 4)}
+  with open(os.path.join(folder, f"{worker}.jsonl"), "a", encoding="utf-8") as f:
+    f.write(json.dumps(line) + "\n")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+  yield from _record(item, "setup")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+  yield from _record(item, "call")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+  yield from _record(item, "teardown")
