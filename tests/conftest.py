@@ -13,8 +13,9 @@ import tensorflow as tf  # noqa: E402
 from tests import faults  # noqa: E402
 from tfbert.runtime import files  # noqa: E402
 
-# The time profile of docs/testing.md, recorded when TFBERT_TEST_PROFILE names a folder.
-pytest_plugins = ["tests.profiling"]
+# The time profile of docs/testing.md, recorded when TFBERT_TEST_PROFILE names a folder;
+# the longest tests first, dealt evenly to the xdist workers.
+pytest_plugins = ["tests.profiling", "tests.scheduling"]
 
 # Two logical CPU devices for the whole session, so MirroredStrategy tests run in-process.
 # This must happen before TensorFlow initializes its devices, hence at conftest import.

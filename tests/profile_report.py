@@ -1,7 +1,8 @@
 """Summarizes a suite profile (tests/profiling.py) as the Markdown tables of docs/testing.md.
 
   TFBERT_TEST_PROFILE=/tmp/profile bash bootstrap.sh test
-  .venv/bin/python -m tests.profile_report /tmp/profile [--top 30]
+  .venv/bin/python -m tests.profile_report /tmp/profile [--top 30] \
+      [--durations_file tests/durations.json]
 
 Prints: the totals, the time by cost kind, the time by test file, and the slowest tests
 (setup, call and teardown added up, so a session fixture's build counts in the test that
@@ -52,6 +53,12 @@ def cost_kind(nodeid: str, test: dict[str, float]) -> str:
   return "model build and tracing in-process"
 
 
+def durations(tests: dict[str, dict[str, float]]) -> dict[str, float]:
+  """{nodeid: wall seconds, to 0.1 s} of the tests that took 0.5 s or more (the rest count
+  as tests/scheduling.py's default)."""
+  return {nodeid: round(t["wall"], 1) for nodeid, t in tests.items() if t["wall"] >= 0.5}
+
+
 def _table(header, rows):
   lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
   lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
@@ -89,8 +96,15 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("folder")
   parser.add_argument("--top", type=int, default=30)
+  parser.add_argument("--durations_file", help="Also write {test: seconds} here, the order "
+                      "tests/scheduling.py deals the tests in (tests/durations.json).")
   args = parser.parse_args()
-  print(report(read_profile(args.folder), args.top))
+  tests = read_profile(args.folder)
+  print(report(tests, args.top))
+  if args.durations_file:
+    with open(args.durations_file, "w", encoding="utf-8") as f:
+      json.dump(durations(tests), f, indent=0, sort_keys=True)
+      f.write("\n")
 
 
 if __name__ == "__main__":
