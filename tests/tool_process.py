@@ -98,8 +98,9 @@ def run_tool(name: str, *args: str) -> ToolRun:
   Returns:
     The `ToolRun`. An uncaught exception (a bug, or `--traceback`) propagates.
   """
-  root = logging.getLogger()
+  root, absl_logger = logging.getLogger(), logging.getLogger("absl")
   saved_handlers, saved_level = list(root.handlers), root.level
+  saved_absl_level = absl_logger.level
   saved_argv, saved_sigterm = sys.argv, signal.getsignal(signal.SIGTERM)
   stdout, stderr = io.StringIO(), io.StringIO()
   status = 0
@@ -107,6 +108,10 @@ def run_tool(name: str, *args: str) -> ToolRun:
     try:
       module = importlib.import_module(f"tfbert_tools.{name}")
       flags.FLAGS.unparse_flags()
+      # Resetting --verbosity set absl's logger to WARNING (absl's handler is not the root
+      # logger's here); a fresh process's first app.run leaves it NOTSET, following the root
+      # logger, so that the library's absl INFO lines reach the tool's output.
+      absl_logger.setLevel(logging.NOTSET)
       sys.argv = [module.__file__, *args]
       with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         try:
@@ -121,5 +126,6 @@ def run_tool(name: str, *args: str) -> ToolRun:
       for handler in saved_handlers:
         root.addHandler(handler)
       root.setLevel(saved_level)
+  absl_logger.setLevel(saved_absl_level)  # After tool_modules' exit, which unparses again.
   return ToolRun(status, native["stdout"] + stdout.getvalue(),
                  native["stderr"] + stderr.getvalue())

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests import helpers, numpy_reference
+from tests import helpers, numpy_reference, tool_process
 from tests.faults import limited_disk
 from tfbert import (
     BertClassifier,
@@ -23,8 +23,6 @@ from tfbert import (
 )
 from tfbert.checkpoints import convert
 from tfbert.checkpoints.google_checkpoint import read_google_checkpoint, write_google_checkpoint
-
-ROOT = helpers.ROOT
 
 
 def _tiny_prefix(shared_data) -> str:
@@ -202,10 +200,9 @@ def test_a_full_disk_leaves_old_outputs_intact_and_no_partial_files(shared_data,
 
 def test_command_line_tool_converts(shared_data, tmp_path):
   prefix = os.path.join(shared_data, "keras_bert_test_checkpoint", "bert_model.ckpt")
-  result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, "tools", "convert_checkpoint.py"),
-       f"--input={prefix}", "--output_format=hf", f"--output={tmp_path / 'hf'}"],
-      capture_output=True, text=True, timeout=300)
+  # In this process (tests/tool_process.py): what the tool writes and prints is the subject.
+  result = tool_process.run_tool("convert_checkpoint", f"--input={prefix}",
+                                 "--output_format=hf", f"--output={tmp_path / 'hf'}")
   assert result.returncode == 0, result.stderr[-2000:]
   assert (f"wrote BertPretrainer (46 weights) as hf: {tmp_path / 'hf'} (with vocab.txt and "
           "tokenizer_config.json)" in result.stdout)

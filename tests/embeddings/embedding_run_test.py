@@ -3,15 +3,12 @@ training on pairs and scored pairs, evaluation during training with the best mod
 the export, and the refusals before any work."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import helpers
+from tests import tool_process
 from tfbert import BertConfig
 from tfbert.checkpoints import pretrained
 from tfbert.embeddings import embedding_inference, embedding_run, sentence_transformers
@@ -23,7 +20,6 @@ TOPICS = [["cat", "dog", "pet", "fur"], ["rain", "snow", "cloud", "wind"],
           ["car", "road", "wheel", "drive"], ["bread", "cheese", "soup", "apple"],
           ["song", "music", "piano", "drum"]]
 SEQ = 9
-TOOL = os.path.join(helpers.ROOT, "tools", "run_embeddings.py")
 
 
 def _sentence(rng, topic):
@@ -116,17 +112,19 @@ def test_bad_settings_are_refused_before_any_work(tmp_path, overrides, message):
   assert not (tmp_path / "refused").exists()
 
 
-@pytest.mark.slow  # ~25 s: a process starts TensorFlow, trains 4 steps, evaluates, exports.
+@pytest.mark.slow  # ~10 s: the tool trains 4 steps, evaluates, exports; a replay; a refusal.
 def test_the_tool_trains_evaluates_exports_and_replays(tmp_path):
+  # In this process (tests/tool_process.py: each run parses its own flags from its own
+  # defaults): what the tool writes, prints and replays is the subject, not a fresh
+  # interpreter.
   config = _write_data(tmp_path)
   out = tmp_path / "run"
-  args = [sys.executable, TOOL, f"--train_file={tmp_path / 'pairs.tsv'}", "--do_train",
-          "--do_eval", f"--dev_file={tmp_path / 'dev.tsv'}", f"--bert_config_file={config}",
-          f"--vocab_file={pretrained.minilm_vocab_file()}", f"--max_seq_length={SEQ}",
-          "--train_batch_size=10", "--max_train_steps=4", "--symmetric",
-          f"--output_dir={out}", f"--export_dir={out / 'export'}", "--verbose=0"]
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-  run = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, check=False)
+  run = tool_process.run_tool(
+      "run_embeddings", f"--train_file={tmp_path / 'pairs.tsv'}", "--do_train", "--do_eval",
+      f"--dev_file={tmp_path / 'dev.tsv'}", f"--bert_config_file={config}",
+      f"--vocab_file={pretrained.minilm_vocab_file()}", f"--max_seq_length={SEQ}",
+      "--train_batch_size=10", "--max_train_steps=4", "--symmetric", f"--output_dir={out}",
+      f"--export_dir={out / 'export'}", "--verbose=0")
   assert run.returncode == 0, run.stderr[-3000:]
   scores = json.loads((out / "eval_results.json").read_text())
   assert json.dumps(scores, sort_keys=True) in run.stdout
@@ -135,14 +133,12 @@ def test_the_tool_trains_evaluates_exports_and_replays(tmp_path):
   assert "--symmetric" in recorded and "--loss=in_batch_negatives" in recorded
   assert (out / "export" / "saved_model.pb").exists()
   # A replay of the finished run trains nothing more and scores the same.
-  again = subprocess.run([sys.executable, TOOL, f"--flagfile={out / 'flags.txt'}"], env=env,
-                         capture_output=True, text=True, timeout=300, check=False)
+  again = tool_process.run_tool("run_embeddings", f"--flagfile={out / 'flags.txt'}")
   assert again.returncode == 0, again.stderr[-3000:]
   assert json.loads((out / "eval_results.json").read_text()) == scores
-  bad = subprocess.run([sys.executable, TOOL, "--do_train", f"--train_file={tmp_path}/x.tsv",
-                        "--gradient_accumulation_steps=2", "--train_batch_size=8",
-                        f"--output_dir={tmp_path / 'refused'}"], env=env, capture_output=True,
-                       text=True, timeout=300, check=False)
+  bad = tool_process.run_tool("run_embeddings", "--do_train",
+                              f"--train_file={tmp_path}/x.tsv", "--gradient_accumulation_steps=2",
+                              "--train_batch_size=8", f"--output_dir={tmp_path / 'refused'}")
   assert bad.returncode == 1 and "would train another objective" in bad.stderr
   assert "Traceback" not in bad.stderr and not (tmp_path / "refused").exists()
 

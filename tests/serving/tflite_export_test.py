@@ -24,13 +24,11 @@ within FLOAT_TOL: the lower bound, 1e-4, catches that.
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from tests import glue_synthetic, helpers
+from tests import glue_synthetic, helpers, tool_process
 from tfbert import BertClassifier, BertConfig, BertEncoder, BertSpanLabeler, task_registry
 from tfbert.checkpoints import convert, pretrained
 from tfbert.classifier.classifier_run import ClassifierRunConfig
@@ -199,7 +197,7 @@ TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention
             initializer_range=0.2)
 
 
-def test_tool_exports_a_run_and_scores_its_dev_set(tmp_path):
+def test_tool_exports_a_run_and_scores_its_dev_set(tmp_path, monkeypatch):
   run = tmp_path / "run"
   (run / "best").mkdir(parents=True)
   model = BertClassifier(BertConfig(**TINY), 2)
@@ -211,11 +209,12 @@ def test_tool_exports_a_run_and_scores_its_dev_set(tmp_path):
   (run / "run_config.json").write_text(settings.to_json())
   glue_synthetic.write_mrpc(tmp_path / "dev.tsv", glue_synthetic.fruit_pairs(30, seed=2))
   output = tmp_path / "lite" / "model.tflite"
-  command = [sys.executable, os.path.join(helpers.ROOT, "tools", "export_tflite.py"),
-             f"--model={run / 'best' / 'model.keras'}", f"--output={output}",
-             f"--eval_data_dir={tmp_path}", "--latency_runs=3"]
-  done = subprocess.run(command, cwd=tmp_path, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-                        capture_output=True, text=True, timeout=300, check=False)
+  # In this process (tests/tool_process.py), from tmp_path as its own process ran: the file,
+  # its sidecars and the printed scores are the subject, not a fresh interpreter.
+  monkeypatch.chdir(tmp_path)
+  done = tool_process.run_tool("export_tflite", f"--model={run / 'best' / 'model.keras'}",
+                               f"--output={output}", f"--eval_data_dir={tmp_path}",
+                               "--latency_runs=3")
   assert done.returncode == 0, done.stderr[-3000:]
   lines = done.stdout.strip().splitlines()
   assert lines[0].startswith(f"wrote {output} (") and "float32, seq_length 24)" in lines[0]
@@ -235,7 +234,7 @@ def test_tool_exports_a_run_and_scores_its_dev_set(tmp_path):
                               want) < FLOAT_TOL
 
 
-def test_tool_exports_a_squad_run_at_its_window_length(tmp_path):
+def test_tool_exports_a_squad_run_at_its_window_length(tmp_path, monkeypatch):
   """A SQuAD run keeps its S under `features` in run_config.json; the tool must read it
   there, not fall back to 128 (beyond this model's 64 positions: refused) or export a
   length the run never used."""
@@ -252,10 +251,9 @@ def test_tool_exports_a_squad_run_at_its_window_length(tmp_path):
   assert task_registry.run_seq_length(
       model, tflite_export.run_config_of(str(run / "model.keras"))) == 40
   output = tmp_path / "lite" / "model.tflite"
-  command = [sys.executable, os.path.join(helpers.ROOT, "tools", "export_tflite.py"),
-             f"--model={run / 'model.keras'}", f"--output={output}"]
-  done = subprocess.run(command, cwd=tmp_path, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-                        capture_output=True, text=True, timeout=300, check=False)
+  monkeypatch.chdir(tmp_path)
+  done = tool_process.run_tool("export_tflite", f"--model={run / 'model.keras'}",
+                               f"--output={output}")
   assert done.returncode == 0, done.stderr[-3000:]
   assert "float32, seq_length 40)" in done.stdout.splitlines()[0]
   assert tflite_export.TfliteModel(str(output)).seq_length == 40

@@ -8,15 +8,12 @@ dataset with hand-computed scores.
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
-from tests import helpers
+from tests import tool_process
 from tfbert.squad import squad_evaluation
 
-ROOT = helpers.ROOT
 DEV = "squad_v1.1_dev_reconstructed"
 
 # Two answerable questions ("a", "b") and three unanswerable ones ("c", "d", "e").
@@ -60,17 +57,12 @@ def test_leaderboard_predictions_reproduce_the_official_script(shared_data):
   assert len(expected) == 5
   dataset = os.path.join(folder, "dev-v1.1.reconstructed.json.gz")
   files = [os.path.join(folder, "predictions", name) for name in sorted(expected)]
-  # The tool scores all five in ONE process, started first so it overlaps the in-process
-  # run (importing tensorflow alone takes ~5 s).
-  tool = subprocess.Popen([sys.executable, "tools/evaluate_squad.py", dataset, *files],
-                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  try:
-    in_process = squad_evaluation.evaluate_files(dataset, files)
-    stdout, stderr = tool.communicate(timeout=300)
-  finally:
-    tool.kill()
-  assert tool.returncode == 0, stderr[-2000:]
-  from_tool = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+  in_process = squad_evaluation.evaluate_files(dataset, files)
+  # The tool scores all five in one run, in this process (tests/tool_process.py): what it
+  # prints is the subject, not a fresh interpreter.
+  tool = tool_process.run_tool("evaluate_squad", dataset, *files)
+  assert tool.returncode == 0, tool.stderr[-2000:]
+  from_tool = [json.loads(line) for line in tool.stdout.splitlines() if line.startswith("{")]
   for name, got, printed in zip(sorted(expected), in_process, from_tool, strict=True):
     want = expected[name]
     assert set(got) == set(printed) == {"exact_match", "f1"}, name

@@ -15,14 +15,12 @@ import logging
 import math
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import helpers
+from tests import helpers, tool_process
 from tfbert import BertPretrainer, BertSpanLabeler
 from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
 from tfbert.config import BertConfig
@@ -35,9 +33,6 @@ from tfbert.squad import (
 )
 from tfbert.tasks import fine_tuning, runner
 from tfbert_tools.demos.squad_synthetic import synthetic_squad
-
-ROOT = helpers.ROOT
-TOOL = os.path.join(ROOT, "tools", "run_squad.py")
 
 # Tiny, odd-sized, uncased vocab of the MiniLM wheel (30,522 entries).
 TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -371,23 +366,23 @@ def test_tiny_model_learns_far_above_its_untrained_baseline(squad_files):
   assert reloaded["scores"] == trained["scores"]
 
 
-@pytest.mark.slow  # ~30 s: a fresh process that trains, predicts and exports.
+@pytest.mark.slow  # ~10 s: the tool (in this process) trains, predicts and exports.
 def test_tool_trains_mirrored_with_accumulation_predicts_and_prints_scores(tmp_path):
   train = _write_json(tmp_path / "train.json", synthetic_squad(20, seed=3))
   dev = synthetic_squad(3, seed=4)
   dev["data"].append(synthetic_squad(2, seed=5)["data"][0])
   out, export_dir = tmp_path / "out", tmp_path / "export"
-  args = [sys.executable, TOOL, "--do_train", "--do_predict", f"--train_file={train}",
-          f"--predict_file={_write_json(tmp_path / 'dev.json', dev)}", "--predict_articles=1:",
-          f"--vocab_file={pretrained.minilm_vocab_file()}",
-          f"--bert_config_file={_tiny_config_file(tmp_path)}", "--max_seq_length=64",
-          "--doc_stride=32", "--max_query_length=16", "--train_batch_size=8",
-          "--gradient_accumulation_steps=2", "--distribution_strategy=mirrored",
-          "--num_cpu_devices=2", "--max_train_steps=3", f"--output_dir={out}",
-          f"--export_dir={export_dir}", "--verbose=2"]
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-  run = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300,
-                       check=False)
+  # In this process (tests/tool_process.py; its two logical CPUs serve the mirrored run):
+  # what the tool writes and prints is the subject, not a fresh interpreter.
+  run = tool_process.run_tool(
+      "run_squad", "--do_train", "--do_predict", f"--train_file={train}",
+      f"--predict_file={_write_json(tmp_path / 'dev.json', dev)}", "--predict_articles=1:",
+      f"--vocab_file={pretrained.minilm_vocab_file()}",
+      f"--bert_config_file={_tiny_config_file(tmp_path)}", "--max_seq_length=64",
+      "--doc_stride=32", "--max_query_length=16", "--train_batch_size=8",
+      "--gradient_accumulation_steps=2", "--distribution_strategy=mirrored",
+      "--num_cpu_devices=2", "--max_train_steps=3", f"--output_dir={out}",
+      f"--export_dir={export_dir}", "--verbose=2")
   assert run.returncode == 0, run.stderr[-3000:]
   lines = run.stdout.strip().splitlines()
   scores = json.loads(next(line for line in reversed(lines) if line.startswith("{")))

@@ -4,16 +4,12 @@ tools/evaluate_ner.py."""
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 from seqeval.metrics import f1_score
 
-from tests import helpers
+from tests import tool_process
 from tfbert.tagging import conll, tagging_metrics
-
-TOOL = os.path.join(helpers.ROOT, "tools", "evaluate_ner.py")
 
 # The seven files of wnut17/submissions/, named as expected_scores.json names them.
 SUBMISSIONS = ("arcada", "drexel_cci", "flytxt", "mic-cis.txt", "sjtu_adapt.txt",
@@ -89,11 +85,11 @@ def test_the_official_wnut17_scores_of_every_submission(shared_data, team):
 
 def test_the_tool_prints_one_json_line_per_file_and_names_a_bad_line(shared_data, tmp_path):
   folder = os.path.join(shared_data, "wnut17")
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
   gold = os.path.join(folder, "emerging.test.annotated")
   files = [os.path.join(folder, "submissions", name) for name in ("arcada", "uh_ritual")]
-  run = subprocess.run([sys.executable, TOOL, gold, *files], capture_output=True, text=True,
-                       timeout=300, check=False, env=env)
+  # In this process (tests/tool_process.py): what the tool prints is the subject, not a
+  # fresh interpreter; stdout holds native output too, so "only JSON lines" still holds.
+  run = tool_process.run_tool("evaluate_ner", gold, *files)
   assert run.returncode == 0, run.stderr[-3000:]
   lines = [json.loads(line) for line in run.stdout.splitlines()]
   with open(os.path.join(folder, "expected_scores.json")) as f:
@@ -104,6 +100,5 @@ def test_the_tool_prints_one_json_line_per_file_and_names_a_bad_line(shared_data
                                           "person", "product"]
   broken = tmp_path / "broken"
   broken.write_text("a B-x\nb I-y\n")
-  run = subprocess.run([sys.executable, TOOL, str(broken), files[0]], capture_output=True,
-                       text=True, timeout=300, check=False, env=env)
+  run = tool_process.run_tool("evaluate_ner", str(broken), files[0])
   assert run.returncode == 1 and f"{broken}:2: I-y after B-x breaks IOB2" in run.stderr
