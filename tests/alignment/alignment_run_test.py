@@ -9,13 +9,11 @@ normalization under accumulation) must be caught.
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from tests import helpers
+from tests import tool_process
 from tfbert.alignment import alignment, alignment_run
 from tfbert.alignment.alignment import AlignmentConfig
 from tfbert.checkpoints import pretrained
@@ -24,7 +22,6 @@ from tfbert.pretraining import pretraining_data
 from tfbert.training import optimization
 from tfbert_tools.demos.squad_synthetic import synthetic_squad
 
-ROOT = helpers.ROOT
 SEQ, PRED = 32, 5
 TINY = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                   intermediate_size=19, max_position_embeddings=SEQ, type_vocab_size=2,
@@ -124,17 +121,15 @@ def test_reduced_precision_is_within_its_tolerance_and_really_reduced(input_file
   assert pairs["bfloat16"]["tolerance"] == 5e-4 and pairs["float16"]["tolerance"] == 1e-2
 
 
-@pytest.mark.slow  # ~40 s: a fresh process of tools/align.py.
+@pytest.mark.slow  # ~10 s: tools/align.py in this process (tests/tool_process.py).
 def test_tool_catches_per_micro_batch_normalization_and_exits_1(input_files, tmp_path):
   workdir = tmp_path / "align"
-  args = [sys.executable, os.path.join(ROOT, "tools", "align.py"),
-          "--variants=graph,naive:gradient_accumulation_steps=4;loss_normalization=micro_batch",
-          f"--input_files={input_files[0]}", f"--workdir={workdir}", "--steps=8",
-          "--train_batch_size=8", f"--max_seq_length={SEQ}",
-          f"--max_predictions_per_seq={PRED}", "--learning_rate=0.1",
-          f"--bert_config_file={_tiny_config_file(tmp_path)}"]
-  run = subprocess.run(args, capture_output=True, text=True, timeout=600, check=False,
-                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+  run = tool_process.run_tool(
+      "align",
+      "--variants=graph,naive:gradient_accumulation_steps=4;loss_normalization=micro_batch",
+      f"--input_files={input_files[0]}", f"--workdir={workdir}", "--steps=8",
+      "--train_batch_size=8", f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PRED}",
+      "--learning_rate=0.1", f"--bert_config_file={_tiny_config_file(tmp_path)}")
   assert run.returncode == 1, run.stderr[-3000:]
   assert "NOT ALIGNED" in run.stdout and "DIFFERS" in run.stdout
   report = json.loads((workdir / "report.json").read_text())

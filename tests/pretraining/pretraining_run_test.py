@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import helpers, multi_worker
+from tests import helpers, multi_worker, tool_process
 from tfbert import BertConfig
 from tfbert.checkpoints import google_checkpoint, pretrained
 from tfbert.checkpoints.google_checkpoint import export_google_checkpoint, read_google_checkpoint
@@ -197,10 +197,11 @@ def test_batch_that_does_not_split_is_named(data_dir, tmp_path):
     run_pretraining(run_config(data_dir, tmp_path / "bad", train_batch_size=6))
 
 
-def tool_args(data_dir, model_dir, steps=8, strategy="one_device", devices=1, bert=TINY):
+def tool_flags(data_dir, model_dir, steps=8, strategy="one_device", devices=1, bert=TINY):
+  """The flags of tools/run_pretraining.py for a run in `model_dir` (its bert_config.json
+  written beside it)."""
   bert.to_json_file(os.path.join(os.path.dirname(model_dir), "bert_config.json"))
-  return [sys.executable, os.path.join(ROOT, "tools", "run_pretraining.py"),
-          f"--bert_config_file={os.path.join(os.path.dirname(model_dir), 'bert_config.json')}",
+  return [f"--bert_config_file={os.path.join(os.path.dirname(model_dir), 'bert_config.json')}",
           f"--input_files={os.path.join(data_dir, '*.tfrecord')}", f"--model_dir={model_dir}",
           "--train_batch_size=8", "--gradient_accumulation_steps=2", f"--max_seq_length={SEQ}",
           f"--max_predictions_per_seq={PRED}", f"--num_train_steps={steps}",
@@ -209,16 +210,27 @@ def tool_args(data_dir, model_dir, steps=8, strategy="one_device", devices=1, be
           f"--num_cpu_devices={devices}", "--seed=7"]
 
 
-@pytest.mark.slow  # ~25 s: three short tool runs.
+def tool_command(flags):
+  """`python tools/run_pretraining.py FLAGS`: for a process the test kills or a worker."""
+  return [sys.executable, os.path.join(ROOT, "tools", "run_pretraining.py"), *flags]
+
+
+def run_tool(*flags):
+  """tools/run_pretraining.py in this process (tests/tool_process.py); it must succeed."""
+  run = tool_process.run_tool("run_pretraining", *flags)
+  assert run.returncode == 0, run.stderr[-3000:]
+  return run
+
+
+@pytest.mark.slow  # ~10 s: three short tool runs, in this process (the replay is argv).
 def test_a_run_replays_from_its_own_flags_file(data_dir, tmp_path):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   first = tmp_path / "a" / "run"
   os.makedirs(first.parent)
-  command = tool_args(data_dir, str(first), steps=2)
-  subprocess.run(command, check=True, env=env, timeout=600, capture_output=True)
+  given_flags = tool_flags(data_dir, str(first), steps=2)
+  run_tool(*given_flags)
   flags_txt = (first / "flags.txt").read_text()
   recorded_flags = dict(line.partition("=")[::2] for line in flags_txt.splitlines())
-  for given in command[2:]:  # Every flag given, with its value ("1e-3" is written "0.001").
+  for given in given_flags:  # Every flag given, with its value ("1e-3" is written "0.001").
     name, _, value = given.partition("=")
     assert name in recorded_flags, name
     try:
@@ -228,17 +240,12 @@ def test_a_run_replays_from_its_own_flags_file(data_dir, tmp_path):
   assert "--traceback" not in flags_txt and "--allow_config_change" not in flags_txt
   recorded = json.loads((first / "run_config.json").read_text())
   # The same directory: the flags file alone continues the run, which it equals.
-  again = subprocess.run(command[:2] + [f"--flagfile={first / 'flags.txt'}"], env=env,
-                         timeout=600, capture_output=True, text=True)
-  assert again.returncode == 0, again.stderr[-3000:]
+  again = run_tool(f"--flagfile={first / 'flags.txt'}")
   assert "resumed from" in again.stdout
   assert json.loads((first / "run_config.json").read_text()) == recorded
   # Another directory: the same run, model_dir aside.
   second = tmp_path / "b" / "run"
-  replay = subprocess.run(command[:2] + [f"--flagfile={first / 'flags.txt'}",
-                                         f"--model_dir={second}"], env=env, timeout=600,
-                          capture_output=True, text=True)
-  assert replay.returncode == 0, replay.stderr[-3000:]
+  run_tool(f"--flagfile={first / 'flags.txt'}", f"--model_dir={second}")
   replayed = json.loads((second / "run_config.json").read_text())
   assert {**replayed, "model_dir": None} == {**recorded, "model_dir": None}
   assert untimed(read_metrics(second)) == untimed(read_metrics(first))
@@ -254,15 +261,15 @@ def test_sigkill_then_rerun_resumes_with_the_uninterrupted_loss_curve(data_dir, 
   Killed by PID with SIGKILL (nothing runs after it), or preempted by SIGTERM: the run
   saves a checkpoint at the step it reached and exits with status 75 (`EXIT_PREEMPTED`).
   """
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   straight = str(tmp_path / "a" / "run")
   os.makedirs(os.path.dirname(straight))
   args = dict(strategy=strategy, devices=devices, bert=DROPOUT)
-  subprocess.run(tool_args(data_dir, straight, **args), check=True, env=env, timeout=600,
-                 capture_output=True)
+  # The uninterrupted run and the rerun in this process; only the killed run is a process.
+  run_tool(*tool_flags(data_dir, straight, **args))
   killed = str(tmp_path / "b" / "run")
   os.makedirs(os.path.dirname(killed))
-  proc = subprocess.Popen(tool_args(data_dir, killed, **args), env=env,
+  flags = tool_flags(data_dir, killed, **args)
+  proc = subprocess.Popen(tool_command(flags), env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   try:
     deadline = time.monotonic() + 300
@@ -283,11 +290,8 @@ def test_sigkill_then_rerun_resumes_with_the_uninterrupted_loss_curve(data_dir, 
         f"ckpt-{interrupted_at}")
   # Rerun the same command, this time from a --flagfile.
   flagfile = tmp_path / "b" / "flags.txt"
-  command = tool_args(data_dir, killed, **args)
-  flagfile.write_text("\n".join(command[2:]) + "\n")
-  result = subprocess.run(command[:2] + [f"--flagfile={flagfile}"], env=env, timeout=600,
-                          capture_output=True, text=True)
-  assert result.returncode == 0, result.stderr[-3000:]
+  flagfile.write_text("\n".join(flags) + "\n")
+  result = run_tool(f"--flagfile={flagfile}")
   assert "resumed from" in result.stdout
   a, b = read_metrics(straight), read_metrics(killed)
   assert [r["step"] for r in b] == [r["step"] for r in a] == list(range(1, 9))
@@ -322,16 +326,15 @@ def test_two_worker_processes_end_equal_to_one_process_with_two_replicas(data_di
   same = [f"--init_checkpoint={init_prefix}", "--optimizer=sgd", "--learning_rate=0.5",
           f"--eval_input_files={os.path.join(data_dir, '*.tfrecord')}", "--eval_every_steps=2",
           "--eval_batch_size=4", "--max_eval_steps=2"]
-  command = tool_args(data_dir, model_dir, steps=4, strategy="multi_worker") + same
+  command = tool_command(tool_flags(data_dir, model_dir, steps=4, strategy="multi_worker")
+                         + same)
   results = multi_worker.launch_workers(command, cwd=ROOT, timeout=600)
   for r in results:
     assert r.returncode == 0, r.stdout[-3000:]
+  # The reference: one process (this one) with two replicas.
   mirrored_dir = str(tmp_path / "mi" / "run")
   os.makedirs(os.path.dirname(mirrored_dir))
-  subprocess.run(tool_args(data_dir, mirrored_dir, steps=4, strategy="mirrored", devices=2)
-                 + same,
-                 check=True, timeout=600, capture_output=True,
-                 env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  run_tool(*tool_flags(data_dir, mirrored_dir, steps=4, strategy="mirrored", devices=2), *same)
   chief, other = _exported(model_dir), _exported(os.path.join(model_dir, ".worker1"))
   mirrored = _exported(mirrored_dir)
   assert [(r["step"], r.get("split")) for r in read_metrics(model_dir) if "split" in r] == [
