@@ -1,6 +1,8 @@
 """Tests for tfbert.tagging.tagging_run and tools/run_ner.py: a tiny model learns a tagging task
 that needs context; the tool trains mirrored, in mixed precision, with accumulation, and its
 export tags raw text in a fresh process; runs resume exactly and 2 workers equal 2 replicas.
+The tools run in the test's process (tests/tool_process.py) unless a process is the point:
+the fresh interpreter that serves the export, the worker processes.
 
 The learning data is tests/conll_synthetic.py's (a person after "met", a location after
 "in", an organization before "Labs"/"Corp", all from one pool of words): tagging each word
@@ -17,7 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import conll_synthetic, helpers
+from tests import conll_synthetic, helpers, tool_process
 from tfbert import BertTokenClassifier
 from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
 from tfbert.config import BertConfig
@@ -27,7 +29,6 @@ from tfbert.training import workers
 
 ROOT = helpers.ROOT
 TOOL = os.path.join(ROOT, "tools", "run_ner.py")
-EVALUATE_TOOL = os.path.join(ROOT, "tools", "evaluate_ner.py")
 SEQ = 19
 # Tiny, odd-sized, the uncased vocab of the MiniLM wheel (30,522 entries).
 TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -96,7 +97,7 @@ def test_a_bad_line_stops_the_run_before_anything_is_written(tmp_path):
   assert not os.path.exists(tmp_path / "out")
 
 
-@pytest.mark.slow  # ~80 s: 180 applied steps, evaluation every 60, reloaded and re-scored.
+@pytest.mark.slow  # ~10 s: 180 applied steps, evaluation every 60, reloaded and re-scored.
 def test_tiny_model_learns_the_context_task_far_above_the_word_baseline(ner_dir):
   tmp_path, baseline = ner_dir
   trained = tagging_run.run_ner(_run_config(
@@ -115,9 +116,8 @@ def test_tiny_model_learns_the_context_task_far_above_the_word_baseline(ner_dir)
       "I-person"]
   assert _read_json(out / "best" / "eval_results.json")["f1"] >= scores["f1"] - 1e-9
   # The written predictions, scored by the tool against the dev file, give the same scores.
-  run = subprocess.run([sys.executable, EVALUATE_TOOL, str(tmp_path / "dev.conll"),
-                        str(out / "dev_predictions.conll")], capture_output=True, text=True,
-                       timeout=300, check=False, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+  run = tool_process.run_tool("evaluate_ner", str(tmp_path / "dev.conll"),
+                              str(out / "dev_predictions.conll"))
   assert run.returncode == 0, run.stderr[-3000:]
   assert json.loads(run.stdout) == {k: v for k, v in scores.items()
                                     if k not in ("num_sentences", "loss")}
@@ -185,25 +185,25 @@ print(json.dumps({"rows": rows, "tfbert_imported": "tfbert" in sys.modules}))
 """
 
 
-@pytest.mark.slow  # ~90 s: a fresh process trains, evaluates, predicts and exports; another
-# one serves the export.
+@pytest.mark.slow  # ~20 s: the tool trains, evaluates, predicts and exports in this process; a
+# fresh one serves the export.
 @pytest.mark.parametrize("dtype", ["mixed_float16"])
 def test_tool_trains_mirrored_with_accumulation_and_its_export_tags_raw_text(ner_dir, dtype):
   tmp_path, _ = ner_dir
   test = conll_synthetic.sentences(6, seed=5)
   conll_synthetic.write(tmp_path / "test.conll", [[(w, "O") for w, _ in s] for s in test])
   out, export_dir = tmp_path / "out", tmp_path / "export"
-  args = [sys.executable, TOOL, f"--train_file={tmp_path / 'train.conll'}",
-          f"--eval_file={tmp_path / 'dev.conll'}", f"--predict_file={tmp_path / 'test.conll'}",
-          "--do_train", "--do_eval", "--do_predict",
-          f"--vocab_file={pretrained.minilm_vocab_file()}",
-          f"--bert_config_file={_config_file(tmp_path)}", f"--max_seq_length={SEQ}",
-          "--doc_stride=5", "--train_batch_size=16", "--gradient_accumulation_steps=2",
-          "--learning_rate=2e-3", "--num_train_epochs=4", f"--dtype={dtype}",
-          "--distribution_strategy=mirrored", "--num_cpu_devices=2",
-          f"--output_dir={out}", f"--export_dir={export_dir}", "--verbose=2"]
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-  run = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600, check=False)
+  # In this process (its 2 logical CPU devices are tests/conftest.py's).
+  run = tool_process.run_tool(
+      "run_ner", f"--train_file={tmp_path / 'train.conll'}",
+      f"--eval_file={tmp_path / 'dev.conll'}", f"--predict_file={tmp_path / 'test.conll'}",
+      "--do_train", "--do_eval", "--do_predict",
+      f"--vocab_file={pretrained.minilm_vocab_file()}",
+      f"--bert_config_file={_config_file(tmp_path)}", f"--max_seq_length={SEQ}",
+      "--doc_stride=5", "--train_batch_size=16", "--gradient_accumulation_steps=2",
+      "--learning_rate=2e-3", "--num_train_epochs=4", f"--dtype={dtype}",
+      "--distribution_strategy=mirrored", "--num_cpu_devices=2",
+      f"--output_dir={out}", f"--export_dir={export_dir}", "--verbose=2")
   assert run.returncode == 0, run.stderr[-3000:]
   scores = _read_json(out / "eval_results.json")["dev"]
   assert scores["f1"] > 80, scores  # 120 steps in mixed precision (float32 learns to > 95).
@@ -211,7 +211,8 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_tags_raw_text(ner
   assert f"steps={windows * 4 // 16} " in run.stdout
   predicted = conll.read_conll(str(out / "test_predictions.conll"))
   assert [s.words for s in predicted] == [tuple(w for w, _ in s) for s in test]
-  env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  env["TF_CPP_MIN_LOG_LEVEL"] = "2"
   texts = [" ".join(w for w, _ in s) for s in test]
   served = subprocess.run([sys.executable, "-c", TAG_SCRIPT, str(export_dir), *texts],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
@@ -231,35 +232,39 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_tags_raw_text(ner
     assert sorted(map(tuple, row["entities"])) == expected
 
 
-def _worker_args(tmp_path, out, *more):
+def _worker_flags(tmp_path, out, *more):
+  """The tool's flags: `tool_process.run_tool("run_ner", *flags)` runs it in this process,
+  `[sys.executable, TOOL, *flags]` in a process of its own."""
   config = _config_file(tmp_path, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
-  return [sys.executable, TOOL, f"--train_file={tmp_path / 'train.conll'}",
-          f"--eval_file={tmp_path / 'dev.conll'}", "--do_train", "--do_eval",
-          f"--vocab_file={pretrained.minilm_vocab_file()}", f"--bert_config_file={config}",
-          f"--max_seq_length={SEQ}", "--doc_stride=5", "--train_batch_size=8",
-          "--gradient_accumulation_steps=2", "--max_train_steps=6", "--eval_every_steps=3",
-          "--save_checkpoints_steps=3", "--eval_batch_size=6", f"--output_dir={out}", *more]
+  return [f"--train_file={tmp_path / 'train.conll'}", f"--eval_file={tmp_path / 'dev.conll'}",
+          "--do_train", "--do_eval", f"--vocab_file={pretrained.minilm_vocab_file()}",
+          f"--bert_config_file={config}", f"--max_seq_length={SEQ}", "--doc_stride=5",
+          "--train_batch_size=8", "--gradient_accumulation_steps=2", "--max_train_steps=6",
+          "--eval_every_steps=3", "--save_checkpoints_steps=3", "--eval_batch_size=6",
+          f"--output_dir={out}", *more]
 
 
-@pytest.mark.slow  # ~2 min: 2 replicas straight, stopped and resumed; 2 worker processes.
+@pytest.mark.slow  # ~35 s: 2 replicas straight, stopped and resumed, in this process; 2 worker
+# processes.
 def test_resumed_and_two_worker_runs_end_equal_to_the_straight_run(ner_dir):
   """Dropout on, 2 replicas, evaluation every 3 of 6 applied steps: a run stopped at step 3
-  and rerun equals the straight run bit for bit; 2 worker processes equal it to 1e-5 (the
+  and rerun equals the straight run bit for bit (all three runs in this process, on
+  tests/conftest.py's 2 logical CPU devices); 2 worker processes equal it to 1e-5 (the
   same examples and dropout masks per replica, summed in another order) with the same dev
   predictions (each window scored once)."""
   tmp_path, _ = ner_dir
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
   mirrored = ("--distribution_strategy=mirrored", "--num_cpu_devices=2")
   straight, resumed, mw = tmp_path / "straight", tmp_path / "resumed", tmp_path / "mw"
-  for args in (_worker_args(tmp_path, straight, *mirrored),
-               _worker_args(tmp_path, resumed, *mirrored, "--stop_at_step=3"),
-               _worker_args(tmp_path, resumed, *mirrored)):
-    run = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600,
-                         check=False)
+  for flags in (_worker_flags(tmp_path, straight, *mirrored),
+                _worker_flags(tmp_path, resumed, *mirrored, "--stop_at_step=3"),
+                _worker_flags(tmp_path, resumed, *mirrored)):
+    run = tool_process.run_tool("run_ner", *flags)
     assert run.returncode == 0, run.stderr[-3000:]
   assert "resumed from" in run.stdout
   assert helpers.saved_weight_deviation(straight, resumed) == 0.0
-  command = _worker_args(tmp_path, mw, "--distribution_strategy=multi_worker")
+  command = [sys.executable, TOOL, *_worker_flags(tmp_path, mw,
+                                                  "--distribution_strategy=multi_worker")]
   for worker in workers.launch_workers(command, cwd=ROOT, timeout=600, env=env):
     assert worker.returncode == 0, worker.stdout[-3000:]
   # float32 sums in another order (~1e-7), lifted by Adam to ~1e-6; another replica layout
