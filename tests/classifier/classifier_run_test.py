@@ -487,17 +487,16 @@ def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_pat
   assert runs[1]["train"]["loss"] == pytest.approx(runs[4]["train"]["loss"], rel=1e-5)
 
 
-def _multi_worker_flags(mrpc_dir, out, *more):
-  """The tool's flags: `tool_process.run_tool("run_classifier", *flags)` runs it in this process,
-  `[sys.executable, TOOL, *flags]` in a process of its own."""
+def _multi_worker_args(mrpc_dir, out, *more):
   config = str(mrpc_dir / "dropout_config.json")
   BertConfig(**{**TINY, "hidden_dropout_prob": 0.1,
                 "attention_probs_dropout_prob": 0.1}).to_json_file(config)
-  return ["--task_name=MRPC", f"--data_dir={mrpc_dir}", "--do_train", "--do_eval",
-          f"--vocab_file={pretrained.minilm_vocab_file()}", f"--bert_config_file={config}",
-          f"--max_seq_length={SEQ}", "--train_batch_size=8", "--gradient_accumulation_steps=2",
-          "--max_train_steps=8", "--eval_every_steps=2", "--log_steps=1",
-          "--save_checkpoints_steps=2", "--eval_batch_size=6", f"--output_dir={out}", *more]
+  return [sys.executable, TOOL, "--task_name=MRPC", f"--data_dir={mrpc_dir}", "--do_train",
+          "--do_eval", f"--vocab_file={pretrained.minilm_vocab_file()}",
+          f"--bert_config_file={config}", f"--max_seq_length={SEQ}", "--train_batch_size=8",
+          "--gradient_accumulation_steps=2", "--max_train_steps=8", "--eval_every_steps=2",
+          "--log_steps=1", "--save_checkpoints_steps=2", "--eval_batch_size=6",
+          f"--output_dir={out}", *more]
 
 
 def _wait_for(path, procs, seconds=300):
@@ -514,16 +513,13 @@ def _rows(out):
             for line in f]
 
 
-@pytest.mark.slow  # ~70 s: straight, and the killed run's rerun, in this process; a killed
-# process; 2 worker processes preempted, then rerun.
+@pytest.mark.slow  # ~3 min: 1 process straight, killed and rerun; 2 workers preempted, rerun.
 def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_dir):
   """Dropout on (0.1 attention, hidden and pooled output), 2 replicas, evaluation every 2 of
   8 applied steps.
 
-  * SIGKILL of a 1-process run, then the same flags again: its model and every log line equal
-    the uninterrupted run's bit for bit (deterministic float32 on the same replicas). The
-    uninterrupted run and the rerun run in this process (tests/tool_process.py, on
-    conftest's 2 logical CPU devices); only the killed run needs a process of its own.
+  * SIGKILL of a 1-process run, then the same command: its model and every log line equal
+    the uninterrupted run's bit for bit (deterministic float32 on the same replicas).
   * 2 worker processes, SIGTERM to worker 1 alone: both save at the same step and exit 75;
     rerun, they end equal (<= 1e-5) to 1 process with 2 replicas (a replica's masks depend
     on its global replica id, not its process), holding identical weights and optimizer
@@ -533,14 +529,13 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
   mirrored = ("--distribution_strategy=mirrored", "--num_cpu_devices=2")
   straight = mrpc_dir / "straight"
-  run = tool_process.run_tool("run_classifier",
-                              *_multi_worker_flags(mrpc_dir, straight, *mirrored))
+  run = subprocess.run(_multi_worker_args(mrpc_dir, straight, *mirrored), env=env,
+                       capture_output=True, text=True, timeout=600, check=False)
   assert run.returncode == 0, run.stderr[-3000:]
-  # SIGKILL once the checkpoint of step 4 is there, then the same flags again (here).
+  # SIGKILL once the checkpoint of step 4 is there, then the same command again.
   killed = mrpc_dir / "killed"
-  killed_flags = _multi_worker_flags(mrpc_dir, killed, *mirrored)
-  proc = subprocess.Popen([sys.executable, TOOL, *killed_flags], env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  command = _multi_worker_args(mrpc_dir, killed, *mirrored)
+  proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   try:
     _wait_for(killed / "checkpoints" / "ckpt-4.index", [proc])
     proc.send_signal(signal.SIGKILL)
@@ -549,15 +544,15 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
     proc.kill()
     proc.wait(timeout=60)
   assert not os.path.exists(killed / "model.keras")  # It really was interrupted.
-  again = tool_process.run_tool("run_classifier", *killed_flags)
+  again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
+                         check=False)
   assert again.returncode == 0, again.stderr[-3000:]
   assert "resumed from" in again.stdout
   assert helpers.saved_weight_deviation(straight, killed) == 0.0
   assert _rows(killed) == _rows(straight)
   # Preemption of one worker of two.
   mw = mrpc_dir / "mw"
-  command = [sys.executable, TOOL,
-             *_multi_worker_flags(mrpc_dir, mw, "--distribution_strategy=multi_worker")]
+  command = _multi_worker_args(mrpc_dir, mw, "--distribution_strategy=multi_worker")
   ports = multi_worker.free_ports(2)
   procs = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL,
