@@ -14,6 +14,8 @@ import difflib
 import os
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Third-party import name -> PyPI requirement (rules_python `requirement()`).
@@ -157,6 +159,7 @@ def test_tests_mirror_the_layout():
   assert not strays, f"tests in a subfolder that mirrors no module: {strays}"
 
 
+@pytest.mark.slow
 def test_a_module_missing_from_build_is_detected(tmp_path, monkeypatch):
   # The check above must be able to fail: pretend a new module appeared.
   new = os.path.join(ROOT, "tfbert", "zz_new_module_for_build_test.py")

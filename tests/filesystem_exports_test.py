@@ -57,6 +57,7 @@ def _no_temporaries(directory: str) -> None:
   assert not [n for n in files.listdir(directory) if n.startswith(".")], directory
 
 
+@pytest.mark.slow
 def test_a_saved_model_export_and_its_ids_are_written_replaced_and_served_from_ram(tmp_path):
   config = helpers.odd_config()
   keras.utils.set_random_seed(3)
@@ -92,6 +93,7 @@ def test_a_saved_model_export_and_its_ids_are_written_replaced_and_served_from_r
   assert texts["input_mask"].numpy().sum(axis=1).tolist() == [5, 3]
 
 
+@pytest.mark.slow
 def test_an_ids_export_onnx_and_tflite_files_are_written_to_ram_and_run_from_there(tmp_path):
   pytest.importorskip("tf2onnx")
   pytest.importorskip("onnxruntime")

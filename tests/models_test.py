@@ -234,6 +234,7 @@ def _numpy_eval(kind, logits, labels):
   return {"loss": (0.5 * ce).mean(), "accuracy": exact.mean()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["classifier", "regression", "tagger", "span"])
 def test_evaluate_gives_the_models_loss_and_task_metric_on_one_device_and_mirrored(kind):
   config = helpers.odd_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -260,6 +261,7 @@ def test_evaluate_gives_the_models_loss_and_task_metric_on_one_device_and_mirror
     assert twice[name] == pytest.approx(want[name], rel=1e-5), (name, twice, want)
 
 
+@pytest.mark.slow
 def test_pretrainer_evaluate_is_the_same_over_batches_and_replicas():
   config = helpers.odd_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
   rng = np.random.default_rng(4)
@@ -284,6 +286,7 @@ def test_pretrainer_evaluate_is_the_same_over_batches_and_replicas():
   assert whole["loss"] == pytest.approx(whole["mlm_loss"] + whole["nsp_loss"], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_fit_reports_validation_metrics_that_early_stopping_can_watch():
   config = helpers.odd_config()
   features, labels = _eval_data(config, "classifier")

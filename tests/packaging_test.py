@@ -71,6 +71,7 @@ print(json.dumps({"loss": float(logs["loss"]), "loaded": sorted(loaded)}))
 """
 
 
+@pytest.mark.slow
 def test_training_with_the_library_loads_no_lab_dependency(tmp_path):
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
   env.pop("PYTHONPATH", None)  # tfbert as installed (bootstrap.sh: pip install -e .).

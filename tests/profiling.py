@@ -3,11 +3,14 @@
 Enabled by `TFBERT_TEST_PROFILE=DIR` (off otherwise: it costs nothing then). Every phase of
 every test (setup, call, teardown) appends one JSON line to `DIR/<worker>.jsonl`:
 
-  {"nodeid": ..., "phase": "setup"|"call"|"teardown", "wall": s, "cpu": s, "child_cpu": s}
+  {"nodeid": ..., "phase": "setup"|"call"|"teardown", "start": epoch s, "wall": s,
+   "cpu": s, "child_cpu": s}
 
 `cpu` is this process's CPU time in the phase (tracing, training steps, conversions run
 in-process) and `child_cpu` the CPU time of the child processes it waited for (a tool or
-worker started as a subprocess). Summarize with `python -m tests.profile_report DIR`.
+worker started as a subprocess); `start` lines the two workers' phases up in time, to see
+what the other worker ran while a test waited. Summarize with
+`python -m tests.profile_report DIR`.
 """
 
 import json
@@ -31,12 +34,12 @@ def _record(item, phase):
   if not folder:
     yield
     return
-  start = _clock()
+  began, start = time.time(), _clock()
   yield
   end = _clock()
   worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
   os.makedirs(folder, exist_ok=True)
-  line = {"nodeid": item.nodeid, "phase": phase, "worker": worker,
+  line = {"nodeid": item.nodeid, "phase": phase, "worker": worker, "start": round(began, 3),
           "wall": round(end[0] - start[0], 4), "cpu": round(end[1] - start[1], 4),
           "child_cpu": round(end[2] - start[2], 4)}
   with open(os.path.join(folder, f"{worker}.jsonl"), "a", encoding="utf-8") as f:

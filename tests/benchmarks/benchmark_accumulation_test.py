@@ -88,11 +88,13 @@ def _check_interleaved(result, rounds):
   assert all(r["examples_per_second"] > 0 for r in runs) and result["peak_rss_mib"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loop", b.PRETRAINING_LOOPS)
 def test_interleaved_alternates_the_sides_window_by_window(loop):
   _check_interleaved(b.run_interleaved(dataclasses.replace(TINY, loop=loop), 2, rounds=3), 3)
 
 
+@pytest.mark.slow
 def test_interleaved_in_a_subprocess_returns_the_same_record():
   result = b.run_interleaved_in_subprocess(TINY, 2, rounds=2)
   _check_interleaved(result, 2)

@@ -14,6 +14,7 @@ TINY = dict(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=37, seq
             batch_size=8, short_steps=2, long_steps=4, rounds=1, paragraphs=6)
 
 
+@pytest.mark.slow
 def test_the_loop_and_fit_paths_train_the_same_model(tmp_path):
   """The benchmark compares like with like: the same data, steps and optimizer give the same
   weights through either path (float32 rounding of two tf.functions aside, ~1e-7; another
@@ -28,6 +29,7 @@ def test_the_loop_and_fit_paths_train_the_same_model(tmp_path):
   assert int(models["loop"].optimizer.iterations) == int(models["fit"].optimizer.iterations) == 3
 
 
+@pytest.mark.slow
 def test_a_path_is_timed_at_both_lengths_and_reported(tmp_path):
   """`run_path` (what each benchmark process runs) times both run lengths (each `TIMINGS` times)
   after an untimed one; the report names both paths and their ratio."""

@@ -15,6 +15,7 @@ from tfbert_tools.benchmarks import benchmark_inference
 TINY = dict(batch_size=3, seq_length=9, iterations=2, latency_iterations=3, warmup=1, rounds=1)
 
 
+@pytest.mark.slow
 def test_the_engines_compute_the_same_encoder_and_are_timed(tmp_path):
   """Like with like: the float32 SavedModel, TFLite and ONNX Runtime agree to float32
   rounding (the ONNX test's bound), and the bfloat16 SavedModel to bfloat16's (8-bit

@@ -29,6 +29,7 @@ def test_kernel_and_reference_compute_the_same_values_and_gradients(case):
     np.testing.assert_allclose(g, w, atol=(3e-2 if low else 5e-6) * scale, err_msg=case.name)
 
 
+@pytest.mark.slow
 def test_measure_alternates_and_reports_a_speedup():
   result = benchmark_kernels.measure(CASES[0], repeats=1, calls=1)
   assert result.kernel_ms > 0 and result.reference_ms > 0

@@ -55,6 +55,7 @@ def test_squad_loss_is_the_mean_of_start_and_end_losses():
 # (dense H x H, tanh, then H x 2), logits std ~0.5-0.7 at H = 16 (measured 0.48-0.66 over 4
 # seeds), so the logit difference has std <= 1 and the NSP loss exceeds ln 2 by ~Var / 8
 # <= 0.125, +- ~0.5 / sqrt(48) = 0.07. 0.35 covers that bias plus 3 standard deviations.
+@pytest.mark.slow
 def test_peer_pretraining_step_runs_with_xla_from_a_near_uniform_loss():
   case = dataclasses.replace(TINY_PEER, batch_size=48, jit_compile=True)
   result = benchmark_peer.run_step_case(case)
@@ -63,6 +64,7 @@ def test_peer_pretraining_step_runs_with_xla_from_a_near_uniform_loss():
   assert result["flops_per_example"] == TINY_PEER.flops_per_example()
 
 
+@pytest.mark.slow
 def test_peer_squad_step_runs_in_its_own_process():
   case = dataclasses.replace(TINY_PEER, task="squad")
   result = benchmark.run_step_case_in_subprocess(case, timeout=300)
@@ -78,6 +80,7 @@ def test_each_runner_refuses_the_other_implementation():
     benchmark.run_step_case(TINY_PEER)
 
 
+@pytest.mark.slow
 def test_interleaved_rounds_time_both_steps_in_one_process():
   case = dataclasses.replace(TINY_PEER, implementation="tfbert", windows=3)
   result = benchmark.run_interleaved_in_subprocess(case, timeout=300)

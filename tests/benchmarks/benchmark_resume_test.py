@@ -1,5 +1,6 @@
 """tools.benchmarks.benchmark_resume: near, far and far-without-position resumes, measured."""
 
+import pytest
 import tensorflow as tf
 
 from tfbert_tools.benchmarks import benchmark_resume
@@ -11,6 +12,7 @@ TINY = benchmark_resume.ResumeCase(near_sequences=6, far_sequences=75, batch_siz
                                    max_documents=8)
 
 
+@pytest.mark.slow
 def test_the_three_resumes_are_timed_and_the_position_is_what_the_far_checkpoint_adds(
     tmp_path):
   result = benchmark_resume.measure(TINY, str(tmp_path))

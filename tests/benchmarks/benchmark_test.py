@@ -68,6 +68,7 @@ def test_tfbert_pretraining_step_runs_from_a_near_uniform_loss():
   assert result["examples_per_second"] > 0 and result["peak_rss_mib"] > 0
 
 
+@pytest.mark.slow
 def test_tfbert_squad_step_runs_with_xla_from_a_near_uniform_loss():
   case = dataclasses.replace(TINY_STEP, task="squad", jit_compile=True)
   result = benchmark.run_step_case(case)

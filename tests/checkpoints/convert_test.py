@@ -167,6 +167,7 @@ print(json.dumps(errors))
 """
 
 
+@pytest.mark.slow
 def test_a_full_disk_leaves_old_outputs_intact_and_no_partial_files(shared_data, tmp_path):
   prefix = _tiny_prefix(shared_data)
   vocab = os.path.join(os.path.dirname(prefix), "vocab.txt")
@@ -265,6 +266,7 @@ def test_every_models_hugging_face_directory_names_its_class_and_labels(tmp_path
     assert helpers.max_abs_diff(back.get_weights()[0], model.get_weights()[0]) == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("labels, message", [
     (["a", "b"], "2 label\\(s\\) \\['a', 'b'\\] for a model with 3 output\\(s\\)"),
     (["a", "a", "b"], "one distinct name per output"),

@@ -230,6 +230,7 @@ def _write_lines(path, lines):
   return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["mixed_bfloat16", "mixed_float16"])
 def test_sts_b_regression_trains_in_mixed_precision_and_reports_correlations(tmp_path, dtype):
   header = ("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\t"
@@ -310,6 +311,7 @@ def test_malformed_rows_stop_the_run_unless_skipped(tmp_path, caplog):
              for m in caplog.messages)
 
 
+@pytest.mark.slow
 def test_the_export_computes_in_the_dtype_chosen_for_this_cpu_and_records_it(tmp_path):
   """--export_dtype=auto: the run's export records what it measured on this CPU and chose;
   a rerun may change only the export's dtype."""
@@ -401,6 +403,7 @@ def test_a_run_that_fails_before_its_first_step_leaves_no_run_behind(tmp_path, m
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_rerun_may_move_where_training_stops(tmp_path):
   """`max_train_steps` says where to stop, not what is trained (the schedule spans the
   epochs): a rerun with a larger one continues the run instead of being refused as another
@@ -418,6 +421,7 @@ def test_a_rerun_may_move_where_training_stops(tmp_path):
   assert helpers.saved_weight_deviation(tmp_path / "straight", tmp_path / "out") == 0.0
 
 
+@pytest.mark.slow
 def test_a_replayed_run_never_writes_into_the_original_runs_export(tmp_path):
   glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(16, seed=1))
   config = _run_config(tmp_path, "out", do_train=True, max_train_steps=1,
@@ -435,6 +439,7 @@ def test_a_replayed_run_never_writes_into_the_original_runs_export(tmp_path):
   assert (tmp_path / "out" / "export" / "saved_model.pb").stat().st_mtime_ns == saved
 
 
+@pytest.mark.slow
 def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(mrpc_dir):
   rows = glue_synthetic.fruit_pairs(5, seed=4)
   _write_lines(mrpc_dir / "test.tsv", [glue_synthetic.MRPC_HEADER.replace("Quality", "index")]
@@ -472,6 +477,7 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(m
   np.testing.assert_allclose(np.sum(report["probabilities"], axis=1), 1.0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_path):
   # One_device strategy as in the benchmark; 37 examples, so epochs start mid-batch.
   glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(37, seed=3))

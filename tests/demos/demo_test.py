@@ -2,6 +2,7 @@
 numbers."""
 
 import numpy as np
+import pytest
 
 from tfbert_tools.demos import demo
 
@@ -29,6 +30,7 @@ def test_default_run_formats_a_report():
   assert sim[0].argmax() == 1 and sim[1].argmax() == 0
 
 
+@pytest.mark.slow
 def test_the_exported_embed_text_ranks_the_sentences_as_the_model_does(tmp_path):
   """The demo's path: MiniLM exported with `embed_text`, the sentences embedded through it
   (tokenized in the graph); the same embeddings as the Keras model within float32 noise of

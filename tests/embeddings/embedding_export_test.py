@@ -49,6 +49,7 @@ def test_embed_text_serves_the_models_embeddings(tmp_path):
         keras.Sequential(), str(tmp_path / "x"), str(vocab), True, 9)
 
 
+@pytest.mark.slow
 def test_the_ids_export_converts_to_tflite_and_onnx_with_the_same_embeddings(tmp_path):
   """Like every task: the model's TFLite file and the export's ONNX file serve its
   embeddings (float32 kernels of other runtimes: within 2e-5, tflite_export_test's bound)."""

@@ -60,6 +60,7 @@ def test_similarity_scores_are_scipys_correlations_in_percent(tiny):
   assert got["pearson"] == pytest.approx(100 * stats.pearsonr(similarities, gold)[0], rel=1e-9)
 
 
+@pytest.mark.slow
 def test_the_cached_inference_function_does_not_keep_its_model_alive(tiny):
   """`embed_texts` keeps one traced function per model; once the model is gone, so is the
   entry (a function that held the model strongly would keep both for the whole process)."""

@@ -165,6 +165,7 @@ def test_a_retrieval_set_is_scored_with_mrr_ndcg_and_recall(tmp_path):
     _config(tmp_path, "partial", ir_queries_file=str(tmp_path / "queries.tsv"))
 
 
+@pytest.mark.slow
 def test_the_shipped_minilm_starts_a_run_with_its_own_pipeline_and_weights(tmp_path):
   """init_hf_dir=minilm (a sentence-transformers directory): every encoder weight loaded
   (the model has no head to leave fresh), its mean pooling and normalization used; the

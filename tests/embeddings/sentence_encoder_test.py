@@ -90,6 +90,7 @@ def _deviation(a, b):
           / max(float(np.max(np.abs(y))) for y in b))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loss, symmetric", [("in_batch_negatives", False),
                                              ("in_batch_negatives", True), ("cosent", False),
                                              ("cosine_mse", False)])

@@ -81,6 +81,7 @@ def test_loss_matches_google_definition_on_one_batch():
   assert float(terms["loss"]) == pytest.approx(google, rel=2e-5)
 
 
+@pytest.mark.slow
 def test_two_replicas_two_micro_steps_four_sequences_equal_sixteen_on_one_device():
   init = initial_weights()
   big = pretraining_batch(16, 3)

@@ -325,6 +325,7 @@ except Exception as error:  # pylint: disable=broad-except
 """
 
 
+@pytest.mark.slow
 def test_a_full_disk_leaves_no_temporary_and_no_shard(tmp_path):
   corpus = pretraining_data.pydoc_corpus(str(tmp_path / "corpus.txt"), max_documents=12)
   with faults.limited_disk(tmp_path, 48 * 1024) as disk:
@@ -427,6 +428,7 @@ def test_pydoc_corpus_is_one_sentence_per_line_with_blank_lines_between_topics(t
   assert open(full, encoding="utf-8").read().count("\n\n") == len(topics) - 1
 
 
+@pytest.mark.slow
 def test_tool_writes_shards_from_the_default_pydoc_corpus(tmp_path):
   result = subprocess.run(
       [sys.executable, os.path.join(ROOT, "tools", "create_pretraining_data.py"),

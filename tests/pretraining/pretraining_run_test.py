@@ -74,6 +74,7 @@ def leftovers(model_dir):
   return found
 
 
+@pytest.mark.slow
 def test_run_directory_explains_itself(data_dir, tmp_path):
   last = run_pretraining(run_config(data_dir, tmp_path / "run"))
   run = tmp_path / "run"
@@ -137,6 +138,7 @@ def _snapshot(directory):
   return found
 
 
+@pytest.mark.slow
 def test_a_rerun_with_another_model_or_schedule_is_refused_and_touches_nothing(
     data_dir, tmp_path):
   config = run_config(data_dir, tmp_path / "run", num_train_steps=2,
@@ -358,6 +360,7 @@ def test_keras_fit_still_fails_under_multi_worker_mirrored_strategy():
   assert any("KERAS_FIT_FAILED" in r.stdout for r in results), [r.stdout[-500:] for r in results]
 
 
+@pytest.mark.slow
 def test_xla_on_one_device_gives_the_graph_loss_curve(data_dir, tmp_path):
   common = dict(distribution_strategy="one_device", num_cpu_devices=1, deterministic=True,
                 num_train_steps=4, log_steps=1)
@@ -369,6 +372,7 @@ def test_xla_on_one_device_gives_the_graph_loss_curve(data_dir, tmp_path):
   assert xla["step"] == graph["step"] == 4
 
 
+@pytest.mark.slow
 def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path):
   common = dict(distribution_strategy="mirrored", num_cpu_devices=2, deterministic=True,
                 num_train_steps=3, log_steps=1)
@@ -380,6 +384,7 @@ def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path):
   assert not tf.config.functions_run_eagerly()  # Restored after the run.
 
 
+@pytest.mark.slow
 def test_stop_at_step_then_resume_equals_the_uninterrupted_run(data_dir, tmp_path):
   common = dict(deterministic=True, num_train_steps=5, log_steps=1, save_checkpoints_steps=100)
   run_pretraining(run_config(data_dir, tmp_path / "straight", **common))
@@ -495,6 +500,7 @@ def uninterrupted_kill_run(data_dir, tmp_path_factory):
   return read_metrics(model_dir)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("killed_at_save", [1, 2])  # Before / after the first checkpoint.
 def test_rerun_after_a_kill_leaves_one_metrics_line_per_step_and_no_leftovers(
     data_dir, tmp_path, monkeypatch, uninterrupted_kill_run, killed_at_save):
@@ -514,6 +520,7 @@ def test_rerun_after_a_kill_leaves_one_metrics_line_per_step_and_no_leftovers(
   assert not leftovers(tmp_path / "run") and not os.path.exists(stale)
 
 
+@pytest.mark.slow
 def test_export_is_written_whole_or_not_at_all(data_dir, tmp_path, monkeypatch):
   config = run_config(data_dir, tmp_path / "run", distribution_strategy="one_device",
                       num_cpu_devices=1, num_train_steps=2, accumulation=1, log_steps=1)
@@ -546,6 +553,7 @@ def test_export_is_written_whole_or_not_at_all(data_dir, tmp_path, monkeypatch):
   assert not leftovers(tmp_path / "run")
 
 
+@pytest.mark.slow
 def test_checkpoint_without_the_metrics_window_still_resumes(data_dir, tmp_path, monkeypatch):
   """A run directory written before checkpoints held the log window resumes (model and
   optimizer restored strictly)."""
@@ -581,6 +589,7 @@ def _without_data_position(monkeypatch):
                       lambda data_position=None, **objects: real(**objects))
 
 
+@pytest.mark.slow
 def test_a_resumed_run_reads_on_from_its_checkpoint_and_never_rereads(data_dir, tmp_path,
                                                                      monkeypatch):
   """A record consumed before the checkpoint, damaged after it, does not stop the resumed
@@ -607,6 +616,7 @@ def test_a_resumed_run_reads_on_from_its_checkpoint_and_never_rereads(data_dir, 
     run_pretraining(run_config(str(data), tmp_path / "skip", **common))
 
 
+@pytest.mark.slow
 def test_a_checkpoint_without_the_data_position_resumes_by_reading_past(data_dir, tmp_path,
                                                                    monkeypatch):
   """Run directories from before checkpoints held the data position resume exactly, and
@@ -625,6 +635,7 @@ def test_a_checkpoint_without_the_data_position_resumes_by_reading_past(data_dir
   assert untimed(b) == untimed(a)  # float32, deterministic: bit for bit.
 
 
+@pytest.mark.slow
 def test_fast_forward_moves_counters_and_data_as_training_would(data_dir, tmp_path):
   """A run moved 2 steps on by reading (its iterator) and one moved by its counters alone
   (no position: the rerun reads past what they say was consumed) resume onto the same
@@ -657,6 +668,7 @@ def _event_scalars(folder):
   return tags
 
 
+@pytest.mark.slow
 def test_held_out_evaluation_during_training_scores_the_model_of_that_step(data_dir, tmp_path):
   files = os.path.join(data_dir, "*.tfrecord")
   common = dict(deterministic=True, num_train_steps=5, log_steps=1, save_checkpoints_steps=100,

@@ -90,6 +90,7 @@ def test_stale_temporaries_of_dead_processes_are_removed_live_ones_kept(tmp_path
     live.wait()
 
 
+@pytest.mark.slow
 def test_a_full_disk_leaves_nothing_under_the_final_name(small_disk):
   code = (
       "import os, sys\n"

@@ -97,6 +97,7 @@ def test_every_tools_help_lists_its_own_flags():
       assert any(f"  {s}:" in run.stdout for s in shown), (name, flag, run.stdout[:2000])
 
 
+@pytest.mark.slow
 def test_an_expected_error_is_one_line_and_exit_status_1(tmp_path):
   missing = tmp_path / "dev-v1.1.json"
   process = _tool("evaluate_squad", str(missing), str(tmp_path / "predictions.json"))
@@ -108,6 +109,7 @@ def test_an_expected_error_is_one_line_and_exit_status_1(tmp_path):
   assert out == ""
 
 
+@pytest.mark.slow
 def test_traceback_flag_shows_the_whole_trace(tmp_path):
   process = _tool("evaluate_squad", str(tmp_path / "x.json"), str(tmp_path / "y.json"),
                   "--traceback")
@@ -128,6 +130,7 @@ cli.quiet_device_probe()
 """
 
 
+@pytest.mark.slow
 def test_the_device_probe_drops_only_the_no_driver_noise():
   run = subprocess.run([sys.executable, "-c", _PROBE], cwd=REPO, env={**_env(), "PYTHONPATH": REPO},
                        capture_output=True, text=True, timeout=240, check=False)
@@ -251,6 +254,7 @@ def test_a_negative_count_ends_the_demo_before_any_work(tmp_path, flag, message)
   assert not (tmp_path / "demo").exists()
 
 
+@pytest.mark.slow
 def test_an_installed_commands_help_starts_with_the_tools_description():
   """pip's console-script wrapper is the __main__ of `tfbert-run-squad`; absl's --help
   printed its (empty) docstring, so the installed command lost the tool's description."""

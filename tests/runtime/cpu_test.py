@@ -22,6 +22,7 @@ def test_name_and_flags_are_the_first_processors():
   assert cpu.isa_flags() == tuple(f for f in cpu.RELEVANT_FLAGS if f in flags)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
                     reason="oneDNN's CPU kernels are switched by TF_ENABLE_ONEDNN_OPTS on x86")
 @pytest.mark.parametrize("setting, state", [("0", "oneDNN off"), ("1", "oneDNN on")])

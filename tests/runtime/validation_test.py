@@ -148,6 +148,7 @@ ANY_VALUE = {"token_column", "tag_column", "custom_text_a_column", "custom_text_
              "custom_label_column", "null_score_diff_threshold"}
 
 
+@pytest.mark.slow
 def test_every_numeric_flag_is_range_checked_by_absl_or_by_its_config():
   """`demo --pretrain_steps=-5` once exited 0 having skipped its work. Every integer and
   float flag of every tool now has an absl lower bound, or sets a config field whose checks

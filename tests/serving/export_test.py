@@ -213,6 +213,7 @@ def test_mixed_bfloat16_encoder_replaces_old_export_with_float32_outputs(tmp_pat
     assert helpers.max_abs_diff(got[name], want[name]) < 0.1
 
 
+@pytest.mark.slow
 def test_weights_above_the_graph_limit_stay_in_variables(tmp_path, monkeypatch):
   """`outputs_function`: weights too large for a graph constant (here: any, the limit
   lowered to 0) are saved in `variables/` and read there, by both SavedModels, with the

@@ -34,6 +34,7 @@ def _serve(path, features):
   return signature(**{k: tf.constant(v) for k, v in features.items()})
 
 
+@pytest.mark.slow
 def test_a_float32_model_exported_in_bfloat16_computes_and_records_bfloat16(tmp_path):
   config, weights, encoder = _encoder()
   features = helpers.random_features(config, seed=1)
@@ -72,6 +73,7 @@ def test_auto_takes_bfloat16_only_where_its_matmuls_are_clearly_faster(monkeypat
     assert serving_dtype.choose(encoder, "auto")["compute_dtype"] == want, bf16
 
 
+@pytest.mark.slow
 def test_a_mixed_precision_task_model_exported_in_float32_serves_its_float32_copy(tmp_path):
   keras.utils.set_random_seed(7)
   model = BertClassifier(helpers.odd_config(vocab_size=30522), 2, dtype="mixed_bfloat16")

@@ -49,6 +49,7 @@ def _write(tmp_path, name, content):
   return str(path)
 
 
+@pytest.mark.slow
 def test_leaderboard_predictions_reproduce_the_official_script(shared_data):
   folder = os.path.join(shared_data, DEV)
   with open(os.path.join(folder, "expected_scores_official_evaluate_v1.1.json"),

@@ -179,6 +179,7 @@ def _expected_v2(model, threshold):
                                           null_score_diff_threshold=threshold)]
 
 
+@pytest.mark.slow
 def test_v2_answer_question_applies_the_threshold_as_the_predictions_do():
   config = helpers.odd_config(vocab_size=30522, max_position_embeddings=29)
   model = helpers.random_span_labeler(config, seed=11)

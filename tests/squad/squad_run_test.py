@@ -400,6 +400,7 @@ def test_tool_trains_mirrored_with_accumulation_predicts_and_prints_scores(tmp_p
   assert os.path.exists(export_dir / "saved_model.pb")
 
 
+@pytest.mark.slow
 def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_path):
   # The benchmark's set-up in small: one_device strategy (Keras' fit draws a first batch
   # from a throw-away iterator to build the model), AdamW, warmup, clipping, weight decay;
@@ -509,6 +510,7 @@ def test_empty_predict_file_is_found_before_the_model_is_built(tmp_path, monkeyp
     assert not os.path.exists(tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_evaluation_during_training_scores_the_predict_file_and_keeps_the_best(tmp_path):
   """Every 2 applied steps and at the last (5): the official EM/F1 in metrics.jsonl and
   TensorBoard's eval run; the last evaluation is the final prediction's score, and best/
@@ -544,6 +546,7 @@ def test_evaluation_during_training_scores_the_predict_file_and_keeps_the_best(t
   assert os.path.isdir(out / "eval") and os.path.isdir(out / "train")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy, devices", [("one_device", 1), ("mirrored", 2)])
 def test_a_stopped_run_resumes_to_the_uninterrupted_model(tmp_path, strategy, devices):
   """Dropout on (0.1), 2 micro-batches per step: stopped at 3 (checkpoint), rerun to 6; the

@@ -36,6 +36,7 @@ def test_entity_chunking_in_the_graph_equals_seqeval_on_random_tags():
     assert found == {e for e in tagging_metrics.entities(rows) if e[0] == index}, row
 
 
+@pytest.mark.slow
 def test_tag_text_gives_bert_words_offsets_and_the_models_tags(tmp_path):
   model = BertTokenClassifier(BertConfig(**TINY), TAGS, dtype="float32")
   model.build()

@@ -125,6 +125,7 @@ def _fit(initial, gradient_accumulation_steps, batch_size=6, steps=9):
   return model.get_weights(), summary
 
 
+@pytest.mark.slow
 def test_k_micro_batches_in_fit_equal_one_big_batch():
   keras.utils.set_random_seed(2)
   model = BertClassifier(CONFIG, CLASSES, dropout_rate=0.0)
@@ -215,6 +216,7 @@ except OSError as e:
 """
 
 
+@pytest.mark.slow
 def test_saving_the_model_on_a_full_disk_leaves_no_file(small_disk):
   # Before: a truncated model.keras under its final name ("File not found" when loaded).
   result = small_disk.run(_SAVE_ON_FULL_DISK, small_disk.path)

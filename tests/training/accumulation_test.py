@@ -92,6 +92,7 @@ def test_k_micro_steps_equal_one_big_batch_sgd_momentum(replicas, steps):
   assert training_loop.max_weight_diff(got, model_fn()) > 1e-2  # It did train.
 
 
+@pytest.mark.slow
 def test_clipping_acts_once_on_the_accumulated_all_reduced_gradient():
   data = windows(3)
   clip = 0.01  # Far below the gradient norm (~0.15), so clipping is active every step.
@@ -173,6 +174,7 @@ def poison_last_example(window, micro):
   return poison
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("steps", [1, 3])
 def test_overflow_on_replica_1_skips_the_whole_window_on_every_replica(steps):
   data = windows(4, batch=12)  # 12 = 3 micro-batches x 2 replicas x 2 examples
@@ -218,6 +220,7 @@ def lamb():
               exclude_from_weight_decay=list(BERT_WEIGHT_DECAY_EXCLUSIONS))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("replicas", [1, 2])
 @pytest.mark.parametrize("make, clip", [(adamw_with_schedule, 0.05), (lamb, None)],
                          ids=["adamw_schedule_clip", "lamb"])
@@ -274,6 +277,7 @@ def test_gradients_are_all_reduced_once_per_applied_step_not_per_micro_step():
   assert int(counter.numpy()) == 12
 
 
+@pytest.mark.slow
 def test_resuming_mid_window_equals_never_stopping(tmp_path):
   data = windows(3)
   strategy = mirrored()

@@ -451,6 +451,7 @@ def _distributed_parity(steps: int = 2) -> dict:
   return results
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_step_equals_single_device_step_on_summed_gradients():
   code = ("import json; from tests.training.optimizers_test import _distributed_parity; "
           "print('RESULT ' + json.dumps(_distributed_parity()))")

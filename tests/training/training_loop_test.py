@@ -80,6 +80,7 @@ def _metrics(run_dir):
             for line in f]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("replicas", [1, 2])
 def test_a_stopped_run_resumes_exactly_as_the_uninterrupted_one(tmp_path, replicas):
   """Stopped at 5 (checkpoints at 3 and 5; the log window 5-6 cut in two), then resumed to 7:
@@ -98,6 +99,7 @@ def test_a_stopped_run_resumes_exactly_as_the_uninterrupted_one(tmp_path, replic
   assert [r["step"] for r in _metrics(tmp_path / "straight")] == [2, 4, 6, 7]
 
 
+@pytest.mark.slow
 def test_a_finished_run_rerun_reports_its_last_logged_loss(tmp_path):
   """Rerunning a finished run trains nothing; it reported a NaN loss (nothing logged in
   this process) and now reports the last line the run logged."""
@@ -110,6 +112,7 @@ def test_a_finished_run_rerun_reports_its_last_logged_loss(tmp_path):
   assert again["loss"] == _metrics(tmp_path / "run")[-1]["loss"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", ["index", "data-00000-of-00001"])
 def test_a_cut_newest_checkpoint_is_named_and_the_run_resumes_from_the_previous(
     tmp_path, part, caplog):
@@ -145,6 +148,7 @@ def test_a_cut_only_checkpoint_stops_the_rerun_with_one_line(tmp_path):
   assert "\n" not in str(error.value)
 
 
+@pytest.mark.slow
 def test_the_loop_trains_as_keras_fit_does(tmp_path):
   """The same `train_step`, data stream and dropout masks under `fit` (`compile_and_fit`)."""
   initial = _initial()
@@ -220,6 +224,7 @@ def test_an_unknown_best_metric_names_the_evaluations_scalars(tmp_path):
     _train(config, _initial(), evaluate=_scripted([0.5]))
 
 
+@pytest.mark.slow
 def test_sigterm_saves_at_the_step_reached_and_the_rerun_continues(tmp_path):
   """SIGTERM during step 4's evaluation: the run saves at 4 and raises `Preempted` (the
   tools' exit status 75); the rerun ends equal to the uninterrupted run."""
@@ -268,6 +273,7 @@ def test_sharded_prediction_scores_every_example_once_in_order(replicas, batch_s
   assert gaps.min() > 1e-5
 
 
+@pytest.mark.slow
 def test_xla_compiled_steps_train_as_graph_steps(tmp_path):
   """`jit_compile` (one device): the same masks and data; XLA fuses float ops differently
   (~1e-7 relative, lifted by Adam to ~1e-6), while another step or mask moves ~1e-2."""
@@ -279,6 +285,7 @@ def test_xla_compiled_steps_train_as_graph_steps(tmp_path):
   assert deviation < 1e-5, deviation
 
 
+@pytest.mark.slow
 def test_the_speed_leaves_out_the_first_step_which_traces(tmp_path, monkeypatch):
   """The first call of the step traces it (with XLA also compiles it); here it is made to
   take 3 s more. A speed that counted it would give < 8 examples/s for the first window
