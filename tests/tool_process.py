@@ -81,15 +81,42 @@ def _native_output() -> Iterator[dict]:
         captured[name] = file.read().decode("utf-8", "replace")
 
 
+def _set_aside_other_flags() -> list:
+  """Unregisters the flags that modules other than absl's defined in this process (Model
+  Garden's `create_pretraining_data`, imported by a peer test, defines `max_seq_length` and
+  `do_lower_case` at import), so that a tool defines its own as in a fresh process. Returns
+  what `_restore_flags` registers again."""
+  aside = []
+  for name in list(flags.FLAGS):
+    module = flags.FLAGS.find_module_defining_flag(name) or ""
+    if name in flags.FLAGS and not module.startswith("absl"):
+      flag = flags.FLAGS[name]
+      aside.append((module, flag))
+      for key in {flag.name, flag.short_name} - {None}:
+        if key in flags.FLAGS:
+          delattr(flags.FLAGS, key)
+  return aside
+
+
+def _restore_flags(aside: list) -> None:
+  for module, flag in aside:
+    flags.FLAGS[flag.name] = flag
+    if module:
+      flags.FLAGS.register_flag_by_module(module, flag)
+
+
 @contextlib.contextmanager
 def tool_modules() -> Iterator[None]:
-  """Within: import tools and flag modules freely; after: they and their flags are gone."""
+  """Within: import tools and flag modules freely; after: they and their flags are gone, and
+  the flags other modules had defined are back."""
+  aside = _set_aside_other_flags()
   known_flags, known_modules = set(flags.FLAGS), set(sys.modules)
   try:
     yield
   finally:
     flags.FLAGS.unparse_flags()
     _forget_tools(known_flags, known_modules)
+    _restore_flags(aside)
 
 
 def run_tool(name: str, *args: str) -> ToolRun:
