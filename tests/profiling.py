@@ -9,7 +9,8 @@ every test (setup, call, teardown) appends one JSON line to `DIR/<worker>.jsonl`
 `cpu` is this process's CPU time in the phase (tracing, training steps, conversions run
 in-process) and `child_cpu` the CPU time of the child processes it waited for (a tool or
 worker started as a subprocess); `start` lines the two workers' phases up in time, to see
-what the other worker ran while a test waited. Summarize with
+what the other worker ran while a test waited; `rss_mb` is the worker's resident memory
+after the phase (a long-lived worker grows: see docs/testing.md). Summarize with
 `python -m tests.profile_report DIR`.
 """
 
@@ -29,6 +30,15 @@ def _clock():
   return (time.perf_counter(), own.ru_utime + own.ru_stime, child.ru_utime + child.ru_stime)
 
 
+def _rss_mb() -> int:
+  """This process's resident memory, MB (0 where /proc is not there)."""
+  try:
+    with open("/proc/self/status", encoding="utf-8") as f:
+      return int(f.read().split("VmRSS:")[1].split()[0]) // 1024
+  except (OSError, IndexError, ValueError):
+    return 0
+
+
 def _record(item, phase):
   folder = os.environ.get(_ENV)
   if not folder:
@@ -41,7 +51,7 @@ def _record(item, phase):
   os.makedirs(folder, exist_ok=True)
   line = {"nodeid": item.nodeid, "phase": phase, "worker": worker, "start": round(began, 3),
           "wall": round(end[0] - start[0], 4), "cpu": round(end[1] - start[1], 4),
-          "child_cpu": round(end[2] - start[2], 4)}
+          "child_cpu": round(end[2] - start[2], 4), "rss_mb": _rss_mb()}
   with open(os.path.join(folder, f"{worker}.jsonl"), "a", encoding="utf-8") as f:
     f.write(json.dumps(line) + "\n")
 
