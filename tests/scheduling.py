@@ -8,7 +8,7 @@ test not in it counts as 1 s) into N shares of about equal time, so every worker
 its longest files and ends with cheap ones that stealing balances finely. A file is never
 split by the dealing (its module-scoped fixtures are built once).
 
-`tests/durations.json` is written by `python -m tests.profile_report DIR --durations-file
+`tests/durations.json` is written by `python -m tests.profile_report DIR --durations_file
 tests/durations.json` from a profile (docs/testing.md); a missing or stale entry only costs
 balance, never a test.
 """

@@ -51,7 +51,7 @@ def _status(code) -> int:
 def _forget_tools(known_flags: set, known_modules: set) -> None:
   for name in set(flags.FLAGS) - known_flags:
     module = flags.FLAGS.find_module_defining_flag(name) or ""
-    if module.split(".")[0] in _TOOL_PACKAGES or module.startswith(_TOOL_PACKAGES):
+    if module.split(".")[0] in _TOOL_PACKAGES:
       delattr(flags.FLAGS, name)
   for module in set(sys.modules) - known_modules:
     if module.split(".")[0] in _TOOL_PACKAGES and not module.startswith(
