@@ -1,6 +1,9 @@
 """Shared pytest set-up: quiet TensorFlow, the shared-data and small-disk fixtures, float32
-policy reset."""
+policy reset, traces released after each test."""
 
+import ctypes
+import ctypes.util
+import gc
 import os
 import uuid
 
@@ -11,7 +14,7 @@ import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from tests import faults  # noqa: E402
-from tfbert.runtime import files  # noqa: E402
+from tfbert.runtime import files, traces  # noqa: E402
 
 # The time profile of docs/testing.md, recorded when TFBERT_TEST_PROFILE names a folder;
 # the longest tests first, dealt evenly to the xdist workers.
@@ -60,3 +63,32 @@ def _float32_policy():
   keras.mixed_precision.set_global_policy("float32")
   yield
   keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.fixture(autouse=True)
+def _released_traces():
+  """What a test traced outside a run (a `TrainingLoop`, `fit`, a layer's gradient) dies with
+  the test, as a run's does (`tfbert.runtime.traces`): the workers of the suite trace
+  thousands of functions, and TF's caches kept them all (55-65 MB per training, docs/testing.md).
+  Module and session fixtures are set up before this and keep theirs.
+
+  A worker above `TRIM_ABOVE_MB` then hands its freed memory back to the system: glibc keeps
+  what TensorFlow's threads freed in their arenas, and an export of MiniLM (whose frozen
+  graphs peak at ~7 GB, docs/testing.md) left a worker at 5.9 GB resident, 1.3 GB after a
+  trim; two such workers with their peaks were what ran CI out of memory."""
+  with traces.released():
+    yield
+  if _resident_mb() > TRIM_ABOVE_MB:
+    gc.collect()
+    _LIBC.malloc_trim(0)
+
+
+# A worker's resident size after its imports and first fixtures is about 1 GB.
+TRIM_ABOVE_MB = 2048
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
+
+
+def _resident_mb() -> float:
+  """This process's resident memory (Linux: /proc/self/statm, in pages)."""
+  with open("/proc/self/statm") as f:
+    return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20

@@ -4,6 +4,7 @@ Odd sizes (batch 13, seq 7, hidden 32, intermediate 37, vocab 101) make a swappe
 loudly instead of broadcasting silently.
 """
 
+import gc
 import json
 import os
 import subprocess
@@ -58,6 +59,12 @@ def random_span_labeler(config: BertConfig, seed: int):
   weights["cls/squad/output_weights"] = rng.normal(0, 0.5, (2, config.hidden_size))
   weights["cls/squad/output_bias"] = rng.normal(0, 0.5, (2,))
   return loaded(BertSpanLabeler(config, dtype="float32"), weights, allow_unused=True)
+
+
+def live_instances(cls) -> int:
+  """How many objects of `cls` (or a subclass) the process holds after a full collection."""
+  gc.collect()
+  return sum(isinstance(o, cls) for o in gc.get_objects())
 
 
 def max_abs_diff(a, b) -> float:

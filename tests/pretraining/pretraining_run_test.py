@@ -76,7 +76,10 @@ def leftovers(model_dir):
 
 @pytest.mark.slow
 def test_run_directory_explains_itself(data_dir, tmp_path):
+  models = helpers.live_instances(BertPretrainer)
   last = run_pretraining(run_config(data_dir, tmp_path / "run"))
+  # The run's model died with it (tfbert.runtime.traces: TF's caches would keep it).
+  assert helpers.live_instances(BertPretrainer) == models
   run = tmp_path / "run"
   assert last["step"] == 6 and np.isfinite(last["loss"])
   assert BertConfig.from_json_file(str(run / "bert_config.json")) == TINY

@@ -70,7 +70,7 @@ from tfbert.checkpoints import google_checkpoint
 from tfbert.config import BertConfig
 from tfbert.models import BertPretrainer
 from tfbert.pretraining import data_checks, input_pipeline, pretraining_eval
-from tfbert.runtime import atomic, files, run_directory, validation
+from tfbert.runtime import atomic, files, run_directory, traces, validation
 from tfbert.serving import export, serving_dtype
 from tfbert.tasks import precision
 from tfbert.training import distribution, optimization, training_loop
@@ -188,6 +188,7 @@ class _Run:
   evaluator: Optional[pretraining_eval.Evaluator] = None
 
 
+@traces.released()  # The run's traces die with it (tfbert.runtime.traces).
 def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None) -> dict:
   """Trains (or resumes) until `config.num_train_steps` applied steps; returns the last log.
 

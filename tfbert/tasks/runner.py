@@ -30,7 +30,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, traces
 from tfbert.serving import export
 from tfbert.tasks import fine_tuning
 from tfbert.tasks.task import RunContext, Task
@@ -39,6 +39,7 @@ from tfbert.text.tokenization import WordPieceTokenizer
 EVAL_RESULTS_FILE = "eval_results.json"
 
 
+@traces.released()  # The run's traces die with it (tfbert.runtime.traces).
 def run_task(task: Task, config: fine_tuning.FineTuningConfig,
              flagfile: Optional[str] = None) -> dict[str, Any]:
   """Trains, evaluates, predicts and exports as `config` says (see the module docstring).
