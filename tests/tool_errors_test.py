@@ -123,8 +123,8 @@ def cases(tmp_path_factory):
           [str(no_vocab / "bert_model.ckpt"), "--vocab_file"], d / "hf_out"),
       "convert_checkpoint: a corrupt safetensors file": (
           ["convert_checkpoint", "--input_format=hf", f"--input={d}",
-           "--output_format=tfbert", f"--output={d / 'out' / 'model.keras'}"],
-          [str(d / "model.safetensors")], d / "out"),
+           "--output_format=tfbert", f"--output={d.parent / 'converted' / 'model.keras'}"],
+          [str(d / "model.safetensors")], d.parent / "converted"),
   }
 
 
@@ -166,3 +166,172 @@ def test_bad_input_ends_the_tool_with_one_line_naming_the_culprit(cases, results
   for part in expected:
     assert part in lines[0], (part, lines[0])
   assert not os.path.exists(untouched), sorted(os.listdir(untouched))
+
+
+def _tree(root):
+  """Every file under `root` with its size and content hash: what "untouched" compares."""
+  found = {}
+  for folder, _, names in os.walk(root):
+    for name in names:
+      path = os.path.join(folder, name)
+      with open(path, "rb") as f:
+        found[os.path.relpath(path, root)] = hash(f.read())
+  return found
+
+
+@pytest.fixture(scope="module")
+def overlap_cases(tmp_path_factory):
+  """{name: (argv, expected substrings of the error line)} over one folder, `root`: a
+  finished-looking run, data, a Hugging Face directory, an export tfbert did not write."""
+  root = tmp_path_factory.mktemp("overlaps")
+  run = root / "run"
+  (run / "checkpoints").mkdir(parents=True)
+  _write(run / "model.keras", "weights")
+  _write(run / "checkpoints" / "ckpt-3.index", "index")
+  _write(run / "flags.txt", "--do_train\n")
+  data = root / "data"
+  data.mkdir()
+  _write(data / "train.conll", "Alan B-PER\nwent O\n")
+  _write(data / "train.tsv", "anchor\tpositive\na\tb\n")
+  _write(data / "corpus.txt", "One sentence.\nAnother one.\n")
+  _write(data / "shard-0.tfrecord", "")
+  (root / "hf").mkdir()
+  _write(root / "hf" / "config.json", "{}")
+  (root / "notes").mkdir()
+  _write(root / "notes" / "todo.txt", "not an export")
+  tiny = [f"--bert_config_file={_write(root / 'bert_config.json', json.dumps(TINY))}",
+          f"--vocab_file={pretrained.minilm_vocab_file()}"]
+  # A replay: the old run's flags name its own directory; the command line names a new one.
+  old_flags = _write(root / "old_flags.txt",
+                     f"--output_dir={root / 'old_run'}\n--export_dir={root / 'new_run'}\n")
+  return root, {
+      "run_classifier: --export_dir equal to --output_dir": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={data}", "--do_train",
+           f"--output_dir={run}", f"--export_dir={run}", *tiny],
+          [f"output --output_dir {run} is output --export_dir {run}"]),
+      "run_embeddings: --export_dir containing --output_dir": (
+          ["run_embeddings", "--do_train", f"--train_file={data / 'train.tsv'}",
+           f"--output_dir={run}", f"--export_dir={root}", *tiny],
+          [f"output --export_dir {root} contains input --train_file"]),
+      "run_ner: --output_dir containing --train_file": (
+          ["run_ner", "--do_train", f"--train_file={data / 'train.conll'}",
+           f"--output_dir={data}", *tiny],
+          [f"output --output_dir {data} contains input --train_file {data / 'train.conll'}"]),
+      "run_squad: --export_dir inside --init_hf_dir": (
+          ["run_squad", "--do_train", f"--train_file={data / 'train.tsv'}",
+           f"--output_dir={root / 'squad'}", f"--init_hf_dir={root / 'hf'}",
+           f"--export_dir={root / 'hf' / 'export'}"],
+          [f"--export_dir {root / 'hf' / 'export'} lies inside input --init_hf_dir"]),
+      "run_pretraining: --model_dir equal to the data's folder": (
+          ["run_pretraining", f"--input_files={data}/*.tfrecord", f"--model_dir={data}",
+           tiny[0]],
+          [f"output --model_dir {data} is input --input_files {data}/*.tfrecord"]),
+      "run_ner: --export_dir a folder tfbert did not write": (
+          ["run_ner", "--do_train", f"--train_file={data / 'train.conll'}",
+           f"--output_dir={root / 'ner'}", f"--export_dir={root / 'notes'}", *tiny],
+          [str(root / "notes"), "tfbert did not write", "refusing to replace it"]),
+      "convert_checkpoint: --output equal to the Hugging Face --input": (
+          ["convert_checkpoint", "--input_format=hf", f"--input={root / 'hf'}",
+           "--output_format=hf", f"--output={root / 'hf'}"],
+          [f"output --output {root / 'hf'} is input --input {root / 'hf'}"]),
+      "create_pretraining_data: --output_dir containing --input_file": (
+          ["create_pretraining_data", f"--input_file={data / 'corpus.txt'}",
+           f"--output_dir={data}"],
+          [f"output --output_dir {data} contains input --input_file"]),
+      "run_classifier: a flag before the flag file it overrides": (
+          ["run_classifier", f"--output_dir={root / 'new_run'}", f"--flagfile={old_flags}",
+           "--task_name=mrpc", f"--data_dir={data}", "--do_train", *tiny],
+          [f"output --output_dir {root / 'new_run'} is output --export_dir "
+           f"{root / 'new_run'}"]),
+      "export_onnx: --output inside --export_dir": (
+          ["export_onnx", f"--export_dir={run}", f"--output={run / 'model.onnx'}"],
+          [f"output --output {run / 'model.onnx'} lies inside input --export_dir {run}"]),
+  }
+
+
+@pytest.fixture(scope="module")
+def overlap_results(overlap_cases):
+  """{name: (exit status, stderr, whether `root` was left exactly as it was)}."""
+  root, cases = overlap_cases
+  finished = {}
+  for name, (argv, _) in cases.items():
+    before = _tree(root)
+    run = tool_process.run_tool(argv[0], *argv[1:])
+    finished[name] = (run.returncode, run.stderr, _tree(root) == before)
+  return finished
+
+
+@pytest.mark.parametrize("name", [
+    "run_classifier: --export_dir equal to --output_dir",
+    "run_embeddings: --export_dir containing --output_dir",
+    "run_ner: --output_dir containing --train_file",
+    "run_squad: --export_dir inside --init_hf_dir",
+    "run_pretraining: --model_dir equal to the data's folder",
+    "run_ner: --export_dir a folder tfbert did not write",
+    "convert_checkpoint: --output equal to the Hugging Face --input",
+    "create_pretraining_data: --output_dir containing --input_file",
+    "export_onnx: --output inside --export_dir",
+    "run_classifier: a flag before the flag file it overrides",
+])
+def test_an_output_overlapping_an_input_or_output_is_refused_before_any_write(
+    overlap_cases, overlap_results, name):
+  """Outputs never destroy inputs: `--export_dir == --output_dir` once exited 0 and the
+  export's directory replacement deleted the run it came from."""
+  _, cases = overlap_cases
+  code, err, untouched = overlap_results[name]
+  tool = name.split(":")[0]
+  assert code == 1, (code, err[-3000:])
+  lines = err.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith(f"{tool}: error: "), err[-3000:]
+  for part in cases[name][1]:
+    assert part in lines[0], (part, lines[0])
+  assert untouched
+
+
+@pytest.fixture(scope="module")
+def head_cases(tmp_path_factory):
+  """{name: (argv, expected substrings of the error line, output path that must not exist)}:
+  Hugging Face directories whose head is another task's or names other labels."""
+  from tfbert import BertClassifier, BertTokenClassifier  # pylint: disable=import-outside-toplevel
+  from tfbert.checkpoints import convert  # pylint: disable=import-outside-toplevel
+  d = tmp_path_factory.mktemp("heads")
+  config = BertConfig(**TINY)
+  tagger = BertTokenClassifier(config, ("O", "B-y", "I-y"))
+  classifier = BertClassifier(config, 2, labels=("no", "yes"))
+  for name, model in (("tagger", tagger), ("classifier", classifier)):
+    model.build()
+    convert.write_model(model, "hf", str(d / name), vocab_file=pretrained.minilm_vocab_file(),
+                        do_lower_case=True)
+  _write(d / "train.conll", "Alan B-x\nBee I-x\nwent O\n")
+  squad = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{
+      "context": "Alan went home.", "qas": [{"id": "q1", "question": "Who went home?",
+                                             "answers": [{"text": "Alan",
+                                                          "answer_start": 0}]}]}]}]}
+  _write(d / "train.json", json.dumps(squad))
+  return {
+      "run_ner: a Hugging Face tagger of other tags": (
+          ["run_ner", "--do_train", f"--train_file={d / 'train.conll'}",
+           f"--init_hf_dir={d / 'tagger'}", f"--output_dir={d / 'ner'}", "--max_seq_length=16"],
+          [str(d / "tagger"), "its head's labels ['O', 'B-y', 'I-y'] are not this task's",
+           "--reinit_head"], d / "ner"),
+      "run_squad: a sequence classifier's directory": (
+          ["run_squad", "--do_train", f"--train_file={d / 'train.json'}",
+           f"--init_hf_dir={d / 'classifier'}", f"--output_dir={d / 'squad'}",
+           "--max_seq_length=32", "--max_query_length=8", "--doc_stride=8"],
+          [f"{d / 'classifier'} holds a BertForSequenceClassification head", "--reinit_head"],
+          d / "squad"),
+  }
+
+
+@pytest.mark.parametrize("name", ["run_ner: a Hugging Face tagger of other tags",
+                                  "run_squad: a sequence classifier's directory"])
+def test_a_source_head_of_other_labels_or_another_task_is_refused(head_cases, name):
+  """Labels are matched by name, never by position, and a head is never dropped silently."""
+  argv, expected, untouched = head_cases[name]
+  run = tool_process.run_tool(argv[0], *argv[1:])
+  assert run.returncode == 1, (run.returncode, run.stderr[-3000:])
+  lines = run.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith(f"{name.split(':')[0]}: error: "), lines
+  for part in expected:
+    assert part in lines[0], (part, lines[0])
+  assert not os.path.exists(untouched)

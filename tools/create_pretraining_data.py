@@ -11,7 +11,7 @@ import os
 
 from tfbert.checkpoints import pretrained
 from tfbert.pretraining import pretraining_data
-from tfbert.runtime import cli, files
+from tfbert.runtime import cli, files, paths
 from tfbert.text import casing
 from tfbert_flags import common_flags
 from tfbert_flags import create_pretraining_data_flags as f
@@ -31,6 +31,8 @@ def main(argv):
       random_seed=f.RANDOM_SEED.value, num_shards=f.NUM_SHARDS.value,
       shard_assignment=f.SHARD_ASSIGNMENT.value)
   inputs = f.INPUT_FILE.value
+  paths.check_apart({"--input_file": inputs, "--vocab_file": vocab_file},
+                    {"--output_dir": f.OUTPUT_DIR.value})
   if not inputs:
     files.makedirs(f.OUTPUT_DIR.value)
     inputs = [pretraining_data.pydoc_corpus(os.path.join(f.OUTPUT_DIR.value, "pydoc_corpus.txt"))]

@@ -9,7 +9,7 @@ import logging
 
 from absl import flags
 
-from tfbert.runtime import cli
+from tfbert.runtime import cli, paths
 from tfbert.serving import onnx_export
 from tfbert_flags import common_flags
 from tfbert_flags import export_onnx_flags as f
@@ -19,6 +19,7 @@ def main(argv):
   del argv
   # tf2onnx logs its progress at INFO to stdout; the tool prints what it wrote.
   logging.getLogger("tf2onnx").setLevel(logging.WARNING)
+  paths.check_apart({"--export_dir": f.EXPORT_DIR.value}, {"--output": f.OUTPUT.value})
   path = onnx_export.export_onnx(f.EXPORT_DIR.value, f.OUTPUT.value, opset=f.OPSET_FLAG.value,
                                  signature=f.SIGNATURE.value)
   print(f"wrote {path}")

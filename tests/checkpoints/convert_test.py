@@ -21,7 +21,7 @@ from tfbert import (
     BertSpanLabeler,
     BertTokenClassifier,
 )
-from tfbert.checkpoints import convert
+from tfbert.checkpoints import convert, huggingface
 from tfbert.checkpoints.google_checkpoint import read_google_checkpoint, write_google_checkpoint
 
 
@@ -151,7 +151,7 @@ _FULL_DISK_WRITES = """
 import json, os, sys
 from tests import helpers
 from tfbert import BertPretrainer
-from tfbert.checkpoints import convert
+from tfbert.checkpoints import convert, huggingface
 root, vocab = sys.argv[1], sys.argv[2]
 model = BertPretrainer(helpers.odd_config(vocab_size=2003))  # Each weights file > 256 KiB.
 model.build()
@@ -279,3 +279,23 @@ def test_a_classifiers_labels_must_name_each_output_once(tmp_path, labels, messa
   with pytest.raises(ValueError, match="labels are for a classifier or tagger"):
     convert.write_model(BertSpanLabeler(helpers.odd_config()), "hf", str(tmp_path / "x"),
                         labels=["a"])
+
+
+@pytest.mark.parametrize("name", ["span", "tagger"])
+def test_question_answering_and_token_directories_hold_no_pooler_and_read_back(tmp_path, name):
+  """transformers builds BertForQuestionAnswering and BertForTokenClassification without the
+  pooler, and listed tfbert's as unexpected; reading such a directory (tfbert's or
+  transformers' own) was refused ("model weights missing: bert/pooler/...")."""
+  config = helpers.odd_config()
+  model = (BertSpanLabeler(config) if name == "span"
+           else BertTokenClassifier(config, ["O", "B-x", "I-x"]))
+  model.build()
+  convert.write_model(model, "hf", str(tmp_path / name))
+  _, weights, _ = huggingface.load_hf_checkpoint(str(tmp_path / name))
+  assert weights and not [n for n in weights if n.startswith("bert/pooler/")]
+  back = convert.read_model("hf", str(tmp_path / name))
+  assert type(back) is type(model)
+  features = helpers.random_features(config, seed=4)
+  want, got = model(features, training=False), back(features, training=False)
+  for key in want:  # The pooler is fresh in `back`, and no output reads it.
+    np.testing.assert_array_equal(got[key], want[key])

@@ -47,9 +47,15 @@ def _tiny_config_file(tmp_path):
   return path
 
 
+def _glue(tmp_path):
+  """The test's data folder, `tmp_path/glue`: outputs go beside it, never inside an input."""
+  (tmp_path / "glue").mkdir(exist_ok=True)
+  return tmp_path / "glue"
+
+
 def _run_config(tmp_path, output, **overrides):
   values = dict(
-      output_dir=str(tmp_path / output), task_name="mrpc", data_dir=str(tmp_path),
+      output_dir=str(tmp_path / output), task_name="mrpc", data_dir=str(_glue(tmp_path)),
       vocab_file=pretrained.minilm_vocab_file(), bert_config_file=_tiny_config_file(tmp_path),
       max_seq_length=SEQ, classifier_dropout=0.0, train_batch_size=16, eval_batch_size=64,
       learning_rate=1e-3, num_train_epochs=1.0, seed=7, verbose=0)
@@ -68,8 +74,8 @@ def _read_json(path):
 
 @pytest.fixture
 def mrpc_dir(tmp_path):
-  glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(640, seed=1))
-  glue_synthetic.write_mrpc(tmp_path / "dev.tsv", glue_synthetic.fruit_pairs(200, seed=2))
+  glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(640, seed=1))
+  glue_synthetic.write_mrpc(_glue(tmp_path) / "dev.tsv", glue_synthetic.fruit_pairs(200, seed=2))
   return tmp_path
 
 
@@ -87,7 +93,7 @@ def mrpc_dir(tmp_path):
     (dict(max_seq_length=129), "exceeds max_position_embeddings 128"),
 ])
 def test_config_names_what_does_not_fit(tmp_path, overrides, message):
-  glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(8, seed=1))
+  glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(8, seed=1))
   with pytest.raises(ValueError, match=message):  # At construction or at the run's start.
     classifier_run.run_classifier(_run_config(tmp_path, "out", **{"do_train": True, **overrides}))
   assert not (tmp_path / "out").exists()  # Refused before anything is written.
@@ -197,7 +203,7 @@ def test_hugging_face_init_reads_minilm_with_its_pooler(tmp_path):
 def test_tiny_model_learns_the_pair_task_far_above_the_baselines(mrpc_dir):
   trained = classifier_run.run_classifier(_run_config(
       mrpc_dir, "trained", do_train=True, do_eval=True, num_train_epochs=4.0))
-  dev_labels = [row[0] for row in _read_tsv(mrpc_dir / "dev.tsv")[1:]]
+  dev_labels = [row[0] for row in _read_tsv(_glue(mrpc_dir) / "dev.tsv")[1:]]
   majority = max(dev_labels.count("0"), dev_labels.count("1")) / len(dev_labels)
   scores = trained["eval"]["dev"]
   assert majority <= 0.56 and glue_synthetic.ONE_SENTENCE_CEILING < 0.78
@@ -237,8 +243,8 @@ def test_sts_b_regression_trains_in_mixed_precision_and_reports_correlations(tmp
             "score")
   rows = [f"{i}\tg\tf\t2012\t{i:04d}\tnone\tnone\tA man plays {i}.\tA man sings {i % 3}.\t"
           f"{i % 6 * 0.8:.3f}" for i in range(24)]
-  _write_lines(tmp_path / "train.tsv", [header] + rows)
-  _write_lines(tmp_path / "dev.tsv", [header] + rows[:11])
+  _write_lines(_glue(tmp_path) / "train.tsv", [header] + rows)
+  _write_lines(_glue(tmp_path) / "dev.tsv", [header] + rows[:11])
   result = classifier_run.run_classifier(_run_config(
       tmp_path, dtype, task_name="sts-b", do_train=True, do_eval=True, dtype=dtype,
       max_train_steps=2, train_batch_size=4, gradient_accumulation_steps=2))
@@ -262,10 +268,10 @@ def test_mnli_evaluates_matched_and_mismatched_and_predicts_both_test_files(tmp_
   dev_header = header + "\tlabel1\tlabel2\tlabel3\tlabel4\tlabel5\tgold_label"
   def dev(i):
     return "\tneutral" * 5 + f"\t{labels[i % 3]}"
-  _write_lines(tmp_path / "dev_matched.tsv", [dev_header] + rows(7, dev))
-  _write_lines(tmp_path / "dev_mismatched.tsv", [dev_header] + rows(5, dev))
-  _write_lines(tmp_path / "test_matched.tsv", [header] + rows(4, lambda i: ""))
-  _write_lines(tmp_path / "test_mismatched.tsv", [header] + rows(3, lambda i: ""))
+  _write_lines(_glue(tmp_path) / "dev_matched.tsv", [dev_header] + rows(7, dev))
+  _write_lines(_glue(tmp_path) / "dev_mismatched.tsv", [dev_header] + rows(5, dev))
+  _write_lines(_glue(tmp_path) / "test_matched.tsv", [header] + rows(4, lambda i: ""))
+  _write_lines(_glue(tmp_path) / "test_mismatched.tsv", [header] + rows(3, lambda i: ""))
   result = classifier_run.run_classifier(_run_config(tmp_path, "mnli", task_name="mnli",
                                                      do_eval=True, do_predict=True))
   assert {k: v["num_examples"] for k, v in result["eval"].items()} == {
@@ -283,8 +289,8 @@ def test_mnli_evaluates_matched_and_mismatched_and_predicts_both_test_files(tmp_
 def test_custom_csv_task_trains_and_evaluates(tmp_path):
   lines = ["id,review,verdict"] + [f'{i},"Nice, {i} times",{("bad", "ok", "great")[i % 3]}'
                                    for i in range(12)]
-  _write_lines(tmp_path / "train.csv", lines)
-  _write_lines(tmp_path / "dev.csv", lines[:6])
+  _write_lines(_glue(tmp_path) / "train.csv", lines)
+  _write_lines(_glue(tmp_path) / "dev.csv", lines[:6])
   custom = glue_data.CustomFormat(text_a_column=1, label_column=2, has_header=True,
                                   delimiter=",", labels=("bad", "ok", "great"))
   result = classifier_run.run_classifier(_run_config(
@@ -299,7 +305,7 @@ def test_custom_csv_task_trains_and_evaluates(tmp_path):
 
 def test_malformed_rows_stop_the_run_unless_skipped(tmp_path, caplog):
   rows = glue_synthetic.fruit_pairs(8, seed=3)
-  path = glue_synthetic.write_mrpc(tmp_path / "train.tsv", rows)
+  path = glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", rows)
   with open(path, "a", encoding="utf-8") as f:
     f.write("2\t1\t2\tA.\tB.\n")  # Line 10: an MRPC label that does not exist.
   config = _run_config(tmp_path, "out", do_train=True, max_train_steps=1, train_batch_size=4)
@@ -315,7 +321,7 @@ def test_malformed_rows_stop_the_run_unless_skipped(tmp_path, caplog):
 def test_the_export_computes_in_the_dtype_chosen_for_this_cpu_and_records_it(tmp_path):
   """--export_dtype=auto: the run's export records what it measured on this CPU and chose;
   a rerun may change only the export's dtype."""
-  glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(8, seed=3))
+  glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(8, seed=3))
   config = _run_config(tmp_path, "out", do_train=True, max_train_steps=1, train_batch_size=4,
                        export_dir=str(tmp_path / "export"), export_dtype="auto")
   classifier_run.run_classifier(config)
@@ -390,7 +396,7 @@ print(json.dumps({"label": [x.decode() for x in out["label"].numpy()],
 def test_a_run_that_fails_before_its_first_step_leaves_no_run_behind(tmp_path, monkeypatch):
   """The first step failing (here made to) must not leave run_config.json behind: the
   corrected rerun, with other settings, would be refused as another configuration."""
-  glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(16, seed=1))
+  glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(16, seed=1))
 
   def first_step_fails(*args, **kwargs):
     raise ValueError("the first step failed")
@@ -408,7 +414,7 @@ def test_a_rerun_may_move_where_training_stops(tmp_path):
   """`max_train_steps` says where to stop, not what is trained (the schedule spans the
   epochs): a rerun with a larger one continues the run instead of being refused as another
   configuration, and ends where the straight run does."""
-  glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(64, seed=1))
+  glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(64, seed=1))
   short = classifier_run.run_classifier(_run_config(tmp_path, "out", do_train=True,
                                                     max_train_steps=2, num_train_epochs=2.0))
   graphs = helpers.live_instances(tf.Graph)
@@ -428,7 +434,7 @@ def test_a_rerun_may_move_where_training_stops(tmp_path):
 
 @pytest.mark.slow
 def test_a_replayed_run_never_writes_into_the_original_runs_export(tmp_path):
-  glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(16, seed=1))
+  glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(16, seed=1))
   config = _run_config(tmp_path, "out", do_train=True, max_train_steps=1,
                        export_dir=str(tmp_path / "out" / "export"))
   classifier_run.run_classifier(config)
@@ -447,13 +453,15 @@ def test_a_replayed_run_never_writes_into_the_original_runs_export(tmp_path):
 @pytest.mark.slow
 def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(mrpc_dir):
   rows = glue_synthetic.fruit_pairs(5, seed=4)
-  _write_lines(mrpc_dir / "test.tsv", [glue_synthetic.MRPC_HEADER.replace("Quality", "index")]
+  _write_lines(_glue(mrpc_dir) / "test.tsv",
+               [glue_synthetic.MRPC_HEADER.replace("Quality", "index")]
                + [f"{i}\t1\t2\t{a}\t{b}" for i, (_, a, b) in enumerate(rows)])
   out, export_dir = mrpc_dir / "out", mrpc_dir / "export"
   # The tool runs in this process (tests/tool_process.py: its 2 logical CPU devices are
   # conftest's); the export is served from a fresh one below.
   run = tool_process.run_tool(
-      "run_classifier", "--task_name=MRPC", f"--data_dir={mrpc_dir}", "--do_train", "--do_eval",
+      "run_classifier", "--task_name=MRPC", f"--data_dir={_glue(mrpc_dir)}", "--do_train",
+      "--do_eval",
       "--do_predict", f"--vocab_file={pretrained.minilm_vocab_file()}",
       f"--bert_config_file={_tiny_config_file(mrpc_dir)}", f"--max_seq_length={SEQ}",
       "--train_batch_size=8", "--gradient_accumulation_steps=2",
@@ -485,7 +493,7 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(m
 @pytest.mark.slow
 def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_path):
   # One_device strategy as in the benchmark; 37 examples, so epochs start mid-batch.
-  glue_synthetic.write_mrpc(tmp_path / "train.tsv", glue_synthetic.fruit_pairs(37, seed=3))
+  glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(37, seed=3))
   runs = {k: classifier_run.run_classifier(_run_config(
       tmp_path, f"k{k}", do_train=True, train_batch_size=12, gradient_accumulation_steps=k,
       max_train_steps=7, num_train_epochs=3.0, clip_norm=0.5))
@@ -502,7 +510,7 @@ def _multi_worker_args(mrpc_dir, out, *more):
   config = str(mrpc_dir / "dropout_config.json")
   BertConfig(**{**TINY, "hidden_dropout_prob": 0.1,
                 "attention_probs_dropout_prob": 0.1}).to_json_file(config)
-  return [sys.executable, TOOL, "--task_name=MRPC", f"--data_dir={mrpc_dir}", "--do_train",
+  return [sys.executable, TOOL, "--task_name=MRPC", f"--data_dir={_glue(mrpc_dir)}", "--do_train",
           "--do_eval", f"--vocab_file={pretrained.minilm_vocab_file()}",
           f"--bert_config_file={config}", f"--max_seq_length={SEQ}", "--train_batch_size=8",
           "--gradient_accumulation_steps=2", "--max_train_steps=8", "--eval_every_steps=2",

@@ -105,10 +105,38 @@ def test_scored_pairs_train_with_cosent_and_report_the_held_out_loss(tmp_path):
     (dict(loss="cosent"), r"the cosent loss trains on scored pairs: give score_column"),
     (dict(score_column="score"), r"in_batch_negatives trains on pairs or triplets"),
     (dict(do_eval=False, eval_every_steps=5), r"add do_eval"),
+    # Objectives that cannot train (before: loss 0 or a constant, and a run to the end).
+    (dict(train_batch_size=1), r"with train_batch_size 1 over 1 replica\(s\) each batch holds "
+                               r"1, and its loss and gradient are 0"),
+    (dict(train_batch_size=1, loss="cosent", score_column="score"),
+     r"the cosent loss compares the examples of a batch"),
+    (dict(negative_column="negative", loss="cosent", score_column="score"),
+     r"negative_column 'negative' is read by in_batch_negatives only"),
 ])
 def test_bad_settings_are_refused_before_any_work(tmp_path, overrides, message):
   with pytest.raises(ValueError, match=message):
     _config(tmp_path, "refused", **overrides)
+  assert not (tmp_path / "refused").exists()
+
+
+@pytest.mark.parametrize("rows, overrides, message", [
+    # STS-B's 0-5 scores with the default scale: cosine targets up to 5.
+    (["a b\tc d\t5.0", "e f\tg h\t0.0"], dict(loss="cosine_mse"),
+     r"a score of 5 with --score_scale=1 gives 5: pass --score_scale=5"),
+    (["a b\tc d\t2.0", "e f\tg h\t2.0"], dict(loss="cosent"),
+     r"every score is 2: cosent learns the order"),
+    (["a b\ta b\t1.0", "e f\te f\t0.0"], dict(loss="cosent"),
+     r"every example's texts are identical \(e.g. line 2\)"),
+])
+def test_training_data_an_objective_cannot_learn_from_is_refused_naming_the_file(
+    tmp_path, rows, overrides, message):
+  _write_data(tmp_path)
+  (tmp_path / "scored.tsv").write_text("\n".join(["anchor\tpositive\tscore", *rows]) + "\n")
+  config = _config(tmp_path, "refused", train_file=str(tmp_path / "scored.tsv"),
+                   score_column="score", do_eval=False, **overrides)
+  with pytest.raises(ValueError, match=message) as error:
+    embedding_run.EmbeddingTask().read_inputs(config)
+  assert str(tmp_path / "scored.tsv") in str(error.value)
   assert not (tmp_path / "refused").exists()
 
 

@@ -192,3 +192,19 @@ def test_the_unused_pooler_is_frozen_and_every_other_weight_trains():
   for w in model.weights:
     moved = not np.array_equal(w.numpy(), initial[id(w)])
     assert moved == (id(w) not in pooler), w.path
+
+
+@pytest.mark.parametrize("loss", ["in_batch_negatives", "cosent", "cosine_mse"])
+def test_evaluate_and_validation_data_take_the_pairs_fit_takes(loss):
+  """Keras' default test step called the model on the pairs dict (`KeyError: 'input_ids'`):
+  `evaluate` now scores the training objective, without dropout, on what `fit` accepts."""
+  keras.utils.set_random_seed(3)
+  model = BertSentenceEncoder(CONFIG, loss=loss)
+  model.build()
+  model.compile(optimizer=keras.optimizers.SGD(0.0))  # No update: the weights stay.
+  data = tf.data.Dataset.from_tensors(_batch(loss))
+  features, *labels = _batch(loss)
+  want = float(model.replica_loss(features, *(labels or [None]), training=False))
+  assert model.evaluate(data, verbose=0) == pytest.approx(want, rel=1e-6)
+  history = model.fit(data, validation_data=data, epochs=1, verbose=0)
+  assert history.history["val_loss"][0] == pytest.approx(want, rel=1e-6)

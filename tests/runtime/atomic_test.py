@@ -44,19 +44,57 @@ def test_a_failing_writer_leaves_the_old_file_and_no_temporary(tmp_path):
   assert os.listdir(tmp_path) == ["model.keras"]
 
 
+def _writer(name):
+  def write(temporary):
+    files.mkdir(temporary)
+    atomic.write_text(f"{temporary}/{name}", name)
+  return write
+
+
 def test_a_directory_is_replaced_as_a_whole(tmp_path):
   final = tmp_path / "export"
-  final.mkdir()
-  (final / "old.txt").write_text("old")
-
-  def write(temporary):
-    os.mkdir(temporary)
-    with open(os.path.join(temporary, "new.txt"), "w") as f:
-      f.write("new")
-
-  atomic.write_with(str(final), write)
-  assert sorted(os.listdir(final)) == ["new.txt"]
+  atomic.write_with(str(final), _writer("old.txt"), kind="export")
+  atomic.write_with(str(final), _writer("new.txt"), kind="export")
+  assert sorted(os.listdir(final)) == [atomic.OUTPUT_MARKER, "new.txt"]
+  assert (final / atomic.OUTPUT_MARKER).read_text() == "export\n"
   assert os.listdir(tmp_path) == ["export"]
+
+
+def _tree(root):
+  return sorted((os.path.relpath(os.path.join(d, n), root), os.path.getsize(os.path.join(d, n)))
+                for d, _, names in os.walk(root) for n in names)
+
+
+@pytest.mark.parametrize("existing, message", [
+    ("run", "a directory tfbert did not write (no .tfbert_output)"),
+    ("best", "is a best model tfbert wrote, not a export"),
+    ("file", "is a file, not a directory tfbert wrote as a export"),
+])
+def test_only_a_directory_of_the_same_kind_is_ever_replaced(tmp_path, existing, message):
+  """Replacing `export_dir == output_dir` deleted the whole run (model.keras, checkpoints):
+  a directory is replaced only when tfbert wrote it as the same kind of output."""
+  final = tmp_path / "target"
+  if existing == "run":
+    (final / "checkpoints").mkdir(parents=True)
+    (final / "model.keras").write_text("weights")
+    (final / "checkpoints" / "ckpt-1.index").write_text("index")
+  elif existing == "best":
+    atomic.write_with(str(final), _writer("model.keras"), kind="best model")
+  else:
+    final.write_text("a file")
+  before = _tree(tmp_path)
+  with pytest.raises(FileExistsError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    atomic.write_with(str(final), _writer("saved_model.pb"), kind="export")
+  assert _tree(tmp_path) == before  # Nothing changed, no temporary left.
+  with pytest.raises(FileExistsError, match=str(final)):
+    atomic.check_replaceable(str(final), "export")  # What a tool asks before any work.
+
+
+def test_an_empty_directory_is_filled(tmp_path):
+  final = tmp_path / "export"
+  final.mkdir()
+  atomic.write_with(str(final), _writer("new.txt"), kind="export")
+  assert sorted(os.listdir(final)) == [atomic.OUTPUT_MARKER, "new.txt"]
 
 
 def test_temporaries_match_no_glob_of_the_final_names(tmp_path):
@@ -125,16 +163,15 @@ def test_on_a_url_filesystem_a_failing_writer_leaves_the_old_file_and_no_tempora
 
 def test_on_a_url_filesystem_a_directory_is_replaced_as_a_whole(ram_root):
   final = f"{ram_root}/export"
-  files.makedirs(final)
-  atomic.write_text(f"{final}/old.txt", "old")
-
-  def write(temporary):
-    files.mkdir(temporary)
-    atomic.write_text(f"{temporary}/new.txt", "new")
-
-  atomic.write_with(final, write)
-  assert files.listdir(final) == ["new.txt"]
+  atomic.write_with(final, _writer("old.txt"), kind="export")
+  atomic.write_with(final, _writer("new.txt"), kind="export")
+  assert sorted(files.listdir(final)) == [atomic.OUTPUT_MARKER, "new.txt"]
   assert files.listdir(ram_root) == ["export"]
+  files.makedirs(f"{ram_root}/run")
+  atomic.write_text(f"{ram_root}/run/model.keras", "weights")
+  with pytest.raises(FileExistsError, match="tfbert did not write"):
+    atomic.write_with(f"{ram_root}/run", _writer("new.txt"), kind="export")
+  assert files.listdir(f"{ram_root}/run") == ["model.keras"]
 
 
 def test_on_a_url_filesystem_a_file_set_moves_its_marker_last(ram_root):

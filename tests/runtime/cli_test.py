@@ -286,3 +286,16 @@ def test_a_flagfile_on_a_url_is_read_into_a_local_copy(ram_root, tmp_path):
   assert open(nested, encoding="utf-8").read() == "--learning_rate=0.001\n"
   with pytest.raises(FileNotFoundError, match="nope.txt"):
     cli.local_flagfiles(["tool", f"--flagfile={ram_root}/nope.txt"], str(tmp_path))
+
+
+@pytest.mark.parametrize("argv, expected", [
+    # absl applies flags in order: a file after a flag overrode the flag.
+    (["tool", "--output_dir=new", "--flagfile=old/flags.txt"],
+     ["tool", "--flagfile=old/flags.txt", "--output_dir=new"]),
+    (["tool", "--a=1", "--flagfile", "f1", "--b=2", "-flagfile=f2", "--", "--flagfile=x"],
+     ["tool", "--flagfile", "f1", "-flagfile=f2", "--a=1", "--b=2", "--", "--flagfile=x"]),
+    (["tool", "--flagfile=f", "--a=1"], ["tool", "--flagfile=f", "--a=1"]),
+    (["tool"], ["tool"]),
+])
+def test_flag_files_go_first_so_the_command_line_wins(argv, expected):
+  assert cli.flagfiles_first(argv) == expected

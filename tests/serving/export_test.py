@@ -31,6 +31,7 @@ from tests import helpers, numpy_reference
 from tfbert import BertClassifier, BertConfig, BertEncoder, BertPretrainer, BertTokenClassifier
 from tfbert.checkpoints import pretrained
 from tfbert.classifier import classifier_export
+from tfbert.runtime import atomic
 from tfbert.serving import export
 from tfbert.squad import squad_export
 from tfbert.tagging import tagging_export
@@ -170,6 +171,7 @@ def test_failed_save_leaves_no_directory_and_keeps_the_old_export(tmp_path, monk
   old = tmp_path / "old"
   old.mkdir()
   (old / "saved_model.pb").write_bytes(b"previous export")
+  (old / atomic.OUTPUT_MARKER).write_text(export.EXPORT_KIND + "\n")  # An export tfbert wrote.
 
   def broken_save(*args, **kwargs):
     del args, kwargs
@@ -180,7 +182,7 @@ def test_failed_save_leaves_no_directory_and_keeps_the_old_export(tmp_path, monk
     with pytest.raises(OSError, match="disk full"):
       export.export_encoder_saved_model(encoder, str(target))
   assert sorted(os.listdir(tmp_path)) == ["old"]  # No "new", no temporary siblings.
-  assert os.listdir(old) == ["saved_model.pb"]
+  assert sorted(os.listdir(old)) == [atomic.OUTPUT_MARKER, "saved_model.pb"]
   assert (old / "saved_model.pb").read_bytes() == b"previous export"
 
 
@@ -193,6 +195,7 @@ def test_mixed_bfloat16_encoder_replaces_old_export_with_float32_outputs(tmp_pat
   target.mkdir()
   plain.mkdir()  # Permissions that the umask gives a new directory.
   (target / "stale.txt").write_text("from an older export")
+  (target / atomic.OUTPUT_MARKER).write_text(export.EXPORT_KIND + "\n")  # tfbert wrote it.
   export.export_encoder_saved_model(encoder, str(target))
   assert sorted(os.listdir(tmp_path)) == ["bert", "plain"]  # No temporary siblings.
   assert not (target / "stale.txt").exists()

@@ -204,16 +204,17 @@ def test_tool_exports_a_run_and_scores_its_dev_set(tmp_path, monkeypatch):
   model.build()
   convert.save_tfbert_model(model, str(run / "best" / "model.keras"))
   shutil.copyfile(pretrained.minilm_vocab_file(), run / "best" / "vocab.txt")
-  settings = ClassifierRunConfig(output_dir=str(run), task_name="mrpc", data_dir=str(tmp_path),
-                                 do_eval=True, max_seq_length=24)
+  (tmp_path / "glue").mkdir()  # Beside the run: a run never lies inside its input.
+  settings = ClassifierRunConfig(output_dir=str(run), task_name="mrpc",
+                                 data_dir=str(tmp_path / "glue"), do_eval=True, max_seq_length=24)
   (run / "run_config.json").write_text(settings.to_json())
-  glue_synthetic.write_mrpc(tmp_path / "dev.tsv", glue_synthetic.fruit_pairs(30, seed=2))
+  glue_synthetic.write_mrpc(tmp_path / "glue" / "dev.tsv", glue_synthetic.fruit_pairs(30, seed=2))
   output = tmp_path / "lite" / "model.tflite"
   # In this process (tests/tool_process.py), from tmp_path as its own process ran: the file,
   # its sidecars and the printed scores are the subject, not a fresh interpreter.
   monkeypatch.chdir(tmp_path)
   done = tool_process.run_tool("export_tflite", f"--model={run / 'best' / 'model.keras'}",
-                               f"--output={output}", f"--eval_data_dir={tmp_path}",
+                               f"--output={output}", f"--eval_data_dir={tmp_path / 'glue'}",
                                "--latency_runs=3")
   assert done.returncode == 0, done.stderr[-3000:]
   lines = done.stdout.strip().splitlines()

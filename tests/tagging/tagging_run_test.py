@@ -284,9 +284,11 @@ def test_a_hugging_face_source_without_iob_tags_is_refused_naming_its_config(
   """Without a train file the tags come from the source's config.json: Hugging Face's
   default names, ids with a gap, or none at all are refused, naming the file."""
   values = {"model_type": "bert"} if id2label is None else {"id2label": id2label}
-  (tmp_path / "config.json").write_text(json.dumps(values), encoding="utf-8")
+  hf_dir = tmp_path / "hf"
+  hf_dir.mkdir()
+  (hf_dir / "config.json").write_text(json.dumps(values), encoding="utf-8")
   config = tagging_run.NerRunConfig(output_dir=str(tmp_path / "out"), do_eval=True,
-                                    eval_file="dev.conll", init_hf_dir=str(tmp_path))
+                                    eval_file="dev.conll", init_hf_dir=str(hf_dir))
   with pytest.raises(ValueError, match=message) as e:
     tagging_run.resolve_labels(config, {})
-  assert str(tmp_path / "config.json") in str(e.value) or str(tmp_path) in str(e.value)
+  assert str(hf_dir / "config.json") in str(e.value) or str(hf_dir) in str(e.value)

@@ -195,7 +195,7 @@ def test_init_tfbert_names_a_keras_file_that_is_not_a_tfbert_model(tmp_path):
     out.write(f.read()[:300])
   for path, message in ((plain, "not a tfbert model: holds a keras Sequential"),
                         (truncated, "not a valid .keras file (not a zip archive")):
-    config = fine_tuning.FineTuningConfig(output_dir=str(tmp_path), init_tfbert=path)
+    config = fine_tuning.FineTuningConfig(output_dir=str(tmp_path / "out"), init_tfbert=path)
     with pytest.raises(ValueError) as e:  # Before: AttributeError / "File not found".
       fine_tuning.initial_weights(config)
     assert str(e.value).startswith(f"{path}: {message}"), e.value

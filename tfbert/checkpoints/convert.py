@@ -37,12 +37,13 @@ from typing import Iterator, Mapping, Optional, Sequence
 
 import keras
 import numpy as np
+from absl import logging
 
-from tfbert.checkpoints import google_checkpoint, huggingface
+from tfbert.checkpoints import google_checkpoint, google_names, huggingface
 from tfbert.config import BertConfig
 from tfbert.encoder import BertEncoder
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
-from tfbert.runtime import atomic, files
+from tfbert.runtime import atomic, files, paths
 from tfbert.text import casing
 
 FORMATS = ("google", "hf", "tfbert")
@@ -72,6 +73,31 @@ def model_for_weights(config: BertConfig, weights: Mapping[str, np.ndarray],
     regression = classes == 1 or task.problem_type == "regression"
     return BertClassifier(config, num_classes=classes, labels=None if regression else labels)
   return BertEncoder(config)
+
+
+# transformers builds `BertForQuestionAnswering` and `BertForTokenClassification` without
+# BERT's pooler (`add_pooling_layer=False`): their directories hold none, and tfbert's span
+# labeler and tagger read none of its output.
+POOLERLESS_ARCHITECTURES = frozenset({"BertForQuestionAnswering", "BertForTokenClassification"})
+POOLER_SCOPE = "bert/pooler/"
+
+
+def uses_pooler(model: keras.Model) -> bool:
+  """Whether `model`'s outputs read the pooler (every tfbert model but the span labeler and
+  the tagger, by their transformers class)."""
+  hf_task = getattr(model, "hf_task", None)
+  return not hf_task or hf_task()["architectures"][0] not in POOLERLESS_ARCHITECTURES
+
+
+def with_fresh_pooler(model: keras.Model, weights: Mapping[str, np.ndarray],
+                      source: str, why: str) -> dict[str, np.ndarray]:
+  """`weights` plus `model`'s own (fresh) pooler when they have none, said in the log."""
+  if any(name.startswith(POOLER_SCOPE) for name in weights):
+    return dict(weights)
+  pooler = {name: variable.numpy() for name, variable in
+            google_names.google_variable_map(model).items() if name.startswith(POOLER_SCOPE)}
+  logging.info(f"{source} has no pooler ({why}): it keeps its fresh values")
+  return {**weights, **pooler}
 
 
 def _missing_heads(model: keras.Model, weights: Mapping[str, np.ndarray]) -> tuple[str, ...]:
@@ -207,6 +233,8 @@ def read_model(fmt: str, path: str, config_file: Optional[str] = None) -> keras.
   else:
     raise ValueError(f"unknown checkpoint format {fmt!r}; use one of {FORMATS}")
   model = model_for_weights(config, weights, task)
+  if not uses_pooler(model):
+    weights = with_fresh_pooler(model, weights, path, f"a {type(model).__name__} reads none")
   google_checkpoint.assign_google_weights(model, weights, path,
                                           allow_missing=_missing_heads(model, weights))
   return model
@@ -221,13 +249,17 @@ def write_model(model: keras.Model, fmt: str, path: str,
   tokenizer's `tokenizer_config.json` (which records the casing) and
   `special_tokens_map.json` are written too (`huggingface.write_tokenizer_files`). A
   Hugging Face directory says which transformers class loads it and, for a classifier or
-  tagger, its labels (the model's `hf_task`; a classifier's `labels` name its classes).
+  tagger, its labels (the model's `hf_task`; a classifier's `labels` name its classes); a
+  span labeler's or tagger's holds no pooler, as transformers' own (`uses_pooler`).
   """
   if fmt == "google":
     google_checkpoint.export_google_checkpoint(model, path, vocab_file=vocab_file,
                                                do_lower_case=do_lower_case)
   elif fmt == "hf":
-    huggingface.save_hf_checkpoint(model.config, google_checkpoint.google_weights(model), path,
+    weights = google_checkpoint.google_weights(model)
+    if not uses_pooler(model):  # As transformers' own directories of these heads.
+      weights = {n: w for n, w in weights.items() if not n.startswith(POOLER_SCOPE)}
+    huggingface.save_hf_checkpoint(model.config, weights, path,
                                    vocab_file=vocab_file, do_lower_case=do_lower_case,
                                    task=model.hf_task(labels))
   elif fmt == "tfbert":
@@ -253,9 +285,12 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
   agree with the input's records and the vocabulary's content.
 
   Raises:
-    ValueError: a Google or Hugging Face output without a vocabulary to put beside it.
+    ValueError: a Google or Hugging Face output without a vocabulary to put beside it; an
+      output that is, contains or lies inside an input (`tfbert.runtime.paths`).
     tfbert.text.casing.CasingMismatchError: a casing that contradicts the input's.
   """
+  paths.check_apart({"--input": input_path, "--bert_config_file": config_file,  # Before any work.
+                     "--vocab_file": vocab_file}, {"--output": output_path})
   model = read_model(input_format, input_path, config_file)  # Its errors name the input.
   vocab_file = vocab_file or source_vocab_file(input_format, input_path)
   if vocab_file is None and output_format in NEEDS_VOCAB:

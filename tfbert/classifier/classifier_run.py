@@ -84,6 +84,8 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
   RERUN_MAY_CHANGE = fine_tuning.FineTuningConfig.RERUN_MAY_CHANGE | frozenset(
       {"do_eval", "do_predict", "eval_file", "predict_file", "eval_batch_size",
        "skip_malformed_rows"})
+  INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + (
+      "data_dir", "train_file", "eval_file", "predict_file")
   task_name: str
   data_dir: Optional[str] = None
   train_file: Optional[str] = None

@@ -27,10 +27,11 @@ Shape legend: N examples, S max_seq_length.
 
 import dataclasses
 import json
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from tfbert.embeddings import (
   embedding_data,
@@ -55,6 +56,9 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
   """Everything that defines a sentence-embedding run."""
   RERUN_MAY_CHANGE = fine_tuning.FineTuningConfig.RERUN_MAY_CHANGE | frozenset(
       {"do_eval", "dev_file", "eval_batch_size", "sentence_transformers_dir"})
+  INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + (
+      "train_file", "dev_file", "ir_queries_file", "ir_corpus_file", "ir_qrels_file")
+  OUTPUT_PATHS = fine_tuning.FineTuningConfig.OUTPUT_PATHS + ("sentence_transformers_dir",)
   train_file: Optional[str] = None
   dev_file: Optional[str] = None
   do_eval: bool = False
@@ -109,6 +113,15 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
          "batch, and each micro-batch sees only its own): raise train_batch_size instead, or "
          "use cosine_mse"),
         (self.score_scale > 0, f"score_scale ({self.score_scale}) must be > 0"),
+        (not self.do_train or self.loss not in BATCH_LOSSES
+         or self.train_batch_size // num_replicas >= 2,
+         f"the {self.loss} loss compares the examples of a batch: with train_batch_size "
+         f"{self.train_batch_size} over {num_replicas} replica(s) each batch holds 1, and its "
+         "loss and gradient are 0 (nothing trains): raise train_batch_size, or use "
+         "cosine_mse"),
+        (self.negative_column is None or self.loss == "in_batch_negatives",
+         f"negative_column {self.negative_column!r} is read by in_batch_negatives only: the "
+         f"{self.loss} loss would ignore it; drop it or use in_batch_negatives"),
         (self.scale > 0, f"scale ({self.scale}) must be > 0 (a negative scale ranks the "
          "least similar text first)"),
         (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3"),
@@ -128,6 +141,37 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
                                   score=self.dev_score_column)
 
 
+def check_trainable(examples: Sequence[embedding_data.TextExample],
+                    config: EmbeddingRunConfig) -> None:
+  """Refuses training data on which `config.loss` trains nothing or another objective.
+
+  - cosine_mse regresses the cosine similarity, in [-1, 1], onto score / score_scale: a
+    target outside that range (STS's 0-5 scores with the default scale 1) cannot be met,
+    and the loss pushes every pair to the same similarity.
+  - cosent orders pairs by score: when every score is equal there is no order to learn.
+  - Pairs whose texts are all identical embed identically: every loss is constant.
+
+  Raises:
+    ValueError: naming the train file, what was found and the flag to change.
+  """
+  path = config.train_file
+  if examples and all(len(set(e.texts)) == 1 for e in examples):
+    raise ValueError(f"{path}: every example's texts are identical (e.g. line "
+                     f"{examples[0].line}): they embed identically and nothing trains")
+  scores = [e.score for e in examples if e.score is not None]
+  if config.loss == "cosine_mse" and scores:
+    worst = max(scores, key=abs)
+    if abs(worst) / config.score_scale > 1.0:
+      raise ValueError(
+          f"{path}: cosine_mse regresses the cosine similarity, in [-1, 1], onto score / "
+          f"score_scale, and a score of {worst:g} with --score_scale={config.score_scale:g} "
+          f"gives {worst / config.score_scale:g}: pass --score_scale={abs(worst):g} (e.g. 5 "
+          "for STS-B's 0-5 scores)")
+  if config.loss == "cosent" and scores and min(scores) == max(scores):
+    raise ValueError(f"{path}: every score is {scores[0]:g}: cosent learns the order of the "
+                     "pairs' scores, and there is none; give scored pairs that differ")
+
+
 def pack(tokenizer, texts, seq_length: int) -> dict[str, np.ndarray]:
   """int32 [N, S] `input_ids`, `input_mask`, `segment_ids` of one text per row."""
   ids = tokenizer.tokenize(tf.constant(list(texts)))
@@ -138,6 +182,7 @@ def pack(tokenizer, texts, seq_length: int) -> dict[str, np.ndarray]:
 class EmbeddingTask(Task):
   """Sentence embeddings as `tfbert.tasks.runner.run_task`'s hooks (module docstring)."""
   head = ""
+  uses_pooler = False  # Its outputs read the sequence output only.
   model_class = BertSentenceEncoder
   config_class = EmbeddingRunConfig
 
@@ -149,6 +194,7 @@ class EmbeddingTask(Task):
     if config.do_train:
       read["train"] = embedding_data.read_examples(config.train_file, config.columns(),
                                                    config.max_train_examples)
+      check_trainable(read["train"], config)
     if config.do_eval and config.dev_file:
       read["dev"] = embedding_data.read_examples(config.dev_file, config.dev_columns())
     if config.do_eval and config.ir_queries_file:
@@ -165,6 +211,11 @@ class EmbeddingTask(Task):
     if config.init_hf_dir and files.exists(
         f"{config.init_hf_dir}/{sentence_transformers.MODULES_FILE}"):
       found = sentence_transformers.read_config(config.init_hf_dir)
+      if (found.pooling_mode, found.normalize) != (mode, normalize):
+        logging.warning(
+            "%s is a sentence-transformers directory: its pooling (%s, normalize=%s) is "
+            "used, not --pooling_mode=%s --normalize=%s", config.init_hf_dir,
+            found.pooling_mode, found.normalize, mode, normalize)
       mode, normalize = found.pooling_mode, found.normalize
     return BertSentenceEncoder(bert_config, mode, normalize, loss=config.loss,
                                scale=config.scale, symmetric=config.symmetric)

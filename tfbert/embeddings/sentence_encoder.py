@@ -184,6 +184,15 @@ class BertSentenceEncoder(keras.Model):
     self.trackers["loss"].update_state(sum_over_replicas(share))
     return self.get_metrics_result()
 
+  def test_step(self, data):
+    """What `evaluate` and `fit(validation_data=...)` run: the training objective on the
+    same pairs `fit` takes (`replica_loss`), without dropout or an update. (Keras' default
+    called the model on the pairs dict itself: `KeyError: 'input_ids'`.)"""
+    features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
+    self.trackers["loss"].update_state(
+        sum_over_replicas(self.replica_loss(features, labels, training=False)))
+    return self.get_metrics_result()
+
   @property
   def metrics(self):
     return list(self.trackers.values())

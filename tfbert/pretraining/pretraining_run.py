@@ -70,7 +70,7 @@ from tfbert.checkpoints import google_checkpoint
 from tfbert.config import BertConfig
 from tfbert.models import BertPretrainer
 from tfbert.pretraining import data_checks, input_pipeline, pretraining_eval
-from tfbert.runtime import atomic, files, run_directory, traces, validation
+from tfbert.runtime import atomic, files, paths, run_directory, traces, validation
 from tfbert.serving import export, serving_dtype
 from tfbert.tasks import precision
 from tfbert.training import distribution, optimization, training_loop
@@ -133,6 +133,9 @@ class PretrainingRunConfig:
         validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,
                                 num_replicas),
         *training_loop.schedule_checks(self),
+        *[(False, problem) for problem in paths.overlap_problems(
+            paths.fields(self, ("input_files", "eval_input_files", "init_checkpoint")),
+            paths.fields(self, ("model_dir", "export_dir")), container="--model_dir")],
         (self.num_cpu_devices >= 1, f"num_cpu_devices ({self.num_cpu_devices}) must be >= 1"),
         validation.seed_check("seed", self.seed),
         (self.max_seq_length <= self.bert_config.max_position_embeddings,
@@ -278,6 +281,8 @@ RERUN_MAY_CHANGE = frozenset({"stop_at_step", "log_steps", "save_checkpoints_ste
                               "max_eval_steps", "keep_checkpoint_max", "best_metric",
                               "early_stopping_patience"})
 VOCAB_FILE = "vocab.txt"
+# What a pretraining export directory is (`tfbert.runtime.atomic.OUTPUT_MARKER`).
+EXPORT_KIND = "pretraining export"
 
 
 def _start(config: PretrainingRunConfig) -> _Run:
@@ -298,6 +303,10 @@ def _start(config: PretrainingRunConfig) -> _Run:
         config.bert_config.vocab_size)
     logging.info(f"eval: {eval_check.summary()}")
   data = data_record(check.files)
+  if is_chief:  # Before any write: the export may replace only an export.
+    atomic.check_replaceable(
+        files.absolute(config.export_dir or os.path.join(config.model_dir, "export")),
+        EXPORT_KIND)
   # Non-chief workers take part in every checkpoint save (it reads distributed variables)
   # but write their copy beside the chief's, never over it.
   directory = config.model_dir if is_chief else os.path.join(config.model_dir, f".worker{index}")
@@ -533,7 +542,7 @@ def _export(run: _Run, config: PretrainingRunConfig) -> dict:
         run.model, os.path.join(staging, "google", "bert_model.ckpt"), vocab_file=vocab)
 
   files.makedirs(os.path.dirname(export_dir))
-  atomic.write_with(export_dir, write, tag="export")
+  atomic.write_with(export_dir, write, tag="export", kind=EXPORT_KIND)
   return written
 
 

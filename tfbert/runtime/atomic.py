@@ -78,7 +78,7 @@ def remove_quietly(path: str) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str, tag: str = "") -> Iterator[str]:
+def atomic_path(path: str, tag: str = "", kind: str = "directory") -> Iterator[str]:
   """Yields a temporary path to write; renames it to `path` when the block succeeds.
 
   The writer may create a file or a directory there. On any exception (including
@@ -88,6 +88,7 @@ def atomic_path(path: str, tag: str = "") -> Iterator[str]:
   Args:
     path: the final path, local or a URL (its directory must exist).
     tag: optional label of the temporary (see `temporary_sibling`).
+    kind: what a directory written there is (`replace_directory`).
 
   Yields:
     The temporary path.
@@ -96,7 +97,7 @@ def atomic_path(path: str, tag: str = "") -> Iterator[str]:
   try:
     yield temporary
     if files.isdir(temporary):
-      replace_directory(temporary, path)
+      replace_directory(temporary, path, kind)
     else:
       if not files.is_url(temporary):
         os.chmod(temporary, 0o666 & ~_umask())
@@ -106,9 +107,11 @@ def atomic_path(path: str, tag: str = "") -> Iterator[str]:
       remove_quietly(temporary)
 
 
-def write_with(path: str, write: Callable[[str], Any], tag: str = "") -> str:
-  """Runs `write(temporary)` and renames the result to `path`; returns `path`."""
-  with atomic_path(path, tag) as temporary:
+def write_with(path: str, write: Callable[[str], Any], tag: str = "",
+               kind: str = "directory") -> str:
+  """Runs `write(temporary)` and renames the result to `path`; returns `path`. A directory
+  replaces only one of the same `kind` (`replace_directory`)."""
+  with atomic_path(path, tag, kind) as temporary:
     write(temporary)
   return path
 
@@ -178,13 +181,46 @@ def file_set(directory: str, marker: str, tag: str = "") -> Iterator[str]:
     remove_quietly(staging)
 
 
-def replace_directory(staging: str, final: str) -> None:
-  """Renames the complete directory `staging` to `final`, replacing any old one.
+# In every directory `replace_directory` writes: what kind of output tfbert wrote there. Only
+# a directory holding this file with the same kind (or an empty one) is ever replaced.
+OUTPUT_MARKER = ".tfbert_output"
+
+
+def check_replaceable(path: str, kind: str) -> None:
+  """Raises unless `path` is absent, an empty directory, or a `kind` tfbert wrote.
+
+  Raises:
+    FileExistsError: naming `path`, what it is, and what to do.
+  """
+  if not path or not files.exists(path):
+    return
+  if not files.isdir(path):
+    raise FileExistsError(f"{path} is a file, not a directory tfbert wrote as a {kind}: "
+                          "refusing to replace it; remove it or choose another path")
+  marker = os.path.join(path, OUTPUT_MARKER)
+  found = files.read_text(marker).strip() if files.isfile(marker) else None
+  if found == kind or (found is None and not files.listdir(path)):
+    return
+  what = (f"a {found} tfbert wrote" if found
+          else f"a directory tfbert did not write (no {OUTPUT_MARKER})")
+  raise FileExistsError(f"{path} exists and is {what}, not a {kind}: refusing to replace it "
+                        "(that would delete it); remove it or choose another path")
+
+
+def replace_directory(staging: str, final: str, kind: str = "directory") -> None:
+  """Renames the complete directory `staging` to `final`, replacing any old one that tfbert
+  wrote as the same `kind` of output (`check_replaceable`; `OUTPUT_MARKER` records it).
 
   POSIX cannot rename a directory onto a non-empty one, so the old directory first moves
   aside to a temporary name; if the second rename fails, it moves back. The old copy is
   removed last.
+
+  Raises:
+    FileExistsError: `final` is something else (`check_replaceable`); nothing is changed.
   """
+  check_replaceable(final, kind)
+  with files.open_file(os.path.join(staging, OUTPUT_MARKER), "w") as f:
+    f.write(kind + "\n")
   if not files.exists(final):
     files.rename(staging, final, overwrite=False)
     return

@@ -192,10 +192,45 @@ def run_tool(main: Callable[[Sequence[str]], object], traceback) -> None:
   if launcher is not None and not getattr(launcher, "__doc__", None):
     launcher.__doc__ = sys.modules[main.__module__].__doc__
   quiet_device_probe()  # Before app.run, whose init callbacks would probe noisily.
-  app.run(guarded(main, traceback, tool), argv=local_flagfiles(sys.argv))
+  app.run(guarded(main, traceback, tool), argv=flagfiles_first(local_flagfiles(sys.argv)))
 
 
 _FLAGFILE = "--flagfile="
+_FLAGFILE_NAMES = ("--flagfile", "-flagfile")
+
+
+def flagfiles_first(argv: Sequence[str]) -> list[str]:
+  """`argv` with its flag files moved before every other flag: the command line wins.
+
+  absl applies flags in order, a flag file's where it stands, so the later value wins:
+  `--output_dir=NEW --flagfile=OLD/flags.txt` replayed OLD's `--output_dir` and replaced the
+  old run's export. A flag given on the command line is meant to override the file it
+  replays, whatever its position; flag files keep their own order among themselves.
+
+  Args:
+    argv: the command line, program name first (`--flagfile=F` or `--flagfile F`).
+
+  Returns:
+    The program name, the flag file arguments, then the rest in their order (`--` and what
+    follows it stay last).
+  """
+  argv = list(argv)
+  head, rest = argv[:1], argv[1:]
+  tail = []
+  if "--" in rest:
+    at = rest.index("--")
+    rest, tail = rest[:at], rest[at:]
+  files_, others = [], []
+  i = 0
+  while i < len(rest):
+    arg = rest[i]
+    if arg in _FLAGFILE_NAMES and i + 1 < len(rest):
+      files_ += rest[i:i + 2]
+      i += 2
+      continue
+    (files_ if arg.split("=", 1)[0] in _FLAGFILE_NAMES else others).append(arg)
+    i += 1
+  return head + files_ + others + tail
 
 
 def local_flagfiles(argv: Sequence[str], directory: typing.Optional[str] = None) -> list[str]:

@@ -636,6 +636,11 @@ def write_labels(path: str, labels) -> None:
     write_labels_file(folder, labels)
 
 
+# What an export directory is (`tfbert.runtime.atomic.OUTPUT_MARKER`): only an export
+# replaces an export.
+EXPORT_KIND = "SavedModel export"
+
+
 def save_atomically(write: Callable[[str], None], export_dir: str) -> None:
   """Runs `write(tmp)` into a fresh sibling directory, then renames it into place.
 
@@ -646,7 +651,9 @@ def save_atomically(write: Callable[[str], None], export_dir: str) -> None:
   directory onto a non-empty one, so there is a window of two renames in which
   `export_dir` is absent; if the second rename fails, the old export is moved
   back. On any error the temporary directory is removed and the old export is
-  left as it was.
+  left as it was. Only an export replaces an export (`EXPORT_KIND`): `export_dir` naming a
+  run directory or anything else tfbert did not write as an export is refused, untouched,
+  before anything is written.
 
   On a URL (`gs://`, `s3://`, `ram://`: any `tf.io.gfile` filesystem) the staging
   and the renames are the same, but a rename is the filesystem's: on object stores
@@ -659,12 +666,13 @@ def save_atomically(write: Callable[[str], None], export_dir: str) -> None:
     export_dir: local directory or URL to create or replace.
   """
   export_dir = files.absolute(export_dir)
+  atomic.check_replaceable(export_dir, EXPORT_KIND)  # Before the (long) write.
   files.makedirs(files.parent(export_dir))
   staging = atomic.temporary_sibling(export_dir, "export")
   files.mkdir(staging)  # Locally `os.mkdir`: the umask's mode, readable by a model server.
   try:
     write(staging)
-    atomic.replace_directory(staging, export_dir)
+    atomic.replace_directory(staging, export_dir, EXPORT_KIND)
   finally:
     if files.exists(staging):  # Gone already after the rename.
       atomic.remove_quietly(staging)

@@ -96,6 +96,7 @@ class SquadRunConfig(fine_tuning.FineTuningConfig):
   RERUN_MAY_CHANGE = fine_tuning.FineTuningConfig.RERUN_MAY_CHANGE | frozenset(
       {"do_predict", "predict_file", "predict_articles", "predict_batch_size",
        "postprocess"})
+  INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + ("train_file", "predict_file")
   do_predict: bool = False
   train_file: Optional[str] = None
   predict_file: Optional[str] = None
@@ -223,6 +224,7 @@ def check_version(dataset: squad_data.SquadDataset, version_2_with_negative: boo
 class SquadTask(Task):
   """SQuAD span labelling as `tfbert.tasks.runner.run_task`'s hooks (see the module)."""
   head = "span_head"
+  uses_pooler = False  # Its outputs read the sequence output only.
   model_class = BertSpanLabeler
   config_class = SquadRunConfig
 

@@ -67,6 +67,8 @@ class NerRunConfig(fine_tuning.FineTuningConfig):
   """Everything that defines a tagging run (see flags/run_ner_flags.py)."""
   RERUN_MAY_CHANGE = fine_tuning.FineTuningConfig.RERUN_MAY_CHANGE | frozenset(
       {"do_eval", "do_predict", "eval_file", "predict_file", "eval_batch_size"})
+  INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + (
+      "train_file", "eval_file", "predict_file")
   train_file: Optional[str] = None
   eval_file: Optional[str] = None
   predict_file: Optional[str] = None
@@ -173,6 +175,7 @@ def resolve_labels(config: NerRunConfig, inputs: dict[str, list[conll.Sentence]]
 class NerTask(task.Task):
   """Named-entity tagging as `tfbert.tasks.runner.run_task`'s hooks (see the module)."""
   head = "classifier_head"
+  uses_pooler = False  # Its outputs read the sequence output only.
   model_class = BertTokenClassifier
   config_class = NerRunConfig
 
@@ -187,15 +190,6 @@ class NerTask(task.Task):
 
   def build_model(self, config: NerRunConfig, bert_config, labels) -> BertTokenClassifier:
     return BertTokenClassifier(bert_config, labels, config.classifier_dropout)
-
-  def adapt_initial_weights(self, model, weights, source):
-    """Every encoder weight but the pooler must be in the source: the pooler, unused by
-    tagging, keeps its fresh values when absent (as `BertForTokenClassification` saves)."""
-    if weights is not None and not any(n.startswith("bert/pooler/") for n in weights):
-      weights = {**weights, **{f"bert/pooler/dense/{n}": v.numpy() for n, v in
-                               zip(("kernel", "bias"), model.encoder.pooler.weights)}}
-      logging.info(f"{source} has no pooler (unused by tagging): it keeps its fresh values")
-    return weights
 
   def train_data(self, context: task.RunContext) -> task.TrainingData:
     c, sentences = context.config, context.inputs["train"]

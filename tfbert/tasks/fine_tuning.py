@@ -35,9 +35,9 @@ from absl import logging
 
 from tfbert.checkpoints import convert, google_checkpoint, google_names, huggingface, pretrained
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic, cli, files, run_directory, validation
+from tfbert.runtime import atomic, cli, files, paths, run_directory, validation
 from tfbert.serving import serving_dtype
-from tfbert.tasks import precision
+from tfbert.tasks import precision, source_heads
 from tfbert.text import casing
 from tfbert.training import distribution, optimization, training_loop
 from tfbert.training.distribution import DTYPES
@@ -57,6 +57,11 @@ class FineTuningConfig:
       "export_dir", "export_dtype", "verbose", "log_steps", "output_dir", "allow_config_change",
       "save_checkpoints_steps", "keep_checkpoint_max", "eval_every_steps", "best_metric",
       "early_stopping_patience", "stop_at_step", "allow_casing_mismatch", "max_train_steps"})
+  # The fields naming what a run reads and what it writes (`tfbert.runtime.paths`: outputs
+  # never destroy inputs); a task's config adds its own.
+  INPUT_PATHS: ClassVar[tuple[str, ...]] = (
+      "vocab_file", "bert_config_file", "init_checkpoint", "init_hf_dir", "init_tfbert")
+  OUTPUT_PATHS: ClassVar[tuple[str, ...]] = ("output_dir", "export_dir")
   output_dir: str
   do_train: bool = False
   vocab_file: Optional[str] = None
@@ -119,7 +124,12 @@ class FineTuningConfig:
          "give at most one of init_checkpoint, init_hf_dir, init_tfbert"),
         validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,
                                 num_replicas),
-    ] + training_loop.schedule_checks(self)
+    ] + training_loop.schedule_checks(self) + [
+        (False, problem) for problem in paths.overlap_problems(
+            paths.fields(self, self.INPUT_PATHS), paths.fields(self, self.OUTPUT_PATHS),
+            container="--output_dir",
+            # Evaluating the run's own model writes no model.keras; training does.
+            read_from_container=() if self.do_train else ("--init_tfbert",))]
 
   def to_json(self) -> str:
     return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
@@ -232,7 +242,16 @@ def written_paths(output_dir: str, written: Sequence[str]) -> list[str]:
 
 def initial_weights(config: FineTuningConfig
                     ) -> tuple[BertConfig, Optional[dict[str, np.ndarray]], str]:
-  """(model config, Google-name weights or None, source) of the chosen initialization.
+  """(model config, Google-name weights or None, source name): `initial_source`'s, with the
+  source as its name."""
+  bert_config, weights, source = initial_source(config)
+  return bert_config, weights, source.name
+
+
+def initial_source(config: FineTuningConfig
+                   ) -> tuple[BertConfig, Optional[dict[str, np.ndarray]], source_heads.Source]:
+  """(model config, Google-name weights or None, `source_heads.Source`) of the chosen
+  initialization.
 
   `bert_config_file`, when given, is the model's config; otherwise it comes from the source
   (`bert_config.json` beside a Google checkpoint, the Hugging Face `config.json`, the
@@ -248,16 +267,20 @@ def initial_weights(config: FineTuningConfig
   if config.init_checkpoint:
     prefix = config.init_checkpoint
     weights = google_checkpoint.read_google_checkpoint(prefix)
-    return given_config(os.path.join(os.path.dirname(prefix), "bert_config.json")), weights, prefix
+    return (given_config(os.path.join(os.path.dirname(prefix), "bert_config.json")), weights,
+            source_heads.Source(prefix))
   if config.init_hf_dir:
     hf_config, weights, _ = huggingface.load_hf_checkpoint(config.init_hf_dir)
     bert_config = given_config() if config.bert_config_file else hf_config
-    return bert_config, weights, config.init_hf_dir
+    task = huggingface.read_hf_task(config.init_hf_dir)  # Its id2label's names, in id order.
+    return bert_config, weights, source_heads.Source(config.init_hf_dir, task.architecture,
+                                                     task.labels)
   if config.init_tfbert:
-    source = convert.read_tfbert_model(config.init_tfbert)  # Errors name the file.
-    bert_config = given_config() if config.bert_config_file else source.config
-    return bert_config, google_checkpoint.google_weights(source), config.init_tfbert
-  return given_config(), None, "random initialization"
+    model = convert.read_tfbert_model(config.init_tfbert)  # Errors name the file.
+    bert_config = given_config() if config.bert_config_file else model.config
+    return (bert_config, google_checkpoint.google_weights(model),
+            source_heads.of_model(config.init_tfbert, model))
+  return given_config(), None, source_heads.Source("random initialization")
 
 
 def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.ndarray]],

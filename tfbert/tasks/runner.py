@@ -30,9 +30,9 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from tfbert.runtime import atomic, traces
+from tfbert.runtime import atomic, files, traces
 from tfbert.serving import export
-from tfbert.tasks import fine_tuning
+from tfbert.tasks import fine_tuning, source_heads
 from tfbert.tasks.task import RunContext, Task
 from tfbert.text.tokenization import WordPieceTokenizer
 
@@ -59,6 +59,8 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
     config = dataclasses.replace(config, best_metric=task.default_best_metric(config))
   config = fine_tuning.resolve_casing(config)  # Before any work.
   inputs = task.read_inputs(config)  # Before anything is built or written.
+  if config.export_dir:  # Only an export may be replaced by the export.
+    atomic.check_replaceable(files.absolute(config.export_dir), export.EXPORT_KIND)
   labels = task.labels(config, inputs)
   strategy = fine_tuning.start_run(config)
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
@@ -78,20 +80,25 @@ def build_model(task: Task, config: fine_tuning.FineTuningConfig, labels,
                 strategy: tf.distribute.Strategy) -> keras.Model:
   """The task model, built in `strategy`'s scope and initialized as `config` says.
 
-  The source's encoder weights must all be there and fit exactly; tensors the model has no
-  weight for are reported as unused, and the head (`task.head`) keeps its fresh values
-  when the source has none, or always with `config.reinit_head`.
+  The source's encoder weights must all be there and fit exactly (the pooler only where the
+  task's model reads it, `task.uses_pooler`); tensors the model has no weight for are
+  reported as unused, and the head (`task.head`) keeps its fresh values when the source has
+  none, or always with `config.reinit_head`. A source head of another task, or of other
+  labels, is refused; the same labels in another order are matched by name
+  (`tfbert.tasks.source_heads`).
 
   Raises:
     ValueError: the source lacks an encoder weight, or shapes differ (a head that does not
       fit names `--reinit_head`).
   """
-  bert_config, weights, source = fine_tuning.initial_weights(config)
+  bert_config, weights, source = fine_tuning.initial_source(config)
   with strategy.scope():
     model = task.build_model(config, bert_config, labels)
     model.build()
-  weights = task.adapt_initial_weights(model, weights, source)
-  fine_tuning.assign_initial_weights(model, weights, source, task.head,
+  weights = source_heads.match_source_head(model, weights, source, task.head,
+                                           config.reinit_head)
+  weights = task.adapt_initial_weights(model, weights, source.name)
+  fine_tuning.assign_initial_weights(model, weights, source.name, task.head,
                                      head_is_trained=task.head_is_trained(config),
                                      reinit_head=config.reinit_head)
   return model

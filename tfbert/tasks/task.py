@@ -36,6 +36,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfbert.checkpoints import convert
 from tfbert.config import BertConfig
 from tfbert.text.tokenization import WordPieceTokenizer
 
@@ -102,8 +103,11 @@ class Task:
     model_class: the class of the task's model (what `build_model` returns).
     config_class: the task's `FineTuningConfig` subclass (its `from_json` reads the run's
       `run_config.json`).
+    uses_pooler: whether the model's outputs read the pooler; a task whose model does not
+      starts from a source without one (the pooler keeps its fresh values).
   """
   head: ClassVar[str] = ""
+  uses_pooler: ClassVar[bool] = True
   model_class: ClassVar[Optional[type]] = None
   config_class: ClassVar[Optional[type]] = None
 
@@ -135,9 +139,14 @@ class Task:
 
   def adapt_initial_weights(self, model: keras.Model, weights: Optional[dict[str, np.ndarray]],
                             source: str) -> Optional[dict[str, np.ndarray]]:
-    """The Google-name weights to load into `model` (default: `weights` as they are)."""
-    del model, source
-    return weights
+    """The Google-name weights to load into `model`: `weights` as they are, or, for a task
+    whose model reads no pooler (`uses_pooler` False), with the model's fresh pooler where
+    the source has none (transformers' question-answering and token-classification
+    directories)."""
+    if weights is None or self.uses_pooler:
+      return weights
+    return convert.with_fresh_pooler(model, weights, source,
+                                     f"unused by {type(self).__name__}")
 
   def head_is_trained(self, config) -> bool:
     """Whether the head will be trained (a fresh head that only predicts gets a warning)."""

@@ -204,6 +204,7 @@ def graph_micro_steps(strategy: tf.distribute.Strategy, train_step):
 
 
 BEST_DIR = "best"  # Under the run directory: the best evaluation's model, beside no rotation.
+BEST_KIND = "best model"  # What `best/` is (`tfbert.runtime.atomic.OUTPUT_MARKER`).
 
 
 def keep_best(directory: str, write_model: Callable[[str], None], metric: str, step: int,
@@ -219,7 +220,7 @@ def keep_best(directory: str, write_model: Callable[[str], None], metric: str, s
     atomic.write_json(os.path.join(staging, "eval_results.json"),
                       {"step": step, "best_metric": metric, **scores})
 
-  atomic.write_with(path, write, tag="best")
+  atomic.write_with(path, write, tag="best", kind=BEST_KIND)
   logging.info(f"best {metric} so far ({scores[metric]:.4f} at applied step {step}): kept in "
                f"{path}")
   return path
