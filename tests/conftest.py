@@ -7,6 +7,12 @@ import os
 import uuid
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# One core per xdist worker: with a worker per core, each TensorFlow's own pool of a thread
+# per core made the two processes wait on each other's threads (docs/testing.md, "Waiting").
+# Set before TensorFlow starts, and inherited by every process a test starts, so a run in
+# the test's process and one in a subprocess compute alike.
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) >= (os.cpu_count() or 1):
+  os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402

@@ -117,6 +117,16 @@ def cases(tmp_path_factory):
            f"--output_dir={d / 'mrpc_cased'}", "--init_hf_dir=minilm", "--do_lower_case=false"],
           ["casing mismatch: --do_lower_case=false", "tokenizer_config.json",
            "do_lower_case=true", "--allow_casing_mismatch"], d / "mrpc_cased"),
+      "run_classifier: a missing --init_hf_dir": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
+           f"--output_dir={d / 'mrpc_missing'}", f"--init_hf_dir={d / 'no_such_model'}"],
+          [f"--init_hf_dir {d / 'no_such_model'}: no such directory"], d / "mrpc_missing"),
+      "run_ner: a Google checkpoint given as its directory": (
+          ["run_ner", "--do_train", f"--train_file={d / 'train.conll'}",
+           f"--output_dir={d / 'ner_dir'}", f"--init_checkpoint={no_vocab}",
+           f"--vocab_file={vocab}"],
+          [f"--init_checkpoint {no_vocab} is a directory",
+           f"e.g. {no_vocab / 'bert_model.ckpt'}"], d / "ner_dir"),
       "convert_checkpoint: an hf output without a vocabulary": (
           ["convert_checkpoint", f"--input={no_vocab / 'bert_model.ckpt'}", "--output_format=hf",
            f"--output={d / 'hf_out'}"],
@@ -152,6 +162,8 @@ CASE_NAMES = [
     "run_classifier: a cased --do_lower_case for an uncased checkpoint",
     "convert_checkpoint: an hf output without a vocabulary",
     "convert_checkpoint: a corrupt safetensors file",
+    "run_classifier: a missing --init_hf_dir",
+    "run_ner: a Google checkpoint given as its directory",
 ]
 
 

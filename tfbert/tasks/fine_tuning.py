@@ -379,6 +379,33 @@ def init_source(config: FineTuningConfig) -> Optional[str]:
   return config.init_checkpoint or config.init_hf_dir or config.init_tfbert
 
 
+def check_sources(config: FineTuningConfig) -> None:
+  """The initialization the config names exists, in the form its flag takes; checked before
+  anything reads it, so the error names the flag (a missing `--init_hf_dir` said "missing
+  vocabulary" before).
+
+  Raises:
+    FileNotFoundError: naming the flag and the path.
+    ValueError: `--init_checkpoint` naming a directory (a Google checkpoint is a prefix).
+  """
+  if config.init_hf_dir and not files.isdir(config.init_hf_dir):
+    raise FileNotFoundError(f"--init_hf_dir {config.init_hf_dir}: no such directory (a "
+                            "Hugging Face model directory: config.json, model.safetensors)")
+  if config.init_tfbert and not files.exists(config.init_tfbert):
+    raise FileNotFoundError(f"--init_tfbert {config.init_tfbert}: no such file (a tfbert "
+                            ".keras model, e.g. <run>/model.keras)")
+  prefix = config.init_checkpoint
+  if prefix and files.isdir(prefix):
+    found = sorted(name[:-len(".index")] for name in files.listdir(prefix)
+                   if name.endswith(".index"))
+    example = os.path.join(prefix, found[0] if found else "bert_model.ckpt")
+    raise ValueError(f"--init_checkpoint {prefix} is a directory: give the checkpoint's "
+                     f"prefix, its .index file's path without .index (e.g. {example})")
+  if prefix and not files.exists(prefix + ".index"):
+    raise FileNotFoundError(f"--init_checkpoint {prefix}: no checkpoint there ({prefix}.index "
+                            "is missing; the flag takes the prefix, e.g. .../bert_model.ckpt)")
+
+
 def resolve_casing(config):
   """`config` with the casing to tokenize with, checked before any work (`tfbert.text.casing`).
 

@@ -57,6 +57,7 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
   """
   if config.eval_every_steps and not config.best_metric:
     config = dataclasses.replace(config, best_metric=task.default_best_metric(config))
+  fine_tuning.check_sources(config)  # What the config starts from exists: named by its flag.
   config = fine_tuning.resolve_casing(config)  # Before any work.
   inputs = task.read_inputs(config)  # Before anything is built or written.
   if config.export_dir:  # Only an export may be replaced by the export.
