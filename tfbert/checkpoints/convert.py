@@ -82,11 +82,16 @@ POOLERLESS_ARCHITECTURES = frozenset({"BertForQuestionAnswering", "BertForTokenC
 POOLER_SCOPE = "bert/pooler/"
 
 
+def hf_architecture(model: keras.Model) -> Optional[str]:
+  """The transformers class of a tfbert model's head (its `hf_task`), or None."""
+  hf_task = getattr(model, "hf_task", None)
+  return hf_task()["architectures"][0] if hf_task else None
+
+
 def uses_pooler(model: keras.Model) -> bool:
   """Whether `model`'s outputs read the pooler (every tfbert model but the span labeler and
   the tagger, by their transformers class)."""
-  hf_task = getattr(model, "hf_task", None)
-  return not hf_task or hf_task()["architectures"][0] not in POOLERLESS_ARCHITECTURES
+  return hf_architecture(model) not in POOLERLESS_ARCHITECTURES
 
 
 def with_fresh_pooler(model: keras.Model, weights: Mapping[str, np.ndarray],

@@ -304,9 +304,7 @@ def _start(config: PretrainingRunConfig) -> _Run:
     logging.info(f"eval: {eval_check.summary()}")
   data = data_record(check.files)
   if is_chief:  # Before any write: the export may replace only an export.
-    atomic.check_replaceable(
-        files.absolute(config.export_dir or os.path.join(config.model_dir, "export")),
-        EXPORT_KIND)
+    atomic.check_replaceable(_chief_export_directory(config), EXPORT_KIND)
   # Non-chief workers take part in every checkpoint save (it reads distributed variables)
   # but write their copy beside the chief's, never over it.
   directory = config.model_dir if is_chief else os.path.join(config.model_dir, f".worker{index}")
@@ -443,6 +441,11 @@ def _own_directory(run: _Run, config: PretrainingRunConfig) -> str:
 def _export_directory(run: _Run, config: PretrainingRunConfig) -> str:
   if not run.is_chief:
     return os.path.join(_own_directory(run, config), "export")
+  return _chief_export_directory(config)
+
+
+def _chief_export_directory(config: PretrainingRunConfig) -> str:
+  """Where the chief exports: `export_dir`, else `<model_dir>/export`."""
   return files.absolute(config.export_dir or os.path.join(config.model_dir, "export"))
 
 

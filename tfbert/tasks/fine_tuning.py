@@ -319,7 +319,7 @@ def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.nd
   in_source = sorted(head_names & set(weights))
   if reinit_head:
     weights = {n: w for n, w in weights.items() if n not in head_names}
-    pooler = [n for n in variables if n.startswith("bert/pooler/")]
+    pooler = [n for n in variables if n.startswith(convert.POOLER_SCOPE)]
     fresh_pooler = [n for n in pooler if n not in weights]
     weights.update({n: variables[n].numpy() for n in fresh_pooler})
     logging.warning(

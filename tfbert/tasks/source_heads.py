@@ -25,7 +25,7 @@ import keras
 import numpy as np
 from absl import logging
 
-from tfbert.checkpoints import google_checkpoint, google_names
+from tfbert.checkpoints import convert, google_checkpoint, google_names
 
 # The transformers classes of fine-tuned task heads: a source with one of these heads
 # starts only a model with the same one, unless the run asks for a fresh head.
@@ -54,16 +54,10 @@ class Source:
   labels: Optional[tuple[str, ...]] = None
 
 
-def architecture(model: keras.Model) -> Optional[str]:
-  """The transformers class of a tfbert model's head (`hf_task`), or None."""
-  hf_task = getattr(model, "hf_task", None)
-  return hf_task()["architectures"][0] if hf_task else None
-
-
 def of_model(name: str, model: keras.Model) -> Source:
   """The `Source` a tfbert model is (its head's class and labels)."""
   labels = getattr(model, "labels", None)
-  return Source(name, architecture(model), None if labels is None else tuple(labels))
+  return Source(name, convert.hf_architecture(model), None if labels is None else tuple(labels))
 
 
 def match_source_head(model: keras.Model, weights: Optional[dict[str, np.ndarray]],
@@ -86,7 +80,7 @@ def match_source_head(model: keras.Model, weights: Optional[dict[str, np.ndarray
   """
   if weights is None or reinit_head or not head:
     return weights
-  kind = architecture(model)
+  kind = convert.hf_architecture(model)
   if source.architecture in TASK_HEADS and kind in TASK_HEADS and source.architecture != kind:
     raise ValueError(f"{source.name} holds a {source.architecture} head and this task trains "
                      f"a {kind}: its head would be dropped without a word; {FRESH_HEAD}")
