@@ -13,7 +13,8 @@ from tfbert_flags import common_flags, export_flags, fine_tuning_flags, run_dire
 # What to do, on which data.
 TRAIN_FILE = flags.DEFINE_string(
     "train_file", None, "Pairs, triplets or scored pairs to train on: TSV with a header "
-    "(columns by name) or JSONL (by key); see --anchor_column and the next flags.")
+    "(columns by name), TSV without one (every column flag a 0-based index: "
+    "--anchor_column=0) or JSONL (by key); see --anchor_column and the next flags.")
 DEV_FILE = flags.DEFINE_string(
     "dev_file", None, "Scored pairs to evaluate on (Spearman and Pearson of the cosine "
     "similarity against the score), e.g. GLUE's STS-B dev.tsv.")

@@ -74,6 +74,9 @@ EARLY_STOPPING_PATIENCE = flags.DEFINE_integer(
 EXPORT_DIR = flags.DEFINE_string("export_dir", None,
                                  "SavedModel + Google checkpoint export "
                                  "(default model_dir/export).")
+EXPORT_SAVED_MODEL = flags.DEFINE_bool(
+    "export_saved_model", True, "Export the encoder as a SavedModel (export/saved_model) "
+    "beside the Google checkpoint; false: the checkpoint alone (faster, e.g. to fine-tune).")
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).
 flags.adopt_module_key_flags(common_flags)

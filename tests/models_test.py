@@ -301,6 +301,18 @@ def test_fit_reports_validation_metrics_that_early_stopping_can_watch():
   assert sorted(history.history) == ["loss", "val_accuracy", "val_loss"]
   assert len(history.history["loss"]) == 2
   assert 0.5 < history.history["val_loss"][0] < 3.0  # A 3-class cross-entropy, not 0.
+  # The task metric without `mode=` (README): Keras reads its direction from
+  # `model.metrics` and refused it before ("Pass `mode='max'`"); as a bigger-is-better
+  # metric that never improves, it stops after the second epoch too.
+  stopper = keras.callbacks.EarlyStopping(monitor="val_accuracy", patience=0)
+  history = model.fit(features, labels, batch_size=8, epochs=4, verbose=0,
+                      validation_data=(features, labels), callbacks=[stopper])
+  assert len(history.history["loss"]) == 2 and stopper.monitor_op is keras.ops.greater
+  assert model.metrics_names == ["loss", "metric_directions"]  # No reported value added.
+  directions = {m.name: m._direction for m in model.metrics[-1].metrics}
+  assert directions == {"accuracy": "up"}
+  assert {m.name: m._direction for m in BertClassifier(config, 1).metrics[-1].metrics} == {
+      "pearson": "up"}
 
 
 def test_keras_export_points_to_tfberts_exporter_which_writes_the_id_signatures(tmp_path):

@@ -131,6 +131,16 @@ def cases(tmp_path_factory):
           ["convert_checkpoint", f"--input={no_vocab / 'bert_model.ckpt'}", "--output_format=hf",
            f"--output={d / 'hf_out'}"],
           [str(no_vocab / "bert_model.ckpt"), "--vocab_file"], d / "hf_out"),
+      "align: an unknown variant, before the embedded corpus is made": (
+          ["align", "--variants=graph,fast", f"--workdir={d / 'align'}"],
+          ["unknown variant 'fast'"], d / "align"),
+      "align: a tolerance that is not kind=value": (
+          ["align", "--variants=graph,eager", "--tolerances=float32", f"--workdir={d / 'align2'}"],
+          ["--tolerances item 'float32' is not kind=value"], d / "align2"),
+      "run_classifier: a negative --eval_batch_size": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
+           f"--output_dir={d / 'mrpc_eval_batch'}", "--eval_batch_size=-1", *common],
+          ["eval_batch_size (-1) must be >= 1"], d / "mrpc_eval_batch"),
       "convert_checkpoint: a corrupt safetensors file": (
           ["convert_checkpoint", "--input_format=hf", f"--input={d}",
            "--output_format=tfbert", f"--output={d.parent / 'converted' / 'model.keras'}"],
@@ -164,6 +174,9 @@ CASE_NAMES = [
     "convert_checkpoint: a corrupt safetensors file",
     "run_classifier: a missing --init_hf_dir",
     "run_ner: a Google checkpoint given as its directory",
+    "align: an unknown variant, before the embedded corpus is made",
+    "align: a tolerance that is not kind=value",
+    "run_classifier: a negative --eval_batch_size",
 ]
 
 

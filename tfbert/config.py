@@ -67,6 +67,13 @@ _HF_DEFAULTS = dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12,
                     max_position_embeddings=512, type_vocab_size=2, initializer_range=0.02)
 
 
+# The fields that give the model's variables their shapes: a checkpoint of one value cannot
+# be restored into a model of another (`tfbert.runtime.run_directory.RunRecord`).
+SHAPE_FIELDS = frozenset({"vocab_size", "hidden_size", "num_hidden_layers",
+                          "num_attention_heads", "intermediate_size",
+                          "max_position_embeddings", "type_vocab_size"})
+
+
 @dataclasses.dataclass(frozen=True)
 class BertConfig:
   """Configuration of a BERT encoder, with google-research/bert's field names.

@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 
 import keras
 import tensorflow as tf
+from keras.src.trainers import compile_utils
 
 from tfbert.encoder import BertEncoder, as_config, read_inputs
 from tfbert.layers import dropout
@@ -127,7 +128,7 @@ class BertPretrainer(keras.Model):
 
   @property
   def metrics(self):
-    return list(self.trackers.values())
+    return list(self.trackers.values()) + [metric_directions(PRETRAINING_METRICS)]
 
   def get_metrics_result(self):
     """Weighted means since the last reset, plus `loss` = MLM loss + NSP loss."""
@@ -145,6 +146,39 @@ class BertPretrainer(keras.Model):
 
   def get_config(self):
     return {**super().get_config(), "config": self.config.to_dict()}
+
+
+class _MetricDirection(keras.metrics.Metric):
+  """A metric's name and whether more is better, for Keras' monitors with mode "auto".
+
+  `EarlyStopping`, `ModelCheckpoint` and `ReduceLROnPlateau` look a monitored name (less
+  its "val_" prefix) up among the `CompileMetrics` / `MetricsList` entries of
+  `model.metrics` and read its `_direction`; anything but "loss" unknown there is refused
+  ("Pass `mode='max'`"). tfbert's models report their metrics from their own steps, so
+  `monitor="val_accuracy"` was refused. This marker holds no state and is never reported:
+  the models' `get_metrics_result` reads their trackers, and `test_step` returns its own.
+  """
+
+  def __init__(self, name: str, direction: str):
+    super().__init__(name=name)
+    self._direction = direction  # Keras' attribute: "up" or "down".
+
+  def update_state(self, *args, **kwargs):
+    del args, kwargs
+
+  def reset_state(self):
+    pass
+
+  def result(self):
+    return tf.constant(0.0)
+
+
+def metric_directions(names: Sequence[str]) -> keras.metrics.Metric:
+  """A Keras `MetricsList` of `_MetricDirection`s: a name ending in "loss" is minimized,
+  any other (accuracy, pearson) maximized."""
+  return compile_utils.MetricsList(
+      [_MetricDirection(name, "down" if name.endswith("loss") else "up") for name in names],
+      name="metric_directions")
 
 
 def step_number(model: keras.Model) -> tf.Tensor:
@@ -266,7 +300,10 @@ class _FineTuningStep:
 
   @property
   def metrics(self):
-    return list(self.trackers.values())
+    zero = tf.constant(0.0, tf.float64)
+    reported = self.metric_values(  # The names `test_step` reports besides "loss".
+        {name: zero for name in ("loss_sum", "examples") + self.metric_term_names()})
+    return list(self.trackers.values()) + [metric_directions(sorted(reported))]
 
   def get_metrics_result(self):
     return {name: tracker.result() for name, tracker in self.trackers.items()}

@@ -24,20 +24,28 @@ from tfbert_tools.demos import pretraining_demo, squad_demo
 
 
 def default_input_files(workdir: str) -> list[str]:
-  """The main job's pretraining records (pydoc_data.topics), made once in WORKDIR/data."""
+  """Where the main job's pretraining records (pydoc_data.topics) go: WORKDIR/data, made
+  by `make_default_data` once the whole configuration has been checked."""
   if (f.MAX_SEQ_LENGTH.value, f.MAX_PREDICTIONS_PER_SEQ.value) != (
       pretraining_demo.SEQ_LENGTH, pretraining_demo.MAX_PREDICTIONS):
     raise app.UsageError("--input_files is needed unless --max_seq_length="
                          f"{pretraining_demo.SEQ_LENGTH} and --max_predictions_per_seq="
                          f"{pretraining_demo.MAX_PREDICTIONS} (the embedded data's shape)")
-  data_dir = os.path.join(workdir, "data")
-  pretraining_demo.make_data(data_dir)
-  return [os.path.join(data_dir, "*.tfrecord")]
+  return [os.path.join(workdir, "data", "*.tfrecord")]
 
 
 def default_train_file(workdir: str) -> str:
-  """The main job's synthetic SQuAD training set, made once in WORKDIR/squad_data."""
-  return squad_demo.make_data(os.path.join(workdir, "squad_data"))[0]
+  """Where the main job's synthetic SQuAD training set goes: WORKDIR/squad_data/train.json."""
+  return os.path.join(workdir, "squad_data", "train.json")
+
+
+def make_default_data(config: alignment.AlignmentConfig, workdir: str) -> None:
+  """Writes the embedded data the config reads, when it reads it (after every check)."""
+  if not f.INPUT_FILES.value and config.task == "pretraining":
+    pretraining_demo.make_data(os.path.join(workdir, "data"))
+  if not f.TRAIN_FILE.value and config.task == "squad":
+    made = squad_demo.make_data(os.path.join(workdir, "squad_data"))[0]
+    assert made == config.train_file, (made, config.train_file)
 
 
 def main(argv):
@@ -48,10 +56,6 @@ def main(argv):
                          "--task_name)")
   train_file = f.TRAIN_FILE.value or (default_train_file(f.WORKDIR.value)
                                       if task == "squad" else None)
-  tolerances = {}
-  for item in f.TOLERANCES.value:
-    kind, _, value = item.partition("=")
-    tolerances[kind] = float(value)
   config = alignment.AlignmentConfig(
       bert_config=(BertConfig.from_json_file(f.BERT_CONFIG_FILE.value)
                    if f.BERT_CONFIG_FILE.value else pretraining_demo.SMALL_BERT),
@@ -65,8 +69,10 @@ def main(argv):
           momentum=f.MOMENTUM.value, num_warmup_steps=f.NUM_WARMUP_STEPS.value,
           num_train_steps=f.STEPS.value,
           weight_decay_rate=f.WEIGHT_DECAY_RATE.value, clip_norm=f.CLIP_NORM.value or None),
-      seed=f.SEED.value, tolerances=tolerances, compare_weights=f.COMPARE_WEIGHTS.value,
-      task=task, train_file=train_file, task_name=f.TASK_NAME.value)
+      seed=f.SEED.value, tolerances=alignment.parse_tolerances(f.TOLERANCES.value),
+      compare_weights=f.COMPARE_WEIGHTS.value, task=task, train_file=train_file,
+      task_name=f.TASK_NAME.value)
+  make_default_data(config, f.WORKDIR.value)  # Only now: every setting has been checked.
   report = alignment_run.run_alignment(config, f.WORKDIR.value)
   print(f"report: {os.path.join(f.WORKDIR.value, 'report.json')}; plot: "
         f"{os.path.join(f.WORKDIR.value, 'alignment.png')}; "

@@ -12,11 +12,10 @@ matches (conlleval's definition, seqeval's default mode: `tfbert.tagging.tagging
 the entity counts, token `accuracy`, and `per_type` scores.
 """
 
-import json
 
 from absl import app
 
-from tfbert.runtime import cli
+from tfbert.runtime import cli, json_values
 from tfbert.tagging import conll, tagging_metrics
 from tfbert_flags import common_flags, evaluate_ner_flags
 
@@ -32,7 +31,7 @@ def main(argv):
   gold_tags = [s.tags for s in gold]
   for path in argv[2:]:
     predicted = tagging_metrics.read_predictions(path, gold, argv[1])
-    print(json.dumps(tagging_metrics.entity_scores(gold_tags, predicted)), flush=True)
+    print(json_values.dumps(tagging_metrics.entity_scores(gold_tags, predicted)), flush=True)
 
 
 def run():

@@ -9,11 +9,10 @@ predictions file, in order: `{"exact_match": ..., "f1": ...}` (v1.1, percent) or
 official v2.0 keys.
 """
 
-import json
 
 from absl import app
 
-from tfbert.runtime import cli
+from tfbert.runtime import cli, json_values
 from tfbert.squad import squad_evaluation
 from tfbert_flags import common_flags, evaluate_squad_flags
 
@@ -25,7 +24,7 @@ def main(argv):
   results = squad_evaluation.evaluate_files(argv[1], argv[2:],
                                             evaluate_squad_flags.NA_PROB_FILE.value)
   for result in results:
-    print(json.dumps(result))
+    print(json_values.dumps(result))
 
 
 def run():

@@ -4,12 +4,11 @@
       --output=runs/mrpc/model.onnx
 """
 
-import json
 import logging
 
 from absl import flags
 
-from tfbert.runtime import cli, paths
+from tfbert.runtime import cli, json_values, paths
 from tfbert.serving import onnx_export
 from tfbert_flags import common_flags
 from tfbert_flags import export_onnx_flags as f
@@ -24,7 +23,7 @@ def main(argv):
                                  signature=f.SIGNATURE.value)
   print(f"wrote {path}")
   if f.CHECK.value:
-    print(json.dumps({"max_abs_diff": onnx_export.check_against_saved_model(
+    print(json_values.dumps({"max_abs_diff": onnx_export.check_against_saved_model(
         f.EXPORT_DIR.value, path, signature=f.SIGNATURE.value)}))
 
 

@@ -24,7 +24,7 @@ from tfbert.checkpoints import convert
 from tfbert.classifier import classifier_export, classifier_features, glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.models import BertClassifier
-from tfbert.runtime import cli, files
+from tfbert.runtime import cli, files, json_values
 from tfbert.serving import export, tflite_export
 from tfbert.text import casing
 from tfbert.text.tokenization import WordPieceTokenizer
@@ -51,6 +51,7 @@ def main(argv):
       raise ValueError("--eval_data_dir/--eval_file score a classifier: they need its task "
                        "(--task_name or the run's) and a vocab (--vocab_file or vocab.txt "
                        "beside --model)")
+    classifier_export.check_scorable(model, task)
     do_lower_case = casing.resolve_do_lower_case(
         f.DO_LOWER_CASE.value, casing.checkpoint_casing(f.MODEL.value, vocab_file),
         allow_mismatch=f.ALLOW_CASING_MISMATCH.value)
@@ -62,7 +63,7 @@ def main(argv):
         flush=True)
   if scoring:
     for line in _score(model, path, task, vocab_file, do_lower_case, seq_length):
-      print(json.dumps(line, sort_keys=True), flush=True)
+      print(json_values.dumps(line, sort_keys=True), flush=True)
 
 
 def _task(run) -> glue_data.Task:

@@ -7,11 +7,10 @@ See flags/run_classifier_flags.py for every flag and tfbert/classifier/classifie
 directory.
 """
 
-import json
 
 from tfbert.classifier import glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig, run_classifier
-from tfbert.runtime import cli
+from tfbert.runtime import cli, json_values
 from tfbert.tasks import fine_tuning
 from tfbert_flags import common_flags
 from tfbert_flags import run_classifier_flags as f
@@ -32,7 +31,7 @@ def main(argv):
                                   custom=custom)
   result = run_classifier(config, common_flags.flagfile(f))
   if "eval" in result:
-    print(json.dumps(result["eval"], sort_keys=True))
+    print(json_values.dumps(result["eval"], sort_keys=True))
   print(cli.format_written(result["written"]), flush=True)
 
 

@@ -9,10 +9,9 @@ See flags/run_embeddings_flags.py for every flag and tfbert/embeddings/embedding
 the run.
 """
 
-import json
 
 from tfbert.embeddings.embedding_run import EmbeddingRunConfig, run_embeddings
-from tfbert.runtime import cli
+from tfbert.runtime import cli, json_values
 from tfbert.tasks import fine_tuning
 from tfbert_flags import common_flags
 from tfbert_flags import run_embeddings_flags as f
@@ -24,7 +23,7 @@ def main(argv):
                                   fine_tuning.FLAG_CONVERTERS)
   result = run_embeddings(config, common_flags.flagfile(f))
   if "eval" in result:
-    print(json.dumps(result["eval"], sort_keys=True))
+    print(json_values.dumps(result["eval"], sort_keys=True))
   print(cli.format_written(result["written"]), flush=True)
 
 

@@ -8,9 +8,8 @@ See flags/run_ner_flags.py for every flag and tfbert/tagging/tagging_run.py for 
 directory.
 """
 
-import json
 
-from tfbert.runtime import cli
+from tfbert.runtime import cli, json_values
 from tfbert.tagging.tagging_run import NerRunConfig, run_ner
 from tfbert.tasks import fine_tuning
 from tfbert_flags import common_flags
@@ -23,7 +22,7 @@ def main(argv):
                                   fine_tuning.FLAG_CONVERTERS)
   result = run_ner(config, common_flags.flagfile(f))
   if "eval" in result:
-    print(json.dumps({k: v for k, v in result["eval"]["dev"].items() if k != "per_type"},
+    print(json_values.dumps({k: v for k, v in result["eval"]["dev"].items() if k != "per_type"},
                      sort_keys=True))
   print(cli.format_written(result["written"]), flush=True)
 

@@ -6,9 +6,8 @@
 See flags/run_squad_flags.py for every flag and tfbert/squad/squad_run.py for the run directory.
 """
 
-import json
 
-from tfbert.runtime import cli
+from tfbert.runtime import cli, json_values
 from tfbert.squad.squad_run import SquadRunConfig, run_squad
 from tfbert.tasks import fine_tuning
 from tfbert_flags import common_flags
@@ -21,7 +20,7 @@ def main(argv):
                                   fine_tuning.FLAG_CONVERTERS)
   result = run_squad(config, common_flags.flagfile(f))
   if "scores" in result:
-    print(json.dumps(result["scores"]))
+    print(json_values.dumps(result["scores"]))
   print(cli.format_written(result["written"]), flush=True)
 
 

@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 import pytest
+from tensorflow.python.framework import config as tf_framework_config
 
 from tests import tool_process
 from tfbert.alignment import alignment, alignment_run
@@ -133,6 +134,12 @@ def test_tool_catches_per_micro_batch_normalization_and_exits_1(input_files, tmp
   assert run.returncode == 1, run.stderr[-3000:]
   assert "NOT ALIGNED" in run.stdout and "DIFFERS" in run.stdout
   report = json.loads((workdir / "report.json").read_text())
+  # Its deterministic runs left TensorFlow's process-wide op determinism as they found it
+  # (left on, later runs in the process computed a last bit away from fresh processes).
+  assert not tf_framework_config.is_op_determinism_enabled()
+  # The comparison reads each variant's Google checkpoint: no SavedModel is made (~1 s each).
+  assert "saved_model" not in os.listdir(workdir / "runs" / "graph" / "export")
+  assert os.listdir(workdir / "runs" / "graph" / "export" / "google")
   pair = _pairs(report)["naive"]
   # Step 1's logged loss is the initial model's and the logged metric does not depend on the
   # normalization, so step 1 agrees; a later step disagrees as soon as an applied step had

@@ -1,6 +1,7 @@
 """Tests for tfbert.alignment.alignment: variants, tolerances and the comparison arithmetic."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -49,6 +50,27 @@ def test_presets_and_field_specs(spec, expected):
 def test_bad_variant_specs_are_named(spec, message):
   with pytest.raises(ValueError, match=message):
     alignment.parse_variant(spec)
+
+
+@pytest.mark.parametrize("items, message", [
+    (["float32"], "'float32' is not kind=value"),
+    (["float32=x"], "'float32=x' is not kind=value"),
+    (["float8=1e-3"], "'float8=1e-3' is not kind=value with a kind among float32, "
+                      "mixed_bfloat16, mixed_float16"),
+    (["float32=-1"], "'float32=-1'"),
+    (["mixed_float16=nan"], "'mixed_float16=nan'"),
+])
+def test_bad_tolerances_are_named(items, message):
+  with pytest.raises(ValueError, match=re.escape(f"--tolerances item {message}")):
+    alignment.parse_tolerances(items)
+
+
+def test_tolerances_parse_and_whole_numbers_in_variant_fields():
+  assert alignment.parse_tolerances(["float32=2e-5", "mixed_bfloat16=1e-3"]) == {
+      "float32": 2e-5, "mixed_bfloat16": 1e-3}
+  with pytest.raises(ValueError, match="variant 'a:replicas=two': replicas must be a whole "
+                                       "number, got 'two'"):
+    alignment.parse_variant("a:replicas=two")
 
 
 def test_config_checks_name_the_variant():

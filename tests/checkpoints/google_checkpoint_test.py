@@ -1,6 +1,7 @@
 """Tests for tfbert.checkpoints.google_checkpoint on Google's own run_pretraining.py output."""
 
 import os
+import re
 import shutil
 
 import numpy as np
@@ -119,6 +120,15 @@ def test_a_checkpoint_file_given_for_the_prefix_is_answered_with_the_prefix(tiny
   _, prefix = tiny
   with pytest.raises(FileNotFoundError, match=f"give the prefix {prefix}, without"):
     google_checkpoint.read_google_checkpoint(prefix + ".index")
+
+
+def test_a_checkpoint_directory_given_for_the_prefix_names_the_prefix_in_it(tiny):
+  _, prefix = tiny
+  directory = os.path.dirname(prefix)
+  with pytest.raises(ValueError, match=re.escape(
+      f"{directory} is a directory: give the checkpoint's prefix, its .index file's path "
+      f"without .index (e.g. {prefix})")):
+    google_checkpoint.read_google_checkpoint(directory)
 
 
 def test_a_write_stopped_before_the_index_leaves_no_checkpoint_not_a_mixed_one(tiny, tmp_path,

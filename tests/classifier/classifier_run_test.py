@@ -10,7 +10,9 @@ one sentence only can reach 77.8%. Measured (this machine, 2 CPU cores, seeds 1,
 import csv
 import dataclasses
 import json
+import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -617,3 +619,55 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
   assert len(names) > 3 * 30  # Model weights, Adam's two slots, counters.
   for name in names:
     np.testing.assert_array_equal(chief.get_tensor(name), other.get_tensor(name))
+
+
+def _strict_json(text):
+  """json.loads refusing the non-JSON tokens NaN and Infinity that Python writes."""
+  def refuse(token):
+    raise ValueError(f"not JSON: {token}")
+  return json.loads(text, parse_constant=refuse)
+
+
+def test_a_score_that_is_not_a_number_is_written_as_null_and_no_best_is_announced(tmp_path):
+  """Every dev score equal: Pearson and Spearman are NaN at every evaluation. The results
+  are JSON every parser reads (null, not the bare NaN Python writes), and best/, which no
+  evaluation improved, is neither written nor named among the outputs."""
+  header = ("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\t"
+            "score")
+  rows = [f"{i}\tg\tf\t2012\t{i:04d}\tnone\tnone\tA man plays {i}.\tA man sings {i % 3}.\t"
+          f"{i % 6 * 0.8:.3f}" for i in range(12)]
+  _write_lines(_glue(tmp_path) / "train.tsv", [header] + rows)
+  _write_lines(_glue(tmp_path) / "dev.tsv", [header] + [r.rsplit("\t", 1)[0] + "\t2.500"
+                                                       for r in rows[:7]])
+  result = classifier_run.run_classifier(_run_config(
+      tmp_path, "out", task_name="sts-b", do_train=True, do_eval=True, max_train_steps=2,
+      train_batch_size=4, eval_every_steps=1))
+  out = tmp_path / "out"
+  assert math.isnan(result["eval"]["dev"]["pearson"])
+  written = _strict_json((out / "eval_results.json").read_text(encoding="utf-8"))
+  assert written["dev"]["pearson"] is None and written["dev"]["spearman"] is None
+  assert written["dev"]["loss"] > 0  # Finite scores stay numbers.
+  lines = (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+  evaluations = [row for row in map(_strict_json, lines) if row.get("split")]
+  assert len(evaluations) == 2 and all(row["pearson"] is None for row in evaluations)
+  assert not (out / "best").exists()
+  assert "best" not in result["written"] and not any(
+      "best" in str(path) for path in result["written"])
+
+
+def test_a_deliberate_rerun_of_another_shape_is_refused_before_rewriting_the_records(
+    mrpc_dir):
+  """--allow_config_change may continue a run with new values, but not in a model whose
+  shapes its checkpoints cannot fill: refused before the old run's records are rewritten
+  (they were, and the restore failed after)."""
+  classifier_run.run_classifier(_run_config(mrpc_dir, "out", do_train=True, max_train_steps=1))
+  out = mrpc_dir / "out"
+  before = {name: (out / name).read_bytes() for name in ("bert_config.json", "run_config.json")}
+  wider = str(mrpc_dir / "wider.json")
+  BertConfig(**{**TINY, "hidden_size": 36}).to_json_file(wider)
+  with pytest.raises(run_directory.RunDirectoryError, match=re.escape(
+      "holds checkpoints of another model shape: bert_config.json hidden_size: 32 -> 36")):
+    classifier_run.run_classifier(_run_config(mrpc_dir, "out", do_train=True,
+                                              max_train_steps=2, bert_config_file=wider,
+                                              allow_config_change=True))
+  assert {name: (out / name).read_bytes() for name in before} == before

@@ -26,6 +26,29 @@ def test_tsv_by_header_name_and_by_index(tmp_path):
   assert [(e.texts, e.score) for e in got] == [(("x y", "x z"), 0.5)]
 
 
+def test_a_headerless_file_by_index_as_the_flags_give_it_and_a_byte_order_mark(tmp_path):
+  """The flags give columns as strings: "0" is the first column of a file without a header
+  row. A file saved by Excel or a Windows editor starts with a byte-order mark and ends
+  lines with CRLF: the first header name (or JSONL line) is read as written."""
+  column = embedding_data.column
+  assert [column("0"), column("12"), column("score"), column(None)] == [0, 12, "score", None]
+  indexed = _write(tmp_path / "headerless.tsv", ["a cat\ta feline", "rain\twet weather"])
+  got = embedding_data.read_examples(indexed, Columns(column("0"), column("1")))
+  assert [e.texts for e in got] == [("a cat", "a feline"), ("rain", "wet weather")]
+  bom = tmp_path / "bom.tsv"
+  bom.write_bytes("\ufeffquery\tdoc\r\na cat\ta feline\r\n".encode("utf-8"))
+  got = embedding_data.read_examples(str(bom), Columns("query", "doc"))
+  assert [(e.texts, e.line) for e in got] == [(("a cat", "a feline"), 2)]
+  jsonl = tmp_path / "bom.jsonl"
+  jsonl.write_bytes(("\ufeff" + json.dumps({"q": "a", "p": "b"}) + "\r\n").encode("utf-8"))
+  assert [e.texts for e in embedding_data.read_examples(str(jsonl), Columns("q", "p"))] == [
+      ("a", "b")]
+  latin1 = tmp_path / "latin1.tsv"
+  latin1.write_bytes(b"query\tdoc\na cat\ta feline\ncaf\xe9\tbar\n")
+  with pytest.raises(ValueError, match=r"latin1.tsv:3: not UTF-8 text \(byte 0xe9"):
+    embedding_data.read_examples(str(latin1), Columns("query", "doc"))
+
+
 def test_jsonl_by_key(tmp_path):
   path = _write(tmp_path / "pairs.jsonl", [json.dumps({"q": "what is tf", "p": "a library"}),
                                            json.dumps({"q": "é", "p": "ü", "extra": 1})])

@@ -3,6 +3,7 @@ training on pairs and scored pairs, evaluation during training with the best mod
 the export, and the refusals before any work."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from tfbert import BertConfig
 from tfbert.checkpoints import pretrained
 from tfbert.embeddings import embedding_inference, embedding_run, sentence_transformers
 from tfbert.embeddings.embedding_run import EmbeddingRunConfig
+from tfbert.tasks import runner
 from tfbert.text.tokenization import WordPieceTokenizer
 
 # Odd sizes; topics whose sentences share words: a pair is two sentences of one topic.
@@ -119,6 +121,32 @@ def test_bad_settings_are_refused_before_any_work(tmp_path, overrides, message):
   assert not (tmp_path / "refused").exists()
 
 
+def test_a_best_metric_the_evaluation_never_reports_is_refused_before_training(
+    tmp_path, monkeypatch):
+  """It was found at the first evaluation, after training had begun (and, without
+  eval_every_steps, only after training and evaluating)."""
+  _write_data(tmp_path)
+  monkeypatch.setattr(runner, "build_model", _never_build)
+  for overrides, names in ((dict(), "pearson, spearman"),
+                           (dict(loss="cosent", score_column="score",
+                                 train_file=str(tmp_path / "scored.tsv")),
+                            "loss, pearson, spearman")):
+    (tmp_path / "scored.tsv").write_text("anchor\tpositive\tscore\na b\tc d\t1\ne f\tg h\t0\n")
+    config = _config(tmp_path, "refused", eval_every_steps=2, best_metric="accuracy",
+                     **overrides)
+    with pytest.raises(ValueError, match=re.escape(
+        f"best_metric 'accuracy' is not among the evaluation's scalars ({names})")):
+      embedding_run.run_embeddings(config)
+    assert not (tmp_path / "refused").exists()
+  assert embedding_run.EmbeddingTask().evaluation_metrics(_config(
+      tmp_path, "x", dev_file=None, ir_queries_file="q", ir_corpus_file="c",
+      ir_qrels_file="r")) == ["mrr@10", "ndcg@10", "recall@1", "recall@5", "recall@10"]
+
+
+def _never_build(*args, **kwargs):
+  raise AssertionError("the model was built before the check")
+
+
 @pytest.mark.parametrize("rows, overrides, message", [
     # STS-B's 0-5 scores with the default scale: cosine targets up to 5.
     (["a b\tc d\t5.0", "e f\tg h\t0.0"], dict(loss="cosine_mse"),
@@ -138,6 +166,18 @@ def test_training_data_an_objective_cannot_learn_from_is_refused_naming_the_file
     embedding_run.EmbeddingTask().read_inputs(config)
   assert str(tmp_path / "scored.tsv") in str(error.value)
   assert not (tmp_path / "refused").exists()
+
+
+def test_columns_given_by_index_read_a_headerless_file(tmp_path):
+  """The documented headerless TSV: every column flag a 0-based index ("0", as flags give
+  it). Read by the task's own reader, so what the run would train on."""
+  _write_data(tmp_path)
+  (tmp_path / "headerless.tsv").write_text("0.5\ta b\tc d\n1.0\te f\tg h\n")
+  config = _config(tmp_path, "indexed", train_file=str(tmp_path / "headerless.tsv"),
+                   anchor_column="1", positive_column="2", score_column="0", loss="cosent",
+                   do_eval=False)
+  examples = embedding_run.EmbeddingTask().read_inputs(config)["train"]
+  assert [(e.texts, e.score) for e in examples] == [(("a b", "c d"), 0.5), (("e f", "g h"), 1.0)]
 
 
 @pytest.mark.slow  # ~10 s: the tool trains 4 steps, evaluates, exports; a replay; a refusal.

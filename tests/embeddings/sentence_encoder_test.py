@@ -208,3 +208,27 @@ def test_evaluate_and_validation_data_take_the_pairs_fit_takes(loss):
   assert model.evaluate(data, verbose=0) == pytest.approx(want, rel=1e-6)
   history = model.fit(data, validation_data=data, epochs=1, verbose=0)
   assert history.history["val_loss"][0] == pytest.approx(want, rel=1e-6)
+
+
+def test_fit_names_the_pairs_and_scores_it_takes():
+  """A scored-pair loss fitted without labels, or with labels under another key, failed
+  inside TensorFlow (`tf.cast` of None or of a dict); pairs under other keys, with a
+  KeyError. Each is now one line naming what `fit` takes; {"score": scores} is accepted."""
+  keras.utils.set_random_seed(3)
+  model = BertSentenceEncoder(CONFIG, loss="cosent")
+  model.build()
+  model.compile(optimizer=keras.optimizers.SGD(0.0))
+  features, scores = _batch("cosent")
+  with pytest.raises(ValueError, match=r"the cosent loss trains on scored pairs: fit\(\(pairs, "
+                                       r"scores\)\) .*got no labels"):
+    model.fit(tf.data.Dataset.from_tensors((features,)), verbose=0)
+  with pytest.raises(ValueError, match=r"float \[B\], or a dict with the one key 'score'; got "
+                                       r"keys \['label'\]"):
+    model.fit(tf.data.Dataset.from_tensors((features, {"label": scores})), verbose=0)
+  with pytest.raises(ValueError, match=r"features must be \{'anchor': .*got \['positive', "
+                                       r"'query'\]"):
+    renamed = {"query": features["anchor"], "positive": features["positive"]}
+    model.fit(tf.data.Dataset.from_tensors((renamed, scores)), verbose=0)
+  want = float(model.replica_loss(features, scores, training=False))
+  history = model.fit(tf.data.Dataset.from_tensors((features, {"score": scores})), verbose=0)
+  assert history.history["loss"][0] == pytest.approx(want, rel=1e-6)

@@ -51,7 +51,8 @@ def run_config(data_dir, model_dir, **overrides):
   values = dict(bert_config=TINY, input_files=[os.path.join(data_dir, "*.tfrecord")],
                 model_dir=str(model_dir), optimizer=optimizer, train_batch_size=8,
                 max_seq_length=SEQ, max_predictions_per_seq=PRED, distribution_strategy="mirrored",
-                num_cpu_devices=2, save_checkpoints_steps=2, log_steps=2, seed=3)
+                num_cpu_devices=2, save_checkpoints_steps=2, log_steps=2, seed=3,
+                export_saved_model=False)  # ~1 s a run; the two tests of the export turn it on.
   values.update(overrides)
   return PretrainingRunConfig(**values)
 
@@ -77,7 +78,7 @@ def leftovers(model_dir):
 @pytest.mark.slow
 def test_run_directory_explains_itself(data_dir, tmp_path):
   models = helpers.live_instances(BertPretrainer)
-  last = run_pretraining(run_config(data_dir, tmp_path / "run"))
+  last = run_pretraining(run_config(data_dir, tmp_path / "run", export_saved_model=True))
   # The run's model died with it (tfbert.runtime.traces: TF's caches would keep it).
   assert helpers.live_instances(BertPretrainer) == models
   run = tmp_path / "run"
@@ -157,8 +158,9 @@ def test_a_rerun_with_another_model_or_schedule_is_refused_and_touches_nothing(
   assert "run_config.json optimizer.learning_rate: 0.001 -> 0.002" in str(error.value)
   assert _snapshot(tmp_path / "run") == before
   # Another shape cannot continue even deliberately; the records stay the old run's.
-  with pytest.raises(ValueError, match=r"ckpt-2 cannot be restored into this model \(.*"
-                     r"intermediate/kernel.*use another directory"):
+  with pytest.raises(run_directory.RunDirectoryError, match=r"holds checkpoints of another "
+                     r"model shape: bert_config.json intermediate_size: 19 -> 23\. "
+                     r"--allow_config_change cannot continue them.*use another directory"):
     run_pretraining(dataclasses.replace(config, bert_config=wider, allow_config_change=True))
   after = _snapshot(tmp_path / "run")
   assert {k: after[k] for k in before} == before
@@ -526,7 +528,8 @@ def test_rerun_after_a_kill_leaves_one_metrics_line_per_step_and_no_leftovers(
 @pytest.mark.slow
 def test_export_is_written_whole_or_not_at_all(data_dir, tmp_path, monkeypatch):
   config = run_config(data_dir, tmp_path / "run", distribution_strategy="one_device",
-                      num_cpu_devices=1, num_train_steps=2, accumulation=1, log_steps=1)
+                      num_cpu_devices=1, num_train_steps=2, accumulation=1, log_steps=1,
+                      export_saved_model=True)
   export_dir = tmp_path / "run" / "export"
 
   def full_disk(*args, **kwargs):  # The Google export fails after the SavedModel.

@@ -11,6 +11,7 @@ from typing import Optional
 
 import pytest
 import tensorflow as tf
+from absl import flags
 
 from tests import helpers, tool_process
 from tfbert.runtime import cli
@@ -121,6 +122,7 @@ def test_traceback_flag_shows_the_whole_trace(tmp_path):
 _PROBE = """
 import os, sys
 import tensorflow as tf
+from absl import flags
 from tfbert.runtime import cli
 def noisy():
   os.write(2, b"E cuda_platform.cc:51] failed call to cuInit: INTERNAL: CUDA error\\n"
@@ -286,6 +288,27 @@ def test_a_flagfile_on_a_url_is_read_into_a_local_copy(ram_root, tmp_path):
   assert open(nested, encoding="utf-8").read() == "--learning_rate=0.001\n"
   with pytest.raises(FileNotFoundError, match="nope.txt"):
     cli.local_flagfiles(["tool", f"--flagfile={ram_root}/nope.txt"], str(tmp_path))
+
+
+def test_a_flag_file_with_a_byte_order_mark_keeps_its_first_flag(tmp_path):
+  """Windows editors start a UTF-8 file with a byte-order mark; absl read it into the first
+  line, which then was no flag and was dropped without a word."""
+  values = flags.FlagValues()
+  flags.DEFINE_float("learning_rate", 1e-4, "", flag_values=values)
+  flags.DEFINE_bool("do_train", False, "", flag_values=values)
+  bom = tmp_path / "flags.txt"
+  bom.write_bytes(b"\xef\xbb\xbf--learning_rate=0.5\r\n--do_train\r\n")
+  values(["tool", f"--flagfile={bom}"])  # absl alone: the first flag is lost.
+  assert (values.learning_rate, values.do_train) == (1e-4, True)
+  values.unparse_flags()
+  for argv in (["tool", f"--flagfile={bom}"], ["tool", "--flagfile", str(bom)]):
+    values(cli.flagfiles_first(cli.local_flagfiles(argv, str(tmp_path))))
+    assert (values.learning_rate, values.do_train) == (0.5, True)
+    values.unparse_flags()
+  plain = tmp_path / "plain.txt"
+  plain.write_text("--do_train\n", encoding="utf-8")
+  assert cli.local_flagfiles(["tool", f"--flagfile={plain}", "--", "--flagfile", "x"]) == [
+      "tool", f"--flagfile={plain}", "--", "--flagfile", "x"]  # Left to absl as it was.
 
 
 @pytest.mark.parametrize("argv, expected", [

@@ -29,6 +29,17 @@ def test_text_bytes_sizes_and_listing_are_the_same_on_both(root):
   assert files.isdir(f"{root}/sub/deeper") and not files.isdir(f"{root}/sub/a.txt")
 
 
+def test_text_drops_a_byte_order_mark_reads_any_line_end_and_names_bad_bytes(root):
+  with files.open_file(f"{root}/bom.tsv", "wb") as f:
+    f.write(b"\xef\xbb\xbfa\tb\r\nx\ty\rz\n")
+  assert files.read_text(f"{root}/bom.tsv") == "a\tb\nx\ty\nz\n"
+  with files.open_file(f"{root}/latin1.tsv", "wb") as f:
+    f.write(b"a\tb\ncaf\xe9\tok\n")
+  with pytest.raises(ValueError, match=r"latin1.tsv:2: not UTF-8 text \(byte 0xe9 at column "
+                                       r"4\); save the file as UTF-8"):
+    files.read_text(f"{root}/latin1.tsv")
+
+
 def test_rename_copy_and_remove_are_the_same_on_both(root):
   with files.open_file(f"{root}/a.txt", "w") as f:
     f.write("new")

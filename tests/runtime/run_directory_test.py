@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -93,6 +94,32 @@ def test_allow_changes_continues_and_records_the_new_values(tmp_path):
     run_directory.write_records(str(tmp_path), _records(layers=5))
   recorded = json.loads((tmp_path / "bert_config.json").read_text())
   assert recorded["num_hidden_layers"] == 5
+
+
+def test_a_checkpointed_run_refuses_another_shape_even_deliberately_before_any_write(tmp_path):
+  """With checkpoints, `allow_changes` may change the schedule but not a shape the
+  checkpoints hold: refused at the claim, records untouched (the restore would fail later,
+  after the rerun had rewritten them)."""
+  shaped = [RunRecord(r.name, r.values, r.rerun_may_change,
+                      fixed_by_checkpoint=frozenset({"num_hidden_layers", "hidden_size"}))
+            for r in _records()]
+  run_directory.write_records(str(tmp_path), shaped)
+  with run_directory.claim(str(tmp_path), shaped[:1] + _records(layers=5)[1:],
+                           allow_changes=True):
+    pass  # No checkpoint yet: a new shape may start over deliberately.
+  (tmp_path / "checkpoints").mkdir()
+  (tmp_path / "checkpoints" / "ckpt-2.index").write_bytes(b"")
+  before = {n: (tmp_path / n).read_text() for n in ("bert_config.json", "run_config.json")}
+  wider = [RunRecord(r.name, {**r.values, "num_hidden_layers": 5}, r.rerun_may_change,
+                     r.fixed_by_checkpoint) if r.name == "bert_config.json" else r
+           for r in shaped]
+  with pytest.raises(run_directory.RunDirectoryError, match=re.escape(
+      f"{tmp_path} holds checkpoints of another model shape: bert_config.json "
+      "num_hidden_layers: 3 -> 5. --allow_config_change cannot continue them")):
+    run_directory.claim(str(tmp_path), wider, allow_changes=True)
+  assert {n: (tmp_path / n).read_text() for n in before} == before
+  longer = _records(learning_rate=2e-4)
+  run_directory.claim(str(tmp_path), shaped[:1] + longer[1:], allow_changes=True).release()
 
 
 def test_differences_name_added_and_removed_keys():

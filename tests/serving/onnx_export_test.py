@@ -1,6 +1,8 @@
 """Tests for tfbert.serving.onnx_export: every export's id signature in ONNX Runtime."""
 
 import json
+import os
+import re
 
 import keras
 import numpy as np
@@ -90,6 +92,18 @@ def test_text_signatures_and_missing_models_are_refused_by_name(exports, tmp_pat
   with pytest.raises(FileNotFoundError, match=f"{tmp_path}: no SavedModel"):
     onnx_export.export_onnx(str(tmp_path), str(tmp_path / "x.onnx"))
   assert not (tmp_path / "x.onnx").exists()
+
+
+@pytest.mark.slow  # Shares the ~40 s fixture above; one ~3 s conversion.
+def test_an_opset_too_old_for_the_graph_is_refused_and_writes_nothing(exports, tmp_path):
+  """tf2onnx logs the ops it cannot express at opset 9 (strided slices) and returns a model
+  still holding them, which ONNX Runtime refuses to load: it was written all the same."""
+  _, _, dirs = exports
+  with pytest.raises(ValueError, match=re.escape(
+      "opset 9 cannot express this graph (No Op registered for StridedSlice with "
+      "domain_version of 9): convert with a later opset (the default, 17, can)")):
+    onnx_export.export_onnx(dirs["encoder"], str(tmp_path / "old.onnx"), opset=9)
+  assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.slow  # ~5 s (after the module's exports): the tool converts a small export.

@@ -233,6 +233,17 @@ def test_tool_exports_a_run_and_scores_its_dev_set(tmp_path, monkeypatch):
   want = model(features, training=False)["logits"].numpy()
   assert helpers.max_abs_diff(tflite_export.TfliteModel(str(output))(features)["logits"],
                               want) < FLOAT_TOL
+  # Another task's dev set: refused by name before the export (a KeyError before).
+  other = tmp_path / "lite_mnli" / "model.tflite"
+  refused = tool_process.run_tool("export_tflite", f"--model={run / 'best' / 'model.keras'}",
+                                  f"--output={other}", f"--eval_data_dir={tmp_path / 'glue'}",
+                                  "--task_name=mnli")
+  assert refused.returncode == 1
+  assert refused.stderr.strip().splitlines() == [
+      "export_tflite: error: task 'mnli' (contradiction, entailment, neutral) is not the "
+      "model's (2 unnamed classes): score a classifier on its own task's dev files "
+      "(--task_name)"]
+  assert not other.parent.exists()
 
 
 def test_tool_exports_a_squad_run_at_its_window_length(tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ import collections
 import json
 import math
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -130,6 +131,15 @@ def test_write_predictions_google_layout(tmp_path):
   paths = squad_postprocess.write_predictions([v2], str(tmp_path / "v2"))
   with open(paths["null_odds.json"], encoding="utf-8") as f:
     assert json.load(f) == {"q1": 1.5}
+  # Only the null answer: +inf, written as the largest float (JSON has no Infinity), which
+  # orders last in the official threshold search as +inf would.
+  alone = squad_postprocess.SquadPrediction("q2", "", prediction.nbest[:1],
+                                            null_score_diff=math.inf)
+  paths = squad_postprocess.write_predictions([v2, alone], str(tmp_path / "alone"))
+  with open(paths["null_odds.json"], encoding="utf-8") as f:
+    text = f.read()
+  assert "Infinity" not in text
+  assert json.loads(text) == {"q1": 1.5, "q2": sys.float_info.max}
 
 
 def test_logits_must_match_the_features():

@@ -474,6 +474,21 @@ def test_v1_1_data_with_the_v2_flag_is_allowed_with_a_note(tmp_path, caplog):
     squad_run.read_inputs(_run_config(tmp_path, "out", do_predict=True, postprocess=v2_flag))
 
 
+def test_a_null_threshold_without_the_v2_flag_is_said_to_be_ignored(tmp_path, caplog):
+  caplog.set_level(logging.INFO, logger="absl")  # Parsed absl flags may raise its level.
+  train = _write_json(tmp_path / "train.json", synthetic_squad(2, seed=1))
+  for threshold, v2 in ((-1.5, False), (0.0, False), (-1.5, True)):
+    caplog.clear()
+    post = squad_postprocess.PostprocessConfig(version_2_with_negative=v2,
+                                               null_score_diff_threshold=threshold)
+    squad_run.read_inputs(_run_config(tmp_path, "out", do_train=True, train_file=train,
+                                      postprocess=post))
+    said = [m for m in caplog.messages if "null_score_diff_threshold" in m]
+    assert said == ([] if v2 or not threshold else [
+        "--null_score_diff_threshold=-1.5 is ignored: it decides SQuAD v2.0's no-answer (\"\") "
+        "predictions, and without --version_2_with_negative every question is answered"])
+
+
 @pytest.mark.parametrize("overrides, message", [
     (dict(features=squad_features.FeatureConfig(max_seq_length=96, doc_stride=78,
                                                 max_query_length=16)),

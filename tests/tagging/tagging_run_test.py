@@ -244,12 +244,28 @@ def _worker_args(tmp_path, out, *more):
           "--save_checkpoints_steps=3", "--eval_batch_size=6", f"--output_dir={out}", *more]
 
 
-@pytest.mark.slow  # ~2 min: 2 replicas straight, stopped and resumed; 2 worker processes.
+def _assert_counts_equal_scores_close(got, want, where="eval_results"):
+  """Integers (counts) equal, floats within 1e-5 relative, at any depth."""
+  if isinstance(want, dict):
+    assert sorted(got) == sorted(want), where
+    for key, value in want.items():
+      _assert_counts_equal_scores_close(got[key], value, f"{where}.{key}")
+  elif isinstance(want, float):
+    assert got == pytest.approx(want, rel=1e-5), where
+  else:
+    assert got == want, where
+
+
+@pytest.mark.slow  # ~40 s: 2 replicas straight, stopped and resumed; 2 worker processes.
 def test_resumed_and_two_worker_runs_end_equal_to_the_straight_run(ner_dir):
   """Dropout on, 2 replicas, evaluation every 3 of 6 applied steps: a run stopped at step 3
   and rerun equals the straight run bit for bit; 2 worker processes equal it to 1e-5 (the
   same examples and dropout masks per replica, summed in another order) with the same dev
-  predictions (each window scored once)."""
+  predictions (each window scored once).
+
+  The straight, stopped and resumed runs are the tool in this process (tests/tool_process.py):
+  a normal stop needs no process, and the bit-for-bit comparison is between runs of one
+  process. The workers, a second process by nature, are held to the 1e-5 bound."""
   tmp_path, _ = ner_dir
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
   mirrored = ("--distribution_strategy=mirrored", "--num_cpu_devices=2")
@@ -257,10 +273,9 @@ def test_resumed_and_two_worker_runs_end_equal_to_the_straight_run(ner_dir):
   for args in (_worker_args(tmp_path, straight, *mirrored),
                _worker_args(tmp_path, resumed, *mirrored, "--stop_at_step=3"),
                _worker_args(tmp_path, resumed, *mirrored)):
-    run = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600,
-                         check=False)
+    run = tool_process.run_tool("run_ner", *args[2:])
     assert run.returncode == 0, run.stderr[-3000:]
-  assert "resumed from" in run.stdout
+  assert "resumed from" in run.stdout + run.stderr
   assert helpers.saved_weight_deviation(straight, resumed) == 0.0
   command = _worker_args(tmp_path, mw, "--distribution_strategy=multi_worker")
   for worker in workers.launch_workers(command, cwd=ROOT, timeout=600, env=env):
@@ -270,7 +285,10 @@ def test_resumed_and_two_worker_runs_end_equal_to_the_straight_run(ner_dir):
   assert helpers.saved_weight_deviation(mw, straight) < 1e-5
   assert (mw / "dev_predictions.conll").read_text() == (
       straight / "dev_predictions.conll").read_text()
-  assert _read_json(mw / "eval_results.json") == _read_json(straight / "eval_results.json")
+  # Every window scored once: the counts are exact; the scores and the held-out loss within
+  # the weights' 1e-5 (an in-process straight run's loss once differed in its last bit).
+  _assert_counts_equal_scores_close(_read_json(mw / "eval_results.json"),
+                                    _read_json(straight / "eval_results.json"))
   assert sorted(os.listdir(mw / ".worker1")) == sorted([run_directory.LOCK_FILE, "checkpoints"])
 
 

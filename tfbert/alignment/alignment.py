@@ -28,7 +28,6 @@ CPU devices), except multi-worker ones, which run as worker processes
 """
 
 import dataclasses
-import json
 import math
 import re
 import sys
@@ -37,7 +36,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from tfbert.config import BertConfig
-from tfbert.runtime import files, validation
+from tfbert.runtime import files, json_values, validation
 from tfbert.training import optimization
 
 EXECUTIONS = ("eager", "graph", "xla")
@@ -105,6 +104,28 @@ class Variant:
     return self.dtype
 
 
+def parse_tolerances(items: Sequence[str]) -> dict[str, float]:
+  """`--tolerances` (`kind=value` items) as {kind: relative tolerance}.
+
+  Raises:
+    ValueError: naming the item that is not `kind=value` with a known kind and a
+      non-negative number.
+  """
+  tolerances = {}
+  for item in items:
+    kind, sep, value = item.partition("=")
+    try:
+      number = float(value)
+    except ValueError:
+      number = math.nan
+    if not sep or kind not in DEFAULT_TOLERANCES or not number >= 0:
+      raise ValueError(f"--tolerances item {item!r} is not kind=value with a kind among "
+                       f"{', '.join(DEFAULT_TOLERANCES)} and a number >= 0 (e.g. "
+                       "float32=2e-5)")
+    tolerances[kind] = number
+  return tolerances
+
+
 def parse_variant(spec: str) -> Variant:
   """A `Variant` from a preset name or `name:field=value;...`.
 
@@ -123,8 +144,11 @@ def parse_variant(spec: str) -> Variant:
       if not sep or key not in types or key == "name":
         raise ValueError(f"variant {spec!r}: {item!r} is not field=value with a field of "
                          f"{sorted(k for k in types if k != 'name')}")
-      values[key] = int(value) if key in ("replicas", "workers", "gradient_accumulation_steps",
-                                          "resume_at") else value
+      if key in ("replicas", "workers", "gradient_accumulation_steps", "resume_at"):
+        if not value.isdigit():
+          raise ValueError(f"variant {spec!r}: {key} must be a whole number, got {value!r}")
+        value = int(value)
+      values[key] = value
   elif name in PRESETS:
     values = dict(PRESETS[name])
   elif re.fullmatch(r"accumulate\d+", name):
@@ -299,7 +323,7 @@ def format_table(pairs: Sequence[PairReport]) -> str:
 def write_report(path: str, report: dict) -> None:
   files.makedirs(files.parent(path))
   with files.open_file(path, "w") as f:
-    json.dump(report, f, indent=1)
+    f.write(json_values.dumps(report, indent=1))
     f.write("\n")
 
 

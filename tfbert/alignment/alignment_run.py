@@ -4,7 +4,7 @@
     init/bert_model.ckpt*, bert_config.json   the shared initial weights (Google format; the
                                                task head too when fine-tuning)
     runs/<variant>/                            each variant's run directory (pretraining:
-                                               metrics.jsonl, TensorBoard train/, export/;
+                                               metrics.jsonl, TensorBoard train/, export/google/;
                                                fine-tuning: its tool's output directory,
                                                metrics.jsonl and model.keras)
     report.json, alignment.png                 the comparison
@@ -29,7 +29,7 @@ from tfbert.checkpoints import convert, google_checkpoint, pretrained
 from tfbert.classifier import classifier_run
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
-from tfbert.runtime import files
+from tfbert.runtime import files, json_values
 from tfbert.squad import squad_features, squad_run
 from tfbert.training import distribution, workers
 
@@ -115,7 +115,8 @@ def run_config(config: AlignmentConfig, variant: Variant, workdir: str,
       num_cpu_devices=devices, jit_compile=variant.execution == "xla",
       run_eagerly=variant.execution == "eager", seed=config.seed, deterministic=True,
       save_checkpoints_steps=10**9,  # Only at the end (or at resume_at).
-      log_steps=1, window_normalization=variant.loss_normalization == "window")
+      log_steps=1, window_normalization=variant.loss_normalization == "window",
+      export_saved_model=False)  # The comparison reads the Google checkpoint alone.
 
 
 def run_variant(config: AlignmentConfig, variant: Variant, workdir: str, init_checkpoint: str,
@@ -164,7 +165,7 @@ def read_losses(model_dir: str) -> list[float]:
   steps = [r["step"] for r in rows]
   if steps != list(range(1, len(rows) + 1)):
     raise ValueError(f"{model_dir}/metrics.jsonl does not log every step: {steps[:10]}...")
-  return [r["loss"] for r in rows]
+  return [json_values.number(r["loss"]) for r in rows]
 
 
 def run_alignment(config: AlignmentConfig, workdir: str, plot: bool = True,

@@ -87,14 +87,37 @@ def list_google_checkpoint(prefix: str) -> dict[str, tuple[int, ...]]:
   return {name: tuple(shape) for name, shape in sorted(reader.get_variable_to_shape_map().items())}
 
 
-def _open_index(prefix: str):
-  """A reader of the checkpoint's `.index`; errors name the file."""
+def check_prefix(prefix: str, flag: str = "") -> None:
+  """Checks that `prefix` names a checkpoint as a prefix does (`<prefix>.index` exists).
+
+  Args:
+    prefix: the checkpoint's prefix (e.g. `.../bert_model.ckpt`).
+    flag: the flag that gave it (e.g. "--init_checkpoint"), named in the errors.
+
+  Raises:
+    ValueError: `prefix` is a directory (naming a prefix found in it).
+    FileNotFoundError: no `.index` for `prefix` (with a hint when a file's suffix was given).
+  """
+  said = f"{flag} " if flag else ""
+  if files.isdir(prefix):  # Not tf.io.gfile's: `ram://` calls any prefix a directory.
+    found = sorted(name[:-len(".index")] for name in files.listdir(prefix)
+                   if name.endswith(".index"))
+    example = os.path.join(prefix, found[0] if found else "bert_model.ckpt")
+    raise ValueError(f"{said}{prefix} is a directory: give the checkpoint's prefix, its "
+                     f".index file's path without .index (e.g. {example})")
   index = prefix + ".index"
   if not tf.io.gfile.exists(index):
     hint = ""
     if _PART_SUFFIX.search(prefix):
       hint = f"; give the prefix {_PART_SUFFIX.sub('', prefix)}, without the file's suffix"
-    raise FileNotFoundError(f"no checkpoint at {prefix!r} ({index} does not exist{hint})")
+    raise FileNotFoundError(f"{said}no checkpoint at {prefix!r} ({index} does not exist"
+                            f"{hint})")
+
+
+def _open_index(prefix: str):
+  """A reader of the checkpoint's `.index`; errors name the file."""
+  check_prefix(prefix)
+  index = prefix + ".index"
   try:
     # The prefix itself, not `tf.train.load_checkpoint`'s reading of it: that takes a
     # directory's latest checkpoint, and `ram://` calls any prefix of a file a directory.

@@ -122,6 +122,23 @@ def export_classifier_saved_model(model: BertClassifier, export_dir: str, vocab_
   return export_dir
 
 
+def check_scorable(model, task: glue_data.Task) -> None:
+  """Refuses to score a classifier on a task whose classes are not its own, by name: a
+  model's class ids read as another task's labels score nonsense (or, with more classes,
+  failed on a missing key).
+
+  Raises:
+    ValueError: naming the task and both label lists.
+  """
+  theirs = "regression" if task.is_regression else ", ".join(task.labels)
+  ours = getattr(model, "labels", None)
+  mine = ("regression" if model.num_classes == 1 else
+          ", ".join(ours) if ours is not None else f"{model.num_classes} unnamed classes")
+  if model.num_classes != task.num_classes or (ours is not None and tuple(ours) != task.labels):
+    raise ValueError(f"task {task.name!r} ({theirs}) is not the model's ({mine}): score a "
+                     "classifier on its own task's dev files (--task_name)")
+
+
 def score_classifier(predict_batch: Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]],
                      features: Mapping[str, np.ndarray], labels: np.ndarray,
                      task: glue_data.Task, batch_size: int

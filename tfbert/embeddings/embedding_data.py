@@ -54,6 +54,14 @@ class TextExample:
   line: int
 
 
+def column(value: Optional[Column]) -> Optional[Column]:
+  """A column as a flag gives it: digits are a 0-based TSV index (a file whose columns are
+  all given by index has no header row), anything else a header name or JSONL key."""
+  if isinstance(value, str) and value.isdigit():
+    return int(value)
+  return value
+
+
 def _is_jsonl(path: str) -> bool:
   return path.endswith((".jsonl", ".json"))
 
@@ -73,11 +81,13 @@ def _rows(path: str, columns: Columns):
         raise ValueError(f"{path}:{number}: not a JSON object ({error})") from None
       if not isinstance(row, dict):
         raise ValueError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
-      missing = [f"{name} ({key!r})" for name, key in fields.items() if key not in row]
+      # An index given for JSONL names the key of that spelling ("0").
+      keys = {name: str(key) for name, key in fields.items()}
+      missing = [f"{name} ({key!r})" for name, key in keys.items() if key not in row]
       if missing:
         raise ValueError(f"{path}:{number}: missing {', '.join(missing)}; keys: "
                          f"{', '.join(sorted(row))}")
-      yield number, {name: row[key] for name, key in fields.items()}
+      yield number, {name: row[key] for name, key in keys.items()}
     return
   by_name = any(isinstance(key, str) for key in fields.values())
   header: list[str] = []

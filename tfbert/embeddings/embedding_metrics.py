@@ -38,6 +38,12 @@ def ranked(scores: np.ndarray, k: int) -> np.ndarray:
   return order[:, :k]
 
 
+def retrieval_metric_names(mrr_k: int = 10, ndcg_k: int = 10,
+                           recall_ks: Sequence[int] = (1, 5, 10)) -> list[str]:
+  """The metric names of `retrieval_metrics` ("queries", a count, aside)."""
+  return [f"mrr@{mrr_k}", f"ndcg@{ndcg_k}", *(f"recall@{k}" for k in recall_ks)]
+
+
 def retrieval_metrics(scores: np.ndarray, query_ids: Sequence[str], corpus_ids: Sequence[str],
                       qrels: Mapping[str, set[str]], mrr_k: int = 10, ndcg_k: int = 10,
                       recall_ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
@@ -62,8 +68,7 @@ def retrieval_metrics(scores: np.ndarray, query_ids: Sequence[str], corpus_ids: 
                      f"queries and {len(corpus_ids)} corpus documents")
   deepest = max([mrr_k, ndcg_k, *recall_ks])
   top = ranked(scores, deepest)
-  totals = {f"mrr@{mrr_k}": 0.0, f"ndcg@{ndcg_k}": 0.0,
-            **{f"recall@{k}": 0.0 for k in recall_ks}}
+  totals = dict.fromkeys(retrieval_metric_names(mrr_k, ndcg_k, recall_ks), 0.0)
   counted = 0
   for row, query in enumerate(query_ids):
     relevant = set(qrels.get(query, ()))

@@ -132,13 +132,16 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
 
   def columns(self) -> embedding_data.Columns:
     """The train file's columns."""
-    return embedding_data.Columns(self.anchor_column, self.positive_column,
-                                  self.negative_column, self.score_column)
+    column = embedding_data.column  # "0": the first column of a headerless TSV.
+    return embedding_data.Columns(column(self.anchor_column), column(self.positive_column),
+                                  column(self.negative_column), column(self.score_column))
 
   def dev_columns(self) -> embedding_data.Columns:
     """The dev file's columns (scored pairs)."""
-    return embedding_data.Columns(self.dev_anchor_column, self.dev_positive_column,
-                                  score=self.dev_score_column)
+    column = embedding_data.column
+    return embedding_data.Columns(column(self.dev_anchor_column),
+                                  column(self.dev_positive_column),
+                                  score=column(self.dev_score_column))
 
 
 def check_trainable(examples: Sequence[embedding_data.TextExample],
@@ -188,6 +191,16 @@ class EmbeddingTask(Task):
 
   def default_best_metric(self, config: EmbeddingRunConfig) -> str:
     return "spearman" if config.dev_file else "ndcg@10"
+
+  def evaluation_metrics(self, config: EmbeddingRunConfig) -> list[str]:
+    names = []
+    if config.do_eval and config.dev_file:
+      names += ["spearman", "pearson"]
+      if config.loss in ("cosent", "cosine_mse"):  # `evaluate`'s held-out loss.
+        names.append("loss")
+    if config.do_eval and config.ir_queries_file:
+      names += embedding_metrics.retrieval_metric_names()
+    return names
 
   def read_inputs(self, config: EmbeddingRunConfig) -> dict[str, Any]:
     read = {}

@@ -35,6 +35,7 @@ from tfbert.losses import embedding_losses
 from tfbert.models import accumulation, step_number, sum_over_replicas
 
 OUTPUT_NAME = "embeddings"
+SCORE_KEY = "score"  # A scored pair's label, when labels come as a dict.
 LOSSES = ("in_batch_negatives", "cosent", "cosine_mse")
 # Losses whose value depends on the whole batch (not a mean of per-example terms).
 BATCH_LOSSES = ("in_batch_negatives", "cosent")
@@ -133,13 +134,21 @@ class BertSentenceEncoder(keras.Model):
 
     Args:
       features: {"anchor", "positive"[, "negative"]}: feature dicts of [B, S] each.
-      labels: float gold scores [B] for `cosent` / `cosine_mse`; None for ranking.
+      labels: float gold scores [B] (or {"score": [B]}) for `cosent` / `cosine_mse`;
+        None for ranking.
       training: dropout on.
 
     Returns:
       float32 scalar: in-batch negatives and cosine MSE: the sum of this replica's
       examples' losses / (N x B); CoSENT: the global loss / N.
     """
+    if not isinstance(features, dict) or not {"anchor", "positive"} <= set(features):
+      got = sorted(features) if isinstance(features, dict) else type(features).__name__
+      raise ValueError(f"{type(self).__name__} trains on pairs: features must be "
+                       "{'anchor': features, 'positive': features[, 'negative': features]} "
+                       f"(each a dict with input_ids [B, S]); got {got}")
+    if self.loss_name != "in_batch_negatives":
+      labels = self._scores(labels)
     parts = ["anchor", "positive"] + (["negative"] if "negative" in features else [])
     joined = {name: tf.concat([tf.cast(features[part][name], tf.int32) for part in parts], 0)
               for name in ("input_ids", "input_mask", "segment_ids")
@@ -165,6 +174,20 @@ class BertSentenceEncoder(keras.Model):
           self.scale) / float(replicas)
     losses = embedding_losses.cosine_mse_losses(similarities, labels)
     return tf.reduce_sum(losses) / total
+
+  def _scores(self, labels):
+    """The gold scores [B] a scored-pair loss needs: `labels` itself, or its one key
+    `SCORE_KEY` ({"score": [B]}, sentence-transformers' column name)."""
+    if isinstance(labels, dict):
+      if set(labels) != {SCORE_KEY}:
+        raise ValueError(f"the {self.loss_name} loss takes the pairs' gold scores as labels: "
+                         f"float [B], or a dict with the one key {SCORE_KEY!r}; got keys "
+                         f"{sorted(labels)}")
+      labels = labels[SCORE_KEY]
+    if labels is None:
+      raise ValueError(f"the {self.loss_name} loss trains on scored pairs: fit((pairs, "
+                       "scores)) with scores float [B] (or {'score': scores}); got no labels")
+    return labels
 
   def train_step(self, data):
     features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)

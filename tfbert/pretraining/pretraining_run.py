@@ -24,8 +24,9 @@ The run directory explains itself and resumes:
     best/                 with `eval_input_files`: the model of the best held-out
                           `best_metric` (default: loss) as a Google checkpoint, and its
                           eval_results.json (`early_stopping_patience` may end the run)
-    export/               SavedModel (encoder serving signature) + Google-format checkpoint,
-                          written whole to a temporary sibling and renamed into place
+    export/               SavedModel (encoder serving signature; not with
+                          `export_saved_model` off) + Google-format checkpoint, written
+                          whole to a temporary sibling and renamed into place
 
 Before anything is built, the data files are checked against the flags
 (`tfbert.pretraining.data_checks`: sequence length, predictions per sequence, ids within the
@@ -65,9 +66,10 @@ from typing import Optional, Sequence
 import keras
 import tensorflow as tf
 from absl import logging
+from tensorflow.python.framework import config as tf_framework_config
 
 from tfbert.checkpoints import google_checkpoint
-from tfbert.config import BertConfig
+from tfbert.config import SHAPE_FIELDS, BertConfig
 from tfbert.models import BertPretrainer
 from tfbert.pretraining import data_checks, input_pipeline, pretraining_eval
 from tfbert.runtime import atomic, files, paths, run_directory, traces, validation
@@ -107,6 +109,7 @@ class PretrainingRunConfig:
   early_stopping_patience: int = 0
   export_dir: Optional[str] = None
   export_dtype: str = "model"
+  export_saved_model: bool = True  # False: the export is the Google checkpoint alone.
   stop_at_step: Optional[int] = None
   window_normalization: bool = True
   allow_config_change: bool = False
@@ -152,8 +155,8 @@ class PretrainingRunConfig:
         (not self.early_stopping_patience or self.eval_input_files,
          f"early_stopping_patience ({self.early_stopping_patience}) > 0 needs "
          "eval_input_files"),
-        (self.eval_batch_size >= 1 and self.eval_batch_size % num_replicas == 0
-         and self.max_eval_steps >= 1,
+        (self.eval_batch_size >= 1, f"eval_batch_size ({self.eval_batch_size}) must be >= 1"),
+        (self.eval_batch_size % num_replicas == 0 and self.max_eval_steps >= 1,
          f"eval_batch_size ({self.eval_batch_size}) must be a multiple of the replicas "
          f"({num_replicas}) and max_eval_steps ({self.max_eval_steps}) >= 1"),
         (self.max_predictions_per_seq >= 1 and self.max_seq_length >= 2,
@@ -205,6 +208,10 @@ def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None
     final path) and "summary" (those lines, for the tool to print last).
   """
   distribution.configure_cpu_devices(config.num_cpu_devices)
+  # TensorFlow's op determinism is process-wide: left on, every later run of the process
+  # (a notebook's fine-tuning, the next test) ran other kernels, a last bit away from the
+  # same run in a fresh process. On for this run only; TF exports no public switch-off.
+  determinism_was_on = tf_framework_config.is_op_determinism_enabled()
   if config.deterministic:
     tf.config.experimental.enable_op_determinism()
   keras.utils.set_random_seed(config.seed)
@@ -226,6 +233,8 @@ def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None
     raise
   finally:
     keras.mixed_precision.set_global_policy(previous_policy)
+    if not determinism_was_on:
+      tf_framework_config.disable_op_determinism()
     if run is not None:
       run.lock.release()
   written = {**_written(run, config), **exported}
@@ -276,7 +285,8 @@ def fast_forward(config: PretrainingRunConfig, applied_steps: int, *,
 # stops, how often it logs or saves, where it exports, and where the directory is (a run
 # directory moved or copied elsewhere resumes there), not what is trained.
 RERUN_MAY_CHANGE = frozenset({"stop_at_step", "log_steps", "save_checkpoints_steps", "export_dir",
-                              "export_dtype", "model_dir", "allow_config_change",
+                              "export_dtype", "export_saved_model", "model_dir",
+                              "allow_config_change",
                               "eval_input_files", "eval_every_steps", "eval_batch_size",
                               "max_eval_steps", "keep_checkpoint_max", "best_metric",
                               "early_stopping_patience"})
@@ -342,7 +352,8 @@ def data_record(paths: Sequence[str]) -> dict:
 
 def run_records(config: PretrainingRunConfig, data: dict) -> list:
   """The records of a run directory (`tfbert.runtime.run_directory`): model, run, data."""
-  return [run_directory.RunRecord("bert_config.json", config.bert_config.to_dict()),
+  return [run_directory.RunRecord("bert_config.json", config.bert_config.to_dict(),
+                                  fixed_by_checkpoint=SHAPE_FIELDS),
           run_directory.RunRecord("run_config.json", json.loads(config.to_json()),
                                   RERUN_MAY_CHANGE),
           run_directory.RunRecord("data.json", data)]
@@ -521,7 +532,8 @@ def _local_batches(config: PretrainingRunConfig, strategy: tf.distribute.Strateg
 
 
 def _export(run: _Run, config: PretrainingRunConfig) -> dict:
-  """Chief: SavedModel + Google checkpoint. Other workers: their Google checkpoint beside.
+  """Chief: SavedModel (unless `export_saved_model` is off) + Google checkpoint. Other
+  workers: their Google checkpoint beside.
 
   The whole export directory is written to a temporary sibling and renamed into place
   (`tfbert.runtime.atomic`): a failed export leaves the previous one, or none, never a part.
@@ -531,12 +543,13 @@ def _export(run: _Run, config: PretrainingRunConfig) -> dict:
   """
   export_dir = _export_directory(run, config)
   written = {"google_checkpoint": os.path.join(export_dir, "google", "bert_model.ckpt")}
-  if run.is_chief:
+  saved_model = run.is_chief and config.export_saved_model
+  if saved_model:
     written = {"saved_model": os.path.join(export_dir, "saved_model"), **written}
 
   def write(staging: str) -> None:
     files.makedirs(staging)
-    if run.is_chief:
+    if saved_model:
       export.export_encoder_saved_model(run.model, os.path.join(staging, "saved_model"),
                                         export_dtype=config.export_dtype)
     vocab = run.data["vocab_file"]
@@ -567,7 +580,9 @@ def _summary(step: int, last: dict, config: PretrainingRunConfig, written: dict,
   """What the run did and where its files are: the lines a tool prints last."""
   if step < config.num_train_steps and finished:
     head = f"stopped early at applied step {step} of {config.num_train_steps} " \
-           f"(early_stopping_patience); best model in {os.path.join(config.model_dir, BEST_DIR)}"
+           "(early_stopping_patience)"
+    if "best" in written:  # Absent when no evaluation scored a number.
+      head += f"; best model in {written['best']}"
   elif step < config.num_train_steps:
     head = f"stopped at applied step {step} of {config.num_train_steps}; rerun without " \
            "stop_at_step to resume"

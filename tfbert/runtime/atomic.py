@@ -25,12 +25,11 @@ temporary but this process's (a claimed run directory is one run's).
 """
 
 import contextlib
-import json
 import os
 import uuid
 from typing import Any, Callable, Iterator
 
-from tfbert.runtime import files
+from tfbert.runtime import files, json_values
 
 TEMP_PREFIX = ".tfbert-tmp-"
 
@@ -131,7 +130,7 @@ def write_text(path: str, text: str) -> str:
 
 def write_json(path: str, value: Any) -> str:
   """Writes `value` as indented, key-sorted JSON (and a final newline) atomically."""
-  return write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
+  return write_text(path, json_values.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 @contextlib.contextmanager

@@ -233,12 +233,29 @@ def flagfiles_first(argv: Sequence[str]) -> list[str]:
   return head + files_ + others + tail
 
 
+_BOM = b"\xef\xbb\xbf"  # UTF-8's byte-order mark, which Windows editors write first.
+
+
+def _needs_copy(path: str) -> bool:
+  """Whether absl cannot read flag file `path` as it is: a URL, or a local file starting with
+  a byte-order mark (absl read it into the first line, so the file's first flag was lost)."""
+  if "://" in path:
+    return True
+  try:
+    with open(path, "rb") as f:
+      return f.read(len(_BOM)) == _BOM
+  except OSError:
+    return False  # absl names a missing file.
+
+
 def local_flagfiles(argv: Sequence[str], directory: typing.Optional[str] = None) -> list[str]:
-  """`argv` with every `--flagfile=<URL>` (`gs://run/flags.txt`) read into a local copy.
+  """`argv` with every `--flagfile=<URL>` (`gs://run/flags.txt`), and every local flag file
+  that starts with a byte-order mark, read into a local copy absl reads whole.
 
   absl reads flag files with Python's `open`, which knows no URL; a run's `flags.txt` on a
   bucket then replays like a local one. A `--flagfile=<URL>` line inside such a file is
-  copied the same way. Local flag files are left to absl.
+  copied the same way. Other local flag files are left to absl. `--flagfile F` is written
+  `--flagfile=F`.
 
   Args:
     argv: the command line.
@@ -250,7 +267,20 @@ def local_flagfiles(argv: Sequence[str], directory: typing.Optional[str] = None)
   Raises:
     FileNotFoundError: a URL flag file that does not exist (named).
   """
-  if not any(arg.startswith(_FLAGFILE) and "://" in arg for arg in argv):
+  joined, i = [], 0
+  while i < len(argv):
+    if argv[i] == "--":  # What follows is not for absl.
+      joined += argv[i:]
+      break
+    if argv[i] in _FLAGFILE_NAMES and i + 1 < len(argv):
+      joined.append(f"{_FLAGFILE}{argv[i + 1]}")
+      i += 2
+    else:
+      joined.append(argv[i])
+      i += 1
+  argv = joined
+  if not any(arg.startswith(_FLAGFILE) and any(map(_needs_copy, arg[len(_FLAGFILE):].split(",")))
+             for arg in argv):
     return list(argv)
   # Imported here: `cli` itself does not import TensorFlow (tfbert.runtime.files does).
   from tfbert.runtime import files  # pylint: disable=import-outside-toplevel
@@ -261,9 +291,9 @@ def local_flagfiles(argv: Sequence[str], directory: typing.Optional[str] = None)
     if not arg.startswith(_FLAGFILE):
       return arg
     paths = arg[len(_FLAGFILE):].split(",")  # absl accepts a comma-separated list.
-    if not any(files.is_url(path) for path in paths):
+    if not any(map(_needs_copy, paths)):
       return arg
-    return _FLAGFILE + ",".join(copy(path) if files.is_url(path) else path for path in paths)
+    return _FLAGFILE + ",".join(copy(path) if _needs_copy(path) else path for path in paths)
 
   def copy(url: str) -> str:
     if url not in copies:

@@ -224,9 +224,24 @@ def _truncate(path: str) -> None:
 
 
 def read_text(path: str) -> str:
-  """The UTF-8 text of the file at `path`."""
-  with open_file(path) as f:
-    return f.read()
+  """The UTF-8 text of the file at `path`, as Python's text mode reads a local file.
+
+  A leading byte-order mark (which Windows editors and Excel write) is dropped, and line
+  ends are "\n" whatever the file used ("\r\n", "\r"), for URLs as for local files.
+
+  Raises:
+    FileNotFoundError: naming the file.
+    ValueError: bytes that are not UTF-8, naming `path:line` and the byte.
+  """
+  data = read_bytes(path)
+  try:
+    text = data.decode("utf-8")
+  except UnicodeDecodeError as error:
+    line = data.count(b"\n", 0, error.start) + 1
+    column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+    raise ValueError(f"{path}:{line}: not UTF-8 text (byte 0x{data[error.start]:02x} at "
+                     f"column {column}); save the file as UTF-8") from None
+  return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
 def read_bytes(path: str) -> bytes:

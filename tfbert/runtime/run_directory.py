@@ -58,10 +58,14 @@ class RunRecord:
     values: the JSON-compatible dict to record.
     rerun_may_change: dotted keys a rerun may change without `allow_changes` (settings that
       do not change what is trained, e.g. how often to log, or where to stop this time).
+    fixed_by_checkpoint: keys no rerun may change once the directory holds a checkpoint,
+      `allow_changes` or not (the model's shapes: `tfbert.config.SHAPE_FIELDS`); refused at
+      the claim, before any record is rewritten, instead of at the restore.
   """
   name: str
   values: dict
   rerun_may_change: frozenset = frozenset()
+  fixed_by_checkpoint: frozenset = frozenset()
 
 
 class RunLock:
@@ -324,14 +328,25 @@ def claim(directory: str, records: Sequence[RunRecord], *,
   check_outputs(directory, outputs)
   lock = acquire_lock(directory)
   try:
-    found = []
+    found, fixed = [], []
     lock.fresh = all(_read_record(directory, record.name) is None for record in records)
     lock.recorded = [record.name for record in records] + [FLAGS_FILE]
+    checkpointed = has_checkpoint(directory)
     for record in records:
       recorded = _read_record(directory, record.name)
       if recorded is not None:
+        recorded = with_current_names(recorded)
         found += [f"{record.name} {d}" for d in differences(
-            with_current_names(recorded), record.values, record.rerun_may_change)]
+            recorded, record.values, record.rerun_may_change)]
+        if checkpointed:
+          fixed += [f"{record.name} {d}" for d in differences(
+              {k: v for k, v in recorded.items() if k in record.fixed_by_checkpoint},
+              {k: v for k, v in record.values.items() if k in record.fixed_by_checkpoint})]
+    if fixed and allow_changes:
+      raise RunDirectoryError(
+          f"{directory} holds checkpoints of another model shape: {'; '.join(fixed)}. "
+          "--allow_config_change cannot continue them in a model of other shapes: use "
+          "another directory")
     if found and not allow_changes:
       raise RunDirectoryError(
           f"{directory} holds a run with another configuration: {'; '.join(found)}. Use "

@@ -146,19 +146,38 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
   files.makedirs(files.parent(onnx_file))
 
   labels = _labels(source)
+  model_proto, _ = tf2onnx.convert.from_graph_def(
+      graph_def, input_names=inputs, output_names=outputs, opset=opset,
+      tensors_to_rename=rename)
+  check_converted(model_proto, opset)  # Before anything is written.
+  if labels is not None:
+    entry = model_proto.metadata_props.add()
+    entry.key, entry.value = LABELS_KEY, json.dumps(labels)
 
   def write(path):
-    model_proto, _ = tf2onnx.convert.from_graph_def(
-        graph_def, input_names=inputs, output_names=outputs, opset=opset,
-        tensors_to_rename=rename)
-    if labels is not None:
-      entry = model_proto.metadata_props.add()
-      entry.key, entry.value = LABELS_KEY, json.dumps(labels)
     with files.open_file(path, "wb") as f:  # A URL's temporary too (`atomic.write_with`).
       f.write(model_proto.SerializeToString())
 
   atomic.write_with(onnx_file, write)
   return onnx_file
+
+
+def check_converted(model_proto, opset: int) -> None:
+  """Refuses a conversion ONNX cannot load: tf2onnx logs the ops it could not express in
+  `opset` (BERT's strided slices need opset 10 or later) and returns a model that still
+  holds them, which ONNX Runtime then refuses to load.
+
+  Raises:
+    ValueError: naming the opset, the first op left unconverted and the default opset.
+  """
+  import onnx  # tf2onnx's own dependency, with the optional extra.
+
+  try:
+    onnx.checker.check_model(model_proto)
+  except onnx.checker.ValidationError as error:
+    first = (str(error).strip().splitlines() or ["invalid model"])[0]
+    raise ValueError(f"opset {opset} cannot express this graph ({first[:300]}): convert "
+                     f"with a later opset (the default, {OPSET}, can)") from None
 
 
 def _labels(saved_model_dir: str) -> Optional[list[str]]:

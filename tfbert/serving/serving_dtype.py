@@ -21,7 +21,7 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
-from tfbert.runtime import atomic, cpu, files
+from tfbert.runtime import atomic, cpu, files, json_values
 
 EXPORT_DTYPES = ("model", "auto", "float32", "bfloat16")
 RECORD_FILE = "serving.json"
@@ -123,7 +123,7 @@ def read_record(saved_model_dir: str) -> Optional[dict]:
 
 def write_record(export_dir: str, record: dict, id_dir: Optional[str] = None) -> None:
   """Writes `serving.json` into `export_dir` and, when given, its `id_dir` subdirectory."""
-  text = json.dumps(record, indent=2, sort_keys=True) + "\n"
+  text = json_values.dumps(record, indent=2, sort_keys=True) + "\n"
   folders = [export_dir] + ([os.path.join(export_dir, id_dir)] if id_dir else [])
   for folder in folders:
     atomic.write_text(os.path.join(folder, RECORD_FILE), text)

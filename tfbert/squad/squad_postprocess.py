@@ -17,22 +17,23 @@ Per question, over all its features (windows):
 
 Differences from Google, in degenerate cases only: a question without any valid span gets
 "" (Google: the made-up text "empty"); in v2.0, when the n-best holds only the null answer
-(Google crashes), the null-score difference is +inf, written as JSON `Infinity`, which
-Python's `json` (and so the evaluation) reads.
+(Google crashes), the null-score difference is +inf, written to null_odds.json as the
+largest float (1.7976931348623157e+308): the official script's threshold search orders it
+last as it would +inf, and every JSON parser reads it (`Infinity` is not JSON).
 
 Shape legend: F features, S max_seq_length.
 """
 
 import collections
 import dataclasses
-import json
 import math
 import os
+import sys
 from typing import Optional, Sequence
 
 import numpy as np
 
-from tfbert.runtime import atomic, files, validation
+from tfbert.runtime import atomic, files, json_values, validation
 from tfbert.squad.squad_data import SquadExample
 from tfbert.squad.squad_features import SquadFeature
 
@@ -217,6 +218,11 @@ def _softmax(scores):
   return [x / total for x in exps]
 
 
+def _json_odds(diff: float) -> float:
+  """A null-score difference as JSON holds it: +-inf as the largest float of that sign."""
+  return math.copysign(sys.float_info.max, diff) if math.isinf(diff) else diff
+
+
 def write_predictions(predictions: Sequence[SquadPrediction],
                       output_dir: str) -> dict[str, str]:
   """Writes predictions.json, nbest_predictions.json and (v2.0) null_odds.json.
@@ -233,9 +239,9 @@ def write_predictions(predictions: Sequence[SquadPrediction],
       "nbest_predictions.json": {p.qas_id: [dataclasses.asdict(e) for e in p.nbest]
                                  for p in predictions}}
   if any(p.null_score_diff is not None for p in predictions):
-    contents["null_odds.json"] = {p.qas_id: p.null_score_diff for p in predictions}
+    contents["null_odds.json"] = {p.qas_id: _json_odds(p.null_score_diff) for p in predictions}
   paths = {}
   for name, content in contents.items():
     paths[name] = atomic.write_text(os.path.join(output_dir, name),
-                                    json.dumps(content, indent=4) + "\n")
+                                    json_values.dumps(content, indent=4) + "\n")
   return paths

@@ -110,7 +110,8 @@ class NerRunConfig(fine_tuning.FineTuningConfig):
          f"doc_stride ({self.doc_stride}) must be in [1, max_seq_length - 2]"),
         (not self.eval_every_steps or self.do_eval,
          f"eval_every_steps ({self.eval_every_steps}) evaluates on the dev set: add do_eval"),
-        (self.eval_batch_size >= 1 and self.eval_batch_size % num_replicas == 0,
+        (self.eval_batch_size >= 1, f"eval_batch_size ({self.eval_batch_size}) must be >= 1"),
+        (self.eval_batch_size % num_replicas == 0,
          f"eval_batch_size ({self.eval_batch_size}) must be a multiple of the replicas "
          f"({num_replicas})"),
     ] + super().checks(num_replicas)

@@ -34,7 +34,7 @@ import tensorflow as tf
 from absl import logging
 
 from tfbert.checkpoints import convert, google_checkpoint, google_names, huggingface, pretrained
-from tfbert.config import BertConfig
+from tfbert.config import SHAPE_FIELDS, BertConfig
 from tfbert.runtime import atomic, cli, files, paths, run_directory, validation
 from tfbert.serving import serving_dtype
 from tfbert.tasks import precision, source_heads
@@ -199,7 +199,8 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
   if directory != config.output_dir:
     return run_directory.claim(directory, [], allow_changes=config.allow_config_change)
   values = json.loads(config.to_json())
-  records = [run_directory.RunRecord("bert_config.json", model.config.to_dict())]
+  records = [run_directory.RunRecord("bert_config.json", model.config.to_dict(),
+                                     fixed_by_checkpoint=SHAPE_FIELDS)]
   if config.do_train or not files.exists(os.path.join(config.output_dir, "run_config.json")):
     records.append(run_directory.RunRecord("run_config.json", values,
                                            type(config).RERUN_MAY_CHANGE))
@@ -370,7 +371,9 @@ def save_trained(model: keras.Model, config: FineTuningConfig, train_results: di
     atomic.write_json(os.path.join(config.output_dir, "train_results.json"), train_results)
   written = ["model.keras", "train_results.json"]
   if config.eval_every_steps:
-    written += [BEST_DIR, "metrics.jsonl", "train", "eval"]
+    written += ["metrics.jsonl", "train", "eval"]
+    if files.isdir(os.path.join(config.output_dir, BEST_DIR)):  # Not when no score improved
+      written.append(BEST_DIR)  # (every evaluation NaN): nothing is announced that is absent.
   return written
 
 
@@ -394,16 +397,8 @@ def check_sources(config: FineTuningConfig) -> None:
   if config.init_tfbert and not files.exists(config.init_tfbert):
     raise FileNotFoundError(f"--init_tfbert {config.init_tfbert}: no such file (a tfbert "
                             ".keras model, e.g. <run>/model.keras)")
-  prefix = config.init_checkpoint
-  if prefix and files.isdir(prefix):
-    found = sorted(name[:-len(".index")] for name in files.listdir(prefix)
-                   if name.endswith(".index"))
-    example = os.path.join(prefix, found[0] if found else "bert_model.ckpt")
-    raise ValueError(f"--init_checkpoint {prefix} is a directory: give the checkpoint's "
-                     f"prefix, its .index file's path without .index (e.g. {example})")
-  if prefix and not files.exists(prefix + ".index"):
-    raise FileNotFoundError(f"--init_checkpoint {prefix}: no checkpoint there ({prefix}.index "
-                            "is missing; the flag takes the prefix, e.g. .../bert_model.ckpt)")
+  if config.init_checkpoint:
+    google_checkpoint.check_prefix(config.init_checkpoint, "--init_checkpoint")
 
 
 def resolve_casing(config):

@@ -11,6 +11,7 @@ evaluation during training, the best model, early stopping), `train_results.json
 The hooks, in the order the runner calls them:
 
     default_best_metric(config)             the metric `best/` keeps with eval_every_steps
+    evaluation_metrics(config)               the names `evaluate` will return, or None
     read_inputs(config)                      every input file, read and checked (nothing
                                              built or written yet); any value
     labels(config, inputs)                   the model's label names, or None
@@ -114,6 +115,13 @@ class Task:
   def default_best_metric(self, config) -> str:
     """The metric of `evaluate` that `best/` keeps when `best_metric` is not given."""
     raise NotImplementedError(f"{type(self).__name__} does not evaluate during training")
+
+  def evaluation_metrics(self, config) -> Optional[Sequence[str]]:
+    """The scalar names `evaluate` returns for `config`, when known before any work (the
+    runner then checks `best_metric` against them first); None: found at the first
+    evaluation."""
+    del config
+    return None
 
   def read_inputs(self, config) -> Any:
     """Reads and checks every input file the run will use; nothing is built or written.

@@ -61,7 +61,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from tfbert.runtime import atomic, files, validation
+from tfbert.runtime import atomic, files, json_values, validation
 from tfbert.runtime.progress import StepProgress
 from tfbert.training.accumulation import find_accumulator
 
@@ -268,8 +268,8 @@ def last_logged(log_dir: str, step: int) -> dict:
   worker's directory, a run that never logged)."""
   last = {}
   for _, row in _metric_rows(log_dir, step):
-    if "split" not in row:
-      last = {k: v for k, v in row.items() if k != "step"}
+    if "split" not in row:  # A scalar written as null (NaN, `json_values`) reads as NaN.
+      last = {k: json_values.number(v) for k, v in row.items() if k != "step"}
   return last
 
 
@@ -281,7 +281,7 @@ def write_scalars(writer: tf.summary.SummaryWriter, log_dir: str, head: dict,
       tf.summary.scalar(name, value)
   writer.flush()
   with files.open_file(os.path.join(log_dir, "metrics.jsonl"), "a") as f:
-    f.write(json.dumps({**head, **scalars}) + "\n")  # A kill may cut it: `truncate_metrics`.
+    f.write(json_values.dumps({**head, **scalars}) + "\n")  # A kill may cut it: `truncate_metrics`.
 
 
 def own_directory(directory: str, is_chief: bool, worker_index: int) -> str:
