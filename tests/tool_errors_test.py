@@ -360,3 +360,135 @@ def test_a_source_head_of_other_labels_or_another_task_is_refused(head_cases, na
   for part in expected:
     assert part in lines[0], (part, lines[0])
   assert not os.path.exists(untouched)
+
+
+@pytest.fixture(scope="module")
+def boundary_cases(tmp_path_factory):
+  """{name: (argv, expected substrings of the error line)}: every tool given a path that is
+  missing, a folder where a file belongs, or a file that is not UTF-8. No case trains: each
+  ends before any work, so the table grows by cases, not by minutes."""
+  d = tmp_path_factory.mktemp("boundaries")
+  missing, folder = d / "no_such_file", d / "a_folder"
+  folder.mkdir()
+  tiny = [f"--bert_config_file={_write(d / 'bert_config.json', json.dumps(TINY))}",
+          f"--vocab_file={pretrained.minilm_vocab_file()}"]
+  latin1 = {  # Line 2 holds "café" in Latin-1: byte 0xe9 is no UTF-8.
+      "train.conll": b"Alan B-PER\ncaf\xe9 O\n",
+      "pairs.tsv": b"anchor\tpositive\ncaf\xe9\tb\n",
+      "train.json": b'{"version": "1.1",\n"data": [{"title": "caf\xe9", "paragraphs": []}]}\n',
+      "predictions.json": b'{"q1":\n"caf\xe9"}\n'}
+  for name, data in latin1.items():
+    _write(d / name, data, "wb")
+  glue = d / "glue"
+  glue.mkdir()
+  _write(glue / "train.tsv", b"Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+                             b"1\t1\t2\tcaf\xe9\tA cat.\n", "wb")
+  squad = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{
+      "context": "Alan went home.", "qas": [{"id": "q1", "question": "Who went home?",
+                                             "answers": [{"text": "Alan",
+                                                          "answer_start": 0}]}]}]}]}
+  dev = _write(d / "dev-v1.1.json", json.dumps(squad))
+  gold = _write(d / "gold.conll", "Alan B-PER\nwent O\n")
+  out = str(d / "out")
+  train = {"run_ner": ["--do_train", *tiny, f"--output_dir={out}"],
+           "run_squad": ["--do_train", *tiny, f"--output_dir={out}"],
+           "run_embeddings": ["--do_train", *tiny, f"--output_dir={out}"]}
+  cases = {}
+  for tool, flag, utf8 in (("run_ner", "--train_file", "train.conll"),
+                           ("run_squad", "--train_file", "train.json"),
+                           ("run_embeddings", "--train_file", "pairs.tsv")):
+    cases[f"{tool}: a missing {flag}"] = ([tool, f"{flag}={missing}", *train[tool]],
+                                          [str(missing)])
+    cases[f"{tool}: a folder as {flag}"] = ([tool, f"{flag}={folder}", *train[tool]],
+                                            [str(folder)])
+    cases[f"{tool}: a {flag} that is not UTF-8"] = (
+        [tool, f"{flag}={d / utf8}", *train[tool]], [f"{d / utf8}:2", "not UTF-8"])
+  classify = ["run_classifier", "--task_name=mrpc", "--do_train", *tiny, f"--output_dir={out}"]
+  cases.update({
+      "run_classifier: a missing --data_dir": (classify + [f"--data_dir={missing}"],
+                                               [str(missing)]),
+      "run_classifier: a train.tsv that is not UTF-8": (
+          classify + [f"--data_dir={glue}"], [f"{glue / 'train.tsv'}:2: not UTF-8"]),
+      "run_classifier: a missing --vocab_file": (
+          classify + [f"--data_dir={glue}", f"--vocab_file={missing}"], [str(missing)]),
+      "run_ner: a folder as --bert_config_file": (
+          ["run_ner", "--do_train", f"--train_file={gold}", f"--bert_config_file={folder}",
+           tiny[1], f"--output_dir={out}"], [str(folder)]),
+      "run_pretraining: --input_files matching nothing": (
+          ["run_pretraining", f"--input_files={missing}/*.tfrecord", tiny[0],
+           f"--model_dir={out}", f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PRED}"],
+          [f"{missing}/*.tfrecord"]),
+      "run_pretraining: a missing --bert_config_file": (
+          ["run_pretraining", f"--input_files={d}/*.tfrecord", f"--bert_config_file={missing}",
+           f"--model_dir={out}"], [str(missing)]),
+      "create_pretraining_data: a missing --input_file": (
+          ["create_pretraining_data", f"--input_file={missing}", f"--output_dir={out}"],
+          [str(missing)]),
+      "create_pretraining_data: a folder as --vocab_file": (
+          ["create_pretraining_data", f"--input_file={gold}", f"--vocab_file={folder}",
+           f"--output_dir={out}"], [str(folder)]),
+      "convert_checkpoint: a missing --input": (
+          ["convert_checkpoint", f"--input={missing}", "--output_format=hf",
+           f"--output={out}"], [str(missing)]),
+      "export_onnx: a missing --export_dir": (
+          ["export_onnx", f"--export_dir={missing}", f"--output={d / 'x.onnx'}"],
+          [str(missing)]),
+      "export_tflite: a missing --model": (
+          ["export_tflite", f"--model={missing}", f"--output={d / 'x.tflite'}"],
+          [str(missing)]),
+      "export_tflite: a folder as --model": (
+          ["export_tflite", f"--model={folder}", f"--output={d / 'x.tflite'}"], [str(folder)]),
+      "evaluate_squad: a missing dataset": (
+          ["evaluate_squad", str(missing), str(d / "predictions.json")], [str(missing)]),
+      "evaluate_squad: predictions that are not UTF-8": (
+          ["evaluate_squad", dev, str(d / "predictions.json")],
+          [str(d / "predictions.json"), "UTF-8"]),
+      "evaluate_ner: a missing predictions file": (
+          ["evaluate_ner", gold, str(missing)], [str(missing)]),
+      "evaluate_ner: predictions that are not UTF-8": (
+          ["evaluate_ner", gold, str(d / "train.conll")], [f"{d / 'train.conll'}:2: not UTF-8"]),
+      "align: a missing --bert_config_file": (
+          ["align", "--variants=graph,eager", f"--bert_config_file={missing}",
+           f"--input_files={d}/*.tfrecord", f"--workdir={d / 'align'}"], [str(missing)]),
+  })
+  return d, cases
+
+
+BOUNDARY_NAMES = [
+    *(f"{tool}: {kind}" for tool, flag in (("run_ner", "--train_file"),
+                                           ("run_squad", "--train_file"),
+                                           ("run_embeddings", "--train_file"))
+      for kind in (f"a missing {flag}", f"a folder as {flag}", f"a {flag} that is not UTF-8")),
+    "run_classifier: a missing --data_dir",
+    "run_classifier: a train.tsv that is not UTF-8",
+    "run_classifier: a missing --vocab_file",
+    "run_ner: a folder as --bert_config_file",
+    "run_pretraining: --input_files matching nothing",
+    "run_pretraining: a missing --bert_config_file",
+    "create_pretraining_data: a missing --input_file",
+    "create_pretraining_data: a folder as --vocab_file",
+    "convert_checkpoint: a missing --input",
+    "export_onnx: a missing --export_dir",
+    "export_tflite: a missing --model",
+    "export_tflite: a folder as --model",
+    "evaluate_squad: a missing dataset",
+    "evaluate_squad: predictions that are not UTF-8",
+    "evaluate_ner: a missing predictions file",
+    "evaluate_ner: predictions that are not UTF-8",
+    "align: a missing --bert_config_file",
+]
+
+
+@pytest.mark.parametrize("name", BOUNDARY_NAMES)
+def test_a_missing_path_a_folder_for_a_file_or_bytes_not_utf8_are_named(boundary_cases, name):
+  """The boundary table: one line naming the path (and for bytes, the line), exit 1, no
+  traceback, nothing written where the tool would write."""
+  d, cases = boundary_cases
+  argv, expected = cases[name]
+  run = tool_process.run_tool(argv[0], *argv[1:])
+  assert run.returncode == 1, (run.returncode, run.stderr[-3000:])
+  lines = run.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith(f"{argv[0]}: error: "), run.stderr[-3000:]
+  for part in expected:
+    assert part in lines[0], (part, lines[0])
+  assert not os.path.exists(d / "out")

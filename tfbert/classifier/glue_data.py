@@ -338,7 +338,10 @@ def _rows(path: str, layout: Layout):
         if row:
           yield start, row
         start = reader.line_num + 1
-    except (csv.Error, UnicodeDecodeError) as e:
+    except UnicodeDecodeError:  # Met in a buffered chunk: find the byte's own line.
+      files.decode_utf8(files.read_bytes(path), path)
+      raise
+    except csv.Error as e:
       raise MalformedRow(f"{path}:{start}: cannot be read: {e}") from None
 
 

@@ -233,7 +233,16 @@ def read_text(path: str) -> str:
     FileNotFoundError: naming the file.
     ValueError: bytes that are not UTF-8, naming `path:line` and the byte.
   """
-  data = read_bytes(path)
+  return decode_utf8(read_bytes(path), path).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def decode_utf8(data: bytes, path: str) -> str:
+  """`data` (the bytes of the file at `path`) as UTF-8 text, a leading byte-order mark
+  dropped, line ends as they are.
+
+  Raises:
+    ValueError: bytes that are not UTF-8, naming `path:line`, the column and the byte.
+  """
   try:
     text = data.decode("utf-8")
   except UnicodeDecodeError as error:
@@ -241,7 +250,7 @@ def read_text(path: str) -> str:
     column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
     raise ValueError(f"{path}:{line}: not UTF-8 text (byte 0x{data[error.start]:02x} at "
                      f"column {column}); save the file as UTF-8") from None
-  return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+  return text.removeprefix("\ufeff")
 
 
 def read_bytes(path: str) -> bytes:

@@ -142,7 +142,7 @@ def load_json(path: str) -> Any:
       data = f.read()
     if data[:2] == b"\x1f\x8b":  # The gzip magic number.
       data = gzip.decompress(data)
-    return json.loads(data.decode("utf-8"))
+    return json.loads(files.decode_utf8(data, path))  # Bad bytes named at path:line.
   except FileNotFoundError:
     raise FileNotFoundError(f"SQuAD JSON file not found: {path}") from None
   except (gzip.BadGzipFile, EOFError, UnicodeDecodeError, json.JSONDecodeError) as e:

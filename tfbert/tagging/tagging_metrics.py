@@ -81,7 +81,7 @@ def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold
       the gold file has none.
   """
   with files.open_file(path, "rb") as f:
-    lines = f.read().decode("utf-8").split("\n")
+    lines = files.decode_utf8(f.read(), path).split("\n")
   wanted = {line for sentence in gold for line in sentence.lines}
   for number, line in enumerate(lines, start=1):
     if line.strip() and number not in wanted:
