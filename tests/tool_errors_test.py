@@ -9,6 +9,7 @@ would write. The library tests prove each check; this proves the tools surface t
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -333,7 +334,33 @@ def head_cases(tmp_path_factory):
                                              "answers": [{"text": "Alan",
                                                           "answer_start": 0}]}]}]}]}
   _write(d / "train.json", json.dumps(squad))
+  glue = d / "mrpc"
+  glue.mkdir()
+  _write(glue / "train.tsv", "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+                             "1\t1\t2\tA cat sat.\tA cat sat down.\n")
+  for name, source, id2label in (("gapped_classifier", "classifier", {"0": "0", "2": "1"}),
+                                 ("gapped_tagger", "tagger", {"0": "O", "1": "B-x", "3": "I-x"})):
+    shutil.copytree(d / source, d / name)
+    values = json.loads((d / name / "config.json").read_text(encoding="utf-8"))
+    values["id2label"] = id2label
+    values["label2id"] = {label: int(i) for i, label in id2label.items()}
+    _write(d / name / "config.json", json.dumps(values))
   return {
+      "run_classifier: a Hugging Face classifier of other label names": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
+           f"--init_hf_dir={d / 'classifier'}", f"--output_dir={d / 'mrpc_renamed'}",
+           "--max_seq_length=16"],
+          [str(d / "classifier"), "'no', 'yes'", "--reinit_head"], d / "mrpc_renamed"),
+      "run_classifier: a Hugging Face classifier whose label ids have a gap": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
+           f"--init_hf_dir={d / 'gapped_classifier'}", f"--output_dir={d / 'mrpc_gapped'}",
+           "--max_seq_length=16"],
+          [str(d / "gapped_classifier"), "id2label"], d / "mrpc_gapped"),
+      "run_ner: a Hugging Face tagger whose tag ids have a gap": (
+          ["run_ner", "--do_train", f"--train_file={d / 'train.conll'}",
+           f"--init_hf_dir={d / 'gapped_tagger'}", f"--output_dir={d / 'ner_gapped'}",
+           "--max_seq_length=16"],
+          [str(d / "gapped_tagger"), "id2label"], d / "ner_gapped"),
       "run_ner: a Hugging Face tagger of other tags": (
           ["run_ner", "--do_train", f"--train_file={d / 'train.conll'}",
            f"--init_hf_dir={d / 'tagger'}", f"--output_dir={d / 'ner'}", "--max_seq_length=16"],
@@ -348,8 +375,13 @@ def head_cases(tmp_path_factory):
   }
 
 
-@pytest.mark.parametrize("name", ["run_ner: a Hugging Face tagger of other tags",
-                                  "run_squad: a sequence classifier's directory"])
+@pytest.mark.parametrize("name", [
+    "run_ner: a Hugging Face tagger of other tags",
+    "run_squad: a sequence classifier's directory",
+    "run_classifier: a Hugging Face classifier of other label names",
+    "run_classifier: a Hugging Face classifier whose label ids have a gap",
+    "run_ner: a Hugging Face tagger whose tag ids have a gap",
+])
 def test_a_source_head_of_other_labels_or_another_task_is_refused(head_cases, name):
   """Labels are matched by name, never by position, and a head is never dropped silently."""
   argv, expected, untouched = head_cases[name]

@@ -118,6 +118,9 @@ def test_bad_predictions_files_are_named(tmp_path, shared_data):
     squad_evaluation.evaluate_files(fixture, [missing])
   garbage = tmp_path / "garbage.json"
   garbage.write_bytes(b"\x00\xffnot json")
+  with pytest.raises(ValueError, match=re.escape(f"{garbage}:1: not UTF-8 text (byte 0xff")):
+    squad_evaluation.evaluate_files(fixture, [str(garbage)])
+  garbage.write_bytes(b"{not json")
   with pytest.raises(ValueError, match=re.escape(f"{garbage} is not valid")):
     squad_evaluation.evaluate_files(fixture, [str(garbage)])
   for content, message in (([1, 2], "expected a JSON object"),
