@@ -524,3 +524,75 @@ def test_a_missing_path_a_folder_for_a_file_or_bytes_not_utf8_are_named(boundary
   for part in expected:
     assert part in lines[0], (part, lines[0])
   assert not os.path.exists(d / "out")
+
+
+@pytest.fixture(scope="module")
+def accepted_cases(tmp_path_factory):
+  """{name: (argv, the file a successful run writes)}: inputs as editors and other tools
+  save them, which every tool must take (evaluation only: no training). Files start with a
+  UTF-8 byte-order mark and end lines with CRLF; the Hugging Face directories are task heads
+  without a pooler (as transformers writes BertForTokenClassification and
+  BertForQuestionAnswering, and tfbert's own HF exports of them)."""
+  from tfbert import BertSpanLabeler, BertTokenClassifier  # pylint: disable=import-outside-toplevel
+  from tfbert.checkpoints import convert  # pylint: disable=import-outside-toplevel
+  d = tmp_path_factory.mktemp("accepted")
+  bom = b"\xef\xbb\xbf"
+  config = _write(d / "bert_config.json", json.dumps(TINY))
+  vocab = pretrained.minilm_vocab_file()
+  for name, model in (("tagger", BertTokenClassifier(BertConfig(**TINY), ("O", "B-x", "I-x"))),
+                      ("qa", BertSpanLabeler(BertConfig(**TINY)))):
+    model.build()
+    convert.write_model(model, "hf", str(d / name), vocab_file=vocab, do_lower_case=True)
+  _write(d / "pairs.tsv", bom + b"a cat sat\ta cat sits\t4.5\r\nrain\tsun\t0.5\r\n"
+                                b"a dog\ta puppy\t4.0\r\n", "wb")
+  _write(d / "columns.txt", bom + b"--dev_anchor_column=0\r\n--dev_positive_column=1\r\n"
+                                  b"--dev_score_column=2\r\n", "wb")
+  (d / "mrpc").mkdir()
+  _write(d / "mrpc" / "dev.tsv", bom + b"Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\r\n"
+                                       b"1\t1\t2\tA cat sat.\tA cat sat down.\r\n"
+                                       b"0\t3\t4\tRain fell.\tThe sun shone.\r\n", "wb")
+  _write(d / "dev.conll", bom + b"Alan B-x\r\nwent O\r\n\r\nBee B-x\r\nCee I-x\r\n", "wb")
+  squad = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{
+      "context": "Alan went home.", "qas": [{"id": "q1", "question": "Who went home?",
+                                             "answers": [{"text": "Alan",
+                                                          "answer_start": 0}]}]}]}]}
+  _write(d / "dev-v1.1.json", bom + json.dumps(squad).encode() + b"\r\n", "wb")
+  return {
+      "run_embeddings: a headerless, BOM, CRLF dev file, columns by index in a BOM flag file": (
+          ["run_embeddings", "--do_eval", f"--dev_file={d / 'pairs.tsv'}",
+           f"--flagfile={d / 'columns.txt'}", f"--bert_config_file={config}",
+           f"--vocab_file={vocab}", f"--output_dir={d / 'emb'}", "--max_seq_length=16"],
+          d / "emb" / "eval_results.json"),
+      "run_classifier: a GLUE dev file with a BOM and CRLF": (
+          ["run_classifier", "--task_name=mrpc", "--do_eval", f"--data_dir={d / 'mrpc'}",
+           f"--bert_config_file={config}", f"--vocab_file={vocab}",
+           f"--output_dir={d / 'cls'}", "--max_seq_length=16"],
+          d / "cls" / "eval_results.json"),
+      "run_ner: a pooler-less tagger directory and a BOM, CRLF CoNLL file": (
+          ["run_ner", "--do_eval", f"--eval_file={d / 'dev.conll'}",
+           f"--init_hf_dir={d / 'tagger'}", f"--output_dir={d / 'ner'}", "--max_seq_length=16"],
+          d / "ner" / "eval_results.json"),
+      "run_squad: a pooler-less question-answering directory and a BOM SQuAD file": (
+          ["run_squad", "--do_predict", f"--predict_file={d / 'dev-v1.1.json'}",
+           f"--init_hf_dir={d / 'qa'}", f"--output_dir={d / 'squad'}", "--max_seq_length=24",
+           "--max_query_length=8", "--doc_stride=8"],
+          d / "squad" / "predictions.json"),
+      "convert_checkpoint: a pooler-less question-answering directory": (
+          ["convert_checkpoint", "--input_format=hf", f"--input={d / 'qa'}",
+           "--output_format=tfbert", f"--output={d / 'qa.keras'}"], d / "qa.keras"),
+  }
+
+
+@pytest.mark.slow  # ~3 s each: a tiny model built, read or scored.
+@pytest.mark.parametrize("name", [
+    "run_embeddings: a headerless, BOM, CRLF dev file, columns by index in a BOM flag file",
+    "run_classifier: a GLUE dev file with a BOM and CRLF",
+    "run_ner: a pooler-less tagger directory and a BOM, CRLF CoNLL file",
+    "run_squad: a pooler-less question-answering directory and a BOM SQuAD file",
+    "convert_checkpoint: a pooler-less question-answering directory",
+])
+def test_inputs_as_other_tools_and_editors_save_them_are_taken(accepted_cases, name):
+  argv, written = accepted_cases[name]
+  run = tool_process.run_tool(argv[0], *argv[1:])
+  assert run.returncode == 0, run.stderr[-3000:]
+  assert os.path.exists(written)
