@@ -35,6 +35,7 @@ from tfbert.serving import export
 from tfbert.tasks import fine_tuning, source_heads
 from tfbert.tasks.task import RunContext, Task
 from tfbert.text.tokenization import WordPieceTokenizer
+from tfbert.training import training_loop
 
 EVAL_RESULTS_FILE = "eval_results.json"
 
@@ -58,9 +59,8 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
   if config.eval_every_steps and not config.best_metric:
     config = dataclasses.replace(config, best_metric=task.default_best_metric(config))
   metrics = task.evaluation_metrics(config) if config.eval_every_steps else None
-  if metrics is not None and config.best_metric not in metrics:
-    raise ValueError(f"best_metric {config.best_metric!r} is not among the evaluation's "
-                     f"scalars ({', '.join(sorted(metrics))})")
+  if metrics is not None:  # Known before any work: checked as the first evaluation would.
+    training_loop.check_best_metric(config.best_metric, metrics)
   fine_tuning.check_sources(config)  # What the config starts from exists: named by its flag.
   config = fine_tuning.resolve_casing(config)  # Before any work.
   inputs = task.read_inputs(config)  # Before anything is built or written.

@@ -610,9 +610,7 @@ class TrainingLoop:
                    ", ".join(f"{name} {value:.4f}" for name, value in scalars.items()))
     metric = self.config.best_metric
     if metric:
-      if metric not in scalars:
-        raise ValueError(f"best_metric {metric!r} is not among the evaluation's scalars "
-                         f"({', '.join(sorted(scalars))})")
+      check_best_metric(metric, scalars)
       state = self.eval_state
       if state.improves(scalars[metric], metric):
         state.best_value.assign(scalars[metric])
@@ -626,6 +624,13 @@ class TrainingLoop:
         if patience and int(state.evals_since_best.numpy()) >= patience:
           state.stopped_early.assign(True)
     return scalars
+
+
+def check_best_metric(metric: str, scalars) -> None:
+  """Raises ValueError unless `metric` is among the evaluation's scalar names `scalars`."""
+  if metric not in scalars:
+    raise ValueError(f"best_metric {metric!r} is not among the evaluation's scalars "
+                     f"({', '.join(sorted(scalars))})")
 
 
 def _to_multiple(step: int, every: int) -> int:

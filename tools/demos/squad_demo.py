@@ -66,14 +66,19 @@ class SquadDemoSummary:
         f"  answer: {self.answer!r} (gold {self.gold!r})"])
 
 
+def data_files(data_dir: str) -> tuple[str, str]:
+  """The paths `make_data` writes in `data_dir`: (train, dev)."""
+  return os.path.join(data_dir, "train.json"), os.path.join(data_dir, "dev.json")
+
+
 def make_data(data_dir: str, train_paragraphs: int = 300, dev_paragraphs: int = 40
               ) -> tuple[str, str]:
-  """Writes train (seed 1) and dev (seed 2) SQuAD JSON files; returns their paths."""
+  """Writes train (seed 1) and dev (seed 2) SQuAD JSON files; returns their paths
+  (`data_files`)."""
   os.makedirs(data_dir, exist_ok=True)
-  sets = {"train.json": synthetic_squad(train_paragraphs, seed=1, fillers=1),
-          "dev.json": synthetic_squad(dev_paragraphs, seed=2, fillers=1)}
-  return tuple(write_squad_json(os.path.join(data_dir, name), data)
-               for name, data in sets.items())
+  train, dev = data_files(data_dir)
+  return (write_squad_json(train, synthetic_squad(train_paragraphs, seed=1, fillers=1)),
+          write_squad_json(dev, synthetic_squad(dev_paragraphs, seed=2, fillers=1)))
 
 
 def run_squad_demo(workdir: str, pretrained_checkpoint: str, epochs: float = 24.0,
