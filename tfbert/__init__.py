@@ -13,6 +13,7 @@ import; the subpackages group the rest by concern:
   squad/        SQuAD v1.1/v2.0: data, features, postprocessing, evaluation, run, export
   classifier/   GLUE-format classification: data, metrics, features, run, export
   alignment/    the harness proving that two training set-ups train the same
+  inference/    raw text in, answers out: `load`, `save` and each task model's text calls
 """
 
 from tfbert.checkpoints.google_checkpoint import (
@@ -35,5 +36,17 @@ __all__ = [
     "BertConfig", "BertEncoder", "BertPretrainer", "BertSpanLabeler", "BertClassifier",
     "BertTokenClassifier",
     "LoadReport", "load_google_checkpoint", "export_google_checkpoint", "read_google_checkpoint",
-    "with_gradient_accumulation", "create_optimizer",
+    "with_gradient_accumulation", "create_optimizer", "load", "save",
 ]
+
+
+def __getattr__(name: str):
+  """`load` and `save` (`tfbert.inference`), imported when first used: they read every
+  task's modules, which import this package."""
+  if name == "load":
+    from tfbert.inference.loading import load  # pylint: disable=import-outside-toplevel
+    return load
+  if name == "save":
+    from tfbert.inference.saving import save  # pylint: disable=import-outside-toplevel
+    return save
+  raise AttributeError(f"module 'tfbert' has no attribute {name!r}")

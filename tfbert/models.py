@@ -17,6 +17,7 @@ from tfbert.encoder import BertEncoder, as_config, read_inputs
 from tfbert.layers import dropout
 from tfbert.layers.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
 from tfbert.losses import pretraining_loss
+from tfbert.text.text_calls import RawTextFit, RawTextPredict, implementation
 from tfbert.training.accumulation import find_accumulator
 
 SPAN_OUTPUT_NAMES = ("start_logits", "end_logits")  # What a span labeler serves.
@@ -26,7 +27,7 @@ PRETRAINING_METRICS = ("mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy")
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
-class BertPretrainer(keras.Model):
+class BertPretrainer(RawTextPredict, keras.Model):
   """BERT with the MLM and NSP heads of google-research/bert `run_pretraining.py`.
 
   Args:
@@ -139,6 +140,11 @@ class BertPretrainer(keras.Model):
   def hf_task(self, labels: Optional[Sequence[str]] = None) -> dict:
     """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`)."""
     return hf_task_fields("BertForPreTraining", _no_labels(self, labels))
+
+  def fill_mask(self, texts, top_k: int = 5, batch_size: int = 32, verbose="auto"):
+    """The MLM head's top-k tokens for each `[MASK]` of raw text
+    (`tfbert.inference.raw_text.fill_mask`; needs text settings: `tfbert.load`)."""
+    return implementation(self).fill_mask(self, texts, top_k, batch_size, verbose)
 
   def served_outputs(self, features) -> dict:
     """What its exports serve: its encoder's (`BertEncoder.served_outputs`)."""
@@ -352,7 +358,7 @@ def _labels(labels, name: str) -> tf.Tensor:
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
-class BertSpanLabeler(_FineTuningStep, keras.Model):
+class BertSpanLabeler(RawTextPredict, _FineTuningStep, keras.Model):
   """BERT with the SQuAD span head of google-research/bert `run_squad.py`.
 
   Training labels: {"start_logits", "end_logits"}: int [B] positions; the loss is
@@ -404,6 +410,11 @@ class BertSpanLabeler(_FineTuningStep, keras.Model):
     """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`)."""
     return hf_task_fields("BertForQuestionAnswering", _no_labels(self, labels))
 
+  def answer(self, questions, contexts=None, batch_size: int = 32, verbose="auto"):
+    """Answers with score and character offsets for raw (question, context) text, windowed
+    as `tools/run_squad.py` (`tfbert.inference.raw_text.answer`; needs text settings)."""
+    return implementation(self).answer(self, questions, contexts, batch_size, verbose)
+
   def served_outputs(self, features) -> dict:
     """What its exports serve: float32 `start_logits`, `end_logits` [B, S]."""
     outputs = self(features, training=False)
@@ -414,7 +425,7 @@ class BertSpanLabeler(_FineTuningStep, keras.Model):
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
-class BertClassifier(_FineTuningStep, keras.Model):
+class BertClassifier(RawTextFit, _FineTuningStep, keras.Model):
   """BERT with the classifier head of google-research/bert `run_classifier.py`.
 
   Args:
@@ -509,6 +520,11 @@ class BertClassifier(_FineTuningStep, keras.Model):
                           _checked_labels(labels if labels is not None else self.labels,
                                           self.num_classes))
 
+  def classify(self, texts, batch_size: int = 32, verbose="auto"):
+    """Class names with probabilities (regression: scores) for raw texts or pairs
+    (`tfbert.inference.raw_text.classify`; needs text settings: `tfbert.load`)."""
+    return implementation(self).classify(self, texts, batch_size, verbose)
+
   def served_outputs(self, features) -> dict:
     """What its exports serve: float32 `logits`, `probabilities` (softmax) [B, C]; for
     regression (C = 1), `score` [B]."""
@@ -524,7 +540,7 @@ class BertClassifier(_FineTuningStep, keras.Model):
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
-class BertTokenClassifier(_FineTuningStep, keras.Model):
+class BertTokenClassifier(RawTextPredict, _FineTuningStep, keras.Model):
   """BERT with a tag per WordPiece: dropout then a dense projection of `sequence_output`.
 
   Hugging Face's `BertForTokenClassification`: its head (`classifier.weight` [C, H],
@@ -606,6 +622,11 @@ class BertTokenClassifier(_FineTuningStep, keras.Model):
     if labels is not None and tuple(labels) != self.labels:
       raise ValueError(f"labels {list(labels)} differ from the tagger's {list(self.labels)}")
     return hf_task_fields("BertForTokenClassification", self.labels)
+
+  def tag(self, texts, batch_size: int = 32, verbose="auto"):
+    """Entities with character offsets in raw texts (`tfbert.inference.raw_text.tag`;
+    needs text settings: `tfbert.load`)."""
+    return implementation(self).tag(self, texts, batch_size, verbose)
 
   def served_outputs(self, features) -> dict:
     """What its exports serve: float32 `logits`, `probabilities` [B, S, C]."""

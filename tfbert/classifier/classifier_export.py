@@ -52,8 +52,9 @@ class ClassifierExport(export.TaskExport):
 
   def __init__(self, model: BertClassifier, vocab_file: str, do_lower_case: bool,
                max_seq_length: int, labels: Optional[Sequence[str]], is_pair: bool,
-               name: Optional[str] = None):
-    super().__init__(model, vocab_file, do_lower_case, max_seq_length, name=name)
+               name: Optional[str] = None, frozen: bool = True):
+    super().__init__(model, vocab_file, do_lower_case, max_seq_length, name=name,
+                     frozen=frozen)
     self.is_pair = is_pair
     self.labels = None if labels is None else tf.constant(list(labels), tf.string)
     texts = [tf.TensorSpec([None], tf.string, name="text_a")]

@@ -33,8 +33,8 @@ class EmbeddingExport(export.TaskExport):
   """
 
   def __init__(self, model: BertSentenceEncoder, vocab_file: str, do_lower_case: bool,
-               max_seq_length: int):
-    super().__init__(model, vocab_file, do_lower_case, max_seq_length)
+               max_seq_length: int, frozen: bool = True):
+    super().__init__(model, vocab_file, do_lower_case, max_seq_length, frozen=frozen)
     self.embed_text = tf.function(self._embed_text,
                                   input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 

@@ -18,7 +18,7 @@ All are fractions here, as `glue_metrics`' are; runs report them in percent
 (`docs/metrics.md`). Shape legend: N pairs, Q queries, D corpus documents.
 """
 
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -87,3 +87,13 @@ def retrieval_metrics(scores: np.ndarray, query_ids: Sequence[str], corpus_ids: 
   if not counted:
     raise ValueError("no query has a relevant document in qrels: nothing to score")
   return {**{name: total / counted for name, total in totals.items()}, "queries": counted}
+
+
+def cosine_similarity(a: np.ndarray, b: Optional[np.ndarray] = None) -> np.ndarray:
+  """float32 [N, M] cosine similarities of embeddings a [N, H] and b [M, H] (default: a);
+  one embedding [H] counts as [1, H]."""
+  a = np.atleast_2d(np.asarray(a, np.float64))
+  b = a if b is None else np.atleast_2d(np.asarray(b, np.float64))
+  a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+  b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+  return (a @ b.T).astype(np.float32)

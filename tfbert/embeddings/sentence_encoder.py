@@ -29,10 +29,12 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from tfbert.embeddings import embedding_metrics
 from tfbert.encoder import BertEncoder, as_config, read_inputs
 from tfbert.layers import dropout, pooling
 from tfbert.losses import embedding_losses
 from tfbert.models import accumulation, step_number, sum_over_replicas
+from tfbert.text.text_calls import RawTextPredict, implementation
 
 OUTPUT_NAME = "embeddings"
 SCORE_KEY = "score"  # A scored pair's label, when labels come as a dict.
@@ -80,7 +82,7 @@ def replica_offset(count: tf.Tensor) -> tf.Tensor:
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
-class BertSentenceEncoder(keras.Model):
+class BertSentenceEncoder(RawTextPredict, keras.Model):
   """BERT with sentence pooling: one vector per input sequence.
 
   Args:
@@ -222,6 +224,17 @@ class BertSentenceEncoder(keras.Model):
 
   def get_metrics_result(self):
     return {name: tracker.result() for name, tracker in self.trackers.items()}
+
+  def encode(self, texts, batch_size: int = 32, normalize: bool = False, verbose="auto"):
+    """float32 embeddings [N, H] of raw texts (one text: [H]), sentence-transformers'
+    `encode` (`tfbert.inference.raw_text.encode`; needs text settings: `tfbert.load`)."""
+    return implementation(self).encode(self, texts, batch_size, normalize, verbose)
+
+  @staticmethod
+  def similarity(a, b=None):
+    """float32 [N, M] cosine similarities of embeddings a [N, H] and b [M, H] (default: a),
+    sentence-transformers' `similarity`."""
+    return embedding_metrics.cosine_similarity(a, b)
 
   def served_outputs(self, features) -> dict[str, tf.Tensor]:
     """What its exports serve: float32 `embeddings` [B, H]."""

@@ -420,6 +420,11 @@ class TaskExport(tf.Module):
   which passes its texts through `validate_texts` before tokenizing and its packed
   features through `validate_features`.
 
+  Args (besides the attributes'):
+    frozen: the signatures call `outputs_function(model)` (`FrozenOutputs`: what a
+      SavedModel holds); False: `served_outputs` of the model's live variables (what
+      `tfbert.inference` calls in Python, never saved).
+
   Attributes:
     model: the Keras model, not saved: the signatures call `FrozenOutputs` of it.
     vocab: `tf.saved_model.Asset` of the vocab file (copied into `assets/`).
@@ -429,9 +434,13 @@ class TaskExport(tf.Module):
   """
 
   def __init__(self, model: keras.Model, vocab_file: str, do_lower_case: bool,
-               max_seq_length: int, name: Optional[str] = None):
+               max_seq_length: int, name: Optional[str] = None, frozen: bool = True):
     super().__init__(name=name)
-    self._outputs_of = outputs_function(model)
+    # Unfrozen (`tfbert.inference`'s raw-text calls in Python): the signatures read the
+    # model's variables as they are at each call, so a model trained further answers with
+    # its new weights; the same graph otherwise.
+    self._outputs_of = (outputs_function(model) if frozen
+                        else functools.partial(served_outputs, model))
     self.model = _saved_if_read(model, self._outputs_of, self)
     self.vocab = tf.saved_model.Asset(vocab_file)
     self.tokenizer = tokenization.WordPieceTokenizer(vocab_file, do_lower_case)

@@ -69,8 +69,9 @@ class SquadExport(export.TaskExport):
   def __init__(self, model: BertSpanLabeler, vocab_file: str, do_lower_case: bool,
                max_seq_length: int, max_query_length: int, max_answer_length: int,
                version_2_with_negative: bool = False, null_score_diff_threshold: float = 0.0,
-               name: Optional[str] = None):
-    super().__init__(model, vocab_file, do_lower_case, max_seq_length, name=name)
+               name: Optional[str] = None, frozen: bool = True):
+    super().__init__(model, vocab_file, do_lower_case, max_seq_length, name=name,
+                     frozen=frozen)
     self.max_query_length = max_query_length
     self.max_answer_length = max_answer_length
     self.version_2_with_negative = bool(version_2_with_negative)

@@ -79,11 +79,15 @@ class SquadPrediction:
     text: the predicted answer ("" = no answer, v2.0).
     nbest: the n-best list, best first.
     null_score_diff: v2.0 only: null score - best non-null score (None in v1.1).
+    start_char, end_char: where `text` lies in the context (`context[start_char:end_char]`,
+      characters); None for "" (no answer). Not written to the prediction files.
   """
   qas_id: str
   text: str
   nbest: tuple[NbestEntry, ...]
   null_score_diff: Optional[float] = None
+  start_char: Optional[int] = None
+  end_char: Optional[int] = None
 
 
 # A candidate span is a plain tuple (start_logit, end_logit, start_char, end_char), with
@@ -148,15 +152,17 @@ def _predict(example, features, start_logits, end_logits, config):
     candidates.append(null)
   # Stable sort: ties keep feature, then start-rank, then end-rank order, as Google's.
   candidates.sort(key=lambda c: c[0] + c[1], reverse=True)
-  nbest = _nbest(example.context_text, candidates, null, config.n_best_size)
+  nbest, spans = _nbest(example.context_text, candidates, null, config.n_best_size)
   if not config.version_2_with_negative:
-    return SquadPrediction(example.qas_id, nbest[0].text, nbest)
-  best = next((e for e in nbest if e.text), None)
+    return SquadPrediction(example.qas_id, nbest[0].text, nbest, None, *spans[0])
+  best = next((i for i, e in enumerate(nbest) if e.text), None)
   score_null = null[0] + null[1]
   # Google's expression and order of operations, so thresholds carry over exactly.
-  diff = (score_null - best.start_logit - best.end_logit) if best else math.inf
-  text = "" if best is None or diff > config.null_score_diff_threshold else best.text
-  return SquadPrediction(example.qas_id, text, nbest, diff)
+  diff = (score_null - nbest[best].start_logit - nbest[best].end_logit
+          if best is not None else math.inf)
+  if best is None or diff > config.null_score_diff_threshold:
+    return SquadPrediction(example.qas_id, "", nbest, diff)
+  return SquadPrediction(example.qas_id, nbest[best].text, nbest, diff, *spans[best])
 
 
 def _feature_candidates(feature, start, end, config):
@@ -191,7 +197,8 @@ def _null_candidate(start_logits, end_logits):
 
 
 def _nbest(context, candidates, null, n_best_size):
-  """Up to `n_best_size` distinct answers (v2.0: "" always among them) with probabilities."""
+  """Up to `n_best_size` distinct answers (v2.0: "" always among them) with probabilities,
+  and each one's (start_char, end_char) in `context` ((None, None) for "")."""
   chosen, seen = [], set()
   for start_logit, end_logit, start_char, end_char in candidates:
     if len(chosen) >= n_best_size:
@@ -200,14 +207,16 @@ def _nbest(context, candidates, null, n_best_size):
     if start_char is not None and text in seen:
       continue
     seen.add(text)
-    chosen.append((text, start_logit, end_logit))
+    span = (None, None) if start_char is None else (start_char, end_char)
+    chosen.append((text, start_logit, end_logit, span))
   if null is not None and "" not in seen:
-    chosen.append(("", null[0], null[1]))
+    chosen.append(("", null[0], null[1], (None, None)))
   if not chosen:  # No valid span at all (Google writes the text "empty" here).
-    chosen.append(("", 0.0, 0.0))
-  probs = _softmax([start_logit + end_logit for _, start_logit, end_logit in chosen])
-  return tuple(NbestEntry(text, p, start_logit, end_logit)
-               for (text, start_logit, end_logit), p in zip(chosen, probs))
+    chosen.append(("", 0.0, 0.0, (None, None)))
+  probs = _softmax([start_logit + end_logit for _, start_logit, end_logit, _ in chosen])
+  return (tuple(NbestEntry(text, p, start_logit, end_logit)
+                for (text, start_logit, end_logit, _), p in zip(chosen, probs)),
+          [span for *_, span in chosen])
 
 
 def _softmax(scores):

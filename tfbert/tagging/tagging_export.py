@@ -48,8 +48,9 @@ class TaggerExport(export.TaskExport):
   """
 
   def __init__(self, model: BertTokenClassifier, vocab_file: str, do_lower_case: bool,
-               max_seq_length: int, name: Optional[str] = None):
-    super().__init__(model, vocab_file, do_lower_case, max_seq_length, name=name)
+               max_seq_length: int, name: Optional[str] = None, frozen: bool = True):
+    super().__init__(model, vocab_file, do_lower_case, max_seq_length, name=name,
+                     frozen=frozen)
     self.labels = tf.constant(list(model.labels), tf.string)
     vocab = tokenization.load_vocab(vocab_file)
     self.continuation = tf.constant([token.startswith("##") for token in vocab], tf.bool)

@@ -1,0 +1,151 @@
+"""Tests for tfbert.inference.loading and saving: `tfbert.load` reads every directory kind a
+user holds (Hugging Face directories of each head with their labels, sentence-transformers,
+Google, a run directory, a `.keras` file, an export, a `ram://` URL) into the right class
+with its labels and text settings; `task=` starts a head on a source's encoder; what it
+cannot read is named in one line."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import tfbert
+from tfbert import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+from tfbert.checkpoints import convert, pretrained
+from tfbert.checkpoints.google_checkpoint import google_weights
+from tfbert.classifier.classifier_run import ClassifierRunConfig
+from tfbert.config import BertConfig
+from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
+from tfbert.inference import loading, text_settings
+
+TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+            intermediate_size=37, max_position_embeddings=64, initializer_range=0.5)
+LABELS = ("sports", "business", "world")  # Not alphabetical: order by id, never sorted.
+TAGS = ("O", "B-loc", "I-loc")
+
+
+def _model(cls, *args, seq_length=13, **kwargs):
+  model = cls(BertConfig(**TINY), *args, **kwargs)
+  model.build()
+  return text_settings.attach_text(model, pretrained.minilm_vocab_file(), True, seq_length)
+
+
+def _same_weights(a, b):
+  """Every weight equal by Google name; the pooler only where the model reads it (a Hugging
+  Face tagger or span labeler holds none, as transformers' own)."""
+  mine, theirs = google_weights(a), google_weights(b)
+  assert sorted(mine) == sorted(theirs)
+  for name in mine:
+    if convert.uses_pooler(a) or not name.startswith(convert.POOLER_SCOPE):
+      np.testing.assert_array_equal(mine[name], theirs[name], err_msg=name)
+
+
+@pytest.mark.parametrize("cls, args", [
+    (BertClassifier, (3,), ), (BertTokenClassifier, (TAGS,)), (BertSpanLabeler, ()),
+    (BertPretrainer, ())], ids=["classifier", "tagger", "span_labeler", "pretrainer"])
+def test_a_hugging_face_directory_of_each_head_loads_as_its_class_with_its_labels(
+    tmp_path, cls, args):
+  kwargs = {"labels": LABELS} if cls is BertClassifier else {}
+  model = _model(cls, *args, **kwargs)
+  tfbert.save(model, str(tmp_path / "hf"), "hf")
+  back = tfbert.load(str(tmp_path / "hf"))
+  assert type(back) is cls
+  assert getattr(back, "labels", None) == getattr(model, "labels", None)
+  _same_weights(model, back)
+  settings = text_settings.settings_of(back)
+  # The HF directory records model_max_length = max_position_embeddings (64); a span
+  # labeler's default window would be 384.
+  assert (settings.do_lower_case, settings.max_seq_length) == (True, 64)
+
+
+def test_a_google_checkpoint_directory_and_prefix_load_by_their_heads(tmp_path):
+  model = _model(BertPretrainer)
+  prefix = str(tmp_path / "google" / "bert_model.ckpt")
+  tfbert.save(model, prefix, "google")
+  for path in (str(tmp_path / "google"), prefix):
+    back = tfbert.load(path)
+    assert type(back) is BertPretrainer
+    _same_weights(model, back)
+    # google-research/bert's default 128, cut to the model's 64 positions.
+    assert text_settings.settings_of(back).max_seq_length == 64
+
+
+def test_a_run_directory_gives_its_runs_sequence_length(tmp_path):
+  model = _model(BertClassifier, 3, labels=LABELS)
+  run = tmp_path / "run"
+  tfbert.save(model, str(run / "model.keras"))
+  (run / "run_config.json").write_text(ClassifierRunConfig(
+      output_dir=str(run), task_name="mrpc", do_train=True, data_dir=str(tmp_path / "glue"),
+      max_seq_length=23).to_json())
+  back = tfbert.load(str(run))
+  assert type(back) is BertClassifier and back.labels == LABELS
+  assert text_settings.settings_of(back).max_seq_length == 23
+  _same_weights(model, back)
+
+
+@pytest.mark.slow  # ~4 s: Keras saves and loads through a local copy of the URL.
+def test_a_keras_file_on_a_url_loads(ram_root):
+  model = _model(BertTokenClassifier, TAGS)
+  path = f"{ram_root}/tagger/model.keras"
+  tfbert.save(model, path)
+  back = tfbert.load(path)
+  assert type(back) is BertTokenClassifier and back.labels == TAGS
+  assert text_settings.settings_of(back).vocab_file == f"{ram_root}/tagger/vocab.txt"
+  assert back.tag(["in Oslo"]) == model.tag(["in Oslo"])
+
+
+@pytest.mark.slow  # ~3 s: MiniLM read twice.
+def test_the_shipped_minilm_starts_a_classifier_on_its_encoder():
+  source = tfbert.load(pretrained.minilm_dir())
+  assert isinstance(source, BertSentenceEncoder)
+  clf = tfbert.load(pretrained.minilm_dir(), task="classifier", labels=LABELS)
+  assert type(clf) is BertClassifier and clf.labels == LABELS
+  _same_weights(source.encoder, clf.encoder)
+  assert text_settings.settings_of(clf).max_seq_length == 256
+
+
+def test_labels_that_are_not_the_models_are_refused_by_name(tmp_path):
+  model = _model(BertClassifier, 3, labels=LABELS)
+  tfbert.save(model, str(tmp_path / "hf"), "hf")
+  with pytest.raises(ValueError, match=r"labels \['business', 'sports', 'world'\] are not "
+                                       r"the model's \(\['sports', 'business', 'world'\]\)"):
+    tfbert.load(str(tmp_path / "hf"), labels=sorted(LABELS))
+  assert tfbert.load(str(tmp_path / "hf"), task="classifier", labels=LABELS).labels == LABELS
+  with pytest.raises(ValueError, match="needs labels="):
+    tfbert.load(str(tmp_path / "hf"), task="tagger")
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: None, "not a model directory tfbert reads: found none of saved_model.pb, "
+                     "model.keras, modules.json, config.json \\+ model.safetensors, "
+                     "bert_config.json \\+ a checkpoint"),
+    (lambda d: (d / "run_config.json").write_text("{}"),
+     "a tfbert run directory without model.keras: training has not finished"),
+    (lambda d: (d / "config.json").write_text("{}"), "config.json without model.safetensors"),
+    (lambda d: (d / "bert_config.json").write_text("{}"), "bert_config.json with no checkpoint"),
+], ids=["empty", "unfinished_run", "hf_without_weights", "google_without_checkpoint"])
+def test_a_directory_it_cannot_read_is_named_in_one_line(tmp_path, make, message):
+  make(tmp_path)
+  with pytest.raises(ValueError, match=message) as raised:
+    tfbert.load(str(tmp_path))
+  assert "\n" not in str(raised.value) and str(tmp_path) in str(raised.value)
+
+
+def test_a_missing_path_and_a_missing_vocabulary_are_named(tmp_path):
+  with pytest.raises(FileNotFoundError, match="no such file or directory: .*nowhere"):
+    tfbert.load(str(tmp_path / "nowhere"))
+  model = _model(BertPretrainer)
+  tfbert.save(model, str(tmp_path / "hf"), "hf")
+  os.remove(tmp_path / "hf" / "vocab.txt")
+  with pytest.raises(FileNotFoundError, match="no vocab.txt beside the model .*vocab_file="):
+    tfbert.load(str(tmp_path / "hf"))
+
+
+def test_locate_names_each_kind(tmp_path):
+  (tmp_path / "st").mkdir()
+  (tmp_path / "st" / "modules.json").write_text(json.dumps([]))
+  assert loading.locate(str(tmp_path / "st")) == ("sentence-transformers", str(tmp_path / "st"))
+  with pytest.raises(ValueError, match="a file must be a tfbert .keras model"):
+    (tmp_path / "x.txt").write_text("x")
+    loading.locate(str(tmp_path / "x.txt"))

@@ -1,0 +1,160 @@
+"""Tests for tfbert.inference.raw_text: every task model's raw-text call gives what its
+SavedModel's raw-text signature gives on the same inputs (the export loaded back through
+`tfbert.load`), the shipped MiniLM's `encode` gives the published similarities, fill-mask
+reads the MLM head at the masks, and Keras' predict/fit take raw text with labels by name.
+
+Tiny random models (1 layer, H 32) over the real uncased vocabulary: the property is the
+code path (packing, chunking, windows, postprocessing), which any weights exercise."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfbert
+from tests.inference import tiny_models
+from tfbert import BertPretrainer
+from tfbert.checkpoints import pretrained
+from tfbert.classifier import classifier_features, glue_data
+from tfbert.config import BertConfig
+from tfbert.embeddings import embedding_inference
+from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
+from tfbert.inference import raw_text, text_settings
+from tfbert.text import tokenization
+
+TEXTS, PAIRS, LABELS = tiny_models.TEXTS, tiny_models.PAIRS, tiny_models.LABELS
+TINY, _with_text = tiny_models.TINY, tiny_models.with_text
+
+
+@pytest.mark.slow  # The five exports (~18 s, built once: conftest.py).
+def test_classify_equals_the_classify_text_signature(models, exports):
+  mine = models["classifier"].classify(PAIRS, batch_size=2)
+  theirs = exports["classifier"].classify(PAIRS)
+  assert [r["label"] for r in mine] == [r["label"] for r in theirs]
+  assert sorted(mine[0]["probabilities"]) == sorted(LABELS)
+  for a, b in zip(mine, theirs):
+    np.testing.assert_allclose([a["probabilities"][k] for k in LABELS],
+                               [b["probabilities"][k] for k in LABELS], atol=1e-6)
+    assert a["score"] == max(a["probabilities"].values())
+  # The label is the most probable class of the model's own logits on the tool's packing.
+  features = classifier_features.examples_to_features(
+      [glue_data.InputExample(str(i), i, i + 1, a, b or None) for i, (a, b) in enumerate(PAIRS)],
+      raw_text.tokenizer_of(models["classifier"]), 17, is_pair=True)
+  logits = models["classifier"](features)["logits"].numpy()
+  assert [r["label"] for r in mine] == [LABELS[i] for i in logits.argmax(1)]
+
+
+@pytest.mark.slow  # The five exports (~18 s, built once: conftest.py).
+def test_a_regression_classifier_gives_scores_as_its_signature(models, exports):
+  mine = models["regression"].classify(PAIRS)
+  theirs = exports["regression"].classify(PAIRS)
+  assert list(mine[0]) == ["score"]
+  np.testing.assert_allclose([r["score"] for r in mine], [r["score"] for r in theirs],
+                             atol=1e-6)
+
+
+@pytest.mark.slow  # The five exports (~18 s, built once: conftest.py).
+def test_tag_equals_the_tag_text_signature(models, exports):
+  mine = models["tagger"].tag(TEXTS, batch_size=3)
+  assert mine == exports["tagger"].tag(TEXTS)
+  assert any(mine)  # Some entity, so the offsets below are checked at all.
+  for text, found in zip(TEXTS, mine):
+    for entity in found:
+      assert text[entity["start"]:entity["end"]] == entity["word"] != ""
+      assert entity["entity_group"] in ("per", "loc")
+  assert models["tagger"].tag("née café au lait") == mine[2]  # One text: its list.
+
+
+@pytest.mark.slow  # The five exports (~18 s, built once: conftest.py).
+def test_answer_equals_the_answer_question_signature_within_one_window(models, exports):
+  questions = ["Who met?", "Where?", "What sat?"]
+  contexts = ["Mira met Zyxwar in Oslo.", "née café au lait", "The cat sat on the mat!"]
+  mine = models["span_labeler"].answer(questions, contexts)
+  theirs = exports["span_labeler"].answer(list(zip(questions, contexts)))
+  assert [r["answer"] for r in mine] == [r["answer"] for r in theirs]
+  np.testing.assert_allclose([r["score"] for r in mine], [r["score"] for r in theirs],
+                             rtol=1e-5)
+  for context, row in zip(contexts, mine):
+    assert context[row["start"]:row["end"]] == row["answer"] != ""
+
+
+def test_a_long_context_is_answered_over_its_windows_with_offsets_into_it(models):
+  context = " ".join(f"word{i} is here." for i in range(40))  # Many windows of S 20.
+  model = models["span_labeler"]
+  windows = raw_text.squad_features.convert_examples_to_features(
+      [raw_text.squad_data.SquadExample("0", "Who?", context, ())],
+      raw_text.tokenizer_of(model), raw_text.squad_features.FeatureConfig(20, 128, 5),
+      log_every=0).features
+  assert len(windows) > 5
+  row = model.answer("Who?", context)
+  assert context[row["start"]:row["end"]] == row["answer"] != ""
+  # The best span over every window, found by brute force on the Keras model's logits
+  # (each position scored in the window where it has the most context).
+  best = -np.inf
+  for window in windows:
+    out = model({k: window_array(window, k) for k in ("input_ids", "input_mask",
+                                                      "segment_ids")})
+    start, end = (out[k].numpy()[0] for k in ("start_logits", "end_logits"))
+    inside = np.flatnonzero((window.token_start_chars >= 0) & (window.token_is_max_context == 1))
+    for s in inside:
+      for e in inside[(inside >= s) & (inside < s + 30)]:
+        if start[s] + end[e] > best:
+          best, chars = start[s] + end[e], (int(window.token_start_chars[s]),
+                                            int(window.token_end_chars[e]))
+  assert (row["start"], row["end"]) == chars
+  assert row["score"] == pytest.approx(best, rel=1e-5)
+
+
+def window_array(window, name):
+  return np.asarray(getattr(window, name))[None]
+
+
+@pytest.mark.slow  # The five exports (~18 s, built once: conftest.py).
+def test_encode_equals_the_embed_text_signature(models, exports):
+  mine = models["sentence_encoder"].encode(TEXTS, batch_size=3)
+  np.testing.assert_allclose(mine, exports["sentence_encoder"].encode(TEXTS), atol=1e-6)
+  assert mine.shape == (4, 32) and mine.dtype == np.float32
+  np.testing.assert_allclose(models["sentence_encoder"].encode(TEXTS[0]), mine[0], atol=1e-7)
+
+
+def test_the_shipped_minilm_encodes_as_embed_texts_and_the_published_similarities():
+  # sentence-transformers' README quick start, all-MiniLM-L6-v2 in PyTorch, to 4 decimals.
+  sentences = ["The weather is lovely today.", "It's so sunny outside!",
+               "He drove to the stadium."]
+  model = tfbert.load(pretrained.minilm_dir())
+  assert isinstance(model, BertSentenceEncoder)
+  settings = text_settings.settings_of(model)
+  assert (settings.max_seq_length, settings.do_lower_case) == (256, True)
+  embeddings = model.encode(sentences)
+  published = np.array([[1.0, 0.6660, 0.1046], [0.6660, 1.0, 0.1411], [0.1046, 0.1411, 1.0]])
+  np.testing.assert_allclose(model.similarity(embeddings, embeddings), published, atol=6e-5)
+  direct = embedding_inference.embed_texts(
+      model, tokenization.WordPieceTokenizer(settings.vocab_file, True), sentences, 256)
+  np.testing.assert_allclose(embeddings, direct, atol=2e-6)
+
+
+def test_fill_mask_ranks_the_mlm_heads_probabilities_at_each_mask():
+  model = _with_text(BertPretrainer(BertConfig(**TINY)), 15)
+  texts = ["Paris is the [MASK] of France.", "[MASK] and [MASK] ."]
+  found = model.fill_mask(texts, top_k=3)
+  assert [len(masks) for masks in found] == [1, 2]
+  tokenizer = raw_text.tokenizer_of(model)
+  vocab = tokenization.load_vocab(pretrained.minilm_vocab_file())
+  # The masks by hand: [CLS] paris is the [MASK] of france . [SEP] and [CLS] [MASK] and
+  # [MASK] . [SEP].
+  rows = [["[CLS]", "paris", "is", "the", "[MASK]", "of", "france", ".", "[SEP]"],
+          ["[CLS]", "[MASK]", "and", "[MASK]", ".", "[SEP]"]]
+  ids = [[vocab.index(t) for t in row] + [0] * (15 - len(row)) for row in rows]
+  logits = model({"input_ids": tf.constant(ids), "input_mask": tf.constant(
+      [[1] * len(r) + [0] * (15 - len(r)) for r in rows]),
+      "segment_ids": tf.zeros([2, 15], tf.int32)})["mlm_logits"].numpy().astype(np.float64)
+  for row, positions in ((0, [4]), (1, [1, 3])):
+    for mask, position in enumerate(positions):
+      p = np.exp(logits[row, position] - logits[row, position].max())
+      p /= p.sum()
+      top = np.argsort(-p, kind="stable")[:3]
+      assert [c["token"] for c in found[row][mask]] == top.tolist()
+      assert [c["token_str"] for c in found[row][mask]] == [vocab[t] for t in top]
+      np.testing.assert_allclose([c["score"] for c in found[row][mask]], p[top], rtol=1e-4)
+  assert tokenizer.mask_id == vocab.index("[MASK]")
+  with pytest.raises(ValueError, match=r"texts\[1\] has no \[MASK\]"):
+    model.fill_mask(["a [MASK]", "no mask here"])

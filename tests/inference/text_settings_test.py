@@ -1,0 +1,41 @@
+"""Tests for tfbert.inference.text_settings: settings are checked when attached (S within
+the model's positions, an existing vocabulary, usable windows), the casing comes from the
+vocabulary when not given, and re-attaching drops the modules built from the old ones."""
+
+import pytest
+
+from tests.inference import tiny_models
+from tfbert import BertClassifier
+from tfbert.checkpoints import pretrained
+from tfbert.config import BertConfig
+from tfbert.inference import raw_text, text_settings
+
+
+def _model():
+  model = BertClassifier(BertConfig(**tiny_models.TINY), 2)
+  model.build()
+  return model
+
+
+def test_bad_settings_are_refused_naming_the_setting(tmp_path):
+  vocab = pretrained.minilm_vocab_file()
+  with pytest.raises(ValueError, match="max_seq_length 65 exceeds the model's "
+                                       "max_position_embeddings 64"):
+    text_settings.attach_text(_model(), vocab, True, 65)
+  with pytest.raises(FileNotFoundError, match="vocabulary not found: .*missing.txt"):
+    text_settings.attach_text(_model(), str(tmp_path / "missing.txt"), True, 9)
+  with pytest.raises(ValueError, match=r"max_seq_length \(2\) must be >= 3"):
+    text_settings.TextSettings(vocab, True, 2)
+  with pytest.raises(ValueError, match=r"doc_stride \(0\)"):
+    text_settings.TextSettings(vocab, True, 9, doc_stride=0)
+
+
+def test_the_casing_comes_from_the_vocabulary_and_reattaching_starts_afresh(shared_data):
+  model = text_settings.attach_text(_model(), f"{shared_data}/bert_cased_vocab.txt",
+                                    max_seq_length=9)
+  assert text_settings.settings_of(model).do_lower_case is False
+  cased = raw_text.tokenizer_of(model)
+  assert raw_text.tokenizer_of(model) is cased  # Made once.
+  text_settings.attach_text(model, pretrained.minilm_vocab_file(), max_seq_length=9)
+  assert text_settings.settings_of(model).do_lower_case is True
+  assert raw_text.tokenizer_of(model) is not cased

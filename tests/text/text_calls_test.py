@@ -1,0 +1,59 @@
+"""Tests for tfbert.text.text_calls: Keras' predict and a classifier's fit/evaluate take raw
+text (packed as the tools pack it; labels by name), anything else reaches Keras untouched,
+and a model without text settings says how to get them."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.inference import tiny_models
+from tfbert import BertClassifier
+from tfbert.classifier import classifier_features, glue_data
+from tfbert.config import BertConfig
+from tfbert.inference import raw_text
+from tfbert.text import text_calls
+
+PAIRS = tiny_models.PAIRS
+
+
+@pytest.mark.parametrize("x, expected", [
+    ("a text", True), (["a", "b"], True), ([("a", "b")], True), (np.array(["a"]), True),
+    (np.array([b"a"], dtype=object), True), (tf.constant(["a"]), True),
+    ({"input_ids": np.zeros((1, 3))}, False), (np.zeros((2, 3), np.int32), False),
+    ([1, 2], False), ([], False), (tf.zeros([2, 3], tf.int32), False)])
+def test_what_counts_as_raw_text(x, expected):
+  assert text_calls.is_text(x) is expected
+
+
+def test_predict_on_raw_text_equals_predict_on_the_tools_features():
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 3), 17)
+  features = classifier_features.examples_to_features(
+      [glue_data.InputExample(str(i), i, i + 1, a, b or None) for i, (a, b) in enumerate(PAIRS)],
+      raw_text.tokenizer_of(model), 17, is_pair=True)
+  np.testing.assert_array_equal(model.predict(PAIRS, verbose=0)["logits"],
+                                model.predict(features, verbose=0)["logits"])
+
+
+@pytest.mark.slow  # ~4 s: 30 training steps.
+def test_fit_on_text_label_pairs_learns_them_with_labels_by_name():
+  import keras  # pylint: disable=import-outside-toplevel
+  model = tiny_models.with_text(BertClassifier(
+      BertConfig(**tiny_models.TINY), 2, labels=("negative", "positive"), dropout_rate=0.0), 9)
+  texts = ["good fun film", "awful dull film", "good great", "dull awful"] * 2
+  labels = ["positive", "negative", "positive", "negative"] * 2
+  model.compile(optimizer=keras.optimizers.Adam(3e-3))
+  model.fit(texts, labels, batch_size=4, epochs=15, verbose=0)
+  assert [r["label"] for r in model.classify(texts[:4])] == labels[:4]
+  # Ids are labels too; evaluate reads the same way.
+  assert model.evaluate(texts, [1, 0, 1, 0] * 2, verbose=0, return_dict=True)["accuracy"] == 1.0
+  with pytest.raises(ValueError, match=r"labels\[1\] 'neutral' is not one of the model's "
+                                       r"labels \['negative', 'positive'\]"):
+    model.fit(texts[:2], ["positive", "neutral"], verbose=0)
+  with pytest.raises(ValueError, match="2 texts but 3 labels"):
+    model.fit(texts[:2], labels[:3], verbose=0)
+
+
+def test_a_model_without_text_settings_says_how_to_give_it_some():
+  model = BertClassifier(BertConfig(**tiny_models.TINY), 2)
+  with pytest.raises(ValueError, match="BertClassifier has no vocabulary attached.*tfbert.load"):
+    raw_text.classify(model, ["a"])

@@ -1,0 +1,129 @@
+"""A tfbert SavedModel export behind the raw-text calls of the model it was written from.
+
+`tfbert.load(export_dir)` returns an `ExportedModel`: the SavedModel loaded, its raw-text
+signature called batch by batch, and the outputs turned into Python values by the very
+converters the Python models use (`tfbert.inference.raw_text`). The export's S, vocabulary,
+casing and labels were fixed when it was written; what it can do is its signature's:
+
+* `embed_text`: `encode(texts, normalize=False)`;
+* `classify_text`: `classify(texts or pairs)`, labels from the export's `labels.txt`;
+* `tag_text`: `tag(texts)`;
+* `answer_question`: `answer(questions, contexts)` in ONE window, as the signature answers:
+  {"answer", "score"} (+ "null_score" in v2.0), without character offsets.
+
+Loading needs `tensorflow_text` (the tokenizer's ops), which tfbert imports.
+"""
+
+import os
+from typing import Any, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from tfbert.config import BertConfig
+from tfbert.runtime import files
+from tfbert.serving import export
+
+SIGNATURES = {"embed_text": "encode", "classify_text": "classify", "tag_text": "tag",
+              "answer_question": "answer"}
+
+
+class ExportedModel:
+  """A loaded tfbert export (see the module docstring).
+
+  Attributes:
+    path: the export directory.
+    config: its `BertConfig` (`bert_config.json`).
+    labels: its label names (`labels.txt`), or None.
+    signature: the name of its raw-text signature.
+  """
+
+  def __init__(self, path: str):
+    self.path = path
+    self._loaded = tf.saved_model.load(path)
+    names = [name for name in SIGNATURES if name in self._loaded.signatures]
+    if not names:
+      raise ValueError(f"{path}: a SavedModel without a tfbert raw-text signature (has "
+                       f"{', '.join(sorted(self._loaded.signatures)) or 'none'}; expected one "
+                       f"of {', '.join(SIGNATURES)})")
+    self.signature = names[0]
+    self._call = self._loaded.signatures[self.signature]
+    self.config = BertConfig.from_json_file(os.path.join(path, export.CONFIG_FILE))
+    labels_file = os.path.join(path, export.LABELS_FILE)
+    self.labels = (tuple(files.read_text(labels_file).splitlines())
+                   if files.isfile(labels_file) else None)
+
+  def __repr__(self) -> str:
+    return f"ExportedModel({self.path!r}, signature={self.signature!r})"
+
+  def _needs(self, signature: str) -> None:
+    if self.signature != signature:
+      raise TypeError(f"{self.path}: this export answers {SIGNATURES[self.signature]}() "
+                      f"(its {self.signature} signature), not {SIGNATURES[signature]}()")
+
+  def encode(self, texts, batch_size: int = 32, normalize: bool = False,
+             verbose: Any = "auto") -> np.ndarray:
+    """float32 [N, H] embeddings through `embed_text` (one text: [H])."""
+    from tfbert.inference import raw_text  # pylint: disable=import-outside-toplevel
+    self._needs("embed_text")
+    items, one = raw_text.text_list(texts)
+    rows = [self._call(text=tf.constant(items[s]))["embeddings"].numpy()
+            for s in raw_text.batches(len(items), batch_size, verbose)]
+    embeddings = (np.concatenate(rows) if rows else
+                  np.zeros((0, self.config.hidden_size), np.float32))
+    if normalize:
+      embeddings = embeddings / np.maximum(np.linalg.norm(embeddings, axis=1, keepdims=True),
+                                           1e-12)
+    return embeddings[0] if one else embeddings
+
+  def classify(self, texts, batch_size: int = 32, verbose: Any = "auto"):
+    """Class names with probabilities (regression: scores) through `classify_text`."""
+    from tfbert.inference import raw_text  # pylint: disable=import-outside-toplevel
+    self._needs("classify_text")
+    first, second, one = raw_text.text_pairs(texts)
+    takes_pair = "text_b" in self._call.structured_input_signature[1]
+    if (second is not None) != takes_pair:
+      raise ValueError(f"{self.path}: this export classifies "
+                       f"{'(text_a, text_b) pairs' if takes_pair else 'single texts'}")
+    rows = []
+    for s in raw_text.batches(len(first), batch_size, verbose):
+      kwargs = {"text_a": tf.constant(first[s])}
+      if second is not None:
+        kwargs["text_b"] = tf.constant(second[s])
+      outputs = {k: v.numpy() for k, v in self._call(**kwargs).items()}
+      rows.extend(raw_text.classifications(outputs, self.labels))
+    return rows[0] if one else rows
+
+  def tag(self, texts, batch_size: int = 32, verbose: Any = "auto"):
+    """Each text's entities through `tag_text` (`raw_text.entities`)."""
+    from tfbert.inference import raw_text  # pylint: disable=import-outside-toplevel
+    self._needs("tag_text")
+    items, one = raw_text.text_list(texts)
+    rows = []
+    for s in raw_text.batches(len(items), batch_size, verbose):
+      outputs = {k: v.numpy() for k, v in self._call(text=tf.constant(items[s])).items()}
+      rows.extend(raw_text.entities(items[s], outputs))
+    return rows[0] if one else rows
+
+  def answer(self, questions, contexts: Optional[Any] = None, batch_size: int = 32,
+             verbose: Any = "auto"):
+    """Answers through `answer_question` (one window each): {"answer", "score"} (+
+    "null_score" in v2.0) per question."""
+    from tfbert.inference import raw_text  # pylint: disable=import-outside-toplevel
+    self._needs("answer_question")
+    if contexts is None:
+      questions, contexts, one = raw_text.text_pairs(questions)
+    else:
+      questions, one = raw_text.text_list(questions)
+      contexts, _ = raw_text.text_list(contexts)
+    rows = []
+    for s in raw_text.batches(len(questions), batch_size, verbose):
+      outputs = self._call(question=tf.constant(questions[s]),
+                           context=tf.constant(contexts[s]))
+      for i in range(s.stop - s.start):
+        row = {"answer": outputs["answer"][i].numpy().decode("utf-8"),
+               "score": float(outputs["score"][i])}
+        if "null_score" in outputs:
+          row["null_score"] = float(outputs["null_score"][i])
+        rows.append(row)
+    return rows[0] if one else rows

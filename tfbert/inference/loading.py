@@ -1,0 +1,257 @@
+"""`tfbert.load`: any model directory or file a user holds -> a task model that reads text.
+
+What `path` may be (local, or any `tf.io.gfile` URL: `gs://`, `ram://`), tried in order:
+
+* a directory with `saved_model.pb`: a tfbert export -> `ExportedModel`
+  (`tfbert.inference.exported`);
+* a `.keras` file, or a run directory with `model.keras`: tfbert -> the saved class;
+* a directory with `modules.json`: sentence-transformers -> `BertSentenceEncoder`;
+* a directory with `config.json` + `model.safetensors`: Hugging Face -> the class its
+  `architectures` names, labels from `id2label`;
+* a directory with `bert_config.json` + one checkpoint, or a checkpoint prefix: Google TF1
+  -> the class of its heads.
+
+The model comes back with its text settings attached (`tfbert.inference.text_settings`):
+the vocabulary beside it (or `vocab_file`), its casing from the records beside it and the
+vocabulary (`tfbert.text.casing`; `do_lower_case` must agree), and S from what trained or
+describes it (a run's `run_config.json`; `sentence_bert_config.json`; Hugging Face's
+`tokenizer_config.json` `model_max_length`), else 128 (384 for a span labeler), never past
+`max_position_embeddings`. A span labeler of a SQuAD run keeps its run's windows, answer
+length and v2.0 threshold.
+
+`task=` starts another task on the source's encoder (the head fresh): "classifier" (with
+`labels`), "regression", "tagger" (with `labels`), "span_labeler", "sentence_encoder". A
+source that already is that task keeps its head, and labels given must be its own, by name.
+
+A path that is none of these gets one line naming what was looked for.
+"""
+
+import json
+import os
+from typing import Any, Optional, Sequence, Union
+
+import keras
+import tensorflow as tf
+
+from tfbert import task_registry
+from tfbert.checkpoints import convert, huggingface
+from tfbert.embeddings import sentence_transformers
+from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
+from tfbert.encoder import BertEncoder
+from tfbert.inference import exported, text_settings
+from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
+from tfbert.runtime import files
+from tfbert.squad.squad_run import SquadRunConfig
+from tfbert.text import casing
+
+RUN_MODEL = "model.keras"
+TASKS = ("classifier", "regression", "tagger", "span_labeler", "sentence_encoder")
+_TASK_CLASSES = {"classifier": BertClassifier, "regression": BertClassifier,
+                 "tagger": BertTokenClassifier, "span_labeler": BertSpanLabeler,
+                 "sentence_encoder": BertSentenceEncoder}
+
+
+def locate(path: str) -> tuple[str, str]:
+  """(kind, what to read) of `path`: kind "export", "tfbert", "sentence-transformers",
+  "hf" or "google" (see the module docstring).
+
+  Raises:
+    FileNotFoundError: `path` does not exist.
+    ValueError: `path` is none of them, naming what was looked for.
+  """
+  if files.isfile(path + ".index") and not files.exists(path):
+    return "google", path  # A checkpoint prefix (not a file itself).
+  if not files.exists(path):
+    raise FileNotFoundError(f"no such file or directory: {path}")
+  if not files.isdir(path):
+    if path.endswith(".keras"):
+      return "tfbert", path
+    raise ValueError(f"{path}: not a model tfbert reads: a file must be a tfbert .keras model "
+                     "(a directory: an export, a run, sentence-transformers, Hugging Face or "
+                     "Google)")
+  def has(name):
+    return files.exists(os.path.join(path, name))
+  if has("saved_model.pb"):
+    return "export", path
+  if has(RUN_MODEL):
+    return "tfbert", os.path.join(path, RUN_MODEL)
+  if has(sentence_transformers.MODULES_FILE):
+    return "sentence-transformers", path
+  if has("config.json") and has("model.safetensors"):
+    return "hf", path
+  if has("bert_config.json"):
+    return "google", _google_prefix(path)
+  problem = ""
+  if has("run_config.json"):
+    problem = f" (a tfbert run directory without {RUN_MODEL}: training has not finished)"
+  elif has("config.json"):
+    problem = " (config.json without model.safetensors)"
+  raise ValueError(f"{path}: not a model directory tfbert reads{problem}: found none of "
+                   f"saved_model.pb, {RUN_MODEL}, {sentence_transformers.MODULES_FILE}, "
+                   "config.json + model.safetensors, bert_config.json + a checkpoint")
+
+
+def _google_prefix(directory: str) -> str:
+  """The one checkpoint beside `bert_config.json` (the `checkpoint` file's latest, or the
+  only `*.index`)."""
+  latest = tf.train.latest_checkpoint(directory)
+  if latest:
+    return latest
+  prefixes = sorted(name[:-len(".index")] for name in files.listdir(directory)
+                    if name.endswith(".index"))
+  if len(prefixes) != 1:
+    found = "no checkpoint" if not prefixes else "several checkpoints: " + ", ".join(prefixes)
+    raise ValueError(f"{directory}: bert_config.json with {found} (a Google checkpoint "
+                     "directory holds one <prefix>.index and its data)")
+  return os.path.join(directory, prefixes[0])
+
+
+def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str]] = None,
+         max_seq_length: Optional[int] = None, do_lower_case: Optional[bool] = None,
+         vocab_file: Optional[str] = None, **span_settings: Any
+         ) -> Union[keras.Model, exported.ExportedModel]:
+  """The model at `path` with its vocabulary, casing and S attached (module docstring).
+
+  Args:
+    path: a model directory or file, local or a URL.
+    task: start this task on the source's encoder (`TASKS`), or None: the source's own.
+    labels: the class names (tags) of a new classifier (tagger) head, or the source's own.
+    max_seq_length: S (default: recorded, else 128; a span labeler 384).
+    do_lower_case: the casing (default: the records'; must agree with them).
+    vocab_file: the vocabulary (default: `vocab.txt` beside the model).
+    **span_settings: a span labeler's `max_query_length`, `doc_stride`,
+      `max_answer_length`, `version_2_with_negative`, `null_score_diff_threshold`
+      (default: its SQuAD run's, else google-research/bert's).
+
+  Returns:
+    A tfbert model (`BertClassifier`, `BertTokenClassifier`, `BertSpanLabeler`,
+    `BertSentenceEncoder`, `BertPretrainer`, `BertEncoder`) with text settings, or for an
+    export an `ExportedModel`.
+
+  Raises:
+    FileNotFoundError, ValueError: naming the path and what is missing or wrong.
+  """
+  kind, source = locate(path)
+  if kind == "export":
+    if task or labels or max_seq_length or vocab_file or span_settings:
+      raise ValueError(f"{path}: an export is fixed when written (its S, vocabulary and "
+                       "labels); load it without task, labels or text settings")
+    return exported.ExportedModel(path)
+  model, recorded = _read(kind, source)
+  if task is not None:
+    model = with_task(model, task, labels, source)
+  elif labels is not None:
+    _check_labels(model, labels, source)
+  vocab = vocab_file or _vocab_beside(kind, source)
+  lower = casing.resolve_do_lower_case(do_lower_case, casing.checkpoint_casing(
+      source, vocab))
+  limit = model.config.max_position_embeddings
+  default = (text_settings.DEFAULT_SQUAD_MAX_SEQ_LENGTH if isinstance(model, BertSpanLabeler)
+             else text_settings.DEFAULT_MAX_SEQ_LENGTH)
+  length = max_seq_length or min(recorded.pop("max_seq_length", None) or default, limit)
+  if not isinstance(model, BertSpanLabeler):
+    recorded = {}
+  settings = text_settings.TextSettings(vocab, lower, length, **{**recorded, **span_settings})
+  return text_settings.attach(model, settings)
+
+
+def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
+  """(the model, text settings its records give: S and a SQuAD run's span settings)."""
+  if kind == "sentence-transformers":
+    model, config = sentence_transformers.load_sentence_encoder(source)
+    return model, {"max_seq_length": config.max_seq_length}
+  if kind == "tfbert":
+    model = convert.read_tfbert_model(source)
+    return model, _run_settings(model, source)
+  model = convert.read_model(kind, source)
+  if kind == "hf":
+    length = _hf_max_length(source)
+    return model, {"max_seq_length": length} if length else {}
+  return model, {}
+
+
+def _run_settings(model: keras.Model, keras_file: str) -> dict[str, Any]:
+  """S (and a SQuAD run's span settings) from the `run_config.json` of the run that wrote
+  `keras_file` (`<run>/model.keras` or `<run>/best/model.keras`)."""
+  for directory in casing.checkpoint_directories(keras_file):
+    record = os.path.join(directory, casing.RUN_CONFIG)
+    if not files.isfile(record):
+      continue
+    values = json.loads(files.read_text(record))
+    settings = {"max_seq_length": task_registry.run_seq_length(model, values, record)}
+    if isinstance(model, BertSpanLabeler):
+      config = SquadRunConfig.from_json(json.dumps(values))
+      settings.update(max_query_length=config.features.max_query_length,
+                      doc_stride=config.features.doc_stride,
+                      max_answer_length=config.postprocess.max_answer_length,
+                      version_2_with_negative=config.postprocess.version_2_with_negative,
+                      null_score_diff_threshold=config.postprocess.null_score_diff_threshold)
+    return settings
+  return {}
+
+
+def _hf_max_length(directory: str) -> Optional[int]:
+  """`tokenizer_config.json`'s `model_max_length`, when a real length (transformers writes
+  1e30 for "none")."""
+  path = os.path.join(directory, huggingface.TOKENIZER_FILES[1])
+  if not files.isfile(path):
+    return None
+  value = json.loads(files.read_text(path)).get("model_max_length")
+  return int(value) if isinstance(value, (int, float)) and 0 < value < 1e6 else None
+
+
+def _vocab_beside(kind: str, source: str) -> str:
+  directory = source if kind in ("hf", "sentence-transformers") else files.parent(source)
+  if kind == "sentence-transformers":
+    directory = sentence_transformers.read_config(source).transformer_dir
+  vocab = os.path.join(directory, casing.VOCAB)
+  if not files.isfile(vocab):
+    raise FileNotFoundError(f"{source}: no {casing.VOCAB} beside the model (in {directory}): "
+                            "pass vocab_file=")
+  return vocab
+
+
+def _check_labels(model: keras.Model, labels: Sequence[str], source: str) -> None:
+  ours = getattr(model, "labels", None)
+  if ours is None or tuple(labels) != tuple(ours):
+    raise ValueError(f"{source}: labels {list(labels)} are not the model's "
+                     f"({list(ours) if ours is not None else 'none'}); to train a fresh "
+                     "head with these, pass task= as well")
+
+
+def with_task(model: keras.Model, task: str, labels: Optional[Sequence[str]],
+              source: str = "the model") -> keras.Model:
+  """`model` as `task` (`TASKS`): itself when it is that task already (its labels checked
+  against `labels` by name), else a new task model holding its encoder's weights and a
+  fresh head.
+
+  Raises:
+    ValueError: an unknown task; a classifier or tagger without labels; labels that are
+      not the model's own.
+  """
+  if task not in _TASK_CLASSES:
+    raise ValueError(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
+  kind = _TASK_CLASSES[task]
+  same = type(model) is kind and (task != "regression") == (getattr(model, "num_classes", 2) > 1)
+  if same:
+    if labels is not None:
+      _check_labels(model, labels, source)
+    return model
+  if task in ("classifier", "tagger") and not labels:
+    raise ValueError(f"task={task!r} on {source} needs labels= (the class names, by id)")
+  config = model.config
+  if task == "classifier":
+    new = BertClassifier(config, len(labels), labels=labels)
+  elif task == "regression":
+    new = BertClassifier(config, 1)
+  elif task == "tagger":
+    new = BertTokenClassifier(config, labels)
+  elif task == "span_labeler":
+    new = BertSpanLabeler(config)
+  else:
+    new = BertSentenceEncoder(config)
+  new.build()
+  encoder = model if isinstance(model, BertEncoder) else model.encoder
+  new.encoder.set_weights(encoder.get_weights())
+  return new
+

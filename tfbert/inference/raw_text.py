@@ -1,0 +1,465 @@
+"""Each task model's raw-text call, through the code of its export's raw-text signature.
+
+One implementation: a call builds (once per model) the task's export module
+(`EmbeddingExport`, `ClassifierExport`, `TaggerExport`, `SquadExport`) reading the model's
+live variables (`frozen=False`) and calls the very `tf.function` a SavedModel saves as its
+raw-text signature; the outputs become Python values through the converters below, which
+`tfbert.inference.exported` applies to a loaded SavedModel's signature outputs too. So a
+model answers in Python what its export answers (`tests/inference/raw_text_test.py` holds
+them equal), and a model trained further answers with its new weights.
+
+* sentence encoder: `encode(texts)` -> float32 [N, H] (sentence-transformers' `encode`);
+  `cosine_similarity(a, b)`.
+* classifier: `classify(texts or (text_a, text_b) pairs)` -> {"label", "score",
+  "probabilities": {label: p}} per text; regression: {"score"}.
+* tagger: `tag(texts)` -> per text its entities {"entity_group", "word", "start", "end"}
+  (character offsets, `text[start:end] == word`), words and chunking as the export's
+  `tag_text` (transformers' token-classification pipeline with simple aggregation, without
+  a score).
+* span labeler: `answer(questions, contexts)` -> {"answer", "score", "start", "end"} (+
+  "null_score_diff" in v2.0) per question: the windows, n-best and no-answer rule of
+  `tools/run_squad.py` (`tfbert.squad.squad_features`, `squad_postprocess`) on the logits
+  of the export's id signature; `score` is the answer's start + end logit.
+* pretrainer: `fill_mask(texts, top_k)` -> per text, per `[MASK]`, the top-k tokens
+  {"token", "token_str", "score"} of the MLM head.
+
+Importing this module registers it with the model classes (`tfbert.text.text_calls`).
+Inputs are batched (`batch_size`) with a Keras progress bar when there is more than one
+batch (`verbose`). `features_of_texts` packs raw text into model features for Keras'
+`predict`/`fit` (`tfbert.inference.text_inputs`).
+
+Shape legend: N texts, H hidden width, S sequence, C classes.
+"""
+
+import sys
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfbert.classifier import classifier_export, classifier_features
+from tfbert.embeddings import embedding_export, embedding_metrics
+from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
+from tfbert.encoder import BertEncoder
+from tfbert.inference import text_settings
+from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+from tfbert.serving import export
+from tfbert.squad import squad_data, squad_export, squad_features, squad_postprocess
+from tfbert.tagging import tagging_export
+from tfbert.text import inputs, text_calls, tokenization
+
+MASK = "[MASK]"
+Texts = Union[str, Sequence[str]]
+
+
+def text_list(texts: Texts, what: str = "texts") -> tuple[list[str], bool]:
+  """(the texts as a list of str, whether one str was given)."""
+  if isinstance(texts, str):
+    return [texts], True
+  if isinstance(texts, tf.Tensor):
+    texts = texts.numpy()
+  items = [t.decode("utf-8") if isinstance(t, bytes) else t
+           for t in (texts.tolist() if isinstance(texts, np.ndarray) else list(texts))]
+  for i, item in enumerate(items):
+    if not isinstance(item, str):
+      raise TypeError(f"{what}[{i}] is a {type(item).__name__}, not a str")
+  return items, False
+
+
+def text_pairs(texts, what: str = "texts") -> tuple[list[str], Optional[list[str]], bool]:
+  """(first texts, second texts or None, whether one text or pair was given): strings, or
+  (text_a, text_b) pairs."""
+  if isinstance(texts, tuple) and len(texts) == 2 and all(isinstance(t, str) for t in texts):
+    return [texts[0]], [texts[1]], True
+  if isinstance(texts, str) or not len(texts) or isinstance(texts[0], str) or (
+      isinstance(texts, (np.ndarray, tf.Tensor)) and len(np.shape(texts)) == 1):
+    singles, one = text_list(texts, what)
+    return singles, None, one
+  for i, pair in enumerate(texts):
+    if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
+      raise TypeError(f"{what}[{i}]: expected a str or a (text_a, text_b) pair, got {pair!r}")
+  first, _ = text_list([p[0] for p in texts], what)
+  second, _ = text_list([p[1] for p in texts], what)
+  return first, second, False
+
+
+def batches(count: int, batch_size: int, verbose: Any = "auto") -> Iterator[slice]:
+  """Slices of `batch_size` over `count` items, with a Keras progress bar over more than
+  one batch (`verbose` 0 or False: none)."""
+  if batch_size < 1:
+    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+  bar = None
+  if verbose not in (0, False) and count > batch_size:
+    bar = keras.utils.Progbar(count, unit_name="text")
+  for start in range(0, count, batch_size):
+    yield slice(start, min(count, start + batch_size))
+    if bar is not None:
+      bar.update(min(count, start + batch_size))
+
+
+def tokenizer_of(model: keras.Model) -> tokenization.WordPieceTokenizer:
+  """The model's `WordPieceTokenizer` (its attached vocabulary and casing), made once."""
+  settings = text_settings.settings_of(model)
+  return text_settings.cached(model, "tokenizer", lambda: tokenization.WordPieceTokenizer(
+      settings.vocab_file, settings.do_lower_case))
+
+
+def _check_model(model: keras.Model, kind: type, call: str) -> None:
+  if not isinstance(model, kind):
+    raise TypeError(f"{call} is a {kind.__name__}'s; got a {type(model).__name__}")
+
+
+# --- sentence encoder ---------------------------------------------------------------------
+
+
+def encode(model: BertSentenceEncoder, texts: Texts, batch_size: int = 32,
+           normalize: bool = False, verbose: Any = "auto") -> np.ndarray:
+  """float32 [N, H] embeddings (one text: [H]), through the `embed_text` signature's code.
+
+  Args:
+    model: a `BertSentenceEncoder` with text settings (`tfbert.load`).
+    texts: a str or strs.
+    batch_size: texts per call.
+    normalize: L2-normalize the embeddings (a model that normalizes already returns unit
+      vectors either way: sentence-transformers' `normalize_embeddings`).
+    verbose: a progress bar over more than one batch unless 0.
+  """
+  _check_model(model, BertSentenceEncoder, "encode")
+  items, one = text_list(texts)
+  call = _embed_text_function(model)
+  rows = [call(tf.constant(items[s]))["embeddings"].numpy() for s in
+          batches(len(items), batch_size, verbose)]
+  embeddings = (np.concatenate(rows) if rows else
+                np.zeros((0, model.config.hidden_size), np.float32)).astype(np.float32)
+  if normalize:
+    embeddings = embeddings / np.maximum(np.linalg.norm(embeddings, axis=1, keepdims=True),
+                                         1e-12)
+  return embeddings[0] if one else embeddings
+
+
+def _embed_text_function(model: BertSentenceEncoder) -> Callable:
+  settings = text_settings.settings_of(model)
+  return text_settings.cached(model, "embed_text", lambda: embedding_export.EmbeddingExport(
+      model, settings.vocab_file, settings.do_lower_case, settings.max_seq_length,
+      frozen=False)).embed_text
+
+
+cosine_similarity = embedding_metrics.cosine_similarity
+
+
+# --- classifier ---------------------------------------------------------------------------
+
+
+def label_names(model_or_labels, num_classes: int) -> list[str]:
+  """The class names: the model's labels, else transformers' `LABEL_<i>`."""
+  labels = getattr(model_or_labels, "labels", model_or_labels)
+  return list(labels) if labels is not None else [f"LABEL_{i}" for i in range(num_classes)]
+
+
+def classifications(outputs: dict[str, Any], labels: Optional[Sequence[str]]
+                    ) -> list[dict[str, Any]]:
+  """`classify_text`'s outputs [B, ...] as one dict per row: {"label", "score" (its
+  probability), "probabilities": {label: p}}, or {"score"} for regression."""
+  if "probabilities" not in outputs:  # Regression: `score` [B].
+    return [{"score": float(s)} for s in np.asarray(outputs["score"])]
+  probabilities = np.asarray(outputs["probabilities"])
+  names = label_names(labels, probabilities.shape[1])
+  rows = []
+  for row in probabilities:
+    best = int(np.argmax(row))
+    rows.append({"label": names[best], "score": float(row[best]),
+                 "probabilities": dict(zip(names, row.astype(float).tolist()))})
+  return rows
+
+
+def classify(model: BertClassifier, texts, batch_size: int = 32,
+             verbose: Any = "auto") -> Union[dict, list[dict]]:
+  """Class names with probabilities (regression: scores), through `classify_text`'s code.
+
+  Args:
+    model: a `BertClassifier` with text settings.
+    texts: a str, strs, a (text_a, text_b) pair or pairs (a pair task's).
+    batch_size: texts per call.
+    verbose: a progress bar over more than one batch unless 0.
+
+  Returns:
+    One dict per text (see `classifications`); one text or pair: its dict.
+  """
+  _check_model(model, BertClassifier, "classify")
+  first, second, one = text_pairs(texts)
+  call = _classify_text_function(model, second is not None)
+  rows = []
+  for s in batches(len(first), batch_size, verbose):
+    args = [tf.constant(first[s])] + ([tf.constant(second[s])] if second is not None else [])
+    rows.extend(classifications({k: v.numpy() for k, v in call(*args).items()},
+                                model.labels))
+  return rows[0] if one else rows
+
+
+def _classify_text_function(model: BertClassifier, is_pair: bool) -> Callable:
+  settings = text_settings.settings_of(model)
+  return text_settings.cached(model, ("classify_text", is_pair),
+                              lambda: classifier_export.ClassifierExport(
+                                  model, settings.vocab_file, settings.do_lower_case,
+                                  settings.max_seq_length, model.labels, is_pair,
+                                  frozen=False)).classify_text
+
+
+# --- tagger -------------------------------------------------------------------------------
+
+
+def entities(texts: Sequence[str], outputs: dict[str, Any]) -> list[list[dict[str, Any]]]:
+  """`tag_text`'s outputs as each text's entities: {"entity_group", "word", "start", "end"}
+  (characters: `text[start:end]` is the word)."""
+  result = []
+  for i, text in enumerate(texts):
+    count = int(outputs["num_entities"][i])
+    kinds = [k.decode("utf-8") if isinstance(k, bytes) else str(k)
+             for k in np.asarray(outputs["entity_types"][i])[:count]]
+    starts = np.asarray(outputs["entity_starts"][i])[:count].tolist()
+    ends = np.asarray(outputs["entity_ends"][i])[:count].tolist()
+    result.append([{"entity_group": kind, "word": text[start:end], "start": start,
+                    "end": end} for kind, start, end in zip(kinds, starts, ends)])
+  return result
+
+
+def tag(model: BertTokenClassifier, texts: Texts, batch_size: int = 32,
+        verbose: Any = "auto") -> Union[list[dict], list[list[dict]]]:
+  """Each text's entities (see `entities`), through `tag_text`'s code: words are BERT's
+  (whitespace and punctuation), each tagged by its first wordpiece; a text beyond S - 2
+  wordpieces is tagged on its first S - 2 (split long texts, e.g. by sentence)."""
+  _check_model(model, BertTokenClassifier, "tag")
+  items, one = text_list(texts)
+  settings = text_settings.settings_of(model)
+  call = text_settings.cached(model, "tag_text", lambda: tagging_export.TaggerExport(
+      model, settings.vocab_file, settings.do_lower_case, settings.max_seq_length,
+      frozen=False)).tag_text
+  rows = []
+  for s in batches(len(items), batch_size, verbose):
+    outputs = {k: v.numpy() for k, v in call(tf.constant(items[s])).items()}
+    rows.extend(entities(items[s], outputs))
+  return rows[0] if one else rows
+
+
+# --- span labeler -------------------------------------------------------------------------
+
+
+def answer(model: BertSpanLabeler, questions, contexts=None, batch_size: int = 32,
+           verbose: Any = "auto") -> Union[dict, list[dict]]:
+  """Answers to questions about contexts, as `tools/run_squad.py` answers its predict file.
+
+  Every context is cut into windows of S (`doc_stride` apart; `squad_features`), each
+  window scored by the export's id signature (`serving_default`'s code), and the answer
+  chosen over the windows as the tool does (`squad_postprocess`: n-best 20, at most
+  `max_answer_length` wordpieces, v2.0's null-score rule with the attached threshold).
+
+  Args:
+    model: a `BertSpanLabeler` with text settings.
+    questions: a question, or questions; or (question, context) pairs (`contexts` None).
+    contexts: one context per question.
+    batch_size: windows per call.
+    verbose: a progress bar over more than one batch unless 0.
+
+  Returns:
+    Per question {"answer", "score" (start + end logit; None for ""), "start", "end"
+    (characters in its context; None for "")}, and "null_score_diff" in v2.0; one question:
+    its dict.
+  """
+  _check_model(model, BertSpanLabeler, "answer")
+  if contexts is None:
+    questions, contexts, one = text_pairs(questions, "questions")
+    if contexts is None:
+      raise TypeError("answer needs contexts: answer(questions, contexts) or "
+                      "answer([(question, context), ...])")
+  else:
+    questions, one = text_list(questions, "questions")
+    contexts, _ = text_list(contexts, "contexts")
+  if len(questions) != len(contexts):
+    raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts")
+  settings = text_settings.settings_of(model)
+  examples = [squad_data.SquadExample(str(i), q, c, ()) for i, (q, c) in
+              enumerate(zip(questions, contexts))]
+  features = squad_features.convert_examples_to_features(
+      examples, tokenizer_of(model), squad_features.FeatureConfig(
+          settings.max_seq_length, settings.doc_stride, settings.max_query_length),
+      log_every=0).features
+  call = _span_logits_function(model)
+  start_logits, end_logits = [], []
+  for s in batches(len(features), batch_size, verbose):
+    outputs = call(*[tf.constant(np.stack([getattr(f, name) for f in features[s]]))
+                     for name in export.FEATURE_NAMES])
+    start_logits.append(outputs["start_logits"].numpy())
+    end_logits.append(outputs["end_logits"].numpy())
+  width = settings.max_seq_length
+  predictions = squad_postprocess.postprocess_predictions(
+      examples, features,
+      np.concatenate(start_logits) if start_logits else np.zeros((0, width), np.float32),
+      np.concatenate(end_logits) if end_logits else np.zeros((0, width), np.float32),
+      squad_postprocess.PostprocessConfig(
+          max_answer_length=settings.max_answer_length,
+          version_2_with_negative=settings.version_2_with_negative,
+          null_score_diff_threshold=settings.null_score_diff_threshold))
+  rows = [_answer_row(p, settings.version_2_with_negative) for p in predictions]
+  return rows[0] if one else rows
+
+
+def _answer_row(prediction: squad_postprocess.SquadPrediction, v2: bool) -> dict[str, Any]:
+  chosen = next((e for e in prediction.nbest if e.text == prediction.text), None)
+  score = (float(chosen.start_logit + chosen.end_logit)
+           if prediction.text and chosen is not None else None)
+  row = {"answer": prediction.text, "score": score, "start": prediction.start_char,
+         "end": prediction.end_char}
+  if v2:
+    row["null_score_diff"] = prediction.null_score_diff
+  return row
+
+
+def _span_module(model: BertSpanLabeler) -> squad_export.SquadExport:
+  settings = text_settings.settings_of(model)
+  return text_settings.cached(model, "answer_question", lambda: squad_export.SquadExport(
+      model, settings.vocab_file, settings.do_lower_case, settings.max_seq_length,
+      settings.max_query_length, settings.max_answer_length,
+      settings.version_2_with_negative, settings.null_score_diff_threshold, frozen=False))
+
+
+def _span_logits_function(model: BertSpanLabeler) -> Callable:
+  return _span_module(model).id_functions["serving_default"]
+
+
+def answer_question_function(model: BertSpanLabeler) -> Callable:
+  """The export's one-window `answer_question` of `model` (live weights), for comparison."""
+  return _span_module(model).answer_question
+
+
+# --- pretrainer ---------------------------------------------------------------------------
+
+
+def fill_mask(model: BertPretrainer, texts: Texts, top_k: int = 5, batch_size: int = 32,
+              verbose: Any = "auto") -> list:
+  """The MLM head's top-k tokens for every `[MASK]` of every text.
+
+  `[MASK]` is the literal mask token (as typed, whatever the casing): the text around it
+  is tokenized and the mask id put between, so "Paris is the [MASK] of France." asks for
+  one wordpiece.
+
+  Returns:
+    Per text, per mask (in order), `top_k` dicts {"token" (id), "token_str", "score" (the
+    softmax probability)}, best first; one text: its list of masks.
+
+  Raises:
+    ValueError: naming the text without a `[MASK]`, or whose mask lies beyond S - 2
+      wordpieces.
+  """
+  _check_model(model, BertPretrainer, "fill_mask")
+  items, one = text_list(texts)
+  if top_k < 1:
+    raise ValueError(f"top_k must be >= 1, got {top_k}")
+  settings = text_settings.settings_of(model)
+  tokenizer = tokenizer_of(model)
+  vocab = text_settings.cached(model, "vocab", lambda: tokenization.load_vocab(
+      settings.vocab_file))
+  call = text_settings.cached(model, "fill_mask", lambda: _mlm_function(model))
+  budget = settings.max_seq_length - 2
+  results = []
+  for s in batches(len(items), batch_size, verbose):
+    rows, positions = [], []
+    for offset, text in enumerate(items[s]):
+      index = s.start + offset
+      parts = text.split(MASK)
+      if len(parts) < 2:
+        raise ValueError(f"texts[{index}] has no {MASK}: {text[:80]!r}")
+      pieces = tokenizer.tokenize(tf.constant(parts)).to_list()
+      ids, where = [], []
+      for k, piece in enumerate(pieces):
+        if k:
+          where.append(len(ids) + 1)  # + 1: [CLS].
+          ids.append(tokenizer.mask_id)
+        ids.extend(piece)
+      if where[-1] > budget:
+        raise ValueError(f"texts[{index}]: its last {MASK} is wordpiece {where[-1]}, beyond "
+                         f"max_seq_length - 2 = {budget}")
+      rows.append(ids[:budget])
+      positions.append(where)
+    features = inputs.pack_inputs([tf.ragged.constant(rows, tf.int32)],
+                                  settings.max_seq_length, tokenizer.cls_id, tokenizer.sep_id)
+    width = max(len(p) for p in positions)
+    features["masked_lm_positions"] = tf.constant([p + [0] * (width - len(p))
+                                                   for p in positions], tf.int32)
+    probabilities = tf.nn.softmax(call(features), axis=-1).numpy()  # [B, P, V]
+    for row, where in enumerate(positions):
+      masks = []
+      for p in range(len(where)):
+        best = np.argsort(-probabilities[row, p], kind="stable")[:top_k]
+        masks.append([{"token": int(t), "token_str": vocab[t],
+                       "score": float(probabilities[row, p, t])} for t in best])
+      results.append(masks)
+  return results[0] if one else results
+
+
+def _mlm_function(model: BertPretrainer) -> Callable:
+  """float32 MLM logits [B, P, V] at `masked_lm_positions` (inference, no dropout)."""
+  return tf.function(lambda features: tf.cast(
+      model(features, training=False, masked_positions_only=True)["mlm_logits"], tf.float32))
+
+
+# --- features for Keras ---------------------------------------------------------------------
+
+
+def features_of_texts(model: keras.Model, x) -> dict[str, np.ndarray]:
+  """int32 [N, S] model features of raw text, packed as the model's raw-text signature packs
+  it: a classifier's texts or pairs (`classifier_features.pack_text`); a span labeler's
+  (question, context) pairs in one window (`squad_export.pack_question_context`); any other
+  model's texts as `[CLS] text [SEP]`, cut to S."""
+  settings = text_settings.settings_of(model)
+  tokenizer = tokenizer_of(model)
+  length = settings.max_seq_length
+  if isinstance(model, BertSpanLabeler):
+    questions, contexts, _ = text_pairs(x)
+    if contexts is None:
+      raise TypeError("a BertSpanLabeler reads (question, context) pairs")
+    features = squad_export.pack_question_context(
+        tokenizer, tf.constant(questions), tf.constant(contexts), length,
+        settings.max_query_length)[0]
+  elif isinstance(model, BertClassifier):
+    first, second, _ = text_pairs(x)
+    features = classifier_features.pack_text(
+        tokenizer, tf.constant(first), None if second is None else tf.constant(second), length)
+  elif isinstance(model, (BertTokenClassifier, BertSentenceEncoder, BertPretrainer,
+                          BertEncoder)):
+    items, _ = text_list(x)
+    features = inputs.pack_inputs([tokenizer.tokenize(tf.constant(items))], length,
+                                  tokenizer.cls_id, tokenizer.sep_id)
+  else:
+    raise TypeError(f"no raw-text packing for a {type(model).__name__}")
+  return {name: features[name].numpy() for name in export.FEATURE_NAMES}
+
+
+def class_ids(model: BertClassifier, labels) -> np.ndarray:
+  """Training labels of a classifier by name (or as ids / regression scores): int32 [N]
+  class ids, or float32 [N, 1] scores for regression.
+
+  Raises:
+    ValueError: naming a label that is not one of the model's, and the model's.
+  """
+  values = list(labels.numpy() if isinstance(labels, tf.Tensor) else labels)
+  if model.num_classes == 1:
+    return np.asarray(values, np.float32).reshape(-1, 1)
+  names = label_names(model, model.num_classes)
+  index = {name: i for i, name in enumerate(names)}
+  ids = []
+  for i, label in enumerate(values):
+    label = label.decode("utf-8") if isinstance(label, bytes) else label
+    if isinstance(label, str):
+      if label not in index:
+        raise ValueError(f"labels[{i}] {label!r} is not one of the model's labels "
+                         f"{names}")
+      ids.append(index[label])
+    elif int(label) != label or not 0 <= int(label) < len(names):
+      raise ValueError(f"labels[{i}] {label!r} is not a class id in [0, {len(names)})")
+    else:
+      ids.append(int(label))
+  return np.asarray(ids, np.int32)
+
+
+text_calls.register(sys.modules[__name__])

@@ -1,0 +1,122 @@
+"""What a model reads raw text with: its vocabulary, casing and sequence lengths.
+
+`tfbert.load` attaches a `TextSettings` to every model it returns (`attach`); the raw-text
+calls (`tfbert.inference.raw_text`) read it back (`settings_of`). A model built in Python
+gets one with `attach_text(model, vocab_file, ...)`. The settings live on the model object
+only: Keras does not save them, `tfbert.save` writes them as each format records them
+(`vocab.txt`, `tokenizer_config.json`, `run_config.json`, `sentence_bert_config.json`).
+"""
+
+import dataclasses
+from typing import Any, Optional
+
+import keras
+
+from tfbert.runtime import files, validation
+from tfbert.squad import squad_features, squad_postprocess
+from tfbert.text import casing, text_calls
+
+# Where the settings and the per-model raw-text modules are kept. Set with
+# `object.__setattr__`: Keras tracks what is set on a model (and would wrap a dict).
+_SETTINGS = "_tfbert_text_settings"
+_MODULES = "_tfbert_text_modules"
+
+# google-research/bert's run_classifier/run_squad defaults.
+DEFAULT_MAX_SEQ_LENGTH = 128
+DEFAULT_SQUAD_MAX_SEQ_LENGTH = 384
+
+
+@dataclasses.dataclass(frozen=True)
+class TextSettings:
+  """How a model reads raw text.
+
+  Attributes:
+    vocab_file: its WordPiece vocabulary (local path or URL).
+    do_lower_case: the vocabulary's casing.
+    max_seq_length: S, [CLS] and [SEP]s included.
+    max_query_length: a span labeler's question budget (wordpieces).
+    doc_stride: a span labeler's window stride over a long context.
+    max_answer_length: a span labeler's longest answer (wordpieces).
+    version_2_with_negative: a span labeler may answer "" (SQuAD v2.0).
+    null_score_diff_threshold: v2.0: "" when null score - best span score exceeds it.
+  """
+  vocab_file: str
+  do_lower_case: bool
+  max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH
+  # A span labeler's: the names and defaults of run_squad's flags (its configs' fields).
+  max_query_length: int = squad_features.FeatureConfig.max_query_length
+  doc_stride: int = squad_features.FeatureConfig.doc_stride
+  max_answer_length: int = squad_postprocess.PostprocessConfig.max_answer_length
+  version_2_with_negative: bool = squad_postprocess.PostprocessConfig.version_2_with_negative
+  null_score_diff_threshold: float = (
+      squad_postprocess.PostprocessConfig.null_score_diff_threshold)
+
+  def __post_init__(self):
+    validation.validate(self)
+
+  def checks(self) -> list[validation.Check]:
+    """The rules of usable settings (`tfbert.runtime.validation`)."""
+    return [
+        (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3 "
+                                   "([CLS], a token, [SEP])"),
+        (min(self.max_query_length, self.doc_stride, self.max_answer_length) >= 1,
+         f"max_query_length ({self.max_query_length}), doc_stride ({self.doc_stride}) and "
+         f"max_answer_length ({self.max_answer_length}) must be >= 1"),
+    ]
+
+
+def attach(model: keras.Model, settings: TextSettings) -> keras.Model:
+  """Gives `model` its text settings (replacing any, and the modules built from them);
+  returns `model`.
+
+  Raises:
+    ValueError: S beyond the model's `max_position_embeddings`; a missing vocabulary.
+  """
+  limit = model.config.max_position_embeddings
+  if settings.max_seq_length > limit:
+    raise ValueError(f"max_seq_length {settings.max_seq_length} exceeds the model's "
+                     f"max_position_embeddings {limit}")
+  if not files.isfile(settings.vocab_file):
+    raise FileNotFoundError(f"vocabulary not found: {settings.vocab_file}")
+  from tfbert.inference import raw_text  # noqa: F401  pylint: disable=import-outside-toplevel
+  # (It imports this module; imported, it serves the model's text calls: `text_calls`.)
+  object.__setattr__(model, _SETTINGS, settings)
+  object.__setattr__(model, _MODULES, {})
+  return model
+
+
+def attach_text(model: keras.Model, vocab_file: str, do_lower_case: Optional[bool] = None,
+                max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH, **span_settings: Any
+                ) -> keras.Model:
+  """`attach` from its parts; the casing, when not given, from the vocabulary's content
+  (`tfbert.text.casing`: cased entries mean cased). Returns `model`."""
+  if do_lower_case is None:
+    do_lower_case = casing.resolve_do_lower_case(None, casing.checkpoint_casing(None, vocab_file))
+  return attach(model, TextSettings(vocab_file, do_lower_case, max_seq_length, **span_settings))
+
+
+def settings_of(model: keras.Model) -> TextSettings:
+  """The settings `attach` gave `model`.
+
+  Raises:
+    ValueError: naming the model, when it has none, and how to give it some.
+  """
+  settings = getattr(model, _SETTINGS, None)
+  if settings is None:
+    raise ValueError(text_calls.NO_TEXT_SETTINGS.format(kind=type(model).__name__))
+  return settings
+
+
+def has_settings(model: keras.Model) -> bool:
+  """Whether `attach` gave `model` its settings."""
+  return getattr(model, _SETTINGS, None) is not None
+
+
+def cached(model: keras.Model, key: Any, build):
+  """`build()`, made once per model and key while its settings stay (the raw-text modules:
+  each traces its function once)."""
+  settings_of(model)  # Names the problem first.
+  modules = getattr(model, _MODULES)
+  if key not in modules:
+    modules[key] = build()
+  return modules[key]
