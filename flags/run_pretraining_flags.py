@@ -1,6 +1,7 @@
 """Flags of tools/run_pretraining.py (google-research/bert's names where it has them).
 
---bert_config_file, --input_files and --model_dir are required (the tool says so when one
+--input_files and --model_dir are required, and --bert_config_file unless a source
+(--init_checkpoint, --init_hf_dir, --init_tfbert) gives the config (the tool says so when one
 is missing); the others are optional. `--flagfile=FILE` reads flags from a file.
 """
 
@@ -10,10 +11,17 @@ from tfbert.training.distribution import DTYPES, STRATEGIES
 from tfbert.training.optimization import OPTIMIZERS
 from tfbert_flags import common_flags, export_flags, run_directory_flags
 
-BERT_CONFIG_FILE = flags.DEFINE_string("bert_config_file", None,
-                                       "Required. bert_config.json of the model to pretrain.")
+BERT_CONFIG_FILE = flags.DEFINE_string(
+    "bert_config_file", None, "bert_config.json of the model to pretrain. Required unless a "
+    "source below gives it (its config; a Google checkpoint: bert_config.json beside it).")
 INIT_CHECKPOINT = flags.DEFINE_string("init_checkpoint", None,
                                       "Google-format checkpoint prefix to start from.")
+INIT_HF_DIR = flags.DEFINE_string(
+    "init_hf_dir", None, "Hugging Face directory (BertForMaskedLM, BertForPreTraining, "
+    "BertModel, ...) or sentence-transformers directory to continue pretraining from; a head "
+    "it lacks starts fresh (said in the log).")
+INIT_TFBERT = flags.DEFINE_string("init_tfbert", None,
+                                  "tfbert .keras model to start from (e.g. <run>/model.keras).")
 INPUT_FILES = flags.DEFINE_list(
     "input_files", None, "Required. Comma-separated TFRecord globs (create_pretraining_data.py).")
 MODEL_DIR = flags.DEFINE_string("model_dir", None, "Required. Run directory; rerunning resumes it.")

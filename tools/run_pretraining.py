@@ -2,11 +2,17 @@
 
   bash bootstrap.sh python tools/run_pretraining.py --bert_config_file=bert_config.json \
       --input_files='data/*.tfrecord' --model_dir=runs/bert --num_train_steps=1000
+
+Continued pretraining starts from the model a user has (`--init_hf_dir`, `--init_tfbert`,
+`--init_checkpoint`), whose config is then the model's.
 """
+
+import types
 
 from absl import flags
 
 from tfbert.config import BertConfig
+from tfbert.pretraining import pretraining_init
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
 from tfbert.runtime import cli
 from tfbert_flags import common_flags
@@ -16,15 +22,21 @@ from tfbert_flags import run_pretraining_flags as f
 def main(argv):
   del argv
   values = common_flags.values(f)
+  if values["bert_config_file"]:
+    bert_config = BertConfig.from_json_file(values["bert_config_file"])
+  else:
+    bert_config = pretraining_init.source_config(types.SimpleNamespace(**values))
+    if bert_config is None:
+      raise ValueError("--bert_config_file is needed without --init_checkpoint, --init_hf_dir "
+                       "or --init_tfbert (whose config the model then takes)")
   config = cli.config_from_values(
-      PretrainingRunConfig, values, {"clip_norm": cli.zero_is_none},
-      bert_config=BertConfig.from_json_file(values["bert_config_file"]))
+      PretrainingRunConfig, values, {"clip_norm": cli.zero_is_none}, bert_config=bert_config)
   print(run_pretraining(config, common_flags.flagfile(f))["summary"], flush=True)
 
 
 def run():
   """Entry point: `python tools/run_pretraining.py`, or the installed `tfbert-run-pretraining`."""
-  flags.mark_flags_as_required(["bert_config_file", "input_files", "model_dir"])
+  flags.mark_flags_as_required(["input_files", "model_dir"])
   common_flags.show_in_help(f)
   cli.run_tool(main, common_flags.TRACEBACK)
 

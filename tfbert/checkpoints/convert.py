@@ -105,7 +105,7 @@ def with_fresh_pooler(model: keras.Model, weights: Mapping[str, np.ndarray],
   return {**weights, **pooler}
 
 
-def _missing_heads(model: keras.Model, weights: Mapping[str, np.ndarray]) -> tuple[str, ...]:
+def missing_heads(model: keras.Model, weights: Mapping[str, np.ndarray]) -> tuple[str, ...]:
   """A pretraining checkpoint may lack one of its two heads (e.g. MLM-only exports)."""
   if not isinstance(model, BertPretrainer):
     return ()
@@ -241,7 +241,7 @@ def read_model(fmt: str, path: str, config_file: Optional[str] = None) -> keras.
   if not uses_pooler(model):
     weights = with_fresh_pooler(model, weights, path, f"a {type(model).__name__} reads none")
   google_checkpoint.assign_google_weights(model, weights, path,
-                                          allow_missing=_missing_heads(model, weights))
+                                          allow_missing=missing_heads(model, weights))
   return model
 
 

@@ -34,7 +34,8 @@ vocabulary, TFRecord framing), and the directory is claimed (`tfbert.runtime.run
 second concurrent run is refused, and a rerun must record the same model, schedule and data
 (`RERUN_MAY_CHANGE` aside) unless `allow_config_change`.
 
-Every path (`input_files`, `eval_input_files`, `model_dir`, `export_dir`, `init_checkpoint`,
+Every path (`input_files`, `eval_input_files`, `model_dir`, `export_dir`, the source
+(`init_checkpoint`, `init_hf_dir`, `init_tfbert`: `tfbert.pretraining.pretraining_init`),
 the data's vocabulary) may be a URL (`gs://bucket/run`, any `tf.io.gfile` filesystem;
 `tfbert.runtime.files`): the run, its resume and its exports work there as on a local disk,
 with what such a filesystem gives (`tfbert.runtime.run_directory` on the lock; renames on
@@ -71,7 +72,7 @@ from tensorflow.python.framework import config as tf_framework_config
 from tfbert.checkpoints import google_checkpoint
 from tfbert.config import SHAPE_FIELDS, BertConfig
 from tfbert.models import BertPretrainer
-from tfbert.pretraining import data_checks, input_pipeline, pretraining_eval
+from tfbert.pretraining import data_checks, input_pipeline, pretraining_eval, pretraining_init
 from tfbert.runtime import atomic, files, paths, run_directory, traces, validation
 from tfbert.serving import export, serving_dtype
 from tfbert.tasks import precision
@@ -91,6 +92,8 @@ class PretrainingRunConfig:
   max_seq_length: int = 128
   max_predictions_per_seq: int = 20
   init_checkpoint: Optional[str] = None
+  init_hf_dir: Optional[str] = None  # Hugging Face or sentence-transformers directory.
+  init_tfbert: Optional[str] = None  # A tfbert .keras model (`pretraining_init`).
   dtype: str = "float32"
   distribution_strategy: str = "one_device"
   num_cpu_devices: int = 1
@@ -137,8 +140,11 @@ class PretrainingRunConfig:
                                 num_replicas),
         *training_loop.schedule_checks(self),
         *[(False, problem) for problem in paths.overlap_problems(
-            paths.fields(self, ("input_files", "eval_input_files", "init_checkpoint")),
+            paths.fields(self, ("input_files", "eval_input_files",
+                                *pretraining_init.SOURCE_FLAGS)),
             paths.fields(self, ("model_dir", "export_dir")), container="--model_dir")],
+        (sum(bool(getattr(self, flag)) for flag in pretraining_init.SOURCE_FLAGS) <= 1,
+         "give at most one of init_checkpoint, init_hf_dir and init_tfbert"),
         (self.num_cpu_devices >= 1, f"num_cpu_devices ({self.num_cpu_devices}) must be >= 1"),
         validation.seed_check("seed", self.seed),
         (self.max_seq_length <= self.bert_config.max_position_embeddings,
@@ -474,7 +480,9 @@ def _remove_leftovers(run: _Run, config: PretrainingRunConfig) -> None:
 
 
 def _restore_or_initialize(run: _Run, config: PretrainingRunConfig) -> int:
-  """Restores the latest checkpoint; else loads `init_checkpoint`. Returns applied steps.
+  """Restores the latest checkpoint; else loads the run's source (`init_checkpoint`,
+  `init_hf_dir` or `init_tfbert`: `tfbert.pretraining.pretraining_init`). Returns applied
+  steps.
 
   The chief then drops the metrics.jsonl lines of steps after the restored one.
   """
@@ -485,10 +493,8 @@ def _restore_or_initialize(run: _Run, config: PretrainingRunConfig) -> int:
     logging.info(f"the checkpoint holds no data position: reading past the "
                  f"{run.loop.micro_step} micro-steps it consumed")
     _read_past(run, config, run.loop.micro_step)
-  elif not run.loop.manager.latest_checkpoint and config.init_checkpoint:
-    report = google_checkpoint.load_google_checkpoint(run.model, config.init_checkpoint,
-                                                      allow_missing=("nsp_head",))
-    logging.info(report.summary())
+  elif not run.loop.manager.latest_checkpoint and pretraining_init.given(config):
+    pretraining_init.load_source(run.model, pretraining_init.read_source(config))
   return step
 
 
