@@ -6,6 +6,7 @@ cannot read is named in one line."""
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -54,9 +55,9 @@ def test_a_hugging_face_directory_of_each_head_loads_as_its_class_with_its_label
   assert getattr(back, "labels", None) == getattr(model, "labels", None)
   _same_weights(model, back)
   settings = text_settings.settings_of(back)
-  # The HF directory records model_max_length = max_position_embeddings (64); a span
-  # labeler's default window would be 384.
-  assert (settings.do_lower_case, settings.max_seq_length) == (True, 64)
+  # `save` records S (13) as the tokenizer's model_max_length; without it 128 (384 for a
+  # span labeler) cut to the 64 positions.
+  assert (settings.do_lower_case, settings.max_seq_length) == (True, 13)
 
 
 def test_a_google_checkpoint_directory_and_prefix_load_by_their_heads(tmp_path):
@@ -67,8 +68,8 @@ def test_a_google_checkpoint_directory_and_prefix_load_by_their_heads(tmp_path):
     back = tfbert.load(path)
     assert type(back) is BertPretrainer
     _same_weights(model, back)
-    # google-research/bert's default 128, cut to the model's 64 positions.
-    assert text_settings.settings_of(back).max_seq_length == 64
+    # The S `save` recorded (tokenizer_config.json beside the checkpoint).
+    assert text_settings.settings_of(back).max_seq_length == 13
 
 
 def test_a_run_directory_gives_its_runs_sequence_length(tmp_path):
@@ -149,3 +150,75 @@ def test_locate_names_each_kind(tmp_path):
   with pytest.raises(ValueError, match="a file must be a tfbert .keras model"):
     (tmp_path / "x.txt").write_text("x")
     loading.locate(str(tmp_path / "x.txt"))
+
+
+@pytest.fixture(scope="module")
+def hf_classifier(tmp_path_factory):
+  """A Hugging Face classifier directory (labels sports, business, world), S 13 recorded."""
+  directory = str(tmp_path_factory.mktemp("hf_classifier") / "hf")
+  tfbert.save(_model(BertClassifier, 3, labels=LABELS), directory, "hf")
+  return directory
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(max_seq_length=0), ValueError, r"max_seq_length \(0\) must be >= 3"),
+    (dict(max_seq_length=20.5), ValueError, r"max_seq_length \(20.5\) must be int"),
+    (dict(labels="abc"), TypeError, "labels= must be a sequence of names, not the str 'abc'"),
+    (dict(task="regression", labels=["x"]), ValueError,
+     "labels= names a classifier's or tagger's outputs; task='regression' has none"),
+    (dict(task="sentence_encoder", labels=["x", "y"]), ValueError,
+     "task='sentence_encoder' has none"),
+    (dict(doc_stride=5), ValueError, "doc_stride: a span labeler's settings, and .* holds a "
+                                     "BertClassifier"),
+    (dict(n_best=5), TypeError, "unexpected settings n_best; a span labeler's are "
+                                "max_query_length"),
+], ids=["zero_length", "float_length", "str_labels", "labels_for_regression",
+        "labels_for_encoder", "span_settings_for_a_classifier", "unknown_setting"])
+def test_settings_that_do_not_apply_are_refused_naming_them(hf_classifier, kwargs, error,
+                                                            message):
+  with pytest.raises(error, match=message):
+    tfbert.load(hf_classifier, **kwargs)
+
+
+def test_the_recorded_length_comes_back_and_a_bad_record_is_named(hf_classifier, tmp_path):
+  assert text_settings.settings_of(tfbert.load(hf_classifier)).max_seq_length == 13
+  broken = tmp_path / "broken"
+  shutil.copytree(hf_classifier, broken)
+  (broken / "tokenizer_config.json").write_text("{not json")
+  with pytest.raises(ValueError, match=r"tokenizer_config.json: not valid JSON"):
+    tfbert.load(str(broken))
+
+
+def test_an_export_takes_no_settings_not_even_the_casing(tmp_path):
+  model = _model(BertSentenceEncoder)
+  tfbert.save(model, str(tmp_path / "export"), "export")
+  with pytest.raises(ValueError, match="load it without do_lower_case"):
+    tfbert.load(str(tmp_path / "export"), do_lower_case=False)
+
+
+def test_a_google_classifier_keeps_its_labels_and_unnamed_classes_take_names(tmp_path):
+  model = _model(BertClassifier, 3, labels=LABELS)
+  tfbert.save(model, str(tmp_path / "g" / "bert_model.ckpt"), "google")
+  assert (tmp_path / "g" / "labels.txt").read_text().split() == list(LABELS)
+  back = tfbert.load(str(tmp_path / "g"))
+  assert back.labels == LABELS and back.classify("a b")["label"] in LABELS
+  (tmp_path / "g" / "labels.txt").unlink()
+  unnamed = tfbert.load(str(tmp_path / "g"))
+  assert unnamed.labels is None
+  named = tfbert.load(str(tmp_path / "g"), task="classifier", labels=LABELS)
+  assert named.labels == LABELS
+  _same_weights(model, named)
+  with pytest.raises(ValueError, match="2 labels .* for a classifier of 3 classes"):
+    tfbert.load(str(tmp_path / "g"), labels=LABELS[:2])
+
+
+def test_a_span_labeler_of_few_positions_gets_windows_that_fit(tmp_path):
+  model = _model(BertSpanLabeler)
+  tfbert.save(model, str(tmp_path / "hf"), "hf")
+  back = tfbert.load(str(tmp_path / "hf"), max_seq_length=40)
+  settings = text_settings.settings_of(back)
+  assert (settings.max_seq_length, settings.max_query_length) == (40, 18)
+  assert back.answer("Who?", "Mira met Zyxwar.")["answer"]
+  with pytest.raises(ValueError, match=r"max_seq_length \(40\) must be greater than "
+                                       r"max_query_length \(64\) \+ 3"):
+    tfbert.load(str(tmp_path / "hf"), max_seq_length=40, max_query_length=64)

@@ -158,3 +158,21 @@ def test_fill_mask_ranks_the_mlm_heads_probabilities_at_each_mask():
   assert tokenizer.mask_id == vocab.index("[MASK]")
   with pytest.raises(ValueError, match=r"texts\[1\] has no \[MASK\]"):
     model.fill_mask(["a [MASK]", "no mask here"])
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda m: m.classify(None), TypeError, "texts must be a str or a list of str .*NoneType"),
+    (lambda m: m.classify({"text": "a"}), TypeError, "got a dict"),
+    (lambda m: m.classify([b"ok", b"\xff\xfe"]), ValueError, r"texts\[1\] is not UTF-8 text"),
+    (lambda m: m.classify(["a", 3]), TypeError, r"texts\[1\] is a int, not a str"),
+    (lambda m: m.classify(["a"], batch_size=0), ValueError, "batch_size must be an int >= 1"),
+], ids=["none", "dict", "not_utf8", "not_str", "zero_batch"])
+def test_inputs_that_are_not_texts_are_named(models, call, error, message):
+  with pytest.raises(error, match=message):
+    call(models["classifier"])
+
+
+def test_fill_mask_takes_an_int_top_k():
+  model = _with_text(BertPretrainer(BertConfig(**TINY)), 9)
+  with pytest.raises(ValueError, match="top_k must be an int >= 1, got 2.5"):
+    model.fill_mask("a [MASK]", top_k=2.5)

@@ -35,3 +35,50 @@ def test_a_format_the_model_has_no_form_in_is_refused_before_writing(tmp_path, p
   with pytest.raises(ValueError, match=message):
     tfbert.save(model, str(tmp_path / path), fmt)
   assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("path, message", [
+    ("", "save needs a path to write, got ''"),
+    ("afile/m.keras", "cannot write .*afile/m.keras: .*afile is a file, not a directory"),
+], ids=["empty", "parent_is_a_file"])
+def test_a_path_that_cannot_be_written_is_named(tmp_path, path, message):
+  (tmp_path / "afile").write_text("mine")
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  with pytest.raises(ValueError, match=message):
+    tfbert.save(model, str(tmp_path / path) if path else path)
+  assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_hugging_face_output_into_another_models_directory_is_refused(tmp_path):
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  foreign = tmp_path / "st"
+  foreign.mkdir()
+  for name in ("modules.json", "tokenizer.json", "config.json"):
+    (foreign / name).write_text("{}")
+  with pytest.raises(ValueError, match="holds modules.json, tokenizer.json of another model"):
+    tfbert.save(model, str(foreign), "hf")
+  assert sorted(os.listdir(foreign)) == ["config.json", "modules.json", "tokenizer.json"]
+  assert (foreign / "config.json").read_text() == "{}"
+  # A directory of the user's own files is written into, the files kept.
+  (tmp_path / "mine").mkdir()
+  (tmp_path / "mine" / "todo.txt").write_text("keep")
+  tfbert.save(model, str(tmp_path / "mine"), "hf")
+  assert (tmp_path / "mine" / "todo.txt").read_text() == "keep"
+  assert tfbert.load(str(tmp_path / "mine")).num_classes == 2
+
+
+def test_a_google_checkpoint_never_breaks_the_one_beside_it(tmp_path):
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  other = tiny_models.with_text(BertClassifier(BertConfig(
+      **{**tiny_models.TINY, "num_hidden_layers": 2}), 2), 9)
+  tfbert.save(model, str(tmp_path / "ckpt" / "bert_model.ckpt"), "google")
+  before = (tmp_path / "ckpt" / "bert_config.json").read_bytes()
+  with pytest.raises(ValueError, match="describes the checkpoint .*bert_model.ckpt beside it, "
+                                       "and this model's bert_config.json differs"):
+    tfbert.save(other, str(tmp_path / "ckpt" / "other.ckpt"), "google")
+  assert (tmp_path / "ckpt" / "bert_config.json").read_bytes() == before
+  assert not (tmp_path / "ckpt" / "other.ckpt.index").exists()
+  tfbert.save(model, str(tmp_path / "ckpt" / "same.ckpt"), "google")  # Same config: fine.
+  with pytest.raises(ValueError, match="is a directory: a Google checkpoint is written at a "
+                                       "prefix such as"):
+    tfbert.save(model, str(tmp_path / "ckpt"), "google")

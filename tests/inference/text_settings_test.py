@@ -39,3 +39,8 @@ def test_the_casing_comes_from_the_vocabulary_and_reattaching_starts_afresh(shar
   text_settings.attach_text(model, pretrained.minilm_vocab_file(), max_seq_length=9)
   assert text_settings.settings_of(model).do_lower_case is True
   assert raw_text.tokenizer_of(model) is not cased
+
+
+def test_lengths_must_be_ints():
+  with pytest.raises(ValueError, match=r"max_seq_length \(20.5\), doc_stride \(True\) must be int"):
+    text_settings.TextSettings(pretrained.minilm_vocab_file(), True, 20.5, doc_stride=True)

@@ -171,7 +171,8 @@ def _keras_archive_problem(path: str) -> Optional[str]:
 
 
 def save_tfbert_model(model: keras.Model, path: str, vocab_file: Optional[str] = None,
-                      do_lower_case: Optional[bool] = None) -> None:
+                      do_lower_case: Optional[bool] = None,
+                      model_max_length: Optional[int] = None) -> None:
   """Saves `model` as a `.keras` file (+ its tokenizer files beside it), complete or not at all.
 
   Keras writes straight to the path it is given (a full disk leaves a truncated file under
@@ -185,6 +186,8 @@ def save_tfbert_model(model: keras.Model, path: str, vocab_file: Optional[str] =
     vocab_file: copied as `vocab.txt` beside it when given; with `do_lower_case`, the
       tokenizer's JSON files too (`huggingface.write_tokenizer_files`).
     do_lower_case: the vocabulary's casing.
+    model_max_length: the sequence length `tokenizer_config.json` records (default:
+      `max_position_embeddings`).
 
   Raises:
     OSError: naming `path`, when it cannot be written (a full disk).
@@ -200,7 +203,7 @@ def save_tfbert_model(model: keras.Model, path: str, vocab_file: Optional[str] =
       raise OSError(f"cannot write {path}: {e.strerror or e}") from e
     if vocab_file and do_lower_case is not None:
       huggingface.write_tokenizer_files(staging, vocab_file, do_lower_case,
-                                        model.config.max_position_embeddings)
+                                        model_max_length or model.config.max_position_embeddings)
     elif vocab_file:
       files.copy(vocab_file, os.path.join(staging, "vocab.txt"))
 
@@ -247,7 +250,8 @@ def read_model(fmt: str, path: str, config_file: Optional[str] = None) -> keras.
 
 def write_model(model: keras.Model, fmt: str, path: str,
                 vocab_file: Optional[str] = None, do_lower_case: Optional[bool] = None,
-                labels: Optional[Sequence[str]] = None) -> None:
+                labels: Optional[Sequence[str]] = None,
+                model_max_length: Optional[int] = None) -> None:
   """Writes a tfbert model in any supported format, with its tokenizer files if given.
 
   `vocab_file` is copied beside the output as `vocab.txt`; with `do_lower_case`, the
@@ -256,19 +260,23 @@ def write_model(model: keras.Model, fmt: str, path: str,
   Hugging Face directory says which transformers class loads it and, for a classifier or
   tagger, its labels (the model's `hf_task`; a classifier's `labels` name its classes); a
   span labeler's or tagger's holds no pooler, as transformers' own (`uses_pooler`).
+  `model_max_length` is the sequence length the tokenizer's files record (default:
+  `max_position_embeddings`).
   """
   if fmt == "google":
     google_checkpoint.export_google_checkpoint(model, path, vocab_file=vocab_file,
-                                               do_lower_case=do_lower_case)
+                                               do_lower_case=do_lower_case,
+                                               model_max_length=model_max_length)
   elif fmt == "hf":
     weights = google_checkpoint.google_weights(model)
     if not uses_pooler(model):  # As transformers' own directories of these heads.
       weights = {n: w for n, w in weights.items() if not n.startswith(POOLER_SCOPE)}
     huggingface.save_hf_checkpoint(model.config, weights, path,
                                    vocab_file=vocab_file, do_lower_case=do_lower_case,
-                                   task=model.hf_task(labels))
+                                   task=model.hf_task(labels), model_max_length=model_max_length)
   elif fmt == "tfbert":
-    save_tfbert_model(model, path, vocab_file=vocab_file, do_lower_case=do_lower_case)
+    save_tfbert_model(model, path, vocab_file=vocab_file, do_lower_case=do_lower_case,
+                      model_max_length=model_max_length)
   else:
     raise ValueError(f"unknown checkpoint format {fmt!r}; use one of {FORMATS}")
 

@@ -15,9 +15,10 @@ wrong with it (missing, truncated, corrupt) instead of TensorFlow's bare `IndexE
 """
 
 import dataclasses
+import json
 import os
 import re
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import keras
 import numpy as np
@@ -235,7 +236,8 @@ def google_weights(model: keras.Model) -> dict[str, np.ndarray]:
 def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
                             config: Optional[BertConfig] = None,
                             vocab_file: Optional[str] = None,
-                            do_lower_case: Optional[bool] = None) -> None:
+                            do_lower_case: Optional[bool] = None,
+                            model_max_length: Optional[int] = None) -> None:
   """Writes `{name: array}` as a TF checkpoint holding exactly these names (SaveV2).
 
   The files appear together, the `.index` last (`tfbert.runtime.atomic.file_set`): everything is
@@ -254,10 +256,17 @@ def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
     vocab_file: copied as `vocab.txt` beside the checkpoint when given.
     do_lower_case: with `vocab_file`, the tokenizer's JSON files are written too
       (`tfbert.checkpoints.huggingface.write_tokenizer_files`).
+    model_max_length: their `model_max_length` (default: `max_position_embeddings`).
 
   Raises:
     OSError: naming `prefix`, when a file cannot be written (a full disk).
+    ValueError: a prefix whose writing would damage what is there (`check_writable_prefix`).
   """
+  sides = {"bert_config.json": None if config is None else json.dumps(config.to_dict())}
+  if vocab_file:
+    sides["vocab.txt"] = files.read_bytes(vocab_file)
+  check_writable_prefix(prefix, {name: value for name, value in sides.items()
+                                 if value is not None})
   directory = files.parent(prefix)
   files.makedirs(directory)
   base = os.path.basename(prefix)
@@ -270,7 +279,7 @@ def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
       if config is not None:
         config.to_json_file(os.path.join(staging, "bert_config.json"))
       if vocab_file and do_lower_case is not None:
-        max_length = config.max_position_embeddings if config else 512
+        max_length = model_max_length or (config.max_position_embeddings if config else 512)
         huggingface.write_tokenizer_files(staging, vocab_file, do_lower_case, max_length)
       elif vocab_file:
         files.copy(vocab_file, os.path.join(staging, "vocab.txt"))
@@ -280,9 +289,48 @@ def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
     raise OSError(f"cannot write {prefix}: {reason}") from e
 
 
+def check_writable_prefix(prefix: str, sides: Mapping[str, Any]) -> None:
+  """Refuses a checkpoint prefix whose writing would damage what is there.
+
+  * `prefix` an existing directory: the files would land beside it, in its parent.
+  * Another checkpoint in the prefix's directory (an `.index` of another prefix) whose
+    side files (`bert_config.json`, `vocab.txt`: `sides`, by name, with the content about
+    to be written, str or bytes) say otherwise: they describe that checkpoint too, and
+    rewriting them would break it. The same content, or a directory of this prefix's own
+    checkpoint alone, is written as before.
+
+  Raises:
+    ValueError: naming the prefix, and the other checkpoint and file.
+  """
+  if files.isdir(prefix) and not files.isfile(prefix + ".index"):
+    raise ValueError(f"{prefix} is a directory: a Google checkpoint is written at a prefix "
+                     f"such as {os.path.join(prefix, 'bert_model.ckpt')}")
+  directory = files.parent(prefix)
+  if not files.isdir(directory):
+    return
+  base = os.path.basename(prefix)
+  others = sorted(name[:-len(".index")] for name in files.listdir(directory)
+                  if name.endswith(".index") and name != base + ".index")
+  if not others:
+    return
+  for name, content in sides.items():
+    path = os.path.join(directory, name)
+    if not files.isfile(path):
+      continue
+    old = files.read_bytes(path)
+    new = content.encode("utf-8") if isinstance(content, str) else content
+    same = (json.loads(old) == json.loads(new) if name.endswith(".json") else old == new)
+    if not same:
+      raise ValueError(
+          f"{prefix}: {path} describes the checkpoint {os.path.join(directory, others[0])} "
+          f"beside it, and this model's {name} differs: writing it would break that "
+          "checkpoint; write into a directory of its own")
+
+
 def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool = True,
                              vocab_file: Optional[str] = None,
-                             do_lower_case: Optional[bool] = None) -> None:
+                             do_lower_case: Optional[bool] = None,
+                             model_max_length: Optional[int] = None) -> None:
   """Writes the model as a google-research/bert checkpoint, `bert_config.json` beside it.
 
   Args:
@@ -292,6 +340,8 @@ def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool 
     vocab_file: copied as `vocab.txt` beside the checkpoint when given.
     do_lower_case: with `vocab_file`, also write `tokenizer_config.json` (which records the
       casing, a Google checkpoint's usual missing piece) and `special_tokens_map.json`.
+    model_max_length: the sequence length `tokenizer_config.json` records (default:
+      `max_position_embeddings`).
 
   Raises:
     ValueError: for a model whose head google-research/bert has no form for (the model's
@@ -303,4 +353,4 @@ def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool 
                      "directory or a .keras file instead")
   write_google_checkpoint(google_weights(model), prefix,
                           config=model.config if config_file else None, vocab_file=vocab_file,
-                          do_lower_case=do_lower_case)
+                          do_lower_case=do_lower_case, model_max_length=model_max_length)

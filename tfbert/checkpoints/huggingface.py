@@ -14,7 +14,7 @@ import dataclasses
 import json
 import os
 import re
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 from safetensors import SafetensorError
@@ -201,6 +201,38 @@ def load_hf_checkpoint(model_dir: str) -> tuple[BertConfig, dict[str, np.ndarray
 
 # Weight files transformers writes besides safetensors, which tfbert does not read.
 OTHER_WEIGHT_FILES = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5")
+# Files of another model or format that a reader of a Hugging Face directory would read
+# instead of, or beside, what `save_hf_checkpoint` writes: transformers prefers a fast
+# `tokenizer.json` over `vocab.txt` and an index of sharded weights over
+# `model.safetensors`; sentence-transformers reads `modules.json` and its pooling; a
+# SavedModel or a Google checkpoint makes the directory read as those.
+FOREIGN_FILES = (*OTHER_WEIGHT_FILES, "tokenizer.json", "model.safetensors.index.json",
+                 "flax_model.msgpack", "modules.json", "sentence_bert_config.json",
+                 "saved_model.pb")
+
+
+def check_writable_directory(model_dir: str, allow: Sequence[str] = ()) -> None:
+  """Refuses to write a Hugging Face directory where it would mix with another model.
+
+  A directory holding `FOREIGN_FILES` (bar `allow`) or a Google checkpoint (`*.index`)
+  would read, after the write, as a mix of two models (the sentence-transformers pooling of
+  one over the weights of the other; another tokenizer over this vocabulary). Other files
+  (a model card, the user's own) stay, and a Hugging Face directory of this layout is
+  rewritten in place.
+
+  Raises:
+    ValueError: naming the directory and the files.
+  """
+  if files.exists(model_dir) and not files.isdir(model_dir):
+    raise ValueError(f"{model_dir} is a file, not a directory to write a model into")
+  if not files.isdir(model_dir):
+    return
+  found = sorted(name for name in files.listdir(model_dir)
+                 if (name in FOREIGN_FILES and name not in allow) or name.endswith(".index"))
+  if found:
+    raise ValueError(f"{model_dir} holds {', '.join(found)} of another model or format: a "
+                     "Hugging Face directory written here would be read with them, as a mix "
+                     "of two models; write into a new or empty directory")
 
 
 def check_has_safetensors(model_dir: str) -> None:
@@ -279,7 +311,9 @@ def write_tokenizer_files(directory: str, vocab_file: str, do_lower_case: bool,
 def save_hf_checkpoint(config: BertConfig, weights: Mapping[str, np.ndarray],
                        model_dir: str, vocab_file: Optional[str] = None,
                        do_lower_case: Optional[bool] = None,
-                       task: Optional[Mapping[str, Any]] = None) -> None:
+                       task: Optional[Mapping[str, Any]] = None,
+                       allow: Sequence[str] = (),
+                       model_max_length: Optional[int] = None) -> None:
   """Writes `config.json` + `model.safetensors` (+ the tokenizer) in Hugging Face's layout.
 
   With `vocab_file`, the directory is complete: Hugging Face's `AutoTokenizer` loads it
@@ -301,14 +335,20 @@ def save_hf_checkpoint(config: BertConfig, weights: Mapping[str, np.ndarray],
     do_lower_case: the vocabulary's casing; needed with `vocab_file`.
     task: `config.json`'s task fields (the model's `hf_task`: `architectures`, labels);
       None: `BertForPreTraining`'s.
+    allow: `FOREIGN_FILES` the directory may hold (a sentence-transformers directory's
+      own, when that writer puts its transformer at the root).
+    model_max_length: `tokenizer_config.json`'s (the sequence length the model reads);
+      default `max_position_embeddings`.
 
   Raises:
     OSError: naming the file, when it cannot be written (a full disk).
-    ValueError: `vocab_file` without `do_lower_case`.
+    ValueError: `vocab_file` without `do_lower_case`; a directory holding another model's
+      files (`check_writable_directory`).
   """
   if vocab_file and do_lower_case is None:
     raise ValueError("save_hf_checkpoint: a vocab_file needs its do_lower_case (the "
                      "tokenizer_config.json Hugging Face reads)")
+  check_writable_directory(model_dir, allow)
   files.makedirs(model_dir)
   tensors = google_to_hf(weights)
   with atomic.file_set(model_dir, "config.json", "hf") as staging:
@@ -322,7 +362,8 @@ def save_hf_checkpoint(config: BertConfig, weights: Mapping[str, np.ndarray],
     except SafetensorError as e:  # Names no file.
       raise OSError(f"cannot write {os.path.join(model_dir, 'model.safetensors')}: {e}") from e
     if vocab_file:
-      write_tokenizer_files(staging, vocab_file, do_lower_case, config.max_position_embeddings)
+      write_tokenizer_files(staging, vocab_file, do_lower_case,
+                            model_max_length or config.max_position_embeddings)
     with files.open_file(os.path.join(staging, "config.json"), "w") as f:
       f.write(json.dumps({**config.to_hf_config(), **(task or {})}, indent=2, sort_keys=True)
               + "\n")

@@ -185,7 +185,9 @@ def save_sentence_transformers(model: BertSentenceEncoder, directory: str, vocab
                      f"{model.config.max_position_embeddings}] (max_position_embeddings)")
   weights = {name: np.asarray(value) for name, value in google_weights(model.encoder).items()}
   huggingface.save_hf_checkpoint(model.config, weights, directory, vocab_file, do_lower_case,
-                                 task=model.encoder.hf_task())
+                                 task=model.encoder.hf_task(),
+                                 allow=(MODULES_FILE, SENTENCE_CONFIG_FILE),
+                                 model_max_length=max_seq_length)
   files.makedirs(os.path.join(directory, POOLING_DIR))
   atomic.write_json(os.path.join(directory, POOLING_DIR, "config.json"), pooling_config(model))
   atomic.write_json(os.path.join(directory, SENTENCE_CONFIG_FILE),

@@ -41,6 +41,8 @@ from tfbert.encoder import BertEncoder
 from tfbert.inference import exported, text_settings
 from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from tfbert.runtime import files
+from tfbert.serving import export
+from tfbert.squad import squad_features
 from tfbert.squad.squad_run import SquadRunConfig
 from tfbert.text import casing
 
@@ -133,26 +135,52 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
   """
   kind, source = locate(path)
   if kind == "export":
-    if task or labels or max_seq_length or vocab_file or span_settings:
-      raise ValueError(f"{path}: an export is fixed when written (its S, vocabulary and "
-                       "labels); load it without task, labels or text settings")
+    given = {name: value for name, value in dict(
+        task=task, labels=labels, max_seq_length=max_seq_length, do_lower_case=do_lower_case,
+        vocab_file=vocab_file, **span_settings).items() if value is not None}
+    if given:
+      raise ValueError(f"{path}: an export is fixed when written (its S, vocabulary, casing "
+                       f"and labels); load it without {', '.join(given)}")
     return exported.ExportedModel(path)
+  if isinstance(labels, str):
+    raise TypeError(f"labels= must be a sequence of names, not the str {labels!r}")
+  unknown = sorted(set(span_settings) - set(SPAN_SETTINGS))
+  if unknown:
+    raise TypeError(f"load() got unexpected settings {', '.join(unknown)}; a span labeler's "
+                    f"are {', '.join(SPAN_SETTINGS)}")
   model, recorded = _read(kind, source)
   if task is not None:
     model = with_task(model, task, labels, source)
   elif labels is not None:
-    _check_labels(model, labels, source)
+    model = _with_labels(model, labels, source)
+  spans = isinstance(model, BertSpanLabeler)
+  if span_settings and not spans:
+    raise ValueError(f"{', '.join(sorted(span_settings))}: a span labeler's settings, and "
+                     f"{source} holds a {type(model).__name__}")
   vocab = vocab_file or _vocab_beside(kind, source)
   lower = casing.resolve_do_lower_case(do_lower_case, casing.checkpoint_casing(
       source, vocab))
   limit = model.config.max_position_embeddings
-  default = (text_settings.DEFAULT_SQUAD_MAX_SEQ_LENGTH if isinstance(model, BertSpanLabeler)
+  default = (text_settings.DEFAULT_SQUAD_MAX_SEQ_LENGTH if spans
              else text_settings.DEFAULT_MAX_SEQ_LENGTH)
-  length = max_seq_length or min(recorded.pop("max_seq_length", None) or default, limit)
-  if not isinstance(model, BertSpanLabeler):
-    recorded = {}
-  settings = text_settings.TextSettings(vocab, lower, length, **{**recorded, **span_settings})
+  recorded_length = recorded.pop("max_seq_length", None)
+  length = (max_seq_length if max_seq_length is not None
+            else min(recorded_length or default, limit))
+  recorded = {**recorded, **span_settings} if spans else {}
+  if spans and "max_query_length" not in recorded:
+    # google-research/bert's 64 leaves no context in a window of S <= 67: at most half then.
+    recorded["max_query_length"] = min(
+        squad_features.FeatureConfig.max_query_length, max(1, (length - 3) // 2))
+  settings = text_settings.TextSettings(vocab, lower, length, **recorded)
+  if spans:  # Windows that fit, checked now rather than at the first answer().
+    squad_features.FeatureConfig(settings.max_seq_length, settings.doc_stride,
+                                 settings.max_query_length)
   return text_settings.attach(model, settings)
+
+
+# A span labeler's text settings beyond S (`text_settings.TextSettings`).
+SPAN_SETTINGS = ("max_query_length", "doc_stride", "max_answer_length",
+                 "version_2_with_negative", "null_score_diff_threshold")
 
 
 def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
@@ -162,12 +190,26 @@ def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
     return model, {"max_seq_length": config.max_seq_length}
   if kind == "tfbert":
     model = convert.read_tfbert_model(source)
-    return model, _run_settings(model, source)
-  model = convert.read_model(kind, source)
-  if kind == "hf":
-    length = _hf_max_length(source)
-    return model, {"max_seq_length": length} if length else {}
-  return model, {}
+    settings = _run_settings(model, source)
+  else:
+    model = convert.read_model(kind, source)
+    settings = {}
+  if kind == "google":
+    model = _google_labels(model, source)
+  if "max_seq_length" not in settings:
+    directory = source if kind == "hf" else files.parent(source)
+    length = _recorded_max_length(directory)
+    if length:
+      settings["max_seq_length"] = length
+  return model, settings
+
+
+def _read_json(path: str) -> Any:
+  """The JSON value of `path`, a bad file named."""
+  try:
+    return json.loads(files.read_text(path))
+  except json.JSONDecodeError as e:
+    raise ValueError(f"{path}: not valid JSON ({e})") from e
 
 
 def _run_settings(model: keras.Model, keras_file: str) -> dict[str, Any]:
@@ -177,7 +219,7 @@ def _run_settings(model: keras.Model, keras_file: str) -> dict[str, Any]:
     record = os.path.join(directory, casing.RUN_CONFIG)
     if not files.isfile(record):
       continue
-    values = json.loads(files.read_text(record))
+    values = _read_json(record)
     settings = {"max_seq_length": task_registry.run_seq_length(model, values, record)}
     if isinstance(model, BertSpanLabeler):
       config = SquadRunConfig.from_json(json.dumps(values))
@@ -190,14 +232,24 @@ def _run_settings(model: keras.Model, keras_file: str) -> dict[str, Any]:
   return {}
 
 
-def _hf_max_length(directory: str) -> Optional[int]:
-  """`tokenizer_config.json`'s `model_max_length`, when a real length (transformers writes
-  1e30 for "none")."""
+def _recorded_max_length(directory: str) -> Optional[int]:
+  """`tokenizer_config.json`'s `model_max_length` in `directory` (what `tfbert.save` and
+  Hugging Face record), when a real length (transformers writes 1e30 for "none")."""
   path = os.path.join(directory, huggingface.TOKENIZER_FILES[1])
   if not files.isfile(path):
     return None
-  value = json.loads(files.read_text(path)).get("model_max_length")
+  value = _read_json(path)
+  value = value.get("model_max_length") if isinstance(value, dict) else None
   return int(value) if isinstance(value, (int, float)) and 0 < value < 1e6 else None
+
+
+def _google_labels(model: keras.Model, prefix: str) -> keras.Model:
+  """A Google checkpoint's classifier with the names of `labels.txt` beside it (what
+  `tfbert.save` writes there: the format has no place for them)."""
+  path = os.path.join(files.parent(prefix), export.LABELS_FILE)
+  if not isinstance(model, BertClassifier) or not files.isfile(path):
+    return model
+  return _with_labels(model, files.read_text(path).splitlines(), path)
 
 
 def _vocab_beside(kind: str, source: str) -> str:
@@ -211,12 +263,30 @@ def _vocab_beside(kind: str, source: str) -> str:
   return vocab
 
 
-def _check_labels(model: keras.Model, labels: Sequence[str], source: str) -> None:
+def _with_labels(model: keras.Model, labels: Sequence[str], source: str) -> keras.Model:
+  """`model` when `labels` are its own, by name and in order; a classifier without names
+  (a Google checkpoint's) takes them when they are as many as its classes.
+
+  Raises:
+    ValueError: labels that are not the model's.
+  """
+  if isinstance(labels, str):
+    raise TypeError(f"labels= must be a sequence of names, not the str {labels!r}")
+  labels = tuple(labels)
   ours = getattr(model, "labels", None)
-  if ours is None or tuple(labels) != tuple(ours):
+  if ours is None and isinstance(model, BertClassifier) and model.num_classes > 1:
+    if len(labels) != model.num_classes:
+      raise ValueError(f"{source}: {len(labels)} labels {list(labels)} for a classifier of "
+                       f"{model.num_classes} classes")
+    named = BertClassifier(model.config, model.num_classes, model.dropout_rate, labels=labels)
+    named.build()
+    named.set_weights(model.get_weights())
+    return named
+  if ours is None or labels != tuple(ours):
     raise ValueError(f"{source}: labels {list(labels)} are not the model's "
                      f"({list(ours) if ours is not None else 'none'}); to train a fresh "
                      "head with these, pass task= as well")
+  return model
 
 
 def with_task(model: keras.Model, task: str, labels: Optional[Sequence[str]],
@@ -233,10 +303,13 @@ def with_task(model: keras.Model, task: str, labels: Optional[Sequence[str]],
     raise ValueError(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
   kind = _TASK_CLASSES[task]
   same = type(model) is kind and (task != "regression") == (getattr(model, "num_classes", 2) > 1)
+  if isinstance(labels, str):
+    raise TypeError(f"labels= must be a sequence of names, not the str {labels!r}")
+  if labels is not None and task not in ("classifier", "tagger"):
+    raise ValueError(f"labels= names a classifier's or tagger's outputs; task={task!r} has "
+                     "none")
   if same:
-    if labels is not None:
-      _check_labels(model, labels, source)
-    return model
+    return model if labels is None else _with_labels(model, labels, source)
   if task in ("classifier", "tagger") and not labels:
     raise ValueError(f"task={task!r} on {source} needs labels= (the class names, by id)")
   config = model.config

@@ -53,14 +53,36 @@ MASK = "[MASK]"
 Texts = Union[str, Sequence[str]]
 
 
-def text_list(texts: Texts, what: str = "texts") -> tuple[list[str], bool]:
-  """(the texts as a list of str, whether one str was given)."""
-  if isinstance(texts, str):
-    return [texts], True
+def _decoded(item: Any, what: str, index: int) -> Any:
+  if isinstance(item, bytes):
+    try:
+      return item.decode("utf-8")
+    except UnicodeDecodeError as e:
+      raise ValueError(f"{what}[{index}] is not UTF-8 text ({e.reason} at byte {e.start})") from e
+  return item
+
+
+def _sequence(texts: Any, what: str) -> list:
+  """`texts` as a list, if it is a sequence of texts at all."""
   if isinstance(texts, tf.Tensor):
     texts = texts.numpy()
-  items = [t.decode("utf-8") if isinstance(t, bytes) else t
-           for t in (texts.tolist() if isinstance(texts, np.ndarray) else list(texts))]
+  if isinstance(texts, np.ndarray):
+    return texts.tolist()
+  if isinstance(texts, (list, tuple)):
+    return list(texts)
+  raise TypeError(f"{what} must be a str or a list of str (or of (text_a, text_b) pairs), got "
+                  f"a {type(texts).__name__}")
+
+
+def text_list(texts: Texts, what: str = "texts") -> tuple[list[str], bool]:
+  """(the texts as a list of str, whether one str was given).
+
+  Raises:
+    TypeError: naming what is not a text; ValueError: bytes that are not UTF-8.
+  """
+  if isinstance(texts, str):
+    return [texts], True
+  items = [_decoded(t, what, i) for i, t in enumerate(_sequence(texts, what))]
   for i, item in enumerate(items):
     if not isinstance(item, str):
       raise TypeError(f"{what}[{i}] is a {type(item).__name__}, not a str")
@@ -69,26 +91,28 @@ def text_list(texts: Texts, what: str = "texts") -> tuple[list[str], bool]:
 
 def text_pairs(texts, what: str = "texts") -> tuple[list[str], Optional[list[str]], bool]:
   """(first texts, second texts or None, whether one text or pair was given): strings, or
-  (text_a, text_b) pairs."""
+  (text_a, text_b) pairs (a tuple of two strings is one pair)."""
   if isinstance(texts, tuple) and len(texts) == 2 and all(isinstance(t, str) for t in texts):
     return [texts[0]], [texts[1]], True
-  if isinstance(texts, str) or not len(texts) or isinstance(texts[0], str) or (
-      isinstance(texts, (np.ndarray, tf.Tensor)) and len(np.shape(texts)) == 1):
-    singles, one = text_list(texts, what)
-    return singles, None, one
-  for i, pair in enumerate(texts):
+  if isinstance(texts, str):
+    return [texts], None, True
+  items = _sequence(texts, what)
+  if not items or not isinstance(items[0], (list, tuple)):
+    singles, _ = text_list(items, what)
+    return singles, None, False
+  for i, pair in enumerate(items):
     if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
       raise TypeError(f"{what}[{i}]: expected a str or a (text_a, text_b) pair, got {pair!r}")
-  first, _ = text_list([p[0] for p in texts], what)
-  second, _ = text_list([p[1] for p in texts], what)
+  first, _ = text_list([p[0] for p in items], what)
+  second, _ = text_list([p[1] for p in items], what)
   return first, second, False
 
 
 def batches(count: int, batch_size: int, verbose: Any = "auto") -> Iterator[slice]:
   """Slices of `batch_size` over `count` items, with a Keras progress bar over more than
   one batch (`verbose` 0 or False: none)."""
-  if batch_size < 1:
-    raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+  if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
   bar = None
   if verbose not in (0, False) and count > batch_size:
     bar = keras.utils.Progbar(count, unit_name="text")
@@ -353,8 +377,8 @@ def fill_mask(model: BertPretrainer, texts: Texts, top_k: int = 5, batch_size: i
   """
   _check_model(model, BertPretrainer, "fill_mask")
   items, one = text_list(texts)
-  if top_k < 1:
-    raise ValueError(f"top_k must be >= 1, got {top_k}")
+  if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+    raise ValueError(f"top_k must be an int >= 1, got {top_k!r}")
   settings = text_settings.settings_of(model)
   tokenizer = tokenizer_of(model)
   vocab = text_settings.cached(model, "vocab", lambda: tokenization.load_vocab(

@@ -10,6 +10,10 @@
 * "export": the task's SavedModel export with its raw-text signature (TF Serving,
   `tfbert.load`).
 
+A Google checkpoint has no place for labels: a classifier's go into `labels.txt` beside
+it, which `tfbert.load` reads back. The sequence length is recorded as the tokenizer's
+`model_max_length` (`tokenizer_config.json`), which `tfbert.load` reads back.
+
 The vocabulary, casing, S and (span labeler) windows are the model's text settings
 (`tfbert.inference.text_settings`); each writer is the one the tools use, so every output is
 complete or absent (`tfbert.runtime.atomic`) and an export replaces only an export.
@@ -25,6 +29,7 @@ from tfbert.embeddings import embedding_export, sentence_transformers
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.inference import text_settings
 from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
+from tfbert.runtime import files
 from tfbert.serving import export
 from tfbert.squad import squad_export
 from tfbert.tagging import tagging_export
@@ -49,6 +54,11 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
     ValueError: an unknown format, or one the model has no form in (a sentence-transformers
       directory of anything but a sentence encoder; a Google checkpoint of a tagger).
   """
+  if not isinstance(path, str) or not path:
+    raise ValueError(f"save needs a path to write, got {path!r}")
+  parent = files.parent(path)
+  if parent and files.exists(parent) and not files.isdir(parent):
+    raise ValueError(f"cannot write {path}: {parent} is a file, not a directory")
   if format is None:
     if not path.endswith(".keras"):
       raise ValueError(f"format= is needed for {path!r} (a .keras path is saved as keras); "
@@ -69,9 +79,13 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
     if format != "keras":
       raise ValueError(f"a BertSentenceEncoder is saved as keras, sentence-transformers or "
                        f"export, not {format}")
-    convert.save_tfbert_model(model, path, vocab, lower)
+    convert.save_tfbert_model(model, path, vocab, lower, model_max_length=length)
   else:
-    convert.write_model(model, {"keras": "tfbert"}.get(format, format), path, vocab, lower)
+    convert.write_model(model, {"keras": "tfbert"}.get(format, format), path, vocab, lower,
+                        model_max_length=length)
+    labels = getattr(model, "labels", None)
+    if format == "google" and labels is not None:  # Google's format has no labels.
+      export.write_labels_file(files.parent(path), labels)
   return path
 
 

@@ -56,7 +56,14 @@ class TextSettings:
 
   def checks(self) -> list[validation.Check]:
     """The rules of usable settings (`tfbert.runtime.validation`)."""
+    lengths = ("max_seq_length", "max_query_length", "doc_stride", "max_answer_length")
+    wrong = [f"{name} ({getattr(self, name)!r})" for name in lengths
+             if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), int)]
+    if wrong:  # The rules below compare them.
+      return [(False, f"{', '.join(wrong)} must be int")]
     return [
+        (isinstance(self.do_lower_case, bool),
+         f"do_lower_case must be True or False, got {self.do_lower_case!r}"),
         (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3 "
                                    "([CLS], a token, [SEP])"),
         (min(self.max_query_length, self.doc_stride, self.max_answer_length) >= 1,
