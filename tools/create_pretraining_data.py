@@ -33,6 +33,7 @@ def main(argv):
   inputs = f.INPUT_FILE.value
   paths.check_apart({"--input_file": inputs, "--vocab_file": vocab_file},
                     {"--output_dir": f.OUTPUT_DIR.value})
+  paths.check_outputs({"--output_dir": f.OUTPUT_DIR.value})  # Before the pydoc corpus.
   if not inputs:
     files.makedirs(f.OUTPUT_DIR.value)
     inputs = [pretraining_data.pydoc_corpus(os.path.join(f.OUTPUT_DIR.value, "pydoc_corpus.txt"))]

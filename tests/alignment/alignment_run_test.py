@@ -68,6 +68,17 @@ def _pairs(report):
   return {p["variant"]: p for p in report["pairs"]}
 
 
+def test_data_of_another_shape_is_refused_before_anything_is_written(input_files, tmp_path):
+  """The initial checkpoint was written first, then the first variant's data check failed."""
+  workdir = tmp_path / "work"
+  with pytest.raises(ValueError, match=r"input_ids has 32 values per record .* but "
+                     r"--max_seq_length=16"):
+    alignment_run.run_alignment(
+        dataclasses.replace(_config(input_files, ["graph", "eager"]), max_seq_length=16),
+        str(workdir), plot=False, log=lambda _: None)
+  assert not workdir.exists()
+
+
 @pytest.mark.slow  # ~60 s: 7 in-process runs of 6 steps.
 def test_float32_equivalences_agree_within_1e5_at_every_step(input_files, tmp_path):
   config = _config(input_files, ["graph", "eager", "xla", "mirrored", "accumulate4",

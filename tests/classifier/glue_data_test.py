@@ -188,9 +188,16 @@ def test_custom_regression_and_multiclass_tasks():
 
 
 @pytest.mark.parametrize("fmt, message", [
-    (glue_data.CustomFormat(labels=("a",)), ">= 2 distinct labels"),
-    (glue_data.CustomFormat(labels=("a", "a")), ">= 2 distinct labels"),
-    (glue_data.CustomFormat(labels=("a", "b"), regression=True), "not both"),
+    # Named by the tool's flags (an empty list said "needs >= 2 distinct labels, got []").
+    (glue_data.CustomFormat(), r"^a custom classification task needs --custom_labels "
+     r"\(its label names in class-id order, e.g. --custom_labels=neg,pos\), or "
+     r"--custom_regression for a float target$"),
+    (glue_data.CustomFormat(labels=("a",)), r"^--custom_labels needs >= 2 distinct labels, "
+     r"got \['a'\]$"),
+    (glue_data.CustomFormat(labels=("a", "b", "a")), r"--custom_labels needs >= 2 distinct "
+     r"labels, got \['a', 'b', 'a'\] \(repeated: \['a'\]\)"),
+    (glue_data.CustomFormat(labels=("a", "b"), regression=True),
+     r"--custom_labels \(classification\) or --custom_regression .*not both"),
     (glue_data.CustomFormat(labels=("a", "b"), delimiter=";"), "tab or a comma"),
 ])
 def test_custom_formats_that_cannot_work_are_refused(fmt, message):

@@ -277,6 +277,29 @@ def test_errors_name_the_missing_or_bad_input(shared_data, tmp_path):
   assert not list((tmp_path / "out").glob("*"))  # Nothing was written.
 
 
+def test_a_failed_run_leaves_no_output_directory_and_a_file_is_refused_first(shared_data,
+                                                                            tmp_path):
+  """An empty corpus, too few instances for the shards, an output directory that is a file
+  or below one: an error, and no directory made."""
+  sample = os.path.join(shared_data, SAMPLE_TEXT)
+  blank = tmp_path / "blank.txt"
+  blank.write_text("\n\n", encoding="utf-8")
+  with pytest.raises(ValueError, match="Empty corpus"):
+    _create([str(blank)], tmp_path / "out")
+  with pytest.raises(ValueError, match="cannot fill 1000 shards"):
+    _create([sample], tmp_path / "out" / "deeper", num_shards=1000)
+  assert not (tmp_path / "out").exists()
+  (tmp_path / "afile").write_text("x")
+  for output_dir, message in [
+      ("afile", "--output_dir .*/afile is an existing file, not a directory"),
+      ("afile/out", "--output_dir .*/afile/out: its parent .*/afile is a file")]:
+    # Before any work: even the missing vocabulary is not reached.
+    with pytest.raises(ValueError, match=message):
+      pretraining_data.create_pretraining_data(
+          [sample], str(tmp_path / output_dir), _config(vocab_file=str(tmp_path / "none")))
+  assert sorted(os.listdir(tmp_path)) == ["afile", "blank.txt"]
+
+
 def test_stale_shards_of_another_shard_count_are_refused(shared_data, tmp_path):
   sample = os.path.join(shared_data, SAMPLE_TEXT)
   _create([sample], tmp_path, num_shards=2)
@@ -335,7 +358,8 @@ def test_a_full_disk_leaves_no_temporary_and_no_shard(tmp_path):
     assert re.search(r"OSError: Cannot write pretraining shard .*/out/pretraining-0000[01]-"
                      r"of-00002.tfrecord: .*(File too large|No space)", result.stdout), (
                          disk.kind, result.stdout + result.stderr[-2000:])
-    assert os.listdir(output) == []  # No temporary, no shard, no summary.
+    assert not os.path.exists(output)  # No temporary, no shard, no summary: the directory
+    # the run created is gone too.
 
 
 def test_temporaries_of_killed_runs_are_removed_by_the_next_run(shared_data, tmp_path):

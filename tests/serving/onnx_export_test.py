@@ -153,3 +153,15 @@ def test_a_bfloat16_export_is_refused_before_conversion(tmp_path):
                      r"\(serving.json\).*--export_dtype=float32"):
     onnx_export.export_onnx(export_dir, str(tmp_path / "x.onnx"))
   assert not (tmp_path / "x.onnx").exists()
+
+
+def test_the_tool_refuses_an_output_that_is_a_directory_before_any_work(tmp_path):
+  """Named by its flag before the export is read (it does not exist here); the conversion
+  ran first, then the rename onto the directory failed naming a temporary file."""
+  (tmp_path / "out").mkdir()
+  result = tool_process.run_tool("export_onnx", f"--export_dir={tmp_path / 'none'}",
+                                 f"--output={tmp_path / 'out'}")
+  assert result.returncode == 1
+  assert (f"export_onnx: error: --output {tmp_path / 'out'} is an existing directory, not a "
+          "file") in result.stderr, result.stderr[-2000:]
+  assert sorted(os.listdir(tmp_path)) == ["out"] and not os.listdir(tmp_path / "out")

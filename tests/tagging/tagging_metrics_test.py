@@ -55,6 +55,27 @@ def test_read_predictions_errors_name_the_line(tmp_path):
       tagging_metrics.read_predictions(str(path), gold, str(gold_path))
 
 
+def test_read_predictions_refuses_the_tokens_of_another_text(tmp_path):
+  """Two of five tokens changed is not a normalization: the first is named, with both lines."""
+  gold_path = tmp_path / "gold"
+  gold_path.write_text("Alan B-PER\nwent O\nhome O\n\nBee B-LOC\nsat O\n")
+  gold = conll.read_conll(str(gold_path))
+  path = tmp_path / "pred"
+  path.write_text("Bob B-PER\nran O\nhome O\n\nBee B-LOC\nsat O\n")
+  with pytest.raises(ValueError) as error:
+    tagging_metrics.read_predictions(str(path), gold, str(gold_path))
+  assert str(error.value).startswith(
+      f"{path}:1: token 'Bob' is not the gold file's 'Alan' ({gold_path}:1); 2 of 5 tokens "
+      f"differ from {gold_path}'s")
+  # One changed token in five, and changes of case or Unicode form, are a system's
+  # normalization (as in the MIC-CIS submission): scored with the gold words.
+  path.write_text("ALAN B-PER\nwent O\nhOme O\n\nBe B-LOC\nsat O\n")
+  assert tagging_metrics.read_predictions(str(path), gold, str(gold_path)) == [
+      ["B-PER", "O", "O"], ["B-LOC", "O"]]
+  with pytest.raises(ValueError, match="1 of 5 tokens differ"):
+    tagging_metrics.read_predictions(str(path), gold, str(gold_path), max_changed_tokens=0.1)
+
+
 @pytest.mark.parametrize("team", SUBMISSIONS)
 def test_the_official_wnut17_scores_of_every_submission(shared_data, team):
   """Counts exactly equal, F1 to 1e-9 of the F1 of the official counts, and the published

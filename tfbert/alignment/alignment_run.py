@@ -28,6 +28,7 @@ from tfbert.alignment.alignment import AlignmentConfig, PairReport, Variant
 from tfbert.checkpoints import convert, google_checkpoint, pretrained
 from tfbert.classifier import classifier_run
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler
+from tfbert.pretraining import data_checks
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
 from tfbert.runtime import files, json_values
 from tfbert.squad import squad_features, squad_run
@@ -172,11 +173,21 @@ def run_alignment(config: AlignmentConfig, workdir: str, plot: bool = True,
                   log: Callable[[str], None] = print) -> dict:
   """Runs every variant, compares each with the reference, writes report.json (+ PNG).
 
+  The pretraining data is checked against the run's shapes first (the check each
+  `run_pretraining` makes), before anything is written in `workdir`.
+
   Returns:
     the report dict (`alignment.report_json`); its "passed" says whether every pair is within
     its tolerance.
+
+  Raises:
+    tfbert.pretraining.data_checks.DataFileError: data that does not fit the config, named.
   """
   distribution.configure_cpu_devices(config.replicas_needed)
+  if not config.fine_tuning:  # Before the initial checkpoint: nothing left behind.
+    data_checks.check_pretraining_files(list(config.input_files), config.max_seq_length,
+                                        config.max_predictions_per_seq,
+                                        config.bert_config.vocab_size)
   files.makedirs(workdir)
   init = write_initial_checkpoint(config, workdir)
   curves, final_weights = {}, {}

@@ -304,6 +304,8 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
   """
   paths.check_apart({"--input": input_path, "--bert_config_file": config_file,  # Before any work.
                      "--vocab_file": vocab_file}, {"--output": output_path})
+  paths.check_outputs({"--output": output_path},
+                      {"hf": "directory", "google": "prefix"}.get(output_format, "file"))
   model = read_model(input_format, input_path, config_file)  # Its errors name the input.
   vocab_file = vocab_file or source_vocab_file(input_format, input_path)
   if vocab_file is None and output_format in NEEDS_VOCAB:

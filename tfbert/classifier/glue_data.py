@@ -188,16 +188,27 @@ def custom_task(fmt: CustomFormat) -> Task:
 
   F1 counts `labels[1]` as the positive class.
 
+  The messages name the flags of `tools/run_classifier.py` that set `labels`
+  (`--custom_labels`) and `regression` (`--custom_regression`).
+
   Raises:
-    ValueError: for a bad delimiter, labels with regression, or too few labels.
+    ValueError: for a bad delimiter, labels with regression, no labels for classification,
+      fewer than 2 or repeated labels.
   """
   if fmt.delimiter not in ("\t", ","):
     raise ValueError(f"delimiter must be a tab or a comma, got {fmt.delimiter!r}")
   if fmt.regression and fmt.labels:
-    raise ValueError("give labels for classification or regression, not both")
-  if not fmt.regression and (len(fmt.labels) < 2 or len(set(fmt.labels)) != len(fmt.labels)):
-    raise ValueError(f"a custom classification task needs >= 2 distinct labels, got "
-                     f"{list(fmt.labels)}")
+    raise ValueError("give --custom_labels (classification) or --custom_regression (a float "
+                     "target), not both")
+  if not fmt.regression:
+    repeated = sorted({label for label in fmt.labels if fmt.labels.count(label) > 1})
+    if not fmt.labels:
+      raise ValueError("a custom classification task needs --custom_labels (its label names "
+                       "in class-id order, e.g. --custom_labels=neg,pos), or "
+                       "--custom_regression for a float target")
+    if len(fmt.labels) < 2 or repeated:
+      raise ValueError(f"--custom_labels needs >= 2 distinct labels, got {list(fmt.labels)}"
+                       + (f" (repeated: {repeated})" if repeated else ""))
   quoting = fmt.delimiter == "," if fmt.quoting is None else fmt.quoting
   layout = Layout(fmt.text_a_column, fmt.text_b_column, fmt.label_column, fmt.has_header,
                   delimiter=fmt.delimiter, quoting=quoting)

@@ -39,7 +39,7 @@ from tfbert.pretraining import pretraining_instances
 
 # The run's config and its shard choices, defined beside the instances that read most of it.
 from tfbert.pretraining.pretraining_instances import SHARD_ASSIGNMENTS, PretrainingDataConfig  # noqa: F401  (re-exported)
-from tfbert.runtime import atomic, files
+from tfbert.runtime import atomic, files, paths
 from tfbert.text.tokenization import WordPieceTokenizer, load_vocab
 
 _LINES_PER_BATCH = 4096  # Lines tokenized per in-graph call.
@@ -282,8 +282,10 @@ def remove_stale_temporaries(output_dir: str) -> list:
 
 def _prepare_output_dir(output_dir: str, prefix: str, num_shards: int,
                         progress: Callable = pretraining_instances.no_progress) -> None:
-  """Creates the directory, removes stale temporaries; refuses shards of another count."""
-  files.makedirs(output_dir)
+  """Removes stale temporaries; refuses shards of another count. Creates nothing: a missing
+  directory is made once there are shards to write (`_write_data_set`)."""
+  if not files.isdir(output_dir):
+    return
   removed = remove_stale_temporaries(output_dir)
   if removed:
     progress(lambda: f"removed {len(removed)} temporary file(s) of killed runs from "
@@ -312,6 +314,32 @@ def _summary(input_files, documents, instances, counts, prefix, config, vocab,
       "input_files": list(input_files), "config": dataclasses.asdict(config)}
 
 
+def _write_data_set(instances, output_dir: str, prefix: str, config: PretrainingDataConfig,
+                    progress: Callable, summary: Callable[[list], dict]) -> dict:
+  """Writes the shards, then `summary(counts)` as the summary JSON; returns the summary.
+
+  Creates `output_dir` when missing, and removes it again (then empty: `write_shards`
+  leaves nothing on failure) when the writing fails.
+  """
+  created = not files.isdir(output_dir)
+  files.makedirs(output_dir)
+  try:
+    path = summary_path(output_dir, prefix)
+    if files.exists(path):
+      files.remove(path)  # The old data set is incomplete from here until the new summary.
+    values = summary(write_shards(instances, output_dir, prefix, config, progress))
+    atomic.write_json(path, values)
+  except BaseException:
+    if created:
+      try:
+        if not files.listdir(output_dir):
+          files.rmtree(output_dir)
+      except OSError:
+        pass  # The writing's error is the one to raise.
+    raise
+  return values
+
+
 def create_pretraining_data(input_patterns: Sequence[str], output_dir: str,
                             config: PretrainingDataConfig, *, output_prefix: str = "pretraining",
                             log_every_seconds: float = 10.0,
@@ -321,7 +349,8 @@ def create_pretraining_data(input_patterns: Sequence[str], output_dir: str,
   Args:
     input_patterns: files or glob patterns of one-sentence-per-line text.
     output_dir: gets `{output_prefix}-NNNNN-of-NNNNN.tfrecord` and
-      `{output_prefix}-summary.json` (written last); created if missing.
+      `{output_prefix}-summary.json` (written last); created if missing, once the corpus
+      has given the instances (a failure leaves no directory it created).
     config: the data options.
     output_prefix: file name prefix of the shards and the summary.
     log_every_seconds: period of the progress line (files, documents, instances).
@@ -334,9 +363,11 @@ def create_pretraining_data(input_patterns: Sequence[str], output_dir: str,
   Raises:
     FileNotFoundError: a missing vocab or input file (named).
     OSError: an unreadable input file (named).
-    ValueError: an empty corpus, or fewer instances than shards.
+    ValueError: an empty corpus, or fewer instances than shards; an `output_dir` that is a
+      file or cannot be created (`tfbert.runtime.paths.output_problems`), before any work.
     FileExistsError: `output_dir` holds shards of this prefix with another shard count.
   """
+  paths.check_outputs({"--output_dir": output_dir})  # Before any work, naming the flag.
   progress = _Progress(sys.stderr if log_stream is None else log_stream, log_every_seconds)
   vocab = vocab_info(config.vocab_file)
   input_files = expand_input_files(input_patterns)
@@ -353,13 +384,9 @@ def create_pretraining_data(input_patterns: Sequence[str], output_dir: str,
       documents, config, vocab, random.Random(config.random_seed), progress)
   if len(instances) < config.num_shards:
     raise ValueError(f"{len(instances)} instances cannot fill {config.num_shards} shards")
-  path = summary_path(output_dir, output_prefix)
-  if files.exists(path):
-    files.remove(path)  # The old data set is incomplete from here until the new summary.
-  counts = write_shards(instances, output_dir, output_prefix, config, progress)
-  summary = _summary(input_files, documents, instances, counts, output_prefix, config,
-                     vocab, stats)
-  atomic.write_json(path, summary)
+  summary = _write_data_set(instances, output_dir, output_prefix, config, progress,
+                            lambda counts: _summary(input_files, documents, instances, counts,
+                                                    output_prefix, config, vocab, stats))
   progress(lambda: f"wrote {len(instances)} instances from {len(documents)} documents "
            f"to {config.num_shards} shard(s) in {output_dir} ([UNK] {stats.unk_rate:.2%} "
            f"of WordPieces)", force=True)

@@ -143,6 +143,8 @@ class PretrainingRunConfig:
             paths.fields(self, ("input_files", "eval_input_files",
                                 *pretraining_init.SOURCE_FLAGS)),
             paths.fields(self, ("model_dir", "export_dir")), container="--model_dir")],
+        *[(False, problem) for problem in paths.output_problems(
+            paths.fields(self, ("model_dir", "export_dir")))],
         (sum(bool(getattr(self, flag)) for flag in pretraining_init.SOURCE_FLAGS) <= 1,
          "give at most one of init_checkpoint, init_hf_dir and init_tfbert"),
         (self.num_cpu_devices >= 1, f"num_cpu_devices ({self.num_cpu_devices}) must be >= 1"),

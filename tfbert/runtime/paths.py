@@ -13,10 +13,17 @@ into the same run): it never writes that file.
 
 Paths are compared after `realpath` (a symlink to an input is that input); a glob compares by
 its fixed leading directories (`data/*.tfrecord` is in `data/`); URLs compare as strings.
+
+Each output must also be writable where it is named (`output_problems`, checked as early as
+the overlaps, creating nothing): an output directory that is an existing file, a path below
+a file, or a place whose nearest existing directory cannot be written into is refused,
+naming its flag (it failed as a bare `[Errno 17] File exists` after the data was read and
+the model built).
 """
 
 import glob as glob_lib
 import os
+import stat
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
 from tfbert.runtime import files
@@ -104,6 +111,93 @@ def check_apart(inputs: Mapping[str, PathValue], outputs: Mapping[str, PathValue
   """Raises ValueError listing every `overlap_problems` message (see there)."""
   problems = overlap_problems(inputs, outputs, container=container,
                               read_from_container=read_from_container)
+  if problems:
+    raise ValueError("; ".join(problems))
+
+
+OUTPUT_KINDS = ("directory", "file", "prefix")
+
+
+def _unwritable(directory: str) -> Optional[str]:
+  """Why nothing can be created in the existing directory `directory`, or None.
+
+  Creating nothing to find out: a read-only mount, no write permission for this user, or
+  no write permission for anyone (root's `os.access` passes everywhere, but `/proc` and
+  other directories of mode 0555 refuse it too).
+  """
+  try:
+    mode = stat.S_IMODE(os.stat(directory).st_mode)
+    if os.statvfs(directory).f_flag & os.ST_RDONLY:
+      return f"{directory} is on a read-only file system"
+  except OSError as e:
+    return f"{directory}: {e.strerror}"
+  if not os.access(directory, os.W_OK | os.X_OK):
+    return f"{directory} is not writable by this user"
+  if not mode & 0o222:
+    return f"{directory} is read-only (mode {mode:04o})"
+  return None
+
+
+def _output_problem(name: str, path: str, kind: str) -> Optional[str]:
+  """Why output `name` (`--flag`) cannot be written at `path` as a `kind`, or None."""
+  if files.is_url(path):  # No parents or permissions to inspect: only what is there.
+    if kind == "directory" and files.exists(path) and not files.isdir(path):
+      return f"{name} {path} is an existing file, not a directory: choose another {name}"
+    if kind == "file" and files.isdir(path):
+      return f"{name} {path} is an existing directory, not a file: name a file to write"
+    return None
+  absolute = os.path.abspath(path)
+  if kind == "directory" and os.path.lexists(absolute) and not os.path.isdir(absolute):
+    return f"{name} {path} is an existing file, not a directory: choose another {name}"
+  if kind == "file" and os.path.isdir(absolute):
+    return f"{name} {path} is an existing directory, not a file: name a file to write"
+  # Where the writing happens: in the directory itself, else in the nearest existing
+  # directory above it (which gets the missing ones).
+  where = absolute if kind == "directory" else os.path.dirname(absolute)
+  while not os.path.lexists(where):
+    where = os.path.dirname(where)
+  if not os.path.isdir(where):
+    what = "a file, not a directory" if os.path.isfile(where) else "not a directory"
+    return f"{name} {path}: its parent {where} is {what}"
+  reason = _unwritable(where)
+  if reason:
+    verb = "write into" if where == absolute else "create"
+    return f"cannot {verb} {name} {path}: {reason}"
+  return None
+
+
+def output_problems(outputs: Mapping[str, PathValue], kind: str = "directory") -> list[str]:
+  """Why each output cannot be written where it is named, one message each, naming its flag.
+
+  Checks only what exists (creating nothing, so it runs before any work): the path itself
+  (a directory output must not be an existing file, a file output not an existing
+  directory), the nearest existing directory that would hold it (not a file; writable: not
+  on a read-only mount, writable by this user, not of mode 0555 like `/proc`). A URL's
+  output is checked only against what exists there.
+
+  Args:
+    outputs: setting name (e.g. "--output_dir") -> path(s) written.
+    kind: what each path names: "directory" (written into, created if missing), "file"
+      (written at the path) or "prefix" (files named `<path>.*`, such as a checkpoint:
+      only the directory holding them matters).
+
+  Returns:
+    Messages naming the setting and its path ([] when every output can be written).
+  """
+  if kind not in OUTPUT_KINDS:
+    raise ValueError(f"kind must be one of {OUTPUT_KINDS}, got {kind!r}")
+  problems = []
+  for name, value in outputs.items():
+    for path in _each(value):
+      problem = _output_problem(name, path, kind)
+      if problem:
+        problems.append(problem)
+  return problems
+
+
+def check_outputs(outputs: Mapping[str, PathValue], kind: str = "directory") -> None:
+  """Raises ValueError listing every `output_problems` message (see there)."""
+  problems = output_problems(outputs, kind)
   if problems:
     raise ValueError("; ".join(problems))
 

@@ -9,10 +9,12 @@ the Hugging Face examples use); precision, recall and F1 are micro-averaged over
 
 `read_predictions` joins a system output to its gold file by line position (the layout of
 the WNUT 2017 submissions: `word tag` lines, TAB or space separated, CRLF allowed, the
-final empty line possibly missing).
+final empty line possibly missing); it refuses a file where more than a quarter of the tokens
+are not the gold file's words (predictions of another text).
 """
 
 import collections
+import unicodedata
 from typing import Sequence
 
 from seqeval.metrics import accuracy_score
@@ -68,17 +70,35 @@ def entity_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[st
           "per_type": {kind: _prf(*counts) for kind, counts in sorted(by_type.items())}}
 
 
-def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold"
-                     ) -> list[list[str]]:
+# The largest share of a predictions file's tokens that may differ from the gold tokens on
+# their lines (see `read_predictions`).
+MAX_CHANGED_TOKENS = 0.25
+
+
+def _normalized(token: str) -> str:
+  """The form tokens are compared in: NFKC, case-folded."""
+  return unicodedata.normalize("NFKC", token).casefold()
+
+
+def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold", *,
+                     max_changed_tokens: float = MAX_CHANGED_TOKENS) -> list[list[str]]:
   """The tag of each gold word from a system output, joined by line position.
 
-  Line i of `path` predicts the word on line i of the gold file: its last
-  whitespace-separated field is the tag (the token column is not compared: a system may
-  have normalized its text). Every other line must be empty.
+  Line i of `path` predicts the word on line i of the gold file: its first
+  whitespace-separated field is the token, its last the tag. Every other line must be empty.
+
+  The tokens are compared with the gold words (after NFKC and case folding), but a few may
+  differ: a system may have normalized its text (the WNUT 2017 submission of MIC-CIS spells
+  `gt` as `get`, `Defence` as `Defense`, and URLs as `url`: 1,283 of 23,394 tokens, 5.5%,
+  and its official score uses the gold words). Predictions of another text differ on almost
+  every line (the WNUT 2017 test words agree with the dev or train words on the same lines
+  for under 1% of them). So a file is refused when more than `max_changed_tokens` (a
+  quarter) of its tokens differ, naming the first that does; below that, the differing
+  tokens are taken as the system's normalization and scored with the gold words.
 
   Raises:
-    ValueError: `path:line` of a missing or malformed prediction, or of a prediction where
-      the gold file has none.
+    ValueError: `path:line` of a missing or malformed prediction, of a prediction where
+      the gold file has none, or of the first changed token of a file with too many.
   """
   with files.open_file(path, "rb") as f:
     lines = files.decode_utf8(f.read(), path).split("\n")
@@ -87,7 +107,7 @@ def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold
     if line.strip() and number not in wanted:
       raise ValueError(f"{path}:{number}: a prediction where {gold_path} has no word: "
                        f"{line.strip()!r}")
-  predicted = []
+  predicted, changed = [], []
   for sentence in gold:
     tags = []
     for word, number in zip(sentence.words, sentence.lines):
@@ -98,6 +118,16 @@ def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold
       problem = check_tag(fields[-1])
       if problem:
         raise ValueError(f"{path}:{number}: {problem}")
+      if _normalized(fields[0]) != _normalized(word):
+        changed.append((number, fields[0], word))
       tags.append(fields[-1])
     predicted.append(tags)
+  words = sum(len(sentence.words) for sentence in gold)
+  if changed and len(changed) > max_changed_tokens * words:
+    number, token, word = changed[0]
+    raise ValueError(
+        f"{path}:{number}: token {token!r} is not the gold file's {word!r} "
+        f"({gold_path}:{number}); {len(changed)} of {words} tokens differ from {gold_path}'s "
+        f"(at most {max_changed_tokens:.0%} may, as a system's normalization of its text): "
+        "are these predictions of another file?")
   return predicted

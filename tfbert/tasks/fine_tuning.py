@@ -385,12 +385,16 @@ def init_source(config: FineTuningConfig) -> Optional[str]:
 def check_sources(config: FineTuningConfig) -> None:
   """The initialization the config names exists, in the form its flag takes; checked before
   anything reads it, so the error names the flag (a missing `--init_hf_dir` said "missing
-  vocabulary" before).
+  vocabulary" before). The outputs too must be writable where they are named
+  (`paths.output_problems`; not a config check: a config read back from a moved run's
+  `run_config.json` names outputs of another machine).
 
   Raises:
     FileNotFoundError: naming the flag and the path.
-    ValueError: `--init_checkpoint` naming a directory (a Google checkpoint is a prefix).
+    ValueError: `--init_checkpoint` naming a directory (a Google checkpoint is a prefix); an
+      output that is an existing file, lies below one or cannot be created.
   """
+  paths.check_outputs(paths.fields(config, config.OUTPUT_PATHS))
   if config.init_hf_dir and not files.isdir(config.init_hf_dir):
     raise FileNotFoundError(f"--init_hf_dir {config.init_hf_dir}: no such directory (a "
                             "Hugging Face model directory: config.json, model.safetensors)")
