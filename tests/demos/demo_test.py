@@ -1,9 +1,12 @@
 """Tests for tools.demos.demo: the real MiniLM reproduces sentence-transformers' published
 numbers."""
 
+import logging
+
 import numpy as np
 import pytest
 
+from tests.demos import output_noise
 from tfbert_tools.demos import demo
 
 
@@ -31,11 +34,17 @@ def test_default_run_formats_a_report():
 
 
 @pytest.mark.slow
-def test_the_exported_embed_text_ranks_the_sentences_as_the_model_does(tmp_path):
+def test_the_exported_embed_text_ranks_the_sentences_as_the_model_does(tmp_path, capfd,
+                                                                       caplog):
   """The demo's path: MiniLM exported with `embed_text`, the sentences embedded through it
   (tokenized in the graph); the same embeddings as the Keras model within float32 noise of
-  the frozen graph, and the report names each sentence's nearest other sentence."""
+  the frozen graph, and the report names each sentence's nearest other sentence. Freezing
+  the model for the export printed nothing (tests.demos.output_noise)."""
+  caplog.set_level(logging.WARNING, logger="tensorflow")
   exported = demo.run_demo(export_dir=str(tmp_path / "minilm_export"))
+  printed = capfd.readouterr()
+  assert output_noise.noise(printed.out + printed.err) == []
+  assert output_noise.noise_records(caplog.records) == []
   direct = demo.run_demo()
   np.testing.assert_allclose(exported.embeddings, direct.embeddings, atol=1e-5)
   text = demo.format_result(demo.DEFAULT_SENTENCES, exported)

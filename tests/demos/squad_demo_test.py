@@ -1,14 +1,13 @@
-"""Tests for tools.demos.squad_demo (the README main job's SQuAD part), shortened."""
+"""Tests for tools.demos.squad_demo (the README main job's SQuAD part)."""
 
 import json
+import logging
 import os
 
 import pytest
 
-from tfbert import BertPretrainer
-from tfbert.checkpoints.google_checkpoint import export_google_checkpoint
-from tfbert.config import BertConfig
-from tfbert_tools.demos import squad_demo
+from tests.demos import output_noise
+from tfbert_tools.demos import pretraining_demo, squad_demo
 
 
 def test_make_data_writes_train_and_dev_sets(tmp_path):
@@ -22,19 +21,25 @@ def test_make_data_writes_train_and_dev_sets(tmp_path):
   assert not train_ids & dev_ids  # Different seeds: no question shared.
 
 
-@pytest.mark.slow  # ~40 s: a baseline prediction, 1 epoch of fine-tuning, export and serving.
-def test_fine_tunes_a_pretrained_checkpoint_evaluates_exports_and_serves(tmp_path):
-  config = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1,
-                      num_attention_heads=2, intermediate_size=19,
-                      max_position_embeddings=squad_demo.MAX_SEQ_LENGTH, type_vocab_size=2)
-  pretrained = BertPretrainer(config)
-  pretrained.build()
-  checkpoint = str(tmp_path / "pretrained" / "bert_model.ckpt")
-  export_google_checkpoint(pretrained, checkpoint)
-  summary = squad_demo.run_squad_demo(str(tmp_path), checkpoint, epochs=1.0)
+@pytest.mark.slow  # ~90 s: the demo's pretraining (300 steps), then its SQuAD part twice.
+def test_fine_tunes_a_pretrained_checkpoint_evaluates_exports_and_serves(tmp_path, capfd,
+                                                                          caplog):
+  """The demo's SQuAD part as `bash bootstrap.sh demo` runs it, on the encoder its
+  pretraining part makes: it learns, and prints tfbert's lines only.
+
+  Why F1 >= 95 and >= baseline + 80: on an AMD Zen 4 the recipe (`squad_demo.LEARNING_RATE`,
+  `WARMUP_PROPORTION`) scored F1 98.75 to 100 over 3 pretraining x 3 fine-tuning seeds, from
+  fresh-head baselines of F1 1.1 to 9.6; the former recipe's late jumps out of the F1 20-30
+  plateau ended at 77.75 and 80.75, which these bounds reject.
+  """
+  caplog.set_level(logging.WARNING, logger="tensorflow")
+  pretrained = pretraining_demo.run_pretraining_demo(str(tmp_path))
+  summary = squad_demo.run_squad_demo(str(tmp_path), pretrained.google_checkpoint)
   assert (summary.train_questions, summary.dev_questions) == (1200, 160)
-  assert summary.train["steps"] >= 1200 // 32
+  assert summary.train["steps"] == 906  # 24 epochs of 1208 windows, batch 32.
   assert set(summary.scores) == {"exact_match", "f1"} == set(summary.baseline)
+  f1, baseline = summary.scores["f1"], summary.baseline["f1"]
+  assert f1 >= 95 and f1 >= baseline + 80, (summary.baseline, summary.scores, summary.evals)
   # The raw-text signature returned a span of the context (or "" when it finds none).
   assert summary.answer in summary.context
   for name in ("predictions.json", "nbest_predictions.json", "eval_results.json"):
@@ -42,13 +47,18 @@ def test_fine_tunes_a_pretrained_checkpoint_evaluates_exports_and_serves(tmp_pat
   assert os.path.exists(os.path.join(summary.export_dir, "saved_model.pb"))
   text = summary.format()
   assert "before fine-tuning" in text and "served from the SavedModel" in text
-  # Evaluated during training (here only at the last step: fewer than EVAL_EVERY_STEPS),
-  # the last evaluation being the final score; train and eval curves in TensorBoard.
-  assert [e["step"] for e in summary.evals] == [summary.train["steps"]]
+  # Evaluated every EVAL_EVERY_STEPS and at the last step, the last evaluation being the
+  # final score; train and eval curves in TensorBoard.
+  assert [e["step"] for e in summary.evals] == [150, 300, 450, 600, 750, 900, 906]
   assert summary.evals[-1]["f1"] == summary.scores["f1"]
   assert "tensorboard --logdir" in text and "rerun the same command to resume" in text
   for run in ("train", "eval"):
     assert os.path.isdir(os.path.join(summary.run_dir, run)), run
   # Rerun: the finished run resumes from its checkpoint and trains nothing more.
-  again = squad_demo.run_squad_demo(str(tmp_path), checkpoint, epochs=1.0)
+  again = squad_demo.run_squad_demo(str(tmp_path), pretrained.google_checkpoint)
   assert again.scores == summary.scores and "resumed finished run" in again.format()
+  # Three exports froze their model (pretraining, SQuAD twice), XLA compiled: tfbert's lines
+  # only (tests.demos.output_noise).
+  printed = capfd.readouterr()
+  assert output_noise.noise(printed.out + printed.err) == []
+  assert output_noise.noise_records(caplog.records) == []

@@ -63,7 +63,7 @@ from tfbert import encoder, models
 from tfbert.encoder import BertEncoder
 from tfbert.layers import serving_ops
 from tfbert.runtime import atomic, files
-from tfbert.serving import serving_dtype
+from tfbert.serving import freeze_quietly, serving_dtype
 from tfbert.text import inputs, tokenization
 
 SERVING_SIGNATURE = "serving_default"
@@ -297,7 +297,8 @@ class FrozenOutputs:
     traced = tf.function(lambda features: served_outputs(model, features),
                          autograph=False).get_concrete_function(spec)
     self._structure = traced.structured_outputs
-    self._function = convert_to_constants.convert_variables_to_constants_v2(traced)
+    with freeze_quietly.quiet_table_initializer_warning():  # Noise of the tokenizer's tables.
+      self._function = convert_to_constants.convert_variables_to_constants_v2(traced)
 
   def __call__(self, features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """Args: features: int32 `input_ids`, `input_mask`, `segment_ids` [B, S]."""

@@ -21,6 +21,7 @@ from tfbert.checkpoints import pretrained
 from tfbert.embeddings import embedding_export, embedding_inference, sentence_transformers
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.text import tokenization
+from tfbert_tools.demos import quiet
 
 DEFAULT_SENTENCES = (
     "A man is eating food.",
@@ -60,9 +61,11 @@ def load_minilm() -> tuple[BertSentenceEncoder, tokenization.WordPieceTokenizer]
 def run_demo(sentences: Sequence[str] = DEFAULT_SENTENCES, seq_length: int = 64,
              export_dir: Optional[str] = None) -> DemoResult:
   """Embeds `sentences` with the real MiniLM and compares them; with `export_dir`, through
-  the exported `embed_text` signature (written there, replacing an older export)."""
+  the exported `embed_text` signature (written there, replacing an older export). Abseil's
+  C++ log level follows TF_CPP_MIN_LOG_LEVEL (`quiet`), as in the other parts."""
   if not sentences:
     raise ValueError("run_demo needs at least one sentence")
+  quiet.follow_tf_cpp_min_log_level()
   model, tokenizer = load_minilm()
   if export_dir is None:
     embeddings = embedding_inference.embed_texts(model, tokenizer, sentences, seq_length)

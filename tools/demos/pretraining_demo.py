@@ -16,6 +16,7 @@ from tfbert.config import BertConfig
 from tfbert.pretraining import pretraining_data
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
 from tfbert.training import optimization
+from tfbert_tools.demos import quiet
 
 SEQ_LENGTH, MAX_PREDICTIONS = 64, 10
 SMALL_BERT = BertConfig(vocab_size=30522, hidden_size=64, num_hidden_layers=2,
@@ -66,8 +67,22 @@ def make_data(data_dir: str, dupe_factor: int = 2) -> int:
     return int(json.load(f)["num_instances"])
 
 
-def run_pretraining_demo(workdir: str, steps: int = 300, log_steps: int = 25) -> DemoSummary:
-  """Makes the data, pretrains (or resumes) the small BERT, exports; returns a summary."""
+def run_pretraining_demo(workdir: str, steps: int = 300, log_steps: int = 25,
+                         seed: int = 12345) -> DemoSummary:
+  """Makes the data, pretrains (or resumes) the small BERT, exports; returns a summary.
+
+  Abseil's C++ log level follows TF_CPP_MIN_LOG_LEVEL (`quiet`), as in the other parts.
+
+  Args:
+    workdir: where `pretraining_data/` and `pretraining_run/` are written.
+    steps: applied pretraining steps.
+    log_steps: applied steps between logged metrics.
+    seed: the run's seed (initial weights, data order, dropout).
+
+  Returns:
+    a `DemoSummary`.
+  """
+  quiet.follow_tf_cpp_min_log_level()
   data_dir = os.path.join(workdir, "pretraining_data")
   instances = make_data(data_dir)
   model_dir = os.path.join(workdir, "pretraining_run")
@@ -76,7 +91,7 @@ def run_pretraining_demo(workdir: str, steps: int = 300, log_steps: int = 25) ->
       model_dir=model_dir, train_batch_size=32, max_seq_length=SEQ_LENGTH,
       max_predictions_per_seq=MAX_PREDICTIONS, dtype="mixed_bfloat16",
       distribution_strategy="mirrored", num_cpu_devices=2, save_checkpoints_steps=100,
-      log_steps=log_steps,
+      log_steps=log_steps, seed=seed,
       optimizer=optimization.OptimizerConfig(
           optimizer="adamw", learning_rate=2e-3, num_warmup_steps=max(1, steps // 10),
           num_train_steps=steps, gradient_accumulation_steps=2))
