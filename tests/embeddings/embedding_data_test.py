@@ -108,3 +108,14 @@ def test_a_retrieval_set_is_read_and_its_errors_name_file_and_line(tmp_path):
   malformed = _write(tmp_path / "malformed.tsv", ["q1 what purrs"])
   with pytest.raises(ValueError, match=r"malformed.tsv:1: expected id<TAB>text"):
     embedding_data.read_retrieval_set(malformed, corpus, qrels)
+
+
+def test_a_row_of_other_width_and_a_line_break_character_inside_a_cell(tmp_path):
+  path = _write(tmp_path / "pairs.tsv", ["anchor\tpositive", "a cat\ta kitten\tEXTRA",
+                                         "x\u2028rain\twater"])
+  with pytest.raises(ValueError, match=r"pairs.tsv:2: 3 columns, but the header has 2 "
+                                       r"\(anchor, positive\): a text holding a tab\?"):
+    embedding_data.read_examples(path)
+  path = _write(tmp_path / "ok.tsv", ["anchor\tpositive", "x\u2028rain\twater", "a\x85b\tc"])
+  examples = embedding_data.read_examples(path)
+  assert [e.texts for e in examples] == [("x\u2028rain", "water"), ("a\x85b", "c")]

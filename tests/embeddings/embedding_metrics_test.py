@@ -49,3 +49,12 @@ def test_ties_keep_corpus_order_and_bad_input_is_named():
     embedding_metrics.retrieval_metrics(np.zeros((1, 3)), ["a", "b"], ["x", "y", "z"], {})
   with pytest.raises(ValueError, match="no query has a relevant document"):
     embedding_metrics.retrieval_metrics(np.zeros((1, 3)), ["a"], ["x", "y", "z"], {"a": set()})
+
+
+def test_cosine_similarity_takes_embeddings_only():
+  np.testing.assert_allclose(embedding_metrics.cosine_similarity([[3.0, 4.0]], [[4.0, 3.0]]),
+                             [[0.96]], rtol=1e-6)
+  with pytest.raises(TypeError, match="similarity's a must be embeddings .*got <U1"):
+    embedding_metrics.cosine_similarity("a", [[1.0]])
+  with pytest.raises(ValueError, match="embeddings of width 2 and 3"):
+    embedding_metrics.cosine_similarity([[1.0, 0.0]], [[1.0, 0.0, 0.0]])

@@ -82,3 +82,14 @@ def test_a_google_checkpoint_never_breaks_the_one_beside_it(tmp_path):
   with pytest.raises(ValueError, match="is a directory: a Google checkpoint is written at a "
                                        "prefix such as"):
     tfbert.save(model, str(tmp_path / "ckpt"), "google")
+
+
+def test_a_url_at_its_root_is_written_there_and_labels_keep_odd_characters(ram_root):
+  labels = ("a\u2028b", "c")
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2,
+                                               labels=labels), 9)
+  tfbert.save(model, "ram://saving_test_root.keras")
+  assert tfbert.load("ram://saving_test_root.keras").labels == labels
+  assert not os.path.exists("ram:")  # Not a local folder named "ram:".
+  tfbert.save(model, f"{ram_root}/export", "export", is_pair=False)
+  assert tfbert.load(f"{ram_root}/export").labels == labels

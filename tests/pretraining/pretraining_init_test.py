@@ -113,3 +113,13 @@ def test_the_tool_needs_a_config_or_a_source_that_gives_one(data_dir, tmp_path):
   assert "--bert_config_file is needed without --init_checkpoint, --init_hf_dir or " \
          "--init_tfbert" in run.stderr
   assert not (tmp_path / "run").exists()
+
+
+def test_a_config_that_does_not_fit_the_source_is_named_in_one_line():
+  source = types.SimpleNamespace(init_hf_dir=pretrained.minilm_dir(), init_checkpoint=None,
+                                 init_tfbert=None, bert_config=TINY)
+  with pytest.raises(ValueError, match=r"does not fit --init_hf_dir .*: hidden_size 16 vs 384; "
+                                       r".*num_hidden_layers 1 vs 6"):
+    pretraining_init.check_config(source)
+  pretraining_init.check_config(types.SimpleNamespace(  # The source's own config: fine.
+      init_hf_dir=pretrained.minilm_dir(), bert_config=pretraining_init.source_config(source)))

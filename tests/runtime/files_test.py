@@ -121,3 +121,14 @@ def test_a_prefix_of_a_file_name_is_neither_file_nor_directory(root):
     path = f"{root}/checkpoints/{prefix}"
     assert not files.exists(path) and not files.isdir(path) and not files.isfile(path)
   assert files.isdir(f"{root}/checkpoints") and files.isfile(f"{root}/checkpoints/ckpt-2.index")
+
+
+def test_read_lines_splits_at_line_ends_only(tmp_path):
+  path = tmp_path / "labels.txt"
+  path.write_bytes("a\u2028b\r\nc\x85d\x0ce\rf\n".encode("utf-8"))
+  assert files.read_lines(str(path)) == ["a\u2028b", "c\x85d\x0ce", "f"]
+
+
+def test_the_parent_of_a_url_at_its_root_keeps_the_scheme():
+  assert files.parent("ram://x.keras") == "ram://"
+  assert files.parent("gs://bucket/run/model.keras") == "gs://bucket/run"

@@ -70,7 +70,7 @@ def _rows(path: str, columns: Columns):
   """(line, {field: raw value}) of every data row; raises naming file:line."""
   fields = {name: getattr(columns, name) for name in ("anchor", "positive", "negative", "score")
             if getattr(columns, name) is not None}
-  lines = files.read_text(path).splitlines()
+  lines = files.read_lines(path)
   if _is_jsonl(path):
     for number, text in enumerate(lines, 1):
       if not text.strip():
@@ -103,6 +103,9 @@ def _rows(path: str, columns: Columns):
         raise ValueError(f"{path}:{number}: the header has no column {', '.join(unknown)}; "
                          f"columns: {', '.join(header)}")
       continue
+    if header and len(cells) != len(header):  # A tab inside a text shifts every column.
+      raise ValueError(f"{path}:{number}: {len(cells)} columns, but the header has "
+                       f"{len(header)} ({', '.join(header)}): a text holding a tab?")
     values = {}
     for name, key in fields.items():
       index = header.index(key) if isinstance(key, str) else key
@@ -180,7 +183,7 @@ class RetrievalSet:
 def _id_texts(path: str) -> tuple[list[str], list[str]]:
   """(ids, texts) of an `id<TAB>text` file; errors name file:line."""
   ids, texts, seen = [], [], {}
-  for number, line in enumerate(files.read_text(path).splitlines(), 1):
+  for number, line in enumerate(files.read_lines(path), 1):
     if not line.strip():
       continue
     cells = line.split("\t")
@@ -208,7 +211,7 @@ def read_retrieval_set(queries_file: str, corpus_file: str, qrels_file: str) -> 
   corpus_ids, corpus = _id_texts(corpus_file)
   known_queries, known_docs = set(query_ids), set(corpus_ids)
   qrels: dict[str, set[str]] = {}
-  for number, line in enumerate(files.read_text(qrels_file).splitlines(), 1):
+  for number, line in enumerate(files.read_lines(qrels_file), 1):
     if not line.strip():
       continue
     cells = line.split("\t")

@@ -92,8 +92,16 @@ def retrieval_metrics(scores: np.ndarray, query_ids: Sequence[str], corpus_ids: 
 def cosine_similarity(a: np.ndarray, b: Optional[np.ndarray] = None) -> np.ndarray:
   """float32 [N, M] cosine similarities of embeddings a [N, H] and b [M, H] (default: a);
   one embedding [H] counts as [1, H]."""
-  a = np.atleast_2d(np.asarray(a, np.float64))
-  b = a if b is None else np.atleast_2d(np.asarray(b, np.float64))
+  def matrix(x, name):
+    x = np.asarray(x)
+    if x.dtype.kind not in "fiu" or x.ndim not in (1, 2):
+      raise TypeError(f"similarity's {name} must be embeddings (encode()'s float [N, H] or "
+                      f"[H]), got {x.dtype} of shape {x.shape}")
+    return np.atleast_2d(x.astype(np.float64))
+  a = matrix(a, "a")
+  b = a if b is None else matrix(b, "b")
+  if a.shape[1] != b.shape[1]:
+    raise ValueError(f"similarity of embeddings of width {a.shape[1]} and {b.shape[1]}")
   a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
   b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
   return (a @ b.T).astype(np.float32)

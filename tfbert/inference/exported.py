@@ -50,7 +50,7 @@ class ExportedModel:
     self._call = self._loaded.signatures[self.signature]
     self.config = BertConfig.from_json_file(os.path.join(path, export.CONFIG_FILE))
     labels_file = os.path.join(path, export.LABELS_FILE)
-    self.labels = (tuple(files.read_text(labels_file).splitlines())
+    self.labels = (tuple(files.read_lines(labels_file))
                    if files.isfile(labels_file) else None)
 
   def __repr__(self) -> str:

@@ -249,7 +249,7 @@ def _google_labels(model: keras.Model, prefix: str) -> keras.Model:
   path = os.path.join(files.parent(prefix), export.LABELS_FILE)
   if not isinstance(model, BertClassifier) or not files.isfile(path):
     return model
-  return _with_labels(model, files.read_text(path).splitlines(), path)
+  return _with_labels(model, files.read_lines(path), path)
 
 
 def _vocab_beside(kind: str, source: str) -> str:

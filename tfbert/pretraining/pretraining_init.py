@@ -22,7 +22,7 @@ import numpy as np
 from absl import logging
 
 from tfbert.checkpoints import convert, google_checkpoint, huggingface
-from tfbert.config import BertConfig
+from tfbert.config import SHAPE_FIELDS, BertConfig
 from tfbert.embeddings import sentence_transformers
 from tfbert.runtime import files
 
@@ -101,6 +101,28 @@ def source_config(config) -> Optional[BertConfig]:
   if flag == "init_tfbert":
     return convert.read_tfbert_model(config.init_tfbert).config
   return None
+
+
+def check_config(config) -> None:
+  """The run's `bert_config` has the shapes of its source's (`source_config`): a
+  `--bert_config_file` that disagrees is named in one line, before any work (the load would
+  list every weight's shape).
+
+  Raises:
+    ValueError: naming the source flag and each differing field.
+  """
+  flag = given(config)
+  if flag is None or flag == "init_checkpoint" and not files.isfile(os.path.join(
+      os.path.dirname(config.init_checkpoint), "bert_config.json")):
+    return
+  theirs = source_config(config).to_dict()
+  ours = config.bert_config.to_dict()
+  differ = [f"{name} {ours.get(name)} vs {theirs.get(name)}" for name in sorted(SHAPE_FIELDS)
+            if ours.get(name) != theirs.get(name)]
+  if differ:
+    raise ValueError(f"the model's config (--bert_config_file) does not fit --{flag} "
+                     f"{getattr(config, flag)}: {'; '.join(differ)}; drop --bert_config_file "
+                     "to take the source's")
 
 
 def load_source(model: keras.Model, source: Source) -> google_checkpoint.LoadReport:

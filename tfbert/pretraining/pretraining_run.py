@@ -309,6 +309,7 @@ def _start(config: PretrainingRunConfig) -> _Run:
   validation.validate(config, num_replicas=strategy.num_replicas_in_sync)
   # After the strategy (a multi-worker one must come before any op runs), before any work.
   precision.check_policy(config.dtype)
+  pretraining_init.check_config(config)
   num_workers, index, is_chief = distribution.worker_info(strategy)
   check = data_checks.check_pretraining_files(
       list(config.input_files), config.max_seq_length, config.max_predictions_per_seq,

@@ -17,6 +17,7 @@ does (`tf.errors.NotFoundError` is translated), so callers handle one exception 
 
 import contextlib
 import os
+import posixpath
 import shutil
 from typing import IO, Iterator
 
@@ -38,8 +39,13 @@ def absolute(path: str) -> str:
 
 
 def parent(path: str) -> str:
-  """The directory holding `path` (absolute for a local path)."""
-  return os.path.dirname(absolute(path))
+  """The directory holding `path` (absolute for a local path). A URL's parent keeps its
+  scheme: `ram://x`'s is `ram://` (`os.path.dirname` says "ram:", a local relative path)."""
+  path = absolute(path)
+  if is_url(path):
+    scheme, rest = path.split("://", 1)
+    return f"{scheme}://{posixpath.dirname(rest)}"
+  return os.path.dirname(path)
 
 
 def inside(path: str, directory: str) -> bool:
@@ -234,6 +240,17 @@ def read_text(path: str) -> str:
     ValueError: bytes that are not UTF-8, naming `path:line` and the byte.
   """
   return decode_utf8(read_bytes(path), path).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_lines(path: str) -> list[str]:
+  """The lines of the text file at `path` (`read_text`), split at line ends only.
+
+  Not `str.splitlines`, which also splits at characters a cell or label may hold (U+0085,
+  U+2028, U+2029, form feed, ...): a text holding one would become two rows. A final line
+  end adds no empty line.
+  """
+  lines = read_text(path).split("\n")
+  return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def decode_utf8(data: bytes, path: str) -> str:

@@ -185,7 +185,7 @@ def _labels(saved_model_dir: str) -> Optional[list[str]]:
   path = os.path.join(saved_model_dir, export.LABELS_FILE)
   if not files.isfile(path):
     return None
-  return files.read_text(path).splitlines()
+  return files.read_lines(path)
 
 
 def onnx_labels(session) -> Optional[list[str]]:
