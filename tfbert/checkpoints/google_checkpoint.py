@@ -88,6 +88,12 @@ def list_google_checkpoint(prefix: str) -> dict[str, tuple[int, ...]]:
   return {name: tuple(shape) for name, shape in sorted(reader.get_variable_to_shape_map().items())}
 
 
+def prefixes_in(directory: str) -> list[str]:
+  """The checkpoint prefixes (names, sorted) of the `.index` files in `directory`."""
+  return sorted(name[:-len(".index")] for name in files.listdir(directory)
+                if name.endswith(".index"))
+
+
 def check_prefix(prefix: str, flag: str = "") -> None:
   """Checks that `prefix` names a checkpoint as a prefix does (`<prefix>.index` exists).
 
@@ -101,8 +107,7 @@ def check_prefix(prefix: str, flag: str = "") -> None:
   """
   said = f"{flag} " if flag else ""
   if files.isdir(prefix):  # Not tf.io.gfile's: `ram://` calls any prefix a directory.
-    found = sorted(name[:-len(".index")] for name in files.listdir(prefix)
-                   if name.endswith(".index"))
+    found = prefixes_in(prefix)
     example = os.path.join(prefix, found[0] if found else "bert_model.ckpt")
     raise ValueError(f"{said}{prefix} is a directory: give the checkpoint's prefix, its "
                      f".index file's path without .index (e.g. {example})")
@@ -309,8 +314,7 @@ def check_writable_prefix(prefix: str, sides: Mapping[str, Any]) -> None:
   if not files.isdir(directory):
     return
   base = os.path.basename(prefix)
-  others = sorted(name[:-len(".index")] for name in files.listdir(directory)
-                  if name.endswith(".index") and name != base + ".index")
+  others = [name for name in prefixes_in(directory) if name != base]
   if not others:
     return
   for name, content in sides.items():

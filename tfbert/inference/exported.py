@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.config import BertConfig
+from tfbert.inference import raw_text
 from tfbert.runtime import files
 from tfbert.serving import export
 
@@ -64,21 +65,14 @@ class ExportedModel:
   def encode(self, texts, batch_size: int = 32, normalize: bool = False,
              verbose: Any = "auto") -> np.ndarray:
     """float32 [N, H] embeddings through `embed_text` (one text: [H])."""
-    from tfbert.inference import raw_text  # pylint: disable=import-outside-toplevel
     self._needs("embed_text")
     items, one = raw_text.text_list(texts)
     rows = [self._call(text=tf.constant(items[s]))["embeddings"].numpy()
             for s in raw_text.batches(len(items), batch_size, verbose)]
-    embeddings = (np.concatenate(rows) if rows else
-                  np.zeros((0, self.config.hidden_size), np.float32))
-    if normalize:
-      embeddings = embeddings / np.maximum(np.linalg.norm(embeddings, axis=1, keepdims=True),
-                                           1e-12)
-    return embeddings[0] if one else embeddings
+    return raw_text.stacked_embeddings(rows, self.config.hidden_size, normalize, one)
 
   def classify(self, texts, batch_size: int = 32, verbose: Any = "auto"):
     """Class names with probabilities (regression: scores) through `classify_text`."""
-    from tfbert.inference import raw_text  # pylint: disable=import-outside-toplevel
     self._needs("classify_text")
     first, second, one = raw_text.text_pairs(texts)
     takes_pair = "text_b" in self._call.structured_input_signature[1]
@@ -96,7 +90,6 @@ class ExportedModel:
 
   def tag(self, texts, batch_size: int = 32, verbose: Any = "auto"):
     """Each text's entities through `tag_text` (`raw_text.entities`)."""
-    from tfbert.inference import raw_text  # pylint: disable=import-outside-toplevel
     self._needs("tag_text")
     items, one = raw_text.text_list(texts)
     rows = []
@@ -109,13 +102,8 @@ class ExportedModel:
              verbose: Any = "auto"):
     """Answers through `answer_question` (one window each): {"answer", "score"} (+
     "null_score" in v2.0) per question."""
-    from tfbert.inference import raw_text  # pylint: disable=import-outside-toplevel
     self._needs("answer_question")
-    if contexts is None:
-      questions, contexts, one = raw_text.text_pairs(questions)
-    else:
-      questions, one = raw_text.text_list(questions)
-      contexts, _ = raw_text.text_list(contexts)
+    questions, contexts, one = raw_text.questions_and_contexts(questions, contexts)
     rows = []
     for s in raw_text.batches(len(questions), batch_size, verbose):
       outputs = self._call(question=tf.constant(questions[s]),

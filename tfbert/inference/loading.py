@@ -34,7 +34,7 @@ import keras
 import tensorflow as tf
 
 from tfbert import task_registry
-from tfbert.checkpoints import convert, huggingface
+from tfbert.checkpoints import convert, google_checkpoint, huggingface
 from tfbert.embeddings import sentence_transformers
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.encoder import BertEncoder
@@ -99,8 +99,7 @@ def _google_prefix(directory: str) -> str:
   latest = tf.train.latest_checkpoint(directory)
   if latest:
     return latest
-  prefixes = sorted(name[:-len(".index")] for name in files.listdir(directory)
-                    if name.endswith(".index"))
+  prefixes = google_checkpoint.prefixes_in(directory)
   if len(prefixes) != 1:
     found = "no checkpoint" if not prefixes else "several checkpoints: " + ", ".join(prefixes)
     raise ValueError(f"{directory}: bert_config.json with {found} (a Google checkpoint "
@@ -270,9 +269,7 @@ def _with_labels(model: keras.Model, labels: Sequence[str], source: str) -> kera
   Raises:
     ValueError: labels that are not the model's.
   """
-  if isinstance(labels, str):
-    raise TypeError(f"labels= must be a sequence of names, not the str {labels!r}")
-  labels = tuple(labels)
+  labels = tuple(labels)  # A str was refused by the callers (`load`, `with_task`).
   ours = getattr(model, "labels", None)
   if ours is None and isinstance(model, BertClassifier) and model.num_classes > 1:
     if len(labels) != model.num_classes:

@@ -26,7 +26,7 @@ them equal), and a model trained further answers with its new weights.
 Importing this module registers it with the model classes (`tfbert.text.text_calls`).
 Inputs are batched (`batch_size`) with a Keras progress bar when there is more than one
 batch (`verbose`). `features_of_texts` packs raw text into model features for Keras'
-`predict`/`fit` (`tfbert.inference.text_inputs`).
+`predict`/`fit` (`tfbert.text.text_calls`).
 
 Shape legend: N texts, H hidden width, S sequence, C classes.
 """
@@ -154,8 +154,15 @@ def encode(model: BertSentenceEncoder, texts: Texts, batch_size: int = 32,
   call = _embed_text_function(model)
   rows = [call(tf.constant(items[s]))["embeddings"].numpy() for s in
           batches(len(items), batch_size, verbose)]
+  return stacked_embeddings(rows, model.config.hidden_size, normalize, one)
+
+
+def stacked_embeddings(rows: Sequence[np.ndarray], width: int, normalize: bool,
+                       one: bool) -> np.ndarray:
+  """The `embed_text` outputs of each batch as float32 [N, H] (H = `width` when N is 0),
+  L2-normalized when asked; one text: its row [H]."""
   embeddings = (np.concatenate(rows) if rows else
-                np.zeros((0, model.config.hidden_size), np.float32)).astype(np.float32)
+                np.zeros((0, width), np.float32)).astype(np.float32)
   if normalize:
     embeddings = embeddings / np.maximum(np.linalg.norm(embeddings, axis=1, keepdims=True),
                                          1e-12)
@@ -291,16 +298,7 @@ def answer(model: BertSpanLabeler, questions, contexts=None, batch_size: int = 3
     its dict.
   """
   _check_model(model, BertSpanLabeler, "answer")
-  if contexts is None:
-    questions, contexts, one = text_pairs(questions, "questions")
-    if contexts is None:
-      raise TypeError("answer needs contexts: answer(questions, contexts) or "
-                      "answer([(question, context), ...])")
-  else:
-    questions, one = text_list(questions, "questions")
-    contexts, _ = text_list(contexts, "contexts")
-  if len(questions) != len(contexts):
-    raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts")
+  questions, contexts, one = questions_and_contexts(questions, contexts)
   settings = text_settings.settings_of(model)
   examples = [squad_data.SquadExample(str(i), q, c, ()) for i, (q, c) in
               enumerate(zip(questions, contexts))]
@@ -328,6 +326,26 @@ def answer(model: BertSpanLabeler, questions, contexts=None, batch_size: int = 3
   return rows[0] if one else rows
 
 
+def questions_and_contexts(questions, contexts=None) -> tuple[list[str], list[str], bool]:
+  """(questions, their contexts, whether one question was given) of `answer`'s arguments:
+  questions and contexts, or (question, context) pairs.
+
+  Raises:
+    TypeError: no contexts; ValueError: as many contexts as questions.
+  """
+  if contexts is None:
+    questions, contexts, one = text_pairs(questions, "questions")
+    if contexts is None:
+      raise TypeError("answer needs contexts: answer(questions, contexts) or "
+                      "answer([(question, context), ...])")
+  else:
+    questions, one = text_list(questions, "questions")
+    contexts, _ = text_list(contexts, "contexts")
+  if len(questions) != len(contexts):
+    raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts")
+  return questions, contexts, one
+
+
 def _answer_row(prediction: squad_postprocess.SquadPrediction, v2: bool) -> dict[str, Any]:
   chosen = next((e for e in prediction.nbest if e.text == prediction.text), None)
   score = (float(chosen.start_logit + chosen.end_logit)
@@ -349,11 +367,6 @@ def _span_module(model: BertSpanLabeler) -> squad_export.SquadExport:
 
 def _span_logits_function(model: BertSpanLabeler) -> Callable:
   return _span_module(model).id_functions["serving_default"]
-
-
-def answer_question_function(model: BertSpanLabeler) -> Callable:
-  """The export's one-window `answer_question` of `model` (live weights), for comparison."""
-  return _span_module(model).answer_question
 
 
 # --- pretrainer ---------------------------------------------------------------------------
@@ -387,13 +400,16 @@ def fill_mask(model: BertPretrainer, texts: Texts, top_k: int = 5, batch_size: i
   budget = settings.max_seq_length - 2
   results = []
   for s in batches(len(items), batch_size, verbose):
-    rows, positions = [], []
-    for offset, text in enumerate(items[s]):
+    parts = [text.split(MASK) for text in items[s]]
+    for offset, (text, split) in enumerate(zip(items[s], parts)):
+      if len(split) < 2:
+        raise ValueError(f"texts[{s.start + offset}] has no {MASK}: {text[:80]!r}")
+    # Every text's pieces around its masks in one tokenizer call.
+    flat = tokenizer.tokenize(tf.constant([part for split in parts for part in split])).to_list()
+    rows, positions, taken = [], [], 0
+    for offset, split in enumerate(parts):
       index = s.start + offset
-      parts = text.split(MASK)
-      if len(parts) < 2:
-        raise ValueError(f"texts[{index}] has no {MASK}: {text[:80]!r}")
-      pieces = tokenizer.tokenize(tf.constant(parts)).to_list()
+      pieces, taken = flat[taken:taken + len(split)], taken + len(split)
       ids, where = [], []
       for k, piece in enumerate(pieces):
         if k:

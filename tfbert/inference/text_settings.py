@@ -114,11 +114,6 @@ def settings_of(model: keras.Model) -> TextSettings:
   return settings
 
 
-def has_settings(model: keras.Model) -> bool:
-  """Whether `attach` gave `model` its settings."""
-  return getattr(model, _SETTINGS, None) is not None
-
-
 def cached(model: keras.Model, key: Any, build):
   """`build()`, made once per model and key while its settings stay (the raw-text modules:
   each traces its function once)."""

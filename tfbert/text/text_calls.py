@@ -44,7 +44,7 @@ class RawTextPredict:
 
   def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
     """Keras' `predict`; raw text is packed into the model's features first."""
-    if _looks_like_text(x):
+    if is_text(x):
       x = implementation(self).features_of_texts(self, x)
     return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                            callbacks=callbacks)
@@ -54,7 +54,7 @@ class RawTextFit(RawTextPredict):
   """Mixin: `predict`, `fit` and `evaluate` on raw text with labels by name."""
 
   def _text_data(self, x, y) -> tuple[Any, Any]:
-    if not _looks_like_text(x):
+    if not is_text(x):
       return x, y
     if y is None:
       raise ValueError(f"{type(self).__name__} on raw text needs its labels (y)")
@@ -78,7 +78,7 @@ class RawTextFit(RawTextPredict):
     return super().evaluate(x, y, *args, **kwargs)
 
 
-def _looks_like_text(x: Any) -> bool:
+def is_text(x: Any) -> bool:
   """Whether `x` is raw text: a str, strs, (text, text) pairs, or a string tensor/array."""
   if isinstance(x, str):
     return True
@@ -93,5 +93,3 @@ def _looks_like_text(x: Any) -> bool:
                                       all(isinstance(t, str) for t in first))
   return False
 
-
-is_text = _looks_like_text
