@@ -93,3 +93,17 @@ def test_a_url_at_its_root_is_written_there_and_labels_keep_odd_characters(ram_r
   assert not os.path.exists("ram:")  # Not a local folder named "ram:".
   tfbert.save(model, f"{ram_root}/export", "export", is_pair=False)
   assert tfbert.load(f"{ram_root}/export").labels == labels
+
+
+def test_a_sentence_encoder_saved_as_keras_loads_back():
+  """A `.keras` sentence encoder is a tfbert model too (it was refused as "not a tfbert
+  model": the reader listed the model classes of tfbert.models only)."""
+  import tempfile  # pylint: disable=import-outside-toplevel
+  model = tiny_models.with_text(BertSentenceEncoder(BertConfig(**tiny_models.TINY)), 11)
+  with tempfile.TemporaryDirectory() as directory:
+    path = os.path.join(directory, "encoder", "model.keras")
+    tfbert.save(model, path)
+    back = tfbert.load(path)
+    assert type(back) is BertSentenceEncoder
+    assert text_settings.settings_of(back).max_seq_length == 11
+    np.testing.assert_allclose(back.encode(["a b c"]), model.encode(["a b c"]), atol=1e-6)

@@ -47,9 +47,12 @@ from tfbert.runtime import atomic, files, paths
 from tfbert.text import casing
 
 FORMATS = ("google", "hf", "tfbert")
-# What a `.keras` file must hold to be a tfbert model.
-TFBERT_MODELS = (BertEncoder, BertPretrainer, BertSpanLabeler, BertClassifier,
-                 BertTokenClassifier)
+def is_tfbert_model(model) -> bool:
+  """Whether `model` (what a `.keras` file held) is a tfbert model: a Keras model of a class
+  registered in tfbert's package (the encoder, every task model, the sentence encoder),
+  whichever subpackage defines it."""
+  return (isinstance(model, keras.Model) and
+          keras.saving.get_registered_name(type(model)).startswith("tfbert>"))
 
 
 def model_for_weights(config: BertConfig, weights: Mapping[str, np.ndarray],
@@ -135,7 +138,7 @@ def read_tfbert_model(path: str) -> keras.Model:
     except Exception as e:  # Keras raises many types; all mean "this file does not load".
       message = " ".join(str(e).split())[:300]
       raise ValueError(f"{path}: Keras cannot load it ({type(e).__name__}: {message})") from e
-  if not isinstance(model, TFBERT_MODELS):
+  if not is_tfbert_model(model):
     raise ValueError(f"{path}: not a tfbert model: holds a keras {type(model).__name__}")
   return model
 
