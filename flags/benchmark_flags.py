@@ -7,7 +7,7 @@ from tfbert_flags import common_flags
 BENCHMARK = flags.DEFINE_enum(
     "benchmark", "accumulation",
     ["accumulation", "pretraining", "squad", "input_pipeline", "postprocess", "matmul",
-     "kernels", "resume", "fine_tuning", "inference"],
+     "kernels", "resume", "fine_tuning", "inference", "buckets"],
     "What to measure. accumulation: k micro-steps of b vs one step of k*b (examples/s, peak "
     "RSS). pretraining / squad: tfbert's training step (MLM+NSP / span labeler) against TF "
     "Model Garden's on the same config and batch, alternated --repeats times, each run in its "
@@ -24,7 +24,10 @@ BENCHMARK = flags.DEFINE_enum(
     "fit (the path it replaced), alternated --repeats times (the loop/fit ratio). "
     "inference: the exported MiniLM encoder SavedModel (float32 and bfloat16) against ONNX "
     "Runtime on the same weights: sequences/s at --batch_size and --seq_length (default 128), "
-    "batch-1 latency, --repeats rounds of fresh processes.")
+    "batch-1 latency, --repeats rounds of fresh processes. buckets: --bucket_task fine-tuned "
+    "on MiniLM with batches padded to S, cut to their length bucket, and grouped by length "
+    "(examples/s, the ratio to padded, the dev metric), --repeats alternating rounds of the "
+    "tool in fresh processes.")
 
 # Model and input shape; unset means the benchmark's default config (tools.benchmarks.benchmark.
 # DEFAULT_CASES): pretraining, input_pipeline and accumulation L4/H256/A4/I1024, S128,
@@ -119,6 +122,14 @@ RESUME_FAR_SEQUENCES = flags.DEFINE_integer(
 FINE_TUNING_STEPS = flags.DEFINE_list(
     "fine_tuning_steps", ["5", "65"], "fine_tuning: the short and long run lengths (applied "
     "steps) whose time difference is the step time.")
+
+# buckets.
+BUCKET_TASK = flags.DEFINE_enum("bucket_task", "stsb", ["stsb", "mrpc"],
+                                "buckets: STS-B CoSENT embeddings or MRPC classification.")
+GLUE_DIR = flags.DEFINE_string("glue_dir", "", "buckets: the folder of GLUE's STS-B/ and MRPC/.")
+TRAIN_EXAMPLES = flags.DEFINE_integer("train_examples", 1600,
+                                      "buckets: the first train pairs trained on (one epoch).",
+                                      lower_bound=1)
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).
 flags.adopt_module_key_flags(common_flags)

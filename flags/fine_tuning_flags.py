@@ -56,6 +56,15 @@ DISTRIBUTION_STRATEGY = flags.DEFINE_enum("distribution_strategy", "one_device",
                                           "one_device, mirrored (over local devices) or "
                                           "multi_worker (TF_CONFIG names the cluster; worker 0 "
                                           "writes the outputs).")
+LENGTH_BUCKET = flags.DEFINE_integer(
+    "length_bucket", 8, "Pad each batch to the smallest multiple of this (or "
+    "--max_seq_length) that holds its longest example, not to --max_seq_length (training and "
+    "evaluation; exact: padding is masked). 0 pads every batch to --max_seq_length. run_squad: "
+    "0 by default (its span softmax reads the padding).")
+GROUP_BY_LENGTH = flags.DEFINE_integer(
+    "group_by_length", 0, "Group examples of similar length into the same applied steps: "
+    "windows of this many applied steps are sorted by length and their steps shuffled (Hugging "
+    "Face's group_by_length), so --length_bucket cuts more. 0: no grouping.")
 NUM_CPU_DEVICES = flags.DEFINE_integer("num_cpu_devices", 1,
                                        "Logical CPU devices to create (for mirrored on CPU).")
 JIT_COMPILE = flags.DEFINE_bool("jit_compile", False,

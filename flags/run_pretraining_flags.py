@@ -1,15 +1,16 @@
 """Flags of tools/run_pretraining.py (google-research/bert's names where it has them).
 
---input_files and --model_dir are required, and --bert_config_file unless a source
+--model_dir is required, --input_files or --train_text_files, and --bert_config_file unless a source
 (--init_checkpoint, --init_hf_dir, --init_tfbert) gives the config (the tool says so when one
 is missing); the others are optional. `--flagfile=FILE` reads flags from a file.
 """
 
 from absl import flags
 
+from tfbert.losses.pretraining_loss import OBJECTIVES
 from tfbert.training.distribution import DTYPES, STRATEGIES
 from tfbert.training.optimization import OPTIMIZERS
-from tfbert_flags import common_flags, export_flags, run_directory_flags
+from tfbert_flags import casing_flags, common_flags, export_flags, run_directory_flags
 
 BERT_CONFIG_FILE = flags.DEFINE_string(
     "bert_config_file", None, "bert_config.json of the model to pretrain. Required unless a "
@@ -23,7 +24,24 @@ INIT_HF_DIR = flags.DEFINE_string(
 INIT_TFBERT = flags.DEFINE_string("init_tfbert", None,
                                   "tfbert .keras model to start from (e.g. <run>/model.keras).")
 INPUT_FILES = flags.DEFINE_list(
-    "input_files", None, "Required. Comma-separated TFRecord globs (create_pretraining_data.py).")
+    "input_files", None, "Comma-separated TFRecord globs (create_pretraining_data.py). "
+    "Required unless --train_text_files gives raw text instead.")
+TRAIN_TEXT_FILES = flags.DEFINE_list(
+    "train_text_files", [], "Comma-separated text file globs (UTF-8) instead of "
+    "--input_files: tokenized with --vocab_file, packed into sequences of "
+    "--max_seq_length and masked anew as batches are formed (needs --objective=mlm).")
+TEXT_MODE = flags.DEFINE_enum(
+    "text_mode", "blocks", ["blocks", "lines"], "How --train_text_files hold documents: "
+    "blocks: separated by blank lines (create_pretraining_data's format); lines: one per line.")
+VOCAB_FILE = flags.DEFINE_string(
+    "vocab_file", None, "WordPiece vocab.txt that --train_text_files are tokenized with. "
+    "Default: the vocab.txt beside the source (--init_checkpoint, --init_hf_dir, "
+    "--init_tfbert).")
+MASKED_LM_PROB = flags.DEFINE_float(
+    "masked_lm_prob", 0.15, "Share of the tokens of --train_text_files masked "
+    "(at most --max_predictions_per_seq per sequence).")
+DO_WHOLE_WORD_MASK = flags.DEFINE_bool(
+    "do_whole_word_mask", False, "Mask all WordPieces of a word together (--train_text_files).")
 MODEL_DIR = flags.DEFINE_string("model_dir", None, "Required. Run directory; rerunning resumes it.")
 TRAIN_BATCH_SIZE = flags.DEFINE_integer("train_batch_size", 32,
                                         "Global sequences per applied step (all replicas, "
@@ -32,6 +50,10 @@ GRADIENT_ACCUMULATION_STEPS = flags.DEFINE_integer("gradient_accumulation_steps"
                                     "Micro-steps per applied step.")
 MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the data.")
 MAX_PREDICTIONS_PER_SEQ = flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions.")
+OBJECTIVE = flags.DEFINE_enum(
+    "objective", "mlm_nsp", OBJECTIVES, "mlm_nsp: masked LM + next-sentence prediction "
+    "(google-research/bert); mlm: masked LM alone (no NSP head; the data need no "
+    "next_sentence_labels; exports as a BertForMaskedLM).")
 OPTIMIZER = flags.DEFINE_enum("optimizer", "adamw", OPTIMIZERS, "Optimizer.")
 LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
 NUM_TRAIN_STEPS = flags.DEFINE_integer("num_train_steps", 1000, "Applied steps in total.")
@@ -63,7 +85,7 @@ KEEP_CHECKPOINT_MAX = flags.DEFINE_integer(
     "are deleted).")
 LOG_STEPS = flags.DEFINE_integer("log_steps", 10, "Applied steps between log lines.")
 EVAL_INPUT_FILES = flags.DEFINE_list(
-    "eval_input_files", [], "Held-out TFRecord globs: MLM and NSP loss and accuracy on them "
+    "eval_input_files", [], "Held-out TFRecord globs: MLM (and NSP) loss and accuracy on them "
     "at every --eval_every_steps and at the last step (TensorBoard model_dir/eval, "
     "metrics.jsonl lines with \"split\": \"eval\").")
 EVAL_EVERY_STEPS = flags.DEFINE_integer(
@@ -88,5 +110,6 @@ EXPORT_SAVED_MODEL = flags.DEFINE_bool(
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).
 flags.adopt_module_key_flags(common_flags)
+flags.adopt_module_key_flags(casing_flags)
 flags.adopt_module_key_flags(export_flags)
 flags.adopt_module_key_flags(run_directory_flags)

@@ -69,3 +69,8 @@ flags.adopt_module_key_flags(common_flags)
 flags.adopt_module_key_flags(export_flags)
 flags.adopt_module_key_flags(fine_tuning_flags)
 flags.adopt_module_key_flags(run_directory_flags)
+
+# Batches padded to max_seq_length unless asked: the span softmax runs over every position,
+# padding included (google-research/bert), so a batch cut to its length bucket would change
+# the loss (tfbert.tasks.length_buckets).
+flags.FLAGS.set_default("length_bucket", 0)

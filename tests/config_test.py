@@ -122,6 +122,16 @@ def test_a_file_that_is_not_a_config_object_is_named(tmp_path):
     BertConfig.from_json_file(str(tmp_path / "nope.json"))
 
 
+def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path):
+  """Windows editors write one; json.load refused it ("Unexpected UTF-8 BOM")."""
+  path = tmp_path / "bert_config.json"
+  path.write_text("\ufeff" + json.dumps(BertConfig(
+      vocab_size=9, hidden_size=4, num_hidden_layers=1, num_attention_heads=1,
+      intermediate_size=5).to_dict()), "utf-8")
+  assert BertConfig.from_json_file(str(path)).vocab_size == 9
+  assert BertConfig.from_hf_json_file(str(path)).vocab_size == 9
+
+
 def test_google_gelu_is_tanh_and_hugging_face_gelu_is_exact():
   assert BertConfig(vocab_size=5, hidden_act="gelu").hidden_act == "gelu"
   hf = {"model_type": "bert", "vocab_size": 5, "hidden_size": 8, "num_attention_heads": 2,

@@ -22,8 +22,9 @@ from tests import faults  # noqa: E402
 from tfbert.runtime import files, traces  # noqa: E402
 
 # The time profile of docs/testing.md, recorded when TFBERT_TEST_PROFILE names a folder;
-# the longest tests first, dealt evenly to the xdist workers.
-pytest_plugins = ["tests.profiling", "tests.scheduling"]
+# the longest tests first, dealt evenly to the xdist workers; the tiny exports that several
+# test files read, built once per session.
+pytest_plugins = ["tests.profiling", "tests.scheduling", "tests.tiny_exports"]
 
 # Two logical CPU devices for the whole session, so MirroredStrategy tests run in-process.
 # This must happen before TensorFlow initializes its devices, hence at conftest import.

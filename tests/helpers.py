@@ -113,6 +113,20 @@ def pydoc_records(folder, seq_length: int, max_predictions: int, *, max_document
   return str(folder)
 
 
+def pydoc_text_files(folder, *, max_documents: int, num_files: int) -> str:
+  """The first `max_documents` pydoc-topics documents dealt round-robin into `num_files`
+  text files `part-<i>.txt` (blank lines between documents); returns their glob pattern."""
+  corpus = pretraining_data.pydoc_corpus(os.path.join(folder, "corpus.tmp"),
+                                         max_documents=max_documents)
+  with open(corpus, encoding="utf-8") as f:
+    documents = f.read().strip().split("\n\n")
+  os.remove(corpus)
+  for index in range(num_files):
+    with open(os.path.join(folder, f"part-{index}.txt"), "w", encoding="utf-8") as f:
+      f.write("\n\n".join(documents[index::num_files]) + "\n")
+  return os.path.join(str(folder), "part-*.txt")
+
+
 def tensorboard_scalars(log_dir) -> dict[str, list[tuple[int, float]]]:
   """Every scalar of the TensorBoard event files in `log_dir`: {tag: [(step, value)]}."""
   import glob  # pylint: disable=import-outside-toplevel

@@ -10,7 +10,10 @@ every test (setup, call, teardown) appends one JSON line to `DIR/<worker>.jsonl`
 in-process) and `child_cpu` the CPU time of the child processes it waited for (a tool or
 worker started as a subprocess); `start` lines the two workers' phases up in time, to see
 what the other worker ran while a test waited; `rss_mb` is the worker's resident memory
-after the phase (a long-lived worker grows: see docs/testing.md). Summarize with
+after the phase (a long-lived worker grows: see docs/testing.md); `stall` is the machine's
+pressure-stall time in the phase (Linux PSI, /proc/pressure: seconds in which some task
+waited for a core, for memory reclaim or for the disk), to tell a test that waited for
+another worker's processes from one that waited for the disk. Summarize with
 `python -m tests.profile_report DIR`.
 """
 
@@ -30,6 +33,22 @@ def _clock():
   return (time.perf_counter(), own.ru_utime + own.ru_stime, child.ru_utime + child.ru_stime)
 
 
+_PRESSURES = ("cpu", "memory", "io")
+
+
+def _stalls() -> dict:
+  """{resource: seconds some task stalled on it since boot} (empty without /proc/pressure)."""
+  found = {}
+  for name in _PRESSURES:
+    try:
+      with open(f"/proc/pressure/{name}", encoding="utf-8") as f:
+        some = f.readline()  # "some avg10=... total=<microseconds>"
+      found[name] = int(some.rsplit("total=", 1)[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+      pass
+  return found
+
+
 def _rss_mb() -> int:
   """This process's resident memory, MB (0 where /proc is not there)."""
   try:
@@ -44,14 +63,16 @@ def _record(item, phase):
   if not folder:
     yield
     return
-  began, start = time.time(), _clock()
+  began, start, stalls = time.time(), _clock(), _stalls()
   yield
-  end = _clock()
+  end, stalled = _clock(), _stalls()
   worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
   os.makedirs(folder, exist_ok=True)
   line = {"nodeid": item.nodeid, "phase": phase, "worker": worker, "start": round(began, 3),
           "wall": round(end[0] - start[0], 4), "cpu": round(end[1] - start[1], 4),
-          "child_cpu": round(end[2] - start[2], 4), "rss_mb": _rss_mb()}
+          "child_cpu": round(end[2] - start[2], 4), "rss_mb": _rss_mb(),
+          "stall": {name: round(stalled[name] - stalls[name], 3)
+                    for name in stalled if name in stalls}}
   with open(os.path.join(folder, f"{worker}.jsonl"), "a", encoding="utf-8") as f:
     f.write(json.dumps(line) + "\n")
 

@@ -3,6 +3,8 @@
 import json
 import os
 
+import pytest
+
 from tests import scheduling
 
 DURATIONS = {"a.py::t1": 60.0, "a.py::t2": 1.0, "b.py::t1": 50.0, "c.py::t1": 20.0,
@@ -57,3 +59,59 @@ def test_the_committed_durations_name_test_files_that_exist():
   files = {nodeid.split("::")[0] for nodeid in durations}
   missing = sorted(f for f in files if not os.path.isfile(os.path.join(root, f)))
   assert not missing, missing
+
+
+def test_files_that_share_a_session_fixture_are_dealt_together_to_one_share():
+  # c.py (29 s), e.py (1.5 s) and the light h.py share an export: one unit of 30.56 s.
+  groups = {"c.py": "c.py", "e.py": "c.py", "h.py": "c.py"}
+  order = scheduling.deal(NAMES, DURATIONS, workers=2, groups=groups)
+  assert sorted(order) == sorted(NAMES)
+  first, second = order[:len(NAMES) // 2], order[len(NAMES) // 2:]
+  grouped = [n for n in order if n.split("::")[0] in groups]
+  share = first if grouped[0] in first else second
+  assert set(grouped) <= set(share), (first, second)  # Never split, light h.py included.
+  at = order.index(grouped[0])
+  assert order[at:at + len(grouped)] == grouped  # Together, the longest file first:
+  assert _files(grouped) == ["c.py", "c.py", "e.py"] + ["h.py"] * 6
+  seconds = [sum(DURATIONS.get(n, scheduling.UNKNOWN_SECONDS) for n in s)
+             for s in (first, second)]
+  assert abs(seconds[0] - seconds[1]) <= 15.0, (seconds, order)
+  # Without the group, e.py goes to the other share than c.py's (to even the times out).
+  plain = scheduling.deal(NAMES, DURATIONS, workers=2)
+  assert ("c.py::t1" in plain[:len(NAMES) // 2]) != ("e.py::t1" in plain[:len(NAMES) // 2])
+
+
+def test_groups_join_the_files_of_shared_fixtures_transitively():
+  uses = {"a.py": {"x"}, "b.py": {"x", "y"}, "c.py": {"y"}, "d.py": {"z"}, "e.py": set()}
+  assert scheduling.groups_of(uses) == {"a.py": "a.py", "b.py": "a.py", "c.py": "a.py",
+                                        "d.py": "d.py"}
+
+
+def test_the_session_fixtures_a_test_requests_are_found_in_pytests_collection(tmp_path,
+                                                                              monkeypatch):
+  """Through pytest's own collection (its fixture information is not public API): a session
+  fixture of the folder requested by argument or through another fixture counts; an autouse
+  one, a narrower scope, or one of pytest's own (tmp_path_factory) does not."""
+  (tmp_path / "conftest.py").write_text(
+      "import pytest\n"
+      "@pytest.fixture(scope='session')\ndef built(tmp_path_factory): return 1\n"
+      "@pytest.fixture(scope='session', autouse=True)\ndef everywhere(): return 2\n"
+      "@pytest.fixture(scope='module')\ndef per_module(): return 3\n"
+      "@pytest.fixture\ndef through(built): return built\n")
+  (tmp_path / "a_test.py").write_text("def test_a(built): pass\n")
+  (tmp_path / "b_test.py").write_text("def test_b(through): pass\n")
+  (tmp_path / "c_test.py").write_text(
+      "def test_c(per_module, tmp_path_factory): pass\ndef test_d(): pass\n")
+  found = {}
+
+  class Recorder:
+    def pytest_collection_finish(self, session):
+      for item in session.items:
+        found[item.name] = scheduling.session_fixtures(item, root=str(tmp_path))
+
+  monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # No xdist, no other plugin.
+  assert pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider",
+                      "--import-mode=importlib", "--rootdir", str(tmp_path), str(tmp_path)],
+                     plugins=[Recorder()]) == 0
+  assert found == {"test_a": {"conftest.py::built"}, "test_b": {"conftest.py::built"},
+                   "test_c": set(), "test_d": set()}

@@ -3,7 +3,8 @@
 Four small exports with odd sizes: an encoder and a single-text classifier whose
 vocab_size (1009) is smaller than the real 30,522-entry uncased vocab they tokenize with,
 so their text signatures can pack an id outside the model ("!" is id 999, "+" id 1009);
-and a pair classifier and a SQuAD span labeler with the full vocab. Every id signature
+and a pair classifier and a SQuAD span labeler with the full vocab (shared with other
+files' tests: tests/tiny_exports.py). Every id signature
 (`export.ID_SIGNATURES`: Google's and Hugging Face's input names, int32 and int64) gets
 every malformed feature request, under its own names and dtype. ONE fresh Python
 process (tensorflow and tensorflow_text only) loads all four, sends every malformed
@@ -26,7 +27,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import helpers, numpy_reference
+from tests import helpers, numpy_reference, tiny_exports
 from tfbert import BertClassifier, BertEncoder
 from tfbert.checkpoints import pretrained
 from tfbert.classifier import classifier_export, classifier_features
@@ -36,7 +37,11 @@ from tfbert.text import inputs, tokenization
 
 TOL = 1e-5  # See the module docstring.
 SMALL_VOCAB = 1009  # Below the real vocab: "+" (id 1009) packs outside the model.
-TEXT_SEQ, SQUAD_SEQ, SQUAD_QUERY, SQUAD_ANSWER = 11, 23, 5, 4
+TEXT_SEQ = 11  # S of the encoder's and the single-text classifier's text signatures.
+# The shared exports' (tests/tiny_exports.py): the pair classifier's S, the span labeler's.
+PAIR_SEQ = tiny_exports.PAIR_SEQ
+SQUAD_SEQ, SQUAD_QUERY, SQUAD_ANSWER = (tiny_exports.SQUAD_SEQ, tiny_exports.SQUAD_QUERY,
+                                        tiny_exports.SQUAD_ANSWER)
 BATCH, SEQ = 3, 7
 
 # Runs in the fresh process: argv = inputs .npz, outputs .npz, plan (JSON list of
@@ -68,11 +73,7 @@ print(json.dumps(report))
 """
 
 
-def _configs():
-  return {"encoder": helpers.odd_config(vocab_size=SMALL_VOCAB),
-          "single": helpers.odd_config(vocab_size=SMALL_VOCAB),
-          "pair": helpers.odd_config(vocab_size=30522),
-          "squad": helpers.odd_config(vocab_size=30522, max_position_embeddings=29)}
+KINDS = ("encoder", "single", "pair", "squad")
 
 
 def _features(config, batch=BATCH, seq=SEQ):
@@ -182,10 +183,10 @@ def _as_signature_message(message, signature):
 # An int64 id that int32 would wrap into the vocabulary (2**32 + 5 -> 5) is still refused.
 WRAPPING_ID = 2**32 + 5
 
-MALFORMED = ([f"{kind}/{case}" for kind in _configs() for case in FEATURE_CASES]
-             + [f"{kind}/{case}@{signature}" for kind in _configs() for case in FEATURE_CASES
+MALFORMED = ([f"{kind}/{case}" for kind in KINDS for case in FEATURE_CASES]
+             + [f"{kind}/{case}@{signature}" for kind in KINDS for case in FEATURE_CASES
                 for signature in OTHER_ID_SIGNATURES]
-             + [f"{kind}/wrapping_id@{signature}" for kind in _configs()
+             + [f"{kind}/wrapping_id@{signature}" for kind in KINDS
                 for signature in ("serving_int64", "serving_hf")]
              + list(TEXT_CASES))
 
@@ -214,33 +215,35 @@ def _valid_requests(configs):
 
 
 def _export(kind, config, root, vocab):
-  """Builds the model of `kind` and exports it; returns (model, export directory)."""
+  """Builds the model of `kind` (the small-vocab encoder or single-text classifier) and
+  exports it; returns (model, export directory)."""
   path = str(root / kind)
   if kind == "encoder":
     weights = numpy_reference.random_google_weights(config.to_dict(), seed=3)
     model = helpers.loaded(BertEncoder(config), weights, allow_unused=True)
     return model, export.export_encoder_saved_model(model, path, vocab_file=vocab,
                                                     seq_length=TEXT_SEQ)
-  if kind == "squad":
-    model = helpers.random_span_labeler(config, seed=11)
-    return model, squad_export.export_squad_saved_model(
-        model, path, vocab, True, max_seq_length=SQUAD_SEQ, max_query_length=SQUAD_QUERY,
-        max_answer_length=SQUAD_ANSWER)
   keras.utils.set_random_seed(5)
-  labels = ("no", "yes") if kind == "single" else ("contradiction", "entailment", "neutral")
-  model = BertClassifier(config, len(labels))
+  model = BertClassifier(config, 2)
   model.build()
   return model, classifier_export.export_classifier_saved_model(
-      model, path, vocab, True, TEXT_SEQ, labels, kind == "pair")
+      model, path, vocab, True, TEXT_SEQ, ("no", "yes"), False)
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-  """Exports four models; one fresh process sends them every malformed, then valid, request."""
+def served(tmp_path_factory, tiny_pair_classifier_export, tiny_span_labeler_export):
+  """Exports the two small-vocab models; with the shared pair classifier and span labeler
+  (tests/tiny_exports.py, read only) one fresh process sends them every malformed, then
+  valid, request."""
   root = tmp_path_factory.mktemp("serving_validation")
   vocab = pretrained.minilm_vocab_file()
-  configs = _configs()
+  configs = {"encoder": helpers.odd_config(vocab_size=SMALL_VOCAB),
+             "single": helpers.odd_config(vocab_size=SMALL_VOCAB)}
   exported = {kind: _export(kind, config, root, vocab) for kind, config in configs.items()}
+  for kind, shared in (("pair", tiny_pair_classifier_export),
+                       ("squad", tiny_span_labeler_export)):
+    configs[kind] = shared.config
+    exported[kind] = (shared.model, shared.export_dir)
   # Text cases first: pair batches 2 and 1 in a fresh heap is what aborted most reliably.
   requests = {name: case[:3] for name, case in TEXT_CASES.items()}
   for kind, config in configs.items():
@@ -331,12 +334,13 @@ def test_valid_text_requests_still_give_the_keras_outputs(served):
   want = served.models["encoder"](packed, training=False)
   for name in export.OUTPUT_NAMES:
     _assert_close(encoder["outputs"][name], want[name])
-  for kind, texts in (("single", (PUNCTUATION, None)), ("pair", PAIRS)):
+  for kind, texts, seq in (("single", (PUNCTUATION, None), TEXT_SEQ),
+                           ("pair", PAIRS, PAIR_SEQ)):
     result = served.results[f"{kind}/classify_text"]
     assert result["error"] is None, result
     packed = classifier_features.pack_text(tokenizer, tf.constant(texts[0]),
                                            None if texts[1] is None else tf.constant(texts[1]),
-                                           TEXT_SEQ)
+                                           seq)
     _assert_close(result["outputs"]["logits"],
                   served.models[kind](packed, training=False)["logits"])
   squad = served.results["squad/answer_question"]

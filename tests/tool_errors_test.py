@@ -71,7 +71,41 @@ def cases(tmp_path_factory):
   write_google_checkpoint(numpy_reference.random_google_weights(TINY, 0),
                           str(no_vocab / "bert_model.ckpt"), config=BertConfig(**TINY))
   common = [f"--bert_config_file={d / 'bert_config.json'}", f"--vocab_file={vocab}"]
+  with open(vocab, encoding="utf-8") as f:
+    tokens = f.read().split("\n")
+  the, a = tokens.index("the"), tokens.index("a")
+  tokens[the], tokens[a] = "a", "the"  # Same size and casing, other ids.
+  _write(d / "swapped_vocab.txt", "\n".join(tokens))
+  for name, vocab_file, lower in (("data_swapped", str(d / "swapped_vocab.txt"), True),
+                                  ("data_cased", vocab, False)):
+    pretraining_data.create_pretraining_data(
+        [corpus], str(d / name), pretraining_data.PretrainingDataConfig(
+            vocab_file=vocab_file, do_lower_case=lower, max_seq_length=SEQ,
+            max_predictions_per_seq=PRED, dupe_factor=1), log_every_seconds=1e9)
+  minilm = pretrained.minilm_dir()
+  utf16 = _write(d / "corpus_utf16.txt", "One line.\nAnother line.\n".encode("utf-16"), "wb")
+  export, run = d / "export", d / "run"  # As named: their content is never read.
+  for folder, name in ((export, "saved_model.pb"), (run, "model.keras")):
+    folder.mkdir()
+    _write(folder / name, "")
   return {
+      "run_pretraining: continued on data of another vocabulary": (
+          ["run_pretraining", f"--input_files={d / 'data_swapped'}/*.tfrecord",
+           f"--model_dir={d / 'continued'}", f"--max_seq_length={SEQ}",
+           f"--max_predictions_per_seq={PRED}", f"--init_hf_dir={minilm}",
+           "--num_train_steps=1", "--num_warmup_steps=0", "--train_batch_size=2",
+           "--export_saved_model=false"],
+          [f"--init_hf_dir {minilm}", "another vocabulary", str(d / "swapped_vocab.txt"),
+           os.path.join(minilm, "vocab.txt"), "create_pretraining_data --vocab_file="],
+          d / "continued"),
+      "run_pretraining: an uncased source continued on cased data": (
+          ["run_pretraining", f"--input_files={d / 'data_cased'}/*.tfrecord",
+           f"--model_dir={d / 'continued2'}", f"--max_seq_length={SEQ}",
+           f"--max_predictions_per_seq={PRED}", f"--init_hf_dir={minilm}",
+           "--num_train_steps=1", "--num_warmup_steps=0", "--train_batch_size=2",
+           "--export_saved_model=false"],
+          ["do_lower_case=false", "tokenizer_config.json", "do_lower_case=true",
+           "create_pretraining_data --do_lower_case=true"], d / "continued2"),
       "run_pretraining: data of another sequence length": (
           ["run_pretraining", f"--bert_config_file={d / 'bert_config_64.json'}",
            f"--input_files={data}/*.tfrecord", f"--model_dir={d / 'pretrain'}",
@@ -118,6 +152,28 @@ def cases(tmp_path_factory):
            f"--output_dir={d / 'mrpc_cased'}", "--init_hf_dir=minilm", "--do_lower_case=false"],
           ["casing mismatch: --do_lower_case=false", "tokenizer_config.json",
            "do_lower_case=true", "--allow_casing_mismatch"], d / "mrpc_cased"),
+      "create_pretraining_data: an --output_prefix with a folder": (
+          ["create_pretraining_data", f"--input_file={utf16}", f"--vocab_file={vocab}",
+           f"--output_dir={d / 'data_prefix'}", "--output_prefix=a/b"],
+          ["--output_prefix 'a/b' must be a file name prefix"], d / "data_prefix"),
+      "create_pretraining_data: a corpus saved as UTF-16": (
+          ["create_pretraining_data", f"--input_file={utf16}", f"--vocab_file={vocab}",
+           f"--output_dir={d / 'data_utf16'}"],
+          [f"{utf16}: UTF-16 text", "save the file as UTF-8"], d / "data_utf16"),
+      "run_ner: a .keras model given as --init_checkpoint": (
+          ["run_ner", "--do_train", f"--train_file={d / 'train.conll'}",
+           f"--output_dir={d / 'ner_keras'}", f"--init_checkpoint={run / 'model.keras'}",
+           f"--vocab_file={vocab}"],
+          ["a tfbert .keras model, not a Google checkpoint", "--init_tfbert"], d / "ner_keras"),
+      "run_classifier: an export given as --init_hf_dir": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
+           f"--output_dir={d / 'mrpc_export'}", f"--init_hf_dir={export}"],
+          [f"--init_hf_dir {export}: not a Hugging Face model directory", "SavedModel export",
+           "--init_tfbert"], d / "mrpc_export"),
+      "run_classifier: a run directory given as --init_tfbert": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
+           f"--output_dir={d / 'mrpc_run'}", f"--init_tfbert={run}"],
+          [f"--init_tfbert {run} is a directory", str(run / "model.keras")], d / "mrpc_run"),
       "run_classifier: a missing --init_hf_dir": (
           ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
            f"--output_dir={d / 'mrpc_missing'}", f"--init_hf_dir={d / 'no_such_model'}"],
@@ -161,6 +217,8 @@ def results(cases):
 
 
 CASE_NAMES = [
+    "run_pretraining: continued on data of another vocabulary",
+    "run_pretraining: an uncased source continued on cased data",
     "run_pretraining: data of another sequence length",
     "run_pretraining: bert_config.json without a field",
     "run_squad: SQuAD 2.0 data without the v2 flag",
@@ -174,6 +232,11 @@ CASE_NAMES = [
     "convert_checkpoint: an hf output without a vocabulary",
     "convert_checkpoint: a corrupt safetensors file",
     "run_classifier: a missing --init_hf_dir",
+    "run_classifier: an export given as --init_hf_dir",
+    "create_pretraining_data: a corpus saved as UTF-16",
+    "create_pretraining_data: an --output_prefix with a folder",
+    "run_ner: a .keras model given as --init_checkpoint",
+    "run_classifier: a run directory given as --init_tfbert",
     "run_ner: a Google checkpoint given as its directory",
     "align: an unknown variant, before the embedded corpus is made",
     "align: a tolerance that is not kind=value",

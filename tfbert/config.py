@@ -181,7 +181,10 @@ class BertConfig:
     if missing:
       problems.append(f"missing bert_config field(s) {', '.join(missing)}")
     if unknown:
-      problems.append(f"unknown bert_config field(s) {', '.join(map(_with_guess, unknown))}")
+      problems.append(f"unknown bert_config field(s) {', '.join(map(_with_guess, unknown))}"
+                      + (" (a Hugging Face config.json: give its directory as --init_hf_dir, "
+                         "or read it with BertConfig.from_hf_json_file)"
+                         if "model_type" in values else ""))
     if problems:
       raise ValueError(f"{source}: " + "; ".join(problems))
     try:
@@ -258,11 +261,10 @@ def _with_guess(name: str) -> str:
 def _read_json(path: str) -> dict[str, Any]:
   if not files.exists(path):
     raise FileNotFoundError(f"config file not found: {path}")
-  with files.open_file(path) as f:
-    try:
-      values = json.load(f)
-    except json.JSONDecodeError as e:
-      raise ValueError(f"{path}: not valid JSON ({e})") from e
+  try:  # read_text drops a byte-order mark (Windows editors write one).
+    values = json.loads(files.read_text(path))
+  except json.JSONDecodeError as e:
+    raise ValueError(f"{path}: not valid JSON ({e})") from e
   if not isinstance(values, dict):
     raise ValueError(f"{path}: expected a JSON object, got {type(values).__name__}")
   return values

@@ -13,7 +13,7 @@ import keras
 import tensorflow as tf
 from keras.src.trainers import compile_utils
 
-from tfbert.encoder import BertEncoder, as_config, read_inputs
+from tfbert.encoder import OUTPUT_NAMES, BertEncoder, as_config, read_inputs
 from tfbert.layers import dropout
 from tfbert.layers.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
 from tfbert.losses import pretraining_loss
@@ -22,8 +22,8 @@ from tfbert.training.accumulation import find_accumulator
 
 SPAN_OUTPUT_NAMES = ("start_logits", "end_logits")  # What a span labeler serves.
 
-# Metrics of BertPretrainer, all weighted means over the logged steps.
-PRETRAINING_METRICS = ("mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy")
+# Metrics of BertPretrainer (objective "mlm_nsp"), all weighted means over the logged steps.
+PRETRAINING_METRICS = pretraining_loss.metric_names("mlm_nsp")
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -32,6 +32,9 @@ class BertPretrainer(RawTextPredict, keras.Model):
 
   Args:
     config: A `BertConfig` (or its dict).
+    objective: "mlm_nsp" (both heads) or "mlm": no NSP head (`nsp_head` is None), no
+      `nsp_logits`, no `nsp_*` metrics, no `next_sentence_labels` read, and the pooler,
+      which only the NSP head reads, is not trained (`pretraining_loss.OBJECTIVES`).
     **kwargs: Forwarded to `keras.Model`.
 
   Call args:
@@ -45,23 +48,27 @@ class BertPretrainer(RawTextPredict, keras.Model):
 
   Returns:
     dict with `sequence_output` [B, S, H], `pooled_output` [B, H], float32 `mlm_logits`
-    [B, P, V] and float32 `nsp_logits` [B, 2].
+    [B, P, V] and (objective "mlm_nsp") float32 `nsp_logits` [B, 2].
   """
 
-  def __init__(self, config, **kwargs):
+  def __init__(self, config, objective: str = "mlm_nsp", **kwargs):
     super().__init__(**kwargs)
     self.config = as_config(config)
+    self.objective = pretraining_loss.check_objective(objective)
     c, policy = self.config, self.dtype_policy
     self.encoder = BertEncoder(c, name="encoder", dtype=policy)
     self.mlm_head = MaskedLMHead(c.vocab_size, c.hidden_size, c.hidden_act,
                                  c.initializer_range, name="mlm_head", dtype=policy)
-    self.nsp_head = NextSentenceHead(c.initializer_range, name="nsp_head", dtype=policy)
-    self.trackers = {name: keras.metrics.Mean(name=name) for name in PRETRAINING_METRICS}
+    self.nsp_head = (NextSentenceHead(c.initializer_range, name="nsp_head", dtype=policy)
+                     if pretraining_loss.uses_nsp(objective) else None)
+    self.trackers = {name: keras.metrics.Mean(name=name)
+                     for name in pretraining_loss.metric_names(objective)}
 
   def build(self, input_shape=None):
     self.encoder.build()
     self.mlm_head.build()
-    self.nsp_head.build((None, self.config.hidden_size))
+    if self.nsp_head is not None:
+      self.nsp_head.build((None, self.config.hidden_size))
     self.built = True
 
   def call(self, features, training=None, masked_positions_only=False):
@@ -74,12 +81,22 @@ class BertPretrainer(RawTextPredict, keras.Model):
       input_ids = read_inputs(features)[0]
       positions = tf.broadcast_to(tf.range(tf.shape(input_ids)[1]), tf.shape(input_ids))
     table = self.encoder.embeddings.word_embeddings.embeddings
-    return {
+    result = {
         "sequence_output": seq,
         "pooled_output": outputs["pooled_output"],
         "mlm_logits": self.mlm_head(seq, None if sparse else positions, table),
-        "nsp_logits": self.nsp_head(outputs["pooled_output"]),
     }
+    if self.nsp_head is not None:
+      result["nsp_logits"] = self.nsp_head(outputs["pooled_output"])
+    return result
+
+  def trained_variables(self) -> list:
+    """The variables the objective trains: all trainable ones, but for "mlm" not the
+    pooler (only the NSP head reads it; left out, it is neither updated nor decayed)."""
+    if self.nsp_head is not None:
+      return self.trainable_variables
+    pooler = {id(v) for v in self.encoder.pooler.trainable_variables}
+    return [v for v in self.trainable_variables if id(v) not in pooler]
 
   def train_step(self, data):
     """One micro-step: forward, exactly normalized loss, gradients, apply, metrics.
@@ -99,8 +116,9 @@ class BertPretrainer(RawTextPredict, keras.Model):
       # The loss is normalized over the whole window; a "mean" accumulator divides by k.
       loss = terms["loss"] * (float(steps) if reduction == "mean" else 1.0)
       scaled_loss = self.optimizer.scale_loss(loss)
-    grads = tape.gradient(scaled_loss, self.trainable_variables)
-    self.optimizer.apply(grads, self.trainable_variables)
+    variables = self.trained_variables()
+    grads = tape.gradient(scaled_loss, variables)
+    self.optimizer.apply(grads, variables)
     self._update_trackers(terms)
     return self.get_metrics_result()
 
@@ -121,25 +139,29 @@ class BertPretrainer(RawTextPredict, keras.Model):
 
   def _update_trackers(self, terms):
     mlm_weight = tf.maximum(terms["mlm_weight"], 1e-12)
-    count = terms["nsp_count"]
     self.trackers["mlm_loss"].update_state(terms["mlm_loss_sum"] / mlm_weight, mlm_weight)
     self.trackers["mlm_accuracy"].update_state(terms["mlm_correct"] / mlm_weight, mlm_weight)
+    if "nsp_count" not in terms:
+      return
+    count = terms["nsp_count"]
     self.trackers["nsp_loss"].update_state(terms["nsp_loss_sum"] / count, count)
     self.trackers["nsp_accuracy"].update_state(terms["nsp_correct"] / count, count)
 
   @property
   def metrics(self):
-    return list(self.trackers.values()) + [metric_directions(PRETRAINING_METRICS)]
+    return list(self.trackers.values()) + [metric_directions(tuple(self.trackers))]
 
   def get_metrics_result(self):
-    """Weighted means since the last reset, plus `loss` = MLM loss + NSP loss."""
+    """Weighted means since the last reset, plus `loss` = MLM loss (+ NSP loss)."""
     result = {name: tracker.result() for name, tracker in self.trackers.items()}
-    result["loss"] = result["mlm_loss"] + result["nsp_loss"]
+    result["loss"] = result["mlm_loss"] + result.get("nsp_loss", 0.0)
     return result
 
   def hf_task(self, labels: Optional[Sequence[str]] = None) -> dict:
-    """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`)."""
-    return hf_task_fields("BertForPreTraining", _no_labels(self, labels))
+    """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`):
+    `BertForPreTraining`, or `BertForMaskedLM` for the objective "mlm"."""
+    architecture = "BertForPreTraining" if self.nsp_head is not None else "BertForMaskedLM"
+    return hf_task_fields(architecture, _no_labels(self, labels))
 
   def fill_mask(self, texts, top_k: int = 5, batch_size: int = 32, verbose="auto"):
     """The MLM head's top-k tokens for each `[MASK]` of raw text
@@ -147,11 +169,20 @@ class BertPretrainer(RawTextPredict, keras.Model):
     return implementation(self).fill_mask(self, texts, top_k, batch_size, verbose)
 
   def served_outputs(self, features) -> dict:
-    """What its exports serve: its encoder's (`BertEncoder.served_outputs`)."""
-    return self.encoder.served_outputs(features)
+    """What its exports serve: its encoder's (`BertEncoder.served_outputs`); with int32
+    `masked_lm_positions` [B, P] among the features, also float32 `mlm_logits` [B, P, V]
+    there (the `fill_mask` signature's; `tfbert.pretraining.pretraining_export`)."""
+    outputs = self.encoder(features, training=False)
+    served = {name: tf.cast(outputs[name], tf.float32) for name in OUTPUT_NAMES}
+    if "masked_lm_positions" in features:
+      served["mlm_logits"] = tf.cast(self.mlm_head(
+          outputs["sequence_output"], features["masked_lm_positions"],
+          self.encoder.embeddings.word_embeddings.embeddings), tf.float32)
+    return served
 
   def get_config(self):
-    return {**super().get_config(), "config": self.config.to_dict()}
+    return {**super().get_config(), "config": self.config.to_dict(),
+            "objective": self.objective}
 
 
 class _MetricDirection(keras.metrics.Metric):

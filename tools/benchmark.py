@@ -17,6 +17,8 @@
   bash bootstrap.sh python tools/benchmark.py --benchmark=resume --repeats=3
   bash bootstrap.sh python tools/benchmark.py --benchmark=fine_tuning --batch_size=16 --repeats=6
   bash bootstrap.sh python tools/benchmark.py --benchmark=inference --repeats=3
+  bash bootstrap.sh python tools/benchmark.py --benchmark=buckets --bucket_task=stsb \
+      --glue_dir=../shared/data/glue --repeats=2
 
 Prints Markdown rows for BENCHMARKS.md, after a line naming the machine and the stack.
 """
@@ -31,6 +33,7 @@ from tfbert_flags import common_flags
 from tfbert_tools.benchmarks import (
   benchmark,
   benchmark_accumulation,
+  benchmark_buckets,
   benchmark_data,
   benchmark_fine_tuning,
   benchmark_floor,
@@ -146,12 +149,20 @@ def inference() -> str:
   return benchmark_inference.format_result(benchmark_inference.measure(case))
 
 
+def buckets() -> str:
+  case = benchmark_buckets.BucketCase(
+      task=f.BUCKET_TASK.value, glue_dir=f.GLUE_DIR.value, train_examples=f.TRAIN_EXAMPLES.value,
+      rounds=f.REPEATS.value, batch_size=f.BATCH_SIZE.value, seq_length=f.SEQ_LENGTH.value or 0)
+  with tempfile.TemporaryDirectory() as temp:
+    return benchmark_buckets.format_result(case, benchmark_buckets.measure(case, temp))
+
+
 def main(argv):
   del argv
   runs = {"accumulation": accumulation, "pretraining": lambda: training_step("pretraining"),
           "squad": lambda: training_step("squad"), "input_pipeline": input_pipeline,
           "postprocess": postprocess, "matmul": matmul, "kernels": kernels, "resume": resume,
-          "fine_tuning": fine_tuning, "inference": inference}
+          "fine_tuning": fine_tuning, "inference": inference, "buckets": buckets}
   print(benchmark_report.machine_description() + "\n")
   print(runs[f.BENCHMARK.value]())
 

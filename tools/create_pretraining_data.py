@@ -31,6 +31,11 @@ def main(argv):
       random_seed=f.RANDOM_SEED.value, num_shards=f.NUM_SHARDS.value,
       shard_assignment=f.SHARD_ASSIGNMENT.value)
   inputs = f.INPUT_FILE.value
+  prefix = f.OUTPUT_PREFIX.value
+  if not prefix or "/" in prefix or os.sep in prefix or prefix.startswith("."):
+    raise ValueError(f"--output_prefix {prefix!r} must be a file name prefix (no '/', not "
+                     "starting with '.', which readers skip as hidden): the shards go into "
+                     "--output_dir")
   paths.check_apart({"--input_file": inputs, "--vocab_file": vocab_file},
                     {"--output_dir": f.OUTPUT_DIR.value})
   paths.check_outputs({"--output_dir": f.OUTPUT_DIR.value})  # Before the pydoc corpus.

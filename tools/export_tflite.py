@@ -55,6 +55,9 @@ def main(argv):
     do_lower_case = casing.resolve_do_lower_case(
         f.DO_LOWER_CASE.value, casing.checkpoint_casing(f.MODEL.value, vocab_file),
         allow_mismatch=f.ALLOW_CASING_MISMATCH.value)
+    devs = [(dev, glue_data.read_examples(task, dev, "dev").examples)  # Their errors too.
+            for dev in glue_data.task_files(task, f.EVAL_DATA_DIR.value, "dev",
+                                            f.EVAL_FILE.value)]
   path = tflite_export.export_tflite(
       model, f.OUTPUT.value, seq_length=seq_length, quantize=f.QUANTIZE.value,
       labels=task.labels if task else None, vocab_file=vocab_file)
@@ -62,7 +65,7 @@ def main(argv):
   print(f"wrote {path} ({files.size(path)} bytes, {kind}, seq_length {seq_length})",
         flush=True)
   if scoring:
-    for line in _score(model, path, task, vocab_file, do_lower_case, seq_length):
+    for line in _score(model, path, task, vocab_file, do_lower_case, seq_length, devs):
       print(json_values.dumps(line, sort_keys=True), flush=True)
 
 
@@ -74,14 +77,14 @@ def _task(run) -> glue_data.Task:
   return glue_data.get_task(name) if name else None
 
 
-def _score(model, path, task, vocab_file, do_lower_case, seq_length):
-  """One result dict for the Keras model, then one for the .tflite file, per dev file."""
+def _score(model, path, task, vocab_file, do_lower_case, seq_length, devs):
+  """One result dict for the Keras model, then one for the .tflite file, per dev file
+  (`devs`: (path, examples), read before the export)."""
   tokenizer = WordPieceTokenizer(vocab_file, do_lower_case)
   lite = tflite_export.TfliteModel(path, num_threads=f.NUM_THREADS.value)
   keras_model = tflite_export.float32_model(model)
   keras_batch = tf.function(lambda features: export.served_outputs(keras_model, features))
-  for dev in glue_data.task_files(task, f.EVAL_DATA_DIR.value, "dev", f.EVAL_FILE.value):
-    examples = glue_data.read_examples(task, dev, "dev").examples
+  for dev, examples in devs:
     features = classifier_features.examples_to_features(examples, tokenizer, seq_length,
                                                         task.is_pair)
     labels = classifier_features.label_array(examples, task)

@@ -1,7 +1,13 @@
-"""Pretrains BERT (MLM + NSP) on google-research/bert TFRecords; rerun to resume.
+"""Pretrains BERT (MLM + NSP, or MLM alone: --objective=mlm) on google-research/bert
+TFRecords; rerun to resume.
 
   bash bootstrap.sh python tools/run_pretraining.py --bert_config_file=bert_config.json \
       --input_files='data/*.tfrecord' --model_dir=runs/bert --num_train_steps=1000
+
+Raw text instead (tokenized, packed and masked dynamically in the input pipeline):
+
+  bash bootstrap.sh python tools/run_pretraining.py --init_hf_dir=minilm \
+      --train_text_files='corpus/*.txt' --objective=mlm --model_dir=runs/mlm
 
 Continued pretraining starts from the model a user has (`--init_hf_dir`, `--init_tfbert`,
 `--init_checkpoint`), whose config is then the model's.
@@ -30,13 +36,15 @@ def main(argv):
       raise ValueError("--bert_config_file is needed without --init_checkpoint, --init_hf_dir "
                        "or --init_tfbert (whose config the model then takes)")
   config = cli.config_from_values(
-      PretrainingRunConfig, values, {"clip_norm": cli.zero_is_none}, bert_config=bert_config)
+      PretrainingRunConfig, values, {"clip_norm": cli.zero_is_none,
+                                     "input_files": lambda given: given or []},
+      bert_config=bert_config)
   print(run_pretraining(config, common_flags.flagfile(f))["summary"], flush=True)
 
 
 def run():
   """Entry point: `python tools/run_pretraining.py`, or the installed `tfbert-run-pretraining`."""
-  flags.mark_flags_as_required(["input_files", "model_dir"])
+  flags.mark_flags_as_required(["model_dir"])  # And --input_files or --train_text_files.
   common_flags.show_in_help(f)
   cli.run_tool(main, common_flags.TRACEBACK)
 

@@ -6,12 +6,14 @@ import shutil
 import stat
 import subprocess
 import sys
+import types
 import zipfile
 
 import keras
 import numpy as np
 import pytest
 
+import tfbert
 from tests import helpers, numpy_reference, tool_process
 from tests.faults import limited_disk
 from tfbert import (
@@ -23,6 +25,8 @@ from tfbert import (
 )
 from tfbert.checkpoints import convert, huggingface
 from tfbert.checkpoints.google_checkpoint import read_google_checkpoint, write_google_checkpoint
+from tfbert.inference import text_settings
+from tfbert.pretraining import pretraining_init
 
 
 def _tiny_prefix(shared_data) -> str:
@@ -299,3 +303,47 @@ def test_question_answering_and_token_directories_hold_no_pooler_and_read_back(t
   want, got = model(features, training=False), back(features, training=False)
   for key in want:  # The pooler is fresh in `back`, and no output reads it.
     np.testing.assert_array_equal(got[key], want[key])
+
+
+def test_an_mlm_only_pretrainer_is_a_bert_for_masked_lm_directory_that_reads_back_exactly(
+    tmp_path, caplog):
+  """transformers' `BertForMaskedLM`: `bert.` encoder without pooler, `cls.predictions.*`
+  (its decoder tied to the word embeddings, so not saved), no `cls.seq_relationship`."""
+  config = helpers.odd_config(num_hidden_layers=2)
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
+  model = BertPretrainer(config, objective="mlm")
+  model.build()
+  text_settings.attach_text(model, str(vocab), True, 11)
+  tfbert.save(model, str(tmp_path / "hf"), "hf")
+  hf = tmp_path / "hf"
+  assert json.loads((hf / "config.json").read_text())["architectures"] == ["BertForMaskedLM"]
+  layer = [f"bert.encoder.layer.{i}.{part}.{kind}" for i in range(2) for kind in ("weight", "bias")
+           for part in ("attention.self.query", "attention.self.key", "attention.self.value",
+                        "attention.output.dense", "attention.output.LayerNorm",
+                        "intermediate.dense", "output.dense", "output.LayerNorm")]
+  embeddings = [f"bert.embeddings.{n}" for n in (
+      "word_embeddings.weight", "position_embeddings.weight", "token_type_embeddings.weight",
+      "LayerNorm.weight", "LayerNorm.bias")]
+  head = ["cls.predictions.bias", "cls.predictions.transform.dense.weight",
+          "cls.predictions.transform.dense.bias", "cls.predictions.transform.LayerNorm.weight",
+          "cls.predictions.transform.LayerNorm.bias"]
+  assert sorted(huggingface.read_safetensors(str(hf / "model.safetensors"))) == sorted(
+      layer + embeddings + head)
+  assert (hf / "vocab.txt").read_bytes() == vocab.read_bytes()
+  tokenizer = json.loads((hf / "tokenizer_config.json").read_text())
+  assert (tokenizer["do_lower_case"], tokenizer["model_max_length"]) == (True, 11)
+  assert json.loads((hf / "special_tokens_map.json").read_text())["mask_token"] == "[MASK]"
+  # tfbert's readers give the MLM-only pretrainer back, its MLM head and logits bit-exact.
+  features = helpers.random_features(config, seed=2)
+  want = model(features, training=False)["mlm_logits"].numpy()
+  for back in (tfbert.load(str(hf)), convert.read_model("hf", str(hf))):
+    assert type(back) is BertPretrainer and back.objective == "mlm" and back.nsp_head is None
+    np.testing.assert_array_equal(back(features, training=False)["mlm_logits"], want)
+  # A continued-pretraining run of objective mlm starts from it with no head fresh.
+  source = pretraining_init.read_source(types.SimpleNamespace(init_hf_dir=str(hf)))
+  run_model = BertPretrainer(config, objective="mlm")
+  with caplog.at_level("INFO"):
+    pretraining_init.load_source(run_model, source)
+  assert "starts fresh" not in caplog.text
+  np.testing.assert_array_equal(run_model(features, training=False)["mlm_logits"], want)

@@ -19,7 +19,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests import helpers
+from tests import helpers, tiny_exports
 from tests.classifier_reference import PAIRS, google_features
 from tfbert import BertClassifier, BertEncoder
 from tfbert.checkpoints import pretrained
@@ -28,8 +28,8 @@ from tfbert.serving import export
 from tfbert.text import tokenization
 
 TOL = 1e-5  # See the module docstring.
-SEQ = 15
-MNLI = ("contradiction", "entailment", "neutral")
+SEQ = tiny_exports.PAIR_SEQ  # The shared pair classifier's S (15); the regressor's too.
+MNLI = tiny_exports.MNLI
 
 # Runs in the fresh process: argv = inputs .npz, outputs .npz, export dirs.
 SERVE_SCRIPT = r"""
@@ -73,14 +73,15 @@ def _classifier(num_classes, seed):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-  """Exports two classifiers and serves every signature in one fresh process."""
+def served(tmp_path_factory, tiny_pair_classifier_export):
+  """Exports a regressor beside the shared pair classifier's export (tests/tiny_exports.py:
+  the same construction, seed 1) and serves every signature of both in one fresh process."""
   root = tmp_path_factory.mktemp("classifier_export")
   vocab = pretrained.minilm_vocab_file()
-  models = {"pair": _classifier(3, 1), "regression": _classifier(1, 2)}
-  settings = {"pair": (MNLI, True), "regression": (None, False)}
-  dirs = [classifier_export.export_classifier_saved_model(
-      models[kind], str(root / kind), vocab, True, SEQ, *settings[kind]) for kind in models]
+  models = {"pair": tiny_pair_classifier_export.model, "regression": _classifier(1, 2)}
+  dirs = [tiny_pair_classifier_export.export_dir,
+          classifier_export.export_classifier_saved_model(
+              models["regression"], str(root / "regression"), vocab, True, SEQ, None, False)]
   features = helpers.random_features(models["pair"].config, seq=SEQ)
   features = {n: features[n] for n in export.FEATURE_NAMES}
   outputs, report = helpers.serve_in_fresh_process(

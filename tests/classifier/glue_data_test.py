@@ -120,7 +120,12 @@ def test_blank_lines_are_skipped_and_do_not_count_as_rows(tmp_path):
     ("rte", ["0\tA.\tB.\tentailment", "1\tA.\tB.\tneutral"],
      r"train.tsv:3: column 3 \(label\) is 'neutral', not one of entailment, not_entailment"),
     ("sts-b", ["0\tg\tf\ty\to\ts\ts\tA.\tB.\t4.0", "1\tg\tf\ty\to\ts\ts\tA.\tB.\tn/a"],
-     r"train.tsv:3: column 9 \(label\) is 'n/a', not a number"),
+     r"train.tsv:3: column 9 \(label\) is 'n/a', not a finite number"),
+    # float() takes these, and the first step's loss is NaN or inf.
+    ("sts-b", ["0\tg\tf\ty\to\ts\ts\tA.\tB.\t4.0", "1\tg\tf\ty\to\ts\ts\tA.\tB.\tNaN"],
+     r"train.tsv:3: column 9 \(label\) is 'NaN', not a finite number"),
+    ("sts-b", ["0\tg\tf\ty\to\ts\ts\tA.\tB.\t-inf"],
+     r"train.tsv:2: column 9 \(label\) is '-inf', not a finite number"),
 ])
 def test_malformed_rows_name_file_line_column_and_value(tmp_path, task, rows, message):
   path = _file(tmp_path, ROWS[task][0], *rows)

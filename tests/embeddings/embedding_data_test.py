@@ -59,7 +59,10 @@ def test_jsonl_by_key(tmp_path):
 @pytest.mark.parametrize("lines, columns, message", [
     (["a\tb", "x\t"], Columns("a", "b"), r"pairs.tsv:2: positive is empty"),
     (["a\tb", "x\ty"], Columns("a", "c"), r"pairs.tsv:1: the header has no column "
-                                          r"positive \('c'\); columns: a, b"),
+                                          r"positive \('c'\); columns: 'a', 'b'"),
+    # Said "columns: a,b" alone: the file was comma-separated.
+    (["a,b", "x,y"], Columns("a", "b"), r"pairs.tsv:1: the header has no column .*one "
+                                        r"column: a comma-separated file\? give a TSV"),
     (["x\ty"], Columns(0, 2), r"pairs.tsv:1: 2 columns, but positive is column 2"),
     (["a\tb\ts", "x\ty\tnan"], Columns("a", "b", score="s"),
      r"pairs.tsv:2: score 'nan' is not a finite number"),

@@ -168,6 +168,16 @@ def test_training_data_an_objective_cannot_learn_from_is_refused_naming_the_file
   assert not (tmp_path / "refused").exists()
 
 
+def test_in_batch_negatives_on_one_distinct_pair_is_refused(tmp_path):
+  """Every batch held copies of the pair, each the other's "negative": it trained anyway."""
+  _write_data(tmp_path)
+  (tmp_path / "one.tsv").write_text("anchor\tpositive\na b\tc d\na b\tc d\n")
+  config = _config(tmp_path, "refused", train_file=str(tmp_path / "one.tsv"), do_eval=False)
+  with pytest.raises(ValueError, match=r"one.tsv: one distinct example \(line 2\): the "
+                                       "in_batch_negatives loss"):
+    embedding_run.EmbeddingTask().read_inputs(config)
+
+
 def test_columns_given_by_index_read_a_headerless_file(tmp_path):
   """The documented headerless TSV: every column flag a 0-based index ("0", as flags give
   it). Read by the task's own reader, so what the run would train on."""

@@ -117,15 +117,33 @@ def test_labels_that_are_not_the_models_are_refused_by_name(tmp_path):
     tfbert.load(str(tmp_path / "hf"), task="tagger")
 
 
+_RUN_RECORDS = ("run_config.json", "bert_config.json", "data.json")
+
+
+def test_a_pretraining_run_directory_loads_its_exported_model(tmp_path):
+  """It said "bert_config.json with no checkpoint" (the run's checkpoints/ are not Google's)."""
+  tfbert.save(_model(BertPretrainer), str(tmp_path / "export" / "google" / "bert_model.ckpt"),
+              "google")
+  for name in _RUN_RECORDS:
+    (tmp_path / name).write_text('{"model_dir": "x"}')
+  assert type(tfbert.load(str(tmp_path))) is BertPretrainer
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda d: None, "not a model directory tfbert reads: found none of saved_model.pb, "
                      "model.keras, modules.json, config.json \\+ model.safetensors, "
                      "bert_config.json \\+ a checkpoint"),
     (lambda d: (d / "run_config.json").write_text("{}"),
      "a tfbert run directory without model.keras: training has not finished"),
+    # As a fine-tuning run records itself (it said "bert_config.json with no checkpoint").
+    (lambda d: [(d / n).write_text('{"output_dir": "x"}') for n in _RUN_RECORDS],
+     "a tfbert run directory without model.keras: training has not finished"),
+    (lambda d: [(d / n).write_text('{"model_dir": "x"}') for n in _RUN_RECORDS],
+     "a run_pretraining run directory without its export .*export/google/bert_model.ckpt"),
     (lambda d: (d / "config.json").write_text("{}"), "config.json without model.safetensors"),
     (lambda d: (d / "bert_config.json").write_text("{}"), "bert_config.json with no checkpoint"),
-], ids=["empty", "unfinished_run", "hf_without_weights", "google_without_checkpoint"])
+], ids=["empty", "unfinished_run", "unfinished_fine_tuning_run", "unfinished_pretraining_run",
+        "hf_without_weights", "google_without_checkpoint"])
 def test_a_directory_it_cannot_read_is_named_in_one_line(tmp_path, make, message):
   make(tmp_path)
   with pytest.raises(ValueError, match=message) as raised:

@@ -107,3 +107,21 @@ def test_a_sentence_encoder_saved_as_keras_loads_back():
     assert type(back) is BertSentenceEncoder
     assert text_settings.settings_of(back).max_seq_length == 11
     np.testing.assert_allclose(back.encode(["a b c"]), model.encode(["a b c"]), atol=1e-6)
+
+
+@pytest.mark.parametrize("name, fmt", [("", "hf"), ("other.keras", None),
+                                       ("bert_model.ckpt", "google")])
+def test_a_model_saved_into_a_tools_run_directory_is_refused(tmp_path, name, fmt):
+  """The run's vocab.txt (and tokenizer files) would be replaced by the saved model's, and a
+  second model would sit beside the run's model.keras."""
+  run = tmp_path / "run"
+  run.mkdir()
+  for record in (".tfbert-run.lock", "run_config.json", "vocab.txt", "model.keras"):
+    (run / record).write_text("the run's")
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  with pytest.raises(ValueError, match=r"is a tfbert run directory \(it holds "
+                                       r"\.tfbert-run\.lock\)"):
+    tfbert.save(model, str(run / name) if name else str(run), fmt)
+  assert {p.name: p.read_text() for p in run.iterdir()} == {
+      n: "the run's" for n in (".tfbert-run.lock", "run_config.json", "vocab.txt", "model.keras")}
+  tfbert.save(model, str(run / "hf"), "hf")  # A folder of its own inside the run is fine.

@@ -1,7 +1,8 @@
 """Tests for tfbert.losses.pretraining_loss and BertPretrainer.train_step: exact normalization.
 
 2 replicas x 2 micro-steps x 4 sequences must equal one device with the 16 sequences, with
-micro-batches whose masked-token counts differ (a mean of per-micro-batch means would not).
+micro-batches whose masked-token counts differ (a mean of per-micro-batch means would not),
+for both objectives (MLM + NSP, and MLM alone).
 """
 
 import keras
@@ -18,14 +19,17 @@ CONFIG = helpers.odd_config(num_hidden_layers=1, initializer_range=0.02)
 SEQ, P = 7, 3
 
 
-def pretraining_batch(n, seed):
-  """Features with labels; masked-token weights vary per example (1 to 3 real predictions)."""
+def pretraining_batch(n, seed, objective="mlm_nsp"):
+  """Features with labels; masked-token weights vary per example (1 to 3 real predictions).
+  For the objective "mlm" without `next_sentence_labels` (the model must not need them)."""
   rng = np.random.default_rng(seed)
   f = helpers.random_features(CONFIG, seed=seed, batch=n, seq=SEQ)
   real = rng.integers(1, P + 1, n)
   f["masked_lm_weights"] = (np.arange(P)[None] < real[:, None]).astype(np.float32)
   f["masked_lm_ids"] = rng.integers(0, CONFIG.vocab_size, (n, P)).astype(np.int32)
   f["next_sentence_labels"] = rng.integers(0, 2, n).astype(np.int32)
+  if objective == "mlm":
+    del f["next_sentence_labels"]
   return f
 
 
@@ -38,18 +42,24 @@ def with_window_features(batch, micro_steps):
   return out
 
 
-def initial_weights():
+def initial_weights(objective="mlm_nsp"):
   keras.utils.set_random_seed(1)
-  model = BertPretrainer(CONFIG)
+  model = BertPretrainer(CONFIG, objective=objective)
   model.build()
   return model.get_weights()
 
 
-def make_model(weights):
-  model = BertPretrainer(CONFIG)
+def make_model(weights, objective="mlm_nsp"):
+  model = BertPretrainer(CONFIG, objective=objective)
   model.build()
   model.set_weights(weights)
   return model
+
+
+def log_softmax(z):
+  """float64 log-softmax over the last axis."""
+  return (z - np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True))
+          - z.max(-1, keepdims=True))
 
 
 def adamw(steps):
@@ -66,9 +76,6 @@ def test_loss_matches_google_definition_on_one_batch():
   want = numpy_reference.bert_forward(weights, CONFIG.to_dict(), batch["input_ids"],
                                       batch["input_mask"], batch["segment_ids"],
                                       batch["masked_lm_positions"])
-  def log_softmax(z):
-    return (z - np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1, keepdims=True))
-            - z.max(-1, keepdims=True))
   mlm = -np.take_along_axis(log_softmax(want["mlm_logits"]), batch["masked_lm_ids"][..., None],
                             -1)[..., 0]
   w = batch["masked_lm_weights"]
@@ -81,21 +88,46 @@ def test_loss_matches_google_definition_on_one_batch():
   assert float(terms["loss"]) == pytest.approx(google, rel=2e-5)
 
 
+def test_mlm_only_loss_equals_the_float64_oracle_on_fixed_masks():
+  """Objective "mlm": no NSP head or logits; the loss is sum(w * CE) / N of the window."""
+  batch = pretraining_batch(5, 0, objective="mlm")
+  weights = numpy_reference.random_google_weights(CONFIG.to_dict(), 0)
+  masked_lm = {n: w for n, w in weights.items() if not n.startswith("cls/seq_relationship/")}
+  model = helpers.loaded(BertPretrainer(CONFIG, objective="mlm"), masked_lm)
+  assert model.nsp_head is None
+  out = model(batch, training=False)
+  assert "nsp_logits" not in out
+  want = numpy_reference.bert_forward(weights, CONFIG.to_dict(), batch["input_ids"],
+                                      batch["input_mask"], batch["segment_ids"],
+                                      batch["masked_lm_positions"])["mlm_logits"]  # [B, P, V]
+  ce = -np.take_along_axis(log_softmax(want), batch["masked_lm_ids"][..., None], -1)[..., 0]
+  w = batch["masked_lm_weights"].astype(np.float64)
+  window = 2.5 * w.sum()  # This micro-batch's share of a larger window's N.
+  terms = pretraining_losses(out, batch, tf.constant(window, tf.float32), tf.constant(5.0))
+  assert set(terms) == {"loss", "mlm_loss_sum", "mlm_weight", "mlm_correct"}
+  # float32 forward of a 1-layer H 32 model against float64: ~1e-7 relative.
+  assert float(terms["loss"]) == pytest.approx((ce * w).sum() / window, rel=2e-6)
+  assert float(terms["mlm_loss_sum"]) == pytest.approx((ce * w).sum(), rel=2e-6)
+  hits = (want.argmax(-1) == batch["masked_lm_ids"]) * w
+  assert float(terms["mlm_correct"]) == hits.sum()
+
+
 @pytest.mark.slow
-def test_two_replicas_two_micro_steps_four_sequences_equal_sixteen_on_one_device():
-  init = initial_weights()
-  big = pretraining_batch(16, 3)
+@pytest.mark.parametrize("objective", ["mlm_nsp", "mlm"])
+def test_two_replicas_two_micro_steps_four_sequences_equal_sixteen_on_one_device(objective):
+  init = initial_weights(objective)
+  big = pretraining_batch(16, 3, objective)
   counts = big["masked_lm_weights"].reshape(4, 4, P).sum(axis=(1, 2))
   assert len(set(counts.tolist())) > 1  # micro-batch masked-token counts differ
   # Reference: one device, one step on all 16 sequences.
-  reference = make_model(init)
+  reference = make_model(init, objective)
   reference.compile(optimizer=adamw(1))
   reference.train_on_batch(big)
   # 2 replicas x 2 micro-steps x 4 sequences (global micro-batch 8), window features attached.
   strategy = training_loop.mirrored_strategy()
   windowed = with_window_features(big, 2)
   with strategy.scope():
-    model = make_model(init)
+    model = make_model(init, objective)
     model.compile(optimizer=adamw(2))
   dataset = tf.data.Dataset.from_tensor_slices(windowed).batch(8)
   model.fit(dataset, epochs=1, verbose=0)
@@ -104,20 +136,29 @@ def test_two_replicas_two_micro_steps_four_sequences_equal_sixteen_on_one_device
   assert diff < 1e-5
   # Per-micro-batch normalization (no window features) is measurably different.
   with strategy.scope():
-    naive = make_model(init)
+    naive = make_model(init, objective)
     naive.compile(optimizer=adamw(2))
   naive.fit(tf.data.Dataset.from_tensor_slices(big).batch(8), epochs=1, verbose=0)
   assert training_loop.max_weight_diff(naive, reference) > 10 * max(diff, 1e-6)
 
 
-def test_metrics_are_weighted_means_over_the_step():
-  model = make_model(initial_weights())
+@pytest.mark.parametrize("objective, metrics", [
+    ("mlm_nsp", {"loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"}),
+    ("mlm", {"loss", "mlm_loss", "mlm_accuracy"}),
+])
+def test_metrics_are_weighted_means_over_the_step(objective, metrics):
+  model = make_model(initial_weights(objective), objective)
   model.compile(optimizer=adamw(1))
-  batch = pretraining_batch(6, 5)
+  pooler = [v.numpy() for v in model.encoder.pooler.weights]
+  batch = pretraining_batch(6, 5, objective)
   logs = model.train_on_batch(batch, return_dict=True)
-  assert set(logs) == {"loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"}
-  assert logs["loss"] == pytest.approx(logs["mlm_loss"] + logs["nsp_loss"])
-  assert 0.0 <= logs["mlm_accuracy"] <= 1.0 and 0.0 <= logs["nsp_accuracy"] <= 1.0
+  assert set(logs) == metrics
+  assert logs["loss"] == pytest.approx(logs["mlm_loss"] + logs.get("nsp_loss", 0.0))
+  assert 0.0 <= logs["mlm_accuracy"] <= 1.0 and 0.0 <= logs.get("nsp_accuracy", 0.0) <= 1.0
+  # Only the NSP head reads the pooler: with the objective "mlm" it is neither trained nor
+  # decayed (AdamW's decoupled decay would shrink it towards zero step by step).
+  moved = [np.any(v.numpy() != p) for v, p in zip(model.encoder.pooler.weights, pooler)]
+  assert moved == ([True, True] if objective == "mlm_nsp" else [False, False])
 
 
 def test_fused_cross_entropy_matches_tensorflow_kernel_and_argmax():

@@ -249,3 +249,26 @@ def test_reads_shards_written_by_pretraining_data(shared_data, tmp_path):
   batches = list(dataset)
   assert len(batches) == summary["shards"][1]["instances"]
   assert all(int(b["input_ids"][0, 0]) == 101 for b in batches)  # [CLS]
+
+
+def test_mlm_only_data_without_next_sentence_labels_is_read_and_named_for_nsp(tmp_path):
+  """The objective "mlm" reads records without `next_sentence_labels` (RoBERTa-style data);
+  "mlm_nsp" names the file that lacks them, in one line, before any step."""
+  path = tmp_path / "mlm-only.tfrecord"
+  with tf.io.TFRecordWriter(str(path)) as writer:
+    for example_id in range(FIRST_ID, FIRST_ID + 6):
+      example = pretraining_instances.instance_to_example(_instance(example_id), S, P)
+      del example.features.feature["next_sentence_labels"]
+      writer.write(example.SerializeToString())
+  with pytest.raises(data_checks.DataFileError) as error:
+    data_checks.check_pretraining_files(str(path), S, P, 30522)
+  assert str(error.value) == (f"{path}: record 0 has no feature 'next_sentence_labels', which "
+                              "the objective mlm_nsp trains on: pass --objective=mlm to "
+                              "pretrain the masked LM alone")
+  assert data_checks.check_pretraining_files(str(path), S, P, 30522,
+                                             next_sentence_labels=False).records == [6]
+  batches = list(_dataset(str(path), batch_size=3, next_sentence_labels=False, shuffle=False))
+  assert [sorted(b) for b in batches] == [sorted(
+      ["input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
+       "masked_lm_weights", "window_mlm_weight", "window_examples"])] * 2
+  assert _ids(batches) == list(range(FIRST_ID, FIRST_ID + 6))

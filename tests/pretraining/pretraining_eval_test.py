@@ -81,4 +81,6 @@ def test_metrics_equal_a_float64_oracle_over_the_same_examples(eval_files, repli
   # float32 logits and sums against float64 on the same logits: ~1e-6 relative.
   assert found == pytest.approx(expected, rel=1e-5)
   assert 0.0 <= found["mlm_accuracy"] <= 1.0 and found["mlm_loss"] > 5.0  # An untrained model.
+  # The perplexity is the exp of the float64 NumPy loss.
+  assert found["mlm_perplexity"] == pytest.approx(float(np.exp(expected["mlm_loss"])), rel=1e-5)
   assert evaluator() == found  # From the start again: the same examples.

@@ -6,6 +6,7 @@ head fresh); a bad source is named before anything is written."""
 
 import json
 import os
+import re
 import types
 
 import numpy as np
@@ -123,3 +124,24 @@ def test_a_config_that_does_not_fit_the_source_is_named_in_one_line():
     pretraining_init.check_config(source)
   pretraining_init.check_config(types.SimpleNamespace(  # The source's own config: fine.
       init_hf_dir=pretrained.minilm_dir(), bert_config=pretraining_init.source_config(source)))
+
+
+def test_an_mlm_run_from_an_encoder_starts_only_its_mlm_head_fresh(tmp_path, caplog):
+  """A `BertModel` directory (encoder and pooler, no head): the objective "mlm" has no NSP
+  head to start, so the log names the MLM head alone; "mlm_nsp" names both."""
+  weights = {n: w.astype(np.float32) for n, w in numpy_reference.random_google_weights(
+      TINY.to_dict(), seed=5).items() if n.startswith("bert/")}
+  huggingface.save_hf_checkpoint(TINY, weights, str(tmp_path / "hf"),
+                                 task={"architectures": ["BertModel"]})
+  source = pretraining_init.read_source(types.SimpleNamespace(init_hf_dir=str(tmp_path / "hf")))
+  fresh = {}
+  for objective in ("mlm", "mlm_nsp"):
+    caplog.clear()
+    model = BertPretrainer(TINY, objective=objective)
+    with caplog.at_level("INFO"):
+      pretraining_init.load_source(model, source)
+    fresh[objective] = re.findall(r"has no (\w+): it starts fresh", caplog.text)
+    loaded = google_weights(model)
+    for name, value in weights.items():
+      np.testing.assert_array_equal(loaded[name], value, err_msg=name)
+  assert fresh == {"mlm": ["mlm_head"], "mlm_nsp": ["mlm_head", "nsp_head"]}

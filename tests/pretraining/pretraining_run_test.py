@@ -43,6 +43,13 @@ def data_dir(tmp_path_factory):
                                max_documents=20, num_shards=2)
 
 
+@pytest.fixture(scope="module")
+def text_dir(tmp_path_factory):
+  """The same 20 pydoc topics as raw text, dealt into 2 files (`--train_text_files`)."""
+  return helpers.pydoc_text_files(tmp_path_factory.mktemp("text"), max_documents=20,
+                                  num_files=2)
+
+
 def run_config(data_dir, model_dir, **overrides):
   optimizer = optimization.OptimizerConfig(
       optimizer="adamw", learning_rate=1e-3, num_warmup_steps=2,
@@ -103,6 +110,8 @@ def test_run_directory_explains_itself(data_dir, tmp_path):
   # Google's schedule (warmup 2, total 6): LR at applied step 6 is 1e-3 * (1 - 6/6) = 0.
   assert tags["learning_rate"][-1][1] == pytest.approx(0.0, abs=1e-9)
   assert os.path.exists(run / "export" / "saved_model" / "saved_model.pb")
+  # With the data's vocabulary it fills masks (tests/pretraining/pretraining_export_test.py).
+  assert {"serving_default", "fill_mask"} <= _signature_names(run / "export" / "saved_model")
   # 5 embedding + 16 (one layer) + 2 pooler + 5 MLM + 2 NSP tensors.
   assert len(read_google_checkpoint(str(run / "export" / "google" / "bert_model.ckpt"))) == 30
   # Like Google's releases, the config sits beside the checkpoint; and the data's vocabulary
@@ -195,7 +204,11 @@ def test_non_finite_loss_fails_fast_naming_the_steps(data_dir, tmp_path):
                       distribution_strategy="one_device", num_cpu_devices=1, log_steps=1)
   config = PretrainingRunConfig(**{**config.__dict__, "optimizer": optimization.OptimizerConfig(
       optimizer="sgd", learning_rate=1e8, num_train_steps=4, clip_norm=None, momentum=0.0)})
-  with pytest.raises(FloatingPointError, match=r"non-finite loss \(\w+\) in applied steps"):
+  # Logged every step: the first non-finite loss is named with its step, whose update was
+  # skipped (no applied-step range to name).
+  with pytest.raises(FloatingPointError,
+                     match=r"non-finite loss \(\w+\) (in applied steps \d+\.\.\d+|at step \d+ "
+                           r"\(its update was skipped\))"):
     run_pretraining(config)
 
 
@@ -204,12 +217,16 @@ def test_batch_that_does_not_split_is_named(data_dir, tmp_path):
     run_pretraining(run_config(data_dir, tmp_path / "bad", train_batch_size=6))
 
 
-def tool_flags(data_dir, model_dir, steps=8, strategy="one_device", devices=1, bert=TINY):
+def tool_flags(data_dir, model_dir, steps=8, strategy="one_device", devices=1, bert=TINY,
+               text=None):
   """The flags of tools/run_pretraining.py for a run in `model_dir` (its bert_config.json
-  written beside it)."""
+  written beside it); with `text` (a glob), on that raw text instead (objective mlm)."""
   bert.to_json_file(os.path.join(os.path.dirname(model_dir), "bert_config.json"))
+  data = [f"--input_files={os.path.join(data_dir, '*.tfrecord')}"] if text is None else [
+      f"--train_text_files={text}", f"--vocab_file={pretrained.minilm_vocab_file()}",
+      "--objective=mlm"]
   return [f"--bert_config_file={os.path.join(os.path.dirname(model_dir), 'bert_config.json')}",
-          f"--input_files={os.path.join(data_dir, '*.tfrecord')}", f"--model_dir={model_dir}",
+          *data, f"--model_dir={model_dir}",
           "--train_batch_size=8", "--gradient_accumulation_steps=2", f"--max_seq_length={SEQ}",
           f"--max_predictions_per_seq={PRED}", f"--num_train_steps={steps}",
           "--num_warmup_steps=2", "--learning_rate=1e-3", "--save_checkpoints_steps=2",
@@ -259,18 +276,22 @@ def test_a_run_replays_from_its_own_flags_file(data_dir, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy, devices, kill", [("one_device", 1, signal.SIGKILL),
-                                                     ("mirrored", 2, signal.SIGTERM)])
-def test_sigkill_then_rerun_resumes_with_the_uninterrupted_loss_curve(data_dir, tmp_path,
-                                                                      strategy, devices, kill):
+@pytest.mark.parametrize("strategy, devices, kill, raw_text", [
+    pytest.param("one_device", 1, signal.SIGKILL, True, id="one_device_raw_text"),
+    pytest.param("mirrored", 2, signal.SIGTERM, False, id="mirrored")])
+def test_sigkill_then_rerun_resumes_with_the_uninterrupted_loss_curve(
+    data_dir, text_dir, tmp_path, strategy, devices, kill, raw_text):
   """With the default dropout (0.1): its masks must not depend on the process's history.
 
   Killed by PID with SIGKILL (nothing runs after it), or preempted by SIGTERM: the run
   saves a checkpoint at the step it reached and exits with status 75 (`EXIT_PREEMPTED`).
+  On raw text, the MLM masks too are drawn as batches are formed: they must depend on the
+  example's place in the data alone, and the packing remainder must resume with the rest.
   """
   straight = str(tmp_path / "a" / "run")
   os.makedirs(os.path.dirname(straight))
-  args = dict(strategy=strategy, devices=devices, bert=DROPOUT)
+  args = dict(strategy=strategy, devices=devices, bert=DROPOUT,
+              text=text_dir if raw_text else None)
   # The uninterrupted run and the rerun in this process; only the killed run is a process.
   run_tool(*tool_flags(data_dir, straight, **args))
   killed = str(tmp_path / "b" / "run")
@@ -318,7 +339,11 @@ def _exported(run_dir):
 
 
 @pytest.mark.slow
-def test_two_worker_processes_end_equal_to_one_process_with_two_replicas(data_dir, tmp_path):
+def test_two_worker_processes_end_equal_to_one_process_with_two_replicas(data_dir, text_dir,
+                                                                         tmp_path):
+  """On raw text: each worker packs and masks its own file, the one process both files in
+  turn; the same sequences per step with the same masks (drawn by their place in the data,
+  not by the process or its stream position), so the same loss."""
   # Both set-ups start from the same Google-format checkpoint.
   init = BertPretrainer(TINY)
   init.build()
@@ -333,27 +358,59 @@ def test_two_worker_processes_end_equal_to_one_process_with_two_replicas(data_di
   same = [f"--init_checkpoint={init_prefix}", "--optimizer=sgd", "--learning_rate=0.5",
           f"--eval_input_files={os.path.join(data_dir, '*.tfrecord')}", "--eval_every_steps=2",
           "--eval_batch_size=4", "--max_eval_steps=2"]
-  command = tool_command(tool_flags(data_dir, model_dir, steps=4, strategy="multi_worker")
-                         + same)
+  command = tool_command(tool_flags(data_dir, model_dir, steps=4, strategy="multi_worker",
+                                    text=text_dir) + same)
   results = multi_worker.launch_workers(command, cwd=ROOT, timeout=600)
   for r in results:
     assert r.returncode == 0, r.stdout[-3000:]
   # The reference: one process (this one) with two replicas.
   mirrored_dir = str(tmp_path / "mi" / "run")
   os.makedirs(os.path.dirname(mirrored_dir))
-  run_tool(*tool_flags(data_dir, mirrored_dir, steps=4, strategy="mirrored", devices=2), *same)
+  run_tool(*tool_flags(data_dir, mirrored_dir, steps=4, strategy="mirrored", devices=2,
+                       text=text_dir), *same)
   chief, other = _exported(model_dir), _exported(os.path.join(model_dir, ".worker1"))
   mirrored = _exported(mirrored_dir)
   assert [(r["step"], r.get("split")) for r in read_metrics(model_dir) if "split" in r] == [
       (2, "eval"), (4, "eval")]
   assert [r["loss"] for r in read_metrics(model_dir)] == pytest.approx(
       [r["loss"] for r in read_metrics(mirrored_dir)], rel=1e-6)
-  assert chief.keys() == other.keys() == mirrored.keys() and len(chief) == 30
+  assert chief.keys() == other.keys() == mirrored.keys() and len(chief) >= 26
   for name in chief:
     np.testing.assert_array_equal(chief[name], other[name])  # workers agree exactly
-    # Each worker reads its own file shard (2 shards, 2 workers) while the 1-process run
+    # Each worker reads its own file (2 files, 2 workers) while the 1-process run
     # splits each batch of both shards: same examples per step, summed in another order.
     assert np.max(np.abs(chief[name] - mirrored[name])) < 1e-5, name
+
+
+def text_run_config(text_dir, model_dir, accumulation, **overrides):
+  """A one-device SGD run on raw text (objective mlm), `accumulation` micro-batches of
+  8 / accumulation sequences per applied step."""
+  optimizer = optimization.OptimizerConfig(
+      optimizer="sgd", learning_rate=0.5, num_train_steps=3, clip_norm=None, momentum=0.0,
+      gradient_accumulation_steps=accumulation)
+  return run_config(os.path.dirname(text_dir), model_dir, **{
+      "input_files": [], "train_text_files": [text_dir], "objective": "mlm",
+      "vocab_file": pretrained.minilm_vocab_file(), "optimizer": optimizer,
+      "distribution_strategy": "one_device", "num_cpu_devices": 1, "deterministic": True,
+      "log_steps": 1, **overrides})
+
+
+@pytest.mark.slow  # ~8 s: two runs, each tracing the in-graph tokenizer.
+def test_accumulating_micro_batches_of_raw_text_equals_one_batch_k_times_larger(text_dir,
+                                                                                 tmp_path):
+  """2 micro-batches of 4 per applied step against one batch of 8: the same sequences with
+  the same masks (a window's masks are its examples', wherever the micro-batch boundary
+  falls) and the loss normalized by the window's masked-token count, so the same steps.
+  SGD: see the two-worker test on why not Adam."""
+  run_pretraining(text_run_config(text_dir, tmp_path / "big", 1))
+  run_pretraining(text_run_config(text_dir, tmp_path / "accumulated", 2))
+  big, accumulated = read_metrics(tmp_path / "big"), read_metrics(tmp_path / "accumulated")
+  assert [r["step"] for r in accumulated] == [1, 2, 3]
+  # float32 sums of the same terms in another order: equal to rounding.
+  assert [r["loss"] for r in accumulated] == pytest.approx([r["loss"] for r in big], rel=1e-6)
+  wa, wb = _exported(tmp_path / "big"), _exported(tmp_path / "accumulated")
+  for name in wa:
+    assert np.max(np.abs(wa[name] - wb[name])) < 1e-5, name
 
 
 @pytest.mark.slow
@@ -389,16 +446,30 @@ def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path):
   assert not tf.config.functions_run_eagerly()  # Restored after the run.
 
 
+# An uninterrupted deterministic mirrored run of 5 steps, a line per step: the reference of
+# the stop/resume tests below (built once for the module).
+STRAIGHT_FIVE = dict(deterministic=True, num_train_steps=5, log_steps=1,
+                     save_checkpoints_steps=100)
+
+
+@pytest.fixture(scope="module")
+def straight_five(data_dir, tmp_path_factory):
+  """The model_dir of an uninterrupted STRAIGHT_FIVE run (tests only read it)."""
+  model_dir = tmp_path_factory.mktemp("straight_five")
+  run_pretraining(run_config(data_dir, model_dir, **STRAIGHT_FIVE))
+  return model_dir
+
+
 @pytest.mark.slow
-def test_stop_at_step_then_resume_equals_the_uninterrupted_run(data_dir, tmp_path):
-  common = dict(deterministic=True, num_train_steps=5, log_steps=1, save_checkpoints_steps=100)
-  run_pretraining(run_config(data_dir, tmp_path / "straight", **common))
+def test_stop_at_step_then_resume_equals_the_uninterrupted_run(data_dir, tmp_path,
+                                                               straight_five):
+  common = STRAIGHT_FIVE
   stopped = run_pretraining(run_config(data_dir, tmp_path / "split", stop_at_step=2, **common))
   assert stopped["step"] == 2
   assert not os.path.exists(tmp_path / "split" / "export")  # Not finished: not exported.
   assert [r["step"] for r in read_metrics(tmp_path / "split")] == [1, 2]
   run_pretraining(run_config(data_dir, tmp_path / "split", **common))
-  a, b = read_metrics(tmp_path / "straight"), read_metrics(tmp_path / "split")
+  a, b = read_metrics(straight_five), read_metrics(tmp_path / "split")
   assert [r["step"] for r in b] == [1, 2, 3, 4, 5]
   # Same schedule (num_train_steps), same data position: the float32 curve is the same.
   assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-6)
@@ -624,11 +695,10 @@ def test_a_resumed_run_reads_on_from_its_checkpoint_and_never_rereads(data_dir, 
 
 @pytest.mark.slow
 def test_a_checkpoint_without_the_data_position_resumes_by_reading_past(data_dir, tmp_path,
-                                                                   monkeypatch):
+                                                                   monkeypatch, straight_five):
   """Run directories from before checkpoints held the data position resume exactly, and
   their next checkpoints hold it: stopped at 2 (no position), at 3 (position), then 5."""
-  common = dict(deterministic=True, num_train_steps=5, log_steps=1, save_checkpoints_steps=100)
-  run_pretraining(run_config(data_dir, tmp_path / "straight", **common))
+  common = STRAIGHT_FIVE
   _without_data_position(monkeypatch)
   run_pretraining(run_config(data_dir, tmp_path / "run", stop_at_step=2, **common))
   monkeypatch.undo()
@@ -636,7 +706,7 @@ def test_a_checkpoint_without_the_data_position_resumes_by_reading_past(data_dir
   assert "data_position" in {name.split("/")[0] for name, _ in tf.train.list_variables(
       str(tmp_path / "run" / "checkpoints" / "ckpt-3"))}
   run_pretraining(run_config(data_dir, tmp_path / "run", **common))
-  a, b = read_metrics(tmp_path / "straight"), read_metrics(tmp_path / "run")
+  a, b = read_metrics(straight_five), read_metrics(tmp_path / "run")
   assert [r["step"] for r in b] == [1, 2, 3, 4, 5]
   assert untimed(b) == untimed(a)  # float32, deterministic: bit for bit.
 
@@ -732,3 +802,63 @@ def test_eval_settings_that_do_not_fit_are_named(data_dir, tmp_path):
     run_pretraining(run_config(data_dir, tmp_path / "run", eval_batch_size=5,
                                eval_input_files=[os.path.join(data_dir, "*.tfrecord")]))
   assert not os.path.exists(tmp_path / "run" / "run_config.json")
+
+
+@pytest.fixture(scope="module")
+def mlm_only_data(data_dir, tmp_path_factory):
+  """`data_dir`'s records without `next_sentence_labels` (its summary beside them)."""
+  root = tmp_path_factory.mktemp("mlm_only_data")
+  for path in glob.glob(os.path.join(data_dir, "*.tfrecord")):
+    with tf.io.TFRecordWriter(str(root / os.path.basename(path))) as writer:
+      for record in tf.data.TFRecordDataset(path):
+        example = tf.train.Example.FromString(record.numpy())
+        del example.features.feature["next_sentence_labels"]
+        writer.write(example.SerializeToString())
+  shutil.copy(os.path.join(data_dir, "pretraining-summary.json"), root)
+  return str(root)
+
+
+def _signature_names(saved_model_dir):
+  """The signatures of a SavedModel, from its saved_model.pb alone (nothing loaded)."""
+  from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=import-outside-toplevel
+  proto = saved_model_pb2.SavedModel()
+  with open(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
+    proto.ParseFromString(f.read())
+  return set(proto.meta_graphs[0].signature_def)
+
+
+@pytest.mark.slow  # A 2-step run with evaluation.
+def test_an_mlm_only_run_records_logs_evaluates_and_exports_no_nsp(mlm_only_data, tmp_path):
+  files = [os.path.join(mlm_only_data, "*.tfrecord")]
+  config = run_config(mlm_only_data, tmp_path / "run", objective="mlm", num_train_steps=2,
+                      accumulation=1, log_steps=1, distribution_strategy="one_device",
+                      num_cpu_devices=1, eval_input_files=files, eval_batch_size=4,
+                      max_eval_steps=2)
+  run_pretraining(config)
+  run = tmp_path / "run"
+  assert json.loads((run / "run_config.json").read_text())["objective"] == "mlm"
+  rows = read_metrics(run)
+  train = [r for r in rows if "split" not in r]
+  evals = [r for r in rows if r.get("split") == "eval"]
+  assert [r["step"] for r in train] == [1, 2] and [r["step"] for r in evals] == [2]
+  for row in train + evals:
+    assert {"loss", "mlm_loss", "mlm_accuracy"} <= set(row)
+    assert not [k for k in row if k.startswith("nsp")]
+    assert row["loss"] == pytest.approx(row["mlm_loss"], rel=1e-6)
+  tags = {**helpers.tensorboard_scalars(run / "train"), **helpers.tensorboard_scalars(run / "eval")}
+  assert "mlm_loss" in tags and not [t for t in tags if "nsp" in t]
+  best = json.loads((run / "best" / "eval_results.json").read_text())
+  assert "mlm_loss" in best and not [k for k in best if k.startswith("nsp")]
+  google = read_google_checkpoint(str(run / "export" / "google" / "bert_model.ckpt"))
+  # 5 embedding + 16 (one layer) + 2 pooler (untrained) + 5 MLM tensors, no NSP head.
+  assert len(google) == 28 and not [n for n in google if n.startswith("cls/seq_relationship")]
+  # The other objective needs labels the data lacks: named in one line, before any write.
+  with pytest.raises(ValueError, match=r"00000-of-00002.tfrecord: record 0 has no feature "
+                                       r"'next_sentence_labels', which the objective mlm_nsp"):
+    run_pretraining(dataclasses.replace(config, objective="mlm_nsp"))
+  # On data that has them, the directory refuses the other objective as any config change.
+  other = dataclasses.replace(config, objective="mlm_nsp")
+  with pytest.raises(run_directory.RunDirectoryError,
+                     match='run_config.json objective: "mlm" -> "mlm_nsp"'):
+    run_directory.claim(str(run), pretraining_run.run_records(other, pretraining_run.data_record(
+        sorted(glob.glob(files[0])))))

@@ -83,8 +83,13 @@ def test_one_line_states_the_reason_of_an_error_inside_a_tf_function():
 
 def test_one_line_names_the_file_of_an_os_error():
   assert cli.one_line(FileNotFoundError(2, "No such file or directory", "a/vocab.txt")) == \
-      "[Errno 2] No such file or directory: 'a/vocab.txt'"
+      "a/vocab.txt: No such file or directory"
   assert cli.one_line(FileNotFoundError(2, "No such file")) == "[Errno 2] No such file"
+  # A directory where a file was named (a data dir holding a folder train.tsv), and back.
+  assert cli.one_line(IsADirectoryError(21, "Is a directory", "d/train.tsv")) == \
+      "d/train.tsv: a directory, where a file is expected"
+  assert cli.one_line(NotADirectoryError(20, "Not a directory", "f/x")) == \
+      "f/x: a file, where a directory is expected"
 
 
 def test_every_tools_help_lists_its_own_flags():

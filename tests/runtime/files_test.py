@@ -38,6 +38,12 @@ def test_text_drops_a_byte_order_mark_reads_any_line_end_and_names_bad_bytes(roo
   with pytest.raises(ValueError, match=r"latin1.tsv:2: not UTF-8 text \(byte 0xe9 at column "
                                        r"4\); save the file as UTF-8"):
     files.read_text(f"{root}/latin1.tsv")
+  # Windows' "Unicode": it said "line 1: not UTF-8 text (byte 0xff at column 1)".
+  with files.open_file(f"{root}/utf16.tsv", "wb") as f:
+    f.write("a\tb\n".encode("utf-16"))
+  with pytest.raises(ValueError, match=r"utf16.tsv: UTF-16 text \(it starts with a UTF-16 "
+                                       r"byte-order mark"):
+    files.read_text(f"{root}/utf16.tsv")
 
 
 def test_rename_copy_and_remove_are_the_same_on_both(root):

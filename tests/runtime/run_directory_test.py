@@ -256,3 +256,47 @@ def test_a_url_output_inside_another_url_run_is_refused(ram_root):
   assert run_directory.other_run(f"{old}/a/b", new) == old
   assert run_directory.other_run(f"{new}/export", new) is None
   assert run_directory.other_run(f"{ram_root}/elsewhere/x", new) is None
+
+
+def _data_record(paths, content=True):
+  return RunRecord("data.json", {"train": run_directory.data_identity(paths, content)},
+                   data_keys=frozenset({"train"}))
+
+
+def test_a_rerun_on_other_training_data_is_refused_naming_the_file_and_the_change(tmp_path):
+  train = tmp_path / "train.tsv"
+  train.write_text("a\t1\nb\t0\n")
+  run = str(tmp_path / "run")
+  records = _records() + [_data_record([str(train)])]
+  with run_directory.claim(run, records):
+    run_directory.write_records(run, records)
+  recorded = (tmp_path / "run" / "data.json").read_text()
+  train.write_text("a\t1\nb\t0\nc\t1\n")  # Grown.
+  with pytest.raises(RunDirectoryError, match=rf"other data: {re.escape(str(train))}: 8 -> 12 "
+                                              "bytes.*--allow_config_change"):
+    run_directory.claim(run, _records() + [_data_record([str(train)])])
+  train.write_text("a\t0\nb\t1\n")  # Same size, labels swapped.
+  with pytest.raises(RunDirectoryError, match=r"train.tsv: same size, other content \(sha256"):
+    run_directory.claim(run, _records() + [_data_record([str(train)])])
+  other = tmp_path / "other.tsv"
+  other.write_text("a\t1\nb\t0\n")
+  with pytest.raises(RunDirectoryError, match=r"other.tsv: not read before; .*train.tsv: no "
+                                              "longer read"):
+    run_directory.claim(run, _records() + [_data_record([str(other)])])
+  assert (tmp_path / "run" / "data.json").read_text() == recorded  # Nothing rewritten.
+  run_directory.claim(run, _records() + [_data_record([str(train)])],
+                      allow_changes=True).release()  # Deliberately, on the new data.
+
+
+def test_a_run_recorded_before_its_data_was_continues_and_sizes_alone_compare(tmp_path):
+  shard = tmp_path / "a.tfrecord"
+  shard.write_bytes(b"0123")
+  atomic.write_json(str(tmp_path / "data.json"), {})  # No "train" key: an earlier tfbert's.
+  run_directory.claim(str(tmp_path), [_data_record([str(shard)], content=False)]).release()
+  atomic.write_json(str(tmp_path / "data.json"),
+                    {"train": run_directory.data_identity([str(shard)], content=False)})
+  shard.write_bytes(b"3210")  # Same size: without a hash, the same data.
+  run_directory.claim(str(tmp_path), [_data_record([str(shard)], content=False)]).release()
+  shard.write_bytes(b"32100")
+  with pytest.raises(RunDirectoryError, match="a.tfrecord: 4 -> 5 bytes"):
+    run_directory.claim(str(tmp_path), [_data_record([str(shard)], content=False)])

@@ -1,8 +1,9 @@
 """Tests for tfbert.serving.export: a relocatable SavedModel that a fresh process serves exactly.
 
 One export (a `BertPretrainer` with odd sizes but the real 30,522-entry uncased vocab, so
-the text signature tokenizes real words) is moved elsewhere, its vocab source deleted, and
-served by ONE fresh Python process that imports only `tensorflow` and `tensorflow_text`
+the text signature tokenizes real words; tests/tiny_exports.py, which deletes the vocab
+source it was made from) is copied, the copy moved elsewhere, and served from there by ONE
+fresh Python process that imports only `tensorflow` and `tensorflow_text`
 (tfbert is not importable there). The tests compare what that process printed with the
 in-process Keras model.
 
@@ -17,6 +18,7 @@ itself is only within ~2e-6, so exact equality is not the right bar.
 """
 
 import os
+import pathlib
 import shutil
 import stat
 import types
@@ -27,8 +29,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from tests import helpers, numpy_reference
-from tfbert import BertClassifier, BertConfig, BertEncoder, BertPretrainer, BertTokenClassifier
+from tests import helpers, numpy_reference, tiny_exports
+from tfbert import BertConfig, BertEncoder
 from tfbert.checkpoints import pretrained
 from tfbert.classifier import classifier_export
 from tfbert.runtime import atomic
@@ -38,7 +40,7 @@ from tfbert.tagging import tagging_export
 from tfbert.text import inputs, tokenization
 
 TOL = 1e-5  # See the module docstring.
-TEXT_SEQ = 11
+TEXT_SEQ = tiny_exports.TEXT_SEQ  # The shared encoder export's S; the other tests' too.
 TEXTS = ["Hello, world!", "Café naïve résumé", "",
          "a sentence long enough that packing must truncate it to eleven pieces",
          "BERT是一个模型。"]
@@ -80,34 +82,26 @@ def _features(config):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-  """Exports, moves the export, deletes the vocab it came from, serves it elsewhere."""
-  # Dropout > 0: a signature run with training=True fails (its dropout seed cannot be saved).
-  config = helpers.odd_config(vocab_size=30522, hidden_dropout_prob=0.1,
-                              attention_probs_dropout_prob=0.1)
-  weights = numpy_reference.random_google_weights(config.to_dict(), seed=3)
-  model = helpers.loaded(BertPretrainer(config, dtype="float32"), weights)
+def served(tmp_path_factory, tiny_encoder_export):
+  """Moves a copy of the shared export (whose vocab source was deleted after exporting:
+  tests/tiny_exports.py) elsewhere and serves it there."""
   root = tmp_path_factory.mktemp("export")
-  vocab = root / "vocab_source" / "vocab.txt"
-  vocab.parent.mkdir()
-  with open(pretrained.minilm_vocab_file(), "rb") as f:
-    vocab_bytes = f.read()
-  vocab.write_bytes(vocab_bytes)
-  written = export.export_encoder_saved_model(
-      model, str(root / "first" / "bert"), vocab_file=str(vocab), seq_length=TEXT_SEQ)
+  written = root / "first" / "bert"
+  shutil.copytree(tiny_encoder_export.export_dir, written)  # The shared one stays as it is.
   moved = root / "moved" / "bert"
   moved.parent.mkdir()
   shutil.move(written, moved)
   shutil.rmtree(root / "first")
-  shutil.rmtree(vocab.parent)
   work = root / "work"
   work.mkdir()
+  config = tiny_encoder_export.config
   features = _features(config)
   outputs, report = helpers.serve_in_fresh_process(
       SERVE_SCRIPT, work, {"text": np.array(TEXTS), **features}, moved)
-  return types.SimpleNamespace(model=model, config=config, features=features, written=written,
-                               moved=moved, outputs=outputs, report=report,
-                               vocab_text=vocab_bytes)
+  return types.SimpleNamespace(model=tiny_encoder_export.model, config=config,
+                               features=features, written=written, moved=moved,
+                               outputs=outputs, report=report,
+                               vocab_text=tiny_encoder_export.vocab_text)
 
 
 @pytest.mark.slow  # Shares the ~20 s `served` fixture.
@@ -217,21 +211,19 @@ def test_mixed_bfloat16_encoder_replaces_old_export_with_float32_outputs(tmp_pat
 
 
 @pytest.mark.slow
-def test_weights_above_the_graph_limit_stay_in_variables(tmp_path, monkeypatch):
+def test_weights_above_the_graph_limit_stay_in_variables(tmp_path, monkeypatch,
+                                                         tiny_encoder_export):
   """`outputs_function`: weights too large for a graph constant (here: any, the limit
   lowered to 0) are saved in `variables/` and read there, by both SavedModels, with the
-  same outputs as the constant graph."""
-  config = helpers.odd_config()
-  weights = numpy_reference.random_google_weights(config.to_dict(), seed=6)
-  encoder = helpers.loaded(BertEncoder(config), weights, allow_unused=True)
-  vocab = pretrained.minilm_vocab_file()
-  export.export_encoder_saved_model(encoder, str(tmp_path / "frozen"), vocab_file=vocab,
-                                    seq_length=TEXT_SEQ)
+  same outputs as the constant graph (the shared export of the same encoder, made with the
+  limit as it is: tests/tiny_exports.py)."""
+  encoder = tiny_encoder_export.model.encoder
   monkeypatch.setattr(export, "MAX_FROZEN_BYTES", 0)
-  export.export_encoder_saved_model(encoder, str(tmp_path / "variables"), vocab_file=vocab,
+  export.export_encoder_saved_model(encoder, str(tmp_path / "variables"),
+                                    vocab_file=pretrained.minilm_vocab_file(),
                                     seq_length=TEXT_SEQ)
-  features = {k: tf.constant(v) for k, v in _features(config).items()}
-  frozen = tf.saved_model.load(str(tmp_path / "frozen" / "ids"))
+  features = {k: tf.constant(v) for k, v in _features(tiny_encoder_export.config).items()}
+  frozen = tf.saved_model.load(os.path.join(tiny_encoder_export.export_dir, export.ID_DIR))
   outputs = frozen.signatures[export.SERVING_SIGNATURE](**features)
   for saved in (tmp_path / "variables", tmp_path / "variables" / "ids"):
     stored = dict(tf.train.list_variables(str(saved / "variables" / "variables")))
@@ -286,47 +278,36 @@ print(json.dumps({"unknown_ops": unknown, "tensorflow_text": "tensorflow_text" i
 """
 
 
-# Small odd models of every export kind, all with the real vocab, exported once for the
-# two tests below; the raw-text signature each export must hold, by kind.
+# Small odd models of every export kind, all with the real vocab (tests/tiny_exports.py:
+# an encoder, a pair classifier, the pair being what truncates two segments, a tagger and a
+# span labeler, built once per session); the raw-text signature each export must hold.
 EXPORT_KINDS = {"encoder": export.TEXT_SIGNATURE, "classifier": classifier_export.TEXT_SIGNATURE,
                 "tagger": tagging_export.TEXT_SIGNATURE,
                 "squad": squad_export.SQUAD_TEXT_SIGNATURE}
-SQUAD_SEQ, SQUAD_QUERY, SQUAD_ANSWER = 17, 5, 4
 
 
 @pytest.fixture(scope="module")
-def every_export(tmp_path_factory):
-  """An encoder, a pair classifier (the pair is what truncates two segments), a tagger and
-  a span labeler, each exported (~40 s in all)."""
-  config = helpers.odd_config(vocab_size=30522)
-  vocab = pretrained.minilm_vocab_file()
-  root = tmp_path_factory.mktemp("every_export")
-  keras.utils.set_random_seed(3)
-  models = {"encoder": BertEncoder(config), "classifier": BertClassifier(config, 2),
-            "tagger": BertTokenClassifier(config, ("O", "B-x", "I-x"))}
-  for model in models.values():
-    model.build()
-  models["squad"] = helpers.random_span_labeler(config, seed=11)
-  dirs = {"encoder": export.export_encoder_saved_model(
-              models["encoder"], str(root / "encoder"), vocab_file=vocab, seq_length=TEXT_SEQ),
-          "classifier": classifier_export.export_classifier_saved_model(
-              models["classifier"], str(root / "classifier"), vocab, True, TEXT_SEQ,
-              ("no", "yes"), True),
-          "tagger": tagging_export.export_tagger_saved_model(
-              models["tagger"], str(root / "tagger"), vocab, True, TEXT_SEQ),
-          "squad": squad_export.export_squad_saved_model(
-              models["squad"], str(root / "squad"), vocab, True, SQUAD_SEQ, SQUAD_QUERY,
-              SQUAD_ANSWER)}
-  return types.SimpleNamespace(config=config, models=models, dirs=dirs, root=root)
+def every_export(tmp_path_factory, tiny_encoder_export, tiny_pair_classifier_export,
+                 tiny_tagger_export, tiny_span_labeler_export):
+  """The shared exports of every kind (read only), and a folder of this module's own."""
+  shared = {"encoder": tiny_encoder_export, "classifier": tiny_pair_classifier_export,
+            "tagger": tiny_tagger_export, "squad": tiny_span_labeler_export}
+  models = {kind: e.model for kind, e in shared.items()}
+  models["encoder"] = models["encoder"].encoder  # The pretrainer's encoder is what is served.
+  return types.SimpleNamespace(config=helpers.odd_config(vocab_size=tiny_exports.VOCAB_SIZE),
+                               models=models,
+                               dirs={kind: e.export_dir for kind, e in shared.items()},
+                               root=tmp_path_factory.mktemp("every_export"))
 
 
-@pytest.mark.slow  # ~15 s: a fresh process serves four ids/ (+ the ~40 s `every_export`).
+@pytest.mark.slow  # ~15 s: a fresh process serves four ids/ (+ the shared exports).
 def test_every_export_serves_ids_with_core_ops_only_where_tensorflow_text_is_absent(
     every_export):
   """Every export kind holds `ids/`: a SavedModel whose graph has only ops a bare
   TensorFlow knows, served in a process without tensorflow_text, with the Keras outputs."""
   models, dirs = every_export.models, list(every_export.dirs.values())
-  assert (every_export.root / "tagger" / "ids" / "labels.txt").read_text() == "O\nB-x\nI-x\n"
+  tagger = every_export.dirs["tagger"]
+  assert (pathlib.Path(tagger) / "ids" / "labels.txt").read_text() == "O\nB-x\nI-x\n"
   work = every_export.root / "work"
   work.mkdir()
   features = _features(every_export.config)
@@ -342,7 +323,7 @@ def test_every_export_serves_ids_with_core_ops_only_where_tensorflow_text_is_abs
       assert helpers.max_abs_diff(outputs[f"{index}/{name}"], want[name]) < 1e-5, (kind, name)
 
 
-@pytest.mark.slow  # ~1 s, but shares the ~40 s `every_export` fixture.
+@pytest.mark.slow  # ~1 s, but shares the exports of `every_export`.
 def test_every_export_holds_its_weights_as_graph_constants(every_export):
   """`FrozenOutputs`: no function of any signature reads a variable (so what is computed
   from weights alone is folded once, not recomputed per request), and `variables/` holds
@@ -361,7 +342,7 @@ def test_every_export_holds_its_weights_as_graph_constants(every_export):
       assert [name for name, _ in stored] == ["_CHECKPOINTABLE_OBJECT_GRAPH"], (saved, stored)
 
 
-@pytest.mark.slow  # < 1 s, but shares the ~40 s `every_export` fixture.
+@pytest.mark.slow  # < 1 s, but shares the exports of `every_export`.
 def test_raw_text_exports_need_only_core_ops_and_the_wordpiece_op(every_export):
   """What TF Serving needs: each export's graph (every node of every function, so every
   signature) holds core TensorFlow ops and `export.TEXT_OPS` only, and `ids/` core ops
@@ -371,7 +352,7 @@ def test_raw_text_exports_need_only_core_ops_and_the_wordpiece_op(every_export):
   assert export.TEXT_OPS and not export.TEXT_OPS & core
   for kind, export_dir in every_export.dirs.items():
     proto = saved_model_pb2.SavedModel()
-    proto.ParseFromString((every_export.root / kind / "saved_model.pb").read_bytes())
+    proto.ParseFromString((pathlib.Path(export_dir) / "saved_model.pb").read_bytes())
     signatures = {n for n in proto.meta_graphs[0].signature_def if not n.startswith("__")}
     assert signatures == {*export.ID_SIGNATURES, EXPORT_KINDS[kind]}, kind  # Not init ops.
     ops, id_ops = export.graph_ops(export_dir), export.graph_ops(f"{export_dir}/ids")

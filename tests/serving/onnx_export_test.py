@@ -10,12 +10,9 @@ import onnx
 import pytest
 
 from tests import helpers, tool_process
-from tfbert import BertClassifier, BertEncoder, BertSpanLabeler, BertTokenClassifier
+from tfbert import BertEncoder
 from tfbert.checkpoints import pretrained
-from tfbert.classifier import classifier_export
 from tfbert.serving import export, onnx_export
-from tfbert.squad import squad_export
-from tfbert.tagging import tagging_export
 
 # ONNX Runtime's float32 kernels against TensorFlow's (eager Keras): the same math in another
 # summation order; measured 1.2e-6 here and 2.1e-6 on MiniLM-L6-H384 (module docstring).
@@ -24,32 +21,21 @@ SEQ = 13
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory):
-  """{kind: (model, export_dir, Keras output names -> served name)} of four small exports."""
+def exports(tmp_path_factory, tiny_encoder_export, tiny_span_labeler_export,
+            tiny_pair_classifier_export, tiny_tagger_export):
+  """{kind: Keras model}, {kind: .onnx file}, {kind: export_dir}: four small exports (shared,
+  read only: tests/tiny_exports.py), each converted here."""
   tmp = tmp_path_factory.mktemp("onnx")
-  config = helpers.odd_config(vocab_size=30522)
-  vocab = pretrained.minilm_vocab_file()
-  keras.utils.set_random_seed(5)
-  models = {"encoder": BertEncoder(config), "squad": BertSpanLabeler(config),
-            "classifier": BertClassifier(config, 3),
-            "tagger": BertTokenClassifier(config, ("O", "B-x", "I-x"))}
-  for model in models.values():
-    model.build()
-  dirs = {
-      "encoder": export.export_encoder_saved_model(models["encoder"], str(tmp / "encoder")),
-      "squad": squad_export.export_squad_saved_model(
-          models["squad"], str(tmp / "squad"), vocab, True, max_seq_length=SEQ,
-          max_query_length=4),
-      "classifier": classifier_export.export_classifier_saved_model(
-          models["classifier"], str(tmp / "classifier"), vocab, True, SEQ, ("a", "b", "c"),
-          True),
-      "tagger": tagging_export.export_tagger_saved_model(
-          models["tagger"], str(tmp / "tagger"), vocab, True, SEQ)}
+  shared = {"encoder": tiny_encoder_export, "squad": tiny_span_labeler_export,
+            "classifier": tiny_pair_classifier_export, "tagger": tiny_tagger_export}
+  models = {kind: e.model for kind, e in shared.items()}
+  models["encoder"] = models["encoder"].encoder  # The pretrainer's encoder is what is served.
+  dirs = {kind: e.export_dir for kind, e in shared.items()}
   files = {kind: onnx_export.export_onnx(d, str(tmp / f"{kind}.onnx")) for kind, d in dirs.items()}
   return models, files, dirs
 
 
-@pytest.mark.slow  # ~40 s: four exports and four conversions.
+@pytest.mark.slow  # ~20 s: four conversions (and the shared exports).
 def test_onnx_runtime_gives_the_keras_outputs_at_any_batch_and_length(exports):
   models, files, _ = exports
   names = {"encoder": ("pooled_output", "sequence_output"),
@@ -81,11 +67,12 @@ def test_onnx_runtime_gives_the_keras_outputs_at_any_batch_and_length(exports):
 
 @pytest.mark.slow  # Shares the ~40 s fixture above.
 def test_text_signatures_and_missing_models_are_refused_by_name(exports, tmp_path):
-  _, files, _ = exports
-  export_dir = files["encoder"][: -len(".onnx")]
-  with pytest.raises(ValueError, match="no signature 'encode_text'"):  # Exported without vocab.
-    onnx_export.export_onnx(export_dir, str(tmp_path / "x.onnx"), signature="encode_text")
-  squad_dir = files["squad"][: -len(".onnx")]
+  _, _, dirs = exports
+  # An export's ids/ is a SavedModel without the tokenizer: it has no text signature.
+  ids_dir = os.path.join(dirs["encoder"], export.ID_DIR)
+  with pytest.raises(ValueError, match="no signature 'encode_text'"):
+    onnx_export.export_onnx(ids_dir, str(tmp_path / "x.onnx"), signature="encode_text")
+  squad_dir = dirs["squad"]
   with pytest.raises(ValueError, match="takes text .*question.*ONNX has no WordPiece ops"):
     onnx_export.export_onnx(squad_dir + "/", str(tmp_path / "x.onnx"),
                             signature="answer_question")

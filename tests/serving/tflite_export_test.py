@@ -179,6 +179,24 @@ def test_export_refuses_bad_arguments_before_writing(tmp_path, classifier, path,
   assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("sidecar, content", [
+    ("bert_config.json", '{"vocab_size": 5}'), ("labels.txt", "x\ny\nz\n"),
+    ("vocab.txt", "[PAD]\n")])
+def test_a_directory_holding_another_models_sidecars_is_refused_before_converting(
+    tmp_path, classifier, sidecar, content):
+  """They were replaced without a word (or a stale labels.txt left beside the new file)."""
+  (tmp_path / sidecar).write_text(content)
+  vocab = tmp_path / "mine" / "vocab.txt"
+  vocab.parent.mkdir()
+  vocab.write_text("[PAD]\n[UNK]\n")
+  with pytest.raises(ValueError, match=rf"holds another model's {sidecar} \(one exported "
+                                       "model per directory"):
+    tflite_export.export_tflite(classifier, str(tmp_path / "m.tflite"), seq_length=7,
+                                vocab_file=str(vocab))
+  assert sorted(os.listdir(tmp_path)) == sorted(["mine", sidecar])
+  assert (tmp_path / sidecar).read_text() == content
+
+
 def test_a_mixed_precision_model_is_exported_as_its_float32_copy(config, classifier, features):
   mixed = BertClassifier(config, len(LABELS), dtype="mixed_bfloat16")
   mixed.build()
@@ -243,6 +261,13 @@ def test_tool_exports_a_run_and_scores_its_dev_set(tmp_path, monkeypatch):
       "export_tflite: error: task 'mnli' (contradiction, entailment, neutral) is not the "
       "model's (2 unnamed classes): score a classifier on its own task's dev files "
       "(--task_name)"]
+  assert not other.parent.exists()
+  # A dev file of another layout: refused before the export too (it was refused after
+  # writing the .tflite file, the tool failing with its output in place).
+  (tmp_path / "tagged.conll").write_text("Alan B-PER\n")
+  refused = tool_process.run_tool("export_tflite", f"--model={run / 'best' / 'model.keras'}",
+                                  f"--output={other}", f"--eval_file={tmp_path / 'tagged.conll'}")
+  assert refused.returncode == 1 and "tagged.conll:1: header" in refused.stderr
   assert not other.parent.exists()
 
 

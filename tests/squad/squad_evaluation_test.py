@@ -110,6 +110,16 @@ def test_v2_needs_a_prediction_for_every_question(tmp_path):
     squad_evaluation.evaluate_files(dataset, [path])
 
 
+def test_a_question_answered_twice_in_one_predictions_file_is_refused(tmp_path):
+  """JSON readers keep the last of two equal keys: it was scored on one answer silently."""
+  dataset = _write(tmp_path, "v2.json", V2_DATASET)
+  text = json.dumps(V2_PREDICTIONS)
+  twice = tmp_path / "twice.json"
+  twice.write_text(text[:-1] + ', "d": "another answer"}', "utf-8")
+  with pytest.raises(ValueError, match=re.escape(f"{twice}: key 'd' appears twice")):
+    squad_evaluation.evaluate_files(dataset, [str(twice)])
+
+
 def test_bad_predictions_files_are_named(tmp_path, shared_data):
   fixture = os.path.join(shared_data, "allennlp_squad_fixture.json")
   missing = str(tmp_path / "missing.json")

@@ -1,9 +1,10 @@
 """Tests for tfbert.squad.squad_export: a SQuAD SavedModel that a fresh process serves exactly.
 
-One span labeler (odd sizes, the real 30,522-entry uncased vocab) is exported and served
-with both signatures by ONE fresh Python process that imports only `tensorflow` and
-`tensorflow_text`. Its `answer_question` signature must give the answers of the Python
-pipeline (squad_features' first window, then squad_postprocess with an exhaustive n-best).
+One span labeler (odd sizes, the real 30,522-entry uncased vocab; its export is shared:
+tests/tiny_exports.py) is served with both signatures by ONE fresh Python process that
+imports only `tensorflow` and `tensorflow_text`. Its `answer_question` signature must give
+the answers of the Python pipeline (squad_features' first window, then squad_postprocess
+with an exhaustive n-best).
 A v2.0 export must answer "" exactly where that pipeline's v2.0 rule does, at two thresholds
 that decide differently, in the process that built it and in a fresh one.
 
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import helpers
+from tests import helpers, tiny_exports
 from tfbert import BertEncoder, BertSpanLabeler
 from tfbert.checkpoints import pretrained
 from tfbert.serving import export
@@ -31,7 +32,9 @@ TOL = 1e-5  # See the module docstring.
 # Thresholds are put >= 1e-3 from every null-score difference: the export's logits differ
 # from Keras' by ~1e-6 (TOL), so no decision can flip between the two on rounding.
 V2_MARGIN = 1e-3
-SQUAD_SEQ, SQUAD_QUERY, SQUAD_ANSWER = 23, 5, 4
+# The shared export's (tests/tiny_exports.py); the v2.0 exports below use the same.
+SQUAD_SEQ, SQUAD_QUERY, SQUAD_ANSWER = (tiny_exports.SQUAD_SEQ, tiny_exports.SQUAD_QUERY,
+                                        tiny_exports.SQUAD_ANSWER)
 QUESTIONS = ["Where was Zoë born?", "", "a question longer than five word pieces surely",
              "Who?", "What is BERT?"]
 CONTEXTS = ["Zoë was born in Zürich (1895) and ate at a café naïvely.", "Short context.",
@@ -84,14 +87,12 @@ def _python_answers(model, tokenizer, **postprocess):
 
 
 @pytest.fixture(scope="module")
-def squad_served(tmp_path_factory):
-  """Exports a span labeler and serves both signatures in one fresh process."""
-  config = helpers.odd_config(vocab_size=30522, max_position_embeddings=29)
-  model = helpers.random_span_labeler(config, seed=11)
+def squad_served(tmp_path_factory, tiny_span_labeler_export):
+  """Serves both signatures of a span labeler's export (shared, read only:
+  tests/tiny_exports.py) in one fresh process."""
+  model, config = tiny_span_labeler_export.model, tiny_span_labeler_export.config
+  export_dir = tiny_span_labeler_export.export_dir
   root = tmp_path_factory.mktemp("squad_export")
-  export_dir = squad_export.export_squad_saved_model(
-      model, str(root / "squad"), pretrained.minilm_vocab_file(), True,
-      max_seq_length=SQUAD_SEQ, max_query_length=SQUAD_QUERY, max_answer_length=SQUAD_ANSWER)
   features = helpers.random_features(config, seq=SQUAD_SEQ)
   features = {n: features[n] for n in export.FEATURE_NAMES}
   work = root / "work"

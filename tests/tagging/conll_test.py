@@ -41,6 +41,15 @@ def test_invisible_characters_stay_in_their_word(tmp_path):
   assert sentence.words == ("watched\u200bwas", "Dubbz\ufeff", "\ufe0f")
 
 
+def test_unicode_spaces_stay_in_their_word(tmp_path):
+  """Columns are split at ASCII spaces and tabs: str.split() also split at a no-break space,
+  so "New<NBSP>York B-LOC" was the word "New" (and "York" was dropped) without a word."""
+  path = _write(tmp_path, "New\u00a0York B-LOC\nis\u3000here O\n")
+  (sentence,) = conll.read_conll(path)
+  assert sentence.words == ("New\u00a0York", "is\u3000here")
+  assert sentence.tags == ("B-LOC", "O")
+
+
 def test_columns_by_flag_and_words_only(tmp_path):
   path = _write(tmp_path, "1 EU NNP B-ORG x\n2 rejects VBZ O x\n")
   (sentence,) = conll.read_conll(path, token_column=1, tag_column=-2)

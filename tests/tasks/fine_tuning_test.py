@@ -6,6 +6,7 @@ it), compiled with the `tfbert.training.optimization` stack, and trained by `fit
 """
 
 import dataclasses
+import math
 import os
 
 import keras
@@ -286,3 +287,29 @@ def test_eval_loss_is_the_training_loss_averaged_over_every_example():
                               {"start_logits": starts.astype(np.int32),
                                "end_logits": ends.astype(np.int32)})
   assert got == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("epochs", [math.inf, math.nan, 0.0])
+def test_a_number_of_epochs_that_gives_no_step_count_is_refused(epochs, tmp_path):
+  """inf epochs used to pass the check and crash computing the step count (OverflowError)."""
+  with pytest.raises(ValueError, match=r"num_train_epochs \((inf|nan|0.0)\) must be a finite "
+                                       r"number > 0"):
+    fine_tuning.FineTuningConfig(output_dir=str(tmp_path), num_train_epochs=epochs)
+
+
+def test_an_empty_output_dir_is_refused_naming_the_setting():
+  """It used to fail after reading the data with "[Errno 2] No such file or directory: ''"."""
+  with pytest.raises(ValueError, match="output_dir is empty"):
+    fine_tuning.FineTuningConfig(output_dir="")
+
+
+def test_a_new_output_directorys_parent_says_nothing_of_the_casing(tmp_path):
+  """Its parent's files were read as the new run's records: a cased tokenizer_config.json
+  there refused an uncased run (or, beside a vocabulary without cased letters, decided it)."""
+  (tmp_path / "tokenizer_config.json").write_text('{"do_lower_case": false}')
+  vocab = tmp_path / "vocab_files" / "vocab.txt"
+  vocab.parent.mkdir()
+  vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n\u4e00\n")  # No cased letters.
+  config = fine_tuning.FineTuningConfig(output_dir=str(tmp_path / "new_run"),
+                                        vocab_file=str(vocab))
+  assert fine_tuning.resolve_casing(config).do_lower_case is True  # The default, not false.

@@ -189,3 +189,43 @@ def test_a_task_run_checks_before_it_claims(files, tmp_path):
     runner.run_task(TiltTask(), _config(files, tmp_path / "run", max_seq_length=14))
   assert not run_directory.has_trained(str(tmp_path / "run"))
   assert not os.path.exists(tmp_path / "run")
+
+
+def test_a_resume_on_a_changed_train_file_is_refused_before_any_write(files, tmp_path):
+  """The run records its train file's identity (`data.json`); a rerun after the file
+  changed is refused at the claim, naming the file, and rewrites nothing."""
+  train = tmp_path / "train.tsv"
+  train.write_text(open(files["train"], encoding="utf-8").read())
+  config = _config(files, tmp_path / "run", train_file=str(train), do_eval=False,
+                   eval_every_steps=0, distribution_strategy="one_device", num_cpu_devices=1)
+  model = TiltTask().build_model(config, CONFIG, None)
+  model.build()
+  fine_tuning.claim_run_directory(model, config, files["vocab"],
+                                  train_files=TiltTask().train_files(config, None)).release()
+  before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
+  assert "data.json" in before
+  train.write_text(train.read_text() + "up up\t2.000000\n")
+  with pytest.raises(run_directory.RunDirectoryError,
+                     match=rf"other data: {train}: \d+ -> \d+ bytes"):
+    runner.run_task(TiltTask(), config)
+  assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()
+          if p.is_file()} == before
+
+
+class PairTiltTask(TiltTask):
+  """The toy task as if its inputs were text pairs (segment ids 0 and 1)."""
+
+  def segments(self, config):
+    return 2
+
+
+def test_a_pair_task_on_a_model_of_one_token_type_is_refused_before_the_claim(files, tmp_path):
+  """It failed at the first step with a gather error ("indices[0,5] = 1 is not in [0, 1)")."""
+  one_type = tmp_path / "bert_config.json"
+  dataclasses.replace(CONFIG, type_vocab_size=1).to_json_file(str(one_type))
+  with pytest.raises(ValueError, match=r"text pairs \(segment ids 0..1\) but the model's "
+                                       r"type_vocab_size is 1"):
+    runner.run_task(PairTiltTask(), _config(files, tmp_path / "run", bert_config_file=str(
+        one_type), do_eval=False, eval_every_steps=0, distribution_strategy="one_device",
+        num_cpu_devices=1))
+  assert not os.path.exists(tmp_path / "run")

@@ -257,7 +257,9 @@ def test_vocab_errors_name_the_file(tmp_path):
   cases = {"empty.txt": ("", "empty"),
            "no_mask.txt": ("[PAD]\n[UNK]\n[CLS]\n[SEP]\nx\n", r"\[MASK\]"),
            "blank.txt": ("[PAD]\n\n[UNK]\n", "Blank line 2"),
-           "twice.txt": ("[PAD]\nx\nx\n", "lines 2 and 3")}
+           "twice.txt": ("[PAD]\nx\nx\n", "lines 2 and 3"),
+           # Was "lacks special tokens ['[PAD]']": the mark was read as part of the token.
+           "bom.txt": ("\ufeff[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", "byte-order mark")}
   for name, (content, message) in cases.items():
     path = tmp_path / name
     path.write_text(content, "utf-8")

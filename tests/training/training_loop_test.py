@@ -80,23 +80,41 @@ def _metrics(run_dir):
             for line in f]
 
 
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+  """The uninterrupted one-device run of the default `_config` (7 steps): (its output
+  directory, its final weights). The reference of several tests; they only read it."""
+  folder = tmp_path_factory.mktemp("straight")
+  model, result = _train(_config(folder, "straight"), _initial())
+  assert result["steps"] == 7 and result["finished"]
+  return folder / "straight", model.get_weights()
+
+
+def _straight_run(tmp_path, straight, replicas):
+  """(output directory, weights) of the uninterrupted run on `replicas` replicas."""
+  if replicas == 1:
+    return straight
+  model, result = _train(_config(tmp_path, "straight"), _initial(), replicas)
+  assert result["steps"] == 7 and result["finished"]
+  return tmp_path / "straight", model.get_weights()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("replicas", [1, 2])
-def test_a_stopped_run_resumes_exactly_as_the_uninterrupted_one(tmp_path, replicas):
+def test_a_stopped_run_resumes_exactly_as_the_uninterrupted_one(tmp_path, replicas, straight):
   """Stopped at 5 (checkpoints at 3 and 5; the log window 5-6 cut in two), then resumed to 7:
   weights and every log line equal the straight run's, bit for bit (deterministic float32:
   the same ops on the same data and masks)."""
   initial = _initial()
-  straight, result = _train(_config(tmp_path, "straight"), initial, replicas)
-  assert result["steps"] == 7 and result["finished"]
+  straight_dir, straight_weights = _straight_run(tmp_path, straight, replicas)
   _, stopped = _train(_config(tmp_path, "split", stop_at_step=5), initial, replicas)
   assert stopped["steps"] == 5 and not stopped["finished"]
   resumed, result = _train(_config(tmp_path, "split"), initial, replicas)
   assert result["steps"] == 7
-  for a, b in zip(straight.get_weights(), resumed.get_weights()):
+  for a, b in zip(straight_weights, resumed.get_weights()):
     np.testing.assert_array_equal(a, b)
-  assert _metrics(tmp_path / "split") == _metrics(tmp_path / "straight")
-  assert [r["step"] for r in _metrics(tmp_path / "straight")] == [2, 4, 6, 7]
+  assert _metrics(tmp_path / "split") == _metrics(straight_dir)
+  assert [r["step"] for r in _metrics(straight_dir)] == [2, 4, 6, 7]
 
 
 @pytest.mark.slow
@@ -115,12 +133,11 @@ def test_a_finished_run_rerun_reports_its_last_logged_loss(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("part", ["index", "data-00000-of-00001"])
 def test_a_cut_newest_checkpoint_is_named_and_the_run_resumes_from_the_previous(
-    tmp_path, part, caplog):
+    tmp_path, part, caplog, straight):
   """The newest checkpoint cut in half (a full disk, an interrupted copy): the rerun names
   it in one warning line, resumes from the one before and ends bit for bit as the straight
   run (deterministic float32)."""
   initial = _initial()
-  straight, _ = _train(_config(tmp_path, "straight"), initial)
   _, stopped = _train(_config(tmp_path, "cut", stop_at_step=5), initial)  # ckpt-3, ckpt-5.
   path = tmp_path / "cut" / "checkpoints" / f"ckpt-5.{part}"
   data = path.read_bytes()
@@ -133,7 +150,7 @@ def test_a_cut_newest_checkpoint_is_named_and_the_run_resumes_from_the_previous(
   assert warnings[0].endswith(f"resuming from the previous checkpoint, "
                               f"{tmp_path / 'cut' / 'checkpoints' / 'ckpt-3'}")
   assert result["steps"] == 7
-  for a, b in zip(straight.get_weights(), resumed.get_weights()):
+  for a, b in zip(straight[1], resumed.get_weights()):
     np.testing.assert_array_equal(a, b)
 
 
@@ -274,14 +291,12 @@ def test_sharded_prediction_scores_every_example_once_in_order(replicas, batch_s
 
 
 @pytest.mark.slow
-def test_xla_compiled_steps_train_as_graph_steps(tmp_path):
+def test_xla_compiled_steps_train_as_graph_steps(tmp_path, straight):
   """`jit_compile` (one device): the same masks and data; XLA fuses float ops differently
   (~1e-7 relative, lifted by Adam to ~1e-6), while another step or mask moves ~1e-2."""
-  initial = _initial()
-  graph, _ = _train(_config(tmp_path, "graph"), initial)
-  xla, _ = _train(_config(tmp_path, "xla", jit_compile=True), initial)
+  xla, _ = _train(_config(tmp_path, "xla", jit_compile=True), _initial())
   deviation = max(float(np.abs(a - b).max())
-                  for a, b in zip(graph.get_weights(), xla.get_weights()))
+                  for a, b in zip(straight[1], xla.get_weights()))
   assert deviation < 1e-5, deviation
 
 

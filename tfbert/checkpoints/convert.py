@@ -6,7 +6,8 @@ Formats:
   * `hf`: a Hugging Face directory with `config.json` and `model.safetensors`.
   * `tfbert`: a Keras `.keras` file of a tfbert model (config included).
 
-The model class is chosen from the heads present in the source: MLM/NSP -> `BertPretrainer`,
+The model class is chosen from the heads present in the source: MLM/NSP -> `BertPretrainer`
+(MLM without NSP, e.g. a `BertForMaskedLM`: the MLM-only pretrainer, `objective="mlm"`),
 `cls/squad` -> `BertSpanLabeler`, a root `output_weights` -> `BertClassifier` (or
 `BertTokenClassifier` when a Hugging Face `config.json` says `BertForTokenClassification`;
 its `id2label` gives the class names or tags), otherwise `BertEncoder`. A tagger has no Google
@@ -43,7 +44,7 @@ from tfbert.checkpoints import google_checkpoint, google_names, huggingface
 from tfbert.config import BertConfig
 from tfbert.encoder import BertEncoder
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
-from tfbert.runtime import atomic, files, paths
+from tfbert.runtime import atomic, files, paths, run_directory
 from tfbert.text import casing
 
 FORMATS = ("google", "hf", "tfbert")
@@ -64,7 +65,8 @@ def model_for_weights(config: BertConfig, weights: Mapping[str, np.ndarray],
   names the classes or tags (a regression's single output has none).
   """
   if any(n.startswith(("cls/predictions/", "cls/seq_relationship/")) for n in weights):
-    return BertPretrainer(config)
+    nsp = any(n.startswith("cls/seq_relationship/") for n in weights)
+    return BertPretrainer(config, objective="mlm_nsp" if nsp else "mlm")
   if any(n.startswith("cls/squad/") for n in weights):
     return BertSpanLabeler(config)
   if "output_weights" in weights:
@@ -78,10 +80,11 @@ def model_for_weights(config: BertConfig, weights: Mapping[str, np.ndarray],
   return BertEncoder(config)
 
 
-# transformers builds `BertForQuestionAnswering` and `BertForTokenClassification` without
-# BERT's pooler (`add_pooling_layer=False`): their directories hold none, and tfbert's span
-# labeler and tagger read none of its output.
-POOLERLESS_ARCHITECTURES = frozenset({"BertForQuestionAnswering", "BertForTokenClassification"})
+# transformers builds `BertForQuestionAnswering`, `BertForTokenClassification` and
+# `BertForMaskedLM` without BERT's pooler (`add_pooling_layer=False`): their directories hold
+# none, and tfbert's span labeler, tagger and MLM-only pretrainer read none of its output.
+POOLERLESS_ARCHITECTURES = frozenset({"BertForQuestionAnswering", "BertForTokenClassification",
+                                      "BertForMaskedLM"})
 POOLER_SCOPE = "bert/pooler/"
 
 
@@ -92,8 +95,8 @@ def hf_architecture(model: keras.Model) -> Optional[str]:
 
 
 def uses_pooler(model: keras.Model) -> bool:
-  """Whether `model`'s outputs read the pooler (every tfbert model but the span labeler and
-  the tagger, by their transformers class)."""
+  """Whether `model`'s outputs read the pooler (every tfbert model but the span labeler, the
+  tagger and the MLM-only pretrainer, by their transformers class)."""
   return hf_architecture(model) not in POOLERLESS_ARCHITECTURES
 
 
@@ -109,11 +112,14 @@ def with_fresh_pooler(model: keras.Model, weights: Mapping[str, np.ndarray],
 
 
 def missing_heads(model: keras.Model, weights: Mapping[str, np.ndarray]) -> tuple[str, ...]:
-  """A pretraining checkpoint may lack one of its two heads (e.g. MLM-only exports)."""
+  """The heads of the `BertPretrainer` `model` that `weights` lack (a pretraining checkpoint
+  may lack one of its two heads, e.g. a `BertForMaskedLM`'s NSP head); an MLM-only
+  pretrainer has no NSP head to lack."""
   if not isinstance(model, BertPretrainer):
     return ()
   heads = {"mlm_head": "cls/predictions/", "nsp_head": "cls/seq_relationship/"}
-  return tuple(h for h, scope in heads.items() if not any(n.startswith(scope) for n in weights))
+  return tuple(h for h, scope in heads.items() if getattr(model, h) is not None
+               and not any(n.startswith(scope) for n in weights))
 
 
 def read_tfbert_model(path: str) -> keras.Model:
@@ -309,6 +315,9 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
                      "--vocab_file": vocab_file}, {"--output": output_path})
   paths.check_outputs({"--output": output_path},
                       {"hf": "directory", "google": "prefix"}.get(output_format, "file"))
+  run_directory.check_not_a_run(  # The vocabulary and tokenizer files go beside the output.
+      "--output", output_path,
+      output_path if output_format == "hf" else files.parent(output_path))
   model = read_model(input_format, input_path, config_file)  # Its errors name the input.
   vocab_file = vocab_file or source_vocab_file(input_format, input_path)
   if vocab_file is None and output_format in NEEDS_VOCAB:

@@ -114,7 +114,10 @@ def check_prefix(prefix: str, flag: str = "") -> None:
   index = prefix + ".index"
   if not tf.io.gfile.exists(index):
     hint = ""
-    if _PART_SUFFIX.search(prefix):
+    if prefix.endswith(".keras") and files.isfile(prefix):
+      hint = ("; it is a tfbert .keras model, not a Google checkpoint: give it as "
+              "--init_tfbert (convert_checkpoint: --input_format=tfbert)")
+    elif _PART_SUFFIX.search(prefix):
       hint = f"; give the prefix {_PART_SUFFIX.sub('', prefix)}, without the file's suffix"
     raise FileNotFoundError(f"{said}no checkpoint at {prefix!r} ({index} does not exist"
                             f"{hint})")

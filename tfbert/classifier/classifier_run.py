@@ -164,6 +164,14 @@ class ClassifierTask(Task):
     del inputs
     return (self.glue_task or config.task()).labels
 
+  def segments(self, config: ClassifierRunConfig) -> int:
+    return 2 if (self.glue_task or config.task()).is_pair else 1
+
+  def train_files(self, config: ClassifierRunConfig, inputs) -> list[str]:
+    """The train file `read_inputs` read (`--train_file`, or the task's in `--data_dir`)."""
+    del config
+    return [path for path, _ in inputs["train"]]
+
   def build_model(self, config: ClassifierRunConfig, bert_config, labels) -> BertClassifier:
     """C = the task's label count (1 for regression), its class names (`labels`, the hook
     above) kept in the model; the pooler must be in the source (unless `reinit_head`)."""
@@ -319,7 +327,8 @@ def predict_logits(model: BertClassifier, strategy: tf.distribute.Strategy,
   """float32 logits [N, C] of the examples, sharded over the replicas (`fine_tuning.predict`)."""
   features = classifier_features.examples_to_features(examples, tokenizer,
                                                       config.max_seq_length, task.is_pair)
-  return fine_tuning.predict(model, strategy, features, config.eval_batch_size)["logits"]
+  return fine_tuning.predict(model, strategy, features, config.eval_batch_size,
+                             config.length_bucket)["logits"]
 
 
 def decisions(logits: np.ndarray, task: glue_data.Task) -> np.ndarray:

@@ -37,6 +37,7 @@ How the files are read, and why:
 import csv
 import dataclasses
 import io
+import math
 import os
 from typing import IO, Optional, Sequence, Union
 
@@ -384,10 +385,13 @@ def _example(task: Task, layout: Layout, row: Sequence[str], width: int, split: 
   label = field("label", layout.label)
   if label is not None and task.is_regression:
     try:
-      label = float(label)
+      value = float(label)
     except ValueError:
+      value = math.nan
+    if not math.isfinite(value):  # "NaN", "inf": a loss of NaN at the first step.
       raise MalformedRow(f"{where}: column {layout.label} (label) is {label!r}, not a "
-                         "number") from None
+                         "finite number")
+    label = value
   elif label is not None and label not in task.labels:
     raise MalformedRow(f"{where}: column {layout.label} (label) is {label!r}, not one of "
                        f"{', '.join(task.labels)}")

@@ -100,8 +100,10 @@ def _rows(path: str, columns: Columns):
       unknown = [f"{name} ({key!r})" for name, key in fields.items()
                  if isinstance(key, str) and key not in header]
       if unknown:
+        separated = (" (one column: a comma-separated file? give a TSV, tab-separated, or "
+                     "JSONL)" if len(header) == 1 and "," in header[0] else "")
         raise ValueError(f"{path}:{number}: the header has no column {', '.join(unknown)}; "
-                         f"columns: {', '.join(header)}")
+                         f"columns: {', '.join(map(repr, header))}{separated}")
       continue
     if header and len(cells) != len(header):  # A tab inside a text shifts every column.
       raise ValueError(f"{path}:{number}: {len(cells)} columns, but the header has "

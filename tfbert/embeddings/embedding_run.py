@@ -158,6 +158,11 @@ def check_trainable(examples: Sequence[embedding_data.TextExample],
     ValueError: naming the train file, what was found and the flag to change.
   """
   path = config.train_file
+  if config.loss in BATCH_LOSSES and len({e.texts for e in examples}) == 1:
+    raise ValueError(f"{path}: one distinct example (line {examples[0].line}): the "
+                     f"{config.loss} loss compares a batch's examples with each other, and "
+                     "every batch would hold copies of it; give at least two, or use "
+                     "cosine_mse")
   if examples and all(len(set(e.texts)) == 1 for e in examples):
     raise ValueError(f"{path}: every example's texts are identical (e.g. line "
                      f"{examples[0].line}): they embed identically and nothing trains")

@@ -9,7 +9,8 @@ casing and labels were fixed when it was written; what it can do is its signatur
 * `classify_text`: `classify(texts or pairs)`, labels from the export's `labels.txt`;
 * `tag_text`: `tag(texts)`;
 * `answer_question`: `answer(questions, contexts)` in ONE window, as the signature answers:
-  {"answer", "score"} (+ "null_score" in v2.0), without character offsets.
+  {"answer", "score"} (+ "null_score" in v2.0), without character offsets;
+* `fill_mask`: `fill_mask(texts, top_k)` (a pretrainer's export).
 
 Loading needs `tensorflow_text` (the tokenizer's ops), which tfbert imports.
 """
@@ -26,7 +27,7 @@ from tfbert.runtime import files
 from tfbert.serving import export
 
 SIGNATURES = {"embed_text": "encode", "classify_text": "classify", "tag_text": "tag",
-              "answer_question": "answer"}
+              "answer_question": "answer", "fill_mask": "fill_mask"}
 
 
 class ExportedModel:
@@ -115,3 +116,8 @@ class ExportedModel:
           row["null_score"] = float(outputs["null_score"][i])
         rows.append(row)
     return rows[0] if one else rows
+
+  def fill_mask(self, texts, top_k: int = 5, batch_size: int = 32, verbose: Any = "auto"):
+    """The top-k tokens of each `[MASK]` through `fill_mask` (`raw_text.fill_masks`)."""
+    self._needs("fill_mask")
+    return raw_text.fill_masks(self._call, texts, top_k, batch_size, verbose)

@@ -9,7 +9,8 @@ What `path` may be (local, or any `tf.io.gfile` URL: `gs://`, `ram://`), tried i
 * a directory with `config.json` + `model.safetensors`: Hugging Face -> the class its
   `architectures` names, labels from `id2label`;
 * a directory with `bert_config.json` + one checkpoint, or a checkpoint prefix: Google TF1
-  -> the class of its heads.
+  -> the class of its heads; a `run_pretraining` run directory: its export's Google
+  checkpoint (`export/google/bert_model.ckpt`).
 
 The model comes back with its text settings attached (`tfbert.inference.text_settings`):
 the vocabulary beside it (or `vocab_file`), its casing from the records beside it and the
@@ -53,6 +54,10 @@ _TASK_CLASSES = {"classifier": BertClassifier, "regression": BertClassifier,
                  "sentence_encoder": BertSentenceEncoder}
 
 
+# Where a run_pretraining run directory holds its model (`pretraining_run`'s export).
+PRETRAINING_EXPORT = os.path.join("export", "google", "bert_model.ckpt")
+
+
 def locate(path: str) -> tuple[str, str]:
   """(kind, what to read) of `path`: kind "export", "tfbert", "sentence-transformers",
   "hf" or "google" (see the module docstring).
@@ -81,6 +86,8 @@ def locate(path: str) -> tuple[str, str]:
     return "sentence-transformers", path
   if has("config.json") and has("model.safetensors"):
     return "hf", path
+  if has("bert_config.json") and has(casing.RUN_CONFIG):  # A tool's run directory.
+    return "google", _run_model(path)
   if has("bert_config.json"):
     return "google", _google_prefix(path)
   problem = ""
@@ -91,6 +98,26 @@ def locate(path: str) -> tuple[str, str]:
   raise ValueError(f"{path}: not a model directory tfbert reads{problem}: found none of "
                    f"saved_model.pb, {RUN_MODEL}, {sentence_transformers.MODULES_FILE}, "
                    "config.json + model.safetensors, bert_config.json + a checkpoint")
+
+
+def _run_model(directory: str) -> str:
+  """The model of a tool's run directory without `model.keras`: a run_pretraining run's
+  export (its run_config.json names a `model_dir`; a fine-tuning run's an `output_dir`).
+
+  Raises:
+    ValueError: a run that has not finished (no export, no model.keras), naming what is
+      missing.
+  """
+  if "model_dir" in _read_json(os.path.join(directory, casing.RUN_CONFIG)):
+    exported = os.path.join(directory, PRETRAINING_EXPORT)
+    if files.isfile(exported + ".index"):
+      return exported
+    raise ValueError(f"{directory}: a run_pretraining run directory without its export "
+                     f"{exported} (the run has not finished, or exported to another "
+                     "--export_dir): load that export, or this directory once the run has "
+                     "finished")
+  raise ValueError(f"{directory}: a tfbert run directory without {RUN_MODEL}: training has "
+                   "not finished (or the run only evaluated)")
 
 
 def _google_prefix(directory: str) -> str:

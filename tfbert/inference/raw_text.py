@@ -1,12 +1,13 @@
 """Each task model's raw-text call, through the code of its export's raw-text signature.
 
 One implementation: a call builds (once per model) the task's export module
-(`EmbeddingExport`, `ClassifierExport`, `TaggerExport`, `SquadExport`) reading the model's
-live variables (`frozen=False`) and calls the very `tf.function` a SavedModel saves as its
-raw-text signature; the outputs become Python values through the converters below, which
-`tfbert.inference.exported` applies to a loaded SavedModel's signature outputs too. So a
-model answers in Python what its export answers (`tests/inference/raw_text_test.py` holds
-them equal), and a model trained further answers with its new weights.
+(`EmbeddingExport`, `ClassifierExport`, `TaggerExport`, `SquadExport`, `FillMaskExport`)
+reading the model's live variables (`frozen=False`) and calls the very `tf.function` a
+SavedModel saves as its raw-text signature; the outputs become Python values through the
+converters below, which `tfbert.inference.exported` applies to a loaded SavedModel's
+signature outputs too. So a model answers in Python what its export answers
+(`tests/inference/raw_text_test.py` holds them equal), and a model trained further answers
+with its new weights.
 
 * sentence encoder: `encode(texts)` -> float32 [N, H] (sentence-transformers' `encode`);
   `cosine_similarity(a, b)`.
@@ -31,6 +32,7 @@ batch (`verbose`). `features_of_texts` packs raw text into model features for Ke
 Shape legend: N texts, H hidden width, S sequence, C classes.
 """
 
+import re
 import sys
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
@@ -44,12 +46,13 @@ from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.encoder import BertEncoder
 from tfbert.inference import text_settings
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+from tfbert.pretraining import pretraining_export
 from tfbert.serving import export
 from tfbert.squad import squad_data, squad_export, squad_features, squad_postprocess
 from tfbert.tagging import tagging_export
 from tfbert.text import inputs, text_calls, tokenization
 
-MASK = "[MASK]"
+MASK = pretraining_export.MASK  # The literal mask token of `fill_mask`.
 Texts = Union[str, Sequence[str]]
 
 
@@ -374,7 +377,8 @@ def _span_logits_function(model: BertSpanLabeler) -> Callable:
 
 def fill_mask(model: BertPretrainer, texts: Texts, top_k: int = 5, batch_size: int = 32,
               verbose: Any = "auto") -> list:
-  """The MLM head's top-k tokens for every `[MASK]` of every text.
+  """The MLM head's top-k tokens for every `[MASK]` of every text, through the `fill_mask`
+  signature's code (`tfbert.pretraining.pretraining_export`).
 
   `[MASK]` is the literal mask token (as typed, whatever the casing): the text around it
   is tokenized and the mask id put between, so "Paris is the [MASK] of France." asks for
@@ -382,65 +386,62 @@ def fill_mask(model: BertPretrainer, texts: Texts, top_k: int = 5, batch_size: i
 
   Returns:
     Per text, per mask (in order), `top_k` dicts {"token" (id), "token_str", "score" (the
-    softmax probability)}, best first; one text: its list of masks.
+    softmax probability)}, best first; one text: its list of masks (`filled_masks`).
 
   Raises:
     ValueError: naming the text without a `[MASK]`, or whose mask lies beyond S - 2
-      wordpieces.
+      wordpieces; a `top_k` outside [1, V].
   """
   _check_model(model, BertPretrainer, "fill_mask")
+  settings = text_settings.settings_of(model)
+  call = text_settings.cached(model, "fill_mask", lambda: pretraining_export.FillMaskExport(
+      model, settings.vocab_file, settings.do_lower_case, settings.max_seq_length,
+      frozen=False)).fill_mask
+  return fill_masks(call, texts, top_k, batch_size, verbose)
+
+
+def fill_masks(call: Callable, texts: Texts, top_k: int, batch_size: int,
+               verbose: Any) -> list:
+  """`fill_mask` of the texts through `call`, a `fill_mask` signature (the model's, or a
+  loaded export's): batches of texts in, `filled_masks` out."""
   items, one = text_list(texts)
   if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
     raise ValueError(f"top_k must be an int >= 1, got {top_k!r}")
-  settings = text_settings.settings_of(model)
-  tokenizer = tokenizer_of(model)
-  vocab = text_settings.cached(model, "vocab", lambda: tokenization.load_vocab(
-      settings.vocab_file))
-  call = text_settings.cached(model, "fill_mask", lambda: _mlm_function(model))
-  budget = settings.max_seq_length - 2
+  for index, text in enumerate(items):
+    if MASK not in text:
+      raise ValueError(f"texts[{index}] has no {MASK}: {text[:80]!r}")
   results = []
   for s in batches(len(items), batch_size, verbose):
-    parts = [text.split(MASK) for text in items[s]]
-    for offset, (text, split) in enumerate(zip(items[s], parts)):
-      if len(split) < 2:
-        raise ValueError(f"texts[{s.start + offset}] has no {MASK}: {text[:80]!r}")
-    # Every text's pieces around its masks in one tokenizer call.
-    flat = tokenizer.tokenize(tf.constant([part for split in parts for part in split])).to_list()
-    rows, positions, taken = [], [], 0
-    for offset, split in enumerate(parts):
-      index = s.start + offset
-      pieces, taken = flat[taken:taken + len(split)], taken + len(split)
-      ids, where = [], []
-      for k, piece in enumerate(pieces):
-        if k:
-          where.append(len(ids) + 1)  # + 1: [CLS].
-          ids.append(tokenizer.mask_id)
-        ids.extend(piece)
-      if where[-1] > budget:
-        raise ValueError(f"texts[{index}]: its last {MASK} is wordpiece {where[-1]}, beyond "
-                         f"max_seq_length - 2 = {budget}")
-      rows.append(ids[:budget])
-      positions.append(where)
-    features = inputs.pack_inputs([tf.ragged.constant(rows, tf.int32)],
-                                  settings.max_seq_length, tokenizer.cls_id, tokenizer.sep_id)
-    width = max(len(p) for p in positions)
-    features["masked_lm_positions"] = tf.constant([p + [0] * (width - len(p))
-                                                   for p in positions], tf.int32)
-    probabilities = tf.nn.softmax(call(features), axis=-1).numpy()  # [B, P, V]
-    for row, where in enumerate(positions):
-      masks = []
-      for p in range(len(where)):
-        best = np.argsort(-probabilities[row, p], kind="stable")[:top_k]
-        masks.append([{"token": int(t), "token_str": vocab[t],
-                       "score": float(probabilities[row, p, t])} for t in best])
-      results.append(masks)
+    try:
+      outputs = call(text=tf.constant(items[s], tf.string), top_k=tf.constant(top_k, tf.int32))
+    except tf.errors.InvalidArgumentError as error:  # The signature's checks, named.
+      raise ValueError(_fill_mask_problem(error, s.start)) from None
+    results.extend(filled_masks({name: value.numpy() for name, value in outputs.items()}))
   return results[0] if one else results
 
 
-def _mlm_function(model: BertPretrainer) -> Callable:
-  """float32 MLM logits [B, P, V] at `masked_lm_positions` (inference, no dropout)."""
-  return tf.function(lambda features: tf.cast(
-      model(features, training=False, masked_positions_only=True)["mlm_logits"], tf.float32))
+def _fill_mask_problem(error: tf.errors.InvalidArgumentError, start: int) -> str:
+  """The `fill_mask` signature's check that failed, naming the text by its index in the
+  caller's texts (the batch starts at `start`)."""
+  found = re.search(r"fill_mask: (?:text\[(\d+)\] (has a \[MASK\] beyond [^\]]*? wordpieces|"
+                    r"has no \[MASK\])|(top_k is -?\d+, outside \[1, \d+\]))", error.message)
+  if found is None:
+    return error.message
+  if found.group(3):
+    return found.group(3)
+  return f"texts[{start + int(found.group(1))}] {found.group(2)}"
+
+
+def filled_masks(outputs: dict[str, Any]) -> list[list[list[dict[str, Any]]]]:
+  """`fill_mask`'s outputs as, per text, per mask, the top-k dicts {"token" (id),
+  "token_str", "score"}, best first."""
+  rows = []
+  for i, count in enumerate(np.asarray(outputs["num_masks"]).tolist()):
+    rows.append([[{"token": int(t), "token_str": w.decode("utf-8") if isinstance(w, bytes)
+                   else str(w), "score": float(p)}
+                  for t, w, p in zip(outputs["token_ids"][i, m], outputs["tokens"][i, m],
+                                     outputs["scores"][i, m])] for m in range(count)])
+  return rows
 
 
 # --- features for Keras ---------------------------------------------------------------------

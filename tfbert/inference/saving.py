@@ -28,8 +28,9 @@ from tfbert.classifier import classifier_export
 from tfbert.embeddings import embedding_export, sentence_transformers
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.inference import text_settings
-from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
-from tfbert.runtime import files
+from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+from tfbert.pretraining import pretraining_export
+from tfbert.runtime import files, run_directory
 from tfbert.serving import export
 from tfbert.squad import squad_export
 from tfbert.tagging import tagging_export
@@ -66,6 +67,8 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
     format = "keras"  # noqa: A001
   if format not in FORMATS:
     raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+  # A file format writes its vocabulary and tokenizer files beside the file (prefix).
+  run_directory.check_not_a_run("path", path, parent if format in ("keras", "google") else path)
   settings = text_settings.settings_of(model)
   vocab, lower, length = settings.vocab_file, settings.do_lower_case, settings.max_seq_length
   if format == "sentence-transformers":
@@ -106,6 +109,9 @@ def _export(model, path, settings, is_pair, export_dtype) -> None:
   elif isinstance(model, BertSentenceEncoder):
     embedding_export.export_sentence_encoder_saved_model(model, path, vocab, lower, length,
                                                          export_dtype)
+  elif isinstance(model, BertPretrainer):
+    pretraining_export.export_pretrainer_saved_model(model, path, vocab, lower, length,
+                                                     export_dtype)
   else:
     export.export_encoder_saved_model(model, path, vocab_file=vocab, do_lower_case=lower,
                                       seq_length=length, export_dtype=export_dtype)

@@ -11,7 +11,7 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
-from tfbert.layers import activations, fused
+from tfbert.layers import activations, fused, serving_ops
 from tfbert.layers.dropout import Dropout
 from tfbert.layers.layer_norm import LayerNorm
 
@@ -159,7 +159,7 @@ class MaskedLMHead(keras.layers.Layer):
     x = sequence_output
     if positions is not None:
       x = tf.gather(x, tf.cast(positions, tf.int32), batch_dims=1)  # [B, P, H]
-    x = self.layer_norm(self.transform(x))
+    x = self.layer_norm(self._transformed(x))
     table = tf.cast(embedding_table, self.compute_dtype)
     batch, num_positions = tf.shape(x)[0], tf.shape(x)[1]
     # A 2-D MatMul with transpose_b, whose gradients are plain MatMuls. The bias is added
@@ -172,6 +172,17 @@ class MaskedLMHead(keras.layers.Layer):
     logits = (tf.nn.bias_add(logits, bias) if logits.dtype == tf.float32
               else fused.widen_bias_add(logits, bias))  # [B*P, V] float32
     return tf.reshape(logits, [batch, num_positions, self.vocab_size])
+
+  def _transformed(self, x: tf.Tensor) -> tf.Tensor:
+    """The dense + `hidden_act` transform of x [B, P, H]; in a served graph
+    (`serving_ops.scope`) a GELU traces its plain-op form, no XLA call
+    (`serving_ops.bias_gelu`), as the encoder's layers do."""
+    if not (serving_ops.active() and self.hidden_act in ("gelu", "gelu_exact")):
+      return self.transform(x)
+    kernel = tf.cast(self.transform.kernel, self.compute_dtype)
+    flat = tf.matmul(tf.reshape(x, [-1, self.hidden_size]), kernel)  # [B*P, H]
+    y = serving_ops.bias_gelu(flat, self.transform.bias, self.hidden_act == "gelu_exact")
+    return tf.reshape(y, tf.shape(x))
 
   def get_config(self):
     return {**super().get_config(), "vocab_size": self.vocab_size,

@@ -2,7 +2,8 @@
 
 Loss = MLM loss + NSP loss (`run_pretraining.py`), where the MLM loss is the
 `masked_lm_weights`-weighted mean cross-entropy over masked tokens and the NSP loss is the
-mean over sequences.
+mean over sequences. With the objective "mlm" (`OBJECTIVES`: a model without a
+next-sentence head, RoBERTa's choice) the loss is the MLM term alone, normalized the same way.
 
 **Exact normalization.** Every anchor divides by the masked-token count of each micro-batch
 on each replica, so with data parallelism or accumulation the step is a mean of means and
@@ -31,6 +32,40 @@ Shape legend: B batch (per replica), P masked positions, V vocabulary.
 from typing import Mapping
 
 import tensorflow as tf
+
+# What a pretrainer learns (`BertPretrainer(objective=...)`, --objective): google-research/bert's
+# masked LM + next-sentence prediction, or the masked LM alone (no NSP head, no
+# `next_sentence_labels` needed). The first is the default: Google's data and checkpoints.
+OBJECTIVES = ("mlm_nsp", "mlm")
+MLM_SUMS = ("mlm_loss_sum", "mlm_weight", "mlm_correct")
+NSP_SUMS = ("nsp_loss_sum", "nsp_count", "nsp_correct")
+
+
+def check_objective(objective: str, what: str = "objective") -> str:
+  """`objective` if it is one of `OBJECTIVES`.
+
+  Raises:
+    ValueError: naming `what` (the field or flag) and the choices.
+  """
+  if objective not in OBJECTIVES:
+    raise ValueError(f"{what} must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+  return objective
+
+
+def uses_nsp(objective: str) -> bool:
+  """Whether `objective` trains the next-sentence head (and reads `next_sentence_labels`)."""
+  return check_objective(objective) == "mlm_nsp"
+
+
+def sum_names(objective: str) -> tuple[str, ...]:
+  """The summed statistics `pretraining_losses` returns for `objective` (besides `loss`)."""
+  return MLM_SUMS + (NSP_SUMS if uses_nsp(objective) else ())
+
+
+def metric_names(objective: str) -> tuple[str, ...]:
+  """The metrics of `objective`, all weighted means (`loss` is their losses' sum)."""
+  return ("mlm_loss", "mlm_accuracy") + (("nsp_loss", "nsp_accuracy") if uses_nsp(objective)
+                                         else ())
 
 
 def _replicas_per_worker() -> int:
@@ -140,14 +175,16 @@ def pretraining_losses(outputs: Mapping[str, tf.Tensor], features: Mapping[str, 
   """Per-replica loss terms and statistics.
 
   Args:
-    outputs: `BertPretrainer` outputs: float32 `mlm_logits` [B, P, V], `nsp_logits` [B, 2].
-    features: int `masked_lm_ids` [B, P], float `masked_lm_weights` [B, P] and int
-      `next_sentence_labels` [B] or [B, 1].
+    outputs: `BertPretrainer` outputs: float32 `mlm_logits` [B, P, V] and, for the objective
+      "mlm_nsp", `nsp_logits` [B, 2] (without them the loss is the MLM term alone).
+    features: int `masked_lm_ids` [B, P], float `masked_lm_weights` [B, P] and, with
+      `nsp_logits`, int `next_sentence_labels` [B] or [B, 1].
     mlm_normalizer, nsp_normalizer: N and E of the applied step (`window_normalizers`).
 
   Returns:
     dict with `loss` (this replica's share of the step loss, to differentiate),
-    `mlm_loss_sum`, `mlm_weight`, `mlm_correct`, `nsp_loss_sum`, `nsp_count`, `nsp_correct`.
+    `mlm_loss_sum`, `mlm_weight`, `mlm_correct` and, with `nsp_logits`, `nsp_loss_sum`,
+    `nsp_count`, `nsp_correct` (`sum_names`).
   """
   ids = tf.cast(features["masked_lm_ids"], tf.int32)
   weights = tf.cast(features["masked_lm_weights"], tf.float32)
@@ -158,6 +195,10 @@ def pretraining_losses(outputs: Mapping[str, tf.Tensor], features: Mapping[str, 
   mlm_ce = tf.reshape(mlm_ce, tf.shape(ids))  # [B, P]
   mlm_hit = tf.reshape(mlm_hit, tf.shape(ids))
   mlm_loss_sum = tf.reduce_sum(mlm_ce * weights)
+  mlm = {"mlm_loss_sum": mlm_loss_sum, "mlm_weight": tf.reduce_sum(weights),
+         "mlm_correct": tf.reduce_sum(mlm_hit * weights)}
+  if "nsp_logits" not in outputs:  # Objective "mlm".
+    return {"loss": mlm_loss_sum / mlm_normalizer, **mlm}
   labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
   nsp_logits = tf.cast(outputs["nsp_logits"], tf.float32)
   nsp_ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels, nsp_logits)  # [B]
@@ -165,9 +206,7 @@ def pretraining_losses(outputs: Mapping[str, tf.Tensor], features: Mapping[str, 
   nsp_hit = tf.cast(tf.equal(tf.argmax(nsp_logits, -1, output_type=tf.int32), labels),
                     tf.float32)
   return {
-      "loss": mlm_loss_sum / mlm_normalizer + nsp_loss_sum / nsp_normalizer,
-      "mlm_loss_sum": mlm_loss_sum, "mlm_weight": tf.reduce_sum(weights),
-      "mlm_correct": tf.reduce_sum(mlm_hit * weights),
+      "loss": mlm_loss_sum / mlm_normalizer + nsp_loss_sum / nsp_normalizer, **mlm,
       "nsp_loss_sum": nsp_loss_sum, "nsp_count": tf.cast(tf.size(labels), tf.float32),
       "nsp_correct": tf.reduce_sum(nsp_hit),
   }

@@ -377,16 +377,20 @@ def _check_summary(path: str, summary_path: str, summary: dict, settings: dict,
 
 
 def _check_record(path: str, index: int, data: bytes, settings: dict,
-                  vocab_size: int) -> None:
+                  vocab_size: int, next_sentence_labels: bool = True) -> None:
   """One record's features against the run's settings (shapes, kinds, id ranges)."""
   try:
     example = tf.train.Example.FromString(data)
   except message.DecodeError:
     raise DataFileError(f"{path}: record {index} is not a tf.train.Example") from None
   spec = input_pipeline.feature_spec(settings["max_seq_length"],
-                                     settings["max_predictions_per_seq"])
+                                     settings["max_predictions_per_seq"], next_sentence_labels)
   features = example.features.feature
   for name, wanted in spec.items():
+    if name == "next_sentence_labels" and name not in features:
+      raise DataFileError(f"{path}: record {index} has no feature {name!r}, which the "
+                          "objective mlm_nsp trains on: pass --objective=mlm to pretrain the "
+                          "masked LM alone")
     if name not in features:
       raise DataFileError(f"{path}: record {index} has no feature {name!r} (not "
                           f"google-research/bert pretraining data?)")
@@ -415,7 +419,8 @@ def _check_record(path: str, index: int, data: bytes, settings: dict,
 
 def check_pretraining_files(file_patterns: Union[str, Sequence[str]], max_seq_length: int,
                             max_predictions_per_seq: int, vocab_size: int, *,
-                            records_per_file: int = 4, verify_data: bool = False) -> DataCheck:
+                            records_per_file: int = 4, verify_data: bool = False,
+                            next_sentence_labels: bool = True) -> DataCheck:
   """Checks pretraining TFRecords against a run's settings before any step runs.
 
   Per file (expanded as `tfbert.pretraining.input_pipeline` expands them, temporaries and summaries
@@ -430,6 +435,8 @@ def check_pretraining_files(file_patterns: Union[str, Sequence[str]], max_seq_le
     vocab_size: the model's vocab size (bert_config.json).
     records_per_file: records parsed per file (the framing is walked for all of them).
     verify_data: also check every record's data CRC (a full read; see `scan_tfrecord`).
+    next_sentence_labels: the records must hold `next_sentence_labels` (the objective
+      "mlm_nsp"); False ("mlm"): it is not looked at.
 
   Returns:
     DataCheck (files, records per file, bytes, seconds); `.summary()` is a log line.
@@ -455,7 +462,7 @@ def check_pretraining_files(file_patterns: Union[str, Sequence[str]], max_seq_le
       raise DataFileError(f"{path}: holds {count} records but {summary_path} lists "
                           f"{listed}: the file was truncated or replaced")
     for index, data in enumerate(read_records(path, records_per_file)):
-      _check_record(path, index, data, settings, vocab_size)
+      _check_record(path, index, data, settings, vocab_size, next_sentence_labels)
     counts.append(count)
     num_bytes += _size(path)
   return DataCheck(paths, counts, num_bytes, time.monotonic() - started)

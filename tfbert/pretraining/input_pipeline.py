@@ -111,17 +111,22 @@ def shard_files(files: Union[str, Sequence[str]], num_workers: int,
   return expanded[worker_index::num_workers]
 
 
-def feature_spec(seq_length: int, max_predictions: int) -> dict:
-  """google-research/bert's `run_pretraining.py` features (int64 / float32)."""
+def feature_spec(seq_length: int, max_predictions: int,
+                 next_sentence_labels: bool = True) -> dict:
+  """google-research/bert's `run_pretraining.py` features (int64 / float32); without
+  `next_sentence_labels` (the objective "mlm") that feature is not read."""
   ints = lambda n: tf.io.FixedLenFeature([n], tf.int64)  # noqa: E731
-  return {"input_ids": ints(seq_length), "input_mask": ints(seq_length),
+  spec = {"input_ids": ints(seq_length), "input_mask": ints(seq_length),
           "segment_ids": ints(seq_length), "masked_lm_positions": ints(max_predictions),
           "masked_lm_ids": ints(max_predictions),
-          "masked_lm_weights": tf.io.FixedLenFeature([max_predictions], tf.float32),
-          "next_sentence_labels": ints(1)}
+          "masked_lm_weights": tf.io.FixedLenFeature([max_predictions], tf.float32)}
+  if next_sentence_labels:
+    spec["next_sentence_labels"] = ints(1)
+  return spec
 
 
-def _parse_window(serialized: tf.Tensor, seq_length: int, max_predictions: int) -> dict:
+def _parse_window(serialized: tf.Tensor, seq_length: int, max_predictions: int,
+                  next_sentence_labels: bool = True) -> dict:
   """Parses one window of W records and attaches the window totals to each example.
 
   Args:
@@ -131,9 +136,12 @@ def _parse_window(serialized: tf.Tensor, seq_length: int, max_predictions: int) 
     dict of int32 [W, S] / [W, P] / [W] (`next_sentence_labels`) features, float32
     `masked_lm_weights` [W, P], and float32 `window_mlm_weight`, `window_examples` [W].
   """
-  parsed = tf.io.parse_example(serialized, feature_spec(seq_length, max_predictions))
-  features = {name: tf.cast(parsed[name], tf.int32) for name in _INT_FEATURES}
-  features["next_sentence_labels"] = tf.reshape(features["next_sentence_labels"], [-1])
+  parsed = tf.io.parse_example(serialized, feature_spec(seq_length, max_predictions,
+                                                       next_sentence_labels))
+  features = {name: tf.cast(parsed[name], tf.int32) for name in _INT_FEATURES
+              if name in parsed}
+  if next_sentence_labels:
+    features["next_sentence_labels"] = tf.reshape(features["next_sentence_labels"], [-1])
   weights = parsed["masked_lm_weights"]                          # [W, P]
   window = tf.shape(weights)[0]
   features["masked_lm_weights"] = weights
@@ -169,7 +177,8 @@ def pretraining_dataset(file_patterns: Union[str, Sequence[str]], batch_size: in
                         worker_index: int = 0, shuffle: bool = True, seed: int = 0,
                         repeat: bool = True, gradient_accumulation_steps: int = 1,
                         deterministic: bool = False,
-                        shuffle_buffer_size: int = 1000) -> tf.data.Dataset:
+                        shuffle_buffer_size: int = 1000,
+                        next_sentence_labels: bool = True) -> tf.data.Dataset:
   """Micro-batches of this worker's shard of the pretraining records.
 
   Order: this worker's files (`shard_files`); with `shuffle`, file order shuffled with
@@ -196,11 +205,13 @@ def pretraining_dataset(file_patterns: Union[str, Sequence[str]], batch_size: in
       parallel reads may reorder nearby records (a restored iterator then still neither
       loses nor repeats an example).
     shuffle_buffer_size: records in the shuffle buffer.
+    next_sentence_labels: read `next_sentence_labels` (the objective "mlm_nsp"); False
+      (objective "mlm"): records without it are read too, and batches hold none.
 
   Returns:
     tf.data.Dataset of dicts: int32 `input_ids`, `input_mask`, `segment_ids` [B, S];
     int32 `masked_lm_positions`, `masked_lm_ids` [B, P]; float32 `masked_lm_weights`
-    [B, P]; int32 `next_sentence_labels` [B]; float32 `window_mlm_weight`,
+    [B, P]; int32 `next_sentence_labels` [B] (when read); float32 `window_mlm_weight`,
     `window_examples` [B] (see the module docstring).
   """
   if batch_size < 1 or gradient_accumulation_steps < 1:
@@ -212,7 +223,8 @@ def pretraining_dataset(file_patterns: Union[str, Sequence[str]], batch_size: in
                      shuffle_buffer_size=shuffle_buffer_size)
   dataset = dataset.batch(gradient_accumulation_steps * batch_size, drop_remainder=True).map(
       functools.partial(_parse_window, seq_length=seq_length,
-                        max_predictions=max_predictions),
+                        max_predictions=max_predictions,
+                        next_sentence_labels=next_sentence_labels),
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=ordered)
   dataset = dataset.unbatch().batch(batch_size, drop_remainder=True)
   options = tf.data.Options()

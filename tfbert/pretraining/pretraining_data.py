@@ -141,7 +141,9 @@ def _line_batches(path: str, stats: CorpusStats):
   try:
     with files.open_file(path, "rb") as f:  # Binary: lines end at b"\n" only, like GFile.
       batch = []
-      for raw in f:
+      for number, raw in enumerate(f):
+        if number == 0 and raw.startswith(files.UTF16_MARKS):  # Not line noise to drop.
+          raise ValueError(files.utf16_message(path))
         batch.append(_decode(raw, path, stats).strip())
         if len(batch) == _LINES_PER_BATCH:
           yield batch

@@ -7,9 +7,13 @@ training, under the same names, so TensorBoard draws the eval run over the train
 
   mlm_loss      masked-LM cross-entropy averaged over masked tokens (`masked_lm_weights`)
   mlm_accuracy  fraction of masked tokens predicted right, weighted the same way
+  mlm_perplexity  exp(mlm_loss): the masked-LM perplexity (held-out only)
   nsp_loss      next-sentence cross-entropy averaged over sequences
   nsp_accuracy  fraction of sequences whose next-sentence label is predicted right
   loss          mlm_loss + nsp_loss
+
+With the objective "mlm" (a model without NSP head) the `nsp_*` metrics are absent and
+`loss` is `mlm_loss`.
 
 (google-research/bert's `masked_lm_loss`, `masked_lm_accuracy`, `next_sentence_loss`,
 `next_sentence_accuracy`.) Each worker reads its own shard of the files
@@ -20,6 +24,7 @@ known before the first batch, from the record counts of the pre-run file check. 
 same evaluation sees the same examples at every step it runs, each once.
 """
 
+import math
 from typing import Mapping, Sequence
 
 import tensorflow as tf
@@ -28,8 +33,7 @@ from tfbert.losses import pretraining_loss
 from tfbert.pretraining import input_pipeline
 from tfbert.training import distribution
 
-SUMS = ("mlm_loss_sum", "mlm_weight", "mlm_correct", "nsp_loss_sum", "nsp_count",
-        "nsp_correct")
+SUMS = pretraining_loss.sum_names("mlm_nsp")  # The objective "mlm" sums the first three.
 
 
 def eval_steps(records: Mapping[str, int], num_workers: int, batch_size: int,
@@ -58,12 +62,15 @@ def eval_steps(records: Mapping[str, int], num_workers: int, batch_size: int,
 
 
 def metrics_from_sums(sums: Mapping[str, float]) -> dict[str, float]:
-  """The eval metrics (module docstring) from the summed counts of `SUMS`."""
+  """The eval metrics (module docstring) from the summed counts of `SUMS` (without the
+  `nsp_*` ones for the objective "mlm": then no `nsp_*` metrics)."""
   mlm_loss = sums["mlm_loss_sum"] / max(sums["mlm_weight"], 1e-12)
+  metrics = {"mlm_loss": mlm_loss, "mlm_perplexity": math.exp(min(mlm_loss, 700.0)),
+             "mlm_accuracy": sums["mlm_correct"] / max(sums["mlm_weight"], 1e-12)}
+  if "nsp_count" not in sums:
+    return {**metrics, "loss": mlm_loss}
   nsp_loss = sums["nsp_loss_sum"] / max(sums["nsp_count"], 1e-12)
-  return {"mlm_loss": mlm_loss,
-          "mlm_accuracy": sums["mlm_correct"] / max(sums["mlm_weight"], 1e-12),
-          "nsp_loss": nsp_loss,
+  return {**metrics, "nsp_loss": nsp_loss,
           "nsp_accuracy": sums["nsp_correct"] / max(sums["nsp_count"], 1e-12),
           "loss": mlm_loss + nsp_loss}
 
@@ -85,27 +92,28 @@ class Evaluator:
                batch_size: int, steps: int, seq_length: int, max_predictions: int,
                num_workers: int = 1, worker_index: int = 0):
     self.model, self.strategy, self.steps = model, strategy, steps
+    self.sums = pretraining_loss.sum_names(model.objective)
     local_replicas = strategy.num_replicas_in_sync // num_workers
     self.examples = steps * batch_size
     self.dataset = input_pipeline.pretraining_dataset(
         list(files), batch_size // strategy.num_replicas_in_sync, seq_length=seq_length,
         max_predictions=max_predictions, num_workers=num_workers, worker_index=worker_index,
         shuffle=False, repeat=False, gradient_accumulation_steps=local_replicas,
-        deterministic=True)
+        deterministic=True, next_sentence_labels=pretraining_loss.uses_nsp(model.objective))
     self._sums = tf.function(self._sums_fn)
 
   def _replica_sums(self, features):
     outputs = self.model(features, training=False, masked_positions_only=True)
     terms = pretraining_loss.pretraining_losses(outputs, features, 1.0, 1.0)
-    return {name: terms[name] for name in SUMS}
+    return {name: terms[name] for name in self.sums}
 
   def _sums_fn(self, count):
     batches = distribution.LocalBatches(self.strategy, self.dataset)  # From the start.
-    totals = {name: tf.constant(0.0) for name in SUMS}
+    totals = {name: tf.constant(0.0) for name in self.sums}
     for _ in tf.range(count):
       sums = self.strategy.run(self._replica_sums, args=(next(batches),))
       totals = {name: totals[name] + self.strategy.reduce("SUM", sums[name], axis=None)
-                for name in SUMS}
+                for name in self.sums}
     return totals
 
   def __call__(self) -> dict[str, float]:

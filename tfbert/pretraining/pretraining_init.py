@@ -9,11 +9,13 @@ Continued pretraining (domain adaptation) starts from the checkpoint a user alre
 * `init_tfbert`: a tfbert `.keras` model (e.g. `<run>/model.keras`).
 
 The encoder must come whole. A head the source lacks starts fresh and the log says so: a
-`BertForMaskedLM` has no next-sentence head and no pooler, a `BertModel` no MLM head.
+`BertForMaskedLM` has no next-sentence head and no pooler, a `BertModel` no MLM head. With
+the objective "mlm" the model has no next-sentence head to start (a source's is skipped).
 Without `bert_config_file` the model's config is the source's (`source_config`).
 """
 
 import dataclasses
+import json
 import os
 from typing import Optional
 
@@ -25,6 +27,7 @@ from tfbert.checkpoints import convert, google_checkpoint, huggingface
 from tfbert.config import SHAPE_FIELDS, BertConfig
 from tfbert.embeddings import sentence_transformers
 from tfbert.runtime import files
+from tfbert.text import casing, tokenization
 
 SOURCE_FLAGS = ("init_checkpoint", "init_hf_dir", "init_tfbert")
 
@@ -125,6 +128,75 @@ def check_config(config) -> None:
                      "to take the source's")
 
 
+def source_vocabulary(config) -> Optional[str]:
+  """The `vocab.txt` that comes with the run's source (beside it; a sentence-transformers
+  directory's transformer's or its own), or None."""
+  flag = given(config)
+  if flag is None:
+    return None
+  path = getattr(config, flag)
+  places = ([_hf_directory(path), path] if flag == "init_hf_dir"
+            else casing.checkpoint_directories(path))
+  for directory in places:
+    vocab = os.path.join(directory, casing.VOCAB)
+    if files.isfile(vocab):
+      return vocab
+  return None
+
+
+def _data_vocab_size(data: dict) -> Optional[int]:
+  """The vocabulary size the data's `create_pretraining_data` summaries record, or None."""
+  sizes = {json.loads(files.read_text(path)).get("vocab_size")
+           for path in data.get("summaries") or []} - {None}
+  return sizes.pop() if len(sizes) == 1 else None
+
+
+def check_vocabulary(config, data: dict) -> None:
+  """Continued pretraining: the data was made with the source's vocabulary and casing.
+
+  Token ids index the source's embedding rows, so data made with another vocabulary (a
+  cased one for an uncased model, say) trains each row on another word piece and no error
+  ever says so. The data's vocabulary and casing are its `create_pretraining_data`
+  summaries' (`data`: `pretraining_run.data_record`); the source's are the `vocab.txt` and
+  the casing records beside it (`tfbert.text.casing.checkpoint_casing`). Without a
+  summary (data made by google-research/bert's script) there is nothing to compare.
+
+  Raises:
+    ValueError: before any work, naming the source flag, both vocabularies (or casings)
+      and the create_pretraining_data flags that remake the data.
+  """
+  flag = given(config)
+  if flag is None or not data.get("summaries"):
+    return
+  source = f"--{flag} {getattr(config, flag)}"
+  made = f"the data ({', '.join(os.path.basename(p) for p in data['summaries'])})"
+  theirs, ours = source_vocabulary(config), data.get("vocab_file")
+  if theirs and ours and files.isfile(ours):
+    a, b = tokenization.load_vocab(theirs), tokenization.load_vocab(ours)
+    if a != b:
+      first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+      raise ValueError(
+          f"{source}: {made} was made with another vocabulary: {ours} ({len(b)} word pieces) "
+          f"but the source's is {theirs} ({len(a)}; they differ from id {first} on): token "
+          "ids would train other word pieces' embeddings. Remake the data with "
+          f"create_pretraining_data --vocab_file={theirs}")
+  size, model_size = _data_vocab_size(data), source_config(config).vocab_size
+  if not theirs and size is not None and size != model_size:
+    raise ValueError(
+        f"{source}: {made} was made with a vocabulary of {size} word pieces ({ours}) but the "
+        f"source's embedding has {model_size} rows: another vocabulary. Remake the data with "
+        "the source's vocabulary, or put that vocab.txt beside the source if it is the same")
+  lower = data.get("do_lower_case")
+  for evidence in casing.checkpoint_casing(getattr(config, flag) if flag != "init_hf_dir"
+                                           else _hf_directory(config.init_hf_dir)):
+    if lower is not None and evidence.do_lower_case != lower:
+      raise ValueError(
+          f"{source}: {made} was made with do_lower_case={str(lower).lower()} but "
+          f"{evidence.source} says do_lower_case={str(evidence.do_lower_case).lower()}: the "
+          "model never saw such word pieces. Remake the data with create_pretraining_data "
+          f"--do_lower_case={str(evidence.do_lower_case).lower()}")
+
+
 def load_source(model: keras.Model, source: Source) -> google_checkpoint.LoadReport:
   """Loads `source` into the `BertPretrainer` `model`: the encoder strictly, each head the
   source has; a head (and the pooler) it lacks keeps its fresh values, said in the log;
@@ -136,8 +208,9 @@ def load_source(model: keras.Model, source: Source) -> google_checkpoint.LoadRep
   heads = convert.missing_heads(model, source.weights)
   for head in heads:
     logging.warning(f"{source.name} has no {head}: it starts fresh")
-  weights = convert.with_fresh_pooler(model, source.weights, source.name,
-                                      "e.g. a BertForMaskedLM directory")
+  weights = convert.with_fresh_pooler(
+      model, source.weights, source.name, "e.g. a BertForMaskedLM directory"
+      if convert.uses_pooler(model) else "the objective mlm reads none")
   report = google_checkpoint.assign_google_weights(model, weights, source.name,
                                                    allow_unused=True, allow_missing=heads,
                                                    ignored=source.ignored)

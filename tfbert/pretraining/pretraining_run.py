@@ -24,8 +24,9 @@ The run directory explains itself and resumes:
     best/                 with `eval_input_files`: the model of the best held-out
                           `best_metric` (default: loss) as a Google checkpoint, and its
                           eval_results.json (`early_stopping_patience` may end the run)
-    export/               SavedModel (encoder serving signature; not with
-                          `export_saved_model` off) + Google-format checkpoint, written
+    export/               SavedModel (the encoder's id signatures and `fill_mask` over
+                          the data's vocabulary; not with `export_saved_model` off) +
+                          Google-format checkpoint, written
                           whole to a temporary sibling and renamed into place
 
 Before anything is built, the data files are checked against the flags
@@ -71,8 +72,16 @@ from tensorflow.python.framework import config as tf_framework_config
 
 from tfbert.checkpoints import google_checkpoint
 from tfbert.config import SHAPE_FIELDS, BertConfig
+from tfbert.losses.pretraining_loss import OBJECTIVES, uses_nsp
 from tfbert.models import BertPretrainer
-from tfbert.pretraining import data_checks, input_pipeline, pretraining_eval, pretraining_init
+from tfbert.pretraining import (
+  data_checks,
+  input_pipeline,
+  pretraining_eval,
+  pretraining_export,
+  pretraining_init,
+  raw_text_run,
+)
 from tfbert.runtime import atomic, files, paths, run_directory, traces, validation
 from tfbert.serving import export, serving_dtype
 from tfbert.tasks import precision
@@ -91,6 +100,7 @@ class PretrainingRunConfig:
   train_batch_size: int = 32
   max_seq_length: int = 128
   max_predictions_per_seq: int = 20
+  objective: str = "mlm_nsp"  # Or "mlm": no NSP head (`pretraining_loss.OBJECTIVES`).
   init_checkpoint: Optional[str] = None
   init_hf_dir: Optional[str] = None  # Hugging Face or sentence-transformers directory.
   init_tfbert: Optional[str] = None  # A tfbert .keras model (`pretraining_init`).
@@ -116,6 +126,15 @@ class PretrainingRunConfig:
   stop_at_step: Optional[int] = None
   window_normalization: bool = True
   allow_config_change: bool = False
+  # Raw text instead of TFRecords (`tfbert.pretraining.raw_text_run`): tokenized, packed and
+  # masked as batches are formed; vocab_file / do_lower_case default to the source's.
+  train_text_files: Sequence[str] = ()
+  text_mode: str = "blocks"  # A document per blank-line-separated block, or per line.
+  vocab_file: Optional[str] = None
+  do_lower_case: Optional[bool] = None
+  allow_casing_mismatch: bool = False
+  masked_lm_prob: float = 0.15
+  do_whole_word_mask: bool = False
 
   @property
   def gradient_accumulation_steps(self) -> int:
@@ -135,12 +154,16 @@ class PretrainingRunConfig:
     """
     return [
         (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
+        (self.objective in OBJECTIVES, f"objective must be one of {', '.join(OBJECTIVES)}, "
+         f"got {self.objective!r}"),
         serving_dtype.export_dtype_check(self.export_dtype),
         validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,
                                 num_replicas),
         *training_loop.schedule_checks(self),
+        *raw_text_run.checks(self),
         *[(False, problem) for problem in paths.overlap_problems(
-            paths.fields(self, ("input_files", "eval_input_files",
+            paths.fields(self, ("input_files", "eval_input_files", "train_text_files",
+                                "vocab_file",
                                 *pretraining_init.SOURCE_FLAGS)),
             paths.fields(self, ("model_dir", "export_dir")), container="--model_dir")],
         *[(False, problem) for problem in paths.output_problems(
@@ -215,6 +238,7 @@ def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None
     The last log's scalars and "step", plus "written" (what this run left where: name ->
     final path) and "summary" (those lines, for the tool to print last).
   """
+  config = raw_text_run.resolve(config)  # The vocabulary and casing raw text is read with.
   distribution.configure_cpu_devices(config.num_cpu_devices)
   # TensorFlow's op determinism is process-wide: left on, every later run of the process
   # (a notebook's fine-tuning, the next test) ran other kernels, a last bit away from the
@@ -270,6 +294,7 @@ def fast_forward(config: PretrainingRunConfig, applied_steps: int, *,
   Returns:
     The new checkpoint's applied step.
   """
+  config = raw_text_run.resolve(config)
   run = _start(config)
   try:
     if not run.loop.manager.latest_checkpoint:
@@ -311,17 +336,23 @@ def _start(config: PretrainingRunConfig) -> _Run:
   precision.check_policy(config.dtype)
   pretraining_init.check_config(config)
   num_workers, index, is_chief = distribution.worker_info(strategy)
-  check = data_checks.check_pretraining_files(
-      list(config.input_files), config.max_seq_length, config.max_predictions_per_seq,
-      config.bert_config.vocab_size)
+  if config.train_text_files:
+    check = raw_text_run.check_files(config, num_workers)
+  else:
+    check = data_checks.check_pretraining_files(
+        list(config.input_files), config.max_seq_length, config.max_predictions_per_seq,
+        config.bert_config.vocab_size, next_sentence_labels=uses_nsp(config.objective))
   logging.info(check.summary())
   eval_check = None
   if config.eval_input_files:
     eval_check = data_checks.check_pretraining_files(
         list(config.eval_input_files), config.max_seq_length, config.max_predictions_per_seq,
-        config.bert_config.vocab_size)
+        config.bert_config.vocab_size, next_sentence_labels=uses_nsp(config.objective))
     logging.info(f"eval: {eval_check.summary()}")
   data = data_record(check.files)
+  if config.train_text_files:  # Tokenized by the run, with its vocabulary and casing.
+    data.update(vocab_file=config.vocab_file, do_lower_case=config.do_lower_case)
+  pretraining_init.check_vocabulary(config, data)  # A source's vocabulary is the data's.
   if is_chief:  # Before any write: the export may replace only an export.
     atomic.check_replaceable(_chief_export_directory(config), EXPORT_KIND)
   # Non-chief workers take part in every checkpoint save (it reads distributed variables)
@@ -339,7 +370,8 @@ def _start(config: PretrainingRunConfig) -> _Run:
 
 
 def data_record(paths: Sequence[str]) -> dict:
-  """What the run's data says of itself: its summaries, vocabulary and casing.
+  """What the run's data says of itself: its summaries, vocabulary and casing, and its
+  files by name and size ("input_files": a rerun on other files is refused).
 
   From the `create_pretraining_data` summaries beside the files (none for data made by
   google-research/bert's script: then vocab_file and do_lower_case are None).
@@ -356,7 +388,8 @@ def data_record(paths: Sequence[str]) -> dict:
                      "learns one vocabulary; remake the data with one --vocab_file")
   vocab_file, do_lower_case = vocabs.pop() if vocabs else (None, None)
   return {"summaries": sorted(files.absolute(p) for p in summaries),
-          "vocab_file": vocab_file, "do_lower_case": do_lower_case}
+          "vocab_file": vocab_file, "do_lower_case": do_lower_case,
+          "input_files": run_directory.data_identity(paths, content=False)}
 
 
 def run_records(config: PretrainingRunConfig, data: dict) -> list:
@@ -365,7 +398,7 @@ def run_records(config: PretrainingRunConfig, data: dict) -> list:
                                   fixed_by_checkpoint=SHAPE_FIELDS),
           run_directory.RunRecord("run_config.json", json.loads(config.to_json()),
                                   RERUN_MAY_CHANGE),
-          run_directory.RunRecord("data.json", data)]
+          run_directory.RunRecord("data.json", data, data_keys=frozenset({"input_files"}))]
 
 
 def _record(run: _Run, config: PretrainingRunConfig, flagfile: Optional[str]) -> None:
@@ -410,7 +443,7 @@ def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy,
   """Builds model, optimizer, data, evaluation and the training loop."""
   num_workers, index, is_chief = worker
   with strategy.scope():
-    model = BertPretrainer(config.bert_config)
+    model = BertPretrainer(config.bert_config, objective=config.objective)
     model.build()
     optimizer = optimization.create_optimizer(dataclasses.replace(
         config.optimizer, accumulation_reduction="sum",
@@ -437,7 +470,7 @@ def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy,
               batches, evaluator)
 
 
-# What held-out evaluation keeps the best model by: the MLM + NSP loss (minimized).
+# What held-out evaluation keeps the best model by: the MLM (+ NSP) loss (minimized).
 DEFAULT_BEST_METRIC = "loss"
 BEST_DIR = training_loop.BEST_DIR
 
@@ -529,12 +562,18 @@ def _local_batches(config: PretrainingRunConfig, strategy: tf.distribute.Strateg
   replicas = strategy.num_replicas_in_sync
   per_replica = config.train_batch_size // config.gradient_accumulation_steps // replicas
   local_replicas = replicas // num_workers
-  dataset = input_pipeline.pretraining_dataset(
-      list(config.input_files), per_replica, seq_length=config.max_seq_length,
-      max_predictions=config.max_predictions_per_seq, num_workers=num_workers,
-      worker_index=worker_index, shuffle=not config.deterministic, seed=config.seed,
-      repeat=True, gradient_accumulation_steps=config.gradient_accumulation_steps * local_replicas,
-      deterministic=True)  # A fixed order: a checkpoint's position means the same batches.
+  if config.train_text_files:  # Tokenized, packed and masked in the pipeline.
+    dataset = raw_text_run.dataset(config, per_replica, num_workers, worker_index,
+                                   config.gradient_accumulation_steps * local_replicas)
+  else:
+    dataset = input_pipeline.pretraining_dataset(
+        list(config.input_files), per_replica, seq_length=config.max_seq_length,
+        max_predictions=config.max_predictions_per_seq, num_workers=num_workers,
+        worker_index=worker_index, shuffle=not config.deterministic, seed=config.seed,
+        repeat=True,
+        gradient_accumulation_steps=config.gradient_accumulation_steps * local_replicas,
+        deterministic=True,  # A fixed order: a checkpoint's position means the same batches.
+        next_sentence_labels=uses_nsp(config.objective))
   if not config.window_normalization:  # Each micro-batch normalized by its own counts.
     dataset = dataset.map(lambda f: {k: v for k, v in f.items() if not k.startswith("window_")})
   return distribution.LocalBatches(strategy, dataset)
@@ -558,17 +597,30 @@ def _export(run: _Run, config: PretrainingRunConfig) -> dict:
 
   def write(staging: str) -> None:
     files.makedirs(staging)
-    if saved_model:
-      export.export_encoder_saved_model(run.model, os.path.join(staging, "saved_model"),
-                                        export_dtype=config.export_dtype)
     vocab = run.data["vocab_file"]
     vocab = vocab if vocab and files.isfile(vocab) else None
+    if saved_model:
+      _export_saved_model(run, config, os.path.join(staging, "saved_model"), vocab)
     google_checkpoint.export_google_checkpoint(
         run.model, os.path.join(staging, "google", "bert_model.ckpt"), vocab_file=vocab)
 
   files.makedirs(os.path.dirname(export_dir))
   atomic.write_with(export_dir, write, tag="export", kind=EXPORT_KIND)
   return written
+
+
+def _export_saved_model(run: _Run, config: PretrainingRunConfig, path: str,
+                        vocab: Optional[str]) -> None:
+  """The SavedModel: the encoder's id signatures and, when the data's vocabulary and casing
+  are known, `fill_mask` (`tfbert.pretraining.pretraining_export`) at `max_seq_length`."""
+  if vocab and run.data["do_lower_case"] is not None:
+    pretraining_export.export_pretrainer_saved_model(
+        run.model, path, vocab, run.data["do_lower_case"], config.max_seq_length,
+        export_dtype=config.export_dtype)
+    return
+  logging.info("note: no vocabulary and casing recorded beside the data: the SavedModel "
+               "serves the encoder's ids alone, without fill_mask")
+  export.export_encoder_saved_model(run.model, path, export_dtype=config.export_dtype)
 
 
 def _written(run: _Run, config: PretrainingRunConfig) -> dict:

@@ -28,6 +28,7 @@ passes its `--traceback` flag holder.
 """
 
 import dataclasses
+import errno
 import logging
 import os
 import re
@@ -46,16 +47,25 @@ EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
 
 
+# What an operating system error on a named file means to a user of a tool.
+_OS_ERRORS = {errno.EISDIR: "a directory, where a file is expected",
+              errno.ENOTDIR: "a file, where a directory is expected",
+              errno.EACCES: "permission denied"}
+
+
 def one_line(error: BaseException, limit: int = 600) -> str:
   """An error's message as one line of at most `limit` characters.
 
   TensorFlow's op errors keep their first line (a graph trace follows it); other messages
   have their lines joined (a list of missing weights stays readable). A `FileNotFoundError`
-  without the file in its text gets the file appended.
+  without the file in its text gets the file appended; an operating system's error on a
+  file reads "<file>: <what>", not Python's "[Errno 21] Is a directory: '<file>'".
   """
   message = getattr(error, "message", None)
   if isinstance(message, str) and message.strip():  # tf.errors.OpError
     line = _op_error_reason(message)
+  elif isinstance(error, OSError) and error.filename and error.strerror and error.errno:
+    line = f"{error.filename}: {_OS_ERRORS.get(error.errno, error.strerror)}"
   else:
     line = " ".join(part.strip() for part in str(error).splitlines() if part.strip())
     line = line or type(error).__name__

@@ -253,6 +253,15 @@ def read_lines(path: str) -> list[str]:
   return lines[:-1] if lines and lines[-1] == "" else lines
 
 
+UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 byte-order marks (little, big endian).
+
+
+def utf16_message(path: str) -> str:
+  """The error for a text file saved as UTF-16 (Windows' "Unicode")."""
+  return (f"{path}: UTF-16 text (it starts with a UTF-16 byte-order mark, as Windows' "
+          "'Unicode' saves); save the file as UTF-8")
+
+
 def decode_utf8(data: bytes, path: str) -> str:
   """`data` (the bytes of the file at `path`) as UTF-8 text, a leading byte-order mark
   dropped, line ends as they are.
@@ -260,6 +269,8 @@ def decode_utf8(data: bytes, path: str) -> str:
   Raises:
     ValueError: bytes that are not UTF-8, naming `path:line`, the column and the byte.
   """
+  if data.startswith(UTF16_MARKS):
+    raise ValueError(utf16_message(path))
   try:
     text = data.decode("utf-8")
   except UnicodeDecodeError as error:

@@ -22,7 +22,12 @@ Every tool that owns a directory (`run_pretraining`'s `model_dir`, the fine-tuni
    filesystem has no `flock`: the lock file still records the holder (`PID@host`), and a
    second claim *in the same process* is refused, but two processes cannot be kept apart
    there: give each run its own directory.
-6. **A failed start owns nothing.** A run that fails before it trained anything (no
+6. **Data.** A record's `data_keys` hold `data_identity` lists (each training file's name,
+   size and, where cheap, content hash). A rerun on files of other content (or other files)
+   is refused like another configuration, naming each file and what changed: a resumed run
+   would continue its checkpoints on other data without a word. A record written before
+   tfbert recorded its data is not compared there (its data becomes recorded).
+7. **A failed start owns nothing.** A run that fails before it trained anything (no
    checkpoint, no logged step) in a directory it found fresh removes its records again on
    the way out (`RunLock` as a context manager, or `forget_if_untrained`): the corrected
    rerun starts clean instead of being refused as another configuration. A run that logged
@@ -31,6 +36,7 @@ Every tool that owns a directory (`run_pretraining`'s `model_dir`, the fine-tuni
 
 import dataclasses
 import fcntl
+import hashlib
 import json
 import os
 import socket
@@ -61,11 +67,14 @@ class RunRecord:
     fixed_by_checkpoint: keys no rerun may change once the directory holds a checkpoint,
       `allow_changes` or not (the model's shapes: `tfbert.config.SHAPE_FIELDS`); refused at
       the claim, before any record is rewritten, instead of at the restore.
+    data_keys: top-level keys holding `data_identity` lists, compared file by file
+      (`data_changes`) when the recorded run has them.
   """
   name: str
   values: dict
   rerun_may_change: frozenset = frozenset()
   fixed_by_checkpoint: frozenset = frozenset()
+  data_keys: frozenset = frozenset()
 
 
 class RunLock:
@@ -228,6 +237,47 @@ def differences(recorded: dict, new: dict, may_change: Iterable[str] = ()) -> li
   return found
 
 
+def data_identity(paths: Sequence[str], content: bool = True) -> list[dict[str, Any]]:
+  """What identifies a run's data files: [{"file", "bytes", "sha256"}] per path.
+
+  Args:
+    paths: the files (local or URL), as the run reads them.
+    content: also hash each file's content (a training file of a fine-tuning run: a read
+      that costs less than its tokenization); False: name and size only (pretraining
+      shards, which may be terabytes).
+  """
+  identity = []
+  for path in paths:
+    entry = {"file": files.absolute(path), "bytes": files.size(path)}
+    if content:
+      digest = hashlib.sha256()
+      with files.open_file(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+          digest.update(block)
+      entry["sha256"] = digest.hexdigest()
+    identity.append(entry)
+  return identity
+
+
+def data_changes(recorded: Sequence[dict], new: Sequence[dict]) -> list[str]:
+  """How `new` data differs from `recorded` (`data_identity` lists), one entry per file:
+  "<file>: 1234 -> 1300 bytes", "<file>: same size, other content (sha256 1a2b.. -> ..)",
+  "<file>: not read before", "<file>: no longer read"."""
+  old = {entry.get("file"): entry for entry in recorded}
+  now = {entry.get("file"): entry for entry in new}
+  found = []
+  for name in sorted(set(old) | set(now), key=str):
+    a, b = old.get(name), now.get(name)
+    if a is None or b is None:
+      found.append(f"{name}: {'not read before' if a is None else 'no longer read'}")
+    elif a.get("bytes") != b.get("bytes"):
+      found.append(f"{name}: {a.get('bytes')} -> {b.get('bytes')} bytes")
+    elif a.get("sha256") and b.get("sha256") and a["sha256"] != b["sha256"]:
+      found.append(f"{name}: same size, other content (sha256 {a['sha256'][:12]} -> "
+                   f"{b['sha256'][:12]})")
+  return found
+
+
 # Keys that tfbert recorded under other names before every setting had one name from flag
 # to config field (dotted, as `flatten` writes them). A run directory written then is
 # compared, and so resumed, under today's names.
@@ -282,6 +332,22 @@ def other_run(path: str, directory: str) -> Optional[str]:
     parent = up
 
 
+def check_not_a_run(name: str, path: str, directory: str) -> None:
+  """Refuses writing a model's files (`path`) into `directory` when a tool's run claimed
+  it (it holds `LOCK_FILE`): they would overwrite the run's own (`vocab.txt`, its tokenizer
+  files) and put a second model beside the run's, which `tfbert.load` of the directory
+  would then have to choose between.
+
+  Raises:
+    RunDirectoryError: naming the setting (`name`), `path` and the run directory.
+  """
+  if files.isfile(os.path.join(directory, LOCK_FILE)):
+    raise RunDirectoryError(
+        f"{name} {path}: {directory} is a tfbert run directory (it holds {LOCK_FILE}); "
+        "writing a model there would overwrite the run's vocab.txt and put a second model "
+        "beside its own: write it to another directory (e.g. a new folder inside the run)")
+
+
 def check_outputs(directory: str, outputs: Mapping[str, Optional[str]]) -> None:
   """Refuses output paths that lie inside another run's directory.
 
@@ -328,7 +394,7 @@ def claim(directory: str, records: Sequence[RunRecord], *,
   check_outputs(directory, outputs)
   lock = acquire_lock(directory)
   try:
-    found, fixed = [], []
+    found, fixed, data = [], [], []
     lock.fresh = all(_read_record(directory, record.name) is None for record in records)
     lock.recorded = [record.name for record in records] + [FLAGS_FILE]
     checkpointed = has_checkpoint(directory)
@@ -337,7 +403,9 @@ def claim(directory: str, records: Sequence[RunRecord], *,
       if recorded is not None:
         recorded = with_current_names(recorded)
         found += [f"{record.name} {d}" for d in differences(
-            recorded, record.values, record.rerun_may_change)]
+            recorded, record.values, record.rerun_may_change | record.data_keys)]
+        data += [change for key in sorted(record.data_keys) if key in recorded
+                 for change in data_changes(recorded[key], record.values.get(key) or [])]
         if checkpointed:
           fixed += [f"{record.name} {d}" for d in differences(
               {k: v for k, v in recorded.items() if k in record.fixed_by_checkpoint},
@@ -347,6 +415,12 @@ def claim(directory: str, records: Sequence[RunRecord], *,
           f"{directory} holds checkpoints of another model shape: {'; '.join(fixed)}. "
           "--allow_config_change cannot continue them in a model of other shapes: use "
           "another directory")
+    if data and not allow_changes:
+      raise RunDirectoryError(
+          f"{directory} holds a run trained on other data: {'; '.join(data)}"
+          f"{''.join('; ' + f for f in found)}. Its checkpoints would continue on the new "
+          "data: use another directory, or rerun with --allow_config_change to continue this "
+          "run on it")
     if found and not allow_changes:
       raise RunDirectoryError(
           f"{directory} holds a run with another configuration: {'; '.join(found)}. Use "

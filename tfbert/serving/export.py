@@ -290,10 +290,15 @@ class FrozenOutputs:
 
   Args:
     model: one of `served_outputs`' four.
+    extra_inputs: specs of features beyond `FEATURE_NAMES` that the model's `served_outputs`
+      reads, by name (a pretrainer's `masked_lm_positions`); every call then passes them.
   """
 
-  def __init__(self, model: keras.Model):
+  def __init__(self, model: keras.Model,
+               extra_inputs: Optional[dict[str, tf.TensorSpec]] = None):
     spec = {name: tf.TensorSpec([None, None], tf.int32, name) for name in FEATURE_NAMES}
+    spec.update(extra_inputs or {})
+    self._names = tuple(spec)
     traced = tf.function(lambda features: served_outputs(model, features),
                          autograph=False).get_concrete_function(spec)
     self._structure = traced.structured_outputs
@@ -301,8 +306,9 @@ class FrozenOutputs:
       self._function = convert_to_constants.convert_variables_to_constants_v2(traced)
 
   def __call__(self, features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-    """Args: features: int32 `input_ids`, `input_mask`, `segment_ids` [B, S]."""
-    flat = tf.nest.flatten({name: features[name] for name in FEATURE_NAMES})
+    """Args: features: int32 `input_ids`, `input_mask`, `segment_ids` [B, S] (and the
+    `extra_inputs`)."""
+    flat = tf.nest.flatten({name: features[name] for name in self._names})
     return tf.nest.pack_sequence_as(self._structure, self._function(*flat))
 
 
@@ -311,14 +317,16 @@ class FrozenOutputs:
 MAX_FROZEN_BYTES = 1536 * 1024 * 1024
 
 
-def outputs_function(model: keras.Model) -> Callable[[dict], dict[str, tf.Tensor]]:
-  """What a SavedModel's signatures call for `served_outputs`: `FrozenOutputs(model)`, or
-  for weights above `MAX_FROZEN_BYTES` (larger than BERT-Large in float32) the model itself,
-  its weights then saved in `variables/`."""
+def outputs_function(model: keras.Model,
+                     extra_inputs: Optional[dict[str, tf.TensorSpec]] = None
+                     ) -> Callable[[dict], dict[str, tf.Tensor]]:
+  """What a SavedModel's signatures call for `served_outputs`: `FrozenOutputs(model,
+  extra_inputs)`, or for weights above `MAX_FROZEN_BYTES` (larger than BERT-Large in float32)
+  the model itself, its weights then saved in `variables/`."""
   size = sum(int(np.prod(weight.shape)) * tf.as_dtype(weight.dtype).size
              for weight in model.weights)
   if size <= MAX_FROZEN_BYTES:
-    return FrozenOutputs(model)
+    return FrozenOutputs(model, extra_inputs)
   return functools.partial(served_outputs, model)
 
 
@@ -425,6 +433,8 @@ class TaskExport(tf.Module):
     frozen: the signatures call `outputs_function(model)` (`FrozenOutputs`: what a
       SavedModel holds); False: `served_outputs` of the model's live variables (what
       `tfbert.inference` calls in Python, never saved).
+    extra_inputs: features beyond `FEATURE_NAMES` that `served_outputs` reads (see
+      `FrozenOutputs`); a subclass then overrides `_outputs` for the id signatures.
 
   Attributes:
     model: the Keras model, not saved: the signatures call `FrozenOutputs` of it.
@@ -435,12 +445,13 @@ class TaskExport(tf.Module):
   """
 
   def __init__(self, model: keras.Model, vocab_file: str, do_lower_case: bool,
-               max_seq_length: int, name: Optional[str] = None, frozen: bool = True):
+               max_seq_length: int, name: Optional[str] = None, frozen: bool = True,
+               extra_inputs: Optional[dict[str, tf.TensorSpec]] = None):
     super().__init__(name=name)
     # Unfrozen (`tfbert.inference`'s raw-text calls in Python): the signatures read the
     # model's variables as they are at each call, so a model trained further answers with
     # its new weights; the same graph otherwise.
-    self._outputs_of = (outputs_function(model) if frozen
+    self._outputs_of = (outputs_function(model, extra_inputs) if frozen
                         else functools.partial(served_outputs, model))
     self.model = _saved_if_read(model, self._outputs_of, self)
     self.vocab = tf.saved_model.Asset(vocab_file)

@@ -151,8 +151,9 @@ def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
     raise ValueError(f"seq_length {seq_length} is outside [1, "
                      f"{model.config.max_position_embeddings}] (max_position_embeddings)")
   labels = _checked_labels(model, labels)
-  flatbuffer = convert(float32_model(model), seq_length, quantize)
   directory = files.parent(path)
+  _check_sidecars(path, directory, model.config.to_dict(), labels, vocab_file)
+  flatbuffer = convert(float32_model(model), seq_length, quantize)
   files.makedirs(directory)
   model.config.to_json_file(os.path.join(directory, export.CONFIG_FILE))
   if labels is not None:
@@ -170,6 +171,33 @@ def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
         os.fsync(f.fileno())
 
   return atomic.write_with(path, write)  # Last: the sidecars are in place when it appears.
+
+
+def _check_sidecars(path: str, directory: str, config: dict,
+                    labels: Optional[Sequence[str]], vocab_file: Optional[str]) -> None:
+  """Refuses a directory whose sidecar files are another model's: they would be replaced
+  (or, a `labels.txt` beside a model without labels, left to describe it) without a word.
+  A float32 and a quantized file of the same model share theirs.
+
+  Raises:
+    ValueError: naming `path` and the file that differs.
+  """
+  def differs(name: str, wanted: Optional[str]) -> bool:
+    target = os.path.join(directory, name)
+    return files.isfile(target) and (wanted is None or files.read_text(target) != wanted)
+
+  config_file = os.path.join(directory, export.CONFIG_FILE)
+  other = []
+  if files.isfile(config_file) and json.loads(files.read_text(config_file)) != config:
+    other.append(export.CONFIG_FILE)
+  if differs(export.LABELS_FILE, None if labels is None else "".join(f"{n}\n" for n in labels)):
+    other.append(export.LABELS_FILE)
+  if vocab_file is not None and differs(VOCAB_FILE, files.read_text(vocab_file)):
+    other.append(VOCAB_FILE)
+  if other:
+    raise ValueError(f"{path}: {directory} holds another model's {', '.join(other)} (one "
+                     "exported model per directory; a float32 and a quantized file of one "
+                     "model may share it): write it to another directory")
 
 
 def convert(model: keras.Model, seq_length: int, quantize: bool = False) -> bytes:

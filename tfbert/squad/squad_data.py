@@ -130,6 +130,18 @@ def squad_version(version: Optional[str], source: str = "dataset") -> str:
   return "2.0" if match.group(1) == "2" else "1.1"
 
 
+def _unique_keys(pairs: list, path: str) -> dict:
+  """A JSON object's pairs as a dict; a key given twice is refused (JSON readers keep the
+  last silently: a predictions file answering one question twice would be scored on one)."""
+  found = {}
+  for key, value in pairs:
+    if key in found:
+      raise ValueError(f"{path}: key {key!r} appears twice in one JSON object; which one "
+                       "is meant cannot be told: keep one")
+    found[key] = value
+  return found
+
+
 def load_json(path: str) -> Any:
   """Reads a JSON file, gzip-compressed or not, with errors that name the file.
 
@@ -142,7 +154,8 @@ def load_json(path: str) -> Any:
       data = f.read()
     if data[:2] == b"\x1f\x8b":  # The gzip magic number.
       data = gzip.decompress(data)
-    return json.loads(files.decode_utf8(data, path))  # Bad bytes named at path:line.
+    return json.loads(files.decode_utf8(data, path),  # Bad bytes named at path:line.
+                      object_pairs_hook=lambda pairs: _unique_keys(pairs, path))
   except FileNotFoundError:
     raise FileNotFoundError(f"SQuAD JSON file not found: {path}") from None
   except (gzip.BadGzipFile, EOFError, UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -105,6 +105,9 @@ class SquadRunConfig(fine_tuning.FineTuningConfig):
   features: squad_features.FeatureConfig = squad_features.FeatureConfig()
   postprocess: squad_postprocess.PostprocessConfig = squad_postprocess.PostprocessConfig()
   predict_batch_size: int = 64
+  # Off: the span softmax runs over every position, padding included, as in
+  # google-research/bert; a cut batch would change it (`tfbert.tasks.length_buckets`).
+  length_bucket: int = 0
 
   @classmethod
   def from_json(cls, text: str) -> "SquadRunConfig":
@@ -241,6 +244,10 @@ class SquadTask(Task):
 
   def max_seq_length(self, config: SquadRunConfig) -> int:
     return config.features.max_seq_length
+
+  def segments(self, config: SquadRunConfig) -> int:
+    del config
+    return 2  # [CLS] question [SEP] context [SEP].
 
   def build_model(self, config: SquadRunConfig, bert_config, labels) -> BertSpanLabeler:
     return BertSpanLabeler(bert_config)
@@ -396,7 +403,8 @@ def answer(model: BertSpanLabeler, strategy: tf.distribute.Strategy, config: Squ
   (`BertSpanLabeler.example_losses`) averaged over the labelled windows.
   """
   inputs = {name: np.stack([getattr(f, name) for f in features]) for name in INPUT_NAMES}
-  outputs = fine_tuning.predict(model, strategy, inputs, config.predict_batch_size)
+  outputs = fine_tuning.predict(model, strategy, inputs, config.predict_batch_size,
+                               config.length_bucket)
   loss = None
   if positions is not None:
     keep = [i for i, f in enumerate(features) if (f.example_index, f.doc_span_index) in positions]

@@ -15,11 +15,21 @@ check; the metric then starts a new entity at such a tag, as conlleval does).
 """
 
 import dataclasses
+import re
 from typing import Optional, Sequence
 
 from tfbert.runtime import atomic, files
 
 DOCSTART = "-DOCSTART-"
+
+
+def fields_of(line: str) -> list[str]:
+  """A line's columns, split at ASCII spaces and tabs only: `str.split()` also splits at a
+  no-break space (U+00A0) or U+3000 inside a word, which dropped the rest of the word."""
+  return [field for field in _ASCII_SPACE.split(line) if field]
+
+
+_ASCII_SPACE = re.compile(r"[ \t\r\n\f\v]+")
 SCHEMES = ("iob2", "iob1", "any")
 
 
@@ -88,7 +98,7 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
       line = raw.decode("utf-8")
     except UnicodeDecodeError as e:
       raise ValueError(f"{path}:{number}: not UTF-8 ({e.reason} at byte {e.start})") from None
-    fields = line.split()
+    fields = fields_of(line)
     if not fields or fields[0] == DOCSTART:
       end_sentence()
       continue

@@ -21,7 +21,7 @@ from seqeval.metrics import accuracy_score
 from seqeval.metrics.sequence_labeling import get_entities
 
 from tfbert.runtime import files
-from tfbert.tagging.conll import Sentence, check_tag
+from tfbert.tagging.conll import Sentence, check_tag, fields_of
 
 
 def entities(tags: Sequence[Sequence[str]]) -> set[tuple[int, str, int, int]]:
@@ -111,7 +111,7 @@ def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold
   for sentence in gold:
     tags = []
     for word, number in zip(sentence.words, sentence.lines):
-      fields = lines[number - 1].split() if number <= len(lines) else []
+      fields = fields_of(lines[number - 1]) if number <= len(lines) else []
       if len(fields) < 2:
         raise ValueError(f"{path}:{number}: need a token and a tag for {gold_path}:{number} "
                          f"({word!r}), got {' '.join(fields)!r}")

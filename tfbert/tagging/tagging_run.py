@@ -273,9 +273,11 @@ def train_examples(features: tagging_features.TaggingFeatures):
 
 def predict_label_ids(model: BertTokenClassifier, strategy: tf.distribute.Strategy,
                       features: tagging_features.TaggingFeatures,
-                      batch_size: int) -> np.ndarray:
-  """int [F, S]: the most probable label id at each position (sharded prediction)."""
-  logits = fine_tuning.predict(model, strategy, features.inputs, batch_size)["logits"]
+                      batch_size: int, length_bucket: int = 0) -> np.ndarray:
+  """int [F, S]: the most probable label id at each position (sharded prediction; with
+  `length_bucket`, positions past a window's bucket get label id 0 and no word)."""
+  logits = fine_tuning.predict(model, strategy, features.inputs, batch_size,
+                               length_bucket)["logits"]
   return np.argmax(logits, axis=-1)
 
 
@@ -289,7 +291,8 @@ def tag_sentences(model: BertTokenClassifier, strategy: tf.distribute.Strategy,
     features = tagging_features.make_features(sentences, tokenizer, model.labels,
                                               config.max_seq_length, config.window_stride,
                                               with_labels=False)
-  predicted = predict_label_ids(model, strategy, features, config.eval_batch_size)
+  predicted = predict_label_ids(model, strategy, features, config.eval_batch_size,
+                                config.length_bucket)
   return tagging_features.word_tags(features, predicted, sentences, model.labels)
 
 
@@ -302,7 +305,7 @@ def evaluate(model: BertTokenClassifier, strategy: tf.distribute.Strategy,
   definition (`BertTokenClassifier.example_losses`) averaged over the dev windows.
   """
   logits = fine_tuning.predict(model, strategy, features.inputs,
-                               config.eval_batch_size)["logits"]
+                               config.eval_batch_size, config.length_bucket)["logits"]
   tags = tagging_features.word_tags(features, np.argmax(logits, axis=-1), sentences,
                                     model.labels)
   scores = tagging_metrics.entity_scores([s.tags for s in sentences], tags)

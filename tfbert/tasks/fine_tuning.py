@@ -37,7 +37,7 @@ from tfbert.checkpoints import convert, google_checkpoint, google_names, hugging
 from tfbert.config import SHAPE_FIELDS, BertConfig
 from tfbert.runtime import atomic, cli, files, paths, run_directory, validation
 from tfbert.serving import serving_dtype
-from tfbert.tasks import precision, source_heads
+from tfbert.tasks import length_buckets, precision, source_heads
 from tfbert.text import casing
 from tfbert.training import distribution, optimization, training_loop
 from tfbert.training.distribution import DTYPES
@@ -84,6 +84,8 @@ class FineTuningConfig:
   distribution_strategy: str = "one_device"
   num_cpu_devices: int = 1
   jit_compile: bool = False
+  length_bucket: int = 8
+  group_by_length: int = 0
   seed: int = 12345
   log_steps: int = 10
   save_checkpoints_steps: int = 1000
@@ -106,10 +108,12 @@ class FineTuningConfig:
     `num_replicas` is 1 at construction; `start_run` checks again with its strategy's.
     """
     return [
+        (bool(self.output_dir), "output_dir is empty: name the run's directory"),
         (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
         serving_dtype.export_dtype_check(self.export_dtype),
         (0.0 <= self.warmup_proportion <= 1.0, "warmup_proportion must be in [0, 1]"),
-        (self.num_train_epochs > 0, f"num_train_epochs ({self.num_train_epochs}) must be > 0"),
+        (0 < self.num_train_epochs < math.inf,
+         f"num_train_epochs ({self.num_train_epochs}) must be a finite number > 0"),
         (self.max_train_steps is None or self.max_train_steps >= 1,
          f"max_train_steps ({self.max_train_steps}) must be >= 1"),
         (self.learning_rate >= 0 and self.weight_decay_rate >= 0,
@@ -118,6 +122,11 @@ class FineTuningConfig:
         (self.clip_norm is None or self.clip_norm > 0,
          f"clip_norm ({self.clip_norm}) must be > 0 (None: no clipping)"),
         (self.num_cpu_devices >= 1, f"num_cpu_devices ({self.num_cpu_devices}) must be >= 1"),
+        (self.length_bucket >= 0,
+         f"length_bucket ({self.length_bucket}) must be >= 0 (0: every batch padded to "
+         "max_seq_length)"),
+        (self.group_by_length >= 0,
+         f"group_by_length ({self.group_by_length}) must be >= 0 (0: no grouping)"),
         validation.seed_check("seed", self.seed),
         (self.verbose >= 0, f"verbose ({self.verbose}) must be >= 0 (0: silent)"),
         (sum(map(bool, (self.init_checkpoint, self.init_hf_dir, self.init_tfbert))) <= 1,
@@ -170,10 +179,13 @@ FLAG_CONVERTERS = {"init_hf_dir": pretrained.hf_dir, "clip_norm": cli.zero_is_no
 VOCAB_FILE = "vocab.txt"
 
 
+DATA_FILE = "data.json"  # The identity of a training run's data, in its output directory.
+
+
 def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file: str,
                         flagfile: Optional[str] = None,
-                        strategy: Optional[tf.distribute.Strategy] = None
-                        ) -> run_directory.RunLock:
+                        strategy: Optional[tf.distribute.Strategy] = None, *,
+                        train_files: Sequence[str] = ()) -> run_directory.RunLock:
   """Locks `output_dir` for this run and records the run there (`tfbert.runtime.run_directory`).
 
   A multi-worker run's other workers (`strategy`'s) claim their own directory,
@@ -185,7 +197,9 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
   model and schedule (the config's `RERUN_MAY_CHANGE` aside) unless `allow_config_change`.
   A run that does not train (evaluate or predict with a trained model) must match the
   recorded model only, and keeps the training run's records. A training run also records the tool's
-  resolved flags (`flagfile`) as `flags.txt`, which `--flagfile=` replays.
+  resolved flags (`flagfile`) as `flags.txt`, which `--flagfile=` replays, and the identity
+  of its `train_files` (name, size, sha256) as `data.json`: a rerun on files of other
+  content is refused, naming each file and what changed (`run_directory.data_changes`).
 
   Returns:
     The held lock; release it when the run ends.
@@ -204,6 +218,10 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
   if config.do_train or not files.exists(os.path.join(config.output_dir, "run_config.json")):
     records.append(run_directory.RunRecord("run_config.json", values,
                                            type(config).RERUN_MAY_CHANGE))
+  if config.do_train:  # run_config.json stays the config's own (`from_json` reads it).
+    records.append(run_directory.RunRecord(
+        DATA_FILE, {"train": run_directory.data_identity(train_files)},
+        data_keys=frozenset({"train"})))
   lock = run_directory.claim(config.output_dir, records,
                              allow_changes=config.allow_config_change,
                              outputs={"export_dir": config.export_dir})
@@ -351,6 +369,20 @@ def check_vocab_fits(model: keras.Model, vocab_size: int) -> None:
                      f"{model.config.vocab_size} (vocab_size)")
 
 
+def check_segments_fit(model: keras.Model, segments: int) -> None:
+  """The model has a token-type embedding row for every segment id the task's inputs use
+  (text pairs use 0 and 1); checked before any work, not as a gather error at the first step.
+
+  Raises:
+    ValueError: naming type_vocab_size and the segments.
+  """
+  if model.config.type_vocab_size < segments:
+    raise ValueError(
+        f"the task's inputs are text pairs (segment ids 0..{segments - 1}) but the model's "
+        f"type_vocab_size is {model.config.type_vocab_size} (bert_config.json): use a "
+        f"config with type_vocab_size >= {segments}")
+
+
 def save_without_optimizer(model: keras.Model, path: str) -> None:
   """Saves `model` as a `.keras` file without optimizer state (AdamW's slots triple it).
 
@@ -398,9 +430,19 @@ def check_sources(config: FineTuningConfig) -> None:
   if config.init_hf_dir and not files.isdir(config.init_hf_dir):
     raise FileNotFoundError(f"--init_hf_dir {config.init_hf_dir}: no such directory (a "
                             "Hugging Face model directory: config.json, model.safetensors)")
+  if config.init_hf_dir and not any(files.exists(os.path.join(config.init_hf_dir, name))
+                                    for name in ("config.json", "modules.json")):
+    export = files.exists(os.path.join(config.init_hf_dir, "saved_model.pb"))
+    raise ValueError(f"--init_hf_dir {config.init_hf_dir}: not a Hugging Face model directory "
+                     "(no config.json or modules.json)" + (
+                         ": it is a SavedModel export, which serves but does not train; start "
+                         "from the run's model.keras with --init_tfbert" if export else ""))
   if config.init_tfbert and not files.exists(config.init_tfbert):
     raise FileNotFoundError(f"--init_tfbert {config.init_tfbert}: no such file (a tfbert "
                             ".keras model, e.g. <run>/model.keras)")
+  if config.init_tfbert and files.isdir(config.init_tfbert):
+    raise ValueError(f"--init_tfbert {config.init_tfbert} is a directory: name the .keras "
+                     f"model in it (e.g. {os.path.join(config.init_tfbert, 'model.keras')})")
   if config.init_checkpoint:
     google_checkpoint.check_prefix(config.init_checkpoint, "--init_checkpoint")
 
@@ -417,7 +459,7 @@ def resolve_casing(config):
   """
   vocab_file = resolve_vocab_file(config)
   evidence = casing.checkpoint_casing(init_source(config), vocab_file)
-  if init_source(config) is None:
+  if init_source(config) is None and files.isdir(config.output_dir):  # Not a new one's parent.
     evidence = casing.checkpoint_casing(config.output_dir) + evidence
   do_lower_case = casing.resolve_do_lower_case(config.do_lower_case, evidence,
                                                allow_mismatch=config.allow_casing_mismatch)
@@ -448,7 +490,9 @@ def resolve_vocab_file(config: FineTuningConfig) -> str:
 
 def shuffled_batches(examples, num_examples: int, batch_size: int, seed: int, *,
                      start: int = 0, batches_per_step: int = 1,
-                     keep: Optional[Sequence[int]] = None) -> tf.data.Dataset:
+                     keep: Optional[Sequence[int]] = None,
+                     length_bucket: int = 0, group_by_length: int = 0,
+                     step_rows: int = 0) -> tf.data.Dataset:
   """Endless batches of `examples`, each epoch a permutation fixed by (`seed`, epoch).
 
   The examples form one endless stream: position p is example `perm_e[p % N]` of epoch
@@ -468,32 +512,100 @@ def shuffled_batches(examples, num_examples: int, batch_size: int, seed: int, *,
     batches_per_step: with `keep`: the period of the batches kept.
     keep: keep batch i only when i % batches_per_step is in `keep` (the replicas of one
       worker: batch i is replica i % R's part of micro-step i // R); None keeps all.
+    length_bucket: > 0: each batch's per-position tensors are cut from S to the smallest
+      multiple of `length_bucket` (or S) holding its longest example
+      (`tfbert.tasks.length_buckets`); 0: every batch keeps S.
+    group_by_length: > 0: the stream is taken in windows of `group_by_length` applied
+      steps (`step_rows` rows each); a window's rows are sorted by length (longest first,
+      ties by position) and dealt to its steps in turn, and the steps' order within the
+      window is a permutation fixed by (`seed`, window): each applied step holds examples of
+      similar length (Hugging Face's `group_by_length`), little padding is left for
+      `length_bucket` to cut, and the stream stays a pure function of the seed (so resume,
+      accumulation and replicas see the same rows per applied step). 0: no grouping.
+    step_rows: rows per applied step, all replicas and micro-steps (with `group_by_length`).
 
   Returns:
-    An endless tf.data.Dataset of the structure of `examples`, rows [batch_size, ...].
+    An endless tf.data.Dataset of the structure of `examples`, rows [batch_size, ...]
+    (per-position tensors [batch_size, L] with buckets, L varying between batches).
   """
   if num_examples < 1:
     raise ValueError(f"cannot shuffle an empty dataset (size {num_examples})")
   first = start * batch_size
-  first_epoch = first // num_examples
+  window = group_by_length * step_rows  # Rows per grouping window (0: none).
+  if group_by_length and (step_rows < 1 or step_rows % batch_size):
+    raise ValueError(f"group_by_length needs step_rows ({step_rows}) to be a multiple of the "
+                     f"batch size ({batch_size})")
+  begin = first - first % window if window else first  # The window holding row `first`.
+  first_epoch = begin // num_examples
 
   def permutation(epoch):
     keys = tf.random.stateless_uniform(
         [num_examples], seed=tf.stack([tf.constant(seed, tf.int64), epoch]))
     return tf.data.Dataset.from_tensor_slices(tf.argsort(keys))
 
-  positions = (tf.data.Dataset.counter(first_epoch).flat_map(permutation)
-               .skip(first - first_epoch * num_examples)
-               .batch(batch_size, drop_remainder=True))
+  rows = (tf.data.Dataset.counter(first_epoch).flat_map(permutation)
+          .skip(begin - first_epoch * num_examples))
+  if window:
+    rows = _grouped(rows, examples, window, step_rows, seed, begin // window)
+  positions = rows.skip(first - begin).batch(batch_size, drop_remainder=True)
   if keep is not None:
     kept = tf.constant(list(keep), tf.int64)
     positions = (positions.enumerate(start)
                  .filter(lambda i, _: tf.reduce_any(tf.equal(i % batches_per_step, kept)))
                  .map(lambda i, rows: rows))
   tensors = tf.nest.map_structure(tf.convert_to_tensor, examples)
-  return positions.map(lambda rows: tf.nest.map_structure(lambda t: tf.gather(t, rows), tensors),
-                       num_parallel_calls=tf.data.AUTOTUNE,
+  cut = _bucket_cut(examples, length_bucket)
+
+  def rows_of(rows):
+    return cut(tf.nest.map_structure(lambda t: tf.gather(t, rows), tensors))
+
+  return positions.map(rows_of, num_parallel_calls=tf.data.AUTOTUNE,
                        deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def example_lengths(examples) -> np.ndarray:
+  """int32 [N]: each example's length (one past its last real token; of its longest text)."""
+  inputs = examples[0] if isinstance(examples, tuple) else examples
+  groups = [inputs] if length_buckets.MASK in inputs else [
+      group for group in inputs.values() if isinstance(group, dict)]
+  masks = [np.asarray(group[length_buckets.MASK]) != 0 for group in groups]
+  positions = np.arange(1, masks[0].shape[1] + 1)
+  return np.max([(mask * positions).max(axis=1) for mask in masks], axis=0).astype(np.int32)
+
+
+def _grouped(rows: tf.data.Dataset, examples, window: int, step_rows: int, seed: int,
+             first_window: int) -> tf.data.Dataset:
+  """`rows` (example indices) regrouped window by window (`shuffled_batches`)."""
+  lengths = tf.constant(example_lengths(examples))
+  steps = window // step_rows
+
+  def regroup(index, rows):
+    # Longest first, ties by position in the window: a stable sort of -length.
+    order = tf.argsort(-tf.gather(lengths, rows), stable=True)
+    dealt = tf.reshape(tf.gather(rows, order), [steps, step_rows])
+    keys = tf.random.stateless_uniform(
+        [steps], seed=tf.stack([tf.constant(seed, tf.int64), -1 - index]))
+    return tf.data.Dataset.from_tensor_slices(tf.gather(dealt, tf.argsort(keys))).unbatch()
+
+  return (rows.batch(window, drop_remainder=True).enumerate(first_window)
+          .flat_map(regroup))
+
+
+def sequence_length(examples) -> int:
+  """S: the length of the first `input_mask` in `examples` (inputs, or (inputs, labels))."""
+  inputs = examples[0] if isinstance(examples, tuple) else examples
+  groups = [inputs] if length_buckets.MASK in inputs else [
+      group for group in inputs.values() if isinstance(group, dict)]
+  return int(np.shape(groups[0][length_buckets.MASK])[1])
+
+
+def _bucket_cut(examples, length_bucket: int) -> Callable:
+  """The batch -> batch function cutting to length buckets (the identity for 0)."""
+  if not length_bucket:
+    return lambda batch: batch
+  seq_length = sequence_length(examples)
+  buckets = length_buckets.bucket_lengths(seq_length, length_bucket)
+  return lambda batch: length_buckets.cut_batch(batch, seq_length, buckets)
 
 
 class TrainingMonitor(keras.callbacks.Callback):
@@ -701,7 +813,9 @@ def train(model: keras.Model, strategy: tf.distribute.Strategy, config: FineTuni
   batches = distribution.LocalBatches(strategy, shuffled_batches(
       examples, num_examples, per_replica, config.seed, start=loop.micro_step * replicas,
       batches_per_step=replicas,
-      keep=range(index * local, (index + 1) * local) if num_workers > 1 else None))
+      keep=range(index * local, (index + 1) * local) if num_workers > 1 else None,
+      length_bucket=config.length_bucket, group_by_length=config.group_by_length,
+      step_rows=config.train_batch_size))
   last = loop.train(batches)
   result = {**last, "steps": loop.step, "finished": loop.finished}
   logging.info("trained " + " ".join(f"{k}={v:.4g}" for k, v in result.items()
@@ -715,13 +829,15 @@ _PREDICTION_STEPS = weakref.WeakKeyDictionary()
 
 
 def _prediction_step(model: keras.Model, strategy: tf.distribute.Strategy,
-                     names: tuple[str, ...]):
+                     names: tuple[str, ...], seq_length: int):
   """`run_batch(iterator)`: one global batch's outputs by name, gathered from every replica
-  (with "example_index"); made once per (model, strategy, input names). `iterator` is a
+  (with "example_index"); made once per (model, strategy, input names, S). `iterator` is a
   `tf.data` iterator of this worker's per-replica batches, dealt to its local replicas in
-  turn as `distribution.LocalBatches` deals them (traced once per element spec)."""
+  turn as `distribution.LocalBatches` deals them (traced once per element spec; a batch cut
+  to its length bucket has per-position outputs padded back to S, so the replicas' parts
+  gather into one tensor)."""
   steps = _PREDICTION_STEPS.setdefault(model, {})
-  key = (id(strategy), names)
+  key = (id(strategy), names, seq_length)
   if key in steps and steps[key][0] is strategy:
     return steps[key][1]
 
@@ -729,6 +845,7 @@ def _prediction_step(model: keras.Model, strategy: tf.distribute.Strategy,
     features = {name: batch[name] for name in names}
     outputs = model(features, training=False)
     outputs = outputs if isinstance(outputs, dict) else {"output": outputs}
+    outputs = length_buckets.pad_outputs(outputs, seq_length)
     return {"example_index": batch["example_index"],
             **{k: tf.cast(v, tf.float32) for k, v in outputs.items()}}
 
@@ -764,7 +881,7 @@ def eval_loss(model: keras.Model, outputs: dict[str, np.ndarray], labels: Any) -
 
 
 def predict(model: keras.Model, strategy: tf.distribute.Strategy, inputs: dict[str, np.ndarray],
-            batch_size: int) -> dict[str, np.ndarray]:
+            batch_size: int, length_bucket: int = 0) -> dict[str, np.ndarray]:
   """The model's outputs on `inputs`, sharded over every replica of every worker.
 
   Rows are padded to whole global batches (`batch_size`, all replicas) and dealt as
@@ -778,6 +895,9 @@ def predict(model: keras.Model, strategy: tf.distribute.Strategy, inputs: dict[s
     strategy: the run's strategy.
     inputs: arrays [N, ...] by input name (N >= 1).
     batch_size: rows per global batch (a multiple of the replicas).
+    length_bucket: > 0: each replica's rows are cut to their length bucket
+      (`tfbert.tasks.length_buckets`) and per-position outputs padded back to S with zeros
+      (at positions no example has); 0: every batch keeps S.
 
   Returns:
     The model's outputs by name, numpy arrays [N, ...] in the order of `inputs`.
@@ -800,8 +920,10 @@ def predict(model: keras.Model, strategy: tf.distribute.Strategy, inputs: dict[s
   dataset = (dataset.enumerate().filter(
       lambda i, _: tf.reduce_any(tf.equal(i % replicas, tf.constant(list(mine), tf.int64))))
       .map(lambda i, batch: batch))
+  seq_length = sequence_length(inputs)
+  dataset = dataset.map(_bucket_cut(inputs, length_bucket))
   iterator = iter(dataset)
-  run_batch = _prediction_step(model, strategy, tuple(inputs))
+  run_batch = _prediction_step(model, strategy, tuple(inputs), seq_length)
   parts = [run_batch(iterator) for _ in range(steps)]
   merged = {name: np.concatenate([part[name].numpy() for part in parts]) for name in parts[0]}
   order = merged.pop("example_index")

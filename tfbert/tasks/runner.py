@@ -71,8 +71,11 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
   model = build_model(task, config, labels, strategy)
   fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
+  fine_tuning.check_segments_fit(model, task.segments(config))
   export.check_seq_length(model, task.max_seq_length(config))  # Before the claim.
-  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile, strategy):
+  train_files = task.train_files(config, inputs)
+  with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile, strategy,
+                                       train_files=train_files):
     context = RunContext(config=config, strategy=strategy, tokenizer=tokenizer, model=model,
                          inputs=inputs, work_dir=fine_tuning.work_directory(config, strategy),
                          chief=fine_tuning.is_chief(strategy))

@@ -15,6 +15,8 @@ The hooks, in the order the runner calls them:
     read_inputs(config)                      every input file, read and checked (nothing
                                              built or written yet); any value
     labels(config, inputs)                   the model's label names, or None
+    train_files(config, inputs)              the files training reads (their identity is
+                                             recorded: a resume on other data is refused)
     max_seq_length(config)                   S, checked against the model's positions
     build_model(config, bert_config, labels) the task model, not built (the runner builds it
                                              in the strategy's scope)
@@ -135,6 +137,18 @@ class Task:
     """The model's label names (None for a task without named labels)."""
     del config, inputs
     return None
+
+  def train_files(self, config, inputs) -> Sequence[str]:
+    """The files a training run reads its examples from (recorded in the run directory's
+    `data.json`, so a resume on other data is refused): `config.train_file`, or none."""
+    del inputs
+    return [config.train_file] if config.do_train and getattr(config, "train_file", None) else []
+
+  def segments(self, config) -> int:
+    """How many segment ids (token types) the task's inputs use: 1, or 2 for text pairs
+    (checked against the model's type_vocab_size before any work)."""
+    del config
+    return 1
 
   def max_seq_length(self, config) -> int:
     """S: the length of the model's inputs (checked against max_position_embeddings)."""

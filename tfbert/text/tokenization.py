@@ -98,6 +98,10 @@ def load_vocab(vocab_file):
     raise ValueError(_not_utf8(vocab_file)) from None
   if not tokens:
     raise ValueError(f"WordPiece vocab file is empty: {vocab_file}")
+  if tokens[0].startswith("\ufeff"):  # Not dropped: the file is copied beside every output.
+    raise ValueError(f"WordPiece vocab {vocab_file} starts with a byte-order mark (U+FEFF, "
+                     "as some editors save): other tools (Hugging Face, google-research/bert) "
+                     f"would read its first token as {tokens[0]!r}; save it without one")
   seen = {}
   for line, token in enumerate(tokens, start=1):
     if not token:

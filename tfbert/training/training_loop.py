@@ -592,8 +592,9 @@ class TrainingLoop:
     scalars = self._scalars(examples_per_second)
     self.model.reset_metrics()
     if not math.isfinite(scalars["loss"]) and self.config.check_finite:
-      raise FloatingPointError(f"non-finite loss ({scalars['loss']}) in applied steps "
-                               f"{previous_step + 1}..{step}")
+      steps = (f"in applied steps {previous_step + 1}..{step}" if step > previous_step else
+               f"at step {step + 1} (its update was skipped)")
+      raise FloatingPointError(f"non-finite loss ({scalars['loss']}) {steps}")
     if self.is_chief:
       write_scalars(self.writer, self.directory, {"step": step}, scalars)
       if self.progress is not None:

@@ -1,0 +1,52 @@
+"""Tests for tfbert.pretraining.raw_text_run: the settings of a raw-text pretraining run,
+and the vocabulary and casing its text is tokenized with."""
+
+import dataclasses
+import os
+
+import pytest
+
+from tests import helpers
+from tfbert.checkpoints import pretrained
+from tfbert.pretraining import raw_text_run
+from tfbert.pretraining.pretraining_run import PretrainingRunConfig
+from tfbert.training import optimization
+
+S, P = 16, 3
+
+
+def run_config(**overrides):
+  values = dict(bert_config=helpers.odd_config(vocab_size=30522, max_position_embeddings=S),
+                input_files=[], model_dir="/tmp/unused", optimizer=optimization.OptimizerConfig(),
+                train_text_files=["corpus/*.txt"], objective="mlm", max_seq_length=S,
+                max_predictions_per_seq=P)
+  return PretrainingRunConfig(**{**values, **overrides})
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(input_files=["data/*.tfrecord"]), "give input_files .TFRecords. or train_text_files "
+     r".raw text., one of them, not both"),
+    (dict(train_text_files=[]), "give input_files .TFRecords. or train_text_files "
+     r".raw text., one of them$"),
+    (dict(objective="mlm_nsp"), "no sentence pairs: pass objective mlm"),
+    (dict(text_mode="paragraphs"), "text_mode must be one of"),
+    (dict(train_text_files=[], input_files=["d/*.tfrecord"], do_whole_word_mask=True,
+          objective="mlm_nsp"), "do_whole_word_mask masks raw text"),
+    (dict(masked_lm_prob=1.5), r"masked_lm_prob \(1.5\) must be in \(0, 1\]"),
+])
+def test_raw_text_settings_that_do_not_fit_are_named(overrides, message):
+  with pytest.raises(ValueError, match=message):
+    run_config(**overrides)
+
+
+def test_the_vocabulary_defaults_to_the_sources_and_must_fit_the_model(tmp_path):
+  with pytest.raises(ValueError, match="vocab_file is needed"):
+    raw_text_run.resolve(run_config())
+  source = tmp_path / "hf"
+  os.makedirs(source)
+  (source / "vocab.txt").write_bytes(open(pretrained.minilm_vocab_file(), "rb").read())
+  resolved = raw_text_run.resolve(run_config(init_hf_dir=str(source)))
+  assert (resolved.vocab_file, resolved.do_lower_case) == (str(source / "vocab.txt"), True)
+  small = dataclasses.replace(run_config().bert_config, vocab_size=1000)
+  with pytest.raises(ValueError, match="holds 30522 tokens but the model's vocab_size is 1000"):
+    raw_text_run.resolve(run_config(bert_config=small, vocab_file=str(source / "vocab.txt")))

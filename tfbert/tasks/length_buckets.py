@@ -1,0 +1,122 @@
+"""Batches padded to their length bucket, not to S: pay only for the tokens there are.
+
+Every fine-tuning example is packed to S = `max_seq_length` (`[CLS] ... [SEP]`, then zeros
+with `input_mask` 0). Most texts are far shorter than S (STS-B pairs and WNUT sentences are
+10-30 tokens; S is 64-128), and a batch padded to S spends most of its attention and
+feed-forward work on padding. Hugging Face's Trainer and sentence-transformers pad each
+batch to its longest text instead. tfbert keeps a few fixed lengths, so a compiled (XLA)
+step sees a few shapes rather than one per batch: a batch is cut to the smallest *bucket*
+(a multiple of `multiple`, or S) that holds its longest example.
+
+Why cutting is exact: a position past every example's last real token is a key no query
+attends to (`input_mask` 0 adds -10000 to its score, whose exp underflows to exactly 0 in
+float32, `tfbert.layers.attention`), and each real position's layers (LayerNorm, the
+feed-forward network, the heads) read only its own row. So every real position's output is
+the same function of the same inputs with or without the cut; only the order in which a
+longer or shorter row is summed may change a last bit. Losses and metrics that read only
+labelled positions (classification of [CLS], tagging's labelled words, pooled sentence
+embeddings) are therefore unchanged. A loss that reads the padding is not: SQuAD's span
+softmax runs over all S positions in google-research/bert, padding included, so a cut
+changes its value; `run_squad` keeps buckets off unless asked (its `length_bucket` 0).
+
+The cut is a pure function of a batch's rows, and the rows of a batch a pure function of
+its position in the seeded stream (`fine_tuning.shuffled_batches`): a resumed run, another
+worker or another replica layout cuts the same batch to the same length, so the exact
+resume and replica/worker equalities need no state beyond the data position already
+checkpointed.
+
+Shape legend: B batch rows, S max_seq_length, L the batch's bucket length (<= S).
+"""
+
+from typing import Any, Sequence
+
+import tensorflow as tf
+
+MASK = "input_mask"  # The feature whose ones mark a row's real tokens.
+
+
+def bucket_lengths(max_seq_length: int, multiple: int) -> tuple[int, ...]:
+  """The lengths a batch may be cut to: the multiples of `multiple` below S, and S.
+
+  Args:
+    max_seq_length: S.
+    multiple: the bucket step (> 0); `multiple` >= S leaves S alone.
+
+  Returns:
+    Increasing lengths, the last one S.
+  """
+  if multiple < 1:
+    raise ValueError(f"length_bucket must be > 0 to form buckets, not {multiple}")
+  return tuple(range(multiple, max_seq_length, multiple)) + (max_seq_length,)
+
+
+def longest(mask: tf.Tensor) -> tf.Tensor:
+  """int32 scalar: one past the last real position of any row of `mask` [B, S] (0 or 1)."""
+  positions = tf.range(1, tf.shape(mask)[1] + 1)
+  return tf.reduce_max(tf.cast(tf.not_equal(mask, 0), tf.int32) * positions[None])
+
+
+def bucket_of(length: tf.Tensor, buckets: Sequence[int]) -> tf.Tensor:
+  """int32 scalar: the smallest of `buckets` (increasing) that is >= `length`."""
+  table = tf.constant(list(buckets), tf.int32)
+  index = tf.searchsorted(table, tf.reshape(tf.cast(length, tf.int32), [1]), side="left")
+  return tf.gather(table, tf.minimum(index[0], len(buckets) - 1))
+
+
+def _cut(value: tf.Tensor, length: tf.Tensor, seq_length: int) -> tf.Tensor:
+  """`value`[:, :length] when its second axis is S (a per-position feature or label)."""
+  if value.shape.rank is not None and value.shape.rank >= 2 and value.shape[1] == seq_length:
+    return value[:, :length]
+  return value
+
+
+def _cut_group(group: dict, length: tf.Tensor, seq_length: int) -> dict:
+  """`group` with every per-position tensor cut to `length`."""
+  return {name: _cut(value, length, seq_length) for name, value in group.items()}
+
+
+def cut_batch(batch: Any, seq_length: int, buckets: Sequence[int]) -> Any:
+  """A batch with its per-position tensors cut to the bucket of its longest row.
+
+  Args:
+    batch: (inputs, labels) as the tasks' `train_step` reads them, or inputs alone. inputs
+      is a dict of [B, S] features with `input_mask` (classifier, tagger, span labeler;
+      per-position labels such as tags [B, S] are cut with them), or a dict of such dicts,
+      one per text of a pair or triplet (sentence embeddings: every text is cut to the
+      bucket of the longest of them, since the encoder reads them as one batch).
+    seq_length: S.
+    buckets: `bucket_lengths(S, multiple)`.
+
+  Returns:
+    The same structure; [B, S, ...] tensors become [B, L, ...].
+  """
+  inputs, labels = batch if isinstance(batch, tuple) else (batch, None)
+  if MASK in inputs:
+    length = bucket_of(longest(inputs[MASK]), buckets)
+    inputs = _cut_group(inputs, length, seq_length)
+    if labels is not None:
+      labels = tf.nest.map_structure(lambda t: _cut(t, length, seq_length), labels)
+  else:
+    parts = [name for name, group in inputs.items() if isinstance(group, dict) and MASK in group]
+    length = bucket_of(tf.reduce_max(tf.stack([longest(inputs[name][MASK]) for name in parts])),
+                       buckets)
+    inputs = {name: _cut_group(group, length, seq_length) if name in parts else group
+              for name, group in inputs.items()}
+  return (inputs, labels) if isinstance(batch, tuple) else inputs
+
+
+def pad_outputs(outputs: dict, seq_length: int) -> dict:
+  """Per-position outputs [B, L, ...] of a cut batch padded back to [B, S, ...] with zeros.
+
+  An output is per-position when its second axis has no static size (it follows the cut
+  inputs' L); a per-example output ([B, C], [B, H]) has a static one and is left as it is.
+  The padded rows are positions of no example: every reader of these outputs reads real
+  (labelled or context) positions only.
+  """
+  def pad(value):
+    if value.shape.rank is None or value.shape.rank < 2 or value.shape[1] is not None:
+      return value
+    extra = seq_length - tf.shape(value)[1]
+    paddings = [[0, 0], [0, extra]] + [[0, 0]] * (value.shape.rank - 2)
+    return tf.pad(value, paddings)
+  return {name: pad(value) for name, value in outputs.items()}

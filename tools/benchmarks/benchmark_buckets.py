@@ -1,0 +1,141 @@
+"""Length buckets: fine-tuning examples/s and the dev metric with batches padded to S, cut
+to their length bucket, and cut after grouping by length (docs/length_buckets.md).
+
+Two tasks on the shipped MiniLM-L6-H384 (`--init_hf_dir=minilm`) and real GLUE data from
+`--glue_dir`: STS-B sentence embeddings with CoSENT (`run_embeddings`, the first
+`train_examples` train pairs, the whole dev set) and MRPC classification (`run_classifier`,
+the first `train_examples` train pairs, the whole dev set); batch 32, S 64 (STS-B) or 128
+(MRPC), AdamW 5e-5, one epoch. Each setting runs as the tool in a fresh process, the
+settings alternating over `rounds` (padded, buckets, grouped, grouped, buckets, padded,
+...); examples/s is the tool's own `examples_per_second` (its first, tracing, step left
+out), the median of the run's log windows, then the median over the rounds. The ratio to
+"padded" is what a user gains in wall time at the same work and the same dev metric.
+"""
+
+import dataclasses
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+from tfbert.runtime import validation
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# (name, --length_bucket, --group_by_length).
+SETTINGS = (("padded", 0, 0), ("buckets", 8, 0), ("grouped", 8, 8))
+TASKS = ("stsb", "mrpc")
+
+
+@dataclasses.dataclass(frozen=True)
+class BucketCase:
+  """One comparison of the three settings on one task.
+
+  Attributes:
+    task: "stsb" (CoSENT embeddings) or "mrpc" (classification).
+    glue_dir: the folder holding STS-B/ and MRPC/ (GLUE's files).
+    train_examples: the first train pairs trained on (one epoch).
+    rounds: runs of each setting.
+    batch_size: pairs per applied step.
+    seq_length: S (0: the task's default, 64 for STS-B and 128 for MRPC).
+  """
+  task: str = "stsb"
+  glue_dir: str = ""
+  train_examples: int = 1600
+  rounds: int = 1
+  batch_size: int = 32
+  seq_length: int = 0
+
+  def checks(self) -> list[validation.Check]:
+    return [(self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}"),
+            (bool(self.glue_dir), "glue_dir is needed (the folder of STS-B/ and MRPC/)"),
+            (self.train_examples >= self.batch_size,
+             f"train_examples ({self.train_examples}) must be >= batch_size "
+             f"({self.batch_size})"),
+            (self.rounds >= 1, f"rounds ({self.rounds}) must be >= 1")]
+
+  def __post_init__(self):
+    validation.validate(self)
+
+  @property
+  def length(self) -> int:
+    return self.seq_length or {"stsb": 64, "mrpc": 128}[self.task]
+
+
+def _head(source: str, target: str, rows: int) -> None:
+  """The header and the first `rows` rows of a GLUE TSV file."""
+  with open(source, encoding="utf-8") as f, open(target, "w", encoding="utf-8") as out:
+    for number, line in enumerate(f):
+      if number > rows:
+        break
+      out.write(line)
+
+
+def command(case: BucketCase, workdir: str, output_dir: str, length_bucket: int,
+            group_by_length: int) -> list[str]:
+  """The tool's argv for one run of one setting (the train subset written into `workdir`)."""
+  common = ["--init_hf_dir=minilm", "--do_train", "--do_eval", f"--output_dir={output_dir}",
+            f"--max_seq_length={case.length}", f"--train_batch_size={case.batch_size}",
+            "--learning_rate=5e-5", "--num_train_epochs=1", "--log_steps=10", "--verbose=0",
+            f"--length_bucket={length_bucket}", f"--group_by_length={group_by_length}"]
+  if case.task == "stsb":
+    train = os.path.join(workdir, "stsb_train.tsv")
+    if not os.path.exists(train):
+      _head(os.path.join(case.glue_dir, "STS-B", "train.tsv"), train, case.train_examples)
+    return [sys.executable, os.path.join(ROOT, "tools", "run_embeddings.py"), *common,
+            f"--train_file={train}",
+            f"--dev_file={os.path.join(case.glue_dir, 'STS-B', 'dev.tsv')}",
+            "--anchor_column=sentence1", "--positive_column=sentence2", "--score_column=score",
+            "--loss=cosent"]
+  data = os.path.join(workdir, "mrpc")
+  if not os.path.exists(data):
+    os.makedirs(data)
+    _head(os.path.join(case.glue_dir, "MRPC", "train.tsv"), os.path.join(data, "train.tsv"),
+          case.train_examples)
+    _head(os.path.join(case.glue_dir, "MRPC", "dev.tsv"), os.path.join(data, "dev.tsv"),
+          10 ** 9)
+  return [sys.executable, os.path.join(ROOT, "tools", "run_classifier.py"), *common,
+          "--task_name=mrpc", f"--data_dir={data}"]
+
+
+def read_run(output_dir: str, task: str) -> dict:
+  """{"examples_per_second": median of the log windows, "metric": the dev metric}."""
+  with open(os.path.join(output_dir, "metrics.jsonl"), encoding="utf-8") as f:
+    speeds = [row["examples_per_second"] for row in map(json.loads, f)
+              if "examples_per_second" in row and not row.get("split")]
+  with open(os.path.join(output_dir, "eval_results.json"), encoding="utf-8") as f:
+    dev = json.load(f)["dev"]
+  metric = dev["spearman"] if task == "stsb" else dev["accuracy"]
+  return {"examples_per_second": statistics.median(speeds), "metric": metric}
+
+
+def measure(case: BucketCase, workdir: str) -> dict:
+  """{setting: [per-round reads]}: each setting run `case.rounds` times, alternating."""
+  results = {name: [] for name, _, _ in SETTINGS}
+  for round_index in range(case.rounds):
+    order = SETTINGS if round_index % 2 == 0 else SETTINGS[::-1]
+    for name, bucket, group in order:
+      out = os.path.join(workdir, f"{name}-{round_index}")
+      env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+      run = subprocess.run(command(case, workdir, out, bucket, group), env=env,
+                           capture_output=True, text=True, check=False)
+      if run.returncode:
+        raise RuntimeError(f"{name}: exit {run.returncode}: {run.stderr[-2000:]}")
+      results[name].append(read_run(out, case.task))
+  return results
+
+
+def format_result(case: BucketCase, results: dict) -> str:
+  """Markdown rows: setting, examples/s (median over rounds), ratio to padded, dev metric."""
+  metric = "dev Spearman" if case.task == "stsb" else "dev accuracy"
+  unit = "pairs/s" if case.task == "stsb" else "examples/s"
+  padded = statistics.median(r["examples_per_second"] for r in results["padded"])
+  lines = [f"| {case.task} setting | {unit} (median of {case.rounds}) | / padded | {metric} |",
+           "|---|---|---|---|"]
+  for name, bucket, group in SETTINGS:
+    rows = results[name]
+    speed = statistics.median(r["examples_per_second"] for r in rows)
+    metrics = ", ".join(f"{r['metric']:.2f}" for r in rows)
+    lines.append(f"| {name} (length_bucket {bucket}, group_by_length {group}) | {speed:.1f} "
+                 f"| {speed / padded:.2f}x | {metrics} |")
+  return "\n".join(lines)
