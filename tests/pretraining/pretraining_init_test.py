@@ -145,3 +145,15 @@ def test_an_mlm_run_from_an_encoder_starts_only_its_mlm_head_fresh(tmp_path, cap
     for name, value in weights.items():
       np.testing.assert_array_equal(loaded[name], value, err_msg=name)
   assert fresh == {"mlm": ["mlm_head"], "mlm_nsp": ["mlm_head", "nsp_head"]}
+
+
+def test_the_tool_reads_minilm_as_the_shipped_sentence_transformers_directory(tmp_path):
+  """`--init_hf_dir=minilm` names the shipped MiniLM, as in the fine-tuning tools: the
+  model's config is read from it, and the run goes on to its next check (here a refusal:
+  raw text trains masked-LM alone), not "minilm/config.json not found"."""
+  run = tool_process.run_tool(
+      "run_pretraining", "--init_hf_dir=minilm", f"--model_dir={tmp_path / 'run'}",
+      f"--train_text_files={tmp_path / 'notes.txt'}", "--objective=mlm_nsp")
+  assert run.returncode == 1
+  assert "no sentence pairs: pass objective mlm" in run.stderr, run.stderr
+  assert not os.path.exists(tmp_path / "run")

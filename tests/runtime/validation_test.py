@@ -131,7 +131,7 @@ import importlib, json, os, sys
 from absl import flags
 out = {}
 for name in sorted(f[:-3] for f in os.listdir("flags") if f.endswith("_flags.py")):
-  for module in [m for m in sys.modules if m.startswith("tfbert_flags.")]:
+  for module in [m for m in sys.modules if m.split(".")[0] == "tfbert_flags"]:
     del sys.modules[module]
   for flag in list(flags.FLAGS):
     if (flags.FLAGS.find_module_defining_flag(flag) or "").startswith("tfbert_flags."):

@@ -174,7 +174,8 @@ def test_the_loop_trains_as_keras_fit_does(tmp_path):
   fitted = _model(strategy, initial)
   config = _config(tmp_path, "fit")
   summary = fine_tuning.compile_and_fit(
-      fitted, strategy, fine_tuning.shuffled_batches(_examples(), EXAMPLES, 4, config.seed),
+      fitted, strategy, fine_tuning.shuffled_batches(_examples(), EXAMPLES, 4, config.seed,
+                                                     length_bucket=config.length_bucket),
       dataclasses.replace(config, verbose=0), steps=7, total_steps=7, num_examples=EXAMPLES)
   assert summary["steps"] == 7
   moved = max(float(np.abs(a - b).max()) for a, b in zip(initial, fitted.get_weights()))

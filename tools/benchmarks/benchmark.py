@@ -237,7 +237,7 @@ def tfbert_step(case: StepCase, batch: dict[str, tf.Tensor]) -> Callable[[], flo
   else:
     model = BertSpanLabeler(config)
     model.build()
-    run = fine_tuning.FineTuningConfig(output_dir="", learning_rate=1e-4)
+    run = fine_tuning.FineTuningConfig(output_dir="unused", learning_rate=1e-4)  # Not written.
     model.compile(
         optimizer=optimization.create_optimizer(run.optimizer_config(TOTAL_STEPS)),
         jit_compile=False)
