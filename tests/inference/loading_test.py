@@ -236,7 +236,10 @@ def test_a_span_labeler_of_few_positions_gets_windows_that_fit(tmp_path):
   back = tfbert.load(str(tmp_path / "hf"), max_seq_length=40)
   settings = text_settings.settings_of(back)
   assert (settings.max_seq_length, settings.max_query_length) == (40, 18)
-  assert back.answer("Who?", "Mira met Zyxwar.")["answer"]
+  # Windows of 40 hold the question and the context: the call answers. An untrained head
+  # may find no valid span ("" then; which it finds depends on its random weights).
+  found = back.answer("Who?", "Mira met Zyxwar.")
+  assert isinstance(found["answer"], str) and found["answer"] in "Mira met Zyxwar."
   with pytest.raises(ValueError, match=r"max_seq_length \(40\) must be greater than "
                                        r"max_query_length \(64\) \+ 3"):
     tfbert.load(str(tmp_path / "hf"), max_seq_length=40, max_query_length=64)
