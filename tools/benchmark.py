@@ -18,7 +18,7 @@
   bash bootstrap.sh python tools/benchmark.py --benchmark=fine_tuning --batch_size=16 --repeats=6
   bash bootstrap.sh python tools/benchmark.py --benchmark=inference --repeats=3
   bash bootstrap.sh python tools/benchmark.py --benchmark=buckets --bucket_task=stsb \
-      --glue_dir=../shared/data/glue --repeats=2
+      --glue_dir=glue_data --repeats=2
 
 Prints Markdown rows for BENCHMARKS.md, after a line naming the machine and the stack.
 """

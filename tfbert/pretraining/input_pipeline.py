@@ -42,8 +42,9 @@ from tfbert.runtime import atomic
 # google-research/bert `run_pretraining.py` reads int64 features and casts them to int32.
 _INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
                  "masked_lm_ids", "next_sentence_labels")
-_MAX_CYCLE_LENGTH = 4  # Files read at once per worker (interleaved record by record).
-_MAX_ORDERED_CYCLE_LENGTH = 64  # Files interleaved in the unshuffled (alignment) order.
+# Files read at once per worker (interleaved record by record; `text_pipeline` too).
+MAX_CYCLE_LENGTH = 4
+MAX_ORDERED_CYCLE_LENGTH = 64  # Files interleaved in the unshuffled (alignment) order.
 # Old-style hidden temporaries of create_pretraining_data: `.<shard name>.<pid>.tmp`.
 _OLD_TEMPORARY = re.compile(r"^\..+\.\d+\.tmp$")
 _SUMMARY_SUFFIX = "-summary.json"  # `{prefix}-summary.json` beside the shards.
@@ -142,12 +143,30 @@ def _parse_window(serialized: tf.Tensor, seq_length: int, max_predictions: int,
               if name in parsed}
   if next_sentence_labels:
     features["next_sentence_labels"] = tf.reshape(features["next_sentence_labels"], [-1])
-  weights = parsed["masked_lm_weights"]                          # [W, P]
+  features["masked_lm_weights"] = parsed["masked_lm_weights"]   # [W, P]
+  return with_window_totals(features)
+
+
+def with_window_totals(features: dict) -> dict:
+  """`features` of one window of W examples with the window totals attached to each:
+  float32 `window_mlm_weight` (the sum of `masked_lm_weights` [W, P]) and `window_examples`
+  (W), both [W] (the module docstring)."""
+  weights = features["masked_lm_weights"]
   window = tf.shape(weights)[0]
-  features["masked_lm_weights"] = weights
-  features["window_mlm_weight"] = tf.fill([window], tf.reduce_sum(weights))
-  features["window_examples"] = tf.fill([window], tf.cast(window, tf.float32))
-  return features
+  return {**features, "window_mlm_weight": tf.fill([window], tf.reduce_sum(weights)),
+          "window_examples": tf.fill([window], tf.cast(window, tf.float32))}
+
+
+def micro_batches(windows: tf.data.Dataset, batch_size: int, deterministic: bool
+                  ) -> tf.data.Dataset:
+  """Windows of examples split into this worker's micro-batches of `batch_size` (remainders
+  dropped), the element order kept when `deterministic`; never sharded again by a strategy
+  (the files already are, per worker), prefetched."""
+  options = tf.data.Options()
+  options.deterministic = deterministic
+  options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+  return (windows.unbatch().batch(batch_size, drop_remainder=True).with_options(options)
+          .prefetch(tf.data.AUTOTUNE))
 
 
 def _records(files: list, *, shuffle: bool, seed: int, repeat: bool, ordered: bool,
@@ -158,7 +177,7 @@ def _records(files: list, *, shuffle: bool, seed: int, repeat: bool, ordered: bo
     # per replica, one process with R replicas then sees the same examples in each step as
     # R workers reading one file each, which is what alignment runs compare.
     dataset = tf.data.Dataset.from_tensor_slices(files).interleave(
-        tf.data.TFRecordDataset, cycle_length=min(len(files), _MAX_ORDERED_CYCLE_LENGTH),
+        tf.data.TFRecordDataset, cycle_length=min(len(files), MAX_ORDERED_CYCLE_LENGTH),
         block_length=1)  # Sequential (no num_parallel_calls): always this order.
     return dataset.repeat() if repeat else dataset
   # A new file order each epoch, still a pure function of `seed`.
@@ -167,7 +186,7 @@ def _records(files: list, *, shuffle: bool, seed: int, repeat: bool, ordered: bo
   if repeat:
     dataset = dataset.repeat()
   dataset = dataset.interleave(
-      tf.data.TFRecordDataset, cycle_length=min(len(files), _MAX_CYCLE_LENGTH),
+      tf.data.TFRecordDataset, cycle_length=min(len(files), MAX_CYCLE_LENGTH),
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=ordered)
   return dataset.shuffle(shuffle_buffer_size, seed=seed + 1)
 
@@ -226,9 +245,4 @@ def pretraining_dataset(file_patterns: Union[str, Sequence[str]], batch_size: in
                         max_predictions=max_predictions,
                         next_sentence_labels=next_sentence_labels),
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=ordered)
-  dataset = dataset.unbatch().batch(batch_size, drop_remainder=True)
-  options = tf.data.Options()
-  options.deterministic = ordered
-  # Files are already sharded per worker; a strategy must not shard them again.
-  options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-  return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+  return micro_batches(dataset, batch_size, ordered)

@@ -48,8 +48,6 @@ from tfbert.text import tokenization
 TEXT_MODES = ("blocks", "lines")
 _LINES_PER_CALL = 256  # Lines tokenized per in-graph call.
 _SEPARATOR = -1  # A document boundary in the piece stream, until it becomes [SEP].
-_MAX_CYCLE_LENGTH = 4  # Files read at once per worker when shuffling.
-_MAX_ORDERED_CYCLE_LENGTH = 64  # Files interleaved in the unshuffled order.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,7 +149,8 @@ def _chunks(paths: list, indices: list, tokenizer, chunk: int, text_mode: str, *
             shuffle: bool, seed: int, repeat: bool) -> tf.data.Dataset:
   """(chunk [S - 2], key int64 [3] = (epoch, file, chunk)) of the worker's files."""
   paths_t, indices_t = tf.constant(paths), tf.constant(indices, tf.int64)
-  cycle = min(len(paths), _MAX_CYCLE_LENGTH if shuffle else _MAX_ORDERED_CYCLE_LENGTH)
+  cycle = min(len(paths), input_pipeline.MAX_CYCLE_LENGTH if shuffle
+              else input_pipeline.MAX_ORDERED_CYCLE_LENGTH)
 
   def epoch(number):
     order = tf.range(len(paths))
@@ -175,10 +174,7 @@ def _window(masking: dynamic_masking.Masking, cls_id: int, sep_id: int, chunks,
   features = dynamic_masking.mask_window(masking, tokens, drawn)
   features["input_mask"] = tf.ones_like(tokens)
   features["segment_ids"] = tf.zeros_like(tokens)
-  weights = features["masked_lm_weights"]
-  features["window_mlm_weight"] = tf.fill([count], tf.reduce_sum(weights))
-  features["window_examples"] = tf.fill([count], tf.cast(count, tf.float32))
-  return features
+  return input_pipeline.with_window_totals(features)
 
 
 def text_dataset(file_patterns: Union[str, Sequence[str]], batch_size: int, *,
@@ -224,8 +220,4 @@ def text_dataset(file_patterns: Union[str, Sequence[str]], batch_size: int, *,
   dataset = drawn.batch(gradient_accumulation_steps * batch_size, drop_remainder=True).map(
       lambda tokens, draws: _window(masking, tokenizer.cls_id, tokenizer.sep_id, tokens,
                                     draws))
-  dataset = dataset.unbatch().batch(batch_size, drop_remainder=True)
-  options = tf.data.Options()
-  options.deterministic = True
-  options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-  return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+  return input_pipeline.micro_batches(dataset, batch_size, deterministic=True)

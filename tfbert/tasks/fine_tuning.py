@@ -563,20 +563,10 @@ def shuffled_batches(examples, num_examples: int, batch_size: int, seed: int, *,
                        deterministic=True).prefetch(tf.data.AUTOTUNE)
 
 
-def example_lengths(examples) -> np.ndarray:
-  """int32 [N]: each example's length (one past its last real token; of its longest text)."""
-  inputs = examples[0] if isinstance(examples, tuple) else examples
-  groups = [inputs] if length_buckets.MASK in inputs else [
-      group for group in inputs.values() if isinstance(group, dict)]
-  masks = [np.asarray(group[length_buckets.MASK]) != 0 for group in groups]
-  positions = np.arange(1, masks[0].shape[1] + 1)
-  return np.max([(mask * positions).max(axis=1) for mask in masks], axis=0).astype(np.int32)
-
-
 def _grouped(rows: tf.data.Dataset, examples, window: int, step_rows: int, seed: int,
              first_window: int) -> tf.data.Dataset:
   """`rows` (example indices) regrouped window by window (`shuffled_batches`)."""
-  lengths = tf.constant(example_lengths(examples))
+  lengths = tf.constant(length_buckets.example_lengths(examples))
   steps = window // step_rows
 
   def regroup(index, rows):
@@ -591,19 +581,11 @@ def _grouped(rows: tf.data.Dataset, examples, window: int, step_rows: int, seed:
           .flat_map(regroup))
 
 
-def sequence_length(examples) -> int:
-  """S: the length of the first `input_mask` in `examples` (inputs, or (inputs, labels))."""
-  inputs = examples[0] if isinstance(examples, tuple) else examples
-  groups = [inputs] if length_buckets.MASK in inputs else [
-      group for group in inputs.values() if isinstance(group, dict)]
-  return int(np.shape(groups[0][length_buckets.MASK])[1])
-
-
 def _bucket_cut(examples, length_bucket: int) -> Callable:
   """The batch -> batch function cutting to length buckets (the identity for 0)."""
   if not length_bucket:
     return lambda batch: batch
-  seq_length = sequence_length(examples)
+  seq_length = length_buckets.sequence_length(examples)
   buckets = length_buckets.bucket_lengths(seq_length, length_bucket)
   return lambda batch: length_buckets.cut_batch(batch, seq_length, buckets)
 
@@ -920,7 +902,7 @@ def predict(model: keras.Model, strategy: tf.distribute.Strategy, inputs: dict[s
   dataset = (dataset.enumerate().filter(
       lambda i, _: tf.reduce_any(tf.equal(i % replicas, tf.constant(list(mine), tf.int64))))
       .map(lambda i, batch: batch))
-  seq_length = sequence_length(inputs)
+  seq_length = length_buckets.sequence_length(inputs)
   dataset = dataset.map(_bucket_cut(inputs, length_bucket))
   iterator = iter(dataset)
   run_batch = _prediction_step(model, strategy, tuple(inputs), seq_length)

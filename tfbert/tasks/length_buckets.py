@@ -30,9 +30,39 @@ Shape legend: B batch rows, S max_seq_length, L the batch's bucket length (<= S)
 
 from typing import Any, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 MASK = "input_mask"  # The feature whose ones mark a row's real tokens.
+
+
+def _is_text(value: Any) -> bool:
+  """Whether `value` is one text's features (a dict holding its `input_mask`)."""
+  return isinstance(value, dict) and MASK in value
+
+
+def texts(inputs: dict) -> list[dict]:
+  """The feature dicts of `inputs` that each hold one text: `inputs` itself, or its parts
+  (a sentence pair's or triplet's texts, by name)."""
+  return [inputs] if MASK in inputs else [group for group in inputs.values() if _is_text(group)]
+
+
+def _inputs(examples) -> dict:
+  """The inputs of `examples` ((inputs, labels), or inputs alone)."""
+  return examples[0] if isinstance(examples, tuple) else examples
+
+
+def sequence_length(examples) -> int:
+  """S: the length of the first text's `input_mask` in `examples` (arrays or tensors)."""
+  return int(np.shape(texts(_inputs(examples))[0][MASK])[1])
+
+
+def example_lengths(examples) -> np.ndarray:
+  """int32 [N]: each example's length, one past its last real token (of its longest text),
+  from arrays [N, S]; `longest` is the same for a batch, in the graph."""
+  masks = [np.asarray(text[MASK]) != 0 for text in texts(_inputs(examples))]
+  positions = np.arange(1, masks[0].shape[1] + 1)
+  return np.max([(mask * positions).max(axis=1) for mask in masks], axis=0).astype(np.int32)
 
 
 def bucket_lengths(max_seq_length: int, multiple: int) -> tuple[int, ...]:
@@ -91,16 +121,14 @@ def cut_batch(batch: Any, seq_length: int, buckets: Sequence[int]) -> Any:
     The same structure; [B, S, ...] tensors become [B, L, ...].
   """
   inputs, labels = batch if isinstance(batch, tuple) else (batch, None)
+  length = bucket_of(tf.reduce_max(tf.stack([longest(text[MASK]) for text in texts(inputs)])),
+                     buckets)
   if MASK in inputs:
-    length = bucket_of(longest(inputs[MASK]), buckets)
     inputs = _cut_group(inputs, length, seq_length)
     if labels is not None:
       labels = tf.nest.map_structure(lambda t: _cut(t, length, seq_length), labels)
   else:
-    parts = [name for name, group in inputs.items() if isinstance(group, dict) and MASK in group]
-    length = bucket_of(tf.reduce_max(tf.stack([longest(inputs[name][MASK]) for name in parts])),
-                       buckets)
-    inputs = {name: _cut_group(group, length, seq_length) if name in parts else group
+    inputs = {name: _cut_group(group, length, seq_length) if _is_text(group) else group
               for name, group in inputs.items()}
   return (inputs, labels) if isinstance(batch, tuple) else inputs
 
