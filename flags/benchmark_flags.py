@@ -7,7 +7,7 @@ from tfbert_flags import common_flags
 BENCHMARK = flags.DEFINE_enum(
     "benchmark", "accumulation",
     ["accumulation", "pretraining", "squad", "input_pipeline", "postprocess", "matmul",
-     "kernels", "resume", "fine_tuning", "inference", "buckets"],
+     "kernels", "resume", "fine_tuning", "inference", "buckets", "continued_pretraining"],
     "What to measure. accumulation: k micro-steps of b vs one step of k*b (examples/s, peak "
     "RSS). pretraining / squad: tfbert's training step (MLM+NSP / span labeler) against TF "
     "Model Garden's on the same config and batch, alternated --repeats times, each run in its "
@@ -27,7 +27,10 @@ BENCHMARK = flags.DEFINE_enum(
     "batch-1 latency, --repeats rounds of fresh processes. buckets: --bucket_task fine-tuned "
     "on MiniLM with batches padded to S, cut to their length bucket, and grouped by length "
     "(examples/s, the ratio to padded, the dev metric), --repeats alternating rounds of the "
-    "tool in fresh processes.")
+    "tool in fresh processes. continued_pretraining: the shipped MiniLM continued by masked-LM "
+    "training on CPython's pydoc topics (raw text, every 10th topic held out) for "
+    "--continued_steps steps of --batch_size blocks of --seq_length (default 128): held-out "
+    "loss and perplexity before and after, time, sequences/s.")
 
 # Model and input shape; unset means the benchmark's default config (tools.benchmarks.benchmark.
 # DEFAULT_CASES): pretraining, input_pipeline and accumulation L4/H256/A4/I1024, S128,
@@ -133,3 +136,6 @@ TRAIN_EXAMPLES = flags.DEFINE_integer("train_examples", 1600,
 
 # Key flags: the tool's --help lists them (absl shows only the main module's key flags).
 flags.adopt_module_key_flags(common_flags)
+
+CONTINUED_STEPS = flags.DEFINE_integer(
+    "continued_steps", 200, "continued_pretraining: applied steps of the run.", lower_bound=1)

@@ -89,6 +89,10 @@ EVAL_INPUT_FILES = flags.DEFINE_list(
     "eval_input_files", [], "Held-out TFRecord globs: MLM (and NSP) loss and accuracy on them "
     "at every --eval_every_steps and at the last step (TensorBoard model_dir/eval, "
     "metrics.jsonl lines with \"split\": \"eval\").")
+EVAL_TEXT_FILES = flags.DEFINE_list(
+    "eval_text_files", [], "Held-out text file globs of a --train_text_files run, instead of "
+    "--eval_input_files: packed as the training text and masked the same way at every "
+    "evaluation; MLM loss, accuracy and perplexity on them.")
 EVAL_EVERY_STEPS = flags.DEFINE_integer(
     "eval_every_steps", 0, "Applied steps between evaluations (0: only at the last step).")
 EVAL_BATCH_SIZE = flags.DEFINE_integer("eval_batch_size", 8,

@@ -19,6 +19,8 @@
   bash bootstrap.sh python tools/benchmark.py --benchmark=inference --repeats=3
   bash bootstrap.sh python tools/benchmark.py --benchmark=buckets --bucket_task=stsb \
       --glue_dir=glue_data --repeats=2
+  bash bootstrap.sh python tools/benchmark.py --benchmark=continued_pretraining \
+      --batch_size=16 --continued_steps=200
 
 Prints Markdown rows for BENCHMARKS.md, after a line naming the machine and the stack.
 """
@@ -34,6 +36,7 @@ from tfbert_tools.benchmarks import (
   benchmark,
   benchmark_accumulation,
   benchmark_buckets,
+  benchmark_continued,
   benchmark_data,
   benchmark_fine_tuning,
   benchmark_floor,
@@ -157,12 +160,21 @@ def buckets() -> str:
     return benchmark_buckets.format_result(case, benchmark_buckets.measure(case, temp))
 
 
+def continued_pretraining() -> str:
+  case = benchmark_continued.ContinuedCase(
+      train_steps=f.CONTINUED_STEPS.value, batch_size=f.BATCH_SIZE.value,
+      seq_length=f.SEQ_LENGTH.value or 128)
+  with tempfile.TemporaryDirectory() as temp:
+    return benchmark_continued.format_result(case, benchmark_continued.measure(case, temp))
+
+
 def main(argv):
   del argv
   runs = {"accumulation": accumulation, "pretraining": lambda: training_step("pretraining"),
           "squad": lambda: training_step("squad"), "input_pipeline": input_pipeline,
           "postprocess": postprocess, "matmul": matmul, "kernels": kernels, "resume": resume,
-          "fine_tuning": fine_tuning, "inference": inference, "buckets": buckets}
+          "fine_tuning": fine_tuning, "inference": inference, "buckets": buckets,
+          "continued_pretraining": continued_pretraining}
   print(benchmark_report.machine_description() + "\n")
   print(runs[f.BENCHMARK.value]())
 

@@ -19,6 +19,7 @@ from tfbert.config import BertConfig
 from tfbert.embeddings import embedding_inference
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.inference import raw_text, text_settings
+from tfbert.serving import export
 from tfbert.text import tokenization
 
 TEXTS, PAIRS, LABELS = tiny_models.TEXTS, tiny_models.PAIRS, tiny_models.LABELS
@@ -41,6 +42,40 @@ def test_classify_equals_the_classify_text_signature(models, exports):
       raw_text.tokenizer_of(models["classifier"]), 17, is_pair=True)
   logits = models["classifier"](features)["logits"].numpy()
   assert [r["label"] for r in mine] == [LABELS[i] for i in logits.argmax(1)]
+
+
+def test_a_batch_of_short_texts_runs_at_its_length_bucket_with_the_outputs_of_s(
+    models, monkeypatch):
+  """The raw-text path runs the model on the batch cut to the bucket of its longest text
+  (multiples of `export.TEXT_LENGTH_BUCKET`, or S), seen at the model's input with functions
+  run eagerly: short pairs at 8 or 16 of S 17, a pair cut to S at 17. The probabilities
+  equal those of the model on the same pairs padded to S (float32 sums of another length:
+  within 1e-6)."""
+  model = models["classifier"]
+  seen = []
+  served = type(model).served_outputs
+
+  def spy(self, features):
+    seen.append(tuple(features["input_ids"].shape))
+    return served(self, features)
+
+  monkeypatch.setattr(type(model), "served_outputs", spy)
+  tf.config.run_functions_eagerly(True)
+  try:
+    short = model.classify([("x", "y z")])              # [CLS] x [SEP] y z [SEP]: 6.
+    middle = model.classify(PAIRS[:2])                  # 11 and 6 tokens.
+    model.classify([("word " * 40, "")])                # Truncated to S.
+  finally:
+    tf.config.run_functions_eagerly(False)
+  assert seen == [(1, 8), (2, 16), (1, 17)] and export.TEXT_LENGTH_BUCKET == 8
+  pairs = [("x", "y z"), *PAIRS[:2]]
+  features = classifier_features.examples_to_features(
+      [glue_data.InputExample(str(i), i, i + 1, a, b or None) for i, (a, b) in enumerate(pairs)],
+      raw_text.tokenizer_of(model), 17, is_pair=True)
+  assert features["input_ids"].shape == (3, 17)
+  padded = tf.nn.softmax(model(features)["logits"]).numpy()
+  cut = [[row["probabilities"][k] for k in LABELS] for row in short + middle]
+  np.testing.assert_allclose(cut, padded, atol=1e-6)
 
 
 @pytest.mark.slow  # The five exports (~18 s, built once: conftest.py).

@@ -4,6 +4,7 @@ TensorBoard, resume after SIGKILL, export, non-finite loss, and MultiWorkerMirro
 import dataclasses
 import glob
 import json
+import math
 import os
 import re
 import shutil
@@ -402,9 +403,19 @@ def test_accumulating_micro_batches_of_raw_text_equals_one_batch_k_times_larger(
   the same masks (a window's masks are its examples', wherever the micro-batch boundary
   falls) and the loss normalized by the window's masked-token count, so the same steps.
   SGD: see the two-worker test on why not Adam."""
-  run_pretraining(text_run_config(text_dir, tmp_path / "big", 1))
-  run_pretraining(text_run_config(text_dir, tmp_path / "accumulated", 2))
+  held_out = dict(eval_text_files=[text_dir], eval_batch_size=4, max_eval_steps=2)
+  run_pretraining(text_run_config(text_dir, tmp_path / "big", 1, **held_out))
+  result = run_pretraining(text_run_config(text_dir, tmp_path / "accumulated", 2, **held_out))
   big, accumulated = read_metrics(tmp_path / "big"), read_metrics(tmp_path / "accumulated")
+  # The held-out text (eval_text_files) is scored at the last step: MLM metrics alone.
+  evals = [r for r in accumulated if r.get("split") == "eval"]
+  assert [r["step"] for r in evals] == [3] and result["eval"]["loss"] == evals[0]["loss"]
+  assert set(result["eval"]) == {"loss", "mlm_loss", "mlm_accuracy", "mlm_perplexity"}
+  assert evals[0]["mlm_perplexity"] == pytest.approx(math.exp(evals[0]["mlm_loss"]), rel=1e-6)
+  assert os.path.isdir(result["written"]["best"])  # The best held-out loss is kept.
+  assert [r["loss"] for r in big if "split" in r] == pytest.approx(
+      [r["loss"] for r in evals], rel=1e-5)  # Weights within 1e-5 (below): the same score.
+  big, accumulated = ([r for r in rows if "split" not in r] for rows in (big, accumulated))
   assert [r["step"] for r in accumulated] == [1, 2, 3]
   # float32 sums of the same terms in another order: equal to rounding.
   assert [r["loss"] for r in accumulated] == pytest.approx([r["loss"] for r in big], rel=1e-6)
@@ -762,8 +773,10 @@ def test_held_out_evaluation_during_training_scores_the_model_of_that_step(data_
   model.build()
   google_checkpoint.load_google_checkpoint(
       model, str(tmp_path / "straight" / "export" / "google" / "bert_model.ckpt"))
-  again = pretraining_eval.Evaluator(model, tf.distribute.get_strategy(), sorted(glob.glob(files)),
-                                     batch_size=4, steps=3, seq_length=SEQ, max_predictions=PRED)()
+  strategy = tf.distribute.get_strategy()
+  again = pretraining_eval.Evaluator(model, strategy, pretraining_eval.record_dataset(
+      sorted(glob.glob(files)), strategy, batch_size=4, seq_length=SEQ, max_predictions=PRED,
+      objective="mlm_nsp"), batch_size=4, steps=3)()
   # 2 replicas' float32 sums against one device's: the order of additions differs.
   assert again == pytest.approx(result["eval"], rel=1e-5)
   tags = _event_scalars(str(tmp_path / "straight" / "eval"))

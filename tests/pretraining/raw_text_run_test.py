@@ -33,6 +33,11 @@ def run_config(**overrides):
     (dict(train_text_files=[], input_files=["d/*.tfrecord"], do_whole_word_mask=True,
           objective="mlm_nsp"), "do_whole_word_mask masks raw text"),
     (dict(masked_lm_prob=1.5), r"masked_lm_prob \(1.5\) must be in \(0, 1\]"),
+    (dict(train_text_files=[], input_files=["d/*.tfrecord"], eval_text_files=["held/*.txt"]),
+     "eval_text_files evaluates a raw-text run .give train_text_files.; a run on TFRecords "
+     "evaluates on eval_input_files"),
+    (dict(eval_text_files=["held/*.txt"], eval_input_files=["held/*.tfrecord"]),
+     r"give eval_input_files \(TFRecords\) or eval_text_files \(raw text\), not both"),
 ])
 def test_raw_text_settings_that_do_not_fit_are_named(overrides, message):
   with pytest.raises(ValueError, match=message):

@@ -99,6 +99,17 @@ def test_documents_are_packed_into_full_sequences_file_by_file(tokenizer, tmp_pa
     assert text.startswith("[CLS] the quick brown fox . [SEP] it jumped . [SEP] a second")
 
 
+def test_the_sequences_of_each_file_are_counted_as_the_packing_rule_cuts_them(tokenizer,
+                                                                             corpus):
+  """The count a held-out evaluation is planned by (`count_sequences`): each file's
+  sequences by the plain packing rule above."""
+  paths = sorted(tf.io.gfile.glob(corpus))
+  counts = text_pipeline.count_sequences(paths, tokenizer, S)
+  assert counts == {path: len(expected_sequences(tokenizer, [path], "blocks"))
+                    for path in paths}
+  assert min(counts.values()) >= 5
+
+
 @pytest.fixture(scope="module")
 def one_process(tokenizer, corpus):
   """Examples of the whole corpus read by one process, in order, one epoch."""

@@ -74,7 +74,7 @@ class ClassifierExport(export.TaskExport):
                                              texts.get("text_b"), self.max_seq_length)
     features = export.validate_features(TEXT_SIGNATURE, features, self.model.config,
                                         packed_from=", ".join(texts))
-    outputs = self._outputs(features)
+    outputs = self._text_outputs(features)
     if self.labels is not None:
       outputs["label"] = tf.gather(self.labels, tf.argmax(outputs["logits"], axis=1))
     return outputs

@@ -49,7 +49,7 @@ class EmbeddingExport(export.TaskExport):
                                              self.max_seq_length)
     features = export.validate_features(TEXT_SIGNATURE, features, self.model.config,
                                         packed_from="text")
-    return self._outputs(features)
+    return self._text_outputs(features)
 
 
 def export_sentence_encoder_saved_model(model: BertSentenceEncoder, export_dir: str,

@@ -38,6 +38,7 @@ from typing import Sequence, Union
 import tensorflow as tf
 
 from tfbert.runtime import atomic
+from tfbert.training import data_options
 
 # google-research/bert `run_pretraining.py` reads int64 features and casts them to int32.
 _INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
@@ -165,8 +166,9 @@ def micro_batches(windows: tf.data.Dataset, batch_size: int, deterministic: bool
   options = tf.data.Options()
   options.deterministic = deterministic
   options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-  return (windows.unbatch().batch(batch_size, drop_remainder=True).with_options(options)
-          .prefetch(tf.data.AUTOTUNE))
+  return data_options.released_promptly(
+      windows.unbatch().batch(batch_size, drop_remainder=True).with_options(options)
+      .prefetch(tf.data.AUTOTUNE))
 
 
 def _records(files: list, *, shuffle: bool, seed: int, repeat: bool, ordered: bool,

@@ -1,9 +1,13 @@
 """Held-out MLM and NSP evaluation during pretraining (google-research/bert's `--do_eval`).
 
-The evaluation reads `eval_input_files` in file order (no shuffle, no repeat) in batches of
+The evaluation reads its held-out data in file order (no shuffle, no repeat) in batches of
 `eval_batch_size` sequences, dropout off, and sums over every batch and replica what
-`tfbert.losses.pretraining_loss.pretraining_losses` counts. The metrics are those of
-training, under the same names, so TensorBoard draws the eval run over the train run:
+`tfbert.losses.pretraining_loss.pretraining_losses` counts. The data is `eval_input_files`
+(TFRecords, `record_dataset`) or, for a raw-text run, `eval_text_files` packed and masked
+as the training text is (`tfbert.pretraining.raw_text_run.eval_dataset`): their masks are
+drawn from the example's place in the files, so every evaluation masks the same tokens.
+The metrics are those of training, under the same names, so TensorBoard draws the eval run
+over the train run:
 
   mlm_loss      masked-LM cross-entropy averaged over masked tokens (`masked_lm_weights`)
   mlm_accuracy  fraction of masked tokens predicted right, weighted the same way
@@ -21,7 +25,8 @@ With the objective "mlm" (a model without NSP head) the `nsp_*` metrics are abse
 `max_eval_steps`, and no more than the fewest full batches any worker's shard holds (a
 worker that ran out first would leave the others waiting in the all-reduce). The count is
 known before the first batch, from the record counts of the pre-run file check. So the
-same evaluation sees the same examples at every step it runs, each once.
+same evaluation sees the same examples at every step it runs, each once. (For raw text,
+"records" are the packed sequences each file yields, counted before the run.)
 """
 
 import math
@@ -75,31 +80,48 @@ def metrics_from_sums(sums: Mapping[str, float]) -> dict[str, float]:
           "loss": mlm_loss + nsp_loss}
 
 
+def record_dataset(files: Sequence[str], strategy: tf.distribute.Strategy, *, batch_size: int,
+                   seq_length: int, max_predictions: int, objective: str,
+                   num_workers: int = 1, worker_index: int = 0) -> tf.data.Dataset:
+  """This worker's eval batches of TFRecord `files`: file order, each record once.
+
+  Args:
+    files: the eval files (all workers').
+    strategy: the run's strategy.
+    batch_size: global sequences per batch; a multiple of the replica count.
+    seq_length, max_predictions: S and P of the records.
+    objective: the model's (`pretraining_loss.OBJECTIVES`): "mlm" reads no NSP labels.
+    num_workers, worker_index: this worker's place (`distribution.worker_info`).
+
+  Returns:
+    Per-replica batches (`input_pipeline.pretraining_dataset` features), a window of the
+    worker's local replicas at a time (`distribution.LocalBatches` deals them).
+  """
+  local_replicas = strategy.num_replicas_in_sync // num_workers
+  return input_pipeline.pretraining_dataset(
+      list(files), batch_size // strategy.num_replicas_in_sync, seq_length=seq_length,
+      max_predictions=max_predictions, num_workers=num_workers, worker_index=worker_index,
+      shuffle=False, repeat=False, gradient_accumulation_steps=local_replicas,
+      deterministic=True, next_sentence_labels=pretraining_loss.uses_nsp(objective))
+
+
 class Evaluator:
-  """Evaluates `model` on this worker's shard of the eval files; call it for the metrics.
+  """Evaluates `model` on this worker's eval batches; call it for the metrics.
 
   Args:
     model: the `BertPretrainer` being trained (built under `strategy`).
     strategy: the run's strategy.
-    files: the eval files (all workers').
-    batch_size: global sequences per batch; a multiple of the replica count.
+    dataset: this worker's per-replica eval batches in a fixed order, read from the start at
+      every call (`record_dataset`, `raw_text_run.eval_dataset`).
+    batch_size: global sequences per batch.
     steps: batches per evaluation (`eval_steps`).
-    seq_length, max_predictions: S and P of the records.
-    num_workers, worker_index: this worker's place (`distribution.worker_info`).
   """
 
-  def __init__(self, model, strategy: tf.distribute.Strategy, files: Sequence[str], *,
-               batch_size: int, steps: int, seq_length: int, max_predictions: int,
-               num_workers: int = 1, worker_index: int = 0):
-    self.model, self.strategy, self.steps = model, strategy, steps
+  def __init__(self, model, strategy: tf.distribute.Strategy, dataset: tf.data.Dataset, *,
+               batch_size: int, steps: int):
+    self.model, self.strategy, self.steps, self.dataset = model, strategy, steps, dataset
     self.sums = pretraining_loss.sum_names(model.objective)
-    local_replicas = strategy.num_replicas_in_sync // num_workers
     self.examples = steps * batch_size
-    self.dataset = input_pipeline.pretraining_dataset(
-        list(files), batch_size // strategy.num_replicas_in_sync, seq_length=seq_length,
-        max_predictions=max_predictions, num_workers=num_workers, worker_index=worker_index,
-        shuffle=False, repeat=False, gradient_accumulation_steps=local_replicas,
-        deterministic=True, next_sentence_labels=pretraining_loss.uses_nsp(model.objective))
     self._sums = tf.function(self._sums_fn)
 
   def _replica_sums(self, features):

@@ -83,6 +83,8 @@ class FillMaskExport(export.TaskExport):
                                   self.tokenizer.cls_id, self.tokenizer.sep_id)
     features = export.validate_features(TEXT_SIGNATURE, features, self.model.config,
                                         packed_from="text")
+    features = inputs.cut_to_bucket(features, self.max_seq_length,  # Masks are real tokens.
+                                     export.TEXT_LENGTH_BUCKET)
     logits = self._outputs_of({**features, "masked_lm_positions": tf.cast(
         positions.to_tensor(0), tf.int32)})["mlm_logits"]             # [B, M, V]
     scores, token_ids = tf.math.top_k(tf.nn.softmax(logits, axis=-1), k=top_k)  # [B, M, K]

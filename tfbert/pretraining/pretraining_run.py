@@ -16,12 +16,13 @@ The run directory explains itself and resumes:
                           complete; a rerun removes such leftovers
     train/                TensorBoard events
     eval/                 TensorBoard events of the held-out evaluation, same tags
-                          (with `eval_input_files`; `tfbert.pretraining.pretraining_eval`)
+                          (with `eval_input_files` or `eval_text_files`;
+                          `tfbert.pretraining.pretraining_eval`)
     metrics.jsonl         one JSON line per log step (the same scalars): at every multiple
-                          of `log_steps` and at the last step; with `eval_input_files`, a
+                          of `log_steps` and at the last step; with held-out data, a
                           line {"step", "split": "eval", ...} at every multiple of
                           `eval_every_steps` and at the last step
-    best/                 with `eval_input_files`: the model of the best held-out
+    best/                 with held-out data: the model of the best held-out
                           `best_metric` (default: loss) as a Google checkpoint, and its
                           eval_results.json (`early_stopping_patience` may end the run)
     export/               SavedModel (the encoder's id signatures and `fill_mask` over
@@ -115,6 +116,7 @@ class PretrainingRunConfig:
   keep_checkpoint_max: int = 5
   log_steps: int = 10
   eval_input_files: Sequence[str] = ()
+  eval_text_files: Sequence[str] = ()  # Held-out raw text of a raw-text run (`raw_text_run`).
   eval_every_steps: int = 0
   eval_batch_size: int = 8
   max_eval_steps: int = 100
@@ -144,6 +146,11 @@ class PretrainingRunConfig:
   def num_train_steps(self) -> int:
     return self.optimizer.num_train_steps
 
+  @property
+  def evaluates(self) -> bool:
+    """Whether the run has held-out data (`eval_input_files` or `eval_text_files`)."""
+    return bool(self.eval_input_files or self.eval_text_files)
+
   def __post_init__(self):
     validation.validate(self)
 
@@ -163,7 +170,7 @@ class PretrainingRunConfig:
         *raw_text_run.checks(self),
         *[(False, problem) for problem in paths.overlap_problems(
             paths.fields(self, ("input_files", "eval_input_files", "train_text_files",
-                                "vocab_file",
+                                "eval_text_files", "vocab_file",
                                 *pretraining_init.SOURCE_FLAGS)),
             paths.fields(self, ("model_dir", "export_dir")), container="--model_dir")],
         *[(False, problem) for problem in paths.output_problems(
@@ -180,12 +187,12 @@ class PretrainingRunConfig:
          f"({self.num_train_steps})]"),
         (not (self.run_eagerly and self.jit_compile), "run_eagerly and jit_compile exclude "
          "each other"),
-        (not self.eval_every_steps or self.eval_input_files,
+        (not self.eval_every_steps or self.evaluates,
          f"eval_every_steps ({self.eval_every_steps}) > 0 evaluates: it needs "
-         "eval_input_files"),
-        (not self.early_stopping_patience or self.eval_input_files,
+         "eval_input_files or eval_text_files"),
+        (not self.early_stopping_patience or self.evaluates,
          f"early_stopping_patience ({self.early_stopping_patience}) > 0 needs "
-         "eval_input_files"),
+         "eval_input_files or eval_text_files"),
         (self.eval_batch_size >= 1, f"eval_batch_size ({self.eval_batch_size}) must be >= 1"),
         (self.eval_batch_size % num_replicas == 0 and self.max_eval_steps >= 1,
          f"eval_batch_size ({self.eval_batch_size}) must be a multiple of the replicas "
@@ -320,7 +327,8 @@ def fast_forward(config: PretrainingRunConfig, applied_steps: int, *,
 RERUN_MAY_CHANGE = frozenset({"stop_at_step", "log_steps", "save_checkpoints_steps", "export_dir",
                               "export_dtype", "export_saved_model", "model_dir",
                               "allow_config_change",
-                              "eval_input_files", "eval_every_steps", "eval_batch_size",
+                              "eval_input_files", "eval_text_files", "eval_every_steps",
+                              "eval_batch_size",
                               "max_eval_steps", "keep_checkpoint_max", "best_metric",
                               "early_stopping_patience"})
 VOCAB_FILE = "vocab.txt"
@@ -343,12 +351,21 @@ def _start(config: PretrainingRunConfig) -> _Run:
         list(config.input_files), config.max_seq_length, config.max_predictions_per_seq,
         config.bert_config.vocab_size, next_sentence_labels=uses_nsp(config.objective))
   logging.info(check.summary())
-  eval_check = None
+  eval_records = None  # {eval file: sequences}
   if config.eval_input_files:
     eval_check = data_checks.check_pretraining_files(
         list(config.eval_input_files), config.max_seq_length, config.max_predictions_per_seq,
         config.bert_config.vocab_size, next_sentence_labels=uses_nsp(config.objective))
     logging.info(f"eval: {eval_check.summary()}")
+    eval_records = dict(zip(eval_check.files, eval_check.records))
+  elif config.eval_text_files:
+    eval_records = raw_text_run.eval_records(config)
+    logging.info(f"eval: {len(eval_records)} text file(s), {sum(eval_records.values())} "
+                 f"sequences of {config.max_seq_length} tokens")
+  evaluation = None  # (the eval files, batches per evaluation)
+  if eval_records is not None:  # Before any write: too little held-out data is refused.
+    evaluation = (sorted(eval_records), pretraining_eval.eval_steps(
+        eval_records, num_workers, config.eval_batch_size, config.max_eval_steps))
   data = data_record(check.files)
   if config.train_text_files:  # Tokenized by the run, with its vocabulary and casing.
     data.update(vocab_file=config.vocab_file, do_lower_case=config.do_lower_case)
@@ -362,7 +379,7 @@ def _start(config: PretrainingRunConfig) -> _Run:
   lock = run_directory.claim(directory, records, allow_changes=config.allow_config_change,
                              outputs={"export_dir": config.export_dir} if is_chief else {})
   try:
-    return _build(config, strategy, lock, (num_workers, index, is_chief), data, eval_check)
+    return _build(config, strategy, lock, (num_workers, index, is_chief), data, evaluation)
   except BaseException:
     lock.forget_if_untrained()
     lock.release()
@@ -430,17 +447,18 @@ def loop_config(config: PretrainingRunConfig) -> training_loop.LoopConfig:
       gradient_accumulation_steps=config.gradient_accumulation_steps,
       log_steps=config.log_steps, save_checkpoints_steps=config.save_checkpoints_steps,
       keep_checkpoint_max=config.keep_checkpoint_max,
-      eval_every_steps=config.eval_every_steps if config.eval_input_files else 0,
-      best_metric=(config.best_metric or DEFAULT_BEST_METRIC) if config.eval_input_files else "",
-      early_stopping_patience=config.early_stopping_patience if config.eval_input_files else 0,
+      eval_every_steps=config.eval_every_steps if config.evaluates else 0,
+      best_metric=(config.best_metric or DEFAULT_BEST_METRIC) if config.evaluates else "",
+      early_stopping_patience=config.early_stopping_patience if config.evaluates else 0,
       stop_at_step=config.stop_at_step, jit_compile=config.jit_compile,
       run_eagerly=config.run_eagerly, check_finite=config.dtype != "mixed_float16")
 
 
 def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy,
            lock: run_directory.RunLock, worker: tuple, data: dict,
-           eval_check: Optional[data_checks.DataCheck]) -> _Run:
-  """Builds model, optimizer, data, evaluation and the training loop."""
+           evaluation: Optional[tuple]) -> _Run:
+  """Builds model, optimizer, data, evaluation ((eval files, batches per evaluation), or
+  None) and the training loop."""
   num_workers, index, is_chief = worker
   with strategy.scope():
     model = BertPretrainer(config.bert_config, objective=config.objective)
@@ -452,14 +470,19 @@ def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy,
     optimizer.build(model.trainable_variables)
   batches = _local_batches(config, strategy, num_workers, index)
   evaluator = None
-  if eval_check is not None:
-    evaluator = pretraining_eval.Evaluator(
-        model, strategy, eval_check.files, batch_size=config.eval_batch_size,
-        steps=pretraining_eval.eval_steps(dict(zip(eval_check.files, eval_check.records)),
-                                          num_workers, config.eval_batch_size,
-                                          config.max_eval_steps),
-        seq_length=config.max_seq_length, max_predictions=config.max_predictions_per_seq,
-        num_workers=num_workers, worker_index=index)
+  if evaluation is not None:
+    eval_files, eval_steps = evaluation
+    if config.eval_text_files:
+      eval_data = raw_text_run.eval_dataset(config, strategy, config.eval_batch_size,
+                                            num_workers, index)
+    else:
+      eval_data = pretraining_eval.record_dataset(
+          eval_files, strategy,
+          batch_size=config.eval_batch_size, seq_length=config.max_seq_length,
+          max_predictions=config.max_predictions_per_seq, objective=config.objective,
+          num_workers=num_workers, worker_index=index)
+    evaluator = pretraining_eval.Evaluator(model, strategy, eval_data,
+                                           batch_size=config.eval_batch_size, steps=eval_steps)
   loop = training_loop.TrainingLoop(
       strategy, model, loop_config(config), config.model_dir, num_workers=num_workers,
       worker_index=index, is_chief=is_chief, data_position=batches.iterator,
@@ -629,7 +652,7 @@ def _written(run: _Run, config: PretrainingRunConfig) -> dict:
   if run.is_chief:
     written.update(metrics=files.absolute(os.path.join(config.model_dir, "metrics.jsonl")),
                    tensorboard=files.absolute(os.path.join(config.model_dir, "train")))
-    if config.eval_input_files:
+    if config.evaluates:
       written["tensorboard_eval"] = files.absolute(os.path.join(config.model_dir, "eval"))
       if files.isdir(os.path.join(config.model_dir, BEST_DIR)):
         written["best"] = files.absolute(os.path.join(config.model_dir, BEST_DIR))

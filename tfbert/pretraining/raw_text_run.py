@@ -4,7 +4,9 @@
 that run, strategies, accumulation and resume stay one: the vocabulary and casing the text
 is tokenized with (`resolve`), what the settings must satisfy (`checks`), the pre-run read
 of the files (`check_files`) and the worker's dataset (`dataset`,
-`tfbert.pretraining.text_pipeline`).
+`tfbert.pretraining.text_pipeline`); and the held-out text (`eval_text_files`): its
+sequences counted before the run (`eval_records`) and read in order with the same masks at
+every evaluation (`eval_dataset`, `tfbert.pretraining.pretraining_eval`).
 """
 
 import dataclasses
@@ -28,7 +30,7 @@ def resolve(config):
   Raises:
     ValueError: no vocabulary, one larger than the model's, or a casing mismatch.
   """
-  if not config.train_text_files:
+  if not (config.train_text_files or config.eval_text_files):
     return config
   vocab_file = fine_tuning.resolve_vocab_file(config)
   size = len(tokenization.load_vocab(vocab_file))
@@ -64,6 +66,11 @@ def checks(config) -> list[validation.Check]:
       (not text or getattr(config, "objective", "mlm") == "mlm",
        "train_text_files packs documents into blocks, which are no sentence pairs: pass "
        "objective mlm (no next-sentence head)"),
+      # Held-out text is read with the training text's vocabulary, casing and packing.
+      (text or not config.eval_text_files, "eval_text_files evaluates a raw-text run (give "
+       "train_text_files); a run on TFRecords evaluates on eval_input_files"),
+      (not (config.eval_text_files and config.eval_input_files),
+       "give eval_input_files (TFRecords) or eval_text_files (raw text), not both"),
   ]
 
 
@@ -73,16 +80,59 @@ def check_files(config, num_workers: int) -> text_pipeline.TextCheck:
                                         num_workers)
 
 
+def _tokenizer(config) -> tokenization.WordPieceTokenizer:
+  return tokenization.WordPieceTokenizer(config.vocab_file, config.do_lower_case)
+
+
+def _masking(config):
+  return text_pipeline.masking_for(
+      config.vocab_file, config.max_predictions_per_seq, masked_lm_prob=config.masked_lm_prob,
+      whole_word_mask=config.do_whole_word_mask, seed=config.seed)
+
+
+def eval_records(config) -> dict[str, int]:
+  """The held-out text before the run: each eval file's packed sequences.
+
+  Every file is read once as `check_files` reads the training text (UTF-8 named by
+  `path:line`), then tokenized and packed as the evaluation will (`text_pipeline`).
+
+  Returns:
+    {eval file: sequences it yields}, for `pretraining_eval.eval_steps`.
+  """
+  try:
+    check = text_pipeline.check_text_files(list(config.eval_text_files), config.max_seq_length)
+  except ValueError as e:
+    raise ValueError(f"eval_text_files: {e}") from None
+  return text_pipeline.count_sequences(check.files, _tokenizer(config), config.max_seq_length,
+                                       config.text_mode)
+
+
+def eval_dataset(config, strategy, batch_size: int, num_workers: int, worker_index: int):
+  """This worker's eval batches of `eval_text_files` (`pretraining_eval.Evaluator`): in
+  file order, each sequence once, masked by its place in the files with the run's seed (so
+  the same tokens at every evaluation).
+
+  Args:
+    config: the run's config.
+    strategy: the run's strategy.
+    batch_size: global sequences per eval batch; a multiple of the replica count.
+    num_workers, worker_index: this worker's place.
+  """
+  local_replicas = strategy.num_replicas_in_sync // num_workers
+  return text_pipeline.text_dataset(
+      list(config.eval_text_files), batch_size // strategy.num_replicas_in_sync,
+      tokenizer=_tokenizer(config), masking=_masking(config),
+      seq_length=config.max_seq_length, text_mode=config.text_mode, num_workers=num_workers,
+      worker_index=worker_index, shuffle=False, seed=config.seed, repeat=False,
+      gradient_accumulation_steps=local_replicas)
+
+
 def dataset(config, batch_size: int, num_workers: int, worker_index: int,
             gradient_accumulation_steps: int):
   """This worker's micro-batches of the text files (`text_pipeline.text_dataset`), masked
   with the run's seed; the order shuffled with it unless `deterministic`."""
-  masking = text_pipeline.masking_for(
-      config.vocab_file, config.max_predictions_per_seq, masked_lm_prob=config.masked_lm_prob,
-      whole_word_mask=config.do_whole_word_mask, seed=config.seed)
   return text_pipeline.text_dataset(
-      list(config.train_text_files), batch_size,
-      tokenizer=tokenization.WordPieceTokenizer(config.vocab_file, config.do_lower_case),
-      masking=masking, seq_length=config.max_seq_length, text_mode=config.text_mode,
+      list(config.train_text_files), batch_size, tokenizer=_tokenizer(config),
+      masking=_masking(config), seq_length=config.max_seq_length, text_mode=config.text_mode,
       num_workers=num_workers, worker_index=worker_index, shuffle=not config.deterministic,
       seed=config.seed, repeat=True, gradient_accumulation_steps=gradient_accumulation_steps)

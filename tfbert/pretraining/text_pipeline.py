@@ -145,6 +145,19 @@ def _file_chunks(path, file_index, tokenizer, chunk: int, text_mode: str) -> tf.
   return packed.map(lambda tokens, index: (tokens, tf.stack([file_index, index])))
 
 
+def count_sequences(paths: Sequence[str], tokenizer: tokenization.WordPieceTokenizer,
+                    seq_length: int, text_mode: str = "blocks") -> dict:
+  """{path: sequences of S tokens that file yields} (`text_dataset`'s packing), reading the
+  files through the pipeline once. The count a held-out evaluation is planned by
+  (`tfbert.pretraining.pretraining_eval.eval_steps`)."""
+  paths = list(paths)
+  chunks = _chunks(paths, list(range(len(paths))), tokenizer, seq_length - 2, text_mode,
+                   shuffle=False, seed=0, repeat=False)
+  counts = chunks.reduce(tf.zeros([len(paths)], tf.int64), lambda counts, chunk: (
+      tf.tensor_scatter_nd_add(counts, [[chunk[1][1]]], tf.ones([1], tf.int64))))  # Key's file.
+  return dict(zip(paths, (int(n) for n in counts.numpy())))
+
+
 def _chunks(paths: list, indices: list, tokenizer, chunk: int, text_mode: str, *,
             shuffle: bool, seed: int, repeat: bool) -> tf.data.Dataset:
   """(chunk [S - 2], key int64 [3] = (epoch, file, chunk)) of the worker's files."""

@@ -420,6 +420,11 @@ def export_ids_saved_model(model: keras.Model, export_dir: str, *,
   return export_dir
 
 
+# The bucket step of the raw-text signatures: a batch runs at the smallest multiple of it
+# (or S) holding its longest text, as fine-tuning's default `length_bucket`.
+TEXT_LENGTH_BUCKET = 8
+
+
 class TaskExport(tf.Module):
   """The part every task SavedModel shares: model, vocab asset, tokenizer, id signatures.
 
@@ -461,6 +466,16 @@ class TaskExport(tf.Module):
 
   def _outputs(self, features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     return self._outputs_of(features)
+
+  def _text_outputs(self, features: dict[str, tf.Tensor], *,
+                    pad: bool = True) -> dict[str, tf.Tensor]:
+    """`_outputs` of raw text packed to S, computed on the batch cut to its length bucket
+    (`TEXT_LENGTH_BUCKET`, `inputs.cut_to_bucket`): a batch of short texts costs its
+    tokens, not S, with the same outputs at every real position. `pad`: per-position
+    outputs padded back to [B, S, ...] (False: [B, L, ...])."""
+    outputs = self._outputs(inputs.cut_to_bucket(features, self.max_seq_length,
+                                                 TEXT_LENGTH_BUCKET))
+    return inputs.pad_outputs(outputs, self.max_seq_length) if pad else outputs
 
 
 def id_signatures(module: tf.Module) -> dict[str, tf.types.experimental.ConcreteFunction]:

@@ -93,7 +93,7 @@ class SquadExport(export.TaskExport):
         self.tokenizer, question, context, self.max_seq_length, self.max_query_length)
     features = export.validate_features(SQUAD_TEXT_SIGNATURE, features, self.model.config,
                                         packed_from="question, context")
-    logits = self._outputs(features)
+    logits = self._text_outputs(features, pad=False)  # [B, L]: spans within the bucket.
     start, end, score = best_spans(logits["start_logits"], logits["end_logits"], first,
                                    count, self.max_answer_length)
     found = count > 0  # Then a one-wordpiece span is valid.

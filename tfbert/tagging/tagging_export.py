@@ -71,7 +71,7 @@ class TaggerExport(export.TaskExport):
                                   self.tokenizer.sep_id)
     features = export.validate_features(TEXT_SIGNATURE, features, self.model.config,
                                         packed_from="text")
-    logits = self._outputs(features)["logits"]                           # [B, S, C]
+    logits = self._text_outputs(features)["logits"]                      # [B, S, C]
     lengths = ids.row_lengths()
     width = tf.shape(ids.to_tensor())[1]
     label_ids = tf.argmax(logits[:, 1:1 + budget], axis=-1)[:, :width]    # [B, T]

@@ -39,7 +39,7 @@ from tfbert.runtime import atomic, cli, files, paths, run_directory, validation
 from tfbert.serving import serving_dtype
 from tfbert.tasks import length_buckets, precision, source_heads
 from tfbert.text import casing
-from tfbert.training import distribution, optimization, training_loop
+from tfbert.training import data_options, distribution, optimization, training_loop
 from tfbert.training.distribution import DTYPES
 
 
@@ -559,8 +559,9 @@ def shuffled_batches(examples, num_examples: int, batch_size: int, seed: int, *,
   def rows_of(rows):
     return cut(tf.nest.map_structure(lambda t: tf.gather(t, rows), tensors))
 
-  return positions.map(rows_of, num_parallel_calls=tf.data.AUTOTUNE,
-                       deterministic=True).prefetch(tf.data.AUTOTUNE)
+  return data_options.released_promptly(positions.map(
+      rows_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(
+          tf.data.AUTOTUNE))
 
 
 def _grouped(rows: tf.data.Dataset, examples, window: int, step_rows: int, seed: int,
@@ -903,7 +904,7 @@ def predict(model: keras.Model, strategy: tf.distribute.Strategy, inputs: dict[s
       lambda i, _: tf.reduce_any(tf.equal(i % replicas, tf.constant(list(mine), tf.int64))))
       .map(lambda i, batch: batch))
   seq_length = length_buckets.sequence_length(inputs)
-  dataset = dataset.map(_bucket_cut(inputs, length_bucket))
+  dataset = data_options.released_promptly(dataset.map(_bucket_cut(inputs, length_bucket)))
   iterator = iter(dataset)
   run_batch = _prediction_step(model, strategy, tuple(inputs), seq_length)
   parts = [run_batch(iterator) for _ in range(steps)]

@@ -33,6 +33,11 @@ from typing import Any, Sequence
 import numpy as np
 import tensorflow as tf
 
+from tfbert.text.inputs import bucket_lengths, bucket_of, longest, pad_outputs
+
+__all__ = ["bucket_lengths", "bucket_of", "longest", "pad_outputs", "cut_batch",
+           "example_lengths", "sequence_length", "texts"]
+
 MASK = "input_mask"  # The feature whose ones mark a row's real tokens.
 
 
@@ -63,34 +68,6 @@ def example_lengths(examples) -> np.ndarray:
   masks = [np.asarray(text[MASK]) != 0 for text in texts(_inputs(examples))]
   positions = np.arange(1, masks[0].shape[1] + 1)
   return np.max([(mask * positions).max(axis=1) for mask in masks], axis=0).astype(np.int32)
-
-
-def bucket_lengths(max_seq_length: int, multiple: int) -> tuple[int, ...]:
-  """The lengths a batch may be cut to: the multiples of `multiple` below S, and S.
-
-  Args:
-    max_seq_length: S.
-    multiple: the bucket step (> 0); `multiple` >= S leaves S alone.
-
-  Returns:
-    Increasing lengths, the last one S.
-  """
-  if multiple < 1:
-    raise ValueError(f"length_bucket must be > 0 to form buckets, not {multiple}")
-  return tuple(range(multiple, max_seq_length, multiple)) + (max_seq_length,)
-
-
-def longest(mask: tf.Tensor) -> tf.Tensor:
-  """int32 scalar: one past the last real position of any row of `mask` [B, S] (0 or 1)."""
-  positions = tf.range(1, tf.shape(mask)[1] + 1)
-  return tf.reduce_max(tf.cast(tf.not_equal(mask, 0), tf.int32) * positions[None])
-
-
-def bucket_of(length: tf.Tensor, buckets: Sequence[int]) -> tf.Tensor:
-  """int32 scalar: the smallest of `buckets` (increasing) that is >= `length`."""
-  table = tf.constant(list(buckets), tf.int32)
-  index = tf.searchsorted(table, tf.reshape(tf.cast(length, tf.int32), [1]), side="left")
-  return tf.gather(table, tf.minimum(index[0], len(buckets) - 1))
 
 
 def _cut(value: tf.Tensor, length: tf.Tensor, seq_length: int) -> tf.Tensor:
@@ -131,20 +108,3 @@ def cut_batch(batch: Any, seq_length: int, buckets: Sequence[int]) -> Any:
     inputs = {name: _cut_group(group, length, seq_length) if _is_text(group) else group
               for name, group in inputs.items()}
   return (inputs, labels) if isinstance(batch, tuple) else inputs
-
-
-def pad_outputs(outputs: dict, seq_length: int) -> dict:
-  """Per-position outputs [B, L, ...] of a cut batch padded back to [B, S, ...] with zeros.
-
-  An output is per-position when its second axis has no static size (it follows the cut
-  inputs' L); a per-example output ([B, C], [B, H]) has a static one and is left as it is.
-  The padded rows are positions of no example: every reader of these outputs reads real
-  (labelled or context) positions only.
-  """
-  def pad(value):
-    if value.shape.rank is None or value.shape.rank < 2 or value.shape[1] is not None:
-      return value
-    extra = seq_length - tf.shape(value)[1]
-    paddings = [[0, 0], [0, extra]] + [[0, 0]] * (value.shape.rank - 2)
-    return tf.pad(value, paddings)
-  return {name: pad(value) for name, value in outputs.items()}

@@ -19,6 +19,8 @@ from typing import Sequence
 
 import tensorflow as tf
 
+MASK = "input_mask"  # The feature whose ones mark a row's real tokens.
+
 
 def pack_inputs(segments: Sequence[tf.RaggedTensor], seq_length: int, cls_id: int,
                 sep_id: int) -> dict[str, tf.Tensor]:
@@ -119,3 +121,65 @@ def combine_and_pad(segments: Sequence[tf.RaggedTensor], counts: Sequence[tf.Ten
   return {"input_ids": ids, "input_mask": tf.cast(position < start, tf.int32),
           "segment_ids": types}
 
+
+# Length buckets: a batch cut to the smallest of a few lengths that holds its longest row
+# (`tfbert.tasks.length_buckets` in fine-tuning, `cut_to_bucket` in raw-text signatures;
+# docs/length_buckets.md on why the cut is exact).
+
+
+def bucket_lengths(max_seq_length: int, multiple: int) -> tuple[int, ...]:
+  """The lengths a batch may be cut to: the multiples of `multiple` below S, and S.
+
+  Args:
+    max_seq_length: S.
+    multiple: the bucket step (> 0); `multiple` >= S leaves S alone.
+
+  Returns:
+    Increasing lengths, the last one S.
+  """
+  if multiple < 1:
+    raise ValueError(f"length_bucket must be > 0 to form buckets, not {multiple}")
+  return tuple(range(multiple, max_seq_length, multiple)) + (max_seq_length,)
+
+
+def longest(mask: tf.Tensor) -> tf.Tensor:
+  """int32 scalar: one past the last real position of any row of `mask` [B, S] (0 or 1)."""
+  positions = tf.range(1, tf.shape(mask)[1] + 1)
+  return tf.reduce_max(tf.cast(tf.not_equal(mask, 0), tf.int32) * positions[None])
+
+
+def bucket_of(length: tf.Tensor, buckets: Sequence[int]) -> tf.Tensor:
+  """int32 scalar: the smallest of `buckets` (increasing) that is >= `length`."""
+  table = tf.constant(list(buckets), tf.int32)
+  index = tf.searchsorted(table, tf.reshape(tf.cast(length, tf.int32), [1]), side="left")
+  return tf.gather(table, tf.minimum(index[0], len(buckets) - 1))
+
+
+def pad_outputs(outputs: dict, seq_length: int) -> dict:
+  """Per-position outputs [B, L, ...] of a cut batch padded back to [B, S, ...] with zeros.
+
+  An output is per-position when its second axis has no static size (it follows the cut
+  inputs' L); a per-example output ([B, C], [B, H]) has a static one and is left as it is.
+  The padded rows are positions of no example: every reader of these outputs reads real
+  (labelled or context) positions only.
+  """
+  def pad(value):
+    if value.shape.rank is None or value.shape.rank < 2 or value.shape[1] is not None:
+      return value
+    extra = seq_length - tf.shape(value)[1]
+    paddings = [[0, 0], [0, extra]] + [[0, 0]] * (value.shape.rank - 2)
+    return tf.pad(value, paddings)
+  return {name: pad(value) for name, value in outputs.items()}
+
+
+def cut_to_bucket(features: dict[str, tf.Tensor], seq_length: int,
+                  multiple: int) -> dict[str, tf.Tensor]:
+  """Packed features [B, S] cut to [B, L]: L the smallest of `bucket_lengths(S, multiple)`
+  that holds the batch's longest row (`input_mask`).
+
+  What a raw-text signature runs its model on, so a batch of short texts costs its tokens,
+  not S: every real position's output is unchanged (docs/length_buckets.md);
+  `pad_outputs` gives per-position outputs their S back.
+  """
+  length = bucket_of(longest(features[MASK]), bucket_lengths(seq_length, multiple))
+  return {name: value[:, :length] for name, value in features.items()}
