@@ -424,6 +424,27 @@ def test_accumulating_micro_batches_of_raw_text_equals_one_batch_k_times_larger(
     assert np.max(np.abs(wa[name] - wb[name])) < 1e-5, name
 
 
+@pytest.mark.slow  # ~4 s: a one-step run and its refused rerun.
+def test_a_raw_text_run_resumed_on_text_of_the_same_size_but_other_words_is_refused(tmp_path):
+  """Raw text is identified by content, not only size: a stopped run's text edited in
+  place (" the " -> " THE ", the same bytes count) is refused on rerun, naming the file
+  (it resumed and trained on the new text, before)."""
+  folder = tmp_path / "text"
+  folder.mkdir()
+  text = helpers.pydoc_text_files(folder, max_documents=2, num_files=1)
+  config = text_run_config(text, tmp_path / "run", 1, stop_at_step=1)
+  run_pretraining(config)
+  path = glob.glob(text)[0]
+  before = open(path, encoding="utf-8").read()
+  after = before.replace(" the ", " THE ")
+  assert after != before and len(after.encode()) == len(before.encode())
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(after)
+  with pytest.raises(run_directory.RunDirectoryError,
+                     match=re.escape(f"{path}: same size, other content")):
+    run_pretraining(dataclasses.replace(config, stop_at_step=None))
+
+
 @pytest.mark.slow
 def test_keras_fit_still_fails_under_multi_worker_mirrored_strategy():
   # keras-team/keras#20585. When this fails, upstream fixed `fit` under MWMS and

@@ -55,3 +55,23 @@ def test_the_vocabulary_defaults_to_the_sources_and_must_fit_the_model(tmp_path)
   small = dataclasses.replace(run_config().bert_config, vocab_size=1000)
   with pytest.raises(ValueError, match="holds 30522 tokens but the model's vocab_size is 1000"):
     raw_text_run.resolve(run_config(bert_config=small, vocab_file=str(source / "vocab.txt")))
+
+
+def test_text_whose_words_give_no_wordpiece_is_refused_before_the_run(tmp_path):
+  """240 zero-width spaces between letters-free "words": enough words for the word count,
+  no WordPiece for the tokenizer (it drops them), so no sequence would ever form and the
+  run would wait forever for its first batch (it did, before this check)."""
+  vocab = pretrained.minilm_vocab_file()
+  dead = tmp_path / "dead.txt"
+  dead.write_text(" ".join(["\u200b"] * 240) + "\n", encoding="utf-8")
+  live = tmp_path / "live.txt"
+  live.write_text("the quick brown fox jumps over the lazy dog " * 4 + "\n", encoding="utf-8")
+  config = run_config(train_text_files=[str(dead)], vocab_file=vocab, do_lower_case=True)
+  with pytest.raises(ValueError, match=r"worker 0 of 1 reads \[.*dead.txt'\]: its 240 words "
+                                       r"give fewer than 14 WordPiece tokens"):
+    raw_text_run.check_files(config, 1)
+  config = run_config(train_text_files=[str(dead), str(live)], vocab_file=vocab,
+                      do_lower_case=True)
+  assert raw_text_run.check_files(config, 1).files == [str(dead), str(live)]  # One is enough.
+  with pytest.raises(ValueError, match=r"worker 0 of 2 reads \[.*dead.txt'\]"):
+    raw_text_run.check_files(config, 2)  # Worker 0 reads dead.txt alone.

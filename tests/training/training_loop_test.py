@@ -165,6 +165,18 @@ def test_a_cut_only_checkpoint_stops_the_rerun_with_one_line(tmp_path):
   assert "\n" not in str(error.value)
 
 
+def test_a_checkpoint_of_one_replica_is_refused_by_a_run_of_two_naming_both(tmp_path):
+  """The replica layout is part of a checkpoint (its metrics window, its batches): a run
+  resumed on 2 replicas from a checkpoint of 1 is refused with both counts named (it was
+  "trained another model", misleading a user who changed only --num_cpu_devices)."""
+  initial = _initial()
+  _train(_config(tmp_path, stop_at_step=3), initial)
+  with pytest.raises(ValueError, match=r"ckpt-3 was written by a run with 1 replica\(s\) per "
+                                       r"worker, and this run has 2: a run resumes with the "
+                                       r"replicas it started with"):
+    _train(_config(tmp_path), initial, replicas=2)
+
+
 @pytest.mark.slow
 def test_the_loop_trains_as_keras_fit_does(tmp_path):
   """The same `train_step`, data stream and dropout masks under `fit` (`compile_and_fit`)."""

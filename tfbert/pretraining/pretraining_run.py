@@ -366,7 +366,8 @@ def _start(config: PretrainingRunConfig) -> _Run:
   if eval_records is not None:  # Before any write: too little held-out data is refused.
     evaluation = (sorted(eval_records), pretraining_eval.eval_steps(
         eval_records, num_workers, config.eval_batch_size, config.max_eval_steps))
-  data = data_record(check.files)
+  # Raw text is read whole before the run (its check): its content identifies it too.
+  data = data_record(check.files, content=bool(config.train_text_files))
   if config.train_text_files:  # Tokenized by the run, with its vocabulary and casing.
     data.update(vocab_file=config.vocab_file, do_lower_case=config.do_lower_case)
   pretraining_init.check_vocabulary(config, data)  # A source's vocabulary is the data's.
@@ -386,9 +387,11 @@ def _start(config: PretrainingRunConfig) -> _Run:
     raise
 
 
-def data_record(paths: Sequence[str]) -> dict:
+def data_record(paths: Sequence[str], content: bool = False) -> dict:
   """What the run's data says of itself: its summaries, vocabulary and casing, and its
-  files by name and size ("input_files": a rerun on other files is refused).
+  files by name and size ("input_files": a rerun on other files is refused), and by
+  content (sha256) with `content` (raw text, read whole before the run anyway; TFRecord
+  shards may be terabytes).
 
   From the `create_pretraining_data` summaries beside the files (none for data made by
   google-research/bert's script: then vocab_file and do_lower_case are None).
@@ -406,7 +409,7 @@ def data_record(paths: Sequence[str]) -> dict:
   vocab_file, do_lower_case = vocabs.pop() if vocabs else (None, None)
   return {"summaries": sorted(files.absolute(p) for p in summaries),
           "vocab_file": vocab_file, "do_lower_case": do_lower_case,
-          "input_files": run_directory.data_identity(paths, content=False)}
+          "input_files": run_directory.data_identity(paths, content=content)}
 
 
 def run_records(config: PretrainingRunConfig, data: dict) -> list:

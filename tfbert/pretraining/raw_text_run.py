@@ -75,9 +75,27 @@ def checks(config) -> list[validation.Check]:
 
 
 def check_files(config, num_workers: int) -> text_pipeline.TextCheck:
-  """Reads the text files once before the run (`text_pipeline.check_text_files`)."""
-  return text_pipeline.check_text_files(list(config.train_text_files), config.max_seq_length,
-                                        num_workers)
+  """Reads the text files once before the run (`text_pipeline.check_text_files`), then
+  tokenizes each worker's files until their first sequence forms.
+
+  Raises:
+    ValueError: as `check_text_files`, or a worker whose files yield no sequence of S
+      WordPiece tokens (named with its files).
+  """
+  check = text_pipeline.check_text_files(list(config.train_text_files), config.max_seq_length,
+                                         num_workers)
+  tokenizer = _tokenizer(config)
+  for worker in range(num_workers):
+    shard = check.files[worker::num_workers]  # `input_pipeline.shard_files`' rule.
+    if not text_pipeline.yields_a_sequence(shard, tokenizer, config.max_seq_length,
+                                           config.text_mode):
+      words = sum(check.words[worker::num_workers])
+      raise ValueError(
+          f"worker {worker} of {num_workers} reads {shard}: its {words} words give fewer "
+          f"than {config.max_seq_length - 2} WordPiece tokens with {config.vocab_file} "
+          "(no sequence would ever form: text of characters the tokenizer drops, such as "
+          "zero-width spaces?). Give text the vocabulary can read")
+  return check
 
 
 def _tokenizer(config) -> tokenization.WordPieceTokenizer:

@@ -158,6 +158,18 @@ def count_sequences(paths: Sequence[str], tokenizer: tokenization.WordPieceToken
   return dict(zip(paths, (int(n) for n in counts.numpy())))
 
 
+def yields_a_sequence(paths: Sequence[str], tokenizer: tokenization.WordPieceTokenizer,
+                      seq_length: int, text_mode: str = "blocks") -> bool:
+  """Whether `paths` (one worker's files) yield at least one sequence of S tokens through
+  the pipeline: read only until the first one forms. Text whose words give no WordPiece
+  (zero-width spaces, control characters) yields none, and a run on it would wait forever
+  for its first batch."""
+  paths = list(paths)
+  chunks = _chunks(paths, list(range(len(paths))), tokenizer, seq_length - 2, text_mode,
+                   shuffle=False, seed=0, repeat=False)
+  return int(chunks.take(1).reduce(tf.constant(0, tf.int64), lambda n, _: n + 1)) > 0
+
+
 def _chunks(paths: list, indices: list, tokenizer, chunk: int, text_mode: str, *,
             shuffle: bool, seed: int, repeat: bool) -> tf.data.Dataset:
   """(chunk [S - 2], key int64 [3] = (epoch, file, chunk)) of the worker's files."""

@@ -442,6 +442,7 @@ class TrainingLoop:
     optional = {"metrics_window": self.metrics_window, "eval_state": self.eval_state,
                 "data_position": self.data_position}
     objects.update({k: v for k, v in optional.items() if k in saved and v is not None})
+    _check_replicas(path, reader, self.metrics_window)
     try:
       tf.train.Checkpoint(**objects).restore(path).assert_existing_objects_matched()
     except (ValueError, AssertionError) as error:
@@ -651,6 +652,23 @@ def _metrics_window(strategy: tf.distribute.Strategy, model: keras.Model) -> tf.
   window.values = [tf.Variable(tf.zeros([len(parts)], parts[0].dtype), trainable=False)
                    for parts in _metric_parts(strategy, model)]
   return window
+
+
+def _check_replicas(path: str, reader, window: tf.Module) -> None:
+  """Refuses a checkpoint written with another number of local replicas, naming both.
+
+  Its metrics window (and the data position, read per replica batch) belong to the replica
+  layout it was written with; the run resumes with that layout, not another one.
+  """
+  shapes = reader.get_variable_to_shape_map()
+  for index, variable in enumerate(window.values):
+    saved = shapes.get(f"metrics_window/values/{index}/.ATTRIBUTES/VARIABLE_VALUE")
+    if saved is not None and list(saved) != variable.shape.as_list():
+      raise ValueError(
+          f"{path} was written by a run with {saved[0]} replica(s) per worker, and this run "
+          f"has {variable.shape[0]}: a run resumes with the replicas it started with "
+          "(--distribution_strategy, --num_cpu_devices, the workers of TF_CONFIG); rerun it "
+          "so, or start another output directory")
 
 
 def _metric_parts(strategy: tf.distribute.Strategy, model: keras.Model) -> list:
