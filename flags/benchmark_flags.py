@@ -127,8 +127,11 @@ FINE_TUNING_STEPS = flags.DEFINE_list(
     "steps) whose time difference is the step time.")
 
 # buckets.
-BUCKET_TASK = flags.DEFINE_enum("bucket_task", "stsb", ["stsb", "mrpc"],
-                                "buckets: STS-B CoSENT embeddings or MRPC classification.")
+BUCKET_TASK = flags.DEFINE_enum("bucket_task", "stsb", ["stsb", "mrpc", "wnut"],
+                                "buckets: STS-B CoSENT embeddings, MRPC classification or "
+                                "WNUT 2017 tagging.")
+WNUT_DIR = flags.DEFINE_string("wnut_dir", "", "buckets: the folder of WNUT 2017's "
+                               "wnut17train.conll and emerging.dev.conll.")
 GLUE_DIR = flags.DEFINE_string("glue_dir", "", "buckets: the folder of GLUE's STS-B/ and MRPC/.")
 TRAIN_EXAMPLES = flags.DEFINE_integer("train_examples", 1600,
                                       "buckets: the first train pairs trained on (one epoch).",

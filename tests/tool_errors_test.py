@@ -506,6 +506,9 @@ def boundary_cases(tmp_path_factory):
           classify + [f"--data_dir={glue}"], [f"{glue / 'train.tsv'}:2: not UTF-8"]),
       "run_classifier: a missing --vocab_file": (
           classify + [f"--data_dir={glue}", f"--vocab_file={missing}"], [str(missing)]),
+      "run_classifier: a --group_by_length window past int32": (
+          classify + [f"--data_dir={glue}", "--train_batch_size=4", "--group_by_length=1000000000"],
+          ["group_by_length (1000000000) x train_batch_size (4) is a grouping window"]),
       "run_ner: a folder as --bert_config_file": (
           ["run_ner", "--do_train", f"--train_file={gold}", f"--bert_config_file={folder}",
            tiny[1], f"--output_dir={out}"], [str(folder)]),
@@ -533,6 +536,15 @@ def boundary_cases(tmp_path_factory):
           [str(missing)]),
       "export_tflite: a folder as --model": (
           ["export_tflite", f"--model={folder}", f"--output={d / 'x.tflite'}"], [str(folder)]),
+      "align: a --workdir that is a file": (
+          ["align", "--variants=graph,eager", f"--workdir={gold}"],
+          [f"--workdir {gold} is an existing file, not a directory"]),
+      "demo: a --workdir that is a file": (
+          ["demo", f"--workdir={gold}"], [f"--workdir {gold} is an existing file"]),
+      # Checked before the model is read: it failed after the whole conversion.
+      "export_tflite: an --output below a file": (
+          ["export_tflite", f"--model={missing}", f"--output={gold}/m.tflite"],
+          [f"--output {gold}/m.tflite: its parent {gold} is a file"]),
       "evaluate_squad: a missing dataset": (
           ["evaluate_squad", str(missing), str(d / "predictions.json")], [str(missing)]),
       "evaluate_squad: predictions that are not UTF-8": (
@@ -545,6 +557,22 @@ def boundary_cases(tmp_path_factory):
       "align: a missing --bert_config_file": (
           ["align", "--variants=graph,eager", f"--bert_config_file={missing}",
            f"--input_files={d}/*.tfrecord", f"--workdir={d / 'align'}"], [str(missing)]),
+      # A source of another kind: its config was looked for inside it or beside it.
+      "run_pretraining: a vocab.txt as --init_hf_dir": (
+          ["run_pretraining", f"--init_hf_dir={pretrained.minilm_vocab_file()}",
+           f"--train_text_files={gold}", "--objective=mlm", f"--model_dir={out}"],
+          [f"--init_hf_dir {pretrained.minilm_vocab_file()}: a file, where a Hugging Face or "
+           "sentence-transformers model directory"]),
+      "run_pretraining: a Hugging Face directory as --init_checkpoint": (
+          ["run_pretraining", f"--init_checkpoint={pretrained.minilm_dir()}",
+           f"--train_text_files={gold}", "--objective=mlm", f"--model_dir={out}"],
+          [f"--init_checkpoint {pretrained.minilm_dir()} is a sentence-transformers "
+           f"directory: pass --init_hf_dir={pretrained.minilm_dir()}"]),
+      "convert_checkpoint: a Hugging Face directory as a Google --input": (
+          ["convert_checkpoint", f"--input={pretrained.minilm_dir()}", "--output_format=google",
+           f"--output={out}/bert_model.ckpt"],
+          [f"--input {pretrained.minilm_dir()} is a sentence-transformers directory: pass "
+           f"--input_format=hf --input={pretrained.minilm_dir()}"]),
   })
   return d, cases
 
@@ -557,6 +585,7 @@ BOUNDARY_NAMES = [
     "run_classifier: a missing --data_dir",
     "run_classifier: a train.tsv that is not UTF-8",
     "run_classifier: a missing --vocab_file",
+    "run_classifier: a --group_by_length window past int32",
     "run_ner: a folder as --bert_config_file",
     "run_pretraining: --input_files matching nothing",
     "run_pretraining: a missing --bert_config_file",
@@ -566,11 +595,17 @@ BOUNDARY_NAMES = [
     "export_onnx: a missing --export_dir",
     "export_tflite: a missing --model",
     "export_tflite: a folder as --model",
+    "export_tflite: an --output below a file",
+    "align: a --workdir that is a file",
+    "demo: a --workdir that is a file",
     "evaluate_squad: a missing dataset",
     "evaluate_squad: predictions that are not UTF-8",
     "evaluate_ner: a missing predictions file",
     "evaluate_ner: predictions that are not UTF-8",
     "align: a missing --bert_config_file",
+    "run_pretraining: a vocab.txt as --init_hf_dir",
+    "run_pretraining: a Hugging Face directory as --init_checkpoint",
+    "convert_checkpoint: a Hugging Face directory as a Google --input",
 ]
 
 

@@ -16,7 +16,7 @@ from absl import app
 
 from tfbert.alignment import alignment, alignment_run
 from tfbert.config import BertConfig
-from tfbert.runtime import cli
+from tfbert.runtime import cli, paths
 from tfbert.training import optimization
 from tfbert_flags import align_flags as f
 from tfbert_flags import common_flags
@@ -49,6 +49,7 @@ def make_default_data(config: alignment.AlignmentConfig, workdir: str) -> None:
 
 def main(argv):
   del argv
+  paths.check_outputs({"--workdir": f.WORKDIR.value})  # Before any work.
   task = f.TASK.value
   if task == "classifier" and not f.TRAIN_FILE.value:
     raise app.UsageError("--task=classifier needs --train_file (a GLUE-format TSV of "

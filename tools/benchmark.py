@@ -19,6 +19,8 @@
   bash bootstrap.sh python tools/benchmark.py --benchmark=inference --repeats=3
   bash bootstrap.sh python tools/benchmark.py --benchmark=buckets --bucket_task=stsb \
       --glue_dir=glue_data --repeats=2
+  bash bootstrap.sh python tools/benchmark.py --benchmark=buckets --bucket_task=wnut \
+      --wnut_dir=wnut17 --train_examples=960
   bash bootstrap.sh python tools/benchmark.py --benchmark=continued_pretraining \
       --batch_size=16 --continued_steps=200
 
@@ -28,7 +30,7 @@ Prints Markdown rows for BENCHMARKS.md, after a line naming the machine and the 
 import dataclasses
 import tempfile
 
-from tfbert.runtime import cli
+from tfbert.runtime import cli, paths
 from tfbert.squad import squad_features
 from tfbert_flags import benchmark_flags as f
 from tfbert_flags import common_flags
@@ -154,7 +156,8 @@ def inference() -> str:
 
 def buckets() -> str:
   case = benchmark_buckets.BucketCase(
-      task=f.BUCKET_TASK.value, glue_dir=f.GLUE_DIR.value, train_examples=f.TRAIN_EXAMPLES.value,
+      task=f.BUCKET_TASK.value, glue_dir=f.GLUE_DIR.value, wnut_dir=f.WNUT_DIR.value,
+      train_examples=f.TRAIN_EXAMPLES.value,
       rounds=f.REPEATS.value, batch_size=f.BATCH_SIZE.value, seq_length=f.SEQ_LENGTH.value or 0)
   with tempfile.TemporaryDirectory() as temp:
     return benchmark_buckets.format_result(case, benchmark_buckets.measure(case, temp))
@@ -170,6 +173,8 @@ def continued_pretraining() -> str:
 
 def main(argv):
   del argv
+  # Its only output (the benchmarks' own files go to temporary directories).
+  paths.check_outputs({"--pretraining_data_dir": f.PRETRAINING_DATA_DIR.value})
   runs = {"accumulation": accumulation, "pretraining": lambda: training_step("pretraining"),
           "squad": lambda: training_step("squad"), "input_pipeline": input_pipeline,
           "postprocess": postprocess, "matmul": matmul, "kernels": kernels, "resume": resume,

@@ -16,7 +16,7 @@ import os
 
 from absl import logging as absl_logging
 
-from tfbert.runtime import cli
+from tfbert.runtime import cli, paths
 from tfbert.training import distribution
 from tfbert_flags import common_flags, demo_flags
 from tfbert_tools.demos import demo, pretraining_demo, squad_demo
@@ -24,6 +24,7 @@ from tfbert_tools.demos import demo, pretraining_demo, squad_demo
 
 def main(argv):
   del argv
+  paths.check_outputs({"--workdir": demo_flags.WORKDIR.value})  # Before any work.
   # The demo prints its own summary; TensorFlow's INFO lines (saver, strategy) would drown it.
   absl_logging.set_verbosity(absl_logging.WARNING)
   logging.getLogger("tensorflow").setLevel(logging.WARNING)

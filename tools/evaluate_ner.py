@@ -37,7 +37,7 @@ def main(argv):
 def run():
   """Entry point: `python tools/evaluate_ner.py`, or the installed `tfbert-evaluate-ner`."""
   common_flags.show_in_help(evaluate_ner_flags)
-  cli.run_tool(main, common_flags.TRACEBACK)
+  cli.run_tool(main, common_flags.TRACEBACK, takes_arguments=True)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ def main(argv):
 def run():
   """Entry point: `python tools/evaluate_squad.py`, or the installed `tfbert-evaluate-squad`."""
   common_flags.show_in_help(evaluate_squad_flags)
-  cli.run_tool(main, common_flags.TRACEBACK)
+  cli.run_tool(main, common_flags.TRACEBACK, takes_arguments=True)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from tfbert.checkpoints import convert
 from tfbert.classifier import classifier_export, classifier_features, glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.models import BertClassifier
-from tfbert.runtime import cli, files, json_values
+from tfbert.runtime import cli, files, json_values, paths
 from tfbert.serving import export, tflite_export
 from tfbert.text import casing
 from tfbert.text.tokenization import WordPieceTokenizer
@@ -38,6 +38,8 @@ def main(argv):
   # its fingerprint) at INFO through absl and TensorFlow; the tool prints what it wrote.
   absl_logging.set_verbosity(absl_logging.WARNING)
   logging.getLogger("tensorflow").setLevel(logging.WARNING)
+  paths.check_apart({"--model": f.MODEL.value}, {"--output": f.OUTPUT.value})
+  tflite_export.check_output(f.OUTPUT.value, "--output")  # Before the model is read.
   model = convert.read_tfbert_model(f.MODEL.value)
   run = tflite_export.run_config_of(f.MODEL.value) or {}
   seq_length = f.SEQ_LENGTH.value or task_registry.run_seq_length(

@@ -30,6 +30,9 @@ def main(argv):
   del argv
   values = common_flags.values(f)
   values["init_hf_dir"] = pretrained.hf_dir(values["init_hf_dir"])  # "minilm": the shipped one.
+  # The source exists and is its flag's kind before any part of it is read.
+  pretraining_init.check_source(types.SimpleNamespace(**values),
+                                needs_config=not values["bert_config_file"])
   if values["bert_config_file"]:
     bert_config = BertConfig.from_json_file(values["bert_config_file"])
   else:

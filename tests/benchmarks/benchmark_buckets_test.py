@@ -33,6 +33,30 @@ def test_each_setting_runs_the_tool_on_the_first_train_pairs(tmp_path, task, too
   assert len(lines) == 1 + 5 and lines[1].startswith("0\t")  # The header and 5 pairs.
 
 
+def test_wnut_runs_the_tagger_on_the_first_sentences_and_reads_entity_f1(tmp_path):
+  wnut = tmp_path / "wnut"
+  wnut.mkdir()
+  sentences = [f"word{i}\tO\nParis\tB-location" for i in range(7)]
+  (wnut / "wnut17train.conll").write_text("\n\n".join(sentences) + "\n\n", encoding="utf-8")
+  (wnut / "emerging.dev.conll").write_text(sentences[0] + "\n", encoding="utf-8")
+  case = benchmark_buckets.BucketCase(task="wnut", wnut_dir=str(wnut), train_examples=3,
+                                      batch_size=2)
+  argv = benchmark_buckets.command(case, str(tmp_path), str(tmp_path / "out"), 8, 0)
+  assert argv[1].endswith("run_ner.py")
+  assert {"--max_seq_length=128", "--learning_rate=0.0001", "--length_bucket=8",
+          f"--eval_file={wnut / 'emerging.dev.conll'}"} <= set(argv)
+  train = next(a for a in argv if a.startswith("--train_file=")).split("=", 1)[1]
+  assert open(train, encoding="utf-8").read() == "\n\n".join(sentences[:3]) + "\n"
+  (tmp_path / "metrics.jsonl").write_text('{"step": 10, "examples_per_second": 9.0}\n',
+                                          encoding="utf-8")
+  (tmp_path / "eval_results.json").write_text('{"dev": {"f1": 41.5, "accuracy": 90.0}}',
+                                              encoding="utf-8")
+  assert benchmark_buckets.read_run(str(tmp_path), "wnut") == {"examples_per_second": 9.0,
+                                                                "metric": 41.5}
+  with pytest.raises(ValueError, match="wnut_dir is needed"):
+    benchmark_buckets.BucketCase(task="wnut")
+
+
 def test_a_run_reads_as_the_median_training_window_and_the_dev_metric(tmp_path):
   rows = [{"step": 10, "examples_per_second": 30.0}, {"step": 20, "examples_per_second": 50.0},
           {"step": 20, "split": "dev", "examples_per_second": 900.0},

@@ -347,3 +347,58 @@ def test_an_mlm_only_pretrainer_is_a_bert_for_masked_lm_directory_that_reads_bac
     pretraining_init.load_source(run_model, source)
   assert "starts fresh" not in caplog.text
   np.testing.assert_array_equal(run_model(features, training=False)["mlm_logits"], want)
+
+
+@pytest.fixture
+def source_kinds(tmp_path):
+  """Paths of each kind (content never read: `check_source` looks at their form only)."""
+  hf, run = tmp_path / "hf", tmp_path / "run"
+  hf.mkdir()
+  run.mkdir()
+  for path in (hf / "config.json", hf / "model.safetensors", run / "model.keras",
+               tmp_path / "m.keras", tmp_path / "vocab.txt", tmp_path / "ckpt.index"):
+    path.write_text("", encoding="utf-8")
+  return {name: str(tmp_path / name) for name in ("hf", "run", "m.keras", "vocab.txt", "ckpt",
+                                                  "missing")}
+
+
+@pytest.mark.parametrize("fmt, name, error, message", [
+    # --input_format=google (the default) given a Hugging Face directory: the message was
+    # "config file not found: <parent>/bert_config.json".
+    ("google", "hf", ValueError, "--input {hf} is a Hugging Face directory: pass "
+                                 "--input_format=hf --input={hf}"),
+    ("google", "m.keras", ValueError, "--input {m.keras} is a tfbert .keras model: pass "
+                                      "--input_format=tfbert --input={m.keras}"),
+    ("tfbert", "run", ValueError, "--input {run} is a tfbert run directory (its model: "
+                                  "{run}/model.keras): pass --input_format=tfbert "
+                                  "--input={run}/model.keras"),
+    ("hf", "vocab.txt", ValueError, "--input {vocab.txt}: a file, where a Hugging Face or "
+                                    "sentence-transformers model directory"),
+    ("hf", "ckpt", ValueError, "--input {ckpt} is a Google checkpoint: pass "
+                               "--input_format=google --input={ckpt}"),
+    ("hf", "missing", FileNotFoundError, "--input {missing}: no such directory; --input takes "
+                                         "a Hugging Face"),
+    ("tfbert", "missing", FileNotFoundError, "--input {missing}: no such file"),
+    ("google", "ckpt", FileNotFoundError, "--input {ckpt}: no bert_config.json beside the "
+                                          "checkpoint ({tmp}/bert_config.json): pass "
+                                          "--bert_config_file"),
+])
+def test_a_source_is_checked_for_its_kind_before_any_part_is_read(
+    source_kinds, tmp_path, fmt, name, error, message):
+  expected = message.replace("{tmp}", str(tmp_path))
+  for key, path in source_kinds.items():
+    expected = expected.replace("{" + key + "}", path)
+  with pytest.raises(error) as raised:
+    convert.check_source(fmt, source_kinds[name], "--input", convert.INPUT_SPELLINGS,
+                         needs_config=True)
+  assert str(raised.value).startswith(expected), str(raised.value)
+  convert.check_source("google", source_kinds["ckpt"], "--input", convert.INPUT_SPELLINGS,
+                       config_file="given.json", needs_config=True)  # Its config is given.
+
+
+def test_convert_checkpoint_names_a_hugging_face_input_of_the_default_format(source_kinds,
+                                                                            tmp_path):
+  out = tmp_path / "out" / "bert_model.ckpt"
+  with pytest.raises(ValueError, match="is a Hugging Face directory: pass --input_format=hf"):
+    convert.convert_checkpoint("google", source_kinds["hf"], "google", str(out))
+  assert not out.parent.exists()

@@ -25,7 +25,8 @@ def test_a_call_the_export_does_not_answer_is_named(exports):
   with pytest.raises(TypeError, match=r"this export answers tag\(\) \(its tag_text signature\), "
                                       r"not classify\(\)"):
     exports["tagger"].classify(["a"])
-  with pytest.raises(ValueError, match=r"this export classifies \(text_a, text_b\) pairs"):
+  with pytest.raises(ValueError, match=r"classifier: this export reads sentence pairs: pass "
+                                       r"texts as a \(text_a, text_b\) pair .*got single texts"):
     exports["classifier"].classify(["a single text"])
   answer = exports["span_labeler"].answer("Who met?", "Mira met Zyxwar.")
   assert sorted(answer) == ["answer", "score"]  # One window: no character offsets.

@@ -1,10 +1,11 @@
 """Tests for tfbert.inference.loading and saving: `tfbert.load` reads every directory kind a
 user holds (Hugging Face directories of each head with their labels, sentence-transformers,
 Google, a run directory, a `.keras` file, an export, a `ram://` URL) into the right class
-with its labels and text settings; `task=` starts a head on a source's encoder; what it
-cannot read is named in one line."""
+with its labels and text settings (a classifier's arity from its run or `tfbert.save`'s
+record); `task=` starts a head on a source's encoder; what it cannot read is named in one
+line."""
 
-import json
+import dataclasses
 import os
 import shutil
 
@@ -15,10 +16,11 @@ import tfbert
 from tfbert import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tfbert.checkpoints import convert, pretrained
 from tfbert.checkpoints.google_checkpoint import google_weights
+from tfbert.classifier import glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.config import BertConfig
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
-from tfbert.inference import loading, text_settings
+from tfbert.inference import text_settings
 
 TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
             intermediate_size=37, max_position_embeddings=64, initializer_range=0.5)
@@ -161,15 +163,6 @@ def test_a_missing_path_and_a_missing_vocabulary_are_named(tmp_path):
     tfbert.load(str(tmp_path / "hf"))
 
 
-def test_locate_names_each_kind(tmp_path):
-  (tmp_path / "st").mkdir()
-  (tmp_path / "st" / "modules.json").write_text(json.dumps([]))
-  assert loading.locate(str(tmp_path / "st")) == ("sentence-transformers", str(tmp_path / "st"))
-  with pytest.raises(ValueError, match="a file must be a tfbert .keras model"):
-    (tmp_path / "x.txt").write_text("x")
-    loading.locate(str(tmp_path / "x.txt"))
-
-
 @pytest.fixture(scope="module")
 def hf_classifier(tmp_path_factory):
   """A Hugging Face classifier directory (labels sports, business, world), S 13 recorded."""
@@ -243,3 +236,70 @@ def test_a_span_labeler_of_few_positions_gets_windows_that_fit(tmp_path):
   with pytest.raises(ValueError, match=r"max_seq_length \(40\) must be greater than "
                                        r"max_query_length \(64\) \+ 3"):
     tfbert.load(str(tmp_path / "hf"), max_seq_length=40, max_query_length=64)
+
+
+def _run_of(tmp_path, model, name, **run_config):
+  """A run directory of `model` whose run_config.json records `run_config`."""
+  run = tmp_path / name
+  tfbert.save(model, str(run / "model.keras"))
+  (run / "run_config.json").write_text(ClassifierRunConfig(
+      output_dir=str(run), do_train=True, data_dir=str(tmp_path / "glue"),
+      **run_config).to_json())
+  return str(run)
+
+
+def test_a_classifier_run_knows_its_arity_from_its_task_and_refuses_the_other(tmp_path):
+  pair = tfbert.load(_run_of(tmp_path, _model(BertClassifier, 2, labels=("0", "1")), "mrpc",
+                             task_name="mrpc"))
+  single = tfbert.load(_run_of(tmp_path, _model(BertClassifier, 2, labels=("0", "1")), "sst",
+                               task_name="sst-2"))
+  assert text_settings.settings_of(pair).is_pair is True
+  assert text_settings.settings_of(single).is_pair is False
+  pairs_please = "reads sentence pairs: pass texts as a .text_a, text_b. pair"
+  for texts in ("", "word " * 500, ["a", "b"]):
+    with pytest.raises(ValueError, match=pairs_please):
+      pair.classify(texts)
+  with pytest.raises(ValueError, match="pass x as a .text_a, text_b. pair"):
+    pair.predict(["a"], verbose=0)
+  assert pair.classify([]) == []
+  with pytest.raises(ValueError, match="reads single texts: .*a tuple of two str, which is "
+                                       "one .text_a, text_b. pair"):
+    single.classify(("a good film", "an awful film"))
+  with pytest.raises(ValueError, match="reads single texts"):
+    single.predict([("a", "b")], verbose=0)
+  assert single.predict(["a good film", "an awful film"], verbose=0)["logits"].shape == (2, 2)
+  # A fresh head on the encoder is not the run's task: its arity is unknown.
+  fresh = tfbert.load(str(tmp_path / "mrpc"), task="regression")
+  assert text_settings.settings_of(fresh).is_pair is None
+
+
+@pytest.mark.parametrize("text_b_column, is_pair", [(None, False), (1, True)])
+def test_a_custom_task_run_knows_its_arity_from_its_text_b_column(tmp_path, text_b_column,
+                                                                  is_pair):
+  fmt = glue_data.CustomFormat(text_a_column=0, text_b_column=text_b_column, label_column=2,
+                               labels=("0", "1"))
+  run = _run_of(tmp_path, _model(BertClassifier, 2, labels=("0", "1")), "custom",
+                task_name="custom", custom=fmt)
+  assert text_settings.settings_of(tfbert.load(run)).is_pair is is_pair
+
+
+def test_a_keras_file_saved_by_tfbert_keeps_its_arity_and_an_unknown_one_clears_it(tmp_path):
+  model = _model(BertClassifier, 2, labels=("0", "1"))
+  path = str(tmp_path / "model.keras")
+  text_settings.attach(model, dataclasses.replace(text_settings.settings_of(model),
+                                                  is_pair=True))
+  tfbert.save(model, path)
+  assert text_settings.settings_of(tfbert.load(path)).is_pair is True
+  text_settings.attach(model, dataclasses.replace(text_settings.settings_of(model),
+                                                  is_pair=None))
+  tfbert.save(model, path)  # Over it: the old record must not describe the new model.
+  assert text_settings.settings_of(tfbert.load(path)).is_pair is None
+
+
+def test_is_pair_is_a_classifiers_setting():
+  with pytest.raises(ValueError, match=r"is_pair \(True\) is a classifier's setting; got a "
+                                       "BertTokenClassifier"):
+    text_settings.attach(_model(BertTokenClassifier, TAGS), text_settings.TextSettings(
+        pretrained.minilm_vocab_file(), True, 13, is_pair=True))
+  with pytest.raises(ValueError, match="is_pair must be True, False or None"):
+    text_settings.TextSettings(pretrained.minilm_vocab_file(), True, is_pair="yes")

@@ -1,7 +1,8 @@
 """Tests for tfbert.inference.raw_text: every task model's raw-text call gives what its
 SavedModel's raw-text signature gives on the same inputs (the export loaded back through
 `tfbert.load`), the shipped MiniLM's `encode` gives the published similarities, fill-mask
-reads the MLM head at the masks, and Keras' predict/fit take raw text with labels by name.
+reads the MLM head at the masks, and Keras' predict/fit take raw text with labels by name,
+each label checked; a classifier of known arity (`is_pair`) refuses the other, as its export.
 
 Tiny random models (1 layer, H 32) over the real uncased vocabulary: the property is the
 code path (packing, chunking, windows, postprocessing), which any weights exercise."""
@@ -12,7 +13,7 @@ import tensorflow as tf
 
 import tfbert
 from tests.inference import tiny_models
-from tfbert import BertPretrainer
+from tfbert import BertClassifier, BertPretrainer
 from tfbert.checkpoints import pretrained
 from tfbert.classifier import classifier_features, glue_data
 from tfbert.config import BertConfig
@@ -211,3 +212,83 @@ def test_fill_mask_takes_an_int_top_k():
   model = _with_text(BertPretrainer(BertConfig(**TINY)), 9)
   with pytest.raises(ValueError, match="top_k must be an int >= 1, got 2.5"):
     model.fill_mask("a [MASK]", top_k=2.5)
+
+
+@pytest.mark.parametrize("labels, message", [
+    ([0.5, float("nan")], r"labels\[1\] nan is not a finite real number: this classifier is a "
+                          r"regression \(one output\)"),
+    ([float("inf")], r"labels\[0\] inf is not a finite"),
+    (["high", "low"], r"labels\[0\] 'high' is not a finite real number"),
+    ([b"0.5"], r"labels\[0\] '0.5' is not a finite"),
+    ([1.0, True], r"labels\[1\] True is not a finite"),
+    ([None], r"labels\[0\] None is not a finite"),
+    (np.array([[0.5], [np.nan]]), r"labels\[1\] nan is not a finite"),
+], ids=["nan", "inf", "str", "bytes", "bool", "none", "array_nan"])
+def test_regression_labels_are_finite_real_numbers_named_by_index(models, labels, message):
+  with pytest.raises(ValueError, match=message):
+    raw_text.class_ids(models["regression"], labels)
+
+
+@pytest.mark.parametrize("labels, message", [
+    (["entailment", float("nan")], r"labels\[1\] nan is neither one of the model's labels"),
+    ([None], r"labels\[0\] None is neither"), ([1.5], r"labels\[0\] 1.5 is neither"),
+    ([3], r"labels\[0\] 3 is neither .* nor a class id in \[0, 3\)"),
+    (["maybe"], r"labels\[0\] 'maybe' is not one of the model's labels"),
+], ids=["nan", "none", "fraction", "out_of_range", "unknown_name"])
+def test_class_labels_are_names_or_class_ids_named_by_index(models, labels, message):
+  with pytest.raises(ValueError, match=message):
+    raw_text.class_ids(models["classifier"], labels)
+
+
+def test_labels_are_one_per_text_in_any_sequence_form(models):
+  regression, classifier = models["regression"], models["classifier"]
+  for labels in ([0.5, 2], np.array([0.5, 2.0]), np.array([[0.5], [2.0]]),
+                 tf.constant([0.5, 2.0]), [np.float32(0.5), np.int64(2)]):
+    np.testing.assert_array_equal(raw_text.class_ids(regression, labels), [[0.5], [2.0]])
+  for labels in (["neutral", 0], [b"neutral", 0.0], np.array(["neutral", "contradiction"]),
+                 tf.constant(["neutral", "contradiction"])):
+    np.testing.assert_array_equal(raw_text.class_ids(classifier, labels), [2, 0])
+  for labels in ("neutral", 1.0):
+    with pytest.raises(TypeError, match="labels must be a sequence of labels, one per text"):
+      raw_text.class_ids(classifier, labels)
+
+
+def test_fitting_a_regression_on_a_label_that_is_not_a_number_is_refused(models):
+  import keras  # pylint: disable=import-outside-toplevel
+  model = _with_text(BertClassifier(BertConfig(**TINY), 1), 9)
+  model.compile(optimizer=keras.optimizers.Adam(1e-3))
+  for labels in ([float("nan"), 1.0], ["high", "low"]):
+    with pytest.raises(ValueError, match=r"labels\[0\] .* is not a finite real number"):
+      model.fit(["good", "bad"], labels, verbose=0)
+
+
+def test_a_classifier_of_known_arity_refuses_the_other_in_every_call(tmp_path):
+  pair = _with_text(BertClassifier(BertConfig(**TINY), 2, labels=("0", "1")), 9, is_pair=True)
+  with pytest.raises(ValueError, match="reads sentence pairs: pass texts as a "
+                                       r"\(text_a, text_b\) pair .*got one text"):
+    pair.classify("")
+  with pytest.raises(ValueError, match="reads sentence pairs: pass x as .*got single texts"):
+    pair.evaluate(["a", "b"], [0, 1], verbose=0)
+  with pytest.raises(ValueError, match=r"is_pair=False, but this classifier reads sentence "
+                                       "pairs"):
+    tfbert.save(pair, str(tmp_path / "wrong"), "export", is_pair=False)
+  assert not (tmp_path / "wrong").exists()
+  single = _with_text(BertClassifier(BertConfig(**TINY), 2), 9, is_pair=False)
+  with pytest.raises(ValueError, match="reads single texts: .*a tuple of two str"):
+    single.classify(("a good film", "an awful film"))
+  with pytest.raises(ValueError, match="reads single texts: pass x as a str or a list of str"):
+    single.fit([("a", "b")], [0], verbose=0)
+  with pytest.raises(ValueError, match="reads single texts: pass x as"):
+    single.predict([("a", "b")], verbose=0)
+
+
+@pytest.mark.slow  # ~6 s: an export written and loaded.
+def test_an_export_of_a_pair_classifier_reads_pairs_by_default(tmp_path):
+  model = _with_text(BertClassifier(BertConfig(**TINY), 2, labels=("0", "1")), 9, is_pair=True)
+  tfbert.save(model, str(tmp_path / "export"), "export")  # is_pair: the model's.
+  loaded = tfbert.load(str(tmp_path / "export"))
+  assert loaded.is_pair is True
+  with pytest.raises(ValueError, match="this export reads sentence pairs: pass texts as a "
+                                       r"\(text_a, text_b\) pair .*got one text"):
+    loaded.classify("")
+  assert loaded.classify(PAIRS[0])["label"] == model.classify(PAIRS[0])["label"]

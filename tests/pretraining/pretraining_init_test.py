@@ -157,3 +157,24 @@ def test_the_tool_reads_minilm_as_the_shipped_sentence_transformers_directory(tm
   assert run.returncode == 1
   assert "no sentence pairs: pass objective mlm" in run.stderr, run.stderr
   assert not os.path.exists(tmp_path / "run")
+
+
+def test_a_source_of_another_kind_is_named_before_any_part_is_read(tmp_path):
+  """A vocab.txt given as --init_hf_dir said "config file not found: .../vocab.txt/
+  config.json"; a Hugging Face directory given as --init_checkpoint, "config file not found:
+  <parent>/bert_config.json"."""
+  vocab = pretrained.minilm_vocab_file()
+  minilm = pretrained.minilm_dir()
+  for read in (pretraining_init.source_config, pretraining_init.read_source):
+    with pytest.raises(ValueError, match=f"^--init_hf_dir {re.escape(vocab)}: a file, where a "
+                                         "Hugging Face or sentence-transformers model directory"):
+      read(types.SimpleNamespace(init_hf_dir=vocab))
+    with pytest.raises(ValueError, match=f"^--init_checkpoint {re.escape(minilm)} is a "
+                                         "sentence-transformers directory: pass "
+                                         f"--init_hf_dir={re.escape(minilm)}$"):
+      read(types.SimpleNamespace(init_checkpoint=minilm))
+  prefix = tmp_path / "bert_model.ckpt"
+  (tmp_path / "bert_model.ckpt.index").write_text("", encoding="utf-8")
+  with pytest.raises(FileNotFoundError, match="no bert_config.json beside the checkpoint .*: "
+                                              "pass --bert_config_file"):
+    pretraining_init.source_config(types.SimpleNamespace(init_checkpoint=str(prefix)))

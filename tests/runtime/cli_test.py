@@ -272,27 +272,22 @@ def test_an_installed_commands_help_starts_with_the_tools_description():
   assert done.stdout.startswith("Fine-tunes BERT on SQuAD"), done.stdout[:500]
 
 
-def test_a_flagfile_on_a_url_is_read_into_a_local_copy(ram_root, tmp_path):
+def test_a_flagfile_on_a_url_is_read_in_where_it_stands(ram_root, tmp_path):
   """absl opens flag files with Python's `open`: a run's flags.txt on a bucket (here
-  `ram://`) is copied locally first, a nested URL flag file too; local ones are kept."""
+  `ram://`) is read by tfbert instead, a nested URL flag file too, and local ones alike."""
   from tfbert.runtime import files  # pylint: disable=import-outside-toplevel
   with files.open_file(f"{ram_root}/base.txt", "w") as f:
     f.write("--learning_rate=0.001\n")
   with files.open_file(f"{ram_root}/flags.txt", "w") as f:
     f.write(f"--flagfile={ram_root}/base.txt\n--output_dir={ram_root}/run\n")
   local_file = tmp_path / "local.txt"
-  local_file.write_text("--do_train\n")
-  argv = cli.local_flagfiles(["tool", f"--flagfile={ram_root}/flags.txt",
-                              f"--flagfile={local_file}", "--verbose=2"], str(tmp_path))
-  assert argv[0] == "tool" and argv[2:] == [f"--flagfile={local_file}", "--verbose=2"]
-  copied = argv[1][len("--flagfile="):]
-  assert copied.startswith(str(tmp_path))
-  lines = open(copied, encoding="utf-8").read().splitlines()
-  nested = lines[0][len("--flagfile="):]
-  assert lines[1] == f"--output_dir={ram_root}/run"
-  assert open(nested, encoding="utf-8").read() == "--learning_rate=0.001\n"
-  with pytest.raises(FileNotFoundError, match="nope.txt"):
-    cli.local_flagfiles(["tool", f"--flagfile={ram_root}/nope.txt"], str(tmp_path))
+  local_file.write_text("# a comment\n\n  --do_train  \n// another\n")
+  assert cli.read_flagfiles(["tool", f"--flagfile={ram_root}/flags.txt",
+                             f"--flagfile={local_file}", "--verbose=2"]) == [
+      "tool", "--learning_rate=0.001", f"--output_dir={ram_root}/run", "--do_train",
+      "--verbose=2"]
+  with pytest.raises(ValueError, match="--flagfile .*nope.txt"):
+    cli.read_flagfiles(["tool", f"--flagfile={ram_root}/nope.txt"])
 
 
 def test_a_flag_file_with_a_byte_order_mark_keeps_its_first_flag(tmp_path):
@@ -307,13 +302,81 @@ def test_a_flag_file_with_a_byte_order_mark_keeps_its_first_flag(tmp_path):
   assert (values.learning_rate, values.do_train) == (1e-4, True)
   values.unparse_flags()
   for argv in (["tool", f"--flagfile={bom}"], ["tool", "--flagfile", str(bom)]):
-    values(cli.flagfiles_first(cli.local_flagfiles(argv, str(tmp_path))))
+    values(cli.read_flagfiles(cli.flagfiles_first(argv)))
     assert (values.learning_rate, values.do_train) == (0.5, True)
     values.unparse_flags()
   plain = tmp_path / "plain.txt"
   plain.write_text("--do_train\n", encoding="utf-8")
-  assert cli.local_flagfiles(["tool", f"--flagfile={plain}", "--", "--flagfile", "x"]) == [
-      "tool", f"--flagfile={plain}", "--", "--flagfile", "x"]  # Left to absl as it was.
+  assert cli.read_flagfiles(["tool", f"--flagfile={plain}", "--", "--flagfile", "x"]) == [
+      "tool", "--do_train", "--", "--flagfile", "x"]  # Nothing after `--` is absl's.
+
+
+def test_a_flag_file_including_itself_is_refused_naming_the_chain(tmp_path):
+  """absl printed a warning and dropped the inclusion; a cycle is a mistake in the files."""
+  first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+  first.write_text(f"--do_train\n--flagfile={second}\n", encoding="utf-8")
+  second.write_text(f"--flagfile={first}\n", encoding="utf-8")
+  with pytest.raises(ValueError, match=f"--flagfile {first} includes itself"):
+    cli.read_flagfiles(["tool", f"--flagfile={first}"])
+  lonely = tmp_path / "lonely.txt"
+  lonely.write_text("--flagfile\n", encoding="utf-8")
+  with pytest.raises(ValueError, match=f"{lonely}: --flagfile without its file"):
+    cli.read_flagfiles(["tool", f"--flagfile={lonely}"])
+
+
+def _one_error_line(run, tool):
+  assert run.returncode == 1, (run.returncode, run.stderr[-3000:])
+  lines = run.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith(f"{tool}: error: "), run.stderr[-3000:]
+  return lines[0]
+
+
+def test_a_flag_file_that_is_not_utf8_ends_the_tool_with_one_line_naming_its_line(tmp_path):
+  """A Latin-1 "é" in a flag file's comment ended the tool with absl's UnicodeDecodeError
+  traceback: flag files were parsed outside the one-line guard. A nested file too."""
+  latin1 = tmp_path / "flags_latin1.txt"
+  latin1.write_bytes(b"--task_name=mrpc\n# caf\xe9\n")
+  outer = tmp_path / "outer.txt"
+  outer.write_text(f"--do_train\n--flagfile={latin1}\n", encoding="utf-8")
+  for flagfile in (latin1, outer):
+    run = tool_process.run_tool("run_classifier", f"--flagfile={flagfile}",
+                                f"--output_dir={tmp_path / 'out'}")
+    line = _one_error_line(run, "run_classifier")
+    assert f"--flagfile {latin1}:2: not UTF-8" in line, line
+  run = tool_process.run_tool("run_classifier", "--flagfile", str(tmp_path / "missing.txt"))
+  assert f"--flagfile {tmp_path / 'missing.txt'}: No such file" in _one_error_line(
+      run, "run_classifier")
+  assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("tool, argv, expected", [
+    # absl set the flag true and left "false" for main, which dropped it: a silent wrong run.
+    ("run_pretraining", ["--do_whole_word_mask", "false", "--model_dir={out}"],
+     "unexpected argument 'false' after the boolean flag --do_whole_word_mask, which takes "
+     "no separate value: use --do_whole_word_mask=false or --nodo_whole_word_mask"),
+    ("run_classifier", ["--nodo_train", "Yes", "--output_dir={out}"],
+     "use --do_train=true or --do_train"),
+    ("export_tflite", ["--model={out}/m.keras", "--output={out}/m.tflite", "extra", "words"],
+     "unexpected arguments 'extra', 'words': this tool takes flags only"),
+])
+def test_a_word_left_after_the_flags_is_refused_by_a_tool_that_takes_none(
+    tmp_path, tool, argv, expected):
+  out = tmp_path / "out"
+  run = tool_process.run_tool(tool, *(arg.format(out=out) for arg in argv))
+  assert expected in _one_error_line(run, tool)
+  assert not out.exists()
+
+
+def test_the_tools_that_take_arguments_are_the_evaluators():
+  """Only evaluate_squad and evaluate_ner read words after their flags (their files)."""
+  folder = os.path.join(REPO, "tools")
+  taking = set()
+  for name in sorted(os.listdir(folder)):
+    if name.endswith(".py"):
+      with open(os.path.join(folder, name), encoding="utf-8") as f:
+        if "takes_arguments=True" in f.read():
+          taking.add(name[:-3])
+  assert taking == {"evaluate_squad", "evaluate_ner"}
 
 
 @pytest.mark.parametrize("argv, expected", [

@@ -179,6 +179,19 @@ def test_export_refuses_bad_arguments_before_writing(tmp_path, classifier, path,
   assert os.listdir(tmp_path) == []
 
 
+def test_an_output_that_cannot_be_written_is_refused_before_converting(tmp_path, classifier):
+  """A parent that is a file failed with a bare "File exists" after the whole conversion."""
+  (tmp_path / "file").write_text("x")
+  target = tmp_path / "file" / "m.tflite"
+  with pytest.raises(ValueError, match=f"^path {target}: its parent {tmp_path / 'file'} is a "
+                                       "file, not a directory$"):
+    tflite_export.export_tflite(classifier, str(target), seq_length=7)
+  (tmp_path / "d.tflite").mkdir()
+  with pytest.raises(ValueError, match="is an existing directory, not a file"):
+    tflite_export.export_tflite(classifier, str(tmp_path / "d.tflite"), seq_length=7)
+  assert sorted(os.listdir(tmp_path)) == ["d.tflite", "file"]
+
+
 @pytest.mark.parametrize("sidecar, content", [
     ("bert_config.json", '{"vocab_size": 5}'), ("labels.txt", "x\ny\nz\n"),
     ("vocab.txt", "[PAD]\n")])

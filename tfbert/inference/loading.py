@@ -18,7 +18,9 @@ vocabulary (`tfbert.text.casing`; `do_lower_case` must agree), and S from what t
 describes it (a run's `run_config.json`; `sentence_bert_config.json`; Hugging Face's
 `tokenizer_config.json` `model_max_length`), else 128 (384 for a span labeler), never past
 `max_position_embeddings`. A span labeler of a SQuAD run keeps its run's windows, answer
-length and v2.0 threshold.
+length and v2.0 threshold. A classifier knows whether it reads text pairs (`is_pair`) from its
+run's task (`task_name`, a custom task's `text_b_column`) or the record `tfbert.save` writes
+beside a `.keras` file; a Hugging Face or Google directory does not tell (unknown).
 
 `task=` starts another task on the source's encoder (the head fresh): "classifier" (with
 `labels`), "regression", "tagger" (with `labels`), "span_labeler", "sentence_encoder". A
@@ -32,14 +34,15 @@ import os
 from typing import Any, Optional, Sequence, Union
 
 import keras
-import tensorflow as tf
 
 from tfbert import task_registry
-from tfbert.checkpoints import convert, google_checkpoint, huggingface
+from tfbert.checkpoints import convert, huggingface
+from tfbert.checkpoints.model_paths import locate
+from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.embeddings import sentence_transformers
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.encoder import BertEncoder
-from tfbert.inference import exported, text_settings
+from tfbert.inference import exported, saving, text_settings
 from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from tfbert.runtime import files
 from tfbert.serving import export
@@ -47,91 +50,10 @@ from tfbert.squad import squad_features
 from tfbert.squad.squad_run import SquadRunConfig
 from tfbert.text import casing
 
-RUN_MODEL = "model.keras"
 TASKS = ("classifier", "regression", "tagger", "span_labeler", "sentence_encoder")
 _TASK_CLASSES = {"classifier": BertClassifier, "regression": BertClassifier,
                  "tagger": BertTokenClassifier, "span_labeler": BertSpanLabeler,
                  "sentence_encoder": BertSentenceEncoder}
-
-
-# Where a run_pretraining run directory holds its model (`pretraining_run`'s export).
-PRETRAINING_EXPORT = os.path.join("export", "google", "bert_model.ckpt")
-
-
-def locate(path: str) -> tuple[str, str]:
-  """(kind, what to read) of `path`: kind "export", "tfbert", "sentence-transformers",
-  "hf" or "google" (see the module docstring).
-
-  Raises:
-    FileNotFoundError: `path` does not exist.
-    ValueError: `path` is none of them, naming what was looked for.
-  """
-  if files.isfile(path + ".index") and not files.exists(path):
-    return "google", path  # A checkpoint prefix (not a file itself).
-  if not files.exists(path):
-    raise FileNotFoundError(f"no such file or directory: {path}")
-  if not files.isdir(path):
-    if path.endswith(".keras"):
-      return "tfbert", path
-    raise ValueError(f"{path}: not a model tfbert reads: a file must be a tfbert .keras model "
-                     "(a directory: an export, a run, sentence-transformers, Hugging Face or "
-                     "Google)")
-  def has(name):
-    return files.exists(os.path.join(path, name))
-  if has("saved_model.pb"):
-    return "export", path
-  if has(RUN_MODEL):
-    return "tfbert", os.path.join(path, RUN_MODEL)
-  if has(sentence_transformers.MODULES_FILE):
-    return "sentence-transformers", path
-  if has("config.json") and has("model.safetensors"):
-    return "hf", path
-  if has("bert_config.json") and has(casing.RUN_CONFIG):  # A tool's run directory.
-    return "google", _run_model(path)
-  if has("bert_config.json"):
-    return "google", _google_prefix(path)
-  problem = ""
-  if has("run_config.json"):
-    problem = f" (a tfbert run directory without {RUN_MODEL}: training has not finished)"
-  elif has("config.json"):
-    problem = " (config.json without model.safetensors)"
-  raise ValueError(f"{path}: not a model directory tfbert reads{problem}: found none of "
-                   f"saved_model.pb, {RUN_MODEL}, {sentence_transformers.MODULES_FILE}, "
-                   "config.json + model.safetensors, bert_config.json + a checkpoint")
-
-
-def _run_model(directory: str) -> str:
-  """The model of a tool's run directory without `model.keras`: a run_pretraining run's
-  export (its run_config.json names a `model_dir`; a fine-tuning run's an `output_dir`).
-
-  Raises:
-    ValueError: a run that has not finished (no export, no model.keras), naming what is
-      missing.
-  """
-  if "model_dir" in _read_json(os.path.join(directory, casing.RUN_CONFIG)):
-    exported = os.path.join(directory, PRETRAINING_EXPORT)
-    if files.isfile(exported + ".index"):
-      return exported
-    raise ValueError(f"{directory}: a run_pretraining run directory without its export "
-                     f"{exported} (the run has not finished, or exported to another "
-                     "--export_dir): load that export, or this directory once the run has "
-                     "finished")
-  raise ValueError(f"{directory}: a tfbert run directory without {RUN_MODEL}: training has "
-                   "not finished (or the run only evaluated)")
-
-
-def _google_prefix(directory: str) -> str:
-  """The one checkpoint beside `bert_config.json` (the `checkpoint` file's latest, or the
-  only `*.index`)."""
-  latest = tf.train.latest_checkpoint(directory)
-  if latest:
-    return latest
-  prefixes = google_checkpoint.prefixes_in(directory)
-  if len(prefixes) != 1:
-    found = "no checkpoint" if not prefixes else "several checkpoints: " + ", ".join(prefixes)
-    raise ValueError(f"{directory}: bert_config.json with {found} (a Google checkpoint "
-                     "directory holds one <prefix>.index and its data)")
-  return os.path.join(directory, prefixes[0])
 
 
 def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str]] = None,
@@ -175,8 +97,12 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
     raise TypeError(f"load() got unexpected settings {', '.join(unknown)}; a span labeler's "
                     f"are {', '.join(SPAN_SETTINGS)}")
   model, recorded = _read(kind, source)
+  is_pair = recorded.pop("is_pair", None)
   if task is not None:
+    source_model = model
     model = with_task(model, task, labels, source)
+    if model is not source_model:  # A fresh head: the source's task is not its own.
+      is_pair = None
   elif labels is not None:
     model = _with_labels(model, labels, source)
   spans = isinstance(model, BertSpanLabeler)
@@ -197,7 +123,7 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
     # google-research/bert's 64 leaves no context in a window of S <= 67: at most half then.
     recorded["max_query_length"] = min(
         squad_features.FeatureConfig.max_query_length, max(1, (length - 3) // 2))
-  settings = text_settings.TextSettings(vocab, lower, length, **recorded)
+  settings = text_settings.TextSettings(vocab, lower, length, **recorded, is_pair=is_pair)
   if spans:  # Windows that fit, checked now rather than at the first answer().
     squad_features.FeatureConfig(settings.max_seq_length, settings.doc_stride,
                                  settings.max_query_length)
@@ -210,13 +136,16 @@ SPAN_SETTINGS = ("max_query_length", "doc_stride", "max_answer_length",
 
 
 def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
-  """(the model, text settings its records give: S and a SQuAD run's span settings)."""
+  """(the model, text settings its records give: S, a SQuAD run's span settings, a
+  classifier run's `is_pair`)."""
   if kind == "sentence-transformers":
     model, config = sentence_transformers.load_sentence_encoder(source)
     return model, {"max_seq_length": config.max_seq_length}
   if kind == "tfbert":
     model = convert.read_tfbert_model(source)
     settings = _run_settings(model, source)
+    if isinstance(model, BertClassifier) and "is_pair" not in settings:
+      settings.update(_saved_settings(source))
   else:
     model = convert.read_model(kind, source)
     settings = {}
@@ -239,14 +168,17 @@ def _read_json(path: str) -> Any:
 
 
 def _run_settings(model: keras.Model, keras_file: str) -> dict[str, Any]:
-  """S (and a SQuAD run's span settings) from the `run_config.json` of the run that wrote
-  `keras_file` (`<run>/model.keras` or `<run>/best/model.keras`)."""
+  """S (and a SQuAD run's span settings, a classifier run's `is_pair`) from the
+  `run_config.json` of the run that wrote `keras_file` (`<run>/model.keras` or
+  `<run>/best/model.keras`)."""
   for directory in casing.checkpoint_directories(keras_file):
     record = os.path.join(directory, casing.RUN_CONFIG)
     if not files.isfile(record):
       continue
     values = _read_json(record)
     settings = {"max_seq_length": task_registry.run_seq_length(model, values, record)}
+    if isinstance(model, BertClassifier):  # Its task's arity (read by `run_seq_length`).
+      settings["is_pair"] = ClassifierRunConfig.from_json(json.dumps(values)).task().is_pair
     if isinstance(model, BertSpanLabeler):
       config = SquadRunConfig.from_json(json.dumps(values))
       settings.update(max_query_length=config.features.max_query_length,
@@ -256,6 +188,18 @@ def _run_settings(model: keras.Model, keras_file: str) -> dict[str, Any]:
                       null_score_diff_threshold=config.postprocess.null_score_diff_threshold)
     return settings
   return {}
+
+
+def _saved_settings(keras_file: str) -> dict[str, Any]:
+  """A classifier's `is_pair`, as `tfbert.save` records it beside its `.keras` file."""
+  path = os.path.join(files.parent(keras_file), saving.TEXT_SETTINGS_FILE)
+  if not files.isfile(path):
+    return {}
+  value = _read_json(path)
+  is_pair = value.get("is_pair") if isinstance(value, dict) else None
+  if not isinstance(is_pair, bool):
+    raise ValueError(f"{path}: is_pair must be true or false, got {is_pair!r}")
+  return {"is_pair": is_pair}
 
 
 def _recorded_max_length(directory: str) -> Optional[int]:

@@ -32,6 +32,7 @@ batch (`verbose`). `features_of_texts` packs raw text into model features for Ke
 Shape legend: N texts, H hidden width, S sequence, C classes.
 """
 
+import math
 import re
 import sys
 from typing import Any, Callable, Iterator, Optional, Sequence, Union
@@ -109,6 +110,30 @@ def text_pairs(texts, what: str = "texts") -> tuple[list[str], Optional[list[str
   first, _ = text_list([p[0] for p in items], what)
   second, _ = text_list([p[1] for p in items], what)
   return first, second, False
+
+
+def classifier_texts(texts, is_pair: Optional[bool], what: str = "texts",
+                     whose: str = "this classifier"
+                     ) -> tuple[list[str], Optional[list[str]], bool]:
+  """`text_pairs` of a classifier's input, checked against its arity `is_pair` (None:
+  unknown, whatever is given is read); no texts at all suit either arity.
+
+  Raises:
+    ValueError: single texts for a pair classifier, pairs for a single-text one.
+  """
+  first, second, one = text_pairs(texts, what)
+  if is_pair is None or (not first and not one):
+    return first, ([] if is_pair and second is None else second), one
+  if is_pair and second is None:
+    got = "one text" if one else "single texts"
+    raise ValueError(f"{whose} reads sentence pairs: pass {what} as a (text_a, text_b) pair "
+                     f"or a list of such pairs, got {got}")
+  if not is_pair and second is not None:
+    got = ("a tuple of two str, which is one (text_a, text_b) pair" if one
+           else "(text_a, text_b) pairs")
+    raise ValueError(f"{whose} reads single texts: pass {what} as a str or a list of str, "
+                     f"got {got}")
+  return first, second, one
 
 
 def batches(count: int, batch_size: int, verbose: Any = "auto") -> Iterator[slice]:
@@ -213,7 +238,8 @@ def classify(model: BertClassifier, texts, batch_size: int = 32,
 
   Args:
     model: a `BertClassifier` with text settings.
-    texts: a str, strs, a (text_a, text_b) pair or pairs (a pair task's).
+    texts: a str, strs, a (text_a, text_b) pair or pairs: as the model reads, when its
+      settings know (`TextSettings.is_pair`).
     batch_size: texts per call.
     verbose: a progress bar over more than one batch unless 0.
 
@@ -221,7 +247,7 @@ def classify(model: BertClassifier, texts, batch_size: int = 32,
     One dict per text (see `classifications`); one text or pair: its dict.
   """
   _check_model(model, BertClassifier, "classify")
-  first, second, one = text_pairs(texts)
+  first, second, one = classifier_texts(texts, text_settings.settings_of(model).is_pair)
   call = _classify_text_function(model, second is not None)
   rows = []
   for s in batches(len(first), batch_size, verbose):
@@ -447,57 +473,90 @@ def filled_masks(outputs: dict[str, Any]) -> list[list[list[dict[str, Any]]]]:
 # --- features for Keras ---------------------------------------------------------------------
 
 
-def features_of_texts(model: keras.Model, x) -> dict[str, np.ndarray]:
-  """int32 [N, S] model features of raw text, packed as the model's raw-text signature packs
-  it: a classifier's texts or pairs (`classifier_features.pack_text`); a span labeler's
-  (question, context) pairs in one window (`squad_export.pack_question_context`); any other
-  model's texts as `[CLS] text [SEP]`, cut to S."""
+def features_of_texts(model: keras.Model, x, what: str = "x") -> dict[str, np.ndarray]:
+  """int32 [N, S] model features of raw text `x` (named `what` in errors), packed as the
+  model's raw-text signature packs it: a classifier's texts or pairs, as its `is_pair` says
+  when known (`classifier_features.pack_text`); a span labeler's (question, context) pairs
+  in one window (`squad_export.pack_question_context`); any other model's texts as
+  `[CLS] text [SEP]`, cut to S. No texts: [0, S]."""
   settings = text_settings.settings_of(model)
   tokenizer = tokenizer_of(model)
   length = settings.max_seq_length
   if isinstance(model, BertSpanLabeler):
-    questions, contexts, _ = text_pairs(x)
+    questions, contexts, _ = text_pairs(x, what)
     if contexts is None:
-      raise TypeError("a BertSpanLabeler reads (question, context) pairs")
+      if not questions:
+        contexts = []
+      else:
+        raise TypeError(f"a BertSpanLabeler reads (question, context) pairs: pass {what} as "
+                        "such pairs")
     features = squad_export.pack_question_context(
-        tokenizer, tf.constant(questions), tf.constant(contexts), length,
-        settings.max_query_length)[0]
+        tokenizer, tf.constant(questions, tf.string), tf.constant(contexts, tf.string),
+        length, settings.max_query_length)[0]
   elif isinstance(model, BertClassifier):
-    first, second, _ = text_pairs(x)
+    first, second, _ = classifier_texts(x, settings.is_pair, what)
     features = classifier_features.pack_text(
-        tokenizer, tf.constant(first), None if second is None else tf.constant(second), length)
+        tokenizer, tf.constant(first, tf.string),
+        None if second is None else tf.constant(second, tf.string), length)
   elif isinstance(model, (BertTokenClassifier, BertSentenceEncoder, BertPretrainer,
                           BertEncoder)):
-    items, _ = text_list(x)
-    features = inputs.pack_inputs([tokenizer.tokenize(tf.constant(items))], length,
+    items, _ = text_list(x, what)
+    features = inputs.pack_inputs([tokenizer.tokenize(tf.constant(items, tf.string))], length,
                                   tokenizer.cls_id, tokenizer.sep_id)
   else:
     raise TypeError(f"no raw-text packing for a {type(model).__name__}")
   return {name: features[name].numpy() for name in export.FEATURE_NAMES}
 
 
-def class_ids(model: BertClassifier, labels) -> np.ndarray:
+def _label_list(labels, what: str) -> list:
+  """`labels` as a list of scalars (a tensor, an array [N] or [N, 1], a sequence)."""
+  if isinstance(labels, tf.Tensor):
+    labels = labels.numpy()
+  if isinstance(labels, (str, bytes)) or (
+      not isinstance(labels, (list, tuple)) and np.ndim(labels) == 0):
+    raise TypeError(f"{what} must be a sequence of labels, one per text, got "
+                    f"{type(labels).__name__} {labels!r}")
+  values = []
+  for i, label in enumerate(labels):
+    if isinstance(label, np.ndarray) and label.size == 1:
+      label = label.reshape(()).item()
+    elif isinstance(label, np.generic):
+      label = label.item()
+    if isinstance(label, bytes):
+      label = _decoded(label, what, i)
+    values.append(label)
+  return values
+
+
+def class_ids(model: BertClassifier, labels, what: str = "labels") -> np.ndarray:
   """Training labels of a classifier by name (or as ids / regression scores): int32 [N]
   class ids, or float32 [N, 1] scores for regression.
 
   Raises:
-    ValueError: naming a label that is not one of the model's, and the model's.
+    ValueError: naming (`what[i]`) a label that is not one of the model's (a name, a class
+      id in [0, C)), or, for regression, not a finite real number.
+    TypeError: `labels` that are not a sequence.
   """
-  values = list(labels.numpy() if isinstance(labels, tf.Tensor) else labels)
+  values = _label_list(labels, what)
   if model.num_classes == 1:
+    for i, label in enumerate(values):
+      if (isinstance(label, bool) or not isinstance(label, (int, float))
+          or not math.isfinite(label)):
+        raise ValueError(f"{what}[{i}] {label!r} is not a finite real number: this classifier "
+                         "is a regression (one output) and trains on scores")
     return np.asarray(values, np.float32).reshape(-1, 1)
   names = label_names(model, model.num_classes)
   index = {name: i for i, name in enumerate(names)}
   ids = []
   for i, label in enumerate(values):
-    label = label.decode("utf-8") if isinstance(label, bytes) else label
     if isinstance(label, str):
       if label not in index:
-        raise ValueError(f"labels[{i}] {label!r} is not one of the model's labels "
-                         f"{names}")
+        raise ValueError(f"{what}[{i}] {label!r} is not one of the model's labels {names}")
       ids.append(index[label])
-    elif int(label) != label or not 0 <= int(label) < len(names):
-      raise ValueError(f"labels[{i}] {label!r} is not a class id in [0, {len(names)})")
+    elif (not isinstance(label, (int, float)) or not math.isfinite(label)
+          or int(label) != label or not 0 <= int(label) < len(names)):
+      raise ValueError(f"{what}[{i}] {label!r} is neither one of the model's labels {names} "
+                       f"nor a class id in [0, {len(names)})")
     else:
       ids.append(int(label))
   return np.asarray(ids, np.int32)

@@ -1,7 +1,8 @@
 """`tfbert.save`: a model with text settings written as the user wants it.
 
 * "keras" (a path ending in `.keras`): the `.keras` file + `vocab.txt` and the tokenizer's
-  JSON files beside it; read by `tfbert.load` and `--init_tfbert`;
+  JSON files beside it (a classifier's: `text_settings.json`, whether it reads text pairs,
+  when known); read by `tfbert.load` and `--init_tfbert`;
 * "hf": a Hugging Face directory (architecture, labels as `id2label`, tokenizer files); read
   by transformers' `AutoModelFor...` and `tfbert.load`;
 * "sentence-transformers": a sentence-transformers directory (a `BertSentenceEncoder`); read
@@ -19,6 +20,7 @@ The vocabulary, casing, S and (span labeler) windows are the model's text settin
 complete or absent (`tfbert.runtime.atomic`) and an export replaces only an export.
 """
 
+import os
 from typing import Optional
 
 import keras
@@ -30,16 +32,18 @@ from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.inference import text_settings
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tfbert.pretraining import pretraining_export
-from tfbert.runtime import files, run_directory
+from tfbert.runtime import atomic, files, run_directory
 from tfbert.serving import export
 from tfbert.squad import squad_export
 from tfbert.tagging import tagging_export
 
 FORMATS = ("keras", "hf", "sentence-transformers", "google", "export")
+# Beside a classifier's `.keras` file: its `is_pair` (`_record_text_settings`).
+TEXT_SETTINGS_FILE = "text_settings.json"
 
 
 def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa: A002
-         is_pair: bool = False, export_dtype: str = "model") -> str:
+         is_pair: Optional[bool] = None, export_dtype: str = "model") -> str:
   """Writes `model` to `path` in `format` (default: "keras" for a `.keras` path); returns
   `path`.
 
@@ -47,13 +51,15 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
     model: a tfbert model with text settings (`tfbert.load`, `attach_text`).
     path: the file, directory or checkpoint prefix to write (local or a URL).
     format: one of `FORMATS`.
-    is_pair: "export" of a classifier: its `classify_text` takes text pairs.
+    is_pair: "export" of a classifier: its `classify_text` takes text pairs (default: the
+      model's `TextSettings.is_pair`, which it must agree with when known; unknown: False).
     export_dtype: "export": "model", "float32", "bfloat16" or "auto"
       (`tfbert.serving.serving_dtype`).
 
   Raises:
     ValueError: an unknown format, or one the model has no form in (a sentence-transformers
-      directory of anything but a sentence encoder; a Google checkpoint of a tagger).
+      directory of anything but a sentence encoder; a Google checkpoint of a tagger); an
+      `is_pair` that is not the classifier's own.
   """
   if not isinstance(path, str) or not path:
     raise ValueError(f"save needs a path to write, got {path!r}")
@@ -84,6 +90,8 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
                        f"export, not {format}")
     convert.save_tfbert_model(model, path, vocab, lower, model_max_length=length)
   else:
+    if format == "keras" and isinstance(model, BertClassifier):
+      _record_text_settings(files.parent(path), settings)
     convert.write_model(model, {"keras": "tfbert"}.get(format, format), path, vocab, lower,
                         model_max_length=length)
     labels = getattr(model, "labels", None)
@@ -92,9 +100,23 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
   return path
 
 
+def _record_text_settings(directory: str, settings: text_settings.TextSettings) -> None:
+  """Records beside a classifier's `.keras` file what no other file there records: its
+  arity (`TEXT_SETTINGS_FILE`, read back by `tfbert.load`); an unknown one removes a
+  record left by an earlier save. Written before the model, which appears last."""
+  path = os.path.join(directory, TEXT_SETTINGS_FILE)
+  if settings.is_pair is None:
+    if files.exists(path):
+      files.remove(path)
+    return
+  files.makedirs(directory)
+  atomic.write_json(path, {"is_pair": settings.is_pair})
+
+
 def _export(model, path, settings, is_pair, export_dtype) -> None:
   vocab, lower, length = settings.vocab_file, settings.do_lower_case, settings.max_seq_length
   if isinstance(model, BertClassifier):
+    is_pair = _export_is_pair(is_pair, settings.is_pair)
     classifier_export.export_classifier_saved_model(model, path, vocab, lower, length,
                                                     model.labels, is_pair, export_dtype)
   elif isinstance(model, BertTokenClassifier):
@@ -115,3 +137,21 @@ def _export(model, path, settings, is_pair, export_dtype) -> None:
   else:
     export.export_encoder_saved_model(model, path, vocab_file=vocab, do_lower_case=lower,
                                       seq_length=length, export_dtype=export_dtype)
+
+
+def _export_is_pair(given: Optional[bool], own: Optional[bool]) -> bool:
+  """A classifier export's arity: `given` (True, False or None), else the model's own
+  (`own`, None when unknown: single texts, False).
+
+  Raises:
+    ValueError: `given` not a bool, or not the model's known arity.
+  """
+  if given is not None and not isinstance(given, bool):
+    raise ValueError(f"is_pair must be True, False or None (the model's), got {given!r}")
+  if given is None:
+    return bool(own)
+  if own is not None and given != own:
+    reads = "sentence pairs" if own else "single texts"
+    raise ValueError(f"is_pair={given}, but this classifier reads {reads} (its text "
+                     f"settings' is_pair={own}): leave is_pair out")
+  return given

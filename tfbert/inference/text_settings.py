@@ -39,6 +39,9 @@ class TextSettings:
     max_answer_length: a span labeler's longest answer (wordpieces).
     version_2_with_negative: a span labeler may answer "" (SQuAD v2.0).
     null_score_diff_threshold: v2.0: "" when null score - best span score exceeds it.
+    is_pair: a classifier's arity: True when it reads (text_a, text_b) pairs, False when
+      single texts, None when unknown (a Hugging Face directory, a model built in Python):
+      then a call reads what it is given. Known, the raw-text calls refuse the other.
   """
   vocab_file: str
   do_lower_case: bool
@@ -50,6 +53,7 @@ class TextSettings:
   version_2_with_negative: bool = squad_postprocess.PostprocessConfig.version_2_with_negative
   null_score_diff_threshold: float = (
       squad_postprocess.PostprocessConfig.null_score_diff_threshold)
+  is_pair: Optional[bool] = None
 
   def __post_init__(self):
     validation.validate(self)
@@ -64,6 +68,8 @@ class TextSettings:
     return [
         (isinstance(self.do_lower_case, bool),
          f"do_lower_case must be True or False, got {self.do_lower_case!r}"),
+        (self.is_pair is None or isinstance(self.is_pair, bool),
+         f"is_pair must be True, False or None (unknown), got {self.is_pair!r}"),
         (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3 "
                                    "([CLS], a token, [SEP])"),
         (min(self.max_query_length, self.doc_stride, self.max_answer_length) >= 1,
@@ -77,7 +83,8 @@ def attach(model: keras.Model, settings: TextSettings) -> keras.Model:
   returns `model`.
 
   Raises:
-    ValueError: S beyond the model's `max_position_embeddings`; a missing vocabulary.
+    ValueError: S beyond the model's `max_position_embeddings`; `is_pair` for a model that
+      is no classifier. FileNotFoundError: a missing vocabulary.
   """
   limit = model.config.max_position_embeddings
   if settings.max_seq_length > limit:
@@ -85,7 +92,10 @@ def attach(model: keras.Model, settings: TextSettings) -> keras.Model:
                      f"max_position_embeddings {limit}")
   if not files.isfile(settings.vocab_file):
     raise FileNotFoundError(f"vocabulary not found: {settings.vocab_file}")
-  from tfbert.inference import raw_text  # noqa: F401  pylint: disable=import-outside-toplevel
+  from tfbert.inference import raw_text  # pylint: disable=import-outside-toplevel
+  if settings.is_pair is not None and not isinstance(model, raw_text.BertClassifier):
+    raise ValueError(f"is_pair ({settings.is_pair}) is a classifier's setting; got a "
+                     f"{type(model).__name__}")
   # (It imports this module; imported, it serves the model's text calls: `text_calls`.)
   object.__setattr__(model, _SETTINGS, settings)
   object.__setattr__(model, _MODULES, {})
@@ -93,13 +103,14 @@ def attach(model: keras.Model, settings: TextSettings) -> keras.Model:
 
 
 def attach_text(model: keras.Model, vocab_file: str, do_lower_case: Optional[bool] = None,
-                max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH, **span_settings: Any
+                max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH, **settings: Any
                 ) -> keras.Model:
   """`attach` from its parts; the casing, when not given, from the vocabulary's content
-  (`tfbert.text.casing`: cased entries mean cased). Returns `model`."""
+  (`tfbert.text.casing`: cased entries mean cased); `settings`: a span labeler's windows, a
+  classifier's `is_pair` (`TextSettings`). Returns `model`."""
   if do_lower_case is None:
     do_lower_case = casing.resolve_do_lower_case(None, casing.checkpoint_casing(None, vocab_file))
-  return attach(model, TextSettings(vocab_file, do_lower_case, max_seq_length, **span_settings))
+  return attach(model, TextSettings(vocab_file, do_lower_case, max_seq_length, **settings))
 
 
 def settings_of(model: keras.Model) -> TextSettings:

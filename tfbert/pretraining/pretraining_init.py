@@ -66,35 +66,60 @@ def _hf_directory(path: str) -> str:
   return path
 
 
+# The format each source flag takes, and how a user names a source of each format.
+_FORMATS = {"init_checkpoint": "google", "init_hf_dir": "hf", "init_tfbert": "tfbert"}
+_SPELLINGS = {fmt: f"--{flag}={{path}}" for flag, fmt in _FORMATS.items()}
+
+
+def check_source(config, needs_config: bool = False) -> Optional[str]:
+  """The run's source (`given`) exists and is the kind its flag takes, checked before any
+  part of it is read (`tfbert.checkpoints.convert.check_source`): a vocab.txt given as
+  `--init_hf_dir` said "config file not found: .../vocab.txt/config.json".
+
+  Args:
+    config: the run's settings (`init_*`; `bert_config_file` when the tool's).
+    needs_config: the source's config is read (`source_config`): a Google checkpoint
+      then needs its `bert_config.json` beside it.
+
+  Returns:
+    The flag naming the source, or None.
+
+  Raises:
+    FileNotFoundError, ValueError: naming the flag's path and what is wrong with it.
+  """
+  flag = given(config)
+  if flag is not None:
+    convert.check_source(_FORMATS[flag], getattr(config, flag), f"--{flag}", _SPELLINGS,
+                         needs_config=needs_config)
+  return flag
+
+
 def read_source(config) -> Optional[Source]:
   """The weights and config of the run's source (`given`), or None for random weights.
 
   Raises:
     FileNotFoundError, ValueError: naming the flag's path and what is wrong with it.
   """
-  flag = given(config)
+  flag = check_source(config)
   if flag is None:
     return None
   path = getattr(config, flag)
   if flag == "init_checkpoint":
-    google_checkpoint.check_prefix(path, "--init_checkpoint")
     return Source(path, google_checkpoint.read_google_checkpoint(path))
   if flag == "init_hf_dir":
-    if not files.isdir(path):
-      raise FileNotFoundError(f"--init_hf_dir {path}: no such directory (a Hugging Face or "
-                              "sentence-transformers model directory)")
     directory = _hf_directory(path)
     _, weights, ignored = huggingface.load_hf_checkpoint(directory)
     return Source(directory, weights, tuple(ignored))
-  if not files.exists(path):
-    raise FileNotFoundError(f"--init_tfbert {path}: no such file (a tfbert .keras model, e.g. "
-                            "<run>/model.keras)")
   return Source(path, google_checkpoint.google_weights(convert.read_tfbert_model(path)))
 
 
 def source_config(config) -> Optional[BertConfig]:
-  """The `BertConfig` of the run's source without reading its weights, or None."""
-  flag = given(config)
+  """The `BertConfig` of the run's source without reading its weights, or None.
+
+  Raises:
+    FileNotFoundError, ValueError: naming the flag's path and what is wrong with it.
+  """
+  flag = check_source(config, needs_config=True)
   if flag == "init_hf_dir":
     return BertConfig.from_hf_json_file(os.path.join(_hf_directory(config.init_hf_dir),
                                                      "config.json"))
@@ -180,7 +205,10 @@ def check_vocabulary(config, data: dict) -> None:
           f"but the source's is {theirs} ({len(a)}; they differ from id {first} on): token "
           "ids would train other word pieces' embeddings. Remake the data with "
           f"create_pretraining_data --vocab_file={theirs}")
-  size, model_size = _data_vocab_size(data), source_config(config).vocab_size
+  size = _data_vocab_size(data)
+  # The run's config has the source's shapes (`check_config`); a Google checkpoint given
+  # with --bert_config_file may have no bert_config.json to read.
+  model_size = size and (getattr(config, "bert_config", None) or source_config(config)).vocab_size
   if not theirs and size is not None and size != model_size:
     raise ValueError(
         f"{source}: {made} was made with a vocabulary of {size} word pieces ({ours}) but the "

@@ -3,7 +3,9 @@
 `run_tool(main, traceback=FLAG)` replaces `absl.app.run(main)` in `tools/*.py`:
 
 * Expected errors (bad input, a missing or corrupt file, a full disk, a refused run
-  directory, a data error surfacing from the graph) end the tool with ONE line on stderr,
+  directory, a data error surfacing from the graph, a flag file that is missing or not
+  UTF-8, a word left over after the flags of a tool that takes none: `parse_flags` runs
+  under the same guard as `main`) end the tool with ONE line on stderr,
   `<tool>: error: <message>`, and exit status 1; `--traceback` shows the whole trace
   instead. A message is the error's first line (TensorFlow's op errors carry a graph
   trace after it). Anything else is a bug and keeps its traceback.
@@ -155,6 +157,24 @@ def plain_logging() -> None:
   root.setLevel(logging.INFO)
 
 
+def _end_with_one_line(error: BaseException, show_trace: bool, tool: str) -> None:
+  """Ends the tool for `error` as the module says (one line, its status), or re-raises it:
+  `--traceback` asked for the trace, or the error is a bug. Called inside an `except`."""
+  if isinstance(error, KeyboardInterrupt):
+    if show_trace:
+      raise error
+    print(f"{tool}: interrupted", file=sys.stderr, flush=True)
+    sys.exit(EXIT_INTERRUPTED)
+  status = getattr(error, "exit_status", None)
+  if isinstance(status, int) and not show_trace:
+    print(f"{tool}: {one_line(error)}", file=sys.stderr, flush=True)
+    sys.exit(status)
+  if show_trace or not _is_expected(error):
+    raise error
+  print(f"{tool}: error: {one_line(error)}", file=sys.stderr, flush=True)
+  sys.exit(EXIT_ERROR)
+
+
 def guarded(main: Callable[[Sequence[str]], object], traceback, tool: str):
   """`main` wrapped so that expected errors end the tool with one line (see the module)."""
 
@@ -163,20 +183,8 @@ def guarded(main: Callable[[Sequence[str]], object], traceback, tool: str):
     plain_logging()
     try:
       return main(argv)
-    except KeyboardInterrupt:
-      if show_trace:
-        raise
-      print(f"{tool}: interrupted", file=sys.stderr, flush=True)
-      sys.exit(EXIT_INTERRUPTED)
-    except Exception as error:  # pylint: disable=broad-except
-      status = getattr(error, "exit_status", None)
-      if isinstance(status, int) and not show_trace:
-        print(f"{tool}: {one_line(error)}", file=sys.stderr, flush=True)
-        sys.exit(status)
-      if show_trace or not _is_expected(error):
-        raise
-      print(f"{tool}: error: {one_line(error)}", file=sys.stderr, flush=True)
-      sys.exit(EXIT_ERROR)
+    except (KeyboardInterrupt, Exception) as error:  # pylint: disable=broad-except
+      _end_with_one_line(error, show_trace, tool)
 
   return wrapped
 
@@ -187,12 +195,20 @@ def format_written(paths) -> str:
   return "wrote:" + "".join(f"\n  {p}" for p in paths) if paths else "wrote nothing new"
 
 
-def run_tool(main: Callable[[Sequence[str]], object], traceback) -> None:
-  """`absl.app.run(main)` with one-line errors.
+def run_tool(main: Callable[[Sequence[str]], object], traceback,
+             takes_arguments: bool = False) -> None:
+  """`absl.app.run(main)` with one-line errors, flag parsing included.
+
+  Flag files (`--flagfile=F`, nested ones too) are read by tfbert (`read_flagfiles`), so a
+  file that is not UTF-8 or is missing ends the tool with one line naming it, like any
+  error of `main`. A tool that takes no arguments refuses any word left over after the
+  flags (`--do_whole_word_mask false` left `false` unread and ran with the flag true).
 
   Args:
     main: the tool's `main(argv)`.
     traceback: the tool's `--traceback` flag holder (`.value` read after parsing).
+    takes_arguments: whether the tool reads words after its flags (`argv[1:]` of `main`:
+      `evaluate_squad.py DATASET PREDICTIONS`); if not, a leftover word is refused.
   """
   tool = os.path.splitext(os.path.basename(sys.argv[0]))[0] or "tfbert"
   # absl's --help starts with the __main__ module's docstring: the tool's own under
@@ -202,7 +218,81 @@ def run_tool(main: Callable[[Sequence[str]], object], traceback) -> None:
   if launcher is not None and not getattr(launcher, "__doc__", None):
     launcher.__doc__ = sys.modules[main.__module__].__doc__
   quiet_device_probe()  # Before app.run, whose init callbacks would probe noisily.
-  app.run(guarded(main, traceback, tool), argv=flagfiles_first(local_flagfiles(sys.argv)))
+  app.run(guarded(main, traceback, tool), argv=list(sys.argv),
+          flags_parser=lambda argv: parse_flags(argv, tool, takes_arguments))
+
+
+def _asks_for_trace(argv: Sequence[str]) -> bool:
+  """Whether the command line sets --traceback (read before absl has parsed it)."""
+  return any(arg.lstrip("-") in ("traceback", "traceback=true", "traceback=1", "traceback=t")
+             for arg in argv if arg.startswith("-"))
+
+
+def parse_flags(argv: Sequence[str], tool: str, takes_arguments: bool = False) -> list[str]:
+  """absl's flag parsing (`app.parse_flags_with_usage`) under the tools' one-line errors:
+  flag files first and read by tfbert (`flagfiles_first`, `read_flagfiles`), and leftover
+  words refused (`check_no_arguments`) unless the tool `takes_arguments`.
+
+  Returns:
+    What absl leaves for `main`: the program name, then the words after the flags.
+  """
+  try:
+    expanded = read_flagfiles(flagfiles_first(argv))
+  except (KeyboardInterrupt, Exception) as error:  # pylint: disable=broad-except
+    _end_with_one_line(error, _asks_for_trace(argv), tool)
+  left = app.parse_flags_with_usage(expanded)
+  if not takes_arguments:
+    try:
+      check_no_arguments(left[1:], expanded)
+    except ValueError as error:
+      _end_with_one_line(error, _asks_for_trace(expanded), tool)
+  return left
+
+
+# What absl's boolean flags take as values (`--flag=false`), lower case, by the value.
+_TRUE_WORDS = ("true", "t", "1", "yes", "y", "on")
+_FALSE_WORDS = ("false", "f", "0", "no", "n", "off")
+
+
+def _boolean_before(word: str, argv: Sequence[str]) -> typing.Optional[tuple[str, str]]:
+  """(the boolean flag as written, its name) right before truth word `word` in `argv`
+  (`--do_whole_word_mask false`: absl read the flag as true and left the word); else None."""
+  from absl import flags  # pylint: disable=import-outside-toplevel
+  if word.lower() not in _TRUE_WORDS + _FALSE_WORDS:
+    return None
+  for before, arg in zip(argv, argv[1:]):
+    if arg != word or not before.startswith("-") or "=" in before:
+      continue
+    written = before.lstrip("-")
+    for name in (written, written[2:] if written.startswith("no") else ""):
+      if name and name in flags.FLAGS and flags.FLAGS[name].boolean:
+        return before, name
+  return None
+
+
+def check_no_arguments(arguments: Sequence[str], argv: Sequence[str]) -> None:
+  """Refuses words left over after the flags, for a tool that takes none.
+
+  Args:
+    arguments: what absl left unparsed (the program name excluded).
+    argv: the command line they came from, flag files read in (to find a boolean flag
+      before a truth word: `--do_whole_word_mask false`).
+
+  Raises:
+    ValueError: naming the words; for a truth word after a boolean flag, how to write it.
+  """
+  for word in arguments:
+    found = _boolean_before(word, argv)
+    if found:
+      written, name = found
+      value = word.lower() in _TRUE_WORDS
+      raise ValueError(f"unexpected argument {word!r} after the boolean flag {written}, which "
+                       f"takes no separate value: use --{name}={str(value).lower()} or "
+                       f"--{'' if value else 'no'}{name}")
+  if arguments:
+    listed = ", ".join(repr(word) for word in arguments)
+    raise ValueError(f"unexpected argument{'s' if len(arguments) > 1 else ''} {listed}: this "
+                     "tool takes flags only (write --name=value)")
 
 
 _FLAGFILE = "--flagfile="
@@ -243,79 +333,78 @@ def flagfiles_first(argv: Sequence[str]) -> list[str]:
   return head + files_ + others + tail
 
 
-_BOM = b"\xef\xbb\xbf"  # UTF-8's byte-order mark, which Windows editors write first.
+def _flagfile_path(arg: str) -> str:
+  """The file of a `--flagfile=F` / `-flagfile=F` argument, as absl reads it (`~` expanded)."""
+  return os.path.expanduser(arg.split("=", 1)[1].strip())
 
 
-def _needs_copy(path: str) -> bool:
-  """Whether absl cannot read flag file `path` as it is: a URL, or a local file starting with
-  a byte-order mark (absl read it into the first line, so the file's first flag was lost)."""
-  if "://" in path:
-    return True
-  try:
-    with open(path, "rb") as f:
-      return f.read(len(_BOM)) == _BOM
-  except OSError:
-    return False  # absl names a missing file.
+def read_flagfiles(argv: Sequence[str]) -> list[str]:
+  """`argv` with every flag file read in where it stands, as absl would, but by tfbert.
 
-
-def local_flagfiles(argv: Sequence[str], directory: typing.Optional[str] = None) -> list[str]:
-  """`argv` with every `--flagfile=<URL>` (`gs://run/flags.txt`), and every local flag file
-  that starts with a byte-order mark, read into a local copy absl reads whole.
-
-  absl reads flag files with Python's `open`, which knows no URL; a run's `flags.txt` on a
-  bucket then replays like a local one. A `--flagfile=<URL>` line inside such a file is
-  copied the same way. Other local flag files are left to absl. `--flagfile F` is written
-  `--flagfile=F`.
+  absl opened flag files with Python's `open` in the locale's encoding: a Latin-1 "é" in a
+  comment ended the tool with a `UnicodeDecodeError` traceback, a UTF-8 byte-order mark
+  (Windows editors) was read into the first line (its flag was lost), and a URL
+  (`gs://run/flags.txt`) was no file at all. Each flag file, nested `--flagfile=` lines
+  included, is read with `tfbert.runtime.files` (local or URL) as UTF-8, a byte-order mark
+  dropped; absl's rules otherwise: a line is one argument, stripped; blank lines and
+  comments (`#`, `//`) are skipped; nothing after `--` is read.
 
   Args:
-    argv: the command line.
-    directory: where the copies go (default: a fresh temporary directory).
+    argv: the command line, program name first (`--flagfile=F` or `--flagfile F`).
 
   Returns:
-    The command line with each URL flag file replaced by its local copy.
+    The command line with no flag file left in it.
 
   Raises:
-    FileNotFoundError: a URL flag file that does not exist (named).
+    ValueError: a flag file that is missing, unreadable or not UTF-8 (naming `file:line`),
+      or that includes itself.
   """
-  joined, i = [], 0
-  while i < len(argv):
-    if argv[i] == "--":  # What follows is not for absl.
-      joined += argv[i:]
-      break
-    if argv[i] in _FLAGFILE_NAMES and i + 1 < len(argv):
-      joined.append(f"{_FLAGFILE}{argv[i + 1]}")
-      i += 2
-    else:
-      joined.append(argv[i])
-      i += 1
-  argv = joined
-  if not any(arg.startswith(_FLAGFILE) and any(map(_needs_copy, arg[len(_FLAGFILE):].split(",")))
-             for arg in argv):
-    return list(argv)
   # Imported here: `cli` itself does not import TensorFlow (tfbert.runtime.files does).
   from tfbert.runtime import files  # pylint: disable=import-outside-toplevel
 
-  copies = {}
+  def lines_of(path: str, including: tuple) -> list[str]:
+    if not path:
+      return []  # absl's rule for `--flagfile=`.
+    if path in including:
+      raise ValueError(f"--flagfile {path} includes itself (through "
+                       f"{' -> '.join(including)})")
+    try:
+      text = files.decode_utf8(files.read_bytes(path), path)
+    except OSError as error:
+      raise ValueError(f"--flagfile {path}: "
+                       f"{_OS_ERRORS.get(error.errno, error.strerror or str(error))}") from None
+    except ValueError as error:  # Not UTF-8: `decode_utf8` names path:line.
+      raise ValueError(f"--flagfile {error}") from None
+    read = []
+    for line in text.splitlines():
+      line = line.strip()
+      if not line or line.startswith(("#", "//")):
+        continue
+      if line in _FLAGFILE_NAMES:
+        raise ValueError(f"{path}: {line} without its file (write {line}=FILE on one line)")
+      if line.split("=", 1)[0] in _FLAGFILE_NAMES:
+        read += lines_of(_flagfile_path(line), including + (path,))
+      else:
+        read.append(line)
+    return read
 
-  def localize(arg: str) -> str:
-    if not arg.startswith(_FLAGFILE):
-      return arg
-    paths = arg[len(_FLAGFILE):].split(",")  # absl accepts a comma-separated list.
-    if not any(map(_needs_copy, paths)):
-      return arg
-    return _FLAGFILE + ",".join(copy(path) if _needs_copy(path) else path for path in paths)
-
-  def copy(url: str) -> str:
-    if url not in copies:
-      lines = [localize(line.strip()) for line in files.read_text(url).splitlines()]
-      target = tempfile.mkdtemp(prefix="tfbert-flags-") if directory is None else directory
-      local = os.path.join(target, f"{len(copies)}-{os.path.basename(url)}")
-      with open(local, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-      copies[url] = local
-    return copies[url]
-
-  return [localize(arg) for arg in argv]
+  argv = list(argv)
+  expanded, i = argv[:1], 1
+  while i < len(argv):
+    arg = argv[i]
+    if arg == "--":  # What follows is not for absl.
+      expanded += argv[i:]
+      break
+    if arg in _FLAGFILE_NAMES and i + 1 < len(argv):
+      expanded += lines_of(os.path.expanduser(argv[i + 1]), ())
+      i += 2
+      continue
+    if arg.split("=", 1)[0] in _FLAGFILE_NAMES and "=" in arg:
+      expanded += lines_of(_flagfile_path(arg), ())
+    else:
+      expanded.append(arg)
+    i += 1
+  return expanded
 
 
 def config_from_values(config_class: type, values: Mapping[str, Any],

@@ -69,7 +69,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic, files
+from tfbert.runtime import atomic, files, paths
 from tfbert.serving import export
 from tfbert.text import casing
 
@@ -118,6 +118,24 @@ def float32_model(model: keras.Model) -> keras.Model:
   return copy
 
 
+def check_output(path: str, name: str = "path") -> None:
+  """`path` can take a `.tflite` file (and its sidecar files beside it): a `.tflite` name,
+  not an existing directory, below a writable directory (`tfbert.runtime.paths`). Checked
+  before any work: a parent that was a file failed with a bare "File exists" after the
+  whole conversion.
+
+  Args:
+    path: the `.tflite` file to write.
+    name: what names it in messages (the tool's "--output").
+
+  Raises:
+    ValueError: naming `name` and `path`.
+  """
+  if not path.endswith(SUFFIX):
+    raise ValueError(f"{name} {path} must be a {SUFFIX} file (its name ends in {SUFFIX})")
+  paths.check_outputs({name: path}, "file")
+
+
 def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
                   quantize: bool = False, labels: Optional[Sequence[str]] = None,
                   vocab_file: Optional[str] = None) -> str:
@@ -144,9 +162,8 @@ def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
     ValueError: for a path that is not a `.tflite` file, an S outside the model's
       range, or labels that do not match the model.
   """
+  check_output(path)  # Before any work.
   model = _exported_model(model_or_encoder)
-  if not path.endswith(SUFFIX) or files.isdir(path):
-    raise ValueError(f"path must be a {SUFFIX} file, got {path}")
   if not 1 <= seq_length <= model.config.max_position_embeddings:
     raise ValueError(f"seq_length {seq_length} is outside [1, "
                      f"{model.config.max_position_embeddings}] (max_position_embeddings)")

@@ -42,6 +42,12 @@ from tfbert.text import casing
 from tfbert.training import data_options, distribution, optimization, training_loop
 from tfbert.training.distribution import DTYPES
 
+# Upper bounds of the settings that size a buffer or a window (`FineTuningConfig.checks`):
+# a batch is indexed in int32 by TensorFlow's ops; a `group_by_length` window's row indices
+# are held and sorted in memory (2**24 rows: 128 MiB of indices, ~1000 steps of 16k rows).
+MAX_BATCH_ROWS = 2**31 - 1
+MAX_WINDOW_ROWS = 2**24
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FineTuningConfig:
@@ -127,6 +133,16 @@ class FineTuningConfig:
          "max_seq_length)"),
         (self.group_by_length >= 0,
          f"group_by_length ({self.group_by_length}) must be >= 0 (0: no grouping)"),
+        # Upper bounds of the settings that size a buffer or a window: TensorFlow indexes
+        # them in int32 (a window of 4e9 rows failed deep in tf.argsort with a negative size).
+        (self.train_batch_size <= MAX_BATCH_ROWS,
+         f"train_batch_size ({self.train_batch_size}) must be <= {MAX_BATCH_ROWS}"),
+        (self.group_by_length * max(self.train_batch_size, 1) <= MAX_WINDOW_ROWS,
+         f"group_by_length ({self.group_by_length}) x train_batch_size "
+         f"({self.train_batch_size}) is a grouping window of "
+         f"{self.group_by_length * self.train_batch_size} rows, more than {MAX_WINDOW_ROWS}: "
+         f"group_by_length must be <= {MAX_WINDOW_ROWS // max(self.train_batch_size, 1)} at "
+         "this batch size"),
         validation.seed_check("seed", self.seed),
         (self.verbose >= 0, f"verbose ({self.verbose}) must be >= 0 (0: silent)"),
         (sum(map(bool, (self.init_checkpoint, self.init_hf_dir, self.init_tfbert))) <= 1,

@@ -1,11 +1,12 @@
 """Length buckets: fine-tuning examples/s and the dev metric with batches padded to S, cut
 to their length bucket, and cut after grouping by length (docs/length_buckets.md).
 
-Two tasks on the shipped MiniLM-L6-H384 (`--init_hf_dir=minilm`) and real GLUE data from
-`--glue_dir`: STS-B sentence embeddings with CoSENT (`run_embeddings`, the first
-`train_examples` train pairs, the whole dev set) and MRPC classification (`run_classifier`,
-the first `train_examples` train pairs, the whole dev set); batch 32, S 64 (STS-B) or 128
-(MRPC), AdamW 5e-5, one epoch. Each setting runs as the tool in a fresh process, the
+Three tasks on the shipped MiniLM-L6-H384 (`--init_hf_dir=minilm`) and real data: STS-B
+sentence embeddings with CoSENT (`run_embeddings`, the first `train_examples` train pairs
+of `--glue_dir`, the whole dev set), MRPC classification (`run_classifier`, likewise) and
+WNUT 2017 tagging (`run_ner`, the first `train_examples` sentences of `--wnut_dir`'s train
+file, the whole dev set, entity F1); batch 32, S 64 (STS-B) or 128 (MRPC, WNUT), AdamW 5e-5
+(WNUT 1e-4, as its recipe), one epoch. Each setting runs as the tool in a fresh process, the
 settings alternating over `rounds` (padded, buckets, grouped, grouped, buckets, padded,
 ...); examples/s is the tool's own `examples_per_second` (its first, tracing, step left
 out), the median of the run's log windows, then the median over the rounds. The ratio to
@@ -24,7 +25,8 @@ from tfbert.runtime import validation
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # (name, --length_bucket, --group_by_length).
 SETTINGS = (("padded", 0, 0), ("buckets", 8, 0), ("grouped", 8, 8))
-TASKS = ("stsb", "mrpc")
+TASKS = ("stsb", "mrpc", "wnut")
+WNUT_TRAIN, WNUT_DEV = "wnut17train.conll", "emerging.dev.conll"  # In `wnut_dir`.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,9 +34,9 @@ class BucketCase:
   """One comparison of the three settings on one task.
 
   Attributes:
-    task: "stsb" (CoSENT embeddings) or "mrpc" (classification).
+    task: "stsb" (CoSENT embeddings), "mrpc" (classification) or "wnut" (tagging).
     glue_dir: the folder holding STS-B/ and MRPC/ (GLUE's files).
-    train_examples: the first train pairs trained on (one epoch).
+    train_examples: the first train pairs (WNUT: sentences) trained on (one epoch).
     rounds: runs of each setting.
     batch_size: pairs per applied step.
     seq_length: S (0: the task's default, 64 for STS-B and 128 for MRPC).
@@ -45,10 +47,14 @@ class BucketCase:
   rounds: int = 1
   batch_size: int = 32
   seq_length: int = 0
+  wnut_dir: str = ""
 
   def checks(self) -> list[validation.Check]:
     return [(self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}"),
-            (bool(self.glue_dir), "glue_dir is needed (the folder of STS-B/ and MRPC/)"),
+            (self.task == "wnut" or bool(self.glue_dir),
+             "glue_dir is needed (the folder of STS-B/ and MRPC/)"),
+            (self.task != "wnut" or bool(self.wnut_dir),
+             f"wnut_dir is needed (the folder of {WNUT_TRAIN} and {WNUT_DEV})"),
             (self.train_examples >= self.batch_size,
              f"train_examples ({self.train_examples}) must be >= batch_size "
              f"({self.batch_size})"),
@@ -59,7 +65,7 @@ class BucketCase:
 
   @property
   def length(self) -> int:
-    return self.seq_length or {"stsb": 64, "mrpc": 128}[self.task]
+    return self.seq_length or {"stsb": 64, "mrpc": 128, "wnut": 128}[self.task]
 
 
 def _head(source: str, target: str, rows: int) -> None:
@@ -71,13 +77,28 @@ def _head(source: str, target: str, rows: int) -> None:
       out.write(line)
 
 
+def _sentences(source: str, target: str, count: int) -> None:
+  """The first `count` blank-line-separated sentences of a CoNLL file."""
+  with open(source, encoding="utf-8") as f:
+    sentences = [s for s in f.read().split("\n\n") if s.strip()][:count]
+  with open(target, "w", encoding="utf-8") as out:
+    out.write("\n\n".join(s.strip("\n") for s in sentences) + "\n")
+
+
 def command(case: BucketCase, workdir: str, output_dir: str, length_bucket: int,
             group_by_length: int) -> list[str]:
   """The tool's argv for one run of one setting (the train subset written into `workdir`)."""
   common = ["--init_hf_dir=minilm", "--do_train", "--do_eval", f"--output_dir={output_dir}",
             f"--max_seq_length={case.length}", f"--train_batch_size={case.batch_size}",
-            "--learning_rate=5e-5", "--num_train_epochs=1", "--log_steps=10", "--verbose=0",
-            f"--length_bucket={length_bucket}", f"--group_by_length={group_by_length}"]
+            f"--learning_rate={1e-4 if case.task == 'wnut' else 5e-5}", "--num_train_epochs=1",
+            "--log_steps=10", "--verbose=0", f"--length_bucket={length_bucket}",
+            f"--group_by_length={group_by_length}"]
+  if case.task == "wnut":
+    train = os.path.join(workdir, "wnut_train.conll")
+    if not os.path.exists(train):
+      _sentences(os.path.join(case.wnut_dir, WNUT_TRAIN), train, case.train_examples)
+    return [sys.executable, os.path.join(ROOT, "tools", "run_ner.py"), *common,
+            f"--train_file={train}", f"--eval_file={os.path.join(case.wnut_dir, WNUT_DEV)}"]
   if case.task == "stsb":
     train = os.path.join(workdir, "stsb_train.tsv")
     if not os.path.exists(train):
@@ -105,7 +126,8 @@ def read_run(output_dir: str, task: str) -> dict:
               if "examples_per_second" in row and not row.get("split")]
   with open(os.path.join(output_dir, "eval_results.json"), encoding="utf-8") as f:
     dev = json.load(f)["dev"]
-  metric = dev["spearman"] if task == "stsb" else dev["accuracy"]
+  metric = {"stsb": "spearman", "mrpc": "accuracy", "wnut": "f1"}[task]
+  metric = dev[metric]
   return {"examples_per_second": statistics.median(speeds), "metric": metric}
 
 
@@ -127,8 +149,8 @@ def measure(case: BucketCase, workdir: str) -> dict:
 
 def format_result(case: BucketCase, results: dict) -> str:
   """Markdown rows: setting, examples/s (median over rounds), ratio to padded, dev metric."""
-  metric = "dev Spearman" if case.task == "stsb" else "dev accuracy"
-  unit = "pairs/s" if case.task == "stsb" else "examples/s"
+  metric = {"stsb": "dev Spearman", "mrpc": "dev accuracy", "wnut": "dev entity F1"}[case.task]
+  unit = {"stsb": "pairs/s", "mrpc": "examples/s", "wnut": "sentences/s"}[case.task]
   padded = statistics.median(r["examples_per_second"] for r in results["padded"])
   lines = [f"| {case.task} setting | {unit} (median of {case.rounds}) | / padded | {metric} |",
            "|---|---|---|---|"]

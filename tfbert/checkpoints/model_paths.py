@@ -1,0 +1,111 @@
+"""Which kind of model a path holds, by its files alone: `locate`.
+
+Shared by the readers that must name a path's kind before reading it: `tfbert.load`
+(`tfbert.inference.loading`) and the source checks of the tools (`tfbert.checkpoints.
+convert.check_source`). Kinds, tried in order: a directory with `saved_model.pb` (a tfbert
+export); a `.keras` file or a run directory with `model.keras` (tfbert); a directory with
+`modules.json` (sentence-transformers); `config.json` + `model.safetensors` (Hugging Face);
+`bert_config.json` + one checkpoint, or a checkpoint prefix (Google TF1; a
+`run_pretraining` run directory: its export's checkpoint).
+"""
+
+import json
+import os
+from typing import Any
+
+import tensorflow as tf
+
+from tfbert.checkpoints import google_checkpoint
+from tfbert.runtime import files
+from tfbert.text import casing
+
+RUN_MODEL = "model.keras"  # A fine-tuning run's model in its directory.
+MODULES_FILE = "modules.json"  # What makes a directory a sentence-transformers model.
+
+
+# Where a run_pretraining run directory holds its model (`pretraining_run`'s export).
+PRETRAINING_EXPORT = os.path.join("export", "google", "bert_model.ckpt")
+
+
+def locate(path: str) -> tuple[str, str]:
+  """(kind, what to read) of `path`: kind "export", "tfbert", "sentence-transformers",
+  "hf" or "google" (see the module docstring).
+
+  Raises:
+    FileNotFoundError: `path` does not exist.
+    ValueError: `path` is none of them, naming what was looked for.
+  """
+  if files.isfile(path + ".index") and not files.exists(path):
+    return "google", path  # A checkpoint prefix (not a file itself).
+  if not files.exists(path):
+    raise FileNotFoundError(f"no such file or directory: {path}")
+  if not files.isdir(path):
+    if path.endswith(".keras"):
+      return "tfbert", path
+    raise ValueError(f"{path}: not a model tfbert reads: a file must be a tfbert .keras model "
+                     "(a directory: an export, a run, sentence-transformers, Hugging Face or "
+                     "Google)")
+  def has(name):
+    return files.exists(os.path.join(path, name))
+  if has("saved_model.pb"):
+    return "export", path
+  if has(RUN_MODEL):
+    return "tfbert", os.path.join(path, RUN_MODEL)
+  if has(MODULES_FILE):
+    return "sentence-transformers", path
+  if has("config.json") and has("model.safetensors"):
+    return "hf", path
+  if has("bert_config.json") and has(casing.RUN_CONFIG):  # A tool's run directory.
+    return "google", _run_model(path)
+  if has("bert_config.json"):
+    return "google", _google_prefix(path)
+  problem = ""
+  if has("run_config.json"):
+    problem = f" (a tfbert run directory without {RUN_MODEL}: training has not finished)"
+  elif has("config.json"):
+    problem = " (config.json without model.safetensors)"
+  raise ValueError(f"{path}: not a model directory tfbert reads{problem}: found none of "
+                   f"saved_model.pb, {RUN_MODEL}, {MODULES_FILE}, "
+                   "config.json + model.safetensors, bert_config.json + a checkpoint")
+
+
+def _run_model(directory: str) -> str:
+  """The model of a tool's run directory without `model.keras`: a run_pretraining run's
+  export (its run_config.json names a `model_dir`; a fine-tuning run's an `output_dir`).
+
+  Raises:
+    ValueError: a run that has not finished (no export, no model.keras), naming what is
+      missing.
+  """
+  if "model_dir" in _read_json(os.path.join(directory, casing.RUN_CONFIG)):
+    exported = os.path.join(directory, PRETRAINING_EXPORT)
+    if files.isfile(exported + ".index"):
+      return exported
+    raise ValueError(f"{directory}: a run_pretraining run directory without its export "
+                     f"{exported} (the run has not finished, or exported to another "
+                     "--export_dir): load that export, or this directory once the run has "
+                     "finished")
+  raise ValueError(f"{directory}: a tfbert run directory without {RUN_MODEL}: training has "
+                   "not finished (or the run only evaluated)")
+
+
+def _google_prefix(directory: str) -> str:
+  """The one checkpoint beside `bert_config.json` (the `checkpoint` file's latest, or the
+  only `*.index`)."""
+  latest = tf.train.latest_checkpoint(directory)
+  if latest:
+    return latest
+  prefixes = google_checkpoint.prefixes_in(directory)
+  if len(prefixes) != 1:
+    found = "no checkpoint" if not prefixes else "several checkpoints: " + ", ".join(prefixes)
+    raise ValueError(f"{directory}: bert_config.json with {found} (a Google checkpoint "
+                     "directory holds one <prefix>.index and its data)")
+  return os.path.join(directory, prefixes[0])
+
+
+def _read_json(path: str) -> Any:
+  """The JSON value of `path`, a bad file named."""
+  try:
+    return json.loads(files.read_text(path))
+  except json.JSONDecodeError as e:
+    raise ValueError(f"{path}: not valid JSON ({e})") from e
