@@ -130,6 +130,8 @@ FINE_TUNING_STEPS = flags.DEFINE_list(
 BUCKET_TASK = flags.DEFINE_enum("bucket_task", "stsb", ["stsb", "mrpc", "wnut"],
                                 "buckets: STS-B CoSENT embeddings, MRPC classification or "
                                 "WNUT 2017 tagging.")
+BUCKET_EPOCHS = flags.DEFINE_integer("bucket_epochs", 1, "buckets: passes over the train "
+                                     "subset.", lower_bound=1)
 WNUT_DIR = flags.DEFINE_string("wnut_dir", "", "buckets: the folder of WNUT 2017's "
                                "wnut17train.conll and emerging.dev.conll.")
 GLUE_DIR = flags.DEFINE_string("glue_dir", "", "buckets: the folder of GLUE's STS-B/ and MRPC/.")

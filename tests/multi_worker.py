@@ -3,6 +3,7 @@
   python -m tests.multi_worker accumulate OUTPUT STEPS OPTIMIZER
   python -m tests.multi_worker keras_fit
   python -m tests.multi_worker embeddings OUTPUT LOSS
+  python -m tests.multi_worker buckets OUTPUT
 
 TF_CONFIG (set by the launching test) names the cluster and this worker's index. The worker
 trains the accumulation test's model on its slice of every micro-batch and writes its final
@@ -77,6 +78,21 @@ def embeddings(output: str, loss: str) -> None:
   np.savez(f"{output}.{index}.npz", *updates, loss=last_loss)
 
 
+def buckets(output: str) -> None:
+  """The length-bucket test's tagger (tests/tasks/length_buckets_test.py) fine-tuned with its
+  batches cut to their buckets, one replica per worker; writes the final weights to
+  OUTPUT.<worker>.npz and the run directory to OUTPUT."""
+  import numpy as np
+  import tensorflow as tf
+
+  from tests.tasks import length_buckets_test
+
+  strategy = tf.distribute.MultiWorkerMirroredStrategy()  # Before any op.
+  weights, result, _ = length_buckets_test.train_on(strategy, output)
+  index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+  np.savez(f"{output}.{index}.npz", *weights, steps=result["steps"])
+
+
 if __name__ == "__main__":
-  {"accumulate": accumulate, "keras_fit": keras_fit,
-   "embeddings": embeddings}[sys.argv[1]](*sys.argv[2:])
+  {"accumulate": accumulate, "keras_fit": keras_fit, "embeddings": embeddings,
+   "buckets": buckets}[sys.argv[1]](*sys.argv[2:])

@@ -20,7 +20,7 @@
   bash bootstrap.sh python tools/benchmark.py --benchmark=buckets --bucket_task=stsb \
       --glue_dir=glue_data --repeats=2
   bash bootstrap.sh python tools/benchmark.py --benchmark=buckets --bucket_task=wnut \
-      --wnut_dir=wnut17 --train_examples=960
+      --wnut_dir=wnut17 --train_examples=3394 --bucket_epochs=3
   bash bootstrap.sh python tools/benchmark.py --benchmark=continued_pretraining \
       --batch_size=16 --continued_steps=200
 
@@ -157,6 +157,7 @@ def inference() -> str:
 def buckets() -> str:
   case = benchmark_buckets.BucketCase(
       task=f.BUCKET_TASK.value, glue_dir=f.GLUE_DIR.value, wnut_dir=f.WNUT_DIR.value,
+      epochs=f.BUCKET_EPOCHS.value,
       train_examples=f.TRAIN_EXAMPLES.value,
       rounds=f.REPEATS.value, batch_size=f.BATCH_SIZE.value, seq_length=f.SEQ_LENGTH.value or 0)
   with tempfile.TemporaryDirectory() as temp:

@@ -9,6 +9,7 @@ would change with every cut). S 37, bucket step 8 (lengths 8, 16, 24, 32, 37), w
 
 import dataclasses
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -157,9 +158,9 @@ def _config(tmp_path, name, **overrides):
   return fine_tuning.FineTuningConfig(**{**values, **overrides})
 
 
-def _train(config, initial, replicas=1, steps=6, bert_config=CONFIG):
-  strategy = distribution.create_strategy("one_device" if replicas == 1 else "mirrored",
-                                          replicas)
+def _train(config, initial, replicas=1, steps=6, bert_config=CONFIG, strategy=None):
+  strategy = strategy or distribution.create_strategy(
+      "one_device" if replicas == 1 else "mirrored", replicas)
   keras.utils.set_random_seed(2)  # The same layer seeds, so the same dropout streams.
   with strategy.scope():
     model = _model(bert_config)
@@ -176,6 +177,15 @@ def _train(config, initial, replicas=1, steps=6, bert_config=CONFIG):
   result = fine_tuning.train(model, strategy, config, _examples(), EXAMPLES, steps=steps,
                              total_steps=steps)
   return model.get_weights(), result, traces
+
+
+def train_on(strategy, output_dir):
+  """The replica run of `test_accumulation_and_replicas_with_buckets_equal_one_batch` under
+  `strategy` (a worker of tests/multi_worker.py): 1 micro-step per applied step, its batch
+  of 8 dealt to the replicas, 4 each."""
+  config = _config(pathlib.Path(output_dir).parent, pathlib.Path(output_dir).name,
+                   gradient_accumulation_steps=1)
+  return _train(config, _initial(), strategy=strategy)
 
 
 def _deviation(a, b):
@@ -240,6 +250,27 @@ def test_accumulation_and_replicas_with_buckets_equal_one_batch(tmp_path, straig
   assert _deviation(weights, replicas) < 1e-5
   big, _, _ = _train(_config(tmp_path, "big", gradient_accumulation_steps=1), _initial())
   assert _deviation(weights, big) < 1e-5
+
+
+@pytest.mark.slow  # ~12 s: two worker processes.
+def test_two_workers_with_strongly_cut_batches_end_as_one_process(tmp_path, straight):
+  """2 worker processes (MultiWorkerMirroredStrategy, a replica each), every micro-batch
+  cut (S 37; lengths 8 to 37, most 8 or 16): each worker cuts its own part of a step to its
+  own length, and the workers hold identical weights, within 1e-5 of the one-device run
+  (the same rows per applied step, summed in another order)."""
+  from tests import multi_worker  # pylint: disable=import-outside-toplevel
+  output = str(tmp_path / "mw")
+  for worker in multi_worker.launch_workers(multi_worker.worker_command("buckets", output),
+                                            cwd=ROOT, timeout=600):
+    assert worker.returncode == 0, worker.stdout[-3000:]
+  chief, other = (np.load(f"{output}.{index}.npz") for index in (0, 1))
+  assert int(chief["steps"]) == int(other["steps"]) == 6
+  chief = [chief[f"arr_{i}"] for i in range(len(straight[0]))]
+  other = [other[f"arr_{i}"] for i in range(len(straight[0]))]
+  for a, b in zip(chief, other):
+    np.testing.assert_array_equal(a, b)  # The workers agree exactly.
+  assert _deviation(chief, straight[0]) < 1e-5
+  assert _deviation(chief, _initial()) > 1e-3  # It trained.
 
 
 @pytest.mark.slow

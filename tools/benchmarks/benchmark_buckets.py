@@ -39,7 +39,9 @@ class BucketCase:
     train_examples: the first train pairs (WNUT: sentences) trained on (one epoch).
     rounds: runs of each setting.
     batch_size: pairs per applied step.
-    seq_length: S (0: the task's default, 64 for STS-B and 128 for MRPC).
+    seq_length: S (0: the task's default, 64 for STS-B and 128 for MRPC and WNUT).
+    wnut_dir: the folder of WNUT 2017's train and dev files.
+    epochs: passes over the train subset.
   """
   task: str = "stsb"
   glue_dir: str = ""
@@ -48,6 +50,7 @@ class BucketCase:
   batch_size: int = 32
   seq_length: int = 0
   wnut_dir: str = ""
+  epochs: int = 1
 
   def checks(self) -> list[validation.Check]:
     return [(self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}"),
@@ -58,7 +61,8 @@ class BucketCase:
             (self.train_examples >= self.batch_size,
              f"train_examples ({self.train_examples}) must be >= batch_size "
              f"({self.batch_size})"),
-            (self.rounds >= 1, f"rounds ({self.rounds}) must be >= 1")]
+            (self.rounds >= 1, f"rounds ({self.rounds}) must be >= 1"),
+            (self.epochs >= 1, f"epochs ({self.epochs}) must be >= 1")]
 
   def __post_init__(self):
     validation.validate(self)
@@ -90,7 +94,8 @@ def command(case: BucketCase, workdir: str, output_dir: str, length_bucket: int,
   """The tool's argv for one run of one setting (the train subset written into `workdir`)."""
   common = ["--init_hf_dir=minilm", "--do_train", "--do_eval", f"--output_dir={output_dir}",
             f"--max_seq_length={case.length}", f"--train_batch_size={case.batch_size}",
-            f"--learning_rate={1e-4 if case.task == 'wnut' else 5e-5}", "--num_train_epochs=1",
+            f"--learning_rate={1e-4 if case.task == 'wnut' else 5e-5}",
+            f"--num_train_epochs={case.epochs}",
             "--log_steps=10", "--verbose=0", f"--length_bucket={length_bucket}",
             f"--group_by_length={group_by_length}"]
   if case.task == "wnut":
