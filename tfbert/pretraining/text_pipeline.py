@@ -151,8 +151,7 @@ def count_sequences(paths: Sequence[str], tokenizer: tokenization.WordPieceToken
   files through the pipeline once. The count a held-out evaluation is planned by
   (`tfbert.pretraining.pretraining_eval.eval_steps`)."""
   paths = list(paths)
-  chunks = _chunks(paths, list(range(len(paths))), tokenizer, seq_length - 2, text_mode,
-                   shuffle=False, seed=0, repeat=False)
+  chunks = _chunks_in_order(paths, tokenizer, seq_length, text_mode)
   counts = chunks.reduce(tf.zeros([len(paths)], tf.int64), lambda counts, chunk: (
       tf.tensor_scatter_nd_add(counts, [[chunk[1][1]]], tf.ones([1], tf.int64))))  # Key's file.
   return dict(zip(paths, (int(n) for n in counts.numpy())))
@@ -164,10 +163,15 @@ def yields_a_sequence(paths: Sequence[str], tokenizer: tokenization.WordPieceTok
   the pipeline: read only until the first one forms. Text whose words give no WordPiece
   (zero-width spaces, control characters) yields none, and a run on it would wait forever
   for its first batch."""
-  paths = list(paths)
-  chunks = _chunks(paths, list(range(len(paths))), tokenizer, seq_length - 2, text_mode,
-                   shuffle=False, seed=0, repeat=False)
+  chunks = _chunks_in_order(list(paths), tokenizer, seq_length, text_mode)
   return int(chunks.take(1).reduce(tf.constant(0, tf.int64), lambda n, _: n + 1)) > 0
+
+
+def _chunks_in_order(paths: list, tokenizer, seq_length: int, text_mode: str
+                     ) -> tf.data.Dataset:
+  """`_chunks` of `paths` read once in file order, each file keyed by its place in `paths`."""
+  return _chunks(paths, list(range(len(paths))), tokenizer, seq_length - 2, text_mode,
+                 shuffle=False, seed=0, repeat=False)
 
 
 def _chunks(paths: list, indices: list, tokenizer, chunk: int, text_mode: str, *,

@@ -95,15 +95,13 @@ def run_config(case: ContinuedCase, folder: str) -> PretrainingRunConfig:
   return raw_text_run.resolve(config)
 
 
-def held_out_metrics(config: PretrainingRunConfig) -> dict:
+def held_out_metrics(config: PretrainingRunConfig, steps: int) -> dict:
   """The held-out metrics of the source model as loaded, before any step: the evaluation
-  the run makes at its last step (same sequences, same masks)."""
+  the run makes at its last step (same sequences, same masks; `steps` batches)."""
   strategy = tf.distribute.get_strategy()
   model = BertPretrainer(config.bert_config, objective=config.objective)
   model.build()
   pretraining_init.load_source(model, pretraining_init.read_source(config))
-  steps = pretraining_eval.eval_steps(raw_text_run.eval_records(config), 1,
-                                      config.eval_batch_size, config.max_eval_steps)
   return pretraining_eval.Evaluator(
       model, strategy, raw_text_run.eval_dataset(config, strategy, config.eval_batch_size, 1, 0),
       batch_size=config.eval_batch_size, steps=steps)()
@@ -112,22 +110,21 @@ def held_out_metrics(config: PretrainingRunConfig) -> dict:
 def measure(case: ContinuedCase, folder: str) -> dict:
   """Held-out metrics before and after `case.train_steps` steps, the run's time and speed."""
   config = run_config(case, folder)
-  before = held_out_metrics(config)
+  records = raw_text_run.eval_records(config)  # Counted once; the run counts them again.
+  steps = pretraining_eval.eval_steps(records, 1, config.eval_batch_size, config.max_eval_steps)
+  before = held_out_metrics(config, steps)
   start = time.perf_counter()
   result = run_pretraining(config)
   seconds = time.perf_counter() - start
   with open(os.path.join(config.model_dir, "metrics.jsonl"), encoding="utf-8") as f:
     rows = [json.loads(line) for line in f]
   speeds = [r["examples_per_second"] for r in rows if "examples_per_second" in r]
-  records = raw_text_run.eval_records(config)
   train_sequences = sum(raw_text_run.eval_records(
       dataclasses.replace(config, eval_text_files=config.train_text_files)).values())
   return {"before": before, "after": result["eval"], "seconds": seconds,
           "examples_per_second": statistics.median(speeds) if speeds else float("nan"),
           "held_out_sequences": sum(records.values()), "train_sequences": train_sequences,
-          "eval_sequences": pretraining_eval.eval_steps(records, 1, config.eval_batch_size,
-                                                         config.max_eval_steps)
-                            * config.eval_batch_size}
+          "eval_sequences": steps * config.eval_batch_size}
 
 
 def format_result(case: ContinuedCase, result: dict) -> str:
