@@ -143,4 +143,49 @@ TRAIN_EXAMPLES = flags.DEFINE_integer("train_examples", 1600,
 flags.adopt_module_key_flags(common_flags)
 
 CONTINUED_STEPS = flags.DEFINE_integer(
-    "continued_steps", 200, "continued_pretraining: applied steps of the run.", lower_bound=1)
+    "continued_steps", 200, "continued_pretraining: applied steps of the run (>= 2: the "
+    "first traces and is left out of sequences/s).", lower_bound=2)
+
+# The flags each benchmark reads (tools/benchmark.py); one set on the command line for a
+# benchmark that does not read it is refused (`check_flags_belong`), not ignored.
+_SHAPE = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
+          "seq_length")  # And max_predictions, read by the pretraining ones only.
+_STEP_CASE = (*_SHAPE, "batch_size", "dtype", "jit_compile", "warmup_steps", "windows",
+              "steps_per_window")
+READS = {
+    "accumulation": (*_SHAPE, "max_predictions", "micro_batch_size",
+                     "gradient_accumulation_steps", "applied_steps", "warmup_steps", "dtype",
+                     "accumulation_loop", "interleave", "windows", "repeats"),
+    "pretraining": (*_STEP_CASE, "max_predictions", "matmul_size", "interleave", "repeats"),
+    "squad": (*_STEP_CASE, "matmul_size", "interleave", "repeats"),
+    "input_pipeline": (*_STEP_CASE, "max_predictions", "pipeline_seconds",
+                       "pretraining_data_dir"),
+    "postprocess": ("squad_dev_file", "seq_length", "repeats"),
+    "matmul": ("matmul_size",),
+    "kernels": ("repeats",),
+    "resume": ("resume_near_sequences", "resume_far_sequences", "batch_size", "repeats"),
+    "fine_tuning": (*_SHAPE, "batch_size", "fine_tuning_steps", "repeats", "dtype"),
+    "inference": ("batch_size", "seq_length", "repeats"),
+    "buckets": ("bucket_task", "glue_dir", "wnut_dir", "bucket_epochs", "train_examples",
+                "repeats", "batch_size", "seq_length"),
+    "continued_pretraining": ("continued_steps", "batch_size", "seq_length"),
+}
+
+
+def check_flags_belong() -> None:
+  """Refuses the flags given on the command line (or in a flag file) that the chosen
+  `--benchmark` does not read (`READS`), each named with the benchmarks that do.
+
+  Raises:
+    ValueError: naming the flags, their benchmarks and the chosen one.
+  """
+  chosen = BENCHMARK.value
+  stray = sorted({name for names in READS.values() for name in names
+                  if flags.FLAGS[name].present and name not in READS[chosen]})
+  if stray:
+    owners = [f"--{name} ({', '.join(b for b, names in READS.items() if name in names)})"
+              for name in stray]
+    them, they = ("them", "they belong") if len(stray) > 1 else ("it", "it belongs")
+    raise ValueError(f"{', '.join(owners)}: not read by --benchmark={chosen} (the "
+                     f"benchmarks that read {them} in brackets): leave {them} out or choose "
+                     f"a benchmark {they} to")

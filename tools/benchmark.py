@@ -174,6 +174,7 @@ def continued_pretraining() -> str:
 
 def main(argv):
   del argv
+  f.check_flags_belong()  # Before any work: a flag of another benchmark is not ignored.
   # Its only output (the benchmarks' own files go to temporary directories).
   paths.check_outputs({"--pretraining_data_dir": f.PRETRAINING_DATA_DIR.value})
   runs = {"accumulation": accumulation, "pretraining": lambda: training_step("pretraining"),

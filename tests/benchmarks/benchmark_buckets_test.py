@@ -1,6 +1,7 @@
 """Tests for tools.benchmarks.benchmark_buckets (the runs themselves: BENCHMARKS.md)."""
 
 import json
+import os
 
 import pytest
 
@@ -86,3 +87,34 @@ def test_a_case_without_glue_or_with_another_task_is_refused():
     benchmark_buckets.BucketCase()
   with pytest.raises(ValueError, match="task must be one of"):
     benchmark_buckets.BucketCase(task="sst2", glue_dir="g")
+
+
+@pytest.mark.parametrize("task, present, missing", [
+    ("wnut", ["wnut17train.conll"], ["emerging.dev.conll"]),
+    ("wnut", [], ["wnut17train.conll", "emerging.dev.conll"]),
+    ("mrpc", ["MRPC/train.tsv"], ["MRPC/dev.tsv"]),
+    ("stsb", ["STS-B/dev.tsv"], ["STS-B/train.tsv"]),
+], ids=["wnut_dev", "wnut_both", "mrpc_dev", "stsb_train"])
+def test_every_input_file_is_checked_before_any_run(tmp_path, monkeypatch, task, present,
+                                                    missing):
+  """A folder without WNUT's dev file failed in the first run, with its traceback."""
+  for name in present:
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / name).write_text("x\tO\n", encoding="utf-8")
+  monkeypatch.setattr(benchmark_buckets.subprocess, "run", lambda *a, **k: pytest.fail("ran"))
+  folder = "wnut_dir" if task == "wnut" else "glue_dir"
+  case = benchmark_buckets.BucketCase(task=task, batch_size=1, **{folder: str(tmp_path)})
+  (tmp_path / "work").mkdir()
+  with pytest.raises(FileNotFoundError) as e:
+    benchmark_buckets.measure(case, str(tmp_path / "work"))
+  message = str(e.value)
+  names = " and ".join(f"{task_folder}{split}" for task_folder, split in {
+      "wnut": [("", "wnut17train.conll"), ("", "emerging.dev.conll")],
+      "mrpc": [("MRPC/", "train.tsv"), ("MRPC/", "dev.tsv")],
+      "stsb": [("STS-B/", "train.tsv"), ("STS-B/", "dev.tsv")]}[task])
+  assert message.endswith(f": point --{folder} at the folder that holds {names}"), message
+  for name in missing:
+    assert f"{tmp_path / name} (" in message and ": missing)" in message
+  for name in present:
+    assert str(tmp_path / name) not in message
+  assert not os.listdir(tmp_path / "work")  # No train subset written, no run.

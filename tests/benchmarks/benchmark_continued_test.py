@@ -49,3 +49,11 @@ def test_the_rows_name_the_corpus_the_scores_and_the_speed():
 def test_settings_out_of_range_are_named():
   with pytest.raises(ValueError, match=r"seq_length \(4\) must be in \[8, 512\]"):
     benchmark_continued.ContinuedCase(seq_length=4)
+
+
+def test_a_run_too_short_to_time_a_step_is_refused():
+  """One step logged no sequences/s (its traced step is left out): a row of nan."""
+  with pytest.raises(ValueError, match=r"train_steps \(1\) must be >= 2: the first step traces "
+                                       "and is left out of sequences/s"):
+    benchmark_continued.ContinuedCase(train_steps=1)
+  assert benchmark_continued.ContinuedCase(train_steps=2).train_steps == 2

@@ -343,7 +343,7 @@ def test_an_mlm_only_pretrainer_is_a_bert_for_masked_lm_directory_that_reads_bac
   # A continued-pretraining run of objective mlm starts from it with no head fresh.
   source = pretraining_init.read_source(types.SimpleNamespace(init_hf_dir=str(hf)))
   run_model = BertPretrainer(config, objective="mlm")
-  with caplog.at_level("INFO"):
+  with caplog.at_level("INFO", logger="absl"):
     pretraining_init.load_source(run_model, source)
   assert "starts fresh" not in caplog.text
   np.testing.assert_array_equal(run_model(features, training=False)["mlm_logits"], want)

@@ -241,3 +241,43 @@ def test_autotokenizer_loads_a_cased_export_and_gives_tfbert_ids(shared_data, tm
     assert hf_ids == ids, text
   # Cased ids differ from what an uncased reading would give: the check can fail.
   assert want != _tfbert_ids(vocab, True, texts)
+
+
+def _classifier_config(directory, **fields):
+  values = {**helpers.odd_config().to_hf_config(),
+            "architectures": ["BertForSequenceClassification"], **fields}
+  os.makedirs(directory, exist_ok=True)
+  with open(os.path.join(directory, "config.json"), "w") as f:
+    json.dump(values, f)
+  return str(directory)
+
+
+@pytest.mark.parametrize("fields, is_pair", [
+    (huggingface.tfbert_fields(True), True), (huggingface.tfbert_fields(False), False),
+    ({}, None), ({"tfbert": {"other": 1}}, None)], ids=["pair", "single", "none", "no_is_pair"])
+def test_a_classifiers_arity_is_read_from_config_json(tmp_path, fields, is_pair):
+  assert huggingface.read_hf_task(_classifier_config(tmp_path, **fields)).is_pair is is_pair
+
+
+@pytest.mark.parametrize("record", ["yes", {"is_pair": "true"}, True])
+def test_a_wrong_arity_record_names_the_file(tmp_path, record):
+  directory = _classifier_config(tmp_path, tfbert=record)
+  with pytest.raises(ValueError, match=r"config.json: tfbert must be \{\"is_pair\": true or "
+                                       "false}"):
+    huggingface.read_hf_task(directory)
+
+
+def test_transformers_reads_and_keeps_the_arity_record(tmp_path):
+  """The record is a key transformers' config ignores and writes back (`save_pretrained`);
+  ~1.5 s: transformers in a fresh process, as the tokenizer tests above."""
+  directory = _classifier_config(tmp_path / "hf", **huggingface.tfbert_fields(True))
+  script = ("import json, sys; from transformers import AutoConfig; "
+            "c = AutoConfig.from_pretrained(sys.argv[1]); c.save_pretrained(sys.argv[2]); "
+            "print(type(c).__name__)")
+  env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+         "TRANSFORMERS_VERBOSITY": "error"}
+  result = subprocess.run([sys.executable, "-c", script, directory, str(tmp_path / "again")],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stdout.split()[-1] == "BertConfig"
+  assert huggingface.read_hf_task(str(tmp_path / "again")).is_pair is True

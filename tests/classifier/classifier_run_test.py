@@ -10,6 +10,7 @@ one sentence only can reach 77.8%. Measured (this machine, 2 CPU cores, seeds 1,
 import csv
 import dataclasses
 import json
+import logging
 import math
 import os
 import re
@@ -258,10 +259,14 @@ def test_sts_b_regression_trains_in_mixed_precision_and_reports_correlations(tmp
   assert len(scores) == 11 and len(set(scores)) > 1
 
 
-def test_mnli_evaluates_matched_and_mismatched_and_predicts_both_test_files(tmp_path):
+MNLI_LABELS = ("contradiction", "entailment", "neutral")
+
+
+def _write_mnli(tmp_path):
+  """MNLI-format train (9 rows), dev_matched (7), dev_mismatched (5), test_matched (4) and
+  test_mismatched (3) files in the test's data folder."""
   header = ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
             "sentence1_parse\tsentence2_parse\tsentence1\tsentence2")
-  labels = ("contradiction", "entailment", "neutral")
 
   def rows(count, extra):
     return [f"{i}\t{i}\t{i}e\tfiction\t(a)\t(b)\t(A)\t(B)\tThe cat sat {i}.\tA dog ran {i}."
@@ -269,13 +274,28 @@ def test_mnli_evaluates_matched_and_mismatched_and_predicts_both_test_files(tmp_
 
   dev_header = header + "\tlabel1\tlabel2\tlabel3\tlabel4\tlabel5\tgold_label"
   def dev(i):
-    return "\tneutral" * 5 + f"\t{labels[i % 3]}"
+    return "\tneutral" * 5 + f"\t{MNLI_LABELS[i % 3]}"
+  _write_lines(_glue(tmp_path) / "train.tsv",
+               [header + "\tlabel1\tgold_label"] + rows(9, lambda i: f"\t{MNLI_LABELS[i % 3]}" * 2))
   _write_lines(_glue(tmp_path) / "dev_matched.tsv", [dev_header] + rows(7, dev))
   _write_lines(_glue(tmp_path) / "dev_mismatched.tsv", [dev_header] + rows(5, dev))
   _write_lines(_glue(tmp_path) / "test_matched.tsv", [header] + rows(4, lambda i: ""))
   _write_lines(_glue(tmp_path) / "test_mismatched.tsv", [header] + rows(3, lambda i: ""))
-  result = classifier_run.run_classifier(_run_config(tmp_path, "mnli", task_name="mnli",
-                                                     do_eval=True, do_predict=True))
+
+
+def test_mnli_evaluates_matched_and_mismatched_and_predicts_both_test_files(tmp_path):
+  labels = MNLI_LABELS
+  _write_mnli(tmp_path)
+  config = _run_config(tmp_path, "mnli", task_name="mnli", do_eval=True, do_predict=True)
+  result = classifier_run.run_classifier(config)
+  # What the evaluation during training returns is known before any work, from the files.
+  task = classifier_run.ClassifierTask()
+  inputs = task.read_inputs(config)
+  assert task.evaluation_metrics(config, inputs) == list(
+      classifier_run.eval_scalars(result["eval"])) == [
+          "accuracy", "loss", "dev_mismatched_accuracy", "dev_mismatched_loss"]
+  assert task.eval_files(config, inputs) == [
+      str(_glue(tmp_path) / name) for name in ("dev_matched.tsv", "dev_mismatched.tsv")]
   assert {k: v["num_examples"] for k, v in result["eval"].items()} == {
       "dev_matched": 7, "dev_mismatched": 5}
   for split, count in (("test_matched", 4), ("test_mismatched", 3), ("dev_matched", 7)):
@@ -286,6 +306,62 @@ def test_mnli_evaluates_matched_and_mismatched_and_predicts_both_test_files(tmp_
   written = _read_tsv(tmp_path / "mnli" / "dev_matched_predictions.tsv")[1:]
   right = sum(r[1] == g for r, g in zip(written, gold))
   assert result["eval"]["dev_matched"]["accuracy"] == 100.0 * (right / 7)
+
+
+def _never_build(*args, **kwargs):
+  raise AssertionError("the model was built: the best_metric should have been refused first")
+
+
+def test_a_best_metric_the_evaluation_does_not_return_is_refused_before_any_write(
+    tmp_path, monkeypatch):
+  """The scalars come from the dev files read (MNLI's second one prefixed by its split).
+  `best_metric` was checked at the first evaluation only: after the run directory was
+  claimed and a step had trained (a half-written run left behind)."""
+  _write_mnli(tmp_path)
+  monkeypatch.setattr(runner, "build_model", _never_build)
+  with pytest.raises(ValueError, match=re.escape(
+      "best_metric 'dev_matched_accuracy' is not among the evaluation's scalars (accuracy, "
+      "dev_mismatched_accuracy, dev_mismatched_loss, loss): pass --best_metric=")):
+    classifier_run.run_classifier(_run_config(
+        tmp_path, "out", task_name="mnli", do_train=True, do_eval=True, eval_every_steps=2,
+        best_metric="dev_matched_accuracy"))
+  assert not (tmp_path / "out").exists()
+
+
+STS_HEADER = ("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\t"
+              "sentence2\tscore")
+
+
+def _sts_rows(count, score):
+  return [f"{i}\tg\tf\t2012\t{i:04d}\tnone\tnone\tA man plays {i}.\tA man sings {i % 3}.\t"
+          f"{score(i):.3f}" for i in range(count)]
+
+
+@pytest.mark.slow  # ~10 s alone (25 s on busy cores): 2 steps and an evaluation, then 4 and 2.
+def test_a_resume_on_an_edited_dev_file_starts_the_best_over(tmp_path, caplog):
+  """The dev file is recorded with the best value (`task.eval_files`). Edited between the
+  stop and the resume, the best held-out loss of the old file (scores near the untrained
+  model's output, 0) is not compared with the new file's (scores near 5, a far larger
+  loss): the resume's first evaluation is the best. It was compared: patience 1 ended the
+  run at that evaluation, and best/ kept the old file's model."""
+  _write_lines(_glue(tmp_path) / "train.tsv", [STS_HEADER] + _sts_rows(24, lambda i: i % 6 * 0.8))
+  dev = _glue(tmp_path) / "dev.tsv"
+  _write_lines(dev, [STS_HEADER] + _sts_rows(11, lambda i: i % 2 * 0.4))
+  config = _run_config(tmp_path, "run", task_name="sts-b", do_train=True, do_eval=True,
+                       train_batch_size=4, eval_every_steps=2, best_metric="loss",
+                       early_stopping_patience=1)  # 24 / 4 = 6 steps.
+  stopped = classifier_run.run_classifier(dataclasses.replace(config, stop_at_step=2))
+  assert stopped["train"]["steps"] == 2
+  old_best = _read_json(tmp_path / "run" / "best" / "eval_results.json")
+  assert old_best["step"] == 2
+  _write_lines(dev, [STS_HEADER] + _sts_rows(11, lambda i: 4.6 + i % 2 * 0.4))
+  caplog.set_level(logging.INFO, logger="absl")  # Parsed absl flags may raise its level.
+  resumed = classifier_run.run_classifier(config)
+  assert any(f"data: {dev}: " in m and "start over" in m for m in caplog.messages)
+  assert resumed["train"]["steps"] == 6 and not resumed["train"].get("stopped_early")
+  best = _read_json(tmp_path / "run" / "best" / "eval_results.json")
+  # Measured on the edited file: worse than the old file's best (0.75 -> 9.9), yet kept.
+  assert best["step"] >= 4 and best["loss"] > 5 * old_best["loss"]
 
 
 def test_custom_csv_task_trains_and_evaluates(tmp_path):

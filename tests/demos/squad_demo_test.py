@@ -24,8 +24,9 @@ def test_make_data_writes_train_and_dev_sets(tmp_path):
 @pytest.mark.slow  # ~90 s: the demo's pretraining (300 steps), then its SQuAD part twice.
 def test_fine_tunes_a_pretrained_checkpoint_evaluates_exports_and_serves(tmp_path, capfd,
                                                                           caplog):
-  """The demo's SQuAD part as `bash bootstrap.sh demo` runs it, on the encoder its
-  pretraining part makes: it learns, and prints tfbert's lines only.
+  """The demo's two parts as `bash bootstrap.sh demo` runs them: the pretraining part learns
+  and exports (tests/demos/pretraining_demo_test.py has its cheap checks; its run is this
+  one), the SQuAD part fine-tunes the encoder it made and learns; tfbert's lines only.
 
   Why F1 >= 95 and >= baseline + 80: on an AMD Zen 4 the recipe (`squad_demo.LEARNING_RATE`,
   `WARMUP_PROPORTION`) scored F1 98.75 to 100 over 3 pretraining x 3 fine-tuning seeds, from
@@ -34,6 +35,18 @@ def test_fine_tunes_a_pretrained_checkpoint_evaluates_exports_and_serves(tmp_pat
   """
   caplog.set_level(logging.WARNING, logger="tensorflow")
   pretrained = pretraining_demo.run_pretraining_demo(str(tmp_path))
+  # The pretraining part (300 steps, logged every 25) learned and exported.
+  assert pretrained.instances > 1000  # pydoc_data.topics, dupe_factor 2
+  assert [pretrained.first["step"], pretrained.last["step"]] == [25, 300]
+  assert pretrained.last["loss"] < pretrained.first["loss"] - 1.0
+  with open(os.path.join(pretrained.model_dir, "run_config.json"), encoding="utf-8") as f:
+    assert json.load(f)["dtype"] == "mixed_bfloat16"
+  assert os.path.exists(os.path.join(pretrained.model_dir, "export", "saved_model",
+                                     "saved_model.pb"))
+  assert os.path.exists(pretrained.google_checkpoint + ".index")
+  pretraining_text = pretrained.format()
+  assert ("tensorboard --logdir" in pretraining_text
+          and "instances from pydoc_data.topics" in pretraining_text)
   summary = squad_demo.run_squad_demo(str(tmp_path), pretrained.google_checkpoint)
   assert (summary.train_questions, summary.dev_questions) == (1200, 160)
   assert summary.train["steps"] == 906  # 24 epochs of 1208 windows, batch 32.

@@ -138,9 +138,20 @@ def test_a_best_metric_the_evaluation_never_reports_is_refused_before_training(
         f"best_metric 'accuracy' is not among the evaluation's scalars ({names})")):
       embedding_run.run_embeddings(config)
     assert not (tmp_path / "refused").exists()
-  assert embedding_run.EmbeddingTask().evaluation_metrics(_config(
-      tmp_path, "x", dev_file=None, ir_queries_file="q", ir_corpus_file="c",
-      ir_qrels_file="r")) == ["mrr@10", "ndcg@10", "recall@1", "recall@5", "recall@10"]
+  retrieval = _config(tmp_path, "x", dev_file=None, ir_queries_file="q", ir_corpus_file="c",
+                      ir_qrels_file="r")
+  assert embedding_run.EmbeddingTask().evaluation_metrics(retrieval, {"retrieval": None}) == [
+      "mrr@10", "ndcg@10", "recall@1", "recall@5", "recall@10"]
+
+
+def test_the_files_the_evaluation_scores_are_the_dev_file_and_the_retrieval_set(tmp_path):
+  """What the best value is recorded with: a resume on another of them starts it over."""
+  task = embedding_run.EmbeddingTask()
+  config = _config(tmp_path, "x", ir_queries_file="q", ir_corpus_file="c", ir_qrels_file="r")
+  assert task.eval_files(config, {"dev": [], "retrieval": None}) == [
+      config.dev_file, "q", "c", "r"]
+  assert task.eval_files(config, {"retrieval": None}) == ["q", "c", "r"]
+  assert task.eval_files(config, {"dev": []}) == [config.dev_file]
 
 
 def _never_build(*args, **kwargs):

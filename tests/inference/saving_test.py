@@ -125,3 +125,48 @@ def test_a_model_saved_into_a_tools_run_directory_is_refused(tmp_path, name, fmt
   assert {p.name: p.read_text() for p in run.iterdir()} == {
       n: "the run's" for n in (".tfbert-run.lock", "run_config.json", "vocab.txt", "model.keras")}
   tfbert.save(model, str(run / "hf"), "hf")  # A folder of its own inside the run is fine.
+
+
+@pytest.mark.parametrize("is_pair", [True, False])
+def test_a_hugging_face_directory_keeps_a_classifiers_arity(tmp_path, is_pair):
+  """`config.json` records whether the classifier reads pairs (its "tfbert" key, which
+  transformers keeps and ignores): loaded back, the other arity is refused (a pair
+  classifier classified one sentence as '0')."""
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9,
+                                is_pair=is_pair)
+  tfbert.save(model, str(tmp_path / "hf"), "hf")
+  back = tfbert.load(str(tmp_path / "hf"))
+  assert text_settings.settings_of(back).is_pair is is_pair
+  with pytest.raises(ValueError, match="reads sentence pairs" if is_pair else
+                     "reads single texts"):
+    back.classify("one sentence" if is_pair else ("a", "b"))
+  # Saved again without a known arity, the record goes with the old config.json.
+  unknown = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  tfbert.save(unknown, str(tmp_path / "hf"), "hf")
+  assert text_settings.settings_of(tfbert.load(str(tmp_path / "hf"))).is_pair is None
+
+
+def test_an_export_of_a_classifier_of_unknown_arity_is_refused_unless_told(tmp_path):
+  """A Hugging Face directory from elsewhere says nothing of the arity (its `classify` reads
+  a text or a pair as given): an export, whose classify_text takes one or the other, is
+  refused before writing rather than made single-text on a guess."""
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  with pytest.raises(ValueError, match="this classifier's arity is unknown .* pass "
+                                       r"is_pair=True for \(text_a, text_b\) pairs or "
+                                       "is_pair=False for single texts"):
+    tfbert.save(model, str(tmp_path / "export"), "export")
+  assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("model, fmt, message", [
+    (BertSentenceEncoder, "export", "is_pair is a classifier's setting; got a "
+                                    "BertSentenceEncoder: leave is_pair out"),
+    (BertClassifier, "google", "is_pair: a google output records no arity .*: leave "
+                               "is_pair out"),
+], ids=["not_a_classifier", "google"])
+def test_is_pair_where_nothing_reads_it_is_refused(tmp_path, model, fmt, message):
+  args = (2,) if model is BertClassifier else ()
+  model = tiny_models.with_text(model(BertConfig(**tiny_models.TINY), *args), 9)
+  with pytest.raises(ValueError, match=message):
+    tfbert.save(model, str(tmp_path / "out" / "bert_model.ckpt"), fmt, is_pair=True)
+  assert not os.listdir(tmp_path)

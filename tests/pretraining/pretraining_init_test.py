@@ -138,7 +138,7 @@ def test_an_mlm_run_from_an_encoder_starts_only_its_mlm_head_fresh(tmp_path, cap
   for objective in ("mlm", "mlm_nsp"):
     caplog.clear()
     model = BertPretrainer(TINY, objective=objective)
-    with caplog.at_level("INFO"):
+    with caplog.at_level("INFO", logger="absl"):
       pretraining_init.load_source(model, source)
     fresh[objective] = re.findall(r"has no (\w+): it starts fresh", caplog.text)
     loaded = google_weights(model)

@@ -838,6 +838,77 @@ def test_eval_settings_that_do_not_fit_are_named(data_dir, tmp_path):
   assert not os.path.exists(tmp_path / "run" / "run_config.json")
 
 
+ALL_EVAL_SCALARS = "loss, mlm_accuracy, mlm_loss, mlm_perplexity, nsp_accuracy, nsp_loss"
+
+
+@pytest.mark.parametrize("objective, metric, names", [
+    ("mlm_nsp", "perplexity", ALL_EVAL_SCALARS),
+    ("mlm_nsp", "f1", ALL_EVAL_SCALARS),
+    ("mlm", "nsp_loss", "loss, mlm_accuracy, mlm_loss, mlm_perplexity"),
+], ids=["perplexity", "f1", "mlm-nsp_loss"])
+def test_a_best_metric_the_evaluation_never_reports_is_refused_before_any_work(
+    data_dir, tmp_path, objective, metric, names):
+  """The held-out scalars follow from the objective: a best_metric outside them was refused
+  only at the first evaluation, after a step had trained and the directory been written."""
+  held_out = dict(objective=objective, eval_input_files=[os.path.join(data_dir, "*.tfrecord")])
+  with pytest.raises(ValueError, match=re.escape(
+      f"best_metric {metric!r} is not among the held-out evaluation's scalars for the "
+      f"objective {objective} ({names})")):
+    run_config(data_dir, tmp_path / "run", best_metric=metric, **held_out)
+  for name in names.split(", "):
+    run_config(data_dir, tmp_path / "run", best_metric=name, **held_out)
+  assert pretraining_eval.metric_names(objective) == names.split(", ")
+
+
+def test_a_best_metric_without_held_out_data_is_refused_as_patience_is(data_dir, tmp_path):
+  """It was ignored without a word (early_stopping_patience was refused)."""
+  with pytest.raises(ValueError, match=re.escape(
+      "best_metric ('mlm_accuracy') picks the best held-out evaluation: it needs "
+      "eval_input_files or eval_text_files")):
+    run_config(data_dir, tmp_path / "run", best_metric="mlm_accuracy")
+
+
+def test_the_tool_refuses_a_best_metric_before_it_writes(data_dir, tmp_path):
+  """The sweep's commands (E07, E09): refused in one line, and no model_dir."""
+  model_dir = tmp_path / "a" / "run"
+  os.makedirs(model_dir.parent)
+  flags = tool_flags(data_dir, str(model_dir), steps=2)
+  held_out = f"--eval_input_files={os.path.join(data_dir, '*.tfrecord')}"
+  for extra, message in (
+      ([held_out, "--best_metric=perplexity"], "best_metric 'perplexity' is not among"),
+      (["--best_metric=accuracy"], "it needs eval_input_files or eval_text_files")):
+    run = tool_process.run_tool("run_pretraining", *flags, *extra)
+    assert run.returncode != 0 and message in run.stderr, run.stderr[-2000:]
+    assert not model_dir.exists()
+
+
+@pytest.mark.slow  # ~5 s: a one-step run with evaluation and its resume.
+def test_a_resume_on_other_held_out_data_starts_the_best_over(data_dir, tmp_path, caplog):
+  """eval_input_files may change on a rerun; the best held-out loss of the first files was
+  compared with the loss on the new ones without a word (best/ and early stopping judged on
+  incomparable numbers). The best is recorded with the files (and their sha256): the resume
+  names what changed and the old best, and starts over."""
+  first, second = sorted(glob.glob(os.path.join(data_dir, "*.tfrecord")))
+  config = run_config(data_dir, tmp_path / "run", num_train_steps=2, accumulation=1,
+                      log_steps=1, save_checkpoints_steps=1, distribution_strategy="one_device",
+                      num_cpu_devices=1, eval_input_files=[first], eval_every_steps=1,
+                      eval_batch_size=4, max_eval_steps=1)
+  run_pretraining(dataclasses.replace(config, stop_at_step=1))
+  old_best = json.loads((tmp_path / "run" / "best" / "eval_results.json").read_text())
+  assert old_best["step"] == 1
+  with caplog.at_level("INFO", logger="absl"):
+    run_pretraining(dataclasses.replace(config, eval_input_files=[second]))
+  assert (f"the evaluation differs from the one the checkpoint's best loss was measured on "
+          f"(data: {first}: no longer read; data: {second}: not read before): that best "
+          f"({old_best['loss']:.4f} at applied step 1, 0 evaluation(s) since) is not compared "
+          "with this run's; the best value and the patience count start over") in caplog.text
+  assert json.loads((tmp_path / "run" / "best" / "eval_results.json").read_text())["step"] == 2
+  reader = tf.train.load_checkpoint(str(tmp_path / "run" / "checkpoints" / "ckpt-2"))
+  recorded = json.loads(reader.get_tensor("eval_state/evaluation/.ATTRIBUTES/VARIABLE_VALUE"))
+  assert recorded == {"best_metric": "loss", "sequences": 4,
+                      "data": run_directory.data_identity([second])}
+
+
 @pytest.fixture(scope="module")
 def mlm_only_data(data_dir, tmp_path_factory):
   """`data_dir`'s records without `next_sentence_labels` (its summary beside them)."""

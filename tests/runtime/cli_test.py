@@ -320,8 +320,51 @@ def test_a_flag_file_including_itself_is_refused_naming_the_chain(tmp_path):
     cli.read_flagfiles(["tool", f"--flagfile={first}"])
   lonely = tmp_path / "lonely.txt"
   lonely.write_text("--flagfile\n", encoding="utf-8")
-  with pytest.raises(ValueError, match=f"{lonely}: --flagfile without its file"):
+  with pytest.raises(ValueError, match=f"{lonely}:1: --flagfile without its file"):
     cli.read_flagfiles(["tool", f"--flagfile={lonely}"])
+
+
+@pytest.mark.parametrize("lines, line, expected", [
+    # absl stopped at the `--`: every flag after the file was an "unexpected argument".
+    (["--task_name=mrpc", "--", "--do_train"], 2,
+     "a '--' line would end the flags there: every flag after it, the command line's "
+     "included, would be read as a leftover word; remove the line"),
+    # absl: "Unknown command line flag 'flagfile /x/inner.txt'".
+    (["--do_train", "--flagfile {inner}"], 2,
+     "'--flagfile {inner}' is read as one argument, the value part of the flag's name: "
+     "write --flagfile={inner}"),
+    (["  --task_name\tmrpc"], 1,
+     "'--task_name\\tmrpc' is read as one argument, the value part of the flag's name: "
+     "write --task_name=mrpc"),
+], ids=["dashdash", "flagfile_space_form", "flag_space_form"])
+def test_a_flag_file_line_absl_would_misread_is_refused_naming_file_and_line(
+    tmp_path, lines, line, expected):
+  inner = tmp_path / "inner.txt"
+  inner.write_text("--do_eval\n", encoding="utf-8")
+  outer = tmp_path / "flags.txt"
+  outer.write_text("# the run's flags\n" + "\n".join(lines).format(inner=inner) + "\n",
+                   encoding="utf-8")
+  run = tool_process.run_tool("run_classifier", f"--flagfile={outer}",
+                              f"--output_dir={tmp_path / 'out'}", "--do_predict")
+  assert _one_error_line(run, "run_classifier") == (
+      f"run_classifier: error: {outer}:{line + 1}: {expected.format(inner=inner)}")
+  assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("argv", [["--task_name=mrpc", "--flagfile"],
+                                  ["--flagfile", "--do_train"], ["--flagfile", "--", "x"],
+                                  ["-flagfile"]],
+                         ids=["last", "before_a_flag", "before_dashdash", "single_dash"])
+def test_a_flagfile_without_its_file_on_the_command_line_is_refused(tmp_path, argv):
+  """Moved first, a last `--flagfile` took the next flag for its file: "--flagfile
+  --task_name=mrpc: No such file or directory"."""
+  flag = argv[argv.index("--flagfile") if "--flagfile" in argv else 0]
+  for expand in (cli.flagfiles_first, lambda a: a):
+    with pytest.raises(ValueError, match=f"^{flag} needs a value \\({flag}=FILE\\)$"):
+      cli.read_flagfiles(expand(["tool", *argv]))
+  run = tool_process.run_tool("run_classifier", f"--output_dir={tmp_path / 'out'}", *argv)
+  assert _one_error_line(run, "run_classifier") == (
+      f"run_classifier: error: {flag} needs a value ({flag}=FILE)")
 
 
 def _one_error_line(run, tool):

@@ -25,6 +25,7 @@ from tfbert import BertPretrainer, BertSpanLabeler
 from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
 from tfbert.config import BertConfig
 from tfbert.squad import (
+  squad_data,
   squad_evaluation,
   squad_export,
   squad_features,
@@ -523,6 +524,63 @@ def test_empty_predict_file_is_found_before_the_model_is_built(tmp_path, monkeyp
       squad_run.run_squad(_run_config(tmp_path, "out", do_train=True, do_predict=True,
                                       train_file=train))
     assert not os.path.exists(tmp_path / "out")
+
+
+def _v2(dev, unanswerable=()):
+  """`dev` as SQuAD v2.0, the questions of the first paragraph at `unanswerable` without
+  answers."""
+  dev = {**dev, "version": "v2.0"}
+  for index in unanswerable:
+    dev["data"][0]["paragraphs"][0]["qas"][index].update(answers=[], is_impossible=True)
+  return dev
+
+
+V2_BEST = ["best_exact", "best_exact_thresh", "best_f1", "best_f1_thresh"]
+
+
+@pytest.mark.parametrize("unanswerable, prefixes", [
+    (None, []), ((), ["HasAns"]), ((0, 1), ["HasAns", "NoAns"])])
+def test_the_evaluations_scalars_are_known_from_the_predict_file(unanswerable, prefixes):
+  """v1.1: exact_match, f1; v2.0: HasAns_*/NoAns_* only for the kinds of questions the file
+  has, best_* (null odds); and loss. The names are those of scoring the whole file."""
+  dev = synthetic_squad(3, seed=2)
+  if unanswerable is not None:
+    dev = _v2(dev, unanswerable)
+  dataset = squad_data.parse_squad(dev, "dev.json", is_training=False)
+  ids = [e.qas_id for e in dataset.examples]
+  whole = squad_run.eval_scalars(squad_run.official_scores(
+      dataset, dev, dict.fromkeys(ids, "x"), dict.fromkeys(ids, 1.0)), 0.5)
+  names = squad_run.eval_scalar_names(dataset, dev)
+  assert names == list(whole)
+  v2 = ["exact", "f1", "total"] + [f"{p}_{n}" for p in prefixes for n in ("exact", "f1", "total")]
+  assert names == (["exact_match", "f1"] if unanswerable is None else v2 + V2_BEST) + ["loss"]
+
+
+@pytest.mark.parametrize("v2, best_metric, names", [
+    (False, "exact", "exact_match, f1, loss"),
+    # Every question answerable: no NoAns_* scores.
+    (True, "NoAns_f1", "HasAns_exact, HasAns_f1, HasAns_total, best_exact, best_exact_thresh, "
+                       "best_f1, best_f1_thresh, exact, f1, loss, total"),
+])
+def test_a_best_metric_the_evaluation_does_not_return_is_refused_before_any_write(
+    tmp_path, monkeypatch, v2, best_metric, names):
+  """Checked after the predict file is read (the v2.0 names depend on it), before anything
+  is built or written: it was found at the first evaluation, after the run directory was
+  claimed and a step had trained."""
+  _write_json(tmp_path / "train.json", synthetic_squad(2, seed=1))
+  dev = synthetic_squad(2, seed=2)
+  _write_json(tmp_path / "dev.json", _v2(dev) if v2 else dev)
+  monkeypatch.setattr(runner, "build_model", _never_build)
+  config = _run_config(tmp_path, "out", do_train=True, do_predict=True, eval_every_steps=2,
+                       best_metric=best_metric, postprocess=squad_postprocess.PostprocessConfig(
+                           version_2_with_negative=v2))
+  with pytest.raises(ValueError, match=re.escape(
+      f"best_metric {best_metric!r} is not among the evaluation's scalars ({names}): pass "
+      "--best_metric=")):
+    squad_run.run_squad(config)
+  assert not os.path.exists(tmp_path / "out")
+  task = squad_run.SquadTask()  # The file the best value is recorded with.
+  assert task.eval_files(config, task.read_inputs(config)) == [str(tmp_path / "dev.json")]
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ a third); a model must read the context.
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -97,6 +98,28 @@ def test_a_bad_line_stops_the_run_before_anything_is_written(tmp_path):
   with pytest.raises(ValueError, match=r"train.conll:3: I-person after O breaks IOB2"):
     tagging_run.run_ner(_run_config(tmp_path, "out", do_train=True))
   assert not os.path.exists(tmp_path / "out")
+
+
+def _never_build(*args, **kwargs):
+  raise AssertionError("the model was built: the best_metric should have been refused first")
+
+
+def test_a_best_metric_the_evaluation_does_not_return_is_refused_before_any_write(
+    ner_dir, monkeypatch):
+  """It was found at the first evaluation, after the run directory was claimed and a step
+  had trained (a half-written run left behind)."""
+  tmp_path, _ = ner_dir
+  monkeypatch.setattr(tagging_run.runner, "build_model", _never_build)
+  config = _run_config(tmp_path, "out", do_train=True, do_eval=True, eval_every_steps=2,
+                       best_metric="entity_f1")
+  with pytest.raises(ValueError, match=re.escape(
+      "best_metric 'entity_f1' is not among the evaluation's scalars (accuracy, f1, loss, "
+      "precision, recall): pass --best_metric=")):
+    tagging_run.run_ner(config)
+  assert not os.path.exists(tmp_path / "out")
+  # The dev file is what the best value is recorded with (a resume on another starts over).
+  task = tagging_run.NerTask()
+  assert task.eval_files(config, task.read_inputs(config)) == [str(tmp_path / "dev.conll")]
 
 
 @pytest.mark.slow  # ~10 s: 180 applied steps, evaluation every 60, reloaded and re-scored.

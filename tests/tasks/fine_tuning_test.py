@@ -330,3 +330,19 @@ def test_settings_that_size_a_buffer_or_a_window_are_bounded(tmp_path):
   with pytest.raises(ValueError, match=re.escape(
       f"train_batch_size (2147483648) must be <= {2**31 - 1}")):
     fine_tuning.FineTuningConfig(output_dir=str(tmp_path), train_batch_size=2**31)
+
+
+def test_best_metric_and_patience_without_evaluations_during_training_are_refused(tmp_path):
+  """Without eval_every_steps no evaluation runs during training: --best_metric and
+  --early_stopping_patience were ignored without a word (run_pretraining refuses both
+  without held-out data)."""
+  with pytest.raises(ValueError, match=re.escape(
+      "best_metric ('f1') picks the best of the evaluations during training: it needs "
+      "eval_every_steps > 0")):
+    fine_tuning.FineTuningConfig(output_dir=str(tmp_path), best_metric="f1")
+  with pytest.raises(ValueError, match=re.escape(
+      "early_stopping_patience (2) > 0 counts evaluations during training: it needs "
+      "eval_every_steps > 0")):
+    fine_tuning.FineTuningConfig(output_dir=str(tmp_path), early_stopping_patience=2)
+  fine_tuning.FineTuningConfig(output_dir=str(tmp_path), eval_every_steps=10, best_metric="f1",
+                               early_stopping_patience=2)

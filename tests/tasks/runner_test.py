@@ -10,6 +10,7 @@ result files.
 import dataclasses
 import json
 import os
+import re
 from typing import ClassVar
 
 import numpy as np
@@ -18,7 +19,7 @@ import pytest
 from tfbert import BertClassifier, BertConfig
 from tfbert.runtime import run_directory, validation
 from tfbert.tasks import fine_tuning, runner
-from tfbert.tasks.task import Outputs, Task, TrainingData
+from tfbert.tasks.task import Outputs, RunContext, Task, TrainingData
 
 WORDS = ["up", "down", "left", "right", "north", "south", "east", "west", "in", "out", "on"]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
@@ -63,6 +64,12 @@ class TiltTask(Task):
 
   def default_best_metric(self, config):
     return "neg_mse"
+
+  def evaluation_metrics(self, config, inputs):
+    return ["neg_mse"] if "dev" in inputs else []
+
+  def eval_files(self, config, inputs):
+    return [config.eval_file] if "dev" in inputs else []
 
   def read_inputs(self, config):
     inputs = {}
@@ -229,3 +236,50 @@ def test_a_pair_task_on_a_model_of_one_token_type_is_refused_before_the_claim(fi
         one_type), do_eval=False, eval_every_steps=0, distribution_strategy="one_device",
         num_cpu_devices=1))
   assert not os.path.exists(tmp_path / "run")
+
+
+def test_a_best_metric_the_evaluation_does_not_return_is_refused_before_any_write(
+    files, tmp_path, monkeypatch):
+  """`task.evaluation_metrics` sees the inputs read (names may depend on the data) and
+  `best_metric` is checked against them before the model is built or the directory
+  claimed. Only the first evaluation found it, with a step trained and the run written."""
+  seen = []
+
+  class Named(TiltTask):
+    def evaluation_metrics(self, config, inputs):
+      seen.append(sorted(inputs))
+      return super().evaluation_metrics(config, inputs)
+
+  monkeypatch.setattr(runner, "build_model", _never_build)
+  with pytest.raises(ValueError, match=re.escape(
+      "best_metric 'mse' is not among the evaluation's scalars (neg_mse): pass "
+      "--best_metric=<one of them>")):
+    runner.run_task(Named(), _config(files, tmp_path / "run", best_metric="mse"))
+  assert seen == [["dev", "train"]] and not os.path.exists(tmp_path / "run")
+
+
+def _never_build(*args, **kwargs):
+  raise AssertionError("the model was built before the check")
+
+
+def test_the_files_the_evaluation_scores_go_to_the_training_loop(files, tmp_path, monkeypatch):
+  """`task.eval_files` is what `fine_tuning.train` records with the best value (a resume on
+  an edited dev file starts the best over); nothing was recorded, so the resume compared
+  scores of the new file with the best of the old."""
+  calls = []
+
+  class Trains(TiltTask):
+    def train_data(self, context):
+      return TrainingData(({}, {}), 8, "8 rows")
+
+  def train(*args, **kwargs):
+    calls.append(kwargs)
+    return {"steps": 1, "finished": True}
+
+  monkeypatch.setattr(fine_tuning, "train", train)
+  context = RunContext(config=_config(files, tmp_path / "run"), strategy=None, tokenizer=None,
+                       model=None, inputs={"dev": ([], None)}, work_dir=str(tmp_path),
+                       chief=True)
+  runner.train(Trains(), context, evaluate=dict)
+  runner.train(Trains(), context)  # No evaluation: no files.
+  assert [list(call["eval_files"]) for call in calls] == [[files["dev"]], []]

@@ -25,6 +25,10 @@ def test_defaults_read_the_config_and_pass_weights_through():
   weights = {"bert/x": 1}
   assert task.adapt_initial_weights(None, weights, "src") is weights
   assert task.outputs(None) == Outputs()
+  # Nothing known of the evaluation: `best_metric` is checked at the first one, and no
+  # files are recorded with the best value.
+  assert task.evaluation_metrics(config, {"dev": []}) is None
+  assert task.eval_files(config, {"dev": []}) == []
 
 
 @pytest.mark.parametrize("hook, args", [("default_best_metric", (_Config(),)),

@@ -10,6 +10,7 @@ import dataclasses
 import glob
 import json
 import logging
+import math
 import os
 import signal
 import time
@@ -66,11 +67,11 @@ def _strategy(replicas):
   return distribution.create_strategy("one_device" if replicas == 1 else "mirrored", replicas)
 
 
-def _train(config, initial, replicas=1, steps=7, evaluate=None):
+def _train(config, initial, replicas=1, steps=7, evaluate=None, **kwargs):
   strategy = _strategy(replicas)
   model = _model(strategy, initial)
   result = fine_tuning.train(model, strategy, config, _examples(), EXAMPLES, steps=steps,
-                             total_steps=steps, evaluate=evaluate)
+                             total_steps=steps, evaluate=evaluate, **kwargs)
   return model, result
 
 
@@ -142,7 +143,7 @@ def test_a_cut_newest_checkpoint_is_named_and_the_run_resumes_from_the_previous(
   path = tmp_path / "cut" / "checkpoints" / f"ckpt-5.{part}"
   data = path.read_bytes()
   path.write_bytes(data[:len(data) // 2])
-  with caplog.at_level(logging.INFO):
+  with caplog.at_level(logging.INFO, logger="absl"):
     resumed, result = _train(_config(tmp_path, "cut"), initial)
   warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
   assert len(warnings) == 1 and "\n" not in warnings[0], warnings
@@ -246,6 +247,99 @@ def test_a_loss_metric_is_minimized():
   state.best_value.assign(3.0)
   assert state.improves(2.0, "eval_loss") and not state.improves(4.0, "eval_loss")
   assert state.improves(4.0, "accuracy") and not state.improves(2.0, "accuracy")
+  # exp(mlm_loss): maximizing it (as any name not ending in "loss" was) kept the worst model.
+  assert state.improves(2.0, "mlm_perplexity") and not state.improves(4.0, "mlm_perplexity")
+
+
+def _bare_loop(run_dir, best_metric="accuracy", evaluation=None, evaluates=True):
+  """A `TrainingLoop` of an untrained tiny classifier in `run_dir`, restored: its evaluation
+  state without a step run."""
+  strategy = _strategy(1)
+  with strategy.scope():
+    model = BertClassifier(CONFIG, CLASSES)
+    model.build()
+    optimizer = keras.optimizers.SGD()
+    model.compile(optimizer=optimizer)
+    optimizer.build(model.trainable_variables)
+  config = training_loop.LoopConfig(num_train_steps=8, train_batch_size=8, eval_every_steps=2,
+                                    best_metric=best_metric if evaluates else "")
+  loop = training_loop.TrainingLoop(strategy, model, config, str(run_dir),
+                                    evaluate=(lambda: {}) if evaluates else None,
+                                    evaluation=evaluation)
+  loop.restore()
+  return loop
+
+
+def _state(loop):
+  state = loop.eval_state
+  return (float(state.best_value.numpy()), int(state.best_step.numpy()),
+          int(state.evals_since_best.numpy()))
+
+
+def test_a_resume_that_evaluates_otherwise_starts_the_best_over(tmp_path, caplog):
+  """A rerun may change the held-out data and `best_metric` (`RERUN_MAY_CHANGE`); the best
+  value is recorded with both, and a resume that evaluates otherwise starts the best and
+  the patience count over, logging the old best. It used to compare scores of two
+  evaluations: a 0.5 on new data was no improvement on 0.9 measured on the old."""
+  dev = {"data": [{"file": "/data/dev.tsv", "bytes": 4, "sha256": "a" * 64}]}
+  loop = _bare_loop(tmp_path, evaluation=dev)
+  loop.eval_state.best_value.assign(0.9)
+  loop.eval_state.best_step.assign(2)
+  loop.eval_state.evals_since_best.assign(1)
+  loop.save()
+  # The same evaluation, or a run that does not evaluate (its checkpoints keep the record).
+  assert _state(_bare_loop(tmp_path, evaluation=dev)) == (0.9, 2, 1)
+  _bare_loop(tmp_path, evaluates=False).save()
+  assert _state(_bare_loop(tmp_path, evaluation=dev)) == (0.9, 2, 1)
+
+  edited = {"data": [{**dev["data"][0], "sha256": "b" * 64}]}
+  with caplog.at_level(logging.INFO, logger="absl"):
+    loop = _bare_loop(tmp_path, evaluation=edited)
+  assert math.isnan(_state(loop)[0]) and _state(loop)[1:] == (-1, 0)
+  assert ("the evaluation differs from the one the checkpoint's best accuracy was measured "
+          "on (data: /data/dev.tsv: same size, other content (sha256 aaaaaaaaaaaa -> "
+          "bbbbbbbbbbbb)): that best (0.9000 at applied step 2, 1 evaluation(s) since) is not "
+          "compared with this run's; the best value and the patience count start over"
+          ) in caplog.text
+  assert json.loads(loop.eval_state.evaluation.numpy()) == {"best_metric": "accuracy",
+                                                             **edited}
+
+  caplog.clear()  # (Nothing was saved: the checkpoint still holds dev.tsv's best.)
+  with caplog.at_level(logging.INFO, logger="absl"):
+    loop = _bare_loop(tmp_path, best_metric="eval_loss", evaluation=dev)
+  assert 'best_metric: "accuracy" -> "eval_loss"' in caplog.text
+  assert math.isnan(_state(loop)[0])
+
+  # A checkpoint written before the record: compared as before, and said so.
+  loop.eval_state.best_value.assign(0.7)
+  loop.eval_state.best_step.assign(4)
+  loop.eval_state.evaluation.assign("")
+  loop.save()
+  caplog.clear()
+  with caplog.at_level(logging.INFO, logger="absl"):
+    assert _state(_bare_loop(tmp_path, evaluation=dev)) == (0.7, 4, 0)
+  assert "does not record what its best value was measured on" in caplog.text
+
+
+@pytest.mark.slow  # ~8 s: a run stopped after its first evaluation, and its resume.
+def test_fine_tuning_resumed_on_an_edited_dev_file_starts_the_best_over(tmp_path):
+  """`fine_tuning.train`'s `eval_files` are recorded by content: dev.tsv edited in place
+  (same size) between the stop and the resume makes the resume's first score (0.5) the best,
+  where a comparison with 0.9, measured on the old file, stopped the run (patience 1)."""
+  dev = tmp_path / "dev.tsv"
+  dev.write_text("a\t1\n")
+  config = _config(tmp_path, eval_every_steps=2, best_metric="accuracy",
+                   early_stopping_patience=1, save_checkpoints_steps=100)
+  initial = _initial()
+  _train(dataclasses.replace(config, stop_at_step=2), initial, steps=8,
+         evaluate=_scripted([0.9]), eval_files=[str(dev)])
+  dev.write_text("b\t0\n")
+  _, result = _train(config, initial, steps=8, evaluate=_scripted([0.5, 0.4]),
+                     eval_files=[str(dev)])
+  assert result["steps"] == 6 and result["stopped_early"]  # 0.4 at 6: no better than 0.5.
+  with open(tmp_path / "run" / fine_tuning.BEST_DIR / "eval_results.json",
+            encoding="utf-8") as f:
+    assert json.load(f)["step"] == 4
 
 
 def test_an_unknown_best_metric_names_the_evaluations_scalars(tmp_path):

@@ -350,7 +350,8 @@ def read_model(fmt: str, path: str, config_file: Optional[str] = None) -> keras.
 def write_model(model: keras.Model, fmt: str, path: str,
                 vocab_file: Optional[str] = None, do_lower_case: Optional[bool] = None,
                 labels: Optional[Sequence[str]] = None,
-                model_max_length: Optional[int] = None) -> None:
+                model_max_length: Optional[int] = None,
+                is_pair: Optional[bool] = None) -> None:
   """Writes a tfbert model in any supported format, with its tokenizer files if given.
 
   `vocab_file` is copied beside the output as `vocab.txt`; with `do_lower_case`, the
@@ -360,7 +361,8 @@ def write_model(model: keras.Model, fmt: str, path: str,
   tagger, its labels (the model's `hf_task`; a classifier's `labels` name its classes); a
   span labeler's or tagger's holds no pooler, as transformers' own (`uses_pooler`).
   `model_max_length` is the sequence length the tokenizer's files record (default:
-  `max_position_embeddings`).
+  `max_position_embeddings`). `is_pair`, a classifier's arity when known, goes into a Hugging
+  Face `config.json` (`huggingface.tfbert_fields`; the other formats have no place for it).
   """
   if fmt == "google":
     google_checkpoint.export_google_checkpoint(model, path, vocab_file=vocab_file,
@@ -372,7 +374,9 @@ def write_model(model: keras.Model, fmt: str, path: str,
       weights = {n: w for n, w in weights.items() if not n.startswith(POOLER_SCOPE)}
     huggingface.save_hf_checkpoint(model.config, weights, path,
                                    vocab_file=vocab_file, do_lower_case=do_lower_case,
-                                   task=model.hf_task(labels), model_max_length=model_max_length)
+                                   task={**model.hf_task(labels),
+                                         **huggingface.tfbert_fields(is_pair)},
+                                   model_max_length=model_max_length)
   elif fmt == "tfbert":
     save_tfbert_model(model, path, vocab_file=vocab_file, do_lower_case=do_lower_case,
                       model_max_length=model_max_length)

@@ -251,6 +251,12 @@ def check_has_safetensors(model_dir: str) -> None:
         "its default; use the AutoModelFor... class of the task to keep the head)")
 
 
+# `config.json`'s key for what tfbert records that no Hugging Face field does: {"is_pair":
+# true/false}, whether a classifier reads (text_a, text_b) pairs. transformers keeps an
+# unknown key as a config attribute (and writes it back); tfbert's config reader skips it.
+TFBERT_KEY = "tfbert"
+
+
 @dataclasses.dataclass(frozen=True)
 class HfTask:
   """What a Hugging Face `config.json` says about the task beyond the BERT settings.
@@ -259,17 +265,27 @@ class HfTask:
     architecture: the transformers class named first in `architectures`, or None.
     labels: `id2label`'s names in id order, or None when it has none.
     problem_type: e.g. "regression", or None.
+    is_pair: a classifier's arity as `tfbert.save` records it (`TFBERT_KEY`), or None:
+      unknown (a directory from elsewhere says nothing of it).
   """
   architecture: Optional[str] = None
   labels: Optional[tuple[str, ...]] = None
   problem_type: Optional[str] = None
+  is_pair: Optional[bool] = None
+
+
+def tfbert_fields(is_pair: Optional[bool]) -> dict:
+  """The `config.json` fields recording a classifier's arity (`TFBERT_KEY`); none when it
+  is unknown (None)."""
+  return {} if is_pair is None else {TFBERT_KEY: {"is_pair": is_pair}}
 
 
 def read_hf_task(model_dir: str) -> HfTask:
   """The task fields of `model_dir/config.json` (`HfTask`).
 
   Raises:
-    ValueError: naming the file, when `id2label` does not map the ids 0..C-1 to names.
+    ValueError: naming the file, when `id2label` does not map the ids 0..C-1 to names, or
+      its arity record is not true or false.
   """
   path = os.path.join(model_dir, "config.json")
   values = json.loads(files.read_text(path))
@@ -279,7 +295,24 @@ def read_hf_task(model_dir: str) -> HfTask:
       str(i) for i in range(len(id2label))):
     raise ValueError(f"{path}: id2label must map the ids 0..C-1 to names, got {id2label!r}")
   labels = tuple(str(id2label[str(i)]) for i in range(len(id2label))) or None
-  return HfTask(architectures[0], labels, values.get("problem_type"))
+  return HfTask(architectures[0], labels, values.get("problem_type"),
+                _recorded_is_pair(values, path))
+
+
+def _recorded_is_pair(values: Mapping[str, Any], path: str) -> Optional[bool]:
+  """`config.json`'s `TFBERT_KEY` arity (None: none recorded).
+
+  Raises:
+    ValueError: naming the file, when the record is not an object or its is_pair not true
+      or false.
+  """
+  record = values.get(TFBERT_KEY)
+  is_pair = record.get("is_pair") if isinstance(record, dict) else None
+  if (record is not None and not isinstance(record, dict)) or (
+      is_pair is not None and not isinstance(is_pair, bool)):
+    raise ValueError(f"{path}: {TFBERT_KEY} must be {{\"is_pair\": true or false}} (whether "
+                     f"the classifier reads sentence pairs), got {record!r}")
+  return is_pair
 
 
 SPECIAL_TOKENS_MAP = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
@@ -333,8 +366,8 @@ def save_hf_checkpoint(config: BertConfig, weights: Mapping[str, np.ndarray],
     model_dir: the output directory (created if missing).
     vocab_file: copied as `vocab.txt` when given, with the tokenizer's two JSON files.
     do_lower_case: the vocabulary's casing; needed with `vocab_file`.
-    task: `config.json`'s task fields (the model's `hf_task`: `architectures`, labels);
-      None: `BertForPreTraining`'s.
+    task: `config.json`'s task fields (the model's `hf_task`: `architectures`, labels; a
+      classifier's arity, `tfbert_fields`); None: `BertForPreTraining`'s.
     allow: `FOREIGN_FILES` the directory may hold (a sentence-transformers directory's
       own, when that writer puts its transformer at the root).
     model_max_length: `tokenizer_config.json`'s (the sequence length the model reads);

@@ -159,6 +159,17 @@ class ClassifierTask(Task):
   def read_inputs(self, config: ClassifierRunConfig) -> dict[str, list]:
     return read_inputs(config.task(), config)
 
+  def evaluation_metrics(self, config: ClassifierRunConfig, inputs) -> list[str]:
+    """`evaluate`'s scalars over the dev files read (`eval_scalars`): the task's metrics
+    and "loss" of the first, "<split>_<name>" of the others (MNLI's dev_mismatched)."""
+    return list(eval_scalars({glue_data.split_name(path): dict.fromkeys(
+        file_score_names(config.task()), 0.0) for path, _ in inputs["dev"]}))
+
+  def eval_files(self, config: ClassifierRunConfig, inputs) -> list[str]:
+    """The dev files `evaluate` scores (`--eval_file`, or the task's in `--data_dir`)."""
+    del config
+    return [path for path, _ in inputs["dev"]]
+
   def labels(self, config: ClassifierRunConfig, inputs) -> Optional[tuple[str, ...]]:
     """The task's class names (None for regression)."""
     del inputs
@@ -285,6 +296,12 @@ def read_inputs(task: glue_data.Task, config: ClassifierRunConfig
 def default_best_metric(task: glue_data.Task) -> str:
   """The task's first GLUE metric (MRPC: accuracy; CoLA: matthews_corrcoef; STS-B: pearson)."""
   return task.metrics[0]
+
+
+def file_score_names(task: glue_data.Task) -> tuple[str, ...]:
+  """The scores `evaluate` gives each dev file (besides "num_examples"): the task's GLUE
+  metrics (`glue_metrics.compute_metrics` returns one per name) and "loss"."""
+  return (*task.metrics, "loss")
 
 
 def eval_scalars(results: dict[str, dict[str, float]]) -> dict[str, float]:

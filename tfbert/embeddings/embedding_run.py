@@ -197,15 +197,24 @@ class EmbeddingTask(Task):
   def default_best_metric(self, config: EmbeddingRunConfig) -> str:
     return "spearman" if config.dev_file else "ndcg@10"
 
-  def evaluation_metrics(self, config: EmbeddingRunConfig) -> list[str]:
+  def evaluation_metrics(self, config: EmbeddingRunConfig, inputs) -> list[str]:
+    """`evaluate`'s scalars: the dev pairs' correlations (and held-out loss), the
+    retrieval set's metrics, for the parts `read_inputs` read."""
     names = []
-    if config.do_eval and config.dev_file:
+    if "dev" in inputs:
       names += ["spearman", "pearson"]
       if config.loss in ("cosent", "cosine_mse"):  # `evaluate`'s held-out loss.
         names.append("loss")
-    if config.do_eval and config.ir_queries_file:
+    if "retrieval" in inputs:
       names += embedding_metrics.retrieval_metric_names()
     return names
+
+  def eval_files(self, config: EmbeddingRunConfig, inputs) -> list[str]:
+    """The dev file and the retrieval set's three files, as `evaluate` scores them."""
+    paths = [config.dev_file] if "dev" in inputs else []
+    if "retrieval" in inputs:
+      paths += [config.ir_queries_file, config.ir_corpus_file, config.ir_qrels_file]
+    return paths
 
   def read_inputs(self, config: EmbeddingRunConfig) -> dict[str, Any]:
     read = {}

@@ -20,7 +20,9 @@ describes it (a run's `run_config.json`; `sentence_bert_config.json`; Hugging Fa
 `max_position_embeddings`. A span labeler of a SQuAD run keeps its run's windows, answer
 length and v2.0 threshold. A classifier knows whether it reads text pairs (`is_pair`) from its
 run's task (`task_name`, a custom task's `text_b_column`) or the record `tfbert.save` writes
-beside a `.keras` file; a Hugging Face or Google directory does not tell (unknown).
+beside a `.keras` file or into a Hugging Face `config.json`; a Google checkpoint or a Hugging
+Face directory from elsewhere does not tell (unknown: its `classify` reads texts or pairs as
+given, and an export of it needs `is_pair=`).
 
 `task=` starts another task on the source's encoder (the head fresh): "classifier" (with
 `labels`), "regression", "tagger" (with `labels`), "span_labeler", "sentence_encoder". A
@@ -149,6 +151,9 @@ def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
   else:
     model = convert.read_model(kind, source)
     settings = {}
+  if kind == "hf" and isinstance(model, BertClassifier):  # `tfbert.save`'s arity record.
+    is_pair = huggingface.read_hf_task(source).is_pair
+    settings.update({} if is_pair is None else {"is_pair": is_pair})
   if kind == "google":
     model = _google_labels(model, source)
   if "max_seq_length" not in settings:

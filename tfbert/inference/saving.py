@@ -3,8 +3,9 @@
 * "keras" (a path ending in `.keras`): the `.keras` file + `vocab.txt` and the tokenizer's
   JSON files beside it (a classifier's: `text_settings.json`, whether it reads text pairs,
   when known); read by `tfbert.load` and `--init_tfbert`;
-* "hf": a Hugging Face directory (architecture, labels as `id2label`, tokenizer files); read
-  by transformers' `AutoModelFor...` and `tfbert.load`;
+* "hf": a Hugging Face directory (architecture, labels as `id2label`, tokenizer files; a
+  classifier's arity, when known, under `config.json`'s "tfbert" key, which transformers
+  keeps and ignores); read by transformers' `AutoModelFor...` and `tfbert.load`;
 * "sentence-transformers": a sentence-transformers directory (a `BertSentenceEncoder`); read
   by `SentenceTransformer(path)` and `tfbert.load`;
 * "google": a google-research/bert checkpoint prefix + `bert_config.json`, `vocab.txt`;
@@ -51,15 +52,20 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
     model: a tfbert model with text settings (`tfbert.load`, `attach_text`).
     path: the file, directory or checkpoint prefix to write (local or a URL).
     format: one of `FORMATS`.
-    is_pair: "export" of a classifier: its `classify_text` takes text pairs (default: the
-      model's `TextSettings.is_pair`, which it must agree with when known; unknown: False).
+    is_pair: a classifier's arity: True when it reads (text_a, text_b) pairs, False when
+      single texts (default: the model's `TextSettings.is_pair`, which it must agree with
+      when known). "keras" and "hf" record it when known; "export" needs it known (its
+      `classify_text` takes one or the other): a classifier of unknown arity (a Hugging
+      Face directory from elsewhere, a new head) is refused without it.
     export_dtype: "export": "model", "float32", "bfloat16" or "auto"
       (`tfbert.serving.serving_dtype`).
 
   Raises:
     ValueError: an unknown format, or one the model has no form in (a sentence-transformers
       directory of anything but a sentence encoder; a Google checkpoint of a tagger); an
-      `is_pair` that is not the classifier's own.
+      `is_pair` that is not the classifier's own, or given where nothing reads it (a model
+      that is no classifier, a format that records no arity); a classifier export of
+      unknown arity without `is_pair`.
   """
   if not isinstance(path, str) or not path:
     raise ValueError(f"save needs a path to write, got {path!r}")
@@ -76,6 +82,7 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
   # A file format writes its vocabulary and tokenizer files beside the file (prefix).
   run_directory.check_not_a_run("path", path, parent if format in ("keras", "google") else path)
   settings = text_settings.settings_of(model)
+  is_pair = _resolved_is_pair(model, format, is_pair, settings.is_pair)
   vocab, lower, length = settings.vocab_file, settings.do_lower_case, settings.max_seq_length
   if format == "sentence-transformers":
     if not isinstance(model, BertSentenceEncoder):
@@ -91,32 +98,31 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
     convert.save_tfbert_model(model, path, vocab, lower, model_max_length=length)
   else:
     if format == "keras" and isinstance(model, BertClassifier):
-      _record_text_settings(files.parent(path), settings)
+      _record_text_settings(files.parent(path), is_pair)
     convert.write_model(model, {"keras": "tfbert"}.get(format, format), path, vocab, lower,
-                        model_max_length=length)
+                        model_max_length=length, is_pair=is_pair)
     labels = getattr(model, "labels", None)
     if format == "google" and labels is not None:  # Google's format has no labels.
       export.write_labels_file(files.parent(path), labels)
   return path
 
 
-def _record_text_settings(directory: str, settings: text_settings.TextSettings) -> None:
+def _record_text_settings(directory: str, is_pair: Optional[bool]) -> None:
   """Records beside a classifier's `.keras` file what no other file there records: its
-  arity (`TEXT_SETTINGS_FILE`, read back by `tfbert.load`); an unknown one removes a
-  record left by an earlier save. Written before the model, which appears last."""
+  arity `is_pair` (`TEXT_SETTINGS_FILE`, read back by `tfbert.load`); an unknown one (None)
+  removes a record left by an earlier save. Written before the model, which appears last."""
   path = os.path.join(directory, TEXT_SETTINGS_FILE)
-  if settings.is_pair is None:
+  if is_pair is None:
     if files.exists(path):
       files.remove(path)
     return
   files.makedirs(directory)
-  atomic.write_json(path, {"is_pair": settings.is_pair})
+  atomic.write_json(path, {"is_pair": is_pair})
 
 
 def _export(model, path, settings, is_pair, export_dtype) -> None:
   vocab, lower, length = settings.vocab_file, settings.do_lower_case, settings.max_seq_length
   if isinstance(model, BertClassifier):
-    is_pair = _export_is_pair(is_pair, settings.is_pair)
     classifier_export.export_classifier_saved_model(model, path, vocab, lower, length,
                                                     model.labels, is_pair, export_dtype)
   elif isinstance(model, BertTokenClassifier):
@@ -139,19 +145,38 @@ def _export(model, path, settings, is_pair, export_dtype) -> None:
                                       seq_length=length, export_dtype=export_dtype)
 
 
-def _export_is_pair(given: Optional[bool], own: Optional[bool]) -> bool:
-  """A classifier export's arity: `given` (True, False or None), else the model's own
-  (`own`, None when unknown: single texts, False).
+# The formats that record a classifier's arity or are built for it.
+ARITY_FORMATS = ("keras", "hf", "export")
+
+
+def _resolved_is_pair(model: keras.Model, format: str, given: Optional[bool],  # noqa: A002
+                      own: Optional[bool]) -> Optional[bool]:
+  """A classifier's arity to write: `given` (True, False or None), else the model's own
+  (`own`, None when unknown); None for a model that is no classifier. Checked before any
+  file is written.
 
   Raises:
-    ValueError: `given` not a bool, or not the model's known arity.
+    ValueError: `given` not a bool, not the model's known arity, for a model that is no
+      classifier or a format that records none; an export of unknown arity (its
+      `classify_text` would take single texts or pairs on a guess).
   """
   if given is not None and not isinstance(given, bool):
     raise ValueError(f"is_pair must be True, False or None (the model's), got {given!r}")
-  if given is None:
-    return bool(own)
-  if own is not None and given != own:
+  if given is not None and not isinstance(model, BertClassifier):
+    raise ValueError(f"is_pair is a classifier's setting; got a {type(model).__name__}: "
+                     "leave is_pair out")
+  if given is not None and format not in ARITY_FORMATS:
+    raise ValueError(f"is_pair: a {format} output records no arity (only "
+                     f"{', '.join(ARITY_FORMATS)} do): leave is_pair out")
+  if given is not None and own is not None and given != own:
     reads = "sentence pairs" if own else "single texts"
     raise ValueError(f"is_pair={given}, but this classifier reads {reads} (its text "
                      f"settings' is_pair={own}): leave is_pair out")
-  return given
+  is_pair = own if given is None else given
+  if format == "export" and isinstance(model, BertClassifier) and is_pair is None:
+    raise ValueError(
+        "this classifier's arity is unknown (what it was loaded from does not record whether "
+        "it reads sentence pairs: a Hugging Face or Google checkpoint not written by "
+        "tfbert.save, a new head) and an export's classify_text reads one or the other: "
+        "pass is_pair=True for (text_a, text_b) pairs or is_pair=False for single texts")
+  return is_pair if isinstance(model, BertClassifier) else None

@@ -40,8 +40,10 @@ class TextSettings:
     version_2_with_negative: a span labeler may answer "" (SQuAD v2.0).
     null_score_diff_threshold: v2.0: "" when null score - best span score exceeds it.
     is_pair: a classifier's arity: True when it reads (text_a, text_b) pairs, False when
-      single texts, None when unknown (a Hugging Face directory, a model built in Python):
-      then a call reads what it is given. Known, the raw-text calls refuse the other.
+      single texts, None when unknown (a Hugging Face directory not written by
+      `tfbert.save`, a Google checkpoint, a model built in Python): then a call reads what
+      it is given, and an export needs `is_pair=` (`tfbert.save`). Known, the raw-text
+      calls refuse the other.
   """
   vocab_file: str
   do_lower_case: bool

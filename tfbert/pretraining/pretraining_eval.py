@@ -80,6 +80,16 @@ def metrics_from_sums(sums: Mapping[str, float]) -> dict[str, float]:
           "loss": mlm_loss + nsp_loss}
 
 
+def metric_names(objective: str) -> list[str]:
+  """The names of the scalars an evaluation of `objective` returns (`metrics_from_sums`'
+  keys), sorted: known from the config alone, so `best_metric` is checked before any work.
+
+  Raises:
+    ValueError: `objective` is not one of `pretraining_loss.OBJECTIVES`.
+  """
+  return sorted(metrics_from_sums({name: 1.0 for name in pretraining_loss.sum_names(objective)}))
+
+
 def record_dataset(files: Sequence[str], strategy: tf.distribute.Strategy, *, batch_size: int,
                    seq_length: int, max_predictions: int, objective: str,
                    num_workers: int = 1, worker_index: int = 0) -> tf.data.Dataset:

@@ -24,7 +24,9 @@ The run directory explains itself and resumes:
                           `eval_every_steps` and at the last step
     best/                 with held-out data: the model of the best held-out
                           `best_metric` (default: loss) as a Google checkpoint, and its
-                          eval_results.json (`early_stopping_patience` may end the run)
+                          eval_results.json (`early_stopping_patience` may end the run);
+                          a resume on other held-out data or with another `best_metric`
+                          starts the best over (logged), never compares the two
     export/               SavedModel (the encoder's id signatures and `fill_mask` over
                           the data's vocabulary; not with `export_saved_model` off) +
                           Google-format checkpoint, written
@@ -193,6 +195,7 @@ class PretrainingRunConfig:
         (not self.early_stopping_patience or self.evaluates,
          f"early_stopping_patience ({self.early_stopping_patience}) > 0 needs "
          "eval_input_files or eval_text_files"),
+        *self._best_metric_checks(),
         (self.eval_batch_size >= 1, f"eval_batch_size ({self.eval_batch_size}) must be >= 1"),
         (self.eval_batch_size % num_replicas == 0 and self.max_eval_steps >= 1,
          f"eval_batch_size ({self.eval_batch_size}) must be a multiple of the replicas "
@@ -200,6 +203,21 @@ class PretrainingRunConfig:
         (self.max_predictions_per_seq >= 1 and self.max_seq_length >= 2,
          f"max_seq_length ({self.max_seq_length}) must be >= 2 and max_predictions_per_seq "
          f"({self.max_predictions_per_seq}) >= 1"),
+    ]
+
+  def _best_metric_checks(self) -> list[validation.Check]:
+    """`best_metric` needs held-out data and must name one of its evaluation's scalars,
+    which the objective fixes (`pretraining_eval.metric_names`): refused before any work,
+    not at the first evaluation, after a step has trained and the directory been written."""
+    if not self.best_metric or self.objective not in OBJECTIVES:  # (The objective's own check.)
+      return []
+    names = pretraining_eval.metric_names(self.objective)
+    return [
+        (self.evaluates, f"best_metric ({self.best_metric!r}) picks the best held-out "
+         "evaluation: it needs eval_input_files or eval_text_files"),
+        (self.best_metric in names, f"best_metric {self.best_metric!r} is not among the "
+         f"held-out evaluation's scalars for the objective {self.objective} "
+         f"({', '.join(names)}); losses and perplexity are minimized, the others maximized"),
     ]
 
   def to_json(self) -> str:
@@ -362,10 +380,12 @@ def _start(config: PretrainingRunConfig) -> _Run:
     eval_records = raw_text_run.eval_records(config)
     logging.info(f"eval: {len(eval_records)} text file(s), {sum(eval_records.values())} "
                  f"sequences of {config.max_seq_length} tokens")
-  evaluation = None  # (the eval files, batches per evaluation)
+  evaluation = None  # (the eval files, batches per evaluation, what it scores)
   if eval_records is not None:  # Before any write: too little held-out data is refused.
-    evaluation = (sorted(eval_records), pretraining_eval.eval_steps(
-        eval_records, num_workers, config.eval_batch_size, config.max_eval_steps))
+    eval_files = sorted(eval_records)
+    eval_steps = pretraining_eval.eval_steps(eval_records, num_workers, config.eval_batch_size,
+                                             config.max_eval_steps)
+    evaluation = (eval_files, eval_steps, evaluation_identity(eval_files, eval_steps, config))
   # Raw text is read whole before the run (its check): its content identifies it too.
   data = data_record(check.files, content=bool(config.train_text_files))
   if config.train_text_files:  # Tokenized by the run, with its vocabulary and casing.
@@ -385,6 +405,17 @@ def _start(config: PretrainingRunConfig) -> _Run:
     lock.forget_if_untrained()
     lock.release()
     raise
+
+
+def evaluation_identity(eval_files: Sequence[str], eval_steps: int,
+                        config: PretrainingRunConfig) -> dict:
+  """What the held-out evaluation scores, recorded with its best value
+  (`training_loop.TrainingLoop`'s `evaluation`): the files by name, size and content
+  (sha256: the held-out data is read whole at every evaluation or, as text, before the
+  run) and the sequences each evaluation takes. A resume on other held-out data (its
+  files may change on a rerun, `RERUN_MAY_CHANGE`) starts the best value over."""
+  return {"data": run_directory.data_identity(eval_files, content=True),
+          "sequences": eval_steps * config.eval_batch_size}
 
 
 def data_record(paths: Sequence[str], content: bool = False) -> dict:
@@ -460,8 +491,8 @@ def loop_config(config: PretrainingRunConfig) -> training_loop.LoopConfig:
 def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy,
            lock: run_directory.RunLock, worker: tuple, data: dict,
            evaluation: Optional[tuple]) -> _Run:
-  """Builds model, optimizer, data, evaluation ((eval files, batches per evaluation), or
-  None) and the training loop."""
+  """Builds model, optimizer, data, evaluation ((eval files, batches per evaluation, what it
+  scores: `evaluation_identity`), or None) and the training loop."""
   num_workers, index, is_chief = worker
   with strategy.scope():
     model = BertPretrainer(config.bert_config, objective=config.objective)
@@ -472,9 +503,9 @@ def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy,
     model.compile(optimizer=optimizer)
     optimizer.build(model.trainable_variables)
   batches = _local_batches(config, strategy, num_workers, index)
-  evaluator = None
+  evaluator, identity = None, None
   if evaluation is not None:
-    eval_files, eval_steps = evaluation
+    eval_files, eval_steps, identity = evaluation
     if config.eval_text_files:
       eval_data = raw_text_run.eval_dataset(config, strategy, config.eval_batch_size,
                                             num_workers, index)
@@ -491,7 +522,8 @@ def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy,
       worker_index=index, is_chief=is_chief, data_position=batches.iterator,
       evaluate=evaluator, on_best=lambda step, scores: _keep_best(model, config, data, step,
                                                                   scores),
-      data_errors=lambda: data_checks.naming_data_errors(config.input_files))
+      data_errors=lambda: data_checks.naming_data_errors(config.input_files),
+      evaluation=identity)
   return _Run(strategy, model, optimizer, loop, num_workers, index, is_chief, lock, data,
               batches, evaluator)
 

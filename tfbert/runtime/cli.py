@@ -313,6 +313,10 @@ def flagfiles_first(argv: Sequence[str]) -> list[str]:
   Returns:
     The program name, the flag file arguments, then the rest in their order (`--` and what
     follows it stay last).
+
+  Raises:
+    ValueError: a `--flagfile` without its file (last, or before a flag or `--`): moved
+      first, it would take the next flag for its file.
   """
   argv = list(argv)
   head, rest = argv[:1], argv[1:]
@@ -324,13 +328,31 @@ def flagfiles_first(argv: Sequence[str]) -> list[str]:
   i = 0
   while i < len(rest):
     arg = rest[i]
-    if arg in _FLAGFILE_NAMES and i + 1 < len(rest):
+    if arg in _FLAGFILE_NAMES:
+      _check_has_file(rest, i)
       files_ += rest[i:i + 2]
       i += 2
       continue
     (files_ if arg.split("=", 1)[0] in _FLAGFILE_NAMES else others).append(arg)
     i += 1
   return head + files_ + others + tail
+
+
+def _check_has_file(argv: Sequence[str], i: int) -> None:
+  """Refuses `argv[i]`, a bare `--flagfile`, when no file follows it: it is last, or a flag
+  (or `--`) follows, which it would take for its file (`--flagfile=--odd` names such a
+  file)."""
+  if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+    raise ValueError(f"{argv[i]} needs a value ({argv[i]}=FILE)")
+
+
+def _space_form(line: str) -> typing.Optional[tuple[str, str]]:
+  """(flag, value) of a flag file line written `--flag value`, else None. absl reads a line
+  as one argument: the space would make the value part of the flag's name."""
+  if not line.startswith("-") or not any(c.isspace() for c in line.split("=", 1)[0]):
+    return None
+  flag, value = line.split(None, 1)
+  return flag, value
 
 
 def _flagfile_path(arg: str) -> str:
@@ -347,7 +369,10 @@ def read_flagfiles(argv: Sequence[str]) -> list[str]:
   (`gs://run/flags.txt`) was no file at all. Each flag file, nested `--flagfile=` lines
   included, is read with `tfbert.runtime.files` (local or URL) as UTF-8, a byte-order mark
   dropped; absl's rules otherwise: a line is one argument, stripped; blank lines and
-  comments (`#`, `//`) are skipped; nothing after `--` is read.
+  comments (`#`, `//`) are skipped; nothing after `--` is read. A flag file line that absl
+  would misread is refused, naming `file:line`: `--` (it would end the flags there, and
+  every flag after the file, the command line's included, would be a leftover word), and
+  `--flag value` (one argument, the value part of the flag's name: `--flag=value`).
 
   Args:
     argv: the command line, program name first (`--flagfile=F` or `--flagfile F`).
@@ -357,7 +382,8 @@ def read_flagfiles(argv: Sequence[str]) -> list[str]:
 
   Raises:
     ValueError: a flag file that is missing, unreadable or not UTF-8 (naming `file:line`),
-      or that includes itself.
+      that includes itself, or holds a line absl would misread (naming `file:line`); a
+      `--flagfile` without its file.
   """
   # Imported here: `cli` itself does not import TensorFlow (tfbert.runtime.files does).
   from tfbert.runtime import files  # pylint: disable=import-outside-toplevel
@@ -376,12 +402,11 @@ def read_flagfiles(argv: Sequence[str]) -> list[str]:
     except ValueError as error:  # Not UTF-8: `decode_utf8` names path:line.
       raise ValueError(f"--flagfile {error}") from None
     read = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
       line = line.strip()
       if not line or line.startswith(("#", "//")):
         continue
-      if line in _FLAGFILE_NAMES:
-        raise ValueError(f"{path}: {line} without its file (write {line}=FILE on one line)")
+      _check_line(line, f"{path}:{number}")
       if line.split("=", 1)[0] in _FLAGFILE_NAMES:
         read += lines_of(_flagfile_path(line), including + (path,))
       else:
@@ -395,7 +420,8 @@ def read_flagfiles(argv: Sequence[str]) -> list[str]:
     if arg == "--":  # What follows is not for absl.
       expanded += argv[i:]
       break
-    if arg in _FLAGFILE_NAMES and i + 1 < len(argv):
+    if arg in _FLAGFILE_NAMES:
+      _check_has_file(argv, i)
       expanded += lines_of(os.path.expanduser(argv[i + 1]), ())
       i += 2
       continue
@@ -405,6 +431,21 @@ def read_flagfiles(argv: Sequence[str]) -> list[str]:
       expanded.append(arg)
     i += 1
   return expanded
+
+
+def _check_line(line: str, where: str) -> None:
+  """Refuses a flag file line (stripped, at `where`: file:line) that absl would misread."""
+  if line == "--":
+    raise ValueError(f"{where}: a '--' line would end the flags there: every flag after it, "
+                     "the command line's included, would be read as a leftover word; remove "
+                     "the line")
+  if line in _FLAGFILE_NAMES:
+    raise ValueError(f"{where}: {line} without its file (write {line}=FILE on one line)")
+  spaced = _space_form(line)
+  if spaced:
+    flag, value = spaced
+    raise ValueError(f"{where}: {line!r} is read as one argument, the value part of the "
+                     f"flag's name: write {flag}={value}")
 
 
 def config_from_values(config_class: type, values: Mapping[str, Any],

@@ -242,6 +242,15 @@ class SquadTask(Task):
   def read_inputs(self, config: SquadRunConfig) -> dict[str, tuple[squad_data.SquadDataset, Any]]:
     return read_inputs(config)
 
+  def evaluation_metrics(self, config: SquadRunConfig, inputs) -> list[str]:
+    """`evaluate`'s scalars on the predict file read (`eval_scalar_names`)."""
+    del config
+    return eval_scalar_names(*inputs["predict"])
+
+  def eval_files(self, config: SquadRunConfig, inputs) -> list[str]:
+    """The predict file, which `evaluate` answers and scores."""
+    return [config.predict_file] if "predict" in inputs else []
+
   def max_seq_length(self, config: SquadRunConfig) -> int:
     return config.features.max_seq_length
 
@@ -288,7 +297,7 @@ class SquadTask(Task):
     answered = answer(context.model, context.strategy, context.config, dataset,
                       self._predict_features(context), selected,
                       positions=self._eval_positions(context))
-    return {**answered["scores"], "loss": answered["loss"]}
+    return eval_scalars(answered["scores"], answered["loss"])
 
   def outputs(self, context: RunContext) -> Outputs:
     out = Outputs()
@@ -416,13 +425,47 @@ def answer(model: BertSpanLabeler, strategy: tf.distribute.Strategy, config: Squ
   predictions = squad_postprocess.postprocess_predictions(
       dataset.examples, features, outputs["start_logits"], outputs["end_logits"],
       config.postprocess)
-  scores = None
-  if any(e.answers or e.is_impossible for e in dataset.examples):
-    null_odds = ({p.qas_id: p.null_score_diff for p in predictions}
-                 if dataset.is_v2 else None)
-    scores = squad_evaluation.evaluate(selected, {p.qas_id: p.text for p in predictions},
-                                       dataset.version, null_odds)
+  scores = official_scores(dataset, selected, {p.qas_id: p.text for p in predictions},
+                           {p.qas_id: p.null_score_diff for p in predictions})
   return {"predictions": predictions, "scores": scores, "loss": loss}
+
+
+def official_scores(dataset: squad_data.SquadDataset, selected: dict[str, Any],
+                    texts: dict[str, str], null_odds: dict[str, float]
+                    ) -> Optional[dict[str, Any]]:
+  """The official scores of the answers `texts` ({question id: text}) to `dataset`, whose
+  JSON is `selected`: v2.0 with the null odds (so with best_*), v1.1 without; None when
+  no question has an answer to score against."""
+  if not any(e.answers or e.is_impossible for e in dataset.examples):
+    return None
+  return squad_evaluation.evaluate(selected, texts, dataset.version,
+                                   null_odds if dataset.is_v2 else None)
+
+
+def eval_scalars(scores: dict[str, Any], loss: Optional[float]) -> dict[str, Any]:
+  """The scalars of one evaluation during training: the official `scores` and the
+  held-out "loss"."""
+  return {**scores, "loss": loss}
+
+
+def eval_scalar_names(dataset: squad_data.SquadDataset, selected: dict[str, Any]) -> list[str]:
+  """The scalars an evaluation during training returns on the predict file (`dataset`, its
+  JSON `selected`), known before any work: v1.1 exact_match, f1; v2.0 the official keys,
+  HasAns_* only when the file has answerable questions and NoAns_* when it has
+  unanswerable ones, best_* (the null odds); and "loss". Found by scoring one question of
+  each kind in the file (the official script tells them apart by their answers) with the
+  evaluation's own code (`official_scores`, `eval_scalars`): the names cannot drift from
+  it. (`squad_data.parse_squad` gives every question answers or is_impossible.)"""
+  kinds = {}  # Answered or not -> (its paragraph's context, the question).
+  for article in selected["data"]:
+    for paragraph in article["paragraphs"]:
+      for qa in paragraph["qas"]:
+        kinds.setdefault(bool(qa["answers"]), (paragraph["context"], qa))
+  sample = {"data": [{"paragraphs": [{"context": context, "qas": [qa]}]}
+                     for context, qa in kinds.values()]}
+  ids = [qa["id"] for _, qa in kinds.values()]
+  scores = official_scores(dataset, sample, dict.fromkeys(ids, ""), dict.fromkeys(ids, 0.0))
+  return list(eval_scalars(scores, 0.0))
 
 
 def predict(model: BertSpanLabeler, strategy: tf.distribute.Strategy,

@@ -186,6 +186,15 @@ class NerTask(task.Task):
   def read_inputs(self, config: NerRunConfig) -> dict[str, list[conll.Sentence]]:
     return read_inputs(config)
 
+  def evaluation_metrics(self, config: NerRunConfig, inputs) -> list[str]:
+    """`evaluate`'s scalars, whatever the dev file holds: `EVAL_SCALARS`."""
+    del config, inputs
+    return list(EVAL_SCALARS)
+
+  def eval_files(self, config: NerRunConfig, inputs) -> list[str]:
+    """The dev file (`eval_file`) `evaluate` tags and scores."""
+    return [config.eval_file] if "dev" in inputs else []
+
   def labels(self, config: NerRunConfig, inputs) -> tuple[str, ...]:
     return resolve_labels(config, inputs)
 

@@ -149,6 +149,12 @@ class FineTuningConfig:
          "give at most one of init_checkpoint, init_hf_dir, init_tfbert"),
         validation.batch_splits(self.train_batch_size, self.gradient_accumulation_steps,
                                 num_replicas),
+        (not self.best_metric or self.eval_every_steps,
+         f"best_metric ({self.best_metric!r}) picks the best of the evaluations during "
+         "training: it needs eval_every_steps > 0"),
+        (not self.early_stopping_patience or self.eval_every_steps,
+         f"early_stopping_patience ({self.early_stopping_patience}) > 0 counts evaluations "
+         "during training: it needs eval_every_steps > 0"),
     ] + training_loop.schedule_checks(self) + [
         (False, problem) for problem in paths.overlap_problems(
             paths.fields(self, self.INPUT_PATHS), paths.fields(self, self.OUTPUT_PATHS),
@@ -770,7 +776,8 @@ def keep_best(model: keras.Model, config: FineTuningConfig, step: int, scores: d
 
 def train(model: keras.Model, strategy: tf.distribute.Strategy, config: FineTuningConfig,
           examples, num_examples: int, *, steps: int, total_steps: int,
-          evaluate: Optional[Callable[[], dict]] = None) -> dict[str, Any]:
+          evaluate: Optional[Callable[[], dict]] = None,
+          eval_files: Sequence[str] = ()) -> dict[str, Any]:
   """Trains (or resumes) `model` in `tfbert.training.training_loop`; returns the last log.
 
   Checkpoints go to `<output_dir>/checkpoints/` (another worker's to its own directory);
@@ -787,6 +794,9 @@ def train(model: keras.Model, strategy: tf.distribute.Strategy, config: FineTuni
     steps: applied steps of this run (`max_train_steps` may end it before the schedule).
     total_steps: applied steps of the learning-rate schedule.
     evaluate: returns evaluation scalars; every worker calls it.
+    eval_files: the files `evaluate` scores, recorded by name, size and sha256 with the best
+      value and `best_metric`: a resume on other ones, or with another metric, starts the
+      best and the patience count over (`training_loop.TrainingLoop`'s `evaluation`).
 
   Returns:
     The last log's scalars with "steps" (applied steps done), "finished" (all steps done
@@ -803,7 +813,8 @@ def train(model: keras.Model, strategy: tf.distribute.Strategy, config: FineTuni
   loop = training_loop.TrainingLoop(
       strategy, model, loop_config(config, steps, evaluate is not None), config.output_dir,
       num_workers=num_workers, worker_index=index, is_chief=chief, evaluate=evaluate,
-      on_best=lambda step, scores: keep_best(model, config, step, scores))
+      on_best=lambda step, scores: keep_best(model, config, step, scores),
+      evaluation={"data": run_directory.data_identity(eval_files)} if evaluate else None)
   loop.remove_leftovers()
   loop.restore()
   replicas = strategy.num_replicas_in_sync

@@ -3,7 +3,8 @@
 In this order, the same for every task (`tfbert.tasks.task.Task` supplies the hooks):
 
 0. Checks before any work: the config's own checks (at construction), the casing
-   (`fine_tuning.resolve_casing`), every input file (`task.read_inputs`), the labels, the
+   (`fine_tuning.resolve_casing`), every input file (`task.read_inputs`), `best_metric`
+   against the scalars evaluation will return (`task.evaluation_metrics`), the labels, the
    checks against the strategy's replicas (`fine_tuning.start_run`), the vocabulary against
    the model's embedding table and S against its positions. A failure here writes nothing.
 1. The model: `task.build_model` in the strategy's scope, initialized from a Google
@@ -13,8 +14,9 @@ In this order, the same for every task (`tfbert.tasks.task.Task` supplies the ho
 3. Training (`do_train`) in the training loop (`fine_tuning.train`): one device, mirrored
    or multi-worker; accumulation; precision; checkpoints and exact resume; SIGTERM saves
    and exits 75; with `eval_every_steps`, `task.evaluate` during training, the best model
-   in `best/` and early stopping. Steps: int(N x num_train_epochs) // train_batch_size,
-   cut at `max_train_steps`. Then `model.keras` and `train_results.json`.
+   in `best/` (recorded with the files it scores, `task.eval_files`: a resume on others
+   starts the best over) and early stopping. Steps: int(N x num_train_epochs) //
+   train_batch_size, cut at `max_train_steps`. Then `model.keras` and `train_results.json`.
 4. `task.outputs`: evaluation and prediction files; the runner writes their scores as
    `eval_results.json`.
 5. The export (`export_dir`, `task.export`). Only the chief writes; every worker trains,
@@ -35,7 +37,6 @@ from tfbert.serving import export
 from tfbert.tasks import fine_tuning, source_heads
 from tfbert.tasks.task import RunContext, Task
 from tfbert.text.tokenization import WordPieceTokenizer
-from tfbert.training import training_loop
 
 EVAL_RESULTS_FILE = "eval_results.json"
 
@@ -58,12 +59,10 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
   """
   if config.eval_every_steps and not config.best_metric:
     config = dataclasses.replace(config, best_metric=task.default_best_metric(config))
-  metrics = task.evaluation_metrics(config) if config.eval_every_steps else None
-  if metrics is not None:  # Known before any work: checked as the first evaluation would.
-    training_loop.check_best_metric(config.best_metric, metrics)
   fine_tuning.check_sources(config)  # What the config starts from exists: named by its flag.
   config = fine_tuning.resolve_casing(config)  # Before any work.
   inputs = task.read_inputs(config)  # Before anything is built or written.
+  check_best_metric(task, config, inputs)
   if config.export_dir:  # Only an export may be replaced by the export.
     atomic.check_replaceable(files.absolute(config.export_dir), export.EXPORT_KIND)
   labels = task.labels(config, inputs)
@@ -82,6 +81,25 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
     result = _run(task, context)
   result["written"] = fine_tuning.written_paths(config.output_dir, result["written"])
   return result
+
+
+def check_best_metric(task: Task, config: fine_tuning.FineTuningConfig, inputs) -> None:
+  """With `eval_every_steps`: `best_metric` must name one of the scalars `task.evaluate`
+  returns (`task.evaluation_metrics` for `config` and the `inputs` read), checked before
+  anything is built or written. The first evaluation found it, after the run directory was
+  claimed and a step had trained.
+
+  Raises:
+    ValueError: naming the flag, its value and the scalars the evaluation returns.
+  """
+  if not config.eval_every_steps:
+    return
+  names = task.evaluation_metrics(config, inputs)
+  if names is not None and config.best_metric not in names:
+    raise ValueError(
+        f"best_metric {config.best_metric!r} is not among the evaluation's scalars "
+        f"({', '.join(sorted(names))}): pass --best_metric=<one of them> (names ending in "
+        "'loss' or 'perplexity' are minimized, the others maximized)")
 
 
 def build_model(task: Task, config: fine_tuning.FineTuningConfig, labels,
@@ -143,7 +161,10 @@ def _run(task: Task, context: RunContext) -> dict[str, Any]:
 def train(task: Task, context: RunContext,
           evaluate: Optional[Callable[[], dict]] = None) -> dict[str, Any]:
   """Fine-tunes (or resumes) the model on `task.train_data` in the training loop
-  (`fine_tuning.train`); returns the last logs with "examples" (N) and "seconds"."""
+  (`fine_tuning.train`); returns the last logs with "examples" (N) and "seconds".
+
+  With `evaluate`, the files it scores (`task.eval_files`) are recorded with the best value:
+  a resume on an edited dev file starts the best and the patience count over."""
   config = context.config
   data = task.train_data(context)
   n = data.num_examples
@@ -151,7 +172,9 @@ def train(task: Task, context: RunContext,
   steps = min(total_steps, config.max_train_steps or total_steps)
   logging.info(f"training on {data.description}: {steps} of {total_steps} applied steps of "
                f"{config.train_batch_size}")
+  eval_files = task.eval_files(config, context.inputs) if evaluate is not None else ()
   start = time.perf_counter()
   summary = fine_tuning.train(context.model, context.strategy, config, data.examples, n,
-                              steps=steps, total_steps=total_steps, evaluate=evaluate)
+                              steps=steps, total_steps=total_steps, evaluate=evaluate,
+                              eval_files=eval_files)
   return {**summary, "examples": n, "seconds": time.perf_counter() - start}

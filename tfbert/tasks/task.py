@@ -11,12 +11,17 @@ evaluation during training, the best model, early stopping), `train_results.json
 The hooks, in the order the runner calls them:
 
     default_best_metric(config)             the metric `best/` keeps with eval_every_steps
-    evaluation_metrics(config)               the names `evaluate` will return, or None
     read_inputs(config)                      every input file, read and checked (nothing
                                              built or written yet); any value
+    evaluation_metrics(config, inputs)       with eval_every_steps: the names `evaluate`
+                                             will return (`best_metric` is checked against
+                                             them before any write), or None
     labels(config, inputs)                   the model's label names, or None
     train_files(config, inputs)              the files training reads (their identity is
                                              recorded: a resume on other data is refused)
+    eval_files(config, inputs)               with eval_every_steps: the files `evaluate`
+                                             scores (their identity is recorded with the
+                                             best value: a resume on others starts it over)
     max_seq_length(config)                   S, checked against the model's positions
     build_model(config, bert_config, labels) the task model, not built (the runner builds it
                                              in the strategy's scope)
@@ -118,11 +123,17 @@ class Task:
     """The metric of `evaluate` that `best/` keeps when `best_metric` is not given."""
     raise NotImplementedError(f"{type(self).__name__} does not evaluate during training")
 
-  def evaluation_metrics(self, config) -> Optional[Sequence[str]]:
-    """The scalar names `evaluate` returns for `config`, when known before any work (the
-    runner then checks `best_metric` against them first); None: found at the first
-    evaluation."""
-    del config
+  def evaluation_metrics(self, config, inputs) -> Optional[Sequence[str]]:
+    """The scalar names `evaluate` will return for `config` and `inputs` (what `read_inputs`
+    returned: the names may depend on the data, e.g. SQuAD v2.0's HasAns_* only with
+    answerable questions). The runner checks `best_metric` against them before anything is
+    built or written; None (this default): only the first evaluation, after a step has
+    trained, finds a name it does not return.
+
+    Raises:
+      ValueError: the evaluation cannot run on `inputs` (naming the file and why).
+    """
+    del config, inputs
     return None
 
   def read_inputs(self, config) -> Any:
@@ -143,6 +154,14 @@ class Task:
     `data.json`, so a resume on other data is refused): `config.train_file`, or none."""
     del inputs
     return [config.train_file] if config.do_train and getattr(config, "train_file", None) else []
+
+  def eval_files(self, config, inputs) -> Sequence[str]:
+    """The files `evaluate` scores (none by default). They are recorded by name, size and
+    sha256 with the best value (`fine_tuning.train`'s `eval_files`): a resume on other ones
+    starts the best value and the patience count over instead of comparing scores of two
+    different evaluations."""
+    del config, inputs
+    return []
 
   def segments(self, config) -> int:
     """How many segment ids (token types) the task's inputs use: 1, or 2 for text pairs

@@ -15,10 +15,11 @@ in `<directory>/.worker<i>/`, never over the chief's, and writes nothing else):
   checkpoints/    model + optimizer (slots, accumulators, micro-step counter, loss scale) +
                   the metrics since the last log (`metrics_window`) + the evaluation state
                   (best value and step, evaluations since the best, whether the run stopped
-                  early) + the data position when the run has one to keep (a tf.data
-                  iterator), at every multiple of `save_checkpoints_steps` applied steps and
-                  where the run stops; `keep_checkpoint_max` of them. TF writes each under a
-                  temporary name and renames it; `remove_leftovers` removes what a kill left.
+                  early, what the best was measured on) + the data position when the run
+                  has one to keep (a tf.data iterator), at every multiple of
+                  `save_checkpoints_steps` applied steps and where the run stops;
+                  `keep_checkpoint_max` of them. TF writes each under a temporary name and
+                  renames it; `remove_leftovers` removes what a kill left.
   train/, eval/   TensorBoard events of the training metrics and of the evaluations (the
                   same tags where they mean the same thing), so TensorBoard shows two runs.
   metrics.jsonl   one line per log, {"step", ...scalars}, and per evaluation,
@@ -31,7 +32,10 @@ scaling skips is followed by another, as `fit` did. Logs come at every multiple 
 multiple of `eval_every_steps` and at `num_train_steps`, each before the checkpoint of its
 step. With `best_metric`, an evaluation that improves it calls `on_best` (the task keeps that
 model apart from the rotation); `early_stopping_patience` evaluations without improvement
-end the run there (a rerun of it then trains no further).
+end the run there (a rerun of it then trains no further). The best value is recorded with
+what it was measured on (the metric, the evaluation's data): a resume that evaluates
+otherwise (another held-out file, another `best_metric`) starts the best and the patience
+count over, saying so, instead of comparing numbers of two evaluations.
 
 `examples_per_second` counts the log window's applied steps x `train_batch_size` over the
 seconds spent in them, leaving out a run's first step: that call traces (and, with XLA,
@@ -61,7 +65,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from tfbert.runtime import atomic, files, json_values, validation
+from tfbert.runtime import atomic, files, json_values, run_directory, validation
 from tfbert.runtime.progress import StepProgress
 from tfbert.training.accumulation import find_accumulator
 
@@ -99,7 +103,7 @@ class LoopConfig:
       has an evaluation).
     stop_at_step: stop there (after a checkpoint) instead of at `num_train_steps`.
     best_metric: the evaluation scalar whose best value is kept ("" none); a name ending in
-      "loss" is minimized, any other maximized.
+      "loss" or "perplexity" is minimized (`minimized`), any other maximized.
     early_stopping_patience: stop after this many evaluations without a better
       `best_metric` (0: never).
     jit_compile: XLA-compile the per-replica step.
@@ -160,12 +164,15 @@ def schedule_checks(config) -> list[validation.Check]:
 
 
 def minimized(metric: str) -> bool:
-  """Whether a smaller `metric` is better: names ending in "loss"."""
-  return metric.endswith("loss")
+  """Whether a smaller `metric` is better: names ending in "loss" or "perplexity"
+  (`mlm_perplexity`, exp(mlm_loss): maximizing it kept the worst model)."""
+  return metric.endswith(("loss", "perplexity"))
 
 
 class EvalState(tf.Module):
-  """The evaluation state a checkpoint keeps: best value and step, evaluations since."""
+  """The evaluation state a checkpoint keeps: best value and step, evaluations since, and
+  what the best value was measured on (`evaluation`: `evaluation_record`'s JSON; "" in a
+  checkpoint written before tfbert recorded it, or before any run of it evaluated)."""
 
   def __init__(self):
     super().__init__(name="eval_state")
@@ -173,12 +180,47 @@ class EvalState(tf.Module):
     self.best_step = tf.Variable(-1, dtype=tf.int64, trainable=False)
     self.evals_since_best = tf.Variable(0, dtype=tf.int64, trainable=False)
     self.stopped_early = tf.Variable(False, trainable=False)
+    self.evaluation = tf.Variable("", dtype=tf.string, trainable=False)
 
   def improves(self, value: float, metric: str) -> bool:
     best = float(self.best_value.numpy())
     if math.isnan(best):
       return not math.isnan(value)
     return value < best if minimized(metric) else value > best
+
+  @property
+  def measured(self) -> bool:
+    """Whether an evaluation has been counted (a best value, or evaluations without one)."""
+    return int(self.best_step.numpy()) >= 0 or int(self.evals_since_best.numpy()) > 0
+
+  def start_over(self) -> None:
+    """Forgets the best value and the evaluations since it (the patience count)."""
+    self.best_value.assign(float("nan"))
+    self.best_step.assign(-1)
+    self.evals_since_best.assign(0)
+
+
+def evaluation_record(best_metric: str, evaluation: Optional[dict]) -> dict:
+  """What a best value is measured on: `best_metric` and `evaluation` (the run's description
+  of what its evaluation scores: its data's identity, `tfbert.runtime.run_directory.
+  data_identity`, under "data"; how many examples; ...). Values of two records compare
+  only when the records are equal."""
+  return {"best_metric": best_metric, **(evaluation or {})}
+
+
+def evaluation_changes(recorded: dict, current: dict) -> list[str]:
+  """How `current` differs from `recorded` (`evaluation_record`s), one entry per change:
+  "best_metric: "loss" -> "mlm_accuracy"", "data: <file>: same size, other content (..)"."""
+  found = []
+  for key in sorted(set(recorded) | set(current)):
+    old, new = recorded.get(key), current.get(key)
+    if old == new:
+      continue
+    files_changed = (run_directory.data_changes(old or [], new or []) if key == "data" and
+                     isinstance(old or [], list) and isinstance(new or [], list) else [])
+    found += ([f"{key}: {change}" for change in files_changed] or
+              [f"{key}: {json.dumps(old)} -> {json.dumps(new)}"])
+  return found
 
 
 def graph_micro_steps(strategy: tf.distribute.Strategy, train_step):
@@ -327,6 +369,12 @@ class TrainingLoop:
       collectives); None: no evaluation.
     on_best: called by the chief with (step, scalars) when `best_metric` improves.
     data_errors: a context manager around every chunk (to name the file of a data error).
+    evaluation: what `evaluate` scores, as JSON values (its data's identity under "data",
+      `tfbert.runtime.run_directory.data_identity`, with the content's sha256; how many
+      examples): recorded with the best value, with `best_metric` (`evaluation_record`). A
+      resume whose record differs (other held-out data, another metric) starts the best
+      value and the patience count over, and says so: values measured otherwise are never
+      compared.
   """
 
   def __init__(self, strategy: tf.distribute.Strategy, model: keras.Model, config: LoopConfig,
@@ -334,7 +382,8 @@ class TrainingLoop:
                is_chief: bool = True, data_position=None,
                evaluate: Optional[Callable[[], dict]] = None,
                on_best: Optional[Callable[[int, dict], None]] = None,
-               data_errors: Callable[[], ContextManager] = contextlib.nullcontext):
+               data_errors: Callable[[], ContextManager] = contextlib.nullcontext,
+               evaluation: Optional[dict] = None):
     self.strategy, self.model, self.config = strategy, model, config
     self.optimizer = model.optimizer
     self.directory = directory
@@ -342,6 +391,11 @@ class TrainingLoop:
     self.evaluate, self.on_best, self.data_errors = evaluate, on_best, data_errors
     self.metrics_window = _metrics_window(strategy, model)
     self.eval_state = EvalState()
+    # None when this run keeps no best: the restored record then stays as it was.
+    self.evaluation = (evaluation_record(config.best_metric, evaluation)
+                       if evaluate is not None and config.best_metric else None)
+    if self.evaluation is not None:  # A fresh run's checkpoints record it too.
+      self.eval_state.evaluation.assign(json.dumps(self.evaluation, sort_keys=True))
     objects = dict(model=model, optimizer=self.optimizer, metrics_window=self.metrics_window,
                    eval_state=self.eval_state)
     self.data_position = data_position
@@ -402,7 +456,8 @@ class TrainingLoop:
 
     Model and optimizer must match. The metrics window, the evaluation state and the data
     position are restored when the checkpoint has them (one written before tfbert kept
-    them resumes without).
+    them resumes without). A best value measured on another evaluation than this run's
+    (`evaluation`) is logged and forgotten, with its patience count.
 
     A newest checkpoint that cannot be read (cut short by a full disk or a copy, damaged) is
     named in one warning line and the run falls back to the previous one kept.
@@ -413,6 +468,8 @@ class TrainingLoop:
     """
     held_position = False
     kept = list(reversed(self.manager.checkpoints))  # Newest first.
+    if kept:  # A checkpoint without the record leaves "" (`_check_evaluation`).
+      self.eval_state.evaluation.assign("")
     for index, path in enumerate(kept):
       try:
         held_position = self._restore_from(path)
@@ -428,9 +485,34 @@ class TrainingLoop:
                            ) from None
         logging.warning(f"{path} cannot be read ({reason}); resuming from the previous "
                         f"checkpoint, {kept[index + 1]}")
+    if self.evaluation is not None:
+      self._check_evaluation()
     if self.is_chief:
       truncate_metrics(self.directory, self.step)
     return self.step, held_position
+
+  def _check_evaluation(self) -> None:
+    """Starts the best value over when the restored one was measured on another evaluation
+    (`evaluation_record`), naming what changed and the old best; then records this run's."""
+    state = self.eval_state
+    text = state.evaluation.numpy().decode("utf-8")
+    if state.measured and text:
+      recorded = json.loads(text)
+      changes = evaluation_changes(recorded, self.evaluation)
+      if changes:
+        logging.info(
+            f"the evaluation differs from the one the checkpoint's best "
+            f"{recorded.get('best_metric')} was measured on ({'; '.join(changes)}): that best "
+            f"({float(state.best_value.numpy()):.4f} at applied step "
+            f"{int(state.best_step.numpy())}, {int(state.evals_since_best.numpy())} "
+            "evaluation(s) since) is not compared with this run's; the best value and the "
+            "patience count start over")
+        state.start_over()
+    elif state.measured:
+      logging.info("note: the checkpoint does not record what its best value was measured on "
+                   "(written before tfbert recorded it): this run compares its evaluations "
+                   "with it, as if they scored the same data and metric")
+    state.evaluation.assign(json.dumps(self.evaluation, sort_keys=True))
 
   def _restore_from(self, path: str) -> bool:
     """Restores the checkpoint `path`; returns whether it held the data position."""

@@ -89,6 +89,33 @@ def _sentences(source: str, target: str, count: int) -> None:
     out.write("\n\n".join(s.strip("\n") for s in sentences) + "\n")
 
 
+def input_files(case: BucketCase) -> dict[str, str]:
+  """{path: what it is} of every file the runs of `case` read (`command`)."""
+  if case.task == "wnut":
+    return {os.path.join(case.wnut_dir, WNUT_TRAIN): "WNUT 2017's train file",
+            os.path.join(case.wnut_dir, WNUT_DEV): "WNUT 2017's dev file"}
+  folder = {"stsb": "STS-B", "mrpc": "MRPC"}[case.task]
+  return {os.path.join(case.glue_dir, folder, f"{split}.tsv"): f"GLUE {folder}'s {split} file"
+          for split in ("train", "dev")}
+
+
+def check_inputs(case: BucketCase) -> None:
+  """Refuses, before any run, a case whose input files are not all there (`input_files`).
+
+  Raises:
+    FileNotFoundError: naming each missing file and the folder flag that holds it.
+  """
+  inputs = input_files(case)
+  missing = [f"{path} ({what}: {'not a file' if os.path.exists(path) else 'missing'})"
+             for path, what in inputs.items() if not os.path.isfile(path)]
+  if missing:
+    folder = case.wnut_dir if case.task == "wnut" else case.glue_dir
+    flag = "--wnut_dir" if case.task == "wnut" else "--glue_dir"
+    names = " and ".join(os.path.relpath(path, folder) for path in inputs)
+    raise FileNotFoundError(f"the {case.task} bucket benchmark reads {', '.join(missing)}: "
+                            f"point {flag} at the folder that holds {names}")
+
+
 def command(case: BucketCase, workdir: str, output_dir: str, length_bucket: int,
             group_by_length: int) -> list[str]:
   """The tool's argv for one run of one setting (the train subset written into `workdir`)."""
@@ -137,7 +164,9 @@ def read_run(output_dir: str, task: str) -> dict:
 
 
 def measure(case: BucketCase, workdir: str) -> dict:
-  """{setting: [per-round reads]}: each setting run `case.rounds` times, alternating."""
+  """{setting: [per-round reads]}: each setting run `case.rounds` times, alternating; the
+  input files checked first (`check_inputs`)."""
+  check_inputs(case)
   results = {name: [] for name, _, _ in SETTINGS}
   for round_index in range(case.rounds):
     order = SETTINGS if round_index % 2 == 0 else SETTINGS[::-1]

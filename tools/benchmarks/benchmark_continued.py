@@ -30,6 +30,9 @@ from tfbert.runtime import validation
 from tfbert.training import optimization
 
 HELD_OUT_EVERY = 10  # Every 10th topic is held out.
+# The first applied step traces and is left out of sequences/s (its log window alone logs
+# none): a speed needs one more.
+MIN_TRAIN_STEPS = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +40,7 @@ class ContinuedCase:
   """One continued-pretraining run.
 
   Attributes:
-    train_steps: applied steps.
+    train_steps: applied steps (>= `MIN_TRAIN_STEPS`).
     batch_size: sequences per applied step.
     seq_length: S, the length of a packed block.
     learning_rate: AdamW's peak learning rate (10% warmup, then linear decay).
@@ -51,9 +54,10 @@ class ContinuedCase:
   max_eval_steps: int = 16
 
   def checks(self) -> list[validation.Check]:
-    return [(self.train_steps >= 1 and self.batch_size >= 1,
-             f"train_steps ({self.train_steps}) and batch_size ({self.batch_size}) must be "
-             ">= 1"),
+    return [(self.train_steps >= MIN_TRAIN_STEPS,
+             f"train_steps ({self.train_steps}) must be >= {MIN_TRAIN_STEPS}: the first "
+             "step traces and is left out of sequences/s, which needs a timed step after it"),
+            (self.batch_size >= 1, f"batch_size ({self.batch_size}) must be >= 1"),
             (8 <= self.seq_length <= 512, f"seq_length ({self.seq_length}) must be in [8, 512]")]
 
   def __post_init__(self):
@@ -119,10 +123,13 @@ def measure(case: ContinuedCase, folder: str) -> dict:
   with open(os.path.join(config.model_dir, "metrics.jsonl"), encoding="utf-8") as f:
     rows = [json.loads(line) for line in f]
   speeds = [r["examples_per_second"] for r in rows if "examples_per_second" in r]
+  if not speeds:  # A row of nan sequences/s would read as a measurement.
+    raise RuntimeError(f"{config.model_dir}/metrics.jsonl: no log window timed a step "
+                       f"after the first (tracing) one in {case.train_steps} steps")
   train_sequences = sum(raw_text_run.eval_records(
       dataclasses.replace(config, eval_text_files=config.train_text_files)).values())
   return {"before": before, "after": result["eval"], "seconds": seconds,
-          "examples_per_second": statistics.median(speeds) if speeds else float("nan"),
+          "examples_per_second": statistics.median(speeds),
           "held_out_sequences": sum(records.values()), "train_sequences": train_sequences,
           "eval_sequences": steps * config.eval_batch_size}
 
