@@ -17,8 +17,10 @@ TRAIN_FILE = flags.DEFINE_string("train_file", None,
                                  "SQuAD v1.1/v2.0 JSON (optionally .gz) to train on; read and "
                                  "checked before the model is built.")
 PREDICT_FILE = flags.DEFINE_string("predict_file", None,
-                                   "SQuAD v1.1/v2.0 JSON (optionally .gz) to predict and score; "
-                                   "read and checked before the model is built.")
+                                   "SQuAD v1.1/v2.0 JSON (optionally .gz) to predict, and score "
+                                   "when its questions have answers (a file of questions "
+                                   "without any is predicted only); read and checked before "
+                                   "the model is built.")
 TRAIN_ARTICLES = flags.DEFINE_string(
     "train_articles", None, "START:END: train on these articles of --train_file only, in "
     "file order with Python slice semantics (e.g. 0:38; -10: is the last 10). Default: all.")

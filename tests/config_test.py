@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import pytest
 
@@ -120,6 +121,17 @@ def test_a_file_that_is_not_a_config_object_is_named(tmp_path):
     BertConfig.from_json_file(str(bad))
   with pytest.raises(FileNotFoundError, match="nope.json"):
     BertConfig.from_json_file(str(tmp_path / "nope.json"))
+
+
+def test_a_field_given_twice_is_refused_naming_the_file_and_field(tmp_path):
+  # Old code: the last value was used without a word (sweep 6, C16: hidden_size 32, then 64).
+  text = json.dumps(BertConfig(vocab_size=11, hidden_size=32, num_attention_heads=4).to_dict())
+  twice = tmp_path / "bert_config.json"
+  twice.write_text(text[:-1] + ', "hidden_size": 64}')
+  with pytest.raises(ValueError, match=rf"^{re.escape(str(twice))}: key 'hidden_size' appears "
+                     r"twice in one JSON object \(32, then 64\); which one is meant cannot be "
+                     "told: keep one$"):
+    BertConfig.from_json_file(str(twice))
 
 
 def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path):

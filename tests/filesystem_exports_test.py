@@ -68,8 +68,8 @@ def test_a_saved_model_export_and_its_ids_are_written_replaced_and_served_from_r
   files.makedirs(export_dir)  # An old export to replace: the new one takes its place whole.
   with files.open_file(f"{export_dir}/stale.txt", "w") as f:
     f.write("from an older export")
-  with files.open_file(f"{export_dir}/{atomic.OUTPUT_MARKER}", "w") as f:
-    f.write(export.EXPORT_KIND + "\n")  # An export tfbert wrote: only those are replaced.
+  # An export of this model tfbert wrote: only those are replaced.
+  atomic.write_marker(export_dir, atomic.OutputRecord(export.EXPORT_KIND, "BertEncoder"))
   vocab = f"{root}/inputs/vocab.txt"  # The vocab is read from ram:// too.
   files.makedirs(f"{root}/inputs")
   files.copy(_vocab(tmp_path, config), vocab)

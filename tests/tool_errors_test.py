@@ -18,6 +18,8 @@ from tfbert.checkpoints import pretrained
 from tfbert.checkpoints.google_checkpoint import write_google_checkpoint
 from tfbert.config import BertConfig
 from tfbert.pretraining import pretraining_data
+from tfbert.runtime import atomic
+from tfbert.serving import export as serving_export
 
 SEQ, PRED = 32, 5
 TINY = dict(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
@@ -202,6 +204,19 @@ def cases(tmp_path_factory):
           ["convert_checkpoint", "--input_format=hf", f"--input={d}",
            "--output_format=tfbert", f"--output={d.parent / 'converted' / 'model.keras'}"],
           [str(d / "model.safetensors")], d.parent / "converted"),
+      # A `~` the shell left (it expands only an unquoted word's leading ~): the run went to
+      # ./~/... and ended "wrote: ~/...", an input "did not exist" (sweep 6, C21, K07).
+      "run_classifier: an --output_dir whose ~ the shell left": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
+           "--output_dir=~/tfbert-tool-errors-c21", "--max_seq_length=16", *common],
+          ["--output_dir=~/tfbert-tool-errors-c21: '~' was not expanded by the shell",
+           f"write --output_dir={os.path.expanduser('~/tfbert-tool-errors-c21')} (or "],
+          os.path.join(os.getcwd(), "~", "tfbert-tool-errors-c21")),
+      "convert_checkpoint: an --input whose ~ the shell left": (
+          ["convert_checkpoint", "--input_format=tfbert", "--input=~/S01/model.keras",
+           "--output_format=hf", f"--output={d / 'k07_out'}"],
+          ["--input=~/S01/model.keras: '~' was not expanded by the shell",
+           f"write --input={os.path.expanduser('~/S01/model.keras')} (or "], d / "k07_out"),
   }
 
 
@@ -241,6 +256,8 @@ CASE_NAMES = [
     "align: an unknown variant, before the embedded corpus is made",
     "align: a tolerance that is not kind=value",
     "run_classifier: a negative --eval_batch_size",
+    "run_classifier: an --output_dir whose ~ the shell left",
+    "convert_checkpoint: an --input whose ~ the shell left",
 ]
 
 
@@ -293,6 +310,31 @@ def overlap_cases(tmp_path_factory):
   # A replay: the old run's flags name its own directory; the command line names a new one.
   old_flags = _write(root / "old_flags.txt",
                      f"--output_dir={root / 'old_run'}\n--export_dir={root / 'new_run'}\n")
+  # An MRPC classifier's export, as the run `mrpc_run` wrote it (outside that run), whose
+  # flags.txt names it; data a tiny model trains on until its run directory is claimed.
+  export, mrpc_run = root / "mrpc_export", root / "mrpc_run"
+  (export / "variables").mkdir(parents=True)
+  _write(export / "saved_model.pb", "graph")
+  _write(export / "variables" / "variables.index", "index")
+  atomic.write_marker(str(export), atomic.OutputRecord(
+      serving_export.EXPORT_KIND, "BertClassifier", str(mrpc_run)))
+  (root / "mrpc").mkdir()
+  _write(root / "mrpc" / "train.tsv", "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+                                      "1\t1\t2\tA cat sat.\tA cat sat down.\n")
+  squad = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{
+      "context": "Alan went home.", "qas": [{"id": "q1", "question": "Who went home?",
+                                             "answers": [{"text": "Alan",
+                                                          "answer_start": 0}]}]}]}]}
+  _write(data / "squad.json", json.dumps(squad))
+  _write(data / "pairs.tsv", "anchor\tpositive\na cat\ta kitten\nrain\twater\n")
+  _write(data / "text.txt", "".join(f"Line {i} says the cat sat on the mat again.\n"
+                                    for i in range(40)))
+  mrpc_run.mkdir()
+  _write(mrpc_run / "flags.txt", "".join(f"{flag}\n" for flag in [
+      "--task_name=mrpc", f"--data_dir={root / 'mrpc'}", "--do_train", f"--output_dir={mrpc_run}",
+      f"--export_dir={export}", "--max_seq_length=16", "--max_train_steps=1", *tiny]))
+  another_run = ("is a SavedModel export of a BertClassifier written by the run "
+                 f"{mrpc_run}, not by this run")
   return root, {
       "run_classifier: --export_dir equal to --output_dir": (
           ["run_classifier", "--task_name=mrpc", f"--data_dir={data}", "--do_train",
@@ -335,6 +377,46 @@ def overlap_cases(tmp_path_factory):
       "export_onnx: --output inside --export_dir": (
           ["export_onnx", f"--export_dir={run}", f"--output={run / 'model.onnx'}"],
           [f"output --output {run / 'model.onnx'} lies inside input --export_dir {run}"]),
+      # An export is never written into, nor replaced by another task's or run's export.
+      "run_classifier: --output_dir an export": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={root / 'mrpc'}", "--do_train",
+           f"--output_dir={export}", "--max_seq_length=16", "--max_train_steps=1", *tiny],
+          [f"--output_dir {export} is a SavedModel export of a BertClassifier written by the "
+           f"run {mrpc_run}: no other output is written into it"]),
+      "create_pretraining_data: --output_dir an export": (
+          ["create_pretraining_data", f"--input_file={data / 'corpus.txt'}",
+           f"--output_dir={export}"],
+          [f"--output_dir {export} is a SavedModel export", "choose another --output_dir"]),
+      "run_pretraining: --model_dir an export": (
+          ["run_pretraining", f"--train_text_files={data / 'text.txt'}", "--objective=mlm",
+           f"--model_dir={export}", f"--max_seq_length={SEQ}",
+           f"--max_predictions_per_seq={PRED}", "--num_train_steps=1", "--num_warmup_steps=0",
+           "--train_batch_size=2", "--export_saved_model=false", *tiny],
+          [f"--model_dir {export} is a SavedModel export", "choose another --model_dir"]),
+      "demo: --workdir an export": (
+          ["demo", f"--workdir={export}"],
+          [f"--workdir {export} is a SavedModel export", "choose another --workdir"]),
+      "convert_checkpoint: a Google --output in an export's variables/": (
+          ["convert_checkpoint", "--input_format=tfbert", f"--input={run / 'model.keras'}",
+           "--output_format=google", f"--output={export / 'variables' / 'variables'}"],
+          [f"--output {export / 'variables' / 'variables'} lies inside {export}, a SavedModel "
+           "export", "choose another --output outside it"]),
+      "run_squad: --export_dir another run's classifier export": (
+          ["run_squad", "--do_train", f"--train_file={data / 'squad.json'}",
+           f"--output_dir={root / 'squad_new'}", f"--export_dir={export}",
+           "--max_seq_length=32", "--max_query_length=8", "--doc_stride=8", *tiny],
+          [f"export_dir {export} {another_run} {root / 'squad_new'}",
+           "pass --export_dir explicitly"]),
+      "run_embeddings: --export_dir another run's classifier export": (
+          ["run_embeddings", "--do_train", f"--train_file={data / 'pairs.tsv'}",
+           f"--output_dir={root / 'emb_new'}", f"--export_dir={export}",
+           "--max_seq_length=16", *tiny],
+          [f"export_dir {export} {another_run} {root / 'emb_new'}"]),
+      "run_classifier: a replayed flags.txt naming the old run's export": (
+          ["run_classifier", f"--flagfile={mrpc_run / 'flags.txt'}",
+           f"--output_dir={root / 'mrpc_new'}"],
+          [f"export_dir {export} {another_run} {root / 'mrpc_new'}",
+           "a flags.txt replayed with a new output directory?"]),
   }
 
 
@@ -361,6 +443,14 @@ def overlap_results(overlap_cases):
     "create_pretraining_data: --output_dir containing --input_file",
     "export_onnx: --output inside --export_dir",
     "run_classifier: a flag before the flag file it overrides",
+    "run_classifier: --output_dir an export",
+    "create_pretraining_data: --output_dir an export",
+    "run_pretraining: --model_dir an export",
+    "demo: --workdir an export",
+    "convert_checkpoint: a Google --output in an export's variables/",
+    "run_squad: --export_dir another run's classifier export",
+    "run_embeddings: --export_dir another run's classifier export",
+    "run_classifier: a replayed flags.txt naming the old run's export",
 ])
 def test_an_output_overlapping_an_input_or_output_is_refused_before_any_write(
     overlap_cases, overlap_results, name):
@@ -541,6 +631,11 @@ def boundary_cases(tmp_path_factory):
           [f"--workdir {gold} is an existing file, not a directory"]),
       "demo: a --workdir that is a file": (
           ["demo", f"--workdir={gold}"], [f"--workdir {gold} is an existing file"]),
+      # Exited 0 with the SQuAD part silently skipped (sweep 6, DM01).
+      "demo: --squad_epochs without pretraining": (
+          ["demo", "--pretrain_steps=0", "--squad_epochs=1", f"--workdir={out}"],
+          ["--squad_epochs=1 fine-tunes the BERT that the pretraining part makes, and "
+           "--pretrain_steps=0 skips that part"]),
       # Checked before the model is read: it failed after the whole conversion.
       "export_tflite: an --output below a file": (
           ["export_tflite", f"--model={missing}", f"--output={gold}/m.tflite"],
@@ -598,6 +693,7 @@ BOUNDARY_NAMES = [
     "export_tflite: an --output below a file",
     "align: a --workdir that is a file",
     "demo: a --workdir that is a file",
+    "demo: --squad_epochs without pretraining",
     "evaluate_squad: a missing dataset",
     "evaluate_squad: predictions that are not UTF-8",
     "evaluate_ner: a missing predictions file",

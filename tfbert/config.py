@@ -22,11 +22,10 @@ The one boundary to Hugging Face's `config.json` is `from_hf_config` / `to_hf_co
 
 import dataclasses
 import difflib
-import json
 import math
 from typing import Any, Iterator, Optional
 
-from tfbert.runtime import atomic, files, validation
+from tfbert.runtime import atomic, files, json_values, validation
 
 # hidden_act values understood by tfbert (see module docstring).
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
@@ -261,10 +260,9 @@ def _with_guess(name: str) -> str:
 def _read_json(path: str) -> dict[str, Any]:
   if not files.exists(path):
     raise FileNotFoundError(f"config file not found: {path}")
-  try:  # read_text drops a byte-order mark (Windows editors write one).
-    values = json.loads(files.read_text(path))
-  except json.JSONDecodeError as e:
-    raise ValueError(f"{path}: not valid JSON ({e})") from e
+  # read_text drops a byte-order mark (Windows editors write one); a key given twice (which
+  # one is meant?) is refused, as bad JSON is, naming the file.
+  values = json_values.read(path)
   if not isinstance(values, dict):
     raise ValueError(f"{path}: expected a JSON object, got {type(values).__name__}")
   return values

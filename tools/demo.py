@@ -22,8 +22,20 @@ from tfbert_flags import common_flags, demo_flags
 from tfbert_tools.demos import demo, pretraining_demo, squad_demo
 
 
+def check_flags() -> None:
+  """Raises `ValueError` for a part asked for that cannot run: the SQuAD part fine-tunes the
+  BERT the pretraining part makes, so `--squad_epochs` given with `--pretrain_steps=0` would
+  be skipped without a word."""
+  if (demo_flags.PRETRAIN_STEPS.value == 0 and demo_flags.SQUAD_EPOCHS.present
+      and demo_flags.SQUAD_EPOCHS.value > 0):
+    raise ValueError(f"--squad_epochs={demo_flags.SQUAD_EPOCHS.value:g} fine-tunes the BERT "
+                     "that the pretraining part makes, and --pretrain_steps=0 skips that "
+                     "part: give --pretrain_steps > 0, or --squad_epochs=0 to skip both")
+
+
 def main(argv):
   del argv
+  check_flags()
   paths.check_outputs({"--workdir": demo_flags.WORKDIR.value})  # Before any work.
   # The demo prints its own summary; TensorFlow's INFO lines (saver, strategy) would drown it.
   absl_logging.set_verbosity(absl_logging.WARNING)
@@ -37,6 +49,9 @@ def main(argv):
       squad = squad_demo.run_squad_demo(demo_flags.WORKDIR.value, summary.google_checkpoint,
                                         demo_flags.SQUAD_EPOCHS.value)
       print(squad.format(), flush=True)
+  else:
+    print("pretraining and SQuAD parts skipped (--pretrain_steps=0): the SQuAD part "
+          "fine-tunes the pretrained BERT", flush=True)
   sentences = demo_flags.SENTENCES.value or list(demo.DEFAULT_SENTENCES)
   result = demo.run_demo(sentences, demo_flags.SEQ_LENGTH.value,
                          export_dir=os.path.join(demo_flags.WORKDIR.value, "minilm_export"))

@@ -40,7 +40,7 @@ def main(argv):
   logging.getLogger("tensorflow").setLevel(logging.WARNING)
   paths.check_apart({"--model": f.MODEL.value}, {"--output": f.OUTPUT.value})
   tflite_export.check_output(f.OUTPUT.value, "--output")  # Before the model is read.
-  model = convert.read_tfbert_model(f.MODEL.value)
+  model = convert.read_tfbert_model(f.MODEL.value, "--model")  # Another kind: how to convert.
   run = tflite_export.run_config_of(f.MODEL.value) or {}
   seq_length = f.SEQ_LENGTH.value or task_registry.run_seq_length(
       model, run, os.path.join(os.path.dirname(f.MODEL.value), "run_config.json")) or 128

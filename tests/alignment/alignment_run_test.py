@@ -79,6 +79,33 @@ def test_data_of_another_shape_is_refused_before_anything_is_written(input_files
   assert not workdir.exists()
 
 
+MRPC_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
+UNFIT_FINE_TUNING = [
+    # Sweep 6, G06b: refused, but the initial checkpoint was left in workdir/init/.
+    ("classifier", "train.tsv", "index\tsentence1\tsentence2\tlabel\n0\tA.\tB.\tentailment\n",
+     {}, r"train.tsv:1: header column 3 \(text_a\) should be '#1 String', found 'label'"),
+    ("squad", "train.json", json.dumps({"data": [{"paragraphs": [{"context": "A b.", "qas": [
+        {"id": "q", "question": "A?"}]}]}]}), {},
+     r"train.json: data\[0\].paragraphs\[0\].qas\[0\].answers is missing"),
+    # Checked by the tool after building the model, before its run directory.
+    ("classifier", "train.tsv", f"{MRPC_HEADER}\n1\t1\t2\tA.\tB.\n", {"max_seq_length": 64},
+     "max_seq_length 64 exceeds max_position_embeddings 32"),
+]
+
+
+@pytest.mark.parametrize("task, name, content, overrides, message", UNFIT_FINE_TUNING)
+def test_fine_tuning_data_that_does_not_fit_is_refused_before_anything_is_written(
+    tmp_path, task, name, content, overrides, message):
+  train = tmp_path / name
+  train.write_text(content, "utf-8")
+  workdir = tmp_path / "work"
+  config = dataclasses.replace(
+      _fine_tuning_config(task, str(train), ["graph", "accumulate2"]), **overrides)
+  with pytest.raises(ValueError, match=message):
+    alignment_run.run_alignment(config, str(workdir), plot=False, log=lambda _: None)
+  assert not workdir.exists()
+
+
 @pytest.mark.slow  # ~60 s: 7 in-process runs of 6 steps.
 def test_float32_equivalences_agree_within_1e5_at_every_step(input_files, tmp_path):
   config = _config(input_files, ["graph", "eager", "xla", "mirrored", "accumulate4",

@@ -150,6 +150,42 @@ def test_a_bad_keras_file_is_named_with_what_is_wrong(tmp_path):
   assert not (tmp_path / "out").exists()
 
 
+CONVERT = ("not a tfbert .keras model file: make one with python tools/convert_checkpoint.py "
+           "--input_format={fmt} --input={input} --output_format=tfbert --output=<new>.keras")
+# (files made in a directory d, the path given (under d), what the message says after it).
+OTHER_KINDS = [
+    # Sweep 6, L03: "tfbert model file not found" for a checkpoint that is there.
+    (["bert_model.ckpt.index"], "bert_model.ckpt",
+     "is a Google checkpoint, " + CONVERT.format(fmt="google", input="{d}/bert_model.ckpt")),
+    (["bert_config.json", "bert_model.ckpt.index"], "",
+     "is a directory holding a Google checkpoint ({d}/bert_model.ckpt), "
+     + CONVERT.format(fmt="google", input="{d}/bert_model.ckpt")),
+    (["config.json", "model.safetensors"], "",
+     "is a Hugging Face directory, " + CONVERT.format(fmt="hf", input="{d}")),
+    (["modules.json"], "",
+     "is a sentence-transformers directory, " + CONVERT.format(fmt="hf", input="{d}")),
+    (["saved_model.pb"], "", "is a SavedModel export (it serves; it holds no checkpoint to "
+     "read: use its run's model.keras)"),
+    (["model.keras"], "", "is a tfbert run directory, not a .keras model file: pass its model "
+     "{d}/model.keras"),
+]
+
+
+@pytest.mark.parametrize("made, given, message", OTHER_KINDS)
+def test_another_kind_of_model_where_a_keras_file_is_wanted_says_how_to_make_one(
+    tmp_path, made, given, message):
+  for name in made:  # The kind is told by the files alone (model_paths.locate).
+    (tmp_path / name).write_bytes(b"")
+  path = os.path.join(str(tmp_path), given) if given else str(tmp_path)
+  expected = f"--model {path} " + message.format(d=str(tmp_path))
+  with pytest.raises(ValueError) as e:
+    convert.read_tfbert_model(path, "--model")
+  assert str(e.value) == expected
+  with pytest.raises(ValueError) as e:  # Without a flag: the same, the path first.
+    convert.read_tfbert_model(path)
+  assert str(e.value) == expected.removeprefix("--model ")
+
+
 # Writes a model too big for the disk in every format, over old outputs and into new places.
 _FULL_DISK_WRITES = """
 import json, os, sys

@@ -10,6 +10,7 @@ import pytest
 from tests import faults, helpers, numpy_reference
 from tfbert import BertConfig, BertPretrainer, BertSpanLabeler, load_google_checkpoint
 from tfbert.checkpoints import google_checkpoint
+from tfbert.runtime import atomic
 
 
 @pytest.fixture
@@ -65,6 +66,23 @@ def test_export_round_trip_is_bit_exact(tiny, tmp_path):
   assert BertConfig.from_json_file(str(tmp_path / "export" / "bert_config.json")) == config
   again = BertPretrainer(config)
   load_google_checkpoint(again, out)
+
+
+def test_a_prefix_is_a_str_or_a_path_like_and_nothing_else(tmp_path):
+  """pathlib.Path works wherever a str does (it failed with "unsupported operand type(s)
+  for +" in read and load, sweep 6); bytes are refused naming the argument."""
+  config = helpers.odd_config()
+  model = BertPretrainer(config)
+  model.build()
+  prefix = tmp_path / "ckpt" / "bert_model.ckpt"
+  google_checkpoint.export_google_checkpoint(model, prefix)
+  assert set(google_checkpoint.list_google_checkpoint(prefix)) == set(
+      google_checkpoint.read_google_checkpoint(prefix))
+  load_google_checkpoint(BertPretrainer(config), prefix)
+  for call in (google_checkpoint.read_google_checkpoint,
+               lambda p: google_checkpoint.export_google_checkpoint(model, p)):
+    with pytest.raises(TypeError, match=r"prefix must be a str or an os.PathLike.*bytes"):
+      call(os.fsencode(str(prefix)))
 
 
 def test_missing_checkpoint_names_the_index_file(tmp_path):
@@ -204,3 +222,31 @@ def test_allowing_the_unscoped_classifier_head_to_be_missing_does_not_allow_the_
   with pytest.raises(ValueError, match="has no component 'pooler'"):
     google_checkpoint.assign_google_weights(BertClassifier(config, 3), complete, "x",
                                             allow_missing=("pooler",))
+
+
+@pytest.mark.parametrize("marked", [False, True])
+def test_a_checkpoint_is_never_written_into_a_saved_model_or_an_output_tfbert_wrote(
+    tmp_path, marked):
+  """`convert_checkpoint --output_format=google --output=<export>/variables/variables` replaced
+  the SavedModel's weights (and put a vocabulary and configs into its variables/): a prefix
+  whose `.index` exists read as this checkpoint's own, written before."""
+  export = tmp_path / "export"
+  (export / "variables").mkdir(parents=True)
+  (export / "saved_model.pb").write_bytes(b"graph")
+  for name in ("variables.index", "variables.data-00000-of-00001"):
+    (export / "variables" / name).write_bytes(b"the export's weights")
+  what = "a SavedModel (it holds saved_model.pb)"
+  if marked:
+    atomic.write_marker(str(export), atomic.OutputRecord("SavedModel export", "BertClassifier"))
+    what = "a SavedModel export of a BertClassifier tfbert wrote"
+  before = sorted((d, sorted(n)) for d, _, n in os.walk(tmp_path))
+  prefix = str(export / "variables" / "variables")
+  config = BertConfig(vocab_size=11, hidden_size=4, num_hidden_layers=1, num_attention_heads=2,
+                      intermediate_size=5)
+  with pytest.raises(ValueError, match=re.escape(
+      f"{prefix} lies inside {export}, {what}: a Google checkpoint written there would change "
+      "that model's files; write it into a directory of its own")):
+    google_checkpoint.write_google_checkpoint(
+        {"bert/embeddings/word_embeddings": np.zeros((11, 4), np.float32)}, prefix, config=config)
+  assert sorted((d, sorted(n)) for d, _, n in os.walk(tmp_path)) == before
+  assert (export / "variables" / "variables.index").read_bytes() == b"the export's weights"

@@ -37,3 +37,13 @@ def test_a_path_of_no_model_is_named_with_what_was_looked_for(tmp_path):
     model_paths.locate(str(tmp_path / "half"))
   with pytest.raises(FileNotFoundError, match="no such file or directory"):
     model_paths.locate(str(tmp_path / "nothing"))
+
+
+def test_locate_takes_a_path_like_and_refuses_bytes_naming_the_argument(tmp_path):
+  """A `pathlib.Path` or bytes failed with an unrelated TypeError from `path + ".index"`
+  ("unsupported operand type(s) for +: 'PosixPath' and 'str'", sweep 6, A06/A07)."""
+  (tmp_path / "m.keras").write_text("")
+  assert model_paths.locate(tmp_path / "m.keras") == ("tfbert", str(tmp_path / "m.keras"))
+  with pytest.raises(TypeError, match="^path must be a str or an os.PathLike such as "
+                                      "pathlib.Path, got bytes"):
+    model_paths.locate(str(tmp_path / "m.keras").encode())

@@ -183,6 +183,31 @@ def test_custom_csv_reads_quoted_fields_with_commas_and_newlines(tmp_path):
       (2, 'first "quoted"\nline 2', "second, with comma", "pos"), (4, "y", "x", "neg")]
 
 
+STSB_ROW = "0\tg\tf\ty\to\ts\ts\tA.\tB.\t{}"
+
+
+@pytest.mark.parametrize("score", ["7.5", "-1.0", "5.01"])
+@pytest.mark.parametrize("split", ["train", "dev"])
+def test_stsb_scores_outside_its_documented_range_are_refused(tmp_path, score, split):
+  # Old code: 7.5 and -1.0 trained on without a word (sweep 6, C07/C08).
+  path = _file(tmp_path, ROWS["sts-b"][0], STSB_ROW.format("4.0"), STSB_ROW.format(score))
+  with pytest.raises(ValueError, match=rf"train.tsv:3: column 9 \(label\) is '{score}', "
+                     r"outside sts-b's score range \[0, 5\]"):
+    glue_data.read_examples(glue_data.TASKS["sts-b"], path, split)
+  skipped = glue_data.read_examples(glue_data.TASKS["sts-b"], path, split, skip_malformed=True)
+  assert [e.label for e in skipped.examples] == [4.0] and len(skipped.skipped) == 1
+
+
+def test_stsb_range_ends_are_scores_and_a_custom_regression_has_no_range(tmp_path):
+  path = _file(tmp_path, ROWS["sts-b"][0], STSB_ROW.format("0"), STSB_ROW.format("5.000"))
+  read = glue_data.read_examples(glue_data.TASKS["sts-b"], path, "train")
+  assert [e.label for e in read.examples] == [0.0, 5.0]
+  custom = glue_data.custom_task(glue_data.CustomFormat(regression=True))
+  assert custom.score_range is None  # Nothing documents one: any finite score is read.
+  path = _file(tmp_path, None, "A.\t7.5", "B.\t-1", name="custom.tsv")
+  assert [e.label for e in glue_data.read_examples(custom, path, "train").examples] == [7.5, -1.0]
+
+
 def test_custom_regression_and_multiclass_tasks():
   regression = glue_data.custom_task(glue_data.CustomFormat(regression=True))
   assert regression.is_regression and regression.metrics == ("pearson", "spearman")

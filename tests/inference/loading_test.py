@@ -303,3 +303,41 @@ def test_is_pair_is_a_classifiers_setting():
         pretrained.minilm_vocab_file(), True, 13, is_pair=True))
   with pytest.raises(ValueError, match="is_pair must be True, False or None"):
     text_settings.TextSettings(pretrained.minilm_vocab_file(), True, is_pair="yes")
+
+
+def test_load_takes_path_likes_refuses_bytes_and_a_tilde_it_would_not_expand(tmp_path,
+                                                                              monkeypatch):
+  """`tfbert.load(pathlib.Path(...))` failed with "unsupported operand type(s) for +:
+  'PosixPath' and 'str'", bytes with "can't concat str to bytes" (sweep 6, A06/A07); a `~`
+  path said "no such file or directory" although the file is in the home directory."""
+  model = _model(BertClassifier, 2, labels=("0", "1"))
+  tfbert.save(model, str(tmp_path / "m.keras"))
+  back = tfbert.load(tmp_path / "m.keras", vocab_file=tmp_path / "vocab.txt")
+  assert text_settings.settings_of(back).vocab_file == str(tmp_path / "vocab.txt")
+  with pytest.raises(TypeError, match="^path must be a str or an os.PathLike .* got bytes"):
+    tfbert.load(str(tmp_path / "m.keras").encode())
+  with pytest.raises(TypeError, match="^vocab_file must be a str or an os.PathLike"):
+    tfbert.load(tmp_path / "m.keras", vocab_file=b"vocab.txt")
+  monkeypatch.setenv("HOME", str(tmp_path))
+  with pytest.raises(ValueError, match=f"^path '~/m.keras' starts with '~', which tfbert does "
+                                       f"not expand .*; pass '{tmp_path}/m.keras'"):
+    tfbert.load("~/m.keras")
+
+
+def test_classifiers_sharing_a_directory_keep_their_own_arity(tmp_path):
+  """The arity record beside `.keras` files was one per directory: a single-text classifier
+  saved beside a pair classifier made the pair one load as single-text (and classify one
+  sentence where it needs two)."""
+  model = _model(BertClassifier, 2, labels=("0", "1"))
+  for name, is_pair in (("pair", True), ("single", False)):
+    text_settings.attach(model, dataclasses.replace(text_settings.settings_of(model),
+                                                    is_pair=is_pair))
+    tfbert.save(model, str(tmp_path / f"{name}.keras"))
+  for name, is_pair in (("pair", True), ("single", False)):
+    loaded = tfbert.load(str(tmp_path / f"{name}.keras"))
+    assert text_settings.settings_of(loaded).is_pair is is_pair, name
+  # A record of an earlier tfbert, naming no model, is refused rather than applied to all.
+  (tmp_path / "text_settings.json").write_text('{"is_pair": true}')
+  with pytest.raises(ValueError, match="text_settings.json: an arity record of an earlier "
+                                       "tfbert .* does not name the .keras file it describes"):
+    tfbert.load(str(tmp_path / "single.keras"))

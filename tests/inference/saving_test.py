@@ -2,7 +2,9 @@
 sentence-transformers directory here; the other formats in tests/inference/loading_test.py
 and raw_text_test.py), and a format a model has no form in is refused before writing."""
 
+import dataclasses
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ import pytest
 import tfbert
 from tests.inference import tiny_models
 from tfbert import BertClassifier
+from tfbert.checkpoints import convert
 from tfbert.config import BertConfig
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.inference import text_settings
@@ -38,7 +41,7 @@ def test_a_format_the_model_has_no_form_in_is_refused_before_writing(tmp_path, p
 
 
 @pytest.mark.parametrize("path, message", [
-    ("", "save needs a path to write, got ''"),
+    ("", "^path is empty: name a file or directory$"),
     ("afile/m.keras", "cannot write .*afile/m.keras: .*afile is a file, not a directory"),
 ], ids=["empty", "parent_is_a_file"])
 def test_a_path_that_cannot_be_written_is_named(tmp_path, path, message):
@@ -170,3 +173,94 @@ def test_is_pair_where_nothing_reads_it_is_refused(tmp_path, model, fmt, message
   with pytest.raises(ValueError, match=message):
     tfbert.save(model, str(tmp_path / "out" / "bert_model.ckpt"), fmt, is_pair=True)
   assert not os.listdir(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def pair_classifier():
+  """A tiny classifier known to read pairs: saved as keras, it records its arity."""
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  return text_settings.attach(model, dataclasses.replace(text_settings.settings_of(model),
+                                                         is_pair=True))
+
+
+def _tree(root):
+  """{relative path: file content, or None for a directory} of everything under `root`."""
+  return {str(p.relative_to(root)): None if p.is_dir() else p.read_bytes()
+          for p in sorted(pathlib.Path(root).rglob("*"))}
+
+
+@pytest.mark.parametrize("made, path, fmt, message", [
+    # Old: IsADirectoryError [Errno 21], text_settings.json left in the parent (sweep 6, A39).
+    ({"x.keras/": None}, "x.keras", None,
+     "path .*/x.keras is an existing directory, not a file: name a file to write"),
+    # Old: replaced without a word.
+    ({"x.keras": "my notes"}, "x.keras", None,
+     "path .*/x.keras exists and is not a .keras model .*: refusing to replace it"),
+    ({"export/saved_model.pb": ""}, "export/m.keras", None,
+     "path .*/export/m.keras lies inside .*/export, a SavedModel"),
+    # Old: a bare NotADirectoryError [Errno 20] naming f/a.
+    ({"f": "mine"}, "f/a/m.keras", None, "path .*/f/a/m.keras: its parent .*/f is a file"),
+    # Old: the tokenizer files and text_settings.json moved in, then IsADirectoryError.
+    ({"vocab.txt/": None}, "m.keras", None,
+     "cannot write .*/m.keras: .*/vocab.txt is a directory, where this keras output writes "
+     "its vocab.txt file"),
+    ({"text_settings.json/": None}, "m.keras", None, "text_settings.json is a directory"),
+    ({"bert_config.json/": None}, "bert_model.ckpt", "google",
+     "cannot write .*/bert_model.ckpt: .*/bert_config.json is a directory, where this google "
+     "output writes its bert_config.json file"),
+], ids=["keras_is_a_directory", "keras_is_no_model", "inside_a_saved_model", "below_a_file",
+        "vocab_is_a_directory", "record_is_a_directory", "google_config_is_a_directory"])
+def test_a_target_that_cannot_be_written_is_refused_before_anything_is_written(
+    tmp_path, pair_classifier, made, path, fmt, message):
+  for name, content in made.items():
+    target = tmp_path / name.rstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if name.endswith("/"):
+      target.mkdir()
+    else:
+      target.write_text(content)
+  before = _tree(tmp_path)
+  with pytest.raises(ValueError, match=message):
+    tfbert.save(pair_classifier, str(tmp_path / path), fmt)
+  assert _tree(tmp_path) == before
+
+
+def test_the_arity_record_appears_with_the_model_or_not_at_all(tmp_path, pair_classifier,
+                                                               monkeypatch):
+  """text_settings.json was written before the model: a save that failed after the checks
+  left it, describing a model that is not there (or the old model under that name)."""
+  def full_disk(model, path, *args, **kwargs):
+    with open(path, "w", encoding="utf-8") as f:
+      f.write("half")
+    raise OSError(f"cannot write {path}: No space left on device")
+  path = tmp_path / "m.keras"
+  with monkeypatch.context() as patch:
+    patch.setattr(convert, "save_tfbert_model", full_disk)
+    with pytest.raises(OSError, match=f"^cannot write {path}: No space left on device$"):
+      tfbert.save(pair_classifier, str(path))
+  assert not os.listdir(tmp_path)
+  tfbert.save(pair_classifier, str(path))
+  before = _tree(tmp_path)
+  unknown = text_settings.attach(pair_classifier, dataclasses.replace(
+      text_settings.settings_of(pair_classifier), is_pair=None))
+  with monkeypatch.context() as patch:
+    patch.setattr(convert, "save_tfbert_model", full_disk)
+    with pytest.raises(OSError, match="No space left on device"):
+      tfbert.save(unknown, str(path))  # Its record would go: it stays with the old model.
+  assert _tree(tmp_path) == before
+
+
+def test_save_takes_a_path_like_and_refuses_bytes_and_a_tilde(tmp_path, pair_classifier,
+                                                             monkeypatch):
+  """A `pathlib.Path` was refused as "save needs a path to write"; `~/m.keras` was written
+  to ./~/m.keras."""
+  assert tfbert.save(pair_classifier, tmp_path / "a" / "m.keras") == str(
+      tmp_path / "a" / "m.keras")
+  with pytest.raises(TypeError, match="^path must be a str or an os.PathLike .* got bytes"):
+    tfbert.save(pair_classifier, str(tmp_path / "b.keras").encode())
+  monkeypatch.setenv("HOME", str(tmp_path / "home"))
+  monkeypatch.chdir(tmp_path / "a")
+  with pytest.raises(ValueError, match=f"^path '~/m.keras' starts with '~', which tfbert does "
+                                       f"not expand .*; pass '{tmp_path}/home/m.keras'"):
+    tfbert.save(pair_classifier, "~/m.keras")
+  assert sorted(os.listdir(tmp_path)) == ["a"] and "~" not in os.listdir(tmp_path / "a")

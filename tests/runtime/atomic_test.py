@@ -2,6 +2,7 @@
 
 import glob
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -56,7 +57,7 @@ def test_a_directory_is_replaced_as_a_whole(tmp_path):
   atomic.write_with(str(final), _writer("old.txt"), kind="export")
   atomic.write_with(str(final), _writer("new.txt"), kind="export")
   assert sorted(os.listdir(final)) == [atomic.OUTPUT_MARKER, "new.txt"]
-  assert (final / atomic.OUTPUT_MARKER).read_text() == "export\n"
+  assert atomic.read_marker(str(final)) == atomic.OutputRecord("export")
   assert os.listdir(tmp_path) == ["export"]
 
 
@@ -88,6 +89,125 @@ def test_only_a_directory_of_the_same_kind_is_ever_replaced(tmp_path, existing, 
   assert _tree(tmp_path) == before  # Nothing changed, no temporary left.
   with pytest.raises(FileExistsError, match=str(final)):
     atomic.check_replaceable(str(final), "export")  # What a tool asks before any work.
+
+
+EXPORT = "SavedModel export"
+
+
+@pytest.fixture
+def no_held_run():
+  """No run directory held by this process before or after the test (`atomic.current_run`)."""
+  assert atomic.current_run() is None
+  yield
+  assert atomic.current_run() is None
+
+
+def _write_as(final, task=None, run=None, name="saved_model.pb"):
+  """Writes `final` as a SavedModel export of `task` by the run `run` (held meanwhile)."""
+  if run is not None:
+    atomic.hold_run(str(run))
+  try:
+    atomic.write_with(str(final), _writer(name), kind=EXPORT, task=task)
+  finally:
+    if run is not None:
+      atomic.release_run(str(run))
+
+
+@pytest.mark.parametrize("first, second, refusal", [
+    # --export_dir=<a classifier export> of run_squad replaced the classifier's export.
+    (("BertClassifier", None), ("BertSpanLabeler", None),
+     "is a SavedModel export of a BertClassifier tfbert wrote; this would replace it with a "
+     "SavedModel export of a BertSpanLabeler"),
+    # A replayed flags.txt with a new --output_dir replaced the old run's export.
+    (("BertClassifier", "runs/old"), ("BertClassifier", "runs/new"),
+     "is a SavedModel export of a BertClassifier written by the run {root}/runs/old; this "
+     "would replace it with a SavedModel export of a BertClassifier of the run {root}/runs/new"),
+    (("BertClassifier", "runs/old"), ("BertClassifier (id signatures only)", None),
+     "written by the run {root}/runs/old; this would replace it with a SavedModel export of "
+     "a BertClassifier (id signatures only)"),
+])
+def test_an_export_is_replaced_only_by_one_of_the_same_task_and_run(tmp_path, no_held_run,
+                                                                     first, second, refusal):
+  """Every export once recorded one kind, "SavedModel export": any export replaced any other,
+  whatever it served and whichever run wrote it."""
+  final = tmp_path / "export"
+  runs = [None if run is None else tmp_path / run for _, run in (first, second)]
+  _write_as(final, first[0], runs[0])
+  before = _tree(tmp_path)
+  message = refusal.format(root=tmp_path)
+  with pytest.raises(FileExistsError, match=re.escape(message)) as refused:
+    _write_as(final, second[0], runs[1], "other.pb")
+  assert str(final) in str(refused.value) and "remove it or choose another path" in str(
+      refused.value)
+  assert _tree(tmp_path) == before
+  if runs[1] is not None:  # A tool's check before any work gives the same answer.
+    with pytest.raises(FileExistsError, match=re.escape(message)):
+      atomic.check_replaceable(str(final), EXPORT, second[0], str(runs[1]))
+  _write_as(final, first[0], runs[0], "again.pb")  # The same output is replaced.
+  assert sorted(os.listdir(final)) == [atomic.OUTPUT_MARKER, "again.pb"]
+  assert atomic.read_marker(str(final)) == atomic.OutputRecord(
+      EXPORT, first[0], None if runs[0] is None else str(runs[0]))
+
+
+def test_a_runs_own_output_inside_its_directory_stays_its_own_when_the_run_moves(
+    tmp_path, no_held_run):
+  (tmp_path / "old").mkdir()
+  _write_as(tmp_path / "old" / "export", "BertEncoder", tmp_path / "old")
+  os.rename(tmp_path / "old", tmp_path / "moved")  # A run directory resumes where it is.
+  _write_as(tmp_path / "moved" / "export", "BertEncoder", tmp_path / "moved", "new.pb")
+  assert atomic.read_marker(str(tmp_path / "moved" / "export")).run == str(tmp_path / "moved")
+  _write_as(tmp_path / "mine", "BertEncoder")  # Written outside a run: no run to compare.
+  _write_as(tmp_path / "mine", "BertEncoder", tmp_path / "moved")
+  assert "new.pb" in os.listdir(tmp_path / "moved" / "export")
+
+
+def test_an_earlier_marker_is_read_as_its_kind_of_unknown_task(tmp_path, no_held_run):
+  """A marker holding the kind alone (tfbert before tasks were recorded): an export of some
+  model, perhaps another task's, is kept; a kind without tasks is replaced as before."""
+  old_export, old_best = tmp_path / "export", tmp_path / "best"
+  for folder, kind in ((old_export, EXPORT), (old_best, "best model")):
+    folder.mkdir()
+    (folder / "saved_model.pb").write_text("old")
+    (folder / atomic.OUTPUT_MARKER).write_text(kind + "\n")
+  assert atomic.read_marker(str(old_export)) == atomic.OutputRecord(EXPORT, legacy=True)
+  with pytest.raises(FileExistsError, match=re.escape(
+      f"{old_export} exists and is a SavedModel export an earlier tfbert wrote (its "
+      f"{atomic.OUTPUT_MARKER} records the kind alone, not the model it holds nor the run that "
+      "wrote it): it may hold another model than a SavedModel export of a BertClassifier")):
+    _write_as(old_export, "BertClassifier", name="new.pb")
+  assert sorted(os.listdir(old_export)) == [atomic.OUTPUT_MARKER, "saved_model.pb"]
+  atomic.check_replaceable(str(old_export), EXPORT)  # The task not known yet: the kind only.
+  atomic.write_with(str(old_best), _writer("model.keras"), kind="best model")
+  assert sorted(os.listdir(old_best)) == [atomic.OUTPUT_MARKER, "model.keras"]
+
+
+def test_the_run_a_process_holds_is_recorded_by_what_it_writes(tmp_path, no_held_run):
+  atomic.hold_run(str(tmp_path / "a"))
+  atomic.hold_run(str(tmp_path / "b"))
+  assert atomic.current_run() == str(tmp_path / "b")
+  atomic.release_run(str(tmp_path / "b"))
+  atomic.write_with(str(tmp_path / "out"), _writer("x"), kind=EXPORT, task="BertEncoder")
+  atomic.release_run(str(tmp_path / "a"))
+  atomic.release_run(str(tmp_path / "a"))  # Once more: nothing to undo.
+  assert atomic.read_marker(str(tmp_path / "out")) == atomic.OutputRecord(
+      EXPORT, "BertEncoder", str(tmp_path / "a"))
+
+
+def test_the_enclosing_output_of_a_path_is_found_at_or_above_it(tmp_path):
+  saved = tmp_path / "plain_saved_model"
+  (saved / "variables").mkdir(parents=True)
+  (saved / "saved_model.pb").write_text("")
+  atomic.write_with(str(tmp_path / "best"), _writer("model.keras"), kind="best model")
+  (tmp_path / "run").mkdir()
+  (tmp_path / "link").symlink_to(saved)
+  assert atomic.enclosing_output(str(saved / "variables" / "variables")) == (
+      str(saved), "a SavedModel (it holds saved_model.pb)")
+  assert atomic.enclosing_output(str(tmp_path / "link" / "variables")) == (
+      str(saved), "a SavedModel (it holds saved_model.pb)")
+  assert atomic.enclosing_output(str(tmp_path / "best")) == (
+      str(tmp_path / "best"), "a best model tfbert wrote")
+  assert atomic.enclosing_output(str(tmp_path / "best"), include_self=False) is None
+  assert atomic.enclosing_output(str(tmp_path / "run" / "new")) is None
 
 
 def test_an_empty_directory_is_filled(tmp_path):
@@ -185,6 +305,20 @@ def test_on_a_url_filesystem_a_file_set_moves_its_marker_last(ram_root):
       atomic.write_text(f"{staging}/model.safetensors", "other weights")
   assert files.read_text(f"{ram_root}/model.safetensors") == "weights"
   assert sorted(files.listdir(ram_root)) == ["config.json", "model.safetensors", "user.txt"]
+
+
+def test_a_file_set_with_a_directory_in_a_files_place_moves_nothing(tmp_path):
+  """A `vocab.txt` directory beside a model: the set used to stop after its first renames,
+  the old marker removed and half the files new (sweep 6)."""
+  (tmp_path / "config.json").write_text("old")
+  (tmp_path / "vocab.txt").mkdir()
+  with pytest.raises(IsADirectoryError, match=r"vocab.txt is a directory where this output "
+                                              r"writes a file: nothing was written"):
+    with atomic.file_set(str(tmp_path), "config.json") as staging:
+      for name in ("model.safetensors", "vocab.txt", "config.json"):
+        atomic.write_text(os.path.join(staging, name), "new")
+  assert sorted(os.listdir(tmp_path)) == ["config.json", "vocab.txt"]
+  assert (tmp_path / "config.json").read_text() == "old"
 
 
 def test_on_a_url_filesystem_every_other_processes_temporary_is_stale(ram_root):

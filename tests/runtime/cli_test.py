@@ -5,6 +5,7 @@ import dataclasses
 import importlib
 import logging
 import os
+import re
 import subprocess
 import sys
 from typing import Optional
@@ -14,6 +15,8 @@ import tensorflow as tf
 from absl import flags
 
 from tests import helpers, tool_process
+from tfbert.checkpoints import pretrained
+from tfbert.config import BertConfig
 from tfbert.runtime import cli
 
 REPO = helpers.ROOT
@@ -433,3 +436,83 @@ def test_the_tools_that_take_arguments_are_the_evaluators():
 ])
 def test_flag_files_go_first_so_the_command_line_wins(argv, expected):
   assert cli.flagfiles_first(argv) == expected
+
+
+@pytest.mark.parametrize("argv, shown, meant", [
+    (["--output_dir=~/C21"], "--output_dir=~/C21", "--output_dir={home}/C21"),
+    (["-input_file=a.txt,~/b.txt"], "-input_file=a.txt,~/b.txt", "-input_file=a.txt,{home}/b.txt"),
+    (["--do_train", "--", "~"], "~", "{home}"),
+], ids=["flag_value", "list_element", "word_after_the_flags"])
+def test_a_tilde_the_shell_left_is_refused_naming_the_flag_and_the_home(tmp_path, monkeypatch,
+                                                                       argv, shown, meant):
+  monkeypatch.setenv("HOME", str(tmp_path))
+  meant = meant.format(home=tmp_path)
+  with pytest.raises(ValueError, match=(
+      f"^{re.escape(shown)}: '~' was not expanded by the shell .*, and tfbert, like absl and "
+      f"tf.io.gfile, takes it literally: a directory named '~' below {re.escape(os.getcwd())}; "
+      f"write {re.escape(meant)} \\(or .*\\./~.* for such a directory\\)$")):
+    cli.check_home_prefixes(["tool", *argv])
+
+
+def test_a_tilde_no_shell_would_expand_or_a_flag_files_own_passes(tmp_path, monkeypatch):
+  monkeypatch.setenv("HOME", str(tmp_path))
+  cli.check_home_prefixes(["tool", "--output_dir=./~/run", "--labels=a~b,~no-such-user-here",
+                           "--flagfile=~/flags.txt", "--flagfile", "~/more.txt",
+                           "--input=gs://bucket/~/x"])
+
+
+def _tilde_setup(tmp_path, monkeypatch):
+  """A home holding S01/model.keras, a working directory apart, and a tiny run's flags."""
+  home, cwd = tmp_path / "home", tmp_path / "cwd"
+  (home / "S01").mkdir(parents=True)
+  (home / "S01" / "model.keras").write_bytes(b"PK\x03\x04")
+  cwd.mkdir()
+  monkeypatch.setenv("HOME", str(home))
+  monkeypatch.chdir(cwd)
+  (tmp_path / "mrpc").mkdir()
+  (tmp_path / "mrpc" / "train.tsv").write_text(
+      "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t1\t2\tA cat sat.\tA cat sat down.\n",
+      encoding="utf-8")
+  BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+             intermediate_size=19, max_position_embeddings=32).to_json_file(
+                 str(tmp_path / "bert_config.json"))
+  return home, cwd, ["--task_name=mrpc", f"--data_dir={tmp_path / 'mrpc'}", "--do_train",
+                     f"--bert_config_file={tmp_path / 'bert_config.json'}",
+                     f"--vocab_file={pretrained.minilm_vocab_file()}", "--max_seq_length=16",
+                     "--max_train_steps=1", "--train_batch_size=2"]
+
+
+def test_a_tool_refuses_a_tilde_the_shell_left_in_any_path_flag(tmp_path, monkeypatch):
+  """`--output_dir=~/C21` trained into ./~/C21 and ended "wrote: ~/C21/model.keras", which
+  reads as the home directory; `--input=~/S01/model.keras` said "no such file" with the file
+  in the home directory (sweep 6, C21, K07). Quoted (`--output_dir '~/C21'`) and in a flag
+  file, the shell leaves it too."""
+  home, cwd, run_flags = _tilde_setup(tmp_path, monkeypatch)
+  flag_file = tmp_path / "flags.txt"
+  flag_file.write_text("--do_train\n--output_dir=~/C21\n", encoding="utf-8")
+  for tool, args, shown, how in [
+      ("run_classifier", [*run_flags, "--output_dir=~/C21"], "--output_dir=~/C21",
+       "by the shell"),
+      ("run_classifier", [*run_flags, "--output_dir", "~/C21"], "--output_dir ~/C21",
+       "by the shell"),
+      ("run_classifier", [*run_flags, f"--flagfile={flag_file}"],
+       f"{flag_file}:2: --output_dir=~/C21", "in a flag file"),
+      ("convert_checkpoint", ["--input_format=tfbert", "--input=~/S01/model.keras",
+                              "--output_format=hf", f"--output={tmp_path / 'hf'}"],
+       "--input=~/S01/model.keras", "by the shell")]:
+    line = _one_error_line(tool_process.run_tool(tool, *args), tool)
+    meant = shown.replace("~", str(home), 1).split(": ")[-1]
+    assert line.startswith(f"{tool}: error: {shown}: '~' was not expanded {how}"), line
+    assert f"write {meant} (or " in line, line
+  assert not os.listdir(cwd) and sorted(os.listdir(home)) == ["S01"]
+  assert not (tmp_path / "hf").exists()
+
+
+def test_the_closing_lines_name_absolute_paths(tmp_path, monkeypatch):
+  """A relative or odd path printed as given reads as another place (`~/C21/model.keras`
+  for ./~/C21/model.keras); absolute, it names the place written."""
+  monkeypatch.chdir(tmp_path)
+  assert cli.format_written(["~/C21/model.keras", "out/eval_results.json", "gs://b/export/"]) == (
+      f"wrote:\n  {tmp_path}/~/C21/model.keras\n  {tmp_path}/out/eval_results.json\n"
+      "  gs://b/export")
+  assert cli.format_written([]) == "wrote nothing new"

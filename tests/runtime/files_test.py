@@ -1,5 +1,7 @@
 """tfbert.runtime.files: one set of path functions for local paths and `tf.io.gfile` URLs."""
 
+import os
+import pathlib
 
 import pytest
 
@@ -138,3 +140,40 @@ def test_read_lines_splits_at_line_ends_only(tmp_path):
 def test_the_parent_of_a_url_at_its_root_keeps_the_scheme():
   assert files.parent("ram://x.keras") == "ram://"
   assert files.parent("gs://bucket/run/model.keras") == "gs://bucket/run"
+
+
+class _BytesPath:
+  """An os.PathLike whose path is bytes (os.fspath returns them)."""
+
+  def __fspath__(self):
+    return b"/tmp/model.keras"
+
+
+def test_a_path_argument_is_a_str_or_path_like_and_nothing_else(tmp_path):
+  """`tfbert.load(pathlib.Path(...))` failed with "unsupported operand type(s) for +:
+  'PosixPath' and 'str'", and bytes with "can't concat str to bytes" (sweep 6, A06/A07)."""
+  assert files.as_path(tmp_path / "m.keras", "path") == str(tmp_path / "m.keras")
+  assert files.as_path("ram://x/m.keras", "path") == "ram://x/m.keras"
+  for value, shown in ((b"/tmp/m.keras", r"bytes b'/tmp/m.keras' \(decode bytes to a str\)"),
+                       (7, "int 7"), (_BytesPath(), "_BytesPath .*decode bytes")):
+    with pytest.raises(TypeError, match="^vocab_file must be a str or an os.PathLike such as "
+                                        f"pathlib.Path, got {shown}"):
+      files.as_path(value, "vocab_file")
+  with pytest.raises(ValueError, match="^path is empty: name a file or directory$"):
+    files.as_path("", "path")
+
+
+def test_a_leading_tilde_naming_a_home_is_refused_never_expanded(tmp_path, monkeypatch):
+  """As open(), pathlib and tf.io.gfile, tfbert takes `~` literally; where it would name a
+  home directory the caller surely meant, it is refused, naming that directory."""
+  monkeypatch.setenv("HOME", str(tmp_path / "home"))
+  assert files.home_expansion("~/m.keras") == str(tmp_path / "home" / "m.keras")
+  assert files.home_expansion("~") == str(tmp_path / "home")
+  for literal in ("./~/m.keras", "a~/m.keras", "~no-such-user-here/m", "gs://b/~/m"):
+    assert files.home_expansion(literal) is None
+    assert files.as_path(literal, "path") == literal
+  with pytest.raises(ValueError, match=(
+      f"^path '~/S01/m.keras' starts with '~', which tfbert does not expand .*: it would name "
+      f"a directory '~' below {os.getcwd()}; pass '{tmp_path}/home/S01/m.keras' "
+      r"\(os.path.expanduser\), or './~/S01/m.keras' for a directory named '~'$")):
+    files.as_path(pathlib.Path("~/S01/m.keras"), "path")

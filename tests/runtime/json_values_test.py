@@ -1,11 +1,21 @@
-"""Tests for tfbert.runtime.json_values: results are JSON every parser reads."""
+"""Tests for tfbert.runtime.json_values: results are JSON every parser reads; JSON files are
+read strictly (a key given twice refused) wherever tfbert reads one."""
 
 import json
 import math
+import re
 
 import pytest
 
+from tfbert.checkpoints import huggingface
+from tfbert.config import BertConfig
+from tfbert.embeddings import embedding_data, sentence_transformers
+from tfbert.inference import loading
+from tfbert.pretraining import data_checks, pretraining_init
 from tfbert.runtime import json_values
+from tfbert.serving import serving_dtype, tflite_export
+from tfbert.squad import squad_data
+from tfbert.text import casing
 
 
 def _strict(text):
@@ -25,3 +35,69 @@ def test_non_finite_floats_become_null_at_any_depth():
 def test_number_reads_null_back_as_nan():
   assert math.isnan(json_values.number(None))
   assert json_values.number(2) == 2.0 and isinstance(json_values.number(2), float)
+
+
+def test_loads_refuses_a_key_given_twice_at_any_depth_naming_source_key_and_values():
+  assert json_values.loads('{"a": {"b": 1}, "c": [{"b": 2}]}', "x") == {
+      "a": {"b": 1}, "c": [{"b": 2}]}  # One key per object: the same key in two is fine.
+  with pytest.raises(ValueError, match=r"^f.jsonl:3: key 'b' appears twice in one JSON "
+                     r"object \(1, then \[2\]\); which one is meant cannot be told: keep one$"):
+    json_values.loads('{"a": [{"b": 1, "b": [2]}]}', "f.jsonl:3")
+
+
+def test_read_names_the_file_of_bad_json_and_drops_a_byte_order_mark(tmp_path):
+  path = tmp_path / "c.json"
+  path.write_bytes(b'\xef\xbb\xbf{"a": 1}')
+  assert json_values.read(str(path)) == {"a": 1}
+  path.write_text('{"a": 1,\n}')
+  with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: not valid JSON \(.*line 2"):
+    json_values.read(str(path))
+
+
+def _summary_vocab_size(directory):
+  return pretraining_init._data_vocab_size(  # pylint: disable=protected-access
+      {"summaries": [str(directory / "data-summary.json")]})
+
+
+# (file written, how tfbert reads it) of every JSON file read as configuration or data.
+# pylint: disable=protected-access
+READERS = {
+    "bert_config": ("bert_config.json",
+                    lambda d: BertConfig.from_json_file(str(d / "bert_config.json"))),
+    "hf_config": ("config.json", lambda d: BertConfig.from_hf_json_file(str(d / "config.json"))),
+    "hf_task": ("config.json", lambda d: huggingface.read_hf_task(str(d))),
+    "tokenizer_casing": ("tokenizer_config.json", lambda d: casing.checkpoint_casing(str(d))),
+    "run_casing": ("run_config.json", lambda d: casing.checkpoint_casing(str(d))),
+    "tflite_run_config": ("run_config.json",
+                          lambda d: tflite_export.run_config_of(str(d / "model.keras"))),
+    "tflite_sidecar": ("bert_config.json", lambda d: tflite_export._check_sidecars(
+        str(d / "m.tflite"), str(d), {}, None, None)),
+    "text_settings": ("text_settings.json",
+                      lambda d: loading._saved_settings(str(d / "model.keras"))),
+    "tokenizer_length": ("tokenizer_config.json",
+                         lambda d: loading._recorded_max_length(str(d))),
+    "serving_record": ("serving.json", serving_dtype.read_record),
+    "sentence_transformers": ("modules.json",
+                              lambda d: sentence_transformers.read_config(str(d))),
+    "data_summary": ("data-summary.json", lambda d: data_checks.data_summaries(
+        [str(d / "data-00000-of-00001.tfrecord")])),
+    "summary_vocab_size": ("data-summary.json", _summary_vocab_size),
+    "embedding_jsonl": ("pairs.jsonl",
+                        lambda d: embedding_data.read_examples(str(d / "pairs.jsonl"))),
+    "squad": ("train.json", lambda d: squad_data.load_json(str(d / "train.json"))),
+}
+# pylint: enable=protected-access
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_every_json_file_read_as_configuration_or_data_refuses_a_key_given_twice(
+    tmp_path, reader):
+  # Old code: read with json.loads, the last hidden_size won (sweep 6, C16); only SQuAD
+  # files were refused (without the values).
+  name, read = READERS[reader]
+  text = '{"hidden_size": 32, "hidden_size": 64}'
+  (tmp_path / name).write_text(f"[{text}]" if name == "modules.json" else text)
+  where = re.escape(str(tmp_path / name)) + (":1" if name.endswith(".jsonl") else "")
+  with pytest.raises(ValueError, match=rf"{where}: key 'hidden_size' appears twice in one "
+                     r"JSON object \(32, then 64\)"):
+    read(tmp_path)

@@ -9,8 +9,9 @@ import pytest
 from tfbert.checkpoints import convert
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.config import BertConfig
+from tfbert.pretraining import pretraining_data
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig
-from tfbert.runtime import paths
+from tfbert.runtime import atomic, paths
 from tfbert.tasks import fine_tuning
 from tfbert.training.optimization import OptimizerConfig
 
@@ -123,6 +124,20 @@ def test_an_output_in_a_directory_without_write_permission_is_refused(tmp_path):
     locked.chmod(0o755)
 
 
+def _refused_as_run_directories(tmp_path, path, what):
+  """A fine-tuning `--output_dir` and a pretraining `--model_dir` at `path` are refused,
+  naming the flag, the path and `what` it is."""
+  config = ClassifierRunConfig(output_dir=str(path), task_name="mrpc", do_train=True,
+                               data_dir=str(tmp_path / "glue"))
+  with pytest.raises(ValueError, match=f"^--output_dir {path} {what}"):
+    fine_tuning.check_sources(config)
+  bert_config = BertConfig(vocab_size=11, hidden_size=6, num_hidden_layers=1,
+                           num_attention_heads=2, intermediate_size=7)
+  with pytest.raises(ValueError, match=f"--model_dir {path} {what}"):
+    PretrainingRunConfig(bert_config, ["x"], str(path),
+                         OptimizerConfig(learning_rate=1e-3, num_train_steps=10))
+
+
 def test_every_tool_checks_its_outputs_before_any_work(tmp_path):
   """Fine-tuning (`fine_tuning.check_sources`, the runner's first check), pretraining (a
   config check) and the converter refuse an output that is a file or lies below one, naming
@@ -130,18 +145,66 @@ def test_every_tool_checks_its_outputs_before_any_work(tmp_path):
   afile = tmp_path / "afile"
   afile.write_text("x")
   (tmp_path / "adir").mkdir()
-  config = ClassifierRunConfig(output_dir=str(afile), task_name="mrpc", do_train=True,
-                               data_dir=str(tmp_path / "glue"))  # Read back from a record.
-  with pytest.raises(ValueError, match=f"^--output_dir {afile} is an existing file"):
-    fine_tuning.check_sources(config)
-  bert_config = BertConfig(vocab_size=11, hidden_size=6, num_hidden_layers=1,
-                           num_attention_heads=2, intermediate_size=7)
-  with pytest.raises(ValueError, match=f"--model_dir {afile} is an existing file"):
-    PretrainingRunConfig(bert_config, ["x"], str(afile),
-                         OptimizerConfig(learning_rate=1e-3, num_train_steps=10))
+  _refused_as_run_directories(tmp_path, afile, "is an existing file")
   for fmt, output, message in [
       ("hf", afile / "hf", f"--output {afile}/hf: its parent {afile} is a file"),
       ("tfbert", tmp_path / "adir", "--output .*/adir is an existing directory, not a file"),
       ("google", afile / "bert_model.ckpt", f"its parent {afile} is a file")]:
     with pytest.raises(ValueError, match=message):
       convert.convert_checkpoint("hf", str(tmp_path / "no_input"), fmt, str(output))
+
+
+def _saved_model(folder, marker=None):
+  """A planted SavedModel (`saved_model.pb`, `variables/`), with a tfbert marker if given."""
+  (folder / "variables").mkdir(parents=True)
+  (folder / "saved_model.pb").write_text("graph")
+  (folder / "variables" / "variables.index").write_text("index")
+  if marker is not None:
+    atomic.write_marker(str(folder), marker)
+  return folder
+
+
+def test_nothing_is_written_into_an_output_tfbert_wrote_or_a_saved_model(tmp_path):
+  """`--output_dir`, `--model_dir`, `--workdir` (a directory written into) naming an export
+  wrote a run, data or a demo into it; a Google checkpoint at `<export>/variables/variables`
+  replaced its weights. Only the same output replaces it whole (`--export_dir`)."""
+  export = _saved_model(tmp_path / "export", atomic.OutputRecord(
+      "SavedModel export", "BertClassifier", str(tmp_path / "run")))
+  plain = _saved_model(tmp_path / "plain")
+  what = f"a SavedModel export of a BertClassifier written by the run {tmp_path / 'run'}"
+  before = sorted(os.walk(tmp_path))
+  assert paths.output_problems({"--output_dir": str(export), "--workdir": str(plain),
+                                "--model_dir": str(export / "run")}) == [
+      f"--output_dir {export} is {what}: no other output is written into it (its files would "
+      "mix with that model's); choose another --output_dir, e.g. a new directory",
+      f"--workdir {plain} is a SavedModel (it holds saved_model.pb): no other output is "
+      "written into it (its files would mix with that model's); choose another --workdir, "
+      "e.g. a new directory",
+      f"--model_dir {export / 'run'} lies inside {export}, {what}: writing there would change "
+      "that model's files; choose another --model_dir outside it"]
+  prefix = str(plain / "variables" / "variables")
+  assert paths.output_problems({"--output": prefix}, "prefix") == [
+      f"--output {prefix} lies inside {plain}, a SavedModel (it holds saved_model.pb): writing "
+      "there would change that model's files; choose another --output outside it"]
+  assert paths.output_problems({"--output": str(export / "model.tflite")}, "file")
+  # The export itself is replaced whole (atomic.check_replaceable decides at the write); an
+  # export nested in another is not.
+  assert paths.output_problems({"--export_dir": str(export)}) == []
+  assert paths.output_problems({"--export_dir": str(plain / "inner")})[0].startswith(
+      f"--export_dir {plain / 'inner'} lies inside {plain}, a SavedModel")
+  assert sorted(os.walk(tmp_path)) == before  # Nothing created.
+
+
+def test_every_tool_refuses_an_export_as_its_output_directory_before_any_work(tmp_path):
+  export = _saved_model(tmp_path / "export", atomic.OutputRecord("SavedModel export",
+                                                                 "BertClassifier"))
+  _refused_as_run_directories(tmp_path, export, "is a SavedModel export")
+  with pytest.raises(ValueError, match=f"--output_dir {export} is a SavedModel export"):
+    pretraining_data.create_pretraining_data([str(tmp_path / "corpus.txt")], str(export),
+                                             pretraining_data.PretrainingDataConfig(
+                                                 vocab_file=str(tmp_path / "vocab.txt")))
+  with pytest.raises(ValueError, match=f"--output {export}/variables/variables lies inside "
+                     f"{export}, a SavedModel export"):
+    convert.convert_checkpoint("hf", str(tmp_path / "no_input"), "google",
+                               str(export / "variables" / "variables"))
+  assert sorted(os.listdir(export)) == [atomic.OUTPUT_MARKER, "saved_model.pb", "variables"]

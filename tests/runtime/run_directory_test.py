@@ -218,6 +218,69 @@ def test_an_output_inside_another_run_is_refused_before_anything_is_written(tmp_
 
 
 
+def _export(folder, task="BertClassifier", run=None, kind="SavedModel export"):
+  """A planted output `folder` as tfbert records it (`saved_model.pb` and its marker)."""
+  folder.mkdir(parents=True)
+  (folder / "saved_model.pb").write_text("graph")
+  staging = str(folder)
+  atomic.write_marker(staging, atomic.OutputRecord(kind, task, run))
+  return folder
+
+
+def test_an_export_another_run_wrote_is_refused_at_the_claim(tmp_path):
+  """`--flagfile=<old run>/flags.txt --output_dir=<new>` replaced the old run's `--export_dir`
+  (outside the old run) with the new run's model."""
+  old, new = tmp_path / "old", tmp_path / "new"
+  export = _export(tmp_path / "exports" / "mrpc", run=str(old))
+  with pytest.raises(RunDirectoryError, match=re.escape(
+      f"export_dir {export} is a SavedModel export of a BertClassifier written by the run "
+      f"{old}, not by this run {new} (a flags.txt replayed with a new output directory?)")):
+    run_directory.claim(str(new), [], outputs={"export_dir": str(export)})
+  assert not new.exists()
+  # The run that wrote it, a moved run's own export inside it, or one written outside a run.
+  run_directory.claim(str(old), [], outputs={"export_dir": str(export)}).release()
+  inside = _export(new / "export", run=str(tmp_path / "before_the_move"))
+  run_directory.claim(str(new), [], outputs={"export_dir": str(inside)}).release()
+  loose = _export(tmp_path / "loose")
+  run_directory.claim(str(new), [], outputs={"export_dir": str(loose)}).release()
+
+
+@pytest.mark.parametrize("planted, what", [
+    ("export", "is a SavedModel export of a BertClassifier written by the run {root}/old"),
+    ("saved_model", "is a SavedModel (it holds saved_model.pb)"),
+    ("best", "is a best model tfbert wrote"),
+    ("inside", "lies inside {root}/export, a SavedModel export of a BertClassifier written by "
+     "the run {root}/old"),
+])
+def test_an_output_tfbert_wrote_or_a_saved_model_is_never_a_run_directory(tmp_path, planted,
+                                                                          what):
+  """`--output_dir=<an export>` and `--model_dir=<an export>` wrote a run into the export."""
+  export = _export(tmp_path / "export", run=str(tmp_path / "old"))
+  directory = {"export": export, "inside": export / "run"}.get(planted)
+  if planted == "saved_model":
+    directory = tmp_path / "saved_model"
+    directory.mkdir()
+    (directory / "saved_model.pb").write_text("graph")
+  elif planted == "best":
+    directory = _export(tmp_path / "best", None, kind="best model")
+  before = sorted(os.listdir(directory)) if directory.exists() else None
+  with pytest.raises(RunDirectoryError, match=re.escape(
+      f"{directory} {what.format(root=tmp_path)}: a run directory is never an output tfbert "
+      "wrote nor a SavedModel")):
+    run_directory.claim(str(directory), _records())
+  assert (sorted(os.listdir(directory)) if directory.exists() else None) == before
+
+
+def test_a_held_run_is_recorded_by_the_outputs_written_meanwhile(tmp_path):
+  assert atomic.current_run() is None
+  with run_directory.claim(str(tmp_path / "run"), _records()):
+    assert atomic.current_run() == str(tmp_path / "run")
+    atomic.write_with(str(tmp_path / "export"), lambda path: files.makedirs(path),
+                      kind="SavedModel export", task="BertEncoder")
+  assert atomic.current_run() is None
+  assert atomic.read_marker(str(tmp_path / "export")).run == str(tmp_path / "run")
+
+
 def test_a_url_run_directory_is_claimed_checked_and_locked_within_the_process(ram_root):
   run = f"{ram_root}/run"
   with run_directory.claim(run, _records()) as lock:

@@ -19,6 +19,7 @@ itself is only within ~2e-6, so exact equality is not the right bar.
 
 import os
 import pathlib
+import re
 import shutil
 import stat
 import types
@@ -165,7 +166,8 @@ def test_failed_save_leaves_no_directory_and_keeps_the_old_export(tmp_path, monk
   old = tmp_path / "old"
   old.mkdir()
   (old / "saved_model.pb").write_bytes(b"previous export")
-  (old / atomic.OUTPUT_MARKER).write_text(export.EXPORT_KIND + "\n")  # An export tfbert wrote.
+  # An export of this model tfbert wrote.
+  atomic.write_marker(str(old), atomic.OutputRecord(export.EXPORT_KIND, "BertEncoder"))
 
   def broken_save(*args, **kwargs):
     del args, kwargs
@@ -180,6 +182,23 @@ def test_failed_save_leaves_no_directory_and_keeps_the_old_export(tmp_path, monk
   assert (old / "saved_model.pb").read_bytes() == b"previous export"
 
 
+@pytest.mark.slow  # ~3 s: two exports written.
+def test_an_export_records_its_model_and_is_replaced_only_by_an_export_of_it(tmp_path):
+  """Every export once recorded one kind, "SavedModel export": any export replaced any other
+  (a SQuAD export replaced a classifier's)."""
+  encoder = BertEncoder(helpers.odd_config())
+  target = tmp_path / "export"
+  export.export_encoder_saved_model(encoder, str(target))
+  assert atomic.read_marker(str(target)) == atomic.OutputRecord(export.EXPORT_KIND,
+                                                                "BertEncoder")
+  before = sorted(os.listdir(target))
+  with pytest.raises(FileExistsError, match=re.escape(
+      f"{target} exists and is a SavedModel export of a BertEncoder tfbert wrote; this would "
+      "replace it with a SavedModel export of a BertEncoder (id signatures only)")):
+    export.export_ids_saved_model(encoder, str(target))
+  assert sorted(os.listdir(target)) == before and sorted(os.listdir(tmp_path)) == ["export"]
+
+
 def test_mixed_bfloat16_encoder_replaces_old_export_with_float32_outputs(tmp_path):
   keras.mixed_precision.set_global_policy("mixed_bfloat16")
   config = helpers.odd_config()
@@ -189,7 +208,7 @@ def test_mixed_bfloat16_encoder_replaces_old_export_with_float32_outputs(tmp_pat
   target.mkdir()
   plain.mkdir()  # Permissions that the umask gives a new directory.
   (target / "stale.txt").write_text("from an older export")
-  (target / atomic.OUTPUT_MARKER).write_text(export.EXPORT_KIND + "\n")  # tfbert wrote it.
+  atomic.write_marker(str(target), atomic.OutputRecord(export.EXPORT_KIND, "BertEncoder"))
   export.export_encoder_saved_model(encoder, str(target))
   assert sorted(os.listdir(tmp_path)) == ["bert", "plain"]  # No temporary siblings.
   assert not (target / "stale.txt").exists()

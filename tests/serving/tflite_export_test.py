@@ -284,6 +284,19 @@ def test_tool_exports_a_run_and_scores_its_dev_set(tmp_path, monkeypatch):
   assert not other.parent.exists()
 
 
+def test_tool_given_a_google_checkpoint_says_how_to_make_the_keras_file(tmp_path):
+  # Sweep 6, L03: "tfbert model file not found: .../bert_model.ckpt" (it is there).
+  (tmp_path / "bert_model.ckpt.index").write_bytes(b"")  # Its kind is told by its files.
+  prefix, output = tmp_path / "bert_model.ckpt", tmp_path / "lite" / "model.tflite"
+  refused = tool_process.run_tool("export_tflite", f"--model={prefix}", f"--output={output}")
+  assert refused.returncode == 1
+  assert refused.stderr.strip().splitlines() == [
+      f"export_tflite: error: --model {prefix} is a Google checkpoint, not a tfbert .keras "
+      "model file: make one with python tools/convert_checkpoint.py --input_format=google "
+      f"--input={prefix} --output_format=tfbert --output=<new>.keras"]
+  assert not output.parent.exists()
+
+
 def test_tool_exports_a_squad_run_at_its_window_length(tmp_path, monkeypatch):
   """A SQuAD run keeps its S under `features` in run_config.json; the tool must read it
   there, not fall back to 128 (beyond this model's 64 positions: refused) or export a

@@ -94,7 +94,10 @@ MALFORMED = [
      r"qas\[2\].answers\[0\].answer_start: expected int, got bool true"),
     (QA + ["answers", 0, "answer_start"], -1, r"qas\[2\].answers\[0\].answer_start: negative"),
     (QA + ["answers", 0, "text"], None, r"qas\[2\].answers\[0\].text is missing"),
-    (QA + ["answers"], [], r"qas\[2\].answers: empty, but the question is not marked"),
+    # A file to predict may be unlabelled, but not in part (training: see below).
+    (QA + ["answers"], [], r"data\[0\].paragraphs\[1\].qas\[2\]: question "
+     r"'5733b1da4776f41900661067' has no answers, but data\[0\].paragraphs\[0\].qas\[0\]: "
+     r"question '5733be284776f41900661182' has: give every question its answers"),
     (QA + ["is_impossible"], "no", r"qas\[2\].is_impossible: expected bool, got str"),
     (QA + ["is_impossible"], True, r"qas\[2\].answers: is_impossible is true but 1 answer"),
     (QA + ["id"], "5733b1da4776f41900661068",
@@ -110,6 +113,46 @@ def test_malformed_files_name_the_file_and_the_field_path(shared_data, tmp_path,
   with pytest.raises(ValueError, match=message) as error:
     squad_data.read_squad_file(file, is_training=False)
   assert str(error.value).startswith(f"{file}: ")
+
+
+def _without_answers(data, empty):
+  """`data` with every question's answers removed (`empty`: "answers": [] instead)."""
+  data = copy.deepcopy(data)
+  for article in data["data"]:
+    for paragraph in article["paragraphs"]:
+      for qa in paragraph["qas"]:
+        del qa["answers"]
+        qa.update({"answers": []} if empty else {})
+  return data
+
+
+@pytest.mark.parametrize("empty", [False, True])
+def test_questions_without_answers_are_read_to_predict_but_not_to_train(
+    shared_data, tmp_path, caplog, empty):
+  # Old code: refused 'qas[0].answers is missing' (sweep 6, Q15): google-research/bert's
+  # run_squad predicts such a file.
+  file = _write(tmp_path, _without_answers(_fixture(shared_data), empty))
+  with caplog.at_level(logging.INFO):
+    dataset = squad_data.read_squad_file(file, is_training=False)
+  assert not dataset.has_answers and len(dataset.examples) == 5
+  assert all(e.answers == () and not e.is_impossible for e in dataset.examples)
+  assert f"{file}: no question has answers: its 5 questions can be predicted, not scored" in (
+      caplog.text)
+  message = ("answers: empty, but the question is not marked is_impossible" if empty else
+             "answers is missing")
+  with pytest.raises(ValueError, match=re.escape(f"{file}: data[0].paragraphs[0].qas[0]."
+                                                 f"{message}")):
+    squad_data.read_squad_file(file, is_training=True)
+
+
+def test_a_file_with_answers_or_unanswerable_questions_has_answers(shared_data, tmp_path):
+  assert squad_data.read_squad_file(_write(tmp_path, V2_DATA), is_training=False).has_answers
+  assert squad_data.read_squad_file(os.path.join(shared_data, FIXTURE), False).has_answers
+  # An unanswerable question still writes its (empty) answers in a file that is scored.
+  unanswerable = _break(V2_DATA, ["data", 0, "paragraphs", 0, "qas", 1, "answers"], None)
+  with pytest.raises(ValueError, match=re.escape("data[0].paragraphs[0].qas[1].answers is "
+                                                 "missing")):
+    squad_data.read_squad_file(_write(tmp_path, unanswerable), is_training=False)
 
 
 def test_unreadable_files_name_the_file(tmp_path):

@@ -110,6 +110,17 @@ def test_v2_needs_a_prediction_for_every_question(tmp_path):
     squad_evaluation.evaluate_files(dataset, [path])
 
 
+def test_a_dataset_without_answers_is_not_scored(tmp_path):
+  # squad_data reads a file to predict only (no question with answers); the old code refused
+  # it while reading ("answers is missing"), and scoring must refuse it still.
+  unlabelled = {"data": [{"paragraphs": [{"context": "Paris is the capital of France.",
+                                          "qas": [{"id": "a", "question": "What is Paris?"}]}]}]}
+  dataset = _write(tmp_path, "questions.json", unlabelled)
+  with pytest.raises(ValueError, match=re.escape(f"{dataset}: no question has answers, so "
+                                                 "there is nothing to score")):
+    squad_evaluation.evaluate_files(dataset, [_write(tmp_path, "p.json", {"a": "capital"})])
+
+
 def test_a_question_answered_twice_in_one_predictions_file_is_refused(tmp_path):
   """JSON readers keep the last of two equal keys: it was scored on one answer silently."""
   dataset = _write(tmp_path, "v2.json", V2_DATASET)

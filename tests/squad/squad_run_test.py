@@ -583,6 +583,46 @@ def test_a_best_metric_the_evaluation_does_not_return_is_refused_before_any_writ
   assert task.eval_files(config, task.read_inputs(config)) == [str(tmp_path / "dev.json")]
 
 
+def _questions_only(dataset):
+  """`dataset` with every answer removed: questions to predict, nothing to score."""
+  for article in dataset["data"]:
+    for paragraph in article["paragraphs"]:
+      for qa in paragraph["qas"]:
+        qa.pop("answers", None)
+  return dataset
+
+
+def test_a_predict_file_without_answers_cannot_be_evaluated_during_training(tmp_path,
+                                                                          monkeypatch):
+  """Questions without answers are predicted, not scored (as google-research/bert's
+  run_squad does): an evaluation during training would score nothing, so it is refused
+  before anything is built or written (sweep 6, Q15)."""
+  _write_json(tmp_path / "train.json", synthetic_squad(2, seed=1))
+  _write_json(tmp_path / "dev.json", _questions_only(synthetic_squad(2, seed=2)))
+  monkeypatch.setattr(runner, "build_model", _never_build)
+  with pytest.raises(ValueError, match=re.escape(
+      f"{tmp_path / 'dev.json'}: no question has answers, so evaluation during training "
+      "(--eval_every_steps) has nothing to score")):
+    squad_run.run_squad(_run_config(tmp_path, "out", do_train=True, do_predict=True,
+                                    eval_every_steps=2))
+  assert not os.path.exists(tmp_path / "out")
+
+
+@pytest.mark.slow  # ~5 s: a one-step run that predicts.
+def test_a_predict_file_without_answers_is_predicted_and_not_scored(tmp_path):
+  _write_json(tmp_path / "train.json", synthetic_squad(4, seed=1))
+  dev = _questions_only(synthetic_squad(2, seed=2))
+  _write_json(tmp_path / "dev.json", dev)
+  squad_run.run_squad(_run_config(tmp_path, "out", do_train=True, do_predict=True,
+                                  max_train_steps=1, train_batch_size=4))
+  with open(tmp_path / "out" / "predictions.json", encoding="utf-8") as f:
+    predictions = json.load(f)
+  ids = {qa["id"] for article in dev["data"] for paragraph in article["paragraphs"]
+         for qa in paragraph["qas"]}
+  assert set(predictions) == ids
+  assert not os.path.exists(tmp_path / "out" / "eval_results.json")
+
+
 @pytest.mark.slow
 def test_evaluation_during_training_scores_the_predict_file_and_keeps_the_best(tmp_path):
   """Every 2 applied steps and at the last (5): the official EM/F1 in metrics.jsonl and

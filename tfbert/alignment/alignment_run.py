@@ -30,8 +30,11 @@ from tfbert.classifier import classifier_run
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler
 from tfbert.pretraining import data_checks
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
-from tfbert.runtime import files, json_values
+from tfbert.runtime import files, json_values, validation
+from tfbert.serving import export
 from tfbert.squad import squad_features, squad_run
+from tfbert.tasks import fine_tuning
+from tfbert.text import tokenization
 from tfbert.training import distribution, workers
 
 SPEC_FILE = "alignment_spec.json"
@@ -42,22 +45,74 @@ def without_dropout(config):
   return dataclasses.replace(config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 
+def initial_checkpoint_prefix(workdir: str) -> str:
+  """Where the initial checkpoint every variant starts from is (to be) written."""
+  return os.path.join(workdir, "init", "bert_model.ckpt")
+
+
+def initial_model(config: AlignmentConfig) -> keras.Model:
+  """The model every variant starts from, built from `config.seed` (nothing written)."""
+  keras.utils.set_random_seed(config.seed)
+  bert_config = without_dropout(config.bert_config)
+  if config.task == "squad":
+    model = BertSpanLabeler(bert_config, dtype="float32")
+  elif config.task == "classifier":
+    task = classifier_run.glue_data.get_task(config.task_name)
+    model = BertClassifier(bert_config, task.num_classes, 0.0, dtype="float32")
+  else:
+    model = BertPretrainer(bert_config, dtype="float32")
+  model.build()
+  return model
+
+
 def write_initial_checkpoint(config: AlignmentConfig, workdir: str) -> str:
   """Builds the model from `config.seed` once and writes it; returns the checkpoint prefix."""
-  prefix = os.path.join(workdir, "init", "bert_model.ckpt")
+  prefix = initial_checkpoint_prefix(workdir)
   if not files.exists(prefix + ".index"):
-    keras.utils.set_random_seed(config.seed)
-    bert_config = without_dropout(config.bert_config)
-    if config.task == "squad":
-      model = BertSpanLabeler(bert_config, dtype="float32")
-    elif config.task == "classifier":
-      task = classifier_run.glue_data.get_task(config.task_name)
-      model = BertClassifier(bert_config, task.num_classes, 0.0, dtype="float32")
-    else:
-      model = BertPretrainer(bert_config, dtype="float32")
-    model.build()
-    google_checkpoint.export_google_checkpoint(model, prefix)
+    google_checkpoint.export_google_checkpoint(initial_model(config), prefix)
   return prefix
+
+
+def _fine_tuning_task(config: AlignmentConfig):
+  """The `tfbert.tasks.task.Task` hooks a fine-tuning variant's tool runs with."""
+  return squad_run.SquadTask() if config.task == "squad" else classifier_run.ClassifierTask()
+
+
+def check_variants(config: AlignmentConfig, workdir: str) -> None:
+  """Reads and checks what every variant's run will read, as the run itself checks it,
+  before anything is written in `workdir`: a refusal leaves nothing behind (the initial
+  checkpoint was written before the first run found its data unfit).
+
+  Pretraining: the record files against the run's shapes (`data_checks`), and each
+  variant's `PretrainingRunConfig`. Fine-tuning: each variant's run config, the task's
+  `read_inputs` (the train file: a GLUE file of another task, a malformed SQuAD file; read
+  once, as every variant reads the same file with the same settings) and the model's fit
+  to the vocabulary, segments and sequence length (the checks the tool makes after building
+  the model, before its run directory).
+
+  Raises:
+    ValueError (tfbert.pretraining.data_checks.DataFileError among them),
+    FileNotFoundError: naming the file, field or setting that does not fit.
+  """
+  init = initial_checkpoint_prefix(workdir)
+  if not config.fine_tuning:
+    data_checks.check_pretraining_files(list(config.input_files), config.max_seq_length,
+                                        config.max_predictions_per_seq,
+                                        config.bert_config.vocab_size)
+    for variant in config.variants:
+      validation.validate(run_config(config, variant, workdir, init),
+                          num_replicas=variant.replicas * variant.workers)
+    return
+  model = initial_model(config)
+  task = _fine_tuning_task(config)
+  vocab_size = len(tokenization.load_vocab(pretrained.minilm_vocab_file()))
+  runs = [fine_tuning_config(config, variant, workdir, init) for variant in config.variants]
+  for variant, run in zip(config.variants, runs):
+    validation.validate(run, num_replicas=variant.replicas * variant.workers)
+  task.read_inputs(runs[0])
+  fine_tuning.check_vocab_fits(model, vocab_size)
+  fine_tuning.check_segments_fit(model, task.segments(runs[0]))
+  export.check_seq_length(model, task.max_seq_length(runs[0]))
 
 
 def _strategy(variant: Variant) -> tuple[str, int]:
@@ -173,21 +228,21 @@ def run_alignment(config: AlignmentConfig, workdir: str, plot: bool = True,
                   log: Callable[[str], None] = print) -> dict:
   """Runs every variant, compares each with the reference, writes report.json (+ PNG).
 
-  The pretraining data is checked against the run's shapes first (the check each
-  `run_pretraining` makes), before anything is written in `workdir`.
+  What every variant's run reads is read and checked first (`check_variants`: the
+  pretraining data against the run's shapes, a fine-tuning task's train file), before
+  anything is written in `workdir`.
 
   Returns:
     the report dict (`alignment.report_json`); its "passed" says whether every pair is within
     its tolerance.
 
   Raises:
-    tfbert.pretraining.data_checks.DataFileError: data that does not fit the config, named.
+    ValueError, FileNotFoundError: data or settings that do not fit the config, named
+      (`check_variants`; `tfbert.pretraining.data_checks.DataFileError` for pretraining
+      data).
   """
   distribution.configure_cpu_devices(config.replicas_needed)
-  if not config.fine_tuning:  # Before the initial checkpoint: nothing left behind.
-    data_checks.check_pretraining_files(list(config.input_files), config.max_seq_length,
-                                        config.max_predictions_per_seq,
-                                        config.bert_config.vocab_size)
+  check_variants(config, workdir)  # Before the initial checkpoint: nothing left behind.
   files.makedirs(workdir)
   init = write_initial_checkpoint(config, workdir)
   curves, final_weights = {}, {}

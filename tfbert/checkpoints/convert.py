@@ -122,17 +122,24 @@ def missing_heads(model: keras.Model, weights: Mapping[str, np.ndarray]) -> tupl
                and not any(n.startswith(scope) for n in weights))
 
 
-def read_tfbert_model(path: str) -> keras.Model:
-  """Loads a tfbert `.keras` file (without its optimizer).
+def read_tfbert_model(path: str, flag: Optional[str] = None) -> keras.Model:
+  """Loads a tfbert `.keras` file (without its optimizer); `flag`, the tool's flag that
+  gave `path`, starts the messages when given.
 
   Raises:
     FileNotFoundError: naming `path`.
-    ValueError: naming `path` and what is wrong: not a `.keras` name, a truncated or
-      corrupt archive (Keras itself says "File not found" for those), a model Keras cannot
-      load, or a Keras model that is not a tfbert one.
+    ValueError: naming `path` and what is wrong: another kind of model (`other_kind`: a
+      Google checkpoint, a Hugging Face, sentence-transformers or run directory, an export),
+      not a `.keras` name, a truncated or corrupt archive (Keras itself says "File not
+      found" for those), a model Keras cannot load, or a Keras model that is not a tfbert
+      one.
   """
+  if not (path.endswith(".keras") and files.isfile(path)):
+    problem = other_kind(path)
+    if problem:
+      raise ValueError(f"{flag} {problem}" if flag else problem)
   if not files.exists(path):
-    raise FileNotFoundError(f"tfbert model file not found: {path}")
+    raise FileNotFoundError(f"{flag + ': ' if flag else ''}tfbert model file not found: {path}")
   if not path.endswith(".keras") or files.isdir(path):
     raise ValueError(f"{path}: a tfbert model must be a .keras file")
   with _local_copy(path) as local:
@@ -250,6 +257,28 @@ _LOCATED = {
     "tfbert": "a tfbert .keras model",
     "export": "a SavedModel export (it serves; it holds no checkpoint to read: use its run's "
               "model.keras)"}
+
+
+def other_kind(path: str) -> Optional[str]:
+  """Where a tfbert `.keras` model file is wanted: what `path` is instead when it is another
+  model kind `model_paths.locate` knows, with how to get the file (the convert_checkpoint
+  command, or the run's own model.keras); None for anything else (a missing path, a file
+  of no known kind), which the caller names its own way."""
+  located = _located(path)
+  if not located or located == ("tfbert", path):
+    return None
+  kind, target = located
+  what = _LOCATED[kind]
+  if kind == "tfbert":  # A run directory.
+    return f"{path} is a tfbert run directory, not a .keras model file: pass its model {target}"
+  if kind == "export":
+    return f"{path} is {what}"
+  if target != path:
+    what = f"a directory holding {what} ({target})"
+  fmt = "hf" if kind == "sentence-transformers" else kind
+  return (f"{path} is {what}, not a tfbert .keras model file: make one with python "
+          f"tools/convert_checkpoint.py --input_format={fmt} --input={target} "
+          "--output_format=tfbert --output=<new>.keras")
 
 
 def _is_kind(fmt: str, path: str) -> bool:

@@ -64,6 +64,7 @@ def read_google_checkpoint(prefix: str) -> dict[str, np.ndarray]:
     FileNotFoundError: naming the prefix and the missing `.index` or data file.
     ValueError: naming the prefix and the truncated or corrupt `.index` or data file.
   """
+  prefix = files.as_path(prefix, "prefix")
   reader = _open_index(prefix)
   data_files = sorted(tf.io.gfile.glob(prefix + ".data-?????-of-?????"))
   if not data_files:
@@ -84,6 +85,7 @@ def list_google_checkpoint(prefix: str) -> dict[str, tuple[int, ...]]:
   Raises:
     FileNotFoundError, ValueError: as `read_google_checkpoint` for the `.index`.
   """
+  prefix = files.as_path(prefix, "prefix")
   reader = _open_index(prefix)
   return {name: tuple(shape) for name, shape in sorted(reader.get_variable_to_shape_map().items())}
 
@@ -232,6 +234,7 @@ def load_google_checkpoint(model: keras.Model, prefix: str, *, allow_unused: boo
   Returns:
     A `LoadReport`.
   """
+  prefix = files.as_path(prefix, "prefix")
   return assign_google_weights(model, read_google_checkpoint(prefix), prefix,
                                allow_unused=allow_unused, allow_missing=allow_missing)
 
@@ -270,6 +273,7 @@ def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
     OSError: naming `prefix`, when a file cannot be written (a full disk).
     ValueError: a prefix whose writing would damage what is there (`check_writable_prefix`).
   """
+  prefix = files.as_path(prefix, "prefix")
   sides = {"bert_config.json": None if config is None else json.dumps(config.to_dict())}
   if vocab_file:
     sides["vocab.txt"] = files.read_bytes(vocab_file)
@@ -301,6 +305,9 @@ def check_writable_prefix(prefix: str, sides: Mapping[str, Any]) -> None:
   """Refuses a checkpoint prefix whose writing would damage what is there.
 
   * `prefix` an existing directory: the files would land beside it, in its parent.
+  * A prefix inside an output tfbert wrote (an export, `best/`) or a SavedModel
+    (`tfbert.runtime.atomic.enclosing_output`): the checkpoint and its side files would
+    change that model's files (in a SavedModel's `variables/`, replace its weights).
   * Another checkpoint in the prefix's directory (an `.index` of another prefix) whose
     side files (`bert_config.json`, `vocab.txt`: `sides`, by name, with the content about
     to be written, str or bytes) say otherwise: they describe that checkpoint too, and
@@ -313,6 +320,11 @@ def check_writable_prefix(prefix: str, sides: Mapping[str, Any]) -> None:
   if files.isdir(prefix) and not files.isfile(prefix + ".index"):
     raise ValueError(f"{prefix} is a directory: a Google checkpoint is written at a prefix "
                      f"such as {os.path.join(prefix, 'bert_model.ckpt')}")
+  enclosing = atomic.enclosing_output(prefix, include_self=False)
+  if enclosing is not None:
+    raise ValueError(f"{prefix} lies inside {enclosing[0]}, {enclosing[1]}: a Google "
+                     "checkpoint written there would change that model's files; write it "
+                     "into a directory of its own")
   directory = files.parent(prefix)
   if not files.isdir(directory):
     return
@@ -354,6 +366,7 @@ def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool 
     ValueError: for a model whose head google-research/bert has no form for (the model's
       `google_checkpoint_head` is False: a tagger's would read back as a sentence classifier).
   """
+  prefix = files.as_path(prefix, "prefix")
   if not getattr(model, "google_checkpoint_head", True):
     raise ValueError(f"google-research/bert has no {type(model).__name__} head: its "
                      "checkpoint would read back as another model; write a Hugging Face "

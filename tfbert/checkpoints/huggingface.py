@@ -21,7 +21,7 @@ from safetensors import SafetensorError
 from safetensors.numpy import load, load_file, save, save_file
 
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic, files
+from tfbert.runtime import atomic, files, json_values
 
 # (Hugging Face name, Google name, transpose). `{i}` is a layer index. Encoder names take an
 # optional `bert.` prefix (BertForPreTraining / BertForQuestionAnswering) or none (BertModel).
@@ -288,7 +288,7 @@ def read_hf_task(model_dir: str) -> HfTask:
       its arity record is not true or false.
   """
   path = os.path.join(model_dir, "config.json")
-  values = json.loads(files.read_text(path))
+  values = json_values.read(path)
   architectures = values.get("architectures") or [None]
   id2label = values.get("id2label") or {}
   if not isinstance(id2label, dict) or sorted(map(str, id2label)) != sorted(

@@ -9,14 +9,13 @@ export); a `.keras` file or a run directory with `model.keras` (tfbert); a direc
 `run_pretraining` run directory: its export's checkpoint).
 """
 
-import json
 import os
 from typing import Any
 
 import tensorflow as tf
 
 from tfbert.checkpoints import google_checkpoint
-from tfbert.runtime import files
+from tfbert.runtime import files, json_values
 from tfbert.text import casing
 
 RUN_MODEL = "model.keras"  # A fine-tuning run's model in its directory.
@@ -31,10 +30,15 @@ def locate(path: str) -> tuple[str, str]:
   """(kind, what to read) of `path`: kind "export", "tfbert", "sentence-transformers",
   "hf" or "google" (see the module docstring).
 
+  Args:
+    path: a str or `os.PathLike` (`tfbert.runtime.files.as_path`: `~` is not expanded).
+
   Raises:
+    TypeError: `path` is neither a str nor an `os.PathLike`.
     FileNotFoundError: `path` does not exist.
-    ValueError: `path` is none of them, naming what was looked for.
+    ValueError: `path` is none of them, naming what was looked for; a leading `~`.
   """
+  path = files.as_path(path, "path")
   if files.isfile(path + ".index") and not files.exists(path):
     return "google", path  # A checkpoint prefix (not a file itself).
   if not files.exists(path):
@@ -104,8 +108,5 @@ def _google_prefix(directory: str) -> str:
 
 
 def _read_json(path: str) -> Any:
-  """The JSON value of `path`, a bad file named."""
-  try:
-    return json.loads(files.read_text(path))
-  except json.JSONDecodeError as e:
-    raise ValueError(f"{path}: not valid JSON ({e})") from e
+  """The JSON value of `path`, a bad file (or a key given twice) named."""
+  return json_values.read(path)

@@ -107,6 +107,11 @@ def export_classifier_saved_model(model: BertClassifier, export_dir: str, vocab_
   if not isinstance(model, BertClassifier):
     raise TypeError(f"expected a BertClassifier, got {type(model).__name__}")
   export.check_seq_length(model, max_seq_length)
+  if labels is None and model.num_classes > 1:
+    raise ValueError(f"this classifier has {model.num_classes} classes and no label names, "
+                     "which its export serves by name: build it with labels=[...] "
+                     f"({model.num_classes} names in class-id order), e.g. "
+                     "BertClassifier(config, num_classes, labels=[...])")
   classes = 1 if labels is None else len(labels)
   if classes != model.num_classes or (labels is not None and classes < 2):
     raise ValueError(f"{classes} label(s) {list(labels or ['(regression)'])} for a model "

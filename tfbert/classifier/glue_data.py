@@ -29,8 +29,9 @@ How the files are read, and why:
   of another task or version fails at line 1 instead of training on the wrong column.
 * Every row must have as many columns as the first line (a stray tab in a text shifts
   fields silently otherwise). Blank lines are skipped.
-* A malformed row (column count, unknown label, a score that is not a number) raises
-  ValueError naming `file:line`, the column and the value; with `skip_malformed=True` it is
+* A malformed row (column count, unknown label, a score that is not a number or, for
+  STS-B, outside its documented [0, 5]) raises ValueError naming `file:line`, the column
+  and the value; with `skip_malformed=True` it is
   reported in `GlueFile.skipped` instead, and reading goes on (QQP's train set has a few).
 """
 
@@ -102,6 +103,9 @@ class Task:
     layout: train and dev files.
     test_layout: test files (no label).
     train_file, dev_files, test_files: file names in a GLUE task directory.
+    score_range: a regression task's documented (lowest, highest) score, both included
+      (STS-B's 0-5 similarity): a score outside it is a malformed row. None where no range
+      is documented (a custom regression).
   """
   name: str
   labels: Optional[tuple[str, ...]]
@@ -111,6 +115,7 @@ class Task:
   train_file: str = "train.tsv"
   dev_files: tuple[str, ...] = ("dev.tsv",)
   test_files: tuple[str, ...] = ("test.tsv",)
+  score_range: Optional[tuple[float, float]] = None
 
   @property
   def is_regression(self) -> bool:
@@ -155,7 +160,7 @@ TASKS = {task.name: task for task in (
     _pair_task("wnli", BINARY, ("accuracy",), (1, 2, 3),
                ("sentence1", "sentence2", "label"), (1, 2)),
     _pair_task("sts-b", None, ("pearson", "spearman"), (7, 8, 9),
-               ("sentence1", "sentence2", "score"), (7, 8)),
+               ("sentence1", "sentence2", "score"), (7, 8), score_range=(0.0, 5.0)),
 )}
 CUSTOM_TASK = "custom"
 FIELDS = ("text_a", "text_b", "label")
@@ -391,12 +396,24 @@ def _example(task: Task, layout: Layout, row: Sequence[str], width: int, split: 
     if not math.isfinite(value):  # "NaN", "inf": a loss of NaN at the first step.
       raise MalformedRow(f"{where}: column {layout.label} (label) is {label!r}, not a "
                          "finite number")
+    _check_score(task, value, label, f"{where}: column {layout.label} (label)")
     label = value
   elif label is not None and label not in task.labels:
     raise MalformedRow(f"{where}: column {layout.label} (label) is {label!r}, not one of "
                        f"{', '.join(task.labels)}")
   return InputExample(f"{split}-{index}", index, line, field("text_a", layout.text_a),
                       field("text_b", layout.text_b), label)
+
+
+def _check_score(task: Task, value: float, text: str, where: str) -> None:
+  """Raises MalformedRow, naming `where`, for a score outside the task's documented range."""
+  if task.score_range is None:
+    return
+  low, high = task.score_range
+  if not low <= value <= high:
+    raise MalformedRow(f"{where} is {text!r}, outside {task.name}'s score range "
+                       f"[{low:g}, {high:g}]: not a file of this task, or a score on "
+                       "another scale?")
 
 
 def task_files(task: Task, data_dir: Optional[str], split: str,

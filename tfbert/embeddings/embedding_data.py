@@ -19,7 +19,7 @@ import math
 from typing import Optional, Union
 
 from tfbert.classifier import glue_data
-from tfbert.runtime import files
+from tfbert.runtime import files, json_values
 
 Column = Union[str, int]
 
@@ -76,8 +76,8 @@ def _rows(path: str, columns: Columns):
       if not text.strip():
         continue
       try:
-        row = json.loads(text)
-      except ValueError as error:
+        row = json_values.loads(text, f"{path}:{number}")  # A key given twice named.
+      except json.JSONDecodeError as error:
         raise ValueError(f"{path}:{number}: not a JSON object ({error})") from None
       if not isinstance(row, dict):
         raise ValueError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")

@@ -20,7 +20,6 @@ directory in the same layout (transformer at the root, as sentence-transformers 
 """
 
 import dataclasses
-import json
 import os
 from typing import Any, Optional
 
@@ -30,7 +29,7 @@ from tfbert.checkpoints import huggingface
 from tfbert.checkpoints.google_checkpoint import assign_google_weights, google_weights
 from tfbert.checkpoints.model_paths import MODULES_FILE
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
-from tfbert.runtime import atomic, files
+from tfbert.runtime import atomic, files, json_values
 
 SENTENCE_CONFIG_FILE = "sentence_bert_config.json"
 POOLING_DIR = "1_Pooling"
@@ -68,13 +67,11 @@ class SentenceTransformersConfig:
 
 def _read_json(path: str) -> Any:
   try:
-    return json.loads(files.read_text(path))
+    return json_values.read(path)  # Bad JSON, or a key given twice, named.
   except FileNotFoundError:
     raise FileNotFoundError(f"{path}: not found (a sentence-transformers directory has "
                             f"{MODULES_FILE}, the transformer's files and {POOLING_DIR}/)"
                             ) from None
-  except ValueError as error:
-    raise ValueError(f"{path}: not valid JSON ({error})") from None
 
 
 def read_config(directory: str) -> SentenceTransformersConfig:

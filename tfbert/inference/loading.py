@@ -20,9 +20,9 @@ describes it (a run's `run_config.json`; `sentence_bert_config.json`; Hugging Fa
 `max_position_embeddings`. A span labeler of a SQuAD run keeps its run's windows, answer
 length and v2.0 threshold. A classifier knows whether it reads text pairs (`is_pair`) from its
 run's task (`task_name`, a custom task's `text_b_column`) or the record `tfbert.save` writes
-beside a `.keras` file or into a Hugging Face `config.json`; a Google checkpoint or a Hugging
-Face directory from elsewhere does not tell (unknown: its `classify` reads texts or pairs as
-given, and an export of it needs `is_pair=`).
+beside a `.keras` file (by its name) or into a Hugging Face `config.json`; a Google
+checkpoint or a Hugging Face directory from elsewhere does not tell (unknown: its `classify`
+reads texts or pairs as given, and an export of it needs `is_pair=`).
 
 `task=` starts another task on the source's encoder (the head fresh): "classifier" (with
 `labels`), "regression", "tagger" (with `labels`), "span_labeler", "sentence_encoder". A
@@ -46,7 +46,7 @@ from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.encoder import BertEncoder
 from tfbert.inference import exported, saving, text_settings
 from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
-from tfbert.runtime import files
+from tfbert.runtime import files, json_values
 from tfbert.serving import export
 from tfbert.squad import squad_features
 from tfbert.squad.squad_run import SquadRunConfig
@@ -65,12 +65,14 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
   """The model at `path` with its vocabulary, casing and S attached (module docstring).
 
   Args:
-    path: a model directory or file, local or a URL.
+    path: a model directory or file, local or a URL: a str or an `os.PathLike`
+      (`pathlib.Path`). A leading `~` is not expanded (as `open` does not): one naming a
+      home directory is refused (`tfbert.runtime.files.as_path`).
     task: start this task on the source's encoder (`TASKS`), or None: the source's own.
     labels: the class names (tags) of a new classifier (tagger) head, or the source's own.
     max_seq_length: S (default: recorded, else 128; a span labeler 384).
     do_lower_case: the casing (default: the records'; must agree with them).
-    vocab_file: the vocabulary (default: `vocab.txt` beside the model).
+    vocab_file: the vocabulary (default: `vocab.txt` beside the model); a path as `path`.
     **span_settings: a span labeler's `max_query_length`, `doc_stride`,
       `max_answer_length`, `version_2_with_negative`, `null_score_diff_threshold`
       (default: its SQuAD run's, else google-research/bert's).
@@ -82,7 +84,11 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
 
   Raises:
     FileNotFoundError, ValueError: naming the path and what is missing or wrong.
+    TypeError: a path that is neither a str nor an `os.PathLike` (bytes), naming it.
   """
+  path = files.as_path(path, "path")
+  if vocab_file is not None:
+    vocab_file = files.as_path(vocab_file, "vocab_file")
   kind, source = locate(path)
   if kind == "export":
     given = {name: value for name, value in dict(
@@ -165,11 +171,8 @@ def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
 
 
 def _read_json(path: str) -> Any:
-  """The JSON value of `path`, a bad file named."""
-  try:
-    return json.loads(files.read_text(path))
-  except json.JSONDecodeError as e:
-    raise ValueError(f"{path}: not valid JSON ({e})") from e
+  """The JSON value of `path`; a bad file, or a key given twice, named."""
+  return json_values.read(path)
 
 
 def _run_settings(model: keras.Model, keras_file: str) -> dict[str, Any]:
@@ -196,15 +199,13 @@ def _run_settings(model: keras.Model, keras_file: str) -> dict[str, Any]:
 
 
 def _saved_settings(keras_file: str) -> dict[str, Any]:
-  """A classifier's `is_pair`, as `tfbert.save` records it beside its `.keras` file."""
+  """A classifier's `is_pair`, as `tfbert.save` records it beside its `.keras` file: the
+  record's entry of this file's name (`saving.read_arities`); none: unknown."""
   path = os.path.join(files.parent(keras_file), saving.TEXT_SETTINGS_FILE)
   if not files.isfile(path):
     return {}
-  value = _read_json(path)
-  is_pair = value.get("is_pair") if isinstance(value, dict) else None
-  if not isinstance(is_pair, bool):
-    raise ValueError(f"{path}: is_pair must be true or false, got {is_pair!r}")
-  return {"is_pair": is_pair}
+  is_pair = saving.read_arities(path).get(os.path.basename(keras_file))
+  return {} if is_pair is None else {"is_pair": is_pair}
 
 
 def _recorded_max_length(directory: str) -> Optional[int]:

@@ -1,8 +1,9 @@
 """`tfbert.save`: a model with text settings written as the user wants it.
 
 * "keras" (a path ending in `.keras`): the `.keras` file + `vocab.txt` and the tokenizer's
-  JSON files beside it (a classifier's: `text_settings.json`, whether it reads text pairs,
-  when known); read by `tfbert.load` and `--init_tfbert`;
+  JSON files beside it (a classifier's arity, whether it reads text pairs, when known: in
+  `text_settings.json`, by the `.keras` file's name); read by `tfbert.load` and
+  `--init_tfbert`;
 * "hf": a Hugging Face directory (architecture, labels as `id2label`, tokenizer files; a
   classifier's arity, when known, under `config.json`'s "tfbert" key, which transformers
   keeps and ignores); read by transformers' `AutoModelFor...` and `tfbert.load`;
@@ -19,6 +20,10 @@ it, which `tfbert.load` reads back. The sequence length is recorded as the token
 The vocabulary, casing, S and (span labeler) windows are the model's text settings
 (`tfbert.inference.text_settings`); each writer is the one the tools use, so every output is
 complete or absent (`tfbert.runtime.atomic`) and an export replaces only an export.
+
+Nothing is written until every check of the target has passed (`check_target`): a failed
+save leaves the places it names as they were. `path` is a str or an `os.PathLike`; a leading
+`~` is not expanded (`tfbert.runtime.files.as_path`).
 """
 
 import os
@@ -26,20 +31,20 @@ from typing import Optional
 
 import keras
 
-from tfbert.checkpoints import convert
+from tfbert.checkpoints import convert, huggingface
 from tfbert.classifier import classifier_export
 from tfbert.embeddings import embedding_export, sentence_transformers
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.inference import text_settings
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tfbert.pretraining import pretraining_export
-from tfbert.runtime import atomic, files, run_directory
+from tfbert.runtime import atomic, files, json_values, paths, run_directory
 from tfbert.serving import export
 from tfbert.squad import squad_export
 from tfbert.tagging import tagging_export
 
 FORMATS = ("keras", "hf", "sentence-transformers", "google", "export")
-# Beside a classifier's `.keras` file: its `is_pair` (`_record_text_settings`).
+# Beside `.keras` files: each classifier's `is_pair` by its file's name (`read_arities`).
 TEXT_SETTINGS_FILE = "text_settings.json"
 
 
@@ -50,7 +55,9 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
 
   Args:
     model: a tfbert model with text settings (`tfbert.load`, `attach_text`).
-    path: the file, directory or checkpoint prefix to write (local or a URL).
+    path: the file, directory or checkpoint prefix to write (local or a URL): a str or an
+      `os.PathLike` (`pathlib.Path`); a leading `~` naming a home directory is refused
+      (not expanded, as `open` does not).
     format: one of `FORMATS`.
     is_pair: a classifier's arity: True when it reads (text_a, text_b) pairs, False when
       single texts (default: the model's `TextSettings.is_pair`, which it must agree with
@@ -61,17 +68,15 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
       (`tfbert.serving.serving_dtype`).
 
   Raises:
+    TypeError: a `path` that is neither a str nor an `os.PathLike` (bytes).
     ValueError: an unknown format, or one the model has no form in (a sentence-transformers
       directory of anything but a sentence encoder; a Google checkpoint of a tagger); an
       `is_pair` that is not the classifier's own, or given where nothing reads it (a model
       that is no classifier, a format that records no arity); a classifier export of
-      unknown arity without `is_pair`.
+      unknown arity without `is_pair`; a target that cannot be written (`check_target`).
   """
-  if not isinstance(path, str) or not path:
-    raise ValueError(f"save needs a path to write, got {path!r}")
+  path = files.as_path(path, "path")
   parent = files.parent(path)
-  if parent and files.exists(parent) and not files.isdir(parent):
-    raise ValueError(f"cannot write {path}: {parent} is a file, not a directory")
   if format is None:
     if not path.endswith(".keras"):
       raise ValueError(f"format= is needed for {path!r} (a .keras path is saved as keras); "
@@ -79,10 +84,12 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
     format = "keras"  # noqa: A001
   if format not in FORMATS:
     raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+  check_target(path, format)
   # A file format writes its vocabulary and tokenizer files beside the file (prefix).
   run_directory.check_not_a_run("path", path, parent if format in ("keras", "google") else path)
   settings = text_settings.settings_of(model)
   is_pair = _resolved_is_pair(model, format, is_pair, settings.is_pair)
+  arities = _new_arities(path, is_pair) if format == "keras" else None
   vocab, lower, length = settings.vocab_file, settings.do_lower_case, settings.max_seq_length
   if format == "sentence-transformers":
     if not isinstance(model, BertSentenceEncoder):
@@ -91,33 +98,143 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
     sentence_transformers.save_sentence_transformers(model, path, vocab, lower, length)
   elif format == "export":
     _export(model, path, settings, is_pair, export_dtype)
+  elif format == "keras":
+    _save_keras(model, path, settings, arities)
   elif isinstance(model, BertSentenceEncoder):
-    if format != "keras":
-      raise ValueError(f"a BertSentenceEncoder is saved as keras, sentence-transformers or "
-                       f"export, not {format}")
-    convert.save_tfbert_model(model, path, vocab, lower, model_max_length=length)
+    raise ValueError(f"a BertSentenceEncoder is saved as keras, sentence-transformers or "
+                     f"export, not {format}")
   else:
-    if format == "keras" and isinstance(model, BertClassifier):
-      _record_text_settings(files.parent(path), is_pair)
-    convert.write_model(model, {"keras": "tfbert"}.get(format, format), path, vocab, lower,
-                        model_max_length=length, is_pair=is_pair)
+    convert.write_model(model, format, path, vocab, lower, model_max_length=length,
+                        is_pair=is_pair)
     labels = getattr(model, "labels", None)
     if format == "google" and labels is not None:  # Google's format has no labels.
       export.write_labels_file(files.parent(path), labels)
   return path
 
 
-def _record_text_settings(directory: str, is_pair: Optional[bool]) -> None:
-  """Records beside a classifier's `.keras` file what no other file there records: its
-  arity `is_pair` (`TEXT_SETTINGS_FILE`, read back by `tfbert.load`); an unknown one (None)
-  removes a record left by an earlier save. Written before the model, which appears last."""
-  path = os.path.join(directory, TEXT_SETTINGS_FILE)
-  if is_pair is None:
-    if files.exists(path):
-      files.remove(path)
-    return
+def check_target(path: str, format: str) -> None:  # noqa: A002
+  """Refuses, before anything is written, a `path` that `format` cannot be written at.
+
+  A "keras" file, or a "google" prefix, shares its directory with its side files; the other
+  formats are directories. Refused, naming the path and what is there: a parent that is a
+  file; a "keras" path that is an existing directory, or a file that is no `.keras` model
+  (zip archive); a directory format's path that is an existing file; a path inside an output
+  tfbert wrote or a SavedModel, below a file, or where nothing can be created
+  (`tfbert.runtime.paths.output_problems`); a side file the format writes (`vocab.txt`,
+  `text_settings.json`, `config.json`, ...) that is an existing directory. The format's own
+  writer checks what it alone knows (a Hugging Face directory of another model, a Google
+  checkpoint beside another, an export that is not one).
+
+  Raises:
+    ValueError: naming `path` and the problem.
+  """
+  parent = files.parent(path)
+  if files.exists(parent) and not files.isdir(parent):
+    raise ValueError(f"cannot write {path}: {parent} is a file, not a directory")
+  is_directory = format not in ("keras", "google")
+  if is_directory and files.exists(path) and not files.isdir(path):
+    raise ValueError(f"path {path} is an existing file, not a directory: the {format} "
+                     "format writes a directory; choose another path")
+  problems = paths.output_problems({"path": path}, "file" if format == "keras" else "prefix")
+  if problems:
+    raise ValueError("; ".join(problems))
+  if format == "keras" and files.isfile(path) and not _is_zip(path):
+    raise ValueError(f"path {path} exists and is not a .keras model (no zip archive): "
+                     "refusing to replace it; remove it or choose another path")
+  for side, is_dir in _side_files(path, format):
+    if files.exists(side) and files.isdir(side) != is_dir:
+      found, wanted = ("a directory", "file") if not is_dir else ("a file", "directory")
+      raise ValueError(f"cannot write {path}: {side} is {found}, where this {format} output "
+                       f"writes its {os.path.basename(side)} {wanted}; move it away or choose "
+                       "another path")
+
+
+def _is_zip(path: str) -> bool:
+  """Whether the file at `path` starts as a zip archive does (a `.keras` model is one)."""
+  with files.open_file(path, "rb") as f:
+    return f.read(4) == b"PK\x03\x04"
+
+
+def _side_files(path: str, format: str) -> list[tuple[str, bool]]:  # noqa: A002
+  """(path, whether a directory) of what `format` writes at `path` besides `path` itself:
+  beside a file (prefix) or inside a directory. An export replaces its directory whole."""
+  tokenizer = list(huggingface.TOKENIZER_FILES)
+  if format == "keras":
+    return [(os.path.join(files.parent(path), n), False)
+            for n in tokenizer + [TEXT_SETTINGS_FILE]]
+  if format == "google":
+    base = os.path.basename(path)
+    names = [export.CONFIG_FILE, *tokenizer, export.LABELS_FILE, f"{base}.index",
+             f"{base}.data-00000-of-00001"]
+    return [(os.path.join(files.parent(path), n), False) for n in names]
+  if format in ("hf", "sentence-transformers"):
+    names = ["config.json", "model.safetensors", *tokenizer]
+    if format == "sentence-transformers":
+      names += [sentence_transformers.MODULES_FILE, sentence_transformers.SENTENCE_CONFIG_FILE,
+                os.path.join(sentence_transformers.POOLING_DIR, "config.json")]
+    sides = [(os.path.join(path, n), False) for n in names]
+    if format == "sentence-transformers":
+      sides.append((os.path.join(path, sentence_transformers.POOLING_DIR), True))
+    return sides
+  return []
+
+
+def read_arities(path: str) -> dict[str, bool]:
+  """The arities `TEXT_SETTINGS_FILE` at `path` records: {`.keras` file name: is_pair}.
+
+  The file reads `{"is_pair": {"model.keras": true, ...}}`: several models may share a
+  directory (and its side files), so each has its entry; one without an entry is of unknown
+  arity.
+
+  Raises:
+    ValueError: naming `path`: not that form (an earlier tfbert's `{"is_pair": true}` said
+      nothing of which model it described).
+  """
+  value = json_values.read(path)
+  arities = value.get("is_pair") if isinstance(value, dict) else None
+  if isinstance(arities, bool):
+    raise ValueError(f"{path}: an arity record of an earlier tfbert (is_pair: "
+                     f"{str(arities).lower()}) that does not name the .keras file it "
+                     "describes: remove it, or save the model again with tfbert.save")
+  if (not isinstance(arities, dict) or set(value) != {"is_pair"}
+      or not all(isinstance(v, bool) for v in arities.values())):
+    raise ValueError(f"{path}: not a tfbert arity record: it must read "
+                     '{"is_pair": {"<name>.keras": true or false, ...}}')
+  return arities
+
+
+def _new_arities(path: str, is_pair: Optional[bool]) -> Optional[dict[str, bool]]:
+  """The arity record beside the `.keras` file `path` once `is_pair` (None: unknown, or no
+  classifier) is its file's: None when the record stays as it is. Read before anything is
+  written (a record tfbert cannot read is refused then)."""
+  record = os.path.join(files.parent(path), TEXT_SETTINGS_FILE)
+  old = read_arities(record) if files.isfile(record) else {}
+  new = {name: value for name, value in old.items() if name != os.path.basename(path)}
+  if is_pair is not None:
+    new[os.path.basename(path)] = is_pair
+  return None if new == old else new
+
+
+def _save_keras(model: keras.Model, path: str, settings: text_settings.TextSettings,
+                arities: Optional[dict[str, bool]]) -> None:
+  """The `.keras` file, its tokenizer files and (when it changes) the arity record beside
+  it, appearing together: the model last (`tfbert.runtime.atomic.file_set`), so no reader
+  finds the new model beside an old record or a record without its model. A record left
+  with no entry is removed afterwards (an empty one says nothing)."""
+  directory, name = files.parent(path), os.path.basename(path)
+  record = os.path.join(directory, TEXT_SETTINGS_FILE)
   files.makedirs(directory)
-  atomic.write_json(path, {"is_pair": is_pair})
+  with atomic.file_set(directory, name, "keras") as staging:
+    staged = os.path.join(staging, name)
+    try:
+      convert.save_tfbert_model(model, staged, settings.vocab_file, settings.do_lower_case,
+                                model_max_length=settings.max_seq_length)
+    except OSError as error:  # It names the staging file: name the one asked for.
+      raise OSError(str(error).replace(staged, path)) from error
+    if arities is not None:
+      atomic.write_json(os.path.join(staging, TEXT_SETTINGS_FILE), {"is_pair": arities})
+  if arities == {} and files.isfile(record):
+    files.remove(record)
 
 
 def _export(model, path, settings, is_pair, export_dtype) -> None:

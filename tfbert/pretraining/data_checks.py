@@ -26,7 +26,6 @@ own reader (`verify_data=True`), about 5x slower (speeds in `scan_tfrecord`).
 """
 
 import contextlib
-import json
 import os
 import re
 import struct
@@ -38,7 +37,7 @@ import tensorflow as tf
 from google.protobuf import message
 
 from tfbert.pretraining import input_pipeline
-from tfbert.runtime import files
+from tfbert.runtime import files, json_values
 
 _HEADER = struct.Struct("<QI")  # length, masked CRC-32C of the length
 _FOOTER = struct.Struct("<I")  # masked CRC-32C of the data
@@ -329,9 +328,10 @@ def _summary_of(path: str, cache: dict) -> tuple:
     cache[summary_path] = None
     if files.isfile(summary_path):
       try:
-        cache[summary_path] = json.loads(files.read_text(summary_path))
-      except (ValueError, UnicodeDecodeError) as error:
-        raise DataFileError(f"{summary_path}: not a valid summary JSON ({error})") from None
+        cache[summary_path] = json_values.read(summary_path)
+      except ValueError as error:  # Bad bytes or JSON, a key given twice.
+        raise DataFileError(f"{error} (a summary create_pretraining_data writes beside its "
+                            "shards)") from None
       if not isinstance(cache[summary_path], dict):
         raise DataFileError(f"{summary_path}: not a summary (a JSON object) of "
                             f"create_pretraining_data")

@@ -15,7 +15,6 @@ Without `bert_config_file` the model's config is the source's (`source_config`).
 """
 
 import dataclasses
-import json
 import os
 from typing import Optional
 
@@ -26,7 +25,7 @@ from absl import logging
 from tfbert.checkpoints import convert, google_checkpoint, huggingface
 from tfbert.config import SHAPE_FIELDS, BertConfig
 from tfbert.embeddings import sentence_transformers
-from tfbert.runtime import files
+from tfbert.runtime import files, json_values
 from tfbert.text import casing, tokenization
 
 SOURCE_FLAGS = ("init_checkpoint", "init_hf_dir", "init_tfbert")
@@ -171,7 +170,7 @@ def source_vocabulary(config) -> Optional[str]:
 
 def _data_vocab_size(data: dict) -> Optional[int]:
   """The vocabulary size the data's `create_pretraining_data` summaries record, or None."""
-  sizes = {json.loads(files.read_text(path)).get("vocab_size")
+  sizes = {json_values.read(path).get("vocab_size")
            for path in data.get("summaries") or []} - {None}
   return sizes.pop() if len(sizes) == 1 else None
 

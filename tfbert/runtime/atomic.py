@@ -25,9 +25,11 @@ temporary but this process's (a claimed run directory is one run's).
 """
 
 import contextlib
+import dataclasses
+import json
 import os
 import uuid
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 from tfbert.runtime import files, json_values
 
@@ -77,7 +79,8 @@ def remove_quietly(path: str) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str, tag: str = "", kind: str = "directory") -> Iterator[str]:
+def atomic_path(path: str, tag: str = "", kind: str = "directory",
+                task: Optional[str] = None) -> Iterator[str]:
   """Yields a temporary path to write; renames it to `path` when the block succeeds.
 
   The writer may create a file or a directory there. On any exception (including
@@ -88,6 +91,7 @@ def atomic_path(path: str, tag: str = "", kind: str = "directory") -> Iterator[s
     path: the final path, local or a URL (its directory must exist).
     tag: optional label of the temporary (see `temporary_sibling`).
     kind: what a directory written there is (`replace_directory`).
+    task: what it holds within its kind (`OutputRecord.task`; None for a kind without).
 
   Yields:
     The temporary path.
@@ -96,7 +100,7 @@ def atomic_path(path: str, tag: str = "", kind: str = "directory") -> Iterator[s
   try:
     yield temporary
     if files.isdir(temporary):
-      replace_directory(temporary, path, kind)
+      replace_directory(temporary, path, kind, task)
     else:
       if not files.is_url(temporary):
         os.chmod(temporary, 0o666 & ~_umask())
@@ -107,10 +111,10 @@ def atomic_path(path: str, tag: str = "", kind: str = "directory") -> Iterator[s
 
 
 def write_with(path: str, write: Callable[[str], Any], tag: str = "",
-               kind: str = "directory") -> str:
+               kind: str = "directory", task: Optional[str] = None) -> str:
   """Runs `write(temporary)` and renames the result to `path`; returns `path`. A directory
-  replaces only one of the same `kind` (`replace_directory`)."""
-  with atomic_path(path, tag, kind) as temporary:
+  replaces only the same output: `kind` and `task` (`replace_directory`)."""
+  with atomic_path(path, tag, kind, task) as temporary:
     write(temporary)
   return path
 
@@ -160,6 +164,7 @@ def file_set(directory: str, marker: str, tag: str = "") -> Iterator[str]:
 
   Raises:
     FileNotFoundError: the block did not write `marker` (nothing is moved).
+    IsADirectoryError: a file of the set is a directory in `directory` (nothing is moved).
   """
   staging = temporary_sibling(os.path.join(directory, marker), tag)
   files.mkdir(staging)
@@ -168,6 +173,12 @@ def file_set(directory: str, marker: str, tag: str = "") -> Iterator[str]:
     names = sorted(files.listdir(staging))
     if marker not in names:
       raise FileNotFoundError(f"{marker} was not written; nothing moved into {directory}")
+    # Before the first rename: a directory in a file's place would stop the set half-moved.
+    blocked = [name for name in names if files.isdir(os.path.join(directory, name))]
+    if blocked:
+      raise IsADirectoryError(f"{os.path.join(directory, blocked[0])} is a directory where "
+                              f"this output writes a file: nothing was written into "
+                              f"{directory}; remove it or choose another path")
     others = [name for name in names if name != marker]
     if others and files.exists(os.path.join(directory, marker)):
       files.remove(os.path.join(directory, marker))
@@ -180,35 +191,201 @@ def file_set(directory: str, marker: str, tag: str = "") -> Iterator[str]:
     remove_quietly(staging)
 
 
-# In every directory `replace_directory` writes: what kind of output tfbert wrote there. Only
-# a directory holding this file with the same kind (or an empty one) is ever replaced.
+# In every directory `replace_directory` writes: what tfbert wrote there (`OutputRecord`, as
+# JSON). Only a directory holding this file with the same record (or an empty one) is ever
+# replaced, and no other output is ever written into one (`tfbert.runtime.paths`). An
+# earlier tfbert wrote the kind alone, as one line; it is read as a record of unknown task
+# and run.
 OUTPUT_MARKER = ".tfbert_output"
+# What makes a directory a SavedModel (one tfbert did not write has no `OUTPUT_MARKER`).
+SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 
 
-def check_replaceable(path: str, kind: str) -> None:
-  """Raises unless `path` is absent, an empty directory, or a `kind` tfbert wrote.
+@dataclasses.dataclass(frozen=True)
+class OutputRecord:
+  """What `OUTPUT_MARKER` records of a directory tfbert wrote as one output.
 
-  Raises:
-    FileExistsError: naming `path`, what it is, and what to do.
+  Attributes:
+    kind: what the directory is (`tfbert.serving.export.EXPORT_KIND`,
+      `tfbert.training.training_loop.BEST_KIND`, a pretraining export, ...).
+    task: what it holds within its kind: for a SavedModel export the class of the model it
+      serves ("BertClassifier", "BertSpanLabeler", "BertEncoder", ...); None for a kind of
+      one content.
+    run: the run directory (absolute) whose run wrote it; None when written outside a run.
+    legacy: written by an earlier tfbert, whose marker holds the kind alone: the task and
+      the run are unknown.
   """
+  kind: str
+  task: Optional[str] = None
+  run: Optional[str] = None
+  legacy: bool = False
+
+  def what(self) -> str:
+    """E.g. "a SavedModel export of a BertClassifier"."""
+    return f"a {self.kind}" + (f" of a {self.task}" if self.task else "")
+
+  def describe(self) -> str:
+    """What it is and who wrote it, e.g. "a SavedModel export of a BertClassifier written by
+    the run /runs/mrpc"."""
+    if self.legacy:
+      return (f"{self.what()} an earlier tfbert wrote (its {OUTPUT_MARKER} records the kind "
+              "alone, not the model it holds nor the run that wrote it)")
+    if self.run:
+      return f"{self.what()} written by the run {self.run}"
+    return f"{self.what()} tfbert wrote"
+
+
+def write_marker(directory: str, record: OutputRecord) -> None:
+  """Writes `record` as `directory/OUTPUT_MARKER` (a staging directory: not atomically)."""
+  values = {"kind": record.kind, "task": record.task, "run": record.run}
+  with files.open_file(os.path.join(directory, OUTPUT_MARKER), "w") as f:
+    f.write(json_values.dumps(values, indent=2, sort_keys=True) + "\n")
+
+
+def read_marker(directory: str) -> Optional[OutputRecord]:
+  """The `OutputRecord` of `directory`, or None when it holds no `OUTPUT_MARKER`. A marker of
+  an earlier tfbert (the kind alone, one line) reads as a `legacy` record."""
+  path = os.path.join(directory, OUTPUT_MARKER)
+  if not files.isfile(path):
+    return None
+  try:
+    text = files.read_text(path)
+  except ValueError:  # Not UTF-8: nothing tfbert wrote; never the kind of any output.
+    return OutputRecord(f"directory with an unreadable {OUTPUT_MARKER}", legacy=True)
+  try:
+    values = json.loads(text)
+  except ValueError:
+    values = None
+  if isinstance(values, dict) and isinstance(values.get("kind"), str):
+    return OutputRecord(values["kind"], values.get("task"), values.get("run"))
+  return OutputRecord(text.strip(), legacy=True)
+
+
+def describe_output(directory: str) -> Optional[str]:
+  """What `directory` is when tfbert wrote it as an output (its `OutputRecord`) or it is a
+  SavedModel (`SAVED_MODEL_FILES`); None for anything else (a plain or missing directory, a
+  run directory, a file)."""
+  if not files.isdir(directory):
+    return None
+  record = read_marker(directory)
+  if record is not None:
+    return record.describe()
+  for name in SAVED_MODEL_FILES:
+    if files.isfile(os.path.join(directory, name)):
+      return f"a SavedModel (it holds {name})"
+  return None
+
+
+def enclosing_output(path: str, *, include_self: bool = True) -> Optional[tuple[str, str]]:
+  """(directory, `describe_output` of it) for the nearest directory at or above `path` (only
+  strictly above with `include_self=False`) that is an output tfbert wrote or a SavedModel:
+  nothing else may be written there. None when there is none. Symlinks are resolved."""
+  current = real_path(path)
+  if not include_self:
+    current = files.parent(current)
+  while True:
+    what = describe_output(current)
+    if what is not None:
+      return current, what
+    up = files.parent(current)
+    if up == current:
+      return None
+    current = up
+
+
+# The run directories this process holds (`tfbert.runtime.run_directory.claim`), newest
+# last: an output written meanwhile records the newest as the run that wrote it.
+_HELD_RUNS: list[str] = []
+
+
+def hold_run(directory: str) -> None:
+  """Records that this process holds the run directory `directory` (`current_run`)."""
+  _HELD_RUNS.append(files.absolute(directory))
+
+
+def release_run(directory: str) -> None:
+  """Undoes one `hold_run(directory)` (missing: nothing happens)."""
+  directory = files.absolute(directory)
+  for i in range(len(_HELD_RUNS) - 1, -1, -1):
+    if _HELD_RUNS[i] == directory:
+      del _HELD_RUNS[i]
+      return
+
+
+def current_run() -> Optional[str]:
+  """The run directory this process holds (the newest claimed), or None."""
+  return _HELD_RUNS[-1] if _HELD_RUNS else None
+
+
+def real_path(path: str) -> str:
+  """`path` absolute, symlinks resolved (a URL: `files.absolute`)."""
+  return files.absolute(path) if files.is_url(path) else os.path.realpath(path)
+
+
+def same_run(a: str, b: str) -> bool:
+  """Whether two run directories are one (symlinks resolved)."""
+  return real_path(a) == real_path(b)
+
+
+def _check(path: str, wanted: OutputRecord, task_known: bool) -> None:
+  """Raises FileExistsError when the existing `path` must not be replaced by `wanted`."""
   if not path or not files.exists(path):
     return
+  keep = "refusing to replace it (that would delete it); remove it or choose another path"
   if not files.isdir(path):
-    raise FileExistsError(f"{path} is a file, not a directory tfbert wrote as a {kind}: "
-                          "refusing to replace it; remove it or choose another path")
-  marker = os.path.join(path, OUTPUT_MARKER)
-  found = files.read_text(marker).strip() if files.isfile(marker) else None
-  if found == kind or (found is None and not files.listdir(path)):
-    return
-  what = (f"a {found} tfbert wrote" if found
-          else f"a directory tfbert did not write (no {OUTPUT_MARKER})")
-  raise FileExistsError(f"{path} exists and is {what}, not a {kind}: refusing to replace it "
-                        "(that would delete it); remove it or choose another path")
+    raise FileExistsError(f"{path} is a file, not a directory tfbert wrote as "
+                          f"{wanted.what()}: {keep}")
+  found = read_marker(path)
+  if found is None:
+    if not files.listdir(path):
+      return
+    raise FileExistsError(f"{path} exists and is a directory tfbert did not write (no "
+                          f"{OUTPUT_MARKER}), not {wanted.what()}: {keep}")
+  if found.kind != wanted.kind:
+    raise FileExistsError(f"{path} exists and is {found.describe()}, not {wanted.what()}: "
+                          f"{keep}")
+  if task_known and found.legacy and wanted.task is not None:
+    raise FileExistsError(f"{path} exists and is {found.describe()}: it may hold another "
+                          f"model than {wanted.what()}, so tfbert does not take it for one; "
+                          f"{keep}")
+  other_task = task_known and not found.legacy and found.task != wanted.task
+  other_run = (wanted.run and found.run and not same_run(found.run, wanted.run)
+               and not files.inside(real_path(path), real_path(wanted.run)))
+  if other_task or other_run:
+    by = f" of the run {wanted.run}" if wanted.run else ""
+    raise FileExistsError(f"{path} exists and is {found.describe()}; this would replace it "
+                          f"with {wanted.what()}{by}: {keep}")
 
 
-def replace_directory(staging: str, final: str, kind: str = "directory") -> None:
+def check_replaceable(path: str, kind: str, task: Optional[str] = None,
+                      run: Optional[str] = None) -> None:
+  """Raises unless `path` is absent, an empty directory, or the same output tfbert wrote.
+
+  The same output: its `OUTPUT_MARKER` records `kind`; the same `task` (when given; a marker
+  of an earlier tfbert, which recorded the kind alone, may hold another task's model and is
+  then not replaced); and, when both are known, the same run, unless `path` lies inside this
+  run's directory (a run's own outputs, which move with it).
+
+  Args:
+    path: the directory to replace.
+    kind: what this write makes of it (`OutputRecord.kind`).
+    task: what it will hold (`OutputRecord.task`), when known; None: not compared here
+      (`replace_directory` compares what was written).
+    run: the run directory writing it; default: the one this process holds (`current_run`).
+
+  Raises:
+    FileExistsError: naming `path`, what it is and who wrote it, what this write would put
+      there, and what to do.
+  """
+  _check(path, OutputRecord(kind, task, run or current_run()), task_known=task is not None)
+
+
+def replace_directory(staging: str, final: str, kind: str = "directory",
+                      task: Optional[str] = None, run: Optional[str] = None) -> None:
   """Renames the complete directory `staging` to `final`, replacing any old one that tfbert
-  wrote as the same `kind` of output (`check_replaceable`; `OUTPUT_MARKER` records it).
+  wrote as the same output (`check_replaceable`, the task compared always: None is a kind
+  without tasks); records `OutputRecord(kind, task, run)` in it (`OUTPUT_MARKER`; `run`
+  defaults to `current_run`).
 
   POSIX cannot rename a directory onto a non-empty one, so the old directory first moves
   aside to a temporary name; if the second rename fails, it moves back. The old copy is
@@ -217,9 +394,9 @@ def replace_directory(staging: str, final: str, kind: str = "directory") -> None
   Raises:
     FileExistsError: `final` is something else (`check_replaceable`); nothing is changed.
   """
-  check_replaceable(final, kind)
-  with files.open_file(os.path.join(staging, OUTPUT_MARKER), "w") as f:
-    f.write(kind + "\n")
+  record = OutputRecord(kind, task, run or current_run())
+  _check(final, record, task_known=True)
+  write_marker(staging, record)
   if not files.exists(final):
     files.rename(staging, final, overwrite=False)
     return

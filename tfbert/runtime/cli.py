@@ -20,6 +20,10 @@
 * `config_from_values` builds a tool's typed config from its parsed flags by name (one name
   per setting: a config field and its flag are spelt the same), so a tool's `main` is a few
   lines and a new setting is written in its config, its flag definition and its docs only.
+* `~` in a flag's value is refused where the shell left it (`check_home_prefixes`): absl and
+  `tf.io.gfile` take it literally, so `--output_dir=~/run` wrote `./~/run` and printed
+  `wrote: ~/run/model.keras`, which reads as the home directory. The closing `wrote:` lines
+  name absolute paths (`format_written`).
 * TensorFlow probes for CUDA when it first lists devices; on a machine without an NVIDIA
   driver that prints an error-level "failed call to cuInit" line that is not an error for a
   CPU run. `quiet_device_probe` lists the devices once with stderr captured and passes on
@@ -190,8 +194,10 @@ def guarded(main: Callable[[Sequence[str]], object], traceback, tool: str):
 
 
 def format_written(paths) -> str:
-  """The last lines of a tool: what it wrote where (`wrote:` and a path per line)."""
-  paths = list(paths)
+  """The last lines of a tool: what it wrote where (`wrote:` and a path per line), each
+  path absolute (a URL as is): the place written, whatever the current directory."""
+  from tfbert.runtime import files  # pylint: disable=import-outside-toplevel
+  paths = [files.absolute(p) for p in paths]
   return "wrote:" + "".join(f"\n  {p}" for p in paths) if paths else "wrote nothing new"
 
 
@@ -237,6 +243,7 @@ def parse_flags(argv: Sequence[str], tool: str, takes_arguments: bool = False) -
     What absl leaves for `main`: the program name, then the words after the flags.
   """
   try:
+    check_home_prefixes(argv)
     expanded = read_flagfiles(flagfiles_first(argv))
   except (KeyboardInterrupt, Exception) as error:  # pylint: disable=broad-except
     _end_with_one_line(error, _asks_for_trace(argv), tool)
@@ -434,7 +441,11 @@ def read_flagfiles(argv: Sequence[str]) -> list[str]:
 
 
 def _check_line(line: str, where: str) -> None:
-  """Refuses a flag file line (stripped, at `where`: file:line) that absl would misread."""
+  """Refuses a flag file line (stripped, at `where`: file:line) that absl would misread, or
+  whose `~` no shell expanded (`check_home_prefixes`)."""
+  problem = _home_prefix_problem(line, "", "in a flag file (absl reads a line as written)")
+  if problem:
+    raise ValueError(f"{where}: {problem}")
   if line == "--":
     raise ValueError(f"{where}: a '--' line would end the flags there: every flag after it, "
                      "the command line's included, would be read as a leftover word; remove "
@@ -446,6 +457,72 @@ def _check_line(line: str, where: str) -> None:
     flag, value = spaced
     raise ValueError(f"{where}: {line!r} is read as one argument, the value part of the "
                      f"flag's name: write {flag}={value}")
+
+
+def check_home_prefixes(argv: Sequence[str]) -> None:
+  """Refuses a command line word whose leading `~` (or `~user`) the shell left unexpanded.
+
+  The one rule for `~` in every path of every tool: never expanded by tfbert, as absl, TF's
+  `tf.io.gfile` and google-research/bert do not, and refused where it would name a home
+  directory (`tfbert.runtime.files.home_expansion`): a shell expands `~` only at the start
+  of an unquoted word, not after `--output_dir=`, so `--output_dir=~/run` reached the tool as
+  written and was read as a directory `~` below the current one (the run went to
+  `./~/run`; an input "did not exist"). Expanding instead would need every path flag known
+  (flags have no path kind: a flag left out would keep the silent misreading) and would
+  silently turn a quoted `'~/x'`, meant literally, into the home directory. Refusing needs
+  no list of path flags and is never silently wrong: any flag's value (each element of a
+  comma-separated list), a value after a flag (`--output_dir '~/run'`) and a word after the
+  flags are checked the same way, and a flag file's lines too (`read_flagfiles`).
+  `./~/run` names a directory called `~`. `--flagfile` keeps absl's own rule (its file's
+  `~` is expanded). The Python API refuses such a path the same way
+  (`tfbert.runtime.files.as_path`).
+
+  Raises:
+    ValueError: naming the flag and its value, the path a shell would have meant, and how to
+      write it.
+  """
+  argv = list(argv)
+  for previous, arg in zip(argv, argv[1:]):
+    problem = _home_prefix_problem(
+        arg, previous, "by the shell (it expands only an unquoted word's leading ~)")
+    if problem:
+      raise ValueError(problem)
+
+
+def _takes_value(flag: str) -> bool:
+  """Whether `flag` (`--name`, no value) is a defined flag that takes the next word as its
+  value (not a boolean)."""
+  from absl import flags  # pylint: disable=import-outside-toplevel
+  name = flag.lstrip("-")
+  return (flag.startswith("-") and flag != "--" and name in flags.FLAGS
+          and not flags.FLAGS[name].boolean)
+
+
+def _home_prefix_problem(arg: str, previous: str, how: str) -> typing.Optional[str]:
+  """Why argument `arg` (after `previous`) holds a `~` left unexpanded `how`, or None."""
+  from tfbert.runtime import files  # pylint: disable=import-outside-toplevel
+  if arg.startswith("-") and "=" in arg:
+    flag, value = arg.split("=", 1)
+    if flag in _FLAGFILE_NAMES:
+      return None  # absl's rule: a flag file's `~` is expanded.
+    shown = f"{flag}="
+  elif previous in _FLAGFILE_NAMES:
+    return None
+  elif _takes_value(previous):
+    value, shown = arg, f"{previous} "
+  else:
+    value, shown = arg, ""
+  parts = value.split(",")
+  for i, part in enumerate(parts):
+    expanded = files.home_expansion(part)
+    if expanded is None:
+      continue
+    mine = ",".join(parts[:i] + [expanded] + parts[i + 1:])
+    local = ",".join(parts[:i] + ["./" + part] + parts[i + 1:])
+    return (f"{shown}{value}: '~' was not expanded {how}, and tfbert, like absl and "
+            f"tf.io.gfile, takes it literally: a directory named '~' below {os.getcwd()}; "
+            f"write {shown}{mine} (or {shown}{local} for such a directory)")
+  return None
 
 
 def config_from_values(config_class: type, values: Mapping[str, Any],

@@ -13,13 +13,20 @@ directory is moved file by file).
 
 Errors: a URL filesystem's missing file raises `FileNotFoundError` here as a local one
 does (`tf.errors.NotFoundError` is translated), so callers handle one exception type.
+
+A path given to the Python API (`tfbert.load`, `tfbert.save`) is read by `as_path`: a str or
+an `os.PathLike` (`pathlib.Path`) alike, anything else refused naming the argument. `~` is
+never expanded, as Python's `open`, `pathlib` and `tf.io.gfile` do not (nor absl, nor
+google-research/bert): a path whose leading `~` names a home directory is refused rather than
+read as a directory named `~` below the current one (`home_expansion`; the tools refuse such
+a flag value the same way, `tfbert.runtime.cli`). `./~/x` names such a directory.
 """
 
 import contextlib
 import os
 import posixpath
 import shutil
-from typing import IO, Iterator
+from typing import IO, Iterator, Optional
 
 import tensorflow as tf
 
@@ -27,6 +34,44 @@ import tensorflow as tf
 def is_url(path: str) -> bool:
   """Whether `path` names a file through a URL scheme (`gs://...`, `ram://...`)."""
   return "://" in str(path)
+
+
+def home_expansion(path: str) -> Optional[str]:
+  """What a shell would make of `path`'s leading `~` or `~user` (`os.path.expanduser`: the
+  home directory), when it names one; else None (no `~`, an unknown user, a URL). tfbert
+  reads `path` as it is: a directory named `~` below the current one."""
+  if not path.startswith("~"):
+    return None
+  expanded = os.path.expanduser(path)
+  return expanded if expanded != path else None
+
+
+def as_path(value, name: str) -> str:
+  """`value`, a path argument of the Python API, as the str every function here takes.
+
+  Args:
+    value: a str or an `os.PathLike` (`pathlib.Path`) naming a local path or a URL.
+    name: the argument's name, for the messages (e.g. "path", "vocab_file").
+
+  Raises:
+    TypeError: `value` is neither (bytes, a number), naming `name` and the types taken.
+    ValueError: an empty path; a leading `~` that names a home directory, which tfbert
+      does not expand (`home_expansion`), naming the expanded path to pass instead.
+  """
+  text = os.fspath(value) if isinstance(value, os.PathLike) else value
+  if not isinstance(text, str):
+    hint = " (decode bytes to a str)" if isinstance(text, bytes) else ""
+    raise TypeError(f"{name} must be a str or an os.PathLike such as pathlib.Path, got "
+                    f"{type(value).__name__} {value!r}{hint}")
+  if not text:
+    raise ValueError(f"{name} is empty: name a file or directory")
+  expanded = home_expansion(text)
+  if expanded is not None:
+    raise ValueError(f"{name} {text!r} starts with '~', which tfbert does not expand (no "
+                     "more than open() or tf.io.gfile do): it would name a directory '~' "
+                     f"below {os.getcwd()}; pass {expanded!r} (os.path.expanduser), or "
+                     f"'./{text}' for a directory named '~'")
+  return text
 
 
 def absolute(path: str) -> str:

@@ -1,4 +1,6 @@
-"""JSON that every parser reads: a score that is not a number is written as `null`.
+"""JSON that every parser reads, and JSON read strictly.
+
+Written: a score that is not a number is written as `null`.
 
 Python's `json` writes `float("nan")` as the bare token `NaN` (and infinities as
 `Infinity`), which is not JSON (RFC 8259): `jq`, JavaScript's `JSON.parse`, Go's
@@ -8,11 +10,20 @@ every file and line of results tfbert writes goes through `dumps`: a non-finite 
 becomes `null`, and `allow_nan=False` turns any value that slipped past into an error
 instead of an unreadable file. `number` reads such a value back as a float (`null` ->
 NaN) where a reader computes with it.
+
+Read: Python's `json` keeps the last of two equal keys of an object without a word (a
+bert_config.json giving hidden_size twice builds the model of the second; RFC 8259 leaves
+the meaning open). Every JSON file tfbert reads as configuration or data (bert_config.json,
+a Hugging Face or sentence-transformers directory's JSON, run_config.json, SQuAD,
+embedding JSONL, ...) goes through `read` or `loads`, which refuse such a key naming the
+file and the key.
 """
 
 import json
 import math
 from typing import Any, Optional
+
+from tfbert.runtime import files
 
 
 def finite(value: Any) -> Any:
@@ -35,3 +46,50 @@ def dumps(value: Any, **kwargs) -> str:
 def number(value: Optional[float]) -> float:
   """A score read back from JSON as a float: `null` (a NaN or infinity written) -> NaN."""
   return float("nan") if value is None else float(value)
+
+
+def _shown(value: Any) -> str:
+  text = json.dumps(value, ensure_ascii=False, default=str)
+  return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _unique_keys(pairs: list, source: str) -> dict:
+  """A JSON object's pairs as a dict; a key given twice is refused, naming `source`."""
+  found = {}
+  for key, value in pairs:
+    if key in found:
+      raise ValueError(f"{source}: key {key!r} appears twice in one JSON object "
+                       f"({_shown(found[key])}, then {_shown(value)}); which one is meant "
+                       "cannot be told: keep one")
+    found[key] = value
+  return found
+
+
+def loads(text: str, source: str) -> Any:
+  """`json.loads(text)`, refusing a key given twice in one object.
+
+  Args:
+    text: the JSON text.
+    source: what the text is, for the messages: a file, or `file:line` for a JSONL line.
+
+  Raises:
+    ValueError: naming `source` and the key, for a key given twice.
+    json.JSONDecodeError: (a ValueError) for text that is not JSON.
+  """
+  return json.loads(text, object_pairs_hook=lambda pairs: _unique_keys(pairs, source))
+
+
+def read(path: str) -> Any:
+  """The JSON value of the UTF-8 file `path`, strict as `loads` (a byte-order mark dropped:
+  `tfbert.runtime.files.read_text`).
+
+  Raises:
+    FileNotFoundError: naming `path`.
+    ValueError: naming `path`: bytes that are not UTF-8, text that is not JSON (with its line
+      and column) or a key given twice in one object.
+  """
+  text = files.read_text(path)
+  try:
+    return loads(text, path)
+  except json.JSONDecodeError as error:
+    raise ValueError(f"{path}: not valid JSON ({error})") from None

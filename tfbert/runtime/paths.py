@@ -19,6 +19,13 @@ the overlaps, creating nothing): an output directory that is an existing file, a
 a file, or a place whose nearest existing directory cannot be written into is refused,
 naming its flag (it failed as a bare `[Errno 17] File exists` after the data was read and
 the model built).
+
+Nothing is written into an output tfbert wrote (a directory holding
+`tfbert.runtime.atomic.OUTPUT_MARKER`: an export, `best/`) or into a SavedModel: such a
+directory is never a run directory, a data or work directory, nor the folder of a checkpoint
+or file (`--output_dir=<export>` once wrote a run into the export). Only the same output
+replaces it whole (`REPLACED_OUTPUTS`, decided at the write by
+`tfbert.runtime.atomic.check_replaceable`).
 """
 
 import glob as glob_lib
@@ -26,7 +33,7 @@ import os
 import stat
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
-from tfbert.runtime import files
+from tfbert.runtime import atomic, files
 
 PathValue = Union[None, str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 
@@ -138,6 +145,27 @@ def _unwritable(directory: str) -> Optional[str]:
   return None
 
 
+# Outputs a tool replaces whole by the output tfbert wrote there before (a SavedModel
+# export): whether the one there may go is decided at the write
+# (`tfbert.runtime.atomic.check_replaceable`); here only what holds them is checked.
+REPLACED_OUTPUTS = frozenset({"--export_dir"})
+
+
+def _in_output_problem(name: str, path: str, kind: str) -> Optional[str]:
+  """Why output `name` at `path` would be written into an output tfbert wrote or a SavedModel
+  (`tfbert.runtime.atomic.enclosing_output`), or None."""
+  itself = kind == "directory" and name not in REPLACED_OUTPUTS
+  found = atomic.enclosing_output(path, include_self=itself)
+  if found is None:
+    return None
+  directory, what = found
+  if itself and directory == atomic.real_path(path):
+    return (f"{name} {path} is {what}: no other output is written into it (its files would "
+            f"mix with that model's); choose another {name}, e.g. a new directory")
+  return (f"{name} {path} lies inside {directory}, {what}: writing there would change that "
+          f"model's files; choose another {name} outside it")
+
+
 def _output_problem(name: str, path: str, kind: str) -> Optional[str]:
   """Why output `name` (`--flag`) cannot be written at `path` as a `kind`, or None."""
   if files.is_url(path):  # No parents or permissions to inspect: only what is there.
@@ -145,12 +173,15 @@ def _output_problem(name: str, path: str, kind: str) -> Optional[str]:
       return f"{name} {path} is an existing file, not a directory: choose another {name}"
     if kind == "file" and files.isdir(path):
       return f"{name} {path} is an existing directory, not a file: name a file to write"
-    return None
+    return _in_output_problem(name, path, kind)
   absolute = os.path.abspath(path)
   if kind == "directory" and os.path.lexists(absolute) and not os.path.isdir(absolute):
     return f"{name} {path} is an existing file, not a directory: choose another {name}"
   if kind == "file" and os.path.isdir(absolute):
     return f"{name} {path} is an existing directory, not a file: name a file to write"
+  inside_output = _in_output_problem(name, path, kind)
+  if inside_output:
+    return inside_output
   # Where the writing happens: in the directory itself, else in the nearest existing
   # directory above it (which gets the missing ones).
   where = absolute if kind == "directory" else os.path.dirname(absolute)
@@ -171,9 +202,11 @@ def output_problems(outputs: Mapping[str, PathValue], kind: str = "directory") -
 
   Checks only what exists (creating nothing, so it runs before any work): the path itself
   (a directory output must not be an existing file, a file output not an existing
-  directory), the nearest existing directory that would hold it (not a file; writable: not
-  on a read-only mount, writable by this user, not of mode 0555 like `/proc`). A URL's
-  output is checked only against what exists there.
+  directory), the directories holding it (none an output tfbert wrote or a SavedModel; a
+  directory output, other than one `REPLACED_OUTPUTS` names, none itself either), the
+  nearest existing directory that would hold it (not a file; writable: not on a read-only
+  mount, writable by this user, not of mode 0555 like `/proc`). A URL's output is checked
+  only against what exists there.
 
   Args:
     outputs: setting name (e.g. "--output_dir") -> path(s) written.

@@ -32,6 +32,11 @@ Every tool that owns a directory (`run_pretraining`'s `model_dir`, the fine-tuni
    the way out (`RunLock` as a context manager, or `forget_if_untrained`): the corrected
    rerun starts clean instead of being refused as another configuration. A run that logged
    steps keeps its directory: its `metrics.jsonl` says how far it got.
+8. **Outputs.** A directory that is (or lies inside) an output tfbert wrote (an export,
+   `best/`) or a SavedModel is never claimed (`check_not_an_output`). While a run holds its
+   directory, the outputs it writes record it as the run that wrote them
+   (`tfbert.runtime.atomic.current_run`), and an output that another run wrote is refused at
+   the claim (`check_outputs`): a replayed `flags.txt` names the old run's export.
 """
 
 import dataclasses
@@ -46,7 +51,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from absl import logging
 
-from tfbert.runtime import atomic, files
+from tfbert.runtime import atomic, files, json_values
 
 LOCK_FILE = ".tfbert-run.lock"
 
@@ -98,10 +103,12 @@ class RunLock:
     self._held = True
 
   def release(self) -> None:
-    """Drops the lock (idempotent)."""
+    """Drops the lock (idempotent); outputs written later no longer record this run."""
     if self._fd is not None:
       os.close(self._fd)  # Closing the descriptor releases its flock.
       self._fd = None
+    if self._held:
+      atomic.release_run(self.directory)
     if self._held and files.is_url(self.directory):
       with _URL_LOCKS_GUARD:
         _URL_LOCKS.discard(files.absolute(self.directory))
@@ -303,7 +310,7 @@ def _read_record(directory: str, name: str) -> Optional[dict]:
   if not files.exists(path):
     return None
   try:
-    return json.loads(files.read_text(path))
+    return json_values.read(path)
   except (OSError, ValueError) as error:
     raise RunDirectoryError(f"{path}: unreadable run record ({error}); this directory's "
                             "run cannot be checked: use another directory") from None
@@ -349,18 +356,21 @@ def check_not_a_run(name: str, path: str, directory: str) -> None:
 
 
 def check_outputs(directory: str, outputs: Mapping[str, Optional[str]]) -> None:
-  """Refuses output paths that lie inside another run's directory.
+  """Refuses output paths that lie inside another run's directory, or that another run wrote.
 
   A replay (`--flagfile=<old run>/flags.txt --output_dir=<new run>`) carries the old run's
-  absolute `--export_dir`, which lies in the old run: writing there would replace the old
-  run's export with the new run's.
+  absolute `--export_dir`: inside the old run, or wherever it was, writing there would replace
+  the old run's export with the new run's. An output whose `OUTPUT_MARKER` records the run
+  that wrote it (`tfbert.runtime.atomic.OutputRecord.run`) is this run's only when that run
+  is this directory (or the output lies inside it: a moved run's own).
 
   Args:
     directory: this run's directory.
     outputs: the run's output paths by setting name (None: not written).
 
   Raises:
-    RunDirectoryError: naming the setting, its path and the run directory it lies in.
+    RunDirectoryError: naming the setting, its path and the run directory it lies in or
+      that wrote it.
   """
   for name, path in outputs.items():
     owner = other_run(path, directory) if path else None
@@ -369,6 +379,33 @@ def check_outputs(directory: str, outputs: Mapping[str, Optional[str]]) -> None:
           f"{name} {path} lies inside another run's directory {owner}, not this run's "
           f"{files.absolute(directory)} (a flags.txt replayed with a new output directory?): "
           f"pass --{name} explicitly, e.g. inside the new run")
+    record = atomic.read_marker(path) if path and files.isdir(path) else None
+    if (record is not None and record.run and not atomic.same_run(record.run, directory)
+        and not files.inside(atomic.real_path(path), atomic.real_path(directory))):
+      raise RunDirectoryError(
+          f"{name} {path} is {record.describe()}, not by this run "
+          f"{files.absolute(directory)} (a flags.txt replayed with a new output directory?): "
+          f"this run would replace it with its own; pass --{name} explicitly (e.g. inside "
+          "the new run), or remove it if it is no longer needed")
+
+
+def check_not_an_output(directory: str) -> None:
+  """Refuses a run directory that is, or lies inside, an output tfbert wrote (an export,
+  `best/`) or a SavedModel (`tfbert.runtime.atomic.enclosing_output`): the run's records,
+  checkpoints and model would be written into it (`--output_dir=<export>` once did).
+
+  Raises:
+    RunDirectoryError: naming `directory` and what it is.
+  """
+  found = atomic.enclosing_output(directory)
+  if found is None:
+    return
+  where, what = found
+  place = "is" if where == atomic.real_path(directory) else f"lies inside {where},"
+  raise RunDirectoryError(
+      f"{directory} {place} {what}: a run directory is never an output tfbert wrote nor a "
+      "SavedModel (the run's records, checkpoints and model would go into it); choose "
+      "another directory, e.g. a new one")
 
 
 def claim(directory: str, records: Sequence[RunRecord], *,
@@ -381,16 +418,19 @@ def claim(directory: str, records: Sequence[RunRecord], *,
     records: the run's configuration files with their new values.
     allow_changes: continue even when recorded values differ (they will be replaced).
     outputs: paths outside `directory` the run will write, by setting name (e.g.
-      `export_dir`); each must not lie in another run's directory (`check_outputs`),
-      checked before anything is written.
+      `export_dir`); each must not lie in another run's directory nor be an output another
+      run wrote (`check_outputs`), checked before anything is written.
 
   Returns:
     The held `RunLock` (a context manager); release it when the run ends.
 
   Raises:
-    RunDirectoryError: an output lies in another run's directory, the directory is locked
-      by another process, or a record differs (every difference listed, in one line).
+    RunDirectoryError: the directory is (or lies inside) an output tfbert wrote or a
+      SavedModel (`check_not_an_output`), an output lies in another run's directory or
+      another run wrote it (`check_outputs`), the directory is locked by another process,
+      or a record differs (every difference listed, in one line).
   """
+  check_not_an_output(directory)
   check_outputs(directory, outputs)
   lock = acquire_lock(directory)
   try:
@@ -431,6 +471,7 @@ def claim(directory: str, records: Sequence[RunRecord], *,
     raise
   for path in atomic.remove_stale_temporaries(directory):
     logging.info("removed a killed run's leftover %s", path)
+  atomic.hold_run(directory)  # What this run writes records it (until `release`).
   return lock
 
 

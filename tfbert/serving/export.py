@@ -382,7 +382,8 @@ def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
       raise ValueError(f"seq_length {seq_length} exceeds max_position_embeddings {limit}")
     preprocessor = TextPreprocessor(vocab_file, do_lower_case, seq_length)
   module = EncoderExport(encoder, preprocessor)
-  save_atomically(lambda path: write_export(module, encoder.config, path, serving), export_dir)
+  save_atomically(lambda path: write_export(module, encoder.config, path, serving), export_dir,
+                  export_task(encoder))
   return export_dir
 
 
@@ -416,7 +417,7 @@ def export_ids_saved_model(model: keras.Model, export_dir: str, *,
     if labels is not None:
       write_labels_file(path, labels)
 
-  save_atomically(write, export_dir)
+  save_atomically(write, export_dir, export_task(model) + ID_TASK_SUFFIX)
   return export_dir
 
 
@@ -646,12 +647,16 @@ SAVE_OPTIONS = tf.saved_model.SaveOptions(experimental_custom_gradients=False)
 def write_export(module: tf.Module, config, path: str, serving: dict) -> None:
   """Saves `module` with its signatures and `bert_config.json` into `path`, and its id
   signatures alone into `path/ids/` (`IdExport`, with `bert_config.json` too); writes
-  `serving` (`serving_dtype.for_serving`'s record) into both as `serving.json`."""
+  `serving` (`serving_dtype.for_serving`'s record) into both as `serving.json`, and what
+  the export serves (`export_task` of its model) as `path`'s `OUTPUT_MARKER`
+  (`save_atomically` reads it there)."""
   signatures = module.signatures()
   tf.saved_model.save(module, path, signatures=signatures, options=SAVE_OPTIONS)
   config.to_json_file(os.path.join(path, CONFIG_FILE))
   ids = os.path.join(path, ID_DIR)
   model = module.model if hasattr(module, "model") else module.encoder
+  # What it serves, for `save_atomically`: only an export of the same model replaces it.
+  atomic.write_marker(path, atomic.OutputRecord(EXPORT_KIND, export_task(model)))
   tf.saved_model.save(IdExport(model, module._outputs_of), ids, options=SAVE_OPTIONS,
                       signatures={name: signatures[name] for name in ID_SIGNATURES})
   config.to_json_file(os.path.join(ids, CONFIG_FILE))
@@ -673,11 +678,20 @@ def write_labels(path: str, labels) -> None:
 
 
 # What an export directory is (`tfbert.runtime.atomic.OUTPUT_MARKER`): only an export
-# replaces an export.
+# replaces an export, and only one of the same model (`export_task`) and run.
 EXPORT_KIND = "SavedModel export"
+ID_TASK_SUFFIX = " (id signatures only)"  # `export_ids_saved_model`'s: no raw-text signature.
 
 
-def save_atomically(write: Callable[[str], None], export_dir: str) -> None:
+def export_task(model) -> str:
+  """What an export of `model` (a model, or its class) serves
+  (`tfbert.runtime.atomic.OutputRecord.task`): the class's name, e.g. "BertClassifier",
+  "BertSpanLabeler", "BertEncoder"."""
+  return (model if isinstance(model, type) else type(model)).__name__
+
+
+def save_atomically(write: Callable[[str], None], export_dir: str,
+                    task: Optional[str] = None) -> None:
   """Runs `write(tmp)` into a fresh sibling directory, then renames it into place.
 
   Readers see either the old export or the complete new one, never a partial
@@ -687,9 +701,12 @@ def save_atomically(write: Callable[[str], None], export_dir: str) -> None:
   directory onto a non-empty one, so there is a window of two renames in which
   `export_dir` is absent; if the second rename fails, the old export is moved
   back. On any error the temporary directory is removed and the old export is
-  left as it was. Only an export replaces an export (`EXPORT_KIND`): `export_dir` naming a
-  run directory or anything else tfbert did not write as an export is refused, untouched,
-  before anything is written.
+  left as it was. Only an export of the same model replaces an export (`EXPORT_KIND`, the
+  task `export_task`, and the run that wrote it when both are known:
+  `tfbert.runtime.atomic.check_replaceable`): `export_dir` naming a run directory, anything
+  else tfbert did not write as an export, or another task's or run's export is refused,
+  untouched; before anything is written when the task is given, else when `write` has
+  recorded it (`write_export` does).
 
   On a URL (`gs://`, `s3://`, `ram://`: any `tf.io.gfile` filesystem) the staging
   and the renames are the same, but a rename is the filesystem's: on object stores
@@ -700,15 +717,20 @@ def save_atomically(write: Callable[[str], None], export_dir: str) -> None:
   Args:
     write: fills the directory it is given.
     export_dir: local directory or URL to create or replace.
+    task: what the export serves (`export_task`); None: what `write` records in the
+      directory's `OUTPUT_MARKER` (`write_export` does), else unknown.
   """
   export_dir = files.absolute(export_dir)
-  atomic.check_replaceable(export_dir, EXPORT_KIND)  # Before the (long) write.
+  atomic.check_replaceable(export_dir, EXPORT_KIND, task)  # Before the (long) write.
   files.makedirs(files.parent(export_dir))
   staging = atomic.temporary_sibling(export_dir, "export")
   files.mkdir(staging)  # Locally `os.mkdir`: the umask's mode, readable by a model server.
   try:
     write(staging)
-    atomic.replace_directory(staging, export_dir, EXPORT_KIND)
+    written = atomic.read_marker(staging)
+    if task is None and written is not None and written.kind == EXPORT_KIND:
+      task = written.task
+    atomic.replace_directory(staging, export_dir, EXPORT_KIND, task)
   finally:
     if files.exists(staging):  # Gone already after the rename.
       atomic.remove_quietly(staging)

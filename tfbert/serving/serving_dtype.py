@@ -13,7 +13,6 @@ Every export writes what it chose into `serving.json` beside `bert_config.json` 
 export and in its `ids/`): the compute dtype, how it was chosen, the CPU and the timings.
 """
 
-import json
 import os
 import time
 from typing import Optional
@@ -118,7 +117,7 @@ def read_record(saved_model_dir: str) -> Optional[dict]:
   path = os.path.join(saved_model_dir, RECORD_FILE)
   if not files.isfile(path):
     return None
-  return json.loads(files.read_text(path))
+  return json_values.read(path)
 
 
 def write_record(export_dir: str, record: dict, id_dir: Optional[str] = None) -> None:

@@ -59,7 +59,6 @@ only complete). LiteRT reads local files only, so `TfliteModel` gives it a URL's
 Shape legend: B batch, S sequence, H hidden, C classes or labels.
 """
 
-import json
 import os
 import time
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -69,7 +68,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic, files, paths
+from tfbert.runtime import atomic, files, json_values, paths
 from tfbert.serving import export
 from tfbert.text import casing
 
@@ -205,7 +204,7 @@ def _check_sidecars(path: str, directory: str, config: dict,
 
   config_file = os.path.join(directory, export.CONFIG_FILE)
   other = []
-  if files.isfile(config_file) and json.loads(files.read_text(config_file)) != config:
+  if files.isfile(config_file) and json_values.read(config_file) != config:
     other.append(export.CONFIG_FILE)
   if differs(export.LABELS_FILE, None if labels is None else "".join(f"{n}\n" for n in labels)):
     other.append(export.LABELS_FILE)
@@ -425,5 +424,5 @@ def run_config_of(model_path: str) -> Optional[dict[str, Any]]:
   for directory in casing.checkpoint_directories(model_path):
     path = os.path.join(directory, casing.RUN_CONFIG)
     if files.isfile(path):
-      return json.loads(files.read_text(path))
+      return json_values.read(path)
   return None

@@ -13,6 +13,12 @@ evaluate-v1.1.py assumes. Every structural problem raises ValueError naming the 
 JSON field path, e.g. `data[3].paragraphs[0].qas[5].answers[0].answer_start`; so does a
 file without questions (or, for training, without one whose answer is at its offset).
 
+Questions to predict may come without answers (no "answers", or "answers": [] without
+"is_impossible": true), as google-research/bert's run_squad predicts them: when no question
+of a file has any, it is read with `SquadDataset.has_answers` False (predicted, not scored).
+A file where some questions have answers and others not is refused, naming one of each:
+which are to be scored cannot be told. Training questions always need their answers.
+
 Training reads differ from google-research/bert `read_squad_examples` in two ways:
 * The answer must sit exactly at `answer_start` (`context[start:start + len(text)] ==
   text`). Google only checks that the whitespace-joined words covering the span contain
@@ -29,7 +35,7 @@ import logging
 import re
 from typing import Any, Optional
 
-from tfbert.runtime import files
+from tfbert.runtime import files, json_values
 
 _REQUIRED = object()
 
@@ -100,12 +106,16 @@ class SquadDataset:
     unanswerable: JSON path of the first `is_impossible: true` (a SQuAD 2.0 question),
       e.g. `data[0].paragraphs[2].qas[1].is_impossible`; None when every question has an
       answer. A "1.1" file may have one: its version then contradicts its content.
+    has_answers: True when every question has answers (or `is_impossible: true`), so that
+      predictions can be scored; False for a file to predict only, none of whose questions
+      has any (never a training file).
   """
   path: str
   version: str
   examples: list[SquadExample]
   skipped: list[SkippedExample] = dataclasses.field(default_factory=list)
   unanswerable: Optional[str] = None
+  has_answers: bool = True
 
   @property
   def is_v2(self) -> bool:
@@ -130,18 +140,6 @@ def squad_version(version: Optional[str], source: str = "dataset") -> str:
   return "2.0" if match.group(1) == "2" else "1.1"
 
 
-def _unique_keys(pairs: list, path: str) -> dict:
-  """A JSON object's pairs as a dict; a key given twice is refused (JSON readers keep the
-  last silently: a predictions file answering one question twice would be scored on one)."""
-  found = {}
-  for key, value in pairs:
-    if key in found:
-      raise ValueError(f"{path}: key {key!r} appears twice in one JSON object; which one "
-                       "is meant cannot be told: keep one")
-    found[key] = value
-  return found
-
-
 def load_json(path: str) -> Any:
   """Reads a JSON file, gzip-compressed or not, with errors that name the file.
 
@@ -154,8 +152,9 @@ def load_json(path: str) -> Any:
       data = f.read()
     if data[:2] == b"\x1f\x8b":  # The gzip magic number.
       data = gzip.decompress(data)
-    return json.loads(files.decode_utf8(data, path),  # Bad bytes named at path:line.
-                      object_pairs_hook=lambda pairs: _unique_keys(pairs, path))
+    # Bad bytes named at path:line; a key given twice (a predictions file answering one
+    # question twice would be scored on one) named with the file.
+    return json_values.loads(files.decode_utf8(data, path), path)
   except FileNotFoundError:
     raise FileNotFoundError(f"SQuAD JSON file not found: {path}") from None
   except (gzip.BadGzipFile, EOFError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -184,12 +183,14 @@ def parse_squad(data: Any, source: str, is_training: bool) -> SquadDataset:
 
   Raises:
     ValueError: naming `source` and the JSON field path of a missing or mistyped field,
-      an unknown version, a duplicate question id, an answerable question without
-      answers, or no questions at all (training: none whose answer is at its offset).
+      an unknown version, a duplicate question id, an answerable training question without
+      answers, questions to predict of which some have answers and some not, or no
+      questions at all (training: none whose answer is at its offset).
   """
   top = _Fields(data, "", source)
   dataset = SquadDataset(source, squad_version(top.get("version", str, None), source), [])
   seen = {}
+  first = {}  # Has answers (or is_impossible) -> (JSON path, id) of the first such question.
   for article in top.items("data"):
     title = article.get("title", str, "")
     for paragraph in article.items("paragraphs"):
@@ -200,6 +201,10 @@ def parse_squad(data: Any, source: str, is_training: bool) -> SquadDataset:
           raise ValueError(f"{source}: {qa.path}.id: {example.qas_id!r} is also the id of "
                            f"{seen[example.qas_id]}")
         seen[example.qas_id] = qa.path
+        labelled = bool(example.answers) or example.is_impossible
+        if (is_training and not labelled) or (labelled and "answers" not in qa.value):
+          raise _no_answers(qa)
+        first.setdefault(labelled, (qa.path, example.qas_id))
         if example.is_impossible and not dataset.unanswerable:
           dataset.unanswerable = f"{qa.path}.is_impossible"
         skip = _misaligned(example, qa.path) if is_training else None
@@ -213,7 +218,32 @@ def parse_squad(data: Any, source: str, is_training: bool) -> SquadDataset:
     logging.info("%s: %d training questions, %d skipped (answer not at answer_start)",
                  source, len(dataset.examples), len(dataset.skipped))
   _check_not_empty(dataset, len(top.value["data"]))
+  _check_labels(dataset, first)
   return dataset
+
+
+def _no_answers(qa: "_Fields") -> ValueError:
+  """The error of a question that needs answers (training, or a scored file) and has none."""
+  if "answers" not in qa.value:
+    return ValueError(f"{qa.source}: {qa.path}.answers is missing")
+  return ValueError(f"{qa.source}: {qa.path}.answers: empty, but the question is not marked "
+                    "is_impossible")
+
+
+def _check_labels(dataset: SquadDataset, first: dict) -> None:
+  """Sets `dataset.has_answers` from `first` (`parse_squad`); refuses a file of questions
+  of which some have answers and some not (which are to be scored cannot be told)."""
+  if True in first and False in first:
+    (without, without_id), (with_, with_id) = first[False], first[True]
+    raise ValueError(
+        f"{dataset.path}: {without}: question {without_id!r} has no answers, but {with_}: "
+        f"question {with_id!r} has: give every question its answers (\"answers\": [] with "
+        "\"is_impossible\": true for a SQuAD 2.0 unanswerable one) to score the predictions, "
+        "or none to predict only")
+  dataset.has_answers = False not in first
+  if not dataset.has_answers:
+    logging.info("%s: no question has answers: its %d questions can be predicted, not "
+                 "scored", dataset.path, len(dataset.examples))
 
 
 def _check_not_empty(dataset: SquadDataset, num_articles: int) -> None:
@@ -228,15 +258,13 @@ def _check_not_empty(dataset: SquadDataset, num_articles: int) -> None:
 
 
 def _example(qa: "_Fields", title: str, context: str) -> SquadExample:
-  """One SquadExample from a checked `qas[i]` entry."""
-  answers = tuple(_answer(a) for a in qa.items("answers"))
+  """One SquadExample from a checked `qas[i]` entry; "answers" may be missing or empty
+  (`parse_squad` decides whether the question needs them)."""
+  answers = tuple(_answer(a) for a in qa.items("answers", required=False))
   is_impossible = qa.get("is_impossible", bool, False)
   if is_impossible and answers:
     raise ValueError(f"{qa.source}: {qa.path}.answers: is_impossible is true but "
                      f"{len(answers)} answer(s) are given")
-  if not is_impossible and not answers:
-    raise ValueError(f"{qa.source}: {qa.path}.answers: empty, but the question is not "
-                     "marked is_impossible")
   plausible = tuple(_answer(a) for a in qa.items("plausible_answers", required=False))
   return SquadExample(qas_id=qa.get("id", str), question_text=qa.get("question", str),
                       context_text=context, answers=answers, is_impossible=is_impossible,

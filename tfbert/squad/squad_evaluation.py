@@ -53,6 +53,9 @@ def evaluate_files(dataset_file: str, predictions_files: Sequence[str],
                      f"got {len(predictions_files)}")
   dataset = squad_data.load_json(dataset_file)
   parsed = squad_data.parse_squad(dataset, dataset_file, is_training=False)
+  if not parsed.has_answers:  # A file to predict only (`squad_data`): nothing to score.
+    raise ValueError(f"{dataset_file}: no question has answers, so there is nothing to score "
+                     "predictions against: give the dataset file with its answers")
   check_scorable(parsed)
   na_probs = (_load_mapping(na_prob_file, "null odds file", (int, float), "a number")
               if na_prob_file else None)

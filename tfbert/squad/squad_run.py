@@ -243,9 +243,19 @@ class SquadTask(Task):
     return read_inputs(config)
 
   def evaluation_metrics(self, config: SquadRunConfig, inputs) -> list[str]:
-    """`evaluate`'s scalars on the predict file read (`eval_scalar_names`)."""
+    """`evaluate`'s scalars on the predict file read (`eval_scalar_names`).
+
+    Raises:
+      ValueError: the predict file has no answers (it is predicted, not scored), so an
+        evaluation during training would have nothing to score.
+    """
     del config
-    return eval_scalar_names(*inputs["predict"])
+    dataset, selected = inputs["predict"]
+    if not dataset.has_answers:
+      raise ValueError(f"{dataset.path}: no question has answers, so evaluation during "
+                       "training (--eval_every_steps) has nothing to score: give a predict "
+                       "file with answers, or drop --eval_every_steps")
+    return eval_scalar_names(dataset, selected)
 
   def eval_files(self, config: SquadRunConfig, inputs) -> list[str]:
     """The predict file, which `evaluate` answers and scores."""

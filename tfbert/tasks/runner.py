@@ -32,7 +32,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from tfbert.runtime import atomic, files, traces
+from tfbert.runtime import atomic, files, run_directory, traces
 from tfbert.serving import export
 from tfbert.tasks import fine_tuning, source_heads
 from tfbert.tasks.task import RunContext, Task
@@ -63,8 +63,13 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
   config = fine_tuning.resolve_casing(config)  # Before any work.
   inputs = task.read_inputs(config)  # Before anything is built or written.
   check_best_metric(task, config, inputs)
-  if config.export_dir:  # Only an export may be replaced by the export.
-    atomic.check_replaceable(files.absolute(config.export_dir), export.EXPORT_KIND)
+  if config.export_dir:  # Only an export of this task's model, by this run, is replaced.
+    # Another run's export first (a replayed flags.txt), as the claim would say it.
+    run_directory.check_outputs(config.output_dir, {"export_dir": config.export_dir})
+    atomic.check_replaceable(
+        files.absolute(config.export_dir), export.EXPORT_KIND,
+        export.export_task(task.model_class) if task.model_class else None,
+        files.absolute(config.output_dir))
   labels = task.labels(config, inputs)
   strategy = fine_tuning.start_run(config)
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)

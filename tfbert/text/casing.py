@@ -22,13 +22,12 @@ all it is google-research/bert's default, True.
 """
 
 import dataclasses
-import json
 import os
 from typing import Iterable, Optional, Sequence
 
 from absl import logging
 
-from tfbert.runtime import files
+from tfbert.runtime import files, json_values
 from tfbert.text import tokenization
 
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -84,10 +83,10 @@ def _json_casing(path: str, what: str) -> Optional[Casing]:
   """`do_lower_case` of the JSON file at `path`, if it is there and says so."""
   if not files.isfile(path):
     return None
-  try:
-    value = json.loads(files.read_text(path)).get("do_lower_case")
-  except (ValueError, AttributeError) as e:
-    raise ValueError(f"{path}: not a JSON object: {e}") from e
+  values = json_values.read(path)  # Bad JSON, or a key given twice, named.
+  if not isinstance(values, dict):
+    raise ValueError(f"{path}: not a JSON object: {type(values).__name__}")
+  value = values.get("do_lower_case")
   if value is None:
     return None
   if not isinstance(value, bool):
