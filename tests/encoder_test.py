@@ -1,7 +1,9 @@
-"""Tests for tfbert.encoder: parity with the NumPy reference and with Model Garden."""
+"""Tests for tfbert.encoder: parity with the NumPy reference and with Model Garden; what it
+cannot read is refused when traced, its values asserted in Keras' calls only."""
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from tests import helpers, model_garden_peer, numpy_reference
 from tfbert.encoder import BertEncoder
@@ -116,3 +118,44 @@ def test_get_config_round_trips():
   config, _, encoder = _encoder_and_reference()
   clone = BertEncoder.from_config(encoder.get_config())
   assert clone.config == config
+
+
+@pytest.mark.parametrize("spec, error, message", [
+    ({"input_ids": tf.TensorSpec([None, None], tf.float32)}, TypeError,
+     r"features\['input_ids'\] is float32: token ids are integers"),
+    ({"input_ids": tf.TensorSpec([None, None, 1], tf.int32)}, ValueError,
+     r"features\['input_ids'\] has shape \[None, None, 1\]: features are \[B, S\]"),
+    ({"input_ids": tf.TensorSpec([None, 20], tf.int32)}, ValueError,
+     r"features\['input_ids'\] has sequence length 20, outside \[1, 19\]: the model has 19 "
+     r"positions \(max_position_embeddings in the config\)"),
+    ({"input_ids": tf.TensorSpec([None, None], tf.int32),
+      "token_type_ids": tf.TensorSpec([None, None], tf.int32)}, ValueError,
+     r"features has token_type_ids \(Hugging Face's name; tfbert's is segment_ids\), which "
+     r"the model does not read"),
+    ({"input_ids": tf.TensorSpec([None, None], tf.string)}, TypeError,
+     r"features\['input_ids'\] holds strings: raw text goes to predict"),
+], ids=["float", "rank_3", "beyond_positions", "hugging_face_name", "strings"])
+def test_what_the_encoder_cannot_read_is_refused_when_traced(spec, error, message):
+  """A float id was truncated, a Hugging Face name silently unread, and a length beyond the
+  positions failed inside a gather: each is now refused when the graph is built."""
+  _, _, encoder = _encoder_and_reference()
+  traced = tf.function(lambda features: encoder(features, training=False)["pooled_output"])
+  with pytest.raises(error, match=message):
+    traced.get_concrete_function(spec)
+
+
+def test_value_asserts_are_in_keras_calls_only_never_in_what_exports_trace():
+  """Keras' predict on a dataset refuses a negative id (which read a row from the end of the
+  table, silently); the encoder traced outside Keras' calls, as every export, TFLite and ONNX
+  conversion traces it, holds no Assert op."""
+  config, _, encoder = _encoder_and_reference()
+  features = helpers.random_features(config)
+  features = {name: features[name] for name in ("input_ids", "input_mask", "segment_ids")}
+  features["input_ids"][0, 0] = -1
+  with pytest.raises(ValueError, match=r"BertEncoder.predict: a batch's input_ids holds -1, "
+                                       r"outside the vocabulary \[0, 101\)"):
+    encoder.predict(tf.data.Dataset.from_tensors(features), verbose=0)
+  traced = tf.function(lambda f: encoder(f, training=False)["pooled_output"])
+  graph = traced.get_concrete_function(
+      {name: tf.TensorSpec([None, None], tf.int32) for name in features}).graph
+  assert not [op for op in graph.get_operations() if op.type == "Assert"]

@@ -1,4 +1,5 @@
-"""Tests for tfbert.models: the public contract and head outputs vs the NumPy reference."""
+"""Tests for tfbert.models: the public contract and head outputs vs the NumPy reference;
+labels of another form are refused naming the form each head trains on."""
 
 import keras
 import numpy as np
@@ -337,3 +338,111 @@ def test_keras_export_points_to_tfberts_exporter_which_writes_the_id_signatures(
       token_type_ids=tf.constant(features["segment_ids"], tf.int64))
   want = model(features, training=False)["logits"]
   assert helpers.max_abs_diff(got["logits"], want) < TOL
+
+
+# --- labels refused naming the form each head trains on (issue 47) --------------------------
+
+@pytest.fixture(scope="module")
+def heads():
+  """One tiny compiled model per fine-tuning head (1 layer), never trained."""
+  config = helpers.odd_config(num_hidden_layers=1)
+  models = {}
+  for kind in ("classifier", "regression", "tagger", "span"):
+    models[kind] = _make(kind, config)
+    models[kind].build()
+    models[kind].compile(optimizer="adam")
+  return config, models
+
+
+def _head_features(config, batch=4, seq=5):
+  return {k: v for k, v in helpers.random_features(config, 2, batch, seq).items()
+          if k != "masked_lm_positions"}
+
+
+_IDS = np.array([0, 1, 2, 1], np.int32)
+
+
+@pytest.mark.parametrize("kind, labels, message", [
+    ("classifier", None, r"BertClassifier trains and evaluates on labels: pass y, or a dataset "
+     r"of \(features, labels\), with labels \{'logits': int class ids \[B\] in \[0, 3\)\} \(or "
+     r"that array alone\); got none"),
+    ("classifier", {"wrong": _IDS}, r"BertClassifier's labels are \{'logits': int class ids "
+     r"\[B\] in \[0, 3\)\} \(or that array alone\); got a dict with keys \['wrong'\]"),
+    ("classifier", {"logits": _IDS, "extra": _IDS}, r"got a dict with keys \['extra', 'logits'\]"),
+    ("classifier", np.eye(3, dtype=np.float32)[_IDS], r"BertClassifier's labels have shape "
+     r"\[4, 3\]: one-hot or probabilities over the classes, where the head trains on int class "
+     r"ids \[B\] in \[0, 3\); pass the class ids, e.g. labels.argmax\(-1\)"),
+    ("classifier", _IDS.astype(np.float32) + 0.5, r"BertClassifier's labels are float32: the "
+     r"head trains on int class ids \[B\] in \[0, 3\), integers"),
+    ("classifier", np.array(["a", "b", "c", "a"]), r"labels are strings: the head trains on int "
+     r"class ids .*fit\(texts, labels\) on raw text takes its label names"),
+    ("regression", np.ones((4, 2), np.float32), r"BertClassifier's labels have shape \[4, 2\]: "
+     r"the head trains on float scores \[B\]"),
+    ("tagger", np.zeros((4, 5, 4), np.float32), r"BertTokenClassifier's labels have shape "
+     r"\[4, 5, 4\]: one-hot or probabilities .* int label ids \[B, S\] in \[0, 4\)"),
+    ("tagger", _IDS, r"BertTokenClassifier's labels have shape \[4\]: the head trains on int "
+     r"label ids \[B, S\]"),
+    ("span", _IDS, r"BertSpanLabeler's labels are \{'start_logits': int positions \[B\] in "
+     r"\[0, S\), 'end_logits': int positions \[B\] in \[0, S\)\}; got a"),
+    ("span", {"start_logits": _IDS}, r"BertSpanLabeler's labels are .*got a dict with keys "
+     r"\['start_logits'\]"),
+], ids=["classifier_none", "classifier_wrong_key", "classifier_extra_key", "classifier_one_hot",
+        "classifier_float_ids", "classifier_strings", "regression_two_scores",
+        "tagger_one_hot", "tagger_rank_1", "span_one_array", "span_missing_key"])
+def test_labels_of_another_form_are_refused_naming_the_form_the_head_trains_on(
+    heads, kind, labels, message):
+  """Sweep 6 A33 ("None values not supported."), A34 (KeyError: 'logits'), A36 (TensorFlow's
+  "`labels.shape.rank` must equal ..."); float class ids were silently truncated."""
+  config, models = heads
+  features = _head_features(config)
+  data = tf.data.Dataset.from_tensors(features if labels is None else (features, labels))
+  for call in (models[kind].evaluate, models[kind].fit):
+    with pytest.raises(ValueError, match=message):
+      call(data, verbose=0)
+
+
+def test_class_ids_of_shape_b_1_are_read_as_b(heads):
+  """Keras' sparse losses take [B, 1] class ids; the cross-entropy refused them (rank)."""
+  config, models = heads
+  features = _head_features(config)
+  flat = models["classifier"].evaluate(features, _IDS, verbose=0, return_dict=True)
+  column = models["classifier"].evaluate(features, _IDS[:, None], verbose=0, return_dict=True)
+  assert column == pytest.approx(flat, rel=1e-6)
+
+
+def test_a_refused_fit_leaves_the_model_trainable():
+  """The optimizer is built in the first trace of the training step; a first trace that
+  failed made every later fit fail ("Creating variables on a non-first call")."""
+  config = helpers.odd_config(num_hidden_layers=1)
+  model = BertClassifier(config, 3)
+  model.build()
+  model.compile(optimizer="adam")
+  features = _head_features(config)
+  with pytest.raises(ValueError, match="got none"):
+    model.fit(tf.data.Dataset.from_tensors(features), verbose=0)
+  assert np.isfinite(model.fit(features, _IDS, verbose=0).history["loss"][0])
+
+
+def test_a_pretrainer_takes_its_labels_among_its_features():
+  config = helpers.odd_config(num_hidden_layers=1)
+  model = BertPretrainer(config)
+  model.build()
+  model.compile(optimizer="adam")
+  features = helpers.random_features(config, 3, 4, 5)
+  labelled = {**features, "masked_lm_ids": np.ones((4, 3), np.int32),
+              "masked_lm_weights": np.ones((4, 3), np.float32),
+              "next_sentence_labels": np.zeros(4, np.int32)}
+  form = (r"BertPretrainer trains and evaluates on features holding its labels: "
+          r"masked_lm_positions and masked_lm_ids int \[B, P\], masked_lm_weights float "
+          r"\[B, P\], next_sentence_labels int \[B\]")
+  for data, message in (
+      (features, form + r".*; x has no masked_lm_ids, masked_lm_weights, next_sentence_labels"),
+      ((features, labelled["masked_lm_ids"]), form + r".*; got labels \(y\) apart from x"),
+      ({**labelled, "next_sentence_labels": np.eye(2, dtype=np.int32)[[0, 1, 0, 1]]},
+       r"x\['next_sentence_labels'\] has shape \[4, 2\], not one label per sequence"),
+      ({**labelled, "masked_lm_label": np.ones((4, 3), np.int32)},
+       r"x has masked_lm_label, which the model does not read")):
+    for call in (model.evaluate, model.fit):
+      with pytest.raises(ValueError, match=message):
+        call(tf.data.Dataset.from_tensors(data), verbose=0)
+  assert np.isfinite(model.evaluate(labelled, verbose=0, return_dict=True)["loss"])

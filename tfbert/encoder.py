@@ -11,6 +11,7 @@ import tensorflow as tf
 from tfbert.config import BertConfig
 from tfbert.layers.embeddings import BertEmbeddings
 from tfbert.layers.transformer_layer import TransformerLayer
+from tfbert.text import text_calls
 
 OUTPUT_NAMES = ("sequence_output", "pooled_output")  # What an encoder serves.
 
@@ -24,10 +25,10 @@ def read_inputs(features: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor
   """Reads google-research/bert's feature names; mask defaults to ones, segments to zeros.
 
   Raises:
-    KeyError: when `input_ids` is missing, naming the features that were given.
+    KeyError: when `input_ids` is missing, naming the features that were given;
+      `text_calls.check_names` for the rest (Hugging Face's names are refused: unread).
   """
-  if "input_ids" not in features:
-    raise KeyError(f"features need 'input_ids' (int32 [B, S]); got {sorted(features)}")
+  text_calls.check_names(features, None)
   input_ids = tf.cast(features["input_ids"], tf.int32)
   input_mask = features.get("input_mask")
   input_mask = tf.ones_like(input_ids) if input_mask is None else tf.cast(input_mask, tf.int32)
@@ -37,8 +38,13 @@ def read_inputs(features: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
-class BertEncoder(keras.Model):
+class BertEncoder(text_calls.RawTextPredict, keras.Model):
   """Embeddings, `num_hidden_layers` transformer layers and the tanh pooler.
+
+  Its inputs are checked where it reads them (`text_calls.graph_checked`): dtype, rank,
+  length and names at trace time, and within Keras' `predict`, `fit` and `evaluate` of a
+  tfbert model the values too; `predict` checks concrete features before Keras sees them
+  and takes raw text once a vocabulary is attached (`tfbert.text.text_calls`).
 
   Args:
     config: A `BertConfig` (or its dict).
@@ -85,7 +91,7 @@ class BertEncoder(keras.Model):
     self.built = True
 
   def call(self, features, training=None, output_positions=None) -> dict[str, Any]:
-    input_ids, input_mask, segment_ids = read_inputs(features)
+    input_ids, input_mask, segment_ids = read_inputs(text_calls.graph_checked(self, features))
     x = self.embeddings(input_ids, segment_ids, training=training)  # [B, S, H]
     queries = None
     if output_positions is not None:

@@ -7,7 +7,7 @@ those onto google-research/bert's checkpoint scopes.
 Shape legend: B batch, S sequence, P masked positions, H hidden, V vocabulary, C classes.
 """
 
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import keras
 import tensorflow as tf
@@ -17,6 +17,7 @@ from tfbert.encoder import OUTPUT_NAMES, BertEncoder, as_config, read_inputs
 from tfbert.layers import dropout
 from tfbert.layers.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
 from tfbert.losses import pretraining_loss
+from tfbert.text import text_calls
 from tfbert.text.text_calls import RawTextFit, RawTextPredict, implementation
 from tfbert.training.accumulation import find_accumulator
 
@@ -24,6 +25,11 @@ SPAN_OUTPUT_NAMES = ("start_logits", "end_logits")  # What a span labeler serves
 
 # Metrics of BertPretrainer (objective "mlm_nsp"), all weighted means over the logged steps.
 PRETRAINING_METRICS = pretraining_loss.metric_names("mlm_nsp")
+# What BertPretrainer reads besides the encoder's features: its labels (google-research/bert's
+# names) and the pipeline's window totals (`tfbert.losses.pretraining_loss`).
+PRETRAINING_LABELS = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
+                      "next_sentence_labels")
+WINDOW_FEATURES = ("window_mlm_weight", "window_examples")
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -50,6 +56,8 @@ class BertPretrainer(RawTextPredict, keras.Model):
     dict with `sequence_output` [B, S, H], `pooled_output` [B, H], float32 `mlm_logits`
     [B, P, V] and (objective "mlm_nsp") float32 `nsp_logits` [B, 2].
   """
+
+  input_names = text_calls.FEATURE_NAMES + PRETRAINING_LABELS + WINDOW_FEATURES
 
   def __init__(self, config, objective: str = "mlm_nsp", **kwargs):
     super().__init__(**kwargs)
@@ -105,7 +113,7 @@ class BertPretrainer(RawTextPredict, keras.Model):
     `masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels`), optionally with the
     pipeline's window features; see `tfbert.losses.pretraining_loss`.
     """
-    features = keras.utils.unpack_x_y_sample_weight(data)[0]
+    features = self._labelled_features(data)
     steps, reduction = accumulation(self.optimizer)
     mlm_normalizer, nsp_normalizer = pretraining_loss.window_normalizers(features, steps)
     with tf.GradientTape() as tape, dropout.step_keys(step_number(self)):
@@ -126,7 +134,7 @@ class BertPretrainer(RawTextPredict, keras.Model):
     """Keras `evaluate` (and `fit`'s `validation_data`): the training step's metrics and
     `loss` on `data` without dropout or update, exact weighted means over every batch and
     replica (Keras reads the trackers across replicas at the end)."""
-    features = keras.utils.unpack_x_y_sample_weight(data)[0]
+    features = self._labelled_features(data)
     mlm_normalizer, nsp_normalizer = pretraining_loss.window_normalizers(features, 1)
     outputs = self(features, training=False, masked_positions_only=True)
     self._update_trackers(pretraining_loss.pretraining_losses(outputs, features,
@@ -136,6 +144,32 @@ class BertPretrainer(RawTextPredict, keras.Model):
   def export(self, filepath, format="tf_saved_model", **kwargs):  # noqa: A002  Keras' name.
     """Keras' `Model.export`: refused, naming tfbert's exporters (`export_model`)."""
     return export_model(self, filepath, format, **kwargs)
+
+  def _labelled_features(self, data) -> dict:
+    """The features of a training or evaluation batch, checked at trace time to hold the
+    labels pretraining reads (it takes them among the features, as google-research/bert's
+    records hold them) and nothing it does not read.
+
+    Raises:
+      ValueError: labels given apart (y), a label missing or of another shape.
+    """
+    features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
+    text_calls.check_specs(features, self.config, self.input_names, "x")
+    nsp = self.nsp_head is not None
+    needed = PRETRAINING_LABELS if nsp else PRETRAINING_LABELS[:3]
+    form = (f"{type(self).__name__} trains and evaluates on features holding its labels: "
+            "masked_lm_positions and masked_lm_ids int [B, P], masked_lm_weights float [B, P]"
+            + (", next_sentence_labels int [B] (0: B follows A, 1: random)" if nsp else ""))
+    if labels is not None:
+      raise ValueError(f"{form}; got labels (y) apart from x: put them in x")
+    missing = [name for name in needed if name not in features]
+    if missing:
+      raise ValueError(f"{form}; x has no {', '.join(missing)}")
+    shape = tf.TensorShape(getattr(features.get("next_sentence_labels"), "shape", None))
+    if shape.rank is not None and shape.rank > 1 and shape[1:].num_elements() != 1:
+      raise ValueError(f"{form}; x['next_sentence_labels'] has shape {shape.as_list()}, not "
+                       "one label per sequence (one-hot labels: pass their argmax(-1))")
+    return features
 
   def _update_trackers(self, terms):
     mlm_weight = tf.maximum(terms["mlm_weight"], 1e-12)
@@ -295,8 +329,22 @@ class _FineTuningStep:
     """The task metric from the sums over every batch and replica (with `examples`)."""
     raise NotImplementedError
 
-  def train_step(self, data):
+  def label_forms(self) -> dict[str, "LabelForm"]:
+    """The training labels by output name (`_labels` checks them)."""
+    raise NotImplementedError
+
+  def _checked_batch(self, data) -> tuple:
+    """(features, labels) of a batch, checked at trace time (`text_calls.check_specs`,
+    `_labels`) before the step builds or runs anything: a refused batch leaves the model
+    and its optimizer as they were."""
     features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
+    text_calls.check_specs(features, self.config, self.input_names, "x")
+    for name in self.label_forms():
+      _labels(self, labels, name)
+    return features, labels
+
+  def train_step(self, data):
+    features, labels = self._checked_batch(data)
     steps, reduction = accumulation(self.optimizer)
     context = tf.distribute.get_replica_context()
     replicas = context.num_replicas_in_sync if context is not None else 1
@@ -311,7 +359,7 @@ class _FineTuningStep:
     return self.get_metrics_result()
 
   def test_step(self, data):
-    features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
+    features, labels = self._checked_batch(data)
     outputs = self(features, training=False)
     losses = self.example_losses(outputs, labels)                          # [B]
     terms = {"loss_sum": tf.reduce_sum(losses),
@@ -383,9 +431,64 @@ def export_model(model: keras.Model, filepath: str, format: str = "tf_saved_mode
       "tools/export_tflite.py (TFLite)")
 
 
-def _labels(labels, name: str) -> tf.Tensor:
-  """`labels[name]` of a dict of labels, else `labels` itself."""
-  return labels[name] if isinstance(labels, dict) else labels
+class LabelForm(NamedTuple):
+  """The training labels of one output of a head."""
+  text: str  # What they are, for the messages: "int class ids [B] in [0, 3)".
+  rank: int  # Their rank; one more with a last dimension of 1 is read too.
+  class_ids: bool  # Integer ids (else real numbers: regression scores).
+
+
+def _labels(model: keras.Model, labels, name: str) -> tf.Tensor:
+  """`labels[name]` of a dict of labels, else `labels` itself (a head of one output),
+  checked at trace time against the head's `label_forms`: the one reading of the labels
+  of every fine-tuning head, in `fit`, `evaluate` and the training loop alike.
+
+  Raises:
+    ValueError: no labels; a dict without the head's keys or with others; a single array
+      for a head of two outputs; strings; class ids that are not integers; one-hot or
+      probability labels where class ids are expected (said so), or another rank.
+  """
+  forms, head = model.label_forms(), type(model).__name__
+  expected = "{" + ", ".join(f"{key!r}: {form.text}" for key, form in forms.items()) + "}"
+  alone = " (or that array alone)" if len(forms) == 1 else ""
+  if labels is None:
+    raise ValueError(f"{head} trains and evaluates on labels: pass y, or a dataset of "
+                     f"(features, labels), with labels {expected}{alone}; got none")
+  if isinstance(labels, dict):
+    if set(labels) != set(forms):
+      raise ValueError(f"{head}'s labels are {expected}{alone}; got a dict with keys "
+                       f"{sorted(labels)}")
+    value, where = labels[name], f"{head}'s labels[{name!r}]"
+  elif len(forms) > 1:
+    raise ValueError(f"{head}'s labels are {expected}; got a {type(labels).__name__}")
+  else:
+    value, where = labels, f"{head}'s labels"
+  return _checked_label(tf.convert_to_tensor(value), forms[name], where)
+
+
+def _checked_label(value: tf.Tensor, form: LabelForm, where: str) -> tf.Tensor:
+  """`value` of the shape and dtype `form` says ([B, 1] class ids read as [B])."""
+  shape, dtype = value.shape, value.dtype
+  if dtype == tf.string:
+    raise ValueError(f"{where} are strings: the head trains on {form.text} (a classifier's "
+                     "fit(texts, labels) on raw text takes its label names)")
+  one_more = shape.rank == form.rank + 1 and shape[-1] != 1  # [B, C] where [B] is read.
+  if one_more and form.class_ids:
+    raise ValueError(f"{where} have shape {shape.as_list()}: one-hot or probabilities over "
+                     f"the classes, where the head trains on {form.text}; pass the class "
+                     "ids, e.g. labels.argmax(-1)")
+  if one_more or shape.rank not in (None, form.rank, form.rank + 1):
+    raise ValueError(f"{where} have shape {shape.as_list()}: the head trains on {form.text}")
+  if form.class_ids and not dtype.is_integer:
+    raise ValueError(f"{where} are {dtype.name}: the head trains on {form.text}, integers "
+                     "(a fraction would be cut off); cast them, e.g. with .astype('int32')")
+  if not (dtype.is_integer or dtype.is_floating):
+    raise ValueError(f"{where} are {dtype.name}: the head trains on {form.text}")
+  if form.class_ids and shape.rank == form.rank + 1:
+    value = tf.squeeze(value, -1)  # [B, 1] class ids, as Keras' sparse losses read them.
+  elif form.class_ids and shape.rank is None:  # Traced for [B] and [B, 1] alike (Keras).
+    value = tf.reshape(value, tf.shape(value)[:form.rank])
+  return value
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -417,10 +520,14 @@ class BertSpanLabeler(RawTextPredict, _FineTuningStep, keras.Model):
     seq = self.encoder(features, training=training)["sequence_output"]
     return self.span_head(seq)
 
+  def label_forms(self) -> dict[str, LabelForm]:
+    """{"start_logits", "end_logits"}: int [B] positions."""
+    return {name: LabelForm("int positions [B] in [0, S)", 1, True) for name in SPAN_OUTPUT_NAMES}
+
   def example_losses(self, outputs, labels):
     """float32 [B]: the mean of the start and end positions' cross-entropies."""
     return 0.5 * sum(tf.nn.sparse_softmax_cross_entropy_with_logits(
-        tf.cast(_labels(labels, name), tf.int32), tf.cast(outputs[name], tf.float32))
+        tf.cast(_labels(self, labels, name), tf.int32), tf.cast(outputs[name], tf.float32))
         for name in ("start_logits", "end_logits"))
 
   def metric_term_names(self):
@@ -429,7 +536,7 @@ class BertSpanLabeler(RawTextPredict, _FineTuningStep, keras.Model):
   def metric_terms(self, outputs, labels):
     """`exact`: windows whose start and end are both predicted right (argmax)."""
     right = [tf.equal(tf.argmax(outputs[name], axis=-1, output_type=tf.int32),
-                      tf.cast(_labels(labels, name), tf.int32))
+                      tf.cast(_labels(self, labels, name), tf.int32))
              for name in ("start_logits", "end_logits")]
     return {"exact": tf.reduce_sum(tf.cast(right[0] & right[1], tf.float32))}
 
@@ -467,7 +574,8 @@ class BertClassifier(RawTextFit, _FineTuningStep, keras.Model):
       written by every export), or None (none for regression).
 
   Training labels: {"logits": int [B] class ids} (the loss is the softmax cross-entropy),
-  or float [B, 1] scores for C = 1 (the squared error, as Hugging Face does for STS-B).
+  or float [B, 1] scores for C = 1 (the squared error, as Hugging Face does for STS-B); the
+  array alone, and [B, 1] class ids, are read too (`label_forms`, checked by `_labels`).
 
   Returns:
     float32 `logits` [B, C] in a dict.
@@ -498,9 +606,15 @@ class BertClassifier(RawTextFit, _FineTuningStep, keras.Model):
     pooled = self.encoder(features, training=training)["pooled_output"]
     return {"logits": self.classifier_head(pooled, training=training)}
 
+  def label_forms(self) -> dict[str, LabelForm]:
+    """{"logits": int class ids [B]}, or float scores [B] for regression (C = 1)."""
+    if self.num_classes == 1:
+      return {"logits": LabelForm("float scores [B]", 1, False)}
+    return {"logits": LabelForm(f"int class ids [B] in [0, {self.num_classes})", 1, True)}
+
   def example_losses(self, outputs, labels):
     """float32 [B]: cross-entropy of the class ids, or squared error of the scores (C = 1)."""
-    logits, labels = tf.cast(outputs["logits"], tf.float32), _labels(labels, "logits")
+    logits, labels = tf.cast(outputs["logits"], tf.float32), _labels(self, labels, "logits")
     if self.num_classes == 1:
       scores = tf.reshape(tf.cast(labels, tf.float32), [-1, 1])
       return tf.reduce_mean(tf.square(logits - scores), axis=-1)
@@ -511,7 +625,7 @@ class BertClassifier(RawTextFit, _FineTuningStep, keras.Model):
 
   def metric_terms(self, outputs, labels):
     """`correct` class ids; for regression the sums of Pearson's r (scores x, labels y)."""
-    logits, labels = tf.cast(outputs["logits"], tf.float64), _labels(labels, "logits")
+    logits, labels = tf.cast(outputs["logits"], tf.float64), _labels(self, labels, "logits")
     if self.num_classes == 1:
       x, y = tf.reshape(logits, [-1]), tf.reshape(tf.cast(labels, tf.float64), [-1])
       return {"x": tf.reduce_sum(x), "y": tf.reduce_sum(y), "xx": tf.reduce_sum(x * x),
@@ -621,9 +735,14 @@ class BertTokenClassifier(RawTextPredict, _FineTuningStep, keras.Model):
     sequence = self.encoder(features, training=training)["sequence_output"]
     return {"logits": self.classifier_head(sequence, training=training)}
 
+  def label_forms(self) -> dict[str, LabelForm]:
+    """{"logits": int label ids [B, S]} (-1 where no word starts)."""
+    return {"logits": LabelForm(f"int label ids [B, S] in [0, {self.num_labels}), -1 where "
+                                "no word starts", 2, True)}
+
   def example_losses(self, outputs, labels):
     """float32 [B]: the mean cross-entropy over each example's labelled positions."""
-    label_ids = tf.cast(_labels(labels, "logits"), tf.int32)             # [B, S]
+    label_ids = tf.cast(_labels(self, labels, "logits"), tf.int32)       # [B, S]
     labelled = tf.cast(label_ids >= 0, tf.float32)
     losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
         tf.maximum(label_ids, 0), tf.cast(outputs["logits"], tf.float32))  # [B, S]
@@ -636,7 +755,7 @@ class BertTokenClassifier(RawTextPredict, _FineTuningStep, keras.Model):
   def metric_terms(self, outputs, labels):
     """`correct` and `labelled` positions (entity F1 needs the words: the task's own
     evaluation, `tfbert.tagging`)."""
-    label_ids = tf.cast(_labels(labels, "logits"), tf.int32)             # [B, S]
+    label_ids = tf.cast(_labels(self, labels, "logits"), tf.int32)       # [B, S]
     predicted = tf.argmax(outputs["logits"], axis=-1, output_type=tf.int32)
     labelled = label_ids >= 0
     return {"correct": tf.reduce_sum(tf.cast(labelled & tf.equal(predicted, label_ids),

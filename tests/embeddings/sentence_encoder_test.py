@@ -232,3 +232,33 @@ def test_fit_names_the_pairs_and_scores_it_takes():
   want = float(model.replica_loss(features, scores, training=False))
   history = model.fit(tf.data.Dataset.from_tensors((features, {"score": scores})), verbose=0)
   assert history.history["loss"][0] == pytest.approx(want, rel=1e-6)
+
+
+def test_pairs_and_scores_that_do_not_fit_are_refused_naming_the_part():
+  """Scores [B, 2] broadcast against the [B] similarities, a fourth part was silently
+  left out, a Hugging Face name in a part was dropped (the mask read as all ones), and an
+  id past the vocabulary failed in TensorFlow's gather."""
+  keras.utils.set_random_seed(3)
+  model = BertSentenceEncoder(CONFIG, loss="cosine_mse")
+  model.build()
+  model.compile(optimizer=keras.optimizers.SGD(0.0))
+  features, scores = _batch("cosine_mse")
+  bad_id = {**features["positive"], "input_ids": features["positive"]["input_ids"].copy()}
+  bad_id["input_ids"][2, 1] = CONFIG.vocab_size
+  renamed = {"input_ids": features["anchor"]["input_ids"],
+             "attention_mask": features["anchor"]["input_mask"]}
+  for data, error, message in (
+      ((features, np.stack([scores, scores], 1)), ValueError, r"the cosine_mse loss takes one "
+       r"gold score per pair, float \[B\]; got float32 scores of shape \(6, 2\)"),
+      (({**features, "hard_negative": features["anchor"]}, scores), ValueError,
+       r"features must be \{'anchor': .*got \['anchor', 'hard_negative', 'positive'\]"),
+      (({**features, "anchor": renamed}, scores), ValueError, r"x\['anchor'\] has "
+       r"attention_mask \(Hugging Face's name; tfbert's is input_mask\)")):
+    with pytest.raises(error, match=message):
+      model.fit(tf.data.Dataset.from_tensors(data), verbose=0)
+  with pytest.raises(ValueError, match=r"x\['positive'\]\['input_ids'\] holds 37 at \[2, 1\], "
+                                       r"outside the vocabulary \[0, 37\)"):
+    model.fit({**features, "positive": bad_id}, scores, verbose=0)
+  # Scores [B, 1] are one per pair too (they broadcast to [B, B] before).
+  want = float(model.replica_loss(features, scores, training=False))
+  assert model.evaluate(features, scores[:, None], verbose=0) == pytest.approx(want, rel=1e-6)

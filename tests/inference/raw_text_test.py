@@ -202,7 +202,18 @@ def test_fill_mask_ranks_the_mlm_heads_probabilities_at_each_mask():
     (lambda m: m.classify([b"ok", b"\xff\xfe"]), ValueError, r"texts\[1\] is not UTF-8 text"),
     (lambda m: m.classify(["a", 3]), TypeError, r"texts\[1\] is a int, not a str"),
     (lambda m: m.classify(["a"], batch_size=0), ValueError, "batch_size must be an int >= 1"),
-], ids=["none", "dict", "not_utf8", "not_str", "zero_batch"])
+    # Sweep 6 A17: TensorFlow's "Error converting unicode string", naming no text.
+    (lambda m: m.classify("bad \ud800 text"), ValueError, r"texts is not valid Unicode: "
+     r"character 4, '\\ud800', is a lone surrogate \(in 'bad \\ud800 text'\); remove or "
+     r"replace it"),
+    (lambda m: m.classify(["ok", "x\udc00"]), ValueError, r"texts\[1\] is not valid Unicode: "
+     r"character 1, '\\udc00'"),
+    (lambda m: m.classify([("a", "b"), ("c", "\udc00y")]), ValueError, r"texts\[1\]\[1\] is "
+     r"not valid Unicode: character 0"),
+    (lambda m: m.predict(["ok", "x\ud800"], verbose=0), ValueError, r"x\[1\] is not valid "
+     "Unicode"),
+], ids=["none", "dict", "not_utf8", "not_str", "zero_batch", "surrogate", "surrogate_in_list",
+        "surrogate_in_pair", "surrogate_in_predict"])
 def test_inputs_that_are_not_texts_are_named(models, call, error, message):
   with pytest.raises(error, match=message):
     call(models["classifier"])

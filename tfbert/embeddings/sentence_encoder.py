@@ -34,9 +34,11 @@ from tfbert.encoder import BertEncoder, as_config, read_inputs
 from tfbert.layers import dropout, pooling
 from tfbert.losses import embedding_losses
 from tfbert.models import accumulation, step_number, sum_over_replicas
+from tfbert.text import text_calls
 from tfbert.text.text_calls import RawTextPredict, implementation
 
 OUTPUT_NAME = "embeddings"
+PARTS = ("anchor", "positive", "negative")  # The texts of a training example, in order.
 SCORE_KEY = "score"  # A scored pair's label, when labels come as a dict.
 LOSSES = ("in_batch_negatives", "cosent", "cosine_mse")
 # Losses whose value depends on the whole batch (not a mean of per-example terms).
@@ -144,13 +146,7 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
       float32 scalar: in-batch negatives and cosine MSE: the sum of this replica's
       examples' losses / (N x B); CoSENT: the global loss / N.
     """
-    if not isinstance(features, dict) or not {"anchor", "positive"} <= set(features):
-      got = sorted(features) if isinstance(features, dict) else type(features).__name__
-      raise ValueError(f"{type(self).__name__} trains on pairs: features must be "
-                       "{'anchor': features, 'positive': features[, 'negative': features]} "
-                       f"(each a dict with input_ids [B, S]); got {got}")
-    if self.loss_name != "in_batch_negatives":
-      labels = self._scores(labels)
+    labels = self._check_batch(features, labels)
     parts = ["anchor", "positive"] + (["negative"] if "negative" in features else [])
     joined = {name: tf.concat([tf.cast(features[part][name], tf.int32) for part in parts], 0)
               for name in ("input_ids", "input_mask", "segment_ids")
@@ -177,6 +173,33 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
     losses = embedding_losses.cosine_mse_losses(similarities, labels)
     return tf.reduce_sum(losses) / total
 
+  def _check_batch(self, features, labels):
+    """The labels a batch of pairs trains on (`_scores`; None for in-batch negatives), its
+    pairs and each one's features checked at trace time (`text_calls.check_specs`)."""
+    self._check_pairs(features)
+    for part in features:
+      text_calls.check_specs(features[part], self.config, self.input_names, f"x[{part!r}]")
+    return labels if self.loss_name == "in_batch_negatives" else self._scores(labels)
+
+  def _check_pairs(self, features) -> None:
+    """Raises ValueError unless `features` are the pairs (or triplets) `fit` takes."""
+    if (not isinstance(features, dict) or not {"anchor", "positive"} <= set(features)
+        or not set(features) <= set(PARTS)):
+      got = sorted(features) if isinstance(features, dict) else type(features).__name__
+      raise ValueError(f"{type(self).__name__} trains on pairs: features must be "
+                       "{'anchor': features, 'positive': features[, 'negative': features]} "
+                       f"(each a dict with input_ids [B, S]); got {got}")
+
+  def checked_inputs(self, x, what: str = "x", training: bool = False):
+    """`text_calls.CheckedInputs.checked_inputs`; `fit` and `evaluate` take pairs (or
+    triplets) of features, each checked as `predict`'s features are."""
+    if not training or not isinstance(x, dict) or "input_ids" in x:
+      return super().checked_inputs(x, what, training)
+    self._check_pairs(x)
+    return {part: text_calls.checked_features(value, self.config, self.input_names,
+                                              f"{what}[{part!r}]")
+            for part, value in x.items()}
+
   def _scores(self, labels):
     """The gold scores [B] a scored-pair loss needs: `labels` itself, or its one key
     `SCORE_KEY` ({"score": [B]}, sentence-transformers' column name)."""
@@ -189,10 +212,17 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
     if labels is None:
       raise ValueError(f"the {self.loss_name} loss trains on scored pairs: fit((pairs, "
                        "scores)) with scores float [B] (or {'score': scores}); got no labels")
-    return labels
+    labels = tf.convert_to_tensor(labels)
+    shape = labels.shape
+    if (labels.dtype == tf.string or shape.rank not in (None, 1, 2)
+        or (shape.rank == 2 and shape[1] != 1)):
+      raise ValueError(f"the {self.loss_name} loss takes one gold score per pair, float [B]; "
+                       f"got {labels.dtype.name} scores of shape {shape}")
+    return tf.reshape(labels, [-1]) if shape.rank == 2 else labels
 
   def train_step(self, data):
     features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
+    self._check_batch(features, labels)  # Before the optimizer is built: a refusal changes nothing.
     steps, reduction = accumulation(self.optimizer)
     if steps > 1 and self.loss_name in BATCH_LOSSES:
       raise ValueError(

@@ -78,18 +78,34 @@ def _sequence(texts: Any, what: str) -> list:
                   f"a {type(texts).__name__}")
 
 
-def text_list(texts: Texts, what: str = "texts") -> tuple[list[str], bool]:
-  """(the texts as a list of str, whether one str was given).
+def _unicode(text: str, what: str) -> str:
+  """`text`, refused unless it is valid Unicode: a lone surrogate (half of a UTF-16 pair,
+  as a bad decode or a JSON escape leaves) has no UTF-8, so TensorFlow cannot take it."""
+  try:
+    text.encode("utf-8")
+  except UnicodeEncodeError as e:
+    raise ValueError(
+        f"{what} is not valid Unicode: character {e.start}, {text[e.start]!r}, is a lone "
+        f"surrogate (in {text[max(0, e.start - 20):e.start + 20]!r}); remove or replace it, "
+        "e.g. text.encode('utf-8', 'replace').decode('utf-8')") from None
+  return text
+
+
+def text_list(texts: Texts, what: str = "texts", element: str = "") -> tuple[list[str], bool]:
+  """(the texts as a list of str, whether one str was given); `element` follows the index
+  in the messages (a pair's "[0]": "texts[3][0]").
 
   Raises:
-    TypeError: naming what is not a text; ValueError: bytes that are not UTF-8.
+    TypeError: naming what is not a text; ValueError: bytes that are not UTF-8, or a str
+      that is not valid Unicode (naming the character).
   """
   if isinstance(texts, str):
-    return [texts], True
+    return [_unicode(texts, what)], True
   items = [_decoded(t, what, i) for i, t in enumerate(_sequence(texts, what))]
   for i, item in enumerate(items):
     if not isinstance(item, str):
-      raise TypeError(f"{what}[{i}] is a {type(item).__name__}, not a str")
+      raise TypeError(f"{what}[{i}]{element} is a {type(item).__name__}, not a str")
+    _unicode(item, f"{what}[{i}]{element}")
   return items, False
 
 
@@ -97,9 +113,9 @@ def text_pairs(texts, what: str = "texts") -> tuple[list[str], Optional[list[str
   """(first texts, second texts or None, whether one text or pair was given): strings, or
   (text_a, text_b) pairs (a tuple of two strings is one pair)."""
   if isinstance(texts, tuple) and len(texts) == 2 and all(isinstance(t, str) for t in texts):
-    return [texts[0]], [texts[1]], True
+    return [_unicode(texts[0], f"{what}[0]")], [_unicode(texts[1], f"{what}[1]")], True
   if isinstance(texts, str):
-    return [texts], None, True
+    return [_unicode(texts, what)], None, True
   items = _sequence(texts, what)
   if not items or not isinstance(items[0], (list, tuple)):
     singles, _ = text_list(items, what)
@@ -107,8 +123,8 @@ def text_pairs(texts, what: str = "texts") -> tuple[list[str], Optional[list[str
   for i, pair in enumerate(items):
     if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
       raise TypeError(f"{what}[{i}]: expected a str or a (text_a, text_b) pair, got {pair!r}")
-  first, _ = text_list([p[0] for p in items], what)
-  second, _ = text_list([p[1] for p in items], what)
+  first, _ = text_list([p[0] for p in items], what, "[0]")
+  second, _ = text_list([p[1] for p in items], what, "[1]")
   return first, second, False
 
 
