@@ -48,3 +48,11 @@ def test_continued_pretraining_needs_a_step_after_the_traced_one(steps):
   assert run.returncode == 1
   assert f"flag --continued_steps={steps}: " in run.stderr and ">= 2" in run.stderr
   assert "machine:" not in run.stdout
+
+
+def test_the_postprocess_benchmark_without_its_dev_file_is_refused():
+  """It exited 0 having measured nothing ("postprocess skipped", sweep 6, B02)."""
+  assert _error("--benchmark=postprocess") == (
+      "benchmark: error: --benchmark=postprocess times SQuAD feature creation and "
+      "postprocessing on --squad_dev_file, which is not set: give the SQuAD v1.1 dev set "
+      "(BENCHMARKS.md names the file it used)")

@@ -109,9 +109,7 @@ def input_pipeline() -> str:
 
 
 def postprocess() -> str:
-  if not f.SQUAD_DEV_FILE.value:
-    return ("postprocess skipped: --squad_dev_file is not set (the SQuAD v1.1 dev set; "
-            "BENCHMARKS.md names the file it used)")
+  """SQuAD feature creation and postprocessing on `--squad_dev_file` (checked by `main`)."""
   seq_length = f.SEQ_LENGTH.value or benchmark.DEFAULT_CASES["squad"].seq_length
   result = benchmark_data.measure_postprocess(
       f.SQUAD_DEV_FILE.value, features=squad_features.FeatureConfig(max_seq_length=seq_length),
@@ -175,6 +173,10 @@ def continued_pretraining() -> str:
 def main(argv):
   del argv
   f.check_flags_belong()  # Before any work: a flag of another benchmark is not ignored.
+  if f.BENCHMARK.value == "postprocess" and not f.SQUAD_DEV_FILE.value:
+    raise ValueError("--benchmark=postprocess times SQuAD feature creation and "
+                     "postprocessing on --squad_dev_file, which is not set: give the SQuAD "
+                     "v1.1 dev set (BENCHMARKS.md names the file it used)")
   # Its only output (the benchmarks' own files go to temporary directories).
   paths.check_outputs({"--pretraining_data_dir": f.PRETRAINING_DATA_DIR.value})
   runs = {"accumulation": accumulation, "pretraining": lambda: training_step("pretraining"),
