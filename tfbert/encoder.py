@@ -11,7 +11,7 @@ import tensorflow as tf
 from tfbert.config import BertConfig
 from tfbert.layers.embeddings import BertEmbeddings
 from tfbert.layers.transformer_layer import TransformerLayer
-from tfbert.text import text_calls
+from tfbert.text import feature_checks, text_calls
 
 OUTPUT_NAMES = ("sequence_output", "pooled_output")  # What an encoder serves.
 
@@ -26,9 +26,9 @@ def read_inputs(features: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor
 
   Raises:
     KeyError: when `input_ids` is missing, naming the features that were given;
-      `text_calls.check_names` for the rest (Hugging Face's names are refused: unread).
+      `feature_checks.check_names` for the rest (Hugging Face's names are refused: unread).
   """
-  text_calls.check_names(features, None)
+  feature_checks.check_names(features, None)
   input_ids = tf.cast(features["input_ids"], tf.int32)
   input_mask = features.get("input_mask")
   input_mask = tf.ones_like(input_ids) if input_mask is None else tf.cast(input_mask, tf.int32)
@@ -41,7 +41,7 @@ def read_inputs(features: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor
 class BertEncoder(text_calls.RawTextPredict, keras.Model):
   """Embeddings, `num_hidden_layers` transformer layers and the tanh pooler.
 
-  Its inputs are checked where it reads them (`text_calls.graph_checked`): dtype, rank,
+  Its inputs are checked where it reads them (`feature_checks.graph_checked`): dtype, rank,
   length and names at trace time, and within Keras' `predict`, `fit` and `evaluate` of a
   tfbert model the values too; `predict` checks concrete features before Keras sees them
   and takes raw text once a vocabulary is attached (`tfbert.text.text_calls`).
@@ -91,7 +91,7 @@ class BertEncoder(text_calls.RawTextPredict, keras.Model):
     self.built = True
 
   def call(self, features, training=None, output_positions=None) -> dict[str, Any]:
-    input_ids, input_mask, segment_ids = read_inputs(text_calls.graph_checked(self, features))
+    input_ids, input_mask, segment_ids = read_inputs(feature_checks.graph_checked(self, features))
     x = self.embeddings(input_ids, segment_ids, training=training)  # [B, S, H]
     queries = None
     if output_positions is not None:

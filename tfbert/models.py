@@ -17,7 +17,7 @@ from tfbert.encoder import OUTPUT_NAMES, BertEncoder, as_config, read_inputs
 from tfbert.layers import dropout
 from tfbert.layers.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
 from tfbert.losses import pretraining_loss
-from tfbert.text import text_calls
+from tfbert.text import feature_checks
 from tfbert.text.text_calls import RawTextFit, RawTextPredict, implementation
 from tfbert.training.accumulation import find_accumulator
 
@@ -57,7 +57,7 @@ class BertPretrainer(RawTextPredict, keras.Model):
     [B, P, V] and (objective "mlm_nsp") float32 `nsp_logits` [B, 2].
   """
 
-  input_names = text_calls.FEATURE_NAMES + PRETRAINING_LABELS + WINDOW_FEATURES
+  input_names = feature_checks.FEATURE_NAMES + PRETRAINING_LABELS + WINDOW_FEATURES
 
   def __init__(self, config, objective: str = "mlm_nsp", **kwargs):
     super().__init__(**kwargs)
@@ -154,7 +154,7 @@ class BertPretrainer(RawTextPredict, keras.Model):
       ValueError: labels given apart (y), a label missing or of another shape.
     """
     features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
-    text_calls.check_specs(features, self.config, self.input_names, "x")
+    feature_checks.check_specs(features, self.config, self.input_names, "x")
     nsp = self.nsp_head is not None
     needed = PRETRAINING_LABELS if nsp else PRETRAINING_LABELS[:3]
     form = (f"{type(self).__name__} trains and evaluates on features holding its labels: "
@@ -334,11 +334,11 @@ class _FineTuningStep:
     raise NotImplementedError
 
   def _checked_batch(self, data) -> tuple:
-    """(features, labels) of a batch, checked at trace time (`text_calls.check_specs`,
+    """(features, labels) of a batch, checked at trace time (`feature_checks.check_specs`,
     `_labels`) before the step builds or runs anything: a refused batch leaves the model
     and its optimizer as they were."""
     features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
-    text_calls.check_specs(features, self.config, self.input_names, "x")
+    feature_checks.check_specs(features, self.config, self.input_names, "x")
     for name in self.label_forms():
       _labels(self, labels, name)
     return features, labels

@@ -34,7 +34,7 @@ from tfbert.encoder import BertEncoder, as_config, read_inputs
 from tfbert.layers import dropout, pooling
 from tfbert.losses import embedding_losses
 from tfbert.models import accumulation, step_number, sum_over_replicas
-from tfbert.text import text_calls
+from tfbert.text import feature_checks
 from tfbert.text.text_calls import RawTextPredict, implementation
 
 OUTPUT_NAME = "embeddings"
@@ -175,10 +175,10 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
 
   def _check_batch(self, features, labels):
     """The labels a batch of pairs trains on (`_scores`; None for in-batch negatives), its
-    pairs and each one's features checked at trace time (`text_calls.check_specs`)."""
+    pairs and each one's features checked at trace time (`feature_checks.check_specs`)."""
     self._check_pairs(features)
     for part in features:
-      text_calls.check_specs(features[part], self.config, self.input_names, f"x[{part!r}]")
+      feature_checks.check_specs(features[part], self.config, self.input_names, f"x[{part!r}]")
     return labels if self.loss_name == "in_batch_negatives" else self._scores(labels)
 
   def _check_pairs(self, features) -> None:
@@ -196,7 +196,7 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
     if not training or not isinstance(x, dict) or "input_ids" in x:
       return super().checked_inputs(x, what, training)
     self._check_pairs(x)
-    return {part: text_calls.checked_features(value, self.config, self.input_names,
+    return {part: feature_checks.checked_features(value, self.config, self.input_names,
                                               f"{what}[{part!r}]")
             for part, value in x.items()}
 
