@@ -596,6 +596,11 @@ def boundary_cases(tmp_path_factory):
           classify + [f"--data_dir={glue}"], [f"{glue / 'train.tsv'}:2: not UTF-8"]),
       "run_classifier: a missing --vocab_file": (
           classify + [f"--data_dir={glue}", f"--vocab_file={missing}"], [str(missing)]),
+      # Ignored without a word: mrpc read its own layout (sweep 7, C07).
+      "run_classifier: --custom_labels with a GLUE task": (
+          classify + [f"--data_dir={glue}", "--custom_labels=neg,pos"],
+          ["--custom_labels: read only with --task_name=custom, and --task_name=mrpc has its "
+           "own layout and labels"]),
       "run_classifier: a --group_by_length window past int32": (
           classify + [f"--data_dir={glue}", "--train_batch_size=4", "--group_by_length=1000000000"],
           ["group_by_length (1000000000) x train_batch_size (4) is a grouping window"]),
@@ -680,6 +685,7 @@ BOUNDARY_NAMES = [
     "run_classifier: a missing --data_dir",
     "run_classifier: a train.tsv that is not UTF-8",
     "run_classifier: a missing --vocab_file",
+    "run_classifier: --custom_labels with a GLUE task",
     "run_classifier: a --group_by_length window past int32",
     "run_ner: a folder as --bert_config_file",
     "run_pretraining: --input_files matching nothing",

@@ -8,6 +8,8 @@ directory.
 """
 
 
+from absl import flags
+
 from tfbert.classifier import glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig, run_classifier
 from tfbert.runtime import cli, json_values
@@ -20,6 +22,12 @@ def main(argv):
   del argv
   values = common_flags.values(f)
   custom = None
+  stray = sorted(f"--{name}" for name in values if name.startswith("custom_")
+                 and flags.FLAGS[name].present)
+  if stray and values["task_name"] != glue_data.CUSTOM_TASK:
+    raise ValueError(f"{', '.join(stray)}: read only with --task_name=custom, and "
+                     f"--task_name={values['task_name']} has its own layout and labels: "
+                     "leave them out, or describe your files with --task_name=custom")
   if values["task_name"] == glue_data.CUSTOM_TASK:
     custom = glue_data.CustomFormat(
         text_a_column=values["custom_text_a_column"],

@@ -229,6 +229,10 @@ def test_custom_regression_and_multiclass_tasks():
     (glue_data.CustomFormat(labels=("a", "b"), regression=True),
      r"--custom_labels \(classification\) or --custom_regression .*not both"),
     (glue_data.CustomFormat(labels=("a", "b"), delimiter=";"), "tab or a comma"),
+    # The gold label read as text_b: trained without a word (sweep 7, C04).
+    (glue_data.CustomFormat(labels=("a", "b"), text_b_column=2, label_column=2),
+     r"^--custom_text_b_column and --custom_label_column are both column 2: each of the text "
+     r"columns and the label column must be its own$"),
 ])
 def test_custom_formats_that_cannot_work_are_refused(fmt, message):
   with pytest.raises(ValueError, match=message):

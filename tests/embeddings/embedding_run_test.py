@@ -114,6 +114,9 @@ def test_scored_pairs_train_with_cosent_and_report_the_held_out_loss(tmp_path):
      r"the cosent loss compares the examples of a batch"),
     (dict(negative_column="negative", loss="cosent", score_column="score"),
      r"negative_column 'negative' is read by in_batch_negatives only"),
+    # Ignored without a word (sweep 7, E09).
+    (dict(symmetric=True, loss="cosine_mse", score_column="score"),
+     r"symmetric is read by in_batch_negatives only: the cosine_mse loss would ignore it"),
 ])
 def test_bad_settings_are_refused_before_any_work(tmp_path, overrides, message):
   with pytest.raises(ValueError, match=message):

@@ -225,6 +225,19 @@ def test_a_target_that_cannot_be_written_is_refused_before_anything_is_written(
   assert _tree(tmp_path) == before
 
 
+@pytest.mark.parametrize("fmt, example", [("google", "bert_model.ckpt"),
+                                          ("keras", "model.keras")])
+def test_a_file_format_given_a_directory_path_is_refused_naming_a_path_inside(
+    tmp_path, pair_classifier, fmt, example):
+  """`save(model, "out/", "google")` wrote nothing at out/ and hidden `.index`/`.data`
+  files with the side files beside it (sweep 7, A41b)."""
+  with pytest.raises(ValueError, match=(
+      f"path .*/out/ names a directory, where the {fmt} format writes .*: name it inside, "
+      f"e.g. .*/out/{example}")):
+    tfbert.save(pair_classifier, f"{tmp_path}/out/", fmt)
+  assert not os.listdir(tmp_path)
+
+
 def test_the_arity_record_appears_with_the_model_or_not_at_all(tmp_path, pair_classifier,
                                                                monkeypatch):
   """text_settings.json was written before the model: a save that failed after the checks

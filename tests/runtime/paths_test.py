@@ -110,6 +110,23 @@ def test_outputs_that_cannot_be_written_are_refused_naming_the_flag(tmp_path, mo
   assert sorted(os.listdir(tmp_path)) == ["adir", "afile"] and not os.listdir("adir")
 
 
+def test_a_device_a_pipe_or_a_dangling_link_is_no_output(tmp_path):
+  """`export_onnx --output=/dev/null` replaced the device with a regular file (as root);
+  a dangling link was called "an existing file" (sweep 7)."""
+  assert paths.output_problems({"--output": "/dev/null"}, "file") == [
+      "--output /dev/null is a character device, not a file tfbert may replace (writing "
+      "replaces the path whole): choose a regular file's path for --output"]
+  os.mkfifo(tmp_path / "pipe")
+  assert paths.output_problems({"--output_dir": str(tmp_path / "pipe")}) == [
+      f"--output_dir {tmp_path / 'pipe'} is a named pipe, not a file tfbert may replace "
+      "(writing replaces the path whole): choose a regular file's path for --output_dir"]
+  os.symlink(tmp_path / "gone", tmp_path / "link")
+  assert paths.output_problems({"--output": str(tmp_path / "link")}, "file") == [
+      f"--output {tmp_path / 'link'} is a symbolic link to {tmp_path / 'gone'}, which does "
+      "not exist: remove the link or choose another --output"]
+  assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+
+
 def test_an_output_in_a_directory_without_write_permission_is_refused(tmp_path):
   locked = tmp_path / "locked"
   locked.mkdir()

@@ -215,6 +215,15 @@ def custom_task(fmt: CustomFormat) -> Task:
     if len(fmt.labels) < 2 or repeated:
       raise ValueError(f"--custom_labels needs >= 2 distinct labels, got {list(fmt.labels)}"
                        + (f" (repeated: {repeated})" if repeated else ""))
+  columns = {"--custom_text_a_column": fmt.text_a_column,
+             "--custom_text_b_column": fmt.text_b_column,
+             "--custom_label_column": fmt.label_column}
+  given = [(flag, column) for flag, column in columns.items() if column is not None]
+  for i, (flag, column) in enumerate(given):
+    for other, same in given[i + 1:]:
+      if same == column:  # The label as a text: the answer leaks into the input.
+        raise ValueError(f"{flag} and {other} are both column {column!r}: each of the text "
+                         "columns and the label column must be its own")
   quoting = fmt.delimiter == "," if fmt.quoting is None else fmt.quoting
   layout = Layout(fmt.text_a_column, fmt.text_b_column, fmt.label_column, fmt.has_header,
                   delimiter=fmt.delimiter, quoting=quoting)

@@ -122,6 +122,9 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
         (self.negative_column is None or self.loss == "in_batch_negatives",
          f"negative_column {self.negative_column!r} is read by in_batch_negatives only: the "
          f"{self.loss} loss would ignore it; drop it or use in_batch_negatives"),
+        (not self.symmetric or self.loss == "in_batch_negatives",
+         f"symmetric is read by in_batch_negatives only: the {self.loss} loss would ignore "
+         "it; drop it or use in_batch_negatives"),
         (self.scale > 0, f"scale ({self.scale}) must be > 0 (a negative scale ranks the "
          "least similar text first)"),
         (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3"),

@@ -128,6 +128,11 @@ def check_target(path: str, format: str) -> None:  # noqa: A002
   Raises:
     ValueError: naming `path` and the problem.
   """
+  if format in ("keras", "google") and path.endswith(("/", os.sep)):
+    example = "model.keras" if format == "keras" else "bert_model.ckpt"
+    raise ValueError(f"path {path} names a directory, where the {format} format writes "
+                     f"{'a file' if format == 'keras' else 'a checkpoint prefix'} (files "
+                     f"beside it): name it inside, e.g. {os.path.join(path, example)}")
   parent = files.parent(path)
   if files.exists(parent) and not files.isdir(parent):
     raise ValueError(f"cannot write {path}: {parent} is a file, not a directory")

@@ -166,6 +166,20 @@ def _in_output_problem(name: str, path: str, kind: str) -> Optional[str]:
           f"model's files; choose another {name} outside it")
 
 
+def _special_file(path: str) -> Optional[str]:
+  """What `path` is when it exists and is neither a regular file nor a directory (a device,
+  a pipe, a socket: `/dev/null` was once replaced by a regular file), else None."""
+  try:
+    mode = os.stat(path).st_mode
+  except OSError:
+    return None
+  for test, what in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                     (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+    if test(mode):
+      return what
+  return None
+
+
 def _output_problem(name: str, path: str, kind: str) -> Optional[str]:
   """Why output `name` (`--flag`) cannot be written at `path` as a `kind`, or None."""
   if files.is_url(path):  # No parents or permissions to inspect: only what is there.
@@ -175,6 +189,13 @@ def _output_problem(name: str, path: str, kind: str) -> Optional[str]:
       return f"{name} {path} is an existing directory, not a file: name a file to write"
     return _in_output_problem(name, path, kind)
   absolute = os.path.abspath(path)
+  if os.path.islink(absolute) and not os.path.exists(absolute):
+    return (f"{name} {path} is a symbolic link to {os.readlink(absolute)}, which does not "
+            f"exist: remove the link or choose another {name}")
+  special = _special_file(absolute)
+  if special:
+    return (f"{name} {path} is {special}, not a file tfbert may replace (writing replaces "
+            f"the path whole): choose a regular file's path for {name}")
   if kind == "directory" and os.path.lexists(absolute) and not os.path.isdir(absolute):
     return f"{name} {path} is an existing file, not a directory: choose another {name}"
   if kind == "file" and os.path.isdir(absolute):
