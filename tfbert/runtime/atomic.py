@@ -327,6 +327,13 @@ def same_run(a: str, b: str) -> bool:
   return real_path(a) == real_path(b)
 
 
+def by_another_run(record: OutputRecord, path: str, run: Optional[str]) -> bool:
+  """Whether `record`, the marker of the output at `path`, names a run other than `run`
+  (both known), `path` not lying inside `run`'s directory (a moved run's own output)."""
+  return bool(run and record.run and not same_run(record.run, run)
+              and not files.inside(real_path(path), real_path(run)))
+
+
 def _check(path: str, wanted: OutputRecord, task_known: bool) -> None:
   """Raises FileExistsError when the existing `path` must not be replaced by `wanted`."""
   if not path or not files.exists(path):
@@ -349,9 +356,7 @@ def _check(path: str, wanted: OutputRecord, task_known: bool) -> None:
                           f"model than {wanted.what()}, so tfbert does not take it for one; "
                           f"{keep}")
   other_task = task_known and not found.legacy and found.task != wanted.task
-  other_run = (wanted.run and found.run and not same_run(found.run, wanted.run)
-               and not files.inside(real_path(path), real_path(wanted.run)))
-  if other_task or other_run:
+  if other_task or by_another_run(found, path, wanted.run):
     by = f" of the run {wanted.run}" if wanted.run else ""
     raise FileExistsError(f"{path} exists and is {found.describe()}; this would replace it "
                           f"with {wanted.what()}{by}: {keep}")

@@ -380,8 +380,7 @@ def check_outputs(directory: str, outputs: Mapping[str, Optional[str]]) -> None:
           f"{files.absolute(directory)} (a flags.txt replayed with a new output directory?): "
           f"pass --{name} explicitly, e.g. inside the new run")
     record = atomic.read_marker(path) if path and files.isdir(path) else None
-    if (record is not None and record.run and not atomic.same_run(record.run, directory)
-        and not files.inside(atomic.real_path(path), atomic.real_path(directory))):
+    if record is not None and atomic.by_another_run(record, path, directory):
       raise RunDirectoryError(
           f"{name} {path} is {record.describe()}, not by this run "
           f"{files.absolute(directory)} (a flags.txt replayed with a new output directory?): "
