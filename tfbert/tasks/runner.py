@@ -37,6 +37,7 @@ from tfbert.serving import export
 from tfbert.tasks import fine_tuning, source_heads
 from tfbert.tasks.task import RunContext, Task
 from tfbert.text.tokenization import WordPieceTokenizer
+from tfbert.training import training_loop
 
 EVAL_RESULTS_FILE = "eval_results.json"
 
@@ -100,11 +101,8 @@ def check_best_metric(task: Task, config: fine_tuning.FineTuningConfig, inputs) 
   if not config.eval_every_steps:
     return
   names = task.evaluation_metrics(config, inputs)
-  if names is not None and config.best_metric not in names:
-    raise ValueError(
-        f"best_metric {config.best_metric!r} is not among the evaluation's scalars "
-        f"({', '.join(sorted(names))}): pass --best_metric=<one of them> (names ending in "
-        "'loss' or 'perplexity' are minimized, the others maximized)")
+  if names is not None:
+    training_loop.check_best_metric(config.best_metric, names)
 
 
 def build_model(task: Task, config: fine_tuning.FineTuningConfig, labels,

@@ -711,10 +711,13 @@ class TrainingLoop:
 
 
 def check_best_metric(metric: str, scalars) -> None:
-  """Raises ValueError unless `metric` is among the evaluation's scalar names `scalars`."""
+  """Raises ValueError unless `metric` is among the evaluation's scalar names `scalars`,
+  naming them and which are minimized (`minimized`)."""
   if metric not in scalars:
     raise ValueError(f"best_metric {metric!r} is not among the evaluation's scalars "
-                     f"({', '.join(sorted(scalars))})")
+                     f"({', '.join(sorted(scalars))}): pass --best_metric=<one of them> "
+                     "(names ending in 'loss' or 'perplexity' are minimized, the others "
+                     "maximized)")
 
 
 def _to_multiple(step: int, every: int) -> int:
