@@ -3,14 +3,16 @@
 from absl import flags
 
 from tfbert.serving.export import ID_SIGNATURES, SERVING_SIGNATURE
-from tfbert.serving.onnx_export import OPSET
+from tfbert.serving.onnx_export import MIN_OPSET, OPSET
 from tfbert_flags import common_flags
 
 EXPORT_DIR = flags.DEFINE_string(
     "export_dir", None, "Required. A tfbert export directory (run_squad / run_classifier / "
     "run_ner --export_dir, or an encoder export); its ids/ SavedModel is converted.")
 OUTPUT = flags.DEFINE_string("output", None, "Required. The .onnx file to write (atomically).")
-OPSET_FLAG = flags.DEFINE_integer("opset", OPSET, "ONNX opset of the output.", lower_bound=7)
+OPSET_FLAG = flags.DEFINE_integer(
+    "opset", OPSET, f"ONNX opset of the output, {MIN_OPSET} or later: no earlier one can express "
+    "BERT's graph (its strided slices).", lower_bound=MIN_OPSET)
 SIGNATURE = flags.DEFINE_enum(
     "signature", SERVING_SIGNATURE, list(ID_SIGNATURES),
     "The id signature to convert, i.e. the ONNX model's inputs: serving_default takes "

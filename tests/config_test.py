@@ -4,6 +4,7 @@ import json
 import os
 import re
 
+import numpy as np
 import pytest
 
 from tfbert.config import ACTIVATIONS, RELEASE_FIELDS, REQUIRED_FIELDS, BertConfig
@@ -43,6 +44,20 @@ def test_invalid_values_fail_naming_the_field(kwargs, message):
   with pytest.raises(ValueError) as e:
     BertConfig(vocab_size=11, **kwargs)
   assert message in str(e.value)
+
+
+def test_numpy_integer_sizes_are_taken_as_plain_ints(tmp_path):
+  """A size computed with NumPy (np.int64) was refused as "must be a positive integer"."""
+  config = BertConfig(vocab_size=np.int64(11), hidden_size=np.int32(6),
+                      num_attention_heads=np.uint8(3), pooler_fc_size=np.int64(6))
+  assert config == BertConfig(vocab_size=11, hidden_size=6, num_attention_heads=3,
+                              pooler_fc_size=6)
+  assert type(config.vocab_size) is int and type(config.pooler_fc_size) is int
+  config.to_json_file(str(tmp_path / "c.json"))  # JSON cannot write a NumPy integer.
+  assert BertConfig.from_json_file(str(tmp_path / "c.json")) == config
+  for value in (6.0, np.float64(6), np.bool_(True)):
+    with pytest.raises(ValueError, match="hidden_size must be a positive integer"):
+      BertConfig(vocab_size=11, hidden_size=value, num_attention_heads=3)
 
 
 def _tiny_google_config(shared_data) -> dict:

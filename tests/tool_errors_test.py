@@ -78,6 +78,8 @@ def cases(tmp_path_factory):
   the, a = tokens.index("the"), tokens.index("a")
   tokens[the], tokens[a] = "a", "the"  # Same size and casing, other ids.
   _write(d / "swapped_vocab.txt", "\n".join(tokens))
+  tokens[1000] = "ab\x00cd"  # Line 1001.
+  _write(d / "nul_vocab.txt", "\n".join(tokens))
   for name, vocab_file, lower in (("data_swapped", str(d / "swapped_vocab.txt"), True),
                                   ("data_cased", vocab, False)):
     pretraining_data.create_pretraining_data(
@@ -149,6 +151,13 @@ def cases(tmp_path_factory):
           ["create_pretraining_data", f"--input_file={corpus}",
            f"--vocab_file={d / 'latin1_vocab.txt'}", f"--output_dir={d / 'data2'}"],
           ["latin1_vocab.txt", "line 6"], d / "data2"),
+      # Old: tensorflow_text's RuntimeError "Cannot traverse from parent id ... This should
+      # never happen" (sweep 7 C16).
+      "run_classifier: a vocabulary with a NUL in a token": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
+           f"--output_dir={d / 'mrpc_nul'}", "--max_seq_length=16",
+           f"--bert_config_file={d / 'bert_config.json'}", f"--vocab_file={d / 'nul_vocab.txt'}"],
+          ["nul_vocab.txt: line 1001", "'\\x00' (U+0000)"], d / "mrpc_nul"),
       "run_classifier: a cased --do_lower_case for an uncased checkpoint": (
           ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
            f"--output_dir={d / 'mrpc_cased'}", "--init_hf_dir=minilm", "--do_lower_case=false"],
@@ -158,6 +167,13 @@ def cases(tmp_path_factory):
           ["create_pretraining_data", f"--input_file={utf16}", f"--vocab_file={vocab}",
            f"--output_dir={d / 'data_prefix'}", "--output_prefix=a/b"],
           ["--output_prefix 'a/b' must be a file name prefix"], d / "data_prefix"),
+      # Old: 'error: .../.tfbert-tmp-...-shard: File name too long', after the work.
+      "create_pretraining_data: an --output_prefix too long for the file system": (
+          ["create_pretraining_data", f"--input_file={corpus}", f"--vocab_file={vocab}",
+           f"--output_dir={d / 'data_long'}", "--output_prefix=" + "p" * 260],
+          ["--output_prefix", "-00000-of-00001.tfrecord' is 284 bytes long, over the 255 "
+           "bytes a file name may have in", "choose a shorter --output_prefix"],
+          d / "data_long"),
       "create_pretraining_data: a corpus saved as UTF-16": (
           ["create_pretraining_data", f"--input_file={utf16}", f"--vocab_file={vocab}",
            f"--output_dir={d / 'data_utf16'}"],
@@ -243,6 +259,7 @@ CASE_NAMES = [
     "run_ner: a zero train batch",
     "run_classifier: an empty dev file",
     "create_pretraining_data: a vocabulary that is not UTF-8",
+    "run_classifier: a vocabulary with a NUL in a token",
     "run_classifier: a cased --do_lower_case for an uncased checkpoint",
     "convert_checkpoint: an hf output without a vocabulary",
     "convert_checkpoint: a corrupt safetensors file",
@@ -250,6 +267,7 @@ CASE_NAMES = [
     "run_classifier: an export given as --init_hf_dir",
     "create_pretraining_data: a corpus saved as UTF-16",
     "create_pretraining_data: an --output_prefix with a folder",
+    "create_pretraining_data: an --output_prefix too long for the file system",
     "run_ner: a .keras model given as --init_checkpoint",
     "run_classifier: a run directory given as --init_tfbert",
     "run_ner: a Google checkpoint given as its directory",

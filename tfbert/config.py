@@ -121,8 +121,9 @@ class BertConfig:
     typed = True
     for name in _INT_FIELDS:
       value = getattr(self, name)
-      typed &= _is_int(value) and value > 0
-      yield _is_int(value) and value > 0, f"{name} must be a positive integer, got {value!r}"
+      typed &= validation.is_int(value) and value > 0
+      yield (validation.is_int(value) and value > 0,
+             f"{name} must be a positive integer, got {value!r}")
     for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range"):
       value = getattr(self, name)
       finite = (not isinstance(value, bool) and isinstance(value, (int, float))
@@ -132,7 +133,7 @@ class BertConfig:
     for name in RELEASE_FIELDS:
       value = getattr(self, name)
       wants_int = name not in ("directionality", "pooler_type")
-      yield (value is None or (_is_int(value) and value > 0 if wants_int
+      yield (value is None or (validation.is_int(value) and value > 0 if wants_int
                                else isinstance(value, str)),
              f"{name} must be {'a positive integer' if wants_int else 'a string'}, "
              f"got {value!r}")
@@ -245,10 +246,6 @@ class BertConfig:
                   architectures=["BertForPreTraining"], layer_norm_eps=1e-12, pad_token_id=0,
                   position_embedding_type="absolute")
     return values
-
-
-def _is_int(value) -> bool:
-  return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _with_guess(name: str) -> str:

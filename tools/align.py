@@ -10,6 +10,10 @@ Writes WORKDIR/report.json, WORKDIR/alignment.png and one run directory per vari
 tolerance of the first (the reference); see tfbert/alignment/alignment.py.
 """
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 import os
 
 from absl import app

@@ -27,6 +27,10 @@
 Prints Markdown rows for BENCHMARKS.md, after a line naming the machine and the stack.
 """
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 import dataclasses
 import tempfile
 

@@ -4,6 +4,10 @@
       --output_format=hf --output=/tmp/hf_bert
 """
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 from absl import flags
 
 from tfbert.checkpoints.convert import convert_checkpoint, source_vocab_file

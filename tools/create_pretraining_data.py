@@ -6,6 +6,10 @@
 Without --input_file it uses the embedded default corpus, CPython's pydoc topics.
 """
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 import json
 import os
 
@@ -31,14 +35,11 @@ def main(argv):
       random_seed=f.RANDOM_SEED.value, num_shards=f.NUM_SHARDS.value,
       shard_assignment=f.SHARD_ASSIGNMENT.value)
   inputs = f.INPUT_FILE.value
-  prefix = f.OUTPUT_PREFIX.value
-  if not prefix or "/" in prefix or os.sep in prefix or prefix.startswith("."):
-    raise ValueError(f"--output_prefix {prefix!r} must be a file name prefix (no '/', not "
-                     "starting with '.', which readers skip as hidden): the shards go into "
-                     "--output_dir")
   paths.check_apart({"--input_file": inputs, "--vocab_file": vocab_file},
                     {"--output_dir": f.OUTPUT_DIR.value})
   paths.check_outputs({"--output_dir": f.OUTPUT_DIR.value})  # Before the pydoc corpus.
+  pretraining_data.check_output_prefix(f.OUTPUT_DIR.value, f.OUTPUT_PREFIX.value,
+                                       f.NUM_SHARDS.value)
   if not inputs:
     files.makedirs(f.OUTPUT_DIR.value)
     inputs = [pretraining_data.pydoc_corpus(os.path.join(f.OUTPUT_DIR.value, "pydoc_corpus.txt"))]

@@ -11,6 +11,10 @@
                          [--sentence="..."]
 """
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 import logging
 import os
 

@@ -13,6 +13,10 @@ the entity counts, token `accuracy`, and `per_type` scores.
 """
 
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 from absl import app
 
 from tfbert.runtime import cli, json_values

@@ -10,6 +10,10 @@ official v2.0 keys.
 """
 
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 from absl import app
 
 from tfbert.runtime import cli, json_values

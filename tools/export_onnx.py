@@ -4,6 +4,10 @@
       --output=runs/mrpc/model.onnx
 """
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 import logging
 
 from absl import flags

@@ -10,6 +10,10 @@ median single-example latency, the file size and the agreement of the decisions.
 See tfbert/serving/tflite_export.py for what the file holds.
 """
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 import json
 import logging
 import os
@@ -42,8 +46,7 @@ def main(argv):
   tflite_export.check_output(f.OUTPUT.value, "--output")  # Before the model is read.
   model = convert.read_tfbert_model(f.MODEL.value, "--model")  # Another kind: how to convert.
   run = tflite_export.run_config_of(f.MODEL.value) or {}
-  seq_length = f.SEQ_LENGTH.value or task_registry.run_seq_length(
-      model, run, os.path.join(os.path.dirname(f.MODEL.value), "run_config.json")) or 128
+  seq_length = _seq_length(model, run)
   task = _task(run) if isinstance(model, BertClassifier) else None
   vocab_file = f.VOCAB_FILE.value or os.path.join(os.path.dirname(f.MODEL.value), "vocab.txt")
   vocab_file = vocab_file if files.isfile(vocab_file) else None
@@ -69,6 +72,23 @@ def main(argv):
   if scoring:
     for line in _score(model, path, task, vocab_file, do_lower_case, seq_length, devs):
       print(json_values.dumps(line, sort_keys=True), flush=True)
+
+
+def _seq_length(model, run) -> int:
+  """--seq_length (checked against the model), else the run's, else
+  `tflite_export.default_seq_length` with a line saying so."""
+  if f.SEQ_LENGTH.value is not None:
+    tflite_export.check_seq_length(model, f.SEQ_LENGTH.value, "--seq_length")
+    return f.SEQ_LENGTH.value
+  recorded = task_registry.run_seq_length(
+      model, run, os.path.join(os.path.dirname(f.MODEL.value), "run_config.json"))
+  if recorded:
+    return recorded
+  seq_length = tflite_export.default_seq_length(model)
+  print(f"--seq_length not given and no run records one: using {seq_length}, the default "
+        f"{tflite_export.DEFAULT_SEQ_LENGTH} capped at the model's max_position_embeddings",
+        flush=True)
+  return seq_length
 
 
 def _task(run) -> glue_data.Task:

@@ -8,6 +8,10 @@ directory.
 """
 
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 from absl import flags
 
 from tfbert.classifier import glue_data

@@ -10,6 +10,10 @@ the run.
 """
 
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 from tfbert.embeddings.embedding_run import EmbeddingRunConfig, run_embeddings
 from tfbert.runtime import cli, json_values
 from tfbert.tasks import fine_tuning

@@ -9,6 +9,10 @@ directory.
 """
 
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 from tfbert.runtime import cli, json_values
 from tfbert.tagging.tagging_run import NerRunConfig, run_ner
 from tfbert.tasks import fine_tuning

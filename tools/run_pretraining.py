@@ -13,6 +13,10 @@ Continued pretraining starts from the model a user has (`--init_hf_dir`, `--init
 `--init_checkpoint`), whose config is then the model's.
 """
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 import types
 
 from absl import flags

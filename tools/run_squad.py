@@ -7,6 +7,10 @@ See flags/run_squad_flags.py for every flag and tfbert/squad/squad_run.py for th
 """
 
 
+import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
+
+# isort: split
+
 from tfbert.runtime import cli, json_values
 from tfbert.squad.squad_run import SquadRunConfig, run_squad
 from tfbert.tasks import fine_tuning

@@ -21,6 +21,7 @@ from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.config import BertConfig
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.inference import text_settings
+from tfbert.text import casing
 
 TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
             intermediate_size=37, max_position_embeddings=64, initializer_range=0.5)
@@ -189,6 +190,31 @@ def test_settings_that_do_not_apply_are_refused_naming_them(hf_classifier, kwarg
                                                             message):
   with pytest.raises(error, match=message):
     tfbert.load(hf_classifier, **kwargs)
+
+
+def test_a_casing_mismatch_names_the_keyword_arguments_that_fix_it(hf_classifier, tmp_path):
+  """It told an API caller to "Pass --do_lower_case=true ... or --allow_casing_mismatch",
+  flags load() had no counterpart of (sweep 7, A39)."""
+  with pytest.raises(casing.CasingMismatchError) as raised:
+    tfbert.load(hf_classifier, do_lower_case=False)
+  assert str(raised.value).startswith("casing mismatch: do_lower_case=false says ")
+  assert str(raised.value).endswith(
+      "says do_lower_case=true; a wrong casing loses accuracy silently. Pass "
+      "do_lower_case=True (or leave it out to follow the checkpoint), or "
+      "allow_casing_mismatch=True if this is intended (keyword arguments of tfbert.load)")
+  allowed = tfbert.load(hf_classifier, do_lower_case=False, allow_casing_mismatch=True)
+  assert text_settings.settings_of(allowed).do_lower_case is False
+  # Records that contradict each other: a cased vocabulary beside an uncased config.
+  words = open(pretrained.minilm_vocab_file(), encoding="utf-8").read().splitlines()
+  cased = tmp_path / "cased_vocab.txt"
+  cased.write_text("\n".join(words[:-1] + ["Paris"]) + "\n", encoding="utf-8")
+  with pytest.raises(casing.CasingMismatchError, match=(
+      r"Fix the checkpoint's records, or choose with do_lower_case=True or False and "
+      r"allow_casing_mismatch=True \(keyword arguments of tfbert.load\)$")):
+    tfbert.load(hf_classifier, vocab_file=str(cased))
+  assert text_settings.settings_of(tfbert.load(
+      hf_classifier, vocab_file=str(cased), do_lower_case=False,
+      allow_casing_mismatch=True)).do_lower_case is False
 
 
 def test_the_recorded_length_comes_back_and_a_bad_record_is_named(hf_classifier, tmp_path):

@@ -7,6 +7,8 @@ each label checked; a classifier of known arity (`is_pair`) refuses the other, a
 Tiny random models (1 layer, H 32) over the real uncased vocabulary: the property is the
 code path (packing, chunking, windows, postprocessing), which any weights exercise."""
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -220,9 +222,26 @@ def test_inputs_that_are_not_texts_are_named(models, call, error, message):
 
 
 def test_fill_mask_takes_an_int_top_k():
+  """Sweep 7 A11: NumPy's integers were refused ("top_k must be an int >= 1, got
+  np.int64(2)")."""
   model = _with_text(BertPretrainer(BertConfig(**TINY)), 9)
-  with pytest.raises(ValueError, match="top_k must be an int >= 1, got 2.5"):
-    model.fill_mask("a [MASK]", top_k=2.5)
+  for top_k in (2.5, 2.0, True, "2", None):
+    with pytest.raises(ValueError, match=rf"top_k must be an int >= 1, got {top_k!r}"):
+      model.fill_mask("a [MASK]", top_k=top_k)
+  assert model.fill_mask("a [MASK]", top_k=np.int64(2)) == model.fill_mask("a [MASK]", top_k=2)
+
+
+def test_every_batch_size_is_an_int_numpy_integers_too(models):
+  """Sweep 7 A10: classify(texts, batch_size=np.int64(2)) was refused, as every call's."""
+  classifier = models["classifier"]
+  assert (classifier.classify(TEXTS, batch_size=np.int64(2), verbose=0)
+          == classifier.classify(TEXTS, batch_size=2, verbose=0))
+  assert [(s.start, s.stop) for s in raw_text.batches(5, np.uint8(2), 0)] == [
+      (0, 2), (2, 4), (4, 5)]
+  for batch_size in (2.0, True, np.bool_(True), "2", np.float64(2), 0, np.int64(-1)):
+    with pytest.raises(ValueError, match=rf"batch_size must be an int >= 1, got "
+                                         rf"{re.escape(repr(batch_size))}"):
+      list(raw_text.batches(5, batch_size))
 
 
 @pytest.mark.parametrize("labels, message", [

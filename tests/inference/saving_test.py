@@ -277,3 +277,29 @@ def test_save_takes_a_path_like_and_refuses_bytes_and_a_tilde(tmp_path, pair_cla
                                        f"not expand .*; pass '{tmp_path}/home/m.keras'"):
     tfbert.save(pair_classifier, "~/m.keras")
   assert sorted(os.listdir(tmp_path)) == ["a"] and "~" not in os.listdir(tmp_path / "a")
+
+
+@pytest.mark.parametrize("fmt, below", [("hf", ""), ("sentence-transformers", ""),
+                                        ("keras", "m.keras"), ("google", "bert_model.ckpt")])
+def test_a_dangling_link_is_named_as_one_with_its_target(tmp_path, pair_classifier, fmt, below):
+  """`save(model, <link to a missing directory>, "hf")` said "path ... is an existing file,
+  not a directory" (sweep 7, A20): the path, or the directory above it, is a link to nothing."""
+  os.symlink(tmp_path / "gone", tmp_path / "link")
+  path = os.path.join(tmp_path, "link", below) if below else str(tmp_path / "link")
+  where = f"path {path}: {tmp_path}/link is" if below else f"path {path} is"
+  with pytest.raises(ValueError) as raised:
+    tfbert.save(pair_classifier, path, fmt)
+  assert str(raised.value) == (f"{where} a symbolic link to {tmp_path}/gone, which does not "
+                               "exist: remove the link or choose another path")
+  assert os.listdir(tmp_path) == ["link"]
+
+
+def test_a_name_longer_than_the_file_system_allows_is_refused_before_writing(
+    tmp_path, pair_classifier):
+  """A 300-character name failed as "File name too long" at the first write."""
+  path = str(tmp_path / ("m" * 300 + ".keras"))
+  with pytest.raises(ValueError, match=(
+      r"^path .*: its name 'm{28}\.\.\.m{22}\.keras' is 306 bytes long, over the \d+ bytes a "
+      "file name may have in .*: choose a shorter path$")):
+    tfbert.save(pair_classifier, path)
+  assert not os.listdir(tmp_path)

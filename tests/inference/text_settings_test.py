@@ -2,6 +2,7 @@
 the model's positions, an existing vocabulary, usable windows), the casing comes from the
 vocabulary when not given, and re-attaching drops the modules built from the old ones."""
 
+import numpy as np
 import pytest
 
 from tests.inference import tiny_models
@@ -44,3 +45,17 @@ def test_the_casing_comes_from_the_vocabulary_and_reattaching_starts_afresh(shar
 def test_lengths_must_be_ints():
   with pytest.raises(ValueError, match=r"max_seq_length \(20.5\), doc_stride \(True\) must be int"):
     text_settings.TextSettings(pretrained.minilm_vocab_file(), True, 20.5, doc_stride=True)
+  with pytest.raises(ValueError, match=r"max_seq_length \(8.0\), doc_stride \('4'\) must be int"):
+    text_settings.TextSettings(pretrained.minilm_vocab_file(), True, 8.0, doc_stride="4")
+
+
+def test_numpy_integer_lengths_are_taken_as_plain_ints():
+  """Sweep 7 A40: tfbert.load(run, max_seq_length=np.int64(8)) was refused ("TextSettings:
+  max_seq_length (np.int64(8)) must be int")."""
+  settings = text_settings.TextSettings(pretrained.minilm_vocab_file(), True, np.int64(8),
+                                        doc_stride=np.int32(4), max_answer_length=np.uint8(5))
+  lengths = (settings.max_seq_length, settings.doc_stride, settings.max_answer_length)
+  assert lengths == (8, 4, 5) and {type(n) for n in lengths} == {int}
+  model = text_settings.attach_text(_model(), pretrained.minilm_vocab_file(), True,
+                                    np.int64(9))
+  assert type(text_settings.settings_of(model).max_seq_length) is int

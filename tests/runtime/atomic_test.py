@@ -330,3 +330,25 @@ def test_on_a_url_filesystem_every_other_processes_temporary_is_stale(ram_root):
   atomic.write_text(mine, "being written")
   assert atomic.remove_stale_temporaries(ram_root) == [other]
   assert files.listdir(ram_root) == [os.path.basename(mine)]
+
+
+def test_a_dangling_link_in_an_outputs_place_is_named_as_one(tmp_path):
+  """It was "a file, not a directory tfbert wrote" (sweep 7): there is no file."""
+  os.symlink(tmp_path / "gone", tmp_path / "export")
+  with pytest.raises(FileExistsError, match=(
+      f"^{tmp_path}/export is a symbolic link to {tmp_path}/gone, which does not exist, not a "
+      "directory tfbert wrote as a export: refusing to replace it")):
+    atomic.check_replaceable(str(tmp_path / "export"), "export")
+  assert files.dangling_link(str(tmp_path / "export")) == str(tmp_path / "gone")
+  assert files.dangling_link(str(tmp_path)) is None
+
+
+def test_a_temporary_name_is_short_whatever_the_final_name(tmp_path):
+  """Any output whose own name fits its file system can be staged: a temporary's name holds
+  none of the final name (a guard, not a fix: it never did)."""
+  final = tmp_path / ("p" * 255)
+  for tag in ("", "shard"):
+    name = os.path.basename(atomic.temporary_sibling(str(final), tag))
+    assert atomic.is_temporary(name) and len(name) <= 64, name
+  atomic.write_text(str(final), "x")
+  assert final.read_text() == "x"

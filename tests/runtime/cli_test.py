@@ -6,8 +6,10 @@ import importlib
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
+import types
 from typing import Optional
 
 import pytest
@@ -354,6 +356,35 @@ def test_a_flag_file_line_absl_would_misread_is_refused_naming_file_and_line(
   assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("text, shown, code", [
+    # absl: "Unknown command line flag 'do_train '. Did you mean: do_train ?" (sweep 7, C18).
+    ("--do_train\x00", "--do_train\\x00", "U+0000"),
+    ("--task_name=mr\x1bpc", "--task_name=mr\\x1bpc", "U+001B"),
+    # A form feed is no line end to absl: one line, refused as such.
+    ("--do_eval\x0c--do_train", "--do_eval\\x0c--do_train", "U+000C"),
+    ("--task_name=mr\x85pc", "--task_name=mr\\x85pc", "U+0085"),
+], ids=["nul", "escape", "form_feed", "c1_next_line"])
+def test_a_flag_file_line_or_argument_holding_a_control_character_is_refused(
+    tmp_path, text, shown, code):
+  flag_file = tmp_path / "flags.txt"
+  flag_file.write_text(f"# the run's flags\n--do_predict\n{text}\n", encoding="utf-8")
+  expected = (f"'{shown}' holds the control character {code}, which no flag name or value "
+              "holds (a terminal does not show it: absl named the flag unknown, as if spelt "
+              "right); remove it")
+  run = tool_process.run_tool("run_classifier", f"--flagfile={flag_file}",
+                              f"--output_dir={tmp_path / 'out'}")
+  assert _one_error_line(run, "run_classifier") == (
+      f"run_classifier: error: {flag_file}:3: {expected}")
+  if "\x00" not in text:  # No operating system passes a NUL in an argument.
+    run = tool_process.run_tool("run_classifier", text, f"--output_dir={tmp_path / 'out'}")
+    assert _one_error_line(run, "run_classifier") == (
+        f"run_classifier: error: argument {expected}")
+  with pytest.raises(ValueError, match=re.escape(code)):
+    cli.check_control_characters(["tool", "--ok", text])
+  cli.check_control_characters(["tool", "--custom_delimiter=\t", "--task_name=é"])
+  assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("argv", [["--task_name=mrpc", "--flagfile"],
                                   ["--flagfile", "--do_train"], ["--flagfile", "--", "x"],
                                   ["-flagfile"]],
@@ -516,3 +547,59 @@ def test_the_closing_lines_name_absolute_paths(tmp_path, monkeypatch):
       f"wrote:\n  {tmp_path}/~/C21/model.keras\n  {tmp_path}/out/eval_results.json\n"
       "  gs://b/export")
   assert cli.format_written([]) == "wrote nothing new"
+
+
+def test_every_tools_first_import_ends_a_ctrl_c_while_it_starts():
+  """Its later imports (TensorFlow's) take seconds, before `run_tool`'s handler exists: a
+  Ctrl-C then ended the tool with a traceback (sweep 7, I09). The subprocess test below
+  proves the handler on one tool; this, that every tool installs it first."""
+  import ast  # pylint: disable=import-outside-toplevel
+  for name in TOOL_FLAGS:
+    with open(os.path.join(REPO, "tools", f"{name}.py"), encoding="utf-8") as f:
+      tree = ast.parse(f.read())
+    first = next(node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom)))
+    assert (isinstance(first, ast.Import)
+            and [a.name for a in first.names] == ["tfbert_tools"]), name
+
+
+def test_run_tool_ends_a_ctrl_c_outside_main_with_one_line(monkeypatch, capsys):
+  """The device probe and absl's own steps run outside the guards of `parse_flags` and
+  `main`: a Ctrl-C there kept its traceback."""
+  def probe():
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(cli, "quiet_device_probe", probe)
+  monkeypatch.setattr(sys, "argv", ["tools/some_tool.py"])
+  try:
+    cli.run_tool(lambda argv: None, types.SimpleNamespace(value=False))
+  except KeyboardInterrupt:  # Not to pytest, which would take it for the user's Ctrl-C.
+    pytest.fail("the Ctrl-C escaped run_tool")
+  except SystemExit as done:
+    assert done.code == 130
+  else:
+    pytest.fail("run_tool returned")
+  assert capsys.readouterr().err == "some_tool: interrupted\n"
+
+
+@pytest.mark.slow  # A process: one interpreter, interrupted while it imports TensorFlow.
+def test_ctrl_c_while_a_tool_imports_tensorflow_is_one_line_and_status_130(tmp_path):
+  """`-X importtime` reports each import as it completes: the first TensorFlow module's line
+  says TensorFlow's import is under way (it takes seconds more), so the signal lands inside
+  the tool's imports without relying on a sleep."""
+  child = subprocess.Popen(
+      [sys.executable, "-X", "importtime", "tools/export_onnx.py",
+       f"--export_dir={tmp_path / 'export'}", f"--output={tmp_path / 'm.onnx'}"],
+      cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  seen = []
+  for line in child.stderr:
+    seen.append(line)
+    if line.startswith("import time:") and "tensorflow" in line:
+      child.send_signal(signal.SIGINT)
+      break
+  out, err = child.communicate(timeout=300)
+  err = "".join(seen) + err
+  assert "tfbert_flags.export_onnx_flags" not in err  # Interrupted inside the imports.
+  shown = [line for line in err.splitlines() if not line.startswith("import time:")]
+  assert child.returncode == 130, err[-3000:]
+  assert "Traceback" not in err and shown[-1:] == ["export_onnx: interrupted"], err[-3000:]
+  assert not out and not os.listdir(tmp_path)

@@ -225,3 +225,37 @@ def test_every_tool_refuses_an_export_as_its_output_directory_before_any_work(tm
     convert.convert_checkpoint("hf", str(tmp_path / "no_input"), "google",
                                str(export / "variables" / "variables"))
   assert sorted(os.listdir(export)) == [atomic.OUTPUT_MARKER, "saved_model.pb", "variables"]
+
+
+def test_a_dangling_link_above_an_output_is_named_as_one(tmp_path):
+  """A link to nothing above an output read as "its parent ... is not a directory"."""
+  os.symlink(tmp_path / "gone", tmp_path / "link")
+  for kind in paths.OUTPUT_KINDS:
+    assert paths.output_problems({"--output": str(tmp_path / "link" / "out")}, kind) == [
+        f"--output {tmp_path}/link/out: {tmp_path}/link is a symbolic link to "
+        f"{tmp_path}/gone, which does not exist: remove the link or choose another --output"]
+  assert paths.output_problems({"--output_dir": str(tmp_path / "link")}) == [
+      f"--output_dir {tmp_path}/link is a symbolic link to {tmp_path}/gone, which does not "
+      "exist: remove the link or choose another --output_dir"]
+
+
+def test_a_name_longer_than_the_file_system_allows_is_refused_naming_the_flag(tmp_path):
+  """`--output_dir=<300 characters>` and `--output_prefix` of 260 failed with "File name too
+  long" after the work, naming the path or a staging path (sweep 7, C14 and D02)."""
+  limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+  fits, over, short = "d" * limit, "d" * (limit + 1), "d" * 28 + "..." + "d" * 28
+  assert paths.output_problems({"--output_dir": str(tmp_path / fits)}) == []
+  assert paths.output_problems({"--output": str(tmp_path / fits)}, "file") == []
+  assert paths.output_problems({"--output_dir": str(tmp_path / over / "run")}) == [
+      f"--output_dir {tmp_path}/{short}/run: the directory name '{short}' in "
+      f"it is {limit + 1} bytes long, over the {limit} bytes a file name may have in "
+      f"{tmp_path}: choose a shorter --output_dir"]
+  # A prefix's files are longer than the prefix: `<prefix>.data-00000-of-00001`.
+  prefix = "p" * (limit - len(paths.PREFIX_SUFFIX) + 1)
+  [problem] = paths.output_problems({"--output": str(tmp_path / prefix)}, "prefix")
+  assert f"is {limit + 1} bytes long, over the {limit} bytes" in problem
+  assert paths.output_problems({"--output": str(tmp_path / prefix[1:])}, "prefix") == []
+  # Bytes, not characters: 128 two-byte letters are 256 bytes.
+  assert "is 256 bytes long" in paths.output_problems({"--output": str(tmp_path / ("é" * 128))},
+                                                     "file")[0]
+  assert not os.listdir(tmp_path)

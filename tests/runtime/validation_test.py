@@ -5,11 +5,13 @@ import dataclasses
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import typing
 from typing import Optional
 
+import numpy as np
 import pytest
 
 from tests import helpers
@@ -56,6 +58,22 @@ def test_rules_that_depend_on_the_machine_are_checked_again_with_it():
   validation.validate(toy, num_replicas=3)
   with pytest.raises(ValueError, match=r"^_Toy: size 3 is not a multiple of 2$"):
     validation.validate(toy, num_replicas=2)
+
+
+def test_an_integer_is_any_integral_but_a_bool_and_is_kept_as_a_plain_int():
+  """Sweep 7 A10, A11, A40: NumPy's integers were refused where an int was checked by type."""
+  for value in (2, np.int64(2), np.int32(2), np.uint8(2)):
+    assert validation.is_int(value)
+    got = validation.plain_int("batch_size", value)
+    assert got == 2 and type(got) is int
+  for value in (2.0, np.float64(2), True, np.bool_(True), "2", None, 0, np.int64(-1)):
+    with pytest.raises(ValueError, match=rf"^batch_size must be an int >= 1, got "
+                                         rf"{re.escape(repr(value))}$"):
+      validation.plain_int("batch_size", value)
+  # A config's fields: NumPy's integers become plain ints (JSON writes them) at validation.
+  toy = _Toy(size=np.int64(4))
+  assert type(toy.size) is int and json.dumps(dataclasses.asdict(toy)) == (
+      '{"size": 4, "kind": "a"}')
 
 
 def _post_inits():

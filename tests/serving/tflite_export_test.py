@@ -330,3 +330,28 @@ def test_the_file_has_the_id_signature_alone_with_a_dynamic_batch(exports):
       "outputs": ["end_logits", "start_logits"]}}
   details = lite.interpreter.get_input_details()
   assert all(list(d["shape_signature"]) == [-1, SEQ] and d["dtype"] == np.int32 for d in details)
+
+
+@pytest.mark.slow
+def test_tool_without_seq_length_takes_at_most_the_models_positions(tmp_path, classifier):
+  """A model of 19 positions with no run record was refused for "seq_length 128 is outside
+  [1, 19]", a value the user never gave (sweep 7, L01); a given one out of range names
+  --seq_length and the model's limit."""
+  convert.save_tfbert_model(classifier, str(tmp_path / "model.keras"))
+  output = tmp_path / "lite" / "model.tflite"
+  refused = tool_process.run_tool("export_tflite", f"--model={tmp_path / 'model.keras'}",
+                                  f"--output={output}", "--seq_length=20")
+  assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
+      "export_tflite: error: --seq_length 20 is outside [1, 19]: the model has 19 positions "
+      "(max_position_embeddings); give --seq_length in that range"]
+  assert not output.parent.exists()
+  done = tool_process.run_tool("export_tflite", f"--model={tmp_path / 'model.keras'}",
+                               f"--output={output}")
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stdout.splitlines()[0] == (
+      "--seq_length not given and no run records one: using 19, the default 128 capped at "
+      "the model's max_position_embeddings")
+  assert tflite_export.TfliteModel(str(output)).seq_length == 19
+  assert tflite_export.default_seq_length(BertEncoder(BertConfig(**TINY))) == 64
+  assert tflite_export.default_seq_length(
+      BertEncoder(BertConfig(**{**TINY, "max_position_embeddings": 512}))) == 128

@@ -105,3 +105,68 @@ def test_a_dataset_of_strings_is_refused_naming_the_list_of_texts_it_takes():
   with pytest.raises(TypeError, match="validation_data is a tf.data.Dataset of strings"):
     classifier.fit({"input_ids": np.full((2, 5), 1037, np.int32)}, np.zeros(2, np.int32),
                    validation_data=data, verbose=0)
+
+
+
+def _shapes(outputs, rows=None):
+  """The outputs' structure of (shape, with its rows replaced by `rows` when given; dtype)."""
+  import keras  # pylint: disable=import-outside-toplevel
+  return keras.tree.map_structure(lambda value: (
+      value.shape if rows is None else (rows,) + value.shape[1:], value.dtype), outputs)
+
+
+def test_predict_on_features_of_no_rows_returns_outputs_of_no_rows():
+  """Sweep 7 A31: Keras' UnboundLocalError "cannot access local variable 'batch_outputs'".
+  An encoder: outputs of two ranks and a list, each shaped and typed as one example's."""
+  from tfbert import BertEncoder  # pylint: disable=import-outside-toplevel
+  model = BertEncoder(BertConfig(**tiny_models.TINY))
+  one = model.predict({"input_ids": np.ones((1, 16), np.int64)}, verbose=0)
+  for x in ({"input_ids": np.zeros((0, 16), np.int64)}, tf.zeros([0, 16], tf.int64)):
+    assert _shapes(model.predict(x, verbose=0)) == _shapes(one, rows=0)
+
+
+def test_fit_and_evaluate_on_features_of_no_rows_are_refused_naming_the_input():
+  """Keras ran them on nothing without a word (evaluate returned [])."""
+  model = _compiled()
+  empty, one = {"input_ids": np.zeros((0, 5), np.int32)}, {"input_ids": np.ones((1, 5), np.int32)}
+  for call in (model.fit, model.evaluate):
+    with pytest.raises(ValueError, match=r"no examples in x: its input_ids have 0 rows, and "
+                                         rf"BertClassifier.{call.__name__} needs at least one"):
+      call(empty, np.zeros(0, np.int32), verbose=0)
+  with pytest.raises(ValueError, match=r"no examples in validation_data\[0\]"):
+    model.fit(one, np.ones(1, np.int32), validation_data=(empty, np.zeros(0, np.int32)),
+              verbose=0)
+
+
+def _no_batch(call, model, data):
+  data = data.filter(lambda *_: True).batch(2)  # Keras cannot know it is empty beforehand.
+  with pytest.raises(ValueError, match=r"x gave no batch \(an empty dataset or generator\): "
+                                       rf"BertClassifier.{call} needs at least one example"):
+    getattr(model, call)(data, verbose=0)
+
+
+_EMPTY = {"input_ids": np.zeros((0, 5), np.int32)}
+
+
+def test_a_dataset_that_gives_no_batch_is_refused_by_predict_and_evaluate():
+  """predict failed in Keras' own code; evaluate returned [] without a word."""
+  import keras  # pylint: disable=import-outside-toplevel
+  model = _compiled()
+  _no_batch("predict", model, tf.data.Dataset.from_tensor_slices(_EMPTY))
+  _no_batch("evaluate", model, tf.data.Dataset.from_tensor_slices(
+      (_EMPTY, np.zeros(0, np.int32))))
+  # Callbacks given in their place reach Keras with the count; no epoch left runs nothing.
+  one = tf.data.Dataset.from_tensors(({"input_ids": np.ones((1, 5), np.int32)},
+                                      np.ones(1, np.int32)))
+  seen = []
+  model.evaluate(one, None, None, 0, None, None, [keras.callbacks.LambdaCallback(
+      on_test_batch_end=lambda batch, logs: seen.append(batch))])
+  assert seen == [0]
+  model.fit(one, epochs=1, initial_epoch=1, verbose=0)
+
+
+@pytest.mark.slow  # ~4 s: Keras builds the training step before it finds no batch.
+def test_fit_on_a_dataset_that_gives_no_batch_is_refused():
+  """Keras' fit trained nothing without a word (a warning that the input ran out)."""
+  _no_batch("fit", _compiled(), tf.data.Dataset.from_tensor_slices(
+      (_EMPTY, np.zeros(0, np.int32))))

@@ -15,6 +15,7 @@ import unicodedata
 
 import pytest
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 from tfbert.checkpoints import pretrained
 from tfbert.text import tokenization
@@ -259,13 +260,46 @@ def test_vocab_errors_name_the_file(tmp_path):
            "blank.txt": ("[PAD]\n\n[UNK]\n", "Blank line 2"),
            "twice.txt": ("[PAD]\nx\nx\n", "lines 2 and 3"),
            # Was "lacks special tokens ['[PAD]']": the mark was read as part of the token.
-           "bom.txt": ("\ufeff[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", "byte-order mark")}
+           "bom.txt": ("\ufeff[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", "byte-order mark"),
+           # Empty once stripped, as Google's `load_vocab` strips (str.strip: Unicode spaces).
+           "spaces.txt": ("[PAD]\n\u3000\x1c\x85\n", "Blank line 2")}
   for name, (content, message) in cases.items():
     path = tmp_path / name
     path.write_text(content, "utf-8")
     with pytest.raises(ValueError, match=message) as error:
       tokenization.load_vocab(str(path))
     assert str(path) in str(error.value)
+
+
+def test_a_token_wordpiece_cannot_hold_is_refused_naming_the_line_and_character(tmp_path):
+  """Sweep 7 C16: a NUL in a token failed building the tokenizer, in tensorflow_text's
+  RuntimeError "Cannot traverse from parent id ... This should never happen"."""
+  path = tmp_path / "vocab.txt"
+  path.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nab\x00cd\n", "utf-8")
+  for load in (tokenization.load_vocab,
+               lambda p: tokenization.WordPieceTokenizer(p, True)):
+    with pytest.raises(ValueError, match=(
+        rf"^WordPiece vocab {re.escape(str(path))}: line 6, token 'ab\\x00cd', has "
+        r"'\\x00' \(U\+0000\) at character 3: tensorflow_text's WordPiece cannot hold it")):
+      load(str(path))
+
+
+def test_every_other_control_or_odd_character_in_a_token_is_held(tmp_path):
+  """The boundary of the rule above: tensorflow_text holds these (measured), so a vocab
+  with them is valid, and each token is found whole."""
+  controls = [chr(c) for c in range(1, 0x20) if chr(c) not in "\n\r"]  # Not line ends.
+  odd = controls + ["\x7f", "\x80", "\x9f", "\u00a0", "\u00ad", "\u200b", "\u2028", "\ufeff",
+                    "\ufffe", "\uffff", "\ue000", "\U0010ffff", "\u0301"]
+  tokens = [*tokenization.SPECIAL_TOKENS, *(f"a{c}b" for c in odd), "##\x01"]
+  path = tmp_path / "vocab.txt"
+  path.write_text("".join(f"{t}\n" for t in tokens), "utf-8")
+  assert tokenization.load_vocab(str(path)) == tokens
+  wordpiece = tf_text.FastWordpieceTokenizer(  # As `WordPieceTokenizer` builds it.
+      vocab=tokens, suffix_indicator="##", token_out_type=tf.int32, unknown_token="[UNK]",
+      no_pretokenization=True)
+  words = [f"a{c}b" for c in odd]
+  assert wordpiece.tokenize(tf.constant(words)).to_list() == [
+      [tokens.index(w)] for w in words]
 
 
 def test_non_utf8_vocab_names_the_file_line_and_bytes(tmp_path):

@@ -7,6 +7,8 @@ per-micro-step schedule or per-replica clipping moves weights by >1e-3 (shown be
 """
 
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -157,6 +159,16 @@ def test_wrapping_a_loss_scale_optimizer_keeps_it_outermost():
     with_gradient_accumulation(keras.optimizers.SGD(0.1, global_clipnorm=1.0), 2)
   with pytest.raises(ValueError, match="integer >= 1"):
     with_gradient_accumulation(keras.optimizers.SGD(0.1), 0)
+
+
+def test_accumulation_steps_are_an_integer_numpy_integers_too():
+  """np.int64(2) steps were refused, and True was taken as 1 step."""
+  wrapped = with_gradient_accumulation(keras.optimizers.SGD(0.1), np.int64(2))
+  assert wrapped.steps == 2 and type(wrapped.steps) is int
+  for steps in (True, 2.0, "2", np.float64(2)):
+    with pytest.raises(ValueError, match=rf"accumulation steps must be an integer >= 1, got "
+                                         rf"{re.escape(repr(steps))}"):
+      with_gradient_accumulation(keras.optimizers.SGD(0.1), steps)
 
 
 def poison_last_example(window, micro):

@@ -325,6 +325,12 @@ def test_get_config_round_trips(make):
   assert type(restored) is type(optimizer) and restored.get_config() == config
 
 
+def test_an_integer_learning_rate_is_a_float_numpy_integers_too():
+  """Keras refused np.int64(1) ("Argument `learning_rate` should be float")."""
+  for make in (AdamW, Lamb):
+    assert float(make(np.int64(1)).learning_rate) == float(make(1).learning_rate) == 1.0
+
+
 def test_invalid_arguments_raise():
   with pytest.raises(ValueError, match="weight_decay_rate"):
     AdamW(1e-3, weight_decay=0.01)

@@ -33,6 +33,7 @@ A path that is none of these gets one line naming what was looked for.
 
 import json
 import os
+import re
 from typing import Any, Optional, Sequence, Union
 
 import keras
@@ -60,8 +61,8 @@ _TASK_CLASSES = {"classifier": BertClassifier, "regression": BertClassifier,
 
 def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str]] = None,
          max_seq_length: Optional[int] = None, do_lower_case: Optional[bool] = None,
-         vocab_file: Optional[str] = None, **span_settings: Any
-         ) -> Union[keras.Model, exported.ExportedModel]:
+         vocab_file: Optional[str] = None, allow_casing_mismatch: bool = False,
+         **span_settings: Any) -> Union[keras.Model, exported.ExportedModel]:
   """The model at `path` with its vocabulary, casing and S attached (module docstring).
 
   Args:
@@ -73,6 +74,8 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
     max_seq_length: S (default: recorded, else 128; a span labeler 384).
     do_lower_case: the casing (default: the records'; must agree with them).
     vocab_file: the vocabulary (default: `vocab.txt` beside the model); a path as `path`.
+    allow_casing_mismatch: let a given `do_lower_case` win over records that contradict it
+      (logged), as the tools' `--allow_casing_mismatch` does.
     **span_settings: a span labeler's `max_query_length`, `doc_stride`,
       `max_answer_length`, `version_2_with_negative`, `null_score_diff_threshold`
       (default: its SQuAD run's, else google-research/bert's).
@@ -84,6 +87,8 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
 
   Raises:
     FileNotFoundError, ValueError: naming the path and what is missing or wrong.
+    tfbert.text.casing.CasingMismatchError: a `do_lower_case` the records contradict (or
+      records that contradict each other), saying which keyword argument fixes it.
     TypeError: a path that is neither a str nor an `os.PathLike` (bytes), naming it.
   """
   path = files.as_path(path, "path")
@@ -93,7 +98,8 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
   if kind == "export":
     given = {name: value for name, value in dict(
         task=task, labels=labels, max_seq_length=max_seq_length, do_lower_case=do_lower_case,
-        vocab_file=vocab_file, **span_settings).items() if value is not None}
+        vocab_file=vocab_file, allow_casing_mismatch=allow_casing_mismatch or None,
+        **span_settings).items() if value is not None}
     if given:
       raise ValueError(f"{path}: an export is fixed when written (its S, vocabulary, casing "
                        f"and labels); load it without {', '.join(given)}")
@@ -118,8 +124,7 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
     raise ValueError(f"{', '.join(sorted(span_settings))}: a span labeler's settings, and "
                      f"{source} holds a {type(model).__name__}")
   vocab = vocab_file or _vocab_beside(kind, source)
-  lower = casing.resolve_do_lower_case(do_lower_case, casing.checkpoint_casing(
-      source, vocab))
+  lower = _casing(do_lower_case, source, vocab, allow_casing_mismatch)
   limit = model.config.max_position_embeddings
   default = (text_settings.DEFAULT_SQUAD_MAX_SEQ_LENGTH if spans
              else text_settings.DEFAULT_MAX_SEQ_LENGTH)
@@ -261,6 +266,31 @@ def _with_labels(model: keras.Model, labels: Sequence[str], source: str) -> kera
                      f"({list(ours) if ours is not None else 'none'}); to train a fresh "
                      "head with these, pass task= as well")
   return model
+
+
+# The tools' spelling of the casing settings in `casing.resolve_do_lower_case`'s messages ->
+# `load`'s (its messages are written for the tools, whose words stay as they are).
+_KEYWORD_TERMS = (
+    (re.compile(r"\b(pass do_lower_case)=(true|false)\b", re.IGNORECASE),
+     lambda m: f"{m.group(1)}={m.group(2).capitalize()}"),
+    (re.compile(r"--do_lower_case and --allow_casing_mismatch\b"),
+     lambda m: "do_lower_case=True or False and allow_casing_mismatch=True"),
+    (re.compile(r"--allow_casing_mismatch\b"), lambda m: "allow_casing_mismatch=True"))
+
+
+def _casing(do_lower_case: Optional[bool], source: str, vocab: str,
+            allow_mismatch: bool) -> bool:
+  """`casing.resolve_do_lower_case` for `load`: a mismatch names the keyword arguments that
+  fix it (`do_lower_case=False`, `allow_casing_mismatch=True`), not the tools' flags, which
+  an API caller has no way to pass."""
+  try:
+    return casing.resolve_do_lower_case(do_lower_case, casing.checkpoint_casing(source, vocab),
+                                        allow_mismatch=allow_mismatch, flag="do_lower_case")
+  except casing.CasingMismatchError as error:
+    message = str(error)
+    for pattern, spelling in _KEYWORD_TERMS:
+      message = pattern.sub(spelling, message)
+    raise casing.CasingMismatchError(f"{message} (keyword arguments of tfbert.load)") from None
 
 
 def with_task(model: keras.Model, task: str, labels: Optional[Sequence[str]],

@@ -48,6 +48,7 @@ from tfbert.encoder import BertEncoder
 from tfbert.inference import text_settings
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tfbert.pretraining import pretraining_export
+from tfbert.runtime import validation
 from tfbert.serving import export
 from tfbert.squad import squad_data, squad_export, squad_features, squad_postprocess
 from tfbert.tagging import tagging_export
@@ -155,8 +156,7 @@ def classifier_texts(texts, is_pair: Optional[bool], what: str = "texts",
 def batches(count: int, batch_size: int, verbose: Any = "auto") -> Iterator[slice]:
   """Slices of `batch_size` over `count` items, with a Keras progress bar over more than
   one batch (`verbose` 0 or False: none)."""
-  if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-    raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+  batch_size = validation.plain_int("batch_size", batch_size)
   bar = None
   if verbose not in (0, False) and count > batch_size:
     bar = keras.utils.Progbar(count, unit_name="text")
@@ -447,8 +447,7 @@ def fill_masks(call: Callable, texts: Texts, top_k: int, batch_size: int,
   """`fill_mask` of the texts through `call`, a `fill_mask` signature (the model's, or a
   loaded export's): batches of texts in, `filled_masks` out."""
   items, one = text_list(texts)
-  if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-    raise ValueError(f"top_k must be an int >= 1, got {top_k!r}")
+  top_k = validation.plain_int("top_k", top_k)
   for index, text in enumerate(items):
     if MASK not in text:
       raise ValueError(f"texts[{index}] has no {MASK}: {text[:80]!r}")

@@ -116,9 +116,10 @@ def check_target(path: str, format: str) -> None:  # noqa: A002
   """Refuses, before anything is written, a `path` that `format` cannot be written at.
 
   A "keras" file, or a "google" prefix, shares its directory with its side files; the other
-  formats are directories. Refused, naming the path and what is there: a parent that is a
-  file; a "keras" path that is an existing directory, or a file that is no `.keras` model
-  (zip archive); a directory format's path that is an existing file; a path inside an output
+  formats are directories. Refused, naming the path and what is there: a symbolic link to
+  nothing (the path or a directory above it, naming its target); a parent that is a file;
+  a "keras" path that is an existing directory, or a file that is no `.keras` model (zip
+  archive); a directory format's path that is an existing file; a path inside an output
   tfbert wrote or a SavedModel, below a file, or where nothing can be created
   (`tfbert.runtime.paths.output_problems`); a side file the format writes (`vocab.txt`,
   `text_settings.json`, `config.json`, ...) that is an existing directory. The format's own
@@ -133,6 +134,9 @@ def check_target(path: str, format: str) -> None:  # noqa: A002
     raise ValueError(f"path {path} names a directory, where the {format} format writes "
                      f"{'a file' if format == 'keras' else 'a checkpoint prefix'} (files "
                      f"beside it): name it inside, e.g. {os.path.join(path, example)}")
+  link = paths.dangling_link_problem("path", path)
+  if link:  # Before "is an existing file": no file is there.
+    raise ValueError(link)
   parent = files.parent(path)
   if files.exists(parent) and not files.isdir(parent):
     raise ValueError(f"cannot write {path}: {parent} is a file, not a directory")

@@ -64,7 +64,7 @@ class TextSettings:
     """The rules of usable settings (`tfbert.runtime.validation`)."""
     lengths = ("max_seq_length", "max_query_length", "doc_stride", "max_answer_length")
     wrong = [f"{name} ({getattr(self, name)!r})" for name in lengths
-             if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), int)]
+             if not validation.is_int(getattr(self, name))]
     if wrong:  # The rules below compare them.
       return [(False, f"{', '.join(wrong)} must be int")]
     return [

@@ -212,6 +212,23 @@ def summary_path(output_dir: str, prefix: str) -> str:
   return os.path.join(output_dir, f"{prefix}-summary.json")
 
 
+def check_output_prefix(output_dir: str, prefix: str, num_shards: int) -> None:
+  """Refuses, before any work, an `output_prefix` that is no file name prefix, or whose files
+  (the last shard's name is the longest, beside the summary) cannot be named in `output_dir`
+  (`tfbert.runtime.paths.output_problems`: too long for its file system, ...).
+
+  Raises:
+    ValueError: naming --output_prefix and the problem.
+  """
+  if not prefix or "/" in prefix or os.sep in prefix or prefix.startswith("."):
+    raise ValueError(f"--output_prefix {prefix!r} must be a file name prefix (no '/', not "
+                     "starting with '.', which readers skip as hidden): the shards go into "
+                     "--output_dir")
+  names = [shard_names(prefix, num_shards)[-1], os.path.basename(summary_path("", prefix))]
+  paths.check_outputs({"--output_prefix": [os.path.join(output_dir, n) for n in names]},
+                      "file")
+
+
 def write_shards(instances: Sequence[pretraining_instances.TrainingInstance], output_dir: str,
                  prefix: str, config: PretrainingDataConfig,
                  progress: Callable = pretraining_instances.no_progress) -> list:
@@ -366,10 +383,13 @@ def create_pretraining_data(input_patterns: Sequence[str], output_dir: str,
     FileNotFoundError: a missing vocab or input file (named).
     OSError: an unreadable input file (named).
     ValueError: an empty corpus, or fewer instances than shards; an `output_dir` that is a
-      file or cannot be created (`tfbert.runtime.paths.output_problems`), before any work.
+      file or cannot be created (`tfbert.runtime.paths.output_problems`), or an
+      `output_prefix` whose files cannot be named there (`check_output_prefix`), before any
+      work.
     FileExistsError: `output_dir` holds shards of this prefix with another shard count.
   """
   paths.check_outputs({"--output_dir": output_dir})  # Before any work, naming the flag.
+  check_output_prefix(output_dir, output_prefix, config.num_shards)
   progress = _Progress(sys.stderr if log_stream is None else log_stream, log_every_seconds)
   vocab = vocab_info(config.vocab_file)
   input_files = expand_input_files(input_patterns)

@@ -339,6 +339,10 @@ def _check(path: str, wanted: OutputRecord, task_known: bool) -> None:
   if not path or not files.exists(path):
     return
   keep = "refusing to replace it (that would delete it); remove it or choose another path"
+  target = files.dangling_link(path)
+  if target is not None:
+    raise FileExistsError(f"{path} is a symbolic link to {target}, which does not exist, not "
+                          f"a directory tfbert wrote as {wanted.what()}: {keep}")
   if not files.isdir(path):
     raise FileExistsError(f"{path} is a file, not a directory tfbert wrote as "
                           f"{wanted.what()}: {keep}")

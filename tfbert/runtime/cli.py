@@ -9,7 +9,9 @@
   `<tool>: error: <message>`, and exit status 1; `--traceback` shows the whole trace
   instead. A message is the error's first line (TensorFlow's op errors carry a graph
   trace after it). Anything else is a bug and keeps its traceback.
-* Ctrl-C ends with one line and status 130 (the shell's convention for SIGINT).
+* Ctrl-C ends with one line and status 130 (the shell's convention for SIGINT), at any
+  time: while the tool imports TensorFlow too (`tools/__init__.py`, every tool's first
+  import, handles it until `run_tool` takes over).
 * An error that carries an `exit_status` (a preempted run that saved its checkpoint:
   `tfbert.training.training_loop.Preempted`, status 75) ends with its one line and that
   status, so that a scheduler can tell "run me again" from a failure.
@@ -38,8 +40,10 @@ import errno
 import logging
 import os
 import re
+import signal
 import sys
 import tempfile
+import threading
 import typing
 from typing import Any, Callable, Mapping, Sequence
 
@@ -217,15 +221,29 @@ def run_tool(main: Callable[[Sequence[str]], object], traceback,
       `evaluate_squad.py DATASET PREDICTIONS`); if not, a leftover word is refused.
   """
   tool = os.path.splitext(os.path.basename(sys.argv[0]))[0] or "tfbert"
-  # absl's --help starts with the __main__ module's docstring: the tool's own under
-  # `python tools/x.py`, but an installed `tfbert-x` command's __main__ is pip's wrapper,
-  # which has none. Lend it the tool's.
-  launcher = sys.modules.get("__main__")
-  if launcher is not None and not getattr(launcher, "__doc__", None):
-    launcher.__doc__ = sys.modules[main.__module__].__doc__
-  quiet_device_probe()  # Before app.run, whose init callbacks would probe noisily.
-  app.run(guarded(main, traceback, tool), argv=list(sys.argv),
-          flags_parser=lambda argv: parse_flags(argv, tool, takes_arguments))
+  try:  # A Ctrl-C outside `parse_flags` and `main` (the device probe, absl's own steps).
+    _take_over_interrupts()
+    # absl's --help starts with the __main__ module's docstring: the tool's own under
+    # `python tools/x.py`, but an installed `tfbert-x` command's __main__ is pip's wrapper,
+    # which has none. Lend it the tool's.
+    launcher = sys.modules.get("__main__")
+    if launcher is not None and not getattr(launcher, "__doc__", None):
+      launcher.__doc__ = sys.modules[main.__module__].__doc__
+    quiet_device_probe()  # Before app.run, whose init callbacks would probe noisily.
+    app.run(guarded(main, traceback, tool), argv=list(sys.argv),
+            flags_parser=lambda argv: parse_flags(argv, tool, takes_arguments))
+  except KeyboardInterrupt as error:
+    _end_with_one_line(error, _asks_for_trace(sys.argv), tool)
+
+
+def _take_over_interrupts() -> None:
+  """Puts Python's own SIGINT handler (`KeyboardInterrupt`, which the guards turn into one
+  line) back in place of the one a tool's first import installed for its start
+  (`tools/__init__.py`: its handler carries `ends_a_starting_tool`); any other is kept."""
+  handler = signal.getsignal(signal.SIGINT)
+  if (getattr(handler, "ends_a_starting_tool", False)
+      and threading.current_thread() is threading.main_thread()):
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _asks_for_trace(argv: Sequence[str]) -> bool:
@@ -243,6 +261,7 @@ def parse_flags(argv: Sequence[str], tool: str, takes_arguments: bool = False) -
     What absl leaves for `main`: the program name, then the words after the flags.
   """
   try:
+    check_control_characters(argv)
     check_home_prefixes(argv)
     expanded = read_flagfiles(flagfiles_first(argv))
   except (KeyboardInterrupt, Exception) as error:  # pylint: disable=broad-except
@@ -378,8 +397,10 @@ def read_flagfiles(argv: Sequence[str]) -> list[str]:
   dropped; absl's rules otherwise: a line is one argument, stripped; blank lines and
   comments (`#`, `//`) are skipped; nothing after `--` is read. A flag file line that absl
   would misread is refused, naming `file:line`: `--` (it would end the flags there, and
-  every flag after the file, the command line's included, would be a leftover word), and
-  `--flag value` (one argument, the value part of the flag's name: `--flag=value`).
+  every flag after the file, the command line's included, would be a leftover word),
+  `--flag value` (one argument, the value part of the flag's name: `--flag=value`), and a
+  line holding a control character (`--do_train<NUL>` was "Unknown command line flag
+  'do_train'. Did you mean: do_train ?").
 
   Args:
     argv: the command line, program name first (`--flagfile=F` or `--flagfile F`).
@@ -409,7 +430,9 @@ def read_flagfiles(argv: Sequence[str]) -> list[str]:
     except ValueError as error:  # Not UTF-8: `decode_utf8` names path:line.
       raise ValueError(f"--flagfile {error}") from None
     read = []
-    for number, line in enumerate(text.splitlines(), 1):
+    # Lines end as absl's (Python's text mode) do: not at a form feed or another control
+    # character `str.splitlines` breaks at, which stays in its line and is refused there.
+    for number, line in enumerate(re.split(r"\r\n|\r|\n", text), 1):
       line = line.strip()
       if not line or line.startswith(("#", "//")):
         continue
@@ -440,10 +463,45 @@ def read_flagfiles(argv: Sequence[str]) -> list[str]:
   return expanded
 
 
+def _control_character(text: str) -> typing.Optional[str]:
+  """The first control character in `text` as `U+XXXX`, or None. A tab is none: it separates
+  a `--flag value` line, refused as such (`_space_form`), and may be a value's own."""
+  for character in text:
+    code = ord(character)
+    if character != "\t" and (code < 0x20 or 0x7F <= code <= 0x9F):
+      return f"U+{code:04X}"
+  return None
+
+
+def _control_problem(text: str) -> typing.Optional[str]:
+  found = _control_character(text)
+  if found is None:
+    return None
+  return (f"{text!r} holds the control character {found}, which no flag name or value "
+          "holds (a terminal does not show it: absl named the flag unknown, as if spelt "
+          "right); remove it")
+
+
+def check_control_characters(argv: Sequence[str]) -> None:
+  """Refuses a command line word holding a control character (a NUL, an escape, a newline;
+  a tab is allowed), naming the word and the character as U+XXXX. A flag file's lines are
+  checked the same way, by file:line (`read_flagfiles`).
+
+  Raises:
+    ValueError: naming the argument and the character.
+  """
+  for arg in list(argv)[1:]:
+    problem = _control_problem(arg)
+    if problem:
+      raise ValueError(f"argument {problem}")
+
+
 def _check_line(line: str, where: str) -> None:
-  """Refuses a flag file line (stripped, at `where`: file:line) that absl would misread, or
-  whose `~` no shell expanded (`check_home_prefixes`)."""
-  problem = _home_prefix_problem(line, "", "in a flag file (absl reads a line as written)")
+  """Refuses a flag file line (stripped, at `where`: file:line) that absl would misread,
+  that holds a control character (`check_control_characters`), or whose `~` no shell
+  expanded (`check_home_prefixes`)."""
+  problem = (_control_problem(line)
+             or _home_prefix_problem(line, "", "in a flag file (absl reads a line as written)"))
   if problem:
     raise ValueError(f"{where}: {problem}")
   if line == "--":

@@ -135,6 +135,18 @@ def exists(path: str) -> bool:
   return os.path.lexists(path)
 
 
+def dangling_link(path: str) -> Optional[str]:
+  """The target of `path` when it is a symbolic link to nothing, else None (a URL has no
+  links). `exists` counts such a link (something is there), `isdir` and `isfile` do not: a
+  check that says "an existing file" of it names what is not there."""
+  if is_url(path) or not os.path.islink(path) or os.path.exists(path):
+    return None
+  try:
+    return os.readlink(path)
+  except OSError:  # Gone meanwhile.
+    return None
+
+
 def isdir(path: str) -> bool:
   """Whether `path` is a directory."""
   if is_url(path):

@@ -180,6 +180,71 @@ def _special_file(path: str) -> Optional[str]:
   return None
 
 
+def dangling_link_problem(name: str, path: str) -> Optional[str]:
+  """Why output `name` cannot be written at `path` when `path`, or a directory above it, is
+  a symbolic link to nothing (`tfbert.runtime.files.dangling_link`), naming the link and its
+  target; else None. The one wording of every output check: such a link is neither "an
+  existing file" nor "not a directory" to a user who sees none there."""
+  if files.is_url(path):
+    return None
+  absolute = current = os.path.abspath(path)
+  while True:
+    target = files.dangling_link(current)
+    if target is not None:
+      where = f"{name} {path} is" if current == absolute else f"{name} {path}: {current} is"
+      return (f"{where} a symbolic link to {target}, which does not exist: remove the link "
+              f"or choose another {name}")
+    up = os.path.dirname(current)
+    if up == current:
+      return None
+    current = up
+
+
+def _name_max(directory: str) -> int:
+  """The longest file name (in bytes) the file system of the existing `directory` allows."""
+  try:
+    return os.pathconf(directory, "PC_NAME_MAX")
+  except (OSError, ValueError):
+    return 255
+
+
+def _shown(name: str) -> str:
+  return name if len(name) <= 60 else f"{name[:28]}...{name[-28:]}"
+
+
+def name_length_problem(name: str, path: str, suffix: str = "") -> Optional[str]:
+  """Why output `name` cannot be written at the local `path` (its last name with `suffix`
+  appended: what is written at a prefix) because a name in it is longer than its file
+  system allows (`PC_NAME_MAX` of the nearest existing directory, else 255 bytes); else
+  None. Checked before any work: it failed as "File name too long" at the first write."""
+  if files.is_url(path):
+    return None
+  absolute = os.path.abspath(path)
+  parts = absolute.split(os.sep)
+  parts[-1] += suffix
+  existing = os.sep
+  for i, part in enumerate(parts):
+    here = os.sep.join(parts[:i + 1]) or os.sep
+    length = len(os.fsencode(part))
+    limit = _name_max(existing)
+    if length > limit:
+      last = i == len(parts) - 1
+      given = part[:len(part) - len(suffix)] if last and suffix else part
+      shown = os.fspath(path).replace(given, _shown(given))  # One line of a readable length.
+      what = f"its name {_shown(part)!r}" if last else (
+          f"the directory name {_shown(part)!r} in it")
+      return (f"{name} {shown}: {what} is {length} bytes long, over the {limit} bytes a file "
+              f"name may have in {existing}: choose a shorter {name}")
+    if os.path.isdir(here):
+      existing = here
+  return None
+
+
+# What a "prefix" output appends to its path's last name at most (a Google checkpoint's
+# `<prefix>.data-00000-of-00001`, beside `<prefix>.index`).
+PREFIX_SUFFIX = ".data-00000-of-00001"
+
+
 def _output_problem(name: str, path: str, kind: str) -> Optional[str]:
   """Why output `name` (`--flag`) cannot be written at `path` as a `kind`, or None."""
   if files.is_url(path):  # No parents or permissions to inspect: only what is there.
@@ -189,9 +254,10 @@ def _output_problem(name: str, path: str, kind: str) -> Optional[str]:
       return f"{name} {path} is an existing directory, not a file: name a file to write"
     return _in_output_problem(name, path, kind)
   absolute = os.path.abspath(path)
-  if os.path.islink(absolute) and not os.path.exists(absolute):
-    return (f"{name} {path} is a symbolic link to {os.readlink(absolute)}, which does not "
-            f"exist: remove the link or choose another {name}")
+  problem = (dangling_link_problem(name, path)
+             or name_length_problem(name, path, PREFIX_SUFFIX if kind == "prefix" else ""))
+  if problem:
+    return problem
   special = _special_file(absolute)
   if special:
     return (f"{name} {path} is {special}, not a file tfbert may replace (writing replaces "
@@ -221,10 +287,13 @@ def _output_problem(name: str, path: str, kind: str) -> Optional[str]:
 def output_problems(outputs: Mapping[str, PathValue], kind: str = "directory") -> list[str]:
   """Why each output cannot be written where it is named, one message each, naming its flag.
 
-  Checks only what exists (creating nothing, so it runs before any work): the path itself
-  (a directory output must not be an existing file, a file output not an existing
-  directory), the directories holding it (none an output tfbert wrote or a SavedModel; a
-  directory output, other than one `REPLACED_OUTPUTS` names, none itself either), the
+  Checks only what exists (creating nothing, so it runs before any work): the path and the
+  directories above it (none a symbolic link to nothing, `dangling_link_problem`; no name in
+  it longer than its file system allows, `name_length_problem`), the path itself (a
+  directory output must not be an existing file, a file output not an existing directory,
+  nor a device, pipe or socket), the directories holding it (none an output tfbert wrote or
+  a SavedModel; a directory output, other than one `REPLACED_OUTPUTS` names, none itself
+  either), the
   nearest existing directory that would hold it (not a file; writable: not on a read-only
   mount, writable by this user, not of mode 0555 like `/proc`). A URL's output is checked
   only against what exists there.

@@ -9,8 +9,15 @@ known.
 
 `checks()` may be a generator: a rule that needs earlier ones to hold (a type check before
 a range check) can stop the generator after them.
+
+An integer argument or field of the Python API is any integer a caller may hold (`is_int`:
+Python's, NumPy's `np.int64(2)`, but not a bool) and is kept as a plain int (`plain_int`;
+`validate` makes a config's fields so first): JSON, `range` and TensorFlow then read it as
+they read an int. A float (even 2.0), a bool or a string stays refused.
 """
 
+import dataclasses
+import numbers
 from typing import Any, Iterable
 
 Check = tuple[Any, str]
@@ -37,17 +44,47 @@ def seed_check(name: str, seed: int) -> Check:
   return (0 <= seed < 2**32, f"{name} ({seed}) must be in [0, 2**32)")
 
 
+def is_int(value: Any) -> bool:
+  """Whether `value` is an integer of the API's kind: any `numbers.Integral` (NumPy's
+  integers too) but not a bool (True is no count)."""
+  return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def plain_int(name: str, value: Any, minimum: int = 1) -> int:
+  """`value` (an integer argument named `name`) as a plain int.
+
+  Raises:
+    ValueError: "<name> must be an int >= <minimum>, got <value!r>" when it is not an
+      integer (`is_int`) or is below `minimum`.
+  """
+  if not is_int(value) or value < minimum:
+    raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+  return int(value)
+
+
+def _plain_int_fields(config: Any) -> None:
+  """Replaces each field of the dataclass `config` (frozen too) that holds an integer of
+  another type (`np.int64(8)`) with the plain int."""
+  for field in dataclasses.fields(config):
+    value = getattr(config, field.name)
+    if is_int(value) and type(value) is not int:  # pylint: disable=unidiomatic-typecheck
+      object.__setattr__(config, field.name, int(value))
+
+
 def failures(checks: Iterable[Check]) -> list[str]:
   """The messages of the checks whose condition is false."""
   return [message for ok, message in checks if not ok]
 
 
 def validate(config: Any, **context: Any) -> None:
-  """Raises one ValueError listing every rule of `config.checks(**context)` that fails.
+  """Raises one ValueError listing every rule of `config.checks(**context)` that fails;
+  first makes each field of a dataclass `config` holding a NumPy integer a plain int.
 
   Raises:
     ValueError: "<ConfigClass>: <message>; <message>...".
   """
+  if dataclasses.is_dataclass(config):
+    _plain_int_fields(config)
   found = failures(config.checks(**context))
   if found:
     raise ValueError(f"{type(config).__name__}: {'; '.join(found)}")

@@ -33,9 +33,11 @@ Measured (MiniLM-L6-H384, ONNX Runtime 1.31 CPU against the SavedModel): outputs
 3.3e-6 (sequence_output; 2.5e-7 pooled_output); conversion ~30 s.
 """
 
+import contextlib
 import json
+import logging
 import os
-from typing import Optional
+from typing import Iterator, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -49,6 +51,12 @@ from tfbert.serving import export, serving_dtype
 # `session.get_modelmeta().custom_metadata_map["labels"]` (`onnx_labels`).
 LABELS_KEY = "labels"
 OPSET = 17  # ONNX Runtime 1.31 runs opsets up to 23; 17 also loads in much older runtimes.
+# The lowest opset that expresses every tfbert graph: BERT's strided slices (the position
+# embeddings cut to S, `new_axis_mask`) need opset 10's Slice. Measured (tf2onnx 1.17): each
+# id signature of the encoder, span labeler, pair classifier and tagger exports converts at
+# opsets 10 to 17 and none at 7 to 9 ("No Op registered for StridedSlice"); at opset 10
+# ONNX Runtime gives the SavedModels' outputs within 2.4e-6.
+MIN_OPSET = 10
 _XLA_ATTRIBUTES = ("_XlaMustCompile", "_noinline")
 
 
@@ -146,10 +154,11 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
   files.makedirs(files.parent(onnx_file))
 
   labels = _labels(source)
-  model_proto, _ = tf2onnx.convert.from_graph_def(
-      graph_def, input_names=inputs, output_names=outputs, opset=opset,
-      tensors_to_rename=rename)
-  check_converted(model_proto, opset)  # Before anything is written.
+  with _tf2onnx_log() as records:
+    model_proto, _ = tf2onnx.convert.from_graph_def(
+        graph_def, input_names=inputs, output_names=outputs, opset=opset,
+        tensors_to_rename=rename)
+    check_converted(model_proto, opset, records)  # Before anything is written.
   if labels is not None:
     entry = model_proto.metadata_props.add()
     entry.key, entry.value = LABELS_KEY, json.dumps(labels)
@@ -162,10 +171,68 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
   return onnx_file
 
 
-def check_converted(model_proto, opset: int) -> None:
+class _Kept(logging.Handler):
+  """Keeps the log records it is given (WARNING and worse)."""
+
+  def __init__(self):
+    super().__init__(logging.WARNING)
+    self.records: list[logging.LogRecord] = []
+
+  def emit(self, record: logging.LogRecord) -> None:
+    self.records.append(record)
+
+
+@contextlib.contextmanager
+def _tf2onnx_log() -> Iterator[list[logging.LogRecord]]:
+  """Holds back tf2onnx's log records (WARNING and worse) while inside; yields them.
+
+  tf2onnx logs each node it cannot convert as an ERROR with a Python traceback, then returns
+  a model that still holds it: three such blocks preceded the one line `check_converted`
+  states the problem in (`export_onnx --opset=7`). When the block raises a ValueError (that
+  line), they are dropped; otherwise (a conversion that succeeded, or failed otherwise) they
+  are logged after all, as tf2onnx logged them. Its INFO progress is dropped either way.
+  """
+  logger = logging.getLogger("tf2onnx")
+  kept, propagate = _Kept(), logger.propagate
+  logger.addHandler(kept)
+  logger.propagate = False
+  stated = False
+  try:
+    yield kept.records
+  except ValueError:
+    stated = True
+    raise
+  finally:
+    logger.removeHandler(kept)
+    logger.propagate = propagate
+    if not stated:
+      for record in kept.records:
+        logger.handle(record)
+
+
+def _first_failure(records: list[logging.LogRecord]) -> str:
+  """"; tf2onnx could not convert N node(s), the first: <its error>" of tf2onnx's "Failed to
+  convert node" records, or "" when there are none."""
+  failed = [r for r in records if r.levelno >= logging.ERROR and r.exc_info
+            and str(r.msg).startswith("Failed to convert node")]
+  if not failed:
+    return ""
+  error = failed[0].exc_info[1]
+  first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+  return f"; tf2onnx could not convert {len(failed)} node(s), the first: {first[:200]}"
+
+
+def check_converted(model_proto, opset: int,
+                    records: Optional[list[logging.LogRecord]] = None) -> None:
   """Refuses a conversion ONNX cannot load: tf2onnx logs the ops it could not express in
   `opset` (BERT's strided slices need opset 10 or later) and returns a model that still
   holds them, which ONNX Runtime then refuses to load.
+
+  Args:
+    model_proto: the converted model.
+    opset: the opset asked for.
+    records: tf2onnx's log records of the conversion (`_tf2onnx_log`): the first node it
+      could not convert is named from them.
 
   Raises:
     ValueError: naming the opset, the first op left unconverted and the default opset.
@@ -176,8 +243,9 @@ def check_converted(model_proto, opset: int) -> None:
     onnx.checker.check_model(model_proto)
   except onnx.checker.ValidationError as error:
     first = (str(error).strip().splitlines() or ["invalid model"])[0]
-    raise ValueError(f"opset {opset} cannot express this graph ({first[:300]}): convert "
-                     f"with a later opset (the default, {OPSET}, can)") from None
+    raise ValueError(f"opset {opset} cannot express this graph ({first[:300]}"
+                     f"{_first_failure(records or [])}): convert with a later opset (the "
+                     f"default, {OPSET}, can)") from None
 
 
 def _labels(saved_model_dir: str) -> Optional[list[str]]:

@@ -146,7 +146,8 @@ def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
       A mixed-precision model is exported in float32 (`float32_model`).
     path: `.tflite` path (local or a URL, `gs://...`) to create or replace; its directory is
       created.
-    seq_length: S of the inputs, in [1, max_position_embeddings].
+    seq_length: S of the inputs, in [1, max_position_embeddings] (`check_seq_length`;
+      `default_seq_length` when the caller has none).
     quantize: dynamic-range quantization (int8 weights) instead of float32.
     labels: a classifier's label names in class-id order (C >= 2 of them), written to
       `labels.txt`; None writes none (and is the only choice for regression and for the
@@ -163,9 +164,7 @@ def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
   """
   check_output(path)  # Before any work.
   model = _exported_model(model_or_encoder)
-  if not 1 <= seq_length <= model.config.max_position_embeddings:
-    raise ValueError(f"seq_length {seq_length} is outside [1, "
-                     f"{model.config.max_position_embeddings}] (max_position_embeddings)")
+  check_seq_length(model, seq_length)
   labels = _checked_labels(model, labels)
   directory = files.parent(path)
   _check_sidecars(path, directory, model.config.to_dict(), labels, vocab_file)
@@ -235,6 +234,37 @@ def convert(model: keras.Model, seq_length: int, quantize: bool = False) -> byte
   if quantize:
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
   return converter.convert()
+
+
+# S of a model's TFLite inputs when none is given or recorded (`default_seq_length`).
+DEFAULT_SEQ_LENGTH = 128
+
+
+def default_seq_length(model_or_encoder: keras.Model) -> int:
+  """S for a model whose S nobody gave: `DEFAULT_SEQ_LENGTH`, or all its positions when it
+  has fewer (a tiny model of 16 positions was refused for an S of 128 it was never given).
+  """
+  positions = _exported_model(model_or_encoder).config.max_position_embeddings
+  return min(DEFAULT_SEQ_LENGTH, positions)
+
+
+def check_seq_length(model_or_encoder: keras.Model, seq_length: int,
+                     name: str = "seq_length") -> None:
+  """Refuses an S the model cannot take: outside [1, max_position_embeddings].
+
+  Args:
+    model_or_encoder: as `export_tflite`'s.
+    seq_length: the S given.
+    name: how the caller gave it (`--seq_length` for the tool).
+
+  Raises:
+    ValueError: naming `name`, the value and the model's limit.
+  """
+  positions = _exported_model(model_or_encoder).config.max_position_embeddings
+  if not 1 <= seq_length <= positions:
+    raise ValueError(f"{name} {seq_length} is outside [1, {positions}]: the model has "
+                     f"{positions} positions (max_position_embeddings); give {name} in that "
+                     "range")
 
 
 def _exported_model(model: keras.Model) -> keras.Model:

@@ -8,9 +8,14 @@ takes features. A tfbert model with text settings (`tfbert.load`, or
 packing and then runs Keras' own method on the features, so `model.predict(["text"])`
 returns what `model.predict(features)` does. A classifier's `fit(texts, labels)` takes
 labels by name (or class ids; regression scores). Every raw-text argument (`x`, and
-`validation_data` as a tuple or list) is packed the same way, so no string reaches Keras; an
-empty list is text without texts: `predict` returns zero rows, `fit` and `evaluate` refuse
-it. A `tf.data.Dataset` (or generator) of strings is refused, naming the list it takes.
+`validation_data` as a tuple or list) is packed the same way, so no string reaches Keras. A
+`tf.data.Dataset` (or generator) of strings is refused, naming the list it takes.
+
+No examples (an empty list of texts, features of 0 rows) reach Keras, whose `predict` fails
+in its own code on them ("cannot access local variable 'batch_outputs'") and whose `fit` and
+`evaluate` return without a word: `predict` returns outputs of 0 rows, shaped and typed as
+one example's; `fit` and `evaluate` refuse them, naming the input. A dataset (or generator)
+that gives no batch is refused after the call (`_BatchCount`).
 
 Features (`CheckedInputs`, every model class) are checked before Keras sees them, and
 where the model runs (`tfbert.text.feature_checks`).
@@ -23,7 +28,8 @@ imported (`register`), which attaching text settings to a model always does firs
 Shape legend: B batch, S sequence.
 """
 
-from typing import Any
+import inspect
+from typing import Any, Mapping, Optional
 
 import keras
 import numpy as np
@@ -83,24 +89,35 @@ class CheckedInputs:
     return checked_features(x, self.config, self.input_names, what)
 
   def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
-    """Keras' `predict` on checked inputs."""
-    x = self.checked_inputs(x)
+    """Keras' `predict` on checked inputs (features of 0 rows: outputs of 0 rows)."""
+    return self._predict_checked(self.checked_inputs(x), batch_size, verbose, steps,
+                                 callbacks)
+
+  def _predict_checked(self, x, batch_size, verbose, steps, callbacks) -> Any:
+    """Keras' `predict` on `x`, checked; no examples: one example's outputs, cut to 0 rows
+    (no batch runs for the caller's `callbacks`, which see none)."""
+    if example_count(x) == 0:
+      row = {name: np.zeros((1,) + tuple(value.shape[1:]), np.asarray(value).dtype)
+             for name, value in x.items()}
+      outputs = self._predict_checked(row, None, 0, None, None)
+      return keras.tree.map_structure(lambda value: value[:0], outputs)
     with graph_checks(self, "predict"):
-      return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
-                             callbacks=callbacks)
+      return _BatchCount.run(super().predict, self, "predict", x, batch_size=batch_size,
+                             verbose=verbose, steps=steps, callbacks=callbacks)
 
   def fit(self, x=None, y=None, *args, validation_data=None, **kwargs):
-    """Keras' `fit` on checked inputs (and `validation_data`'s)."""
-    x = self.checked_inputs(x, training=True)
+    """Keras' `fit` on checked inputs (and `validation_data`'s), of at least one example."""
+    x = refuse_no_examples(self, self.checked_inputs(x, training=True), "x", "fit")
     validation_data = self._checked_validation_data(validation_data)
     with graph_checks(self, "fit"):
-      return super().fit(x, y, *args, validation_data=validation_data, **kwargs)
+      return _BatchCount.run(super().fit, self, "fit", x, y, *args,
+                             validation_data=validation_data, **kwargs)
 
   def evaluate(self, x=None, y=None, *args, **kwargs):
-    """Keras' `evaluate` on checked inputs."""
-    x = self.checked_inputs(x, training=True)
+    """Keras' `evaluate` on checked inputs, of at least one example."""
+    x = refuse_no_examples(self, self.checked_inputs(x, training=True), "x", "evaluate")
     with graph_checks(self, "evaluate"):
-      return super().evaluate(x, y, *args, **kwargs)
+      return _BatchCount.run(super().evaluate, self, "evaluate", x, y, *args, **kwargs)
 
   def predict_step(self, data):
     """Keras' `predict_step`, a batch's features checked at trace time (`check_specs`)."""
@@ -110,7 +127,9 @@ class CheckedInputs:
 
   def _checked_validation_data(self, validation_data) -> Any:
     if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3):
-      x = self.checked_inputs(validation_data[0], "validation_data[0]", training=True)
+      what = "validation_data[0]"
+      x = refuse_no_examples(self, self.checked_inputs(validation_data[0], what,
+                                                       training=True), what, "fit")
       return type(validation_data)([x, *validation_data[1:]])
     refuse_text_data(self, validation_data, "validation_data")
     return validation_data
@@ -124,11 +143,8 @@ class RawTextPredict(CheckedInputs):
     outputs of zero rows, shaped as one text's)."""
     if is_text(x):
       x = implementation(self).features_of_texts(self, x, "x")
-      x = self.checked_inputs(x, "x (packed from its texts)")
-      if not len(x["input_ids"]):  # Keras predicts no empty input: one row's, none kept.
-        row = {name: np.zeros((1,) + value.shape[1:], value.dtype) for name, value in x.items()}
-        outputs = super().predict(row, batch_size=batch_size, verbose=0, callbacks=callbacks)
-        return keras.tree.map_structure(lambda value: value[:0], outputs)
+      return self._predict_checked(self.checked_inputs(x, "x (packed from its texts)"),
+                                   batch_size, verbose, steps, callbacks)
     return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                            callbacks=callbacks)
 
@@ -178,6 +194,84 @@ class RawTextFit(RawTextPredict):
     """Keras' `evaluate`; raw text is packed first and its labels matched by name."""
     x, y = self._text_data(x, y)
     return super().evaluate(x, y, *args, **kwargs)
+
+
+def example_count(x: Any) -> Optional[int]:
+  """The examples in checked features `x` when known before Keras runs: the rows of their
+  `input_ids` (of a sentence encoder's pairs, the first part's); None for a dataset, a
+  generator or an unknown batch dimension."""
+  if isinstance(x, Mapping) and "input_ids" not in x and x:
+    x = next(iter(x.values()))  # {"anchor": features, "positive": features, ...}
+  if not isinstance(x, Mapping) or "input_ids" not in x:
+    return None
+  shape = getattr(x["input_ids"], "shape", None)
+  return shape[0] if shape is not None and len(shape) else None
+
+
+def refuse_no_examples(model, x: Any, what: str, call: str) -> Any:
+  """`x`, checked features, unless they hold no example (0 rows).
+
+  Raises:
+    ValueError: naming `what` and the call (`fit`, `evaluate`), which Keras would run on
+      nothing without a word.
+  """
+  if example_count(x) == 0:
+    raise ValueError(f"no examples in {what}: its input_ids have 0 rows, and "
+                     f"{type(model).__name__}.{call} needs at least one")
+  return x
+
+
+class _BatchCount(keras.callbacks.Callback):
+  """Counts the batches one Keras call (`run`) runs, to refuse a call that ran none: a
+  dataset or generator that gave no batch, on which Keras' `predict` fails in its own code
+  and its `fit` and `evaluate` return without a word."""
+
+  async_safe = True  # It only counts: Keras may call it from its callback thread.
+
+  def __init__(self, call: str):
+    super().__init__()
+    self._call = call
+    self.batches = 0
+    self.ran = call != "fit"  # A `fit` runs its data once an epoch begins.
+
+  def on_epoch_begin(self, epoch, logs=None):
+    self.ran = True
+
+  def on_train_batch_end(self, batch, logs=None):
+    self.batches += self._call == "fit"
+
+  def on_test_batch_end(self, batch, logs=None):  # Also `fit`'s validation: not counted.
+    self.batches += self._call == "evaluate"
+
+  def on_predict_batch_end(self, batch, logs=None):
+    self.batches += self._call == "predict"
+
+  @classmethod
+  def run(cls, method, model, call: str, *args, **kwargs) -> Any:
+    """`method(*args, **kwargs)`, Keras' `fit`, `evaluate` or `predict` (named `call`), with
+    a count added to its callbacks (given by keyword or in their place). Called with Keras'
+    own `CallbackList` (`fit` runs its validation `evaluate` so), it runs as it is.
+
+    Raises:
+      ValueError: no batch ran (in a `fit`: while an epoch ran; none runs when
+        `initial_epoch` >= `epochs`), naming the model and the call.
+    """
+    bound = inspect.signature(method).bind(*args, **kwargs)
+    callbacks = bound.arguments.get("callbacks")
+    if isinstance(callbacks, keras.callbacks.CallbackList):
+      return method(*args, **kwargs)
+    count = cls(call)
+    bound.arguments["callbacks"] = [*(callbacks or ()), count]
+    try:
+      result = method(*bound.args, **bound.kwargs)
+    except UnboundLocalError:  # Keras' `predict` after no batch ("... 'batch_outputs'").
+      if count.batches:
+        raise
+      result = None
+    if count.ran and not count.batches:
+      raise ValueError(f"x gave no batch (an empty dataset or generator): "
+                       f"{type(model).__name__}.{call} needs at least one example")
+    return result
 
 
 def is_text(x: Any) -> bool:

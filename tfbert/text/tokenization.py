@@ -67,6 +67,12 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # 200. A word (after basic tokenization) longer than this becomes [UNK].
 MAX_CHARS_PER_WORD = 400
 
+# Characters a vocab token cannot hold: `tf_text.FastWordpieceTokenizer` fails building its
+# trie on a NUL ("Cannot traverse from parent id ... This should never happen"). Measured
+# (tensorflow-text 2.20) on every other C0 control, DEL, C1 controls, U+00A0, U+00AD, U+200B,
+# U+2028/9, U+FEFF, U+FFFE/F, U+10FFFF, private use and a combining mark: all held.
+_UNHOLDABLE = frozenset("\x00")
+
 # The graph code has no tensor-dependent Python control flow; skipping
 # AutoGraph's source conversion saves ~4 s per trace inside `tf.function`.
 _NO_AUTOGRAPH = tf.autograph.experimental.do_not_convert
@@ -85,8 +91,9 @@ def load_vocab(vocab_file):
   Raises:
     FileNotFoundError: if `vocab_file` does not exist.
     ValueError: if it is not UTF-8 (naming the line and the bad bytes), is
-      empty, has a blank or duplicate line, or lacks one of `SPECIAL_TOKENS`.
-      Every message names the file.
+      empty, has a blank or duplicate line, a token `FastWordpieceTokenizer`
+      cannot hold (`_UNHOLDABLE`, naming the line and the character), or lacks
+      one of `SPECIAL_TOKENS`. Every message names the file.
   """
   try:
     with files.open_file(vocab_file) as f:  # A local path or a URL (`gs://...`).
@@ -106,6 +113,14 @@ def load_vocab(vocab_file):
   for line, token in enumerate(tokens, start=1):
     if not token:
       raise ValueError(f"Blank line {line} in WordPiece vocab {vocab_file}")
+    bad = _UNHOLDABLE.intersection(token)
+    if bad:
+      char = min(bad)
+      raise ValueError(f"WordPiece vocab {vocab_file}: line {line}, token {token!r}, has "
+                       f"{char!r} (U+{ord(char):04X}) at character {token.index(char) + 1}: "
+                       "tensorflow_text's WordPiece cannot hold it (building the tokenizer "
+                       "fails) and no text matches it (tokenization deletes it); remove the "
+                       "character or the line")
     if token in seen:
       raise ValueError(f"Token {token!r} is on lines {seen[token]} and {line} "
                        f"of WordPiece vocab {vocab_file}")

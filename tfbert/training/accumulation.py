@@ -41,6 +41,8 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
+from tfbert.runtime import validation
+
 REDUCTIONS = ("mean", "sum")
 
 
@@ -62,8 +64,9 @@ class GradientAccumulationOptimizer(keras.optimizers.Optimizer):
     if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
       raise ValueError("wrap the LossScaleOptimizer's inner optimizer; use "
                        "with_gradient_accumulation(loss_scale_optimizer, steps)")
-    if not isinstance(steps, int) or steps < 1:
+    if not validation.is_int(steps) or steps < 1:  # A NumPy integer too; not True.
       raise ValueError(f"accumulation steps must be an integer >= 1, got {steps!r}")
+    steps = int(steps)
     if reduction not in REDUCTIONS:
       raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     if clip_norm is not None and clip_norm <= 0:

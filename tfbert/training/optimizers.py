@@ -29,6 +29,8 @@ from typing import Iterable, Optional, Sequence
 import keras
 import tensorflow as tf
 
+from tfbert.runtime import validation
+
 # google-research/bert run_pretraining.py / optimization.py `exclude_from_weight_decay`.
 # tfbert names its layer norms `*layer_norm` (TF1 checkpoints: `LayerNorm`); biases include
 # `mlm_head/output_bias` and `nsp_head/output_bias`.
@@ -123,7 +125,7 @@ class _DecoupledWeightDecayOptimizer(keras.optimizers.Optimizer):
     if kwargs.pop("weight_decay", None) is not None:
       raise ValueError(f"{type(self).__name__} does its own decoupled weight decay; pass "
                        "weight_decay_rate, not Keras's weight_decay")
-    if isinstance(learning_rate, int) and not isinstance(learning_rate, bool):
+    if validation.is_int(learning_rate):  # NumPy's integers too.
       learning_rate = float(learning_rate)  # Keras accepts only float for a constant rate.
     super().__init__(learning_rate=learning_rate, weight_decay=None, **kwargs)
     if weight_decay_rate < 0 or not 0 <= beta_1 < 1 or not 0 <= beta_2 < 1 or epsilon < 0:
