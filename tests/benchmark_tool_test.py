@@ -1,6 +1,8 @@
 """Tests for tools/benchmark.py, the command line: its arguments are checked before any
 benchmark runs (the benchmarks themselves: BENCHMARKS.md)."""
 
+import re
+
 import pytest
 from absl import flags
 
@@ -56,3 +58,33 @@ def test_the_postprocess_benchmark_without_its_dev_file_is_refused():
       "benchmark: error: --benchmark=postprocess times SQuAD feature creation and "
       "postprocessing on --squad_dev_file, which is not set: give the SQuAD v1.1 dev set "
       "(BENCHMARKS.md names the file it used)")
+
+
+def test_a_list_flag_item_that_is_no_number_is_named_with_the_flag():
+  """--fine_tuning_steps=a,b said only "invalid literal for int() with base 10: 'a'" (sweep
+  8, BM04), after the machine line."""
+  run = tool_process.run_tool("benchmark", "--benchmark=fine_tuning", "--fine_tuning_steps=a,b")
+  assert run.returncode == 1
+  assert ("flag --fine_tuning_steps=a,b: item 'a' is not a whole number: give "
+          "comma-separated whole numbers (e.g. 5,65)") in run.stderr
+  assert "invalid literal" not in run.stderr and "machine:" not in run.stdout
+
+
+@pytest.mark.parametrize("value, message", [
+    ("5,x", "item 'x' is not a whole number"),
+    ("5,2.5", "item '2.5' is not a whole number"),
+    ("5,65,100", "takes 2 comma-separated whole numbers (e.g. 5,65), got 3"),
+    ("5", "takes 2 comma-separated whole numbers (e.g. 5,65), got 1"),
+])
+def test_every_integer_list_flag_names_its_bad_item(value, message):
+  with tool_process.tool_modules():
+    from tfbert_flags import benchmark_flags  # pylint: disable=import-outside-toplevel
+    lists = [flag for flag in flags.FLAGS.get_flags_for_module(benchmark_flags)
+             if isinstance(flag.parser, flags.ListParser)]
+    # The benchmark's list flags are all lists of numbers, parsed as such (none by int()).
+    assert lists and all(isinstance(flag.parser, benchmark_flags.IntegerListParser)
+                         for flag in lists)
+    flag = flags.FLAGS["fine_tuning_steps"]
+    assert flag.parser.parse(" 5, 65") == [5, 65] and flag.default == [5, 65]
+    with pytest.raises(ValueError, match=re.escape(message)):
+      flag.parser.parse(value)

@@ -139,3 +139,18 @@ def tensorboard_scalars(log_dir) -> dict[str, list[tuple[int, float]]]:
         tags.setdefault(value.tag, []).append(
             (int(event.step), float(tf.make_ndarray(value.tensor))))
   return tags
+
+
+def untrained_tfbert(directory, model_class, config: BertConfig, seed: int = 7) -> dict:
+  """`{"init_tfbert": path}` of a `model_class(config)` of random weights drawn with `seed`,
+  saved once per directory as `untrained.keras`: what a prediction-only test scores. A run
+  that does not train needs a model to evaluate (`fine_tuning.evaluated_model`): random
+  weights are never its default."""
+  from tfbert.checkpoints import convert  # noqa: PLC0415 - only the tests that use it
+  path = os.path.join(directory, "untrained.keras")
+  if not os.path.exists(path):
+    keras.utils.set_random_seed(seed)
+    model = model_class(config)
+    model.build()
+    convert.save_tfbert_model(model, path)
+  return {"init_tfbert": path}

@@ -65,6 +65,9 @@ def cases(tmp_path_factory):
   header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
   _write(glue / "train.tsv", header + "1\t1\t2\tA cat sat.\tA cat sat down.\n")
   _write(glue / "dev.tsv", header)  # No examples.
+  scored = d / "mrpc_scored"  # A dev file an untrained model would score.
+  scored.mkdir()
+  _write(scored / "dev.tsv", header + "1\t1\t2\tA cat sat.\tA cat sat down.\n")
   _write(d / "latin1_vocab.txt", b"[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\ncaf\xe9\n", "wb")
   _write(d / "model.safetensors", b"\x10\x00\x00\x00\x00\x00\x00\x00{not json", "wb")
   _write(d / "config.json", json.dumps({"model_type": "bert", **TINY}))
@@ -143,6 +146,12 @@ def cases(tmp_path_factory):
            f"--output_dir={d / 'squad2'}", "--max_seq_length=32", "--max_query_length=8",
            "--doc_stride=30", *common],
           ["doc_stride", "max_query_length"], d / "squad2"),
+      # Old: "starting from random weights", their scores written as the run's (sweep 8).
+      "run_classifier: an evaluation without training, a trained model or a source": (
+          ["run_classifier", "--task_name=mrpc", "--do_eval", f"--data_dir={scored}",
+           f"--output_dir={d / 'eval_only'}", "--max_seq_length=16", *common],
+          ["nothing to evaluate", f"{d / 'eval_only'} holds no trained model",
+           "--init_tfbert/--init_hf_dir/--init_checkpoint, or --do_train"], d / "eval_only"),
       "run_classifier: an empty dev file": (
           ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
            "--do_eval", f"--output_dir={d / 'mrpc_out'}", "--max_seq_length=16", *common],
@@ -258,6 +267,7 @@ CASE_NAMES = [
     "run_squad: a window longer than the model",
     "run_ner: a zero train batch",
     "run_classifier: an empty dev file",
+    "run_classifier: an evaluation without training, a trained model or a source",
     "create_pretraining_data: a vocabulary that is not UTF-8",
     "run_classifier: a vocabulary with a NUL in a token",
     "run_classifier: a cased --do_lower_case for an uncased checkpoint",
@@ -593,6 +603,9 @@ def boundary_cases(tmp_path_factory):
   dev = _write(d / "dev-v1.1.json", json.dumps(squad))
   gold = _write(d / "gold.conll", "Alan B-PER\nwent O\n")
   out = str(d / "out")
+  filled = d / "filled"  # A run directory holding a file where the run makes a directory.
+  filled.mkdir()
+  _write(filled / "train", "x")
   train = {"run_ner": ["--do_train", *tiny, f"--output_dir={out}"],
            "run_squad": ["--do_train", *tiny, f"--output_dir={out}"],
            "run_embeddings": ["--do_train", *tiny, f"--output_dir={out}"]}
@@ -668,6 +681,16 @@ def boundary_cases(tmp_path_factory):
       "evaluate_squad: predictions that are not UTF-8": (
           ["evaluate_squad", dev, str(d / "predictions.json")],
           [str(d / "predictions.json"), "UTF-8"]),
+      # A RecursionError traceback (sweep 8, ES08).
+      "evaluate_squad: predictions nested too deeply": (
+          ["evaluate_squad", dev, _write(d / "deep.json", "[" * 100_000)],
+          [str(d / "deep.json"), "nested too deeply"]),
+      # TensorFlow's "Not a directory [Op:CreateSummaryFileWriter]" after the data was read,
+      # naming no path (sweep 8, RE10, DF03).
+      "run_classifier: a file where the run keeps its train/ directory": (
+          classify + [f"--data_dir={glue}", f"--output_dir={filled}"],
+          [f"--output_dir {filled}: {filled / 'train'} is a file, where the run keeps its "
+           "train/ directory"]),
       "evaluate_ner: a missing predictions file": (
           ["evaluate_ner", gold, str(missing)], [str(missing)]),
       "evaluate_ner: predictions that are not UTF-8": (
@@ -720,6 +743,8 @@ BOUNDARY_NAMES = [
     "demo: --squad_epochs without pretraining",
     "evaluate_squad: a missing dataset",
     "evaluate_squad: predictions that are not UTF-8",
+    "evaluate_squad: predictions nested too deeply",
+    "run_classifier: a file where the run keeps its train/ directory",
     "evaluate_ner: a missing predictions file",
     "evaluate_ner: predictions that are not UTF-8",
     "align: a missing --bert_config_file",
@@ -751,7 +776,7 @@ def accepted_cases(tmp_path_factory):
   UTF-8 byte-order mark and end lines with CRLF; the Hugging Face directories are task heads
   without a pooler (as transformers writes BertForTokenClassification and
   BertForQuestionAnswering, and tfbert's own HF exports of them)."""
-  from tfbert import BertSpanLabeler, BertTokenClassifier  # pylint: disable=import-outside-toplevel
+  from tfbert import BertEncoder, BertSpanLabeler, BertTokenClassifier  # pylint: disable=import-outside-toplevel
   from tfbert.checkpoints import convert  # pylint: disable=import-outside-toplevel
   d = tmp_path_factory.mktemp("accepted")
   bom = b"\xef\xbb\xbf"
@@ -761,6 +786,9 @@ def accepted_cases(tmp_path_factory):
                       ("qa", BertSpanLabeler(BertConfig(**TINY)))):
     model.build()
     convert.write_model(model, "hf", str(d / name), vocab_file=vocab, do_lower_case=True)
+  encoder = BertEncoder(BertConfig(**TINY))  # What an evaluation without training scores.
+  encoder.build()
+  convert.save_tfbert_model(encoder, str(d / "encoder.keras"))
   _write(d / "pairs.tsv", bom + b"a cat sat\ta cat sits\t4.5\r\nrain\tsun\t0.5\r\n"
                                 b"a dog\ta puppy\t4.0\r\n", "wb")
   _write(d / "columns.txt", bom + b"--dev_anchor_column=0\r\n--dev_positive_column=1\r\n"
@@ -779,12 +807,13 @@ def accepted_cases(tmp_path_factory):
       "run_embeddings: a headerless, BOM, CRLF dev file, columns by index in a BOM flag file": (
           ["run_embeddings", "--do_eval", f"--dev_file={d / 'pairs.tsv'}",
            f"--flagfile={d / 'columns.txt'}", f"--bert_config_file={config}",
-           f"--vocab_file={vocab}", f"--output_dir={d / 'emb'}", "--max_seq_length=16"],
+           f"--init_tfbert={d / 'encoder.keras'}", f"--vocab_file={vocab}",
+           f"--output_dir={d / 'emb'}", "--max_seq_length=16"],
           d / "emb" / "eval_results.json"),
       "run_classifier: a GLUE dev file with a BOM and CRLF": (
           ["run_classifier", "--task_name=mrpc", "--do_eval", f"--data_dir={d / 'mrpc'}",
-           f"--bert_config_file={config}", f"--vocab_file={vocab}",
-           f"--output_dir={d / 'cls'}", "--max_seq_length=16"],
+           f"--bert_config_file={config}", f"--init_tfbert={d / 'encoder.keras'}",
+           f"--vocab_file={vocab}", f"--output_dir={d / 'cls'}", "--max_seq_length=16"],
           d / "cls" / "eval_results.json"),
       "run_ner: a pooler-less tagger directory and a BOM, CRLF CoNLL file": (
           ["run_ner", "--do_eval", f"--eval_file={d / 'dev.conll'}",

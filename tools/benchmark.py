@@ -142,7 +142,7 @@ def resume() -> str:
 
 
 def fine_tuning() -> str:
-  short, long = (int(v) for v in f.FINE_TUNING_STEPS.value)
+  short, long = f.FINE_TUNING_STEPS.value  # Two whole numbers (the flag's parser).
   case = benchmark_fine_tuning.FineTuningCase(
       **_shape_overrides(), batch_size=f.BATCH_SIZE.value, short_steps=short, long_steps=long,
       rounds=f.REPEATS.value, dtype=f.DTYPE.value)

@@ -1,6 +1,7 @@
 """Tests for tfbert.alignment.alignment: variants, tolerances and the comparison arithmetic."""
 
 import json
+import os
 import re
 
 import numpy as np
@@ -78,12 +79,32 @@ def test_config_checks_name_the_variant():
     _config("graph")
   with pytest.raises(ValueError, match="unique"):
     _config("graph", "graph")
-  with pytest.raises(ValueError, match=r"variant 'accumulate5': train_batch_size 32"):
+  with pytest.raises(ValueError, match=r"variant 'accumulate5' splits each step .* = 5 "
+                                       r"parts, which must divide train_batch_size \(32\)"):
     _config("graph", "accumulate5")
-  with pytest.raises(ValueError, match=r"variant 'resume20': resume_at must be in \[1, 19\]"):
+  with pytest.raises(ValueError, match=r"variant 'resume20' stops after step 20 to resume, "
+                                       r"which must be below steps \(20\)"):
     _config("graph", "resume20", steps=20)
   with pytest.raises(ValueError, match="tolerance kinds"):
     _config("graph", "eager", tolerances={"float8": 1.0})
+
+
+@pytest.mark.parametrize("variants, steps, message", [
+    # A bound from another setting is the relation, never a range that can be empty.
+    (("graph", "resume5"), 1, "variant 'resume5' stops after step 5 to resume, which must be "
+     "below steps (1): raise steps above 5 or resume earlier"),
+    (("graph", "resume0"), 3, "variant 'resume0': resume_at (the step it stops after, then "
+     "resumes) must be >= 1, got 0"),
+    (("graph", "accumulate3"), 3, "variant 'accumulate3' splits each step into "
+     "gradient_accumulation_steps x replicas x workers = 3 x 1 x 1 = 3 parts, which must "
+     "divide train_batch_size (32)"),
+    (("graph", "a:workers=0"), 3, "variant 'a': workers must be >= 1, got 0"),
+])
+def test_a_range_from_another_setting_is_stated_as_the_relation(variants, steps, message):
+  with pytest.raises(ValueError) as e:
+    _config(*variants, steps=steps)
+  assert message in str(e.value)
+  assert "[1, 0]" not in str(e.value)
 
 
 def test_a_pair_takes_the_looser_tolerance_of_its_kinds():
@@ -136,3 +157,13 @@ def test_report_and_table(tmp_path):
 def test_weights_over_tolerance_fail_the_pair():
   assert not PairReport("x", "graph", 1e-5, 0.0, 0.0, None, 1.0, 2e-5).passed
   assert PairReport("x", "graph", 1e-5, 0.0, 0.0, None).passed
+
+
+def test_input_files_naming_a_pipe_are_refused_with_the_flag(tmp_path):
+  """Every variant reads the data again (sweep 8, PS04: a pipe failed in TensorFlow)."""
+  os.mkfifo(tmp_path / "records")
+  with pytest.raises(ValueError, match=re.escape(
+      f"--input_files {tmp_path / 'records'} is a pipe: pretraining reads each data file "
+      "more than once")):
+    AlignmentConfig(bert_config=TINY, input_files=[str(tmp_path / "records")],
+                    variants=[alignment.parse_variant(n) for n in ("graph", "eager")])

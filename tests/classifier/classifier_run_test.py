@@ -24,7 +24,7 @@ import pytest
 import tensorflow as tf
 
 from tests import glue_synthetic, helpers, multi_worker, tool_process
-from tfbert import BertClassifier, BertPretrainer
+from tfbert import BertClassifier, BertEncoder, BertPretrainer
 from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
 from tfbert.classifier import classifier_run, glue_data
 from tfbert.config import BertConfig
@@ -63,6 +63,11 @@ def _run_config(tmp_path, output, **overrides):
       max_seq_length=SEQ, classifier_dropout=0.0, train_batch_size=16, eval_batch_size=64,
       learning_rate=1e-3, num_train_epochs=1.0, seed=7, verbose=0)
   return classifier_run.ClassifierRunConfig(**{**values, **overrides})
+
+
+def _untrained(directory):
+  """`helpers.untrained_tfbert` of a TINY encoder."""
+  return helpers.untrained_tfbert(directory, BertEncoder, BertConfig(**TINY))
 
 
 def _read_tsv(path):
@@ -286,7 +291,8 @@ def _write_mnli(tmp_path):
 def test_mnli_evaluates_matched_and_mismatched_and_predicts_both_test_files(tmp_path):
   labels = MNLI_LABELS
   _write_mnli(tmp_path)
-  config = _run_config(tmp_path, "mnli", task_name="mnli", do_eval=True, do_predict=True)
+  config = _run_config(tmp_path, "mnli", task_name="mnli", do_eval=True, do_predict=True,
+                       **_untrained(tmp_path))
   result = classifier_run.run_classifier(config)
   # What the evaluation during training returns is known before any work, from the files.
   task = classifier_run.ClassifierTask()
@@ -418,7 +424,7 @@ def _files(directory):
           if (directory / n).is_file()}
 
 
-@pytest.mark.slow  # ~30 s: trains 2 steps, then 3 reruns (two refused, one evaluation).
+@pytest.mark.slow  # ~35 s: trains 2 steps, then 4 reruns (two refused, two evaluations).
 def test_the_output_directory_belongs_to_one_run_and_is_self_contained(mrpc_dir):
   config = _run_config(mrpc_dir, "run", do_train=True, do_eval=True, max_train_steps=2)
   first = classifier_run.run_classifier(config)
@@ -444,6 +450,10 @@ def test_the_output_directory_belongs_to_one_run_and_is_self_contained(mrpc_dir)
       init_tfbert=str(out / "model.keras")))
   assert again["eval"] == first["eval"]
   assert _read_json(out / "run_config.json") == json.loads(before["run_config.json"])
+  # Without it too: the run's latest checkpoint, not random weights (sweep 8 RE12).
+  alone = classifier_run.run_classifier(_run_config(
+      mrpc_dir, "run", do_eval=True, vocab_file=None, bert_config_file=None))
+  assert alone["eval"] == first["eval"]
 
 
 def _google_checkpoint(directory, **overrides):

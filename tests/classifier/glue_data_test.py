@@ -313,3 +313,12 @@ def test_real_cola_dev_keeps_its_last_row_without_newline(shared_data):
   assert last_line  # The file ends without "\n" (SOURCES.md).
   last = glue_data.read_examples(glue_data.TASKS["cola"], path, "dev").examples[-1]
   assert last.text_a == last_line.decode("utf-8").split("\t")[3] and last.line == 1043
+
+
+def test_a_task_file_that_is_a_link_to_nothing_is_named_as_one(tmp_path):
+  """`ls` lists it: "task file not found" named what the user sees there (sweep 8, RP02)."""
+  os.symlink("gone.tsv", tmp_path / "dev.tsv")
+  with pytest.raises(FileNotFoundError) as e:
+    glue_data.read_examples(glue_data.TASKS["rte"], str(tmp_path / "dev.tsv"), "dev")
+  assert str(e.value) == (f"task file {tmp_path / 'dev.tsv'} is a symbolic link to gone.tsv, "
+                          "which does not exist")

@@ -122,3 +122,20 @@ def test_a_row_of_other_width_and_a_line_break_character_inside_a_cell(tmp_path)
   path = _write(tmp_path / "ok.tsv", ["anchor\tpositive", "x\u2028rain\twater", "a\x85b\tc"])
   examples = embedding_data.read_examples(path)
   assert [e.texts for e in examples] == [("x\u2028rain", "water"), ("a\x85b", "c")]
+
+
+@pytest.mark.parametrize("which", ["train", "queries", "qrels"])
+def test_a_data_file_that_is_a_link_to_nothing_is_named_as_one(tmp_path, which):
+  for name in ("queries", "corpus"):
+    _write(tmp_path / f"{name}.tsv", ["q1\ttext"])
+  _write(tmp_path / "qrels.tsv", ["q1\tq1"])
+  link = tmp_path / "link.tsv"
+  os.symlink("gone.tsv", link)
+  with pytest.raises(FileNotFoundError) as e:
+    if which == "train":
+      embedding_data.read_examples(str(link))
+    else:
+      paths = {f"{name}_file": str(tmp_path / f"{name}.tsv")
+               for name in ("queries", "corpus", "qrels")}
+      embedding_data.read_retrieval_set(**{**paths, f"{which}_file": str(link)})
+  assert str(e.value) == f"{link} is a symbolic link to gone.tsv, which does not exist"

@@ -5,13 +5,14 @@ the export, and the refusals before any work."""
 import json
 import re
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests import tool_process
-from tfbert import BertConfig
-from tfbert.checkpoints import pretrained
+from tfbert import BertConfig, BertEncoder
+from tfbert.checkpoints import convert, pretrained
 from tfbert.embeddings import embedding_inference, embedding_run, sentence_transformers
 from tfbert.embeddings.embedding_run import EmbeddingRunConfig
 from tfbert.tasks import runner
@@ -57,10 +58,24 @@ def _config(tmp_path, output, **overrides):
   return EmbeddingRunConfig(**{**values, **overrides})
 
 
+def _untrained(tmp_path):
+  """`init_tfbert` of an encoder of random weights (seeded, `_write_data`'s config): what
+  the evaluation-only tests score. A run that does not train needs a model to evaluate
+  (`fine_tuning.evaluated_model`): random weights are never its default."""
+  path = tmp_path / "untrained.keras"
+  if not path.exists():
+    keras.utils.set_random_seed(3)
+    encoder = BertEncoder(BertConfig.from_json_file(str(tmp_path / "bert_config.json")))
+    encoder.build()
+    convert.save_tfbert_model(encoder, str(path))
+  return {"init_tfbert": str(path)}
+
+
 @pytest.mark.slow  # ~30 s: 24 steps with an evaluation every 8, then the export.
 def test_in_batch_negatives_learn_the_topics_and_the_best_model_and_export_are_kept(tmp_path):
   _write_data(tmp_path)
-  before = embedding_run.run_embeddings(_config(tmp_path, "before", do_train=False))
+  before = embedding_run.run_embeddings(_config(tmp_path, "before", do_train=False,
+                                                **_untrained(tmp_path)))
   trained = embedding_run.run_embeddings(_config(
       tmp_path, "trained", eval_every_steps=8, export_dir=str(tmp_path / "export"),
       sentence_transformers_dir=str(tmp_path / "st")))
@@ -77,6 +92,10 @@ def test_in_batch_negatives_learn_the_topics_and_the_best_model_and_export_are_k
   best = json.loads((out / "best" / "eval_results.json").read_text())
   assert best["best_metric"] == "spearman"
   assert best["spearman"] == max(r["spearman"] for r in rows if r.get("split") == "eval")
+  # Evaluated again without training: the run's latest checkpoint, not random weights
+  # (sweep 8 IR07).
+  evaluated = embedding_run.run_embeddings(_config(tmp_path, "trained", do_train=False))
+  assert evaluated["eval"] == trained["eval"]
   embed = tf.saved_model.load(str(tmp_path / "export")).signatures["embed_text"]
   vectors = embed(text=tf.constant(["cat dog pet fur", "dog cat fur pet", "rain snow"]))
   vectors = vectors["embeddings"].numpy()
@@ -243,7 +262,7 @@ def test_a_retrieval_set_is_scored_with_mrr_ndcg_and_recall(tmp_path):
   (tmp_path / "corpus.tsv").write_text("".join(
       f"d{i}\t{' '.join(topic)}\n" for i, topic in enumerate(TOPICS)))
   (tmp_path / "qrels.tsv").write_text("q1\td0\nq2\td1\nq3\td4\n")
-  config = _config(tmp_path, "retrieval", do_train=False, dev_file=None,
+  config = _config(tmp_path, "retrieval", do_train=False, dev_file=None, **_untrained(tmp_path),
                    ir_queries_file=str(tmp_path / "queries.tsv"),
                    ir_corpus_file=str(tmp_path / "corpus.tsv"),
                    ir_qrels_file=str(tmp_path / "qrels.tsv"))

@@ -7,6 +7,7 @@ line."""
 
 import dataclasses
 import os
+import re
 import shutil
 
 import numpy as np
@@ -197,7 +198,7 @@ def test_a_casing_mismatch_names_the_keyword_arguments_that_fix_it(hf_classifier
   flags load() had no counterpart of (sweep 7, A39)."""
   with pytest.raises(casing.CasingMismatchError) as raised:
     tfbert.load(hf_classifier, do_lower_case=False)
-  assert str(raised.value).startswith("casing mismatch: do_lower_case=false says ")
+  assert str(raised.value).startswith("casing mismatch: do_lower_case=False says ")
   assert str(raised.value).endswith(
       "says do_lower_case=true; a wrong casing loses accuracy silently. Pass "
       "do_lower_case=True (or leave it out to follow the checkpoint), or "
@@ -215,6 +216,71 @@ def test_a_casing_mismatch_names_the_keyword_arguments_that_fix_it(hf_classifier
   assert text_settings.settings_of(tfbert.load(
       hf_classifier, vocab_file=str(cased), do_lower_case=False,
       allow_casing_mismatch=True)).do_lower_case is False
+
+
+@pytest.mark.parametrize("given", [
+    ["sports", "business", "world"], ("sports", "business", "world"),
+    np.array(["sports", "business", "world"])], ids=["list", "tuple", "numpy"])
+def test_labels_are_a_list_a_tuple_or_a_numpy_array_alike(hf_classifier, given):
+  """A NumPy array of labels failed with NumPy's "The truth value of an array with more than
+  one element is ambiguous" (sweep 8, F26: `not labels` in with_task)."""
+  for task in ("classifier", None):  # A fresh head, and the source's own labels checked.
+    model = tfbert.load(hf_classifier, task=task, labels=given)
+    assert model.labels == LABELS and all(type(name) is str for name in model.labels)
+  assert tfbert.load(hf_classifier, task="tagger", labels=np.array(TAGS)).labels == TAGS
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"sports", "business", "world"}, "labels= must be a list, a tuple or a 1-D array of "
+                                      r"names \(in class-id order\), got a set"),
+    (np.array([["sports", "business", "world"]]), r"labels= must be a 1-D sequence of names, "
+                                                  r"got an array of shape \(1, 3\)"),
+    (np.array([], dtype=str), None)], ids=["set", "2d", "empty"])
+def test_labels_without_an_order_or_of_another_rank_are_refused(hf_classifier, given, message):
+  if message is None:  # No names: as an empty list.
+    for task in ("classifier", "tagger"):
+      with pytest.raises(ValueError) as as_list:
+        tfbert.load(hf_classifier, task=task, labels=[])
+      with pytest.raises(ValueError, match=f"^{re.escape(str(as_list.value))}$"):
+        tfbert.load(hf_classifier, task=task, labels=given)
+    return
+  with pytest.raises(TypeError, match=f"^{message}$"):
+    tfbert.load(hf_classifier, task="classifier", labels=given)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(do_lower_case="true"), "do_lower_case must be True, False or None, got 'true'"),
+    (dict(do_lower_case=1), "do_lower_case must be True, False or None, got 1"),
+    (dict(allow_casing_mismatch="yes"), "allow_casing_mismatch must be True or False, got "
+                                        "'yes'"),
+    (dict(version_2_with_negative="false"), "version_2_with_negative must be True or False, "
+                                            "got 'false'"),
+], ids=["str_casing", "int_casing", "str_allow", "str_v2"])
+def test_a_bool_argument_given_as_a_str_or_an_int_is_refused_naming_it(
+    hf_classifier, tmp_path, kwargs, message):
+  """`do_lower_case='true'` got a self-contradictory casing message ("true says true, but ...
+  says true", sweep 8, F30); `bool('false')` is True."""
+  source = hf_classifier
+  if "version_2_with_negative" in kwargs:
+    source = str(tmp_path / "span")
+    tfbert.save(_model(BertSpanLabeler), source, "hf")
+  with pytest.raises(ValueError, match=message) as raised:
+    tfbert.load(source, **kwargs)
+  assert "casing mismatch" not in str(raised.value)
+
+
+def test_numpy_bools_are_bools(hf_classifier):
+  model = tfbert.load(hf_classifier, do_lower_case=np.bool_(True),
+                      allow_casing_mismatch=np.bool_(False))
+  assert text_settings.settings_of(model).do_lower_case is True
+  model = _model(BertSentenceEncoder)
+  text_settings.attach_text(model, pretrained.minilm_vocab_file(), np.bool_(True), 13)
+  assert text_settings.settings_of(model).do_lower_case is True
+  with pytest.raises(ValueError, match="^do_lower_case must be True, False or None, got "
+                                       "'False'$"):
+    text_settings.attach_text(model, pretrained.minilm_vocab_file(), "False")
+  with pytest.raises(ValueError, match="^normalize must be True or False, got 'no'$"):
+    model.encode(["a"], normalize="no")
 
 
 def test_the_recorded_length_comes_back_and_a_bad_record_is_named(hf_classifier, tmp_path):

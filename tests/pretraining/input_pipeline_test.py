@@ -272,3 +272,49 @@ def test_mlm_only_data_without_next_sentence_labels_is_read_and_named_for_nsp(tm
       ["input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
        "masked_lm_weights", "window_mlm_weight", "window_examples"])] * 2
   assert _ids(batches) == list(range(FIRST_ID, FIRST_ID + 6))
+
+
+def _entries_that_cannot_serve(directory) -> None:
+  """A symbolic link loop, a link to nothing, a named pipe and one readable file."""
+  os.symlink("loop_b.txt", os.path.join(directory, "loop_a.txt"))
+  os.symlink("loop_a.txt", os.path.join(directory, "loop_b.txt"))
+  os.symlink("nowhere.txt", os.path.join(directory, "dangling.txt"))
+  os.mkfifo(os.path.join(directory, "fifo.txt"))
+  with open(os.path.join(directory, "good.txt"), "w") as f:
+    f.write("text\n")
+
+
+@pytest.mark.parametrize("name, problem", [
+    # The glob drops the first two: they were "No pretraining data file matches" (sweep 8,
+    # RP02) though `ls` lists them.
+    ("loop_a.txt", "is a symbolic link loop (it leads back to itself): point it at a file"),
+    ("dangling.txt", "is a symbolic link to nowhere.txt, which does not exist"),
+    # Read before the run, then by it: a pipe failed as TensorFlow's "Illegal seek" (PS04).
+    ("fifo.txt", "is a pipe: pretraining reads each data file more than once (a check "
+     "before the run, then the run itself), which a stream cannot serve; write it to a "
+     "file first"),
+])
+def test_a_data_file_that_cannot_serve_is_named_for_what_it_is(tmp_path, name, problem):
+  _entries_that_cannot_serve(tmp_path)
+  path = str(tmp_path / name)
+  with pytest.raises(ValueError) as e:
+    input_pipeline.expand_files(path)
+  assert str(e.value) == f"pretraining data file {path} {problem}"
+  assert input_pipeline.input_problems({"--train_text_files": [str(tmp_path / "good.txt"),
+                                                               path]}) == [
+      f"--train_text_files {path} {problem}"]
+  # Matched by a wildcard too, never skipped silently (a shard would be missing).
+  with pytest.raises(ValueError, match="pretraining data file "):
+    input_pipeline.expand_files(str(tmp_path / "*.txt"))
+  assert f"--input_files {path} {problem}" in input_pipeline.input_problems(
+      {"--input_files": str(tmp_path / "*.txt")})
+
+
+def test_a_data_file_without_read_permission_is_named(tmp_path, monkeypatch):
+  path = str(tmp_path / "data.txt")
+  with open(path, "w") as f:
+    f.write("text\n")
+  assert input_pipeline.input_problems({"--input_files": [path]}) == []
+  monkeypatch.setattr(os, "access", lambda *_: False)  # (Root reads a mode 000 file.)
+  with pytest.raises(ValueError, match=re.escape(f"{path} cannot be read (permission denied)")):
+    input_pipeline.expand_files(path)

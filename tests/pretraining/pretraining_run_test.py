@@ -65,6 +65,20 @@ def run_config(data_dir, model_dir, **overrides):
   return PretrainingRunConfig(**values)
 
 
+def test_a_data_flag_naming_a_pipe_or_a_broken_link_is_refused_with_the_flag(tmp_path):
+  """Refused before any work (sweep 8: a pipe ended in TensorFlow's "Illegal seek", PS04; a
+  symbolic link loop read as "No pretraining data file matches", RP02)."""
+  os.mkfifo(tmp_path / "fifo.txt")
+  os.symlink("loop.txt", tmp_path / "loop.txt")
+  with pytest.raises(ValueError) as e:
+    run_config(tmp_path, tmp_path / "run", input_files=(), objective="mlm",
+               train_text_files=[str(tmp_path / "fifo.txt")],
+               eval_text_files=[str(tmp_path / "loop.txt")])
+  assert f"--train_text_files {tmp_path / 'fifo.txt'} is a pipe: pretraining reads each " \
+      "data file more than once" in str(e.value)
+  assert f"--eval_text_files {tmp_path / 'loop.txt'} is a symbolic link loop" in str(e.value)
+
+
 def read_metrics(model_dir):
   with open(os.path.join(model_dir, "metrics.jsonl")) as f:
     return [json.loads(line) for line in f]

@@ -352,3 +352,42 @@ def test_a_temporary_name_is_short_whatever_the_final_name(tmp_path):
     assert atomic.is_temporary(name) and len(name) <= 64, name
   atomic.write_text(str(final), "x")
   assert final.read_text() == "x"
+
+
+def test_a_directory_where_a_single_file_goes_is_named_before_anything_is_written(tmp_path):
+  """`eval_results.json` as a directory gave "<run>/.tfbert-tmp-...: a directory, where a
+  file is expected", naming the staging file, not the output (sweep 8, DF02)."""
+  (tmp_path / "eval_results.json").mkdir()
+  path = str(tmp_path / "eval_results.json")
+  message = rf"^{re.escape(path)} is a directory where this output writes a file: nothing was "
+  for write in (lambda: atomic.write_json(path, {"a": 1}), lambda: atomic.write_text(path, "x"),
+                lambda: atomic.write_with(path, lambda t: open(t, "w").close())):
+    with pytest.raises(IsADirectoryError, match=message) as raised:
+      write()
+    assert not atomic.is_temporary(str(raised.value.filename or ""))
+    assert os.listdir(tmp_path) == ["eval_results.json"]  # No temporary left.
+
+
+def test_an_error_replacing_an_output_names_the_output_not_the_staging_path(
+    tmp_path, monkeypatch):
+  def refuse(source, target, overwrite=True):
+    del overwrite
+    raise OSError(18, "Invalid cross-device link", source, None, target)
+
+  path = str(tmp_path / "out.json")
+  with monkeypatch.context() as patch:
+    patch.setattr(files, "rename", refuse)
+    with pytest.raises(OSError) as raised:
+      atomic.write_text(path, "x")
+  assert raised.value.filename == path and raised.value.errno == 18
+  with pytest.raises(OSError) as raised:
+    with atomic.file_set(str(tmp_path), "config.json") as staging:
+      atomic.write_text(os.path.join(staging, "config.json"), "x")
+      monkeypatch.setattr(files, "rename", refuse)  # The set's own moves fail.
+  assert raised.value.filename == str(tmp_path / "config.json")
+  assert os.listdir(tmp_path) == []
+
+
+def test_a_marker_nested_too_deeply_reads_as_an_earlier_tfberts(tmp_path):
+  (tmp_path / atomic.OUTPUT_MARKER).write_text("[" * 100_000)
+  assert atomic.read_marker(str(tmp_path)).legacy  # It raised a RecursionError.

@@ -97,6 +97,16 @@ def test_one_line_names_the_file_of_an_os_error():
       "f/x: a file, where a directory is expected"
 
 
+def test_one_line_names_the_output_of_a_rename_from_a_staging_path_never_the_staging_path():
+  """`os.replace(staging, output)`'s error names the staging file first: the line read
+  "<run>/.tfbert-tmp-5473-...: a directory, where a file is expected" (sweep 8, DF02)."""
+  for staged in ("r/.tfbert-tmp-5473-7df0", "r/.tfbert-tmp-5473-7df0/eval_results.json"):
+    error = IsADirectoryError(21, "Is a directory", staged, None, "r/eval_results.json")
+    assert cli.one_line(error) == "r/eval_results.json: a directory, where a file is expected"
+  error = OSError(18, "Invalid cross-device link", "r/a.json", None, "r/b.json")
+  assert cli.one_line(error) == "r/a.json: Invalid cross-device link"  # Not a staging path.
+
+
 def test_every_tools_help_lists_its_own_flags():
   # In this process (tests/tool_process.py): what --help lists is the subject, not the
   # process; that a tool starts quietly (no GPU-driver noise) is the subprocess test below.

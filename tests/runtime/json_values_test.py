@@ -101,3 +101,28 @@ def test_every_json_file_read_as_configuration_or_data_refuses_a_key_given_twice
   with pytest.raises(ValueError, match=rf"{where}: key 'hidden_size' appears twice in one "
                      r"JSON object \(32, then 64\)"):
     read(tmp_path)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("[" * 100_000, r"arrays or objects nested too deeply \(more than about \d+ levels"),
+    ('{"n": ' + "1" * 5000 + "}", r"an integer of more than \d+ digits"),
+])
+@pytest.mark.parametrize("reader", READERS)
+def test_every_json_file_the_parser_cannot_read_is_refused_naming_the_file(
+    tmp_path, reader, text, problem):
+  # Old code: a RecursionError traceback (sweep 8, ES08: evaluate_squad on 100,000 nested
+  # '['), or Python's bare ValueError about sys.set_int_max_str_digits, naming no file.
+  name, read = READERS[reader]
+  (tmp_path / name).write_text(text)
+  where = re.escape(str(tmp_path / name)) + (":1" if name.endswith(".jsonl") else "")
+  with pytest.raises(ValueError, match=rf"{where}.*{problem}") as caught:
+    read(tmp_path)
+  assert "set_int_max_str_digits" not in str(caught.value)
+
+
+def test_read_says_cannot_be_read_not_invalid_for_json_nested_too_deeply(tmp_path):
+  path = tmp_path / "p.json"
+  path.write_text("[" * 100_000 + "]" * 100_000)  # Valid JSON, deeper than Python reads.
+  with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: cannot be read as JSON "
+                     r"\(arrays or objects nested too deeply"):
+    json_values.read(str(path))

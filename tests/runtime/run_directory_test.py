@@ -158,13 +158,14 @@ def test_a_run_recorded_under_earlier_setting_names_continues_under_todays(tmp_p
     run_directory.claim(str(tmp_path), [RunRecord("run_config.json", changed)])
 
 
-def _fail_after_recording(directory, records, extra=()):
+def _fail_after_recording(directory, records, extra=(), trained=lambda: None):
   with pytest.raises(RuntimeError, match="before the first step"):
     with run_directory.claim(directory, records) as lock:
       run_directory.write_records(directory, records, "--seed=1\n")
       for name in extra:
         lock.recorded.append(name)
         open(os.path.join(directory, name), "w", encoding="utf-8").close()
+      trained()
       raise RuntimeError("before the first step")
 
 
@@ -188,12 +189,14 @@ def test_a_failure_keeps_an_earlier_run_and_one_that_trained(tmp_path, earlier):
   if earlier == "records":  # An earlier run recorded there: its directory, not this one's.
     run_directory.write_records(directory, _records())
   elif earlier == "checkpoint":  # This run trained to its first checkpoint, then failed.
-    os.makedirs(os.path.join(directory, "checkpoints"))
-    open(os.path.join(directory, "checkpoints", "ckpt-1.index"), "w").close()
+    def trained():
+      os.makedirs(os.path.join(directory, "checkpoints"))
+      open(os.path.join(directory, "checkpoints", "ckpt-1.index"), "w").close()
   else:  # It logged steps, then failed before a checkpoint: the log says how far it got.
     with open(os.path.join(directory, run_directory.METRICS_FILE), "w") as f:
       f.write('{"step": 1, "loss": 2.5}\n')
-  _fail_after_recording(directory, _records())
+  _fail_after_recording(directory, _records(),
+                        trained=trained if earlier == "checkpoint" else lambda: None)
   assert json.loads((tmp_path / "run" / "run_config.json").read_text())[
       "optimizer"]["learning_rate"] == 1e-4
   assert run_directory.has_checkpoint(directory) == (earlier == "checkpoint")
@@ -363,3 +366,34 @@ def test_a_run_recorded_before_its_data_was_continues_and_sizes_alone_compare(tm
   shard.write_bytes(b"32100")
   with pytest.raises(RunDirectoryError, match="a.tfrecord: 4 -> 5 bytes"):
     run_directory.claim(str(tmp_path), [_data_record([str(shard)], content=False)])
+
+
+@pytest.mark.parametrize("deleted", [("run_config.json",),
+                                     ("bert_config.json", "run_config.json")])
+def test_a_checkpointed_run_missing_a_record_is_refused_before_any_write(tmp_path, deleted):
+  """Sweep 8 RE11/PR02: a stopped run whose run_config.json was deleted, rerun with another
+  learning rate, resumed its checkpoint on the new schedule and recorded the new rate for
+  the whole run (only the records that exist were compared). Now the missing records are
+  named, nothing is written, and --allow_config_change continues deliberately."""
+  records = _records()
+  run_directory.write_records(str(tmp_path), records, flagfile="--learning_rate=0.0001\n")
+  (tmp_path / "checkpoints").mkdir()
+  (tmp_path / "checkpoints" / "ckpt-2.index").write_bytes(b"")
+  for name in deleted:
+    (tmp_path / name).unlink()
+  before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+  changed = _records(learning_rate=2e-4)
+  with pytest.raises(RunDirectoryError, match=re.escape(
+      f"{tmp_path} holds checkpoints but not the run's {' and '.join(deleted)}")) as error:
+    run_directory.claim(str(tmp_path), changed)
+  assert "Restore" in str(error.value) and "--allow_config_change" in str(error.value)
+  assert {p.name: p.read_bytes() for p in tmp_path.iterdir()
+          if p.is_file() and p.name != run_directory.LOCK_FILE} == before
+  with run_directory.claim(str(tmp_path), changed, allow_changes=True):
+    run_directory.write_records(str(tmp_path), changed)
+  assert json.loads((tmp_path / "run_config.json").read_text())["optimizer"][
+      "learning_rate"] == 2e-4
+  # Without checkpoints a missing record is a fresh start (nothing to continue).
+  (tmp_path / "checkpoints" / "ckpt-2.index").unlink()
+  (tmp_path / "run_config.json").unlink()
+  run_directory.claim(str(tmp_path), records).release()

@@ -229,3 +229,11 @@ def test_files_without_questions_are_refused_naming_the_file(shared_data, tmp_pa
       "data[0].paragraphs[0].qas[0].answers[0]: answer text 'Saint Bernadette Soubirous'")):
     squad_data.read_squad_file(file, is_training=True)
   assert len(squad_data.read_squad_file(file, is_training=False).examples) == 5
+
+
+def test_a_squad_file_that_is_a_link_to_nothing_is_named_as_one(tmp_path):
+  os.symlink("gone.json", tmp_path / "dev.json")
+  with pytest.raises(FileNotFoundError) as e:
+    squad_data.read_squad_file(str(tmp_path / "dev.json"), is_training=False)
+  assert str(e.value) == (f"SQuAD JSON file {tmp_path / 'dev.json'} is a symbolic link to "
+                          "gone.json, which does not exist")

@@ -67,6 +67,12 @@ def _run_config(tmp_path, output, **overrides):
   return squad_run.SquadRunConfig(**{**values, **overrides})
 
 
+def _untrained(directory):
+  """`helpers.untrained_tfbert` of a TINY span labeler (the weights a run of seed 7 drew
+  when it started from random weights)."""
+  return helpers.untrained_tfbert(directory, BertSpanLabeler, BertConfig(**TINY))
+
+
 @pytest.fixture
 def squad_files(tmp_path):
   _write_json(tmp_path / "train.json", synthetic_squad(300, seed=1))
@@ -174,7 +180,8 @@ def test_v2_prediction_writes_null_odds_and_official_v2_scores(tmp_path):
   _write_json(tmp_path / "dev.json", dev)
   result = squad_run.run_squad(_run_config(
       tmp_path, "v2", do_predict=True, postprocess=squad_postprocess.PostprocessConfig(
-          n_best_size=5, max_answer_length=8, version_2_with_negative=True)))
+          n_best_size=5, max_answer_length=8, version_2_with_negative=True),
+      **_untrained(tmp_path)))
   assert sorted(_read(tmp_path / "v2" / "null_odds.json")) == sorted(
       _read(tmp_path / "v2" / "predictions.json"))
   assert result["scores"]["total"] == 8 and result["scores"]["NoAns_total"] == 1
@@ -186,7 +193,8 @@ def test_v2_prediction_writes_the_best_null_threshold_and_how_to_apply_it(tmp_pa
   _write_json(tmp_path / "dev.json", _v2_dev("v2.0"))
   result = squad_run.run_squad(_run_config(
       tmp_path, "v2", do_predict=True, postprocess=squad_postprocess.PostprocessConfig(
-          n_best_size=5, max_answer_length=8, version_2_with_negative=True)))
+          n_best_size=5, max_answer_length=8, version_2_with_negative=True),
+      **_untrained(tmp_path)))
   out = tmp_path / "v2"
   path = str(out / squad_run.NULL_THRESHOLD_FILE)
   report = _read(path)
@@ -226,7 +234,8 @@ def test_v2_threshold_is_applied_to_predictions_and_export_by_a_rerun(tmp_path):
   dev = synthetic_squad(4, seed=2)
   dev["version"] = "v2.0"
   _write_json(tmp_path / "dev.json", dev)
-  squad_run.run_squad(_run_config(tmp_path, "probe", do_predict=True, postprocess=v2))
+  squad_run.run_squad(_run_config(tmp_path, "probe", do_predict=True, postprocess=v2,
+                                  **_untrained(tmp_path)))
   odds = _read(tmp_path / "probe" / "null_odds.json")
   answer_all = _best_non_null(_read(tmp_path / "probe" / "nbest_predictions.json"))
   ranked = sorted(odds, key=odds.get)
@@ -246,7 +255,8 @@ def test_v2_threshold_is_applied_to_predictions_and_export_by_a_rerun(tmp_path):
   out = tmp_path / "v2"
   squad_run.run_squad(_run_config(tmp_path, "v2", do_predict=True,
                                   postprocess=dataclasses.replace(
-                                      v2, null_score_diff_threshold=lower)))
+                                      v2, null_score_diff_threshold=lower),
+                                  **_untrained(tmp_path)))
   assert _read(out / "null_odds.json") == odds  # The same model: the same logits.
   # Exactly the questions whose null odds exceed the threshold are "".
   assert _read(out / "predictions.json") == _apply(answer_all, odds, lower)
@@ -261,7 +271,8 @@ def test_v2_threshold_is_applied_to_predictions_and_export_by_a_rerun(tmp_path):
   export_dir = tmp_path / "export"
   squad_run.run_squad(_run_config(tmp_path, "v2", do_predict=True, export_dir=str(export_dir),
                                   postprocess=dataclasses.replace(
-                                      v2, null_score_diff_threshold=float(value))))
+                                      v2, null_score_diff_threshold=float(value)),
+                                  **_untrained(tmp_path)))
   assert _read(out / "predictions.json") == _apply(answer_all, odds, best)
   applied = _read(out / squad_run.NULL_THRESHOLD_FILE)
   assert (applied["applied_threshold"], applied["f1_at_applied_threshold"]) == (best, 100.0)
@@ -342,7 +353,8 @@ def test_tiny_model_learns_far_above_its_untrained_baseline(squad_files):
   # (this config's) the run ended at loss 0.77 and F1 68.5 on an AMD Zen 4 CPU, though it
   # passed in CI; seeds 1-6 and 8 reached loss <= 0.03 there. At 1e-3, seeds 1-8 all
   # reached loss <= 0.006 and F1 >= 98.3 on that CPU: the thresholds below hold widely.
-  untrained = squad_run.run_squad(_run_config(squad_files, "untrained", do_predict=True))
+  untrained = squad_run.run_squad(_run_config(squad_files, "untrained", do_predict=True,
+                                              **_untrained(squad_files)))
   trained = squad_run.run_squad(_run_config(squad_files, "trained", do_train=True,
                                             do_predict=True, num_train_epochs=8.0,
                                             learning_rate=1e-3))
@@ -445,7 +457,8 @@ def test_v2_data_without_the_v2_flag_is_refused_before_the_model_is_built(
     tmp_path, monkeypatch, role, version, field):
   path = _write_json(tmp_path / f"{role}.json", _v2_dev(version))
   monkeypatch.setattr(runner, "build_model", _never_build)
-  config = _run_config(tmp_path, "out", **{f"do_{role}": True, f"{role}_file": path})
+  config = _run_config(tmp_path, "out", **{f"do_{role}": True, f"{role}_file": path},
+                       **_untrained(tmp_path))
   with pytest.raises(ValueError, match=re.escape(
       f"{path}: {field}: pass --version_2_with_negative")):
     squad_run.run_squad(config)

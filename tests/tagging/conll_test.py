@@ -115,3 +115,11 @@ def test_the_real_wnut17_files(shared_data, name):
             max(len(s.words) for s in sentences))
   assert counts == WNUT_COUNTS[name]
   assert len(conll.tag_set(sentences)) == 13  # O and B-/I- of 6 types, all in every split.
+
+
+def test_a_conll_file_that_is_a_link_to_nothing_is_named_as_one(tmp_path):
+  os.symlink("gone.conll", tmp_path / "dev.conll")
+  with pytest.raises(FileNotFoundError) as e:
+    conll.read_conll(str(tmp_path / "dev.conll"))
+  assert str(e.value) == (f"{tmp_path / 'dev.conll'} is a symbolic link to gone.conll, which "
+                          "does not exist")

@@ -9,6 +9,7 @@ result files.
 
 import dataclasses
 import json
+import logging
 import os
 import re
 from typing import ClassVar
@@ -283,3 +284,98 @@ def test_the_files_the_evaluation_scores_go_to_the_training_loop(files, tmp_path
   runner.train(Trains(), context, evaluate=dict)
   runner.train(Trains(), context)  # No evaluation: no files.
   assert [list(call["eval_files"]) for call in calls] == [[files["dev"]], []]
+
+
+def _evaluation_only(files, output_dir, **overrides):
+  return _config(files, output_dir, **{
+      "do_train": False, "distribution_strategy": "one_device", "num_cpu_devices": 1,
+      "eval_every_steps": 0, **overrides})
+
+
+@pytest.mark.slow  # ~5 s: a 2-step run, then three evaluations.
+def test_an_evaluation_without_training_evaluates_the_runs_own_model(files, tmp_path, caplog):
+  """Sweep 8 RE12/RE08/IR07: `--do_eval` without `--do_train` in a finished run directory
+  evaluated random weights ("starting from random weights") and wrote their scores over the
+  run's eval_results.json. Now it evaluates the run's latest checkpoint (naming its step),
+  or its model.keras without checkpoints: the training run's own final scores, exactly."""
+  run = tmp_path / "run"
+  trained = runner.run_task(TiltTask(), _evaluation_only(files, run, do_train=True,
+                                                         max_train_steps=2))
+  recorded = json.loads((run / "eval_results.json").read_text())
+  assert recorded == {"dev": trained["eval"]}
+  config = (run / "run_config.json").read_text()
+  caplog.set_level(logging.INFO, logger="absl")  # Parsed absl flags may raise its level.
+  again = runner.run_task(TiltTask(), _evaluation_only(files, run))
+  assert again["eval"] == trained["eval"]
+  assert json.loads((run / "eval_results.json").read_text()) == recorded
+  assert f"{run / 'checkpoints' / 'ckpt-2'} (applied step 2)" in caplog.text
+  assert "random weights" not in caplog.text
+  assert (run / "run_config.json").read_text() == config  # The training run's, kept.
+  # model.keras deleted: the checkpoint still holds the run's model (RE08).
+  (run / "model.keras").rename(tmp_path / "model.keras")
+  assert runner.run_task(TiltTask(), _evaluation_only(files, run))["eval"] == trained["eval"]
+  # No checkpoint: the run's model.keras.
+  (tmp_path / "model.keras").rename(run / "model.keras")
+  for path in (run / "checkpoints").iterdir():
+    path.unlink()
+  caplog.clear()
+  assert runner.run_task(TiltTask(), _evaluation_only(files, run))["eval"] == trained["eval"]
+  assert f"evaluating the run's model: {run / 'model.keras'}" in caplog.text
+
+
+def test_an_evaluation_without_training_or_a_source_is_refused_before_any_work(
+    files, tmp_path, monkeypatch):
+  """No trained model in the directory, no --init_*: the evaluation of random weights was
+  written as the run's results."""
+  monkeypatch.setattr(runner, "build_model", _never_build)
+  with pytest.raises(ValueError, match=re.escape(
+      f"nothing to evaluate: {tmp_path / 'run'} holds no trained model (no checkpoints/, no "
+      "model.keras); pass --init_tfbert/--init_hf_dir/--init_checkpoint, or --do_train")):
+    runner.run_task(TiltTask(), _evaluation_only(files, tmp_path / "run"))
+  assert not os.path.exists(tmp_path / "run")
+
+
+def test_another_source_in_a_trained_run_directory_is_refused_as_ambiguous(
+    files, tmp_path, monkeypatch):
+  """An --init_* source outside a directory that holds a trained run: which model does the
+  evaluation score, and whose results does it write over the run's? Refused, naming both.
+  A source inside the run (its model.keras, best/model.keras) is the run's own: used."""
+  run = tmp_path / "run"
+  (run / "checkpoints").mkdir(parents=True)
+  (run / "checkpoints" / "ckpt-3.index").write_bytes(b"")
+  (run / "best").mkdir()
+  (run / "best" / "model.keras").write_bytes(b"")
+  other = tmp_path / "other.keras"
+  other.write_bytes(b"")
+  monkeypatch.setattr(runner, "build_model", _never_build)
+  with pytest.raises(ValueError, match=re.escape(
+      f"--init_tfbert {other}: {run} holds a trained run (its model: "
+      f"{run / 'checkpoints' / 'ckpt-3'}, applied step 3)")) as error:
+    runner.run_task(TiltTask(), _evaluation_only(files, run, init_tfbert=str(other)))
+  assert "drop --init_tfbert" in str(error.value) and "another --output_dir" in str(error.value)
+  best = str(run / "best" / "model.keras")
+  config, own = fine_tuning.evaluated_model(_evaluation_only(files, run, init_tfbert=best))
+  assert own is None and config.init_tfbert == best
+  config, own = fine_tuning.evaluated_model(_evaluation_only(files, run))
+  assert own.checkpoint == str(run / "checkpoints" / "ckpt-3") and own.step == 3
+  assert config.init_tfbert is None  # No model.keras: the run's bert_config.json builds it.
+
+
+def test_a_resume_missing_its_run_config_is_refused_before_any_write(files, tmp_path):
+  """Sweep 8 RE11: a stopped run whose run_config.json was deleted, rerun with another
+  learning rate, resumed on the new schedule and recorded the new rate as the whole run's."""
+  config = _config(files, tmp_path / "run", do_eval=False, eval_every_steps=0,
+                   distribution_strategy="one_device", num_cpu_devices=1)
+  model = TiltTask().build_model(config, CONFIG, None)
+  model.build()
+  fine_tuning.claim_run_directory(model, config, files["vocab"],
+                                  train_files=TiltTask().train_files(config, None)).release()
+  (tmp_path / "run" / "checkpoints").mkdir()
+  (tmp_path / "run" / "checkpoints" / "ckpt-2.index").write_bytes(b"")
+  (tmp_path / "run" / "run_config.json").unlink()
+  before = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir() if p.is_file()}
+  with pytest.raises(run_directory.RunDirectoryError,
+                     match="holds checkpoints but not the run's run_config.json"):
+    runner.run_task(TiltTask(), dataclasses.replace(config, learning_rate=1e-3))
+  assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()
+          if p.is_file()} == before

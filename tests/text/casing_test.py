@@ -2,11 +2,13 @@
 
 import json
 import os
+import re
 
+import numpy as np
 import pytest
 
 from tfbert.checkpoints import pretrained
-from tfbert.text import casing
+from tfbert.text import casing, tokenization
 
 SPECIALS = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n[unused0]\n"
 
@@ -76,3 +78,55 @@ def test_the_flag_follows_agrees_or_fails_naming_both_sources(tmp_path):
   assert casing.resolve_do_lower_case(True, [cased_record, uncased], allow_mismatch=True)
   with pytest.raises(casing.CasingMismatchError):  # The override needs a chosen value.
     casing.resolve_do_lower_case(None, [cased_record, uncased], allow_mismatch=True)
+
+
+def test_the_messages_name_the_settings_as_the_caller_spells_them():
+  """Through the API the message said "Pass --do_lower_case=true ... --allow_casing_mismatch"
+  (flags the caller cannot pass); tfbert.load rewrote the words afterwards."""
+  uncased = casing.Casing(True, "/m/vocab.txt (lower-case letters only)")
+  cased = casing.Casing(False, "/m/tokenizer_config.json (tokenizer config ...)")
+  load = casing.keywords("tfbert.load")
+  with pytest.raises(casing.CasingMismatchError) as e:
+    casing.resolve_do_lower_case(False, [uncased], terms=load)
+  assert str(e.value) == (
+      "casing mismatch: do_lower_case=False says do_lower_case=false, but /m/vocab.txt "
+      "(lower-case letters only) says do_lower_case=true; a wrong casing loses accuracy "
+      "silently. Pass do_lower_case=True (or leave it out to follow the checkpoint), or "
+      "allow_casing_mismatch=True if this is intended (keyword arguments of tfbert.load)")
+  with pytest.raises(casing.CasingMismatchError, match=(
+      r"Fix the checkpoint's records, or choose with do_lower_case=True or False and "
+      r"allow_casing_mismatch=True \(keyword arguments of tfbert.load\)$")):
+    casing.resolve_do_lower_case(None, [cased, uncased], terms=load)
+  # A caller without the override does not offer it.
+  with pytest.raises(casing.CasingMismatchError, match=(
+      r"choose with do_lower_case=True or False \(keyword arguments of f\)$")):
+    casing.resolve_do_lower_case(None, [cased, uncased],
+                                 terms=casing.keywords("f", allow_mismatch=False))
+  with pytest.raises(casing.CasingMismatchError, match=(
+      r"Fix the checkpoint's records, or choose with --do_lower_case and "
+      r"--allow_casing_mismatch$")):
+    casing.resolve_do_lower_case(None, [cased, uncased])  # The tools' flags: as they were.
+
+
+@pytest.mark.parametrize("value, expected", [
+    (True, True), (False, False), (np.bool_(True), True), (None, None)])
+def test_a_bool_setting_is_a_bool_or_numpys(value, expected):
+  assert casing.resolve_do_lower_case(value, []) is (
+      casing.DEFAULT_DO_LOWER_CASE if value is None else expected)
+  assert casing.plain_bool("x", value, optional=True) is expected
+
+
+@pytest.mark.parametrize("value", ["true", "False", 1, 0, 1.0])
+def test_a_str_or_a_number_for_a_bool_setting_is_refused_naming_it(value):
+  """`do_lower_case='true'` said "true says true, but ... says true" (sweep 8, F30)."""
+  got = re.escape(repr(value))
+  with pytest.raises(ValueError, match=rf"^--do_lower_case must be True, False or None, got "
+                                       rf"{got}$"):
+    casing.resolve_do_lower_case(value, [casing.Casing(True, "v")])
+  with pytest.raises(ValueError, match=r"^--allow_casing_mismatch must be True or False"):
+    casing.resolve_do_lower_case(True, [casing.Casing(False, "v")], allow_mismatch=value)
+  with pytest.raises(ValueError, match=f"^do_lower_case must be True or False, got {got}$"):
+    tokenization.WordPieceTokenizer(pretrained.minilm_vocab_file(), value)
+  with pytest.raises(ValueError, match=rf"^do_lower_case must be True, False or None, got "
+                                       rf"{got}$"):  # Named as the caller spells it.
+    casing.resolve_do_lower_case(value, [], terms=casing.keywords("f"))

@@ -170,3 +170,32 @@ def test_fit_on_a_dataset_that_gives_no_batch_is_refused():
   """Keras' fit trained nothing without a word (a warning that the input ran out)."""
   _no_batch("fit", _compiled(), tf.data.Dataset.from_tensor_slices(
       (_EMPTY, np.zeros(0, np.int32))))
+
+
+def test_keras_calls_and_the_text_calls_read_the_same_text_containers():
+  """`predict(pd.Series(texts))` failed with AttributeError "'Series' object has no attribute
+  'flat'" while `classify` refused it (sweep 8, K19): a 1-D array-like of str (a pandas
+  Series or Index) is texts (or pairs) for both; what neither reads as one is refused by
+  both with one message, never left to Keras."""
+  pd = pytest.importorskip("pandas")  # Not a dependency: read through np.asarray.
+  model = _compiled()
+  texts = ["good fun", "awful dull", "so so"]
+  logits = model.predict(texts, verbose=0)["logits"]
+  scores = [row["probabilities"] for row in model.classify(texts)]
+  for given in (pd.Series(texts, index=[7, 3, 5]), pd.Series(texts, dtype="string"),
+                pd.Index(texts), np.array(texts, dtype=object)):
+    assert text_calls.is_text(given)
+    np.testing.assert_array_equal(model.predict(given, verbose=0)["logits"], logits)
+    assert [row["probabilities"] for row in model.classify(given)] == scores
+  pairs = pd.Series(PAIRS)
+  np.testing.assert_array_equal(model.predict(pairs, verbose=0)["logits"],
+                                model.predict(PAIRS, verbose=0)["logits"])
+  assert model.predict(pd.Series([], dtype=object), verbose=0)["logits"].shape == (0, 2)
+  refused = [(pd.DataFrame({"text": texts, "label": texts}),
+              r"got a DataFrame of shape \(3, 2\) \(pass one column: a 1-D sequence\)$"),
+             (set(texts), "got a set$"), (dict.fromkeys(texts).keys(), "got a dict_keys$")]
+  for given, ending in refused:
+    for call, what in ((model.predict, "x"), (model.classify, "texts")):
+      with pytest.raises(TypeError, match=rf"^{what} must be a str or a list of str \(or of "
+                                          rf"\(text_a, text_b\) pairs\), {ending}"):
+        call(given, verbose=0)

@@ -57,9 +57,26 @@ def test_every_problem_of_an_optimizer_config_is_named_at_once():
                                  clip_norm=0.0)
   assert str(e.value) == (
       "OptimizerConfig: lr_schedule must be one of ('google', 'decay_after_warmup'), got "
-      "'cosine'; num_warmup_steps (11) must be in [0, num_train_steps] and num_train_steps "
-      "(10) >= 1; gradient_accumulation_steps must be >= 1, got 0; clip_norm must be > 0 or "
-      "None (off), got 0.0")
+      "'cosine'; num_warmup_steps (11) must be in [0, num_train_steps (10)]; "
+      "gradient_accumulation_steps must be >= 1, got 0; clip_norm (0.0) must be > 0, or off: "
+      "0 on the command line (--clip_norm=0), None in Python")
+
+
+@pytest.mark.parametrize("setting, value, message", [
+    ("weight_decay_rate", -0.5, "weight_decay_rate (-0.5) must be >= 0 (0: no weight decay)"),
+    ("momentum", -0.1, "momentum (-0.1) must be >= 0"),
+    ("power", 0.0, "power (0.0) must be > 0"),
+    ("end_learning_rate", -1.0, "end_learning_rate (-1.0) must be >= 0"),
+    ("num_train_steps", 0, "num_train_steps (0) must be >= 1"),
+    ("loss_scale_growth_steps", 0, "loss_scale_growth_steps (0) must be >= 1"),
+    ("clip_norm", -1.0, "clip_norm (-1.0) must be > 0, or off: 0 on the command line "
+     "(--clip_norm=0), None in Python"),
+])
+def test_a_bad_setting_is_named_alone_with_its_value_and_range(setting, value, message):
+  # A tool may have no flag for the other settings (run_pretraining: no momentum, power).
+  with pytest.raises(ValueError) as e:
+    optimization.OptimizerConfig(**{setting: value})
+  assert str(e.value) == f"OptimizerConfig: {message}"
 
 
 def _mlp():

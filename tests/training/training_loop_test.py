@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import re
 import signal
 import time
 import types
@@ -445,3 +446,34 @@ def test_the_speed_leaves_out_the_first_step_which_traces(tmp_path, monkeypatch)
   with open(tmp_path / "every_step" / "metrics.jsonl", encoding="utf-8") as f:
     rows = [json.loads(line) for line in f]
   assert "examples_per_second" not in rows[0] and rows[1]["examples_per_second"] > 0
+
+
+@pytest.mark.parametrize("entry", ["best", "checkpoints", "eval", "export", "train"])
+def test_a_file_where_the_run_creates_a_directory_is_refused_naming_it(tmp_path, entry):
+  """A file `train` in the run directory failed mid-run with TensorFlow's "Not a directory
+  [Op:CreateSummaryFileWriter]", naming no path (sweep 8, RE10, DF03): refused when the run
+  config is built, before any work, naming the path and what is there."""
+  run = tmp_path / "run"
+  run.mkdir()
+  (run / entry).write_text("x")
+  path = re.escape(str(run / entry))
+  with pytest.raises(ValueError, match=rf"--output_dir {re.escape(str(run))}: {path} is a "
+                                       rf"file, where the run keeps its {entry}/ directory"):
+    _config(tmp_path)
+  (run / entry).unlink()
+  (run / entry).symlink_to(tmp_path / "gone")
+  with pytest.raises(ValueError, match=rf"{path} is a symbolic link to .*gone, which does "
+                                       "not exist"):
+    _config(tmp_path)
+  (run / entry).unlink()
+  (run / entry).symlink_to(tmp_path)  # A link to a directory is one.
+  _config(tmp_path)
+  assert entry in training_loop.RUN_ENTRIES
+
+
+def test_the_loop_refuses_a_file_where_it_creates_a_directory(tmp_path):
+  (tmp_path / "train").write_text("x")
+  with pytest.raises(ValueError, match=rf"the run directory {re.escape(str(tmp_path))}: "
+                                       rf"{re.escape(str(tmp_path / 'train'))} is a file"):
+    _bare_loop(tmp_path)
+  assert not (tmp_path / "checkpoints").exists()  # Refused before creating any.

@@ -36,6 +36,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from tfbert.config import BertConfig
+from tfbert.pretraining import input_pipeline
 from tfbert.runtime import files, json_values, validation
 from tfbert.training import optimization
 
@@ -93,8 +94,11 @@ class Variant:
         (self.loss_normalization in ("window", "micro_batch"),
          f"loss_normalization must be 'window' or 'micro_batch', got "
          f"{self.loss_normalization!r}"),
-        (min(self.replicas, self.workers, self.gradient_accumulation_steps) >= 1,
-         "replicas, workers and gradient_accumulation_steps must be >= 1"),
+        *[(getattr(self, field) >= 1, f"{field} must be >= 1, got {getattr(self, field)}")
+          for field in ("replicas", "workers", "gradient_accumulation_steps")],
+        (self.resume_at is None or self.resume_at >= 1,
+         f"resume_at (the step it stops after, then resumes) must be >= 1, got "
+         f"{self.resume_at}"),
         (self.replicas == 1 or self.workers == 1, "use replicas or workers, not both"),
     ]]
 
@@ -161,6 +165,12 @@ def parse_variant(spec: str) -> Variant:
   return Variant(name=name, **values)
 
 
+def _splits(variant: Variant) -> int:
+  """The parts a variant splits each step's batch into (never 0: a bad count is the
+  variant's own error)."""
+  return max(variant.gradient_accumulation_steps * variant.replicas * variant.workers, 1)
+
+
 @dataclasses.dataclass(frozen=True)
 class AlignmentConfig:
   """The training every variant shares.
@@ -218,6 +228,9 @@ class AlignmentConfig:
          f"optimizer.num_warmup_steps ({self.optimizer.num_warmup_steps}) exceeds steps "
          f"({self.steps})"),
         (self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}"),
+        # Every variant reads the data again: no pipe; a broken link named as one.
+        *[(False, problem) for problem in input_pipeline.input_problems(
+            {"--input_files": self.input_files})],
         (not self.fine_tuning or self.train_file,
          f"task {self.task!r} needs a train_file"),
         (not self.fine_tuning or self.optimizer.num_warmup_steps == 0,
@@ -227,11 +240,15 @@ class AlignmentConfig:
          f"fine-tuning ({self.task}) trains AdamW: pass optimizer adamw, got "
          f"{self.optimizer.optimizer!r}"),
     ] + [check for v in self.variants for check in [
-        (self.train_batch_size % (v.gradient_accumulation_steps * v.replicas * v.workers) == 0,
-         f"variant {v.name!r}: train_batch_size {self.train_batch_size} is not a multiple "
-         "of gradient_accumulation_steps x replicas x workers"),
-        (v.resume_at is None or 0 < v.resume_at < self.steps,
-         f"variant {v.name!r}: resume_at must be in [1, {self.steps - 1}]"),
+        # Bounds that come from another setting are stated as the relation, with both
+        # values: a range printed from them can be empty ("[1, 0]").
+        (self.train_batch_size % _splits(v) == 0,
+         f"variant {v.name!r} splits each step into gradient_accumulation_steps x replicas "
+         f"x workers = {v.gradient_accumulation_steps} x {v.replicas} x {v.workers} = "
+         f"{_splits(v)} parts, which must divide train_batch_size ({self.train_batch_size})"),
+        (v.resume_at is None or v.resume_at < 1 or v.resume_at < self.steps,
+         f"variant {v.name!r} stops after step {v.resume_at} to resume, which must be "
+         f"below steps ({self.steps}): raise steps above {v.resume_at} or resume earlier"),
         (not self.fine_tuning or (v.execution == "graph" and v.loss_normalization == "window"),
          f"variant {v.name!r}: fine-tuning ({self.task}) runs graph execution with the window "
          "normalization only"),

@@ -450,9 +450,9 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
         f"a {output_format} output needs its vocabulary beside it (other tools load it from "
         f"there) and there is no vocab.txt beside {input_path}: pass --vocab_file")
   if vocab_file is not None:
-    do_lower_case = casing.resolve_do_lower_case(
+    do_lower_case = casing.resolve_do_lower_case(  # Named as the other paths: the tool's.
         do_lower_case, casing.checkpoint_casing(input_path, vocab_file),
-        allow_mismatch=allow_casing_mismatch)
+        allow_mismatch=allow_casing_mismatch, terms=casing.FLAGS)
   write_model(model, output_format, output_path, vocab_file=vocab_file,
               do_lower_case=do_lower_case)
   return model

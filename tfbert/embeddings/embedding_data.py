@@ -62,6 +62,19 @@ def column(value: Optional[Column]) -> Optional[Column]:
   return value
 
 
+def _read_lines(path: str) -> list[str]:
+  """`files.read_lines`, a symbolic link to nothing named as one (`ls` lists it), not as
+  "No such file or directory"."""
+  try:
+    return files.read_lines(path)
+  except FileNotFoundError:
+    link = files.dangling_link(path)
+    if link is None:
+      raise
+    raise FileNotFoundError(f"{path} is a symbolic link to {link}, which does not exist"
+                            ) from None
+
+
 def _is_jsonl(path: str) -> bool:
   return path.endswith((".jsonl", ".json"))
 
@@ -70,7 +83,7 @@ def _rows(path: str, columns: Columns):
   """(line, {field: raw value}) of every data row; raises naming file:line."""
   fields = {name: getattr(columns, name) for name in ("anchor", "positive", "negative", "score")
             if getattr(columns, name) is not None}
-  lines = files.read_lines(path)
+  lines = _read_lines(path)
   if _is_jsonl(path):
     for number, text in enumerate(lines, 1):
       if not text.strip():
@@ -185,7 +198,7 @@ class RetrievalSet:
 def _id_texts(path: str) -> tuple[list[str], list[str]]:
   """(ids, texts) of an `id<TAB>text` file; errors name file:line."""
   ids, texts, seen = [], [], {}
-  for number, line in enumerate(files.read_lines(path), 1):
+  for number, line in enumerate(_read_lines(path), 1):
     if not line.strip():
       continue
     cells = line.split("\t")
@@ -213,7 +226,7 @@ def read_retrieval_set(queries_file: str, corpus_file: str, qrels_file: str) -> 
   corpus_ids, corpus = _id_texts(corpus_file)
   known_queries, known_docs = set(query_ids), set(corpus_ids)
   qrels: dict[str, set[str]] = {}
-  for number, line in enumerate(files.read_lines(qrels_file), 1):
+  for number, line in enumerate(_read_lines(qrels_file), 1):
     if not line.strip():
       continue
     cells = line.split("\t")

@@ -26,6 +26,7 @@ from tfbert.config import BertConfig
 from tfbert.inference import raw_text
 from tfbert.runtime import files
 from tfbert.serving import export
+from tfbert.text import casing
 
 SIGNATURES = {"embed_text": "encode", "classify_text": "classify", "tag_text": "tag",
               "answer_question": "answer", "fill_mask": "fill_mask"}
@@ -72,6 +73,7 @@ class ExportedModel:
              verbose: Any = "auto") -> np.ndarray:
     """float32 [N, H] embeddings through `embed_text` (one text: [H])."""
     self._needs("embed_text")
+    normalize = casing.plain_bool("normalize", normalize)
     items, one = raw_text.text_list(texts)
     rows = [self._call(text=tf.constant(items[s]))["embeddings"].numpy()
             for s in raw_text.batches(len(items), batch_size, verbose)]

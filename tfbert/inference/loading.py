@@ -33,10 +33,10 @@ A path that is none of these gets one line naming what was looked for.
 
 import json
 import os
-import re
 from typing import Any, Optional, Sequence, Union
 
 import keras
+import numpy as np
 
 from tfbert import task_registry
 from tfbert.checkpoints import convert, huggingface
@@ -51,7 +51,7 @@ from tfbert.runtime import files, json_values
 from tfbert.serving import export
 from tfbert.squad import squad_features
 from tfbert.squad.squad_run import SquadRunConfig
-from tfbert.text import casing
+from tfbert.text import casing, text_calls
 
 TASKS = ("classifier", "regression", "tagger", "span_labeler", "sentence_encoder")
 _TASK_CLASSES = {"classifier": BertClassifier, "regression": BertClassifier,
@@ -70,9 +70,11 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
       (`pathlib.Path`). A leading `~` is not expanded (as `open` does not): one naming a
       home directory is refused (`tfbert.runtime.files.as_path`).
     task: start this task on the source's encoder (`TASKS`), or None: the source's own.
-    labels: the class names (tags) of a new classifier (tagger) head, or the source's own.
+    labels: the class names (tags) of a new classifier (tagger) head, or the source's own:
+      a list, a tuple or a 1-D array (`label_names`).
     max_seq_length: S (default: recorded, else 128; a span labeler 384).
-    do_lower_case: the casing (default: the records'; must agree with them).
+    do_lower_case: the casing, True or False (default: the records'; must agree with
+      them); a str such as "true" is refused (`casing.plain_bool`).
     vocab_file: the vocabulary (default: `vocab.txt` beside the model); a path as `path`.
     allow_casing_mismatch: let a given `do_lower_case` win over records that contradict it
       (logged), as the tools' `--allow_casing_mismatch` does.
@@ -94,6 +96,9 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
   path = files.as_path(path, "path")
   if vocab_file is not None:
     vocab_file = files.as_path(vocab_file, "vocab_file")
+  do_lower_case = casing.plain_bool("do_lower_case", do_lower_case, optional=True)
+  allow_casing_mismatch = casing.plain_bool("allow_casing_mismatch", allow_casing_mismatch)
+  labels = label_names(labels)
   kind, source = locate(path)
   if kind == "export":
     given = {name: value for name, value in dict(
@@ -104,8 +109,6 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
       raise ValueError(f"{path}: an export is fixed when written (its S, vocabulary, casing "
                        f"and labels); load it without {', '.join(given)}")
     return exported.ExportedModel(path)
-  if isinstance(labels, str):
-    raise TypeError(f"labels= must be a sequence of names, not the str {labels!r}")
   unknown = sorted(set(span_settings) - set(SPAN_SETTINGS))
   if unknown:
     raise TypeError(f"load() got unexpected settings {', '.join(unknown)}; a span labeler's "
@@ -268,29 +271,39 @@ def _with_labels(model: keras.Model, labels: Sequence[str], source: str) -> kera
   return model
 
 
-# The tools' spelling of the casing settings in `casing.resolve_do_lower_case`'s messages ->
-# `load`'s (its messages are written for the tools, whose words stay as they are).
-_KEYWORD_TERMS = (
-    (re.compile(r"\b(pass do_lower_case)=(true|false)\b", re.IGNORECASE),
-     lambda m: f"{m.group(1)}={m.group(2).capitalize()}"),
-    (re.compile(r"--do_lower_case and --allow_casing_mismatch\b"),
-     lambda m: "do_lower_case=True or False and allow_casing_mismatch=True"),
-    (re.compile(r"--allow_casing_mismatch\b"), lambda m: "allow_casing_mismatch=True"))
-
-
 def _casing(do_lower_case: Optional[bool], source: str, vocab: str,
             allow_mismatch: bool) -> bool:
   """`casing.resolve_do_lower_case` for `load`: a mismatch names the keyword arguments that
   fix it (`do_lower_case=False`, `allow_casing_mismatch=True`), not the tools' flags, which
   an API caller has no way to pass."""
-  try:
-    return casing.resolve_do_lower_case(do_lower_case, casing.checkpoint_casing(source, vocab),
-                                        allow_mismatch=allow_mismatch, flag="do_lower_case")
-  except casing.CasingMismatchError as error:
-    message = str(error)
-    for pattern, spelling in _KEYWORD_TERMS:
-      message = pattern.sub(spelling, message)
-    raise casing.CasingMismatchError(f"{message} (keyword arguments of tfbert.load)") from None
+  return casing.resolve_do_lower_case(do_lower_case, casing.checkpoint_casing(source, vocab),
+                                      allow_mismatch=allow_mismatch,
+                                      terms=casing.keywords("tfbert.load"))
+
+
+def label_names(labels: Any) -> Optional[tuple]:
+  """`labels=` as a tuple of names (None kept): a list, a tuple, or a 1-D array of them (a
+  NumPy array, a pandas Series), each NumPy scalar as its Python value.
+
+  Raises:
+    TypeError: a str (one name is no sequence of them), or anything else that is not an
+      ordered sequence (a set, a dict, an array of another rank), naming it.
+  """
+  if labels is None:
+    return None
+  if isinstance(labels, (str, bytes)):
+    raise TypeError(f"labels= must be a sequence of names, not the str {labels!r}")
+  array = text_calls.array_like(labels)
+  if isinstance(labels, np.ndarray) or array is not None:
+    array = np.asarray(labels)
+    if array.ndim != 1:
+      raise TypeError(f"labels= must be a 1-D sequence of names, got an array of shape "
+                      f"{array.shape}")
+    return tuple(array.tolist())
+  if not isinstance(labels, (list, tuple)):
+    raise TypeError(f"labels= must be a list, a tuple or a 1-D array of names (in class-id "
+                    f"order), got a {type(labels).__name__}")
+  return tuple(label.item() if isinstance(label, np.generic) else label for label in labels)
 
 
 def with_task(model: keras.Model, task: str, labels: Optional[Sequence[str]],
@@ -307,14 +320,13 @@ def with_task(model: keras.Model, task: str, labels: Optional[Sequence[str]],
     raise ValueError(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
   kind = _TASK_CLASSES[task]
   same = type(model) is kind and (task != "regression") == (getattr(model, "num_classes", 2) > 1)
-  if isinstance(labels, str):
-    raise TypeError(f"labels= must be a sequence of names, not the str {labels!r}")
+  labels = label_names(labels)
   if labels is not None and task not in ("classifier", "tagger"):
     raise ValueError(f"labels= names a classifier's or tagger's outputs; task={task!r} has "
                      "none")
   if same:
     return model if labels is None else _with_labels(model, labels, source)
-  if task in ("classifier", "tagger") and not labels:
+  if task in ("classifier", "tagger") and (labels is None or not len(labels)):
     raise ValueError(f"task={task!r} on {source} needs labels= (the class names, by id)")
   config = model.config
   if task == "classifier":

@@ -52,7 +52,7 @@ from tfbert.runtime import validation
 from tfbert.serving import export
 from tfbert.squad import squad_data, squad_export, squad_features, squad_postprocess
 from tfbert.tagging import tagging_export
-from tfbert.text import inputs, text_calls, tokenization
+from tfbert.text import casing, inputs, text_calls, tokenization
 
 MASK = pretraining_export.MASK  # The literal mask token of `fill_mask`.
 Texts = Union[str, Sequence[str]]
@@ -68,15 +68,25 @@ def _decoded(item: Any, what: str, index: int) -> Any:
 
 
 def _sequence(texts: Any, what: str) -> list:
-  """`texts` as a list, if it is a sequence of texts at all."""
+  """`texts` as a list, if it is a sequence of texts at all: a list, a tuple, a NumPy array
+  or a tensor, or a 1-D array-like (`text_calls.array_like`: a pandas Series or Index).
+
+  Raises:
+    TypeError: naming `what` and what it is (an array-like of another rank by its shape).
+  """
   if isinstance(texts, tf.Tensor):
     texts = texts.numpy()
   if isinstance(texts, np.ndarray):
     return texts.tolist()
   if isinstance(texts, (list, tuple)):
     return list(texts)
+  array = text_calls.array_like(texts)
+  if array is not None and array.ndim == 1:
+    return array.tolist()
+  shape = (f" of shape {array.shape} (pass one column: a 1-D sequence)"
+           if array is not None else "")
   raise TypeError(f"{what} must be a str or a list of str (or of (text_a, text_b) pairs), got "
-                  f"a {type(texts).__name__}")
+                  f"a {type(texts).__name__}{shape}")
 
 
 def _unicode(text: str, what: str) -> str:
@@ -194,6 +204,7 @@ def encode(model: BertSentenceEncoder, texts: Texts, batch_size: int = 32,
     verbose: a progress bar over more than one batch unless 0.
   """
   _check_model(model, BertSentenceEncoder, "encode")
+  normalize = casing.plain_bool("normalize", normalize)
   items, one = text_list(texts)
   call = _embed_text_function(model)
   rows = [call(tf.constant(items[s]))["embeddings"].numpy() for s in

@@ -58,7 +58,7 @@ class TextSettings:
   is_pair: Optional[bool] = None
 
   def __post_init__(self):
-    validation.validate(self)
+    validation.validate(self)  # NumPy integers and bools become plain ones there.
 
   def checks(self) -> list[validation.Check]:
     """The rules of usable settings (`tfbert.runtime.validation`)."""
@@ -70,6 +70,9 @@ class TextSettings:
     return [
         (isinstance(self.do_lower_case, bool),
          f"do_lower_case must be True or False, got {self.do_lower_case!r}"),
+        (isinstance(self.version_2_with_negative, bool),
+         f"version_2_with_negative must be True or False, got "
+         f"{self.version_2_with_negative!r}"),
         (self.is_pair is None or isinstance(self.is_pair, bool),
          f"is_pair must be True, False or None (unknown), got {self.is_pair!r}"),
         (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3 "
@@ -110,8 +113,11 @@ def attach_text(model: keras.Model, vocab_file: str, do_lower_case: Optional[boo
   """`attach` from its parts; the casing, when not given, from the vocabulary's content
   (`tfbert.text.casing`: cased entries mean cased); `settings`: a span labeler's windows, a
   classifier's `is_pair` (`TextSettings`). Returns `model`."""
+  do_lower_case = casing.plain_bool("do_lower_case", do_lower_case, optional=True)
   if do_lower_case is None:
-    do_lower_case = casing.resolve_do_lower_case(None, casing.checkpoint_casing(None, vocab_file))
+    do_lower_case = casing.resolve_do_lower_case(
+        None, casing.checkpoint_casing(None, vocab_file),
+        terms=casing.keywords("attach_text", allow_mismatch=False))
   return attach(model, TextSettings(vocab_file, do_lower_case, max_seq_length, **settings))
 
 

@@ -30,14 +30,16 @@ Shape legend: B micro-batch (per worker), W = gradient_accumulation_steps * B, S
 P max_predictions.
 """
 
+import errno
 import functools
 import os
 import re
-from typing import Sequence, Union
+import stat
+from typing import Mapping, Optional, Sequence, Union
 
 import tensorflow as tf
 
-from tfbert.runtime import atomic
+from tfbert.runtime import atomic, files
 from tfbert.training import data_options
 
 # google-research/bert `run_pretraining.py` reads int64 features and casts them to int32.
@@ -57,6 +59,69 @@ def _never_data(name: str) -> bool:
           or name.endswith(_SUMMARY_SUFFIX))
 
 
+_WILDCARDS = re.compile(r"[*?[]")
+# Entries no file is read from twice (a pretraining run reads each more than once).
+_STREAMS = ((stat.S_ISFIFO, "a pipe"), (stat.S_ISSOCK, "a socket"),
+            (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def entry_problem(path: str) -> Optional[str]:
+  """Why the existing directory entry `path` cannot serve as a pretraining data file, as
+  "is ...", or None (a URL, a readable file or directory, or nothing there).
+
+  Unreadable: a symbolic link loop, a symbolic link to nothing, no read permission (a
+  glob drops the first two, so they read as "no file matches" though `ls` lists them). Not
+  a file: a pipe (such as bash's `<(...)`, a `/dev/fd/N`), a socket or a device, which can
+  be read only once, while pretraining reads every data file more than once (the check
+  before the run, then the run, again each epoch).
+  """
+  if files.is_url(path) or not os.path.lexists(path):
+    return None
+  try:
+    mode = os.stat(path).st_mode
+  except OSError as error:
+    if error.errno == errno.ELOOP:  # (`files.dangling_link` would say "to nothing".)
+      return "is a symbolic link loop (it leads back to itself): point it at a file"
+    target = files.dangling_link(path)
+    if target is not None:
+      return f"is a symbolic link to {target}, which does not exist"
+    return f"cannot be read: {error.strerror or error}"
+  for test, what in _STREAMS:
+    if test(mode):
+      return (f"is {what}: pretraining reads each data file more than once (a check before "
+              "the run, then the run itself), which a stream cannot serve; write it to a "
+              "file first")
+  if stat.S_ISREG(mode) and not os.access(path, os.R_OK):
+    return "cannot be read (permission denied)"
+  return None
+
+
+def _named_entries(pattern: str, found: Sequence[str]) -> list:
+  """`found` (a glob's matches), plus the entry a wildcard-free local `pattern` names when
+  the glob dropped it (`tf.io.gfile.glob` drops a path it cannot stat: a symbolic link loop
+  or a link to nothing)."""
+  if found or files.is_url(pattern) or _WILDCARDS.search(pattern):
+    return list(found)
+  return [pattern] if os.path.lexists(pattern) else []
+
+
+def input_problems(inputs: Mapping[str, Union[str, Sequence[str]]]) -> list:
+  """What is wrong with the data files that inputs (`{"--input_files": patterns}`) name
+  (`entry_problem`), each as "--flag path is ...", before any work. A pattern that matches
+  nothing is left to `expand_files`."""
+  problems = []
+  for name, value in inputs.items():
+    patterns = [value] if isinstance(value, str) else list(value or ())
+    for pattern in patterns:
+      if not pattern or files.is_url(pattern):
+        continue
+      for path in sorted(_named_entries(pattern, tf.io.gfile.glob(pattern))):
+        problem = entry_problem(path)
+        if problem and not _never_data(os.path.basename(path)):
+          problems.append(f"{name} {path} {problem}")
+  return problems
+
+
 def expand_files(files: Union[str, Sequence[str]]) -> list:
   """The sorted data files of file names or glob patterns (no temporaries or summaries).
 
@@ -68,14 +133,20 @@ def expand_files(files: Union[str, Sequence[str]]) -> list:
 
   Raises:
     FileNotFoundError: a pattern that matches no data file (named).
+    ValueError: a matched entry that cannot serve (`entry_problem`: a symbolic link loop or
+      to nothing, no read permission, a pipe, socket or device), named for what it is.
   """
   patterns = [files] if isinstance(files, str) else list(files)
   expanded = set()
   for pattern in patterns:
     hidden_ok = os.path.basename(pattern).startswith(".")
     found = tf.io.gfile.glob(pattern)
-    matches = [m for m in found if not _never_data(os.path.basename(m))
+    matches = [m for m in _named_entries(pattern, found) if not _never_data(os.path.basename(m))
                and (hidden_ok or not os.path.basename(m).startswith("."))]
+    for match in matches:  # Named for what it is, not as a missing file or a reader's error.
+      problem = entry_problem(match)
+      if problem:
+        raise ValueError(f"pretraining data file {match} {problem}")
     if not matches:
       skipped = f" ({len(found)} temporary, hidden or summary file(s) skipped)" if found else ""
       raise FileNotFoundError(f"No pretraining data file matches {pattern!r}{skipped}")

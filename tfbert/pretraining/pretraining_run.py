@@ -92,6 +92,9 @@ from tfbert.training import distribution, optimization, training_loop
 from tfbert.training.accumulation import find_accumulator
 from tfbert.training.distribution import DTYPES
 
+# The data the run reads (each file more than once: `input_pipeline.input_problems`).
+INPUT_FLAGS = ("input_files", "eval_input_files", "train_text_files", "eval_text_files")
+
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingRunConfig:
@@ -171,12 +174,14 @@ class PretrainingRunConfig:
         *training_loop.schedule_checks(self),
         *raw_text_run.checks(self),
         *[(False, problem) for problem in paths.overlap_problems(
-            paths.fields(self, ("input_files", "eval_input_files", "train_text_files",
-                                "eval_text_files", "vocab_file",
+            paths.fields(self, (*INPUT_FLAGS, "vocab_file",
                                 *pretraining_init.SOURCE_FLAGS)),
             paths.fields(self, ("model_dir", "export_dir")), container="--model_dir")],
         *[(False, problem) for problem in paths.output_problems(
             paths.fields(self, ("model_dir", "export_dir")))],
+        # Data files read more than once: no pipe; a broken link named as one, not unmatched.
+        *[(False, problem) for problem in input_pipeline.input_problems(
+            paths.fields(self, INPUT_FLAGS))],
         (sum(bool(getattr(self, flag)) for flag in pretraining_init.SOURCE_FLAGS) <= 1,
          "give at most one of init_checkpoint, init_hf_dir and init_tfbert"),
         (self.num_cpu_devices >= 1, f"num_cpu_devices ({self.num_cpu_devices}) must be >= 1"),

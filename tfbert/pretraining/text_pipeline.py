@@ -29,7 +29,10 @@ packing remainder, the shuffle buffer), so a resumed run reads on exactly.
 
 Before the run, `check_text_files` reads every file once: bytes that are not UTF-8 are
 named by file and line (`tfbert.runtime.files.decode_utf8`), and a worker whose files hold
-fewer words than one sequence is refused (it would wait forever for a first chunk).
+fewer words than one sequence is refused (it would wait forever for a first chunk). Each
+file is thus read at least twice, so a pipe (bash's `<(...)`) is refused first, as are a
+symbolic link loop and a link to nothing, each named as what it is
+(`input_pipeline.entry_problem`).
 
 Shape legend: B micro-batch (per worker), W = gradient_accumulation_steps * B, S
 seq_length, P max_predictions, L lines of one tokenizer call, N pieces.

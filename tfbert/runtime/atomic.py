@@ -62,6 +62,24 @@ def is_temporary(name: str) -> bool:
   return os.path.basename(name).startswith(TEMP_PREFIX)
 
 
+def _directory_in_the_way(path: str, where: str = "") -> IsADirectoryError:
+  """The error of a directory standing at `path`, where an output writes a file."""
+  return IsADirectoryError(f"{path} is a directory where this output writes a file: nothing "
+                           f"was written{where}; remove it or choose another path")
+
+
+def _replace(staged: str, path: str, overwrite: bool = True) -> None:
+  """`files.rename(staged, path)`; an operating system's error names `path`, the output, never
+  the staging path a user does not know ("[Errno 21] Is a directory: '.tfbert-tmp-...'")."""
+  try:
+    files.rename(staged, path, overwrite=overwrite)
+  except OSError as error:
+    if not error.errno:
+      raise
+    # OSError(errno, ...) is the subclass of that errno (IsADirectoryError, ...).
+    raise OSError(error.errno, error.strerror or str(error), path) from None
+
+
 def remove_quietly(path: str) -> None:
   """Removes a file or directory tree; never raises (cleanup after another error)."""
   try:
@@ -102,9 +120,11 @@ def atomic_path(path: str, tag: str = "", kind: str = "directory",
     if files.isdir(temporary):
       replace_directory(temporary, path, kind, task)
     else:
+      if files.isdir(path):  # Named as such, not as os.replace's error on the staging path.
+        raise _directory_in_the_way(path)
       if not files.is_url(temporary):
         os.chmod(temporary, 0o666 & ~_umask())
-      files.rename(temporary, path)
+      _replace(temporary, path)
   finally:
     if files.exists(temporary):
       remove_quietly(temporary)
@@ -120,7 +140,13 @@ def write_with(path: str, write: Callable[[str], Any], tag: str = "",
 
 
 def write_text(path: str, text: str) -> str:
-  """Writes UTF-8 `text` to `path` atomically (fsynced first if local); returns `path`."""
+  """Writes UTF-8 `text` to `path` atomically (fsynced first if local); returns `path`.
+
+  Raises:
+    IsADirectoryError: naming `path`, a directory, before anything is written.
+  """
+  if files.isdir(path):
+    raise _directory_in_the_way(path)
 
   def write(temporary):
     with files.open_file(temporary, "w") as f:
@@ -176,9 +202,7 @@ def file_set(directory: str, marker: str, tag: str = "") -> Iterator[str]:
     # Before the first rename: a directory in a file's place would stop the set half-moved.
     blocked = [name for name in names if files.isdir(os.path.join(directory, name))]
     if blocked:
-      raise IsADirectoryError(f"{os.path.join(directory, blocked[0])} is a directory where "
-                              f"this output writes a file: nothing was written into "
-                              f"{directory}; remove it or choose another path")
+      raise _directory_in_the_way(os.path.join(directory, blocked[0]), f" into {directory}")
     others = [name for name in names if name != marker]
     if others and files.exists(os.path.join(directory, marker)):
       files.remove(os.path.join(directory, marker))
@@ -186,7 +210,7 @@ def file_set(directory: str, marker: str, tag: str = "") -> Iterator[str]:
     for name in others + [marker]:
       if not files.is_url(staging):
         os.chmod(os.path.join(staging, name), mode)
-      files.rename(os.path.join(staging, name), os.path.join(directory, name))
+      _replace(os.path.join(staging, name), os.path.join(directory, name))
   finally:
     remove_quietly(staging)
 
@@ -254,7 +278,7 @@ def read_marker(directory: str) -> Optional[OutputRecord]:
     return OutputRecord(f"directory with an unreadable {OUTPUT_MARKER}", legacy=True)
   try:
     values = json.loads(text)
-  except ValueError:
+  except (ValueError, RecursionError):  # Not JSON, or JSON nested too deeply to read.
     values = None
   if isinstance(values, dict) and isinstance(values.get("kind"), str):
     return OutputRecord(values["kind"], values.get("task"), values.get("run"))
@@ -407,12 +431,12 @@ def replace_directory(staging: str, final: str, kind: str = "directory",
   _check(final, record, task_known=True)
   write_marker(staging, record)
   if not files.exists(final):
-    files.rename(staging, final, overwrite=False)
+    _replace(staging, final, overwrite=False)
     return
   old = temporary_sibling(final, "old")
-  files.rename(final, old, overwrite=False)
+  files.rename(final, old, overwrite=False)  # Its error names `final` (the source).
   try:
-    files.rename(staging, final, overwrite=False)
+    _replace(staging, final, overwrite=False)
   except BaseException:
     files.rename(old, final, overwrite=False)
     raise

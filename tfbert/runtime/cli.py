@@ -75,15 +75,27 @@ def one_line(error: BaseException, limit: int = 600) -> str:
   if isinstance(message, str) and message.strip():  # tf.errors.OpError
     line = _op_error_reason(message)
   elif isinstance(error, OSError) and error.filename and error.strerror and error.errno:
-    line = f"{error.filename}: {_OS_ERRORS.get(error.errno, error.strerror)}"
+    line = f"{_file_of(error)}: {_OS_ERRORS.get(error.errno, error.strerror)}"
   else:
     line = " ".join(part.strip() for part in str(error).splitlines() if part.strip())
     line = line or type(error).__name__
-  if isinstance(error, OSError) and error.filename and str(error.filename) not in line:
-    line = f"{line}: {error.filename}"
+  if isinstance(error, OSError) and error.filename and str(_file_of(error)) not in line:
+    line = f"{line}: {_file_of(error)}"
   if len(line) > limit:
     line = line[:limit - 40].rstrip() + " ... (--traceback shows all)"
   return line
+
+
+def _file_of(error: OSError) -> str:
+  """The file an operating system's error is about: its `filename`, but for a rename of a
+  tfbert staging path (`tfbert.runtime.atomic.is_temporary`) onto an output, the output
+  (`filename2`): the user named the output, never the staging path."""
+  if error.filename2:
+    from tfbert.runtime import atomic  # pylint: disable=import-outside-toplevel  # TF: late.
+    # A staging file, or a file in a staging directory (`atomic.file_set`).
+    if any(atomic.is_temporary(part) for part in str(error.filename).split(os.sep)):
+      return error.filename2
+  return error.filename
 
 
 def _op_error_reason(message: str) -> str:

@@ -21,6 +21,7 @@ file and the key.
 
 import json
 import math
+import sys
 from typing import Any, Optional
 
 from tfbert.runtime import files
@@ -53,14 +54,29 @@ def _shown(value: Any) -> str:
   return text if len(text) <= 40 else text[:37] + "..."
 
 
+class _KeyTwice(ValueError):
+  """A key given twice in one object (`_unique_keys`); its message names the source."""
+
+
+class UnreadableJSON(json.JSONDecodeError):
+  """JSON the parser cannot read though no character is wrong (nested too deeply, a number
+  of too many digits): a `json.JSONDecodeError`, so every reader that names its file for
+  text that is not JSON names it for these too, without a line and column (none is known).
+  """
+
+  def __init__(self, message: str, text: str):
+    super().__init__(message, text, 0)
+    self.args = (message,)
+
+
 def _unique_keys(pairs: list, source: str) -> dict:
   """A JSON object's pairs as a dict; a key given twice is refused, naming `source`."""
   found = {}
   for key, value in pairs:
     if key in found:
-      raise ValueError(f"{source}: key {key!r} appears twice in one JSON object "
-                       f"({_shown(found[key])}, then {_shown(value)}); which one is meant "
-                       "cannot be told: keep one")
+      raise _KeyTwice(f"{source}: key {key!r} appears twice in one JSON object "
+                      f"({_shown(found[key])}, then {_shown(value)}); which one is meant "
+                      "cannot be told: keep one")
     found[key] = value
   return found
 
@@ -68,15 +84,32 @@ def _unique_keys(pairs: list, source: str) -> dict:
 def loads(text: str, source: str) -> Any:
   """`json.loads(text)`, refusing a key given twice in one object.
 
+  Every failure of the parser is a ValueError: text the parser cannot read though it is
+  well formed (arrays or objects nested deeper than Python's recursion limit, an integer of
+  more digits than Python converts) raises `UnreadableJSON`, as text that is not JSON
+  raises `json.JSONDecodeError`, never a RecursionError or a bare ValueError.
+
   Args:
     text: the JSON text.
     source: what the text is, for the messages: a file, or `file:line` for a JSONL line.
 
   Raises:
     ValueError: naming `source` and the key, for a key given twice.
-    json.JSONDecodeError: (a ValueError) for text that is not JSON.
+    json.JSONDecodeError: (a ValueError) for text that is not JSON, or that the parser
+      cannot read (`UnreadableJSON`).
   """
-  return json.loads(text, object_pairs_hook=lambda pairs: _unique_keys(pairs, source))
+  try:
+    return json.loads(text, object_pairs_hook=lambda pairs: _unique_keys(pairs, source))
+  except (json.JSONDecodeError, _KeyTwice):
+    raise
+  except RecursionError:
+    raise UnreadableJSON(f"arrays or objects nested too deeply (more than about "
+                         f"{sys.getrecursionlimit()} levels, Python's limit)", text) from None
+  except ValueError as error:
+    if "integer string conversion" in str(error):
+      raise UnreadableJSON(f"an integer of more than {sys.get_int_max_str_digits()} digits "
+                           "(Python's limit)", text) from None
+    raise UnreadableJSON(f"a value Python cannot read ({error})", text) from None
 
 
 def read(path: str) -> Any:
@@ -92,4 +125,5 @@ def read(path: str) -> Any:
   try:
     return loads(text, path)
   except json.JSONDecodeError as error:
-    raise ValueError(f"{path}: not valid JSON ({error})") from None
+    what = "cannot be read as JSON" if isinstance(error, UnreadableJSON) else "not valid JSON"
+    raise ValueError(f"{path}: {what} ({error})") from None

@@ -325,6 +325,45 @@ def check_outputs(outputs: Mapping[str, PathValue], kind: str = "directory") -> 
     raise ValueError("; ".join(problems))
 
 
+def _what_is_there(path: str) -> str:
+  """What the existing non-directory `path` is, for a message: "a file", "a symbolic link to
+  T, which does not exist", "a named pipe", ..."""
+  if files.is_url(path):
+    return "a file"
+  target = files.dangling_link(path)
+  if target is not None:
+    return f"a symbolic link to {target}, which does not exist"
+  return _special_file(path) or "a file"
+
+
+def entry_problems(name: str, directory: str, entries: Mapping[str, str]) -> list[str]:
+  """Why directories a run creates inside its existing directory cannot be created there:
+  each entry that exists and is no directory (a file, a link to nothing, a pipe), which the
+  run would otherwise meet mid-way (TensorFlow's "Not a directory [Op:CreateSummaryFileWriter]"
+  naming no path). Checks only what exists, creating nothing, so it runs before any work.
+
+  Args:
+    name: the setting naming the directory (e.g. "--output_dir").
+    directory: the run directory (missing: nothing to check).
+    entries: entry name -> what the run keeps there (e.g. "train" -> "TensorBoard logs").
+
+  Returns:
+    One message per entry in the way, naming its path and what is there.
+  """
+  if not directory or (not files.is_url(directory) and not os.path.isdir(directory)):
+    return []
+  problems = []
+  for entry, purpose in entries.items():
+    path = os.path.join(directory, entry)
+    there = (os.path.lexists(path) and not os.path.isdir(path) if not files.is_url(path)
+             else files.exists(path) and not files.isdir(path))
+    if there:
+      problems.append(f"{name} {directory}: {path} is {_what_is_there(path)}, where the run "
+                      f"keeps its {entry}/ directory ({purpose}): move it away, or choose "
+                      f"another {name}")
+  return problems
+
+
 def fields(config, names: Iterable[str]) -> dict[str, PathValue]:
   """`--<name>` -> the config's value, for the names `config` has."""
   return {f"--{name}": getattr(config, name) for name in names if hasattr(config, name)}

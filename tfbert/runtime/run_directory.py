@@ -437,6 +437,8 @@ def claim(directory: str, records: Sequence[RunRecord], *,
     lock.fresh = all(_read_record(directory, record.name) is None for record in records)
     lock.recorded = [record.name for record in records] + [FLAGS_FILE]
     checkpointed = has_checkpoint(directory)
+    if checkpointed:
+      check_records_kept(directory, records, allow_changes)
     for record in records:
       recorded = _read_record(directory, record.name)
       if recorded is not None:
@@ -475,6 +477,35 @@ def claim(directory: str, records: Sequence[RunRecord], *,
 
 
 FLAGS_FILE = "flags.txt"
+
+
+def check_records_kept(directory: str, records: Sequence[RunRecord],
+                       allow_changes: bool = False) -> None:
+  """A directory holding checkpoints holds every record of the run that wrote them.
+
+  A record that is gone cannot be compared: a rerun with another learning rate resumed the
+  checkpoints on the new schedule and recorded the new rate for the whole run. Such a
+  directory is refused (`allow_changes` continues it deliberately, the new values recorded).
+
+  Raises:
+    RunDirectoryError: naming the missing records and what to do.
+  """
+  missing = [record.name for record in records
+             if not files.exists(os.path.join(directory, record.name))]
+  if not missing:
+    return
+  names = " and ".join(filter(None, [", ".join(missing[:-1]), missing[-1]]))
+  if allow_changes:
+    logging.warning("%s holds checkpoints but not the run's %s: continuing them with this "
+                    "run's settings recorded (--allow_config_change)", directory, names)
+    return
+  raise RunDirectoryError(
+      f"{directory} holds checkpoints but not the run's {names}: the run's settings cannot "
+      "be compared with this command's (its checkpoints would continue on whatever this "
+      f"command says, recorded as the whole run's). Restore {names} (a copy of the run; "
+      f"{FLAGS_FILE} lists the flags it ran with), use another directory, or rerun with "
+      "--allow_config_change to continue the checkpoints with this command's settings "
+      "recorded")
 
 
 def write_records(directory: str, records: Sequence[RunRecord],

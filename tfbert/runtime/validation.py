@@ -20,6 +20,8 @@ import dataclasses
 import numbers
 from typing import Any, Iterable
 
+import numpy as np
+
 Check = tuple[Any, str]
 
 
@@ -62,13 +64,15 @@ def plain_int(name: str, value: Any, minimum: int = 1) -> int:
   return int(value)
 
 
-def _plain_int_fields(config: Any) -> None:
+def _plain_fields(config: Any) -> None:
   """Replaces each field of the dataclass `config` (frozen too) that holds an integer of
-  another type (`np.int64(8)`) with the plain int."""
+  another type (`np.int64(8)`) with the plain int, and a NumPy bool with the plain bool."""
   for field in dataclasses.fields(config):
     value = getattr(config, field.name)
     if is_int(value) and type(value) is not int:  # pylint: disable=unidiomatic-typecheck
       object.__setattr__(config, field.name, int(value))
+    elif isinstance(value, np.bool_):
+      object.__setattr__(config, field.name, bool(value))
 
 
 def failures(checks: Iterable[Check]) -> list[str]:
@@ -78,13 +82,14 @@ def failures(checks: Iterable[Check]) -> list[str]:
 
 def validate(config: Any, **context: Any) -> None:
   """Raises one ValueError listing every rule of `config.checks(**context)` that fails;
-  first makes each field of a dataclass `config` holding a NumPy integer a plain int.
+  first makes each field of a dataclass `config` holding a NumPy integer or bool a plain
+  int or bool.
 
   Raises:
     ValueError: "<ConfigClass>: <message>; <message>...".
   """
   if dataclasses.is_dataclass(config):
-    _plain_int_fields(config)
+    _plain_fields(config)
   found = failures(config.checks(**context))
   if found:
     raise ValueError(f"{type(config).__name__}: {'; '.join(found)}")

@@ -24,6 +24,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import time
 import weakref
 from typing import Any, Callable, ClassVar, Optional, Sequence
@@ -32,6 +33,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from tfbert.checkpoints import convert, google_checkpoint, google_names, huggingface, pretrained
 from tfbert.config import SHAPE_FIELDS, BertConfig
@@ -281,6 +283,169 @@ def written_paths(output_dir: str, written: Sequence[str]) -> list[str]:
           for p in written]
 
 
+MODEL_FILE = "model.keras"  # A finished training run's model, in its output directory.
+_CHECKPOINT_INDEX = re.compile(r"ckpt-([0-9]+)\.index")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunModel:
+  """The model a training run left in its output directory (`trained_model`).
+
+  Attributes:
+    checkpoint: the prefix of its latest training checkpoint (`checkpoints/ckpt-<step>`),
+      or None.
+    step: that checkpoint's applied step (None without one).
+    model_file: its `model.keras` (written when training finished), or None.
+  """
+  checkpoint: Optional[str] = None
+  step: Optional[int] = None
+  model_file: Optional[str] = None
+
+  def describe(self) -> str:
+    """The model evaluated: "<checkpoint prefix>, applied step <n>", or the model file."""
+    if self.checkpoint:
+      return f"{self.checkpoint}, applied step {self.step}"
+    return str(self.model_file)
+
+
+def trained_model(output_dir: str) -> Optional[RunModel]:
+  """The model a training run left in `output_dir`: its latest checkpoint (the highest
+  step of `checkpoints/ckpt-<step>.index`) and its `model.keras`; None when it holds
+  neither."""
+  folder = os.path.join(output_dir, run_directory.CHECKPOINTS_DIR)
+  steps = [int(m.group(1)) for m in map(_CHECKPOINT_INDEX.fullmatch, files.listdir(folder))
+           if m] if files.isdir(folder) else []
+  model_file = os.path.join(output_dir, MODEL_FILE)
+  model_file = model_file if files.isfile(model_file) else None
+  if not steps and model_file is None:
+    return None
+  step = max(steps) if steps else None
+  return RunModel(checkpoint=os.path.join(folder, f"ckpt-{step}") if steps else None,
+                  step=step, model_file=model_file)
+
+
+def _source_flag(config: FineTuningConfig) -> str:
+  """The `--init_*` flag that names the initial source."""
+  return next(f"--{name}" for name in ("init_checkpoint", "init_hf_dir", "init_tfbert")
+              if getattr(config, name))
+
+
+def evaluated_model(config: FineTuningConfig
+                    ) -> tuple[FineTuningConfig, Optional[RunModel]]:
+  """What a run that does not train evaluates and predicts with, decided before any work.
+
+  google-research/bert's convention: evaluation and prediction without training read the
+  latest checkpoint of the output directory. So a run without `do_train`, in a directory
+  holding a trained run (`trained_model`), evaluates that run's model: its latest
+  checkpoint, exactly the trained weights (`restore_run_checkpoint`), or without
+  checkpoints its `model.keras`. Its `model.keras`, when there, becomes `init_tfbert` (the
+  run's model config, labels and vocabulary come with it, as with
+  `--init_tfbert=<run>/model.keras`). An `--init_*` source inside the directory (its
+  `model.keras`, `best/model.keras`) is the run's own, and is evaluated as given; one
+  outside it is refused: the evaluation would score another model and write its results
+  over the run's. Without a trained run an `--init_*` source is needed: random weights are
+  never evaluated.
+
+  Returns:
+    (the config to run, the run's model to restore or None).
+
+  Raises:
+    ValueError: nothing to evaluate (no trained run, no source), or an outside source in a
+      directory holding a trained run; naming the directory and what to pass.
+  """
+  if config.do_train:
+    return config, None
+  own = trained_model(config.output_dir) if files.isdir(config.output_dir) else None
+  source = init_source(config)
+  if own is None:
+    if source is None:
+      raise ValueError(
+          f"nothing to evaluate: {config.output_dir} holds no trained model (no "
+          f"{run_directory.CHECKPOINTS_DIR}/, no {MODEL_FILE}); pass --init_tfbert/"
+          "--init_hf_dir/--init_checkpoint, or --do_train")
+    return config, None
+  if source is not None:
+    if not files.inside(source, config.output_dir):
+      flag = _source_flag(config)
+      raise ValueError(
+          f"{flag} {source}: {config.output_dir} holds a trained run (its model: "
+          f"{own.describe()}), and this run evaluates without training: which model, and "
+          f"whose results would be written over the run's? To evaluate the run's model, "
+          f"drop {flag}; to evaluate {source}, pass another --output_dir")
+    logging.info("evaluating %s %s (given, in the run's directory), not the run's latest "
+                 "model (%s)", _source_flag(config), source, own.describe())
+    return config, None
+  if not own.checkpoint:  # `restore_run_checkpoint` names a checkpoint and its step.
+    logging.info("evaluating the run's model: %s", own.model_file)
+  if own.model_file:
+    config = dataclasses.replace(config, init_tfbert=own.model_file)
+  return config, own
+
+
+def restore_run_checkpoint(model: keras.Model, own: RunModel,
+                           source: source_heads.Source) -> None:
+  """Loads the run's latest checkpoint (`own.checkpoint`) into `model`: exactly the
+  trained weights.
+
+  The training loop's checkpoint holds the model's trainable variables in the optimizer's
+  list (`_trainable_variables`, the order of `model.trainable_variables`; the model's own
+  object graph does not reach the variables of its layer lists), which is how its resume
+  finds them; they are read from there, in that order, each shape checked.
+
+  Raises:
+    ValueError: the model's labels are not the run's model's (`source`, its `model.keras`),
+      or the checkpoint does not hold this model's variables; naming the checkpoint.
+  """
+  labels = getattr(model, "labels", None)
+  if labels is not None and source.labels is not None and tuple(labels) != source.labels:
+    raise ValueError(f"{own.checkpoint}: the run's model has the labels "
+                     f"{list(source.labels)}, this run's are {list(labels)} (in this order): "
+                     "evaluate with the run's labels")
+  hint = ("evaluate with the run's bert_config.json and labels (drop --bert_config_file), "
+          "or use another --output_dir")
+  try:
+    reader = tf.compat.v1.train.NewCheckpointReader(own.checkpoint)
+    keys = _trainable_keys(reader)
+  except (tf.errors.OpError, ValueError) as error:
+    text = error.message if isinstance(error, tf.errors.OpError) else str(error)
+    reason = (text.strip().splitlines() or [type(error).__name__])[0]
+    raise ValueError(f"{own.checkpoint} cannot be read as a training checkpoint ({reason}): "
+                     "restore the run's checkpoints, or use another --output_dir") from None
+  variables = model.trainable_variables
+  if len(keys) != len(variables):
+    raise ValueError(f"{own.checkpoint} holds {len(keys)} trainable variables, this model "
+                     f"{len(variables)}: {hint}")
+  shapes = reader.get_variable_to_shape_map()
+  misfit = [f"{v.path}: {tuple(shapes[k])} vs {tuple(v.shape)}"
+            for v, k in zip(variables, keys) if tuple(shapes[k]) != tuple(v.shape)]
+  if misfit:
+    raise ValueError(f"{own.checkpoint} does not fit this model ({'; '.join(misfit[:3])}): "
+                     f"{hint}")
+  for variable, key in zip(variables, keys):
+    variable.assign(reader.get_tensor(key))
+  logging.info("evaluating the run's model: %s (applied step %s)", own.checkpoint, own.step)
+
+
+def _trainable_keys(reader) -> list[str]:
+  """The checkpoint keys of the training optimizer's `_trainable_variables`, in order (the
+  outermost optimizer's: a loss-scaling or accumulating wrapper's list is its inner's)."""
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+  queue = [c.node_id for c in graph.nodes[0].children if c.local_name == "optimizer"]
+  seen = set(queue)
+  while queue:
+    node = graph.nodes[queue.pop(0)]
+    for child in node.children:
+      if child.local_name == "_trainable_variables":
+        items = sorted(graph.nodes[child.node_id].children, key=lambda c: int(c.local_name))
+        return [next(a.checkpoint_key for a in graph.nodes[c.node_id].attributes
+                     if a.name == "VARIABLE_VALUE") for c in items]
+      if child.node_id not in seen:
+        seen.add(child.node_id)
+        queue.append(child.node_id)
+  raise ValueError("no optimizer with trainable variables in it")
+
+
 def initial_weights(config: FineTuningConfig
                     ) -> tuple[BertConfig, Optional[dict[str, np.ndarray]], str]:
   """(model config, Google-name weights or None, source name): `initial_source`'s, with the
@@ -289,14 +454,15 @@ def initial_weights(config: FineTuningConfig
   return bert_config, weights, source.name
 
 
-def initial_source(config: FineTuningConfig
+def initial_source(config: FineTuningConfig, own: Optional[RunModel] = None
                    ) -> tuple[BertConfig, Optional[dict[str, np.ndarray]], source_heads.Source]:
   """(model config, Google-name weights or None, `source_heads.Source`) of the chosen
   initialization.
 
   `bert_config_file`, when given, is the model's config; otherwise it comes from the source
   (`bert_config.json` beside a Google checkpoint, the Hugging Face `config.json`, the
-  `.keras` model's config). Without a source the model starts from random weights.
+  `.keras` model's config) or, for the run's own checkpoint (`own`, `evaluated_model`),
+  the run's `bert_config.json`. Without a source the model starts from random weights.
   """
   def given_config(default_file=None):
     path = config.bert_config_file or default_file
@@ -321,6 +487,13 @@ def initial_source(config: FineTuningConfig
     bert_config = given_config() if config.bert_config_file else model.config
     return (bert_config, google_checkpoint.google_weights(model),
             source_heads.of_model(config.init_tfbert, model))
+  if own is not None and own.checkpoint:  # `restore_run_checkpoint` loads it.
+    recorded = os.path.join(config.output_dir, "bert_config.json")
+    if not config.bert_config_file and not files.exists(recorded):
+      raise ValueError(f"{recorded} is missing: the run's checkpoint {own.checkpoint} cannot "
+                       "be built without its model config; restore it, or pass the run's "
+                       "--bert_config_file")
+    return given_config(recorded), None, source_heads.Source(own.checkpoint)
   return given_config(), None, source_heads.Source("random initialization")
 
 
@@ -494,7 +667,8 @@ def resolve_vocab_file(config: FineTuningConfig) -> str:
   """`vocab_file`, else the `vocab.txt` beside the initial checkpoint.
 
   That is: in the `init_hf_dir` directory, beside the `init_checkpoint` prefix, or beside
-  the `init_tfbert` `.keras` file (where a fine-tuning run and `convert` put it).
+  the `init_tfbert` `.keras` file (where a fine-tuning run and `convert` put it); for a run
+  that evaluates its output directory's own checkpoint (`evaluated_model`), the run's.
 
   Raises:
     ValueError: when neither exists.
@@ -503,6 +677,10 @@ def resolve_vocab_file(config: FineTuningConfig) -> str:
     return config.vocab_file
   places = [config.init_hf_dir] if config.init_hf_dir else []
   places += [files.parent(path) for path in (config.init_checkpoint, config.init_tfbert) if path]
+  # An evaluation without training reads the run's own model (`evaluated_model`); a
+  # pretraining config, which always trains, has no `do_train`.
+  if not places and not getattr(config, "do_train", True):
+    places.append(config.output_dir)
   for place in places:
     if files.exists(os.path.join(place, "vocab.txt")):
       return os.path.join(place, "vocab.txt")

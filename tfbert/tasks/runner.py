@@ -9,6 +9,9 @@ In this order, the same for every task (`tfbert.tasks.task.Task` supplies the ho
    the model's embedding table and S against its positions. A failure here writes nothing.
 1. The model: `task.build_model` in the strategy's scope, initialized from a Google
    checkpoint, a Hugging Face directory or a tfbert `.keras` file (the head may be fresh).
+   A run that does not train evaluates the run in its output directory (its latest
+   checkpoint, exactly, else its `model.keras`), or the source given; with neither it is
+   refused before any work (`fine_tuning.evaluated_model`): never random weights.
 2. The run directory is claimed (`fine_tuning.claim_run_directory`: a lock, the records a
    rerun must match, the vocabulary). A run that fails before its first step gives it up.
 3. Training (`do_train`) in the training loop (`fine_tuning.train`): one device, mirrored
@@ -61,6 +64,8 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
   if config.eval_every_steps and not config.best_metric:
     config = dataclasses.replace(config, best_metric=task.default_best_metric(config))
   fine_tuning.check_sources(config)  # What the config starts from exists: named by its flag.
+  # Without training: the run's own model (its latest checkpoint), or the source given.
+  config, own = fine_tuning.evaluated_model(config)
   config = fine_tuning.resolve_casing(config)  # Before any work.
   inputs = task.read_inputs(config)  # Before anything is built or written.
   check_best_metric(task, config, inputs)
@@ -74,7 +79,7 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
   labels = task.labels(config, inputs)
   strategy = fine_tuning.start_run(config)
   tokenizer = WordPieceTokenizer(fine_tuning.resolve_vocab_file(config), config.do_lower_case)
-  model = build_model(task, config, labels, strategy)
+  model = build_model(task, config, labels, strategy, own)
   fine_tuning.check_vocab_fits(model, tokenizer.vocab_size)
   fine_tuning.check_segments_fit(model, task.segments(config))
   export.check_seq_length(model, task.max_seq_length(config))  # Before the claim.
@@ -106,8 +111,11 @@ def check_best_metric(task: Task, config: fine_tuning.FineTuningConfig, inputs) 
 
 
 def build_model(task: Task, config: fine_tuning.FineTuningConfig, labels,
-                strategy: tf.distribute.Strategy) -> keras.Model:
-  """The task model, built in `strategy`'s scope and initialized as `config` says.
+                strategy: tf.distribute.Strategy,
+                own: Optional[fine_tuning.RunModel] = None) -> keras.Model:
+  """The task model, built in `strategy`'s scope and initialized as `config` says, or with
+  the run's own latest checkpoint (`own`, a run that does not train:
+  `fine_tuning.evaluated_model`), exactly.
 
   The source's encoder weights must all be there and fit exactly (the pooler only where the
   task's model reads it, `task.uses_pooler`); tensors the model has no weight for are
@@ -120,16 +128,19 @@ def build_model(task: Task, config: fine_tuning.FineTuningConfig, labels,
     ValueError: the source lacks an encoder weight, or shapes differ (a head that does not
       fit names `--reinit_head`).
   """
-  bert_config, weights, source = fine_tuning.initial_source(config)
+  bert_config, weights, source = fine_tuning.initial_source(config, own)
   with strategy.scope():
     model = task.build_model(config, bert_config, labels)
     model.build()
-  weights = source_heads.match_source_head(model, weights, source, task.head,
-                                           config.reinit_head)
-  weights = task.adapt_initial_weights(model, weights, source.name)
-  fine_tuning.assign_initial_weights(model, weights, source.name, task.head,
-                                     head_is_trained=task.head_is_trained(config),
-                                     reinit_head=config.reinit_head)
+  if weights is not None or own is None or not own.checkpoint:
+    weights = source_heads.match_source_head(model, weights, source, task.head,
+                                             config.reinit_head)
+    weights = task.adapt_initial_weights(model, weights, source.name)
+    fine_tuning.assign_initial_weights(model, weights, source.name, task.head,
+                                       head_is_trained=task.head_is_trained(config),
+                                       reinit_head=config.reinit_head)
+  if own is not None and own.checkpoint:  # Over its model.keras: the latest weights.
+    fine_tuning.restore_run_checkpoint(model, own, source)
   return model
 
 

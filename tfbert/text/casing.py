@@ -17,14 +17,17 @@ what the checkpoint says about its casing (`checkpoint_casing`), in this order:
 
 A `--do_lower_case` that contradicts any of them fails before any work, naming both
 sources; so do sources that contradict each other. `--allow_casing_mismatch` lets the flag
-win on purpose (logged). Not given, the flag follows the checkpoint; with no evidence at
+win on purpose (logged). The messages name the settings as the caller spells them (`Terms`:
+the tools' flags, or `tfbert.load`'s keyword arguments `do_lower_case=False`,
+`allow_casing_mismatch=True`). Not given, the flag follows the checkpoint; with no evidence at
 all it is google-research/bert's default, True.
 """
 
 import dataclasses
 import os
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
+import numpy as np
 from absl import logging
 
 from tfbert.runtime import files, json_values
@@ -136,45 +139,112 @@ def checkpoint_casing(checkpoint: Optional[str] = None,
   return evidence
 
 
+def plain_bool(name: str, value: Any, *, optional: bool = False) -> Optional[bool]:
+  """`value`, a bool argument of the Python API named `name`, as a plain bool (None kept
+  when `optional`). NumPy's `np.bool_` is a bool; a str ("true", "False") or an int is not:
+  `bool("false")` is True, so taking its truth would invert the caller's choice.
+
+  Raises:
+    ValueError: "<name> must be True or False (, or None), got <value!r>".
+  """
+  if value is None and optional:
+    return None
+  if isinstance(value, (bool, np.bool_)):
+    return bool(value)
+  allowed = "True, False or None" if optional else "True or False"
+  raise ValueError(f"{name} must be {allowed}, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Terms:
+  """How a caller of `resolve_do_lower_case` spells its two settings, so that a message
+  tells each caller what to pass in its own words: a tool's flags (`FLAGS`) or a Python
+  function's keyword arguments (`keywords`).
+
+  Attributes:
+    do_lower_case: the casing setting ("--do_lower_case", "do_lower_case").
+    allow_mismatch: the override ("--allow_casing_mismatch", "allow_casing_mismatch"), or
+      None when the caller has none.
+    keyword: values spelled as Python's (`True`, `allow_casing_mismatch=True`), else as
+      flags' (`true`, `--allow_casing_mismatch`).
+    where: what the names are, appended to a message (" (keyword arguments of f)").
+  """
+  do_lower_case: str = "--do_lower_case"
+  allow_mismatch: Optional[str] = "--allow_casing_mismatch"
+  keyword: bool = False
+  where: str = ""
+
+  def value(self, do_lower_case: bool) -> str:
+    """`do_lower_case` as this caller writes it ("True" or "true")."""
+    return str(do_lower_case) if self.keyword else str(do_lower_case).lower()
+
+  def setting(self, do_lower_case: bool) -> str:
+    """E.g. "--do_lower_case=true", "do_lower_case=True"."""
+    return f"{self.do_lower_case}={self.value(do_lower_case)}"
+
+  def allowing(self) -> str:
+    """The override set, e.g. "--allow_casing_mismatch", "allow_casing_mismatch=True"."""
+    return f"{self.allow_mismatch}=True" if self.keyword else str(self.allow_mismatch)
+
+  def choosing(self) -> str:
+    """How to choose a casing on purpose, e.g. "--do_lower_case and
+    --allow_casing_mismatch"."""
+    choose = f"{self.do_lower_case}=True or False" if self.keyword else self.do_lower_case
+    return choose + (f" and {self.allowing()}" if self.allow_mismatch else "")
+
+
+FLAGS = Terms()  # The tools' (tfbert_flags.casing_flags).
+
+
+def keywords(function: str, allow_mismatch: bool = True) -> Terms:
+  """The `Terms` of a Python function taking `do_lower_case` (and `allow_casing_mismatch`
+  when `allow_mismatch`) as keyword arguments."""
+  return Terms("do_lower_case", "allow_casing_mismatch" if allow_mismatch else None,
+               keyword=True, where=f" (keyword arguments of {function})")
+
+
 def resolve_do_lower_case(do_lower_case: Optional[bool], evidence: Sequence[Casing], *,
-                          allow_mismatch: bool = False,
-                          flag: str = "--do_lower_case") -> bool:
-  """The casing to tokenize with: the flag's if consistent, else the checkpoint's.
+                          allow_mismatch: bool = False, terms: Terms = FLAGS) -> bool:
+  """The casing to tokenize with: the setting's if consistent, else the checkpoint's.
 
   Args:
     do_lower_case: what the user asked for; None: follow the checkpoint.
     evidence: `checkpoint_casing`'s.
     allow_mismatch: let a given `do_lower_case` override contradicting evidence.
-    flag: the setting's name in messages.
+    terms: how the caller spells the two settings in messages (`FLAGS`, `keywords`).
 
   Returns:
     do_lower_case.
 
   Raises:
+    ValueError: `do_lower_case` not True, False or None, or `allow_mismatch` not a bool
+      (`plain_bool`), named in the caller's terms.
     CasingMismatchError: naming both sources, when a given `do_lower_case` contradicts
       the evidence, or the evidence contradicts itself (unless `allow_mismatch` and
-      `do_lower_case` is given).
+      `do_lower_case` is given); saying what to pass, in the caller's terms.
   """
-  given = None if do_lower_case is None else Casing(
-      do_lower_case, f"{flag}={str(do_lower_case).lower()}")
+  do_lower_case = plain_bool(terms.do_lower_case, do_lower_case, optional=True)
+  allow_mismatch = plain_bool(terms.allow_mismatch or "allow_mismatch", allow_mismatch)
+  given = None if do_lower_case is None else Casing(do_lower_case, terms.setting(do_lower_case))
   sources = ([given] if given else []) + list(evidence)
   for other in sources[1:]:
     if other.do_lower_case != sources[0].do_lower_case:
       if allow_mismatch and given is not None:
-        logging.warning("casing mismatch allowed (--allow_casing_mismatch): tokenizing with "
-                        "%s although %s says do_lower_case=%s", given.source, other.source,
+        logging.warning("casing mismatch allowed (%s): tokenizing with %s although %s says "
+                        "do_lower_case=%s", terms.allowing(), given.source, other.source,
                         str(other.do_lower_case).lower())
         return given.do_lower_case
-      fix = (f"pass {flag}={str(other.do_lower_case).lower()} (or leave it out to follow the "
-             "checkpoint), or --allow_casing_mismatch if this is intended"
-             if given is sources[0] else
-             "fix the checkpoint's records, or choose with --do_lower_case and "
-             "--allow_casing_mismatch")
+      if given is sources[0]:
+        fix = (f"pass {terms.setting(other.do_lower_case)} (or leave it out to follow the "
+               "checkpoint)")
+        fix += f", or {terms.allowing()} if this is intended" if terms.allow_mismatch else ""
+      else:
+        fix = f"fix the checkpoint's records, or choose with {terms.choosing()}"
       raise CasingMismatchError(
           f"casing mismatch: {sources[0].source} says do_lower_case="
           f"{str(sources[0].do_lower_case).lower()}, but {other.source} says "
           f"do_lower_case={str(other.do_lower_case).lower()}; a wrong casing loses accuracy "
-          f"silently. {fix.capitalize()}")
+          f"silently. {fix[0].upper()}{fix[1:]}{terms.where}")
   if sources:
     return sources[0].do_lower_case
   logging.info("no casing known for the checkpoint: do_lower_case=%s (the default)",

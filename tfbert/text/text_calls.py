@@ -29,6 +29,7 @@ Shape legend: B batch, S sequence.
 """
 
 import inspect
+from collections.abc import Collection, Sequence
 from typing import Any, Mapping, Optional
 
 import keras
@@ -274,22 +275,49 @@ class _BatchCount(keras.callbacks.Callback):
     return result
 
 
+def array_like(x: Any) -> Optional[np.ndarray]:
+  """`np.asarray(x)` of a container NumPy reads (`__array__`) that is neither a NumPy array
+  nor a tensor nor a mapping: a pandas Series, Index or DataFrame (tfbert does not import
+  pandas); None for anything else."""
+  if (isinstance(x, (np.ndarray, str, bytes, Mapping, tf.Variable)) or tf.is_tensor(x)
+      or not hasattr(x, "__array__")):
+    return None
+  try:
+    return np.asarray(x)
+  except Exception:  # pylint: disable=broad-except  # Not an array after all: not text.
+    return None
+
+
+def _text_item(item: Any, *also: type) -> bool:
+  """Whether `item`, the first of a container, is a text (a str, or of type `also`) or a
+  (text_a, text_b) pair of str."""
+  return isinstance(item, (str, *also)) or (
+      isinstance(item, (list, tuple)) and len(item) == 2
+      and all(isinstance(t, str) for t in item))
+
+
 def is_text(x: Any) -> bool:
-  """Whether `x` is raw text: a str, strs, (text, text) pairs, an empty list (no texts), or
-  a string tensor/array."""
+  """Whether `x` is raw text, for the raw-text calls to read or to refuse by name: a str,
+  strs, (text, text) pairs, an empty list (no texts), a string tensor or array, an array-like
+  of strs (`array_like`: a pandas Series; 1-D, or refused as such), or an unordered
+  collection of strs (a set, dict keys: refused as such)."""
   if isinstance(x, str):
     return True
+  array = array_like(x)
+  if array is not None:
+    if array.ndim == 1 and not array.size:
+      return True  # No texts, as an empty list.
+    x = array
   dtype = getattr(x, "dtype", None)
   if dtype is not None:
     kind = getattr(dtype, "kind", None)  # NumPy's; TensorFlow's dtypes have `name`.
     return kind in ("U", "S") or getattr(dtype, "name", "") == "string" or (
-        kind == "O" and getattr(x, "size", 0) > 0 and isinstance(x.flat[0], (str, bytes)))
+        kind == "O" and getattr(x, "size", 0) > 0 and _text_item(x.flat[0], bytes))
   if isinstance(x, (list, tuple)):
-    if not x:  # No texts (which the calls name), never Keras' own empty input.
-      return True
-    first = x[0]
-    return isinstance(first, str) or (isinstance(first, (list, tuple)) and len(first) == 2 and
-                                      all(isinstance(t, str) for t in first))
+    # No texts (which the calls name) are never Keras' own empty input.
+    return not x or _text_item(x[0])
+  if isinstance(x, Collection) and not isinstance(x, (Mapping, Sequence)):
+    return isinstance(next(iter(x), None), str)  # A set, dict keys: never Keras' input.
   return False
 
 

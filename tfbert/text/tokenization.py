@@ -159,7 +159,9 @@ def reference_tokenizer(vocab_file, do_lower_case):
     `tok.convert_tokens_to_ids(tok.tokenize(text))`.
   """
   load_vocab(vocab_file)
-  return google_tokenization.FullTokenizer(vocab_file, do_lower_case)
+  from tfbert.text import casing  # pylint: disable=import-outside-toplevel  # It reads vocabs.
+  return google_tokenization.FullTokenizer(
+      vocab_file, casing.plain_bool("do_lower_case", do_lower_case))
 
 
 # Intermediate results, flattened over the batch. Offsets are int64 bytes.
@@ -196,6 +198,8 @@ class WordPieceTokenizer(tf.Module):
       name: optional `tf.Module` name.
     """
     super().__init__(name=name)
+    from tfbert.text import casing  # pylint: disable=import-outside-toplevel  # It reads vocabs.
+    do_lower_case = casing.plain_bool("do_lower_case", do_lower_case)  # "false" is truthy.
     self.vocab_file = vocab_file
     self.do_lower_case = do_lower_case
     self.max_chars_per_word = max_chars_per_word

@@ -83,24 +83,31 @@ class OptimizerConfig:
          f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}"),
         (self.lr_schedule in MODES, f"lr_schedule must be one of {MODES}, got "
          f"{self.lr_schedule!r}"),
-        (self.learning_rate >= 0 and self.end_learning_rate >= 0,
-         f"learning_rate ({self.learning_rate}) and end_learning_rate "
-         f"({self.end_learning_rate}) must be >= 0"),
-        (0 <= self.num_warmup_steps <= self.num_train_steps and self.num_train_steps >= 1,
-         f"num_warmup_steps ({self.num_warmup_steps}) must be in [0, num_train_steps] and "
-         f"num_train_steps ({self.num_train_steps}) >= 1"),
+        (self.learning_rate >= 0, f"learning_rate ({self.learning_rate}) must be >= 0"),
+        (self.end_learning_rate >= 0,
+         f"end_learning_rate ({self.end_learning_rate}) must be >= 0"),
+        (self.num_train_steps >= 1, f"num_train_steps ({self.num_train_steps}) must be >= 1"),
+        (0 <= self.num_warmup_steps <= max(self.num_train_steps, 0),
+         f"num_warmup_steps ({self.num_warmup_steps}) must be in [0, num_train_steps "
+         f"({self.num_train_steps})]"),
         (self.gradient_accumulation_steps >= 1,
          f"gradient_accumulation_steps must be >= 1, got {self.gradient_accumulation_steps}"),
         (self.accumulation_reduction in REDUCTIONS, f"accumulation_reduction must be one of "
          f"{REDUCTIONS}, got {self.accumulation_reduction!r}"),
+        # The tools' flag turns clipping off with 0 (`tfbert.runtime.cli.zero_is_none`).
         (self.clip_norm is None or self.clip_norm > 0,
-         f"clip_norm must be > 0 or None (off), got {self.clip_norm}"),
-        (self.weight_decay_rate >= 0 and self.momentum >= 0 and self.power > 0,
-         f"weight_decay_rate ({self.weight_decay_rate}) and momentum ({self.momentum}) must "
-         f"be >= 0, power ({self.power}) > 0"),
-        (self.initial_loss_scale > 0 and self.loss_scale_growth_steps >= 1,
-         f"initial_loss_scale ({self.initial_loss_scale}) must be > 0 and "
-         f"loss_scale_growth_steps ({self.loss_scale_growth_steps}) >= 1"),
+         f"clip_norm ({self.clip_norm}) must be > 0, or off: 0 on the command line "
+         "(--clip_norm=0), None in Python"),
+        # One check per setting: a message names only the setting at fault (a tool may
+        # have no flag for the others, e.g. run_pretraining's momentum and power).
+        (self.weight_decay_rate >= 0,
+         f"weight_decay_rate ({self.weight_decay_rate}) must be >= 0 (0: no weight decay)"),
+        (self.momentum >= 0, f"momentum ({self.momentum}) must be >= 0"),
+        (self.power > 0, f"power ({self.power}) must be > 0"),
+        (self.initial_loss_scale > 0,
+         f"initial_loss_scale ({self.initial_loss_scale}) must be > 0"),
+        (self.loss_scale_growth_steps >= 1,
+         f"loss_scale_growth_steps ({self.loss_scale_growth_steps}) must be >= 1"),
     ]
 
 

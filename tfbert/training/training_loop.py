@@ -65,7 +65,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from tfbert.runtime import atomic, files, json_values, run_directory, validation
+from tfbert.runtime import atomic, files, json_values, paths, run_directory, validation
 from tfbert.runtime.progress import StepProgress
 from tfbert.training.accumulation import find_accumulator
 
@@ -143,12 +143,31 @@ class LoopConfig:
     ]
 
 
+# The directories the runs create inside their run directory (`--output_dir`, run_pretraining's
+# `--model_dir`) -> what each keeps: the loop's, and run_pretraining's default export.
+RUN_ENTRIES = {"checkpoints": "the loop's checkpoints", "train": "TensorBoard logs of training",
+               "eval": "TensorBoard logs of evaluation", "best": "the best evaluation's model",
+               "export": "run_pretraining's export"}
+RUN_DIRECTORY_FIELDS = ("output_dir", "model_dir")  # A run config's run directory.
+
+
+def run_entry_problems(config) -> list[str]:
+  """`tfbert.runtime.paths.entry_problems` of the run directory a run config names
+  (`RUN_DIRECTORY_FIELDS`; none: []) and `RUN_ENTRIES`: an existing file where the run
+  creates a directory, named before any work."""
+  for field in RUN_DIRECTORY_FIELDS:
+    directory = getattr(config, field, None)
+    if isinstance(directory, str) and directory:
+      return paths.entry_problems(f"--{field}", directory, RUN_ENTRIES)
+  return []
+
+
 def schedule_checks(config) -> list[validation.Check]:
   """The checks of the loop's settings that every run config carries under the same names
   (`log_steps`, `save_checkpoints_steps`, `keep_checkpoint_max`, `eval_every_steps`,
   `early_stopping_patience`, `stop_at_step`): the run configs check them when built, before
-  the loop's own config exists."""
-  return [
+  the loop's own config exists. And its run directory's entries (`run_entry_problems`)."""
+  return [(False, problem) for problem in run_entry_problems(config)] + [
       (config.log_steps >= 1 and config.save_checkpoints_steps >= 1
        and config.keep_checkpoint_max >= 1,
        f"log_steps ({config.log_steps}), save_checkpoints_steps "
@@ -396,6 +415,7 @@ class TrainingLoop:
                        if evaluate is not None and config.best_metric else None)
     if self.evaluation is not None:  # A fresh run's checkpoints record it too.
       self.eval_state.evaluation.assign(json.dumps(self.evaluation, sort_keys=True))
+    self._check_entries()
     objects = dict(model=model, optimizer=self.optimizer, metrics_window=self.metrics_window,
                    eval_state=self.eval_state)
     self.data_position = data_position
@@ -414,6 +434,20 @@ class TrainingLoop:
   @property
   def own_directory(self) -> str:
     return own_directory(self.directory, self.is_chief, self.worker_index)
+
+  def _check_entries(self) -> None:
+    """Raises ValueError naming each directory this loop creates that is something else
+    (`tfbert.runtime.paths.entry_problems`), before the first is created."""
+    if self.is_chief:
+      problems = paths.entry_problems("the run directory", self.directory, RUN_ENTRIES)
+    else:
+      worker = os.path.basename(self.own_directory)
+      problems = (paths.entry_problems("the run directory", self.directory,
+                                       {worker: "this worker's checkpoints"})
+                  or paths.entry_problems("the worker directory", self.own_directory,
+                                          {"checkpoints": RUN_ENTRIES["checkpoints"]}))
+    if problems:
+      raise ValueError("; ".join(problems))
 
   @property
   def step(self) -> int:
