@@ -18,13 +18,18 @@ import keras  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tests import faults  # noqa: E402
+from tests import faults, forked  # noqa: E402
 from tfbert.runtime import files, traces  # noqa: E402
+from tfbert.training import workers  # noqa: E402
 
 # The time profile of docs/testing.md, recorded when TFBERT_TEST_PROFILE names a folder;
 # the longest tests first, dealt evenly to the xdist workers; the tiny exports that several
 # test files read, built once per session.
 pytest_plugins = ["tests.profiling", "tests.scheduling", "tests.tiny_exports"]
+
+# Worker processes of a localhost cluster (the alignment harness's too) are forked from a
+# process that imported TensorFlow once, not started as fresh interpreters (tests/forked.py).
+workers.POPEN = forked.popen
 
 # Two logical CPU devices for the whole session, so MirroredStrategy tests run in-process.
 # This must happen before TensorFlow initializes its devices, hence at conftest import.

@@ -8,13 +8,13 @@ every test (setup, call, teardown) appends one JSON line to `DIR/<worker>.jsonl`
 
 `cpu` is this process's CPU time in the phase (tracing, training steps, conversions run
 in-process) and `child_cpu` the CPU time of the child processes it waited for (a tool or
-worker started as a subprocess); `start` lines the two workers' phases up in time, to see
-what the other worker ran while a test waited; `rss_mb` is the worker's resident memory
-after the phase (a long-lived worker grows: see docs/testing.md); `stall` is the machine's
-pressure-stall time in the phase (Linux PSI, /proc/pressure: seconds in which some task
-waited for a core, for memory reclaim or for the disk), to tell a test that waited for
-another worker's processes from one that waited for the disk. Summarize with
-`python -m tests.profile_report DIR`.
+worker started as a subprocess, or forked by `tests.forked`, which counts its own); `start`
+lines the two workers' phases up in time, to see what the other worker ran while a test
+waited; `rss_mb` is the worker's resident memory after the phase (a long-lived worker
+grows: see docs/testing.md); `stall` is the machine's pressure-stall time in the phase
+(Linux PSI, /proc/pressure: seconds in which some task waited for a core, for memory
+reclaim or for the disk), to tell a test that waited for another worker's processes from
+one that waited for the disk. Summarize with `python -m tests.profile_report DIR`.
 """
 
 import json
@@ -24,13 +24,16 @@ import time
 
 import pytest
 
+from tests import forked
+
 _ENV = "TFBERT_TEST_PROFILE"
 
 
 def _clock():
   own = resource.getrusage(resource.RUSAGE_SELF)
   child = resource.getrusage(resource.RUSAGE_CHILDREN)
-  return (time.perf_counter(), own.ru_utime + own.ru_stime, child.ru_utime + child.ru_stime)
+  return (time.perf_counter(), own.ru_utime + own.ru_stime,
+          child.ru_utime + child.ru_stime + forked.child_cpu())
 
 
 _PRESSURES = ("cpu", "memory", "io")

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import glue_synthetic, helpers, multi_worker, tool_process
+from tests import forked, glue_synthetic, helpers, multi_worker, tool_process
 from tfbert import BertClassifier, BertEncoder, BertPretrainer
 from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
 from tfbert.classifier import classifier_run, glue_data
@@ -620,7 +620,7 @@ def _rows(out):
             for line in f]
 
 
-@pytest.mark.slow  # ~3 min: 1 process straight, killed and rerun; 2 workers preempted, rerun.
+@pytest.mark.slow  # ~1 min: 1 process straight, killed and rerun; 2 workers preempted, rerun.
 def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_dir):
   """Dropout on (0.1 attention, hidden and pooled output), 2 replicas, evaluation every 2 of
   8 applied steps.
@@ -632,6 +632,10 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
     on its global replica id, not its process), holding identical weights and optimizer
     state. Only the chief writes outputs; evaluation is sharded (the same dev predictions,
     every example once); the other worker keeps its checkpoints in .worker1/.
+
+  The uninterrupted run is a fresh interpreter; the others are forked from a process that
+  imported TensorFlow once (tests/forked.py), so the bit-for-bit equality also shows a
+  forked run computing what a fresh interpreter computes.
   """
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
   mirrored = ("--distribution_strategy=mirrored", "--num_cpu_devices=2")
@@ -642,7 +646,7 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
   # SIGKILL once the checkpoint of step 4 is there, then the same command again.
   killed = mrpc_dir / "killed"
   command = _multi_worker_args(mrpc_dir, killed, *mirrored)
-  proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  proc = forked.popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   try:
     _wait_for(killed / "checkpoints" / "ckpt-4.index", [proc])
     proc.send_signal(signal.SIGKILL)
@@ -651,8 +655,7 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
     proc.kill()
     proc.wait(timeout=60)
   assert not os.path.exists(killed / "model.keras")  # It really was interrupted.
-  again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600,
-                         check=False)
+  again = forked.run(command, env=env, capture_output=True, text=True, timeout=600)
   assert again.returncode == 0, again.stderr[-3000:]
   assert "resumed from" in again.stdout
   assert helpers.saved_weight_deviation(straight, killed) == 0.0
@@ -661,9 +664,9 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
   mw = mrpc_dir / "mw"
   command = _multi_worker_args(mrpc_dir, mw, "--distribution_strategy=multi_worker")
   ports = multi_worker.free_ports(2)
-  procs = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL,
-                            env={**env, "TF_CONFIG": workers.tf_config(ports, index)})
+  procs = [forked.popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        env={**env, "TF_CONFIG": workers.tf_config(ports, index)})
            for index in range(2)]
   try:
     _wait_for(mw / "checkpoints" / "ckpt-2.index", procs)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import helpers, multi_worker, tool_process
+from tests import forked, helpers, multi_worker, tool_process
 from tfbert import BertConfig
 from tfbert.checkpoints import google_checkpoint, pretrained
 from tfbert.checkpoints.google_checkpoint import export_google_checkpoint, read_google_checkpoint
@@ -312,8 +312,8 @@ def test_sigkill_then_rerun_resumes_with_the_uninterrupted_loss_curve(
   killed = str(tmp_path / "b" / "run")
   os.makedirs(os.path.dirname(killed))
   flags = tool_flags(data_dir, killed, **args)
-  proc = subprocess.Popen(tool_command(flags), env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+  proc = forked.popen(tool_command(flags), env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   try:
     deadline = time.monotonic() + 300
     while not glob.glob(os.path.join(killed, "checkpoints", "ckpt-4.index")):

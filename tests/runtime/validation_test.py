@@ -6,7 +6,6 @@ import json
 import os
 import pathlib
 import re
-import subprocess
 import sys
 import typing
 from typing import Optional
@@ -14,7 +13,7 @@ from typing import Optional
 import numpy as np
 import pytest
 
-from tests import helpers
+from tests import forked, helpers
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.config import BertConfig
 from tfbert.embeddings.embedding_run import EmbeddingRunConfig
@@ -173,9 +172,9 @@ def test_every_numeric_flag_is_range_checked_by_absl_or_by_its_config():
   refuse an out-of-range value naming the field (the test above proves those for every
   numeric field), or takes any value (`ANY_VALUE`)."""
   checked = {field for cls in CONFIGS for field in numeric_fields(cls)}
-  out = subprocess.run([sys.executable, "-c", _NUMERIC_FLAGS], cwd=helpers.ROOT,
-                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-                       capture_output=True, text=True, timeout=240, check=True).stdout
+  out = forked.run([sys.executable, "-c", _NUMERIC_FLAGS], cwd=helpers.ROOT,
+                   env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+                   capture_output=True, text=True, timeout=240, check=True).stdout
   numeric = json.loads(out.splitlines()[-1])
   assert "pretrain_steps" in numeric["demo_flags"] and "opset" in numeric["export_onnx_flags"]
   unchecked = sorted(

@@ -14,7 +14,6 @@ correction, decay or trust ratio moves weights by >= 1e-4 here) without flaking.
 import copy
 import json
 import os
-import subprocess
 import sys
 
 import keras
@@ -23,7 +22,7 @@ import pytest
 import tensorflow as tf
 
 import tfbert
-from tests import helpers
+from tests import forked, helpers
 from tfbert.layers.layer_norm import LayerNorm
 from tfbert.training.optimizers import (
   BERT_WEIGHT_DECAY_EXCLUSIONS,
@@ -462,8 +461,8 @@ def test_mirrored_strategy_step_equals_single_device_step_on_summed_gradients():
   code = ("import json; from tests.training.optimizers_test import _distributed_parity; "
           "print('RESULT ' + json.dumps(_distributed_parity()))")
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-  run = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True,
-                       text=True, timeout=240)
+  run = forked.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True,
+                   text=True, timeout=240)
   lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
   assert run.returncode == 0 and lines, run.stderr[-3000:]
   diffs = json.loads(lines[-1][len("RESULT "):])

@@ -9,7 +9,7 @@ import os
 import socket
 import subprocess
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 
 def free_ports(count: int) -> list[int]:
@@ -29,8 +29,16 @@ def tf_config(ports: list[int], index: int) -> str:
                      "task": {"type": "worker", "index": index}})
 
 
+# What starts a worker process: `subprocess.Popen`, or anything with its interface (`args`,
+# `env`, `cwd`, `stdout`, `stderr`, `text`; `communicate`, `poll`, `kill`, `wait`). The
+# test suite forks its workers from a process that has imported TensorFlow once
+# (tests/forked.py).
+POPEN: Callable[..., subprocess.Popen] = subprocess.Popen
+
+
 def launch_workers(command: list[str], num_workers: int = 2, timeout: float = 300.0,
-                   cwd: str = ".", env: Optional[dict] = None
+                   cwd: str = ".", env: Optional[dict] = None,
+                   popen: Optional[Callable[..., subprocess.Popen]] = None
                    ) -> list[subprocess.CompletedProcess]:
   """Runs `command` as `num_workers` workers on localhost (TF_CONFIG set for each).
 
@@ -40,6 +48,7 @@ def launch_workers(command: list[str], num_workers: int = 2, timeout: float = 30
     timeout: seconds to wait for all of them; leftovers are then killed.
     cwd: working directory of the workers.
     env: their environment (default: this process's), TF_CONFIG added.
+    popen: what starts each process (default `POPEN`, which is `subprocess.Popen`).
 
   Returns:
     One `CompletedProcess` per worker, stdout and stderr merged into `stdout`.
@@ -51,7 +60,7 @@ def launch_workers(command: list[str], num_workers: int = 2, timeout: float = 30
   try:
     for index in range(num_workers):
       worker_env = dict(os.environ if env is None else env, TF_CONFIG=tf_config(ports, index))
-      procs.append(subprocess.Popen(command, env=worker_env, cwd=cwd, stdout=subprocess.PIPE,
+      procs.append((popen or POPEN)(command, env=worker_env, cwd=cwd, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True))
     deadline = time.monotonic() + timeout
     results = []
