@@ -281,3 +281,23 @@ def test_transformers_reads_and_keeps_the_arity_record(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   assert result.stdout.split()[-1] == "BertConfig"
   assert huggingface.read_hf_task(str(tmp_path / "again")).is_pair is True
+
+
+def test_a_link_to_nothing_is_named_as_one_not_as_a_file_or_as_missing(tmp_path):
+  """Issue 47: `ls` lists a symbolic link to nothing; "is a file" (writing) and "not found"
+  (reading) named what the user does not see there."""
+  os.symlink("gone", tmp_path / "out")
+  with pytest.raises(ValueError, match=f"^{tmp_path}/out is a symbolic link to gone, which "
+                                       "does not exist, not a directory to write a model"):
+    huggingface.check_writable_directory(str(tmp_path / "out"))
+  with pytest.raises(FileNotFoundError, match=f"^Hugging Face model directory {tmp_path}/out "
+                                              "is a symbolic link to gone, which does not"):
+    huggingface.load_hf_checkpoint(str(tmp_path / "out"))
+  os.symlink("gone.safetensors", tmp_path / "model.safetensors")
+  with pytest.raises(FileNotFoundError, match=f"^safetensors file {tmp_path}/model.safetensors "
+                                              "is a symbolic link to gone.safetensors"):
+    huggingface.read_safetensors(str(tmp_path / "model.safetensors"))
+  (tmp_path / "file").write_text("x")
+  with pytest.raises(FileNotFoundError, match=f"^Hugging Face model directory {tmp_path}/file "
+                                              "is a file, not a directory"):
+    huggingface.load_hf_checkpoint(str(tmp_path / "file"))

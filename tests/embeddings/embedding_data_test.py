@@ -138,4 +138,12 @@ def test_a_data_file_that_is_a_link_to_nothing_is_named_as_one(tmp_path, which):
       paths = {f"{name}_file": str(tmp_path / f"{name}.tsv")
                for name in ("queries", "corpus", "qrels")}
       embedding_data.read_retrieval_set(**{**paths, f"{which}_file": str(link)})
-  assert str(e.value) == f"{link} is a symbolic link to gone.tsv, which does not exist"
+  what = {"train": "data file", "queries": "queries file", "qrels": "qrels file"}[which]
+  assert str(e.value) == f"{what} {link} is a symbolic link to gone.tsv, which does not exist"
+
+
+def test_a_missing_data_file_is_named_with_what_it_is(tmp_path):
+  """Issue 47: a missing training or qrels file raised Python's bare "[Errno 2] No such file
+  or directory", naming no role."""
+  with pytest.raises(FileNotFoundError, match=f"^data file not found: {tmp_path}/no.tsv$"):
+    embedding_data.read_examples(str(tmp_path / "no.tsv"))

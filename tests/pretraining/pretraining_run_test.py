@@ -24,7 +24,7 @@ from tfbert.checkpoints.google_checkpoint import export_google_checkpoint, read_
 from tfbert.models import BertPretrainer
 from tfbert.pretraining import pretraining_eval, pretraining_run
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
-from tfbert.runtime import atomic, run_directory
+from tfbert.runtime import atomic, run_directory, validation
 from tfbert.training import optimization, training_loop
 
 ROOT = helpers.ROOT
@@ -850,6 +850,27 @@ def test_eval_settings_that_do_not_fit_are_named(data_dir, tmp_path):
     run_pretraining(run_config(data_dir, tmp_path / "run", eval_batch_size=5,
                                eval_input_files=[os.path.join(data_dir, "*.tfrecord")]))
   assert not os.path.exists(tmp_path / "run" / "run_config.json")
+
+
+@pytest.mark.parametrize("overrides, num_replicas, message", [
+    (dict(max_seq_length=1), 1, "max_seq_length (1) must be >= 2 ([CLS] and [SEP])"),
+    (dict(max_predictions_per_seq=0), 1, "max_predictions_per_seq (0) must be >= 1"),
+    (dict(max_eval_steps=0), 1, "max_eval_steps (0) must be >= 1"),
+    (dict(eval_batch_size=5), 2, "eval_batch_size (5) must be a multiple of the replicas (2)"),
+], ids=["max_seq_length", "max_predictions_per_seq", "max_eval_steps", "eval_batch_size"])
+def test_each_sequence_and_eval_setting_at_fault_is_named_alone(
+    data_dir, tmp_path, overrides, num_replicas, message):
+  """Issue 47: one message named two settings where one was at fault ("max_seq_length (128)
+  must be >= 2 and max_predictions_per_seq (0) >= 1")."""
+  config = run_config(data_dir, tmp_path / "run")
+  bad = dataclasses.replace(config, **overrides) if num_replicas > 1 else None
+  if bad is None:
+    with pytest.raises(ValueError) as error:
+      dataclasses.replace(config, **overrides)
+    found = str(error.value).removeprefix("PretrainingRunConfig: ").split("; ")
+  else:
+    found = validation.failures(bad.checks(num_replicas=num_replicas))
+  assert found == [message]
 
 
 ALL_EVAL_SCALARS = "loss, mlm_accuracy, mlm_loss, mlm_perplexity, nsp_accuracy, nsp_loss"

@@ -177,3 +177,18 @@ def test_a_leading_tilde_naming_a_home_is_refused_never_expanded(tmp_path, monke
       f"a directory '~' below {os.getcwd()}; pass '{tmp_path}/home/S01/m.keras' "
       r"\(os.path.expanduser\), or './~/S01/m.keras' for a directory named '~'$")):
     files.as_path(pathlib.Path("~/S01/m.keras"), "path")
+
+
+def test_a_missing_file_is_named_with_its_role_and_a_link_to_nothing_as_one(tmp_path):
+  """Issue 47: the one wording of every reader (task, SQuAD, CoNLL, embedding data files,
+  vocabularies, safetensors): `ls` lists a link to nothing, so "not found" would puzzle."""
+  os.symlink("gone.tsv", tmp_path / "link.tsv")
+  assert files.missing_file_message(str(tmp_path / "link.tsv"), "task file") == (
+      f"task file {tmp_path}/link.tsv is a symbolic link to gone.tsv, which does not exist")
+  assert files.missing_file_message(str(tmp_path / "no.tsv"), "task file") == (
+      f"task file not found: {tmp_path}/no.tsv")
+  for name in ("link.tsv", "no.tsv"):
+    with pytest.raises(FileNotFoundError, match=f"^task file (not found: )?{tmp_path}/{name}"):
+      files.check_found(str(tmp_path / name), "task file")
+  (tmp_path / "here.tsv").write_text("x")
+  files.check_found(str(tmp_path / "here.tsv"), "task file")

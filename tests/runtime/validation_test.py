@@ -181,3 +181,20 @@ def test_every_numeric_flag_is_range_checked_by_absl_or_by_its_config():
       (module, flag) for module, found in numeric.items() for flag, bound in found.items()
       if bound is None and flag not in ANY_VALUE and flag not in checked)
   assert not unchecked
+
+
+@pytest.mark.parametrize("value, optional, expected", [
+    (True, False, True), (np.bool_(False), False, False), (None, True, None)])
+def test_plain_bool_takes_a_bool_or_numpys(value, optional, expected):
+  """Issue 47: the generic bool check lives beside `plain_int` (it was in
+  tfbert.text.casing, which tokenization imported inside functions to reach it)."""
+  assert validation.plain_bool("flag", value, optional=optional) is expected
+
+
+@pytest.mark.parametrize("value, optional, message", [
+    ("false", False, "^flag must be True or False, got 'false'$"),
+    (None, False, "^flag must be True or False, got None$"),
+    (1, True, "^flag must be True, False or None, got 1$")])
+def test_plain_bool_refuses_a_str_or_a_number_naming_the_setting(value, optional, message):
+  with pytest.raises(ValueError, match=message):
+    validation.plain_bool("flag", value, optional=optional)

@@ -121,5 +121,8 @@ def test_a_conll_file_that_is_a_link_to_nothing_is_named_as_one(tmp_path):
   os.symlink("gone.conll", tmp_path / "dev.conll")
   with pytest.raises(FileNotFoundError) as e:
     conll.read_conll(str(tmp_path / "dev.conll"))
-  assert str(e.value) == (f"{tmp_path / 'dev.conll'} is a symbolic link to gone.conll, which "
-                          "does not exist")
+  assert str(e.value) == (f"CoNLL file {tmp_path / 'dev.conll'} is a symbolic link to "
+                          "gone.conll, which does not exist")
+  with pytest.raises(FileNotFoundError) as e:
+    conll.read_conll(str(tmp_path / "test.conll"))
+  assert str(e.value) == f"CoNLL file not found: {tmp_path / 'test.conll'}"

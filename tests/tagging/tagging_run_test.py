@@ -12,6 +12,7 @@ with its most frequent train tag scores the entity F1 `word_baseline_f1` compute
 a third); a model must read the context.
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -333,3 +334,23 @@ def test_a_hugging_face_source_without_iob_tags_is_refused_naming_its_config(
   with pytest.raises(ValueError, match=message) as e:
     tagging_run.resolve_labels(config, {})
   assert str(hf_dir / "config.json") in str(e.value) or str(hf_dir) in str(e.value)
+
+
+def test_eval_only_on_a_run_stopped_before_its_labels_says_so_and_how_to_finish_it(tmp_path):
+  """Issue 47: a run with checkpoints but no model.keras (stopped mid-training) was told
+  "no labels: give train_file (with do_train) ..."; its labels are recorded nowhere else."""
+  out = tmp_path / "out"
+  (out / "checkpoints").mkdir(parents=True)
+  for step in (2, 4):
+    (out / "checkpoints" / f"ckpt-{step}.index").write_bytes(b"")
+  config = tagging_run.NerRunConfig(output_dir=str(out), do_eval=True, eval_file="dev.conll")
+  with pytest.raises(ValueError) as e:
+    tagging_run.resolve_labels(config, {})
+  assert str(e.value) == (
+      f"no labels: {out} holds the checkpoints of a tagging run (latest {out}/checkpoints/"
+      "ckpt-4, applied step 4) that stopped before writing its model.keras and labels.txt; its "
+      "labels are recorded nowhere else (a checkpoint holds weights only). Finish the run "
+      "first: rerun it with --do_train (it resumes from its checkpoint), then evaluate")
+  with pytest.raises(ValueError, match="^no labels: give train_file"):  # No run there.
+    tagging_run.resolve_labels(dataclasses.replace(config, output_dir=str(tmp_path / "new")),
+                               {})

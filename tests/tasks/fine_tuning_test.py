@@ -298,6 +298,24 @@ def test_a_number_of_epochs_that_gives_no_step_count_is_refused(epochs, tmp_path
     fine_tuning.FineTuningConfig(output_dir=str(tmp_path), num_train_epochs=epochs)
 
 
+@pytest.mark.parametrize("field, value, message", [
+    ("clip_norm", 0.0, "clip_norm (0.0) must be > 0, or off: 0 on the command line "
+     "(--clip_norm=0), None in Python"),
+    ("learning_rate", -1.0, "learning_rate (-1.0) must be >= 0"),
+    ("weight_decay_rate", -0.5, "weight_decay_rate (-0.5) must be >= 0 (0: no weight decay)"),
+])
+def test_optimizer_settings_are_named_alone_as_the_optimizer_config_names_them(
+    tmp_path, field, value, message):
+  """Issue 47: the fine-tuning tools said "clip_norm must be > 0 (None: no clipping)", of a
+  flag whose off value is 0, and named learning_rate with weight_decay_rate; the wording
+  is `OptimizerConfig`'s (one function for clip_norm)."""
+  with pytest.raises(ValueError) as error:
+    fine_tuning.FineTuningConfig(output_dir=str(tmp_path), **{field: value})
+  assert str(error.value) == f"FineTuningConfig: {message}"
+  with pytest.raises(ValueError, match=re.escape(message)):
+    optimization.OptimizerConfig(num_train_steps=10, **{field: value})
+
+
 def test_an_empty_output_dir_is_refused_naming_the_setting():
   """It used to fail after reading the data with "[Errno 2] No such file or directory: ''"."""
   with pytest.raises(ValueError, match="output_dir is empty"):

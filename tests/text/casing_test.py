@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tfbert.checkpoints import pretrained
+from tfbert.runtime import validation
 from tfbert.text import casing, tokenization
 
 SPECIALS = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n[unused0]\n"
@@ -108,12 +109,28 @@ def test_the_messages_name_the_settings_as_the_caller_spells_them():
     casing.resolve_do_lower_case(None, [cased, uncased])  # The tools' flags: as they were.
 
 
+@pytest.mark.parametrize("terms, allowing", [
+    (casing.FLAGS, "--allow_casing_mismatch"),
+    (casing.keywords("tfbert.load"), "allow_casing_mismatch=True"),
+    (casing.keywords("attach_text", allow_mismatch=False), "allow_mismatch=True")])
+def test_the_mismatch_allowed_warning_names_the_override_as_the_caller_spells_it(
+    caplog, terms, allowing):
+  """Issue 47: a caller whose terms have no override (attach_text) was warned
+  "casing mismatch allowed (None=True)"; the warning said nothing of whose arguments."""
+  cased = casing.Casing(False, "/m/tokenizer_config.json")
+  with caplog.at_level("WARNING"):
+    assert casing.resolve_do_lower_case(True, [cased], allow_mismatch=True, terms=terms)
+  assert [r.getMessage() for r in caplog.records] == [
+      f"casing mismatch allowed ({allowing}): tokenizing with {terms.setting(True)} although "
+      f"/m/tokenizer_config.json says do_lower_case=false{terms.where}"]
+
+
 @pytest.mark.parametrize("value, expected", [
     (True, True), (False, False), (np.bool_(True), True), (None, None)])
 def test_a_bool_setting_is_a_bool_or_numpys(value, expected):
   assert casing.resolve_do_lower_case(value, []) is (
       casing.DEFAULT_DO_LOWER_CASE if value is None else expected)
-  assert casing.plain_bool("x", value, optional=True) is expected
+  assert validation.plain_bool("x", value, optional=True) is expected
 
 
 @pytest.mark.parametrize("value", ["true", "False", 1, 0, 1.0])

@@ -56,9 +56,16 @@ def _features(batch=2, length=5, **changes):
     ([[101, 2204, 102], [101, 102]], ValueError, "x has rows of different lengths"),
     ([101, 2204, 102], TypeError, r"x is a list of int: one sequence's ids go as \[\[...\]\]"),
     ([{"input_ids": [[1]]}], TypeError, r"x is a list of dict; pass features as a dict"),
+    ([[]], ValueError, r"x \(read as input_ids\) has sequence length 0 \(shape \[1, 0\]\): a "
+     "sequence needs at least one token"),
+    ({"input_ids": [[], []], "input_mask": [[], []]}, ValueError, r"x\['input_ids'\] has "
+     r"sequence length 0 \(shape \[2, 0\]\)"),
+    ({"input_ids": np.zeros((2, 0), np.int32)}, ValueError, r"x\['input_ids'\] has sequence "
+     "length 0"),
 ], ids=["float_ids", "beyond_positions", "beyond_vocab", "negative_id", "token_type",
         "mask_value", "mask_shape", "rank_3", "hugging_face_name", "unknown_name",
-        "ragged_in_dict", "ragged_ids", "flat_ids", "list_of_dicts"])
+        "ragged_in_dict", "ragged_ids", "flat_ids", "list_of_dicts", "empty_row",
+        "empty_rows_in_dict", "empty_array"])
 def test_concrete_features_are_refused_before_keras_naming_the_input_and_the_limit(
     classifier, x, error, message):
   """Sweep 6 A29, A31, A32: a float id was truncated (1037.7 read as 1037), and S or an id
@@ -107,6 +114,21 @@ def test_a_dataset_longer_than_the_positions_is_refused_naming_the_config_field(
   with pytest.raises(ValueError, match=r"BertClassifier.predict: a batch's input_ids has "
                                        r"sequence length 70, beyond the 64 positions of the "
                                        r"model \(max_position_embeddings in the config\)"):
+    classifier.predict(data, verbose=0)
+
+
+def test_a_dataset_of_empty_sequences_is_refused_by_the_graphs_checks(classifier):
+  """Issue 47: a batch of S 0 (traced with S unknown) is asserted in the graph, naming
+  sequence length 0, as the concrete inputs are before Keras sees them."""
+  def rows():
+    yield _features(length=5)
+    yield _features(length=0)
+
+  data = tf.data.Dataset.from_generator(rows, output_signature={
+      name: tf.TensorSpec([None, None], tf.int32) for name in feature_checks.FEATURE_NAMES})
+  with pytest.raises(ValueError, match=r"BertClassifier.predict: a batch's input_ids has "
+                                       r"sequence length 0: a sequence needs at least one "
+                                       r"token"):
     classifier.predict(data, verbose=0)
 
 

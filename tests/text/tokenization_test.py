@@ -302,6 +302,34 @@ def test_every_other_control_or_odd_character_in_a_token_is_held(tmp_path):
       [tokens.index(w)] for w in words]
 
 
+def test_a_carriage_return_inside_a_vocab_line_is_refused_naming_file_and_line(tmp_path):
+  """Issue 47: "a\\rb" on a line was two tokens to tfbert and Hugging Face (text mode splits
+  at a lone \\r) but one to Google's FullTokenizer (it reads to \\n): every later id
+  differed. A CRLF file (each \\r part of the line end) stays accepted."""
+  special = "".join(f"{token}\r\n" for token in tokenization.SPECIAL_TOKENS)
+  crlf = tmp_path / "crlf.txt"
+  crlf.write_bytes(f"{special}ab\r\n".encode())
+  assert tokenization.load_vocab(str(crlf)) == [*tokenization.SPECIAL_TOKENS, "ab"]
+  for number, content in ((6, f"{special}a\rb\r\n"), (6, f"{special}a\r\r\n"),
+                          (1, "[PAD]\r[UNK]\r[CLS]\r[SEP]\r[MASK]\r")):
+    path = tmp_path / "vocab.txt"
+    path.write_bytes(content.encode())
+    for load in (tokenization.load_vocab,
+                 lambda p: tokenization.WordPieceTokenizer(p, True)):
+      with pytest.raises(ValueError, match=(
+          rf"^WordPiece vocab {re.escape(str(path))}:{number}: a carriage return \(\\r\) "
+          r"inside the line \(not its \\r\\n end\): Google's FullTokenizer reads")):
+        load(str(path))
+
+
+def test_a_vocab_link_to_nothing_is_named_as_one(tmp_path):
+  os.symlink("gone.txt", tmp_path / "vocab.txt")
+  with pytest.raises(FileNotFoundError, match=(
+      f"^WordPiece vocab file {re.escape(str(tmp_path))}/vocab.txt is a symbolic link to "
+      "gone.txt, which does not exist$")):
+    tokenization.load_vocab(str(tmp_path / "vocab.txt"))
+
+
 def test_non_utf8_vocab_names_the_file_line_and_bytes(tmp_path):
   path = tmp_path / "latin1_vocab.txt"
   # A Latin-1 vocab: line 4 has "é" as the single byte 0xe9; Windows line ends.

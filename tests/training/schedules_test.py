@@ -5,6 +5,7 @@ test. Shared setting unless stated: init lr 1e-3, W = 10 warmup steps, T = 100 t
 """
 
 import keras
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -138,6 +139,11 @@ def test_get_config_round_trips_through_keras_serialization():
     (dict(power=0.0), "power must be > 0"),
     (dict(mode="nvidia"), "Unknown mode"),
     (dict(warmup_steps=2.5), "integer number of steps"),
+    # Issue 47: 2.0 was taken as 2 (a count computed as a fraction is the caller's bug).
+    (dict(warmup_steps=2.0), r"^warmup_steps must be an integer number of steps \(an int\), "
+     r"got 2.0 \(float\)$"),
+    (dict(total_steps=np.float64(100)), r"^total_steps must be .*got np.float64\(100.0\)"),
+    (dict(total_steps=True), r"^total_steps must be .*got True \(bool\)$"),
 ])
 def test_invalid_arguments_raise_clear_errors(overrides, message):
   args = dict(BASE, **overrides)

@@ -167,8 +167,7 @@ def read_safetensors(path: str) -> dict[str, np.ndarray]:
     ValueError: naming `path`, for a truncated or corrupt file (safetensors' own message
       names no file).
   """
-  if not files.exists(path):
-    raise FileNotFoundError(f"safetensors file not found: {path}")
+  files.check_found(path, "safetensors file")
   try:
     return load(files.read_bytes(path)) if files.is_url(path) else load_file(path)
   except SafetensorError as e:
@@ -191,7 +190,9 @@ def load_hf_checkpoint(model_dir: str) -> tuple[BertConfig, dict[str, np.ndarray
     ValueError: naming the file that is invalid.
   """
   if not files.isdir(model_dir):
-    raise FileNotFoundError(f"Hugging Face model directory not found: {model_dir}")
+    files.check_found(model_dir, "Hugging Face model directory")
+    raise FileNotFoundError(f"Hugging Face model directory {model_dir} is a file, not a "
+                            "directory")
   config = BertConfig.from_hf_json_file(os.path.join(model_dir, "config.json"))
   path = os.path.join(model_dir, "model.safetensors")
   check_has_safetensors(model_dir)
@@ -224,7 +225,10 @@ def check_writable_directory(model_dir: str, allow: Sequence[str] = ()) -> None:
     ValueError: naming the directory and the files.
   """
   if files.exists(model_dir) and not files.isdir(model_dir):
-    raise ValueError(f"{model_dir} is a file, not a directory to write a model into")
+    target = files.dangling_link(model_dir)
+    what = ("a file" if target is None
+            else f"a symbolic link to {target}, which does not exist")
+    raise ValueError(f"{model_dir} is {what}, not a directory to write a model into")
   if not files.isdir(model_dir):
     return
   found = sorted(name for name in files.listdir(model_dir)

@@ -355,10 +355,7 @@ def _rows(path: str, layout: Layout):
   try:
     f = _open_text(path)
   except FileNotFoundError:
-    link = files.dangling_link(path)  # `ls` lists it: say what it is, not "not found".
-    what = (f"task file {path} is a symbolic link to {link}, which does not exist"
-            if link is not None else f"task file not found: {path}")
-    raise FileNotFoundError(what) from None
+    raise FileNotFoundError(files.missing_file_message(path, "task file")) from None
   with f:
     reader = csv.reader(f, delimiter=layout.delimiter, **quoting)
     start = 1

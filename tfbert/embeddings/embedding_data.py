@@ -62,17 +62,13 @@ def column(value: Optional[Column]) -> Optional[Column]:
   return value
 
 
-def _read_lines(path: str) -> list[str]:
-  """`files.read_lines`, a symbolic link to nothing named as one (`ls` lists it), not as
-  "No such file or directory"."""
+def _read_lines(path: str, what: str) -> list[str]:
+  """`files.read_lines`; a missing `what` (e.g. "qrels file") named as such, a symbolic
+  link to nothing as one (`files.missing_file_message`)."""
   try:
     return files.read_lines(path)
   except FileNotFoundError:
-    link = files.dangling_link(path)
-    if link is None:
-      raise
-    raise FileNotFoundError(f"{path} is a symbolic link to {link}, which does not exist"
-                            ) from None
+    raise FileNotFoundError(files.missing_file_message(path, what)) from None
 
 
 def _is_jsonl(path: str) -> bool:
@@ -83,7 +79,7 @@ def _rows(path: str, columns: Columns):
   """(line, {field: raw value}) of every data row; raises naming file:line."""
   fields = {name: getattr(columns, name) for name in ("anchor", "positive", "negative", "score")
             if getattr(columns, name) is not None}
-  lines = _read_lines(path)
+  lines = _read_lines(path, "data file")
   if _is_jsonl(path):
     for number, text in enumerate(lines, 1):
       if not text.strip():
@@ -195,10 +191,10 @@ class RetrievalSet:
   qrels: dict[str, set[str]]
 
 
-def _id_texts(path: str) -> tuple[list[str], list[str]]:
-  """(ids, texts) of an `id<TAB>text` file; errors name file:line."""
+def _id_texts(path: str, what: str) -> tuple[list[str], list[str]]:
+  """(ids, texts) of an `id<TAB>text` file (`what`: "queries file"); errors name file:line."""
   ids, texts, seen = [], [], {}
-  for number, line in enumerate(_read_lines(path), 1):
+  for number, line in enumerate(_read_lines(path, what), 1):
     if not line.strip():
       continue
     cells = line.split("\t")
@@ -222,11 +218,11 @@ def read_retrieval_set(queries_file: str, corpus_file: str, qrels_file: str) -> 
     ValueError: naming file:line for a malformed line, a repeated id, or a qrels line whose
       query or document is not in its file.
   """
-  query_ids, queries = _id_texts(queries_file)
-  corpus_ids, corpus = _id_texts(corpus_file)
+  query_ids, queries = _id_texts(queries_file, "queries file")
+  corpus_ids, corpus = _id_texts(corpus_file, "corpus file")
   known_queries, known_docs = set(query_ids), set(corpus_ids)
   qrels: dict[str, set[str]] = {}
-  for number, line in enumerate(_read_lines(qrels_file), 1):
+  for number, line in enumerate(_read_lines(qrels_file, "qrels file"), 1):
     if not line.strip():
       continue
     cells = line.split("\t")

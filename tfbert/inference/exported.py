@@ -24,9 +24,8 @@ import tensorflow as tf
 
 from tfbert.config import BertConfig
 from tfbert.inference import raw_text
-from tfbert.runtime import files
+from tfbert.runtime import files, validation
 from tfbert.serving import export
-from tfbert.text import casing
 
 SIGNATURES = {"embed_text": "encode", "classify_text": "classify", "tag_text": "tag",
               "answer_question": "answer", "fill_mask": "fill_mask"}
@@ -73,7 +72,7 @@ class ExportedModel:
              verbose: Any = "auto") -> np.ndarray:
     """float32 [N, H] embeddings through `embed_text` (one text: [H])."""
     self._needs("embed_text")
-    normalize = casing.plain_bool("normalize", normalize)
+    normalize = validation.plain_bool("normalize", normalize)
     items, one = raw_text.text_list(texts)
     rows = [self._call(text=tf.constant(items[s]))["embeddings"].numpy()
             for s in raw_text.batches(len(items), batch_size, verbose)]

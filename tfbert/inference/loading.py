@@ -47,7 +47,7 @@ from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.encoder import BertEncoder
 from tfbert.inference import exported, saving, text_settings
 from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
-from tfbert.runtime import files, json_values
+from tfbert.runtime import files, json_values, validation
 from tfbert.serving import export
 from tfbert.squad import squad_features
 from tfbert.squad.squad_run import SquadRunConfig
@@ -74,7 +74,7 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
       a list, a tuple or a 1-D array (`label_names`).
     max_seq_length: S (default: recorded, else 128; a span labeler 384).
     do_lower_case: the casing, True or False (default: the records'; must agree with
-      them); a str such as "true" is refused (`casing.plain_bool`).
+      them); a str such as "true" is refused (`tfbert.runtime.validation.plain_bool`).
     vocab_file: the vocabulary (default: `vocab.txt` beside the model); a path as `path`.
     allow_casing_mismatch: let a given `do_lower_case` win over records that contradict it
       (logged), as the tools' `--allow_casing_mismatch` does.
@@ -96,8 +96,8 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
   path = files.as_path(path, "path")
   if vocab_file is not None:
     vocab_file = files.as_path(vocab_file, "vocab_file")
-  do_lower_case = casing.plain_bool("do_lower_case", do_lower_case, optional=True)
-  allow_casing_mismatch = casing.plain_bool("allow_casing_mismatch", allow_casing_mismatch)
+  do_lower_case = validation.plain_bool("do_lower_case", do_lower_case, optional=True)
+  allow_casing_mismatch = validation.plain_bool("allow_casing_mismatch", allow_casing_mismatch)
   labels = label_names(labels)
   kind, source = locate(path)
   if kind == "export":

@@ -52,7 +52,7 @@ from tfbert.runtime import validation
 from tfbert.serving import export
 from tfbert.squad import squad_data, squad_export, squad_features, squad_postprocess
 from tfbert.tagging import tagging_export
-from tfbert.text import casing, inputs, text_calls, tokenization
+from tfbert.text import inputs, text_calls, tokenization
 
 MASK = pretraining_export.MASK  # The literal mask token of `fill_mask`.
 Texts = Union[str, Sequence[str]]
@@ -204,7 +204,7 @@ def encode(model: BertSentenceEncoder, texts: Texts, batch_size: int = 32,
     verbose: a progress bar over more than one batch unless 0.
   """
   _check_model(model, BertSentenceEncoder, "encode")
-  normalize = casing.plain_bool("normalize", normalize)
+  normalize = validation.plain_bool("normalize", normalize)
   items, one = text_list(texts)
   call = _embed_text_function(model)
   rows = [call(tf.constant(items[s]))["embeddings"].numpy() for s in

@@ -38,11 +38,10 @@ from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.inference import text_settings
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tfbert.pretraining import pretraining_export
-from tfbert.runtime import atomic, files, json_values, paths, run_directory
+from tfbert.runtime import atomic, files, json_values, paths, run_directory, validation
 from tfbert.serving import export
 from tfbert.squad import squad_export
 from tfbert.tagging import tagging_export
-from tfbert.text import casing
 
 FORMATS = ("keras", "hf", "sentence-transformers", "google", "export")
 # Beside `.keras` files: each classifier's `is_pair` by its file's name (`read_arities`).
@@ -287,7 +286,7 @@ def _resolved_is_pair(model: keras.Model, format: str, given: Optional[bool],  #
       classifier or a format that records none; an export of unknown arity (its
       `classify_text` would take single texts or pairs on a guess).
   """
-  given = casing.plain_bool("is_pair", given, optional=True)
+  given = validation.plain_bool("is_pair", given, optional=True)
   if given is not None and not isinstance(model, BertClassifier):
     raise ValueError(f"is_pair is a classifier's setting; got a {type(model).__name__}: "
                      "leave is_pair out")

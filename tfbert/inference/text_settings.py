@@ -113,7 +113,7 @@ def attach_text(model: keras.Model, vocab_file: str, do_lower_case: Optional[boo
   """`attach` from its parts; the casing, when not given, from the vocabulary's content
   (`tfbert.text.casing`: cased entries mean cased); `settings`: a span labeler's windows, a
   classifier's `is_pair` (`TextSettings`). Returns `model`."""
-  do_lower_case = casing.plain_bool("do_lower_case", do_lower_case, optional=True)
+  do_lower_case = validation.plain_bool("do_lower_case", do_lower_case, optional=True)
   if do_lower_case is None:
     do_lower_case = casing.resolve_do_lower_case(
         None, casing.checkpoint_casing(None, vocab_file),

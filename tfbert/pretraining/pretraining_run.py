@@ -202,12 +202,15 @@ class PretrainingRunConfig:
          "eval_input_files or eval_text_files"),
         *self._best_metric_checks(),
         (self.eval_batch_size >= 1, f"eval_batch_size ({self.eval_batch_size}) must be >= 1"),
-        (self.eval_batch_size % num_replicas == 0 and self.max_eval_steps >= 1,
+        # One check per setting: a message names only the setting at fault.
+        (self.eval_batch_size < 1 or self.eval_batch_size % num_replicas == 0,
          f"eval_batch_size ({self.eval_batch_size}) must be a multiple of the replicas "
-         f"({num_replicas}) and max_eval_steps ({self.max_eval_steps}) >= 1"),
-        (self.max_predictions_per_seq >= 1 and self.max_seq_length >= 2,
-         f"max_seq_length ({self.max_seq_length}) must be >= 2 and max_predictions_per_seq "
-         f"({self.max_predictions_per_seq}) >= 1"),
+         f"({num_replicas})"),
+        (self.max_eval_steps >= 1, f"max_eval_steps ({self.max_eval_steps}) must be >= 1"),
+        (self.max_seq_length >= 2, f"max_seq_length ({self.max_seq_length}) must be >= 2 "
+         "([CLS] and [SEP])"),
+        (self.max_predictions_per_seq >= 1,
+         f"max_predictions_per_seq ({self.max_predictions_per_seq}) must be >= 1"),
     ]
 
   def _best_metric_checks(self) -> list[validation.Check]:

@@ -147,6 +147,23 @@ def dangling_link(path: str) -> Optional[str]:
     return None
 
 
+def missing_file_message(path: str, what: str) -> str:
+  """The message for `what` (e.g. "task file") that is not at `path`: "<what> <path> is a
+  symbolic link to T, which does not exist" when a link to nothing is there (`ls` lists it,
+  so "not found" would puzzle), else "<what> not found: <path>"."""
+  target = dangling_link(path)
+  if target is not None:
+    return f"{what} {path} is a symbolic link to {target}, which does not exist"
+  return f"{what} not found: {path}"
+
+
+def check_found(path: str, what: str) -> None:
+  """Raises FileNotFoundError (`missing_file_message`) unless something other than a
+  symbolic link to nothing is at `path`."""
+  if not exists(path) or dangling_link(path) is not None:
+    raise FileNotFoundError(missing_file_message(path, what))
+
+
 def isdir(path: str) -> bool:
   """Whether `path` is a directory."""
   if is_url(path):

@@ -18,7 +18,7 @@ they read an int. A float (even 2.0), a bool or a string stays refused.
 
 import dataclasses
 import numbers
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 import numpy as np
 
@@ -62,6 +62,22 @@ def plain_int(name: str, value: Any, minimum: int = 1) -> int:
   if not is_int(value) or value < minimum:
     raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
   return int(value)
+
+
+def plain_bool(name: str, value: Any, *, optional: bool = False) -> Optional[bool]:
+  """`value`, a bool argument of the Python API named `name`, as a plain bool (None kept
+  when `optional`). NumPy's `np.bool_` is a bool; a str ("true", "False") or an int is not:
+  `bool("false")` is True, so taking its truth would invert the caller's choice.
+
+  Raises:
+    ValueError: "<name> must be True or False (, or None), got <value!r>".
+  """
+  if value is None and optional:
+    return None
+  if isinstance(value, (bool, np.bool_)):
+    return bool(value)
+  allowed = "True, False or None" if optional else "True or False"
+  raise ValueError(f"{name} must be {allowed}, got {value!r}")
 
 
 def _plain_fields(config: Any) -> None:

@@ -156,10 +156,7 @@ def load_json(path: str) -> Any:
     # question twice would be scored on one) named with the file.
     return json_values.loads(files.decode_utf8(data, path), path)
   except FileNotFoundError:
-    link = files.dangling_link(path)  # `ls` lists it: say what it is, not "not found".
-    what = (f"SQuAD JSON file {path} is a symbolic link to {link}, which does not exist"
-            if link is not None else f"SQuAD JSON file not found: {path}")
-    raise FileNotFoundError(what) from None
+    raise FileNotFoundError(files.missing_file_message(path, "SQuAD JSON file")) from None
   except (gzip.BadGzipFile, EOFError, UnicodeDecodeError, json.JSONDecodeError) as e:
     raise ValueError(f"{path} is not valid (gzip-compressed) UTF-8 JSON: {e}") from None
 

@@ -93,11 +93,7 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
     with files.open_file(path, "rb") as f:
       raw_lines = f.read().split(b"\n")
   except FileNotFoundError:
-    link = files.dangling_link(path)  # `ls` lists it: say what it is, not "not found".
-    if link is None:
-      raise
-    raise FileNotFoundError(f"{path} is a symbolic link to {link}, which does not exist"
-                            ) from None
+    raise FileNotFoundError(files.missing_file_message(path, "CoNLL file")) from None
   if raw_lines and raw_lines[-1] == b"":
     raw_lines.pop()  # The final newline ends the last line; it starts none.
   for number, raw in enumerate(raw_lines, start=1):

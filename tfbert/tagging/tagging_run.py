@@ -163,14 +163,29 @@ def resolve_labels(config: NerRunConfig, inputs: dict[str, list[conll.Sentence]]
       raise ValueError(f"{config.init_hf_dir}/config.json has no id2label of IOB tags "
                        f"({list(labels)}); give --train_file to train a tagger")
   else:
-    raise ValueError("no labels: give train_file (with do_train), or a trained tagger "
-                     "(init_tfbert or a Hugging Face BertForTokenClassification directory)")
+    raise ValueError(_no_labels(config))
   for sentence in inputs.get("dev", []):
     for tag, line in zip(sentence.tags, sentence.lines):
       if tag not in labels:
         raise ValueError(f"{config.eval_file}:{line}: tag {tag!r} is not one of the model's "
                          f"labels {list(labels)}")
   return labels
+
+
+def _no_labels(config: NerRunConfig) -> str:
+  """Why a run has no labels: a run directory holding checkpoints of a run that stopped
+  before writing `model.keras` and `labels.txt` (its labels are recorded nowhere else: its
+  checkpoints hold weights only) says so and how to finish it; else what to pass."""
+  own = (fine_tuning.trained_model(config.output_dir) if files.isdir(config.output_dir)
+         else None)
+  if own is not None and own.checkpoint and not own.model_file:
+    return (f"no labels: {config.output_dir} holds the checkpoints of a tagging run (latest "
+            f"{own.describe()}) that stopped before writing its {fine_tuning.MODEL_FILE} and "
+            f"{LABELS_FILE}; its labels are recorded nowhere else (a checkpoint holds weights "
+            "only). Finish the run first: rerun it with --do_train (it resumes from its "
+            "checkpoint), then evaluate")
+  return ("no labels: give train_file (with do_train), or a trained tagger (init_tfbert or a "
+          "Hugging Face BertForTokenClassification directory)")
 
 
 class NerTask(task.Task):

@@ -124,11 +124,10 @@ class FineTuningConfig:
          f"num_train_epochs ({self.num_train_epochs}) must be a finite number > 0"),
         (self.max_train_steps is None or self.max_train_steps >= 1,
          f"max_train_steps ({self.max_train_steps}) must be >= 1"),
-        (self.learning_rate >= 0 and self.weight_decay_rate >= 0,
-         f"learning_rate ({self.learning_rate}) and weight_decay_rate "
-         f"({self.weight_decay_rate}) must be >= 0"),
-        (self.clip_norm is None or self.clip_norm > 0,
-         f"clip_norm ({self.clip_norm}) must be > 0 (None: no clipping)"),
+        (self.learning_rate >= 0, f"learning_rate ({self.learning_rate}) must be >= 0"),
+        (self.weight_decay_rate >= 0,
+         f"weight_decay_rate ({self.weight_decay_rate}) must be >= 0 (0: no weight decay)"),
+        optimization.clip_norm_check(self.clip_norm),
         (self.num_cpu_devices >= 1, f"num_cpu_devices ({self.num_cpu_devices}) must be >= 1"),
         (self.length_bucket >= 0,
          f"length_bucket ({self.length_bucket}) must be >= 0 (0: every batch padded to "

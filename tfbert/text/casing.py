@@ -25,12 +25,11 @@ all it is google-research/bert's default, True.
 
 import dataclasses
 import os
-from typing import Any, Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence
 
-import numpy as np
 from absl import logging
 
-from tfbert.runtime import files, json_values
+from tfbert.runtime import files, json_values, validation
 from tfbert.text import tokenization
 
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -139,22 +138,6 @@ def checkpoint_casing(checkpoint: Optional[str] = None,
   return evidence
 
 
-def plain_bool(name: str, value: Any, *, optional: bool = False) -> Optional[bool]:
-  """`value`, a bool argument of the Python API named `name`, as a plain bool (None kept
-  when `optional`). NumPy's `np.bool_` is a bool; a str ("true", "False") or an int is not:
-  `bool("false")` is True, so taking its truth would invert the caller's choice.
-
-  Raises:
-    ValueError: "<name> must be True or False (, or None), got <value!r>".
-  """
-  if value is None and optional:
-    return None
-  if isinstance(value, (bool, np.bool_)):
-    return bool(value)
-  allowed = "True, False or None" if optional else "True or False"
-  raise ValueError(f"{name} must be {allowed}, got {value!r}")
-
-
 @dataclasses.dataclass(frozen=True)
 class Terms:
   """How a caller of `resolve_do_lower_case` spells its two settings, so that a message
@@ -183,8 +166,11 @@ class Terms:
     return f"{self.do_lower_case}={self.value(do_lower_case)}"
 
   def allowing(self) -> str:
-    """The override set, e.g. "--allow_casing_mismatch", "allow_casing_mismatch=True"."""
-    return f"{self.allow_mismatch}=True" if self.keyword else str(self.allow_mismatch)
+    """The override set, e.g. "--allow_casing_mismatch", "allow_casing_mismatch=True"; for
+    a caller without one, the argument of `resolve_do_lower_case`: "allow_mismatch=True"."""
+    if self.allow_mismatch is None:
+      return "allow_mismatch=True"
+    return f"{self.allow_mismatch}=True" if self.keyword else self.allow_mismatch
 
   def choosing(self) -> str:
     """How to choose a casing on purpose, e.g. "--do_lower_case and
@@ -218,21 +204,22 @@ def resolve_do_lower_case(do_lower_case: Optional[bool], evidence: Sequence[Casi
 
   Raises:
     ValueError: `do_lower_case` not True, False or None, or `allow_mismatch` not a bool
-      (`plain_bool`), named in the caller's terms.
+      (`tfbert.runtime.validation.plain_bool`), named in the caller's terms.
     CasingMismatchError: naming both sources, when a given `do_lower_case` contradicts
       the evidence, or the evidence contradicts itself (unless `allow_mismatch` and
       `do_lower_case` is given); saying what to pass, in the caller's terms.
   """
-  do_lower_case = plain_bool(terms.do_lower_case, do_lower_case, optional=True)
-  allow_mismatch = plain_bool(terms.allow_mismatch or "allow_mismatch", allow_mismatch)
+  do_lower_case = validation.plain_bool(terms.do_lower_case, do_lower_case, optional=True)
+  allow_mismatch = validation.plain_bool(terms.allow_mismatch or "allow_mismatch",
+                                         allow_mismatch)
   given = None if do_lower_case is None else Casing(do_lower_case, terms.setting(do_lower_case))
   sources = ([given] if given else []) + list(evidence)
   for other in sources[1:]:
     if other.do_lower_case != sources[0].do_lower_case:
       if allow_mismatch and given is not None:
         logging.warning("casing mismatch allowed (%s): tokenizing with %s although %s says "
-                        "do_lower_case=%s", terms.allowing(), given.source, other.source,
-                        str(other.do_lower_case).lower())
+                        "do_lower_case=%s%s", terms.allowing(), given.source, other.source,
+                        str(other.do_lower_case).lower(), terms.where)
         return given.do_lower_case
       if given is sources[0]:
         fix = (f"pass {terms.setting(other.do_lower_case)} (or leave it out to follow the "

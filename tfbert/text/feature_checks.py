@@ -4,16 +4,16 @@ runs (the encoder, the training steps).
 
 A dict of NumPy arrays, lists or tensors (or the ids alone: an int array [B, S] or
 equal-length lists of ints) is checked before Keras sees it, each failure naming the input
-and the config field: integer ids (a float id would be truncated), rank 2, S <=
-max_position_embeddings, ids in [0, vocab_size), segment ids in [0, type_vocab_size), mask
-values 0 or 1, and only the names the model reads (`check_names`; Hugging Face's names are
-named as such). What only the graph knows (a `tf.data` input) is checked where the model
-runs: the dtype, rank, static S and names at trace time (`check_specs`, from
-`BertEncoder.call` and the training steps), and the values by asserts in the encoder
-(`graph_checks`) that run only inside these Keras calls and not with `jit_compile` (XLA
-drops asserts, with a warning): exports, which check their requests themselves
-(`tfbert.serving.export.validate_features`), XLA, TFLite and ONNX never see them. Such an
-assert's failure is raised as a `ValueError` with its message.
+and the config field: integer ids (a float id would be truncated), rank 2, S in [1,
+max_position_embeddings] (S 0 named as such), ids in [0, vocab_size), segment ids in [0,
+type_vocab_size), mask values 0 or 1, and only the names the model reads (`check_names`;
+Hugging Face's names are named as such). What only the graph knows (a `tf.data` input) is
+checked where the model runs: the dtype, rank, static S and names at trace time
+(`check_specs`, from `BertEncoder.call` and the training steps), and the values by asserts
+in the encoder (`graph_checks`) that run only inside these Keras calls and not with
+`jit_compile` (XLA drops asserts, with a warning): exports, which check their requests
+themselves (`tfbert.serving.export.validate_features`), XLA, TFLite and ONNX never see
+them. Such an assert's failure is raised as a `ValueError` with its message.
 
 Shape legend: B batch, S sequence.
 """
@@ -34,6 +34,8 @@ RAW_TEXT = ("raw text goes to predict (and to a classifier's fit and evaluate) a
 _INTEGERS = {"input_ids": "token ids", "segment_ids": "token type ids",
              "input_mask": "mask values (1 for a token, 0 for padding)",
              "masked_lm_positions": "positions", "masked_lm_ids": "token ids"}
+EMPTY_SEQUENCES = ("a sequence needs at least one token (e.g. [CLS] and [SEP]); drop the "
+                   "empty rows or give them at least one id")
 _GRAPH_CHECKS = "_tfbert_graph_checks"  # The attribute `graph_checks` sets on the encoder.
 _MARK = "tfbert input check: "  # Starts each graph assert's message.
 
@@ -135,6 +137,9 @@ def check_specs(features, config, names: Optional[Sequence[str]] = None,
                        "batch of sequences (one sequence: [ids], of shape [1, S])")
   shape = tf.TensorShape(getattr(features["input_ids"], "shape", None))
   limit = config.max_position_embeddings
+  if shape.rank == 2 and shape[1] == 0:
+    raise ValueError(f"{where['input_ids']} has sequence length 0 (shape {shape.as_list()}): "
+                     f"{EMPTY_SEQUENCES}")
   if shape.rank == 2 and shape[1] is not None and not 1 <= shape[1] <= limit:
     raise ValueError(f"{where['input_ids']} has sequence length {shape[1]}, outside [1, "
                      f"{limit}]: the model has {limit} positions (max_position_embeddings in "
@@ -207,6 +212,8 @@ def _rows(rows, what: str) -> np.ndarray:
     array = np.asarray(rows)
   except ValueError:
     array = np.asarray(rows, dtype=object)
+  if array.size == 0 and array.dtype == np.float64:  # No values, so no dtype: NumPy's default.
+    array = array.astype(np.int32)
   if array.dtype == object and not is_string(array):
     lengths = sorted({len(row) for row in rows if hasattr(row, "__len__")})
     raise ValueError(f"{what} has rows of different lengths {lengths}: pad them to one length "
@@ -288,7 +295,9 @@ def graph_checked(encoder, features: Mapping[str, Any]) -> Mapping[str, Any]:
   length = tf.shape(present["input_ids"])[1]
   asserts = [tf.debugging.Assert(length <= limit, [
       f"{_MARK}input_ids has sequence length", length, f", beyond the {limit} positions "
-      "of the model (max_position_embeddings in the config)"])]
+      "of the model (max_position_embeddings in the config)"]),
+             tf.debugging.Assert(length >= 1, [
+                 f"{_MARK}input_ids has sequence length", length, f": {EMPTY_SEQUENCES}"])]
   for name, (high, what) in _bounds(config, None).items():
     if name in present:
       asserts.append(_range_assert(name, present[name], high, what))

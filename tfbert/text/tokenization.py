@@ -54,7 +54,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from official.nlp.tools import tokenization as google_tokenization
 
-from tfbert.runtime import files
+from tfbert.runtime import files, validation
 from tfbert.text.text_normalization import (
   FINAL_SIGMA_REWRITE,
   final_sigma_regex,
@@ -89,18 +89,21 @@ def load_vocab(vocab_file):
     Google's `load_vocab` does).
 
   Raises:
-    FileNotFoundError: if `vocab_file` does not exist.
+    FileNotFoundError: if `vocab_file` does not exist (or is a symbolic link to
+      nothing, named as one).
     ValueError: if it is not UTF-8 (naming the line and the bad bytes), is
-      empty, has a blank or duplicate line, a token `FastWordpieceTokenizer`
-      cannot hold (`_UNHOLDABLE`, naming the line and the character), or lacks
-      one of `SPECIAL_TOKENS`. Every message names the file.
+      empty, has a blank or duplicate line, a carriage return inside a line
+      (`_lines`), a token `FastWordpieceTokenizer` cannot hold (`_UNHOLDABLE`,
+      naming the line and the character), or lacks one of `SPECIAL_TOKENS`.
+      Every message names the file.
   """
   try:
-    with files.open_file(vocab_file) as f:  # A local path or a URL (`gs://...`).
-      tokens = [line.strip() for line in f]
+    data = files.read_bytes(vocab_file)  # A local path or a URL (`gs://...`).
   except FileNotFoundError:
     raise FileNotFoundError(
-        f"WordPiece vocab file not found: {vocab_file}") from None
+        files.missing_file_message(vocab_file, "WordPiece vocab file")) from None
+  try:
+    tokens = [line.strip() for line in _lines(data.decode("utf-8"), vocab_file)]
   except UnicodeDecodeError:
     raise ValueError(_not_utf8(vocab_file)) from None
   if not tokens:
@@ -132,6 +135,28 @@ def load_vocab(vocab_file):
   return tokens
 
 
+def _lines(text, vocab_file):
+  r"""The lines of a vocab's `text`, split at "\n" (a "\r\n" end's "\r" is stripped later).
+
+  Raises:
+    ValueError: naming `vocab_file:line` for a carriage return ("\r") that is not part of
+      a line's "\r\n" end: Python's text mode and Hugging Face split the line there, into
+      two tokens, while Google's `FullTokenizer` (reading to "\n") keeps one, so every id
+      after it would differ between them.
+  """
+  lines = text.split("\n")
+  if lines[-1] == "":
+    lines.pop()  # The final line end ends the last line; it starts none.
+  for number, line in enumerate(lines, start=1):
+    if "\r" in line.removesuffix("\r"):
+      raise ValueError(f"WordPiece vocab {vocab_file}:{number}: a carriage return (\\r) "
+                       "inside the line (not its \\r\\n end): Google's FullTokenizer reads "
+                       "the line as one token, Hugging Face and Python's text mode as two, so "
+                       "token ids would differ between them; remove the \\r or end the line "
+                       "there with \\n")
+  return lines
+
+
 def _not_utf8(vocab_file):
   """The message for a vocab that is not UTF-8: its first bad line and bytes."""
   with files.open_file(vocab_file, "rb") as f:
@@ -159,9 +184,8 @@ def reference_tokenizer(vocab_file, do_lower_case):
     `tok.convert_tokens_to_ids(tok.tokenize(text))`.
   """
   load_vocab(vocab_file)
-  from tfbert.text import casing  # pylint: disable=import-outside-toplevel  # It reads vocabs.
   return google_tokenization.FullTokenizer(
-      vocab_file, casing.plain_bool("do_lower_case", do_lower_case))
+      vocab_file, validation.plain_bool("do_lower_case", do_lower_case))
 
 
 # Intermediate results, flattened over the batch. Offsets are int64 bytes.
@@ -198,8 +222,7 @@ class WordPieceTokenizer(tf.Module):
       name: optional `tf.Module` name.
     """
     super().__init__(name=name)
-    from tfbert.text import casing  # pylint: disable=import-outside-toplevel  # It reads vocabs.
-    do_lower_case = casing.plain_bool("do_lower_case", do_lower_case)  # "false" is truthy.
+    do_lower_case = validation.plain_bool("do_lower_case", do_lower_case)  # "false" is truthy.
     self.vocab_file = vocab_file
     self.do_lower_case = do_lower_case
     self.max_chars_per_word = max_chars_per_word

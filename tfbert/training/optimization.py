@@ -34,6 +34,14 @@ __all__ = ["OptimizerConfig", "create_optimizer", "with_gradient_accumulation",
 OPTIMIZERS = ("adamw", "lamb", "sgd")
 
 
+def clip_norm_check(clip_norm: Optional[float]) -> validation.Check:
+  """The one rule of every config's `clip_norm`: > 0, or None (off). The tools' flag turns
+  clipping off with 0 (`tfbert.runtime.cli.zero_is_none`), so the message names both."""
+  return (clip_norm is None or clip_norm > 0,
+          f"clip_norm ({clip_norm}) must be > 0, or off: 0 on the command line "
+          "(--clip_norm=0), None in Python")
+
+
 @dataclasses.dataclass(frozen=True)
 class OptimizerConfig:
   """Everything that defines the optimization of a run.
@@ -94,10 +102,7 @@ class OptimizerConfig:
          f"gradient_accumulation_steps must be >= 1, got {self.gradient_accumulation_steps}"),
         (self.accumulation_reduction in REDUCTIONS, f"accumulation_reduction must be one of "
          f"{REDUCTIONS}, got {self.accumulation_reduction!r}"),
-        # The tools' flag turns clipping off with 0 (`tfbert.runtime.cli.zero_is_none`).
-        (self.clip_norm is None or self.clip_norm > 0,
-         f"clip_norm ({self.clip_norm}) must be > 0, or off: 0 on the command line "
-         "(--clip_norm=0), None in Python"),
+        clip_norm_check(self.clip_norm),
         # One check per setting: a message names only the setting at fault (a tool may
         # have no flag for the others, e.g. run_pretraining's momentum and power).
         (self.weight_decay_rate >= 0,

@@ -30,11 +30,12 @@ version computes in float64 and returns float32, so it differs from a float64 ev
 at most float32 rounding (google-research/bert itself computes in float32).
 """
 
-import numbers
 from typing import Callable, NamedTuple
 
 import keras
 import tensorflow as tf
+
+from tfbert.runtime import validation
 
 MODES = ("google", "decay_after_warmup")
 
@@ -70,8 +71,12 @@ def _formula(step, ops: _Ops, learning_rate: float, warmup_steps: int, total_ste
 
 
 def _as_steps(name: str, value) -> int:
-  if isinstance(value, bool) or not isinstance(value, numbers.Real) or value != int(value):
-    raise ValueError(f"{name} must be an integer number of steps, got {value!r}")
+  """`value`, the step count `name`, as a plain int: an integer (`validation.is_int`: NumPy's
+  too), never a float (2.0 neither: a count computed as a fraction is a caller's bug) nor a
+  bool."""
+  if not validation.is_int(value):
+    raise ValueError(f"{name} must be an integer number of steps (an int), got {value!r} "
+                     f"({type(value).__name__})")
   return int(value)
 
 
