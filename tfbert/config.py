@@ -255,8 +255,7 @@ def _with_guess(name: str) -> str:
 
 
 def _read_json(path: str) -> dict[str, Any]:
-  if not files.exists(path):
-    raise FileNotFoundError(f"config file not found: {path}")
+  files.check_found(path, "config file")  # A link to nothing named as one.
   # read_text drops a byte-order mark (Windows editors write one); a key given twice (which
   # one is meant?) is refused, as bad JSON is, naming the file.
   values = json_values.read(path)

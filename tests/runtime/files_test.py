@@ -1,7 +1,9 @@
 """tfbert.runtime.files: one set of path functions for local paths and `tf.io.gfile` URLs."""
 
+import json
 import os
 import pathlib
+import types
 
 import pytest
 
@@ -192,3 +194,106 @@ def test_a_missing_file_is_named_with_its_role_and_a_link_to_nothing_as_one(tmp_
       files.check_found(str(tmp_path / name), "task file")
   (tmp_path / "here.tsv").write_text("x")
   files.check_found(str(tmp_path / "here.tsv"), "task file")
+
+
+def _squad_scores(path, role):
+  """squad_evaluation reading `path` as its predictions or null odds file."""
+  from tfbert.squad import squad_evaluation  # pylint: disable=import-outside-toplevel
+  directory = os.path.dirname(path)
+  dataset = os.path.join(directory, "dataset.json")
+  pathlib.Path(dataset).write_text(json.dumps({"version": "1.1", "data": [{
+      "title": "T", "paragraphs": [{"context": "Paris is in France.", "qas": [{
+          "id": "a", "question": "Where?",
+          "answers": [{"text": "France", "answer_start": 12}]}]}]}]}))
+  if role == "predictions":
+    return squad_evaluation.evaluate_files(dataset, [path])
+  predictions = os.path.join(directory, "predictions.json")
+  pathlib.Path(predictions).write_text('{"a": "France"}')
+  return squad_evaluation.evaluate_files(dataset, [predictions], na_prob_file=path)
+
+
+def _with_file(name, read):
+  """`read` of the path of a file `name` beside the input, which is there (not read)."""
+  def reader(path):
+    other = os.path.join(os.path.dirname(path), name)
+    pathlib.Path(other).write_bytes(b"not read")
+    return read(other)
+  return reader
+
+
+def _readers():
+  """{module: its reader of an input file, given that file's path}."""
+  # pylint: disable=import-outside-toplevel
+  from tfbert import config
+  from tfbert.checkpoints import convert
+  from tfbert.embeddings import sentence_transformers
+  from tfbert.inference import text_settings
+  from tfbert.pretraining import pretraining_data
+  from tfbert.serving import tflite_export
+  model = types.SimpleNamespace(config=types.SimpleNamespace(max_position_embeddings=64))
+  return {
+      "config": config.BertConfig.from_json_file,
+      "convert": convert.read_tfbert_model,
+      "convert --input": lambda path: convert.check_source("tfbert", path, "--input", {}),
+      "convert beside": _with_file("ckpt.index", lambda index: convert.check_source(
+          "google", index.removesuffix(".index"), "--input", {}, needs_config=True)),
+      "text_settings": lambda path: text_settings.attach(
+          model, text_settings.TextSettings(path, True, 9)),
+      "pretraining_data": lambda path: pretraining_data.expand_input_files([path]),
+      "tflite_export": tflite_export.TfliteModel,
+      "tflite_export beside": _with_file("m.tflite", tflite_export.TfliteModel),
+      "sentence_transformers": lambda path: sentence_transformers.read_config(
+          os.path.dirname(path)),
+      "squad_evaluation": lambda path: _squad_scores(path, "predictions"),
+      "squad_evaluation odds": lambda path: _squad_scores(path, "null odds"),
+  }
+
+
+_LINK = "{path} is a symbolic link to {target}, which does not exist"
+
+
+_CASES = [
+    # module (its reader: `_readers`), the input's file name, the messages for a symbolic
+    # link to nothing and for no file ({path}: the input's path; {dir}: its directory).
+    ("config", "bert_config.json", "config file " + _LINK, "config file not found: {path}"),
+    ("convert", "m.keras", "tfbert model file " + _LINK,
+     "tfbert model file not found: {path}"),
+    ("convert --input", "m.keras", "--input " + _LINK + "; --input takes a tfbert",
+     "--input {path}: no such file; --input takes a tfbert"),
+    ("convert beside", "bert_config.json",
+     "--input {dir}/ckpt: bert_config.json " + _LINK + ": pass --bert_config_file",
+     "--input {dir}/ckpt: no bert_config.json beside the checkpoint ({path}): pass "
+     "--bert_config_file"),
+    ("text_settings", "vocab.txt", "vocabulary " + _LINK, "vocabulary not found: {path}"),
+    ("pretraining_data", "corpus.txt", "Input file " + _LINK,
+     "Input file not found: {path}"),
+    ("tflite_export", "m.tflite", "TFLite file " + _LINK, "TFLite file not found: {path}"),
+    ("tflite_export beside", "bert_config.json", "config file " + _LINK,
+     "config file not found: {path}"),
+    ("sentence_transformers", "modules.json", "sentence-transformers file " + _LINK
+     + " (a sentence-transformers directory has modules.json",
+     "{path}: not found (a sentence-transformers directory has modules.json"),
+    ("squad_evaluation", "predictions.json", "predictions file " + _LINK,
+     "predictions file not found: {path}"),
+    ("squad_evaluation odds", "null_odds.json", "null odds file " + _LINK,
+     "null odds file not found: {path}"),
+]
+
+
+@pytest.mark.parametrize("module, name, link, missing", _CASES,
+                         ids=[case[0] for case in _CASES])
+def test_each_reader_names_a_link_to_nothing_as_one(tmp_path, module, name, link, missing):
+  """Issue 47: a symbolic link to nothing given as an input is named with its target, not
+  as "not found" (`ls` lists it) nor as Python's bare "[Errno 2]"; a missing file keeps
+  each reader's wording."""
+  read = _readers()[module]
+  path = str(tmp_path / name)
+  os.symlink(str(tmp_path / "gone"), path)
+  values = {"path": path, "dir": str(tmp_path), "target": str(tmp_path / "gone")}
+  with pytest.raises(FileNotFoundError) as raised:
+    read(path)
+  assert link.format(**values) in str(raised.value)
+  os.remove(path)
+  with pytest.raises(FileNotFoundError) as raised:
+    read(path)
+  assert missing.format(**values) in str(raised.value)

@@ -138,8 +138,7 @@ def read_tfbert_model(path: str, flag: Optional[str] = None) -> keras.Model:
     problem = other_kind(path)
     if problem:
       raise ValueError(f"{flag} {problem}" if flag else problem)
-  if not files.exists(path):
-    raise FileNotFoundError(f"{flag + ': ' if flag else ''}tfbert model file not found: {path}")
+  files.check_found(path, f"{flag + ': ' if flag else ''}tfbert model file")
   if not path.endswith(".keras") or files.isdir(path):
     raise ValueError(f"{path}: a tfbert model must be a .keras file")
   with _local_copy(path) as local:
@@ -338,16 +337,19 @@ def check_source(fmt: str, path: str, flag: str, spellings: Mapping[str, str],
         raise ValueError(f"{flag} {path} is {what}{how}")
     if fmt == "google":
       google_checkpoint.check_prefix(path, flag)  # Names a prefix in a directory, hints.
-    if not files.exists(path):
-      raise FileNotFoundError(f"{flag} {path}: no such {'directory' if fmt == 'hf' else 'file'}"
-                              f"; {flag} takes {SOURCE_KINDS[fmt]}")
+    if not files.exists(path) or files.dangling_link(path) is not None:
+      missing = (files.missing_file_message(path, flag) if files.dangling_link(path)
+                 else f"{flag} {path}: no such {'directory' if fmt == 'hf' else 'file'}")
+      raise FileNotFoundError(f"{missing}; {flag} takes {SOURCE_KINDS[fmt]}")
     found = "a directory" if files.isdir(path) else "a file"
     raise ValueError(f"{flag} {path}: {found}, where {SOURCE_KINDS[fmt]} is expected")
   if fmt == "google" and needs_config and not config_file:
     beside = os.path.join(os.path.dirname(path), "bert_config.json")
     if not files.isfile(beside):
-      raise FileNotFoundError(f"{flag} {path}: no bert_config.json beside the checkpoint "
-                              f"({beside}): pass --bert_config_file")
+      missing = (files.missing_file_message(beside, "bert_config.json")
+                 if files.dangling_link(beside)
+                 else f"no bert_config.json beside the checkpoint ({beside})")
+      raise FileNotFoundError(f"{flag} {path}: {missing}: pass --bert_config_file")
 
 
 # How convert_checkpoint's user names a source of each format.

@@ -69,7 +69,9 @@ def _read_json(path: str) -> Any:
   try:
     return json_values.read(path)  # Bad JSON, or a key given twice, named.
   except FileNotFoundError:
-    raise FileNotFoundError(f"{path}: not found (a sentence-transformers directory has "
+    missing = (files.missing_file_message(path, "sentence-transformers file")
+               if files.dangling_link(path) else f"{path}: not found")
+    raise FileNotFoundError(f"{missing} (a sentence-transformers directory has "
                             f"{MODULES_FILE}, the transformer's files and {POOLING_DIR}/)"
                             ) from None
 

@@ -96,7 +96,7 @@ def attach(model: keras.Model, settings: TextSettings) -> keras.Model:
     raise ValueError(f"max_seq_length {settings.max_seq_length} exceeds the model's "
                      f"max_position_embeddings {limit}")
   if not files.isfile(settings.vocab_file):
-    raise FileNotFoundError(f"vocabulary not found: {settings.vocab_file}")
+    raise FileNotFoundError(files.missing_file_message(settings.vocab_file, "vocabulary"))
   from tfbert.inference import raw_text  # pylint: disable=import-outside-toplevel
   if settings.is_pair is not None and not isinstance(model, raw_text.BertClassifier):
     raise ValueError(f"is_pair ({settings.is_pair}) is a classifier's setting; got a "

@@ -121,6 +121,7 @@ def expand_input_files(patterns: Sequence[str]) -> list:
       raise FileNotFoundError(f"No input file matches {pattern!r}")
     for path in matches:
       if not files.isfile(path):
+        files.check_found(path, "Input file")  # Missing, or a link to nothing, named so.
         raise FileNotFoundError(f"Input file not found (or not a regular file): {path}")
       if path not in found:
         found.append(path)

@@ -373,7 +373,7 @@ class TfliteModel:
       raise ImportError("running a .tflite file needs LiteRT: pip install ai-edge-litert "
                         "(the tflite extra)") from e
     if not files.isfile(path):
-      raise FileNotFoundError(f"TFLite file not found: {path}")
+      raise FileNotFoundError(files.missing_file_message(path, "TFLite file"))
     self.path = path
     self.config = config or BertConfig.from_json_file(
         os.path.join(files.parent(path), export.CONFIG_FILE))

@@ -23,6 +23,7 @@ from typing import Any, Optional, Sequence
 
 from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
 
+from tfbert.runtime import files
 from tfbert.squad import squad_data
 
 V2_KEYS = ("exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total",
@@ -119,7 +120,7 @@ def _load_mapping(path: str, role: str, kind: Any, what: str) -> dict[str, Any]:
   try:
     mapping = squad_data.load_json(path)
   except FileNotFoundError:
-    raise FileNotFoundError(f"{role} not found: {path}") from None
+    raise FileNotFoundError(files.missing_file_message(path, role)) from None
   if not isinstance(mapping, dict):
     raise ValueError(f"{path}: expected a JSON object {{question id: {what}}}, got "
                      f"{type(mapping).__name__}")
