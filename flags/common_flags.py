@@ -1,5 +1,6 @@
 """Flags every tool has; each tool's flags module adopts them as key flags (shown by --help)."""
 
+import os
 import sys
 
 from absl import flags
@@ -43,3 +44,50 @@ def values(flags_module) -> dict:
   """The parsed values of `flags_module`'s key flags (its own and those it adopts) by name:
   what `tfbert.runtime.cli.config_from_values` builds a tool's config from."""
   return {flag.name: flag.value for flag in flags.FLAGS.get_key_flags_for_module(flags_module)}
+
+
+def check_optimizer_flags(flags_module) -> None:
+  """Refuses, before any work, the optimizer flags given on the command line (or in a flag
+  file) that the chosen --optimizer does not read (e.g. --momentum with --optimizer=lamb,
+  --weight_decay_rate with --optimizer=sgd): they would be ignored without a word. A flag
+  left at its default is not refused: "given" is absl's `present`.
+
+  Raises:
+    ValueError: naming the flags, the optimizer and the settings it reads.
+  """
+  from tfbert.training import optimization  # (Here: most tools need no optimizer.)
+  given = [flag.name for flag in flags.FLAGS.get_key_flags_for_module(flags_module)
+           if flag.present]
+  problem = optimization.unread_problem(flags.FLAGS["optimizer"].value, given, prefix="--")
+  if problem:
+    raise ValueError(problem)
+
+
+# Why a fine-tuning data file must be a file (`check_data_files`).
+FINE_TUNING_REREADS = ("tfbert reads each data file more than once (to hash it for the run's "
+                       "records, then to read it)")
+
+
+def check_data_files(names, directory_patterns=None) -> None:
+  """Refuses, before any work, the fine-tuning data files given by the flags `names` that
+  cannot serve: a pipe (bash's `<(...)`, a named fifo, /dev/stdin), a socket or a device,
+  which can be read only once (`FINE_TUNING_REREADS`), a symbolic link to nothing or a loop,
+  a file without read permission (`tfbert.pretraining.input_pipeline.entry_problem`).
+
+  Args:
+    names: flag names whose value, when set, is a data file.
+    directory_patterns: {flag name: glob of its data files inside the directory the flag
+      names}, e.g. {"data_dir": "*.tsv"}.
+
+  Raises:
+    ValueError: naming each flag and path and what it is.
+  """
+  from tfbert.pretraining import input_pipeline  # (Here: only the fine-tuning tools need it.)
+  inputs = {f"--{name}": flags.FLAGS[name].value for name in names
+            if flags.FLAGS[name].value}
+  for name, pattern in (directory_patterns or {}).items():
+    if flags.FLAGS[name].value:
+      inputs[f"--{name}"] = os.path.join(flags.FLAGS[name].value, pattern)
+  problems = input_pipeline.input_problems(inputs, reason=FINE_TUNING_REREADS)
+  if problems:
+    raise ValueError("; ".join(problems))

@@ -843,3 +843,57 @@ def test_inputs_as_other_tools_and_editors_save_them_are_taken(accepted_cases, n
   run = tool_process.run_tool(argv[0], *argv[1:])
   assert run.returncode == 0, run.stderr[-3000:]
   assert os.path.exists(written)
+
+
+def _one_error_line(run, tool):
+  assert run.returncode == 1, (run.returncode, run.stderr[-3000:])
+  lines = run.stderr.strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith(f"{tool}: error: "), run.stderr[-3000:]
+  return lines[0]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["align", "--optimizer=lamb", "--momentum=0.5"],
+     "--momentum: not read by --optimizer=lamb (of its optimizer-specific settings it reads "
+     "only --weight_decay_rate, "),
+    (["align", "--optimizer=sgd", "--weight_decay_rate=0.1"],
+     "--weight_decay_rate: not read by --optimizer=sgd (of its optimizer-specific settings "
+     "it reads only --momentum), so it would be ignored; leave it out or choose "
+     "--optimizer=adamw or lamb"),
+    (["run_pretraining", "--optimizer=sgd", "--weight_decay_rate=0.05"],
+     "--weight_decay_rate: not read by --optimizer=sgd"),
+])
+def test_an_optimizer_flag_the_optimizer_does_not_read_is_refused_before_any_work(
+    tmp_path, argv, expected):
+  """Sweep 9 PT10/AL02/AL04: the setting was ignored without a word."""
+  out = tmp_path / "out"
+  where = "--workdir" if argv[0] == "align" else "--model_dir"
+  line = _one_error_line(tool_process.run_tool(argv[0], *argv[1:], f"{where}={out}"), argv[0])
+  assert expected in line, line
+  assert not out.exists()
+
+
+def test_an_optimizer_flag_left_at_its_default_is_not_refused(tmp_path):
+  """--optimizer=sgd with the default --weight_decay_rate runs on to the next check."""
+  line = _one_error_line(tool_process.run_tool(
+      "run_pretraining", "--optimizer=sgd", f"--model_dir={tmp_path / 'out'}"),
+      "run_pretraining")
+  assert "weight_decay_rate" not in line and "--bert_config_file is needed" in line, line
+
+
+@pytest.mark.parametrize("tool, flag", [
+    ("run_ner", "train_file"), ("run_ner", "predict_file"), ("run_squad", "train_file"),
+    ("run_classifier", "data_dir"), ("run_embeddings", "ir_corpus_file"),
+    ("run_embeddings", "train_file")])
+def test_a_data_file_that_is_a_pipe_is_refused_before_any_work(tmp_path, tool, flag):
+  """Sweep 9 PT05b: run_ner read a named pipe once, then hung hashing it for its records."""
+  fifo = tmp_path / ("train.tsv" if flag == "data_dir" else "data")
+  os.mkfifo(fifo)
+  value = tmp_path if flag == "data_dir" else fifo
+  out = tmp_path / "out"
+  line = _one_error_line(tool_process.run_tool(
+      tool, f"--{flag}={value}", "--do_train", f"--output_dir={out}"), tool)
+  assert (f"--{flag} {fifo} is a pipe: tfbert reads each data file more than once (to "
+          "hash it for the run's records, then to read it)") in line, line
+  assert "write it to a file first" in line, line
+  assert not out.exists()

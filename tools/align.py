@@ -53,6 +53,7 @@ def make_default_data(config: alignment.AlignmentConfig, workdir: str) -> None:
 
 def main(argv):
   del argv
+  common_flags.check_optimizer_flags(f)  # Before any work.
   paths.check_outputs({"--workdir": f.WORKDIR.value})  # Before any work.
   task = f.TASK.value
   if task == "classifier" and not f.TRAIN_FILE.value:

@@ -24,6 +24,8 @@ from tfbert_flags import run_classifier_flags as f
 
 def main(argv):
   del argv
+  common_flags.check_data_files(("train_file", "eval_file", "predict_file"),  # Before any work.
+                                {"data_dir": "*.[tc]sv"})
   values = common_flags.values(f)
   custom = None
   stray = sorted(f"--{name}" for name in values if name.startswith("custom_")

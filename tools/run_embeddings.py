@@ -23,6 +23,8 @@ from tfbert_flags import run_embeddings_flags as f
 
 def main(argv):
   del argv
+  common_flags.check_data_files(("train_file", "dev_file", "ir_queries_file",  # Before any work.
+                                 "ir_corpus_file", "ir_qrels_file"))
   config = cli.config_from_values(EmbeddingRunConfig, common_flags.values(f),
                                   fine_tuning.FLAG_CONVERTERS)
   result = run_embeddings(config, common_flags.flagfile(f))

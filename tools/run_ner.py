@@ -22,6 +22,7 @@ from tfbert_flags import run_ner_flags as f
 
 def main(argv):
   del argv
+  common_flags.check_data_files(("train_file", "eval_file", "predict_file"))  # Before any work.
   config = cli.config_from_values(NerRunConfig, common_flags.values(f),
                                   fine_tuning.FLAG_CONVERTERS)
   result = run_ner(config, common_flags.flagfile(f))

@@ -32,6 +32,7 @@ from tfbert_flags import run_pretraining_flags as f
 
 def main(argv):
   del argv
+  common_flags.check_optimizer_flags(f)  # Before any work.
   values = common_flags.values(f)
   values["init_hf_dir"] = pretrained.hf_dir(values["init_hf_dir"])  # "minilm": the shipped one.
   # The source exists and is its flag's kind before any part of it is read.

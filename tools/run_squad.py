@@ -20,6 +20,7 @@ from tfbert_flags import run_squad_flags as f
 
 def main(argv):
   del argv
+  common_flags.check_data_files(("train_file", "predict_file"))  # Before any work.
   config = cli.config_from_values(SquadRunConfig, common_flags.values(f),
                                   fine_tuning.FLAG_CONVERTERS)
   result = run_squad(config, common_flags.flagfile(f))

@@ -46,3 +46,21 @@ def test_a_path_is_timed_at_both_lengths_and_reported(tmp_path):
             "median_examples_per_second": {"loop": 10.0, "fit": 8.0}, "loop_over_fit": 1.25}
   text = benchmark_fine_tuning.format_result(result)
   assert "| loop | 10.0 |" in text and "| fit | 8.0 |" in text and "loop/fit: 1.250" in text
+
+
+def test_a_long_run_not_slower_than_the_short_one_is_unmeasurable_not_a_negative_rate(
+    monkeypatch, tmp_path):
+  """Sweep 9 BM01: steps 2 vs 4 whose 4-step runs happened to be faster printed -294.1
+  examples/s; a non-positive difference of timings is refused, naming what to do."""
+  case = benchmark_fine_tuning.FineTuningCase(**TINY)
+  timings = {case.short_steps: 3.0, case.long_steps: 2.5}
+  monkeypatch.setattr(benchmark_fine_tuning, "time_training",
+                      lambda case_, path, steps, workdir, name: timings[steps])
+  with pytest.raises(ValueError, match=r"unmeasurable: the fastest 4-step run \(2.500 s\) was "
+                     r"not slower than the fastest 2-step run \(3.000 s\).*further apart"):
+    benchmark_fine_tuning.run_path({"case": dataclasses.asdict(case), "path": "fit",
+                                    "workdir": str(tmp_path)})
+  timings[case.long_steps] = 4.0  # 0.5 s per step: 8 examples / 0.5 s.
+  run = benchmark_fine_tuning.run_path({"case": dataclasses.asdict(case), "path": "fit",
+                                        "workdir": str(tmp_path)})
+  assert run["examples_per_second"] == pytest.approx(16.0)

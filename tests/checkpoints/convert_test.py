@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -438,3 +439,16 @@ def test_convert_checkpoint_names_a_hugging_face_input_of_the_default_format(sou
   with pytest.raises(ValueError, match="is a Hugging Face directory: pass --input_format=hf"):
     convert.convert_checkpoint("google", source_kinds["hf"], "google", str(out))
   assert not out.parent.exists()
+
+
+@pytest.mark.parametrize("fmt", ["tfbert", "google"])
+def test_a_training_checkpoint_as_input_names_the_runs_model_keras(tmp_path, fmt):
+  from tests.checkpoints.google_checkpoint_test import training_checkpoint  # pylint: disable=import-outside-toplevel
+  prefix = training_checkpoint(tmp_path / "run", ["model.keras"])
+  want = (f"--input {prefix} is a training checkpoint of the tfbert run {tmp_path / 'run'} "
+          f"(its model and optimizer state, to resume training), not a model to read: convert "
+          f"{tmp_path / 'run' / 'model.keras'}")
+  with pytest.raises(ValueError, match=re.escape(want)):
+    convert.check_source(fmt, prefix, "--input", convert.INPUT_SPELLINGS, needs_config=True)
+  with pytest.raises(ValueError, match=re.escape(want[len("--input "):])):
+    convert.read_tfbert_model(prefix)

@@ -250,3 +250,33 @@ def test_a_checkpoint_is_never_written_into_a_saved_model_or_an_output_tfbert_wr
         {"bert/embeddings/word_embeddings": np.zeros((11, 4), np.float32)}, prefix, config=config)
   assert sorted((d, sorted(n)) for d, _, n in os.walk(tmp_path)) == before
   assert (export / "variables" / "variables.index").read_bytes() == b"the export's weights"
+
+
+def training_checkpoint(run_dir, model_files=()):
+  """A run directory whose checkpoints/ckpt-1 is saved as the training loop saves one
+  (`tf.train.Checkpoint(model=..., optimizer=...)`), with run_config.json and `model_files`
+  beside; its prefix."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+  module = tf.Module()
+  module.kernel = tf.Variable(np.ones((2, 2), np.float32))
+  prefix = tf.train.Checkpoint(model=module, optimizer=tf.Module()).write(
+      os.path.join(run_dir, "checkpoints", "ckpt-1"))
+  (run_dir / "run_config.json").write_text("{}")
+  for name in model_files:
+    os.makedirs(os.path.dirname(run_dir / name), exist_ok=True)
+    (run_dir / name).write_text("")
+  return prefix
+
+
+def test_a_training_checkpoint_is_named_with_its_runs_model_to_use(tmp_path):
+  prefix = training_checkpoint(tmp_path / "run", ["model.keras", "best/model.keras"])
+  run = str(tmp_path / "run")
+  with pytest.raises(ValueError, match=re.escape(
+      f"{prefix} is a training checkpoint of the tfbert run {run} (its model and optimizer "
+      f"state, to resume training), not a model to read: convert {run}/model.keras (or "
+      f"{run}/best/model.keras)")):
+    google_checkpoint.read_google_checkpoint(prefix)
+  other = training_checkpoint(tmp_path / "unfinished")
+  assert re.search(r"the run has no .*unfinished/model.keras yet .*finish its training \(rerun "
+                   r"its command, --do_train --output_dir=", google_checkpoint.
+                   training_checkpoint_problem(other))

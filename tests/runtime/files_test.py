@@ -221,13 +221,21 @@ def _with_file(name, read):
   return reader
 
 
+def _sources(**flags):
+  """`fine_tuning.check_sources` of a config with the initialization `flags` only."""
+  from tfbert.tasks import fine_tuning  # pylint: disable=import-outside-toplevel
+  config = types.SimpleNamespace(OUTPUT_PATHS=(), init_hf_dir=None, init_tfbert=None,
+                                 init_checkpoint=None)
+  return fine_tuning.check_sources(types.SimpleNamespace(**{**vars(config), **flags}))
+
+
 def _readers():
   """{module: its reader of an input file, given that file's path}."""
   # pylint: disable=import-outside-toplevel
   from tfbert import config
-  from tfbert.checkpoints import convert
+  from tfbert.checkpoints import convert, google_checkpoint, model_paths
   from tfbert.embeddings import sentence_transformers
-  from tfbert.inference import text_settings
+  from tfbert.inference import loading, text_settings
   from tfbert.pretraining import pretraining_data
   from tfbert.serving import tflite_export
   model = types.SimpleNamespace(config=types.SimpleNamespace(max_position_embeddings=64))
@@ -246,6 +254,13 @@ def _readers():
           os.path.dirname(path)),
       "squad_evaluation": lambda path: _squad_scores(path, "predictions"),
       "squad_evaluation odds": lambda path: _squad_scores(path, "null odds"),
+      "fine_tuning --init_hf_dir": lambda path: _sources(init_hf_dir=path),
+      "fine_tuning --init_tfbert": lambda path: _sources(init_tfbert=path),
+      "loading vocab": lambda path: loading._vocab_beside(  # pylint: disable=protected-access
+          "tfbert", os.path.join(os.path.dirname(path), "m.keras")),
+      "google_checkpoint": lambda path: google_checkpoint.check_prefix(
+          path.removesuffix(".index"), "--init_checkpoint"),
+      "model_paths": model_paths.locate,
   }
 
 
@@ -277,6 +292,16 @@ _CASES = [
      "predictions file not found: {path}"),
     ("squad_evaluation odds", "null_odds.json", "null odds file " + _LINK,
      "null odds file not found: {path}"),
+    ("fine_tuning --init_hf_dir", "hf", "--init_hf_dir " + _LINK,
+     "--init_hf_dir {path}: no such directory"),
+    ("fine_tuning --init_tfbert", "m.keras", "--init_tfbert " + _LINK,
+     "--init_tfbert {path}: no such file"),
+    ("loading vocab", "vocab.txt", "{dir}/m.keras: vocabulary " + _LINK + ": pass vocab_file=",
+     "{dir}/m.keras: no vocab.txt beside the model (in {dir}): pass vocab_file="),
+    ("google_checkpoint", "ckpt.index",
+     "--init_checkpoint no checkpoint at '{dir}/ckpt': its index file " + _LINK,
+     "--init_checkpoint no checkpoint at '{dir}/ckpt' ({path} does not exist)"),
+    ("model_paths", "m.keras", "model path " + _LINK, "no such file or directory: {path}"),
 ]
 
 
@@ -297,3 +322,66 @@ def test_each_reader_names_a_link_to_nothing_as_one(tmp_path, module, name, link
   with pytest.raises(FileNotFoundError) as raised:
     read(path)
   assert missing.format(**values) in str(raised.value)
+
+
+def _optional_readers():
+  """{module: its reader of an optional record, given the record's path}: what it returns
+  when the record is absent, or None where its absence makes the reader write (not run)."""
+  # pylint: disable=import-outside-toplevel,protected-access
+  from tfbert.alignment import alignment_run
+  from tfbert.inference import loading
+  from tfbert.models import BertClassifier
+  from tfbert.serving import onnx_export, serving_dtype
+  from tfbert.text import casing
+  classifier = BertClassifier.__new__(BertClassifier)  # Only its type is looked at.
+  beside = lambda name: lambda path: os.path.join(os.path.dirname(path), name)  # noqa: E731
+  keras_file, prefix = beside("m.keras"), beside("ckpt")
+  return {
+      "casing": lambda path: casing.checkpoint_casing(os.path.dirname(path)),
+      "casing vocab": lambda path: casing.checkpoint_casing(keras_file(path)),
+      "serving_dtype": lambda path: serving_dtype.read_record(os.path.dirname(path)),
+      "onnx_export": lambda path: onnx_export._labels(os.path.dirname(path)),
+      "loading run": lambda path: loading._run_settings(None, keras_file(path)),
+      "loading text settings": lambda path: loading._saved_settings(keras_file(path)),
+      "loading tokenizer": lambda path: loading._recorded_max_length(os.path.dirname(path)),
+      "loading labels": lambda path: loading._google_labels(classifier, prefix(path)),
+      "alignment_run": lambda path: alignment_run.write_initial_checkpoint(
+          None, os.path.dirname(os.path.dirname(path))),
+  }
+
+
+_OPTIONAL_CASES = [
+    # module (its reader: `_optional_readers`), the record's file name, its role in the
+    # message, and what the reader gives without the record (_WRITES: not run here).
+    ("casing", "tokenizer_config.json", "casing record", []),
+    ("casing vocab", "vocab.txt", "vocabulary", []),
+    ("serving_dtype", "serving.json", "serving record", None),
+    ("onnx_export", "labels.txt", "labels file", None),
+    ("loading run", "run_config.json", "run config", {}),
+    ("loading text settings", "text_settings.json", "text settings record", {}),
+    ("loading tokenizer", "tokenizer_config.json", "tokenizer config", None),
+    ("loading labels", "labels.txt", "labels file", "model"),
+    ("alignment_run", "init/bert_model.ckpt.index", "initial checkpoint index", "_WRITES"),
+]
+
+
+@pytest.mark.parametrize("module, name, what, absent", _OPTIONAL_CASES,
+                         ids=[case[0] for case in _OPTIONAL_CASES])
+def test_each_optional_record_that_is_a_link_to_nothing_is_refused(tmp_path, module, name,
+                                                                   what, absent):
+  """Issue 47: a record read when it is there (casing, labels, serving dtype, a run's
+  settings) that is a symbolic link to nothing is named, not taken for an absent record (a
+  result made without it); one that is not there is still optional."""
+  read = _optional_readers()[module]
+  path = tmp_path / name
+  path.parent.mkdir(parents=True, exist_ok=True)
+  os.symlink(str(tmp_path / "gone"), path)
+  with pytest.raises(FileNotFoundError) as raised:
+    read(str(path))
+  assert f"{what} {path} is a symbolic link to {tmp_path}/gone, which does not exist" in str(
+      raised.value)
+  if absent == "_WRITES":
+    return
+  os.remove(path)
+  got = read(str(path))
+  assert got == absent or (absent == "model" and got is not None)

@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -397,3 +398,29 @@ def test_a_checkpointed_run_missing_a_record_is_refused_before_any_write(tmp_pat
   (tmp_path / "checkpoints" / "ckpt-2.index").unlink()
   (tmp_path / "run_config.json").unlink()
   run_directory.claim(str(tmp_path), records).release()
+
+
+def test_data_identity_refuses_a_pipe_instead_of_waiting_forever(tmp_path):
+  """Sweep 9 PT05b: the run had read the pipe to its end; opening it again to hash it
+  blocked forever. Refused, named (the old code: the thread below never finished)."""
+  fifo = str(tmp_path / "train.conll")
+  os.mkfifo(fifo)
+  outcome = []
+
+  def identify():
+    try:
+      outcome.append(run_directory.data_identity([fifo]))
+    except ValueError as error:
+      outcome.append(error)
+
+  thread = threading.Thread(target=identify, daemon=True)
+  thread.start()
+  thread.join(timeout=5)
+  if thread.is_alive():  # (The old code: release it, then fail.)
+    with open(fifo, "wb"):
+      pass
+    thread.join(timeout=5)
+    pytest.fail("data_identity waited forever on a pipe")
+  assert isinstance(outcome[0], ValueError), outcome
+  assert str(outcome[0]).startswith(f"{fifo} is a pipe, socket or device: tfbert reads each "
+                                    "data file more than once"), outcome

@@ -18,9 +18,10 @@ import tensorflow as tf
 from tfbert import BertClassifier, BertConfig, BertSpanLabeler, BertTokenClassifier
 from tfbert.checkpoints import pretrained
 from tfbert.classifier.classifier_run import ClassifierRunConfig
+from tfbert.embeddings.embedding_run import EmbeddingRunConfig
 from tfbert.squad.squad_run import SquadRunConfig
 from tfbert.tagging.tagging_run import NerRunConfig
-from tfbert.tasks import fine_tuning
+from tfbert.tasks import fine_tuning, source_heads
 from tfbert.text import casing
 from tfbert.training import optimization
 
@@ -364,3 +365,119 @@ def test_best_metric_and_patience_without_evaluations_during_training_are_refuse
     fine_tuning.FineTuningConfig(output_dir=str(tmp_path), early_stopping_patience=2)
   fine_tuning.FineTuningConfig(output_dir=str(tmp_path), eval_every_steps=10, best_metric="f1",
                                early_stopping_patience=2)
+
+
+def _trained_run(tmp_path, recorded, model_file=False):
+  """A run directory as a training run leaves it, for `evaluated_model`: `recorded`'s
+  run_config.json, a checkpoint index (checkpoints/ckpt-2) and, with `model_file`, a
+  model.keras (empty: never read here)."""
+  run = tmp_path / "run"
+  (run / "checkpoints").mkdir(parents=True)
+  (run / "checkpoints" / "ckpt-2.index").write_bytes(b"")
+  (run / "run_config.json").write_text(
+      recorded if isinstance(recorded, str) else recorded.to_json())
+  if model_file:
+    (run / "model.keras").write_bytes(b"")
+  return run
+
+
+def _embeddings(output_dir, **overrides):
+  return EmbeddingRunConfig(**{"output_dir": str(output_dir), "do_eval": True,
+                               "dev_file": "dev.tsv", **overrides})
+
+
+def _classifier(output_dir, **overrides):
+  return ClassifierRunConfig(**{"output_dir": str(output_dir), "task_name": "mrpc",
+                                "do_eval": True, "data_dir": "glue", **overrides})
+
+
+def test_an_evaluation_of_the_runs_model_takes_the_settings_the_run_recorded(
+    tmp_path, caplog):
+  """Sweep 9 EV29: a run trained with --pooling_mode=cls, evaluated without training and
+  without the flag, was evaluated with the default mean pooling and its scores written over
+  the run's. Settings not given come from the run's run_config.json, and are logged."""
+  run = _trained_run(tmp_path, _embeddings(tmp_path / "run", do_train=True, train_file="t",
+                                           pooling_mode="cls", max_seq_length=32,
+                                           do_lower_case=True))
+  caplog.set_level("INFO", logger="absl")
+  config, own = fine_tuning.evaluated_model(_embeddings(run, eval_batch_size=5))
+  assert own.step == 2
+  assert (config.pooling_mode, config.max_seq_length, config.do_lower_case) == ("cls", 32, True)
+  assert config.eval_batch_size == 5  # An evaluation setting: this run's.
+  assert "its setting pooling_mode=cls (run_config.json)" in caplog.text
+
+
+@pytest.mark.parametrize("recorded, given, message", [
+    # EV28: a mean-pooled run evaluated with --pooling_mode=cls.
+    (_embeddings("run", do_train=True, train_file="t"), _embeddings("run", pooling_mode="cls"),
+     "--pooling_mode=cls (the run's: mean)"),
+    # EV27: an MRPC (sentence pair) run evaluated as SST-2: single sentences.
+    (_classifier("run", do_train=True), _classifier("run", task_name="sst-2"),
+     "--task_name=sst-2 (the run's: mrpc)"),
+])
+def test_an_evaluation_of_the_runs_model_with_another_task_or_pooling_is_refused(
+    tmp_path, recorded, given, message):
+  """Sweep 9 EV27/EV28: the run's model scored as another task (or pooled otherwise), its
+  results written over the run's. Refused before any work, naming both values."""
+  run = _trained_run(tmp_path, recorded)
+  with pytest.raises(ValueError, match=re.escape(message)) as error:
+    fine_tuning.evaluated_model(dataclasses.replace(given, output_dir=str(run)))
+  assert "Drop the flag" in str(error.value) and "another --output_dir" in str(error.value)
+
+
+def test_the_runs_own_model_through_a_linked_output_dir_is_the_runs(tmp_path):
+  """Sweep 9 EV08: --output_dir a link to the run and --init_tfbert the real path of its
+  model.keras was refused as another model: paths are compared with links resolved."""
+  run = _trained_run(tmp_path, _classifier("run", do_train=True), model_file=True)
+  link = tmp_path / "link"
+  link.symlink_to(run)
+  model_file = str(run / "model.keras")
+  config, own = fine_tuning.evaluated_model(_classifier(link, init_tfbert=model_file))
+  assert own is None and config.init_tfbert == model_file
+
+
+@pytest.mark.parametrize("recorded, model_file, message", [
+    # EV11: a run_ner run's directory (its model.keras has a token classification head).
+    (NerRunConfig(output_dir="run", do_train=True, train_file="t"), True,
+     "{run} holds a run_ner run (token classification), not run_classifier's: pass another "
+     "--output_dir, or --init_tfbert={run}/model.keras --do_train to start a sequence "
+     "classification model from its encoder with --reinit_head"),
+    # EV10: a run_pretraining model_dir (checkpoints, no model.keras).
+    ('{"model_dir": "run", "masked_lm_prob": 0.15}', False,
+     "{run} holds a run_pretraining run (pretraining), not run_classifier's: pass another "
+     "--output_dir: to fine-tune its encoder, export it"),
+])
+def test_an_evaluation_in_another_kind_of_run_says_so_first(
+    tmp_path, recorded, model_file, message):
+  """Sweep 9 EV11/EV10: a classifier evaluated in a NER run's directory advised
+  --reinit_head (refused again when followed); in a pretraining model_dir it said "drop
+  --bert_config_file" (never given). The directory's kind of run is named first."""
+  run = _trained_run(tmp_path, recorded, model_file)
+  with pytest.raises(ValueError, match=re.escape(message.format(run=run))):
+    fine_tuning.evaluated_model(_classifier(run))
+
+
+def test_an_unreadable_run_checkpoint_is_one_message_naming_what_to_do(tmp_path):
+  """Sweep 9 EV13: the run's latest checkpoint data file cut short (a full disk): a
+  traceback ending in IndexError 'Read less bytes than requested'. Now one message naming
+  the checkpoint, the earlier checkpoint and the run's model.keras."""
+  folder = tmp_path / "checkpoints"
+
+  class Optimizer(tf.Module):
+    def __init__(self):
+      super().__init__()
+      self._trainable_variables = [tf.Variable(tf.zeros([4000]))]
+
+  for step in (1, 2):
+    tf.train.Checkpoint(optimizer=Optimizer()).write(str(folder / f"ckpt-{step}"))
+  with open(folder / "ckpt-2.data-00000-of-00001", "r+b") as f:
+    f.truncate(100)
+  own = fine_tuning.RunModel(checkpoint=str(folder / "ckpt-2"), step=2,
+                             model_file=str(tmp_path / "model.keras"))
+  with pytest.raises(ValueError, match=re.escape(
+      f"{folder / 'ckpt-2'} cannot be read as a training checkpoint (Read less bytes than "
+      f"requested): to evaluate the earlier {folder / 'ckpt-1'}, move {folder / 'ckpt-2'}.* "
+      f"out of {folder}; to evaluate the run's final model, pass "
+      f"--init_tfbert={tmp_path / 'model.keras'}")):
+    fine_tuning.restore_run_checkpoint(keras.Sequential(), own,
+                                       source_heads.Source(str(tmp_path / "model.keras")))

@@ -162,3 +162,13 @@ def test_xla_compiled_calls_carry_no_asserts(monkeypatch):
     model.predict(_features(), verbose=0)
     assert seen and all(checked is not jit_compile for checked in seen)
     seen.clear()
+
+
+def test_an_object_array_of_features_is_named_as_such():
+  config = BertConfig(**tiny_models.TINY)
+  with pytest.raises(TypeError, match=r"x \(read as input_ids\) holds strings: raw text"):
+    feature_checks.check_specs({"input_ids": np.array([[None, "a"]], dtype=object)}, config,
+                               where={"input_ids": "x (read as input_ids)"})
+  with pytest.raises(TypeError, match=r"input_ids'\] is an array of Python objects \(dtype "
+                                      r"object\): token ids are integers.*astype\('int32'\)"):
+    feature_checks.check_specs({"input_ids": np.array([[1, 2]], dtype=object)}, config)

@@ -22,7 +22,10 @@ PAIRS = tiny_models.PAIRS
     ("a text", True), (["a", "b"], True), ([("a", "b")], True), (np.array(["a"]), True),
     (np.array([b"a"], dtype=object), True), (tf.constant(["a"]), True),
     ({"input_ids": np.zeros((1, 3))}, False), (np.zeros((2, 3), np.int32), False),
-    ([1, 2], False), ([], True), (tf.zeros([2, 3], tf.int32), False)])
+    ([1, 2], False), ([], True), (tf.zeros([2, 3], tf.int32), False),
+    # Texts with a missing one first are texts; ids stay ids.
+    ([None, "good"], True), (np.array([np.nan, "good"], dtype=object), True),
+    (np.array([[1, 2]], dtype=object), False), ([[1, 2], [3, 4]], False)])
 def test_what_counts_as_raw_text(x, expected):
   assert text_calls.is_text(x) is expected
 
@@ -199,3 +202,56 @@ def test_keras_calls_and_the_text_calls_read_the_same_text_containers():
       with pytest.raises(TypeError, match=rf"^{what} must be a str or a list of str \(or of "
                                           rf"\(text_a, text_b\) pairs\), {ending}"):
         call(given, verbose=0)
+
+
+def _every_model_kind():
+  import keras  # pylint: disable=import-outside-toplevel
+
+  from tfbert import BertPretrainer, BertSpanLabeler  # pylint: disable=import-outside-toplevel
+  from tfbert.embeddings.sentence_encoder import BertSentenceEncoder  # pylint: disable=import-outside-toplevel
+  config = BertConfig(**tiny_models.TINY)
+  return keras, {"classifier": (BertClassifier(config, 2), "loss, accuracy"),
+                 "pretrainer": (BertPretrainer(config), "loss, mlm_loss, mlm_accuracy"),
+                 "span": (BertSpanLabeler(config), "loss"),
+                 "tagger": (BertTokenClassifier(config, ("O", "B-x")), "loss"),
+                 "encoder": (BertSentenceEncoder(config), "loss")}
+
+
+def test_compile_refuses_a_loss_or_metrics_the_models_steps_would_ignore():
+  keras, models = _every_model_kind()
+  for kind, (model, reported) in models.items():
+    for given, named in [({"loss": "mean_squared_error", "metrics": [keras.metrics.AUC()]},
+                          "loss or metrics"),
+                         ({"loss_weights": [1.0]}, "loss_weights"),
+                         ({"weighted_metrics": ["accuracy"]}, "weighted_metrics")]:
+      with pytest.raises(ValueError, match=(
+          rf"{type(model).__name__}.compile takes no {named}: .* trains on its own loss and "
+          rf"fit / evaluate report its own metrics \({reported}.*\).*compile\(optimizer=")):
+        model.compile(optimizer="adam", **given)
+      assert not model.compiled, kind
+    model.compile(optimizer="adam", metrics=[], jit_compile=False)  # The README's: accepted.
+    assert model.compiled, kind
+
+
+def test_a_compiled_model_loads_compiled_with_its_optimizer(tmp_path):
+  import keras  # pylint: disable=import-outside-toplevel
+  model = BertClassifier(BertConfig(**tiny_models.TINY), 2)
+  model.build()
+  model.compile(optimizer=keras.optimizers.SGD(0.25))
+  model.save(tmp_path / "model.keras")
+  loaded = keras.saving.load_model(tmp_path / "model.keras")
+  assert loaded.compiled
+  assert isinstance(loaded.optimizer, keras.optimizers.SGD)
+  assert float(loaded.optimizer.learning_rate) == 0.25
+
+
+@pytest.mark.parametrize("x", [np.array([None, "good", 3.5], dtype=object),
+                               [None, "good", 3.5]])
+def test_texts_with_other_items_are_refused_naming_each_by_index_and_value(x):
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  with pytest.raises(TypeError, match=r"x holds texts, but not only: x\[0\] is None \(NoneType\), "
+                                      r"x\[2\] is 3.5 \(float\), not a str"):
+    model.predict(x, verbose=0)
+  model.compile(optimizer="adam")
+  with pytest.raises(TypeError, match=r"x\[0\] is None \(NoneType\), x\[2\] is 3.5"):
+    model.fit(x, ["0", "1", "0"], verbose=0)

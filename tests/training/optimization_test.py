@@ -106,3 +106,32 @@ def test_works_in_keras_fit_under_mirrored_strategy_and_equals_the_big_batch():
     sgd.apply(tape.gradient(loss, reference.trainable_variables), reference.trainable_variables)
   assert int(model.optimizer.iterations.numpy()) == 2
   assert training_loop.max_weight_diff(model, reference) < 1e-5  # float32 reordering only
+
+
+@pytest.mark.parametrize("settings, named", [
+    (dict(optimizer="sgd", weight_decay_rate=0.05), "weight_decay_rate: not read by "
+     "optimizer=sgd (of its optimizer-specific settings it reads only momentum), so "),
+    (dict(optimizer="lamb", momentum=0.5), "momentum: not read by optimizer=lamb (of its "
+     "optimizer-specific settings it reads only weight_decay_rate, "
+     "exclude_from_weight_decay, exclude_from_layer_adaptation"),
+    (dict(optimizer="adamw", exclude_from_layer_adaptation=["bias"]),
+     "exclude_from_layer_adaptation: not read by optimizer=adamw"),
+    (dict(optimizer="sgd", exclude_from_weight_decay=("bias",)),
+     "or choose optimizer=adamw or lamb"),
+])
+def test_a_setting_the_optimizer_does_not_read_is_refused(settings, named):
+  """Sweep 9 PT10/AL02/AL04: SGD trained without the weight decay it was given, LAMB without
+  the momentum, without a word."""
+  with pytest.raises(ValueError, match="OptimizerConfig: ") as e:
+    optimization.OptimizerConfig(**settings)
+  assert named in str(e.value)
+
+
+@pytest.mark.parametrize("settings", [
+    dict(optimizer="sgd"), dict(optimizer="sgd", weight_decay_rate=0.0, momentum=0.5),
+    dict(optimizer="sgd",
+         exclude_from_weight_decay=list(optimization.BERT_WEIGHT_DECAY_EXCLUSIONS)),
+    dict(optimizer="lamb", weight_decay_rate=0.1, exclude_from_layer_adaptation=["bias"]),
+    dict(optimizer="adamw", momentum=0.9)])
+def test_defaults_of_settings_the_optimizer_does_not_read_are_accepted(settings):
+  optimization.create_optimizer(optimization.OptimizerConfig(**settings))

@@ -66,9 +66,17 @@ def initial_model(config: AlignmentConfig) -> keras.Model:
 
 
 def write_initial_checkpoint(config: AlignmentConfig, workdir: str) -> str:
-  """Builds the model from `config.seed` once and writes it; returns the checkpoint prefix."""
+  """Builds the model from `config.seed` once and writes it; returns the checkpoint prefix.
+
+  Raises:
+    FileNotFoundError: the checkpoint's `.index` is a symbolic link to nothing, named.
+  """
   prefix = initial_checkpoint_prefix(workdir)
-  if not files.exists(prefix + ".index"):
+  index = prefix + ".index"
+  if files.dangling_link(index) is not None:  # Neither a checkpoint nor a place to write.
+    raise FileNotFoundError(files.missing_file_message(index, "initial checkpoint index")
+                            + ": remove it, and tfbert writes the initial checkpoint there")
+  if not files.exists(index):
     google_checkpoint.export_google_checkpoint(initial_model(config), prefix)
   return prefix
 

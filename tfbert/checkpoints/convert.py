@@ -267,6 +267,10 @@ def other_kind(path: str) -> Optional[str]:
   if not located or located == ("tfbert", path):
     return None
   kind, target = located
+  if kind == "google":
+    problem = google_checkpoint.training_checkpoint_problem(target)
+    if problem:
+      return problem
   what = _LOCATED[kind]
   if kind == "tfbert":  # A run directory.
     return f"{path} is a tfbert run directory, not a .keras model file: pass its model {target}"
@@ -318,10 +322,16 @@ def check_source(fmt: str, path: str, flag: str, spellings: Mapping[str, str],
 
   Raises:
     FileNotFoundError: nothing at `path`; a Google checkpoint without the config it needs.
-    ValueError: `path` is another kind, or none, naming the flag and what it takes.
+    ValueError: `path` is another kind, or none, naming the flag and what it takes; a tfbert
+      run's training checkpoint (`google_checkpoint.training_checkpoint_problem`), naming
+      the run's model.keras.
   """
   if fmt not in FORMATS:
     raise ValueError(f"unknown checkpoint format {fmt!r}; use one of {FORMATS}")
+  if files.isfile(path + ".index"):  # Whatever the format: never read as a model.
+    problem = google_checkpoint.training_checkpoint_problem(path)
+    if problem:
+      raise ValueError(f"{flag} {problem}")
   if not _is_kind(fmt, path):
     located = _located(path)
     if located:

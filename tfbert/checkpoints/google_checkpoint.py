@@ -66,6 +66,9 @@ def read_google_checkpoint(prefix: str) -> dict[str, np.ndarray]:
   """
   prefix = files.as_path(prefix, "prefix")
   reader = _open_index(prefix)
+  problem = training_checkpoint_problem(prefix, reader.get_variable_to_shape_map())
+  if problem:
+    raise ValueError(problem)
   data_files = sorted(tf.io.gfile.glob(prefix + ".data-?????-of-?????"))
   if not data_files:
     raise FileNotFoundError(f"checkpoint {prefix}: data file {prefix}.data-00000-of-00001 is "
@@ -88,6 +91,49 @@ def list_google_checkpoint(prefix: str) -> dict[str, tuple[int, ...]]:
   prefix = files.as_path(prefix, "prefix")
   reader = _open_index(prefix)
   return {name: tuple(shape) for name, shape in sorted(reader.get_variable_to_shape_map().items())}
+
+
+# The scopes of a tfbert training checkpoint (`tf.train.Checkpoint(model=..., optimizer=...)`,
+# as `tfbert.training.training_loop` saves it in a run's checkpoints/): object-based names,
+# `<scope>/.../.ATTRIBUTES/VARIABLE_VALUE`, never a Google checkpoint's `bert/...`.
+TRAINING_SCOPES = ("model/", "optimizer/")
+RUN_MODELS = ("model.keras", os.path.join("best", "model.keras"))
+
+
+def training_checkpoint_problem(prefix: str, names: Optional[Any] = None) -> Optional[str]:
+  """Where a Google checkpoint (or a model) is wanted: the message naming `prefix` as a
+  tfbert run's training checkpoint and the run's model to use instead; None for any other
+  prefix (no readable index: the callers name that their own way).
+
+  Args:
+    prefix: a checkpoint prefix (`<prefix>.index`).
+    names: its tensor names, when already read (else read from the index alone).
+  """
+  if names is None:
+    try:
+      names = list_google_checkpoint(prefix)
+    except (OSError, ValueError):
+      return None
+  if not any(name.startswith(TRAINING_SCOPES) and "/.ATTRIBUTES/" in name for name in names):
+    return None
+  directory = os.path.dirname(os.path.abspath(prefix))
+  run = os.path.dirname(directory) if os.path.basename(directory) == "checkpoints" else None
+  if run is None or not files.isfile(os.path.join(run, "run_config.json")):
+    return (f"{prefix} is a training checkpoint of a tfbert run (its model and optimizer "
+            "state, to resume training), not a model to read: use the run's model.keras "
+            "(convert_checkpoint --input_format=tfbert --input=<run>/model.keras)")
+  found = [os.path.join(run, name) for name in RUN_MODELS
+           if files.isfile(os.path.join(run, name))]
+  if found:
+    return (f"{prefix} is a training checkpoint of the tfbert run {run} (its model and "
+            f"optimizer state, to resume training), not a model to read: convert "
+            f"{' (or '.join(found)}{')' if len(found) > 1 else ''} "
+            f"(convert_checkpoint --input_format=tfbert --input={found[0]})")
+  return (f"{prefix} is a training checkpoint of the tfbert run {run} (its model and "
+          f"optimizer state, to resume training), not a model to read, and the run has no "
+          f"{os.path.join(run, 'model.keras')} yet (evaluating does not write one): finish "
+          f"its training (rerun its command, --do_train --output_dir={run}: it resumes from "
+          "its latest checkpoint and writes model.keras at the end), then convert that")
 
 
 def prefixes_in(directory: str) -> list[str]:
@@ -114,6 +160,9 @@ def check_prefix(prefix: str, flag: str = "") -> None:
     raise ValueError(f"{said}{prefix} is a directory: give the checkpoint's prefix, its "
                      f".index file's path without .index (e.g. {example})")
   index = prefix + ".index"
+  if files.dangling_link(index) is not None:  # tf.io.gfile.exists follows the link.
+    raise FileNotFoundError(f"{said}no checkpoint at {prefix!r}: "
+                            + files.missing_file_message(index, "its index file"))
   if not tf.io.gfile.exists(index):
     hint = ""
     if prefix.endswith(".keras") and files.isfile(prefix):

@@ -86,6 +86,8 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
        "skip_malformed_rows"})
   INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + (
       "data_dir", "train_file", "eval_file", "predict_file")
+  RUN_DEFINES = frozenset({"task_name", "custom"})  # The labels and pair arity.
+  RUN_SETTINGS = fine_tuning.FineTuningConfig.RUN_SETTINGS | RUN_DEFINES | {"max_seq_length"}
   task_name: str
   data_dir: Optional[str] = None
   train_file: Optional[str] = None

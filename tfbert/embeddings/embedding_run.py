@@ -59,6 +59,9 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
   INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + (
       "train_file", "dev_file", "ir_queries_file", "ir_corpus_file", "ir_qrels_file")
   OUTPUT_PATHS = fine_tuning.FineTuningConfig.OUTPUT_PATHS + ("sentence_transformers_dir",)
+  RUN_DEFINES = frozenset({"pooling_mode", "normalize"})
+  RUN_SETTINGS = fine_tuning.FineTuningConfig.RUN_SETTINGS | RUN_DEFINES | {
+      "max_seq_length", "loss", "scale", "symmetric"}
   train_file: Optional[str] = None
   dev_file: Optional[str] = None
   do_eval: bool = False

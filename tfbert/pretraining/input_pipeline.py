@@ -65,15 +65,21 @@ _STREAMS = ((stat.S_ISFIFO, "a pipe"), (stat.S_ISSOCK, "a socket"),
             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
-def entry_problem(path: str) -> Optional[str]:
-  """Why the existing directory entry `path` cannot serve as a pretraining data file, as
-  "is ...", or None (a URL, a readable file or directory, or nothing there).
+# Why pretraining refuses a stream (`entry_problem`'s default reason).
+PRETRAINING_REREADS = ("pretraining reads each data file more than once (a check before the "
+                       "run, then the run itself)")
+
+
+def entry_problem(path: str, reason: str = PRETRAINING_REREADS) -> Optional[str]:
+  """Why the existing directory entry `path` cannot serve as a data file, as "is ...", or
+  None (a URL, a readable file or directory, or nothing there).
 
   Unreadable: a symbolic link loop, a symbolic link to nothing, no read permission (a
   glob drops the first two, so they read as "no file matches" though `ls` lists them). Not
   a file: a pipe (such as bash's `<(...)`, a `/dev/fd/N`), a socket or a device, which can
   be read only once, while pretraining reads every data file more than once (the check
-  before the run, then the run, again each epoch).
+  before the run, then the run, again each epoch; fine-tuning hashes each file for its
+  records, then reads it): `reason` says why, for the reader at hand.
   """
   if files.is_url(path) or not os.path.lexists(path):
     return None
@@ -88,9 +94,7 @@ def entry_problem(path: str) -> Optional[str]:
     return f"cannot be read: {error.strerror or error}"
   for test, what in _STREAMS:
     if test(mode):
-      return (f"is {what}: pretraining reads each data file more than once (a check before "
-              "the run, then the run itself), which a stream cannot serve; write it to a "
-              "file first")
+      return (f"is {what}: {reason}, which a stream cannot serve; write it to a file first")
   if stat.S_ISREG(mode) and not os.access(path, os.R_OK):
     return "cannot be read (permission denied)"
   return None
@@ -105,10 +109,11 @@ def _named_entries(pattern: str, found: Sequence[str]) -> list:
   return [pattern] if os.path.lexists(pattern) else []
 
 
-def input_problems(inputs: Mapping[str, Union[str, Sequence[str]]]) -> list:
+def input_problems(inputs: Mapping[str, Union[str, Sequence[str]]],
+                   reason: str = PRETRAINING_REREADS) -> list:
   """What is wrong with the data files that inputs (`{"--input_files": patterns}`) name
-  (`entry_problem`), each as "--flag path is ...", before any work. A pattern that matches
-  nothing is left to `expand_files`."""
+  (`entry_problem`, with `reason` for a stream), each as "--flag path is ...", before any
+  work. A pattern that matches nothing is left to `expand_files`."""
   problems = []
   for name, value in inputs.items():
     patterns = [value] if isinstance(value, str) else list(value or ())
@@ -116,7 +121,7 @@ def input_problems(inputs: Mapping[str, Union[str, Sequence[str]]]) -> list:
       if not pattern or files.is_url(pattern):
         continue
       for path in sorted(_named_entries(pattern, tf.io.gfile.glob(pattern))):
-        problem = entry_problem(path)
+        problem = entry_problem(path, reason)
         if problem and not _never_data(os.path.basename(path)):
           problems.append(f"{name} {path} {problem}")
   return problems

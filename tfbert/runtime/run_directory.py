@@ -45,6 +45,7 @@ import hashlib
 import json
 import os
 import socket
+import stat
 import threading
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Optional, Sequence
@@ -244,6 +245,22 @@ def differences(recorded: dict, new: dict, may_change: Iterable[str] = ()) -> li
   return found
 
 
+def _refuse_streams(paths: Sequence[str]) -> None:
+  """Raises ValueError for a path that is a pipe, socket or device: its content is gone once
+  read (the run read it already), so opening it again to hash it would wait forever."""
+  for path in paths:
+    if files.is_url(path):
+      continue
+    try:
+      mode = os.stat(path).st_mode
+    except OSError:
+      continue  # (Left to the reads below, which name it.)
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+      raise ValueError(f"{path} is a pipe, socket or device: tfbert reads each data file more "
+                       "than once (to hash it for the run's records, then to read it); write "
+                       "it to a file first")
+
+
 def data_identity(paths: Sequence[str], content: bool = True) -> list[dict[str, Any]]:
   """What identifies a run's data files: [{"file", "bytes", "sha256"}] per path.
 
@@ -252,7 +269,12 @@ def data_identity(paths: Sequence[str], content: bool = True) -> list[dict[str, 
     content: also hash each file's content (a training file of a fine-tuning run: a read
       that costs less than its tokenization); False: name and size only (pretraining
       shards, which may be terabytes).
+
+  Raises:
+    ValueError: for a pipe, socket or device (named), which could not be read again (the
+      tools refuse one before any work: `tfbert_flags.common_flags.check_data_files`).
   """
+  _refuse_streams(paths)
   identity = []
   for path in paths:
     entry = {"file": files.absolute(path), "bytes": files.size(path)}

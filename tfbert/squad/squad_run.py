@@ -97,6 +97,7 @@ class SquadRunConfig(fine_tuning.FineTuningConfig):
       {"do_predict", "predict_file", "predict_articles", "predict_batch_size",
        "postprocess"})
   INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + ("train_file", "predict_file")
+  RUN_SETTINGS = fine_tuning.FineTuningConfig.RUN_SETTINGS | {"features"}  # The windows.
   do_predict: bool = False
   train_file: Optional[str] = None
   predict_file: Optional[str] = None

@@ -69,6 +69,9 @@ class NerRunConfig(fine_tuning.FineTuningConfig):
       {"do_eval", "do_predict", "eval_file", "predict_file", "eval_batch_size"})
   INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + (
       "train_file", "eval_file", "predict_file")
+  RUN_DEFINES = frozenset({"tag_scheme"})  # What the labels mean.
+  RUN_SETTINGS = fine_tuning.FineTuningConfig.RUN_SETTINGS | RUN_DEFINES | {
+      "max_seq_length", "doc_stride"}
   train_file: Optional[str] = None
   eval_file: Optional[str] = None
   predict_file: Optional[str] = None

@@ -70,6 +70,11 @@ class FineTuningConfig:
   INPUT_PATHS: ClassVar[tuple[str, ...]] = (
       "vocab_file", "bert_config_file", "init_checkpoint", "init_hf_dir", "init_tfbert")
   OUTPUT_PATHS: ClassVar[tuple[str, ...]] = ("output_dir", "export_dir")
+  # An evaluation of a run's own model (`run_settings`): the fields it takes from the run's
+  # run_config.json when not given (left at their default), and of them those that define
+  # what the model means (task, pooling, labels), refused when given otherwise.
+  RUN_SETTINGS: ClassVar[frozenset] = frozenset({"do_lower_case"})
+  RUN_DEFINES: ClassVar[frozenset] = frozenset()
   output_dir: str
   do_train: bool = False
   vocab_file: Optional[str] = None
@@ -323,6 +328,142 @@ def trained_model(output_dir: str) -> Optional[RunModel]:
                   step=step, model_file=model_file)
 
 
+RUN_CONFIG_FILE = "run_config.json"  # A run's settings, in its output directory.
+# The kinds of run a run_config.json records, each told by a field only its config has:
+# (field, tool, what it trains).
+RUN_KINDS = (("model_dir", "run_pretraining", "pretraining"),
+             ("task_name", "run_classifier", "sequence classification"),
+             ("tag_scheme", "run_ner", "token classification"),
+             ("features", "run_squad", "question answering"),
+             ("pooling_mode", "run_embeddings", "sentence embeddings"))
+
+
+def run_kind(fields) -> Optional[tuple[str, str]]:
+  """(tool, what it trains) of a run whose config has `fields` (`RUN_KINDS`), or None."""
+  return next(((tool, what) for field, tool, what in RUN_KINDS if field in fields), None)
+
+
+def recorded_settings(output_dir: str) -> Optional[dict[str, Any]]:
+  """The settings `output_dir`'s run recorded (its run_config.json), or None without one.
+
+  Raises:
+    ValueError: the file is not a JSON object; naming it and what to do.
+  """
+  path = os.path.join(output_dir, RUN_CONFIG_FILE)
+  if not files.isfile(path):
+    return None
+  try:
+    values = json.loads(files.read_text(path))
+  except (OSError, ValueError) as error:
+    values = error
+  if not isinstance(values, dict):
+    raise ValueError(f"{path} cannot be read as the run's settings ({values}): restore it, "
+                     "or pass another --output_dir")
+  return values
+
+
+def _other_kind_advice(output_dir: str, mine: tuple[str, str], theirs: tuple[str, str]
+                       ) -> str:
+  """How to go on from another kind of run's directory (`check_run_kind`)."""
+  model_file = os.path.join(output_dir, MODEL_FILE)
+  if files.isfile(model_file):
+    head = mine[0] != "run_embeddings" and theirs[0] != "run_embeddings"
+    return (f", or --init_tfbert={model_file} --do_train to start a {mine[1]} model from "
+            f"its encoder" + (" with --reinit_head" if head else ""))
+  if theirs[0] == "run_pretraining":
+    return (": to fine-tune its encoder, export it (run_pretraining --export_dir) and pass "
+            "--init_checkpoint=<export_dir>/google/bert_model.ckpt --do_train")
+  return ""
+
+
+def check_run_kind(config: FineTuningConfig, recorded: Optional[dict[str, Any]]) -> None:
+  """Refuses an output directory holding another kind of run (`RUN_KINDS`: its
+  run_config.json's fields say which) to a run that does not train: it would take that
+  run's model as this task's and write its results into that run.
+
+  Raises:
+    ValueError: naming the directory, both kinds and what to pass.
+  """
+  if recorded is None:
+    return
+  theirs = run_kind(recorded)
+  mine = run_kind({f.name for f in dataclasses.fields(config)})
+  if theirs is None or mine is None or theirs == mine:
+    return
+  raise ValueError(
+      f"{config.output_dir} holds a {theirs[0]} run ({theirs[1]}), not {mine[0]}'s: pass "
+      f"another --output_dir{_other_kind_advice(config.output_dir, mine, theirs)}")
+
+
+def _default(field: dataclasses.Field) -> Any:
+  """A dataclass field's default value (`dataclasses.MISSING` for a required field)."""
+  if field.default_factory is not dataclasses.MISSING:
+    return field.default_factory()
+  return field.default
+
+
+def run_settings(config: FineTuningConfig, recorded: Optional[dict[str, Any]]
+                 ) -> FineTuningConfig:
+  """`config` with the settings of the run whose own model it evaluates (`recorded`, its
+  run_config.json): those that define the model and its task (`RUN_SETTINGS`: task,
+  pooling, labels, casing, sequence length, ...).
+
+  A setting not given (left at its default) is taken from the record, and logged; one
+  given otherwise than the record that changes what the model means (`RUN_DEFINES`) is
+  refused. Evaluation-only settings (batch sizes, files, ...) are this run's.
+
+  Raises:
+    ValueError: a `RUN_DEFINES` setting given otherwise; naming both values.
+  """
+  if recorded is None:
+    return config
+  values = json.loads(config.to_json()) | {
+      name: value for name, value in recorded.items() if name in type(config).RUN_SETTINGS}
+  from_json = getattr(type(config), "from_json", None)
+  try:  # This run's config with the run's settings: read as the config reads its fields.
+    theirs = from_json(json.dumps(values)) if from_json else type(config)(**values)
+  except (TypeError, ValueError) as error:
+    raise ValueError(f"{os.path.join(config.output_dir, RUN_CONFIG_FILE)}: the run's "
+                     f"settings do not fit this run ({error}): restore it, or pass another "
+                     "--output_dir") from None
+  adopted, refused = {}, []
+  for field in dataclasses.fields(config):
+    name = field.name
+    if name not in type(config).RUN_SETTINGS or name not in recorded:
+      continue
+    mine, record = getattr(config, name), getattr(theirs, name)
+    if mine == record:
+      continue
+    if field.default is not dataclasses.MISSING or field.default_factory is not (
+        dataclasses.MISSING):
+      if mine == _default(field):
+        adopted[name] = record
+        continue
+    if name in type(config).RUN_DEFINES:
+      refused.append(f"--{name}={_flag_value(mine)} (the run's: {_flag_value(record)})")
+  if refused:
+    raise ValueError(
+        f"{config.output_dir} holds a trained run and this run evaluates its model without "
+        f"training, with another {'; '.join(refused)}: that is not the model the run "
+        "trained. Drop the flag to evaluate the run's model, or pass another --output_dir")
+  for name, value in adopted.items():
+    logging.info("evaluating the run's model with its setting %s=%s (%s), not given here",
+                 name, _flag_value(value), RUN_CONFIG_FILE)
+  return dataclasses.replace(config, **adopted) if adopted else config
+
+
+def _flag_value(value: Any) -> str:
+  """A setting as a flag would spell it."""
+  if dataclasses.is_dataclass(value):
+    return json.dumps(dataclasses.asdict(value))
+  return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _real_path(path: str) -> str:
+  """A local path with its links resolved (`os.path.realpath`); a URL as given."""
+  return path if files.is_url(path) else os.path.realpath(path)
+
+
 def _source_flag(config: FineTuningConfig) -> str:
   """The `--init_*` flag that names the initial source."""
   return next(f"--{name}" for name in ("init_checkpoint", "init_hf_dir", "init_tfbert")
@@ -339,9 +480,11 @@ def evaluated_model(config: FineTuningConfig
   checkpoint, exactly the trained weights (`restore_run_checkpoint`), or without
   checkpoints its `model.keras`. Its `model.keras`, when there, becomes `init_tfbert` (the
   run's model config, labels and vocabulary come with it, as with
-  `--init_tfbert=<run>/model.keras`). An `--init_*` source inside the directory (its
-  `model.keras`, `best/model.keras`) is the run's own, and is evaluated as given; one
-  outside it is refused: the evaluation would score another model and write its results
+  `--init_tfbert=<run>/model.keras`), and the settings the run recorded that define its
+  model and task (`run_settings`); a directory of another kind of run is refused
+  (`check_run_kind`). An `--init_*` source inside the directory (its
+  `model.keras`, `best/model.keras`; links resolved) is the run's own, and is evaluated as
+  given; one outside it is refused: the evaluation would score another model and write its results
   over the run's. Without a trained run an `--init_*` source is needed: random weights are
   never evaluated.
 
@@ -355,6 +498,8 @@ def evaluated_model(config: FineTuningConfig
   if config.do_train:
     return config, None
   own = trained_model(config.output_dir) if files.isdir(config.output_dir) else None
+  recorded = recorded_settings(config.output_dir) if files.isdir(config.output_dir) else None
+  check_run_kind(config, recorded)
   source = init_source(config)
   if own is None:
     if source is None:
@@ -364,7 +509,7 @@ def evaluated_model(config: FineTuningConfig
           "--init_hf_dir/--init_checkpoint, or --do_train")
     return config, None
   if source is not None:
-    if not files.inside(source, config.output_dir):
+    if not files.inside(_real_path(source), _real_path(config.output_dir)):
       flag = _source_flag(config)
       raise ValueError(
           f"{flag} {source}: {config.output_dir} holds a trained run (its model: "
@@ -373,7 +518,8 @@ def evaluated_model(config: FineTuningConfig
           f"drop {flag}; to evaluate {source}, pass another --output_dir")
     logging.info("evaluating %s %s (given, in the run's directory), not the run's latest "
                  "model (%s)", _source_flag(config), source, own.describe())
-    return config, None
+    return run_settings(config, recorded), None
+  config = run_settings(config, recorded)
   if not own.checkpoint:  # `restore_run_checkpoint` names a checkpoint and its step.
     logging.info("evaluating the run's model: %s", own.model_file)
   if own.model_file:
@@ -382,47 +528,79 @@ def evaluated_model(config: FineTuningConfig
 
 
 def restore_run_checkpoint(model: keras.Model, own: RunModel,
-                           source: source_heads.Source) -> None:
+                           source: source_heads.Source, bert_config_given: bool = False
+                           ) -> None:
   """Loads the run's latest checkpoint (`own.checkpoint`) into `model`: exactly the
   trained weights.
 
   The training loop's checkpoint holds the model's trainable variables in the optimizer's
   list (`_trainable_variables`, the order of `model.trainable_variables`; the model's own
   object graph does not reach the variables of its layer lists), which is how its resume
-  finds them; they are read from there, in that order, each shape checked.
+  finds them; they are read from there, in that order, each shape checked. A checkpoint
+  that cannot be read names an earlier one or the run's model.keras
+  (`_read_run_checkpoint`); with `bert_config_given` a misfit names --bert_config_file.
 
   Raises:
     ValueError: the model's labels are not the run's model's (`source`, its `model.keras`),
-      or the checkpoint does not hold this model's variables; naming the checkpoint.
+      or the checkpoint cannot be read or does not hold this model's variables; naming the
+      checkpoint.
   """
   labels = getattr(model, "labels", None)
   if labels is not None and source.labels is not None and tuple(labels) != source.labels:
     raise ValueError(f"{own.checkpoint}: the run's model has the labels "
                      f"{list(source.labels)}, this run's are {list(labels)} (in this order): "
                      "evaluate with the run's labels")
-  hint = ("evaluate with the run's bert_config.json and labels (drop --bert_config_file), "
-          "or use another --output_dir")
-  try:
-    reader = tf.compat.v1.train.NewCheckpointReader(own.checkpoint)
-    keys = _trainable_keys(reader)
-  except (tf.errors.OpError, ValueError) as error:
-    text = error.message if isinstance(error, tf.errors.OpError) else str(error)
-    reason = (text.strip().splitlines() or [type(error).__name__])[0]
-    raise ValueError(f"{own.checkpoint} cannot be read as a training checkpoint ({reason}): "
-                     "restore the run's checkpoints, or use another --output_dir") from None
+  hint = ("evaluate with the run's bert_config.json and labels"
+          + (" (drop --bert_config_file)" if bert_config_given else "")
+          + ", or use another --output_dir")
+  keys, shapes, reader = _read_run_checkpoint(own, lambda reader: (
+      _trainable_keys(reader), reader.get_variable_to_shape_map(), reader))
   variables = model.trainable_variables
   if len(keys) != len(variables):
     raise ValueError(f"{own.checkpoint} holds {len(keys)} trainable variables, this model "
                      f"{len(variables)}: {hint}")
-  shapes = reader.get_variable_to_shape_map()
   misfit = [f"{v.path}: {tuple(shapes[k])} vs {tuple(v.shape)}"
             for v, k in zip(variables, keys) if tuple(shapes[k]) != tuple(v.shape)]
   if misfit:
     raise ValueError(f"{own.checkpoint} does not fit this model ({'; '.join(misfit[:3])}): "
                      f"{hint}")
-  for variable, key in zip(variables, keys):
-    variable.assign(reader.get_tensor(key))
+  values = _read_run_checkpoint(own, lambda _: [reader.get_tensor(key) for key in keys])
+  for variable, value in zip(variables, values):
+    variable.assign(value)
   logging.info("evaluating the run's model: %s (applied step %s)", own.checkpoint, own.step)
+
+
+def _read_run_checkpoint(own: RunModel, read: Callable[[Any], Any]) -> Any:
+  """`read(reader)` of the run's checkpoint (`own.checkpoint`); any failure reading it (a
+  missing, cut or corrupt file) is one message naming the checkpoint and what to do.
+
+  Raises:
+    ValueError: naming the checkpoint, an earlier one of the run or its model.keras.
+  """
+  try:
+    return read(tf.compat.v1.train.NewCheckpointReader(own.checkpoint))
+  except Exception as error:  # pylint: disable=broad-except  # Whatever the reader raises.
+    text = error.message if isinstance(error, tf.errors.OpError) else str(error)
+    reason = (text.strip().splitlines() or [type(error).__name__])[0]
+    raise ValueError(f"{own.checkpoint} cannot be read as a training checkpoint ({reason}): "
+                     f"{_unreadable_checkpoint_advice(own)}") from None
+
+
+def _unreadable_checkpoint_advice(own: RunModel) -> str:
+  """What to do when the run's latest checkpoint cannot be read: evaluate an earlier one,
+  or the run's model.keras, or restore the checkpoint."""
+  folder = os.path.dirname(own.checkpoint)
+  earlier = sorted((int(m.group(1)) for m in map(_CHECKPOINT_INDEX.fullmatch,
+                                                  files.listdir(folder))
+                    if m and int(m.group(1)) != own.step), reverse=True)
+  ways = []
+  if earlier:
+    ways.append(f"to evaluate the earlier {os.path.join(folder, f'ckpt-{earlier[0]}')}, move "
+                f"{own.checkpoint}.* out of {folder}")
+  if own.model_file:
+    ways.append(f"to evaluate the run's final model, pass --init_tfbert={own.model_file}")
+  ways.append("or restore the checkpoint, or pass another --output_dir")
+  return "; ".join(ways)
 
 
 def _trainable_keys(reader) -> list[str]:
@@ -621,6 +799,10 @@ def check_sources(config: FineTuningConfig) -> None:
       output that is an existing file, lies below one or cannot be created.
   """
   paths.check_outputs(paths.fields(config, config.OUTPUT_PATHS))
+  for flag in ("init_hf_dir", "init_tfbert"):  # Not "no such directory", nor read later.
+    source = getattr(config, flag)
+    if source and files.dangling_link(source) is not None:
+      raise FileNotFoundError(files.missing_file_message(source, f"--{flag}"))
   if config.init_hf_dir and not files.isdir(config.init_hf_dir):
     raise FileNotFoundError(f"--init_hf_dir {config.init_hf_dir}: no such directory (a "
                             "Hugging Face model directory: config.json, model.safetensors)")

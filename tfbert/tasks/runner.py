@@ -140,7 +140,7 @@ def build_model(task: Task, config: fine_tuning.FineTuningConfig, labels,
                                        head_is_trained=task.head_is_trained(config),
                                        reinit_head=config.reinit_head)
   if own is not None and own.checkpoint:  # Over its model.keras: the latest weights.
-    fine_tuning.restore_run_checkpoint(model, own, source)
+    fine_tuning.restore_run_checkpoint(model, own, source, bool(config.bert_config_file))
   return model
 
 

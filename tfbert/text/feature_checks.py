@@ -68,10 +68,11 @@ def _dtype(value) -> Optional[tf.DType]:
 
 
 def is_string(value) -> bool:
-  """Whether `value` is an array or tensor of strings."""
+  """Whether `value` is an array or tensor of strings (an object array holding any: a
+  missing text first, None or NaN, does not make texts token ids)."""
   kind = getattr(getattr(value, "dtype", None), "kind", None)
   if kind == "O":
-    return getattr(value, "size", 0) > 0 and isinstance(value.flat[0], (str, bytes))
+    return any(isinstance(item, (str, bytes)) for item in value.flat)
   return kind in ("U", "S") or _dtype(value) == tf.string
 
 
@@ -127,6 +128,10 @@ def check_specs(features, config, names: Optional[Sequence[str]] = None,
     value, dtype = features[name], _dtype(features[name])
     if is_string(value):
       raise TypeError(f"{where[name]} holds strings: {RAW_TEXT}")
+    if getattr(getattr(value, "dtype", None), "kind", None) == "O":
+      raise TypeError(f"{where[name]} is an array of Python objects (dtype object): "
+                      f"{_INTEGERS[name]} are integers (int32 or int64); cast them, e.g. with "
+                      ".astype('int32')")
     if dtype is not None and not (dtype.is_integer or (dtype.is_bool and name == "input_mask")):
       raise TypeError(f"{where[name]} is {dtype.name}: {_INTEGERS[name]} are integers (int32 "
                       "or int64), and a fraction would be cut off (1037.7 read as 1037); "

@@ -67,11 +67,60 @@ def implementation(model) -> Any:
   return _IMPLEMENTATION
 
 
+# What Keras' `compile` takes that a tfbert model's own steps never read.
+NOT_COMPILED = ("loss", "loss_weights", "metrics", "weighted_metrics")
+
+
+def reported_metrics(model) -> list[str]:
+  """The names a model's `fit` and `evaluate` report (its `metrics`, with the names its
+  `metric_directions` list holds), in order, once each; `loss` first (a pretrainer's is
+  the sum of its head losses)."""
+  names = ["loss"]
+  for metric in model.metrics:
+    for inner in getattr(metric, "metrics", None) or [metric]:
+      if inner.name not in names:
+        names.append(inner.name)
+  return names
+
+
 class CheckedInputs:
   """Mixin: Keras' `predict`, `fit` and `evaluate` with the model's inputs checked first (see
-  the module docstring); the model names the features it reads in `input_names`."""
+  the module docstring); the model names the features it reads in `input_names`. Its
+  `compile` takes no loss and no metric: the model's steps compute their own."""
 
   input_names: tuple[str, ...] = FEATURE_NAMES  # A pretrainer reads its labels there too.
+
+  def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
+              weighted_metrics=None, **kwargs):
+    """Keras' `compile`, refusing what the model's own `train_step` and `test_step` would
+    ignore: a `loss` or `loss_weights` (it trains on its own loss) and `metrics` or
+    `weighted_metrics` (it reports its own, `reported_metrics`).
+
+    Raises:
+      ValueError: any of those given, naming what the model computes instead.
+    """
+    given = {"loss": loss, "loss_weights": loss_weights, "metrics": metrics,
+             "weighted_metrics": weighted_metrics}
+    refused = [name for name, value in given.items()
+               if value is not None and not (name.endswith("metrics") and not value)]
+    if refused:
+      kind = type(self).__name__
+      raise ValueError(
+          f"{kind}.compile takes no {' or '.join(refused)}: {kind} trains on its own loss and "
+          f"fit / evaluate report its own metrics ({', '.join(reported_metrics(self))}), so "
+          f"Keras' would be ignored. Pass the optimizer only (compile(optimizer=...)); compute "
+          f"other metrics from model.predict's outputs")
+    return super().compile(optimizer=optimizer, **kwargs)
+
+  def compile_from_config(self, config):
+    """Keras' `compile_from_config` (loading a compiled `.keras` file), through this
+    `compile`; a file saved before `compile` refused them may hold a loss or metrics the
+    model never read: they are left out."""
+    config = keras.saving.deserialize_keras_object(
+        {key: value for key, value in config.items() if key not in NOT_COMPILED})
+    self.compile(**config)
+    if getattr(self, "optimizer", None) is not None and self.built:
+      self.optimizer.build(self.trainable_variables)
 
   def checked_inputs(self, x, what: str = "x", training: bool = False) -> Any:
     """`x` as Keras gets it: concrete features checked (`checked_features`), a dataset of
@@ -142,7 +191,7 @@ class RawTextPredict(CheckedInputs):
   def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
     """Keras' `predict`; raw text is packed into the model's features first (no texts:
     outputs of zero rows, shaped as one text's)."""
-    if is_text(x):
+    if text_input(x, "x"):
       x = implementation(self).features_of_texts(self, x, "x")
       return self._predict_checked(self.checked_inputs(x, "x (packed from its texts)"),
                                    batch_size, verbose, steps, callbacks)
@@ -160,7 +209,7 @@ class RawTextFit(RawTextPredict):
     Raises:
       ValueError: no texts, no labels, or as many labels as texts (named by `what`).
     """
-    if not is_text(x):
+    if not text_input(x, what):
       return x, y
     if y is None:
       raise ValueError(f"{type(self).__name__} on raw text needs its labels (y)")
@@ -289,7 +338,7 @@ def array_like(x: Any) -> Optional[np.ndarray]:
 
 
 def _text_item(item: Any, *also: type) -> bool:
-  """Whether `item`, the first of a container, is a text (a str, or of type `also`) or a
+  """Whether `item`, of a container, is a text (a str, or of type `also`) or a
   (text_a, text_b) pair of str."""
   return isinstance(item, (str, *also)) or (
       isinstance(item, (list, tuple)) and len(item) == 2
@@ -300,7 +349,9 @@ def is_text(x: Any) -> bool:
   """Whether `x` is raw text, for the raw-text calls to read or to refuse by name: a str,
   strs, (text, text) pairs, an empty list (no texts), a string tensor or array, an array-like
   of strs (`array_like`: a pandas Series; 1-D, or refused as such), or an unordered
-  collection of strs (a set, dict keys: refused as such)."""
+  collection of strs (a set, dict keys: refused as such). A list or object array holding
+  any text is text, whatever its other items (`text_input` names them): a missing text
+  first (None, NaN) does not make texts token ids."""
   if isinstance(x, str):
     return True
   array = array_like(x)
@@ -312,13 +363,39 @@ def is_text(x: Any) -> bool:
   if dtype is not None:
     kind = getattr(dtype, "kind", None)  # NumPy's; TensorFlow's dtypes have `name`.
     return kind in ("U", "S") or getattr(dtype, "name", "") == "string" or (
-        kind == "O" and getattr(x, "size", 0) > 0 and _text_item(x.flat[0], bytes))
+        kind == "O" and any(_text_item(item, bytes) for item in x.flat))
   if isinstance(x, (list, tuple)):
     # No texts (which the calls name) are never Keras' own empty input.
-    return not x or _text_item(x[0])
+    return not x or any(_text_item(item) for item in x)
   if isinstance(x, Collection) and not isinstance(x, (Mapping, Sequence)):
     return isinstance(next(iter(x), None), str)  # A set, dict keys: never Keras' input.
   return False
+
+
+def text_input(x: Any, what: str) -> bool:
+  """`is_text(x)`, with every item of texts that is not one (not a str, bytes or a pair)
+  named by index and value: a missing text (None, NaN) among texts is refused as such, not
+  read as token ids.
+
+  Raises:
+    TypeError: naming each item of `what` that is not a text.
+  """
+  if not is_text(x) or isinstance(x, str):
+    return is_text(x)
+  array = array_like(x)
+  items = x if array is None else array
+  if getattr(getattr(items, "dtype", None), "kind", "O") != "O" or tf.is_tensor(items):
+    return True  # A string array or tensor: texts throughout.
+  items = items.flat if isinstance(items, np.ndarray) else items
+  bad = [(i, item) for i, item in enumerate(items)
+         if not isinstance(item, (str, bytes, list, tuple, np.ndarray))]
+  if bad:
+    named = ", ".join(f"{what}[{i}] is {item!r} ({type(item).__name__})"
+                      for i, item in bad[:5])
+    more = f", and {len(bad) - 5} more" if len(bad) > 5 else ""
+    raise TypeError(f"{what} holds texts, but not only: {named}{more}, not a str; pass every "
+                    "item as a text (drop the missing ones, or give '')")
+  return True
 
 
 def refuse_text_data(model, x, what: str) -> None:

@@ -33,6 +33,41 @@ __all__ = ["OptimizerConfig", "create_optimizer", "with_gradient_accumulation",
 
 OPTIMIZERS = ("adamw", "lamb", "sgd")
 
+# The settings only some optimizers read, by optimizer: each reads these and none of the
+# others (`OPTIMIZER_SETTINGS`). SGD has no decoupled weight decay; AdamW and LAMB no momentum.
+READS = {
+    "adamw": ("weight_decay_rate", "exclude_from_weight_decay"),
+    "lamb": ("weight_decay_rate", "exclude_from_weight_decay", "exclude_from_layer_adaptation"),
+    "sgd": ("momentum",),
+}
+OPTIMIZER_SETTINGS = tuple(sorted({name for names in READS.values() for name in names}))
+
+
+def unread_problem(optimizer: str, names: Sequence[str], prefix: str = "") -> Optional[str]:
+  """The refusal of settings `names` (set by the user) that `optimizer` does not read, or None.
+
+  Args:
+    optimizer: one of `OPTIMIZERS`.
+    names: settings the user set (of `OPTIMIZER_SETTINGS`; others are ignored).
+    prefix: how a setting is spelled: "--" for flags, "" for `OptimizerConfig` fields.
+
+  Returns:
+    "<settings>: not read by optimizer=<o> (... it reads only ...), so it would be ignored;
+    leave it out or choose optimizer=<one that reads it>", or None.
+  """
+  if optimizer not in READS:
+    return None
+  unread = [name for name in OPTIMIZER_SETTINGS
+            if name in names and name not in READS[optimizer]]
+  if not unread:
+    return None
+  readers = sorted({o for name in unread for o, reads in READS.items() if name in reads})
+  them = "them" if len(unread) > 1 else "it"
+  return (f"{', '.join(prefix + name for name in unread)}: not read by "
+          f"{prefix}optimizer={optimizer} (of its optimizer-specific settings it reads only "
+          f"{', '.join(prefix + name for name in READS[optimizer])}), so it would be "
+          f"ignored; leave {them} out or choose {prefix}optimizer={' or '.join(readers)}")
+
 
 def clip_norm_check(clip_norm: Optional[float]) -> validation.Check:
   """The one rule of every config's `clip_norm`: > 0, or None (off). The tools' flag turns
@@ -62,6 +97,12 @@ class OptimizerConfig:
     loss_scale: Dynamic loss scaling (for mixed_float16).
     initial_loss_scale, loss_scale_growth_steps: `LossScaleOptimizer` settings.
     momentum: SGD momentum.
+
+  A setting only other optimizers read (`READS`: weight decay and its exclusions for SGD,
+  momentum for AdamW/LAMB, layer-adaptation exclusions for all but LAMB) is refused when it
+  is set, i.e. differs from its field default (SGD's `weight_decay_rate` may also be 0,
+  which is what SGD does): it would otherwise be ignored without a word. The tools refuse
+  such a flag when it is given on the command line, even at its default.
   """
   optimizer: str = "adamw"
   learning_rate: float = 1e-4
@@ -84,9 +125,28 @@ class OptimizerConfig:
   def __post_init__(self):
     validation.validate(self)
 
+  def set_settings(self) -> list[str]:
+    """The optimizer-specific settings (`OPTIMIZER_SETTINGS`) set to other than their
+    defaults (a `weight_decay_rate` of 0 counts as unset for SGD: no decay is what it does)."""
+    defaults = {field.name: field.default for field in dataclasses.fields(self)}
+    found = []
+    for name in OPTIMIZER_SETTINGS:
+      value, default = getattr(self, name), defaults[name]
+      if isinstance(value, (list, tuple)):
+        value = tuple(value)
+      if value == default or (name == "weight_decay_rate" and value == 0
+                              and self.optimizer == "sgd"):
+        continue
+      if name in ("weight_decay_rate", "momentum") and value < 0:
+        continue  # (Its own range check names it, alone.)
+      found.append(name)
+    return found
+
   def checks(self) -> list[validation.Check]:
     """The rules of a buildable config (`tfbert.runtime.validation`)."""
+    unread = unread_problem(self.optimizer, self.set_settings())
     return [
+        (unread is None, unread),
         (self.optimizer in OPTIMIZERS,
          f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}"),
         (self.lr_schedule in MODES, f"lr_schedule must be one of {MODES}, got "

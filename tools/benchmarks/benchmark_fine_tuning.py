@@ -132,10 +132,28 @@ def run_path(argument: dict) -> dict:
     for steps in seconds:
       seconds[steps].append(time_training(case, argument["path"], steps, workdir,
                                           f"run-{steps}-{timing}"))
-  per_step = (min(seconds[case.long_steps]) - min(seconds[case.short_steps])) / (
-      case.long_steps - case.short_steps)
+  per_step = seconds_per_step(seconds, case.short_steps, case.long_steps)
   return {"path": argument["path"], "seconds": seconds, "seconds_per_step": per_step,
           "examples_per_second": case.batch_size / per_step}
+
+
+def seconds_per_step(seconds: dict, short_steps: int, long_steps: int) -> float:
+  """(fastest long run - fastest short run) / (long_steps - short_steps): the steps alone.
+
+  Raises:
+    ValueError: when that difference is not positive (the long runs were not slower: the
+      extra steps take less time than the runs' noise), naming the timings and what to do;
+      it is never turned into a negative or infinite rate.
+  """
+  difference = min(seconds[long_steps]) - min(seconds[short_steps])
+  if difference <= 0:
+    raise ValueError(
+        f"unmeasurable: the fastest {long_steps}-step run ({min(seconds[long_steps]):.3f} s) "
+        f"was not slower than the fastest {short_steps}-step run "
+        f"({min(seconds[short_steps]):.3f} s), so the {long_steps - short_steps} extra steps "
+        "take less time than the runs' noise: give --fine_tuning_steps two step counts "
+        "further apart (more steps in the long run)")
+  return difference / (long_steps - short_steps)
 
 
 def measure(case: FineTuningCase) -> dict:
