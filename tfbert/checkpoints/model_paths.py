@@ -39,8 +39,7 @@ def locate(path: str) -> tuple[str, str]:
     ValueError: `path` is none of them, naming what was looked for; a leading `~`.
   """
   path = files.as_path(path, "path")
-  if files.dangling_link(path) is not None:  # `files.exists` counts it: it would pass.
-    raise FileNotFoundError(files.missing_file_message(path, "model path"))
+  files.check_not_dangling(path, "model path")  # `files.exists` counts it: it would pass.
   if files.isfile(path + ".index") and not files.exists(path):
     return "google", path  # A checkpoint prefix (not a file itself).
   if not files.exists(path):

@@ -178,13 +178,6 @@ def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
   return model, settings
 
 
-def _check_record(path: str, what: str) -> None:
-  """Raises FileNotFoundError naming `path` when it is a symbolic link to nothing: a record
-  read when there (settings, labels) must not pass as absent when it is broken."""
-  if files.dangling_link(path) is not None:
-    raise FileNotFoundError(files.missing_file_message(path, what))
-
-
 def _read_json(path: str) -> Any:
   """The JSON value of `path`; a bad file, or a key given twice, named."""
   return json_values.read(path)
@@ -196,7 +189,7 @@ def _run_settings(model: keras.Model, keras_file: str) -> dict[str, Any]:
   `<run>/best/model.keras`)."""
   for directory in casing.checkpoint_directories(keras_file):
     record = os.path.join(directory, casing.RUN_CONFIG)
-    _check_record(record, "run config")
+    files.check_not_dangling(record, "run config")
     if not files.isfile(record):
       continue
     values = _read_json(record)
@@ -218,7 +211,7 @@ def _saved_settings(keras_file: str) -> dict[str, Any]:
   """A classifier's `is_pair`, as `tfbert.save` records it beside its `.keras` file: the
   record's entry of this file's name (`saving.read_arities`); none: unknown."""
   path = os.path.join(files.parent(keras_file), saving.TEXT_SETTINGS_FILE)
-  _check_record(path, "text settings record")
+  files.check_not_dangling(path, "text settings record")
   if not files.isfile(path):
     return {}
   is_pair = saving.read_arities(path).get(os.path.basename(keras_file))
@@ -229,7 +222,7 @@ def _recorded_max_length(directory: str) -> Optional[int]:
   """`tokenizer_config.json`'s `model_max_length` in `directory` (what `tfbert.save` and
   Hugging Face record), when a real length (transformers writes 1e30 for "none")."""
   path = os.path.join(directory, huggingface.TOKENIZER_FILES[1])
-  _check_record(path, "tokenizer config")
+  files.check_not_dangling(path, "tokenizer config")
   if not files.isfile(path):
     return None
   value = _read_json(path)
@@ -242,7 +235,7 @@ def _google_labels(model: keras.Model, prefix: str) -> keras.Model:
   `tfbert.save` writes there: the format has no place for them)."""
   path = os.path.join(files.parent(prefix), export.LABELS_FILE)
   if isinstance(model, BertClassifier):
-    _check_record(path, "labels file")
+    files.check_not_dangling(path, "labels file")
   if not isinstance(model, BertClassifier) or not files.isfile(path):
     return model
   return _with_labels(model, files.read_lines(path), path)

@@ -157,6 +157,14 @@ def missing_file_message(path: str, what: str) -> str:
   return f"{what} not found: {path}"
 
 
+def check_not_dangling(path: str, what: str) -> None:
+  """Raises FileNotFoundError (`missing_file_message`) when `path` is a symbolic link to
+  nothing: an optional record, read when it is there, must not pass as absent when it is
+  broken. Nothing there, or a real file, passes."""
+  if dangling_link(path) is not None:
+    raise FileNotFoundError(missing_file_message(path, what))
+
+
 def check_found(path: str, what: str) -> None:
   """Raises FileNotFoundError (`missing_file_message`) unless something other than a
   symbolic link to nothing is at `path`."""

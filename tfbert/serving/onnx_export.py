@@ -251,8 +251,7 @@ def check_converted(model_proto, opset: int,
 def _labels(saved_model_dir: str) -> Optional[list[str]]:
   """The names in the SavedModel's `labels.txt` (a classifier's or tagger's), or None."""
   path = os.path.join(saved_model_dir, export.LABELS_FILE)
-  if files.dangling_link(path) is not None:  # Not a model without label names.
-    raise FileNotFoundError(files.missing_file_message(path, "labels file"))
+  files.check_not_dangling(path, "labels file")  # Not a model without label names.
   if not files.isfile(path):
     return None
   return files.read_lines(path)

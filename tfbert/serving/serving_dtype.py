@@ -115,8 +115,7 @@ def for_serving(model: keras.Model, export_dtype: str) -> tuple[keras.Model, dic
 def read_record(saved_model_dir: str) -> Optional[dict]:
   """The `serving.json` record of an export (or its `ids/`), or None for one without it."""
   path = os.path.join(saved_model_dir, RECORD_FILE)
-  if files.dangling_link(path) is not None:  # Not an export without a record.
-    raise FileNotFoundError(files.missing_file_message(path, "serving record"))
+  files.check_not_dangling(path, "serving record")  # Not an export without a record.
   if not files.isfile(path):
     return None
   return json_values.read(path)

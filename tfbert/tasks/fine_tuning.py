@@ -801,8 +801,8 @@ def check_sources(config: FineTuningConfig) -> None:
   paths.check_outputs(paths.fields(config, config.OUTPUT_PATHS))
   for flag in ("init_hf_dir", "init_tfbert"):  # Not "no such directory", nor read later.
     source = getattr(config, flag)
-    if source and files.dangling_link(source) is not None:
-      raise FileNotFoundError(files.missing_file_message(source, f"--{flag}"))
+    if source:
+      files.check_not_dangling(source, f"--{flag}")
   if config.init_hf_dir and not files.isdir(config.init_hf_dir):
     raise FileNotFoundError(f"--init_hf_dir {config.init_hf_dir}: no such directory (a "
                             "Hugging Face model directory: config.json, model.safetensors)")

@@ -81,19 +81,12 @@ def vocab_casing(vocab_file: str) -> Optional[Casing]:
   return None
 
 
-def _check_not_dangling(path: str, what: str) -> None:
-  """Raises FileNotFoundError naming `path` when it is a symbolic link to nothing: an
-  optional record that is read when there must not pass as absent when it is broken."""
-  if files.dangling_link(path) is not None:
-    raise FileNotFoundError(files.missing_file_message(path, what))
-
-
 def _vocab_beside(checkpoint: str) -> list[str]:
   """The first vocabulary of `checkpoint_directories` (as a list; none: empty); a symbolic
   link to nothing before it is refused, named."""
   for directory in checkpoint_directories(checkpoint):
     vocab = os.path.join(directory, VOCAB)
-    _check_not_dangling(vocab, "vocabulary")
+    files.check_not_dangling(vocab, "vocabulary")
     if files.isfile(vocab):
       return [vocab]
   return []
@@ -102,7 +95,7 @@ def _vocab_beside(checkpoint: str) -> list[str]:
 def _json_casing(path: str, what: str) -> Optional[Casing]:
   """`do_lower_case` of the JSON file at `path`, if it is there and says so; a symbolic link
   to nothing is refused, named (its record, unread, could decide the casing)."""
-  _check_not_dangling(path, "casing record")
+  files.check_not_dangling(path, "casing record")
   if not files.isfile(path):
     return None
   values = json_values.read(path)  # Bad JSON, or a key given twice, named.
