@@ -4,8 +4,9 @@
 * a real full disk (ENOSPC) where the test runs as root and may mount a small tmpfs;
 * else a file-size limit (`RLIMIT_FSIZE`, SIGXFSZ ignored, so a write past the limit fails
   with EFBIG), applied to the child process that does the writing.
-Either way the writing happens in a fresh Python process (`LimitedDisk.run`), so the parent
-test can inspect what was left behind.
+Either way the writing happens in a child Python process (`LimitedDisk.run`, forked by
+`tests.forked` from a server that imported TensorFlow once, or a fresh interpreter where a
+fork cannot serve), so the parent test can inspect what was left behind.
 """
 
 import contextlib
@@ -13,6 +14,8 @@ import os
 import subprocess
 import sys
 import uuid
+
+from tests import forked
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,14 +36,15 @@ class LimitedDisk:
     self.path, self.limit, self.kind = path, limit, kind
 
   def run(self, code: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Runs Python `code` with argv `args` in a fresh process (cwd: the repository)."""
-    env = {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    """Runs Python `code` with argv `args` in a child process (cwd: the repository, which
+    `python -c` puts first on the path)."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     if self.kind == "tmpfs":
       argv = [sys.executable, "-c", code, *args]
     else:
       argv = [sys.executable, "-c", _LIMIT_FILE_SIZE, str(self.limit), code, *args]
-    return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return forked.run(argv, cwd=REPO, env=env, capture_output=True, text=True,
+                      timeout=timeout)
 
   def files(self) -> list[str]:
     """Every file and directory under `path`, relative, sorted."""

@@ -43,7 +43,7 @@ import traceback
 PRELOAD = ("tensorflow", "keras", "tensorflow_text", "tfbert", "tfbert.tasks.runner",
            "tfbert.pretraining.pretraining_run", "tfbert.classifier.classifier_run",
            "tfbert.tagging.tagging_run", "tfbert.embeddings.embedding_run",
-           "tfbert.squad.squad_run", "tests.forked")
+           "tfbert.squad.squad_run", "tests.forked", "tests.forked_preload")
 
 # Read when a Python or TensorFlow process starts: a child asking for other values than the
 # server started with gets a fresh interpreter.

@@ -42,6 +42,26 @@ def test_a_child_runs_the_command_with_its_argv_environment_and_directory(tmp_pa
   assert result.stderr.strip().endswith("to stderr")
 
 
+def test_a_child_starts_with_the_tokenizer_tables_the_server_computed():
+  """`tests.forked_preload`: the per-character tables are in the child's caches before it
+  asks (a fresh process has none), and they are the tables a fresh computation gives."""
+  code = textwrap.dedent("""
+      import hashlib
+      from tfbert.text import text_normalization as t
+      print(t.normalization_table.cache_info().currsize, t.final_sigma_regex.cache_info().currsize)
+      tables = (t.normalization_table(True), t.normalization_table(False), t.final_sigma_regex())
+      print(len(tables[0][0]), hashlib.sha256(repr(tables).encode()).hexdigest())
+  """)
+  child = forked.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+  assert child.returncode == 0 and fresh.returncode == 0, child.stderr + fresh.stderr
+  cached, computed = child.stdout.splitlines(), fresh.stdout.splitlines()
+  assert cached[0] == "2 1" and computed[0] == "0 0"
+  assert int(cached[1].split()[0]) > 90_000  # Uncased: every upper-case letter, CJK, ...
+  assert cached[1] == computed[1]
+
+
 def test_a_script_runs_as_main_with_its_directory_on_the_path(tmp_path):
   (tmp_path / "helper_module_for_forked.py").write_text("VALUE = 7\n", encoding="utf-8")
   script = tmp_path / "script.py"

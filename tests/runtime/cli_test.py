@@ -591,25 +591,48 @@ def test_run_tool_ends_a_ctrl_c_outside_main_with_one_line(monkeypatch, capsys):
   assert capsys.readouterr().err == "some_tool: interrupted\n"
 
 
+# A tool run as `python tools/<tool>.py ARGS` would be, except that its import of TensorFlow
+# stops at its start (a finder first in `sys.meta_path`), says so on stderr and sleeps there
+# until a signal ends the sleep: a Ctrl-C sent then lands inside the tool's imports however
+# busy the machine is (reading `-X importtime` lines raced the import on a loaded machine).
+_PARKED_AT_TENSORFLOW = """
+import os, runpy, sys, time
+class Park:
+  def find_spec(self, name, path=None, target=None):
+    if name == "tensorflow":
+      sys.meta_path.remove(self)
+      print("parked: import tensorflow", file=sys.stderr, flush=True)
+      time.sleep(300)
+    return None
+sys.meta_path.insert(0, Park())
+sys.argv = sys.argv[1:]
+sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
 @pytest.mark.slow  # A process: one interpreter, interrupted while it imports TensorFlow.
 def test_ctrl_c_while_a_tool_imports_tensorflow_is_one_line_and_status_130(tmp_path):
-  """`-X importtime` reports each import as it completes: the first TensorFlow module's line
-  says TensorFlow's import is under way (it takes seconds more), so the signal lands inside
-  the tool's imports without relying on a sleep."""
+  """The tool is parked at the start of its TensorFlow import (`_PARKED_AT_TENSORFLOW`), so
+  the signal lands inside the tool's imports without relying on timing; `-X importtime`
+  shows that its flags module was never imported."""
   child = subprocess.Popen(
-      [sys.executable, "-X", "importtime", "tools/export_onnx.py",
+      [sys.executable, "-X", "importtime", "-c", _PARKED_AT_TENSORFLOW, "tools/export_onnx.py",
        f"--export_dir={tmp_path / 'export'}", f"--output={tmp_path / 'm.onnx'}"],
       cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
   seen = []
   for line in child.stderr:
     seen.append(line)
-    if line.startswith("import time:") and "tensorflow" in line:
+    if line == "parked: import tensorflow\n":
       child.send_signal(signal.SIGINT)
       break
   out, err = child.communicate(timeout=300)
   err = "".join(seen) + err
+  assert "parked: import tensorflow\n" in seen, err[-3000:]
   assert "tfbert_flags.export_onnx_flags" not in err  # Interrupted inside the imports.
-  shown = [line for line in err.splitlines() if not line.startswith("import time:")]
+  assert "tfbert_tools" in err  # The tool's first import, which installs the handler, ran.
+  shown = [line for line in err.splitlines()
+           if not line.startswith(("import time:", "parked:"))]
   assert child.returncode == 130, err[-3000:]
   assert "Traceback" not in err and shown[-1:] == ["export_onnx: interrupted"], err[-3000:]
   assert not out and not os.listdir(tmp_path)
