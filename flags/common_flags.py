@@ -26,18 +26,63 @@ def show_in_help(flags_module) -> None:
 _NOT_RECORDED = ("traceback", "allow_config_change", "helpshort", "helpfull", "help")
 
 
-def flagfile(flags_module) -> str:
+# Flags naming files or directories (a list flag: each of its paths or globs), written to
+# flags.txt as absolute paths (`flagfile`). `--init_hf_dir=minilm` names the shipped model.
+PATH_FLAGS = frozenset({
+    "output_dir", "export_dir", "data_dir", "train_file", "eval_file", "predict_file",
+    "dev_file", "ir_queries_file", "ir_corpus_file", "ir_qrels_file",
+    "sentence_transformers_dir", "vocab_file", "bert_config_file", "init_checkpoint",
+    "init_tfbert", "init_hf_dir", "model_dir", "input_files", "train_text_files",
+    "eval_input_files", "eval_text_files"})
+_NAMES_NOT_PATHS = {"init_hf_dir": ("minilm",)}
+
+
+def _absolute(name: str, path: str) -> str:
+  """A path flag's value as flags.txt records it: absolute (a URL, or a name such as
+  `--init_hf_dir=minilm`, as given)."""
+  from tfbert.runtime import files  # (Here: the flags modules import no tfbert at load.)
+  if not path or path in _NAMES_NOT_PATHS.get(name, ()):
+    return path
+  return files.absolute(path)
+
+
+def flagfile(flags_module, leave_out=()) -> str:
   """The run's resolved flags as an absl flagfile (`--name=value` lines), for flags.txt.
 
   Every key flag of `flags_module` (the tool's own and the shared ones it adopts) that has a
   value, defaults included, so that `--flagfile=<output_dir>/flags.txt` replays the run even
-  if a later version changes a default.
+  if a later version changes a default; but those in `leave_out` (flags the run does not
+  read). Paths (`PATH_FLAGS`) are absolute, so that a replay from another working directory
+  reads the run's files, not others of the same relative name.
   """
   lines = []
   for flag in sorted(flags.FLAGS.get_key_flags_for_module(flags_module), key=lambda f: f.name):
-    if flag.name not in _NOT_RECORDED and flag.value is not None:
+    if flag.name in _NOT_RECORDED or flag.name in leave_out or flag.value is None:
+      continue
+    if flag.name in PATH_FLAGS and flag.value:
+      value = flag.value
+      value = ([_absolute(flag.name, v) for v in value] if isinstance(value, list)
+               else _absolute(flag.name, value))
+      lines.append(f"--{flag.name}={','.join(value) if isinstance(value, list) else value}")
+    else:
       lines.append(flag.serialize())
   return "".join(f"{line}\n" for line in lines if line)
+
+
+def given(flags_module) -> frozenset:
+  """The names of `flags_module`'s key flags given on the command line or in a flag file
+  (absl's `present`): a run's settings given, the others left to the run
+  (`tfbert.tasks.fine_tuning.run_settings`)."""
+  return frozenset(flag.name for flag in flags.FLAGS.get_key_flags_for_module(flags_module)
+                   if flag.present)
+
+
+def given_otherwise(name: str) -> bool:
+  """Whether the flag `name` was given at a value other than its default: a flag given at
+  its default changes nothing, so the flags a run does not read are refused only when given
+  otherwise (a replayed flags.txt records every flag, at its default too)."""
+  flag = flags.FLAGS[name]
+  return bool(flag.present) and flag.value != flag.default
 
 
 def values(flags_module) -> dict:
@@ -50,14 +95,15 @@ def check_optimizer_flags(flags_module) -> None:
   """Refuses, before any work, the optimizer flags given on the command line (or in a flag
   file) that the chosen --optimizer does not read (e.g. --momentum with --optimizer=lamb,
   --weight_decay_rate with --optimizer=sgd): they would be ignored without a word. A flag
-  left at its default is not refused: "given" is absl's `present`.
+  left or given at its default is not refused (`given_otherwise`: a replayed flags.txt
+  records every flag).
 
   Raises:
     ValueError: naming the flags, the optimizer and the settings it reads.
   """
   from tfbert.training import optimization  # (Here: most tools need no optimizer.)
   given = [flag.name for flag in flags.FLAGS.get_key_flags_for_module(flags_module)
-           if flag.present]
+           if given_otherwise(flag.name)]
   problem = optimization.unread_problem(flags.FLAGS["optimizer"].value, given, prefix="--")
   if problem:
     raise ValueError(problem)

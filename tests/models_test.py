@@ -423,6 +423,32 @@ def test_a_refused_fit_leaves_the_model_trainable():
   assert np.isfinite(model.fit(features, _IDS, verbose=0).history["loss"][0])
 
 
+def test_batches_with_sample_weights_are_refused_before_the_step_changes_anything():
+  """Sweep 10 c150/c151: `train_step` and `test_step` dropped a batch's sample weights
+  (a dataset's third element, or Keras' own from sample_weight= or class_weight=). Both
+  step kinds (`_FineTuningStep`, the pretrainer's) refuse them at trace time."""
+  config = helpers.odd_config(num_hidden_layers=1)
+  classifier, pretrainer = BertClassifier(config, 3), BertPretrainer(config)
+  features = _head_features(config)
+  labelled = {**helpers.random_features(config, 3, 4, 5),
+              "masked_lm_ids": np.ones((4, 3), np.int32),
+              "masked_lm_weights": np.ones((4, 3), np.float32),
+              "next_sentence_labels": np.zeros(4, np.int32)}
+  weights = np.zeros(4, np.float32)
+  for model, data in ((classifier, (features, _IDS, weights)),
+                      (pretrainer, (labelled, _IDS, weights))):
+    model.build()
+    model.compile(optimizer="adam")
+    before = [w.numpy() for w in model.weights]
+    for call in (model.fit, model.evaluate):
+      with pytest.raises(ValueError, match=(
+          rf"{type(model).__name__} takes no sample_weight or class_weight \(got batches of "
+          r"\(x, y, sample_weight\): from sample_weight=, class_weight= or a dataset's")):
+        call(tf.data.Dataset.from_tensors(data), verbose=0)
+    for w, w0 in zip(model.weights, before):
+      np.testing.assert_array_equal(w.numpy(), w0)
+
+
 def test_a_pretrainer_takes_its_labels_among_its_features():
   config = helpers.odd_config(num_hidden_layers=1)
   model = BertPretrainer(config)

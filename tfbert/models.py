@@ -18,7 +18,7 @@ from tfbert.layers import dropout
 from tfbert.layers.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
 from tfbert.losses import pretraining_loss
 from tfbert.text import feature_checks
-from tfbert.text.text_calls import RawTextFit, RawTextPredict, implementation
+from tfbert.text.text_calls import RawTextFit, RawTextPredict, implementation, unweighted_batch
 from tfbert.training.accumulation import find_accumulator
 
 SPAN_OUTPUT_NAMES = ("start_logits", "end_logits")  # What a span labeler serves.
@@ -153,7 +153,7 @@ class BertPretrainer(RawTextPredict, keras.Model):
     Raises:
       ValueError: labels given apart (y), a label missing or of another shape.
     """
-    features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
+    features, labels = unweighted_batch(self, data)
     feature_checks.check_specs(features, self.config, self.input_names, "x")
     nsp = self.nsp_head is not None
     needed = PRETRAINING_LABELS if nsp else PRETRAINING_LABELS[:3]
@@ -337,7 +337,7 @@ class _FineTuningStep:
     """(features, labels) of a batch, checked at trace time (`feature_checks.check_specs`,
     `_labels`) before the step builds or runs anything: a refused batch leaves the model
     and its optimizer as they were."""
-    features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
+    features, labels = unweighted_batch(self, data)
     feature_checks.check_specs(features, self.config, self.input_names, "x")
     for name in self.label_forms():
       _labels(self, labels, name)

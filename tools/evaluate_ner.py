@@ -6,7 +6,9 @@ GOLD_FILE is CoNLL (a word and its tag per line, sentences separated by blank li
 columns: --token_column, --tag_column; --tag_scheme).
 Each PREDICTIONS_FILE holds, on the same line as the gold word, the word and the predicted
 tag (the last whitespace-separated field; the layout of the WNUT 2017 submissions and of
-`tools/run_ner.py`'s predictions); other lines are empty. One JSON line per predictions
+`tools/run_ner.py`'s predictions); other lines are empty. Lines are counted without the
+`-DOCSTART-` lines of either file and the blank line after each (document separators,
+which run_ner's predictions leave out). One JSON line per predictions
 file, in order: micro `precision`, `recall`, `f1` in percent over exact (span, type) entity
 matches (conlleval's definition, seqeval's default mode: `tfbert.tagging.tagging_metrics`),
 the entity counts, token `accuracy`, and `per_type` scores.

@@ -52,10 +52,12 @@ def main(argv):
   vocab_file = vocab_file if files.isfile(vocab_file) else None
   scoring = bool(f.EVAL_DATA_DIR.value or f.EVAL_FILE.value)
   if scoring:  # Before the export: a bad request fails before minutes of work.
-    if task is None or vocab_file is None:
-      raise ValueError("--eval_data_dir/--eval_file score a classifier: they need its task "
-                       "(--task_name or the run's) and a vocab (--vocab_file or vocab.txt "
-                       "beside --model)")
+    problem = tflite_export.scoring_problem(
+        model, f.MODEL.value, [name for name, flag in (("--eval_data_dir", f.EVAL_DATA_DIR),
+                                                       ("--eval_file", f.EVAL_FILE))
+                               if flag.value], task, vocab_file)
+    if problem:
+      raise ValueError(problem)
     classifier_export.check_scorable(model, task)
     do_lower_case = casing.resolve_do_lower_case(
         f.DO_LOWER_CASE.value, casing.checkpoint_casing(f.MODEL.value, vocab_file),

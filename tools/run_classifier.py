@@ -12,8 +12,6 @@ import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is 
 
 # isort: split
 
-from absl import flags
-
 from tfbert.classifier import glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig, run_classifier
 from tfbert.runtime import cli, json_values
@@ -28,8 +26,9 @@ def main(argv):
                                 {"data_dir": "*.[tc]sv"})
   values = common_flags.values(f)
   custom = None
-  stray = sorted(f"--{name}" for name in values if name.startswith("custom_")
-                 and flags.FLAGS[name].present)
+  custom_flags = sorted(name for name in values if name.startswith("custom_"))
+  # Given otherwise than their defaults: a replayed flags.txt of an older run records them.
+  stray = [f"--{name}" for name in custom_flags if common_flags.given_otherwise(name)]
   if stray and values["task_name"] != glue_data.CUSTOM_TASK:
     raise ValueError(f"{', '.join(stray)}: read only with --task_name=custom, and "
                      f"--task_name={values['task_name']} has its own layout and labels: "
@@ -41,9 +40,12 @@ def main(argv):
         label_column=values["custom_label_column"], has_header=values["custom_header"],
         delimiter={"tab": "\t", "comma": ","}[values["custom_delimiter"]],
         labels=tuple(values["custom_labels"] or ()), regression=values["custom_regression"])
+  given = common_flags.given(f) | ({"custom"} if custom is not None else set())
   config = cli.config_from_values(ClassifierRunConfig, values, fine_tuning.FLAG_CONVERTERS,
-                                  custom=custom)
-  result = run_classifier(config, common_flags.flagfile(f))
+                                  custom=custom, given_settings=given)
+  # flags.txt without the flags this task does not read: its replay is this run.
+  result = run_classifier(config, common_flags.flagfile(
+      f, leave_out=() if custom is not None else custom_flags))
   if "eval" in result:
     print(json_values.dumps(result["eval"], sort_keys=True))
   print(cli.format_written(result["written"]), flush=True)

@@ -26,7 +26,8 @@ def main(argv):
   common_flags.check_data_files(("train_file", "dev_file", "ir_queries_file",  # Before any work.
                                  "ir_corpus_file", "ir_qrels_file"))
   config = cli.config_from_values(EmbeddingRunConfig, common_flags.values(f),
-                                  fine_tuning.FLAG_CONVERTERS)
+                                  fine_tuning.FLAG_CONVERTERS,
+                                  given_settings=common_flags.given(f))
   result = run_embeddings(config, common_flags.flagfile(f))
   if "eval" in result:
     print(json_values.dumps(result["eval"], sort_keys=True))

@@ -24,7 +24,8 @@ def main(argv):
   del argv
   common_flags.check_data_files(("train_file", "eval_file", "predict_file"))  # Before any work.
   config = cli.config_from_values(NerRunConfig, common_flags.values(f),
-                                  fine_tuning.FLAG_CONVERTERS)
+                                  fine_tuning.FLAG_CONVERTERS,
+                                  given_settings=common_flags.given(f))
   result = run_ner(config, common_flags.flagfile(f))
   if "eval" in result:
     print(json_values.dumps({k: v for k, v in result["eval"]["dev"].items() if k != "per_type"},

@@ -22,7 +22,8 @@ def main(argv):
   del argv
   common_flags.check_data_files(("train_file", "predict_file"))  # Before any work.
   config = cli.config_from_values(SquadRunConfig, common_flags.values(f),
-                                  fine_tuning.FLAG_CONVERTERS)
+                                  fine_tuning.FLAG_CONVERTERS,
+                                  given_settings=common_flags.given(f))
   result = run_squad(config, common_flags.flagfile(f))
   if "scores" in result:
     print(json_values.dumps(result["scores"]))

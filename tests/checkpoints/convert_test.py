@@ -452,3 +452,20 @@ def test_a_training_checkpoint_as_input_names_the_runs_model_keras(tmp_path, fmt
     convert.check_source(fmt, prefix, "--input", convert.INPUT_SPELLINGS, needs_config=True)
   with pytest.raises(ValueError, match=re.escape(want[len("--input "):])):
     convert.read_tfbert_model(prefix)
+
+
+def test_a_google_output_never_replaces_another_models_config_in_its_folder(shared_data,
+                                                                            tmp_path):
+  """`convert_checkpoint --output_format=google --output=<dir>/mine` into a folder holding
+  another model's bert_config.json (no checkpoint beside it) replaced it: refused, named."""
+  folder = tmp_path / "g"
+  folder.mkdir()
+  theirs = '{"hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4}'
+  (folder / "bert_config.json").write_text(theirs)
+  with pytest.raises(ValueError, match=re.escape(
+      f"{folder / 'bert_config.json'} is already there, and this model's bert_config.json "
+      "differs")):
+    convert.convert_checkpoint("google", _tiny_prefix(shared_data), "google",
+                               str(folder / "mine"))
+  assert os.listdir(folder) == ["bert_config.json"]
+  assert (folder / "bert_config.json").read_text() == theirs

@@ -280,3 +280,40 @@ def test_a_training_checkpoint_is_named_with_its_runs_model_to_use(tmp_path):
   assert re.search(r"the run has no .*unfinished/model.keras yet .*finish its training \(rerun "
                    r"its command, --do_train --output_dir=", google_checkpoint.
                    training_checkpoint_problem(other))
+
+
+def test_a_side_file_of_another_model_is_never_replaced_even_with_no_checkpoint_beside_it(
+    tmp_path):
+  """`tfbert.save(model, "<dir>/mine", "google")` into a folder holding the user's own
+  bert_config.json and vocab.txt (no checkpoint) replaced both: an existing side file whose
+  content differs is refused, naming it; the same content is written as before."""
+  config = BertConfig(vocab_size=11, hidden_size=4, num_hidden_layers=1, num_attention_heads=2,
+                      intermediate_size=5)
+  weights = {"bert/embeddings/word_embeddings": np.zeros((11, 4), np.float32)}
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("".join(f"w{i}\n" for i in range(11)))
+  folder = tmp_path / "other"
+  folder.mkdir()
+  prefix = str(folder / "mine")
+  theirs = {"bert_config.json": '{"hidden_size": 64, "num_attention_heads": 4}',
+            "vocab.txt": "[PAD]\n[UNK]\nhello\n",
+            "tokenizer_config.json": '{"do_lower_case": false}'}
+  for name, text in theirs.items():
+    (folder / name).write_text(text)
+    with pytest.raises(ValueError, match=re.escape(
+        f"{prefix}: {folder / name} is already there, and this model's {name} differs")):
+      google_checkpoint.write_google_checkpoint(weights, prefix, config=config,
+                                                vocab_file=str(vocab), do_lower_case=True)
+    assert sorted(os.listdir(folder)) == [name]
+    assert (folder / name).read_text() == text
+    (folder / name).unlink()
+  # The same content (a rerun into a folder holding these files) is fine.
+  config.to_json_file(str(folder / "bert_config.json"))
+  shutil.copy(vocab, folder / "vocab.txt")
+  google_checkpoint.write_google_checkpoint(weights, prefix, config=config,
+                                            vocab_file=str(vocab), do_lower_case=True)
+  assert google_checkpoint.prefixes_in(str(folder)) == ["mine"]
+  # This prefix's own checkpoint alone: its side files are rewritten with it.
+  bigger = BertConfig(**{**config.to_dict(), "intermediate_size": 6})
+  google_checkpoint.write_google_checkpoint(weights, prefix, config=bigger)
+  assert BertConfig.from_json_file(str(folder / "bert_config.json")) == bigger

@@ -301,3 +301,22 @@ def test_a_link_to_nothing_is_named_as_one_not_as_a_file_or_as_missing(tmp_path)
   with pytest.raises(FileNotFoundError, match=f"^Hugging Face model directory {tmp_path}/file "
                                               "is a file, not a directory"):
     huggingface.load_hf_checkpoint(str(tmp_path / "file"))
+
+
+@pytest.mark.parametrize("field, value", [
+    ("id2label", {"0": "neg", "1": "pos", "2": "mid"}), ("num_labels", 3)])
+def test_a_config_counting_other_labels_than_its_head_is_refused(tmp_path, field, value):
+  """id2label of 3 names over a 2-class head loaded as LABEL_0, LABEL_1 (sweep 10, c133)."""
+  from tfbert import BertClassifier  # pylint: disable=import-outside-toplevel
+  from tfbert.config import BertConfig  # pylint: disable=import-outside-toplevel
+  model = BertClassifier(BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1,
+                                    num_attention_heads=2, intermediate_size=9), 2)
+  model.build()
+  convert.write_model(model, "hf", str(tmp_path))
+  config = json.loads((tmp_path / "config.json").read_text())
+  config[field] = value
+  (tmp_path / "config.json").write_text(json.dumps(config))
+  with pytest.raises(ValueError, match=f"config.json: {field} has 3 labels, but the head in "
+                                       r"model.safetensors has 2 classes \(classifier weight "
+                                       rf"shape \[2, 8\]\): make {field} name one label per"):
+    huggingface.load_hf_checkpoint(str(tmp_path))

@@ -760,3 +760,38 @@ def test_a_deliberate_rerun_of_another_shape_is_refused_before_rewriting_the_rec
                                               max_train_steps=2, bert_config_file=wider,
                                               allow_config_change=True))
   assert {name: (out / name).read_bytes() for name in before} == before
+
+
+@pytest.mark.slow
+def test_a_runs_flags_txt_replays_it_from_anywhere_and_its_settings_hold_without_training(
+    tmp_path, monkeypatch):
+  """Sweep 10 c52/c58/c49: flags.txt recorded every --custom_* flag at its default (a
+  replay of any GLUE-task run was refused as stray custom flags) and relative paths (a
+  replay from another directory found no data, or other data); an evaluation of the run's
+  model with another --max_seq_length rewrote its results under its records' S."""
+  glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(16, seed=1))
+  glue_synthetic.write_mrpc(_glue(tmp_path) / "dev.tsv", glue_synthetic.fruit_pairs(8, seed=2))
+  _tiny_config_file(tmp_path)
+  monkeypatch.chdir(tmp_path)
+  run = tool_process.run_tool(
+      "run_classifier", "--task_name=mrpc", "--data_dir=glue", "--do_train",
+      f"--vocab_file={pretrained.minilm_vocab_file()}", "--bert_config_file=bert_config.json",
+      f"--max_seq_length={SEQ}", "--train_batch_size=16", "--max_train_steps=1",
+      "--output_dir=out", "--verbose=0")
+  assert run.returncode == 0, run.stderr[-3000:]
+  recorded = (tmp_path / "out" / "flags.txt").read_text()
+  assert f"--data_dir={tmp_path / 'glue'}\n" in recorded and "--custom_" not in recorded
+  for given in ("--max_seq_length=16", "--max_seq_length=128"):  # 128: the default, given.
+    evaluation = tool_process.run_tool(
+        "run_classifier", "--task_name=mrpc", "--data_dir=glue", "--do_eval",
+        "--output_dir=out", given)
+    assert evaluation.returncode == 1, evaluation.stderr[-3000:]
+    assert f"max_seq_length: {SEQ} -> {given.split('=')[1]}" in evaluation.stderr
+    assert "Leave the flag out" in evaluation.stderr
+    assert not (tmp_path / "out" / "eval_results.json").exists()
+  (tmp_path / "elsewhere").mkdir()
+  monkeypatch.chdir(tmp_path / "elsewhere")
+  replay = tool_process.run_tool("run_classifier", "--flagfile=../out/flags.txt",
+                                 "--output_dir=../new")
+  assert replay.returncode == 0, replay.stderr[-3000:]
+  assert (tmp_path / "new" / "model.keras").exists()

@@ -292,3 +292,38 @@ def test_the_shipped_minilm_starts_a_run_with_its_own_pipeline_and_weights(tmp_p
           output_dir="o", do_eval=True, dev_file="d").dev_columns())
   want = embedding_inference.similarity_scores(model, tokenizer, examples, 32)
   assert result["eval"]["dev"]["spearman"] == pytest.approx(want["spearman"], abs=1e-9)
+
+
+def test_a_sentence_transformers_dir_another_run_wrote_is_refused_before_any_work(tmp_path):
+  """`run_embeddings --flagfile=<e114>/flags.txt --output_dir=<e119>` replaced e114's
+  `--sentence_transformers_dir` with the new run's model (the same replay's `--export_dir`
+  was refused): the run that wrote it is recorded in it, and another run's is refused."""
+  from tfbert.embeddings.sentence_encoder import BertSentenceEncoder  # pylint: disable=import-outside-toplevel
+  from tfbert.runtime import atomic, run_directory  # pylint: disable=import-outside-toplevel
+  from tfbert.tasks.task import RunContext  # pylint: disable=import-outside-toplevel
+  _write_data(tmp_path)
+  st = tmp_path / "st"
+  first = _config(tmp_path, "e114", do_train=False, sentence_transformers_dir=str(st),
+                  do_lower_case=True)
+  model = BertSentenceEncoder(BertConfig.from_json_file(str(tmp_path / "bert_config.json")))
+  model.build()
+  tokenizer = WordPieceTokenizer(pretrained.minilm_vocab_file(), do_lower_case=True)
+  context = RunContext(config=first, strategy=tf.distribute.get_strategy(), tokenizer=tokenizer,
+                       model=model, inputs={}, work_dir=first.output_dir, chief=True)
+  embedding_run.EmbeddingTask().outputs(context)
+  assert atomic.read_run_record(str(st)).run == str(tmp_path / "e114")
+  embedding_run.check_outputs(first)  # Its own run: rewritten as before.
+  replay = _config(tmp_path, "e119", do_train=False, sentence_transformers_dir=str(st))
+  with pytest.raises(run_directory.RunDirectoryError, match=re.escape(
+      f"sentence_transformers_dir {st} is a sentence-transformers directory written by the "
+      f"run {tmp_path / 'e114'}, not by this run {tmp_path / 'e119'} (a flags.txt replayed "
+      "with a new output directory?)")):
+    embedding_run.EmbeddingTask().read_inputs(replay)
+  assert not (tmp_path / "e119").exists()
+  # Inside the old run's directory: named as the export's would be.
+  inside = _config(tmp_path, "e119", do_train=False,
+                   sentence_transformers_dir=str(tmp_path / "e114" / "st"))
+  (tmp_path / "e114").mkdir()
+  (tmp_path / "e114" / run_directory.LOCK_FILE).write_text("")  # A run claimed it.
+  with pytest.raises(run_directory.RunDirectoryError, match="lies inside another run's"):
+    embedding_run.check_outputs(inside)

@@ -234,6 +234,24 @@ def test_fit_names_the_pairs_and_scores_it_takes():
   assert history.history["loss"][0] == pytest.approx(want, rel=1e-6)
 
 
+def test_batches_with_sample_weights_are_refused_naming_both_arguments():
+  """Sweep 10 c150/c151: the steps dropped a batch's sample weights (Keras' own from
+  sample_weight= or class_weight=, or a dataset's third element)."""
+  model = BertSentenceEncoder(CONFIG, loss="cosine_mse")
+  model.build()
+  model.compile(optimizer=keras.optimizers.SGD(0.1))
+  features, scores = _batch("cosine_mse")
+  data = tf.data.Dataset.from_tensors((features, scores, np.zeros_like(scores)))
+  before = [w.numpy() for w in model.weights]
+  for call in (model.fit, model.evaluate):
+    with pytest.raises(ValueError, match=r"BertSentenceEncoder takes no sample_weight or "
+                                         r"class_weight \(got batches of \(x, y, "
+                                         r"sample_weight\)"):
+      call(data, verbose=0)
+  for w, w0 in zip(model.weights, before):
+    np.testing.assert_array_equal(w.numpy(), w0)
+
+
 def test_pairs_and_scores_that_do_not_fit_are_refused_naming_the_part():
   """Scores [B, 2] broadcast against the [B] similarities, a fourth part was silently
   left out, a Hugging Face name in a part was dropped (the mask read as all ones), and an

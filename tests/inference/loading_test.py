@@ -433,3 +433,73 @@ def test_classifiers_sharing_a_directory_keep_their_own_arity(tmp_path):
   with pytest.raises(ValueError, match="text_settings.json: an arity record of an earlier "
                                        "tfbert .* does not name the .keras file it describes"):
     tfbert.load(str(tmp_path / "single.keras"))
+
+
+def _without_record(path):
+  """The `.keras` file at `path` as one written before tfbert recorded its text settings."""
+  import zipfile  # pylint: disable=import-outside-toplevel
+  with zipfile.ZipFile(path, "a") as archive:
+    archive.comment = b""
+
+
+def test_a_keras_file_refuses_a_vocabulary_other_than_its_own(tmp_path):
+  """A `.keras` file copied beside another model's vocab.txt was used with it, every id
+  another word piece, and its casing taken from that vocabulary (sweep 10, c175/c176)."""
+  model = _model(BertClassifier, 2, labels=("0", "1"))
+  tfbert.save(model, str(tmp_path / "m.keras"))
+  (tmp_path / "other").mkdir()
+  shutil.copy(tmp_path / "m.keras", tmp_path / "other" / "m.keras")
+  foreign = tmp_path / "other" / "vocab.txt"
+  foreign.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nThe\nCat\n")
+  with pytest.raises(ValueError, match=r"m.keras was saved with a vocabulary of 30522 lines "
+                                       r"\(sha256 \w{12}\), but the vocab.txt beside it "
+                                       r"\(.*other/vocab.txt\) has 7 lines .*put the model's "
+                                       r"own vocab.txt beside it, or pass vocab_file="):
+    tfbert.load(str(tmp_path / "other" / "m.keras"))
+  with pytest.raises(ValueError, match=r"but vocab_file='.*other/vocab.txt' has 7 lines"):
+    tfbert.load(str(tmp_path / "m.keras"), vocab_file=str(foreign))
+  back = tfbert.load(str(tmp_path / "other" / "m.keras"), vocab_file=str(tmp_path / "vocab.txt"))
+  assert text_settings.settings_of(back).do_lower_case is True
+  _without_record(tmp_path / "other" / "m.keras")  # An earlier file: as before.
+  assert text_settings.settings_of(tfbert.load(str(tmp_path / "other" / "m.keras"))
+                                   ).vocab_file == str(foreign)
+
+
+def test_a_keras_file_keeps_its_recorded_casing_over_its_vocabularys_content(tmp_path):
+  """Saved with do_lower_case=False over a vocabulary of lower-case pieces, the casing came
+  back True from the vocabulary's content once the tokenizer files were gone."""
+  model = _model(BertClassifier, 2, labels=("0", "1"))
+  text_settings.attach(model, dataclasses.replace(text_settings.settings_of(model),
+                                                  do_lower_case=False))
+  tfbert.save(model, str(tmp_path / "m.keras"))
+  os.remove(tmp_path / "tokenizer_config.json")
+  assert text_settings.settings_of(tfbert.load(str(tmp_path / "m.keras"))).do_lower_case is False
+  _without_record(tmp_path / "m.keras")
+  assert text_settings.settings_of(tfbert.load(str(tmp_path / "m.keras"))).do_lower_case is True
+
+
+def test_labels_of_a_classifier_loaded_as_one_and_duplicate_labels_are_named(tmp_path):
+  """With task="classifier" given, the message said "pass task= as well" (sweep 10, c33)."""
+  model = _model(BertClassifier, 2, labels=("0", "1"))
+  tfbert.save(model, str(tmp_path / "m.keras"))
+  with pytest.raises(ValueError, match=r"labels \['a', 'b'\] are not the model's \(\['0', "
+                                       r"'1'\]\): it is a BertClassifier already, so its head "
+                                       r"is kept .*load the encoder it was fine-tuned from"):
+    tfbert.load(str(tmp_path / "m.keras"), task="classifier", labels=["a", "b"])
+  with pytest.raises(ValueError, match=r"^labels= names 'a' more than once \(\['a', 'a', "
+                                       r"'b'\]\): each class needs a name of its own$"):
+    tfbert.load(str(tmp_path / "m.keras"), task="classifier", labels=["a", "a", "b"])
+
+
+def test_a_folder_holding_models_names_them(tmp_path):
+  """A run_pretraining export holds saved_model/ and google/: it said only "not a model
+  directory" (sweep 10, c136)."""
+  (tmp_path / "saved_model").mkdir()
+  (tmp_path / "saved_model" / "saved_model.pb").write_bytes(b"")
+  (tmp_path / "google").mkdir()
+  (tmp_path / "google" / "bert_config.json").write_text("{}")
+  (tmp_path / "notes").mkdir()
+  with pytest.raises(ValueError, match=f"^{tmp_path}: not a model directory tfbert reads "
+                                       "itself, but it holds google/ and saved_model/: load "
+                                       f"one of them \\(e.g. {tmp_path}/google\\)$"):
+    tfbert.load(str(tmp_path))

@@ -303,3 +303,34 @@ def test_a_name_longer_than_the_file_system_allows_is_refused_before_writing(
       "file name may have in .*: choose a shorter path$")):
     tfbert.save(pair_classifier, path)
   assert not os.listdir(tmp_path)
+
+
+def test_a_keras_path_without_its_suffix_is_named_before_anything_is_written(tmp_path):
+  """It named an internal staging path (`.tfbert-tmp-...-keras/saved_noext`), sweep 10 c40."""
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  path = str(tmp_path / "saved_noext")
+  with pytest.raises(ValueError, match=f"^path {path} does not end in .keras, .*: pass a path "
+                                       f"ending in .keras \\(e.g. {path}.keras\\)$"):
+    tfbert.save(model, path, "keras")
+  assert not os.listdir(tmp_path)
+
+
+def test_a_keras_save_never_replaces_other_tokenizer_files_beside_it(tmp_path):
+  """A user's (another model's) vocab.txt in the folder was replaced silently (c177)."""
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\nOther\n")
+  with pytest.raises(ValueError, match=r"cannot write .*mine.keras: .*vocab.txt holds another "
+                                       r"vocabulary .*: save into a folder of its own"):
+    tfbert.save(model, str(tmp_path / "mine.keras"))
+  assert sorted(os.listdir(tmp_path)) == ["vocab.txt"]
+  assert (tmp_path / "vocab.txt").read_text() == "[PAD]\n[UNK]\nOther\n"
+  (tmp_path / "own").mkdir()
+  tfbert.save(model, str(tmp_path / "own" / "a.keras"))
+  tfbert.save(model, str(tmp_path / "own" / "b.keras"))  # The same files: fine.
+  longer = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 21)
+  with pytest.raises(ValueError, match=r"tokenizer_config.json differs .*model_max_length 21"):
+    tfbert.save(longer, str(tmp_path / "own" / "a.keras"))  # b.keras reads them too.
+  os.remove(tmp_path / "own" / "b.keras")
+  tfbert.save(longer, str(tmp_path / "own" / "a.keras"))  # Alone: the files are its own.
+  assert text_settings.settings_of(tfbert.load(str(tmp_path / "own" / "a.keras"))
+                                   ).max_seq_length == 21

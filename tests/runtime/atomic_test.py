@@ -391,3 +391,24 @@ def test_an_error_replacing_an_output_names_the_output_not_the_staging_path(
 def test_a_marker_nested_too_deeply_reads_as_an_earlier_tfberts(tmp_path):
   (tmp_path / atomic.OUTPUT_MARKER).write_text("[" * 100_000)
   assert atomic.read_marker(str(tmp_path)).legacy  # It raised a RecursionError.
+
+
+def test_a_run_record_names_the_run_that_wrote_a_shared_directory(tmp_path):
+  """A directory written file by file beside the user's files (a sentence-transformers
+  directory) carries no OUTPUT_MARKER: `RUN_RECORD` says which run wrote it, so a replay
+  of that run's flags.txt into a new run can be refused (sweep 10 c119)."""
+  directory = str(tmp_path / "st")
+  os.makedirs(directory)
+  assert atomic.read_run_record(directory) is None
+  atomic.write_run_record(directory, "sentence-transformers directory", str(tmp_path / "a"))
+  record = atomic.read_run_record(directory)
+  assert record == atomic.OutputRecord("sentence-transformers directory",
+                                       run=str(tmp_path / "a"))
+  assert atomic.by_another_run(record, directory, str(tmp_path / "b"))
+  assert not atomic.by_another_run(record, directory, str(tmp_path / "a"))
+  assert atomic.describe_output(directory) is None  # Not an output nothing may go into.
+  atomic.write_run_record(directory, "sentence-transformers directory")  # Outside a run.
+  assert atomic.read_run_record(directory) is None
+  with open(os.path.join(directory, atomic.RUN_RECORD), "w") as f:
+    f.write("not json")
+  assert atomic.read_run_record(directory) is None

@@ -259,3 +259,21 @@ def test_a_name_longer_than_the_file_system_allows_is_refused_naming_the_flag(tm
   assert "is 256 bytes long" in paths.output_problems({"--output": str(tmp_path / ("é" * 128))},
                                                      "file")[0]
   assert not os.listdir(tmp_path)
+
+
+def test_a_glob_input_conflicts_only_with_what_it_matches_or_would_match(tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  (tmp_path / "t1a.txt").write_text("x")
+  (tmp_path / "d").mkdir()
+  (tmp_path / "d" / "a.txt").write_text("x")
+  inputs = {"--train_text_files": "t1*.txt"}
+  # Beside the matched files: apart (it was refused as "lies inside input t1*.txt").
+  assert paths.overlap_problems(inputs, {"--model_dir": "runs/p"}) == []
+  assert paths.overlap_problems({"--f": "*/a.txt"}, {"--model_dir": "runs/p"}) == []
+  # A matched file, a directory holding one, a path the pattern would match, or one below it.
+  for inputs_, output, relation in [(inputs, "t1a.txt", "is"),
+                                    ({"--f": "*/a.txt"}, "d", "contains"),
+                                    (inputs, "t1b.txt", "would match"),
+                                    (inputs, "t1dir.txt/run", "lies inside a path matching")]:
+    problems = paths.overlap_problems(inputs_, {"--model_dir": output})
+    assert len(problems) == 1 and f"{output} {relation} input" in problems[0], problems

@@ -424,3 +424,23 @@ def test_data_identity_refuses_a_pipe_instead_of_waiting_forever(tmp_path):
   assert isinstance(outcome[0], ValueError), outcome
   assert str(outcome[0]).startswith(f"{fifo} is a pipe, socket or device: tfbert reads each "
                                     "data file more than once"), outcome
+
+
+def test_a_relative_path_to_the_recorded_folder_is_the_same_setting(tmp_path, monkeypatch):
+  """Sweep 10 c185: a resume from the data's parent with --data_dir=sst was refused as
+  another configuration (run_config.json data_dir: "/.../sst" -> "sst"): path-valued
+  settings are compared as real absolute paths; another folder still differs."""
+  (tmp_path / "base" / "sst").mkdir(parents=True)
+  (tmp_path / "link").symlink_to(tmp_path / "base")
+  run = str(tmp_path / "run")
+  def record(data_dir):
+    return [RunRecord("run_config.json", {"data_dir": data_dir, "seed": 1},
+                      path_keys=frozenset({"data_dir"}))]
+  with run_directory.claim(run, record(str(tmp_path / "base" / "sst"))) as lock:
+    run_directory.write_records(run, record(str(tmp_path / "base" / "sst")))
+    assert lock.fresh
+  monkeypatch.chdir(tmp_path / "base")
+  for same in ("sst", "./sst/", str(tmp_path / "link" / "sst")):
+    run_directory.claim(run, record(same)).release()
+  with pytest.raises(RunDirectoryError, match=r'data_dir: ".*/base/sst" -> ".*/base/other"'):
+    run_directory.claim(run, record("other"))

@@ -378,8 +378,26 @@ def test_raw_text_exports_need_only_core_ops_and_the_wordpiece_op(every_export):
     assert {"MatMul", "Softmax"} <= id_ops <= core, (kind, sorted(id_ops - core))
     assert ops - core <= export.TEXT_OPS, (kind, sorted(ops - core - export.TEXT_OPS))
     assert ops & export.TEXT_OPS, kind
+    assert "UnicodeTranscode" in ops, kind  # `validate_texts`' UTF-8 check, a core op.
     assert export.non_core_ops(export_dir) == ops - core, kind
     assert not export.non_core_ops(f"{export_dir}/ids"), kind
+
+
+@pytest.mark.parametrize("bad", [b"caf\xe9 ok", b"\xed\xa0\x80", b"\xc0\x80", b"\xff"])
+def test_validate_texts_refuses_text_that_is_not_utf8_naming_input_and_row(bad):
+  """As the Python API refuses it: the tokenizer would silently drop the bad bytes. Valid
+  text (an encoded U+FFFD, a BOM, NUL, an empty batch) passes unchanged."""
+  check = tf.function(lambda a, b: export.validate_texts("classify_text",
+                                                         {"text_a": a, "text_b": b}))
+  good = tf.constant(["ok", "caf\u00e9 \ufffd", "\ufeffbom", "a\x00b"])
+  for name, value in check(good, good).items():
+    np.testing.assert_array_equal(value.numpy(), good.numpy(), err_msg=name)
+  empty = tf.constant([], tf.string)
+  assert check(empty, empty)["text_a"].shape == (0,)
+  worse = tf.constant([b"ok", b"fine", bad, b"ok"])
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match="classify_text: text_b row 2 is not UTF-8 text"):
+    check(good, worse)
 
 
 def test_a_new_task_model_serves_its_own_outputs_through_every_export_path():

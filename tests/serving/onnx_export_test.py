@@ -169,3 +169,19 @@ def test_the_tool_refuses_an_output_that_is_a_directory_before_any_work(tmp_path
   assert (f"export_onnx: error: --output {tmp_path / 'out'} is an existing directory, not a "
           "file") in result.stderr, result.stderr[-2000:]
   assert sorted(os.listdir(tmp_path)) == ["out"] and not os.listdir(tmp_path / "out")
+
+
+def test_a_folder_of_exports_names_the_saved_models_inside_it(tmp_path):
+  """A pretraining run's export/ holds saved_model/ (with ids/) and google/: named, before
+  any conversion (the message said only "no SavedModel here or in ids/")."""
+  (tmp_path / "saved_model" / export.ID_DIR).mkdir(parents=True)
+  (tmp_path / "saved_model" / "saved_model.pb").write_bytes(b"")
+  (tmp_path / "saved_model" / export.ID_DIR / "saved_model.pb").write_bytes(b"")
+  (tmp_path / "google").mkdir()
+  with pytest.raises(FileNotFoundError) as error:
+    onnx_export.saved_model_source(str(tmp_path))
+  assert str(error.value) == (
+      f"{tmp_path}: no SavedModel (saved_model.pb) here or in ids/; it holds the SavedModel "
+      f"folder(s) saved_model/: pass {tmp_path / 'saved_model'} as the export directory")
+  assert onnx_export.saved_model_source(str(tmp_path / "saved_model")) == str(
+      tmp_path / "saved_model" / export.ID_DIR)

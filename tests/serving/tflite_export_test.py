@@ -31,7 +31,9 @@ import pytest
 from tests import glue_synthetic, helpers, tool_process
 from tfbert import BertClassifier, BertConfig, BertEncoder, BertSpanLabeler, task_registry
 from tfbert.checkpoints import convert, pretrained
+from tfbert.classifier import glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig
+from tfbert.models import BertTokenClassifier
 from tfbert.serving import export, tflite_export
 from tfbert.squad import squad_features
 from tfbert.squad.squad_run import SquadRunConfig
@@ -355,3 +357,16 @@ def test_tool_without_seq_length_takes_at_most_the_models_positions(tmp_path, cl
   assert tflite_export.default_seq_length(BertEncoder(BertConfig(**TINY))) == 64
   assert tflite_export.default_seq_length(
       BertEncoder(BertConfig(**{**TINY, "max_position_embeddings": 512}))) == 128
+
+
+def test_scoring_is_for_classifiers_and_names_what_is_missing(config, classifier):
+  """A tagger was told it needed a classifier's task and vocab: now that it is no classifier."""
+  tagger = BertTokenClassifier(config, ("O", "B-x", "I-x"))
+  given = ["--eval_file"]
+  assert tflite_export.scoring_problem(tagger, "n/model.keras", given, None, "v.txt") == (
+      "--eval_file scores classifiers only (on their task's dev set); n/model.keras is a "
+      "BertTokenClassifier: leave out --eval_file")
+  task = glue_data.get_task("sst-2")
+  assert "give --task_name" in tflite_export.scoring_problem(classifier, "m", given, None, "v")
+  assert "give --vocab_file" in tflite_export.scoring_problem(classifier, "m", given, task, None)
+  assert tflite_export.scoring_problem(classifier, "m", given, task, "v") is None

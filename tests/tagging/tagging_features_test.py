@@ -116,6 +116,15 @@ def test_an_unknown_tag_is_named_with_its_line(uncased):
                                     16, 4)
 
 
+def test_an_unseen_tag_of_evaluation_data_carries_no_label(uncased):
+  """An entity type the model never learned is scored from the gold tags as a miss."""
+  features = tagging_features.make_features([_sentence(("a", "O"), ("b", "B-z"))], uncased,
+                                            LABELS, 16, 4, unseen_tags_ignored=True)
+  assert features.label_ids[0, :4].tolist() == [tagging_features.IGNORE, 0,
+                                                 tagging_features.IGNORE,
+                                                 tagging_features.IGNORE]
+
+
 # split -> (longest sentence in pieces, words without a piece, windows beyond one per
 # sentence at S = 128 and stride 64), uncased and cased. Two test sentences exceed 126
 # pieces: each takes 2 windows (0-126, 64-190), but 196 cased pieces take 3 (128-196).

@@ -55,6 +55,29 @@ def test_read_predictions_errors_name_the_line(tmp_path):
       tagging_metrics.read_predictions(str(path), gold, str(gold_path))
 
 
+def test_docstart_lines_are_skipped_in_the_gold_and_the_predictions(tmp_path):
+  """run_ner's predictions (`conll.format_conll`) leave out the gold's -DOCSTART- lines and
+  the blank line after each; a file keeping them is joined alike."""
+  gold_path = tmp_path / "gold"
+  gold_path.write_text("-DOCSTART-\tO\n\nI\tB-per\nam\tO\n\n-DOCSTART- O\n\nhe\tO\n")
+  gold = conll.read_conll(str(gold_path))
+  path = tmp_path / "pred"
+  path.write_text(conll.format_conll(gold, [["I-per", "O"], ["B-loc"]]))
+  expected = [["I-per", "O"], ["B-loc"]]
+  assert tagging_metrics.read_predictions(str(path), gold, str(gold_path)) == expected
+  path.write_text("-DOCSTART- O\n\nI I-per\nam O\n\n-DOCSTART- O\n\nhe B-loc\n")
+  assert tagging_metrics.read_predictions(str(path), gold, str(gold_path)) == expected
+  # Given in memory: the gold's separators are passed.
+  assert tagging_metrics.read_predictions(
+      str(path), gold, "g", gold_document_lines=conll.document_lines(
+          gold_path.read_text().split("\n"))) == expected
+  # A misalignment says DOCSTART lines are skipped, and how many each file has.
+  path.write_text("I I-per\nam O\nhe B-loc\n")
+  with pytest.raises(ValueError, match=r":3: a prediction where .*\(-DOCSTART- lines and the "
+                     r"blank line after each are skipped in both files: .*gold has 2, .* 0"):
+    tagging_metrics.read_predictions(str(path), gold, str(gold_path))
+
+
 def test_read_predictions_refuses_the_tokens_of_another_text(tmp_path):
   """Two of five tokens changed is not a normalization: the first is named, with both lines."""
   gold_path = tmp_path / "gold"

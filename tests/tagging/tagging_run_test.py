@@ -28,7 +28,8 @@ from tfbert import BertTokenClassifier
 from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
 from tfbert.config import BertConfig
 from tfbert.runtime import run_directory
-from tfbert.tagging import conll, tagging_metrics, tagging_run
+from tfbert.tagging import conll, tagging_features, tagging_metrics, tagging_run
+from tfbert.text import tokenization
 from tfbert.training import workers
 
 ROOT = helpers.ROOT
@@ -99,6 +100,28 @@ def test_a_bad_line_stops_the_run_before_anything_is_written(tmp_path):
   with pytest.raises(ValueError, match=r"train.conll:3: I-person after O breaks IOB2"):
     tagging_run.run_ner(_run_config(tmp_path, "out", do_train=True))
   assert not os.path.exists(tmp_path / "out")
+
+
+def test_a_dev_entity_type_the_train_file_lacks_is_scored_as_a_miss(tmp_path, monkeypatch):
+  """conlleval's and seqeval's rule: a gold entity the model cannot predict is a miss (it
+  was refused as "tag 'B-animal' is not one of the model's labels"); one line names it."""
+  (tmp_path / "train.conll").write_text("a B-x\nb O\n")
+  (tmp_path / "dev.conll").write_text("a B-x\nb O\n\nc B-animal\nd I-animal\n")
+  config = _run_config(tmp_path, "out", do_train=True, do_eval=True)
+  inputs = tagging_run.read_inputs(config)
+  warnings = []
+  monkeypatch.setattr(tagging_run.logging, "warning", warnings.append)
+  labels = tagging_run.resolve_labels(config, inputs)
+  assert labels == ("O", "B-x", "I-x")
+  assert len(warnings) == 1 and "dev.conll: entity type(s) the model has no labels for" in (
+      warnings[0]) and "animal (first at line 4)" in warnings[0], warnings
+  model = tagging_run.build_tagger(config, labels, tf.distribute.get_strategy())
+  features = tagging_features.make_features(inputs["dev"], tokenization.WordPieceTokenizer(
+      config.vocab_file, do_lower_case=True), labels, SEQ, 5, unseen_tags_ignored=True)
+  scores, _ = tagging_run.evaluate(model, tf.distribute.get_strategy(), config, inputs["dev"],
+                                   features)
+  assert scores["per_type"]["animal"]["gold"] == 1 and scores["gold"] == 2
+  assert scores["per_type"]["animal"]["correct"] == 0 and np.isfinite(scores["loss"])
 
 
 def _never_build(*args, **kwargs):

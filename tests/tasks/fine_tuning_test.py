@@ -19,6 +19,7 @@ from tfbert import BertClassifier, BertConfig, BertSpanLabeler, BertTokenClassif
 from tfbert.checkpoints import pretrained
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.embeddings.embedding_run import EmbeddingRunConfig
+from tfbert.squad import squad_features
 from tfbert.squad.squad_run import SquadRunConfig
 from tfbert.tagging.tagging_run import NerRunConfig
 from tfbert.tasks import fine_tuning, source_heads
@@ -410,10 +411,10 @@ def test_an_evaluation_of_the_runs_model_takes_the_settings_the_run_recorded(
 @pytest.mark.parametrize("recorded, given, message", [
     # EV28: a mean-pooled run evaluated with --pooling_mode=cls.
     (_embeddings("run", do_train=True, train_file="t"), _embeddings("run", pooling_mode="cls"),
-     "--pooling_mode=cls (the run's: mean)"),
+     "pooling_mode: mean -> cls"),
     # EV27: an MRPC (sentence pair) run evaluated as SST-2: single sentences.
     (_classifier("run", do_train=True), _classifier("run", task_name="sst-2"),
-     "--task_name=sst-2 (the run's: mrpc)"),
+     "task_name: mrpc -> sst-2"),
 ])
 def test_an_evaluation_of_the_runs_model_with_another_task_or_pooling_is_refused(
     tmp_path, recorded, given, message):
@@ -422,7 +423,7 @@ def test_an_evaluation_of_the_runs_model_with_another_task_or_pooling_is_refused
   run = _trained_run(tmp_path, recorded)
   with pytest.raises(ValueError, match=re.escape(message)) as error:
     fine_tuning.evaluated_model(dataclasses.replace(given, output_dir=str(run)))
-  assert "Drop the flag" in str(error.value) and "another --output_dir" in str(error.value)
+  assert "Leave the flag out" in str(error.value) and "another --output_dir" in str(error.value)
 
 
 def test_the_runs_own_model_through_a_linked_output_dir_is_the_runs(tmp_path):
@@ -481,3 +482,51 @@ def test_an_unreadable_run_checkpoint_is_one_message_naming_what_to_do(tmp_path)
       f"--init_tfbert={tmp_path / 'model.keras'}")):
     fine_tuning.restore_run_checkpoint(keras.Sequential(), own,
                                        source_heads.Source(str(tmp_path / "model.keras")))
+
+
+def _squad(output_dir, **overrides):
+  return SquadRunConfig(**{"output_dir": str(output_dir), "do_predict": True,
+                           "predict_file": "dev.json", **overrides})
+
+
+@pytest.mark.parametrize("recorded, given, message", [
+    # c49: a classifier run of S=32 evaluated at S=4 (given), and at the default, given.
+    (_classifier("run", do_train=True, max_seq_length=32),
+     _classifier("run", max_seq_length=4), "max_seq_length: 32 -> 4"),
+    (_classifier("run", do_train=True, max_seq_length=32),
+     _classifier("run", given_settings=frozenset({"max_seq_length"})),
+     "max_seq_length: 32 -> 128"),
+    # c163: a SQuAD run's windows, field by field.
+    (_squad("run", do_train=True, train_file="t",
+            features=squad_features.FeatureConfig(max_seq_length=64, doc_stride=32,
+                                                  max_query_length=16)),
+     _squad("run", features=squad_features.FeatureConfig(max_seq_length=64, doc_stride=16,
+                                                         max_query_length=16),
+            given_settings=frozenset({"doc_stride", "max_seq_length"})),
+     "doc_stride: 32 -> 16"),
+])
+def test_an_evaluation_of_the_runs_model_with_other_scored_settings_is_refused(
+    tmp_path, recorded, given, message):
+  """Sweep 10 c49/c163: an evaluation-only rerun with another --max_seq_length (or
+  --doc_stride) wrote its scores over the run's while run_config.json kept the recorded
+  value. Refused before any work, naming the setting and both values (recorded -> given)."""
+  run = _trained_run(tmp_path, recorded)
+  with pytest.raises(ValueError, match=re.escape(message)) as error:
+    fine_tuning.evaluated_model(dataclasses.replace(given, output_dir=str(run)))
+  assert "Leave the flag out" in str(error.value) and "another --output_dir" in str(error.value)
+
+
+def test_settings_not_given_are_the_runs_even_at_their_default(tmp_path):
+  """A setting the tool says was not given is the run's, whatever its value; a SQuAD
+  window field not given is the run's while another, given alike, stays."""
+  run = _trained_run(tmp_path, _squad("run", do_train=True, train_file="t",
+                                      features=squad_features.FeatureConfig(
+                                          max_seq_length=128, doc_stride=32,
+                                          max_query_length=16)))
+  config, _ = fine_tuning.evaluated_model(_squad(
+      run, features=squad_features.FeatureConfig(max_seq_length=128, doc_stride=48),
+      given_settings=frozenset({"max_seq_length"})))
+  assert config.features == squad_features.FeatureConfig(128, 32, 16)
+  run = _trained_run(tmp_path / "c", _classifier("run", do_train=True, max_seq_length=32))
+  config, _ = fine_tuning.evaluated_model(_classifier(run, given_settings=frozenset()))
+  assert config.max_seq_length == 32

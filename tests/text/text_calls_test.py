@@ -255,3 +255,47 @@ def test_texts_with_other_items_are_refused_naming_each_by_index_and_value(x):
   model.compile(optimizer="adam")
   with pytest.raises(TypeError, match=r"x\[0\] is None \(NoneType\), x\[2\] is 3.5"):
     model.fit(x, ["0", "1", "0"], verbose=0)
+
+
+WEIGHTS_REFUSED = (r"{kind} takes no sample_weight or class_weight \(got {given}\): {kind} "
+                   r"trains and evaluates on the plain mean of its own per-example loss, so "
+                   r"Keras' weights would be ignored")
+
+
+def test_fit_and_evaluate_refuse_sample_and_class_weights_before_anything_runs():
+  """Sweep 10 c150/c151: the steps dropped them (Keras makes sample weights of a
+  class_weight too), so a fit with weights 0 trained as the plain one."""
+  _, models = _every_model_kind()
+  features = {"input_ids": np.ones((2, 3), np.int32)}
+  for model, _ in models.values():
+    kind = type(model).__name__
+    model.compile(optimizer="adam")
+    for call, kwargs, given in (
+        (model.fit, {"sample_weight": np.zeros(2)}, r"fit\(sample_weight=...\)"),
+        (model.fit, {"class_weight": {0: 0.0, 1: 1.0}}, r"fit\(class_weight=...\)"),
+        (model.fit, {"validation_data": (features, np.zeros(2), np.ones(2))},
+         r"validation_data\[2\] \(sample weights\)"),
+        (model.evaluate, {"sample_weight": np.zeros(2)}, r"evaluate\(sample_weight=...\)")):
+      with pytest.raises(ValueError, match=WEIGHTS_REFUSED.format(kind=kind, given=given)):
+        call(features, np.zeros(2, np.int32), verbose=0, **kwargs)
+    with pytest.raises(ValueError, match=r"got evaluate\(sample_weight=...\)"):
+      model.evaluate(features, np.zeros(2, np.int32), None, 0, np.ones(2))  # By position.
+    assert not model.optimizer.built, kind
+
+
+def test_raw_text_fit_and_evaluate_refuse_weights_before_packing():
+  model = _compiled()
+  before = [w.numpy() for w in model.weights]
+  texts, labels = ["good", "bad"], ["1", "0"]
+  for call, kwargs, given in (
+      (model.fit, {"sample_weight": [0.0, 0.0]}, r"fit\(sample_weight=...\)"),
+      (model.fit, {"class_weight": {0: 0.0, 1: 0.0}, "sample_weight": [1.0, 1.0]},
+       r"fit\(sample_weight=...\) and fit\(class_weight=...\)"),
+      (model.fit, {"validation_data": [texts, labels, [1.0, 0.0]]},
+       r"validation_data\[2\] \(sample weights\)"),
+      (model.evaluate, {"sample_weight": [0.0, 0.0]}, r"evaluate\(sample_weight=...\)")):
+    with pytest.raises(ValueError, match=WEIGHTS_REFUSED.format(kind="BertClassifier",
+                                                                given=given)):
+      call(texts, labels, verbose=0, **kwargs)
+  for w, w0 in zip(model.weights, before):
+    np.testing.assert_array_equal(w.numpy(), w0)

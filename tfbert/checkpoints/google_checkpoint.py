@@ -344,6 +344,8 @@ def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
         huggingface.write_tokenizer_files(staging, vocab_file, do_lower_case, max_length)
       elif vocab_file:
         files.copy(vocab_file, os.path.join(staging, "vocab.txt"))
+      # Every side file as written (the tokenizer's too), before any is moved into place.
+      check_writable_prefix(prefix, _staged_sides(staging, base))
   except tf.errors.OpError as e:
     # SaveV2's message names a temporary that is gone: "<graph> <temporary>; <reason> [Op:..]".
     reason = e.message.rsplit(";", 1)[-1].split(" [Op:")[0].strip()
@@ -357,14 +359,15 @@ def check_writable_prefix(prefix: str, sides: Mapping[str, Any]) -> None:
   * A prefix inside an output tfbert wrote (an export, `best/`) or a SavedModel
     (`tfbert.runtime.atomic.enclosing_output`): the checkpoint and its side files would
     change that model's files (in a SavedModel's `variables/`, replace its weights).
-  * Another checkpoint in the prefix's directory (an `.index` of another prefix) whose
-    side files (`bert_config.json`, `vocab.txt`: `sides`, by name, with the content about
-    to be written, str or bytes) say otherwise: they describe that checkpoint too, and
-    rewriting them would break it. The same content, or a directory of this prefix's own
-    checkpoint alone, is written as before.
+  * A side file already in the prefix's directory (`bert_config.json`, `vocab.txt`, the
+    tokenizer's files: `sides`, by name, with the content about to be written, str or bytes)
+    whose content differs, unless it belongs to this prefix's own checkpoint alone (a
+    rewrite of it): it describes another checkpoint beside it, or is another model's, or an
+    input (`--bert_config_file`, `--vocab_file`), and replacing it would break or change
+    that. The same content is written as before (a rerun).
 
   Raises:
-    ValueError: naming the prefix, and the other checkpoint and file.
+    ValueError: naming the prefix, the file and (when there is one) the other checkpoint.
   """
   if files.isdir(prefix) and not files.isfile(prefix + ".index"):
     raise ValueError(f"{prefix} is a directory: a Google checkpoint is written at a prefix "
@@ -378,21 +381,46 @@ def check_writable_prefix(prefix: str, sides: Mapping[str, Any]) -> None:
   if not files.isdir(directory):
     return
   base = os.path.basename(prefix)
-  others = [name for name in prefixes_in(directory) if name != base]
-  if not others:
-    return
+  found = prefixes_in(directory)
+  others = [name for name in found if name != base]
+  if found and not others:
+    return  # This prefix's own checkpoint alone: its side files are rewritten with it.
   for name, content in sides.items():
     path = os.path.join(directory, name)
-    if not files.isfile(path):
+    if not files.isfile(path) or _same_content(name, files.read_bytes(path), content):
       continue
-    old = files.read_bytes(path)
-    new = content.encode("utf-8") if isinstance(content, str) else content
-    same = (json.loads(old) == json.loads(new) if name.endswith(".json") else old == new)
-    if not same:
+    if others:
       raise ValueError(
           f"{prefix}: {path} describes the checkpoint {os.path.join(directory, others[0])} "
           f"beside it, and this model's {name} differs: writing it would break that "
           "checkpoint; write into a directory of its own")
+    raise ValueError(
+        f"{prefix}: {path} is already there, and this model's {name} differs: writing it "
+        "would replace another model's file (or an input such as --bert_config_file or "
+        "--vocab_file); write into a directory of its own, or remove it if it is no longer "
+        "needed")
+
+
+def _same_content(name: str, old: bytes, new: Any) -> bool:
+  """Whether the existing side file `name` (`old` bytes) holds `new` (str or bytes); JSON
+  files are compared by value (key order and layout aside)."""
+  new = new.encode("utf-8") if isinstance(new, str) else new
+  if old == new:
+    return True
+  if not name.endswith(".json"):
+    return False
+  try:
+    return json.loads(old) == json.loads(new)
+  except (ValueError, RecursionError):  # Not JSON (or too deep): not the same file.
+    return False
+
+
+def _staged_sides(staging: str, base: str) -> dict[str, bytes]:
+  """The files of a staged checkpoint set other than the checkpoint's own (`base.index`,
+  `base.data-*`): those that go beside it, by name, with their content."""
+  return {name: files.read_bytes(os.path.join(staging, name))
+          for name in files.listdir(staging)
+          if not (name.startswith(base + ".") and _PART_SUFFIX.search(name))}
 
 
 def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool = True,

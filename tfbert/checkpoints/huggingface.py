@@ -197,7 +197,35 @@ def load_hf_checkpoint(model_dir: str) -> tuple[BertConfig, dict[str, np.ndarray
   path = os.path.join(model_dir, "model.safetensors")
   check_has_safetensors(model_dir)
   weights, ignored = hf_to_google(read_safetensors(path), source=path)
+  _check_label_count(model_dir, weights)
   return config, weights, ignored
+
+
+def _check_label_count(model_dir: str, weights: Mapping[str, np.ndarray]) -> None:
+  """Refuses a `config.json` whose `id2label` (or `num_labels`) counts other classes than
+  the head in the weights has (`output_weights` [C, H]): its names would be dropped for
+  `LABEL_i`, or name other classes (transformers refuses such a head). A single output (a
+  regression, which has no names) is let be.
+
+  Raises:
+    ValueError: naming `config.json` and both counts.
+  """
+  head = weights.get("output_weights")
+  if head is None:
+    return
+  classes = int(head.shape[0])
+  path = os.path.join(model_dir, "config.json")
+  values = json_values.read(path)
+  labels = read_hf_task(model_dir).labels or ()
+  num_labels = values.get("num_labels")
+  counts = {"id2label": len(labels) or None,
+            "num_labels": num_labels if isinstance(num_labels, int) else None}
+  for field, count in counts.items():
+    if count is not None and count != classes and classes > 1:
+      raise ValueError(f"{path}: {field} has {count} labels, but the head in "
+                       f"model.safetensors has {classes} classes (classifier weight shape "
+                       f"[{classes}, {head.shape[1]}]): make {field} name one label per class")
+
 
 
 # Weight files transformers writes besides safetensors, which tfbert does not read.

@@ -69,9 +69,28 @@ def locate(path: str) -> tuple[str, str]:
     problem = f" (a tfbert run directory without {RUN_MODEL}: training has not finished)"
   elif has("config.json"):
     problem = " (config.json without model.safetensors)"
+  inside = [name for name in sorted(files.listdir(path)) if _holds_a_model(
+      os.path.join(path, name.rstrip("/")))]
+  if inside and not problem:
+    names = [f"{name.rstrip('/')}/" for name in inside]
+    names = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    raise ValueError(f"{path}: not a model directory tfbert reads itself, but it holds "
+                     f"{names}: load {'it' if len(inside) == 1 else 'one of them'} (e.g. "
+                     f"{os.path.join(path, inside[0].rstrip('/'))})")
   raise ValueError(f"{path}: not a model directory tfbert reads{problem}: found none of "
                    f"saved_model.pb, {RUN_MODEL}, {MODULES_FILE}, "
                    "config.json + model.safetensors, bert_config.json + a checkpoint")
+
+
+def _holds_a_model(directory: str) -> bool:
+  """Whether `directory` is one that `locate` reads as a model, by its marker files alone
+  (for a message pointing into a folder that holds models)."""
+  if not files.isdir(directory):
+    return False
+  def has(name):
+    return files.exists(os.path.join(directory, name))
+  return (has("saved_model.pb") or has(RUN_MODEL) or has(MODULES_FILE)
+          or (has("config.json") and has("model.safetensors")) or has("bert_config.json"))
 
 
 def _run_model(directory: str) -> str:

@@ -20,7 +20,9 @@ checkpoints, exact resume, evaluation during training, the best model, the expor
    and recall@1/5/10 of the queries ranking the corpus (percent).
 4. Exports (`export_dir`): `embed_text` (`tfbert.embeddings.embedding_export`); and, with
    `sentence_transformers_dir`, writes the model as a sentence-transformers directory
-   (`tfbert.embeddings.sentence_transformers`) that `SentenceTransformer(dir)` loads.
+   (`tfbert.embeddings.sentence_transformers`) that `SentenceTransformer(dir)` loads; it
+   records the run that wrote it, and another run's is refused before any work
+   (`check_outputs`: a replayed flags.txt).
 
 Shape legend: N examples, S max_seq_length.
 """
@@ -43,12 +45,14 @@ from tfbert.embeddings import (
 from tfbert.embeddings.sentence_encoder import BATCH_LOSSES, LOSSES, BertSentenceEncoder
 from tfbert.layers import pooling
 from tfbert.losses import embedding_losses
-from tfbert.runtime import files, validation
+from tfbert.runtime import atomic, files, run_directory, validation
 from tfbert.tasks import fine_tuning, runner
 from tfbert.tasks.task import Outputs, RunContext, Task, TrainingData
 from tfbert.text import inputs as text_inputs
 
 PARTS = ("anchor", "positive", "negative")
+# What a run's `sentence_transformers_dir` is (`tfbert.runtime.atomic.RUN_RECORD`).
+SENTENCE_TRANSFORMERS_KIND = "sentence-transformers directory"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -186,6 +190,32 @@ def check_trainable(examples: Sequence[embedding_data.TextExample],
                      "pairs' scores, and there is none; give scored pairs that differ")
 
 
+def check_outputs(config: EmbeddingRunConfig) -> None:
+  """Refuses a `sentence_transformers_dir` that another run wrote, as the runner refuses
+  such an `export_dir` (`tfbert.runtime.run_directory.check_outputs`): a flags.txt replayed
+  with a new output directory carries the old run's path, and the new run would replace
+  the old run's model with its own. The run that wrote it is recorded in it
+  (`tfbert.runtime.atomic.RUN_RECORD`); one written outside a run (`tfbert.save`) or by
+  this run (or lying inside this run's directory) is rewritten as before.
+
+  Raises:
+    tfbert.runtime.run_directory.RunDirectoryError: naming the flag, its path and the run
+      that wrote it.
+  """
+  path = config.sentence_transformers_dir
+  if not path:
+    return
+  run_directory.check_outputs(config.output_dir, {"sentence_transformers_dir": path})
+  record = atomic.read_run_record(path) if files.isdir(path) else None
+  if record is not None and atomic.by_another_run(record, path, config.output_dir):
+    raise run_directory.RunDirectoryError(
+        f"sentence_transformers_dir {path} is {record.describe()}, not by this run "
+        f"{files.absolute(config.output_dir)} (a flags.txt replayed with a new output "
+        "directory?): this run would replace it with its own; pass "
+        "--sentence_transformers_dir explicitly (e.g. inside the new run), or remove it if "
+        "it is no longer needed")
+
+
 def pack(tokenizer, texts, seq_length: int) -> dict[str, np.ndarray]:
   """int32 [N, S] `input_ids`, `input_mask`, `segment_ids` of one text per row."""
   ids = tokenizer.tokenize(tf.constant(list(texts)))
@@ -223,6 +253,7 @@ class EmbeddingTask(Task):
     return paths
 
   def read_inputs(self, config: EmbeddingRunConfig) -> dict[str, Any]:
+    check_outputs(config)  # Before anything is built or written, as the export's check.
     read = {}
     if config.do_train:
       read["train"] = embedding_data.read_examples(config.train_file, config.columns(),
@@ -296,6 +327,8 @@ class EmbeddingTask(Task):
         sentence_transformers.save_sentence_transformers(
             context.model, c.sentence_transformers_dir, context.tokenizer.vocab_file,
             c.do_lower_case, c.max_seq_length)
+        atomic.write_run_record(c.sentence_transformers_dir, SENTENCE_TRANSFORMERS_KIND,
+                                files.absolute(c.output_dir))
       out.written.append(c.sentence_transformers_dir)
     return out
 

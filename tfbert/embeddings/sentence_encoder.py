@@ -35,7 +35,7 @@ from tfbert.layers import dropout, pooling
 from tfbert.losses import embedding_losses
 from tfbert.models import accumulation, step_number, sum_over_replicas
 from tfbert.text import feature_checks
-from tfbert.text.text_calls import RawTextPredict, implementation
+from tfbert.text.text_calls import RawTextPredict, implementation, unweighted_batch
 
 OUTPUT_NAME = "embeddings"
 PARTS = ("anchor", "positive", "negative")  # The texts of a training example, in order.
@@ -221,7 +221,7 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
     return tf.reshape(labels, [-1]) if shape.rank == 2 else labels
 
   def train_step(self, data):
-    features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
+    features, labels = unweighted_batch(self, data)
     self._check_batch(features, labels)  # Before the optimizer is built: a refusal changes nothing.
     steps, reduction = accumulation(self.optimizer)
     if steps > 1 and self.loss_name in BATCH_LOSSES:
@@ -243,7 +243,7 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
     """What `evaluate` and `fit(validation_data=...)` run: the training objective on the
     same pairs `fit` takes (`replica_loss`), without dropout or an update. (Keras' default
     called the model on the pairs dict itself: `KeyError: 'input_ids'`.)"""
-    features, labels, _ = keras.utils.unpack_x_y_sample_weight(data)
+    features, labels = unweighted_batch(self, data)
     self.trackers["loss"].update_state(
         sum_over_replicas(self.replica_loss(features, labels, training=False)))
     return self.get_metrics_result()

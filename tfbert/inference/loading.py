@@ -127,7 +127,10 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
     raise ValueError(f"{', '.join(sorted(span_settings))}: a span labeler's settings, and "
                      f"{source} holds a {type(model).__name__}")
   vocab = vocab_file or _vocab_beside(kind, source)
-  lower = _casing(do_lower_case, source, vocab, allow_casing_mismatch)
+  record = saving.read_text_record(source) if kind == "tfbert" else None
+  if record is not None:
+    _check_recorded_vocab(source, record, vocab, given=vocab_file is not None)
+  lower = _casing(do_lower_case, source, vocab, allow_casing_mismatch, record)
   limit = model.config.max_position_embeddings
   default = (text_settings.DEFAULT_SQUAD_MAX_SEQ_LENGTH if spans
              else text_settings.DEFAULT_MAX_SEQ_LENGTH)
@@ -272,19 +275,53 @@ def _with_labels(model: keras.Model, labels: Sequence[str], source: str) -> kera
     named.build()
     named.set_weights(model.get_weights())
     return named
-  if ours is None or labels != tuple(ours):
-    raise ValueError(f"{source}: labels {list(labels)} are not the model's "
-                     f"({list(ours) if ours is not None else 'none'}); to train a fresh "
-                     "head with these, pass task= as well")
+  if ours is None:
+    raise ValueError(f"{source}: labels {list(labels)} for a {type(model).__name__}, which "
+                     "has none; to train a fresh head with these, pass task= as well")
+  if labels != tuple(ours):
+    kind = type(model).__name__
+    raise ValueError(f"{source}: labels {list(labels)} are not the model's ({list(ours)}): "
+                     f"it is a {kind} already, so its head is kept and labels= must be its "
+                     "own, in order, or left out; for a fresh head with these labels, load "
+                     f"the encoder it was fine-tuned from with task= (not a {kind})")
   return model
 
 
+def _check_recorded_vocab(source: str, record: dict[str, Any], vocab: str,
+                          given: bool) -> None:
+  """Refuses a vocabulary other than the one the `.keras` file `source` was saved with (its
+  record: `saving.read_text_record`): every id would be another word piece, silently.
+
+  Raises:
+    ValueError: naming both files and their fingerprints, and what to pass.
+  """
+  found = saving.text_record(vocab, record["do_lower_case"])
+  if found["vocab_sha256"] == record["vocab_sha256"]:
+    return
+  where = f"vocab_file={vocab!r}" if given else f"the vocab.txt beside it ({vocab})"
+  fix = ("pass vocab_file= the vocabulary it was saved with" if given else
+         "put the model's own vocab.txt beside it, or pass vocab_file= the vocabulary it was "
+         "saved with")
+  raise ValueError(
+      f"{source} was saved with a vocabulary of {record['vocab_lines']} lines (sha256 "
+      f"{record['vocab_sha256'][:12]}), but {where} has {found['vocab_lines']} lines "
+      f"(sha256 {found['vocab_sha256'][:12]}): its ids would be other word pieces; {fix}")
+
+
 def _casing(do_lower_case: Optional[bool], source: str, vocab: str,
-            allow_mismatch: bool) -> bool:
+            allow_mismatch: bool, record: Optional[dict[str, Any]] = None) -> bool:
   """`casing.resolve_do_lower_case` for `load`: a mismatch names the keyword arguments that
   fix it (`do_lower_case=False`, `allow_casing_mismatch=True`), not the tools' flags, which
-  an API caller has no way to pass."""
-  return casing.resolve_do_lower_case(do_lower_case, casing.checkpoint_casing(source, vocab),
+  an API caller has no way to pass. A `.keras` file's own record (`record`, its vocabulary
+  checked) decides in place of the vocabulary's content, which it was saved with."""
+  evidence = casing.checkpoint_casing(source, vocab)
+  if record is not None:
+    content = casing.vocab_casing(vocab)
+    evidence = [casing.Casing(record["do_lower_case"],
+                              f"{source} (its tfbert record do_lower_case: "
+                              f"{str(record['do_lower_case']).lower()})")] + [
+                                  e for e in evidence if e != content]
+  return casing.resolve_do_lower_case(do_lower_case, evidence,
                                       allow_mismatch=allow_mismatch,
                                       terms=casing.keywords("tfbert.load"))
 
@@ -307,11 +344,25 @@ def label_names(labels: Any) -> Optional[tuple]:
     if array.ndim != 1:
       raise TypeError(f"labels= must be a 1-D sequence of names, got an array of shape "
                       f"{array.shape}")
-    return tuple(array.tolist())
+    return _unique(tuple(array.tolist()))
   if not isinstance(labels, (list, tuple)):
     raise TypeError(f"labels= must be a list, a tuple or a 1-D array of names (in class-id "
                     f"order), got a {type(labels).__name__}")
-  return tuple(label.item() if isinstance(label, np.generic) else label for label in labels)
+  names = tuple(label.item() if isinstance(label, np.generic) else label for label in labels)
+  return _unique(names)
+
+
+def _unique(names: tuple) -> tuple:
+  """`names`, each once.
+
+  Raises:
+    ValueError: naming the labels given more than once.
+  """
+  twice = sorted({repr(n) for i, n in enumerate(names) if n in names[:i]})
+  if twice:
+    raise ValueError(f"labels= names {', '.join(twice)} more than once ({list(names)}): each "
+                     "class needs a name of its own")
+  return names
 
 
 def with_task(model: keras.Model, task: str, labels: Optional[Sequence[str]],

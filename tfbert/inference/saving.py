@@ -26,8 +26,12 @@ save leaves the places it names as they were. `path` is a str or an `os.PathLike
 `~` is not expanded (`tfbert.runtime.files.as_path`).
 """
 
+import hashlib
+import io
+import json
 import os
-from typing import Optional
+import zipfile
+from typing import Any, Optional
 
 import keras
 
@@ -84,6 +88,9 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
     format = "keras"  # noqa: A001
   if format not in FORMATS:
     raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+  if format == "keras" and not path.endswith(".keras") and not path.endswith(("/", os.sep)):
+    raise ValueError(f"path {path} does not end in .keras, which the keras format needs: "
+                     f"pass a path ending in .keras (e.g. {path}.keras)")
   check_target(path, format)
   # A file format writes its vocabulary and tokenizer files beside the file (prefix).
   run_directory.check_not_a_run("path", path, parent if format in ("keras", "google") else path)
@@ -99,6 +106,7 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
   elif format == "export":
     _export(model, path, settings, is_pair, export_dtype)
   elif format == "keras":
+    _check_side_contents(path, settings)
     _save_keras(model, path, settings, arities)
   elif isinstance(model, BertSentenceEncoder):
     raise ValueError(f"a BertSentenceEncoder is saved as keras, sentence-transformers or "
@@ -240,10 +248,114 @@ def _save_keras(model: keras.Model, path: str, settings: text_settings.TextSetti
                                 model_max_length=settings.max_seq_length)
     except OSError as error:  # It names the staging file: name the one asked for.
       raise OSError(str(error).replace(staged, path)) from error
+    write_text_record(staged, text_record(settings.vocab_file, settings.do_lower_case))
     if arities is not None:
       atomic.write_json(os.path.join(staging, TEXT_SETTINGS_FILE), {"is_pair": arities})
   if arities == {} and files.isfile(record):
     files.remove(record)
+
+
+def _check_side_contents(path: str, settings: text_settings.TextSettings) -> None:
+  """Refuses to replace a tokenizer file beside the `.keras` file `path` whose content differs
+  from what this save writes there (another model's vocabulary, a user's file): they would
+  then describe this model, and whatever read them before would read them wrong. Identical
+  content is fine, and so is replacing `path` itself when no other `.keras` model shares the
+  folder (the files are that model's).
+
+  Raises:
+    ValueError: naming the file that differs and what to do.
+  """
+  directory = files.parent(path)
+  if not files.isdir(directory):
+    return
+  others = [n for n in files.listdir(directory)
+            if n.endswith(".keras") and n != os.path.basename(path)]
+  if files.isfile(path) and not others:
+    return
+  vocab = os.path.join(directory, huggingface.TOKENIZER_FILES[0])
+  length = settings.max_seq_length
+  wanted = {
+      huggingface.TOKENIZER_FILES[1]: huggingface.tokenizer_config(settings.do_lower_case,
+                                                                   length),
+      huggingface.TOKENIZER_FILES[2]: huggingface.SPECIAL_TOKENS_MAP}
+  if files.isfile(vocab) and _read_bytes(vocab) != _read_bytes(settings.vocab_file):
+    raise ValueError(f"cannot write {path}: {vocab} holds another vocabulary than this "
+                     f"model's ({settings.vocab_file}), and saving would replace it "
+                     "(the vocab.txt beside a .keras file is its model's): save into a "
+                     "folder of its own")
+  for name, value in wanted.items():
+    side = os.path.join(directory, name)
+    if not files.isfile(side):
+      continue
+    try:
+      same = json.loads(_read_bytes(side)) == json.loads(json.dumps(value))
+    except ValueError:
+      same = False
+    if not same:
+      raise ValueError(f"cannot write {path}: {side} differs from the one this model's save "
+                       f"writes (do_lower_case {settings.do_lower_case}, model_max_length "
+                       f"{length}), and saving would replace it: save into a folder of its "
+                       "own")
+
+
+def _read_bytes(path: str) -> bytes:
+  with files.open_file(path, "rb") as f:
+    return f.read()
+
+
+# A `.keras` file's record of its text settings, in its zip archive's comment (Keras reads
+# and writes no comment, and it survives a copy of the file): {RECORD_KEY: {...}}.
+RECORD_KEY = "tfbert_text"
+
+
+def text_record(vocab_file: str, do_lower_case: bool) -> dict[str, Any]:
+  """What a `.keras` file records of its text settings: its vocabulary's fingerprint
+  (`vocab_sha256`, `vocab_lines`) and casing (`do_lower_case`)."""
+  content = _read_bytes(vocab_file)
+  return {"vocab_sha256": hashlib.sha256(content).hexdigest(),
+          "vocab_lines": len(content.splitlines()), "do_lower_case": bool(do_lower_case)}
+
+
+def write_text_record(keras_file: str, record: dict[str, Any]) -> None:
+  """Writes `record` (`text_record`) into the `.keras` file `keras_file` (its zip comment);
+  the file is one being staged (`_save_keras`), not yet in place."""
+  comment = json.dumps({RECORD_KEY: record}, sort_keys=True).encode()
+  if not files.is_url(keras_file):
+    with zipfile.ZipFile(keras_file, "a") as archive:
+      archive.comment = comment
+    return
+  buffer = io.BytesIO(_read_bytes(keras_file))
+  with zipfile.ZipFile(buffer, "a") as archive:
+    archive.comment = comment
+  with files.open_file(keras_file, "wb") as f:
+    f.write(buffer.getvalue())
+
+
+def read_text_record(keras_file: str) -> Optional[dict[str, Any]]:
+  """The record `write_text_record` wrote into `keras_file`, or None (a file written before
+  tfbert recorded it, or by Keras itself).
+
+  Raises:
+    ValueError: naming the file, when its record is not one.
+  """
+  with files.open_file(keras_file, "rb") as f:
+    try:
+      comment = zipfile.ZipFile(f).comment
+    except zipfile.BadZipFile:
+      return None  # The reader names it.
+  try:
+    value = json.loads(comment.decode("utf-8")) if comment else None
+  except ValueError:
+    return None  # Not ours.
+  record = value.get(RECORD_KEY) if isinstance(value, dict) else None
+  if record is None:
+    return None
+  if (not isinstance(record, dict) or not isinstance(record.get("vocab_sha256"), str)
+      or not isinstance(record.get("vocab_lines"), int)
+      or not isinstance(record.get("do_lower_case"), bool)):
+    raise ValueError(f"{keras_file}: its tfbert text record is not one: {record!r}; save the "
+                     "model again with tfbert.save")
+  return record
 
 
 def _export(model, path, settings, is_pair, export_dtype) -> None:

@@ -285,6 +285,42 @@ def read_marker(directory: str) -> Optional[OutputRecord]:
   return OutputRecord(text.strip(), legacy=True)
 
 
+# In an output directory that a run writes file by file (`file_set`) beside files that are
+# not its own (a sentence-transformers directory, which may hold the user's model card), so
+# that carries no `OUTPUT_MARKER` and is not taken for an output: what it is and the run that
+# wrote it (`OutputRecord`'s kind and run, as JSON). A replay of that run's flags.txt with a
+# new output directory would otherwise replace it unseen.
+RUN_RECORD = ".tfbert_run"
+
+
+def write_run_record(directory: str, kind: str, run: Optional[str] = None) -> None:
+  """Records in `directory` (`RUN_RECORD`, atomically) that the run `run` (default:
+  `current_run`) wrote it as `kind`; outside a run nothing is recorded (an old record is
+  removed: it no longer says who wrote the files)."""
+  run = run or current_run()
+  path = os.path.join(directory, RUN_RECORD)
+  if not run:
+    remove_quietly(path)
+    return
+  write_json(path, {"kind": kind, "run": files.absolute(run)})
+
+
+def read_run_record(directory: str) -> Optional[OutputRecord]:
+  """The `OutputRecord` (kind and run) of `directory`'s `RUN_RECORD`, or None when it has
+  none, or one that does not read as a record (not tfbert's: nothing is known)."""
+  path = os.path.join(directory, RUN_RECORD)
+  if not files.isfile(path):
+    return None
+  try:
+    values = json.loads(files.read_text(path))
+  except (ValueError, RecursionError):
+    return None
+  if (isinstance(values, dict) and isinstance(values.get("kind"), str)
+      and isinstance(values.get("run"), str)):
+    return OutputRecord(values["kind"], run=values["run"])
+  return None
+
+
 def describe_output(directory: str) -> Optional[str]:
   """What `directory` is when tfbert wrote it as an output (its `OutputRecord`) or it is a
   SavedModel (`SAVED_MODEL_FILES`); None for anything else (a plain or missing directory, a

@@ -12,7 +12,9 @@ does not train may read its directory's own model (`--do_eval --init_tfbert=<run
 into the same run): it never writes that file.
 
 Paths are compared after `realpath` (a symlink to an input is that input); a glob compares by
-its fixed leading directories (`data/*.tfrecord` is in `data/`); URLs compare as strings.
+its fixed leading directories (`data/*.tfrecord` is in `data/`) when the output is or
+contains them; an output below them conflicts only with the paths the pattern matches now or
+would match (`data/runs/` beside `data/*.tfrecord` is apart); URLs compare as strings.
 
 Each output must also be writable where it is named (`output_problems`, checked as early as
 the overlaps, creating nothing): an output directory that is an existing file, a path below
@@ -28,6 +30,7 @@ replaces it whole (`REPLACED_OUTPUTS`, decided at the write by
 `tfbert.runtime.atomic.check_replaceable`).
 """
 
+import fnmatch
 import glob as glob_lib
 import os
 import stat
@@ -72,6 +75,41 @@ def _relation(a: str, b: str) -> Optional[str]:
   return None
 
 
+def _glob_relation(out: str, pattern: str) -> Optional[str]:
+  """How the resolved output `out` stands to the local glob input `pattern`, or None.
+
+  The output conflicts when it is, or contains, the glob's fixed leading directories (it
+  holds every path the pattern can match); below them, only when it is, contains or lies
+  inside a path the pattern matches now, or when it or a directory above it would match the
+  pattern (the run could later read what it writes). An output merely beside the matched
+  files is apart. A pattern with `**` keeps the whole fixed directory as the input.
+  """
+  fixed = _resolved(pattern)
+  relation = _relation(out, fixed)
+  if relation != "lies inside":
+    return relation
+  parts = os.fspath(pattern).split(os.sep)
+  magic = parts[next(i for i, part in enumerate(parts) if glob_lib.has_magic(part)):]
+  if any("**" in part for part in magic):
+    return relation
+  for match in glob_lib.glob(pattern):
+    found = _relation(out, os.path.realpath(match))
+    if found:
+      return found
+  below = os.path.relpath(out, fixed).split(os.sep)
+  if len(below) >= len(magic) and all(
+      fnmatch.fnmatchcase(name, part) for name, part in zip(below, magic)):
+    return "would match" if len(below) == len(magic) else "lies inside a path matching"
+  return None
+
+
+def _input_relation(out: str, in_path: str) -> Optional[str]:
+  """How the resolved output `out` stands to input `in_path` (a glob: `_glob_relation`)."""
+  if glob_lib.has_magic(in_path) and not files.is_url(in_path):
+    return _glob_relation(out, in_path)
+  return _relation(out, _resolved(in_path))
+
+
 def overlap_problems(inputs: Mapping[str, PathValue], outputs: Mapping[str, PathValue], *,
                      container: Optional[str] = None,
                      read_from_container: Sequence[str] = ()) -> list[str]:
@@ -95,7 +133,7 @@ def overlap_problems(inputs: Mapping[str, PathValue], outputs: Mapping[str, Path
   for out_name, out_path in named_outputs:
     out = _resolved(out_path)
     for in_name, in_path in named_inputs:
-      relation = _relation(out, _resolved(in_path))
+      relation = _input_relation(out, in_path)
       if relation == "contains" and out_name == container and in_name in read_from_container:
         continue
       if relation:

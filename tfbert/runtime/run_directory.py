@@ -75,12 +75,15 @@ class RunRecord:
       the claim, before any record is rewritten, instead of at the restore.
     data_keys: top-level keys holding `data_identity` lists, compared file by file
       (`data_changes`) when the recorded run has them.
+    path_keys: keys whose values are paths (or lists of paths), compared as real absolute
+      paths (`real_path`): `sst` from the data's parent is the run's `/data/sst`.
   """
   name: str
   values: dict
   rerun_may_change: frozenset = frozenset()
   fixed_by_checkpoint: frozenset = frozenset()
   data_keys: frozenset = frozenset()
+  path_keys: frozenset = frozenset()
 
 
 class RunLock:
@@ -229,16 +232,30 @@ def _comparable(value: Any) -> Any:
   return json.loads(json.dumps(value, default=list))
 
 
-def differences(recorded: dict, new: dict, may_change: Iterable[str] = ()) -> list[str]:
-  """`key: recorded -> new` for every differing key outside `may_change`, sorted by key."""
+def real_path(value: Any) -> Any:
+  """A path as compared (`differences`): local ones absolute with links resolved, a URL
+  as `files.absolute` gives it, each of a list so; anything else as it is."""
+  if isinstance(value, list):
+    return [real_path(v) for v in value]
+  if not isinstance(value, str) or not value:
+    return value
+  return files.absolute(value) if files.is_url(value) else os.path.realpath(value)
+
+
+def differences(recorded: dict, new: dict, may_change: Iterable[str] = (),
+                path_keys: Iterable[str] = ()) -> list[str]:
+  """`key: recorded -> new` for every differing key outside `may_change`, sorted by key;
+  the values of `path_keys` compared as real paths (`real_path`)."""
   old, now = flatten(_comparable(recorded)), flatten(_comparable(new))
-  allowed = set(may_change)
+  allowed, paths = set(may_change), set(path_keys)
   missing = object()
   found = []
   for key in sorted(set(old) | set(now)):
     if key in allowed or any(key.startswith(a + ".") for a in allowed):
       continue
     a, b = old.get(key, missing), now.get(key, missing)
+    if key in paths and a is not missing and b is not missing:
+      a, b = real_path(a), real_path(b)
     if a != b:
       shown = ["(absent)" if v is missing else json.dumps(v) for v in (a, b)]
       found.append(f"{key}: {shown[0]} -> {shown[1]}")
@@ -466,7 +483,8 @@ def claim(directory: str, records: Sequence[RunRecord], *,
       if recorded is not None:
         recorded = with_current_names(recorded)
         found += [f"{record.name} {d}" for d in differences(
-            recorded, record.values, record.rerun_may_change | record.data_keys)]
+            recorded, record.values, record.rerun_may_change | record.data_keys,
+            record.path_keys)]
         data += [change for key in sorted(record.data_keys) if key in recorded
                  for change in data_changes(recorded[key], record.values.get(key) or [])]
         if checkpointed:

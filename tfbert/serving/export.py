@@ -493,7 +493,7 @@ def check_seq_length(model: keras.Model, max_seq_length: int) -> None:
 
 
 def validate_texts(signature: str, texts: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-  """The text inputs of a raw-text signature, gated on their equal batch sizes.
+  """The text inputs of a raw-text signature, gated on equal batch sizes and UTF-8 text.
 
   Packing does not check that its segments share a batch size: tensorflow-text's
   `RoundRobinTrimmer` and `combine_segments` (which packed before `tfbert.text.inputs`
@@ -501,7 +501,10 @@ def validate_texts(signature: str, texts: dict[str, tf.Tensor]) -> dict[str, tf.
   gathered garbage ids, and broadcast 1 against 3; the core ops fail naming no input
   ("Incompatible shapes: [2] vs. [3]") or also broadcast a first segment of batch 1
   (measured). So no tokenizer op may see the texts before this check has passed. The rank
-  is checked first (see `_with_rank`).
+  is checked first (see `_with_rank`). Then every text must be UTF-8, as the Python API
+  requires (`tfbert.inference`): the tokenizer would silently drop the bad bytes, so a
+  client's Latin-1 "caf\\xe9" would be classified as "caf". Checked with core ops only
+  (`UnicodeTranscode`: a text is UTF-8 when replacing its bad bytes leaves it as it is).
 
   Args:
     signature: the signature's name, for the messages.
@@ -512,7 +515,8 @@ def validate_texts(signature: str, texts: dict[str, tf.Tensor]) -> dict[str, tf.
 
   Raises:
     tf.errors.InvalidArgumentError: when the graph runs, e.g.
-      "classify_text: text_b has batch size 1 but text_a has 2".
+      "classify_text: text_b has batch size 1 but text_a has 2", "classify_text: text_a
+      row 3 is not UTF-8 ...".
   """
   texts = _with_rank(texts, 1)
   (first, reference), *others = texts.items()
@@ -520,7 +524,21 @@ def validate_texts(signature: str, texts: dict[str, tf.Tensor]) -> dict[str, tf.
                      f"{signature}: {name} has batch size {{}} but {first} has {{}}",
                      lambda text=text: [tf.shape(text)[0], tf.shape(reference)[0]])
             for name, text in others]
+  for name, text in texts.items():
+    utf8 = tf.equal(tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace",
+                                                 replacement_char=0xFFFD), text)  # [B]
+    checks.append(_checker(
+        tf.reduce_all(utf8),
+        f"{signature}: {name} row {{}} is not UTF-8 text; send every text encoded as UTF-8 "
+        "(decode it from its own encoding first, or replace its bad bytes)",
+        lambda utf8=utf8: [_first_row(~utf8)]))
   return _after(checks, texts)
+
+
+def _first_row(bad: tf.Tensor) -> tf.Tensor:
+  """int64 index of the first True of `bad` [B]; 0 when there is none (a batch of 0
+  passes)."""
+  return tf.concat([tf.where(bad)[:, 0], tf.zeros([1], tf.int64)], 0)[0]
 
 
 def validate_features(signature: str, features: dict[str, tf.Tensor], config,

@@ -104,6 +104,40 @@ def id_saved_model(export_dir: str) -> str:
   return ids if files.isdir(ids) else export_dir
 
 
+def saved_model_source(export_dir: str, signature: str = export.SERVING_SIGNATURE) -> str:
+  """The SavedModel `signature` is converted from: `id_saved_model(export_dir)` for the id
+  signatures, else `export_dir`.
+
+  Raises:
+    FileNotFoundError: naming `export_dir` when it holds no SavedModel, and the SavedModel
+      folders one level down when there are some (a pretraining run's `export/` holds
+      `saved_model/` and `google/`).
+  """
+  source = id_saved_model(export_dir) if signature in export.ID_SIGNATURES else export_dir
+  if files.isfile(os.path.join(source, "saved_model.pb")):
+    return source
+  message = f"{export_dir}: no SavedModel (saved_model.pb) here or in {export.ID_DIR}/"
+  inside = _saved_models_below(export_dir)
+  if inside:
+    message += (f"; it holds the SavedModel folder(s) {', '.join(inside)}: pass "
+                f"{os.path.join(export_dir, inside[0].rstrip('/'))} as the export directory")
+  raise FileNotFoundError(message)
+
+
+def _saved_models_below(directory: str) -> list[str]:
+  """The entries of `directory` (as `name/`) holding a SavedModel, directly or in `ids/`."""
+  if not files.isdir(directory):
+    return []
+  found = []
+  for name in sorted(files.listdir(directory)):
+    name = name.rstrip("/")
+    path = os.path.join(directory, name)
+    if any(files.isfile(os.path.join(where, "saved_model.pb"))
+           for where in (path, os.path.join(path, export.ID_DIR))):
+      found.append(f"{name}/")
+  return found
+
+
 def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
                 signature: str = export.SERVING_SIGNATURE) -> str:
   """Converts an id signature of `<export_dir>/ids/` (or of `export_dir` itself, when it
@@ -126,12 +160,9 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
       tensorflow-text's ops, which ONNX does not have), or the export computes in
       bfloat16 (see the module docstring).
   """
-  import tf2onnx  # The optional extra, imported only here.
+  source = saved_model_source(export_dir, signature)
+  import tf2onnx  # The optional extra, imported only here (after the cheap checks).
 
-  source = id_saved_model(export_dir) if signature in export.ID_SIGNATURES else export_dir
-  if not files.isfile(os.path.join(source, "saved_model.pb")):
-    raise FileNotFoundError(f"{export_dir}: no SavedModel (saved_model.pb) here or in "
-                            f"{export.ID_DIR}/")
   record = serving_dtype.read_record(source) or {}
   if record.get("compute_dtype", "float32") != "float32":
     raise ValueError(

@@ -67,6 +67,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfbert import models
 from tfbert.config import BertConfig
 from tfbert.runtime import atomic, files, json_values, paths
 from tfbert.serving import export
@@ -456,3 +457,31 @@ def run_config_of(model_path: str) -> Optional[dict[str, Any]]:
     if files.isfile(path):
       return json_values.read(path)
   return None
+
+
+def scoring_problem(model: keras.Model, model_path: str, given: Sequence[str], task,
+                    vocab_file: Optional[str]) -> Optional[str]:
+  """Why the dev-set scoring flags `given` (e.g. ["--eval_file"]) cannot score the model
+  read from `model_path`, or None: only a classifier is scored (its task's metrics), and it
+  needs its task and a vocab.
+
+  Args:
+    model: the model read from `model_path`.
+    model_path: the `--model` path, named in the message.
+    given: the scoring flags set, named in the message.
+    task: the classifier's task (None: neither --task_name nor the run names one).
+    vocab_file: the vocab found (None: neither --vocab_file nor vocab.txt beside the model).
+  """
+  flags_given, plural = "/".join(given), len(given) > 1
+  scores, need = ("score", "need") if plural else ("scores", "needs")
+  if not isinstance(model, models.BertClassifier):
+    return (f"{flags_given} {scores} classifiers only (on their task's dev set); {model_path} is "
+            f"a {type(model).__name__}: leave out {flags_given}")
+  if task is None:
+    return (f"{flags_given} {need} the classifier's task: give --task_name (no run_config.json "
+            f"beside {model_path} names one)")
+  if vocab_file is None:
+    return (f"{flags_given} {need} the classifier's vocab: give --vocab_file (there is no "
+            f"vocab.txt beside {model_path})")
+  return None
+

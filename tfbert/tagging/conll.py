@@ -128,6 +128,21 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
   return sentences
 
 
+def document_lines(lines: Sequence[str]) -> set[int]:
+  """The 1-based numbers of the `-DOCSTART-` lines of `lines` (a file's text split at
+  newlines) and of the blank line right after each: document separators, which
+  `read_conll` skips and a system output may leave out (`tools/run_ner.py`'s predictions
+  do)."""
+  found = set()
+  for number, line in enumerate(lines, start=1):
+    fields = fields_of(line)
+    if fields and fields[0] == DOCSTART:
+      found.add(number)
+    elif not fields and number - 1 in found:
+      found.add(number)
+  return found
+
+
 def tag_set(sentences: Sequence[Sentence]) -> tuple[str, ...]:
   """The label list of a tagger: `O`, then `B-X`, `I-X` for each type X in sorted order
   (every type seen in `sentences`, both prefixes even when one never occurs)."""

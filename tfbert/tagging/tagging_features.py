@@ -117,7 +117,8 @@ def max_context_window(spans: Sequence[tuple[int, int]], piece: int) -> int:
 
 def make_features(sentences: Sequence[Sentence], tokenizer: WordPieceTokenizer,
                   labels: Sequence[str], max_seq_length: int, doc_stride: int,
-                  with_labels: bool = True) -> TaggingFeatures:
+                  with_labels: bool = True, unseen_tags_ignored: bool = False
+                  ) -> TaggingFeatures:
   """The windows of `sentences` (see the module docstring).
 
   Args:
@@ -127,9 +128,13 @@ def make_features(sentences: Sequence[Sentence], tokenizer: WordPieceTokenizer,
     max_seq_length: S (>= 3).
     doc_stride: pieces between window starts (>= 1).
     with_labels: False for sentences without tags (every label id is `IGNORE`).
+    unseen_tags_ignored: True for evaluation data: a word whose tag is outside `labels` (an
+      entity type the model never learned) gets `IGNORE` (no loss; the entity scores,
+      computed from the gold tags, count its entity as a miss). False: refused.
 
   Raises:
-    ValueError: a tag outside `labels` (naming it and its line), or bad sizes.
+    ValueError: a tag outside `labels` (naming it and its line) unless
+      `unseen_tags_ignored`, or bad sizes.
   """
   if max_seq_length < 3 or doc_stride < 1:
     raise ValueError(f"need max_seq_length >= 3 and doc_stride >= 1, got {max_seq_length} "
@@ -143,6 +148,8 @@ def make_features(sentences: Sequence[Sentence], tokenizer: WordPieceTokenizer,
     if with_labels:
       for word, (tag, line) in enumerate(zip(sentence.tags, sentence.lines)):
         if tag not in label_id:
+          if unseen_tags_ignored:
+            continue
           raise ValueError(f"line {line}: tag {tag!r} is not one of the model's labels "
                            f"{list(labels)}")
         word_labels[word] = label_id[tag]

@@ -9,19 +9,23 @@ the Hugging Face examples use); precision, recall and F1 are micro-averaged over
 
 `read_predictions` joins a system output to its gold file by line position (the layout of
 the WNUT 2017 submissions: `word tag` lines, TAB or space separated, CRLF allowed, the
-final empty line possibly missing); it refuses a file where more than a quarter of the tokens
-are not the gold file's words (predictions of another text).
+final empty line possibly missing), counting neither file's `-DOCSTART-` lines nor the
+blank line after each (document separators: `tools/run_ner.py` leaves them out); it
+refuses a file where more than a quarter of the tokens are not the gold file's words
+(predictions of another text).
 """
 
+import bisect
 import collections
+import os
 import unicodedata
-from typing import Sequence
+from typing import Collection, Optional, Sequence
 
 from seqeval.metrics import accuracy_score
 from seqeval.metrics.sequence_labeling import get_entities
 
 from tfbert.runtime import files
-from tfbert.tagging.conll import Sentence, check_tag, fields_of
+from tfbert.tagging.conll import DOCSTART, Sentence, check_tag, document_lines, fields_of
 
 
 def entities(tags: Sequence[Sequence[str]]) -> set[tuple[int, str, int, int]]:
@@ -80,12 +84,25 @@ def _normalized(token: str) -> str:
   return unicodedata.normalize("NFKC", token).casefold()
 
 
+def _gold_document_lines(gold_path: str) -> set[int]:
+  """`document_lines` of the gold file at `gold_path`, none when it is no local file."""
+  if not os.path.isfile(gold_path):
+    return set()
+  with files.open_file(gold_path, "rb") as f:
+    return document_lines(files.decode_utf8(f.read(), gold_path).split("\n"))
+
+
 def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold", *,
-                     max_changed_tokens: float = MAX_CHANGED_TOKENS) -> list[list[str]]:
+                     max_changed_tokens: float = MAX_CHANGED_TOKENS,
+                     gold_document_lines: Optional[Collection[int]] = None
+                     ) -> list[list[str]]:
   """The tag of each gold word from a system output, joined by line position.
 
   Line i of `path` predicts the word on line i of the gold file: its first
   whitespace-separated field is the token, its last the tag. Every other line must be empty.
+  Lines are counted without either file's `-DOCSTART-` lines and the blank line after each
+  (`conll.document_lines`): document separators, which `read_conll` skips too, so a system
+  output that leaves them out (`tools/run_ner.py`'s) or keeps them is joined alike.
 
   The tokens are compared with the gold words (after NFKC and case folding), but a few may
   differ: a system may have normalized its text (the WNUT 2017 submission of MIC-CIS spells
@@ -96,38 +113,63 @@ def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold
   quarter) of its tokens differ, naming the first that does; below that, the differing
   tokens are taken as the system's normalization and scored with the gold words.
 
+  Args:
+    path: the system output.
+    gold: the gold file's sentences (`conll.read_conll`).
+    gold_path: the gold file, named in messages.
+    max_changed_tokens: the largest share of tokens that may differ from the gold words.
+    gold_document_lines: the gold file's `conll.document_lines`; None reads them from
+      `gold_path` when it is a local file.
+
   Raises:
     ValueError: `path:line` of a missing or malformed prediction, of a prediction where
       the gold file has none, or of the first changed token of a file with too many.
   """
   with files.open_file(path, "rb") as f:
     lines = files.decode_utf8(f.read(), path).split("\n")
-  wanted = {line for sentence in gold for line in sentence.lines}
-  for number, line in enumerate(lines, start=1):
-    if line.strip() and number not in wanted:
+  gold_skipped = sorted(_gold_document_lines(gold_path) if gold_document_lines is None
+                        else gold_document_lines)
+  skipped = document_lines(lines)
+  # Line numbers of the predictions, by position without the document separators.
+  numbers = [number for number in range(1, len(lines) + 1) if number not in skipped]
+
+  def position(gold_line: int) -> int:  # 1-based, without the gold's separators.
+    return gold_line - bisect.bisect_left(gold_skipped, gold_line)
+
+  docstarts = sum(1 for n in skipped if fields_of(lines[n - 1])[:1] == [DOCSTART])
+  gold_docstarts = sum(1 for n in gold_skipped if n - 1 not in gold_skipped)
+  hint = (f" (-DOCSTART- lines and the blank line after each are skipped in both files: "
+          f"{gold_path} has {gold_docstarts}, {path} {docstarts}; check that each document's "
+          "sentences line up)") if docstarts or gold_docstarts else ""
+  wanted = {position(line) for sentence in gold for line in sentence.lines}
+  for index, number in enumerate(numbers, start=1):
+    line = lines[number - 1]
+    if line.strip() and index not in wanted:
       raise ValueError(f"{path}:{number}: a prediction where {gold_path} has no word: "
-                       f"{line.strip()!r}")
+                       f"{line.strip()!r}{hint}")
   predicted, changed = [], []
   for sentence in gold:
     tags = []
-    for word, number in zip(sentence.words, sentence.lines):
+    for word, gold_line in zip(sentence.words, sentence.lines):
+      index = position(gold_line)
+      number = numbers[index - 1] if index <= len(numbers) else len(lines) + index - len(numbers)
       fields = fields_of(lines[number - 1]) if number <= len(lines) else []
       if len(fields) < 2:
-        raise ValueError(f"{path}:{number}: need a token and a tag for {gold_path}:{number} "
-                         f"({word!r}), got {' '.join(fields)!r}")
+        raise ValueError(f"{path}:{number}: need a token and a tag for {gold_path}:{gold_line} "
+                         f"({word!r}), got {' '.join(fields)!r}{hint}")
       problem = check_tag(fields[-1])
       if problem:
         raise ValueError(f"{path}:{number}: {problem}")
       if _normalized(fields[0]) != _normalized(word):
-        changed.append((number, fields[0], word))
+        changed.append((number, fields[0], word, gold_line))
       tags.append(fields[-1])
     predicted.append(tags)
   words = sum(len(sentence.words) for sentence in gold)
   if changed and len(changed) > max_changed_tokens * words:
-    number, token, word = changed[0]
+    number, token, word, gold_line = changed[0]
     raise ValueError(
         f"{path}:{number}: token {token!r} is not the gold file's {word!r} "
-        f"({gold_path}:{number}); {len(changed)} of {words} tokens differ from {gold_path}'s "
+        f"({gold_path}:{gold_line}); {len(changed)} of {words} tokens differ from {gold_path}'s "
         f"(at most {max_changed_tokens:.0%} may, as a system's normalization of its text): "
-        "are these predictions of another file?")
+        f"are these predictions of another file?{hint}")
   return predicted

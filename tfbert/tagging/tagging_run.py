@@ -21,7 +21,9 @@
    scored during training and the best model by `best_metric` (default entity `f1`) kept
    in `best/`; `early_stopping_patience` may end the run.
 3. Evaluation (`do_eval`): the dev file is tagged and scored (`tfbert.tagging.tagging_metrics`:
-   entity-level micro precision/recall/F1 in percent, per type, token accuracy).
+   entity-level micro precision/recall/F1 in percent, per type, token accuracy). An entity
+   type of the dev file outside the labels is valid: its gold entities are misses (as in
+   conlleval and seqeval) and its words carry no loss; one log line names such types.
 4. Prediction (`do_predict`): the predict file's words (its tag column, if any, is not
    read) are tagged.
 Tagging is sharded over every replica of every worker (`fine_tuning.predict`); only the
@@ -147,8 +149,11 @@ def resolve_labels(config: NerRunConfig, inputs: dict[str, list[conll.Sentence]]
                    ) -> tuple[str, ...]:
   """The model's tags: the train file's, else the source model's (see the module).
 
+  A dev file may hold entity types the model lacks (`unseen_types`): valid data, scored as
+  conlleval and seqeval do (each such gold entity is a miss); one log line names them.
+
   Raises:
-    ValueError: none can be found, or the dev file has a tag the model lacks.
+    ValueError: none can be found.
   """
   if "train" in inputs:
     labels = conll.tag_set(inputs["train"])
@@ -167,12 +172,27 @@ def resolve_labels(config: NerRunConfig, inputs: dict[str, list[conll.Sentence]]
                        f"({list(labels)}); give --train_file to train a tagger")
   else:
     raise ValueError(_no_labels(config))
-  for sentence in inputs.get("dev", []):
-    for tag, line in zip(sentence.tags, sentence.lines):
-      if tag not in labels:
-        raise ValueError(f"{config.eval_file}:{line}: tag {tag!r} is not one of the model's "
-                         f"labels {list(labels)}")
+  unseen = unseen_types(inputs.get("dev", []), labels)
+  if unseen:
+    source = (f"the train file {config.train_file}" if "train" in inputs
+              else config.init_tfbert or f"{config.init_hf_dir}/config.json")
+    logging.warning(
+        f"{config.eval_file}: entity type(s) the model has no labels for (its labels come "
+        f"from {source}): " + ", ".join(f"{kind} (first at line {line})"
+                                        for kind, line in unseen.items())
+        + "; their gold entities are scored as misses (the model never predicts them)")
   return labels
+
+
+def unseen_types(sentences: Sequence[conll.Sentence], labels: Sequence[str]) -> dict[str, int]:
+  """Entity type -> first line, of each type in `sentences`' tags with a tag outside
+  `labels` (an evaluation file's types the model never learned)."""
+  known, unseen = set(labels), {}
+  for sentence in sentences:
+    for tag, line in zip(sentence.tags, sentence.lines):
+      if tag not in known:
+        unseen.setdefault(conll.entity_type(tag), line)
+  return unseen
 
 
 def _no_labels(config: NerRunConfig) -> str:
@@ -233,7 +253,7 @@ class NerTask(task.Task):
       c = context.config
       context.cache["dev"] = tagging_features.make_features(
           context.inputs["dev"], context.tokenizer, context.model.labels, c.max_seq_length,
-          c.window_stride)
+          c.window_stride, unseen_tags_ignored=True)  # Scored as misses: resolve_labels.
     return context.cache["dev"]
 
   def evaluate(self, context: task.RunContext) -> dict[str, float]:

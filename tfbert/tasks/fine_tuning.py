@@ -71,8 +71,8 @@ class FineTuningConfig:
       "vocab_file", "bert_config_file", "init_checkpoint", "init_hf_dir", "init_tfbert")
   OUTPUT_PATHS: ClassVar[tuple[str, ...]] = ("output_dir", "export_dir")
   # An evaluation of a run's own model (`run_settings`): the fields it takes from the run's
-  # run_config.json when not given (left at their default), and of them those that define
-  # what the model means (task, pooling, labels), refused when given otherwise.
+  # run_config.json when not given, refused when given otherwise (they change the scores);
+  # of them those that define what the model means (task, pooling, labels).
   RUN_SETTINGS: ClassVar[frozenset] = frozenset({"do_lower_case"})
   RUN_DEFINES: ClassVar[frozenset] = frozenset()
   output_dir: str
@@ -111,6 +111,10 @@ class FineTuningConfig:
   export_dir: Optional[str] = None
   export_dtype: str = "model"
   allow_config_change: bool = False
+  # The settings given (a tool's flags given on its command line or in a flag file), by
+  # name; None: not known, a setting at its default counts as not given. Not a setting of
+  # the run: never recorded (`to_json`).
+  given_settings: Optional[frozenset] = dataclasses.field(default=None, compare=False)
 
   def __post_init__(self):
     validation.validate(self)
@@ -169,7 +173,16 @@ class FineTuningConfig:
             read_from_container=() if self.do_train else ("--init_tfbert",))]
 
   def to_json(self) -> str:
-    return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+    values = dataclasses.asdict(self)
+    del values["given_settings"]  # How this invocation was spelled, not the run's.
+    return json.dumps(values, indent=2, sort_keys=True)
+
+  def given(self, name: str, value: Any, default: Any) -> bool:
+    """Whether the setting `name` (its `value`, its field's `default`) was given:
+    `given_settings` names it, or without that record, it is not at its default."""
+    if self.given_settings is not None:
+      return name in self.given_settings
+    return value != default
 
   def optimizer_config(self, num_train_steps: int) -> optimization.OptimizerConfig:
     """AdamW, linear warmup then linear decay to 0, clipping, mean accumulation."""
@@ -222,7 +235,8 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
   A training run records `bert_config.json`, `run_config.json` and the vocabulary
   (`vocab.txt`; the casing is `run_config.json`'s `do_lower_case`), so that the directory's
   `model.keras` can be reused with `--init_tfbert` alone. A rerun must match the recorded
-  model and schedule (the config's `RERUN_MAY_CHANGE` aside) unless `allow_config_change`.
+  model and schedule (the config's `RERUN_MAY_CHANGE` aside) unless `allow_config_change`;
+  its paths (`INPUT_PATHS`, `OUTPUT_PATHS`) are recorded absolute and compared as real paths.
   A run that does not train (evaluate or predict with a trained model) must match the
   recorded model only, and keeps the training run's records. A training run also records the tool's
   resolved flags (`flagfile`) as `flags.txt`, which `--flagfile=` replays, and the identity
@@ -240,12 +254,18 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
   directory = work_directory(config, strategy)
   if directory != config.output_dir:
     return run_directory.claim(directory, [], allow_changes=config.allow_config_change)
+  path_keys = frozenset(type(config).INPUT_PATHS + type(config).OUTPUT_PATHS)
   values = json.loads(config.to_json())
+  for name in path_keys:  # Absolute: the same files, whatever the working directory.
+    if isinstance(values.get(name), str) and values[name] and values[name] != (
+        pretrained.MINILM_ALIAS):
+      values[name] = files.absolute(values[name])
   records = [run_directory.RunRecord("bert_config.json", model.config.to_dict(),
                                      fixed_by_checkpoint=SHAPE_FIELDS)]
   if config.do_train or not files.exists(os.path.join(config.output_dir, "run_config.json")):
     records.append(run_directory.RunRecord("run_config.json", values,
-                                           type(config).RERUN_MAY_CHANGE))
+                                           type(config).RERUN_MAY_CHANGE,
+                                           path_keys=path_keys))
   if config.do_train:  # run_config.json stays the config's own (`from_json` reads it).
     records.append(run_directory.RunRecord(
         DATA_FILE, {"train": run_directory.data_identity(train_files)},
@@ -405,15 +425,17 @@ def _default(field: dataclasses.Field) -> Any:
 def run_settings(config: FineTuningConfig, recorded: Optional[dict[str, Any]]
                  ) -> FineTuningConfig:
   """`config` with the settings of the run whose own model it evaluates (`recorded`, its
-  run_config.json): those that define the model and its task (`RUN_SETTINGS`: task,
-  pooling, labels, casing, sequence length, ...).
+  run_config.json): those that define the model and its task or change its scores
+  (`RUN_SETTINGS`: task, pooling, labels, casing, sequence length, windows, ...; a
+  dataclass-valued one, e.g. SQuAD's `features`, field by field).
 
-  A setting not given (left at its default) is taken from the record, and logged; one
-  given otherwise than the record that changes what the model means (`RUN_DEFINES`) is
-  refused. Evaluation-only settings (batch sizes, files, ...) are this run's.
+  A setting not given (`FineTuningConfig.given`) is taken from the record, and logged; one
+  given otherwise than the record is refused before any work: the results would be written
+  over the run's while its run_config.json keeps the recorded value. Evaluation-only
+  settings (batch sizes, files, ...) are this run's.
 
   Raises:
-    ValueError: a `RUN_DEFINES` setting given otherwise; naming both values.
+    ValueError: a `RUN_SETTINGS` setting given otherwise; naming it and both values.
   """
   if recorded is None:
     return config
@@ -434,18 +456,32 @@ def run_settings(config: FineTuningConfig, recorded: Optional[dict[str, Any]]
     mine, record = getattr(config, name), getattr(theirs, name)
     if mine == record:
       continue
-    if field.default is not dataclasses.MISSING or field.default_factory is not (
-        dataclasses.MISSING):
-      if mine == _default(field):
-        adopted[name] = record
-        continue
-    if name in type(config).RUN_DEFINES:
-      refused.append(f"--{name}={_flag_value(mine)} (the run's: {_flag_value(record)})")
+    if dataclasses.is_dataclass(mine) and dataclasses.is_dataclass(record):
+      # Field by field (each its own flag): those not given are the run's.
+      parts = {}
+      for part in dataclasses.fields(mine):
+        given, kept = getattr(mine, part.name), getattr(record, part.name)
+        if given == kept:
+          continue
+        whole = config.given_settings is not None and name in config.given_settings
+        if whole or config.given(part.name, given, _default(part)):
+          refused.append(f"{part.name}: {_flag_value(kept)} -> {_flag_value(given)}")
+        else:
+          parts[part.name] = kept
+      if parts:
+        adopted[name] = dataclasses.replace(mine, **parts)
+      continue
+    if config.given(name, mine, _default(field)):
+      refused.append(f"{name}: {_flag_value(record)} -> {_flag_value(mine)}")
+    else:
+      adopted[name] = record
   if refused:
     raise ValueError(
-        f"{config.output_dir} holds a trained run and this run evaluates its model without "
-        f"training, with another {'; '.join(refused)}: that is not the model the run "
-        "trained. Drop the flag to evaluate the run's model, or pass another --output_dir")
+        f"{os.path.join(config.output_dir, RUN_CONFIG_FILE)} records the trained run this "
+        f"run evaluates without training, with other settings ({'; '.join(refused)}): its "
+        "results would be written over the run's, scored otherwise than the run recorded. "
+        "Leave the flag out to evaluate the run as it was recorded, or pass another "
+        "--output_dir")
   for name, value in adopted.items():
     logging.info("evaluating the run's model with its setting %s=%s (%s), not given here",
                  name, _flag_value(value), RUN_CONFIG_FILE)

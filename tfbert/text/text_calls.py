@@ -18,7 +18,11 @@ one example's; `fit` and `evaluate` refuse them, naming the input. A dataset (or
 that gives no batch is refused after the call (`_BatchCount`).
 
 Features (`CheckedInputs`, every model class) are checked before Keras sees them, and
-where the model runs (`tfbert.text.feature_checks`).
+where the model runs (`tfbert.text.feature_checks`). Sample weights are refused, as
+`compile` refuses a loss or metrics: the models' steps train and evaluate on their own
+unweighted loss, so `fit` and `evaluate` refuse `sample_weight=`, `class_weight=` and a
+third element of `validation_data` before Keras runs (`refuse_weights`), and the steps a
+batch of (x, y, sample_weight), e.g. from a dataset, at trace time (`unweighted_batch`).
 
 The model classes mix these in, and `tfbert.inference.raw_text` implements the text calls.
 It imports the models, so the models cannot import it: it registers itself here when
@@ -81,6 +85,55 @@ def reported_metrics(model) -> list[str]:
       if inner.name not in names:
         names.append(inner.name)
   return names
+
+
+WEIGHTS_REFUSED = ("sample_weight", "class_weight")  # Keras makes sample weights of both.
+
+
+def _weights_message(model, given: str) -> str:
+  kind = type(model).__name__
+  return (f"{kind} takes no sample_weight or class_weight (got {given}): {kind} trains and "
+          "evaluates on the plain mean of its own per-example loss, so Keras' weights would "
+          "be ignored. Leave them out; to weight examples, repeat or drop them in the data")
+
+
+def refuse_weights(model, call: str, args: tuple, kwargs: dict,
+                   validation_data: Any = None) -> None:
+  """Refuses, before Keras runs, the weights a model's `train_step` and `test_step` would
+  drop: `sample_weight` or `class_weight` of Keras' `fit` or `evaluate` (`call`), by
+  keyword or position, and a third element (sample weights) of `validation_data`.
+
+  Raises:
+    ValueError: naming both arguments and what was given.
+  """
+  try:
+    given = inspect.signature(getattr(keras.Model, call)).bind_partial(
+        model, None, None, *args, **kwargs).arguments
+  except TypeError:  # Keras refuses the call in its own words.
+    given = kwargs
+  named = [f"{call}({name}=...)" for name in WEIGHTS_REFUSED if given.get(name) is not None]
+  validation_data = given.get("validation_data", validation_data)
+  if (isinstance(validation_data, (tuple, list)) and len(validation_data) == 3
+      and validation_data[2] is not None):
+    named.append("validation_data[2] (sample weights)")
+  if named:
+    raise ValueError(_weights_message(model, " and ".join(named)))
+
+
+def unweighted_batch(model, data) -> tuple[Any, Any]:
+  """(x, y) of a training or evaluation batch, refusing (at trace time, before the step
+  builds or runs anything) sample weights, which the model's steps would drop: a dataset's
+  third element, or Keras' own from `sample_weight=` or `class_weight=`.
+
+  Raises:
+    ValueError: the batch has sample weights.
+  """
+  features, labels, weights = keras.utils.unpack_x_y_sample_weight(data)
+  if weights is not None:
+    raise ValueError(_weights_message(
+        model, "batches of (x, y, sample_weight): from sample_weight=, class_weight= or a "
+               "dataset's third element"))
+  return features, labels
 
 
 class CheckedInputs:
@@ -156,7 +209,9 @@ class CheckedInputs:
                              verbose=verbose, steps=steps, callbacks=callbacks)
 
   def fit(self, x=None, y=None, *args, validation_data=None, **kwargs):
-    """Keras' `fit` on checked inputs (and `validation_data`'s), of at least one example."""
+    """Keras' `fit` on checked inputs (and `validation_data`'s), of at least one example;
+    no sample or class weights (`refuse_weights`)."""
+    refuse_weights(self, "fit", args, kwargs, validation_data)
     x = refuse_no_examples(self, self.checked_inputs(x, training=True), "x", "fit")
     validation_data = self._checked_validation_data(validation_data)
     with graph_checks(self, "fit"):
@@ -164,7 +219,9 @@ class CheckedInputs:
                              validation_data=validation_data, **kwargs)
 
   def evaluate(self, x=None, y=None, *args, **kwargs):
-    """Keras' `evaluate` on checked inputs, of at least one example."""
+    """Keras' `evaluate` on checked inputs, of at least one example; no sample weights
+    (`refuse_weights`)."""
+    refuse_weights(self, "evaluate", args, kwargs)
     x = refuse_no_examples(self, self.checked_inputs(x, training=True), "x", "evaluate")
     with graph_checks(self, "evaluate"):
       return _BatchCount.run(super().evaluate, self, "evaluate", x, y, *args, **kwargs)
@@ -236,12 +293,14 @@ class RawTextFit(RawTextPredict):
   def fit(self, x=None, y=None, *args, validation_data=None, **kwargs):
     """Keras' `fit`; raw text (and `validation_data=(texts, labels)`, a tuple or list) is
     packed first and its labels matched to the model's by name."""
+    refuse_weights(self, "fit", args, kwargs, validation_data)  # Before packing any text.
     x, y = self._text_data(x, y)
     validation_data = self._validation_data(validation_data)
     return super().fit(x, y, *args, validation_data=validation_data, **kwargs)
 
   def evaluate(self, x=None, y=None, *args, **kwargs):
     """Keras' `evaluate`; raw text is packed first and its labels matched by name."""
+    refuse_weights(self, "evaluate", args, kwargs)  # Before packing any text.
     x, y = self._text_data(x, y)
     return super().evaluate(x, y, *args, **kwargs)
 
