@@ -712,6 +712,23 @@ def _without_data_position(monkeypatch):
                       lambda data_position=None, **objects: real(**objects))
 
 
+@pytest.mark.slow  # Two tiny runs of 2 steps.
+def test_a_resume_naming_the_same_data_another_way_continues(data_dir, tmp_path, monkeypatch):
+  """The records named relative to another working directory, through a symbolic link, are
+  the files the run recorded (sweep 10, C185): compared as real paths, not refused as
+  another configuration; other data still is."""
+  run = tmp_path / "run"
+  common = dict(num_train_steps=2, accumulation=1, save_checkpoints_steps=1, log_steps=1)
+  run_pretraining(run_config(data_dir, run, stop_at_step=1, **common))
+  os.symlink(data_dir, tmp_path / "linked")
+  monkeypatch.chdir(tmp_path)
+  last = run_pretraining(run_config("linked", "run", **common))
+  assert last["step"] == 2
+  shutil.copytree(data_dir, tmp_path / "other")  # The same records in other files.
+  with pytest.raises(ValueError, match="trained on other data: .*other/pretraining-00000"):
+    run_pretraining(run_config("other", "run", **common))
+
+
 @pytest.mark.slow
 def test_a_resumed_run_reads_on_from_its_checkpoint_and_never_rereads(data_dir, tmp_path,
                                                                      monkeypatch):

@@ -350,6 +350,10 @@ def fast_forward(config: PretrainingRunConfig, applied_steps: int, *,
 # Fields a rerun may change without --allow_config_change: they change where this run
 # stops, how often it logs or saves, where it exports, and where the directory is (a run
 # directory moved or copied elsewhere resumes there), not what is trained.
+# Settings that name files: a rerun naming the same files another way (relative to another
+# working directory, through a symbolic link) is the same run (`run_directory.real_path`).
+PATH_SETTINGS = frozenset({"input_files", "train_text_files", "vocab_file", "init_checkpoint",
+                           "init_hf_dir", "init_tfbert"})
 RERUN_MAY_CHANGE = frozenset({"stop_at_step", "log_steps", "save_checkpoints_steps", "export_dir",
                               "export_dtype", "export_saved_model", "model_dir",
                               "allow_config_change",
@@ -456,8 +460,9 @@ def run_records(config: PretrainingRunConfig, data: dict) -> list:
   return [run_directory.RunRecord("bert_config.json", config.bert_config.to_dict(),
                                   fixed_by_checkpoint=SHAPE_FIELDS),
           run_directory.RunRecord("run_config.json", json.loads(config.to_json()),
-                                  RERUN_MAY_CHANGE),
-          run_directory.RunRecord("data.json", data, data_keys=frozenset({"input_files"}))]
+                                  RERUN_MAY_CHANGE, path_keys=PATH_SETTINGS),
+          run_directory.RunRecord("data.json", data, data_keys=frozenset({"input_files"}),
+                                  path_keys=frozenset({"summaries", "vocab_file"}))]
 
 
 def _record(run: _Run, config: PretrainingRunConfig, flagfile: Optional[str]) -> None:

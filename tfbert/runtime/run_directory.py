@@ -308,9 +308,11 @@ def data_identity(paths: Sequence[str], content: bool = True) -> list[dict[str, 
 def data_changes(recorded: Sequence[dict], new: Sequence[dict]) -> list[str]:
   """How `new` data differs from `recorded` (`data_identity` lists), one entry per file:
   "<file>: 1234 -> 1300 bytes", "<file>: same size, other content (sha256 1a2b.. -> ..)",
-  "<file>: not read before", "<file>: no longer read"."""
-  old = {entry.get("file"): entry for entry in recorded}
-  now = {entry.get("file"): entry for entry in new}
+  "<file>: not read before", "<file>: no longer read". Files are matched by their real
+  paths (`real_path`): the same file named through a link or from another directory is
+  the same file."""
+  old = {real_path(entry.get("file")): entry for entry in recorded}
+  now = {real_path(entry.get("file")): entry for entry in new}
   found = []
   for name in sorted(set(old) | set(now), key=str):
     a, b = old.get(name), now.get(name)
