@@ -13,12 +13,11 @@ import os
 import random
 import re
 import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 
-from tests import faults, helpers
+from tests import faults, helpers, tool_process
 from tfbert.checkpoints import pretrained
 from tfbert.pretraining import pretraining_data, pretraining_instances
 from tfbert.text import tokenization
@@ -454,10 +453,10 @@ def test_pydoc_corpus_is_one_sentence_per_line_with_blank_lines_between_topics(t
 
 @pytest.mark.slow
 def test_tool_writes_shards_from_the_default_pydoc_corpus(tmp_path):
-  result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, "tools", "create_pretraining_data.py"),
-       f"--output_dir={tmp_path}", "--num_shards=2", "--dupe_factor=1",
-       "--max_seq_length=64"], capture_output=True, text=True, timeout=300)
+  """The tool in this process (tests/tool_process.py): its flags, output and status as a
+  command line gives them."""
+  result = tool_process.run_tool("create_pretraining_data", f"--output_dir={tmp_path}",
+                                 "--num_shards=2", "--dupe_factor=1", "--max_seq_length=64")
   assert result.returncode == 0, result.stderr[-2000:]
   assert "create_pretraining_data: wrote" in result.stderr
   assert sorted(os.listdir(tmp_path)) == [

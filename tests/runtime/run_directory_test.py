@@ -7,19 +7,20 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
-from tests import helpers
+from tests import forked, helpers
 from tfbert.runtime import atomic, files, run_directory
 from tfbert.runtime.run_directory import RunDirectoryError, RunRecord
 
 REPO = helpers.ROOT
 _HOLD_LOCK = """
-import sys, time
+import os, sys, time
 from tfbert.runtime import run_directory
 lock = run_directory.acquire_lock(sys.argv[1])
-print("locked", flush=True)
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])  # Says "locked" at once and whole.
 time.sleep(120)
 """
 
@@ -33,11 +34,16 @@ def _records(learning_rate=1e-4, layers=3, log_steps=10):
 
 
 def _holder(directory):
-  """A process holding the directory's lock (started, lock taken)."""
-  process = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(directory)], cwd=REPO,
-                             env={**os.environ, "PYTHONPATH": REPO}, stdout=subprocess.PIPE,
-                             text=True)
-  assert process.stdout.readline().strip() == "locked"
+  """A process holding the directory's lock (started, lock taken), forked from the suite's
+  server (tests/forked.py): another process is the point, not a fresh interpreter."""
+  marker = os.path.join(os.path.dirname(directory), f"{os.path.basename(directory)}.locked")
+  open(marker + ".tmp", "w").close()
+  process = forked.popen([sys.executable, "-c", _HOLD_LOCK, str(directory), marker], cwd=REPO)
+  deadline = time.monotonic() + 120
+  while not os.path.exists(marker):
+    assert process.poll() is None, f"the lock holder exited with {process.returncode}"
+    assert time.monotonic() < deadline, "the lock holder did not take the lock"
+    time.sleep(0.02)
   return process
 
 
