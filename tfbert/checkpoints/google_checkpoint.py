@@ -387,7 +387,7 @@ def check_writable_prefix(prefix: str, sides: Mapping[str, Any]) -> None:
     return  # This prefix's own checkpoint alone: its side files are rewritten with it.
   for name, content in sides.items():
     path = os.path.join(directory, name)
-    if not files.isfile(path) or _same_content(name, files.read_bytes(path), content):
+    if not files.isfile(path) or files.same_content(name, files.read_bytes(path), content):
       continue
     if others:
       raise ValueError(
@@ -399,20 +399,6 @@ def check_writable_prefix(prefix: str, sides: Mapping[str, Any]) -> None:
         "would replace another model's file (or an input such as --bert_config_file or "
         "--vocab_file); write into a directory of its own, or remove it if it is no longer "
         "needed")
-
-
-def _same_content(name: str, old: bytes, new: Any) -> bool:
-  """Whether the existing side file `name` (`old` bytes) holds `new` (str or bytes); JSON
-  files are compared by value (key order and layout aside)."""
-  new = new.encode("utf-8") if isinstance(new, str) else new
-  if old == new:
-    return True
-  if not name.endswith(".json"):
-    return False
-  try:
-    return json.loads(old) == json.loads(new)
-  except (ValueError, RecursionError):  # Not JSON (or too deep): not the same file.
-    return False
 
 
 def _staged_sides(staging: str, base: str) -> dict[str, bytes]:

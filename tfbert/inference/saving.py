@@ -278,7 +278,8 @@ def _check_side_contents(path: str, settings: text_settings.TextSettings) -> Non
       huggingface.TOKENIZER_FILES[1]: huggingface.tokenizer_config(settings.do_lower_case,
                                                                    length),
       huggingface.TOKENIZER_FILES[2]: huggingface.SPECIAL_TOKENS_MAP}
-  if files.isfile(vocab) and _read_bytes(vocab) != _read_bytes(settings.vocab_file):
+  if files.isfile(vocab) and not files.same_content(
+      vocab, files.read_bytes(vocab), files.read_bytes(settings.vocab_file)):
     raise ValueError(f"cannot write {path}: {vocab} holds another vocabulary than this "
                      f"model's ({settings.vocab_file}), and saving would replace it "
                      "(the vocab.txt beside a .keras file is its model's): save into a "
@@ -287,20 +288,11 @@ def _check_side_contents(path: str, settings: text_settings.TextSettings) -> Non
     side = os.path.join(directory, name)
     if not files.isfile(side):
       continue
-    try:
-      same = json.loads(_read_bytes(side)) == json.loads(json.dumps(value))
-    except ValueError:
-      same = False
-    if not same:
+    if not files.same_content(name, files.read_bytes(side), json.dumps(value)):
       raise ValueError(f"cannot write {path}: {side} differs from the one this model's save "
                        f"writes (do_lower_case {settings.do_lower_case}, model_max_length "
                        f"{length}), and saving would replace it: save into a folder of its "
                        "own")
-
-
-def _read_bytes(path: str) -> bytes:
-  with files.open_file(path, "rb") as f:
-    return f.read()
 
 
 # A `.keras` file's record of its text settings, in its zip archive's comment (Keras reads
@@ -311,7 +303,7 @@ RECORD_KEY = "tfbert_text"
 def text_record(vocab_file: str, do_lower_case: bool) -> dict[str, Any]:
   """What a `.keras` file records of its text settings: its vocabulary's fingerprint
   (`vocab_sha256`, `vocab_lines`) and casing (`do_lower_case`)."""
-  content = _read_bytes(vocab_file)
+  content = files.read_bytes(vocab_file)
   return {"vocab_sha256": hashlib.sha256(content).hexdigest(),
           "vocab_lines": len(content.splitlines()), "do_lower_case": bool(do_lower_case)}
 
@@ -324,7 +316,7 @@ def write_text_record(keras_file: str, record: dict[str, Any]) -> None:
     with zipfile.ZipFile(keras_file, "a") as archive:
       archive.comment = comment
     return
-  buffer = io.BytesIO(_read_bytes(keras_file))
+  buffer = io.BytesIO(files.read_bytes(keras_file))
   with zipfile.ZipFile(buffer, "a") as archive:
     archive.comment = comment
   with files.open_file(keras_file, "wb") as f:

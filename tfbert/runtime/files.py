@@ -23,10 +23,11 @@ a flag value the same way, `tfbert.runtime.cli`). `./~/x` names such a directory
 """
 
 import contextlib
+import json
 import os
 import posixpath
 import shutil
-from typing import IO, Iterator, Optional
+from typing import IO, Iterator, Optional, Union
 
 import tensorflow as tf
 
@@ -367,3 +368,17 @@ def read_bytes(path: str) -> bytes:
   """The bytes of the file at `path`."""
   with open_file(path, "rb") as f:
     return f.read()
+
+
+def same_content(name: str, old: bytes, new: Union[str, bytes]) -> bool:
+  """Whether the existing file `name` (`old` bytes) holds `new` (str or bytes); JSON
+  files are compared by value (key order and layout aside)."""
+  new = new.encode("utf-8") if isinstance(new, str) else new
+  if old == new:
+    return True
+  if not name.endswith(".json"):
+    return False
+  try:
+    return json.loads(old) == json.loads(new)
+  except (ValueError, RecursionError):  # Not JSON (or too deep): not the same file.
+    return False
