@@ -18,7 +18,8 @@ BERT_CONFIG_FILE = flags.DEFINE_string(
 TASK = flags.DEFINE_enum(
     "task", "pretraining", ["pretraining", "squad", "classifier"],
     "What every variant trains: pretraining, or fine-tuning through run_squad / "
-    "run_classifier (AdamW: pass --optimizer=adamw; no warmup; graph execution).")
+    "run_classifier (AdamW, the default --optimizer of these tasks; no warmup; graph "
+    "execution).")
 INPUT_FILES = flags.DEFINE_list(
     "input_files", None, "Pretraining TFRecord globs (default: made from pydoc_data.topics).")
 TRAIN_FILE = flags.DEFINE_string(
@@ -32,7 +33,9 @@ MAX_SEQ_LENGTH = flags.DEFINE_integer("max_seq_length", 64, "Sequence length of 
                                       lower_bound=1)
 MAX_PREDICTIONS_PER_SEQ = flags.DEFINE_integer("max_predictions_per_seq", 10, "Masked positions.",
                                                lower_bound=1)
-OPTIMIZER = flags.DEFINE_enum("optimizer", "sgd", OPTIMIZERS, "Optimizer.")
+OPTIMIZER = flags.DEFINE_enum(
+    "optimizer", None, OPTIMIZERS, "Optimizer (default: sgd for --task=pretraining; adamw, the "
+    "only one fine-tuning trains, for --task=squad and --task=classifier).")
 LEARNING_RATE = flags.DEFINE_float("learning_rate", 1e-3, "Peak learning rate.", lower_bound=0.0)
 MOMENTUM = flags.DEFINE_float("momentum", 0.9, "SGD momentum.", lower_bound=0.0)
 NUM_WARMUP_STEPS = flags.DEFINE_integer("num_warmup_steps", 0, "Warmup steps of the schedule.",

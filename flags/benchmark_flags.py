@@ -52,6 +52,11 @@ SEQ_LENGTH = flags.DEFINE_integer(
 MAX_PREDICTIONS = flags.DEFINE_integer(
     "max_predictions", None, "Masked positions P per sequence (default 20; pretraining).",
     lower_bound=1)
+# The shape flags by the `tools.benchmarks.benchmark.ModelShape` field each sets (unset: the
+# benchmark's default).
+FLAGS_BY_FIELD = {"vocab_size": VOCAB_SIZE, "hidden_size": HIDDEN_SIZE, "num_layers": NUM_LAYERS,
+                  "num_heads": NUM_HEADS, "intermediate_size": INTERMEDIATE_SIZE,
+                  "seq_length": SEQ_LENGTH, "max_predictions": MAX_PREDICTIONS}
 
 # Training-step benchmarks (pretraining, squad, input_pipeline).
 BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Examples per training step B (also the "

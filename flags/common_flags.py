@@ -109,16 +109,12 @@ def check_optimizer_flags(flags_module) -> None:
     raise ValueError(problem)
 
 
-# Why a fine-tuning data file must be a file (`check_data_files`).
-FINE_TUNING_REREADS = ("tfbert reads each data file more than once (to hash it for the run's "
-                       "records, then to read it)")
-
-
 def check_data_files(names, directory_patterns=None) -> None:
   """Refuses, before any work, the fine-tuning data files given by the flags `names` that
-  cannot serve: a pipe (bash's `<(...)`, a named fifo, /dev/stdin), a socket or a device,
-  which can be read only once (`FINE_TUNING_REREADS`), a symbolic link to nothing or a loop,
-  a file without read permission (`tfbert.pretraining.input_pipeline.entry_problem`).
+  cannot serve: a special file (a named pipe such as bash's `<(...)` or /dev/stdin, a socket,
+  a device), which can be read only once (`tfbert.runtime.paths.special_input_problems`, its
+  one wording), a symbolic link to nothing or a loop, a file without read permission
+  (`tfbert.pretraining.input_pipeline.entry_problem`).
 
   Args:
     names: flag names whose value, when set, is a data file.
@@ -134,6 +130,6 @@ def check_data_files(names, directory_patterns=None) -> None:
   for name, pattern in (directory_patterns or {}).items():
     if flags.FLAGS[name].value:
       inputs[f"--{name}"] = os.path.join(flags.FLAGS[name].value, pattern)
-  problems = input_pipeline.input_problems(inputs, reason=FINE_TUNING_REREADS)
+  problems = input_pipeline.input_problems(inputs)
   if problems:
     raise ValueError("; ".join(problems))

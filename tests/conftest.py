@@ -24,8 +24,9 @@ from tfbert.training import workers  # noqa: E402
 
 # The time profile of docs/testing.md, recorded when TFBERT_TEST_PROFILE names a folder;
 # the longest tests first, dealt evenly to the xdist workers; the tiny exports that several
-# test files read, built once per session.
-pytest_plugins = ["tests.profiling", "tests.scheduling", "tests.tiny_exports"]
+# test files read, built once per session; Grappler's rewrites only where a test's subject
+# is a kernel or a precision (tests/grappler.py).
+pytest_plugins = ["tests.profiling", "tests.scheduling", "tests.tiny_exports", "tests.grappler"]
 
 # Worker processes of a localhost cluster (the alignment harness's too) are forked from a
 # process that imported TensorFlow once, not started as fresh interpreters (tests/forked.py).

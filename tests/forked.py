@@ -51,6 +51,11 @@ IMPORT_TIME_VARIABLES = ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS", "PYTHO
                          "PYTHONHASHSEED", "KERAS_BACKEND", "TF_USE_LEGACY_KERAS",
                          "CUDA_VISIBLE_DEVICES", "PYTHONWARNINGS")
 
+# Set by tests/grappler.py for each test: "off" when the test runs its graphs without
+# Grappler's rewrites, so that a forked child computes as the test's own runs do. A fresh
+# interpreter runs the product's defaults (the rewrites on).
+REWRITES_VARIABLE = "TFBERT_TEST_REWRITES"
+
 _lock = threading.Lock()
 _context = None
 _server_env = None
@@ -87,9 +92,17 @@ def _forkable(args, env) -> bool:
     return False
   if args[1] in ("-m", "-c") and len(args) < 3:
     return False
+  return not unforkable_variables(env)
+
+
+def unforkable_variables(env=None) -> dict:
+  """{name: (the server's value, `env`'s)} of the import-time variables in which `env`
+  (default: this process's environment) differs from the server's: why a command that
+  could be forked gets a fresh interpreter."""
   _forkserver()
   env = os.environ if env is None else env
-  return all(env.get(name) == _server_env[name] for name in IMPORT_TIME_VARIABLES)
+  return {name: (_server_env[name], env.get(name)) for name in IMPORT_TIME_VARIABLES
+          if env.get(name) != _server_env[name]}
 
 
 def _open_output(target, default):
@@ -106,6 +119,9 @@ def _main(args, env, cwd, stdout_path, stderr_path, cpu_path):
   its CPU seconds to `cpu_path`."""
   os.environ.clear()
   os.environ.update(env)
+  if env.get(REWRITES_VARIABLE) == "off":  # The test's own setting (tests/grappler.py).
+    import tensorflow as tf  # Preloaded: no import cost.
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
   if cwd is not None:
     os.chdir(cwd)
   null = os.open(os.devnull, os.O_RDONLY)

@@ -78,7 +78,7 @@ def test_a_script_runs_as_main_with_its_directory_on_the_path(tmp_path):
 
 def test_a_killed_child_reports_the_signal_and_a_timeout_is_raised():
   process = forked.popen([sys.executable, "-c", "import time; time.sleep(60)"])
-  assert isinstance(process, forked.Popen)
+  assert isinstance(process, forked.Popen), forked.unforkable_variables()
   with pytest.raises(subprocess.TimeoutExpired):
     process.wait(timeout=0.2)
   process.send_signal(signal.SIGKILL)

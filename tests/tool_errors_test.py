@@ -873,6 +873,40 @@ def test_an_optimizer_flag_the_optimizer_does_not_read_is_refused_before_any_wor
   assert not out.exists()
 
 
+@pytest.mark.parametrize("argv, expected", [
+    (["--task=squad", "--optimizer=sgd"],
+     "--optimizer=sgd: --task=squad trains AdamW only: pass --optimizer=adamw or leave it out "
+     "(its default for this task)"),
+    # adamw, the default for fine-tuning, reads --weight_decay_rate: the next check speaks.
+    (["--task=classifier", "--weight_decay_rate=0.1", "--train_file=train.tsv",
+      "--bert_config_file=missing/bert_config.json"], "missing/bert_config.json"),
+])
+def test_align_fine_tuning_defaults_to_adamw_and_names_another_optimizer(tmp_path, argv,
+                                                                         expected):
+  """Sweep 11 P4: align --task=classifier without --optimizer was refused for the flag's
+  default, sgd ("pass optimizer adamw, got 'sgd'")."""
+  line = _one_error_line(tool_process.run_tool(
+      "align", *argv, f"--workdir={tmp_path / 'out'}"), "align")
+  assert expected in line, line
+  assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--benchmark=pretraining", "--hidden_size=30", "--num_heads=4"],
+     "benchmark: error: --num_heads (4) must divide --hidden_size (30)"),
+    (["--benchmark=squad", "--hidden_size=30"],
+     "benchmark: error: --num_heads (12, the default of --benchmark=squad) must divide "
+     "--hidden_size (30)"),
+    (["--benchmark=accumulation", "--seq_length=16"],
+     "benchmark: error: --max_predictions (20, the default of --benchmark=accumulation) "
+     "must be below --seq_length (16)"),
+])
+def test_benchmark_a_shape_it_cannot_train_names_the_flags_and_values(argv, expected):
+  """Sweep 11 P5: "StepCase: num_heads must divide hidden_size" named an internal class,
+  and no flag or value."""
+  assert _one_error_line(tool_process.run_tool("benchmark", *argv), "benchmark") == expected
+
+
 def test_an_optimizer_flag_left_at_its_default_is_not_refused(tmp_path):
   """--optimizer=sgd with the default --weight_decay_rate runs on to the next check."""
   line = _one_error_line(tool_process.run_tool(
@@ -893,7 +927,7 @@ def test_a_data_file_that_is_a_pipe_is_refused_before_any_work(tmp_path, tool, f
   out = tmp_path / "out"
   line = _one_error_line(tool_process.run_tool(
       tool, f"--{flag}={value}", "--do_train", f"--output_dir={out}"), tool)
-  assert (f"--{flag} {fifo} is a pipe: tfbert reads each data file more than once (to "
-          "hash it for the run's records, then to read it)") in line, line
-  assert "write it to a file first" in line, line
+  assert (f"--{flag} {fifo} is a named pipe: a run reads each input more than once (its "
+          "checks and records before any work, then the run itself)") in line, line
+  assert "which a stream cannot serve; write it to a regular file first" in line, line
   assert not out.exists()

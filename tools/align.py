@@ -15,8 +15,9 @@ import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is 
 # isort: split
 
 import os
+from typing import Optional
 
-from absl import app
+from absl import app, flags
 
 from tfbert.alignment import alignment, alignment_run
 from tfbert.config import BertConfig
@@ -51,8 +52,19 @@ def make_default_data(config: alignment.AlignmentConfig, workdir: str) -> None:
     squad_demo.make_data(os.path.join(workdir, "squad_data"))
 
 
+def default_optimizer(optimizer: Optional[str], task: str) -> str:
+  """--optimizer when given, else sgd for pretraining and adamw (the only optimizer
+  fine-tuning trains) for --task=squad and --task=classifier."""
+  return optimizer or ("sgd" if task == "pretraining" else "adamw")
+
+
 def main(argv):
   del argv
+  # --optimizer's default depends on --task; set before the check of the settings it reads.
+  flags.FLAGS.optimizer = default_optimizer(f.OPTIMIZER.value, f.TASK.value)
+  if f.TASK.value != "pretraining" and f.OPTIMIZER.value != "adamw":
+    raise ValueError(f"--optimizer={f.OPTIMIZER.value}: --task={f.TASK.value} trains AdamW only: "
+                     "pass --optimizer=adamw or leave it out (its default for this task)")
   common_flags.check_optimizer_flags(f)  # Before any work.
   paths.check_outputs({"--workdir": f.WORKDIR.value})  # Before any work.
   task = f.TASK.value

@@ -57,10 +57,41 @@ from tfbert_tools.benchmarks import (
 
 def _shape_overrides() -> dict:
   """The model/shape flags that were given, by `StepCase` / `PretrainingCase` field."""
-  given = {"vocab_size": f.VOCAB_SIZE, "hidden_size": f.HIDDEN_SIZE, "num_layers": f.NUM_LAYERS,
-           "num_heads": f.NUM_HEADS, "intermediate_size": f.INTERMEDIATE_SIZE,
-           "seq_length": f.SEQ_LENGTH, "max_predictions": f.MAX_PREDICTIONS}
-  return {name: flag.value for name, flag in given.items() if flag.value is not None}
+  return {name: flag.value for name, flag in f.FLAGS_BY_FIELD.items() if flag.value is not None}
+
+
+def _shape_defaults() -> dict[str, tuple[benchmark.ModelShape, bool]]:
+  """{benchmark: (the model shape it starts from, whether it reads --max_predictions)} of
+  the benchmarks that read the shape flags."""
+  return {"accumulation": (benchmark_accumulation.PretrainingCase(), True),
+          "pretraining": (benchmark.DEFAULT_CASES["pretraining"], True),
+          "input_pipeline": (benchmark.DEFAULT_CASES["pretraining"], True),
+          "squad": (benchmark.DEFAULT_CASES["squad"], False),
+          "fine_tuning": (benchmark_fine_tuning.FineTuningCase(), False)}
+
+
+def check_shape_flags() -> None:
+  """Refuses, before any work, a model shape the chosen --benchmark cannot train (heads that
+  do not divide the width, P not below S), naming the flags and their values, a value left
+  at its default said to be the benchmark's default.
+
+  Raises:
+    ValueError: naming the flags, e.g. "--num_heads (4, the default of
+      --benchmark=pretraining) must divide --hidden_size (30)".
+  """
+  chosen = f.BENCHMARK.value
+  if chosen not in _shape_defaults():
+    return
+  default, masked_lm = _shape_defaults()[chosen]
+  shape = benchmark.ModelShape(**{
+      **{field.name: getattr(default, field.name)
+         for field in dataclasses.fields(benchmark.ModelShape)}, **_shape_overrides()})
+  def describe(name, value):
+    given = f.FLAGS_BY_FIELD[name].value is not None
+    return f"--{name} ({value}{'' if given else f', the default of --benchmark={chosen}'})"
+  problems = [message for ok, message in shape.shape_checks(masked_lm, describe) if not ok]
+  if problems:
+    raise ValueError("; ".join(problems))
 
 
 def _step_case(task: str) -> benchmark.StepCase:
@@ -177,6 +208,7 @@ def continued_pretraining() -> str:
 def main(argv):
   del argv
   f.check_flags_belong()  # Before any work: a flag of another benchmark is not ignored.
+  check_shape_flags()  # Before any work, with the flags' names.
   if f.BENCHMARK.value == "postprocess" and not f.SQUAD_DEV_FILE.value:
     raise ValueError("--benchmark=postprocess times SQuAD feature creation and "
                      "postprocessing on --squad_dev_file, which is not set: give the SQuAD "

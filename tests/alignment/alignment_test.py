@@ -163,7 +163,19 @@ def test_input_files_naming_a_pipe_are_refused_with_the_flag(tmp_path):
   """Every variant reads the data again (sweep 8, PS04: a pipe failed in TensorFlow)."""
   os.mkfifo(tmp_path / "records")
   with pytest.raises(ValueError, match=re.escape(
-      f"--input_files {tmp_path / 'records'} is a pipe: pretraining reads each data file "
-      "more than once")):
+      f"--input_files {tmp_path / 'records'} is a named pipe: a run reads each input more "
+      "than once")):
     AlignmentConfig(bert_config=TINY, input_files=[str(tmp_path / "records")],
                     variants=[alignment.parse_variant(n) for n in ("graph", "eager")])
+
+
+def test_fine_tuning_with_the_default_optimizer_says_it_is_the_default():
+  """Sweep 11 P4: the refusal named an 'sgd' the caller never gave (the field's default)."""
+  with pytest.raises(ValueError, match=re.escape(
+      "fine-tuning (classifier) trains AdamW: optimizer is left at its default, the "
+      "pretraining comparison's SGD: pass optimizer=OptimizerConfig(optimizer='adamw', ...)")):
+    _config("graph", "accumulate2", task="classifier", train_file="train.tsv")
+  sgd = alignment.optimization.OptimizerConfig(optimizer="sgd", learning_rate=0.1)
+  with pytest.raises(ValueError, match=re.escape(
+      "fine-tuning (squad) trains AdamW: optimizer.optimizer must be 'adamw', got 'sgd'")):
+    _config("graph", "accumulate2", task="squad", train_file="train.json", optimizer=sgd)

@@ -28,7 +28,7 @@ def test_squad_step_batch_shares_the_inputs_and_has_ordered_spans():
 def test_step_case_rejects_fields_that_do_not_fit():
   with pytest.raises(ValueError, match="implementation"):
     dataclasses.replace(TINY_STEP, implementation="pytorch")
-  with pytest.raises(ValueError, match="num_heads must divide"):
+  with pytest.raises(ValueError, match=r"num_heads \(3\) must divide hidden_size \(16\)"):
     dataclasses.replace(TINY_STEP, num_heads=3)
   with pytest.raises(ValueError, match="warmup_steps"):
     dataclasses.replace(TINY_STEP, warmup_steps=0)
@@ -111,3 +111,14 @@ def test_alternating_rounds_swap_the_order_every_round():
 def test_peak_rss_is_this_process_in_mib():
   expected = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
   assert expected <= benchmark.peak_rss_mib() < expected + 64  # ru_maxrss only grows.
+
+
+def test_a_bad_shape_names_its_fields_and_values():
+  """Sweep 11 P5: the message said only "num_heads must divide hidden_size"."""
+  with pytest.raises(ValueError, match=r"^StepCase: num_heads \(4\) must divide hidden_size "
+                     r"\(30\)$"):
+    dataclasses.replace(TINY_STEP, hidden_size=30, num_heads=4)
+  # SQuAD reads no P (and --max_predictions is refused for it): S below P is no problem.
+  assert dataclasses.replace(TINY_STEP, task="squad", seq_length=3).seq_length == 3
+  with pytest.raises(ValueError, match=r"max_predictions \(3\) must be below seq_length \(3\)"):
+    dataclasses.replace(TINY_STEP, seq_length=3)

@@ -621,6 +621,7 @@ def _rows(out):
 
 
 @pytest.mark.slow  # ~1 min: 1 process straight, killed and rerun; 2 workers preempted, rerun.
+@pytest.mark.grappler  # A fresh interpreter beside forks: all with the product's rewrites.
 def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_dir):
   """Dropout on (0.1 attention, hidden and pooled output), 2 replicas, evaluation every 2 of
   8 applied steps.

@@ -322,3 +322,24 @@ def test_a_task_file_that_is_a_link_to_nothing_is_named_as_one(tmp_path):
     glue_data.read_examples(glue_data.TASKS["rte"], str(tmp_path / "dev.tsv"), "dev")
   assert str(e.value) == (f"task file {tmp_path / 'dev.tsv'} is a symbolic link to gone.tsv, "
                           "which does not exist")
+
+
+def test_a_field_longer_than_the_csv_modules_limit_is_read_and_the_limit_kept(tmp_path):
+  """Rule: a row of any length is read, in every layout (it was refused at Python's csv
+  field limit, 131,072 characters: a 20,000-word review); the limit, one per process, is
+  lifted only while a row is parsed, and found unchanged between rows and after."""
+  import csv  # pylint: disable=import-outside-toplevel
+  long = "word " * 40_000
+  path = _file(tmp_path, "sentence\tlabel", f"{long}\t1", "short\t0")
+  before = csv.field_size_limit()
+  read = glue_data.read_examples(glue_data.TASKS["sst-2"], path, "train")
+  assert [e.text_a for e in read.examples] == [long, "short"]
+  fmt = glue_data.CustomFormat(text_a_column=0, label_column=1, has_header=False,
+                               delimiter=",", labels=("neg", "pos"))
+  path = _file(tmp_path, None, f'"{long}, quoted",pos', name="train.csv")
+  read = glue_data.read_examples(glue_data.custom_task(fmt), path, "train")
+  assert read.examples[0].text_a == f"{long}, quoted"
+  rows = glue_data._rows(path, glue_data.custom_task(fmt).layout)  # pylint: disable=protected-access
+  assert next(rows)[1][0] == f"{long}, quoted" and csv.field_size_limit() == before
+  rows.close()
+  assert csv.field_size_limit() == before == 131_072

@@ -4,6 +4,7 @@ the export, and the refusals before any work."""
 
 import json
 import re
+from types import SimpleNamespace
 
 import keras
 import numpy as np
@@ -327,3 +328,24 @@ def test_a_sentence_transformers_dir_another_run_wrote_is_refused_before_any_wor
   (tmp_path / "e114" / run_directory.LOCK_FILE).write_text("")  # A run claimed it.
   with pytest.raises(run_directory.RunDirectoryError, match="lies inside another run's"):
     embedding_run.check_outputs(inside)
+
+
+def test_a_relative_sentence_transformers_dir_is_reported_where_it_was_written(
+    tmp_path, monkeypatch):
+  """Sweep 11 S1: `--output_dir=m1 --sentence_transformers_dir=m1st` wrote ./m1st but
+  listed "wrote: .../m1/m1st". It is reported absolute, where it was written."""
+  from tfbert.runtime import atomic  # pylint: disable=import-outside-toplevel
+  from tfbert.tasks import fine_tuning  # pylint: disable=import-outside-toplevel
+  from tfbert.tasks.task import RunContext  # pylint: disable=import-outside-toplevel
+  monkeypatch.chdir(tmp_path)
+  saved = []
+  monkeypatch.setattr(sentence_transformers, "save_sentence_transformers",
+                      lambda model, path, *args: saved.append(path))
+  monkeypatch.setattr(atomic, "write_run_record", lambda *args: None)
+  config = EmbeddingRunConfig(output_dir="m1", do_train=True, train_file="t",
+                              sentence_transformers_dir="m1st")
+  context = RunContext(config=config, strategy=None, model=None, inputs={}, work_dir="m1",
+                       tokenizer=SimpleNamespace(vocab_file="vocab.txt"), chief=True)
+  written = embedding_run.EmbeddingTask().outputs(context).written
+  assert saved == ["m1st"]
+  assert fine_tuning.written_paths("m1", written) == [str(tmp_path / "m1st")]

@@ -2,10 +2,17 @@
 of its raw-text signature, with its labels; a call its signature does not answer is named.
 (The calls' results equal the Python models': tests/inference/raw_text_test.py.)"""
 
+import json
+import logging
+import shutil
+
+import numpy as np
 import pytest
 
+import tfbert
 from tests.inference import tiny_models
-from tfbert.inference import exported
+from tfbert.inference import exported, raw_text
+from tfbert.squad import squad_export
 
 
 @pytest.mark.slow  # The five exports (~18 s, built once: conftest.py).
@@ -29,4 +36,34 @@ def test_a_call_the_export_does_not_answer_is_named(exports):
                                        r"texts as a \(text_a, text_b\) pair .*got single texts"):
     exports["classifier"].classify(["a single text"])
   answer = exports["span_labeler"].answer("Who met?", "Mira met Zyxwar.")
-  assert sorted(answer) == ["answer", "score"]  # One window: no character offsets.
+  # Windowed as the model answers (its export records doc_stride): with character offsets.
+  assert sorted(answer) == ["answer", "end", "score", "start"]
+
+
+@pytest.mark.slow  # The five exports (~18 s, built once: conftest.py).
+def test_an_export_answers_a_long_context_over_its_windows_as_its_model_does(
+    models, exports, tmp_path, caplog):
+  """An export records its model's window settings (answer_question.json): its answer()
+  windows a long context as the model's does; an export without them (written before)
+  answers in one window and names each cut context."""
+  context = " ".join(f"word{i} is here." for i in range(40))  # Many windows of S 20.
+  model = models["span_labeler"]
+  mine = model.answer("Who?", context)
+  theirs = exports["span_labeler"].answer("Who?", context)
+  assert (theirs["answer"], theirs["start"], theirs["end"]) == (
+      mine["answer"], mine["start"], mine["end"])
+  np.testing.assert_allclose(theirs["score"], mine["score"], rtol=1e-5)
+  old = tmp_path / "old_export"
+  shutil.copytree(exports["span_labeler"].path, old)
+  config = json.loads((old / squad_export.ANSWER_CONFIG_FILE).read_text())
+  del config["doc_stride"], config["do_lower_case"]
+  (old / squad_export.ANSWER_CONFIG_FILE).write_text(json.dumps(config))
+  caplog.set_level(logging.WARNING, logger="absl")
+  one_window = tfbert.load(str(old)).answer(["Who?", "Who?"], [context, "Mira met."])
+  assert [sorted(row) for row in one_window] == [["answer", "score"]] * 2
+  total = len(raw_text.tokenizer_of(model).tokenize([context]).to_list()[0])
+  room = 20 - 2 - 3  # S - "who ?" - [CLS] [SEP] [SEP]
+  [warning] = [m for m in caplog.messages if "answer_question reads one window" in m]
+  assert warning.startswith(
+      f"{old}: answer_question reads one window of max_seq_length 20, and 1 of 2 contexts "
+      f"are longer (context 0: {room} of {total} wordpieces read): the rest is not read.")

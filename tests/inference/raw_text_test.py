@@ -322,3 +322,61 @@ def test_an_export_of_a_pair_classifier_reads_pairs_by_default(tmp_path):
                                        r"\(text_a, text_b\) pair .*got one text"):
     loaded.classify("")
   assert loaded.classify(PAIRS[0])["label"] == model.classify(PAIRS[0])["label"]
+
+
+@pytest.mark.parametrize("call, error, names", [
+    (lambda m: m["classifier"].classify(["a", None, "b", 3, b"\xff"]), TypeError,
+     [r"texts\[1\] is a NoneType", r"texts\[3\] is a int", r"texts\[4\] is not UTF-8"]),
+    (lambda m: m["classifier"].classify([("a", None), ("b", "c"), (3, "d")]), TypeError,
+     [r"texts\[0\]\[1\] is a NoneType", r"texts\[2\]\[0\] is a int"]),
+    (lambda m: m["classifier"].classify([("a", "b"), ("c",), ("d", "e", "f")]), TypeError,
+     [r"texts\[1\]: expected", r"texts\[2\]: expected"]),
+    (lambda m: m["tagger"].tag(["ok", "x\udc00", "y\ud800"]), ValueError,
+     [r"texts\[1\] is not valid Unicode", r"texts\[2\] is not valid Unicode"]),
+    (lambda m: m["sentence_encoder"].encode([None, None]), TypeError,
+     [r"texts\[0\] is a NoneType", r"texts\[1\] is a NoneType"]),
+    (lambda m: m["span_labeler"].answer(["q", None, 3], ["c", "c", "c"]),
+     TypeError, [r"questions\[1\] is a NoneType", r"questions\[2\] is a int"]),
+], ids=["classify", "classify_pairs", "pair_shapes", "tag", "encode", "answer"])
+def test_every_bad_item_of_a_text_call_is_named_not_the_first_only(models, call, error, names):
+  """Rule: a text call names every bad item of its texts (the first ten and a count), so a
+  list is fixed in one pass; it named only the first."""
+  with pytest.raises(error) as raised:
+    call(models)
+  for name in names:
+    assert re.search(name, str(raised.value)), (name, str(raised.value))
+
+
+def test_a_text_call_names_the_first_ten_bad_items_and_how_many_more():
+  with pytest.raises(TypeError) as raised:
+    raw_text.text_list([None] * 13)
+  message = str(raised.value)
+  assert "13 items of texts" in message and "texts[9] is a NoneType" in message, message
+  assert "texts[10]" not in message and "and 3 more" in message, message
+  with pytest.raises(ValueError, match=r"texts\[0\] has no \[MASK\].*texts\[2\] has no"):
+    raw_text.fill_masks(None, ["no", "a [MASK]", "none"], 5, 8, 0)
+
+
+def test_int_labels_of_a_model_whose_label_names_are_integers_are_read_by_name_or_refused():
+  """Rule: where the label names look like integers (a GLUE TSV read by pandas gives ints),
+  an int label is read as the name of its value; one whose position names another class,
+  or that names no class, is refused naming both readings (it was taken by position: labels
+  ["1", "0"] trained 1 as "0" without a word)."""
+  import types  # pylint: disable=import-outside-toplevel
+  swapped = types.SimpleNamespace(num_classes=2, labels=("1", "0"))
+  with pytest.raises(ValueError, match=re.escape(
+      "labels[0] 1 is ambiguous: the model's labels ['1', '0'] look like integers; read as a "
+      "name it is label '1' (class id 0), read as a class id it is label '0': pass the labels "
+      "as their names, strings")):
+    raw_text.class_ids(swapped, [1, "1", 0, "0"])
+  np.testing.assert_array_equal(raw_text.class_ids(swapped, ["1", "1", "0"]), [0, 0, 1])
+  shifted = types.SimpleNamespace(num_classes=3, labels=("1", "2", "3"))
+  np.testing.assert_array_equal(raw_text.class_ids(shifted, [3, np.int64(3), 3.0]), [2, 2, 2])
+  with pytest.raises(ValueError, match=r"y\[0\] 0 is ambiguous: .* read as a name it names no "
+                                       r"label, read as a class id it is label '1'"):
+    raw_text.class_ids(shifted, [0], "y")
+  with pytest.raises(ValueError, match=r"labels\[0\] 7 is neither one of the model's labels"):
+    raw_text.class_ids(shifted, [7])
+  # Names in their positions ("0", "1", as GLUE's): ints agree with both readings.
+  ordered = types.SimpleNamespace(num_classes=2, labels=("0", "1"))
+  np.testing.assert_array_equal(raw_text.class_ids(ordered, [1, 0, "1", True]), [1, 0, 1, 1])

@@ -334,3 +334,41 @@ def test_a_keras_save_never_replaces_other_tokenizer_files_beside_it(tmp_path):
   tfbert.save(longer, str(tmp_path / "own" / "a.keras"))  # Alone: the files are its own.
   assert text_settings.settings_of(tfbert.load(str(tmp_path / "own" / "a.keras"))
                                    ).max_seq_length == 21
+
+
+@pytest.mark.parametrize("fmt, name", [("hf", "hf"), ("google", "g/bert_model.ckpt"),
+                                       ("keras", "k/model.keras")])
+def test_a_span_labelers_windows_survive_every_format(tmp_path, fmt, name):
+  """Its max_query_length, doc_stride, answer length and v2.0 threshold: lost, the reloaded
+  model answered a long context otherwise (only S survived, in tokenizer_config.json)."""
+  spans = dict(max_query_length=7, doc_stride=9, max_answer_length=4,
+               version_2_with_negative=True, null_score_diff_threshold=-1.5)
+  model = tiny_models.with_text(tfbert.BertSpanLabeler(BertConfig(**tiny_models.TINY)), 33,
+                                **spans)
+  path = str(tmp_path / name)
+  tfbert.save(model, path, fmt)
+  back = text_settings.settings_of(tfbert.load(path))
+  assert {key: getattr(back, key) for key in [*spans, "max_seq_length"]} == {
+      **spans, "max_seq_length": 33}
+  # Given at load, a setting still wins over the record.
+  assert text_settings.settings_of(tfbert.load(path, doc_stride=5)).doc_stride == 5
+
+
+def test_a_span_settings_record_is_kept_per_file_and_dropped_with_its_model(tmp_path):
+  config = BertConfig(**tiny_models.TINY)
+  spans = tiny_models.with_text(tfbert.BertSpanLabeler(config), 33, doc_stride=9,
+                                max_query_length=5)
+  tfbert.save(spans, str(tmp_path / "a.keras"))
+  tfbert.save(tiny_models.with_text(tfbert.BertSpanLabeler(config), 33, doc_stride=11,
+                                    max_query_length=5),
+              str(tmp_path / "b.keras"))
+  assert text_settings.settings_of(tfbert.load(str(tmp_path / "a.keras"))).doc_stride == 9
+  assert text_settings.settings_of(tfbert.load(str(tmp_path / "b.keras"))).doc_stride == 11
+  classifier = tiny_models.with_text(BertClassifier(config, 2), 33)
+  tfbert.save(classifier, str(tmp_path / "a.keras"))  # a.keras no longer a span labeler.
+  tfbert.save(classifier, str(tmp_path / "b.keras"))
+  assert not (tmp_path / "span_settings.json").exists()
+  (tmp_path / "span_settings.json").write_text('{"b.keras": {"doc_stride": 3}}')
+  with pytest.raises(ValueError, match="span_settings.json: b.keras: span_settings must be an "
+                                       "object of exactly max_query_length, doc_stride"):
+    tfbert.save(spans, str(tmp_path / "b.keras"))

@@ -290,9 +290,9 @@ def _entries_that_cannot_serve(directory) -> None:
     ("loop_a.txt", "is a symbolic link loop (it leads back to itself): point it at a file"),
     ("dangling.txt", "is a symbolic link to nowhere.txt, which does not exist"),
     # Read before the run, then by it: a pipe failed as TensorFlow's "Illegal seek" (PS04).
-    ("fifo.txt", "is a pipe: pretraining reads each data file more than once (a check "
-     "before the run, then the run itself), which a stream cannot serve; write it to a "
-     "file first"),
+    ("fifo.txt", "is a named pipe: a run reads each input more than once (its checks and "
+     "records before any work, then the run itself), which a stream cannot serve; write it "
+     "to a regular file first"),
 ])
 def test_a_data_file_that_cannot_serve_is_named_for_what_it_is(tmp_path, name, problem):
   _entries_that_cannot_serve(tmp_path)

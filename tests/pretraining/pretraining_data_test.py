@@ -463,3 +463,27 @@ def test_tool_writes_shards_from_the_default_pydoc_corpus(tmp_path):
       "pretraining-00000-of-00002.tfrecord", "pretraining-00001-of-00002.tfrecord",
       "pretraining-summary.json", "pydoc_corpus.txt"]
   assert "instances" in result.stdout
+
+
+def test_a_corpus_of_one_sentence_documents_is_warned_of_naming_the_counts(tmp_path):
+  """Rule: documents of one sentence make only "random next" pairs (Google's algorithm); a
+  corpus mostly of them (a blank line after every sentence) is named with the counts and
+  the layout to use, which passed with the counts in the summary alone."""
+  sentences = [f"the cat number {i} sat on the mat and looked at the dog." for i in range(6)]
+  single = tmp_path / "single.txt"
+  single.write_text("\n\n".join(sentences) + "\n", encoding="utf-8")
+  log = io.StringIO()
+  summary = pretraining_data.create_pretraining_data(
+      [str(single)], str(tmp_path / "out"), _config(dupe_factor=1), log_stream=log)
+  count = summary["num_instances"]
+  assert summary["num_random_next"] == count and summary["num_documents"] == 6
+  assert (f"warning: 6 of 6 documents of {single} have one sentence, so {count} of {count} "
+          "instances are next-sentence pairs drawn at random (\"random next\")") in log.getvalue()
+  assert "a blank line only between documents" in log.getvalue()
+  paired = tmp_path / "paired.txt"
+  paired.write_text("\n".join(sentences[:3]) + "\n\n" + "\n".join(sentences[3:]) + "\n",
+                    encoding="utf-8")
+  log = io.StringIO()
+  pretraining_data.create_pretraining_data(
+      [str(paired)], str(tmp_path / "out2"), _config(dupe_factor=1), log_stream=log)
+  assert "have one sentence" not in log.getvalue()

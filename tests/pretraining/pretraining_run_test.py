@@ -74,9 +74,26 @@ def test_a_data_flag_naming_a_pipe_or_a_broken_link_is_refused_with_the_flag(tmp
     run_config(tmp_path, tmp_path / "run", input_files=(), objective="mlm",
                train_text_files=[str(tmp_path / "fifo.txt")],
                eval_text_files=[str(tmp_path / "loop.txt")])
-  assert f"--train_text_files {tmp_path / 'fifo.txt'} is a pipe: pretraining reads each " \
-      "data file more than once" in str(e.value)
+  assert f"--train_text_files {tmp_path / 'fifo.txt'} is a named pipe: a run reads each " \
+      "input more than once" in str(e.value)
   assert f"--eval_text_files {tmp_path / 'loop.txt'} is a symbolic link loop" in str(e.value)
+
+
+@pytest.mark.parametrize("field", ["vocab_file", "init_checkpoint", "init_hf_dir",
+                                   "init_tfbert"])
+def test_a_named_pipe_as_the_vocabulary_or_the_source_is_refused_at_config_time(tmp_path,
+                                                                                  field):
+  """Rule: every input of a run config, not only its data files, is refused as a special
+  file (`tfbert.runtime.paths.special_input_problems`, by `os.stat`: the pipe is never
+  opened), naming the flag and the path, before any write (the config took them)."""
+  fifo = tmp_path / "fifo"
+  os.mkfifo(fifo)
+  with pytest.raises(ValueError) as e:
+    run_config(tmp_path, tmp_path / "run", **{field: str(fifo)})
+  assert (f"--{field} {fifo} is a named pipe: a run reads each input more than once (its "
+          "checks and records before any work, then the run itself), which a stream cannot "
+          "serve; write it to a regular file first") in str(e.value)
+  assert not (tmp_path / "run").exists()
 
 
 def read_metrics(model_dir):

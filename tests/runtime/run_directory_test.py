@@ -215,7 +215,10 @@ def test_an_output_inside_another_run_is_refused_before_anything_is_written(tmp_
   run_directory.claim(str(old), [RunRecord("run_config.json", {"a": 1})]).release()
   replayed = str(old / "export")  # A flags.txt's --export_dir, replayed into `new`.
   with pytest.raises(RunDirectoryError, match=rf"export_dir {replayed} lies inside another "
-                     rf"run's directory {old}, not this run's {new} .*pass --export_dir"):
+                     rf"run's directory {old} \(it holds \.tfbert-run\.lock\), not this "
+                     rf"run's {new}: .*"
+                     r"choose a --export_dir outside it.*give --export_dir on the command "
+                     r"line to override it"):
     run_directory.claim(str(new), [], outputs={"export_dir": replayed})
   assert not new.exists()
   # Inside its own run, outside any run, or unset: accepted.
@@ -323,7 +326,8 @@ def test_a_url_output_inside_another_url_run_is_refused(ram_root):
   old, new = f"{ram_root}/old", f"{ram_root}/new"
   run_directory.claim(old, [RunRecord("run_config.json", {"a": 1})]).release()
   with pytest.raises(RunDirectoryError, match=rf"export_dir {old}/export lies inside another "
-                     rf"run's directory {old}, not this run's {new} "):
+                     rf"run's directory {old} \(it holds \.tfbert-run\.lock\), not this "
+                     rf"run's {new}: "):
     run_directory.claim(new, [], outputs={"export_dir": f"{old}/export"})
   assert not files.exists(new)
   assert run_directory.other_run(f"{old}/a/b", new) == old
@@ -428,8 +432,10 @@ def test_data_identity_refuses_a_pipe_instead_of_waiting_forever(tmp_path):
     thread.join(timeout=5)
     pytest.fail("data_identity waited forever on a pipe")
   assert isinstance(outcome[0], ValueError), outcome
-  assert str(outcome[0]).startswith(f"{fifo} is a pipe, socket or device: tfbert reads each "
-                                    "data file more than once"), outcome
+  assert str(outcome[0]) == (
+      f"data file {fifo} is a named pipe: a run reads each input more than once (its checks "
+      "and records before any work, then the run itself), which a stream cannot serve; write "
+      "it to a regular file first"), outcome
 
 
 def test_a_relative_path_to_the_recorded_folder_is_the_same_setting(tmp_path, monkeypatch):
@@ -450,3 +456,29 @@ def test_a_relative_path_to_the_recorded_folder_is_the_same_setting(tmp_path, mo
     run_directory.claim(run, record(same)).release()
   with pytest.raises(RunDirectoryError, match=r'data_dir: ".*/base/sst" -> ".*/base/other"'):
     run_directory.claim(run, record("other"))
+
+
+def test_an_output_that_is_another_runs_directory_is_named_so(tmp_path, monkeypatch):
+  """Sweep 11 P6: `--sentence_transformers_dir=m1`, m1 another run's directory, said "lies
+  inside another run's directory ... (a flags.txt replayed ...?): pass
+  --sentence_transformers_dir explicitly", the flag the user had passed. The directory is
+  named as the run's own; a replay is named only for an absolute path (what flags.txt
+  records), with what to do."""
+  monkeypatch.chdir(tmp_path)
+  (tmp_path / "m1").mkdir()
+  (tmp_path / "m1" / run_directory.LOCK_FILE).write_text("")
+  with pytest.raises(RunDirectoryError) as error:
+    run_directory.check_outputs("m5", {"sentence_transformers_dir": "m1"})
+  message = str(error.value)
+  assert message.startswith(
+      f"sentence_transformers_dir m1 is the directory of another run {tmp_path / 'm1'} (it "
+      f"holds {run_directory.LOCK_FILE}), not this run's {tmp_path / 'm5'}"), message
+  assert "choose a --sentence_transformers_dir outside it" in message
+  assert "flags.txt" not in message and "explicitly" not in message
+  inside = str(tmp_path / "m1" / "st")
+  with pytest.raises(RunDirectoryError, match=re.escape(
+      f"sentence_transformers_dir {inside} lies inside another run's directory "
+      f"{tmp_path / 'm1'}")) as error:
+    run_directory.check_outputs("m5", {"sentence_transformers_dir": inside})
+  assert "give --sentence_transformers_dir on the command line to override it" in str(
+      error.value)

@@ -185,3 +185,42 @@ def test_a_folder_of_exports_names_the_saved_models_inside_it(tmp_path):
       f"folder(s) saved_model/: pass {tmp_path / 'saved_model'} as the export directory")
   assert onnx_export.saved_model_source(str(tmp_path / "saved_model")) == str(
       tmp_path / "saved_model" / export.ID_DIR)
+
+
+def test_a_run_directory_or_another_model_says_how_to_export_it(tmp_path):
+  """A finished fine-tuning run (model.keras, flags.txt), its .keras file or a Hugging Face
+  directory given as the export: named as what it is, with how to export it (sweep 11 P3:
+  the message said only "no SavedModel here or in ids/")."""
+  run = tmp_path / "run"
+  run.mkdir()
+  (run / "model.keras").write_bytes(b"")
+  (run / "flags.txt").write_text("--do_train\n")
+  with pytest.raises(FileNotFoundError) as error:
+    onnx_export.saved_model_source(str(run))
+  assert str(error.value) == (
+      f"{run}: no SavedModel (saved_model.pb) here or in ids/; it is a tfbert run directory "
+      f"(model.keras), not an export: export it: rerun the tool that trained it with "
+      f"--flagfile={run / 'flags.txt'} --export_dir=<new directory> (a finished run exports "
+      f'without training again), or in Python tfbert.save(tfbert.load("{run}"), '
+      '"<new directory>", "export")')
+  with pytest.raises(FileNotFoundError, match=r"model.keras: .*it is a tfbert .keras model, "
+                     r"not an export: export it in Python tfbert.save\("):
+    onnx_export.saved_model_source(str(run / "model.keras"))
+  hf = tmp_path / "hf"
+  hf.mkdir()
+  (hf / "config.json").write_text("{}")
+  (hf / "model.safetensors").write_bytes(b"")
+  with pytest.raises(FileNotFoundError, match="it is a Hugging Face directory, not an export"):
+    onnx_export.saved_model_source(str(hf))
+
+
+def test_a_pretraining_run_names_its_export_saved_model(tmp_path):
+  """A run_pretraining run directory holds its SavedModel two levels down, in
+  export/saved_model/: named, as a folder of exports is."""
+  (tmp_path / "export" / "saved_model").mkdir(parents=True)
+  (tmp_path / "export" / "saved_model" / "saved_model.pb").write_bytes(b"")
+  with pytest.raises(FileNotFoundError) as error:
+    onnx_export.saved_model_source(str(tmp_path))
+  assert str(error.value).endswith(
+      f"it holds the SavedModel folder(s) export/saved_model/: pass "
+      f"{tmp_path / 'export' / 'saved_model'} as the export directory")

@@ -177,3 +177,25 @@ def test_v2_dataset_labelled_1_1_is_not_scored_as_1_1(tmp_path):
         "but the file's \"version\" is 1.1")) as error:
       squad_evaluation.evaluate_files(dataset, [predictions])
     assert str(error.value).endswith('set "version": "v2.0" to score it as SQuAD 2.0')
+
+
+@pytest.mark.parametrize("name, content, kind", [
+    ("predictions.json", V2_PREDICTIONS, "a predictions file"),
+    ("nbest_predictions.json", {"a": [{"text": "capital", "probability": 1.0}]},
+     "an n-best predictions file"),
+    ("null_odds.json", V2_NULL_ODDS, "a null odds file"),
+])
+def test_swapped_arguments_are_named_as_swapped(tmp_path, name, content, kind):
+  """A run's per-question file given as the dataset, or the dataset as the predictions:
+  said so, not "data is missing" or "value of 'data' should be an answer string"."""
+  dataset = _write(tmp_path, "v2.json", V2_DATASET)
+  given = _write(tmp_path, name, content)
+  with pytest.raises(ValueError, match=re.escape(
+      f"{given}: {kind} ({{question id: ...}}, no \"data\"), not a SQuAD dataset: the "
+      "dataset comes first, then the predictions (usage: evaluate_squad.py DATASET_FILE "
+      "PREDICTIONS_FILE")):
+    squad_evaluation.evaluate_files(given, [dataset])
+  with pytest.raises(ValueError, match=re.escape(
+      f"{dataset}: a SQuAD dataset (it has \"data\"), not a predictions file {{question id: "
+      "an answer string}: the dataset comes first")):
+    squad_evaluation.evaluate_files(dataset, [dataset])

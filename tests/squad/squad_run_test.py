@@ -220,7 +220,8 @@ def test_v2_prediction_writes_the_best_null_threshold_and_how_to_apply_it(tmp_pa
       f"SQuAD v2.0: best F1 {report['best_f1']:.2f} at null_score_diff_threshold "
       f"{report['best_f1_thresh']!r}; these predictions applied 0.0 (F1 "
       f"{scores['f1']:.2f}). To apply the best, rerun the prediction with "
-      f"{report['how_to_apply']} (see {path})"]
+      f"{report['how_to_apply']} (see {path}; in a trained run, with --do_train: a finished "
+      "run trains no more)"]
 
 
 @pytest.mark.slow  # ~27 s (2 shared cores): three predict-only runs, the last one exporting.
@@ -698,3 +699,27 @@ def test_a_stopped_run_resumes_to_the_uninterrupted_model(tmp_path, strategy, de
       rows[name] = [{k: v for k, v in json.loads(line).items() if k != "examples_per_second"}
                     for line in f]
   assert rows["split"] == rows["straight"] and [r["step"] for r in rows["split"]] == [2, 4, 6]
+
+
+@pytest.mark.parametrize("given, named", [
+    (dict(max_answer_length=3), "max_answer_length: 8 -> 3"),
+    (dict(n_best_size=2), "n_best_size: 10 -> 2"),
+    (dict(version_2_with_negative=True), "version_2_with_negative: false -> true"),
+    (dict(null_score_diff_threshold=1.5), "null_score_diff_threshold: 0.0 -> 1.5"),
+])
+def test_a_predict_only_rerun_refuses_other_postprocessing_than_the_run_recorded(
+    tmp_path, given, named):
+  """Postprocessing changes the predictions and scores written over the run's, as the
+  windows do: a recorded run setting, taken when not given, refused when given otherwise."""
+  recorded = json.loads(_run_config(tmp_path, "run", do_train=True).to_json())
+  trained = _run_config(tmp_path, "run", do_train=True).postprocess
+  post = dataclasses.replace(trained, **given)
+  rerun = _run_config(tmp_path, "run", do_train=False, do_predict=True, postprocess=post,
+                      given_settings=frozenset(given))
+  with pytest.raises(ValueError, match=re.escape(named)):
+    fine_tuning.run_settings(rerun, recorded)
+  # Not given: the run's recorded postprocessing.
+  default = _run_config(tmp_path, "run", do_train=False, do_predict=True,
+                        postprocess=squad_postprocess.PostprocessConfig(),
+                        given_settings=frozenset())
+  assert fine_tuning.run_settings(default, recorded).postprocess == trained

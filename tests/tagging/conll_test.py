@@ -126,3 +126,19 @@ def test_a_conll_file_that_is_a_link_to_nothing_is_named_as_one(tmp_path):
   with pytest.raises(FileNotFoundError) as e:
     conll.read_conll(str(tmp_path / "test.conll"))
   assert str(e.value) == f"CoNLL file not found: {tmp_path / 'test.conll'}"
+
+
+def test_a_training_file_without_entities_is_refused_naming_it(tmp_path):
+  """Rule: a tagger's labels come from a file with at least one entity; one whose tags are
+  all O gave the one label O, and a run trained with loss 0 learning nothing."""
+  path = _write(tmp_path, "EU O\nrejects O\n\nPeter O\n")
+  sentences = conll.read_conll(path)
+  assert sentences[0].path == path and sentences == [
+      conll.Sentence(("EU", "rejects"), ("O", "O"), (1, 2)), conll.Sentence(("Peter",), ("O",),
+                                                                             (4,))]
+  with pytest.raises(ValueError) as e:
+    conll.tag_set(sentences)
+  assert str(e.value) == (
+      f"{path}: no entities (2 sentences, 3 words, every tag O): a tagger trained on it has the "
+      "one label O and learns nothing (loss 0); train on a file with B-<type>/I-<type> tags "
+      "(if they are in another column, name it with --tag_column)")

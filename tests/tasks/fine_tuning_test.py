@@ -504,6 +504,11 @@ def _squad(output_dir, **overrides):
                                                          max_query_length=16),
             given_settings=frozenset({"doc_stride", "max_seq_length"})),
      "doc_stride: 32 -> 16"),
+    # Sweep 11 P1: a NER run at the default stride named it "None": the value it used.
+    (NerRunConfig(output_dir="run", do_train=True, train_file="t", max_seq_length=32),
+     NerRunConfig(output_dir="run", do_eval=True, eval_file="d", max_seq_length=32,
+                  doc_stride=4),
+     "doc_stride: 16 (the default, max_seq_length // 2) -> 4"),
 ])
 def test_an_evaluation_of_the_runs_model_with_other_scored_settings_is_refused(
     tmp_path, recorded, given, message):
@@ -530,3 +535,71 @@ def test_settings_not_given_are_the_runs_even_at_their_default(tmp_path):
   run = _trained_run(tmp_path / "c", _classifier("run", do_train=True, max_seq_length=32))
   config, _ = fine_tuning.evaluated_model(_classifier(run, given_settings=frozenset()))
   assert config.max_seq_length == 32
+
+
+def _words(count, prefix):
+  return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [
+      f"{prefix}{i}" for i in range(count - 5)]
+
+
+def test_a_runs_model_records_its_vocabulary_and_refuses_another_when_loaded(tmp_path):
+  """Rule: every .keras tfbert writes for a model with a known vocabulary records its
+  fingerprint and casing (`convert.text_record`); a run's model.keras recorded none, so
+  `tfbert.load(run/model.keras, vocab_file=<another>)` read its ids as other word pieces."""
+  import tfbert  # pylint: disable=import-outside-toplevel
+  from tfbert.inference import saving  # pylint: disable=import-outside-toplevel
+  run = tmp_path / "run"
+  run.mkdir()
+  (run / fine_tuning.VOCAB_FILE).write_text("\n".join(_words(CONFIG.vocab_size, "a")) + "\n")
+  other = tmp_path / "other_vocab.txt"
+  other.write_text("\n".join(_words(CONFIG.vocab_size, "b")) + "\n")
+  config = fine_tuning.FineTuningConfig(output_dir=str(run), do_lower_case=True)
+  model = BertClassifier(CONFIG, CLASSES)
+  model.build()
+  written = fine_tuning.save_trained(model, config, {"loss": 1.0}, chief=True)
+  path = str(run / "model.keras")
+  assert saving.read_text_record(path) == saving.text_record(
+      str(run / fine_tuning.VOCAB_FILE), True)
+  assert sorted(os.listdir(run)) == sorted(written + [fine_tuning.VOCAB_FILE])  # No more.
+  with pytest.raises(ValueError) as refused:
+    tfbert.load(path, vocab_file=str(other))
+  assert path in str(refused.value) and str(other) in str(refused.value), refused.value
+  back = tfbert.load(path)  # The run's own vocab.txt beside it.
+  assert back.classify("a1 a2")["label"] is not None
+
+
+@pytest.mark.parametrize("make, field", [
+    (lambda **kw: fine_tuning.FineTuningConfig(**kw), "vocab_file"),
+    (lambda **kw: fine_tuning.FineTuningConfig(**kw), "bert_config_file"),
+    (lambda **kw: NerRunConfig(**kw), "train_file"),
+    (lambda **kw: SquadRunConfig(**kw), "predict_file"),
+    (lambda **kw: ClassifierRunConfig(task_name="sst-2", **kw), "eval_file"),
+    (lambda **kw: EmbeddingRunConfig(**kw), "ir_corpus_file"),
+])
+def test_a_named_pipe_as_any_input_of_a_run_config_is_refused_before_any_work(
+    tmp_path, make, field):
+  """Rule: every run config refuses a special file (a named pipe, a device) as any input
+  path, by `os.stat` only (`tfbert.runtime.paths.special_input_problems`); the configs took
+  one, and the run hung reading it again (only the tools' flags were checked)."""
+  fifo = tmp_path / "input"
+  os.mkfifo(fifo)
+  out = tmp_path / "out"
+  with pytest.raises(ValueError) as refused:
+    make(output_dir=str(out), **{field: str(fifo)})
+  assert f"--{field} {fifo} is a named pipe: a run reads each input more than once" in str(
+      refused.value), refused.value
+  assert "write it to a regular file first" in str(refused.value)
+  assert not out.exists()
+
+
+def test_a_default_derived_from_other_settings_is_logged_as_its_value(tmp_path, caplog):
+  """Sweep 11 P1: a setting the run left at a derived default (NER's doc_stride None) is
+  named by the value it stands for, in the log of the settings taken from the run."""
+  run = _trained_run(tmp_path, NerRunConfig(output_dir="run", do_train=True, train_file="t",
+                                            max_seq_length=32))
+  caplog.set_level("INFO", logger="absl")
+  config, _ = fine_tuning.evaluated_model(NerRunConfig(
+      output_dir=str(run), do_eval=True, eval_file="d", doc_stride=8, max_seq_length=32,
+      given_settings=frozenset({"max_seq_length"})))
+  assert config.doc_stride is None and config.window_stride == 16
+  assert "doc_stride=16 (the default, max_seq_length // 2)" in caplog.text

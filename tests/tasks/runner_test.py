@@ -379,3 +379,27 @@ def test_a_resume_missing_its_run_config_is_refused_before_any_write(files, tmp_
     runner.run_task(TiltTask(), dataclasses.replace(config, learning_rate=1e-3))
   assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()
           if p.is_file()} == before
+
+
+class _ExportOnly(Task):
+  """Outputs nothing of its own; its export writes nothing (the paths are what is checked)."""
+
+  def outputs(self, context):
+    return Outputs(written=["labels.txt"])
+
+  def export(self, context):
+    del context
+
+
+def test_a_relative_export_dir_without_a_slash_is_reported_where_it_was_written(
+    tmp_path, monkeypatch):
+  """Sweep 11 S1: `--output_dir=n1 --export_dir=n1x` wrote ./n1x but listed "wrote:
+  .../n1/n1x": a bare name was taken for a file in the output directory. Every path
+  reported is absolute, where the writer put it."""
+  monkeypatch.chdir(tmp_path)
+  config = TiltConfig(output_dir="n1", export_dir="n1x")
+  context = RunContext(config=config, strategy=None, tokenizer=None, model=None, inputs={},
+                       work_dir="n1", chief=True)
+  written = fine_tuning.written_paths(config.output_dir,
+                                      runner._run(_ExportOnly(), context)["written"])
+  assert written == [str(tmp_path / "n1" / "labels.txt"), str(tmp_path / "n1x")]

@@ -171,6 +171,12 @@ def _splits(variant: Variant) -> int:
   return max(variant.gradient_accumulation_steps * variant.replicas * variant.workers, 1)
 
 
+# `AlignmentConfig.optimizer`'s default: the pretraining comparison's SGD (fine-tuning needs
+# AdamW, so a fine-tuning config must pass its own).
+DEFAULT_OPTIMIZER = optimization.OptimizerConfig(
+    optimizer="sgd", learning_rate=1e-3, momentum=0.9, clip_norm=None)
+
+
 @dataclasses.dataclass(frozen=True)
 class AlignmentConfig:
   """The training every variant shares.
@@ -199,8 +205,7 @@ class AlignmentConfig:
   train_batch_size: int = 32
   max_seq_length: int = 128
   max_predictions_per_seq: int = 20
-  optimizer: optimization.OptimizerConfig = optimization.OptimizerConfig(
-      optimizer="sgd", learning_rate=1e-3, momentum=0.9, clip_norm=None)
+  optimizer: optimization.OptimizerConfig = DEFAULT_OPTIMIZER
   seed: int = 12345
   tolerances: Optional[dict] = None
   compare_weights: bool = True
@@ -237,8 +242,11 @@ class AlignmentConfig:
          f"fine-tuning ({self.task}) alignment runs without warmup: num_warmup_steps must be "
          f"0, got {self.optimizer.num_warmup_steps}"),
         (not self.fine_tuning or self.optimizer.optimizer == "adamw",
-         f"fine-tuning ({self.task}) trains AdamW: pass optimizer adamw, got "
-         f"{self.optimizer.optimizer!r}"),
+         f"fine-tuning ({self.task}) trains AdamW: "
+         + ("optimizer is left at its default, the pretraining comparison's SGD: pass "
+            "optimizer=OptimizerConfig(optimizer='adamw', ...)"
+            if self.optimizer == DEFAULT_OPTIMIZER else
+            f"optimizer.optimizer must be 'adamw', got {self.optimizer.optimizer!r}")),
     ] + [check for v in self.variants for check in [
         # Bounds that come from another setting are stated as the relation, with both
         # values: a range printed from them can be empty ("[1, 0]").

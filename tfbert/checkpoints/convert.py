@@ -31,10 +31,13 @@ memory.
 """
 
 import contextlib
+import hashlib
+import io
+import json
 import os
 import tempfile
 import zipfile
-from typing import Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import keras
 import numpy as np
@@ -187,7 +190,8 @@ def _keras_archive_problem(path: str) -> Optional[str]:
 
 def save_tfbert_model(model: keras.Model, path: str, vocab_file: Optional[str] = None,
                       do_lower_case: Optional[bool] = None,
-                      model_max_length: Optional[int] = None) -> None:
+                      model_max_length: Optional[int] = None,
+                      tokenizer_files: bool = True) -> None:
   """Saves `model` as a `.keras` file (+ its tokenizer files beside it), complete or not at all.
 
   Keras writes straight to the path it is given (a full disk leaves a truncated file under
@@ -203,6 +207,12 @@ def save_tfbert_model(model: keras.Model, path: str, vocab_file: Optional[str] =
     do_lower_case: the vocabulary's casing.
     model_max_length: the sequence length `tokenizer_config.json` records (default:
       `max_position_embeddings`).
+    tokenizer_files: False: no file beside the model (a fine-tuning run's `model.keras`,
+      whose directory holds the run's `vocab.txt` and `run_config.json` already).
+
+  With `vocab_file` and `do_lower_case`, the file records them (`text_record`, in its zip
+  comment) whatever `tokenizer_files` says: every `.keras` file tfbert writes with a known
+  vocabulary refuses another one when loaded (`tfbert.load`).
 
   Raises:
     OSError: naming `path`, when it cannot be written (a full disk).
@@ -217,10 +227,69 @@ def save_tfbert_model(model: keras.Model, path: str, vocab_file: Optional[str] =
     except OSError as e:  # Keras' names no file, or the staging one.
       raise OSError(f"cannot write {path}: {e.strerror or e}") from e
     if vocab_file and do_lower_case is not None:
-      huggingface.write_tokenizer_files(staging, vocab_file, do_lower_case,
-                                        model_max_length or model.config.max_position_embeddings)
-    elif vocab_file:
+      write_text_record(os.path.join(staging, os.path.basename(path)),
+                        text_record(vocab_file, do_lower_case))
+      if tokenizer_files:
+        huggingface.write_tokenizer_files(
+            staging, vocab_file, do_lower_case,
+            model_max_length or model.config.max_position_embeddings)
+    elif vocab_file and tokenizer_files:
       files.copy(vocab_file, os.path.join(staging, "vocab.txt"))
+
+
+# A `.keras` file's record of its text settings, in its zip archive's comment (Keras reads
+# and writes no comment, and it survives a copy of the file): {RECORD_KEY: {...}}.
+RECORD_KEY = "tfbert_text"
+
+
+def text_record(vocab_file: str, do_lower_case: bool) -> dict[str, Any]:
+  """What a `.keras` file records of its text settings: its vocabulary's fingerprint
+  (`vocab_sha256`, `vocab_lines`) and casing (`do_lower_case`)."""
+  content = files.read_bytes(vocab_file)
+  return {"vocab_sha256": hashlib.sha256(content).hexdigest(),
+          "vocab_lines": len(content.splitlines()), "do_lower_case": bool(do_lower_case)}
+
+
+def write_text_record(keras_file: str, record: dict[str, Any]) -> None:
+  """Writes `record` (`text_record`) into the `.keras` file `keras_file` (its zip comment);
+  the file is one being staged (`save_tfbert_model`), not yet in place."""
+  comment = json.dumps({RECORD_KEY: record}, sort_keys=True).encode()
+  if not files.is_url(keras_file):
+    with zipfile.ZipFile(keras_file, "a") as archive:
+      archive.comment = comment
+    return
+  buffer = io.BytesIO(files.read_bytes(keras_file))
+  with zipfile.ZipFile(buffer, "a") as archive:
+    archive.comment = comment
+  with files.open_file(keras_file, "wb") as f:
+    f.write(buffer.getvalue())
+
+
+def read_text_record(keras_file: str) -> Optional[dict[str, Any]]:
+  """The record `write_text_record` wrote into `keras_file`, or None (a file written before
+  tfbert recorded it, or by Keras itself).
+
+  Raises:
+    ValueError: naming the file, when its record is not one.
+  """
+  with files.open_file(keras_file, "rb") as f:
+    try:
+      comment = zipfile.ZipFile(f).comment
+    except zipfile.BadZipFile:
+      return None  # The reader names it.
+  try:
+    value = json.loads(comment.decode("utf-8")) if comment else None
+  except ValueError:
+    return None  # Not ours.
+  record = value.get(RECORD_KEY) if isinstance(value, dict) else None
+  if record is None:
+    return None
+  if (not isinstance(record, dict) or not isinstance(record.get("vocab_sha256"), str)
+      or not isinstance(record.get("vocab_lines"), int)
+      or not isinstance(record.get("do_lower_case"), bool)):
+    raise ValueError(f"{keras_file}: its tfbert text record is not one: {record!r}; save the "
+                     "model again with tfbert.save")
+  return record
 
 
 def _save_keras(model: keras.Model, path: str) -> None:
@@ -392,7 +461,8 @@ def write_model(model: keras.Model, fmt: str, path: str,
                 vocab_file: Optional[str] = None, do_lower_case: Optional[bool] = None,
                 labels: Optional[Sequence[str]] = None,
                 model_max_length: Optional[int] = None,
-                is_pair: Optional[bool] = None) -> None:
+                is_pair: Optional[bool] = None,
+                span_settings: Optional[Mapping[str, Any]] = None) -> None:
   """Writes a tfbert model in any supported format, with its tokenizer files if given.
 
   `vocab_file` is copied beside the output as `vocab.txt`; with `do_lower_case`, the
@@ -403,7 +473,9 @@ def write_model(model: keras.Model, fmt: str, path: str,
   span labeler's or tagger's holds no pooler, as transformers' own (`uses_pooler`).
   `model_max_length` is the sequence length the tokenizer's files record (default:
   `max_position_embeddings`). `is_pair`, a classifier's arity when known, goes into a Hugging
-  Face `config.json` (`huggingface.tfbert_fields`; the other formats have no place for it).
+  Face `config.json` (`huggingface.tfbert_fields`; the other formats have no place for it),
+  and so do a span labeler's `span_settings` (`huggingface.SPAN_SETTINGS`; `tfbert.save`
+  writes them beside a Google checkpoint or `.keras` file).
   """
   if fmt == "google":
     google_checkpoint.export_google_checkpoint(model, path, vocab_file=vocab_file,
@@ -416,7 +488,8 @@ def write_model(model: keras.Model, fmt: str, path: str,
     huggingface.save_hf_checkpoint(model.config, weights, path,
                                    vocab_file=vocab_file, do_lower_case=do_lower_case,
                                    task={**model.hf_task(labels),
-                                         **huggingface.tfbert_fields(is_pair)},
+                                         **huggingface.tfbert_fields(is_pair,
+                                                                     span_settings)},
                                    model_max_length=model_max_length)
   elif fmt == "tfbert":
     save_tfbert_model(model, path, vocab_file=vocab_file, do_lower_case=do_lower_case,

@@ -284,7 +284,8 @@ def check_has_safetensors(model_dir: str) -> None:
 
 
 # `config.json`'s key for what tfbert records that no Hugging Face field does: {"is_pair":
-# true/false}, whether a classifier reads (text_a, text_b) pairs. transformers keeps an
+# true/false}, whether a classifier reads (text_a, text_b) pairs; {"span_settings": {...}}, a
+# span labeler's windows, answer length and v2.0 threshold (`SPAN_SETTINGS`). transformers keeps an
 # unknown key as a config attribute (and writes it back); tfbert's config reader skips it.
 TFBERT_KEY = "tfbert"
 
@@ -304,12 +305,35 @@ class HfTask:
   labels: Optional[tuple[str, ...]] = None
   problem_type: Optional[str] = None
   is_pair: Optional[bool] = None
+  span_settings: Optional[dict] = None
 
 
-def tfbert_fields(is_pair: Optional[bool]) -> dict:
-  """The `config.json` fields recording a classifier's arity (`TFBERT_KEY`); none when it
-  is unknown (None)."""
-  return {} if is_pair is None else {TFBERT_KEY: {"is_pair": is_pair}}
+# A span labeler's text settings beyond S (`tfbert.inference.text_settings.TextSettings`),
+# which `tfbert.save` records wherever it writes one and `tfbert.load` restores.
+SPAN_SETTINGS = ("max_query_length", "doc_stride", "max_answer_length",
+                 "version_2_with_negative", "null_score_diff_threshold")
+
+
+def tfbert_fields(is_pair: Optional[bool], span_settings: Optional[Mapping[str, Any]] = None
+                  ) -> dict:
+  """The `config.json` fields recording a classifier's arity and a span labeler's
+  `SPAN_SETTINGS` (`TFBERT_KEY`); none when unknown (None)."""
+  record = ({} if is_pair is None else {"is_pair": is_pair}) | (
+      {} if span_settings is None else {"span_settings": dict(span_settings)})
+  return {TFBERT_KEY: record} if record else {}
+
+
+def check_span_settings(value: Any, where: str) -> dict:
+  """`value` as a record of `SPAN_SETTINGS` (every one of them, nothing else).
+
+  Raises:
+    ValueError: naming `where`, when it is not that.
+  """
+  if not isinstance(value, dict) or set(value) != set(SPAN_SETTINGS):
+    raise ValueError(f"{where}: span_settings must be an object of exactly "
+                     f"{', '.join(SPAN_SETTINGS)}, got {value!r:.200}: write it again with "
+                     "tfbert.save")
+  return value
 
 
 def read_hf_task(model_dir: str) -> HfTask:
@@ -327,8 +351,12 @@ def read_hf_task(model_dir: str) -> HfTask:
       str(i) for i in range(len(id2label))):
     raise ValueError(f"{path}: id2label must map the ids 0..C-1 to names, got {id2label!r}")
   labels = tuple(str(id2label[str(i)]) for i in range(len(id2label))) or None
+  record = values.get(TFBERT_KEY)
+  spans = record.get("span_settings") if isinstance(record, dict) else None
   return HfTask(architectures[0], labels, values.get("problem_type"),
-                _recorded_is_pair(values, path))
+                _recorded_is_pair(values, path),
+                None if spans is None else check_span_settings(
+                    spans, f"{path}: {TFBERT_KEY}"))
 
 
 def _recorded_is_pair(values: Mapping[str, Any], path: str) -> Optional[bool]:

@@ -33,13 +33,17 @@ How the files are read, and why:
   STS-B, outside its documented [0, 5]) raises ValueError naming `file:line`, the column
   and the value; with `skip_malformed=True` it is
   reported in `GlueFile.skipped` instead, and reading goes on (QQP's train set has a few).
+* A field of any length is read (a review of 20,000 words, cut to the sequence length
+  later): Python's csv limit (131,072 characters) is lifted while a row is parsed.
 """
 
+import contextlib
 import csv
 import dataclasses
 import io
 import math
 import os
+import threading
 from typing import IO, Optional, Sequence, Union
 
 from tfbert.runtime import files
@@ -349,6 +353,29 @@ def _open_text(path: str) -> IO[str]:
                           encoding="utf-8-sig", newline="")
 
 
+# csv's field limit is one per process: raised while any reader here parses a row (counted
+# across threads), and put back as found after the last one, so no other reader changes.
+_FIELD_LIMIT = 2**31 - 1  # A C long everywhere.
+_field_limit_lock = threading.Lock()
+_field_limit_users = [0, None]  # [parses under way, the limit found by the first]
+
+
+@contextlib.contextmanager
+def _fields_of_any_size():
+  """Python's csv field limit (131,072 characters by default) lifted for the block."""
+  with _field_limit_lock:
+    if _field_limit_users[0] == 0:
+      _field_limit_users[1] = csv.field_size_limit(_FIELD_LIMIT)
+    _field_limit_users[0] += 1
+  try:
+    yield
+  finally:
+    with _field_limit_lock:
+      _field_limit_users[0] -= 1
+      if _field_limit_users[0] == 0:
+        csv.field_size_limit(_field_limit_users[1])
+
+
 def _rows(path: str, layout: Layout):
   """(1-based line where the row starts, fields) of every non-blank row."""
   quoting = dict(quotechar='"') if layout.quoting else dict(quoting=csv.QUOTE_NONE)
@@ -360,7 +387,11 @@ def _rows(path: str, layout: Layout):
     reader = csv.reader(f, delimiter=layout.delimiter, **quoting)
     start = 1
     try:
-      for row in reader:
+      while True:
+        with _fields_of_any_size():  # Not across the yield: the caller's code runs there.
+          row = next(reader, None)
+        if row is None:
+          break
         if row:
           yield start, row
         start = reader.line_num + 1

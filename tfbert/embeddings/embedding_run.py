@@ -329,7 +329,7 @@ class EmbeddingTask(Task):
             c.do_lower_case, c.max_seq_length)
         atomic.write_run_record(c.sentence_transformers_dir, SENTENCE_TRANSFORMERS_KIND,
                                 files.absolute(c.output_dir))
-      out.written.append(c.sentence_transformers_dir)
+      out.written.append(files.absolute(c.sentence_transformers_dir))  # Not in output_dir.
     return out
 
   def export(self, context: RunContext) -> None:

@@ -9,23 +9,33 @@ casing and labels were fixed when it was written; what it can do is its signatur
 * `classify_text`: `classify(texts or pairs)`, as the signature reads (`text_b` or not),
   labels from the export's `labels.txt`;
 * `tag_text`: `tag(texts)`;
-* `answer_question`: `answer(questions, contexts)` in ONE window, as the signature answers:
-  {"answer", "score"} (+ "null_score" in v2.0), without character offsets;
+* `answer_question`: `answer(questions, contexts)`. An export that records its run's window
+  settings (`answer_question.json`'s `doc_stride` and `do_lower_case`, written since
+  tfbert records them) answers as the run's model does (`raw_text.answer`): every context
+  cut into windows `doc_stride` apart, each scored by the id signature (`serving_default`),
+  the answer chosen over the windows (`squad_postprocess`): {"answer", "score", "start",
+  "end"} (+ "null_score_diff" in v2.0). An older export answers through the signature, in
+  ONE window: {"answer", "score"} (+ "null_score" in v2.0), without character offsets, and
+  warns naming each context cut to that window (wordpieces read of its total);
 * `fill_mask`: `fill_mask(texts, top_k)` (a pretrainer's export).
 
 Loading needs `tensorflow_text` (the tokenizer's ops), which tfbert imports.
 """
 
+import json
 import os
 from typing import Any, Optional
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from tfbert.config import BertConfig
 from tfbert.inference import raw_text
 from tfbert.runtime import files, validation
 from tfbert.serving import export
+from tfbert.squad import squad_data, squad_export, squad_features, squad_postprocess
+from tfbert.text import casing, tokenization
 
 SIGNATURES = {"embed_text": "encode", "classify_text": "classify", "tag_text": "tag",
               "answer_question": "answer", "fill_mask": "fill_mask"}
@@ -59,6 +69,12 @@ class ExportedModel:
                    if files.isfile(labels_file) else None)
     self.is_pair = (self.signature == "classify_text"
                     and "text_b" in self._call.structured_input_signature[1])
+    answer_file = os.path.join(path, squad_export.ANSWER_CONFIG_FILE)
+    # A span labeler's window settings (`squad_export.SquadExport.answer_config`).
+    self.answer_config = (json.loads(files.read_text(answer_file))
+                          if self.signature == "answer_question" and files.isfile(answer_file)
+                          else None)
+    self._tokenizer = None
 
   def __repr__(self) -> str:
     return f"ExportedModel({self.path!r}, signature={self.signature!r})"
@@ -104,10 +120,14 @@ class ExportedModel:
 
   def answer(self, questions, contexts: Optional[Any] = None, batch_size: int = 32,
              verbose: Any = "auto"):
-    """Answers through `answer_question` (one window each): {"answer", "score"} (+
-    "null_score" in v2.0) per question."""
+    """Answers per question, windowed as the run's model answers when the export records
+    its `doc_stride`, else through `answer_question` in one window (module docstring)."""
     self._needs("answer_question")
     questions, contexts, one = raw_text.questions_and_contexts(questions, contexts)
+    if self._windows() is not None:
+      rows = self._answer_in_windows(questions, contexts, batch_size, verbose)
+      return rows[0] if one else rows
+    self._warn_cut_contexts(questions, contexts)
     rows = []
     for s in raw_text.batches(len(questions), batch_size, verbose):
       outputs = self._call(question=tf.constant(questions[s]),
@@ -119,6 +139,75 @@ class ExportedModel:
           row["null_score"] = float(outputs["null_score"][i])
         rows.append(row)
     return rows[0] if one else rows
+
+  def _windows(self) -> Optional[squad_features.FeatureConfig]:
+    """The run's windows, when the export records them and has its id signature."""
+    config = self.answer_config or {}
+    if (config.get("doc_stride") is None or config.get("do_lower_case") is None
+        or export.SERVING_SIGNATURE not in self._loaded.signatures):
+      return None
+    return squad_features.FeatureConfig(config["max_seq_length"], config["doc_stride"],
+                                        config["max_query_length"])
+
+  def _text_tokenizer(self) -> tokenization.WordPieceTokenizer:
+    """The export's tokenizer in Python: its vocabulary asset, its recorded casing (an older
+    export's: the vocabulary's content, else google-research/bert's default)."""
+    if self._tokenizer is None:
+      vocab = self._loaded.vocab.asset_path.numpy().decode("utf-8")
+      lower = (self.answer_config or {}).get("do_lower_case")
+      if lower is None:
+        evidence = casing.vocab_casing(vocab)
+        lower = evidence.do_lower_case if evidence else casing.DEFAULT_DO_LOWER_CASE
+      self._tokenizer = tokenization.WordPieceTokenizer(vocab, lower)
+    return self._tokenizer
+
+  def _answer_in_windows(self, questions, contexts, batch_size, verbose) -> list[dict]:
+    """`raw_text.answer`'s windows and postprocessing, the id signature scoring them."""
+    config = self.answer_config
+    examples = [squad_data.SquadExample(str(i), q, c, ()) for i, (q, c) in
+                enumerate(zip(questions, contexts))]
+    features = squad_features.convert_examples_to_features(
+        examples, self._text_tokenizer(), self._windows(), log_every=0).features
+    call = self._loaded.signatures[export.SERVING_SIGNATURE]
+    width = config["max_seq_length"]
+    start_logits, end_logits = [np.zeros((0, width), np.float32)], [
+        np.zeros((0, width), np.float32)]
+    for s in raw_text.batches(len(features), batch_size, verbose):
+      outputs = call(**{name: tf.constant(np.stack([getattr(f, name) for f in features[s]]))
+                        for name in export.FEATURE_NAMES})
+      start_logits.append(outputs["start_logits"].numpy())
+      end_logits.append(outputs["end_logits"].numpy())
+    v2 = bool(config["version_2_with_negative"])
+    predictions = squad_postprocess.postprocess_predictions(
+        examples, features, np.concatenate(start_logits), np.concatenate(end_logits),
+        squad_postprocess.PostprocessConfig(
+            max_answer_length=config["max_answer_length"], version_2_with_negative=v2,
+            null_score_diff_threshold=config["null_score_diff_threshold"] or 0.0))
+    return [raw_text._answer_row(p, v2) for p in predictions]  # pylint: disable=protected-access
+
+  def _warn_cut_contexts(self, questions, contexts) -> None:
+    """Warns naming each context `answer_question`'s one window cuts: an export that does
+    not record its run's `doc_stride` cannot window it."""
+    config = self.answer_config
+    if not config or not contexts:
+      return
+    tokenizer = self._text_tokenizer()
+    queries = [min(len(q), config["max_query_length"])
+               for q in tokenizer.tokenize(tf.constant(questions)).to_list()]
+    cut = []
+    for i, (query, tokens) in enumerate(zip(
+        queries, tokenizer.tokenize(tf.constant(contexts)).to_list())):
+      room = config["max_seq_length"] - query - 3
+      if len(tokens) > room:
+        cut.append(f"context {i}: {room} of {len(tokens)} wordpieces read")
+    if cut:
+      logging.warning(
+          f"{self.path}: answer_question reads one window of max_seq_length "
+          f"{config['max_seq_length']}, and {len(cut)} of {len(contexts)} contexts are longer "
+          f"({'; '.join(cut[:5])}{'; ...' if len(cut) > 5 else ''}): the rest is not read. "
+          f"Its {squad_export.ANSWER_CONFIG_FILE} does not record the run's doc_stride to "
+          "window them: export again with this tfbert (tfbert.save(model, path, \"export\") "
+          "or the run's --export_dir), or answer with the run's model (tfbert.load(<run>))")
 
   def fill_mask(self, texts, top_k: int = 5, batch_size: int = 32, verbose: Any = "auto"):
     """The top-k tokens of each `[MASK]` through `fill_mask` (`raw_text.fill_masks`)."""

@@ -18,7 +18,9 @@ vocabulary (`tfbert.text.casing`; `do_lower_case` must agree), and S from what t
 describes it (a run's `run_config.json`; `sentence_bert_config.json`; Hugging Face's
 `tokenizer_config.json` `model_max_length`), else 128 (384 for a span labeler), never past
 `max_position_embeddings`. A span labeler of a SQuAD run keeps its run's windows, answer
-length and v2.0 threshold. A classifier knows whether it reads text pairs (`is_pair`) from its
+length and v2.0 threshold, and one `tfbert.save` wrote keeps those it recorded (a Hugging
+Face `config.json`'s "tfbert" key, `span_settings.json` beside a `.keras` file or Google
+prefix). A classifier knows whether it reads text pairs (`is_pair`) from its
 run's task (`task_name`, a custom task's `text_b_column`) or the record `tfbert.save` writes
 beside a `.keras` file (by its name) or into a Hugging Face `config.json`; a Google
 checkpoint or a Hugging Face directory from elsewhere does not tell (unknown: its `classify`
@@ -37,6 +39,7 @@ from typing import Any, Optional, Sequence, Union
 
 import keras
 import numpy as np
+from absl import logging
 
 from tfbert import task_registry
 from tfbert.checkpoints import convert, huggingface
@@ -138,6 +141,13 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
   length = (max_seq_length if max_seq_length is not None
             else min(recorded_length or default, limit))
   recorded = {**recorded, **span_settings} if spans else {}
+  query = recorded.get("max_query_length")
+  if spans and query is not None and "max_query_length" not in span_settings and (
+      length <= query + 3):  # A record for another S (given here, or a model's unfit one).
+    logging.warning("%s: its recorded max_query_length %d leaves no context in a window of "
+                    "max_seq_length %d: using a fitting one (pass max_query_length= to "
+                    "choose)", source, query, length)
+    del recorded["max_query_length"]
   if spans and "max_query_length" not in recorded:
     # google-research/bert's 64 leaves no context in a window of S <= 67: at most half then.
     recorded["max_query_length"] = min(
@@ -150,8 +160,7 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
 
 
 # A span labeler's text settings beyond S (`text_settings.TextSettings`).
-SPAN_SETTINGS = ("max_query_length", "doc_stride", "max_answer_length",
-                 "version_2_with_negative", "null_score_diff_threshold")
+SPAN_SETTINGS = saving.SPAN_SETTINGS
 
 
 def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
@@ -171,6 +180,8 @@ def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
   if kind == "hf" and isinstance(model, BertClassifier):  # `tfbert.save`'s arity record.
     is_pair = huggingface.read_hf_task(source).is_pair
     settings.update({} if is_pair is None else {"is_pair": is_pair})
+  if isinstance(model, BertSpanLabeler) and "doc_stride" not in settings:
+    settings.update(_saved_span_settings(kind, source))
   if kind == "google":
     model = _google_labels(model, source)
   if "max_seq_length" not in settings:
@@ -219,6 +230,21 @@ def _saved_settings(keras_file: str) -> dict[str, Any]:
     return {}
   is_pair = saving.read_arities(path).get(os.path.basename(keras_file))
   return {} if is_pair is None else {"is_pair": is_pair}
+
+
+def _saved_span_settings(kind: str, source: str) -> dict[str, Any]:
+  """A span labeler's `SPAN_SETTINGS` as `tfbert.save` records them: a Hugging Face
+  `config.json`'s "tfbert" key, or the `span_settings.json` entry of a `.keras` file's
+  (Google prefix's) name; none recorded: {}."""
+  if kind == "hf":
+    return huggingface.read_hf_task(source).span_settings or {}
+  if kind not in ("tfbert", "google"):
+    return {}
+  path = os.path.join(files.parent(source), saving.SPAN_SETTINGS_FILE)
+  files.check_not_dangling(path, "span settings record")
+  if not files.isfile(path):
+    return {}
+  return dict(saving.read_span_records(path).get(os.path.basename(source), {}))
 
 
 def _recorded_max_length(directory: str) -> Optional[int]:

@@ -107,22 +107,32 @@ def text_list(texts: Texts, what: str = "texts", element: str = "") -> tuple[lis
   in the messages (a pair's "[0]": "texts[3][0]").
 
   Raises:
-    TypeError: naming what is not a text; ValueError: bytes that are not UTF-8, or a str
-      that is not valid Unicode (naming the character).
+    TypeError: naming every item that is not a text (`text_calls.refuse_items`: the first
+      ten and how many more), and the undecodable ones with them; ValueError: naming every
+      item of bytes that are not UTF-8, or of a str that is not valid Unicode (naming the
+      character), when all are texts.
   """
   if isinstance(texts, str):
     return [_unicode(texts, what)], True
-  items = [_decoded(t, what, i) for i, t in enumerate(_sequence(texts, what))]
-  for i, item in enumerate(items):
-    if not isinstance(item, str):
-      raise TypeError(f"{what}[{i}]{element} is a {type(item).__name__}, not a str")
-    _unicode(item, f"{what}[{i}]{element}")
+  items, problems = [], []
+  for i, item in enumerate(_sequence(texts, what)):
+    name = f"{what}[{i}]{element}"
+    try:
+      item = _decoded(item, what, i)
+      if not isinstance(item, str):
+        raise TypeError(f"{name} is a {type(item).__name__}, not a str")
+      _unicode(item, name)
+    except (TypeError, ValueError) as error:
+      problems.append(error)
+    items.append(item)
+  text_calls.refuse_items(problems, what)
   return items, False
 
 
 def text_pairs(texts, what: str = "texts") -> tuple[list[str], Optional[list[str]], bool]:
   """(first texts, second texts or None, whether one text or pair was given): strings, or
-  (text_a, text_b) pairs (a tuple of two strings is one pair)."""
+  (text_a, text_b) pairs (a tuple of two strings is one pair). Every item that is not one
+  is named (`text_calls.refuse_items`), not the first only."""
   if isinstance(texts, tuple) and len(texts) == 2 and all(isinstance(t, str) for t in texts):
     return [_unicode(texts[0], f"{what}[0]")], [_unicode(texts[1], f"{what}[1]")], True
   if isinstance(texts, str):
@@ -131,12 +141,24 @@ def text_pairs(texts, what: str = "texts") -> tuple[list[str], Optional[list[str
   if not items or not isinstance(items[0], (list, tuple)):
     singles, _ = text_list(items, what)
     return singles, None, False
-  for i, pair in enumerate(items):
-    if not (isinstance(pair, (list, tuple)) and len(pair) == 2):
-      raise TypeError(f"{what}[{i}]: expected a str or a (text_a, text_b) pair, got {pair!r}")
-  first, _ = text_list([p[0] for p in items], what, "[0]")
-  second, _ = text_list([p[1] for p in items], what, "[1]")
-  return first, second, False
+  text_calls.refuse_items(
+      [TypeError(f"{what}[{i}]: expected a str or a (text_a, text_b) pair, got {pair!r}")
+       for i, pair in enumerate(items)
+       if not (isinstance(pair, (list, tuple)) and len(pair) == 2)], what)
+  problems = []
+  columns = []
+  for side in (0, 1):
+    try:
+      columns.append(text_list([p[side] for p in items], what, f"[{side}]")[0])
+    except (TypeError, ValueError) as error:
+      problems.extend(getattr(error, "items", [error]))
+  text_calls.refuse_items(sorted(problems, key=_item_order), what)
+  return columns[0], columns[1], False
+
+
+def _item_order(error: Exception) -> tuple:
+  """Sorts named items by their index, then by side ("texts[3][0]" before "texts[3][1]")."""
+  return tuple(int(n) for n in re.findall(r"\[(\d+)\]", str(error).split(" ", 1)[0]))
 
 
 def classifier_texts(texts, is_pair: Optional[bool], what: str = "texts",
@@ -459,9 +481,8 @@ def fill_masks(call: Callable, texts: Texts, top_k: int, batch_size: int,
   loaded export's): batches of texts in, `filled_masks` out."""
   items, one = text_list(texts)
   top_k = validation.plain_int("top_k", top_k)
-  for index, text in enumerate(items):
-    if MASK not in text:
-      raise ValueError(f"texts[{index}] has no {MASK}: {text[:80]!r}")
+  text_calls.refuse_items([ValueError(f"texts[{index}] has no {MASK}: {text[:80]!r}")
+                           for index, text in enumerate(items) if MASK not in text], "texts")
   results = []
   for s in batches(len(items), batch_size, verbose):
     try:
@@ -558,9 +579,15 @@ def class_ids(model: BertClassifier, labels, what: str = "labels") -> np.ndarray
   """Training labels of a classifier by name (or as ids / regression scores): int32 [N]
   class ids, or float32 [N, 1] scores for regression.
 
+  A number is a class id, unless the model's label names look like integers ("0", "1", as a
+  GLUE TSV read by pandas gives them back as ints): then it is read as the name of its value,
+  and refused, naming both readings, where it names another class than its position, or no
+  name at all (never taken by position without a word).
+
   Raises:
     ValueError: naming (`what[i]`) a label that is not one of the model's (a name, a class
-      id in [0, C)), or, for regression, not a finite real number.
+      id in [0, C)), one that is ambiguous as above, or, for regression, not a finite real
+      number.
     TypeError: `labels` that are not a sequence.
   """
   values = _label_list(labels, what)
@@ -573,18 +600,38 @@ def class_ids(model: BertClassifier, labels, what: str = "labels") -> np.ndarray
     return np.asarray(values, np.float32).reshape(-1, 1)
   names = label_names(model, model.num_classes)
   index = {name: i for i, name in enumerate(names)}
+  # Names that read as integers: an int label could be one of them or a position.
+  by_value = {}
+  for i, name in enumerate(names):
+    if re.fullmatch(r"[+-]?[0-9]+", name.strip()):
+      by_value.setdefault(int(name), i)
   ids = []
   for i, label in enumerate(values):
     if isinstance(label, str):
       if label not in index:
         raise ValueError(f"{what}[{i}] {label!r} is not one of the model's labels {names}")
       ids.append(index[label])
-    elif (not isinstance(label, (int, float)) or not math.isfinite(label)
-          or int(label) != label or not 0 <= int(label) < len(names)):
+      continue
+    integral = (isinstance(label, (int, float)) and math.isfinite(label)
+                and int(label) == label)
+    position = int(label) if integral and 0 <= int(label) < len(names) else None
+    named = by_value.get(int(label)) if integral else None
+    if by_value and (named is not None or position is not None):
+      if named is not None and position in (None, named):
+        ids.append(named)
+        continue
+      as_name = (f"is label {names[named]!r} (class id {named})" if named is not None
+                 else "names no label")
+      raise ValueError(
+          f"{what}[{i}] {label!r} is ambiguous: the model's labels {names} look like integers; "
+          f"read as a name it {as_name}, read as a class id it is label {names[position]!r}: "
+          "pass the labels as their "
+          f"names, strings (e.g. [str(x) for x in {what}], or df.label.astype(str)), or map "
+          "class ids to names first")
+    if position is None:
       raise ValueError(f"{what}[{i}] {label!r} is neither one of the model's labels {names} "
                        f"nor a class id in [0, {len(names)})")
-    else:
-      ids.append(int(label))
+    ids.append(position)
   return np.asarray(ids, np.int32)
 
 

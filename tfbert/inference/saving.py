@@ -14,8 +14,12 @@
   `tfbert.load`).
 
 A Google checkpoint has no place for labels: a classifier's go into `labels.txt` beside
-it, which `tfbert.load` reads back. The sequence length is recorded as the tokenizer's
-`model_max_length` (`tokenizer_config.json`), which `tfbert.load` reads back.
+it, which `tfbert.load` reads back. A span labeler's windows, answer length and v2.0
+threshold (`SPAN_SETTINGS`) go where each format has room, and `tfbert.load` reads them
+back: a Hugging Face `config.json`'s "tfbert" key, an export's `answer_question.json`, and
+beside a `.keras` file or Google prefix `span_settings.json` (by the file's name). The
+sequence length is recorded as the tokenizer's `model_max_length` (`tokenizer_config.json`),
+which `tfbert.load` reads back.
 
 The vocabulary, casing, S and (span labeler) windows are the model's text settings
 (`tfbert.inference.text_settings`); each writer is the one the tools use, so every output is
@@ -26,11 +30,8 @@ save leaves the places it names as they were. `path` is a str or an `os.PathLike
 `~` is not expanded (`tfbert.runtime.files.as_path`).
 """
 
-import hashlib
-import io
 import json
 import os
-import zipfile
 from typing import Any, Optional
 
 import keras
@@ -50,6 +51,10 @@ from tfbert.tagging import tagging_export
 FORMATS = ("keras", "hf", "sentence-transformers", "google", "export")
 # Beside `.keras` files: each classifier's `is_pair` by its file's name (`read_arities`).
 TEXT_SETTINGS_FILE = "text_settings.json"
+# Beside `.keras` files and Google prefixes: each span labeler's `SPAN_SETTINGS` by its
+# file's (prefix's) name (`read_span_records`).
+SPAN_SETTINGS_FILE = "span_settings.json"
+SPAN_SETTINGS = huggingface.SPAN_SETTINGS
 
 
 def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa: A002
@@ -96,7 +101,12 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
   run_directory.check_not_a_run("path", path, parent if format in ("keras", "google") else path)
   settings = text_settings.settings_of(model)
   is_pair = _resolved_is_pair(model, format, is_pair, settings.is_pair)
-  arities = _new_arities(path, is_pair) if format == "keras" else None
+  arities = (_new_side_record(path, TEXT_SETTINGS_FILE, read_arities, is_pair)
+             if format == "keras" else None)
+  spans = ({name: getattr(settings, name) for name in SPAN_SETTINGS}
+           if isinstance(model, BertSpanLabeler) else None)
+  span_records = (_new_side_record(path, SPAN_SETTINGS_FILE, read_span_records, spans)
+                  if format in ("keras", "google") else None)
   vocab, lower, length = settings.vocab_file, settings.do_lower_case, settings.max_seq_length
   if format == "sentence-transformers":
     if not isinstance(model, BertSentenceEncoder):
@@ -107,16 +117,18 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
     _export(model, path, settings, is_pair, export_dtype)
   elif format == "keras":
     _check_side_contents(path, settings)
-    _save_keras(model, path, settings, arities)
+    _save_keras(model, path, settings, arities, span_records)
   elif isinstance(model, BertSentenceEncoder):
     raise ValueError(f"a BertSentenceEncoder is saved as keras, sentence-transformers or "
                      f"export, not {format}")
   else:
     convert.write_model(model, format, path, vocab, lower, model_max_length=length,
-                        is_pair=is_pair)
+                        is_pair=is_pair, span_settings=spans)
     labels = getattr(model, "labels", None)
     if format == "google" and labels is not None:  # Google's format has no labels.
       export.write_labels_file(files.parent(path), labels)
+    if format == "google":  # Nor span settings.
+      _write_span_records(files.parent(path), span_records)
   return path
 
 
@@ -178,10 +190,11 @@ def _side_files(path: str, format: str) -> list[tuple[str, bool]]:  # noqa: A002
   tokenizer = list(huggingface.TOKENIZER_FILES)
   if format == "keras":
     return [(os.path.join(files.parent(path), n), False)
-            for n in tokenizer + [TEXT_SETTINGS_FILE]]
+            for n in tokenizer + [TEXT_SETTINGS_FILE, SPAN_SETTINGS_FILE]]
   if format == "google":
     base = os.path.basename(path)
-    names = [export.CONFIG_FILE, *tokenizer, export.LABELS_FILE, f"{base}.index",
+    names = [export.CONFIG_FILE, *tokenizer, export.LABELS_FILE, SPAN_SETTINGS_FILE,
+             f"{base}.index",
              f"{base}.data-00000-of-00001"]
     return [(os.path.join(files.parent(path), n), False) for n in names]
   if format in ("hf", "sentence-transformers"):
@@ -220,20 +233,49 @@ def read_arities(path: str) -> dict[str, bool]:
   return arities
 
 
-def _new_arities(path: str, is_pair: Optional[bool]) -> Optional[dict[str, bool]]:
-  """The arity record beside the `.keras` file `path` once `is_pair` (None: unknown, or no
-  classifier) is its file's: None when the record stays as it is. Read before anything is
-  written (a record tfbert cannot read is refused then)."""
-  record = os.path.join(files.parent(path), TEXT_SETTINGS_FILE)
-  old = read_arities(record) if files.isfile(record) else {}
-  new = {name: value for name, value in old.items() if name != os.path.basename(path)}
-  if is_pair is not None:
-    new[os.path.basename(path)] = is_pair
+def _new_side_record(path: str, record_name: str, read, value: Any) -> Optional[dict]:
+  """The side record `record_name` beside the file (or Google prefix) `path` once `value`
+  (None: nothing of this kind) is its file's entry: None when the record stays as it is.
+  `read` reads the record; it is read before anything is written (a record tfbert cannot
+  read is refused then)."""
+  record = os.path.join(files.parent(path), record_name)
+  old = read(record) if files.isfile(record) else {}
+  new = {name: entry for name, entry in old.items() if name != os.path.basename(path)}
+  if value is not None:
+    new[os.path.basename(path)] = value
   return None if new == old else new
 
 
+def read_span_records(path: str) -> dict[str, dict]:
+  """The span settings `SPAN_SETTINGS_FILE` at `path` records: {`.keras` file or Google
+  prefix name: {`SPAN_SETTINGS`}}.
+
+  Raises:
+    ValueError: naming `path`, when it is not that form.
+  """
+  value = json_values.read(path)
+  if not isinstance(value, dict) or not all(isinstance(name, str) for name in value):
+    raise ValueError(f"{path}: expected {{\"<name>.keras\" or \"<prefix>\": "
+                     f"{{{', '.join(SPAN_SETTINGS)}}}}}, got {value!r:.200}")
+  return {name: huggingface.check_span_settings(entry, f"{path}: {name}")
+          for name, entry in value.items()}
+
+
+def _write_span_records(directory: str, records: Optional[dict[str, dict]]) -> None:
+  """Writes (an empty record: removes) `SPAN_SETTINGS_FILE` in `directory`; None: leaves
+  it as it is."""
+  if records is None:
+    return
+  path = os.path.join(directory, SPAN_SETTINGS_FILE)
+  if records:
+    atomic.write_json(path, records)
+  elif files.isfile(path):
+    files.remove(path)
+
+
 def _save_keras(model: keras.Model, path: str, settings: text_settings.TextSettings,
-                arities: Optional[dict[str, bool]]) -> None:
+                arities: Optional[dict[str, bool]],
+                span_records: Optional[dict[str, dict]] = None) -> None:
   """The `.keras` file, its tokenizer files and (when it changes) the arity record beside
   it, appearing together: the model last (`tfbert.runtime.atomic.file_set`), so no reader
   finds the new model beside an old record or a record without its model. A record left
@@ -248,11 +290,14 @@ def _save_keras(model: keras.Model, path: str, settings: text_settings.TextSetti
                                 model_max_length=settings.max_seq_length)
     except OSError as error:  # It names the staging file: name the one asked for.
       raise OSError(str(error).replace(staged, path)) from error
-    write_text_record(staged, text_record(settings.vocab_file, settings.do_lower_case))
     if arities is not None:
       atomic.write_json(os.path.join(staging, TEXT_SETTINGS_FILE), {"is_pair": arities})
+    if span_records:
+      atomic.write_json(os.path.join(staging, SPAN_SETTINGS_FILE), span_records)
   if arities == {} and files.isfile(record):
     files.remove(record)
+  if span_records == {}:
+    _write_span_records(directory, span_records)
 
 
 def _check_side_contents(path: str, settings: text_settings.TextSettings) -> None:
@@ -295,59 +340,13 @@ def _check_side_contents(path: str, settings: text_settings.TextSettings) -> Non
                        "own")
 
 
-# A `.keras` file's record of its text settings, in its zip archive's comment (Keras reads
-# and writes no comment, and it survives a copy of the file): {RECORD_KEY: {...}}.
-RECORD_KEY = "tfbert_text"
-
-
-def text_record(vocab_file: str, do_lower_case: bool) -> dict[str, Any]:
-  """What a `.keras` file records of its text settings: its vocabulary's fingerprint
-  (`vocab_sha256`, `vocab_lines`) and casing (`do_lower_case`)."""
-  content = files.read_bytes(vocab_file)
-  return {"vocab_sha256": hashlib.sha256(content).hexdigest(),
-          "vocab_lines": len(content.splitlines()), "do_lower_case": bool(do_lower_case)}
-
-
-def write_text_record(keras_file: str, record: dict[str, Any]) -> None:
-  """Writes `record` (`text_record`) into the `.keras` file `keras_file` (its zip comment);
-  the file is one being staged (`_save_keras`), not yet in place."""
-  comment = json.dumps({RECORD_KEY: record}, sort_keys=True).encode()
-  if not files.is_url(keras_file):
-    with zipfile.ZipFile(keras_file, "a") as archive:
-      archive.comment = comment
-    return
-  buffer = io.BytesIO(files.read_bytes(keras_file))
-  with zipfile.ZipFile(buffer, "a") as archive:
-    archive.comment = comment
-  with files.open_file(keras_file, "wb") as f:
-    f.write(buffer.getvalue())
-
-
-def read_text_record(keras_file: str) -> Optional[dict[str, Any]]:
-  """The record `write_text_record` wrote into `keras_file`, or None (a file written before
-  tfbert recorded it, or by Keras itself).
-
-  Raises:
-    ValueError: naming the file, when its record is not one.
-  """
-  with files.open_file(keras_file, "rb") as f:
-    try:
-      comment = zipfile.ZipFile(f).comment
-    except zipfile.BadZipFile:
-      return None  # The reader names it.
-  try:
-    value = json.loads(comment.decode("utf-8")) if comment else None
-  except ValueError:
-    return None  # Not ours.
-  record = value.get(RECORD_KEY) if isinstance(value, dict) else None
-  if record is None:
-    return None
-  if (not isinstance(record, dict) or not isinstance(record.get("vocab_sha256"), str)
-      or not isinstance(record.get("vocab_lines"), int)
-      or not isinstance(record.get("do_lower_case"), bool)):
-    raise ValueError(f"{keras_file}: its tfbert text record is not one: {record!r}; save the "
-                     "model again with tfbert.save")
-  return record
+# A `.keras` file's record of its text settings (its vocabulary's fingerprint and casing),
+# in its zip comment: written by `tfbert.checkpoints.convert.save_tfbert_model` for every
+# `.keras` file tfbert writes with a known vocabulary (a fine-tuning run's too), so kept there.
+RECORD_KEY = convert.RECORD_KEY
+text_record = convert.text_record
+write_text_record = convert.write_text_record
+read_text_record = convert.read_text_record
 
 
 def _export(model, path, settings, is_pair, export_dtype) -> None:
@@ -363,7 +362,7 @@ def _export(model, path, settings, is_pair, export_dtype) -> None:
         settings.max_answer_length,
         version_2_with_negative=settings.version_2_with_negative,
         null_score_diff_threshold=settings.null_score_diff_threshold,
-        export_dtype=export_dtype)
+        export_dtype=export_dtype, doc_stride=settings.doc_stride)
   elif isinstance(model, BertSentenceEncoder):
     embedding_export.export_sentence_encoder_saved_model(model, path, vocab, lower, length,
                                                          export_dtype)

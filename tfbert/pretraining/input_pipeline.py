@@ -39,7 +39,7 @@ from typing import Mapping, Optional, Sequence, Union
 
 import tensorflow as tf
 
-from tfbert.runtime import atomic, files
+from tfbert.runtime import atomic, files, paths
 from tfbert.training import data_options
 
 # google-research/bert `run_pretraining.py` reads int64 features and casts them to int32.
@@ -60,43 +60,37 @@ def _never_data(name: str) -> bool:
 
 
 _WILDCARDS = re.compile(r"[*?[]")
-# Entries no file is read from twice (a pretraining run reads each more than once).
-_STREAMS = ((stat.S_ISFIFO, "a pipe"), (stat.S_ISSOCK, "a socket"),
-            (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
 
 
-# Why pretraining refuses a stream (`entry_problem`'s default reason).
-PRETRAINING_REREADS = ("pretraining reads each data file more than once (a check before the "
-                       "run, then the run itself)")
-
-
-def entry_problem(path: str, reason: str = PRETRAINING_REREADS) -> Optional[str]:
-  """Why the existing directory entry `path` cannot serve as a data file, as "is ...", or
-  None (a URL, a readable file or directory, or nothing there).
+def entry_problem(name: str, path: str, reason: str = paths.RUN_REREADS) -> Optional[str]:
+  """Why the existing directory entry `path`, given as `name` ("--input_files", "pretraining
+  data file"), cannot serve as a data file, as "name path is ...", or None (a URL, a readable
+  file or directory, or nothing there).
 
   Unreadable: a symbolic link loop, a symbolic link to nothing, no read permission (a
   glob drops the first two, so they read as "no file matches" though `ls` lists them). Not
-  a file: a pipe (such as bash's `<(...)`, a `/dev/fd/N`), a socket or a device, which can
-  be read only once, while pretraining reads every data file more than once (the check
-  before the run, then the run, again each epoch; fine-tuning hashes each file for its
-  records, then reads it): `reason` says why, for the reader at hand.
+  a file: a special file (a named pipe such as bash's `<(...)` or a `/dev/fd/N`, a socket,
+  a device), which can be read only once, while a run reads every data file more than once
+  (the check before the run, then the run, again each epoch; fine-tuning hashes each file
+  for its records, then reads it): named in the one wording of
+  `tfbert.runtime.paths.special_input_problems`, with `reason`.
   """
   if files.is_url(path) or not os.path.lexists(path):
     return None
+  special = paths.special_input_problems({name: path}, reason)
+  if special:
+    return special[0]
   try:
     mode = os.stat(path).st_mode
   except OSError as error:
     if error.errno == errno.ELOOP:  # (`files.dangling_link` would say "to nothing".)
-      return "is a symbolic link loop (it leads back to itself): point it at a file"
+      return f"{name} {path} is a symbolic link loop (it leads back to itself): point it at a file"
     target = files.dangling_link(path)
     if target is not None:
-      return f"is a symbolic link to {target}, which does not exist"
-    return f"cannot be read: {error.strerror or error}"
-  for test, what in _STREAMS:
-    if test(mode):
-      return (f"is {what}: {reason}, which a stream cannot serve; write it to a file first")
+      return f"{name} {path} is a symbolic link to {target}, which does not exist"
+    return f"{name} {path} cannot be read: {error.strerror or error}"
   if stat.S_ISREG(mode) and not os.access(path, os.R_OK):
-    return "cannot be read (permission denied)"
+    return f"{name} {path} cannot be read (permission denied)"
   return None
 
 
@@ -110,10 +104,11 @@ def _named_entries(pattern: str, found: Sequence[str]) -> list:
 
 
 def input_problems(inputs: Mapping[str, Union[str, Sequence[str]]],
-                   reason: str = PRETRAINING_REREADS) -> list:
+                   reason: str = paths.RUN_REREADS) -> list:
   """What is wrong with the data files that inputs (`{"--input_files": patterns}`) name
-  (`entry_problem`, with `reason` for a stream), each as "--flag path is ...", before any
-  work. A pattern that matches nothing is left to `expand_files`."""
+  (`entry_problem`, with `reason` for a special file), each as "--flag path is ..." (a
+  pattern's matches each named), before any work. A pattern that matches nothing is left
+  to `expand_files`."""
   problems = []
   for name, value in inputs.items():
     patterns = [value] if isinstance(value, str) else list(value or ())
@@ -121,9 +116,9 @@ def input_problems(inputs: Mapping[str, Union[str, Sequence[str]]],
       if not pattern or files.is_url(pattern):
         continue
       for path in sorted(_named_entries(pattern, tf.io.gfile.glob(pattern))):
-        problem = entry_problem(path, reason)
+        problem = entry_problem(name, path, reason)
         if problem and not _never_data(os.path.basename(path)):
-          problems.append(f"{name} {path} {problem}")
+          problems.append(problem)
   return problems
 
 
@@ -139,7 +134,7 @@ def expand_files(files: Union[str, Sequence[str]]) -> list:
   Raises:
     FileNotFoundError: a pattern that matches no data file (named).
     ValueError: a matched entry that cannot serve (`entry_problem`: a symbolic link loop or
-      to nothing, no read permission, a pipe, socket or device), named for what it is.
+      to nothing, no read permission, a named pipe, socket or device), named for what it is.
   """
   patterns = [files] if isinstance(files, str) else list(files)
   expanded = set()
@@ -149,9 +144,9 @@ def expand_files(files: Union[str, Sequence[str]]) -> list:
     matches = [m for m in _named_entries(pattern, found) if not _never_data(os.path.basename(m))
                and (hidden_ok or not os.path.basename(m).startswith("."))]
     for match in matches:  # Named for what it is, not as a missing file or a reader's error.
-      problem = entry_problem(match)
+      problem = entry_problem("pretraining data file", match)
       if problem:
-        raise ValueError(f"pretraining data file {match} {problem}")
+        raise ValueError(problem)
     if not matches:
       skipped = f" ({len(found)} temporary, hidden or summary file(s) skipped)" if found else ""
       raise FileNotFoundError(f"No pretraining data file matches {pattern!r}{skipped}")

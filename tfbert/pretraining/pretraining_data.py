@@ -51,6 +51,12 @@ _LINES_PER_BATCH = 4096  # Lines tokenized per in-graph call.
 # 5x the worst fitting vocab and under half the mildest mismatch. (A cased vocab with
 # --do_lower_case is not caught this way: 0% and 0.38%; its lower-case pieces exist.)
 UNK_WARNING_RATE = 0.02
+# Warn when more of the documents than this have one sentence: each of their instances is a
+# "random next" pair (Google's algorithm draws B from another document when A's chunk holds
+# one sentence), so the next-sentence labels stop being about the text. A corpus in the
+# documented layout (a blank line between documents only) has few: google-research/bert's
+# sample_text.txt and the pydoc corpus none; a blank line after every line, all.
+SINGLE_SENTENCE_WARNING_SHARE = 0.5
 # Old-style temporaries of this module: `.<shard name>.<pid>.tmp`.
 _OLD_TEMPORARY = re.compile(r"^\.(?P<name>.+\.tfrecord)\.(?P<pid>\d+)\.tmp$")
 
@@ -202,6 +208,22 @@ def read_documents(input_files: Sequence[str], tokenizer: WordPieceTokenizer,
     raise ValueError(f"Empty corpus: no documents (no line with any WordPiece) in the "
                      f"input files {list(input_files)}")
   return documents
+
+
+def single_sentence_warning(input_files: Sequence[str], documents: Sequence[list],
+                            instances: Sequence) -> Optional[str]:
+  """The warning line for a corpus of mostly one-sentence documents (over
+  `SINGLE_SENTENCE_WARNING_SHARE`), else None: their next-sentence pairs are all random."""
+  single = sum(len(d) == 1 for d in documents)
+  if single <= SINGLE_SENTENCE_WARNING_SHARE * len(documents):
+    return None
+  random_next = sum(i.is_random_next for i in instances)
+  named = ", ".join(list(input_files)[:3]) + (" ..." if len(input_files) > 3 else "")
+  return (f"warning: {single} of {len(documents)} documents of {named} have one sentence, so "
+          f"{random_next} of {len(instances)} instances are next-sentence pairs drawn at "
+          "random (\"random next\"): the next-sentence objective learns nothing from them. "
+          "The input is one sentence per line, a blank line only between documents; with a "
+          "blank line after every sentence, remove those, or pretrain with --objective=mlm")
 
 
 def shard_names(prefix: str, num_shards: int) -> list:
@@ -405,6 +427,9 @@ def create_pretraining_data(input_patterns: Sequence[str], output_dir: str,
              f"--do_lower_case=true, a cased one false)", force=True)
   instances = pretraining_instances.create_training_instances(
       documents, config, vocab, random.Random(config.random_seed), progress)
+  warning = single_sentence_warning(input_files, documents, instances)
+  if warning:
+    progress(lambda: warning, force=True)
   if len(instances) < config.num_shards:
     raise ValueError(f"{len(instances)} instances cannot fill {config.num_shards} shards")
   summary = _write_data_set(instances, output_dir, output_prefix, config, progress,

@@ -94,6 +94,8 @@ from tfbert.training.distribution import DTYPES
 
 # The data the run reads (each file more than once: `input_pipeline.input_problems`).
 INPUT_FLAGS = ("input_files", "eval_input_files", "train_text_files", "eval_text_files")
+# The run's other inputs: its vocabulary and the model it starts from (`pretraining_init`).
+OTHER_INPUTS = ("vocab_file", *pretraining_init.SOURCE_FLAGS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,14 +176,18 @@ class PretrainingRunConfig:
         *training_loop.schedule_checks(self),
         *raw_text_run.checks(self),
         *[(False, problem) for problem in paths.overlap_problems(
-            paths.fields(self, (*INPUT_FLAGS, "vocab_file",
-                                *pretraining_init.SOURCE_FLAGS)),
+            paths.fields(self, (*INPUT_FLAGS, *OTHER_INPUTS)),
             paths.fields(self, ("model_dir", "export_dir")), container="--model_dir")],
         *[(False, problem) for problem in paths.output_problems(
             paths.fields(self, ("model_dir", "export_dir")))],
-        # Data files read more than once: no pipe; a broken link named as one, not unmatched.
+        # Every input is read more than once (checked, recorded, read): no named pipe, socket
+        # or device (`paths.special_input_problems`, the one wording; data files through
+        # `input_problems`, which names each file a pattern matches); a broken link of a data
+        # file named as one, not unmatched.
         *[(False, problem) for problem in input_pipeline.input_problems(
             paths.fields(self, INPUT_FLAGS))],
+        *[(False, problem) for problem in paths.special_input_problems(
+            paths.fields(self, OTHER_INPUTS))],
         (sum(bool(getattr(self, flag)) for flag in pretraining_init.SOURCE_FLAGS) <= 1,
          "give at most one of init_checkpoint, init_hf_dir and init_tfbert"),
         (self.num_cpu_devices >= 1, f"num_cpu_devices ({self.num_cpu_devices}) must be >= 1"),

@@ -204,18 +204,52 @@ def _in_output_problem(name: str, path: str, kind: str) -> Optional[str]:
           f"model's files; choose another {name} outside it")
 
 
-def _special_file(path: str) -> Optional[str]:
+# What each kind of special file is called in every message naming one (`special_file`).
+SPECIAL_FILES = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                 (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+
+
+def special_file(path: str) -> Optional[str]:
   """What `path` is when it exists and is neither a regular file nor a directory (a device,
-  a pipe, a socket: `/dev/null` was once replaced by a regular file), else None."""
+  a pipe, a socket: `/dev/null` was once replaced by a regular file), else None. By
+  `os.stat` only: a pipe is never opened (which would wait for a writer)."""
   try:
     mode = os.stat(path).st_mode
-  except OSError:
+  except (OSError, ValueError):
     return None
-  for test, what in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                     (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+  for test, what in SPECIAL_FILES:
     if test(mode):
       return what
   return None
+
+
+_special_file = special_file  # (Its earlier name, for the output checks below.)
+
+# Why a run refuses a special file as an input (`special_input_problems`' default reason).
+RUN_REREADS = ("a run reads each input more than once (its checks and records before any "
+               "work, then the run itself)")
+
+
+def special_input_problems(inputs: Mapping[str, PathValue],
+                           reason: str = RUN_REREADS) -> list[str]:
+  """The one check and wording of an input (a data file, a vocabulary, a config) that is a
+  special file (`special_file`: a named pipe such as bash's `<(...)` or /dev/stdin, a
+  socket, a device), before any work: "--name path is a named pipe: `reason`, which a
+  stream cannot serve; write it to a regular file first". `inputs`: {"--name": a path or
+  paths}, as `fields` gives them; URLs and paths that do not exist are left to the reads.
+  """
+  problems = []
+  for name, value in inputs.items():
+    values = [value] if isinstance(value, (str, os.PathLike)) else list(value or ())
+    for path in values:
+      path = os.fspath(path) if isinstance(path, os.PathLike) else path
+      if not isinstance(path, str) or not path or files.is_url(path):
+        continue
+      what = special_file(path)
+      if what:
+        problems.append(f"{name} {path} is {what}: {reason}, which a stream cannot serve; "
+                        "write it to a regular file first")
+  return problems
 
 
 def dangling_link_problem(name: str, path: str) -> Optional[str]:

@@ -45,14 +45,13 @@ import hashlib
 import json
 import os
 import socket
-import stat
 import threading
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from absl import logging
 
-from tfbert.runtime import atomic, files, json_values
+from tfbert.runtime import atomic, files, json_values, paths
 
 LOCK_FILE = ".tfbert-run.lock"
 
@@ -262,20 +261,13 @@ def differences(recorded: dict, new: dict, may_change: Iterable[str] = (),
   return found
 
 
-def _refuse_streams(paths: Sequence[str]) -> None:
-  """Raises ValueError for a path that is a pipe, socket or device: its content is gone once
-  read (the run read it already), so opening it again to hash it would wait forever."""
-  for path in paths:
-    if files.is_url(path):
-      continue
-    try:
-      mode = os.stat(path).st_mode
-    except OSError:
-      continue  # (Left to the reads below, which name it.)
-    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-      raise ValueError(f"{path} is a pipe, socket or device: tfbert reads each data file more "
-                       "than once (to hash it for the run's records, then to read it); write "
-                       "it to a file first")
+def _refuse_streams(data_files: Sequence[str]) -> None:
+  """Raises ValueError for a data file that is a special file (a named pipe, a socket, a
+  device; `paths.special_input_problems`, its one wording): its content is gone once read
+  (the run read it already), so opening it again to hash it would wait forever."""
+  problems = paths.special_input_problems({"data file": list(data_files)})
+  if problems:
+    raise ValueError("; ".join(problems))
 
 
 def data_identity(paths: Sequence[str], content: bool = True) -> list[dict[str, Any]]:
@@ -288,7 +280,7 @@ def data_identity(paths: Sequence[str], content: bool = True) -> list[dict[str, 
       shards, which may be terabytes).
 
   Raises:
-    ValueError: for a pipe, socket or device (named), which could not be read again (the
+    ValueError: for a named pipe, socket or device (named), which could not be read again (the
       tools refuse one before any work: `tfbert_flags.common_flags.check_data_files`).
   """
   _refuse_streams(paths)
@@ -416,10 +408,7 @@ def check_outputs(directory: str, outputs: Mapping[str, Optional[str]]) -> None:
   for name, path in outputs.items():
     owner = other_run(path, directory) if path else None
     if owner is not None:
-      raise RunDirectoryError(
-          f"{name} {path} lies inside another run's directory {owner}, not this run's "
-          f"{files.absolute(directory)} (a flags.txt replayed with a new output directory?): "
-          f"pass --{name} explicitly, e.g. inside the new run")
+      raise RunDirectoryError(_inside_another_run(name, path, owner, directory))
     record = atomic.read_marker(path) if path and files.isdir(path) else None
     if record is not None and atomic.by_another_run(record, path, directory):
       raise RunDirectoryError(
@@ -427,6 +416,20 @@ def check_outputs(directory: str, outputs: Mapping[str, Optional[str]]) -> None:
           f"{files.absolute(directory)} (a flags.txt replayed with a new output directory?): "
           f"this run would replace it with its own; pass --{name} explicitly (e.g. inside "
           "the new run), or remove it if it is no longer needed")
+
+
+def _inside_another_run(name: str, path: str, owner: str, directory: str) -> str:
+  """Why the output `path` (the setting `name`) cannot be written: it is, or lies inside,
+  the run directory `owner` of another run. A replayed flags.txt is named as a cause only
+  for an absolute path (flags.txt records every path absolute): a relative one was typed."""
+  where = ("is the directory of another run" if files.absolute(path) == owner
+           else "lies inside another run's directory")
+  replay = (f" (a flags.txt replayed with a new --output_dir carries the old run's paths: "
+            f"give --{name} on the command line to override it)"
+            if files.is_url(path) or os.path.isabs(path) else "")
+  return (f"{name} {path} {where} {owner} (it holds {LOCK_FILE}), not this run's "
+          f"{files.absolute(directory)}: writing there would replace that run's files; "
+          f"choose a --{name} outside it, e.g. inside this run's directory{replay}")
 
 
 def check_not_an_output(directory: str) -> None:

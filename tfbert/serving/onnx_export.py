@@ -110,8 +110,10 @@ def saved_model_source(export_dir: str, signature: str = export.SERVING_SIGNATUR
 
   Raises:
     FileNotFoundError: naming `export_dir` when it holds no SavedModel, and the SavedModel
-      folders one level down when there are some (a pretraining run's `export/` holds
-      `saved_model/` and `google/`).
+      folders up to two levels down when there are some (a pretraining run's `export/`
+      holds `saved_model/` and `google/`), else what `export_dir` is when it is another
+      model (a fine-tuning run directory, a .keras file, a Hugging Face, sentence-transformers
+      or Google checkpoint) and how to export it (`not_an_export`).
   """
   source = id_saved_model(export_dir) if signature in export.ID_SIGNATURES else export_dir
   if files.isfile(os.path.join(source, "saved_model.pb")):
@@ -121,12 +123,37 @@ def saved_model_source(export_dir: str, signature: str = export.SERVING_SIGNATUR
   if inside:
     message += (f"; it holds the SavedModel folder(s) {', '.join(inside)}: pass "
                 f"{os.path.join(export_dir, inside[0].rstrip('/'))} as the export directory")
+  else:
+    message += not_an_export(export_dir)
   raise FileNotFoundError(message)
 
 
-def _saved_models_below(directory: str) -> list[str]:
-  """The entries of `directory` (as `name/`) holding a SavedModel, directly or in `ids/`."""
-  if not files.isdir(directory):
+def not_an_export(path: str) -> str:
+  """When `path` is a model but no export (`model_paths.locate`): "; it is <kind>, not an
+  export: <how to export it>", for a message that starts with `path`; else ""."""
+  from tfbert.checkpoints import model_paths  # pylint: disable=import-outside-toplevel
+  try:
+    kind, _ = model_paths.locate(path)
+  except (ValueError, OSError, TypeError):
+    return ""
+  python = f'in Python tfbert.save(tfbert.load("{path}"), "<new directory>", "export")'
+  if kind == "tfbert" and files.isdir(path):
+    flagfile = os.path.join(path, "flags.txt")
+    rerun = (f"rerun the tool that trained it with --flagfile={flagfile} --export_dir=<new "
+             "directory> (a finished run exports without training again), or "
+             if files.isfile(flagfile) else "")
+    return (f"; it is a tfbert run directory ({model_paths.RUN_MODEL}), not an export: export "
+            f"it: {rerun}{python}")
+  what = {"tfbert": "a tfbert .keras model", "hf": "a Hugging Face directory",
+          "sentence-transformers": "a sentence-transformers directory",
+          "google": "a Google checkpoint"}.get(kind)
+  return f"; it is {what}, not an export: export it {python}" if what else ""
+
+
+def _saved_models_below(directory: str, depth: int = 2) -> list[str]:
+  """The folders below `directory` (as `name/` or `name/sub/`, `depth` levels down at most)
+  holding a SavedModel, directly or in `ids/`; a SavedModel's own folders are not searched."""
+  if depth < 1 or not files.isdir(directory):
     return []
   found = []
   for name in sorted(files.listdir(directory)):
@@ -135,6 +162,8 @@ def _saved_models_below(directory: str) -> list[str]:
     if any(files.isfile(os.path.join(where, "saved_model.pb"))
            for where in (path, os.path.join(path, export.ID_DIR))):
       found.append(f"{name}/")
+    else:
+      found.extend(f"{name}/{below}" for below in _saved_models_below(path, depth - 1))
   return found
 
 

@@ -26,6 +26,7 @@ from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
 from tfbert.runtime import files
 from tfbert.squad import squad_data
 
+USAGE = "usage: evaluate_squad.py DATASET_FILE PREDICTIONS_FILE [PREDICTIONS_FILE ...]"
 V2_KEYS = ("exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total",
            "NoAns_exact", "NoAns_f1", "NoAns_total")
 # Model Garden name -> official evaluate-v2.0.py name, for runs with null odds.
@@ -53,6 +54,10 @@ def evaluate_files(dataset_file: str, predictions_files: Sequence[str],
     raise ValueError("null odds (na_prob_file) go with exactly one predictions file, "
                      f"got {len(predictions_files)}")
   dataset = squad_data.load_json(dataset_file)
+  kind = _per_question_kind(dataset)
+  if kind is not None:  # The arguments swapped, or the wrong output of a run given.
+    raise ValueError(f"{dataset_file}: {kind} ({{question id: ...}}, no \"data\"), not a "
+                     f"SQuAD dataset: the dataset comes first, then the predictions ({USAGE})")
   parsed = squad_data.parse_squad(dataset, dataset_file, is_training=False)
   if not parsed.has_answers:  # A file to predict only (`squad_data`): nothing to score.
     raise ValueError(f"{dataset_file}: no question has answers, so there is nothing to score "
@@ -63,6 +68,22 @@ def evaluate_files(dataset_file: str, predictions_files: Sequence[str],
   return [evaluate(dataset, _load_mapping(path, "predictions file", str, "an answer string"),
                    parsed.version, na_probs, path)
           for path in predictions_files]
+
+
+def _per_question_kind(value: Any) -> Optional[str]:
+  """What a JSON value keyed by question id is (a run's predictions.json,
+  nbest_predictions.json or null_odds.json), or None when it is not one of those."""
+  if not isinstance(value, dict) or not value or "data" in value:
+    return None
+  values = list(value.values())
+  if all(isinstance(v, str) for v in values):
+    return "a predictions file"
+  if all(isinstance(v, list) and all(isinstance(e, dict) and "text" in e for e in v)
+         for v in values):
+    return "an n-best predictions file"
+  if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+    return "a null odds file"
+  return None
 
 
 def check_scorable(dataset: squad_data.SquadDataset) -> None:
@@ -124,6 +145,9 @@ def _load_mapping(path: str, role: str, kind: Any, what: str) -> dict[str, Any]:
   if not isinstance(mapping, dict):
     raise ValueError(f"{path}: expected a JSON object {{question id: {what}}}, got "
                      f"{type(mapping).__name__}")
+  if isinstance(mapping.get("data"), list):
+    raise ValueError(f"{path}: a SQuAD dataset (it has \"data\"), not a {role} {{question "
+                     f"id: {what}}}: the dataset comes first, then the predictions ({USAGE})")
   for key, value in mapping.items():
     bad = not isinstance(value, kind) or isinstance(value, bool)
     if bad or (isinstance(value, float) and math.isnan(value)):

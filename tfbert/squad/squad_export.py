@@ -32,10 +32,12 @@ The directory is laid out as `tfbert.serving.export`'s (`bert_config.json`, `ass
 nothing read at load time) and replaced atomically. Beside `bert_config.json`,
 `answer_question.json` tells a deployer what `answer_question` does: its window sizes, the
 version, the null-score threshold baked into the graph (null in v1.1) and the rule, e.g.
-`{"max_answer_length": 30, "max_query_length": 64, "max_seq_length": 384,
-"null_score_diff_threshold": -1.5, "rule": "...", "signature": "answer_question",
-"version_2_with_negative": true}`. The graph does not read it: changing the threshold
-means exporting again.
+`{"do_lower_case": true, "doc_stride": 128, "max_answer_length": 30, "max_query_length": 64,
+"max_seq_length": 384, "null_score_diff_threshold": -1.5, "rule": "...", "signature":
+"answer_question", "version_2_with_negative": true}`. The graph does not read it: changing
+the threshold means exporting again. `tfbert.load(export_dir).answer` reads it: with the
+run's `doc_stride` (null when the exporter did not know it) it windows a long context
+through the id signature as the run's model does (`tfbert.inference.exported`).
 
 Shape legend: B batch, S sequence.
 """
@@ -61,6 +63,9 @@ class SquadExport(export.TaskExport):
   """What a SQuAD SavedModel holds: the span labeler, its tokenizer, two signatures.
 
   Attributes (besides `TaskExport`'s):
+    do_lower_case: the vocabulary's casing (recorded for `answer_question.json`).
+    doc_stride: the run's window stride over a long context (None: unknown); the signature
+      reads one window, `tfbert.load(export).answer` windows with it.
     version_2_with_negative: whether `answer_question` may answer "" (SQuAD v2.0).
     null_score_diff_threshold: v2.0: "" when null score - best span score exceeds it.
     answer_question: `tf.function` behind the raw-text signature.
@@ -69,9 +74,12 @@ class SquadExport(export.TaskExport):
   def __init__(self, model: BertSpanLabeler, vocab_file: str, do_lower_case: bool,
                max_seq_length: int, max_query_length: int, max_answer_length: int,
                version_2_with_negative: bool = False, null_score_diff_threshold: float = 0.0,
-               name: Optional[str] = None, frozen: bool = True):
+               name: Optional[str] = None, frozen: bool = True,
+               doc_stride: Optional[int] = None):
     super().__init__(model, vocab_file, do_lower_case, max_seq_length, name=name,
                      frozen=frozen)
+    self.do_lower_case = bool(do_lower_case)
+    self.doc_stride = doc_stride
     self.max_query_length = max_query_length
     self.max_answer_length = max_answer_length
     self.version_2_with_negative = bool(version_2_with_negative)
@@ -129,7 +137,10 @@ class SquadExport(export.TaskExport):
                                           if self.version_2_with_negative else None),
             "rule": rule, "max_seq_length": self.max_seq_length,
             "max_query_length": self.max_query_length,
-            "max_answer_length": self.max_answer_length}
+            "max_answer_length": self.max_answer_length,
+            # What tfbert.load(export).answer windows a long context with, as the run's
+            # model does (`tfbert.inference.exported`); the signature reads one window.
+            "doc_stride": self.doc_stride, "do_lower_case": self.do_lower_case}
 
 
 def pack_question_context(tokenizer: tokenization.WordPieceTokenizer, question: tf.Tensor,
@@ -197,7 +208,8 @@ def export_squad_saved_model(model: BertSpanLabeler, export_dir: str, vocab_file
                              max_query_length: int = 64, max_answer_length: int = 30, *,
                              version_2_with_negative: bool = False,
                              null_score_diff_threshold: float = 0.0,
-                             export_dtype: str = "model") -> str:
+                             export_dtype: str = "model",
+                             doc_stride: Optional[int] = None) -> str:
   """Writes a `BertSpanLabeler` as a SavedModel, replacing `export_dir` atomically.
 
   Args:
@@ -214,6 +226,10 @@ def export_squad_saved_model(model: BertSpanLabeler, export_dir: str, vocab_file
       it (ignored in v1.1); recorded in `answer_question.json`.
     export_dtype: "model" (its policy), "float32", "bfloat16" or "auto" (the faster on this
       CPU); see `tfbert.serving.serving_dtype`. Recorded in `serving.json`.
+    doc_stride: the window stride of the model's run (`squad_features`), recorded in
+      `answer_question.json`: `tfbert.load(export_dir).answer` then windows a long context
+      as the run's model does (the signature reads one window). None: not recorded, and
+      that `answer` reads one window, warning when a context is cut.
 
   Returns:
     `export_dir`.
@@ -231,9 +247,13 @@ def export_squad_saved_model(model: BertSpanLabeler, export_dir: str, vocab_file
                      f"max_query_length ({max_query_length}) + 3")
   if math.isnan(null_score_diff_threshold):  # Every comparison with NaN is False: never "".
     raise ValueError("null_score_diff_threshold is NaN")
+  # A longer stride than the window is cut to it (`squad_features`), as the model's does.
+  if doc_stride is not None and not (isinstance(doc_stride, int) and doc_stride >= 1):
+    raise ValueError(f"doc_stride ({doc_stride!r}) must be an int >= 1")
   model, serving = serving_dtype.for_serving(model, export_dtype)
   module = SquadExport(model, vocab_file, do_lower_case, max_seq_length, max_query_length,
-                       max_answer_length, version_2_with_negative, null_score_diff_threshold)
+                       max_answer_length, version_2_with_negative, null_score_diff_threshold,
+                       doc_stride=doc_stride)
 
   def write(path):
     export.write_export(module, model.config, path, serving)

@@ -97,7 +97,11 @@ class SquadRunConfig(fine_tuning.FineTuningConfig):
       {"do_predict", "predict_file", "predict_articles", "predict_batch_size",
        "postprocess"})
   INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + ("train_file", "predict_file")
-  RUN_SETTINGS = fine_tuning.FineTuningConfig.RUN_SETTINGS | {"features"}  # The windows.
+  # The windows and the postprocessing: both change the predictions and scores a predict-only
+  # rerun would write over the run's (`fine_tuning.run_settings`). A new postprocessing (e.g.
+  # a null_score_diff_threshold's how_to_apply) is applied by rerunning with --do_train: a
+  # finished run trains no more, predicts again and records it.
+  RUN_SETTINGS = fine_tuning.FineTuningConfig.RUN_SETTINGS | {"features", "postprocess"}
   do_predict: bool = False
   train_file: Optional[str] = None
   predict_file: Optional[str] = None
@@ -330,7 +334,7 @@ class SquadTask(Task):
         # proposes a better one for a rerun, never silently replaces it.
         version_2_with_negative=c.postprocess.version_2_with_negative,
         null_score_diff_threshold=c.postprocess.null_score_diff_threshold,
-        export_dtype=c.export_dtype)
+        export_dtype=c.export_dtype, doc_stride=c.features.doc_stride)
 
 
 def run_squad(config: SquadRunConfig, flagfile: Optional[str] = None) -> dict[str, Any]:
@@ -507,7 +511,8 @@ def predict(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
           f"{report['best_f1_thresh']!r}; these predictions applied "
           f"{report['applied_threshold']!r} (F1 {report['f1_at_applied_threshold']:.2f}). "
           f"To apply the best, rerun the prediction with {report['how_to_apply']} "
-          f"(see {paths[NULL_THRESHOLD_FILE]})")
+          f"(see {paths[NULL_THRESHOLD_FILE]}; in a trained run, with --do_train: a finished "
+          "run trains no more)")
       result["null_score_diff_threshold"] = report
   return result
 
@@ -557,7 +562,8 @@ def null_threshold_report(selected: dict[str, Any],
               "it. best_f1_thresh maximizes the official F1 on this predict file (best_f1); "
               "applied_threshold is the one these predictions (and an export of this run) "
               "used, scoring f1_at_applied_threshold. To apply the best, rerun the "
-              "prediction or export with how_to_apply.",
+              "prediction or export with how_to_apply (in a trained run, with --do_train: "
+              "a finished run trains no more, and records it).",
       "applied_threshold": applied,
       "f1_at_applied_threshold": as_written["f1"],
       "exact_at_applied_threshold": as_written["exact"]}

@@ -41,10 +41,12 @@ class Sentence:
     words: the word column, in order.
     tags: the tag column (one per word); empty strings when the file has no tags.
     lines: the 1-based line number of each word in its file.
+    path: the file (`read_conll`'s), for messages; not part of a sentence's equality.
   """
   words: tuple[str, ...]
   tags: tuple[str, ...]
   lines: tuple[int, ...]
+  path: Optional[str] = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def entity_type(tag: str) -> Optional[str]:
@@ -86,7 +88,7 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
 
   def end_sentence():
     if words:
-      sentences.append(Sentence(tuple(words), tuple(tags), tuple(lines)))
+      sentences.append(Sentence(tuple(words), tuple(tags), tuple(lines), path))
       words.clear(), tags.clear(), lines.clear()
 
   try:
@@ -144,9 +146,22 @@ def document_lines(lines: Sequence[str]) -> set[int]:
 
 
 def tag_set(sentences: Sequence[Sentence]) -> tuple[str, ...]:
-  """The label list of a tagger: `O`, then `B-X`, `I-X` for each type X in sorted order
-  (every type seen in `sentences`, both prefixes even when one never occurs)."""
+  """The label list of a tagger trained on `sentences`: `O`, then `B-X`, `I-X` for each
+  type X in sorted order (every type seen, both prefixes even when one never occurs).
+
+  Raises:
+    ValueError: `sentences` without an entity (every tag O), naming their file: a tagger of
+      the one label O trains with loss 0 and learns nothing.
+  """
   types = sorted({entity_type(t) for s in sentences for t in s.tags} - {None})
+  if not types:
+    paths = sorted({s.path for s in sentences if s.path}) or ["the training sentences"]
+    words = sum(len(s.words) for s in sentences)
+    raise ValueError(
+        f"{', '.join(paths)}: no entities ({len(sentences)} sentences, {words} words, every "
+        "tag O): a tagger trained on it has the one label O and learns nothing (loss 0); "
+        "train on a file with B-<type>/I-<type> tags (if they are in another column, name it "
+        "with --tag_column)")
   return ("O",) + tuple(f"{prefix}-{t}" for t in types for prefix in ("B", "I"))
 
 

@@ -74,6 +74,7 @@ class NerRunConfig(fine_tuning.FineTuningConfig):
   RUN_DEFINES = frozenset({"tag_scheme"})  # What the labels mean.
   RUN_SETTINGS = fine_tuning.FineTuningConfig.RUN_SETTINGS | RUN_DEFINES | {
       "max_seq_length", "doc_stride"}
+  DERIVED_DEFAULTS = {"doc_stride": ("max_seq_length // 2", lambda c: c.window_stride)}
   train_file: Optional[str] = None
   eval_file: Optional[str] = None
   predict_file: Optional[str] = None

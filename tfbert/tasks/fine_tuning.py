@@ -75,6 +75,9 @@ class FineTuningConfig:
   # of them those that define what the model means (task, pooling, labels).
   RUN_SETTINGS: ClassVar[frozenset] = frozenset({"do_lower_case"})
   RUN_DEFINES: ClassVar[frozenset] = frozenset()
+  # A setting whose None stands for a value derived from others (`describe_setting`):
+  # name -> (the rule as its flag's help says it, the value it gives for a config).
+  DERIVED_DEFAULTS: ClassVar[dict[str, tuple[str, Callable[[Any], Any]]]] = {}
   output_dir: str
   do_train: bool = False
   vocab_file: Optional[str] = None
@@ -118,6 +121,17 @@ class FineTuningConfig:
 
   def __post_init__(self):
     validation.validate(self)
+
+  def describe_setting(self, name: str, value: Any) -> str:
+    """`value` of this config's setting `name` for a message, as a flag would spell it; a
+    None that stands for a default derived from other settings (`DERIVED_DEFAULTS`) as the
+    value this config uses and its rule, e.g. `16 (the default, max_seq_length // 2)`."""
+    if value is None and name in self.DERIVED_DEFAULTS:
+      rule, derive = self.DERIVED_DEFAULTS[name]
+      return f"{_flag_value(derive(self))} (the default, {rule})"
+    if value is None:
+      return "unset (the default)"
+    return _flag_value(value)
 
   def checks(self, num_replicas: int = 1) -> list[validation.Check]:
     """What every fine-tuning run needs (`tfbert.runtime.validation`); tasks add theirs.
@@ -166,6 +180,10 @@ class FineTuningConfig:
          f"early_stopping_patience ({self.early_stopping_patience}) > 0 counts evaluations "
          "during training: it needs eval_every_steps > 0"),
     ] + training_loop.schedule_checks(self) + [
+        # A named pipe, socket or device as a data file, vocabulary or config: read once, it
+        # was then read again (hashed for the records, tokenized) and hung or read nothing.
+        (False, problem) for problem in paths.special_input_problems(
+            paths.fields(self, self.INPUT_PATHS))] + [
         (False, problem) for problem in paths.overlap_problems(
             paths.fields(self, self.INPUT_PATHS), paths.fields(self, self.OUTPUT_PATHS),
             container="--output_dir",
@@ -302,8 +320,13 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
 
 
 def written_paths(output_dir: str, written: Sequence[str]) -> list[str]:
-  """Paths of a run's outputs: names relative to `output_dir` joined to it, paths kept."""
-  return [p if os.path.isabs(p) or os.path.dirname(p) else os.path.join(output_dir, p)
+  """Paths of a run's outputs, each absolute (`files.absolute`, as the writers resolve
+  them): a bare name (no directory part) is a file in `output_dir`; anything else is a path
+  kept as it is. An output outside `output_dir` (`export_dir`, `sentence_transformers_dir`)
+  must therefore be appended absolute: a relative `--export_dir=x` is `./x`, not
+  `output_dir/x`."""
+  return [files.absolute(p if os.path.isabs(p) or files.is_url(p) or os.path.dirname(p)
+                         else os.path.join(output_dir, p))
           for p in written]
 
 
@@ -465,14 +488,16 @@ def run_settings(config: FineTuningConfig, recorded: Optional[dict[str, Any]]
           continue
         whole = config.given_settings is not None and name in config.given_settings
         if whole or config.given(part.name, given, _default(part)):
-          refused.append(f"{part.name}: {_flag_value(kept)} -> {_flag_value(given)}")
+          refused.append(f"{part.name}: {theirs.describe_setting(part.name, kept)} -> "
+                         f"{config.describe_setting(part.name, given)}")
         else:
           parts[part.name] = kept
       if parts:
         adopted[name] = dataclasses.replace(mine, **parts)
       continue
     if config.given(name, mine, _default(field)):
-      refused.append(f"{name}: {_flag_value(record)} -> {_flag_value(mine)}")
+      refused.append(f"{name}: {theirs.describe_setting(name, record)} -> "
+                     f"{config.describe_setting(name, mine)}")
     else:
       adopted[name] = record
   if refused:
@@ -484,7 +509,7 @@ def run_settings(config: FineTuningConfig, recorded: Optional[dict[str, Any]]
         "--output_dir")
   for name, value in adopted.items():
     logging.info("evaluating the run's model with its setting %s=%s (%s), not given here",
-                 name, _flag_value(value), RUN_CONFIG_FILE)
+                 name, theirs.describe_setting(name, value), RUN_CONFIG_FILE)
   return dataclasses.replace(config, **adopted) if adopted else config
 
 
@@ -791,15 +816,31 @@ def check_segments_fit(model: keras.Model, segments: int) -> None:
         f"config with type_vocab_size >= {segments}")
 
 
-def save_without_optimizer(model: keras.Model, path: str) -> None:
+def save_without_optimizer(model: keras.Model, path: str, vocab_file: Optional[str] = None,
+                           do_lower_case: Optional[bool] = None) -> None:
   """Saves `model` as a `.keras` file without optimizer state (AdamW's slots triple it).
 
-  The file appears under `path` only when complete (`convert.save_tfbert_model`).
+  The file appears under `path` only when complete (`convert.save_tfbert_model`). With
+  `vocab_file` and `do_lower_case` (the run's), it records their fingerprint and casing
+  (`convert.text_record`), so loading it with another vocabulary is refused; no tokenizer
+  file is written beside it (the run directory holds its own).
   """
   plain = type(model).from_config(model.get_config())
   plain.build()
   plain.set_weights(model.get_weights())
-  convert.save_tfbert_model(plain, path)
+  convert.save_tfbert_model(plain, path, vocab_file, do_lower_case, tokenizer_files=False)
+
+
+def run_vocabulary(config: FineTuningConfig) -> tuple[Optional[str], Optional[bool]]:
+  """(the run's vocabulary, its casing) for the records of the models it writes: the
+  `vocab.txt` its output directory holds (`claim_run_directory`), else `vocab_file`, and
+  the resolved `do_lower_case`; (None, None) when either is unknown."""
+  vocab = os.path.join(config.output_dir, VOCAB_FILE)
+  if not files.isfile(vocab):
+    vocab = config.vocab_file
+  if not vocab or config.do_lower_case is None:
+    return None, None
+  return vocab, config.do_lower_case
 
 
 def save_trained(model: keras.Model, config: FineTuningConfig, train_results: dict,
@@ -807,7 +848,8 @@ def save_trained(model: keras.Model, config: FineTuningConfig, train_results: di
   """After training ends: the chief writes `model.keras` (no optimizer), then
   `train_results.json`; returns the names of what training left in `output_dir`."""
   if chief:
-    save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"))
+    save_without_optimizer(model, os.path.join(config.output_dir, "model.keras"),
+                           *run_vocabulary(config))
     atomic.write_json(os.path.join(config.output_dir, "train_results.json"), train_results)
   written = ["model.keras", "train_results.json"]
   if config.eval_every_steps:
@@ -1162,7 +1204,7 @@ def keep_best(model: keras.Model, config: FineTuningConfig, step: int, scores: d
   vocab = os.path.join(config.output_dir, VOCAB_FILE)
 
   def write_model(staging: str) -> None:
-    save_without_optimizer(model, os.path.join(staging, "model.keras"))
+    save_without_optimizer(model, os.path.join(staging, "model.keras"), *run_vocabulary(config))
     if files.isfile(vocab):
       files.copy(vocab, os.path.join(staging, VOCAB_FILE))
 

@@ -167,7 +167,7 @@ def _run(task: Task, context: RunContext) -> dict[str, Any]:
     return result
   if config.export_dir:
     task.export(context)
-    written.append(config.export_dir)
+    written.append(files.absolute(config.export_dir))  # Not a name in output_dir.
   result["written"] = written
   return result
 

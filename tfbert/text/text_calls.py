@@ -431,6 +431,31 @@ def is_text(x: Any) -> bool:
   return False
 
 
+# How many bad items of a list of texts a text call names (then how many more).
+NAMED_ITEMS = 10
+
+
+def refuse_items(problems: Sequence[Exception], what: str) -> None:
+  """Raises for every bad item of the texts `what` at once, each named by its own message
+  (`problems`, in item order): the one error itself when there is one, else one error of
+  the first NAMED_ITEMS messages and how many more, so a list with several bad items is
+  fixed in one pass, not one item per call. A TypeError when any item is of the wrong
+  type, else a ValueError; the raised error keeps `problems` as its `items`.
+  """
+  if not problems:
+    return
+  if len(problems) == 1:
+    error = problems[0]
+  else:
+    kind = TypeError if any(isinstance(p, TypeError) for p in problems) else ValueError
+    more = (f"; and {len(problems) - NAMED_ITEMS} more"
+            if len(problems) > NAMED_ITEMS else "")
+    error = kind(f"{len(problems)} items of {what} are not texts it can read: "
+                 + "; ".join(str(p) for p in problems[:NAMED_ITEMS]) + more)
+  error.items = list(problems)
+  raise error
+
+
 def text_input(x: Any, what: str) -> bool:
   """`is_text(x)`, with every item of texts that is not one (not a str, bytes or a pair)
   named by index and value: a missing text (None, NaN) among texts is refused as such, not
@@ -450,8 +475,8 @@ def text_input(x: Any, what: str) -> bool:
          if not isinstance(item, (str, bytes, list, tuple, np.ndarray))]
   if bad:
     named = ", ".join(f"{what}[{i}] is {item!r} ({type(item).__name__})"
-                      for i, item in bad[:5])
-    more = f", and {len(bad) - 5} more" if len(bad) > 5 else ""
+                      for i, item in bad[:NAMED_ITEMS])
+    more = f", and {len(bad) - NAMED_ITEMS} more" if len(bad) > NAMED_ITEMS else ""
     raise TypeError(f"{what} holds texts, but not only: {named}{more}, not a str; pass every "
                     "item as a text (drop the missing ones, or give '')")
   return True

@@ -27,7 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import keras
 import numpy as np
@@ -72,6 +72,22 @@ class ModelShape:
                       intermediate_size=self.intermediate_size, type_vocab_size=2,
                       max_position_embeddings=max(512, self.seq_length))
 
+  def shape_checks(self, masked_lm: bool,
+                   describe: Optional[Callable[[str, Any], str]] = None
+                   ) -> list[validation.Check]:
+    """The rules of a trainable shape (`tfbert.runtime.validation`), each naming its fields
+    with their values: `describe(field, value)` spells one (default "field (value)"; the
+    tool names its flags). `masked_lm`: also P's rule (only pretraining reads P)."""
+    describe = describe or (lambda name, value: f"{name} ({value})")
+    def named(name):
+      return describe(name, getattr(self, name))
+    checks = [(self.hidden_size % self.num_heads == 0,
+               f"{named('num_heads')} must divide {named('hidden_size')}")]
+    if masked_lm:
+      checks.append((0 < self.max_predictions < self.seq_length,
+                     f"{named('max_predictions')} must be below {named('seq_length')}"))
+    return checks
+
 
 @dataclasses.dataclass(frozen=True)
 class StepCase(ModelShape):
@@ -108,10 +124,10 @@ class StepCase(ModelShape):
          f"implementation must be one of {IMPLEMENTATIONS}"),
         (self.dtype_policy in benchmark_mfu.MATMUL_DTYPES,
          f"dtype_policy must be one of {tuple(benchmark_mfu.MATMUL_DTYPES)}"),
-        (self.hidden_size % self.num_heads == 0, "num_heads must divide hidden_size"),
+        *self.shape_checks(masked_lm=self.task == "pretraining"),
         (min(self.warmup_steps, self.windows, self.steps_per_window, self.batch_size) >= 1,
-         "warmup_steps, windows, steps_per_window and batch_size must be >= 1"),
-        (0 < self.max_predictions < self.seq_length, "need 0 < max_predictions < seq_length"),
+         f"warmup_steps ({self.warmup_steps}), windows ({self.windows}), steps_per_window "
+         f"({self.steps_per_window}) and batch_size ({self.batch_size}) must be >= 1"),
     ]
 
   def flops_per_example(self) -> int:

@@ -62,7 +62,8 @@ class PretrainingCase(benchmark.ModelShape):
   def checks(self) -> list[validation.Check]:
     """The rules of a measurable case (`tfbert.runtime.validation`)."""
     return [(self.loop in PRETRAINING_LOOPS,
-             f"loop must be one of {PRETRAINING_LOOPS}, got {self.loop!r}")]
+             f"loop must be one of {PRETRAINING_LOOPS}, got {self.loop!r}"),
+            *self.shape_checks(masked_lm=True)]
 
 
 def synthetic_batch(case: PretrainingCase, seed: int = 0) -> dict[str, np.ndarray]:

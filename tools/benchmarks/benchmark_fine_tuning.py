@@ -63,7 +63,9 @@ class FineTuningCase(benchmark.ModelShape):
         (0 < self.short_steps < self.long_steps,
          f"need 0 < short_steps ({self.short_steps}) < long_steps ({self.long_steps})"),
         (min(self.batch_size, self.rounds, self.paragraphs) >= 1,
-         "batch_size, rounds and paragraphs must be >= 1"),
+         f"batch_size ({self.batch_size}), rounds ({self.rounds}) and paragraphs "
+         f"({self.paragraphs}) must be >= 1"),
+        *self.shape_checks(masked_lm=False),
     ]
 
 

@@ -60,10 +60,11 @@ class InferenceCase:
 
   def checks(self) -> list[validation.Check]:
     return [(self.batch_size >= 1 and self.iterations >= 1 and self.latency_iterations >= 1
-             and self.rounds >= 1, "batch_size, iterations, latency_iterations and rounds "
-             "must be at least 1"),
-            (1 <= self.seq_length <= 512, "seq_length must be in [1, 512] (MiniLM's "
-             "max_position_embeddings)")]
+             and self.rounds >= 1, f"batch_size ({self.batch_size}), iterations "
+             f"({self.iterations}), latency_iterations ({self.latency_iterations}) and rounds "
+             f"({self.rounds}) must be at least 1"),
+            (1 <= self.seq_length <= 512, f"seq_length ({self.seq_length}) must be in [1, 512] "
+             "(MiniLM's max_position_embeddings)")]
 
 
 def prepare(workdir: str, seq_length: int, hf_dir: Optional[str] = None) -> dict:
