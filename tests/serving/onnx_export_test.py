@@ -65,6 +65,16 @@ def test_onnx_runtime_gives_the_keras_outputs_at_any_batch_and_length(exports):
                              atol=TOL)
 
 
+# The environment as the test process started (read at collection, before any conversion).
+_LOG_LEVEL = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+
+
+def test_a_conversion_leaves_the_processs_environment_as_it_was(exports):
+  """tf2onnx's `convert` module sets TF_CPP_MIN_LOG_LEVEL=3 when imported: every process
+  started afterwards (the suite's forks fell back to fresh interpreters) was silenced."""
+  assert os.environ.get("TF_CPP_MIN_LOG_LEVEL") == _LOG_LEVEL
+
+
 @pytest.mark.slow  # Shares the ~40 s fixture above.
 def test_text_signatures_and_missing_models_are_refused_by_name(exports, tmp_path):
   _, _, dirs = exports

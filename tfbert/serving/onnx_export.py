@@ -60,6 +60,23 @@ MIN_OPSET = 10
 _XLA_ATTRIBUTES = ("_XlaMustCompile", "_noinline")
 
 
+def _import_tf2onnx_convert():
+  """`tf2onnx.convert`, the optional extra, imported only here (after the cheap checks),
+  leaving the process's environment as it was: tf2onnx 1.16's `convert` module sets
+  `TF_CPP_MIN_LOG_LEVEL=3` when imported, which silenced TensorFlow's errors in every
+  process the caller started afterwards (and changed what a `TF_CPP_MIN_LOG_LEVEL`-reading
+  tool of the same process prints)."""
+  before = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+  try:
+    import tf2onnx.convert as tf2onnx_convert  # noqa: PLC0415
+  finally:
+    if before is None:
+      os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    else:
+      os.environ["TF_CPP_MIN_LOG_LEVEL"] = before
+  return tf2onnx_convert
+
+
 def inlined_graph(function: tf.types.experimental.ConcreteFunction):
   """A frozen, call-free GraphDef of `function`: variables as constants, every function
   call (XLA-compiled ones included) inlined.
@@ -190,7 +207,7 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
       bfloat16 (see the module docstring).
   """
   source = saved_model_source(export_dir, signature)
-  import tf2onnx  # The optional extra, imported only here (after the cheap checks).
+  tf2onnx_convert = _import_tf2onnx_convert()
 
   record = serving_dtype.read_record(source) or {}
   if record.get("compute_dtype", "float32") != "float32":
@@ -215,7 +232,7 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
 
   labels = _labels(source)
   with _tf2onnx_log() as records:
-    model_proto, _ = tf2onnx.convert.from_graph_def(
+    model_proto, _ = tf2onnx_convert.from_graph_def(
         graph_def, input_names=inputs, output_names=outputs, opset=opset,
         tensors_to_rename=rename)
     check_converted(model_proto, opset, records)  # Before anything is written.
