@@ -547,7 +547,7 @@ def test_a_runs_model_records_its_vocabulary_and_refuses_another_when_loaded(tmp
   fingerprint and casing (`convert.text_record`); a run's model.keras recorded none, so
   `tfbert.load(run/model.keras, vocab_file=<another>)` read its ids as other word pieces."""
   import tfbert  # pylint: disable=import-outside-toplevel
-  from tfbert.inference import saving  # pylint: disable=import-outside-toplevel
+  from tfbert.checkpoints import convert  # pylint: disable=import-outside-toplevel
   run = tmp_path / "run"
   run.mkdir()
   (run / fine_tuning.VOCAB_FILE).write_text("\n".join(_words(CONFIG.vocab_size, "a")) + "\n")
@@ -558,7 +558,7 @@ def test_a_runs_model_records_its_vocabulary_and_refuses_another_when_loaded(tmp
   model.build()
   written = fine_tuning.save_trained(model, config, {"loss": 1.0}, chief=True)
   path = str(run / "model.keras")
-  assert saving.read_text_record(path) == saving.text_record(
+  assert convert.read_text_record(path) == convert.text_record(
       str(run / fine_tuning.VOCAB_FILE), True)
   assert sorted(os.listdir(run)) == sorted(written + [fine_tuning.VOCAB_FILE])  # No more.
   with pytest.raises(ValueError) as refused:

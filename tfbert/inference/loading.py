@@ -130,7 +130,7 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
     raise ValueError(f"{', '.join(sorted(span_settings))}: a span labeler's settings, and "
                      f"{source} holds a {type(model).__name__}")
   vocab = vocab_file or _vocab_beside(kind, source)
-  record = saving.read_text_record(source) if kind == "tfbert" else None
+  record = convert.read_text_record(source) if kind == "tfbert" else None
   if record is not None:
     _check_recorded_vocab(source, record, vocab, given=vocab_file is not None)
   lower = _casing(do_lower_case, source, vocab, allow_casing_mismatch, record)
@@ -316,12 +316,12 @@ def _with_labels(model: keras.Model, labels: Sequence[str], source: str) -> kera
 def _check_recorded_vocab(source: str, record: dict[str, Any], vocab: str,
                           given: bool) -> None:
   """Refuses a vocabulary other than the one the `.keras` file `source` was saved with (its
-  record: `saving.read_text_record`): every id would be another word piece, silently.
+  record: `convert.read_text_record`): every id would be another word piece, silently.
 
   Raises:
     ValueError: naming both files and their fingerprints, and what to pass.
   """
-  found = saving.text_record(vocab, record["do_lower_case"])
+  found = convert.text_record(vocab, record["do_lower_case"])
   if found["vocab_sha256"] == record["vocab_sha256"]:
     return
   where = f"vocab_file={vocab!r}" if given else f"the vocab.txt beside it ({vocab})"

@@ -340,15 +340,6 @@ def _check_side_contents(path: str, settings: text_settings.TextSettings) -> Non
                        "own")
 
 
-# A `.keras` file's record of its text settings (its vocabulary's fingerprint and casing),
-# in its zip comment: written by `tfbert.checkpoints.convert.save_tfbert_model` for every
-# `.keras` file tfbert writes with a known vocabulary (a fine-tuning run's too), so kept there.
-RECORD_KEY = convert.RECORD_KEY
-text_record = convert.text_record
-write_text_record = convert.write_text_record
-read_text_record = convert.read_text_record
-
-
 def _export(model, path, settings, is_pair, export_dtype) -> None:
   vocab, lower, length = settings.vocab_file, settings.do_lower_case, settings.max_seq_length
   if isinstance(model, BertClassifier):

@@ -223,8 +223,6 @@ def special_file(path: str) -> Optional[str]:
   return None
 
 
-_special_file = special_file  # (Its earlier name, for the output checks below.)
-
 # Why a run refuses a special file as an input (`special_input_problems`' default reason).
 RUN_REREADS = ("a run reads each input more than once (its checks and records before any "
                "work, then the run itself)")
@@ -330,7 +328,7 @@ def _output_problem(name: str, path: str, kind: str) -> Optional[str]:
              or name_length_problem(name, path, PREFIX_SUFFIX if kind == "prefix" else ""))
   if problem:
     return problem
-  special = _special_file(absolute)
+  special = special_file(absolute)
   if special:
     return (f"{name} {path} is {special}, not a file tfbert may replace (writing replaces "
             f"the path whole): choose a regular file's path for {name}")
@@ -405,7 +403,7 @@ def _what_is_there(path: str) -> str:
   target = files.dangling_link(path)
   if target is not None:
     return f"a symbolic link to {target}, which does not exist"
-  return _special_file(path) or "a file"
+  return special_file(path) or "a file"
 
 
 def entry_problems(name: str, directory: str, entries: Mapping[str, str]) -> list[str]:
