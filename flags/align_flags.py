@@ -21,7 +21,8 @@ TASK = flags.DEFINE_enum(
     "run_classifier (AdamW, the default --optimizer of these tasks; no warmup; graph "
     "execution).")
 INPUT_FILES = flags.DEFINE_list(
-    "input_files", None, "Pretraining TFRecord globs (default: made from pydoc_data.topics).")
+    "input_files", None, "Comma-separated pretraining TFRecord globs (a comma in a name: "
+    "match it with ?; default: made from pydoc_data.topics).")
 TRAIN_FILE = flags.DEFINE_string(
     "train_file", None, "Fine-tuning data: SQuAD JSON (default for --task=squad: the main "
     "job's synthetic set) or a GLUE-format TSV of --task_name (needed for --task=classifier).")

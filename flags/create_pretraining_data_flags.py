@@ -7,9 +7,9 @@ from tfbert_flags import casing_flags, common_flags
 from tfbert_flags.casing_flags import ALLOW_CASING_MISMATCH, DO_LOWER_CASE  # noqa: F401  (for the tool)
 
 INPUT_FILE = flags.DEFINE_list(
-    "input_file", None, "Comma-separated input text files or glob patterns: one sentence per "
-    "line, a blank line between documents (default: CPython's pydoc topics, written to "
-    "<output_dir>/pydoc_corpus.txt).")
+    "input_file", None, "Comma-separated input text files or glob patterns (a comma in a "
+    "name: match it with ?): one sentence per line, a blank line between documents "
+    "(default: CPython's pydoc topics, written to <output_dir>/pydoc_corpus.txt).")
 OUTPUT_DIR = flags.DEFINE_string(
     "output_dir", "/tmp/tfbert_pretraining_data",
     "Directory for the TFRecord shards and the summary JSON (created if missing).")

@@ -20,9 +20,11 @@ DATA_DIR = flags.DEFINE_string(
     "dev_matched/dev_mismatched, test_matched/test_mismatched; custom CSV: *.csv).")
 TRAIN_FILE = flags.DEFINE_string("train_file", None, "Train file instead of the one in "
                                  "--data_dir.")
-EVAL_FILE = flags.DEFINE_string("eval_file", None, "Dev file instead of those in --data_dir.")
+EVAL_FILE = flags.DEFINE_string("eval_file", None, "Dev file instead of those in --data_dir; "
+                                "read only with --do_eval (refused without it).")
 PREDICT_FILE = flags.DEFINE_string("predict_file", None, "Test file instead of those in "
-                                   "--data_dir.")
+                                   "--data_dir; read only with --do_predict (refused without "
+                                   "it).")
 DO_TRAIN = flags.DEFINE_bool("do_train", False, "Fine-tune on the train file.")
 DO_EVAL = flags.DEFINE_bool("do_eval", False, "Score the dev file(s); write eval_results.json "
                             "and <split>_predictions.tsv.")

@@ -17,7 +17,8 @@ TRAIN_FILE = flags.DEFINE_string(
     "--anchor_column=0) or JSONL (by key); see --anchor_column and the next flags.")
 DEV_FILE = flags.DEFINE_string(
     "dev_file", None, "Scored pairs to evaluate on (Spearman and Pearson of the cosine "
-    "similarity against the score), e.g. GLUE's STS-B dev.tsv.")
+    "similarity against the score), e.g. GLUE's STS-B dev.tsv; read only with --do_eval "
+    "(refused without it).")
 DO_TRAIN = flags.DEFINE_bool("do_train", False, "Fine-tune on --train_file.")
 DO_EVAL = flags.DEFINE_bool("do_eval", False, "Score --dev_file and/or the retrieval set "
                             "(--ir_*_file): eval_results.json.")
@@ -37,12 +38,14 @@ DEV_POSITIVE_COLUMN = flags.DEFINE_string("dev_positive_column", "sentence2",
 DEV_SCORE_COLUMN = flags.DEFINE_string("dev_score_column", "score", "Dev file: the score.")
 IR_QUERIES_FILE = flags.DEFINE_string(
     "ir_queries_file", None, "Retrieval evaluation: queries, one id<TAB>text per line (with "
-    "--ir_corpus_file and --ir_qrels_file: MRR@10, nDCG@10, recall@k).")
+    "--ir_corpus_file and --ir_qrels_file: MRR@10, nDCG@10, recall@k); the three are read "
+    "only with --do_eval (refused without it).")
 IR_CORPUS_FILE = flags.DEFINE_string("ir_corpus_file", None,
-                                     "Retrieval evaluation: the corpus, id<TAB>text lines.")
+                                     "Retrieval evaluation: the corpus, id<TAB>text lines "
+                                     "(with --do_eval).")
 IR_QRELS_FILE = flags.DEFINE_string("ir_qrels_file", None,
                                     "Retrieval evaluation: query_id<TAB>doc_id lines, the "
-                                    "relevant documents of each query.")
+                                    "relevant documents of each query (with --do_eval).")
 SCORE_SCALE = flags.DEFINE_float("score_scale", 1.0,
                                  "Scores are divided by this (5 for STS-B's 0-5 with "
                                  "cosine_mse, whose targets are cosines).")

@@ -18,10 +18,12 @@ from tfbert_flags.conll_flags import TAG_COLUMN, TAG_SCHEME, TOKEN_COLUMN  # noq
 # What to do, on which data.
 TRAIN_FILE = flags.DEFINE_string("train_file", None, "CoNLL file to fine-tune on (word and "
                                  "tag columns: --token_column, --tag_column).")
-EVAL_FILE = flags.DEFINE_string("eval_file", None, "CoNLL dev file: scored by --do_eval and "
+EVAL_FILE = flags.DEFINE_string("eval_file", None, "CoNLL dev file, read only with --do_eval "
+                                "(refused without it): scored after training and by "
                                 "--eval_every_steps.")
 PREDICT_FILE = flags.DEFINE_string("predict_file", None, "CoNLL file whose words --do_predict "
-                                   "tags (a tag column, if any, is not read).")
+                                   "tags (a tag column, if any, is not read); read only with "
+                                   "--do_predict (refused without it).")
 DO_TRAIN = flags.DEFINE_bool("do_train", False, "Fine-tune on --train_file.")
 DO_EVAL = flags.DEFINE_bool("do_eval", False, "Tag and score --eval_file: eval_results.json "
                             "(entity precision/recall/F1 in percent, per type, token "

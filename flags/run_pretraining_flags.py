@@ -25,12 +25,13 @@ INIT_HF_DIR = flags.DEFINE_string(
 INIT_TFBERT = flags.DEFINE_string("init_tfbert", None,
                                   "tfbert .keras model to start from (e.g. <run>/model.keras).")
 INPUT_FILES = flags.DEFINE_list(
-    "input_files", None, "Comma-separated TFRecord globs (create_pretraining_data.py). "
-    "Required unless --train_text_files gives raw text instead.")
+    "input_files", None, "Comma-separated TFRecord globs (create_pretraining_data.py; a "
+    "comma in a name: match it with ?). Required unless --train_text_files gives raw text "
+    "instead.")
 TRAIN_TEXT_FILES = flags.DEFINE_list(
-    "train_text_files", [], "Comma-separated text file globs (UTF-8) instead of "
-    "--input_files: tokenized with --vocab_file, packed into sequences of "
-    "--max_seq_length and masked anew as batches are formed (needs --objective=mlm).")
+    "train_text_files", [], "Comma-separated text file globs (UTF-8; a comma in a name: "
+    "match it with ?) instead of --input_files: tokenized with --vocab_file, packed into "
+    "sequences of --max_seq_length and masked anew as batches are formed (needs --objective=mlm).")
 TEXT_MODE = flags.DEFINE_enum(
     "text_mode", "blocks", ["blocks", "lines"], "How --train_text_files hold documents: "
     "blocks: separated by blank lines (create_pretraining_data's format); lines: one per line.")

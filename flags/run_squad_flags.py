@@ -20,13 +20,15 @@ PREDICT_FILE = flags.DEFINE_string("predict_file", None,
                                    "SQuAD v1.1/v2.0 JSON (optionally .gz) to predict, and score "
                                    "when its questions have answers (a file of questions "
                                    "without any is predicted only); read and checked before "
-                                   "the model is built.")
+                                   "the model is built. Read only with --do_predict (refused "
+                                   "without it).")
 TRAIN_ARTICLES = flags.DEFINE_string(
     "train_articles", None, "START:END: train on these articles of --train_file only, in "
     "file order with Python slice semantics (e.g. 0:38; -10: is the last 10). Default: all.")
 PREDICT_ARTICLES = flags.DEFINE_string(
     "predict_articles", None, "START:END: predict and score these articles of "
-    "--predict_file only (e.g. 38:48). Default: all.")
+    "--predict_file only (e.g. 38:48); with --do_predict only (refused without it). Default: "
+    "all.")
 OUTPUT_DIR = flags.DEFINE_string("output_dir", "squad_output",
                                  "Run directory: configs, feature caches, TensorBoard events "
                                  "(train/), model.keras, predictions, eval_results.json.")

@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -136,6 +137,30 @@ def test_a_file_that_is_not_a_config_object_is_named(tmp_path):
     BertConfig.from_json_file(str(bad))
   with pytest.raises(FileNotFoundError, match="nope.json"):
     BertConfig.from_json_file(str(tmp_path / "nope.json"))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes need POSIX")
+def test_a_named_pipe_config_is_refused_naming_the_flag_before_it_is_opened(tmp_path):
+  """run_pretraining --bert_config_file=<a named pipe> waited forever for a writer."""
+  pipe = str(tmp_path / "config.fifo")
+  os.mkfifo(pipe)
+  def write():  # A writer, so that a read that opens the pipe ends (and fails the test).
+    with open(pipe, "w", encoding="utf-8") as f:
+      f.write("{}")
+  writer = threading.Thread(target=write, daemon=True)
+  writer.start()
+  try:
+    with pytest.raises(ValueError, match=re.escape(
+        f"--bert_config_file {pipe} is a named pipe: a config is read by opening its file")
+        + ".*write it to a regular file first"):
+      BertConfig.from_json_file(pipe, "--bert_config_file")
+    with pytest.raises(ValueError, match=re.escape(f"config file {pipe} is a named pipe")):
+      BertConfig.from_hf_json_file(pipe)
+  finally:
+    if writer.is_alive():  # Never opened: a reader lets the writer's open return.
+      reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)
+      writer.join(5)
+      os.close(reader)
 
 
 def test_a_field_given_twice_is_refused_naming_the_file_and_field(tmp_path):

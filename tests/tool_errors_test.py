@@ -242,6 +242,28 @@ def cases(tmp_path_factory):
            "--output_format=hf", f"--output={d / 'k07_out'}"],
           ["--input=~/S01/model.keras: '~' was not expanded by the shell",
            f"write --input={os.path.expanduser('~/S01/model.keras')} (or "], d / "k07_out"),
+      # Never opened: the run trained and ended without a word (sweep 12, S2).
+      "run_classifier: a dev file without --do_eval": (
+          ["run_classifier", "--task_name=mrpc", f"--train_file={glue / 'train.tsv'}",
+           f"--eval_file={glue / 'dev.tsv'}", "--do_train", f"--output_dir={d / 's2_c'}",
+           *common],
+          [f"eval_file {glue / 'dev.tsv'} is read only with do_eval: add do_eval, or drop "
+           "eval_file"], d / "s2_c"),
+      "run_embeddings: a retrieval set without --do_eval": (
+          ["run_embeddings", f"--train_file={glue / 'train.tsv'}",
+           *(f"--ir_{part}_file={d / 'train.conll'}" for part in ("queries", "corpus", "qrels")),
+           "--do_train", f"--output_dir={d / 's2_m'}", *common],
+          ["ir_queries_file", "ir_corpus_file", "ir_qrels_file",
+           "are read only with do_eval: add do_eval, or drop"], d / "s2_m"),
+      # It named neither file (sweep 12, P3).
+      "run_classifier: a vocabulary larger than the config's vocab_size": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
+           f"--output_dir={d / 'p3'}", f"--max_seq_length={SEQ}", f"--vocab_file={vocab}",
+           "--bert_config_file=" + _write(d / "vocab_1000.json",
+                                          json.dumps({**TINY, "vocab_size": 1000}))],
+          [f"--vocab_file={vocab} has ", "more than the vocab_size 1000 of "
+           f"--bert_config_file={d / 'vocab_1000.json'}: pass the vocabulary that config was "
+           "made for, or fix vocab_size"], d / "p3"),
   }
 
 
@@ -286,6 +308,9 @@ CASE_NAMES = [
     "run_classifier: a negative --eval_batch_size",
     "run_classifier: an --output_dir whose ~ the shell left",
     "convert_checkpoint: an --input whose ~ the shell left",
+    "run_classifier: a dev file without --do_eval",
+    "run_embeddings: a retrieval set without --do_eval",
+    "run_classifier: a vocabulary larger than the config's vocab_size",
 ]
 
 
@@ -434,7 +459,7 @@ def overlap_cases(tmp_path_factory):
            f"--output_dir={root / 'squad_new'}", f"--export_dir={export}",
            "--max_seq_length=32", "--max_query_length=8", "--doc_stride=8", *tiny],
           [f"export_dir {export} {another_run} {root / 'squad_new'}",
-           "pass --export_dir explicitly"]),
+           "give --export_dir on the command line"]),
       "run_embeddings: --export_dir another run's classifier export": (
           ["run_embeddings", "--do_train", f"--train_file={data / 'pairs.tsv'}",
            f"--output_dir={root / 'emb_new'}", f"--export_dir={export}",
@@ -698,6 +723,13 @@ def boundary_cases(tmp_path_factory):
       "align: a missing --bert_config_file": (
           ["align", "--variants=graph,eager", f"--bert_config_file={missing}",
            f"--input_files={d}/*.tfrecord", f"--workdir={d / 'align'}"], [str(missing)]),
+      # Named the first piece only, not the flag or the split (sweep 12, P2).
+      "align: a comma in an --input_files path": (
+          ["align", "--variants=graph,eager", f"--input_files={d}/a,b.tfrecord",
+           f"--workdir={d / 'align'}"],
+          [f"--input_files: '{d}/a', 'b.tfrecord' (from splitting '{d}/a,b.tfrecord' at "
+           "commas) match no file; the flag is comma-separated: match a comma in a name with "
+           "'?'"]),
       # A source of another kind: its config was looked for inside it or beside it.
       "run_pretraining: a vocab.txt as --init_hf_dir": (
           ["run_pretraining", f"--init_hf_dir={pretrained.minilm_vocab_file()}",
@@ -748,6 +780,7 @@ BOUNDARY_NAMES = [
     "evaluate_ner: a missing predictions file",
     "evaluate_ner: predictions that are not UTF-8",
     "align: a missing --bert_config_file",
+    "align: a comma in an --input_files path",
     "run_pretraining: a vocab.txt as --init_hf_dir",
     "run_pretraining: a Hugging Face directory as --init_checkpoint",
     "convert_checkpoint: a Hugging Face directory as a Google --input",

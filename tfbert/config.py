@@ -25,7 +25,7 @@ import difflib
 import math
 from typing import Any, Iterator, Optional
 
-from tfbert.runtime import atomic, files, json_values, validation
+from tfbert.runtime import atomic, files, json_values, paths, validation
 
 # hidden_act values understood by tfbert (see module docstring).
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
@@ -197,9 +197,10 @@ class BertConfig:
     return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
   @classmethod
-  def from_json_file(cls, path: str) -> "BertConfig":
-    """Reads a google-research/bert `bert_config.json`."""
-    return cls.from_dict(_read_json(path), source=path)
+  def from_json_file(cls, path: str, name: str = "config file") -> "BertConfig":
+    """Reads a google-research/bert `bert_config.json`; `name` (e.g. "--bert_config_file")
+    names it when it cannot be read (`_read_json`)."""
+    return cls.from_dict(_read_json(path, name), source=path)
 
   def to_json_file(self, path: str) -> None:
     """Writes a google-research/bert `bert_config.json` (sorted keys, as Google's), atomically."""
@@ -234,9 +235,9 @@ class BertConfig:
     return cls.from_dict(picked, source=source)
 
   @classmethod
-  def from_hf_json_file(cls, path: str) -> "BertConfig":
-    """Reads a Hugging Face BERT `config.json`."""
-    return cls.from_hf_config(_read_json(path), source=path)
+  def from_hf_json_file(cls, path: str, name: str = "config file") -> "BertConfig":
+    """Reads a Hugging Face BERT `config.json`; `name` as for `from_json_file`."""
+    return cls.from_hf_config(_read_json(path, name), source=path)
 
   def to_hf_config(self) -> dict[str, Any]:
     """Returns a Hugging Face `BertModel` `config.json` dict for this config."""
@@ -254,8 +255,23 @@ def _with_guess(name: str) -> str:
   return f"{name} (did you mean {close[0]}?)" if close else name
 
 
-def _read_json(path: str) -> dict[str, Any]:
+# Why a config file must be a regular file (`_read_json`, `paths.special_input_problems`).
+CONFIG_READ = "a config is read by opening its file (a pipe with no writer waits forever)"
+
+
+def _read_json(path: str, name: str = "config file") -> dict[str, Any]:
+  """The JSON object in config file `path`, `name` ("--bert_config_file") naming it.
+
+  Raises:
+    FileNotFoundError: nothing there, or a symbolic link to nothing.
+    ValueError: a named pipe (`/dev/stdin`, bash's `<(...)`), socket or device, refused
+      before it is opened (opening a pipe waited for a writer forever); bad JSON, a key given
+      twice, or not an object, naming the file.
+  """
   files.check_found(path, "config file")  # A link to nothing named as one.
+  special = paths.special_input_problems({name: path}, CONFIG_READ)
+  if special:
+    raise ValueError(special[0])
   # read_text drops a byte-order mark (Windows editors write one); a key given twice (which
   # one is meant?) is refused, as bad JSON is, naming the file.
   values = json_values.read(path)

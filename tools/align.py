@@ -21,6 +21,7 @@ from absl import app, flags
 
 from tfbert.alignment import alignment, alignment_run
 from tfbert.config import BertConfig
+from tfbert.pretraining import input_pipeline
 from tfbert.runtime import cli, paths
 from tfbert.training import optimization
 from tfbert_flags import align_flags as f
@@ -67,6 +68,9 @@ def main(argv):
                      "pass --optimizer=adamw or leave it out (its default for this task)")
   common_flags.check_optimizer_flags(f)  # Before any work.
   paths.check_outputs({"--workdir": f.WORKDIR.value})  # Before any work.
+  split = input_pipeline.split_list_problems({"--input_files": f.INPUT_FILES.value})
+  if split:  # A comma in a path named, before any work.
+    raise ValueError(split[0])
   task = f.TASK.value
   if task == "classifier" and not f.TRAIN_FILE.value:
     raise app.UsageError("--task=classifier needs --train_file (a GLUE-format TSV of "
@@ -74,7 +78,8 @@ def main(argv):
   train_file = f.TRAIN_FILE.value or (default_train_file(f.WORKDIR.value)
                                       if task == "squad" else None)
   config = alignment.AlignmentConfig(
-      bert_config=(BertConfig.from_json_file(f.BERT_CONFIG_FILE.value)
+      bert_config=(BertConfig.from_json_file(f.BERT_CONFIG_FILE.value,
+                                         "--bert_config_file")
                    if f.BERT_CONFIG_FILE.value else pretraining_demo.SMALL_BERT),
       input_files=(f.INPUT_FILES.value or default_input_files(f.WORKDIR.value)
                    if task == "pretraining" else ()),

@@ -14,7 +14,7 @@ import json
 import os
 
 from tfbert.checkpoints import pretrained
-from tfbert.pretraining import pretraining_data
+from tfbert.pretraining import input_pipeline, pretraining_data
 from tfbert.runtime import cli, files, paths
 from tfbert.text import casing
 from tfbert_flags import common_flags
@@ -23,6 +23,10 @@ from tfbert_flags import create_pretraining_data_flags as f
 
 def main(argv):
   del argv
+  split = input_pipeline.split_list_problems(  # A comma in a path, before any work.
+      {"--input_file": f.INPUT_FILE.value})
+  if split:
+    raise ValueError("; ".join(split))
   vocab_file = f.VOCAB_FILE.value or pretrained.minilm_vocab_file()
   do_lower_case = casing.resolve_do_lower_case(  # Before any work.
       f.DO_LOWER_CASE.value, casing.checkpoint_casing(vocab_file, vocab_file),

@@ -23,7 +23,7 @@ from absl import flags
 
 from tfbert.checkpoints import pretrained
 from tfbert.config import BertConfig
-from tfbert.pretraining import pretraining_init
+from tfbert.pretraining import input_pipeline, pretraining_init, pretraining_run
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
 from tfbert.runtime import cli
 from tfbert_flags import common_flags
@@ -34,12 +34,16 @@ def main(argv):
   del argv
   common_flags.check_optimizer_flags(f)  # Before any work.
   values = common_flags.values(f)
+  split = input_pipeline.split_list_problems(  # A comma in a path named, before any work.
+      {f"--{name}": values[name] for name in pretraining_run.INPUT_FLAGS})
+  if split:
+    raise ValueError("; ".join(split))
   values["init_hf_dir"] = pretrained.hf_dir(values["init_hf_dir"])  # "minilm": the shipped one.
   # The source exists and is its flag's kind before any part of it is read.
   pretraining_init.check_source(types.SimpleNamespace(**values),
                                 needs_config=not values["bert_config_file"])
   if values["bert_config_file"]:
-    bert_config = BertConfig.from_json_file(values["bert_config_file"])
+    bert_config = BertConfig.from_json_file(values["bert_config_file"], "--bert_config_file")
   else:
     bert_config = pretraining_init.source_config(types.SimpleNamespace(**values))
     if bert_config is None:

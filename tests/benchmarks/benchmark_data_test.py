@@ -50,3 +50,12 @@ def test_postprocess_benchmark_answers_every_question(tmp_path):
   assert result["questions"] == 12  # 3 paragraphs of 4 questions
   assert result["features"] >= 12 and len(result["postprocess_runs"]) == 2
   assert result["questions_per_second"] > 0 and result["feature_questions_per_second"] > 0
+
+
+def test_a_postprocess_seq_length_too_short_for_a_question_names_the_flag():
+  """It named `FeatureConfig` and a max_query_length the tool has no flag for (sweep 12 P5)."""
+  with pytest.raises(ValueError) as raised:
+    benchmark_data.postprocess_features(64)
+  assert str(raised.value) == ("--seq_length=64: postprocess needs at least 68 (its questions "
+                               "take up to 64 pieces)")
+  assert benchmark_data.postprocess_features(68).max_seq_length == 68

@@ -469,3 +469,49 @@ def test_a_google_output_never_replaces_another_models_config_in_its_folder(shar
                                str(folder / "mine"))
   assert os.listdir(folder) == ["bert_config.json"]
   assert (folder / "bert_config.json").read_text() == theirs
+
+
+@pytest.mark.parametrize("fmt, output", [("tfbert", "other.keras"), ("hf", "."),
+                                         ("google", "bert_model.ckpt")])
+def test_an_output_never_replaces_another_models_vocabulary_beside_it(shared_data, tmp_path,
+                                                                      fmt, output):
+  """A .keras output replaced the vocab.txt an export_tflite had put beside its m.tflite,
+  which then read wrong ids, with no word (sweep 12, S1): refused before writing, as
+  tfbert.save, whatever the format writes the vocabulary beside."""
+  (tmp_path / "m.tflite").write_bytes(b"tflite")
+  (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\nOther\n")
+  with pytest.raises(ValueError, match=r"vocab.txt.* (holds another vocabulary|differs)"):
+    convert.convert_checkpoint("google", _tiny_prefix(shared_data), fmt,
+                               os.path.normpath(str(tmp_path / output)))
+  assert sorted(os.listdir(tmp_path)) == ["m.tflite", "vocab.txt"]
+  assert (tmp_path / "vocab.txt").read_text() == "[PAD]\n[UNK]\nOther\n"
+
+
+SPANS = dict(max_query_length=5, doc_stride=4, max_answer_length=4,
+             version_2_with_negative=True, null_score_diff_threshold=-1.5)
+
+
+@pytest.fixture(scope="module")
+def saved_span_labeler(tmp_path_factory):
+  """A tiny span labeler's .keras file, its `SPANS` recorded by tfbert.save."""
+  directory = tmp_path_factory.mktemp("span_labeler")
+  model = BertSpanLabeler(helpers.odd_config())
+  model.build()
+  vocab = directory / "in_vocab.txt"
+  vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
+  source = str(directory / "in" / "model.keras")
+  tfbert.save(text_settings.attach_text(model, str(vocab), True, 17, **SPANS), source)
+  return source
+
+
+@pytest.mark.parametrize("fmt, output", [("tfbert", "k/m.keras"), ("hf", "hf"),
+                                         ("google", "g/bert_model.ckpt")])
+def test_a_converted_span_labeler_keeps_its_windows(saved_span_labeler, tmp_path, fmt, output):
+  """convert_checkpoint wrote a span labeler's weights without the windows, answer length
+  and v2.0 threshold tfbert.save had recorded: the output answered with defaults."""
+  run = tool_process.run_tool("convert_checkpoint", "--input_format=tfbert",
+                              f"--input={saved_span_labeler}", f"--output_format={fmt}",
+                              f"--output={tmp_path / output}")
+  assert run.returncode == 0, run.stderr
+  back = text_settings.settings_of(tfbert.load(str(tmp_path / output)))
+  assert {key: getattr(back, key) for key in SPANS} == SPANS

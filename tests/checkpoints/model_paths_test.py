@@ -1,6 +1,7 @@
 """Tests for tfbert.checkpoints.model_paths: a path's kind of model from its files alone."""
 
 import json
+import os
 
 import pytest
 
@@ -47,3 +48,24 @@ def test_locate_takes_a_path_like_and_refuses_bytes_naming_the_argument(tmp_path
   with pytest.raises(TypeError, match="^path must be a str or an os.PathLike such as "
                                       "pathlib.Path, got bytes"):
     model_paths.locate(str(tmp_path / "m.keras").encode())
+
+
+def test_a_linked_keras_file_is_read_at_its_target_beside_its_records(tmp_path):
+  """A link's folder held no vocab.txt (or another's): its records sit beside the file it
+  points to (sweep 12, R1)."""
+  (tmp_path / "run").mkdir()
+  (tmp_path / "run" / "model.keras").write_text("")
+  (tmp_path / "lk").mkdir()
+  (tmp_path / "lk" / "m.keras").symlink_to(tmp_path / "run" / "model.keras")
+  assert model_paths.locate(str(tmp_path / "lk" / "m.keras")) == (
+      "tfbert", os.path.realpath(tmp_path / "run" / "model.keras"))
+
+
+@pytest.mark.parametrize("name, reader", [
+    ("m.tflite", r"tfbert.serving.tflite_export.TfliteModel\(path\)"),
+    ("m.onnx", r"onnxruntime.InferenceSession\(path\)")])
+def test_an_id_export_file_names_its_reader(tmp_path, name, reader):
+  """A .tflite file tfbert wrote was "not a model tfbert reads" (sweep 12, P6)."""
+  (tmp_path / name).write_bytes(b"x")
+  with pytest.raises(ValueError, match=f"no raw-text path: run it with {reader}"):
+    model_paths.locate(str(tmp_path / name))

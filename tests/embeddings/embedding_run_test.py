@@ -56,6 +56,8 @@ def _config(tmp_path, output, **overrides):
                 bert_config_file=str(tmp_path / "bert_config.json"), max_seq_length=SEQ,
                 train_batch_size=10, learning_rate=3e-3, num_train_epochs=4.0, seed=3,
                 verbose=0, do_train=True, do_eval=True)
+  if not overrides.get("do_eval", True):  # Read only with do_eval (refused without it).
+    del values["dev_file"]
   return EmbeddingRunConfig(**{**values, **overrides})
 
 

@@ -21,7 +21,9 @@ from tfbert.classifier import glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.config import BertConfig
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
-from tfbert.inference import text_settings
+from tfbert.inference import loading, text_settings
+from tfbert.squad import squad_features, squad_postprocess
+from tfbert.squad.squad_run import SquadRunConfig
 from tfbert.text import casing
 
 TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
@@ -183,14 +185,31 @@ def hf_classifier(tmp_path_factory):
      "task='sentence_encoder' has none"),
     (dict(doc_stride=5), ValueError, "doc_stride: a span labeler's settings, and .* holds a "
                                      "BertClassifier"),
-    (dict(n_best=5), TypeError, "unexpected settings n_best; a span labeler's are "
-                                "max_query_length"),
+    (dict(n_best=5), TypeError, "unexpected keyword argument n_best; load takes task, "),
 ], ids=["zero_length", "float_length", "str_labels", "labels_for_regression",
         "labels_for_encoder", "span_settings_for_a_classifier", "unknown_setting"])
 def test_settings_that_do_not_apply_are_refused_naming_them(hf_classifier, kwargs, error,
                                                             message):
   with pytest.raises(error, match=message):
     tfbert.load(hf_classifier, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(max_seq_len=64), r"argument max_seq_len: max_seq_len: did you mean "
+                           r"max_seq_length\?; load takes task, labels, max_seq_length, "
+                           r"do_lower_case, vocab_file, allow_casing_mismatch, "
+                           r"max_query_length, .*null_score_diff_threshold \(the last 5 a "
+                           r"span labeler's\)$"),
+    (dict(is_pair=True), r"argument is_pair: is_pair is a classifier's arity, .*give it to "
+                         r"tfbert.save\(model, path, \"export\", is_pair=...\)"),
+    (dict(dostride=1, is_pair=True), r"arguments dostride, is_pair: dostride: did you mean "
+                                     r"doc_stride\?; is_pair is "),
+], ids=["close_match", "another_calls", "two"])
+def test_an_unknown_keyword_is_named_with_every_one_load_takes(tmp_path, kwargs, message):
+  """It listed a span labeler's settings alone, whatever the model (sweep 12, P1); checked
+  before the path is read."""
+  with pytest.raises(TypeError, match=message):
+    tfbert.load(str(tmp_path / "nowhere"), **kwargs)
 
 
 def test_a_casing_mismatch_names_the_keyword_arguments_that_fix_it(hf_classifier, tmp_path):
@@ -503,3 +522,33 @@ def test_a_folder_holding_models_names_them(tmp_path):
                                        "itself, but it holds google/ and saved_model/: load "
                                        f"one of them \\(e.g. {tmp_path}/google\\)$"):
     tfbert.load(str(tmp_path))
+
+
+def test_a_linked_keras_file_reads_the_records_beside_its_target(tmp_path):
+  """A link in a folder without a vocab.txt was refused as "no vocab.txt beside the model",
+  and in one with another vocab.txt as that vocabulary's (sweep 12, R1)."""
+  model = _model(BertClassifier, 2, labels=("0", "1"), seq_length=11)
+  tfbert.save(model, str(tmp_path / "m" / "model.keras"))
+  (tmp_path / "lk").mkdir()
+  (tmp_path / "lk" / "vocab.txt").write_text("[PAD]\n[UNK]\n")
+  (tmp_path / "lk" / "m.keras").symlink_to(tmp_path / "m" / "model.keras")
+  settings = text_settings.settings_of(tfbert.load(str(tmp_path / "lk" / "m.keras")))
+  assert settings.vocab_file == os.path.realpath(tmp_path / "m" / "vocab.txt")
+  assert settings.max_seq_length == 11
+
+
+def test_a_squad_runs_span_settings_are_what_convert_checkpoint_keeps(tmp_path):
+  """convert_checkpoint of a SQuAD run's model.keras wrote none of its windows (sweep 12)."""
+  model = _model(BertSpanLabeler, seq_length=40)
+  run = tmp_path / "squad"
+  tfbert.save(model, str(run / "model.keras"))
+  (run / "run_config.json").write_text(SquadRunConfig(
+      output_dir=str(run), do_train=True, train_file=str(tmp_path / "train.json"),
+      features=squad_features.FeatureConfig(max_seq_length=40, doc_stride=6,
+                                            max_query_length=8),
+      postprocess=squad_postprocess.PostprocessConfig(max_answer_length=5)).to_json())
+  assert loading.recorded_span_settings(model, "tfbert", str(run / "model.keras")) == dict(
+      max_query_length=8, doc_stride=6, max_answer_length=5, version_2_with_negative=False,
+      null_score_diff_threshold=0.0)
+  assert loading.recorded_span_settings(_model(BertClassifier, 2), "tfbert",
+                                        str(run / "model.keras")) == {}

@@ -357,6 +357,21 @@ def test_a_text_call_names_the_first_ten_bad_items_and_how_many_more():
     raw_text.fill_masks(None, ["no", "a [MASK]", "none"], 5, 8, 0)
 
 
+def test_bad_items_of_pairs_are_ordered_by_index_then_side_whatever_their_wording(
+    monkeypatch):
+  """The order was parsed from each message's first word ("texts[3][0]"): a message of
+  another wording sorted anywhere."""
+  def unicode(text, what):
+    if text == "bad":
+      raise ValueError(f"the text {what} is bad")  # The index not first.
+    return text
+  monkeypatch.setattr(raw_text, "_unicode", unicode)
+  with pytest.raises(ValueError) as raised:
+    raw_text.text_pairs([("ok", "bad"), ("bad", "ok"), ("bad", "bad")])
+  assert [str(error) for error in raised.value.items] == [
+      f"the text texts{where} is bad" for where in ("[0][1]", "[1][0]", "[2][0]", "[2][1]")]
+
+
 def test_int_labels_of_a_model_whose_label_names_are_integers_are_read_by_name_or_refused():
   """Rule: where the label names look like integers (a GLUE TSV read by pandas gives ints),
   an int label is read as the name of its value; one whose position names another class,

@@ -113,6 +113,25 @@ def test_a_directory_glob_skips_temporaries_hidden_files_and_the_summary(data_fi
     input_pipeline.expand_files(os.path.join(directory, ".tfbert-tmp-*"))
 
 
+def test_a_comma_in_a_file_list_flag_path_names_the_flag_the_piece_and_the_split(tmp_path):
+  """--train_text_files='tx,c/a.txt' said only "No pretraining data file matches 'tx'"
+  (sweep 12 P2)."""
+  folder = tmp_path / "tx,c"
+  folder.mkdir()
+  (folder / "a.txt").write_text("text\n", encoding="utf-8")
+  given = str(folder / "a.txt")
+  first, second = given.split(",")
+  assert input_pipeline.split_list_problems({"--train_text_files": [first, second]}) == [
+      f"--train_text_files: {first!r}, {second!r} (from splitting {given!r} at commas) match no "
+      "file; the flag is comma-separated: match a comma in a name with '?'"]
+  assert input_pipeline.split_list_problems({"--input_file": [given.replace(",", "?"), "x"]}) == [
+      f"--input_file: 'x' (from splitting {given.replace(',', '?') + ',x'!r} at commas) matches "
+      "no file; the flag is comma-separated: match a comma in a name with '?'"]
+  assert input_pipeline.split_list_problems({  # What matches, one piece, nothing: not listed.
+      "--input_file": [given.replace(",", "?"), given.replace(",", "?")],
+      "--eval_text_files": [first], "--input_files": None}) == []
+
+
 def _read_in_graph(dataset):
   """Pulls every batch inside one tf.function, as the training loop does."""
   iterator = iter(dataset)

@@ -247,7 +247,9 @@ def test_an_export_another_run_wrote_is_refused_at_the_claim(tmp_path):
   export = _export(tmp_path / "exports" / "mrpc", run=str(old))
   with pytest.raises(RunDirectoryError, match=re.escape(
       f"export_dir {export} is a SavedModel export of a BertClassifier written by the run "
-      f"{old}, not by this run {new} (a flags.txt replayed with a new output directory?)")):
+      f"{old}, not by this run {new} (a flags.txt replayed with a new output directory?): "
+      "this run would replace it with its own; give --export_dir on the command line (a path "
+      "inside the new run, say), or remove it if it is no longer needed")):
     run_directory.claim(str(new), [], outputs={"export_dir": str(export)})
   assert not new.exists()
   # The run that wrote it, a moved run's own export inside it, or one written outside a run.

@@ -150,7 +150,10 @@ def test_bad_predictions_files_are_named(tmp_path, shared_data):
     with pytest.raises(ValueError, match=re.escape(f"{path}: {message}")):
       squad_evaluation.evaluate_files(fixture, [path])
   odds = _write(tmp_path, "odds.json", {"x": 0.5})
-  with pytest.raises(ValueError, match="null odds are for SQuAD v2.0"):
+  # The flag, its file and the dataset file named, and what to do (sweep 12 P4).
+  with pytest.raises(ValueError, match=re.escape(
+      f"--na_prob_file={odds}: null odds are for SQuAD v2.0, but {fixture} is SQuAD v1.1")
+      + ".*drop --na_prob_file to score a v1.1 set"):
     squad_evaluation.evaluate_files(fixture, [_write(tmp_path, "p.json", {})], odds)
 
 

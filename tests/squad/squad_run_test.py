@@ -64,6 +64,8 @@ def _run_config(tmp_path, output, **overrides):
       postprocess=squad_postprocess.PostprocessConfig(n_best_size=10, max_answer_length=8),
       train_batch_size=16, predict_batch_size=64, learning_rate=3e-3, num_train_epochs=1.0,
       warmup_proportion=0.1, weight_decay_rate=0.01, seed=7, verbose=0)
+  if not overrides.get("do_predict"):  # Read only with do_predict (refused without it).
+    del values["predict_file"]
   return squad_run.SquadRunConfig(**{**values, **overrides})
 
 

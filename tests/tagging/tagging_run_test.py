@@ -55,6 +55,8 @@ def _run_config(tmp_path, output, **overrides):
       bert_config_file=_config_file(tmp_path), max_seq_length=SEQ, doc_stride=5,
       classifier_dropout=0.0, train_batch_size=16, eval_batch_size=32, learning_rate=2e-3,
       num_train_epochs=1.0, seed=7, verbose=0)
+  if not overrides.get("do_eval"):  # Read only with do_eval (refused without it).
+    del values["eval_file"]
   return tagging_run.NerRunConfig(**{**values, **overrides})
 
 

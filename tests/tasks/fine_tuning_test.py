@@ -6,6 +6,7 @@ it), compiled with the `tfbert.training.optimization` stack, and trained by `fit
 """
 
 import dataclasses
+import json
 import math
 import os
 import re
@@ -603,3 +604,69 @@ def test_a_default_derived_from_other_settings_is_logged_as_its_value(tmp_path, 
       given_settings=frozenset({"max_seq_length"})))
   assert config.doc_stride is None and config.window_stride == 16
   assert "doc_stride=16 (the default, max_seq_length // 2)" in caplog.text
+
+
+@pytest.mark.parametrize("make, given, switch", [
+    (lambda **kw: ClassifierRunConfig(task_name="sst-2", data_dir="sst", **kw),
+     {"eval_file": "sst/dev.tsv"}, "do_eval"),
+    (lambda **kw: ClassifierRunConfig(task_name="sst-2", data_dir="sst", **kw),
+     {"predict_file": "sst/test.tsv"}, "do_predict"),
+    (lambda **kw: NerRunConfig(train_file="t.conll", **kw),
+     {"eval_file": "dev.conll"}, "do_eval"),
+    (lambda **kw: NerRunConfig(train_file="t.conll", **kw),
+     {"predict_file": "test.conll"}, "do_predict"),
+    (lambda **kw: SquadRunConfig(train_file="t.json", **kw),
+     {"predict_file": "dev.json", "predict_articles": "1:"}, "do_predict"),
+    (lambda **kw: EmbeddingRunConfig(train_file="t.tsv", **kw),
+     {"dev_file": "stsb/dev.tsv"}, "do_eval"),
+    (lambda **kw: EmbeddingRunConfig(train_file="t.tsv", **kw),
+     {"ir_queries_file": "q.tsv", "ir_corpus_file": "c.tsv", "ir_qrels_file": "r.tsv"},
+     "do_eval"),
+])
+def test_a_file_read_only_with_a_do_switch_is_refused_without_it(tmp_path, make, given,
+                                                                switch):
+  """Sweep 12 S2: a dev, predict or retrieval file given without its `do_` switch was never
+  opened, and the run trained and ended without a word; refused at construction, naming
+  each setting and what to add or drop. Its switch on, it is taken; a run record written
+  before the rule (it names the file, the switch off) still reads, without it."""
+  out = tmp_path / "out"
+  with pytest.raises(ValueError) as refused:
+    make(output_dir=str(out), do_train=True, **given)
+  settings = ", ".join(f"{name} {value}" for name, value in given.items())
+  assert (f"{settings} {'is' if len(given) == 1 else 'are'} read only with {switch}: add "
+          f"{switch}, or drop {', '.join(given)}") in str(refused.value), refused.value
+  assert not out.exists()
+  config = make(output_dir=str(out), do_train=True, **given, **{switch: True})
+  # A rerun may drop them as told (they are not what is trained).
+  assert {switch, *given} <= type(config).RERUN_MAY_CHANGE
+  values = {**json.loads(config.to_json()), switch: False}
+  back = type(config).from_json(json.dumps(values))
+  assert not any(getattr(back, name) for name in given) and back.do_train
+
+
+def test_a_vocabulary_larger_than_the_model_names_both_files_and_what_to_do(tmp_path):
+  """Sweep 12 P3: it named neither the vocabulary nor the config ("the vocab has 30522
+  entries, the model only 1000 (vocab_size)")."""
+  model = BertClassifier(dataclasses.replace(CONFIG, vocab_size=30), CLASSES)
+  config = ClassifierRunConfig(output_dir=str(tmp_path / "out"), task_name="sst-2",
+                               data_dir="sst", do_train=True, vocab_file="big/vocab.txt",
+                               bert_config_file="cfg71.json")
+  with pytest.raises(ValueError) as refused:
+    fine_tuning.check_vocab_fits(model, 41, fine_tuning.describe_vocab(config, "big/vocab.txt"),
+                                 fine_tuning.describe_model_config(config))
+  assert str(refused.value) == (
+      "--vocab_file=big/vocab.txt has 41 entries, more than the vocab_size 30 of "
+      "--bert_config_file=cfg71.json: pass the vocabulary that config was made for, or fix "
+      "vocab_size")
+  fine_tuning.check_vocab_fits(model, 30)  # As many: it fits.
+  found = dataclasses.replace(config, vocab_file=None, bert_config_file=None,
+                              init_checkpoint="ckpt/bert_model.ckpt")
+  assert fine_tuning.describe_vocab(found, "ckpt/vocab.txt") == (
+      "ckpt/vocab.txt (the vocabulary found without --vocab_file)")
+  assert fine_tuning.describe_model_config(found) == (
+      f"{os.path.join('ckpt', 'bert_config.json')} (beside "
+      "--init_checkpoint=ckpt/bert_model.ckpt)")
+  own = fine_tuning.RunModel(model_file="out/model.keras")
+  assert fine_tuning.describe_model_config(
+      dataclasses.replace(found, init_checkpoint=None, init_tfbert="out/model.keras"),
+      own) == "out/model.keras (the run's model, its config)"

@@ -19,7 +19,11 @@ Outputs are self-contained: the vocabulary (`--vocab_file`, else the `vocab.txt`
 input: beside the prefix, in the Hugging Face directory, beside the `.keras` file) is copied
 beside the output with `tokenizer_config.json` (its casing, checked against the input's by
 `tfbert.text.casing`) and `special_tokens_map.json`, so Hugging Face's `AutoTokenizer` loads
-an `hf` output alone. Google and Hugging Face outputs need a vocabulary. Every output
+an `hf` output alone; a tokenizer file of another model already there (beside a `.keras`
+file or TFLite export, in a folder made a Hugging Face directory) is not replaced
+(`check_side_contents`, as `tfbert.save`). A span labeler keeps the windows recorded with
+its input (`convert_checkpoint`'s `span_settings_of`). Google and Hugging Face outputs need
+a vocabulary. Every output
 file appears under its final name only when complete (`tfbert.runtime.atomic`), with mode 0644
 less the umask; a bad input names its file and what is wrong with it.
 
@@ -37,7 +41,7 @@ import json
 import os
 import tempfile
 import zipfile
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import keras
 import numpy as np
@@ -47,7 +51,7 @@ from tfbert.checkpoints import google_checkpoint, google_names, huggingface, mod
 from tfbert.config import BertConfig
 from tfbert.encoder import BertEncoder
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
-from tfbert.runtime import atomic, files, paths, run_directory
+from tfbert.runtime import atomic, files, json_values, paths, run_directory
 from tfbert.text import casing
 
 FORMATS = ("google", "hf", "tfbert")
@@ -220,6 +224,11 @@ def save_tfbert_model(model: keras.Model, path: str, vocab_file: Optional[str] =
   if not path.endswith(".keras"):
     raise ValueError(f"a tfbert model file must end in .keras, got {path!r}")
   directory = files.parent(path)
+  model_max_length = model_max_length or model.config.max_position_embeddings
+  if vocab_file and tokenizer_files:
+    check_side_contents(path, directory, tokenizer_sides(vocab_file, do_lower_case,
+                                                         model_max_length),
+                        rewrite=files.isfile(path))
   files.makedirs(directory)
   with atomic.file_set(directory, os.path.basename(path), "keras") as staging:
     try:
@@ -230,11 +239,109 @@ def save_tfbert_model(model: keras.Model, path: str, vocab_file: Optional[str] =
       write_text_record(os.path.join(staging, os.path.basename(path)),
                         text_record(vocab_file, do_lower_case))
       if tokenizer_files:
-        huggingface.write_tokenizer_files(
-            staging, vocab_file, do_lower_case,
-            model_max_length or model.config.max_position_embeddings)
+        huggingface.write_tokenizer_files(staging, vocab_file, do_lower_case,
+                                          model_max_length)
     elif vocab_file and tokenizer_files:
       files.copy(vocab_file, os.path.join(staging, "vocab.txt"))
+
+
+# What a model written as a file (or prefix) may share its folder's tokenizer files with:
+# tfbert's model files, its id exports, Google checkpoints (by their `.index`).
+MODEL_FILE_SUFFIXES = (".keras", ".tflite", ".onnx", ".index")
+
+
+def tokenizer_sides(vocab_file: str, do_lower_case: Optional[bool],
+                    model_max_length: int) -> dict[str, Any]:
+  """{name: content} of the tokenizer files written with a model (`vocab.txt`; with
+  `do_lower_case`, the JSON files of `huggingface.write_tokenizer_files`)."""
+  sides = {huggingface.TOKENIZER_FILES[0]: files.read_bytes(vocab_file)}
+  if do_lower_case is not None:
+    sides[huggingface.TOKENIZER_FILES[1]] = json.dumps(
+        huggingface.tokenizer_config(do_lower_case, model_max_length))
+    sides[huggingface.TOKENIZER_FILES[2]] = json.dumps(huggingface.SPECIAL_TOKENS_MAP)
+  return sides
+
+
+def check_side_contents(output: str, directory: str, sides: Mapping[str, Any],
+                        rewrite: bool) -> None:
+  """Refuses to replace a file in `directory` that writing `output` writes there (`sides`:
+  {name: content, str or bytes}) when its content differs: another model's vocabulary (a
+  `.keras` file's, a TFLite or ONNX export's, a checkpoint's), a user's file; they would
+  then describe this model, and whatever read them before would read them wrong. The same
+  content is fine, and so is a `rewrite` of `output` (the `.keras` file, the Hugging Face
+  directory is there already) when no other model file (`MODEL_FILE_SUFFIXES`) shares the
+  folder: the files are that model's.
+
+  Raises:
+    ValueError: naming `output`, the file that differs and what to do.
+  """
+  if not files.isdir(directory):
+    return
+  others = [name for name in files.listdir(directory)
+            if name.endswith(MODEL_FILE_SUFFIXES) and name != os.path.basename(output)]
+  if rewrite and not others:
+    return
+  beside = f"; here {', '.join(sorted(others)[:3])}" if others else ""
+  for name, content in sides.items():
+    side = os.path.join(directory, name)
+    if not files.isfile(side) or files.same_content(name, files.read_bytes(side), content):
+      continue
+    what = "differs from the one this model's save writes"
+    if name == huggingface.TOKENIZER_FILES[0]:
+      what = "holds another vocabulary than this model's"
+    elif name == huggingface.TOKENIZER_FILES[1]:
+      ours = json.loads(content)
+      what += (f" (do_lower_case {ours['do_lower_case']}, model_max_length "
+               f"{ours['model_max_length']})")
+    raise ValueError(f"cannot write {output}: {side} {what}, and writing would replace it "
+                     f"(the tokenizer files beside a model are that model's{beside}): save "
+                     "into a folder of its own")
+
+
+# Beside `.keras` files and Google prefixes: each span labeler's `SPAN_SETTINGS` by its
+# file's (prefix's) name (`read_span_records`).
+SPAN_SETTINGS_FILE = "span_settings.json"
+
+
+def read_span_records(path: str) -> dict[str, dict]:
+  """The span settings `SPAN_SETTINGS_FILE` at `path` records: {`.keras` file or Google
+  prefix name: {`huggingface.SPAN_SETTINGS`}}.
+
+  Raises:
+    ValueError: naming `path`, when it is not that form.
+  """
+  value = json_values.read(path)
+  if not isinstance(value, dict) or not all(isinstance(name, str) for name in value):
+    raise ValueError(f"{path}: expected {{\"<name>.keras\" or \"<prefix>\": "
+                     f"{{{', '.join(huggingface.SPAN_SETTINGS)}}}}}, got {value!r:.200}")
+  return {name: huggingface.check_span_settings(entry, f"{path}: {name}")
+          for name, entry in value.items()}
+
+
+def new_side_record(path: str, record_name: str, read: Callable[[str], dict],
+                    value: Any) -> Optional[dict]:
+  """The side record `record_name` beside the file (or Google prefix) `path` once `value`
+  (None: nothing of this kind) is its file's entry: None when the record stays as it is.
+  `read` reads the record; it is read before anything is written (a record tfbert cannot
+  read is refused then)."""
+  record = os.path.join(files.parent(path), record_name)
+  old = read(record) if files.isfile(record) else {}
+  new = {name: entry for name, entry in old.items() if name != os.path.basename(path)}
+  if value is not None:
+    new[os.path.basename(path)] = value
+  return None if new == old else new
+
+
+def write_span_records(directory: str, records: Optional[dict[str, dict]]) -> None:
+  """Writes (an empty record: removes) `SPAN_SETTINGS_FILE` in `directory`; None: leaves
+  it as it is."""
+  if records is None:
+    return
+  path = os.path.join(directory, SPAN_SETTINGS_FILE)
+  if records:
+    atomic.write_json(path, records)
+  elif files.isfile(path):
+    files.remove(path)
 
 
 # A `.keras` file's record of its text settings, in its zip archive's comment (Keras reads
@@ -304,7 +411,10 @@ def _save_keras(model: keras.Model, path: str) -> None:
 
 
 def source_vocab_file(fmt: str, path: str) -> Optional[str]:
-  """The `vocab.txt` beside a checkpoint of format `fmt` at `path`, if there is one."""
+  """The `vocab.txt` beside a checkpoint of format `fmt` at `path` (a linked `.keras` file:
+  beside its target), if there is one."""
+  if fmt == "tfbert":
+    path = model_paths.real_file(path)
   directory = path if fmt == "hf" else files.parent(path)
   vocab = os.path.join(directory, "vocab.txt")
   return vocab if files.isfile(vocab) else None
@@ -482,6 +592,10 @@ def write_model(model: keras.Model, fmt: str, path: str,
                                                do_lower_case=do_lower_case,
                                                model_max_length=model_max_length)
   elif fmt == "hf":
+    if vocab_file:  # Into a folder of other files: not over another model's tokenizer.
+      check_side_contents(path, path, tokenizer_sides(
+          vocab_file, do_lower_case, model_max_length or model.config.max_position_embeddings),
+                          rewrite=files.isfile(os.path.join(path, "config.json")))
     weights = google_checkpoint.google_weights(model)
     if not uses_pooler(model):  # As transformers' own directories of these heads.
       weights = {n: w for n, w in weights.items() if not n.startswith(POOLER_SCOPE)}
@@ -506,17 +620,28 @@ NEEDS_VOCAB = ("google", "hf")
 def convert_checkpoint(input_format: str, input_path: str, output_format: str,
                        output_path: str, config_file: Optional[str] = None, *,
                        vocab_file: Optional[str] = None, do_lower_case: Optional[bool] = None,
-                       allow_casing_mismatch: bool = False) -> keras.Model:
+                       allow_casing_mismatch: bool = False,
+                       span_settings_of: Optional[
+                           Callable[[keras.Model, str], Optional[Mapping[str, Any]]]] = None
+                       ) -> keras.Model:
   """Reads `input_path` in `input_format`, writes it to `output_path` in `output_format`.
 
   The vocabulary (`vocab_file`, else the `vocab.txt` beside the input, `source_vocab_file`)
-  goes beside the output with the tokenizer files that record its casing. The casing is
-  checked before anything is written (`tfbert.text.casing`): `do_lower_case`, when given, must
-  agree with the input's records and the vocabulary's content.
+  goes beside the output with the tokenizer files that record its casing; one of another
+  model there is not replaced (`check_side_contents`, as `tfbert.save`; a Google prefix:
+  `google_checkpoint.check_writable_prefix`). The casing is checked before anything is
+  written (`tfbert.text.casing`): `do_lower_case`, when given, must agree with the input's
+  records and the vocabulary's content.
+
+  A span labeler keeps its windows, answer length and v2.0 threshold
+  (`huggingface.SPAN_SETTINGS`) where the output has room for them, as `tfbert.save` writes
+  them: `span_settings_of(model, input_path)` gives them (what the input records: the tool passes
+  `tfbert.inference.loading.recorded_span_settings`; None: none recorded).
 
   Raises:
     ValueError: a Google or Hugging Face output without a vocabulary to put beside it; an
-      output that is, contains or lies inside an input (`tfbert.runtime.paths`).
+      output that is, contains or lies inside an input (`tfbert.runtime.paths`); a tokenizer
+      file of another model where the output's would go.
     tfbert.text.casing.CasingMismatchError: a casing that contradicts the input's.
   """
   paths.check_apart({"--input": input_path, "--bert_config_file": config_file,  # Before any work.
@@ -528,6 +653,8 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
       output_path if output_format == "hf" else files.parent(output_path))
   check_source(input_format, input_path, "--input", INPUT_SPELLINGS, config_file,
                needs_config=True)
+  if input_format == "tfbert":  # A link's records (vocab.txt, ...) are its target's.
+    input_path = model_paths.real_file(input_path)
   model = read_model(input_format, input_path, config_file)  # Its errors name the input.
   vocab_file = vocab_file or source_vocab_file(input_format, input_path)
   if vocab_file is None and output_format in NEEDS_VOCAB:
@@ -538,6 +665,11 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
     do_lower_case = casing.resolve_do_lower_case(  # Named as the other paths: the tool's.
         do_lower_case, casing.checkpoint_casing(input_path, vocab_file),
         allow_mismatch=allow_casing_mismatch, terms=casing.FLAGS)
+  spans = (span_settings_of(model, input_path) or None
+           if span_settings_of and isinstance(model, BertSpanLabeler) else None)
+  records = (new_side_record(output_path, SPAN_SETTINGS_FILE, read_span_records, spans)
+             if output_format in ("google", "tfbert") else None)  # Read before writing.
   write_model(model, output_format, output_path, vocab_file=vocab_file,
-              do_lower_case=do_lower_case)
+              do_lower_case=do_lower_case, span_settings=spans)
+  write_span_records(files.parent(output_path), records)
   return model

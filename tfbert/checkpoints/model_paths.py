@@ -6,7 +6,9 @@ convert.check_source`). Kinds, tried in order: a directory with `saved_model.pb`
 export); a `.keras` file or a run directory with `model.keras` (tfbert); a directory with
 `modules.json` (sentence-transformers); `config.json` + `model.safetensors` (Hugging Face);
 `bert_config.json` + one checkpoint, or a checkpoint prefix (Google TF1; a
-`run_pretraining` run directory: its export's checkpoint).
+`run_pretraining` run directory: its export's checkpoint). A `.keras` path that is a
+symbolic link is read at its target (`real_file`), beside its records; a `.tflite` or `.onnx`
+export (ids in, no raw text) is refused naming what runs it.
 """
 
 import os
@@ -46,7 +48,10 @@ def locate(path: str) -> tuple[str, str]:
     raise FileNotFoundError(f"no such file or directory: {path}")
   if not files.isdir(path):
     if path.endswith(".keras"):
-      return "tfbert", path
+      return "tfbert", real_file(path)
+    reader = _EXPORT_READERS.get(os.path.splitext(path)[1].lower())
+    if reader:
+      raise ValueError(f"{path}: {reader}")
     raise ValueError(f"{path}: not a model tfbert reads: a file must be a tfbert .keras model "
                      "(a directory: an export, a run, sentence-transformers, Hugging Face or "
                      "Google)")
@@ -80,6 +85,26 @@ def locate(path: str) -> tuple[str, str]:
   raise ValueError(f"{path}: not a model directory tfbert reads{problem}: found none of "
                    f"saved_model.pb, {RUN_MODEL}, {MODULES_FILE}, "
                    "config.json + model.safetensors, bert_config.json + a checkpoint")
+
+
+# The files tfbert's exports write that `locate` does not read, with what reads them.
+_EXPORT_READERS = {
+    ".tflite": "a TFLite export (export_tflite), which takes token ids and has no raw-text "
+               "path: run it with tfbert.serving.tflite_export.TfliteModel(path) (ids in), "
+               "or load the model it was exported from",
+    ".onnx": "an ONNX export (export_onnx), which takes token ids and has no raw-text path: "
+             "run it with onnxruntime.InferenceSession(path) (ids in), or load the model it "
+             "was exported from",
+}
+
+
+def real_file(path: str) -> str:
+  """`path`, or for a local symbolic link to a file the file it points to (`os.path.realpath`):
+  a model file's records (`vocab.txt`, `run_config.json`, `span_settings.json`, ...) sit beside
+  the file itself, not beside a link to it."""
+  if files.is_url(path) or not os.path.islink(path) or not os.path.isfile(path):
+    return path
+  return os.path.realpath(path)
 
 
 def _holds_a_model(directory: str) -> bool:

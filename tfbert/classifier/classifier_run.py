@@ -86,6 +86,7 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
        "skip_malformed_rows"})
   INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + (
       "data_dir", "train_file", "eval_file", "predict_file")
+  READ_ONLY_WITH = {"do_eval": ("eval_file",), "do_predict": ("predict_file",)}
   RUN_DEFINES = frozenset({"task_name", "custom"})  # The labels and pair arity.
   RUN_SETTINGS = fine_tuning.FineTuningConfig.RUN_SETTINGS | RUN_DEFINES | {"max_seq_length"}
   task_name: str
@@ -105,7 +106,7 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
   @classmethod
   def from_json(cls, text: str) -> "ClassifierRunConfig":
     """The inverse of `to_json`."""
-    values = json.loads(text)
+    values = cls.without_unread_settings(json.loads(text))
     if values.get("custom") is not None:
       custom = values["custom"]
       values["custom"] = glue_data.CustomFormat(**{

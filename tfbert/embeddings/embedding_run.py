@@ -59,7 +59,10 @@ SENTENCE_TRANSFORMERS_KIND = "sentence-transformers directory"
 class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
   """Everything that defines a sentence-embedding run."""
   RERUN_MAY_CHANGE = fine_tuning.FineTuningConfig.RERUN_MAY_CHANGE | frozenset(
-      {"do_eval", "dev_file", "eval_batch_size", "sentence_transformers_dir"})
+      {"do_eval", "dev_file", "ir_queries_file", "ir_corpus_file", "ir_qrels_file",
+       "eval_batch_size", "sentence_transformers_dir"})
+  READ_ONLY_WITH = {"do_eval": ("dev_file", "ir_queries_file", "ir_corpus_file",
+                                "ir_qrels_file")}
   INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + (
       "train_file", "dev_file", "ir_queries_file", "ir_corpus_file", "ir_qrels_file")
   OUTPUT_PATHS = fine_tuning.FineTuningConfig.OUTPUT_PATHS + ("sentence_transformers_dir",)
@@ -93,7 +96,7 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
   @classmethod
   def from_json(cls, text: str) -> "EmbeddingRunConfig":
     """The inverse of `to_json`."""
-    return cls(**json.loads(text))
+    return cls(**cls.without_unread_settings(json.loads(text)))
 
   def checks(self, num_replicas: int = 1) -> list[validation.Check]:
     return [
@@ -208,12 +211,8 @@ def check_outputs(config: EmbeddingRunConfig) -> None:
   run_directory.check_outputs(config.output_dir, {"sentence_transformers_dir": path})
   record = atomic.read_run_record(path) if files.isdir(path) else None
   if record is not None and atomic.by_another_run(record, path, config.output_dir):
-    raise run_directory.RunDirectoryError(
-        f"sentence_transformers_dir {path} is {record.describe()}, not by this run "
-        f"{files.absolute(config.output_dir)} (a flags.txt replayed with a new output "
-        "directory?): this run would replace it with its own; pass "
-        "--sentence_transformers_dir explicitly (e.g. inside the new run), or remove it if "
-        "it is no longer needed")
+    raise run_directory.RunDirectoryError(run_directory.another_runs_output(
+        "sentence_transformers_dir", path, record, config.output_dir))
 
 
 def pack(tokenizer, texts, seq_length: int) -> dict[str, np.ndarray]:

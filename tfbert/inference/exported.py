@@ -183,7 +183,7 @@ class ExportedModel:
         squad_postprocess.PostprocessConfig(
             max_answer_length=config["max_answer_length"], version_2_with_negative=v2,
             null_score_diff_threshold=config["null_score_diff_threshold"] or 0.0))
-    return [raw_text._answer_row(p, v2) for p in predictions]  # pylint: disable=protected-access
+    return [raw_text.answer_row(p, v2) for p in predictions]
 
   def _warn_cut_contexts(self, questions, contexts) -> None:
     """Warns naming each context `answer_question`'s one window cuts: an export that does

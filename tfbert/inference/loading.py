@@ -33,6 +33,7 @@ source that already is that task keeps its head, and labels given must be its ow
 A path that is none of these gets one line naming what was looked for.
 """
 
+import difflib
 import json
 import os
 from typing import Any, Optional, Sequence, Union
@@ -102,6 +103,7 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
   do_lower_case = validation.plain_bool("do_lower_case", do_lower_case, optional=True)
   allow_casing_mismatch = validation.plain_bool("allow_casing_mismatch", allow_casing_mismatch)
   labels = label_names(labels)
+  _check_keywords(span_settings)
   kind, source = locate(path)
   if kind == "export":
     given = {name: value for name, value in dict(
@@ -112,10 +114,6 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
       raise ValueError(f"{path}: an export is fixed when written (its S, vocabulary, casing "
                        f"and labels); load it without {', '.join(given)}")
     return exported.ExportedModel(path)
-  unknown = sorted(set(span_settings) - set(SPAN_SETTINGS))
-  if unknown:
-    raise TypeError(f"load() got unexpected settings {', '.join(unknown)}; a span labeler's "
-                    f"are {', '.join(SPAN_SETTINGS)}")
   model, recorded = _read(kind, source)
   is_pair = recorded.pop("is_pair", None)
   if task is not None:
@@ -161,6 +159,40 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
 
 # A span labeler's text settings beyond S (`text_settings.TextSettings`).
 SPAN_SETTINGS = saving.SPAN_SETTINGS
+# Every keyword `load` takes.
+KEYWORDS = ("task", "labels", "max_seq_length", "do_lower_case", "vocab_file",
+            "allow_casing_mismatch", *SPAN_SETTINGS)
+# Keywords of other calls that a `load` caller may pass it, with where each is read.
+_OTHER_CALLS_KEYWORDS = {
+    "is_pair": "a classifier's arity, which load reads from its records, a run's task or "
+               "tfbert.save's record; where they do not tell, give it to "
+               "tfbert.save(model, path, \"export\", is_pair=...)",
+    "export_dtype": "a setting of tfbert.save(model, path, \"export\", export_dtype=...)",
+}
+
+
+def _check_keywords(given: dict[str, Any]) -> None:
+  """Refuses keywords `load` does not take (`**span_settings` collects them), naming each
+  with its close match among `KEYWORDS`, or the call that takes it.
+
+  Raises:
+    TypeError: naming the keywords, and every one `load` takes.
+  """
+  unknown = sorted(set(given) - set(SPAN_SETTINGS))
+  if not unknown:
+    return
+  notes = []
+  for name in unknown:
+    close = difflib.get_close_matches(name, KEYWORDS, n=1)
+    if name in _OTHER_CALLS_KEYWORDS:
+      notes.append(f"{name} is {_OTHER_CALLS_KEYWORDS[name]}")
+    elif close:
+      notes.append(f"{name}: did you mean {close[0]}?")
+  which = "arguments" if len(unknown) > 1 else "argument"
+  why = f": {'; '.join(notes)}" if notes else ""
+  raise TypeError(f"load() got unexpected keyword {which} {', '.join(unknown)}{why}; load "
+                  f"takes {', '.join(KEYWORDS)} (the last {len(SPAN_SETTINGS)} a span "
+                  "labeler's)")
 
 
 def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
@@ -240,11 +272,25 @@ def _saved_span_settings(kind: str, source: str) -> dict[str, Any]:
     return huggingface.read_hf_task(source).span_settings or {}
   if kind not in ("tfbert", "google"):
     return {}
-  path = os.path.join(files.parent(source), saving.SPAN_SETTINGS_FILE)
+  path = os.path.join(files.parent(source), convert.SPAN_SETTINGS_FILE)
   files.check_not_dangling(path, "span settings record")
   if not files.isfile(path):
     return {}
-  return dict(saving.read_span_records(path).get(os.path.basename(source), {}))
+  return dict(convert.read_span_records(path).get(os.path.basename(source), {}))
+
+
+def recorded_span_settings(model: keras.Model, kind: str, source: str) -> dict[str, Any]:
+  """The `SPAN_SETTINGS` the records of the span labeler `model` read from `source` (of
+  `kind`, as `locate` names it) give, as `load` reads them: its SQuAD run's
+  (`run_config.json`), else those `tfbert.save` recorded; {} for none, or another model.
+  For convert_checkpoint, which writes them with its output."""
+  if not isinstance(model, BertSpanLabeler):
+    return {}
+  if kind == "tfbert":
+    run = _run_settings(model, source)
+    if "doc_stride" in run:
+      return {name: run[name] for name in SPAN_SETTINGS}
+  return _saved_span_settings(kind, source)
 
 
 def _recorded_max_length(directory: str) -> Optional[int]:

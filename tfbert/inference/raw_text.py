@@ -114,8 +114,17 @@ def text_list(texts: Texts, what: str = "texts", element: str = "") -> tuple[lis
   """
   if isinstance(texts, str):
     return [_unicode(texts, what)], True
+  items, problems = _checked_items(_sequence(texts, what), what, element)
+  text_calls.refuse_items([error for _, error in problems], what)
+  return items, False
+
+
+def _checked_items(sequence: list, what: str, element: str
+                   ) -> tuple[list, list[tuple[int, Exception]]]:
+  """(the items, decoded; (index, error) of each that is not a text): the index kept as a
+  number, so that problems are ordered by it, never by their messages' wording."""
   items, problems = [], []
-  for i, item in enumerate(_sequence(texts, what)):
+  for i, item in enumerate(sequence):
     name = f"{what}[{i}]{element}"
     try:
       item = _decoded(item, what, i)
@@ -123,10 +132,9 @@ def text_list(texts: Texts, what: str = "texts", element: str = "") -> tuple[lis
         raise TypeError(f"{name} is a {type(item).__name__}, not a str")
       _unicode(item, name)
     except (TypeError, ValueError) as error:
-      problems.append(error)
+      problems.append((i, error))
     items.append(item)
-  text_calls.refuse_items(problems, what)
-  return items, False
+  return items, problems
 
 
 def text_pairs(texts, what: str = "texts") -> tuple[list[str], Optional[list[str]], bool]:
@@ -145,20 +153,15 @@ def text_pairs(texts, what: str = "texts") -> tuple[list[str], Optional[list[str
       [TypeError(f"{what}[{i}]: expected a str or a (text_a, text_b) pair, got {pair!r}")
        for i, pair in enumerate(items)
        if not (isinstance(pair, (list, tuple)) and len(pair) == 2)], what)
-  problems = []
+  problems = []  # (index, side, error): "texts[3][0]" before "texts[3][1]" before "texts[4][0]".
   columns = []
   for side in (0, 1):
-    try:
-      columns.append(text_list([p[side] for p in items], what, f"[{side}]")[0])
-    except (TypeError, ValueError) as error:
-      problems.extend(getattr(error, "items", [error]))
-  text_calls.refuse_items(sorted(problems, key=_item_order), what)
+    column, found = _checked_items([p[side] for p in items], what, f"[{side}]")
+    columns.append(column)
+    problems.extend((i, side, error) for i, error in found)
+  problems.sort(key=lambda problem: problem[:2])
+  text_calls.refuse_items([error for _, _, error in problems], what)
   return columns[0], columns[1], False
-
-
-def _item_order(error: Exception) -> tuple:
-  """Sorts named items by their index, then by side ("texts[3][0]" before "texts[3][1]")."""
-  return tuple(int(n) for n in re.findall(r"\[(\d+)\]", str(error).split(" ", 1)[0]))
 
 
 def classifier_texts(texts, is_pair: Optional[bool], what: str = "texts",
@@ -400,7 +403,7 @@ def answer(model: BertSpanLabeler, questions, contexts=None, batch_size: int = 3
           max_answer_length=settings.max_answer_length,
           version_2_with_negative=settings.version_2_with_negative,
           null_score_diff_threshold=settings.null_score_diff_threshold))
-  rows = [_answer_row(p, settings.version_2_with_negative) for p in predictions]
+  rows = [answer_row(p, settings.version_2_with_negative) for p in predictions]
   return rows[0] if one else rows
 
 
@@ -424,7 +427,18 @@ def questions_and_contexts(questions, contexts=None) -> tuple[list[str], list[st
   return questions, contexts, one
 
 
-def _answer_row(prediction: squad_postprocess.SquadPrediction, v2: bool) -> dict[str, Any]:
+def answer_row(prediction: squad_postprocess.SquadPrediction, v2: bool) -> dict[str, Any]:
+  """One answer as `answer` returns it (and `tfbert.inference.exported`'s `answer`).
+
+  Args:
+    prediction: a question's postprocessed prediction (`squad_postprocess`).
+    v2: whether the model answers SQuAD 2.0 (may say "no answer").
+
+  Returns:
+    {"answer": text ("" for no answer), "score": its start + end logit (None for no
+    answer), "start", "end": its character span in the context}, and with `v2`
+    "null_score_diff" (the no-answer score minus the best answer's).
+  """
   chosen = next((e for e in prediction.nbest if e.text == prediction.text), None)
   score = (float(chosen.start_logit + chosen.end_logit)
            if prediction.text and chosen is not None else None)

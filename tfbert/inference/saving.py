@@ -30,9 +30,8 @@ save leaves the places it names as they were. `path` is a str or an `os.PathLike
 `~` is not expanded (`tfbert.runtime.files.as_path`).
 """
 
-import json
 import os
-from typing import Any, Optional
+from typing import Optional
 
 import keras
 
@@ -51,9 +50,6 @@ from tfbert.tagging import tagging_export
 FORMATS = ("keras", "hf", "sentence-transformers", "google", "export")
 # Beside `.keras` files: each classifier's `is_pair` by its file's name (`read_arities`).
 TEXT_SETTINGS_FILE = "text_settings.json"
-# Beside `.keras` files and Google prefixes: each span labeler's `SPAN_SETTINGS` by its
-# file's (prefix's) name (`read_span_records`).
-SPAN_SETTINGS_FILE = "span_settings.json"
 SPAN_SETTINGS = huggingface.SPAN_SETTINGS
 
 
@@ -101,11 +97,12 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
   run_directory.check_not_a_run("path", path, parent if format in ("keras", "google") else path)
   settings = text_settings.settings_of(model)
   is_pair = _resolved_is_pair(model, format, is_pair, settings.is_pair)
-  arities = (_new_side_record(path, TEXT_SETTINGS_FILE, read_arities, is_pair)
+  arities = (convert.new_side_record(path, TEXT_SETTINGS_FILE, read_arities, is_pair)
              if format == "keras" else None)
   spans = ({name: getattr(settings, name) for name in SPAN_SETTINGS}
            if isinstance(model, BertSpanLabeler) else None)
-  span_records = (_new_side_record(path, SPAN_SETTINGS_FILE, read_span_records, spans)
+  span_records = (convert.new_side_record(path, convert.SPAN_SETTINGS_FILE,
+                                          convert.read_span_records, spans)
                   if format in ("keras", "google") else None)
   vocab, lower, length = settings.vocab_file, settings.do_lower_case, settings.max_seq_length
   if format == "sentence-transformers":
@@ -128,7 +125,7 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
     if format == "google" and labels is not None:  # Google's format has no labels.
       export.write_labels_file(files.parent(path), labels)
     if format == "google":  # Nor span settings.
-      _write_span_records(files.parent(path), span_records)
+      convert.write_span_records(files.parent(path), span_records)
   return path
 
 
@@ -190,10 +187,10 @@ def _side_files(path: str, format: str) -> list[tuple[str, bool]]:  # noqa: A002
   tokenizer = list(huggingface.TOKENIZER_FILES)
   if format == "keras":
     return [(os.path.join(files.parent(path), n), False)
-            for n in tokenizer + [TEXT_SETTINGS_FILE, SPAN_SETTINGS_FILE]]
+            for n in tokenizer + [TEXT_SETTINGS_FILE, convert.SPAN_SETTINGS_FILE]]
   if format == "google":
     base = os.path.basename(path)
-    names = [export.CONFIG_FILE, *tokenizer, export.LABELS_FILE, SPAN_SETTINGS_FILE,
+    names = [export.CONFIG_FILE, *tokenizer, export.LABELS_FILE, convert.SPAN_SETTINGS_FILE,
              f"{base}.index",
              f"{base}.data-00000-of-00001"]
     return [(os.path.join(files.parent(path), n), False) for n in names]
@@ -233,46 +230,6 @@ def read_arities(path: str) -> dict[str, bool]:
   return arities
 
 
-def _new_side_record(path: str, record_name: str, read, value: Any) -> Optional[dict]:
-  """The side record `record_name` beside the file (or Google prefix) `path` once `value`
-  (None: nothing of this kind) is its file's entry: None when the record stays as it is.
-  `read` reads the record; it is read before anything is written (a record tfbert cannot
-  read is refused then)."""
-  record = os.path.join(files.parent(path), record_name)
-  old = read(record) if files.isfile(record) else {}
-  new = {name: entry for name, entry in old.items() if name != os.path.basename(path)}
-  if value is not None:
-    new[os.path.basename(path)] = value
-  return None if new == old else new
-
-
-def read_span_records(path: str) -> dict[str, dict]:
-  """The span settings `SPAN_SETTINGS_FILE` at `path` records: {`.keras` file or Google
-  prefix name: {`SPAN_SETTINGS`}}.
-
-  Raises:
-    ValueError: naming `path`, when it is not that form.
-  """
-  value = json_values.read(path)
-  if not isinstance(value, dict) or not all(isinstance(name, str) for name in value):
-    raise ValueError(f"{path}: expected {{\"<name>.keras\" or \"<prefix>\": "
-                     f"{{{', '.join(SPAN_SETTINGS)}}}}}, got {value!r:.200}")
-  return {name: huggingface.check_span_settings(entry, f"{path}: {name}")
-          for name, entry in value.items()}
-
-
-def _write_span_records(directory: str, records: Optional[dict[str, dict]]) -> None:
-  """Writes (an empty record: removes) `SPAN_SETTINGS_FILE` in `directory`; None: leaves
-  it as it is."""
-  if records is None:
-    return
-  path = os.path.join(directory, SPAN_SETTINGS_FILE)
-  if records:
-    atomic.write_json(path, records)
-  elif files.isfile(path):
-    files.remove(path)
-
-
 def _save_keras(model: keras.Model, path: str, settings: text_settings.TextSettings,
                 arities: Optional[dict[str, bool]],
                 span_records: Optional[dict[str, dict]] = None) -> None:
@@ -293,51 +250,26 @@ def _save_keras(model: keras.Model, path: str, settings: text_settings.TextSetti
     if arities is not None:
       atomic.write_json(os.path.join(staging, TEXT_SETTINGS_FILE), {"is_pair": arities})
     if span_records:
-      atomic.write_json(os.path.join(staging, SPAN_SETTINGS_FILE), span_records)
+      atomic.write_json(os.path.join(staging, convert.SPAN_SETTINGS_FILE), span_records)
   if arities == {} and files.isfile(record):
     files.remove(record)
   if span_records == {}:
-    _write_span_records(directory, span_records)
+    convert.write_span_records(directory, span_records)
 
 
 def _check_side_contents(path: str, settings: text_settings.TextSettings) -> None:
   """Refuses to replace a tokenizer file beside the `.keras` file `path` whose content differs
-  from what this save writes there (another model's vocabulary, a user's file): they would
-  then describe this model, and whatever read them before would read them wrong. Identical
-  content is fine, and so is replacing `path` itself when no other `.keras` model shares the
-  folder (the files are that model's).
+  from what this save writes there (`convert.check_side_contents`: another model's
+  vocabulary, a user's file), before anything is written.
 
   Raises:
     ValueError: naming the file that differs and what to do.
   """
-  directory = files.parent(path)
-  if not files.isdir(directory):
-    return
-  others = [n for n in files.listdir(directory)
-            if n.endswith(".keras") and n != os.path.basename(path)]
-  if files.isfile(path) and not others:
-    return
-  vocab = os.path.join(directory, huggingface.TOKENIZER_FILES[0])
-  length = settings.max_seq_length
-  wanted = {
-      huggingface.TOKENIZER_FILES[1]: huggingface.tokenizer_config(settings.do_lower_case,
-                                                                   length),
-      huggingface.TOKENIZER_FILES[2]: huggingface.SPECIAL_TOKENS_MAP}
-  if files.isfile(vocab) and not files.same_content(
-      vocab, files.read_bytes(vocab), files.read_bytes(settings.vocab_file)):
-    raise ValueError(f"cannot write {path}: {vocab} holds another vocabulary than this "
-                     f"model's ({settings.vocab_file}), and saving would replace it "
-                     "(the vocab.txt beside a .keras file is its model's): save into a "
-                     "folder of its own")
-  for name, value in wanted.items():
-    side = os.path.join(directory, name)
-    if not files.isfile(side):
-      continue
-    if not files.same_content(name, files.read_bytes(side), json.dumps(value)):
-      raise ValueError(f"cannot write {path}: {side} differs from the one this model's save "
-                       f"writes (do_lower_case {settings.do_lower_case}, model_max_length "
-                       f"{length}), and saving would replace it: save into a folder of its "
-                       "own")
+  convert.check_side_contents(
+      path, files.parent(path),
+      convert.tokenizer_sides(settings.vocab_file, settings.do_lower_case,
+                              settings.max_seq_length),
+      rewrite=files.isfile(path))
 
 
 def _export(model, path, settings, is_pair, export_dtype) -> None:

@@ -122,6 +122,31 @@ def input_problems(inputs: Mapping[str, Union[str, Sequence[str]]],
   return problems
 
 
+def split_list_problems(lists: Mapping[str, Optional[Sequence[str]]]) -> list:
+  """What matches no file among the pieces of comma-separated file-list flags
+  (`{"--train_text_files": pieces}`, absl's `DEFINE_list` values), one per flag, as "--flag:
+  'piece' (from splitting 'a,b' at commas) matches no file; ...", before any work.
+
+  A list flag is split at every comma, so a path with a comma in a name (`'tx,c/a.txt'`)
+  arrives as pieces that name nothing; `expand_files` would name only the first piece, not
+  the flag or the split. A flag of one piece is left to `expand_files` (nothing was split);
+  a URL's pieces too (not listed here).
+  """
+  problems = []
+  for flag, pieces in lists.items():
+    pieces = list(pieces or ())
+    if len(pieces) < 2:
+      continue
+    unmatched = [piece for piece in pieces if not files.is_url(piece) and not _named_entries(
+        piece, tf.io.gfile.glob(piece) if piece else [])]
+    if unmatched:
+      problems.append(
+          f"{flag}: {', '.join(map(repr, unmatched))} (from splitting {','.join(pieces)!r} at "
+          f"commas) {'matches' if len(unmatched) == 1 else 'match'} no file; the flag is "
+          "comma-separated: match a comma in a name with '?'")
+  return problems
+
+
 def expand_files(files: Union[str, Sequence[str]]) -> list:
   """The sorted data files of file names or glob patterns (no temporaries or summaries).
 

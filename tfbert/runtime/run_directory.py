@@ -411,11 +411,20 @@ def check_outputs(directory: str, outputs: Mapping[str, Optional[str]]) -> None:
       raise RunDirectoryError(_inside_another_run(name, path, owner, directory))
     record = atomic.read_marker(path) if path and files.isdir(path) else None
     if record is not None and atomic.by_another_run(record, path, directory):
-      raise RunDirectoryError(
-          f"{name} {path} is {record.describe()}, not by this run "
+      raise RunDirectoryError(another_runs_output(name, path, record, directory))
+
+
+def another_runs_output(name: str, path: str, record: atomic.OutputRecord,
+                        directory: str) -> str:
+  """Why the output `path` (setting `name`) cannot be written by the run in `directory`: its
+  marker `record` says another run wrote it. The command line's --{name} wins over a
+  replayed --flagfile wherever it stands (`tfbert.runtime.cli.flagfiles_first`), so that is
+  what to give. The one wording of every output a run checks (`check_outputs`, and a
+  task's own outputs)."""
+  return (f"{name} {path} is {record.describe()}, not by this run "
           f"{files.absolute(directory)} (a flags.txt replayed with a new output directory?): "
-          f"this run would replace it with its own; pass --{name} explicitly (e.g. inside "
-          "the new run), or remove it if it is no longer needed")
+          f"this run would replace it with its own; give --{name} on the command line (a path "
+          "inside the new run, say), or remove it if it is no longer needed")
 
 
 def _inside_another_run(name: str, path: str, owner: str, directory: str) -> str:

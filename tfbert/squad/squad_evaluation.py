@@ -65,6 +65,12 @@ def evaluate_files(dataset_file: str, predictions_files: Sequence[str],
   check_scorable(parsed)
   na_probs = (_load_mapping(na_prob_file, "null odds file", (int, float), "a number")
               if na_prob_file else None)
+  if na_prob_file and not parsed.is_v2:  # The flag named, not `evaluate`'s argument.
+    written = dataset.get("version")
+    raise ValueError(
+        f"--na_prob_file={na_prob_file}: null odds are for SQuAD v2.0, but {dataset_file} is "
+        f"SQuAD v1.1 (its \"version\" is {'absent' if written is None else repr(written)}): "
+        "drop --na_prob_file to score a v1.1 set")
   return [evaluate(dataset, _load_mapping(path, "predictions file", str, "an answer string"),
                    parsed.version, na_probs, path)
           for path in predictions_files]

@@ -97,6 +97,7 @@ class SquadRunConfig(fine_tuning.FineTuningConfig):
       {"do_predict", "predict_file", "predict_articles", "predict_batch_size",
        "postprocess"})
   INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + ("train_file", "predict_file")
+  READ_ONLY_WITH = {"do_predict": ("predict_file", "predict_articles")}
   # The windows and the postprocessing: both change the predictions and scores a predict-only
   # rerun would write over the run's (`fine_tuning.run_settings`). A new postprocessing (e.g.
   # a null_score_diff_threshold's how_to_apply) is applied by rerunning with --do_train: a
@@ -117,7 +118,7 @@ class SquadRunConfig(fine_tuning.FineTuningConfig):
   @classmethod
   def from_json(cls, text: str) -> "SquadRunConfig":
     """The inverse of `to_json`."""
-    values = json.loads(text)
+    values = cls.without_unread_settings(json.loads(text))
     values["features"] = squad_features.FeatureConfig(**values["features"])
     values["postprocess"] = squad_postprocess.PostprocessConfig(**values["postprocess"])
     return cls(**values)

@@ -71,6 +71,7 @@ class NerRunConfig(fine_tuning.FineTuningConfig):
       {"do_eval", "do_predict", "eval_file", "predict_file", "eval_batch_size"})
   INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + (
       "train_file", "eval_file", "predict_file")
+  READ_ONLY_WITH = {"do_eval": ("eval_file",), "do_predict": ("predict_file",)}
   RUN_DEFINES = frozenset({"tag_scheme"})  # What the labels mean.
   RUN_SETTINGS = fine_tuning.FineTuningConfig.RUN_SETTINGS | RUN_DEFINES | {
       "max_seq_length", "doc_stride"}
@@ -97,7 +98,7 @@ class NerRunConfig(fine_tuning.FineTuningConfig):
   @classmethod
   def from_json(cls, text: str) -> "NerRunConfig":
     """The inverse of `to_json`."""
-    return cls(**json.loads(text))
+    return cls(**cls.without_unread_settings(json.loads(text)))
 
   def checks(self, num_replicas: int = 1) -> list[validation.Check]:
     return [

@@ -78,6 +78,10 @@ class FineTuningConfig:
   # A setting whose None stands for a value derived from others (`describe_setting`):
   # name -> (the rule as its flag's help says it, the value it gives for a config).
   DERIVED_DEFAULTS: ClassVar[dict[str, tuple[str, Callable[[Any], Any]]]] = {}
+  # The settings (files mostly) read only by a step a `do_` switch turns on: switch -> them.
+  # One given without its switch is refused (`checks`); it was ignored without a word (a
+  # dev file named, no evaluation, no eval_results.json). A task's config sets its own.
+  READ_ONLY_WITH: ClassVar[dict[str, tuple[str, ...]]] = {}
   output_dir: str
   do_train: bool = False
   vocab_file: Optional[str] = None
@@ -179,7 +183,7 @@ class FineTuningConfig:
         (not self.early_stopping_patience or self.eval_every_steps,
          f"early_stopping_patience ({self.early_stopping_patience}) > 0 counts evaluations "
          "during training: it needs eval_every_steps > 0"),
-    ] + training_loop.schedule_checks(self) + [
+    ] + self.unread_setting_checks() + training_loop.schedule_checks(self) + [
         # A named pipe, socket or device as a data file, vocabulary or config: read once, it
         # was then read again (hashed for the records, tokenized) and hung or read nothing.
         (False, problem) for problem in paths.special_input_problems(
@@ -189,6 +193,30 @@ class FineTuningConfig:
             container="--output_dir",
             # Evaluating the run's own model writes no model.keras; training does.
             read_from_container=() if self.do_train else ("--init_tfbert",))]
+
+  def unread_setting_checks(self) -> list[validation.Check]:
+    """One failing check per `do_` switch that is off while a setting only it reads is
+    given (`READ_ONLY_WITH`), naming them and what to add or drop."""
+    checks = []
+    for switch, names in self.READ_ONLY_WITH.items():
+      given = [name for name in names if getattr(self, name)]
+      if given and not getattr(self, switch):
+        settings = ", ".join(f"{name} {_flag_value(getattr(self, name))}" for name in given)
+        checks.append((False, f"{settings} {'is' if len(given) == 1 else 'are'} read only "
+                              f"with {switch}: add {switch}, or drop {', '.join(given)}"))
+    return checks
+
+  @classmethod
+  def without_unread_settings(cls, values: dict[str, Any]) -> dict[str, Any]:
+    """`values` (a recorded run_config.json's) without the settings their `do_` switch,
+    off, never read (`READ_ONLY_WITH`): a run recorded before they were refused may name
+    them, and its record still reads (`from_json`)."""
+    values = dict(values)
+    for switch, names in cls.READ_ONLY_WITH.items():
+      if not values.get(switch):
+        for name in names:
+          values.pop(name, None)
+    return values
 
   def to_json(self) -> str:
     values = dataclasses.asdict(self)
@@ -707,7 +735,8 @@ def initial_source(config: FineTuningConfig, own: Optional[RunModel] = None
     if not path:
       raise ValueError("bert_config_file is needed without init_checkpoint/init_hf_dir/"
                        "init_tfbert")
-    return BertConfig.from_json_file(path)
+    return BertConfig.from_json_file(path, *(
+        ["--bert_config_file"] if path == config.bert_config_file else []))
 
   if config.init_checkpoint:
     prefix = config.init_checkpoint
@@ -795,11 +824,52 @@ def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.nd
   return report
 
 
-def check_vocab_fits(model: keras.Model, vocab_size: int) -> None:
-  """Raises ValueError when the vocab has more entries than the model's embedding table."""
+def check_vocab_fits(model: keras.Model, vocab_size: int, vocab: str = "the vocabulary",
+                     model_config: str = "the model config") -> None:
+  """The vocabulary has no more entries than the model's embedding table (its ids past
+  vocab_size would fail at the first lookup).
+
+  Args:
+    model: The built model.
+    vocab_size: The vocabulary's entries.
+    vocab: The vocabulary, as a message names it (`describe_vocab`).
+    model_config: Where the model's config comes from (`describe_model_config`).
+
+  Raises:
+    ValueError: naming both, both sizes and what to do.
+  """
   if vocab_size > model.config.vocab_size:
-    raise ValueError(f"the vocab has {vocab_size} entries, the model only "
-                     f"{model.config.vocab_size} (vocab_size)")
+    raise ValueError(
+        f"{vocab} has {vocab_size} entries, more than the vocab_size "
+        f"{model.config.vocab_size} of {model_config}: pass the vocabulary that config was "
+        "made for, or fix vocab_size")
+
+
+def describe_vocab(config: FineTuningConfig, vocab_file: str) -> str:
+  """The run's vocabulary (`resolve_vocab_file`'s) as a message names it: its flag when
+  given, else the file found in its place."""
+  if config.vocab_file:
+    return f"--vocab_file={config.vocab_file}"
+  return f"{vocab_file} (the vocabulary found without --vocab_file)"
+
+
+def describe_model_config(config: FineTuningConfig, own: Optional[RunModel] = None) -> str:
+  """Where `initial_source` takes the model's config from, as a message names it: the flag
+  and the file."""
+  if config.bert_config_file:
+    return f"--bert_config_file={config.bert_config_file}"
+  if config.init_checkpoint:
+    beside = os.path.join(os.path.dirname(config.init_checkpoint), "bert_config.json")
+    return f"{beside} (beside --init_checkpoint={config.init_checkpoint})"
+  if config.init_hf_dir:
+    return f"--init_hf_dir={config.init_hf_dir} (its config.json)"
+  if own is not None and own.model_file and config.init_tfbert == own.model_file:
+    return f"{own.model_file} (the run's model, its config)"  # `evaluated_model`'s.
+  if config.init_tfbert:
+    return f"--init_tfbert={config.init_tfbert} (its config)"
+  if own is not None and own.checkpoint:
+    return f"{os.path.join(config.output_dir, 'bert_config.json')} (the run's)"
+  return "the model config"
 
 
 def check_segments_fit(model: keras.Model, segments: int) -> None:

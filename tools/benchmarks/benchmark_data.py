@@ -98,6 +98,22 @@ def measure_input_pipeline(file_pattern: str, *, batch_size: int, seq_length: in
           "seconds": elapsed, "batch_size": batch_size}
 
 
+def postprocess_features(seq_length: int) -> squad_features.FeatureConfig:
+  """The windowing of the postprocess benchmark at S `seq_length` (its `--seq_length`), the
+  rest Google's defaults (stride 128, questions of up to 64 pieces).
+
+  Raises:
+    ValueError: naming `--seq_length` and the least S whose windows hold a whole question,
+      before any work (not `FeatureConfig`'s check, which names a field the tool has no flag
+      for).
+  """
+  query = squad_features.FeatureConfig().max_query_length
+  if seq_length < query + 4:  # [CLS] query [SEP] at least one context piece [SEP].
+    raise ValueError(f"--seq_length={seq_length}: postprocess needs at least {query + 4} "
+                     f"(its questions take up to {query} pieces)")
+  return squad_features.FeatureConfig(max_seq_length=seq_length)
+
+
 def measure_postprocess(squad_file: str, *, vocab_file: Optional[str] = None,
                         do_lower_case: bool = True,
                         features: squad_features.FeatureConfig = squad_features.FeatureConfig(),
