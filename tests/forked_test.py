@@ -91,6 +91,44 @@ def test_an_uncaught_exception_prints_its_traceback_and_exits_1():
   assert result.returncode == 1
   assert "Traceback" in result.stderr and "KeyError: 'boom'" in result.stderr
 
+# A float32 forward and backward pass of attention-like ops with dropout, on oneDNN's kernels
+# where TensorFlow uses them, and the settings that decide those kernels and their threads.
+_COMPUTE = textwrap.dedent("""
+    import hashlib, json, os
+    import tensorflow as tf
+    x = tf.random.stateless_normal([37, 64], seed=[1, 2])
+    w = tf.Variable(tf.random.stateless_normal([64, 64], seed=[3, 4]))
+    with tf.GradientTape() as tape:
+      h = tf.nn.gelu(tf.matmul(x, w))
+      a = tf.nn.softmax(tf.einsum("ik,jk->ij", h, h) / 8.0)
+      keep = tf.random.stateless_uniform(a.shape, seed=[5, 6]) >= 0.1
+      y = tf.reduce_sum(tf.where(keep, a / 0.9, 0.0) @ h)
+    grad = tape.gradient(y, w)
+    digest = hashlib.sha256(h.numpy().tobytes() + a.numpy().tobytes() + grad.numpy().tobytes())
+    print(json.dumps({
+        "digest": digest.hexdigest(),
+        "env": {k: v for k, v in sorted(os.environ.items())
+                if k.startswith(("TF_", "OMP_", "KMP_", "MKL", "ONEDNN", "DNNL"))},
+        "intra": tf.config.threading.get_intra_op_parallelism_threads(),
+        "inter": tf.config.threading.get_inter_op_parallelism_threads(),
+        "devices": len(tf.config.list_logical_devices("CPU")),
+    }))
+""")
+
+
+def test_a_child_computes_bit_for_bit_what_a_fresh_interpreter_computes():
+  """The suite compares runs of forked children with each other and with runs in the test's
+  process, bit for bit: a child must compute as a fresh `python` would. The same float32
+  matmul, GELU, softmax, dropout and gradient in a fresh interpreter and in a child give the
+  same bytes, under the same TensorFlow settings and environment (a variable left set by a
+  library, as tf2onnx once did, differs here)."""
+  command = [sys.executable, "-c", _COMPUTE]
+  fresh = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+  child = forked.run(command, capture_output=True, text=True, timeout=300)
+  assert fresh.returncode == 0 and child.returncode == 0, (fresh.stderr[-2000:],
+                                                            child.stderr[-2000:])
+  assert json.loads(child.stdout) == json.loads(fresh.stdout)
+
 
 def _other(name):
   """A value of the variable `name` other than this process's."""

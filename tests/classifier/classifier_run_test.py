@@ -620,29 +620,28 @@ def _rows(out):
             for line in f]
 
 
-@pytest.mark.slow  # ~1 min: 1 process straight, killed and rerun; 2 workers preempted, rerun.
-@pytest.mark.grappler  # A fresh interpreter beside forks: all with the product's rewrites.
+@pytest.mark.slow  # ~1 min: straight, killed (a process) and rerun; 2 workers preempted, rerun.
 def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_dir):
   """Dropout on (0.1 attention, hidden and pooled output), 2 replicas, evaluation every 2 of
   8 applied steps.
 
-  * SIGKILL of a 1-process run, then the same command: its model and every log line equal
-    the uninterrupted run's bit for bit (deterministic float32 on the same replicas).
+  * SIGKILL of a run in its own process, then the same command: its model and every log
+    line equal the uninterrupted run's bit for bit (deterministic float32 on the same
+    replicas).
   * 2 worker processes, SIGTERM to worker 1 alone: both save at the same step and exit 75;
     rerun, they end equal (<= 1e-5) to 1 process with 2 replicas (a replica's masks depend
     on its global replica id, not its process), holding identical weights and optimizer
     state. Only the chief writes outputs; evaluation is sharded (the same dev predictions,
     every example once); the other worker keeps its checkpoints in .worker1/.
 
-  The uninterrupted run is a fresh interpreter; the others are forked from a process that
-  imported TensorFlow once (tests/forked.py), so the bit-for-bit equality also shows a
-  forked run computing what a fresh interpreter computes.
-  """
+  The uninterrupted run and the rerun are the tool in this process (tests/tool_process.py);
+  the killed run and the workers are forked children (tests/forked.py), which compute what a
+  fresh interpreter computes (tests/forked_test.py)."""
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
   mirrored = ("--distribution_strategy=mirrored", "--num_cpu_devices=2")
   straight = mrpc_dir / "straight"
-  run = subprocess.run(_multi_worker_args(mrpc_dir, straight, *mirrored), env=env,
-                       capture_output=True, text=True, timeout=600, check=False)
+  run = tool_process.run_tool("run_classifier",
+                              *_multi_worker_args(mrpc_dir, straight, *mirrored)[2:])
   assert run.returncode == 0, run.stderr[-3000:]
   # SIGKILL once the checkpoint of step 4 is there, then the same command again.
   killed = mrpc_dir / "killed"
@@ -656,9 +655,9 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
     proc.kill()
     proc.wait(timeout=60)
   assert not os.path.exists(killed / "model.keras")  # It really was interrupted.
-  again = forked.run(command, env=env, capture_output=True, text=True, timeout=600)
+  again = tool_process.run_tool("run_classifier", *command[2:])
   assert again.returncode == 0, again.stderr[-3000:]
-  assert "resumed from" in again.stdout
+  assert "resumed from" in again.stdout + again.stderr
   assert helpers.saved_weight_deviation(straight, killed) == 0.0
   assert _rows(killed) == _rows(straight)
   # Preemption of one worker of two.
