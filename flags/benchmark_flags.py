@@ -186,7 +186,8 @@ CONTINUED_STEPS = flags.DEFINE_integer(
     "first traces and is left out of sequences/s).", lower_bound=2)
 
 # The flags each benchmark reads (tools/benchmark.py); one set on the command line for a
-# benchmark that does not read it is refused (`check_flags_belong`), not ignored.
+# benchmark that does not read it is refused (`tfbert.runtime.cli.check_flags_read`), not
+# ignored.
 _SHAPE = ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
           "seq_length")  # And max_predictions, read by the pretraining ones only.
 _STEP_CASE = (*_SHAPE, "batch_size", "dtype", "jit_compile", "warmup_steps", "windows",
@@ -209,22 +210,3 @@ READS = {
                 "repeats", "batch_size", "seq_length"),
     "continued_pretraining": ("continued_steps", "batch_size", "seq_length"),
 }
-
-
-def check_flags_belong() -> None:
-  """Refuses the flags given on the command line (or in a flag file) that the chosen
-  `--benchmark` does not read (`READS`), each named with the benchmarks that do.
-
-  Raises:
-    ValueError: naming the flags, their benchmarks and the chosen one.
-  """
-  chosen = BENCHMARK.value
-  stray = sorted({name for names in READS.values() for name in names
-                  if flags.FLAGS[name].present and name not in READS[chosen]})
-  if stray:
-    owners = [f"--{name} ({', '.join(b for b, names in READS.items() if name in names)})"
-              for name in stray]
-    them, they = ("them", "they belong") if len(stray) > 1 else ("it", "it belongs")
-    raise ValueError(f"{', '.join(owners)}: not read by --benchmark={chosen} (the "
-                     f"benchmarks that read {them} in brackets): leave {them} out or choose "
-                     f"a benchmark {they} to")

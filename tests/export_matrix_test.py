@@ -194,7 +194,8 @@ def test_every_export_path_of_a_run_loads_back_with_its_outputs_and_labels(kind,
 
 def test_a_classifiers_labels_are_checked_when_built_and_kept_when_saved(tmp_path):
   config = helpers.odd_config()
-  with pytest.raises(ValueError, match="regression classifier"):
+  with pytest.raises(ValueError,
+                     match=r"a regression \(num_classes=1, one score\) takes no labels"):
     BertClassifier(config, 1, labels=["score"])
   with pytest.raises(ValueError, match="one distinct name per output"):
     BertClassifier(config, 3, labels=["a", "a", "b"])

@@ -1,6 +1,8 @@
 """Tests for tfbert.models: the public contract and head outputs vs the NumPy reference;
 labels of another form are refused naming the form each head trains on."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -472,3 +474,32 @@ def test_a_pretrainer_takes_its_labels_among_its_features():
       with pytest.raises(ValueError, match=message):
         call(tf.data.Dataset.from_tensors(data), verbose=0)
   assert np.isfinite(model.evaluate(labelled, verbose=0, return_dict=True)["loss"])
+
+
+@pytest.mark.parametrize("num_classes", [0, -3, 2.0, True, "2"])
+def test_a_classifier_of_no_int_count_is_refused_when_built_naming_num_classes(num_classes):
+  """0 was accepted (logits [B, 0]); -3 and 2.0 failed at the first call in Keras' shape
+  code, naming neither (sweep 13, b47/b48/b75)."""
+  with pytest.raises(ValueError, match=rf"^num_classes={re.escape(repr(num_classes))}: must "
+                                       r"be an int >= 1 \(the number of classes; 1 = "
+                                       r"regression, one score\)$"):
+    BertClassifier(helpers.odd_config(), num_classes)
+  assert BertClassifier(helpers.odd_config(), np.int64(1)).num_classes == 1
+
+
+def test_a_classifier_or_tagger_of_fewer_than_two_labels_is_refused_naming_labels():
+  """A one-label tagger was built and trained with loss 0 (sweep 13, b49): the rule of the
+  CoNLL reader (`tfbert.tagging.conll.tag_set`), for every path that builds one."""
+  config = helpers.odd_config()
+  for labels in (["O"], []):
+    with pytest.raises(ValueError, match=r"^labels=\[.*\]: a tagger needs at least 2 labels "
+                                         r"\(O and B-<type>/I-<type> tags\).*learns nothing"):
+      BertTokenClassifier(config, labels)
+  with pytest.raises(ValueError, match=r"labels=\['O', 'B-X', 'O'\] names 'O' more than once"):
+    BertTokenClassifier(config, ["O", "B-X", "O"])
+  with pytest.raises(TypeError, match="not the str 'OBI'"):
+    BertTokenClassifier(config, "OBI")
+  with pytest.raises(ValueError, match=r"^labels=\['only'\] with num_classes=1: a classifier "
+                                       r"needs at least 2 label names .*leave labels= out$"):
+    BertClassifier(config, 1, labels=["only"])
+  assert BertTokenClassifier(config, ("O", "B-X")).labels == ("O", "B-X")

@@ -23,8 +23,9 @@ def _record(config) -> dict:
 
 def test_each_task_model_finds_its_task_and_others_none():
   found = {type(model).__name__: task_registry.task_of(model) for model in (
-      BertSpanLabeler(CONFIG), BertClassifier(CONFIG, 3), BertTokenClassifier(CONFIG, ["O"]),
-      BertSentenceEncoder(CONFIG), BertPretrainer(CONFIG))}
+      BertSpanLabeler(CONFIG), BertClassifier(CONFIG, 3),
+      BertTokenClassifier(CONFIG, ["O", "B-X", "I-X"]), BertSentenceEncoder(CONFIG),
+      BertPretrainer(CONFIG))}
   assert {name: type(task).__name__ if task else None for name, task in found.items()} == {
       "BertSpanLabeler": "SquadTask", "BertClassifier": "ClassifierTask",
       "BertTokenClassifier": "NerTask", "BertSentenceEncoder": "EmbeddingTask",

@@ -10,6 +10,7 @@ Shape legend: B batch, S sequence, P masked positions, H hidden, V vocabulary, C
 from typing import NamedTuple, Optional, Sequence
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras.src.trainers import compile_utils
 
@@ -568,10 +569,10 @@ class BertClassifier(RawTextFit, _FineTuningStep, keras.Model):
 
   Args:
     config: A `BertConfig` (or its dict).
-    num_classes: C (1 for regression such as STS-B).
+    num_classes: C, an int >= 1 (1 for regression such as STS-B; `checked_num_classes`).
     dropout_rate: Dropout on the pooled output in training.
-    labels: the class names in class-id order (C distinct ones; kept in the saved model and
-      written by every export), or None (none for regression).
+    labels: the class names in class-id order (C distinct ones, so C >= 2; kept in the saved
+      model and written by every export), or None (none for regression).
 
   Training labels: {"logits": int [B] class ids} (the loss is the softmax cross-entropy),
   or float [B, 1] scores for C = 1 (the squared error, as Hugging Face does for STS-B); the
@@ -586,10 +587,12 @@ class BertClassifier(RawTextFit, _FineTuningStep, keras.Model):
     super().__init__(**kwargs)
     self._create_trackers()
     self.config = as_config(config)
-    self.num_classes = num_classes
+    self.num_classes = num_classes = checked_num_classes(num_classes)
     self.dropout_rate = dropout_rate
     if labels is not None and num_classes == 1:
-      raise ValueError("a regression classifier (1 output) has no labels")
+      raise ValueError(f"labels={_listed(labels)} with num_classes=1: a classifier needs at "
+                       "least 2 label names (num_classes >= 2); a regression (num_classes=1, "
+                       "one score) takes no labels: leave labels= out")
     self.labels = None if labels is None else tuple(_checked_labels(labels, num_classes))
     self.encoder = BertEncoder(self.config, name="encoder", dtype=self.dtype_policy)
     self.classifier_head = ClassifierHead(num_classes, dropout_rate,
@@ -694,7 +697,8 @@ class BertTokenClassifier(RawTextPredict, _FineTuningStep, keras.Model):
 
   Args:
     config: A `BertConfig` (or its dict).
-    labels: the tag of each label id (C of them; kept in the saved model).
+    labels: the tag of each label id (C >= 2 distinct ones, `tagger_labels`; kept in the
+      saved model).
     dropout_rate: Dropout on the sequence output in training.
 
   Training labels: {"logits": int [B, S] label ids, `tfbert.tagging.tagging_features.IGNORE`
@@ -714,7 +718,7 @@ class BertTokenClassifier(RawTextPredict, _FineTuningStep, keras.Model):
     super().__init__(**kwargs)
     self._create_trackers()
     self.config = as_config(config)
-    self.labels = tuple(labels)
+    self.labels = tagger_labels(labels)
     self.dropout_rate = dropout_rate
     self.encoder = BertEncoder(self.config, name="encoder", dtype=self.dtype_policy)
     self.classifier_head = ClassifierHead(len(self.labels), dropout_rate,
@@ -816,6 +820,48 @@ def hf_task_fields(architecture: str, labels: Optional[Sequence[str]] = None,
 def _no_labels(model: keras.Model, labels: Optional[Sequence[str]]) -> None:
   if labels is not None:
     raise ValueError(f"labels are for a classifier or tagger, not a {type(model).__name__}")
+
+
+def checked_num_classes(num_classes) -> int:
+  """A classifier's `num_classes` C as an int >= 1 (1: regression, one score).
+
+  Raises:
+    ValueError: anything else (0 or less, a float, a bool), naming it and the range; Keras'
+      shape code would otherwise fail at the first call, naming neither.
+  """
+  if (isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer))
+      or num_classes < 1):
+    raise ValueError(f"num_classes={num_classes!r}: must be an int >= 1 (the number of "
+                     "classes; 1 = regression, one score)")
+  return int(num_classes)
+
+
+def tagger_labels(labels) -> tuple:
+  """A tagger's `labels` as a tuple: at least 2 distinct names (as the CoNLL reader's
+  `tfbert.tagging.conll.tag_set` requires of a training file).
+
+  Raises:
+    TypeError: a str (one name is no sequence of them).
+    ValueError: fewer than 2 labels (a tagger of the one label O trains with loss 0 and
+      learns nothing), or a name given twice, naming `labels=`.
+  """
+  if isinstance(labels, (str, bytes)):
+    raise TypeError(f"labels= must be a sequence of tag names, not the str {labels!r}")
+  labels = tuple(labels)
+  if len(labels) < 2:
+    raise ValueError(f"labels={_listed(labels)}: a tagger needs at least 2 labels (O and "
+                     "B-<type>/I-<type> tags): one with the one label O trains with loss 0 "
+                     "and learns nothing; pass every tag of the data")
+  twice = sorted({repr(n) for i, n in enumerate(labels) if n in labels[:i]})
+  if twice:
+    raise ValueError(f"labels={_listed(labels)} names {', '.join(twice)} more than once: each "
+                     "label id needs a tag of its own")
+  return labels
+
+
+def _listed(labels) -> list:
+  """`labels` as a list for a message (a str kept whole)."""
+  return [labels] if isinstance(labels, (str, bytes)) else list(labels)
 
 
 def _checked_labels(labels: Optional[Sequence[str]], count: int) -> list[str]:

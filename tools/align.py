@@ -28,6 +28,13 @@ from tfbert_flags import align_flags as f
 from tfbert_flags import common_flags
 from tfbert_tools.demos import pretraining_demo, squad_demo
 
+# The flags that only some --task values read (every other flag is read by each task):
+# one given for a task that does not read it is refused (`cli.check_flags_read`), not
+# ignored. Fine-tuning trains without warmup (`alignment_run.fine_tuning_config`).
+TASK_READS = {"pretraining": ("input_files", "max_predictions_per_seq", "num_warmup_steps"),
+              "squad": ("train_file",),
+              "classifier": ("train_file", "task_name")}
+
 
 def default_input_files(workdir: str) -> list[str]:
   """Where the main job's pretraining records (pydoc_data.topics) go: WORKDIR/data, made
@@ -67,7 +74,11 @@ def main(argv):
     raise ValueError(f"--optimizer={f.OPTIMIZER.value}: --task={f.TASK.value} trains AdamW only: "
                      "pass --optimizer=adamw or leave it out (its default for this task)")
   common_flags.check_optimizer_flags(f)  # Before any work.
+  cli.check_flags_read(TASK_READS, "task", f.TASK.value,  # Before any work.
+                       [name for names in TASK_READS.values() for name in names
+                        if common_flags.given_otherwise(name)])
   paths.check_outputs({"--workdir": f.WORKDIR.value})  # Before any work.
+  cli.check_outside_runs({"--workdir": f.WORKDIR.value}, "align")
   split = input_pipeline.split_list_problems({"--input_files": f.INPUT_FILES.value})
   if split:  # A comma in a path named, before any work.
     raise ValueError(split[0])

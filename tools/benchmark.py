@@ -34,6 +34,8 @@ import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is 
 import dataclasses
 import tempfile
 
+from absl import flags
+
 from tfbert.runtime import cli, paths
 from tfbert.squad import squad_features
 from tfbert_flags import benchmark_flags as f
@@ -211,7 +213,9 @@ def continued_pretraining() -> str:
 
 def main(argv):
   del argv
-  f.check_flags_belong()  # Before any work: a flag of another benchmark is not ignored.
+  cli.check_flags_read(  # Before any work: a flag of another benchmark is not ignored.
+      f.READS, "benchmark", f.BENCHMARK.value,
+      [name for names in f.READS.values() for name in names if flags.FLAGS[name].present])
   check_shape_flags()  # Before any work, with the flags' names.
   if f.BENCHMARK.value == "postprocess" and not f.SQUAD_DEV_FILE.value:
     raise ValueError("--benchmark=postprocess times SQuAD feature creation and "
@@ -221,6 +225,7 @@ def main(argv):
     _postprocess_features()  # Before any work: a --seq_length too short for a question.
   # Its only output (the benchmarks' own files go to temporary directories).
   paths.check_outputs({"--pretraining_data_dir": f.PRETRAINING_DATA_DIR.value})
+  cli.check_outside_runs({"--pretraining_data_dir": f.PRETRAINING_DATA_DIR.value}, "benchmark")
   runs = {"accumulation": accumulation, "pretraining": lambda: training_step("pretraining"),
           "squad": lambda: training_step("squad"), "input_pipeline": input_pipeline,
           "postprocess": postprocess, "matmul": matmul, "kernels": kernels, "resume": resume,

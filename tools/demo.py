@@ -41,6 +41,7 @@ def main(argv):
   del argv
   check_flags()
   paths.check_outputs({"--workdir": demo_flags.WORKDIR.value})  # Before any work.
+  cli.check_outside_runs({"--workdir": demo_flags.WORKDIR.value}, "demo")
   # The demo prints its own summary; TensorFlow's INFO lines (saver, strategy) would drown it.
   absl_logging.set_verbosity(absl_logging.WARNING)
   logging.getLogger("tensorflow").setLevel(logging.WARNING)

@@ -240,6 +240,33 @@ def test_a_full_disk_leaves_old_outputs_intact_and_no_partial_files(shared_data,
       assert open(os.path.join(disk.path, name), "rb").read() == data, name
 
 
+@pytest.mark.parametrize("given", [True, False])
+def test_a_config_that_does_not_describe_the_google_input_is_named_in_one_line(
+    shared_data, tmp_path, given):
+  """Sweep 13 P3: a long list of every tensor's shape mismatch, naming neither the config
+  nor what to do."""
+  source = tmp_path / "ckpt"
+  source.mkdir()
+  for name in os.listdir(os.path.dirname(_tiny_prefix(shared_data))):
+    if name.startswith("bert_model.ckpt."):
+      os.symlink(os.path.join(os.path.dirname(_tiny_prefix(shared_data)), name), source / name)
+  config = source / "bert_config.json" if not given else tmp_path / "cfg.json"
+  own = os.path.join(os.path.dirname(_tiny_prefix(shared_data)), "bert_config.json")
+  with open(own, encoding="utf-8") as f:
+    fields = json.load(f)
+  with open(config, "w", encoding="utf-8") as f:
+    json.dump({**fields, "hidden_size": 32}, f)
+  with pytest.raises(ValueError) as e:
+    convert.convert_checkpoint("google", str(source / "bert_model.ckpt"), "hf",
+                               str(tmp_path / "out"), str(config) if given else None)
+  where = (f"--bert_config_file={config}" if given else f"{config} (beside the checkpoint)")
+  assert str(e.value) == (
+      f"hidden_size 32 in {where}, but the checkpoint's bert/embeddings/word_embeddings is "
+      "[15, 4]: pass the config the checkpoint was trained with"
+      + ("" if given else " (--bert_config_file)"))
+  assert not (tmp_path / "out").exists()
+
+
 def test_command_line_tool_converts(shared_data, tmp_path):
   prefix = os.path.join(shared_data, "keras_bert_test_checkpoint", "bert_model.ckpt")
   # In this process (tests/tool_process.py): what the tool writes and prints is the subject.
@@ -515,3 +542,20 @@ def test_a_converted_span_labeler_keeps_its_windows(saved_span_labeler, tmp_path
   assert run.returncode == 0, run.stderr
   back = text_settings.settings_of(tfbert.load(str(tmp_path / output)))
   assert {key: getattr(back, key) for key in SPANS} == SPANS
+
+
+def test_a_hugging_face_tagger_of_one_tag_is_refused_naming_its_directory(tmp_path):
+  """A `BertForTokenClassification` directory with a one-row head would make a one-tag tagger
+  (loss 0, it learns nothing): the model refuses it, and the reader names the directory
+  (sweep 13, b49's rule reached through a conversion)."""
+  model = BertClassifier(helpers.odd_config(), 1)
+  model.build()
+  hf_dir = tmp_path / "one_tag"
+  convert.write_model(model, "hf", str(hf_dir))
+  config = json.loads((hf_dir / "config.json").read_text())
+  config["architectures"] = ["BertForTokenClassification"]
+  config.pop("problem_type", None)
+  (hf_dir / "config.json").write_text(json.dumps(config))
+  with pytest.raises(ValueError, match=re.escape(f"{hf_dir}: ")) as refused:
+    convert.read_model("hf", str(hf_dir))
+  assert "LABEL_0" in str(refused.value), refused.value

@@ -178,6 +178,39 @@ def test_shape_mismatch_is_named(tiny):
           in str(e.value))
 
 
+def test_a_config_that_does_not_describe_the_checkpoint_is_named_first(tiny):
+  """Sweep 13 P3: a list of every tensor's shapes, naming neither the config nor the field."""
+  config, prefix = tiny
+  model = BertPretrainer(BertConfig(**{**config.to_dict(), "intermediate_size": 17}))
+  with pytest.raises(ValueError) as e:
+    load_google_checkpoint(model, prefix)
+  assert str(e.value).startswith(
+      f"cannot load {prefix} into BertPretrainer:\nintermediate_size 17 in the model's config, "
+      "but the checkpoint's bert/encoder/layer_0/intermediate/dense/kernel is [4, 16]: build "
+      "the model with the config the checkpoint was trained with\nshape mismatch:"), e.value
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("hidden_size", 8, "hidden_size 8 in cfg.json, but the checkpoint's "
+                       "bert/embeddings/word_embeddings is [15, 4]"),
+    ("vocab_size", 30522, "vocab_size 30522 in cfg.json, but the checkpoint's "
+                          "bert/embeddings/word_embeddings is [15, 4]"),
+    ("max_position_embeddings", 64, "max_position_embeddings 64 in cfg.json, but the "
+                                    "checkpoint's bert/embeddings/position_embeddings is [16, 4]"),
+    ("type_vocab_size", 16, "type_vocab_size 16 in cfg.json, but the checkpoint's "
+                            "bert/embeddings/token_type_embeddings is [2, 4]"),
+    ("num_hidden_layers", 3, "num_hidden_layers 3 in cfg.json, but the checkpoint has 2 "
+                             "(bert/encoder/layer_0 to layer_1)"),
+])
+def test_config_mismatch_names_the_first_field_the_tensors_contradict(tiny, field, value,
+                                                                      expected):
+  config, prefix = tiny
+  shapes = google_checkpoint.list_google_checkpoint(prefix)
+  assert google_checkpoint.config_mismatch(config, shapes, "cfg.json") is None
+  wrong = BertConfig(**{**config.to_dict(), field: value})
+  assert google_checkpoint.config_mismatch(wrong, shapes, "cfg.json") == expected
+
+
 def test_unmatched_tensors_are_listed_unless_allowed(tiny):
   config, prefix = tiny
   model = BertSpanLabeler(config)

@@ -6,7 +6,9 @@ counts) minus the header, and the label split that SOURCES.md documents for each
 """
 
 import collections
+import gzip
 import os
+import re
 
 import pytest
 
@@ -151,6 +153,62 @@ def test_a_header_of_another_task_fails_at_line_1(tmp_path):
   with pytest.raises(ValueError, match=r"header column 1 \(text_a\) should be 'sentence1', "
                                        r"found 'question'"):
     glue_data.read_examples(glue_data.TASKS["rte"], path, "train")
+
+
+@pytest.mark.parametrize("task", sorted(glue_data.TASKS))
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_a_one_column_file_names_its_columns_and_the_layout_of_the_task(tmp_path, task, split):
+  # An SST-2 predict file of sentences only said "header column 1 (text_a) should be
+  # 'sentence', found None: not a pred.tsv of this task?".
+  header, row = (TEST_ROWS if split == "test" else ROWS)[task]
+  path = _file(tmp_path, None, "just one sentence", name="pred.tsv")
+  layout = glue_data.expected_layout(glue_data.TASKS[task], split)
+  if header is None:  # CoLA's train/dev files have no header: the row is too short.
+    with pytest.raises(ValueError, match=r"pred.tsv:1: column \d \(\w+\) is missing \(1 "
+                                         r"column\)"):
+      glue_data.read_examples(glue_data.TASKS[task], path, split)
+    assert layout.startswith("a cola train file is GLUE's train.tsv layout: no header, one "
+                             "tab-separated row per example, text_a in column 3")
+    return
+  with pytest.raises(ValueError) as error:
+    glue_data.read_examples(glue_data.TASKS[task], path, split)
+  assert re.match(re.escape(f"{path}:1: ") + r"(1 column, no column|header column 0 \(text_a\) "
+                  r"should be 'sentence', found 'just one sentence')", str(error.value))
+  assert "None" not in str(error.value) and str(error.value).endswith("; " + layout)
+  # The header sketched ('<3 columns><TAB>question1<TAB>...') is GLUE's own header.
+  sketch = re.fullmatch(r".* layout: a header '(.*)', then one row per example with the same "
+                        r"columns", layout).group(1)
+  pattern = "\t".join(r"[^\t]*(?:\t[^\t]*){%d}" % (int(cell[1:].split()[0]) - 1)
+                      if cell.startswith("<") else ".*" if cell == "..." else re.escape(cell)
+                      for cell in sketch.split("<TAB>"))
+  assert re.fullmatch(pattern, header), (sketch, header)
+
+
+@pytest.mark.parametrize("delimiter, text, hint", [
+    (",", "a b\tyes", "the line holds tabs: it is read with --custom_delimiter=comma: pass "
+     "--custom_delimiter=tab?"),
+    ("\t", "a b,yes", "the line holds commas: it is read with --custom_delimiter=tab: pass "
+     "--custom_delimiter=comma?"),
+    ("\t", "a b;yes", "the line holds semicolons: --custom_delimiter reads tab or comma"),
+])
+def test_too_few_columns_with_another_delimiter_name_the_flag(tmp_path, delimiter, text, hint):
+  fmt = glue_data.CustomFormat(labels=("no", "yes"), delimiter=delimiter)
+  path = _file(tmp_path, None, text)
+  with pytest.raises(ValueError, match=r"train.tsv:1: column 1 \(label\) is missing \(1 "
+                                       r"column\); " + re.escape(hint)):
+    glue_data.read_examples(glue_data.custom_task(fmt), path, "train")
+  # A GLUE task's file is tab-separated whatever the line holds.
+  path = _file(tmp_path, None, "index,sentence", "0,A b.")
+  with pytest.raises(ValueError, match="the line holds commas: sst-2 files are tab-separated"):
+    glue_data.read_examples(glue_data.TASKS["sst-2"], path, "test")
+
+
+def test_a_gzip_file_is_named_as_one(tmp_path):
+  path = tmp_path / "train.tsv.gz"
+  path.write_bytes(gzip.compress(b"sentence\tlabel\nA b.\t1\n"))
+  with pytest.raises(ValueError, match=re.escape(f"{path} is gzip-compressed: decompress it "
+                                                 f"(gunzip {path}), then pass")):
+    glue_data.read_examples(glue_data.TASKS["sst-2"], str(path), "train")
 
 
 def test_skip_malformed_reports_each_bad_row_and_keeps_the_rest(tmp_path):

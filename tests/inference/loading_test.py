@@ -198,8 +198,8 @@ def test_settings_that_do_not_apply_are_refused_naming_them(hf_classifier, kwarg
     (dict(max_seq_len=64), r"argument max_seq_len: max_seq_len: did you mean "
                            r"max_seq_length\?; load takes task, labels, max_seq_length, "
                            r"do_lower_case, vocab_file, allow_casing_mismatch, "
-                           r"max_query_length, .*null_score_diff_threshold \(the last 5 a "
-                           r"span labeler's\)$"),
+                           r"reinit_head, max_query_length, .*null_score_diff_threshold "
+                           r"\(the last 5 a span labeler's\)$"),
     (dict(is_pair=True), r"argument is_pair: is_pair is a classifier's arity, .*give it to "
                          r"tfbert.save\(model, path, \"export\", is_pair=...\)"),
     (dict(dostride=1, is_pair=True), r"arguments dostride, is_pair: dostride: did you mean "
@@ -503,7 +503,8 @@ def test_labels_of_a_classifier_loaded_as_one_and_duplicate_labels_are_named(tmp
   tfbert.save(model, str(tmp_path / "m.keras"))
   with pytest.raises(ValueError, match=r"labels \['a', 'b'\] are not the model's \(\['0', "
                                        r"'1'\]\): it is a BertClassifier already, so its head "
-                                       r"is kept .*load the encoder it was fine-tuned from"):
+                                       r"is kept .*for a fresh head with these labels on its "
+                                       r"encoder, pass reinit_head=True$"):
     tfbert.load(str(tmp_path / "m.keras"), task="classifier", labels=["a", "b"])
   with pytest.raises(ValueError, match=r"^labels= names 'a' more than once \(\['a', 'a', "
                                        r"'b'\]\): each class needs a name of its own$"):
@@ -552,3 +553,48 @@ def test_a_squad_runs_span_settings_are_what_convert_checkpoint_keeps(tmp_path):
       null_score_diff_threshold=0.0)
   assert loading.recorded_span_settings(_model(BertClassifier, 2), "tfbert",
                                         str(run / "model.keras")) == {}
+
+
+def test_reinit_head_starts_a_fresh_head_on_a_fine_tuned_models_encoder(tmp_path, caplog):
+  """README promises `reinit_head=True` (the tools' --reinit_head); load() refused the
+  keyword, and its refusal sent users to an encoder file they may not have (sweep 13, b15)."""
+  model = _model(BertClassifier, 2, labels=("0", "1"))
+  tfbert.save(model, str(tmp_path / "m.keras"))
+  path = str(tmp_path / "m.keras")
+  fresh = tfbert.load(path, task="classifier", labels=LABELS, reinit_head=True)
+  assert type(fresh) is BertClassifier and fresh.labels == LABELS
+  _same_weights(model.encoder, fresh.encoder)
+  assert "reinit_head" in caplog.text and "a fresh classifier head" in caplog.text
+  own = tfbert.load(path, reinit_head=True)  # Its own task and labels, the head fresh.
+  assert own is not model and own.labels == ("0", "1")
+  assert not np.array_equal(own.classifier_head.output_weights.numpy(),
+                            model.classifier_head.output_weights.numpy())
+  with pytest.raises(ValueError, match="holds a BertEncoder .*pass task= as well"):
+    loading._own_task(_model(tfbert.BertEncoder), "enc")
+
+
+def test_one_label_is_refused_naming_labels_and_what_a_classifier_needs(tmp_path):
+  """It spoke of a regression the user did not ask for (sweep 13, b80), and a one-label
+  tagger was built (b76)."""
+  encoder = _model(BertSentenceEncoder)
+  with pytest.raises(ValueError, match=r"^task='classifier' on src: labels=\['only'\] names 1 "
+                                       r"class; a classifier needs at least 2 label names "
+                                       r"\(for one score, task='regression' without "
+                                       r"labels=\)$"):
+    loading.with_task(encoder, "classifier", ["only"], "src")
+  with pytest.raises(ValueError, match=r"^labels=\['O'\]: a tagger needs at least 2 labels"):
+    loading.with_task(encoder, "tagger", ["O"], "src")
+
+
+def test_the_ids_half_of_an_export_names_the_export_above_it(tmp_path):
+  """It said what signature was missing, not what to load (sweep 13, b115)."""
+  ids = tmp_path / "exp" / "ids"
+  ids.mkdir(parents=True)
+  (ids / "saved_model.pb").write_bytes(b"")
+  (tmp_path / "exp" / "saved_model.pb").write_bytes(b"")
+  with pytest.raises(ValueError, match=rf"^{re.escape(str(ids))} is the id-only half of the "
+                                       rf"tfbert export {re.escape(str(tmp_path / 'exp'))} "
+                                       r".*: load .*exp for text"):
+    tfbert.load(str(ids))
+  with pytest.raises(ValueError, match="load it without reinit_head"):
+    tfbert.load(str(tmp_path / "exp"), reinit_head=True)

@@ -70,3 +70,12 @@ def test_projection_heads_are_right_in_reduced_precision(head, shape, dtype):
   want = tf.cast(x, tf.float64).numpy() @ w.T + b
   error = np.max(np.abs(logits.numpy() - want)) / np.max(np.abs(want))
   assert error <= REDUCED_BOUNDS[dtype], error
+
+
+@pytest.mark.parametrize("num_classes", [0, -3, 2.0, True])
+def test_a_classifier_head_of_no_int_count_is_refused_naming_num_classes(num_classes):
+  """It was accepted, and 0 gave logits [B, 0]; -3 and 2.0 failed in Keras' shape code at
+  build, naming neither (sweep 13, b47/b48/b75)."""
+  with pytest.raises(ValueError, match=rf"num_classes={num_classes!r}: must be an int >= 1"):
+    ClassifierHead(num_classes)
+  assert ClassifierHead(np.int64(3)).num_classes == 3

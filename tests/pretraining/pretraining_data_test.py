@@ -410,6 +410,21 @@ def test_lines_with_invalid_utf8_are_dropped_as_google_does_and_counted(shared_d
   assert (tmp_path / "out" / shard).read_bytes() == (tmp_path / "clean" / shard).read_bytes()
 
 
+def test_a_gzip_compressed_corpus_is_refused_not_read_as_damaged_lines(shared_data, tmp_path):
+  """A .gz corpus was read as lines of invalid UTF-8, dropped as Google drops them and
+  counted: nearly nothing made from it, with a warning that spoke of bytes (sweep 13, P3's
+  rule in the pretraining reader): named as compressed, with what to do, before any shard."""
+  import gzip  # pylint: disable=import-outside-toplevel
+  corpus = tmp_path / "corpus.txt.gz"
+  corpus.write_bytes(gzip.compress(open(os.path.join(shared_data, SAMPLE_TEXT), "rb").read()))
+  with pytest.raises(ValueError, match=re.escape(
+      f"{corpus} is gzip-compressed: decompress it (gunzip {corpus}), then pass "
+      f"{str(corpus)[:-3]}")):
+    pretraining_data.create_pretraining_data([str(corpus)], str(tmp_path / "out"), _config(),
+                                             log_stream=io.StringIO())
+  assert not (tmp_path / "out").exists()
+
+
 def test_a_vocab_that_does_not_fit_the_text_warns_with_its_unk_rate(tmp_path):
   corpus = tmp_path / "corpus.txt"
   corpus.write_text("The Quick Brown Fox Jumps Over The Lazy Dog.\nIt Was Not Amused.\n\n"

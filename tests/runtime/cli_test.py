@@ -636,3 +636,73 @@ def test_ctrl_c_while_a_tool_imports_tensorflow_is_one_line_and_status_130(tmp_p
   assert child.returncode == 130, err[-3000:]
   assert "Traceback" not in err and shown[-1:] == ["export_onnx: interrupted"], err[-3000:]
   assert not out and not os.listdir(tmp_path)
+
+
+_TASK_READS = {"pretraining": ("input_files",), "squad": ("train_file",),
+               "classifier": ("train_file", "task_name")}
+
+
+def test_a_flag_the_chosen_choice_does_not_read_is_named_with_the_choices_that_read_it():
+  cli.check_flags_read(_TASK_READS, "task", "classifier", ["train_file", "task_name", "seed"])
+  with pytest.raises(ValueError) as raised:
+    cli.check_flags_read(_TASK_READS, "task", "pretraining", ["train_file", "seed"])
+  assert str(raised.value) == (
+      "--train_file (squad, classifier): not read by --task=pretraining (the tasks that read "
+      "it in brackets): leave it out or choose a task it belongs to")
+  with pytest.raises(ValueError, match=r"^--input_files \(pretraining\), --task_name "
+                                       r"\(classifier\): not read by --task=squad .* leave "
+                                       "them out or choose a task they belong to$"):
+    cli.check_flags_read(_TASK_READS, "task", "squad", ["task_name", "input_files"])
+
+
+def test_a_working_directory_in_a_run_directory_is_refused(tmp_path):
+  """Sweep 13 S4: demo --workdir=<a run_classifier run> wrote minilm_export/ into it."""
+  run = tmp_path / "run"
+  run.mkdir()
+  (run / ".tfbert-run.lock").write_text("")
+  cli.check_outside_runs({"--workdir": str(tmp_path / "new"), "--other": None}, "demo")
+  with pytest.raises(ValueError) as raised:
+    cli.check_outside_runs({"--workdir": str(run)}, "demo")
+  assert str(raised.value) == (
+      f"--workdir {run} is the directory of a tfbert run (it holds .tfbert-run.lock): demo "
+      "would write its own files among that run's; choose another --workdir, e.g. a new "
+      "directory")
+  with pytest.raises(ValueError, match=f"^--workdir {run / 'a' / 'b'} lies inside the tfbert "
+                                       f"run directory {run} "):
+    cli.check_outside_runs({"--workdir": str(run / "a" / "b")}, "align")
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["align", "--task=pretraining", "--train_file=dev.tsv"],
+     "--train_file (squad, classifier): not read by --task=pretraining"),
+    (["align", "--task=squad", "--num_warmup_steps=3"],
+     "--num_warmup_steps (pretraining): not read by --task=squad"),
+    (["align", "--task=squad", "--max_predictions_per_seq=5"],
+     "--max_predictions_per_seq (pretraining): not read by --task=squad"),
+    (["align", "--task=squad", "--input_files=x.tfrecord"],
+     "--input_files (pretraining): not read by --task=squad"),
+    (["align", "--task=squad", "--task_name=sst-2"],
+     "--task_name (classifier): not read by --task=squad"),
+    (["align", "--workdir={run}/align"], "--workdir {run}/align lies inside the tfbert run "
+                                         "directory {run}"),
+    (["demo", "--pretrain_steps=0", "--workdir={run}"], "--workdir {run} is the directory of "
+                                                        "a tfbert run"),
+    (["benchmark", "--benchmark=input_pipeline", "--pretraining_data_dir={run}/data"],
+     "--pretraining_data_dir {run}/data lies inside the tfbert run directory {run}"),
+])
+def test_tools_refuse_an_unread_task_flag_or_a_workdir_in_a_run_before_any_work(
+    tmp_path, argv, expected):
+  """Sweep 13 S3, S4: align --task=pretraining --train_file=... trained on its own records
+  without a word; demo --workdir=<a run directory> wrote its export into the run."""
+  run = tmp_path / "run"
+  run.mkdir()
+  (run / ".tfbert-run.lock").write_text("")
+  before = sorted(os.listdir(tmp_path)), sorted(os.listdir(run))
+  args = [a.format(run=run) for a in argv[1:]]
+  if argv[0] == "align" and not any(a.startswith("--workdir") for a in args):
+    args.append(f"--workdir={tmp_path / 'out'}")
+  result = tool_process.run_tool(argv[0], *args)
+  lines = result.stderr.strip().splitlines()
+  assert result.returncode == 1 and len(lines) == 1, result.stderr[-3000:]
+  assert lines[0].startswith(f"{argv[0]}: error: {expected.format(run=run)}"), lines[0]
+  assert (sorted(os.listdir(tmp_path)), sorted(os.listdir(run))) == before

@@ -1,5 +1,6 @@
 """tfbert.runtime.files: one set of path functions for local paths and `tf.io.gfile` URLs."""
 
+import gzip
 import json
 import os
 import pathlib
@@ -48,6 +49,14 @@ def test_text_drops_a_byte_order_mark_reads_any_line_end_and_names_bad_bytes(roo
   with pytest.raises(ValueError, match=r"utf16.tsv: UTF-16 text \(it starts with a UTF-16 "
                                        r"byte-order mark"):
     files.read_text(f"{root}/utf16.tsv")
+  # gzip: it said "not UTF-8 text (byte 0x8b at column 2); save the file as UTF-8".
+  with files.open_file(f"{root}/train.tsv.gz", "wb") as f:
+    f.write(gzip.compress(b"a\tb\n"))
+  with pytest.raises(ValueError, match=r"train.tsv.gz is gzip-compressed: decompress it \(gunzip "
+                                       r".*train.tsv.gz\), then pass .*train.tsv$"):
+    files.read_text(f"{root}/train.tsv.gz")
+  assert files.gzip_message("a b") == ("a b is gzip-compressed: decompress it (gunzip -c 'a b' "
+                                       "> 'a b.txt'), then pass that file")
 
 
 def test_rename_copy_and_remove_are_the_same_on_both(root):

@@ -363,8 +363,30 @@ def test_a_rerun_on_other_training_data_is_refused_naming_the_file_and_the_chang
                                               "longer read"):
     run_directory.claim(run, _records() + [_data_record([str(other)])])
   assert (tmp_path / "run" / "data.json").read_text() == recorded  # Nothing rewritten.
+
   run_directory.claim(run, _records() + [_data_record([str(train)])],
                       allow_changes=True).release()  # Deliberately, on the new data.
+
+
+def test_a_rerun_on_other_shards_keeps_the_remedy_within_the_one_line_error(tmp_path):
+  """Every shard was listed (a corpus has hundreds), so the tool's one-line error (600
+  characters) cut the remedy off: the list is now a few examples and counts by kind."""
+  shards = []
+  for i in range(40):
+    shards.append(tmp_path / f"a-long-corpus-shard-name-{i:05d}-of-00040.tfrecord")
+    shards[-1].write_bytes(b"x" * (i + 1))
+  run = str(tmp_path / "run")
+  records = _records() + [_data_record([str(p) for p in shards[:30]], content=False)]
+  with run_directory.claim(run, records):
+    run_directory.write_records(run, records)
+  with pytest.raises(RunDirectoryError) as error:
+    run_directory.claim(run, _records() + [_data_record([str(p) for p in shards[10:]],
+                                                         content=False)])
+  message = str(error.value)
+  assert len(message) < 560 + len(run) and message.endswith(
+      "use another directory, or rerun with --allow_config_change to continue this run on it")
+  assert re.search(r"; and \d+ more \(\d+ files no longer read, 10 files not read before\)",
+                   message), message
 
 
 def test_a_run_recorded_before_its_data_was_continues_and_sizes_alone_compare(tmp_path):

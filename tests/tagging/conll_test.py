@@ -5,6 +5,7 @@ SOURCES.md documents (sentences, words, entities per split), counted there by an
 program.
 """
 
+import gzip
 import os
 
 import pytest
@@ -48,6 +49,30 @@ def test_unicode_spaces_stay_in_their_word(tmp_path):
   (sentence,) = conll.read_conll(path)
   assert sentence.words == ("New\u00a0York", "is\u3000here")
   assert sentence.tags == ("B-LOC", "O")
+
+
+def test_a_tab_separated_line_keeps_a_word_with_a_space_and_reads_back_as_written(tmp_path):
+  """A line holding a tab is split at tabs only: "New York<TAB>B-location" was the word
+  "New" ("York" taken as a column and dropped), in training and in the predictions written.
+  A space-separated line is split at spaces as before."""
+  path = _write(tmp_path, "New York\tB-location\nis \tO\n1 000\tNN\tO\nbig O\n\t\n"
+                          "x\tO\n", newline="\r\n")
+  first, second = conll.read_conll(path)
+  assert first.words == ("New York", "is", "1 000", "big")
+  assert first.tags == ("B-location", "O", "O", "O") and second.words == ("x",)
+  # The predictions writer's file (word<TAB>tag) reads back word for word, by both readers.
+  written = conll.write_conll(str(tmp_path / "pred.conll"), [first, second],
+                              [["B-location", "O", "O", "O"], ["O"]])
+  assert [s.words for s in conll.read_conll(written)] == [first.words, second.words]
+  assert tagging_metrics.read_predictions(written, [first, second], path) == [
+      ["B-location", "O", "O", "O"], ["O"]]
+
+
+def test_a_gzip_file_is_named_as_one(tmp_path):
+  path = tmp_path / "train.conll.gz"
+  path.write_bytes(gzip.compress(b"EU B-ORG\n"))
+  with pytest.raises(ValueError, match=f"{path} is gzip-compressed: decompress it"):
+    conll.read_conll(str(path))
 
 
 def test_columns_by_flag_and_words_only(tmp_path):

@@ -627,14 +627,18 @@ def test_a_file_read_only_with_a_do_switch_is_refused_without_it(tmp_path, make,
                                                                 switch):
   """Sweep 12 S2: a dev, predict or retrieval file given without its `do_` switch was never
   opened, and the run trained and ended without a word; refused at construction, naming
-  each setting and what to add or drop. Its switch on, it is taken; a run record written
-  before the rule (it names the file, the switch off) still reads, without it."""
+  each setting and what to add or drop, and how a replayed flags.txt clears it (sweep 13
+  P5: a line of a flag file cannot be dropped from the command line). Its switch on, it is
+  taken; a run record written before the rule (it names the file, the switch off) still
+  reads, without it."""
   out = tmp_path / "out"
   with pytest.raises(ValueError) as refused:
     make(output_dir=str(out), do_train=True, **given)
   settings = ", ".join(f"{name} {value}" for name, value in given.items())
   assert (f"{settings} {'is' if len(given) == 1 else 'are'} read only with {switch}: add "
-          f"{switch}, or drop {', '.join(given)}") in str(refused.value), refused.value
+          f"{switch}, or drop {', '.join(given)} (a flags.txt replayed: "
+          f"{' '.join(f'--{name}=' for name in given)} clears it)") in str(refused.value), (
+              refused.value)
   assert not out.exists()
   config = make(output_dir=str(out), do_train=True, **given, **{switch: True})
   # A rerun may drop them as told (they are not what is trained).

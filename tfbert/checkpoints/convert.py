@@ -55,6 +55,8 @@ from tfbert.runtime import atomic, files, json_values, paths, run_directory
 from tfbert.text import casing
 
 FORMATS = ("google", "hf", "tfbert")
+
+
 def is_tfbert_model(model) -> bool:
   """Whether `model` (what a `.keras` file held) is a tfbert model: a Keras model of a class
   registered in tfbert's package (the encoder, every task model, the sentence encoder),
@@ -545,21 +547,37 @@ def check_source(fmt: str, path: str, flag: str, spellings: Mapping[str, str],
 INPUT_SPELLINGS = {fmt: f"--input_format={fmt} --input={{path}}" for fmt in FORMATS}
 
 
-def read_model(fmt: str, path: str, config_file: Optional[str] = None) -> keras.Model:
-  """Reads a checkpoint of any supported format into a tfbert model."""
+def read_model(fmt: str, path: str, config_file: Optional[str] = None,
+               config_flag: Optional[str] = None) -> keras.Model:
+  """Reads a checkpoint of any supported format into a tfbert model.
+
+  A Google checkpoint's config (`config_file`, given by the setting `config_flag` when there
+  is one; else the `bert_config.json` beside it) must describe its tensors: one that does
+  not is named with its first contradicted field (`google_checkpoint.config_mismatch`).
+  """
   if fmt == "tfbert":
     return read_tfbert_model(path)
   if fmt == "google":
+    given = config_file
     config_file = config_file or os.path.join(os.path.dirname(path), "bert_config.json")
     config = BertConfig.from_json_file(config_file)
     weights = google_checkpoint.read_google_checkpoint(path)
+    where = (f"{config_flag}={config_file}" if given and config_flag
+             else f"{config_file}" + ("" if given else " (beside the checkpoint)"))
+    cause = google_checkpoint.config_mismatch(config, weights, where)
+    if cause:
+      how = f" ({config_flag})" if config_flag and not given else ""
+      raise ValueError(f"{cause}: pass the config the checkpoint was trained with{how}")
     task = None  # A Google checkpoint says nothing about its task.
   elif fmt == "hf":
     config, weights, _ = huggingface.load_hf_checkpoint(path)
     task = huggingface.read_hf_task(path)
   else:
     raise ValueError(f"unknown checkpoint format {fmt!r}; use one of {FORMATS}")
-  model = model_for_weights(config, weights, task)
+  try:
+    model = model_for_weights(config, weights, task)
+  except ValueError as e:  # A head its model class refuses (a one-tag tagger): named here.
+    raise ValueError(f"{path}: {e}") from e
   if not uses_pooler(model):
     weights = with_fresh_pooler(model, weights, path, f"a {type(model).__name__} reads none")
   google_checkpoint.assign_google_weights(model, weights, path,
@@ -655,7 +673,8 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
                needs_config=True)
   if input_format == "tfbert":  # A link's records (vocab.txt, ...) are its target's.
     input_path = model_paths.real_file(input_path)
-  model = read_model(input_format, input_path, config_file)  # Its errors name the input.
+  model = read_model(input_format, input_path, config_file,  # Its errors name the input.
+                     "--bert_config_file")
   vocab_file = vocab_file or source_vocab_file(input_format, input_path)
   if vocab_file is None and output_format in NEEDS_VOCAB:
     raise ValueError(

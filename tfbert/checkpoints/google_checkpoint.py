@@ -205,6 +205,45 @@ def _data_error(prefix: str, data_files: Sequence[str], tensor: str,
                     f"(reading {tensor}: {message})")
 
 
+# The config fields a checkpoint's tensor shapes record, in the order a mismatch is named:
+# (field, Google name, axis of its shape that holds the field).
+CONFIG_SHAPES = (("hidden_size", "bert/embeddings/word_embeddings", 1),
+                 ("vocab_size", "bert/embeddings/word_embeddings", 0),
+                 ("intermediate_size", "bert/encoder/layer_0/intermediate/dense/kernel", 1),
+                 ("max_position_embeddings", "bert/embeddings/position_embeddings", 0),
+                 ("type_vocab_size", "bert/embeddings/token_type_embeddings", 0))
+_LAYER = re.compile(r"^bert/encoder/layer_(\d+)/")
+
+
+def config_mismatch(config: BertConfig, weights: Mapping[str, Any], where: str
+                    ) -> Optional[str]:
+  """The first field of `config` that the checkpoint's tensors contradict, or None: a config
+  that does not describe the checkpoint gives one shape mismatch per tensor, and the cause
+  is the config, not the tensors.
+
+  Args:
+    config: the config a model is (to be) built with.
+    weights: the checkpoint's `{google_name: array or shape}`.
+    where: where `config` came from, e.g. "--bert_config_file=cfg.json".
+
+  Returns:
+    e.g. "hidden_size 64 in --bert_config_file=cfg.json, but the checkpoint's
+    bert/embeddings/word_embeddings is [30522, 32]".
+  """
+  def shape(value):
+    return tuple(value) if isinstance(value, (tuple, list)) else tuple(np.shape(value))
+  for field, name, axis in CONFIG_SHAPES:
+    if name in weights and len(shape(weights[name])) > axis:
+      if shape(weights[name])[axis] != getattr(config, field):
+        return (f"{field} {getattr(config, field)} in {where}, but the checkpoint's {name} is "
+                f"{list(shape(weights[name]))}")
+  layers = {int(m.group(1)) for m in map(_LAYER.match, weights) if m}
+  if layers and len(layers) != config.num_hidden_layers:
+    return (f"num_hidden_layers {config.num_hidden_layers} in {where}, but the checkpoint has "
+            f"{len(layers)} (bert/encoder/layer_{min(layers)} to layer_{max(layers)})")
+  return None
+
+
 def _one_line(error: Exception) -> str:
   return " ".join(str(error).split()) or type(error).__name__
 
@@ -238,6 +277,11 @@ def assign_google_weights(model: keras.Model, weights: Mapping[str, np.ndarray],
   mismatched = [f"{n}: source {tuple(np.shape(w))} vs model {tuple(variables[n].shape)}"
                 for n, w in sorted(candidates.items())
                 if n in variables and tuple(np.shape(w)) != tuple(variables[n].shape)]
+  config = getattr(model, "config", None)
+  cause = (config_mismatch(config, candidates, "the model's config")
+           if mismatched and isinstance(config, BertConfig) else None)
+  if cause:  # First: one line names the cause of every mismatch below.
+    problems.append(f"{cause}: build the model with the config the checkpoint was trained with")
   if mismatched:
     problems.append("shape mismatch:\n  " + "\n  ".join(mismatched))
   unused = sorted(set(candidates) - set(variables))

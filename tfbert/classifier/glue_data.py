@@ -309,7 +309,7 @@ def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = F
     if width is None:
       width = len(row)
       if layout.has_header:
-        _check_header(path, line, row, layout)
+        _check_header(task, path, line, row, layout, split)
         continue
     if limit is not None and len(result.examples) >= limit:
       break
@@ -402,15 +402,81 @@ def _rows(path: str, layout: Layout):
       raise MalformedRow(f"{path}:{start}: cannot be read: {e}") from None
 
 
-def _check_header(path: str, line: int, row: Sequence[str], layout: Layout) -> None:
+def _check_header(task: Task, path: str, line: int, row: Sequence[str], layout: Layout,
+                  split: str) -> None:
+  """Raises ValueError, naming `path:line`, the column, what it holds and the layout expected,
+  for a header whose columns read do not carry the task's names."""
   columns = (layout.text_a, layout.text_b, layout.label)
   for field, column, name in zip(FIELDS, columns, layout.names or (None,) * 3):
     if column is None or name is None:
       continue
-    found = row[column] if -len(row) <= column < len(row) else None
-    if found != name:
-      raise ValueError(f"{path}:{line}: header column {column} ({field}) should be {name!r}, "
-                       f"found {found!r}: not a {os.path.basename(path)} of this task?")
+    if -len(row) <= column < len(row):
+      if row[column] == name:
+        continue
+      problem = f"header column {column} ({field}) should be {name!r}, found {row[column]!r}"
+    else:
+      problem = (f"{_columns(len(row))}, no column {column} ({field}) for the header name "
+                 f"{name!r}{_delimiter_hint(task, row, layout)}")
+    raise ValueError(f"{path}:{line}: {problem}; {expected_layout(task, split)}")
+
+
+def _columns(count: int) -> str:
+  return f"{count} column" + ("" if count == 1 else "s")
+
+
+def expected_layout(task: Task, split: str) -> str:
+  """The layout of a `task` file of `split` ("train", "dev", "test"), for messages, e.g. "a
+  sst-2 test (predict) file is GLUE's test.tsv layout: a header '<1 column><TAB>sentence',
+  then one row per example with the same columns"."""
+  layout = task.test_layout if split == "test" else task.layout
+  kind = "test (predict)" if split == "test" else split
+  sep = "<TAB>" if layout.delimiter == "\t" else layout.delimiter
+  places = (layout.text_a, layout.text_b, layout.label)
+  named = {c: n for c, n in zip(places, layout.names or (None,) * 3) if c is not None and n}
+  if layout.has_header and named:
+    cells, gap = [], 0
+    for column in range(max([c for c in named if c >= 0] + [-1]) + 1):
+      if column not in named:
+        gap += 1
+        continue
+      cells += [f"<{_columns(gap)}>"] * bool(gap) + [named[column]]
+      gap = 0
+    cells += [f"...{sep}{n}" for c, n in named.items() if c < 0]
+    rows = f"a header '{sep.join(cells)}', then one row per example with the same columns"
+  else:
+    fields = ", ".join(f"{field} in column {c}" for field, c in zip(FIELDS, places)
+                       if c is not None)
+    rows = (f"{'a header line, then' if layout.has_header else 'no header,'} one "
+            f"{_DELIMITERS[layout.delimiter]}-separated row per example, {fields}")
+  if task.name == CUSTOM_TASK:
+    return f"this custom {kind} file is read as {rows}"
+  name = {"train": task.train_file, "dev": task.dev_files[0], "test": task.test_files[0]}[split]
+  return f"a {task.name} {kind} file is GLUE's {name} layout: {rows}"
+
+
+# The delimiters a user's file may hold instead of the one it is read with, as
+# `tools/run_classifier.py`'s --custom_delimiter names them (None: one it does not read).
+_DELIMITERS = {"\t": "tab", ",": "comma", ";": None}
+_PLURALS = {"\t": "tabs", ",": "commas", ";": "semicolons"}
+
+
+def _delimiter_hint(task: Task, row: Sequence[str], layout: Layout) -> str:
+  """For a row of too few columns that holds another common delimiter (tab, comma,
+  semicolon): "; the line holds tabs: ..." saying how to read it; else ""."""
+  text = layout.delimiter.join(row)
+  other = next((d for d in _DELIMITERS  # One that would give the line more columns.
+                if d != layout.delimiter and len(text.split(d)) > len(row)), None)
+  if other is None:
+    return ""
+  if task.name != CUSTOM_TASK:
+    how = f"{task.name} files are tab-separated (GLUE's layout): save it so" + (
+        ", or read it with --task_name=custom and --custom_delimiter=comma" * (other == ","))
+  elif _DELIMITERS[other] is None:
+    how = "--custom_delimiter reads tab or comma: save the file with one of those"
+  else:
+    how = (f"it is read with --custom_delimiter={_DELIMITERS[layout.delimiter]}: pass "
+           f"--custom_delimiter={_DELIMITERS[other]}?")
+  return f"; the line holds {_PLURALS[other]}: {how}"
 
 
 def _example(task: Task, layout: Layout, row: Sequence[str], width: int, split: str,
@@ -424,7 +490,8 @@ def _example(task: Task, layout: Layout, row: Sequence[str], width: int, split: 
     if column is None:
       return None
     if not -len(row) <= column < len(row):
-      raise MalformedRow(f"{where}: column {column} ({name}) is missing ({len(row)} columns)")
+      raise MalformedRow(f"{where}: column {column} ({name}) is missing ({_columns(len(row))})"
+                         f"{_delimiter_hint(task, row, layout)}")
     return row[column]
 
   label = field("label", layout.label)

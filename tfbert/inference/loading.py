@@ -28,7 +28,9 @@ reads texts or pairs as given, and an export of it needs `is_pair=`).
 
 `task=` starts another task on the source's encoder (the head fresh): "classifier" (with
 `labels`), "regression", "tagger" (with `labels`), "span_labeler", "sentence_encoder". A
-source that already is that task keeps its head, and labels given must be its own, by name.
+source that already is that task keeps its head, and labels given must be its own, by name;
+`reinit_head=True` starts a fresh head of that task (of `labels`, else its own) on its
+encoder all the same (logged), as the tools' `--reinit_head` does.
 
 A path that is none of these gets one line naming what was looked for.
 """
@@ -66,6 +68,7 @@ _TASK_CLASSES = {"classifier": BertClassifier, "regression": BertClassifier,
 def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str]] = None,
          max_seq_length: Optional[int] = None, do_lower_case: Optional[bool] = None,
          vocab_file: Optional[str] = None, allow_casing_mismatch: bool = False,
+         reinit_head: bool = False,
          **span_settings: Any) -> Union[keras.Model, exported.ExportedModel]:
   """The model at `path` with its vocabulary, casing and S attached (module docstring).
 
@@ -82,6 +85,9 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
     vocab_file: the vocabulary (default: `vocab.txt` beside the model); a path as `path`.
     allow_casing_mismatch: let a given `do_lower_case` win over records that contradict it
       (logged), as the tools' `--allow_casing_mismatch` does.
+    reinit_head: a fresh head on the source's encoder even when the source already is the
+      task (`task`, else its own), of `labels` (else its own), as the tools'
+      `--reinit_head` does (logged).
     **span_settings: a span labeler's `max_query_length`, `doc_stride`,
       `max_answer_length`, `version_2_with_negative`, `null_score_diff_threshold`
       (default: its SQuAD run's, else google-research/bert's).
@@ -102,23 +108,27 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
     vocab_file = files.as_path(vocab_file, "vocab_file")
   do_lower_case = validation.plain_bool("do_lower_case", do_lower_case, optional=True)
   allow_casing_mismatch = validation.plain_bool("allow_casing_mismatch", allow_casing_mismatch)
+  reinit_head = validation.plain_bool("reinit_head", reinit_head)
   labels = label_names(labels)
   _check_keywords(span_settings)
   kind, source = locate(path)
   if kind == "export":
+    _check_not_id_half(path)
     given = {name: value for name, value in dict(
         task=task, labels=labels, max_seq_length=max_seq_length, do_lower_case=do_lower_case,
         vocab_file=vocab_file, allow_casing_mismatch=allow_casing_mismatch or None,
-        **span_settings).items() if value is not None}
+        reinit_head=reinit_head or None, **span_settings).items() if value is not None}
     if given:
       raise ValueError(f"{path}: an export is fixed when written (its S, vocabulary, casing "
                        f"and labels); load it without {', '.join(given)}")
     return exported.ExportedModel(path)
   model, recorded = _read(kind, source)
   is_pair = recorded.pop("is_pair", None)
+  if reinit_head and task is None:
+    task = _own_task(model, source)
   if task is not None:
     source_model = model
-    model = with_task(model, task, labels, source)
+    model = with_task(model, task, labels, source, reinit_head=reinit_head)
     if model is not source_model:  # A fresh head: the source's task is not its own.
       is_pair = None
   elif labels is not None:
@@ -161,7 +171,7 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
 SPAN_SETTINGS = saving.SPAN_SETTINGS
 # Every keyword `load` takes.
 KEYWORDS = ("task", "labels", "max_seq_length", "do_lower_case", "vocab_file",
-            "allow_casing_mismatch", *SPAN_SETTINGS)
+            "allow_casing_mismatch", "reinit_head", *SPAN_SETTINGS)
 # Keywords of other calls that a `load` caller may pass it, with where each is read.
 _OTHER_CALLS_KEYWORDS = {
     "is_pair": "a classifier's arity, which load reads from its records, a run's task or "
@@ -193,6 +203,39 @@ def _check_keywords(given: dict[str, Any]) -> None:
   raise TypeError(f"load() got unexpected keyword {which} {', '.join(unknown)}{why}; load "
                   f"takes {', '.join(KEYWORDS)} (the last {len(SPAN_SETTINGS)} a span "
                   "labeler's)")
+
+
+def _check_not_id_half(path: str) -> None:
+  """Refuses the `ids/` folder of a tfbert export (`export.ID_DIR`: token ids in, no
+  raw-text signature), naming the export above it that reads text.
+
+  Raises:
+    ValueError: `path` is `<export>/ids`, naming `<export>`.
+  """
+  folder = path.rstrip("/\\")
+  parent = os.path.dirname(folder) or files.parent(folder)
+  if os.path.basename(folder) != export.ID_DIR or not files.exists(
+      os.path.join(parent, "saved_model.pb")):
+    return
+  raise ValueError(f"{path} is the id-only half of the tfbert export {parent} (token ids in, "
+                   f"no raw-text signature): load {parent} for text, or run {path} with "
+                   "tf.saved_model.load for ids")
+
+
+def _own_task(model: keras.Model, source: str) -> str:
+  """The `TASKS` name of `model`'s own head, for `reinit_head=True` without `task=`.
+
+  Raises:
+    ValueError: a model without a task head (an encoder, a pretrainer), naming `task=`.
+  """
+  if isinstance(model, BertClassifier):
+    return "regression" if model.num_classes == 1 else "classifier"
+  for name, kind in _TASK_CLASSES.items():
+    if type(model) is kind:
+      return name
+  raise ValueError(f"{source}: reinit_head=True starts a fresh task head, and it holds a "
+                   f"{type(model).__name__} (no task head): pass task= as well (one of "
+                   f"{', '.join(TASKS)})")
 
 
 def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
@@ -313,7 +356,7 @@ def _google_labels(model: keras.Model, prefix: str) -> keras.Model:
     files.check_not_dangling(path, "labels file")
   if not isinstance(model, BertClassifier) or not files.isfile(path):
     return model
-  return _with_labels(model, files.read_lines(path), path)
+  return _with_labels(model, files.read_lines(path), path, reinit_hint=False)
 
 
 def _vocab_beside(kind: str, source: str) -> str:
@@ -330,19 +373,27 @@ def _vocab_beside(kind: str, source: str) -> str:
   return vocab
 
 
-def _with_labels(model: keras.Model, labels: Sequence[str], source: str) -> keras.Model:
+def _with_labels(model: keras.Model, labels: Sequence[str], source: str,
+                 reinit_hint: bool = True) -> keras.Model:
   """`model` when `labels` are its own, by name and in order; a classifier without names
   (a Google checkpoint's) takes them when they are as many as its classes.
 
+  Args:
+    reinit_hint: name `reinit_head=True` in the refusal (False for a `labels.txt` record,
+      which that keyword does not change).
+
   Raises:
-    ValueError: labels that are not the model's.
+    ValueError: labels that are not the model's, naming `reinit_head=True` (a fresh head
+      with them) when `reinit_hint`.
   """
   labels = tuple(labels)  # A str was refused by the callers (`load`, `with_task`).
   ours = getattr(model, "labels", None)
+  fresh = ("; for a fresh head with these labels on its encoder, pass reinit_head=True"
+           if reinit_hint and len(labels) > 1 else "")
   if ours is None and isinstance(model, BertClassifier) and model.num_classes > 1:
     if len(labels) != model.num_classes:
       raise ValueError(f"{source}: {len(labels)} labels {list(labels)} for a classifier of "
-                       f"{model.num_classes} classes")
+                       f"{model.num_classes} classes{fresh}")
     named = BertClassifier(model.config, model.num_classes, model.dropout_rate, labels=labels)
     named.build()
     named.set_weights(model.get_weights())
@@ -354,8 +405,7 @@ def _with_labels(model: keras.Model, labels: Sequence[str], source: str) -> kera
     kind = type(model).__name__
     raise ValueError(f"{source}: labels {list(labels)} are not the model's ({list(ours)}): "
                      f"it is a {kind} already, so its head is kept and labels= must be its "
-                     "own, in order, or left out; for a fresh head with these labels, load "
-                     f"the encoder it was fine-tuned from with task= (not a {kind})")
+                     f"own, in order, or left out{fresh}")
   return model
 
 
@@ -438,14 +488,16 @@ def _unique(names: tuple) -> tuple:
 
 
 def with_task(model: keras.Model, task: str, labels: Optional[Sequence[str]],
-              source: str = "the model") -> keras.Model:
+              source: str = "the model", reinit_head: bool = False) -> keras.Model:
   """`model` as `task` (`TASKS`): itself when it is that task already (its labels checked
-  against `labels` by name), else a new task model holding its encoder's weights and a
-  fresh head.
+  against `labels` by name) and not `reinit_head`, else a new task model holding its
+  encoder's weights and a fresh head (of `labels`; with `reinit_head` and none given, the
+  model's own).
 
   Raises:
-    ValueError: an unknown task; a classifier or tagger without labels; labels that are
-      not the model's own.
+    ValueError: an unknown task; a classifier or tagger without labels, or with one (a
+      classifier needs 2 or more; one score is task="regression"); labels that are not the
+      model's own (naming `reinit_head=True`).
   """
   if task not in _TASK_CLASSES:
     raise ValueError(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
@@ -455,8 +507,14 @@ def with_task(model: keras.Model, task: str, labels: Optional[Sequence[str]],
   if labels is not None and task not in ("classifier", "tagger"):
     raise ValueError(f"labels= names a classifier's or tagger's outputs; task={task!r} has "
                      "none")
-  if same:
+  if task == "classifier" and labels is not None and len(labels) == 1:
+    raise ValueError(f"task='classifier' on {source}: labels={list(labels)} names 1 class; "
+                     "a classifier needs at least 2 label names (for one score, "
+                     "task='regression' without labels=)")
+  if same and not reinit_head:
     return model if labels is None else _with_labels(model, labels, source)
+  if same and labels is None:
+    labels = getattr(model, "labels", None)
   if task in ("classifier", "tagger") and (labels is None or not len(labels)):
     raise ValueError(f"task={task!r} on {source} needs labels= (the class names, by id)")
   config = model.config
@@ -473,5 +531,10 @@ def with_task(model: keras.Model, task: str, labels: Optional[Sequence[str]],
   new.build()
   encoder = model if isinstance(model, BertEncoder) else model.encoder
   new.encoder.set_weights(encoder.get_weights())
+  if reinit_head:
+    logging.warning("reinit_head: %s: a fresh %s head%s on its encoder; its own head (of "
+                    "its %s) is not used", source, task,
+                    f" (labels {list(labels)})" if labels is not None else "",
+                    type(model).__name__)
   return new
 

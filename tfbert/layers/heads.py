@@ -9,6 +9,7 @@ softmaxes downstream are computed in float32.
 from typing import Optional
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfbert.layers import activations, fused, serving_ops
@@ -87,7 +88,7 @@ class ClassifierHead(_OutputProjection):
   """Classification logits [B, C] from `pooled_output`, with dropout as in `run_classifier`.
 
   Args:
-    num_classes: C.
+    num_classes: C, an int >= 1.
     dropout_rate: Dropout on the pooled output in training (google-research/bert: 0.1).
     initializer_range: Stddev of the weight initializer.
   """
@@ -95,6 +96,10 @@ class ClassifierHead(_OutputProjection):
   def __init__(self, num_classes: int, dropout_rate: float = 0.1,
                initializer_range: float = 0.02, **kwargs):
     kwargs.pop("num_outputs", None)
+    if (isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer))
+        or num_classes < 1):  # Keras' shape code would fail at build, naming neither.
+      raise ValueError(f"ClassifierHead num_classes={num_classes!r}: must be an int >= 1")
+    num_classes = int(num_classes)
     super().__init__(num_classes, initializer_range, **kwargs)
     self.num_classes = num_classes
     self.dropout_rate = dropout_rate

@@ -151,6 +151,8 @@ def _line_batches(path: str, stats: CorpusStats):
       for number, raw in enumerate(f):
         if number == 0 and raw.startswith(files.UTF16_MARKS):  # Not line noise to drop.
           raise ValueError(files.utf16_message(path))
+        if number == 0 and raw.startswith(files.GZIP_MAGIC):  # Nor is a compressed file.
+          raise ValueError(files.gzip_message(path))
         batch.append(_decode(raw, path, stats).strip())
         if len(batch) == _LINES_PER_BATCH:
           yield batch

@@ -656,3 +656,64 @@ def setting_names(config_class: type, explicit: Sequence[str] = ()) -> set[str]:
     else:
       names.add(field.name)
   return names
+
+
+def check_flags_read(reads: Mapping[str, Sequence[str]], choice: str, chosen: str,
+                     given: typing.Iterable[str]) -> None:
+  """Refuses, before any work, the flags `given` on the command line that the chosen
+  `--{choice}={chosen}` does not read: they would be ignored without a word (`align
+  --task=pretraining --train_file=...` trained on its own records). One wording for every
+  tool whose flags depend on a choice (benchmark's --benchmark, align's --task).
+
+  Args:
+    reads: {choice value: names of the flags it reads, among those that depend on the
+      choice}; a flag in no entry is read by every choice and never refused.
+    choice: the choosing flag's name, e.g. "benchmark".
+    chosen: its value.
+    given: names of the flags the user set (the tool decides what counts: present on the
+      command line, or present at a value other than the default).
+
+  Raises:
+    ValueError: naming each stray flag with the choices that read it (in brackets) and the
+      chosen one, e.g. "--train_file (squad, classifier): not read by --task=pretraining ...".
+  """
+  given = set(given)
+  stray = sorted({name for names in reads.values() for name in names
+                  if name in given and name not in reads[chosen]})
+  if not stray:
+    return
+  owners = [f"--{name} ({', '.join(c for c, names in reads.items() if name in names)})"
+            for name in stray]
+  them, they = ("them", "they belong") if len(stray) > 1 else ("it", "it belongs")
+  raise ValueError(f"{', '.join(owners)}: not read by --{choice}={chosen} (the {choice}s "
+                   f"that read {them} in brackets): leave {them} out or choose a {choice} "
+                   f"{they} to")
+
+
+def check_outside_runs(outputs: Mapping[str, typing.Optional[str]], tool: str) -> None:
+  """Refuses, before any work, a tool's working directory (`align --workdir`, `demo
+  --workdir`) that is, or lies inside, a tfbert run directory (one a run claimed: it holds
+  `tfbert.runtime.run_directory.LOCK_FILE`): the tool's data, runs and exports would mix
+  with that run's files (`demo --workdir=<a run_classifier run>` put minilm_export/ beside
+  its model.keras). The tools' run directories themselves check the same
+  (`run_directory.check_outputs`).
+
+  Args:
+    outputs: {setting name, e.g. "--workdir": directory (None or "": not written)}.
+    tool: the tool's name, for the message.
+
+  Raises:
+    ValueError: naming the setting, its path and the run directory.
+  """
+  from tfbert.runtime import files, run_directory  # pylint: disable=import-outside-toplevel
+  for name, path in outputs.items():
+    if not path:
+      continue
+    # The run directory `path` is or lies in: against a "own" directory nothing lies in.
+    owner = run_directory.other_run(path, os.path.join(path, run_directory.LOCK_FILE))
+    if owner is not None:
+      where = ("is the directory of a tfbert run" if files.absolute(path) == owner
+               else f"lies inside the tfbert run directory {owner}")
+      raise ValueError(f"{name} {path} {where} (it holds {run_directory.LOCK_FILE}): {tool} "
+                       f"would write its own files among that run's; choose another {name}, "
+                       "e.g. a new directory")

@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import posixpath
+import shlex
 import shutil
 from typing import IO, Iterator, Optional, Union
 
@@ -339,6 +340,20 @@ def read_lines(path: str) -> list[str]:
 UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")  # UTF-16 byte-order marks (little, big endian).
 
 
+GZIP_MAGIC = b"\x1f\x8b"  # The first two bytes of every gzip file (RFC 1952).
+
+
+def gzip_message(path: str) -> str:
+  """The error for a gzip-compressed file where UTF-8 text is read (a text reader of a
+  task file, CoNLL file or flag file; only SQuAD JSON is read compressed, as its own
+  releases are): "save as UTF-8" would be wrong advice."""
+  if path.endswith(".gz") and len(path) > 3:
+    how = f"gunzip {shlex.quote(path)}), then pass {path[:-3]}"
+  else:  # gunzip refuses a name without .gz: write the text under another name.
+    how = f"gunzip -c {shlex.quote(path)} > {shlex.quote(path + '.txt')}), then pass that file"
+  return f"{path} is gzip-compressed: decompress it ({how}"
+
+
 def utf16_message(path: str) -> str:
   """The error for a text file saved as UTF-16 (Windows' "Unicode")."""
   return (f"{path}: UTF-16 text (it starts with a UTF-16 byte-order mark, as Windows' "
@@ -350,8 +365,11 @@ def decode_utf8(data: bytes, path: str) -> str:
   dropped, line ends as they are.
 
   Raises:
-    ValueError: bytes that are not UTF-8, naming `path:line`, the column and the byte.
+    ValueError: bytes that are not UTF-8, naming `path:line`, the column and the byte; a
+      gzip-compressed file (`gzip_message`) or UTF-16 text, naming `path` and what to do.
   """
+  if data.startswith(GZIP_MAGIC):
+    raise ValueError(gzip_message(path))
   if data.startswith(UTF16_MARKS):
     raise ValueError(utf16_message(path))
   try:

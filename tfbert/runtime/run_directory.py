@@ -318,6 +318,37 @@ def data_changes(recorded: Sequence[dict], new: Sequence[dict]) -> list[str]:
   return found
 
 
+BRIEF_CHARACTERS = 250  # What a refusal lists of its differences, its remedy said after.
+
+
+def brief(differences: Sequence[str], limit: int = BRIEF_CHARACTERS) -> str:
+  """`differences` joined by "; " within about `limit` characters: a refusal's remedy follows
+  them, and a run on hundreds of shards differs in hundreds of files (every one listed, the
+  remedy was cut off the tool's one-line error). What does not fit is counted by kind:
+  "...; and 3 more (3 files no longer read)". A difference longer than `limit` (a long
+  list of paths) keeps its head and tail."""
+  shown, used = [], 0
+  for item in differences:
+    if len(item) > limit:
+      item = f"{item[:limit // 2 - 3]} ... {item[-(limit // 2 - 2):]}"
+    if shown and used + len(item) > limit:
+      break
+    shown.append(item)
+    used += len(item) + 2
+  rest = differences[len(shown):]
+  if not rest:
+    return "; ".join(shown)
+  kinds = {}
+  for item in rest:
+    kind = next((k for k in ("not read before", "no longer read") if item.endswith(k)),
+                "changed" if item.endswith(" bytes") or ": same size, other content" in item
+                else "other")  # The kinds of `data_changes`, then any other difference.
+    kinds[kind] = kinds.get(kind, 0) + 1
+  counts = ", ".join(f"{n} {'files ' if n > 1 else 'file '}{kind}" if kind != "other" else
+                     f"{n} other difference{'s' * (n > 1)}" for kind, n in kinds.items())
+  return f"{'; '.join(shown)}; and {len(rest)} more ({counts})"
+
+
 # Keys that tfbert recorded under other names before every setting had one name from flag
 # to config field (dotted, as `flatten` writes them). A run directory written then is
 # compared, and so resumed, under today's names.
@@ -507,18 +538,18 @@ def claim(directory: str, records: Sequence[RunRecord], *,
               {k: v for k, v in record.values.items() if k in record.fixed_by_checkpoint})]
     if fixed and allow_changes:
       raise RunDirectoryError(
-          f"{directory} holds checkpoints of another model shape: {'; '.join(fixed)}. "
+          f"{directory} holds checkpoints of another model shape: {brief(fixed)}. "
           "--allow_config_change cannot continue them in a model of other shapes: use "
           "another directory")
     if data and not allow_changes:
       raise RunDirectoryError(
-          f"{directory} holds a run trained on other data: {'; '.join(data)}"
-          f"{''.join('; ' + f for f in found)}. Its checkpoints would continue on the new "
+          f"{directory} holds a run trained on other data: {brief(data + found)}. Its "
+          "checkpoints would continue on the new "
           "data: use another directory, or rerun with --allow_config_change to continue this "
           "run on it")
     if found and not allow_changes:
       raise RunDirectoryError(
-          f"{directory} holds a run with another configuration: {'; '.join(found)}. Use "
+          f"{directory} holds a run with another configuration: {brief(found)}. Use "
           "another directory, or rerun with --allow_config_change to continue this run "
           "with the new values")
   except BaseException:

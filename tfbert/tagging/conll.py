@@ -1,8 +1,10 @@
 """CoNLL named-entity files: a strict reader (`file:line` errors, IOB2 check) and a writer.
 
 The format (CoNLL-2003, WNUT 2017, ...): one word per line, whitespace-separated columns
-(the word, then tags), sentences separated by lines that are empty after stripping (some
-files use a line holding a single TAB, others a truly empty line; both end a sentence),
+(the word, then tags; a line holding a tab is split at tabs only, so a word may hold a
+space, as `format_conll`'s own output can), sentences separated by lines that are empty
+after stripping (some files use a line holding a single TAB, others a truly empty line;
+both end a sentence),
 `-DOCSTART-` lines between documents. Line endings may be LF or CRLF. Tags are `O`,
 `B-<type>` or `I-<type>`.
 
@@ -24,12 +26,21 @@ DOCSTART = "-DOCSTART-"
 
 
 def fields_of(line: str) -> list[str]:
-  """A line's columns, split at ASCII spaces and tabs only: `str.split()` also splits at a
-  no-break space (U+00A0) or U+3000 inside a word, which dropped the rest of the word."""
+  """A line's columns, empty ones left out.
+
+  A line holding a tab is split at tabs only (each field stripped of ASCII whitespace): a
+  tab-separated file (WNUT, `format_conll`'s `word<TAB>tag`) may hold a word with a space,
+  "New York", whose "York" was dropped as a column. Any other line is split at ASCII
+  spaces. Never at other Unicode spaces: `str.split()` also splits at a no-break space
+  (U+00A0) or U+3000 inside a word, which dropped the rest of the word.
+  """
+  if "\t" in line:
+    return [field for field in (f.strip(_ASCII_WHITESPACE) for f in line.split("\t")) if field]
   return [field for field in _ASCII_SPACE.split(line) if field]
 
 
-_ASCII_SPACE = re.compile(r"[ \t\r\n\f\v]+")
+_ASCII_WHITESPACE = " \t\r\n\f\v"
+_ASCII_SPACE = re.compile(f"[{_ASCII_WHITESPACE}]+")
 SCHEMES = ("iob2", "iob1", "any")
 
 
@@ -93,16 +104,13 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
 
   try:
     with files.open_file(path, "rb") as f:
-      raw_lines = f.read().split(b"\n")
+      # Bad bytes (or a gzip file) named at path:line as every text reader does.
+      text_lines = files.decode_utf8(f.read(), path).split("\n")
   except FileNotFoundError:
     raise FileNotFoundError(files.missing_file_message(path, "CoNLL file")) from None
-  if raw_lines and raw_lines[-1] == b"":
-    raw_lines.pop()  # The final newline ends the last line; it starts none.
-  for number, raw in enumerate(raw_lines, start=1):
-    try:
-      line = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-      raise ValueError(f"{path}:{number}: not UTF-8 ({e.reason} at byte {e.start})") from None
+  if text_lines and text_lines[-1] == "":
+    text_lines.pop()  # The final newline ends the last line; it starts none.
+  for number, line in enumerate(text_lines, start=1):
     fields = fields_of(line)
     if not fields or fields[0] == DOCSTART:
       end_sentence()

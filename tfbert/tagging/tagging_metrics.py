@@ -98,8 +98,9 @@ def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold
                      ) -> list[list[str]]:
   """The tag of each gold word from a system output, joined by line position.
 
-  Line i of `path` predicts the word on line i of the gold file: its first
-  whitespace-separated field is the token, its last the tag. Every other line must be empty.
+  Line i of `path` predicts the word on line i of the gold file: its first field is the
+  token, its last the tag (`conll.fields_of`: split at tabs where the line holds one, else at
+  spaces). Every other line must be empty.
   Lines are counted without either file's `-DOCSTART-` lines and the blank line after each
   (`conll.document_lines`): document separators, which `read_conll` skips too, so a system
   output that leaves them out (`tools/run_ner.py`'s) or keeps them is joined alike.

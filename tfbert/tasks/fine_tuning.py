@@ -203,7 +203,9 @@ class FineTuningConfig:
       if given and not getattr(self, switch):
         settings = ", ".join(f"{name} {_flag_value(getattr(self, name))}" for name in given)
         checks.append((False, f"{settings} {'is' if len(given) == 1 else 'are'} read only "
-                              f"with {switch}: add {switch}, or drop {', '.join(given)}"))
+                              f"with {switch}: add {switch}, or drop {', '.join(given)} "
+                              f"(a flags.txt replayed: {' '.join(f'--{n}=' for n in given)} "
+                              "clears it)"))
     return checks
 
   @classmethod
