@@ -176,7 +176,13 @@ def test_one_line_joins_a_multi_line_message_and_caps_its_length():
   error = ValueError("2 weights missing from the source:\n  bert/pooler/dense/bias\n  x")
   assert cli.one_line(error) == "2 weights missing from the source: bert/pooler/dense/bias x"
   long = cli.one_line(ValueError("y" * 5000), limit=100)
-  assert len(long) <= 100 and long.endswith("(--traceback shows all)")
+  assert len(long) <= 100 and long.endswith("(cut: --traceback shows all)")
+  # The head names the problem and the tail says what to do (sweep 13 P2: a long list of
+  # files cut the remedy off): both are kept, the middle cut.
+  listed = cli.one_line(ValueError("run holds other data: " + "a.tfrecord; " * 200
+                                   + "use another directory"), limit=200)
+  assert len(listed) <= 200 and listed.startswith("run holds other data: a.tfrecord; ")
+  assert listed.endswith("use another directory (cut: --traceback shows all)"), listed
 
 
 def test_logging_is_plain_info_to_stdout_problems_to_stderr(capsys):

@@ -63,6 +63,9 @@ _OS_ERRORS = {errno.EISDIR: "a directory, where a file is expected",
               errno.EACCES: "permission denied"}
 
 
+_CUT = " (cut: --traceback shows all)"
+
+
 def one_line(error: BaseException, limit: int = 600) -> str:
   """An error's message as one line of at most `limit` characters.
 
@@ -81,8 +84,10 @@ def one_line(error: BaseException, limit: int = 600) -> str:
     line = line or type(error).__name__
   if isinstance(error, OSError) and error.filename and str(_file_of(error)) not in line:
     line = f"{line}: {_file_of(error)}"
-  if len(line) > limit:
-    line = line[:limit - 40].rstrip() + " ... (--traceback shows all)"
+  if len(line) > limit:  # The head names the problem, the tail what to do: both kept.
+    keep = limit - len(" ... ") - len(_CUT)
+    head = keep * 2 // 3
+    line = f"{line[:head].rstrip()} ... {line[-(keep - head):].lstrip()}{_CUT}"
   return line
 
 

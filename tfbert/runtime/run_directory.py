@@ -325,13 +325,20 @@ def brief(differences: Sequence[str], limit: int = BRIEF_CHARACTERS) -> str:
   """`differences` joined by "; " within about `limit` characters: a refusal's remedy follows
   them, and a run on hundreds of shards differs in hundreds of files (every one listed, the
   remedy was cut off the tool's one-line error). What does not fit is counted by kind:
-  "...; and 3 more (3 files no longer read)". A difference longer than `limit` (a long
-  list of paths) keeps its head and tail."""
+  "...; and 3 more (3 files no longer read)". The first difference of each kind is always
+  shown, so every kind is seen by an example (a new shard beside the ones no longer read). A
+  difference longer than `limit` (a long list of paths) keeps its head and tail."""
+  firsts = {}
+  for index, item in enumerate(differences):
+    firsts.setdefault(_kind(item), index)
+  order = sorted(firsts.values()) + [i for i in range(len(differences))
+                                     if i not in firsts.values()]
+  differences = [differences[i] for i in order]
   shown, used = [], 0
   for item in differences:
     if len(item) > limit:
       item = f"{item[:limit // 2 - 3]} ... {item[-(limit // 2 - 2):]}"
-    if shown and used + len(item) > limit:
+    if len(shown) >= len(firsts) and used + len(item) > limit:
       break
     shown.append(item)
     used += len(item) + 2
@@ -340,13 +347,17 @@ def brief(differences: Sequence[str], limit: int = BRIEF_CHARACTERS) -> str:
     return "; ".join(shown)
   kinds = {}
   for item in rest:
-    kind = next((k for k in ("not read before", "no longer read") if item.endswith(k)),
-                "changed" if item.endswith(" bytes") or ": same size, other content" in item
-                else "other")  # The kinds of `data_changes`, then any other difference.
-    kinds[kind] = kinds.get(kind, 0) + 1
+    kinds[_kind(item)] = kinds.get(_kind(item), 0) + 1
   counts = ", ".join(f"{n} {'files ' if n > 1 else 'file '}{kind}" if kind != "other" else
                      f"{n} other difference{'s' * (n > 1)}" for kind, n in kinds.items())
   return f"{'; '.join(shown)}; and {len(rest)} more ({counts})"
+
+
+def _kind(difference: str) -> str:
+  """The kind of a difference: those of `data_changes`, else "other"."""
+  return next((k for k in ("not read before", "no longer read") if difference.endswith(k)),
+              "changed" if difference.endswith(" bytes")
+              or ": same size, other content" in difference else "other")
 
 
 # Keys that tfbert recorded under other names before every setting had one name from flag
