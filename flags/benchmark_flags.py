@@ -52,7 +52,7 @@ SEQ_LENGTH = flags.DEFINE_integer(
 MAX_PREDICTIONS = flags.DEFINE_integer(
     "max_predictions", None, "Masked positions P per sequence (default 20; pretraining).",
     lower_bound=1)
-# The shape flags by the `tools.benchmarks.benchmark.ModelShape` field each sets (unset: the
+# The shape flags by the `tfbert_tools.benchmarks.benchmark.ModelShape` field each sets (unset: the
 # benchmark's default).
 FLAGS_BY_FIELD = {"vocab_size": VOCAB_SIZE, "hidden_size": HIDDEN_SIZE, "num_layers": NUM_LAYERS,
                   "num_heads": NUM_HEADS, "intermediate_size": INTERMEDIATE_SIZE,

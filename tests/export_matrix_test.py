@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from tests import conll_synthetic, helpers
 from tfbert import task_registry
-from tfbert.checkpoints import convert, pretrained
+from tfbert.checkpoints import convert, model_paths, pretrained
 from tfbert.classifier import classifier_run, glue_data
 from tfbert.config import BertConfig
 from tfbert.models import BertClassifier
@@ -121,7 +121,7 @@ def _served(model, features) -> dict[str, np.ndarray]:
 
 
 def _labels_file(folder) -> list[str] | None:
-  path = os.path.join(folder, export.LABELS_FILE)
+  path = os.path.join(folder, model_paths.LABELS_FILE)
   if not os.path.isfile(path):
     return None
   with open(path, encoding="utf-8") as f:
@@ -162,8 +162,8 @@ def test_every_export_path_of_a_run_loads_back_with_its_outputs_and_labels(kind,
   assert getattr(back, "labels", None) == getattr(model, "labels", None)
   _close(_served(back, features), want, SAME_MODEL, "hf")
 
-  # A Google checkpoint, where google-research/bert has the head; it keeps no class names
-  # (its processors hold them in code).
+  # A Google checkpoint, where google-research/bert has the head (its processors hold the
+  # class names in code): tfbert writes them to labels.txt beside it and reads them back.
   prefix = str(tmp_path / "google" / "bert_model.ckpt")
   if kind == "tagger":
     with pytest.raises(ValueError, match="no BertTokenClassifier head"):
@@ -172,7 +172,8 @@ def test_every_export_path_of_a_run_loads_back_with_its_outputs_and_labels(kind,
   else:
     convert.convert_checkpoint("tfbert", str(run / "model.keras"), "google", prefix)
     back = convert.read_model("google", prefix)
-    assert type(back) is type(model) and getattr(back, "labels", None) is None
+    assert type(back) is type(model)
+    assert getattr(back, "labels", None) == getattr(model, "labels", None)
     _close(_served(back, features), want, SAME_MODEL, "google")
 
   # ONNX of the run's export carries the labels in its metadata.

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from tests import helpers
 from tfbert import BertClassifier, BertEncoder
-from tfbert.checkpoints import convert, google_checkpoint, huggingface
+from tfbert.checkpoints import convert, google_checkpoint, huggingface, model_paths
 from tfbert.runtime import atomic, files
 from tfbert.serving import export, serving_dtype
 
@@ -106,7 +106,7 @@ def test_an_ids_export_onnx_and_tflite_files_are_written_to_ram_and_run_from_the
   model.build()
   root = _root()
   export_dir = export.export_ids_saved_model(model, f"{root}/ids")
-  assert files.read_text(f"{export_dir}/{export.LABELS_FILE}").split() == list(LABELS)
+  assert files.read_text(f"{export_dir}/{model_paths.LABELS_FILE}").split() == list(LABELS)
   features = _features(config, seed=1)
   want = export.served_outputs(model, {k: tf.constant(v) for k, v in features.items()})
   got = _served(export_dir, features)

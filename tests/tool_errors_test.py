@@ -940,6 +940,16 @@ def test_benchmark_a_shape_it_cannot_train_names_the_flags_and_values(argv, expe
   assert _one_error_line(tool_process.run_tool("benchmark", *argv), "benchmark") == expected
 
 
+@pytest.mark.parametrize("argv", [["demo"], ["align", "--variants=graph,eager"]])
+def test_an_empty_workdir_is_refused_not_the_current_directory(tmp_path, monkeypatch, argv):
+  """Sweep 14 S2: `demo --workdir=` (an unset shell variable) wrote into the current
+  directory."""
+  monkeypatch.chdir(tmp_path)
+  assert _one_error_line(tool_process.run_tool(*argv, "--workdir="), argv[0]) == (
+      f"{argv[0]}: error: --workdir is empty: name a directory to write")
+  assert not os.listdir(tmp_path)
+
+
 def test_an_optimizer_flag_left_at_its_default_is_not_refused(tmp_path):
   """--optimizer=sgd with the default --weight_decay_rate runs on to the next check."""
   line = _one_error_line(tool_process.run_tool(

@@ -77,7 +77,7 @@ def main(argv):
   cli.check_flags_read(TASK_READS, "task", f.TASK.value,  # Before any work.
                        [name for names in TASK_READS.values() for name in names
                         if common_flags.given_otherwise(name)])
-  paths.check_outputs({"--workdir": f.WORKDIR.value})  # Before any work.
+  paths.check_outputs({"--workdir": f.WORKDIR.value}, required=True)  # Before any work.
   cli.check_outside_runs({"--workdir": f.WORKDIR.value}, "align")
   split = input_pipeline.split_list_problems({"--input_files": f.INPUT_FILES.value})
   if split:  # A comma in a path named, before any work.

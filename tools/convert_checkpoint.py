@@ -29,6 +29,8 @@ def main(argv):
                                                               convert_flags.INPUT.value)
   vocab_note = ("with vocab.txt and tokenizer_config.json" if vocab
                 else "no vocab.txt beside the input to copy")
+  if convert_flags.OUTPUT_FORMAT.value == "google" and getattr(model, "labels", None):
+    vocab_note += "; its class names in labels.txt"
   print(f"wrote {type(model).__name__} ({len(model.weights)} weights) as "
         f"{convert_flags.OUTPUT_FORMAT.value}: {convert_flags.OUTPUT.value} ({vocab_note})")
 

@@ -40,7 +40,7 @@ def check_flags() -> None:
 def main(argv):
   del argv
   check_flags()
-  paths.check_outputs({"--workdir": demo_flags.WORKDIR.value})  # Before any work.
+  paths.check_outputs({"--workdir": demo_flags.WORKDIR.value}, required=True)  # Before any work.
   cli.check_outside_runs({"--workdir": demo_flags.WORKDIR.value}, "demo")
   # The demo prints its own summary; TensorFlow's INFO lines (saver, strategy) would drown it.
   absl_logging.set_verbosity(absl_logging.WARNING)

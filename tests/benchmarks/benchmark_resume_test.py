@@ -1,4 +1,5 @@
-"""tools.benchmarks.benchmark_resume: near, far and far-without-position resumes, measured."""
+"""tfbert_tools.benchmarks.benchmark_resume: near, far and far-without-position resumes,
+measured."""
 
 import contextlib
 import io

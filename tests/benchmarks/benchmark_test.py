@@ -1,12 +1,20 @@
-"""Tests for tools.benchmarks.benchmark (mechanics only: benchmarks are reported, never gated)."""
+"""Tests for tfbert_tools.benchmarks.benchmark (mechanics only: benchmarks are reported, never
+gated)."""
 
+import ast
 import dataclasses
+import glob
+import importlib.util
 import math
+import os
 import resource
+import sys
+import tomllib
 
 import numpy as np
 import pytest
 
+from tests import helpers
 from tfbert_tools.benchmarks import benchmark
 
 TINY_STEP = benchmark.StepCase(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=19,
@@ -122,3 +130,44 @@ def test_a_bad_shape_names_its_fields_and_values():
   assert dataclasses.replace(TINY_STEP, task="squad", seq_length=3).seq_length == 3
   with pytest.raises(ValueError, match=r"max_predictions \(3\) must be below seq_length \(3\)"):
     dataclasses.replace(TINY_STEP, seq_length=3)
+
+
+def _subprocess_module_names() -> set[str]:
+  """The modules imported by the code strings the benchmarks run in a fresh Python
+  (`run_in_subprocess` and its like), and the `STEP_RUNNERS` modules."""
+  names = set(benchmark.STEP_RUNNERS.values())
+  folder = os.path.dirname(benchmark.__file__)
+  for path in sorted(glob.glob(os.path.join(folder, "*.py"))):
+    with open(path, encoding="utf-8") as f:
+      tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+      if not (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and "import " in node.value):
+        continue
+      for piece in node.value.split(";"):
+        try:
+          statements = ast.parse(piece.strip()).body
+        except SyntaxError:  # Prose, or a piece of an f-string around a name.
+          continue
+        for statement in statements:
+          if isinstance(statement, ast.Import):
+            names.update(alias.name for alias in statement.names)
+          elif isinstance(statement, ast.ImportFrom) and statement.module:
+            names.add(statement.module)
+  return names
+
+
+def test_every_module_a_benchmark_subprocess_imports_is_installed():
+  """Sweep 14 C1: STEP_RUNNERS named `tools.benchmarks.benchmark`, which exists in a checkout
+  but not once installed (the package is `tfbert_tools`): every step benchmark crashed in
+  its subprocess. Each name must be an installed package's module, found by the importer."""
+  with open(os.path.join(helpers.ROOT, "pyproject.toml"), "rb") as f:
+    packages = set(tomllib.load(f)["tool"]["setuptools"]["packages"])
+  names = _subprocess_module_names()
+  assert "tfbert_tools.benchmarks.benchmark_peer" in names  # The scan sees the code strings.
+  for name in sorted(names):
+    if name.partition(".")[0] in sys.stdlib_module_names:
+      continue
+    assert name in packages or name.rpartition(".")[0] in packages, (
+        f"{name} is not a module of an installed package ({sorted(packages)})")
+    assert importlib.util.find_spec(name) is not None, name

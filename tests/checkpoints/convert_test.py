@@ -559,3 +559,52 @@ def test_a_hugging_face_tagger_of_one_tag_is_refused_naming_its_directory(tmp_pa
   with pytest.raises(ValueError, match=re.escape(f"{hf_dir}: ")) as refused:
     convert.read_model("hf", str(hf_dir))
   assert "LABEL_0" in str(refused.value), refused.value
+
+
+@pytest.fixture
+def named_classifier(tmp_path):
+  """A .keras classifier of classes neg/pos saved by tfbert.save (its vocabulary recorded)."""
+  model = BertClassifier(helpers.odd_config(), 2, labels=("neg", "pos"))
+  model.build()
+  vocab = tmp_path / "in_vocab.txt"
+  vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
+  source = str(tmp_path / "in" / "m.keras")
+  tfbert.save(text_settings.attach_text(model, str(vocab), True, 17), source)
+  return source
+
+
+def test_a_classifiers_labels_go_to_and_come_from_google_form(named_classifier, tmp_path):
+  """tfbert -> google wrote no labels.txt (tfbert.save does), and google -> hf ignored one
+  beside the input: the classes came back as LABEL_0/LABEL_1 (sweep 14, S1)."""
+  prefix = str(tmp_path / "g" / "bert_model.ckpt")
+  convert.convert_checkpoint("tfbert", named_classifier, "google", prefix)
+  assert (tmp_path / "g" / "labels.txt").read_text() == "neg\npos\n"
+  assert convert.read_model("google", prefix).labels == ("neg", "pos")
+  convert.convert_checkpoint("google", prefix, "hf", str(tmp_path / "hf"))
+  assert json.loads((tmp_path / "hf" / "config.json").read_text())["id2label"] == {
+      "0": "neg", "1": "pos"}
+  (tmp_path / "g" / "labels.txt").write_text("a\nb\nc\n")  # Another model's: refused.
+  with pytest.raises(ValueError, match=r"g/labels.txt: 3 labels \['a', 'b', 'c'\] for a "
+                                       r"classifier of 2 classes"):
+    convert.convert_checkpoint("google", prefix, "hf", str(tmp_path / "hf2"))
+  assert not (tmp_path / "hf2").exists()
+
+
+def test_another_vocabulary_than_a_keras_files_record_is_refused(named_classifier, tmp_path):
+  """--vocab_file=<another vocabulary> was written beside the output of a .keras input that
+  records its own (tfbert.load refuses it): every id another word piece (sweep 14, S3)."""
+  other = tmp_path / "other_vocab.txt"
+  other.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nx\n")
+  with pytest.raises(ValueError, match=r"m.keras was saved with a vocabulary of 7 lines "
+                                       r"\(sha256 \w{12}\), but --vocab_file='.*other_vocab.txt' "
+                                       r"has 6 lines .*; leave --vocab_file out: the vocab.txt "
+                                       r"beside it \(.*in/vocab.txt\) is that one"):
+    convert.convert_checkpoint("tfbert", named_classifier, "google",
+                               str(tmp_path / "g" / "bert_model.ckpt"), vocab_file=str(other),
+                               allow_casing_mismatch=True)
+  assert not (tmp_path / "g").exists()
+  os.replace(other, tmp_path / "in" / "vocab.txt")  # Beside it: named as such.
+  with pytest.raises(ValueError, match=r"but the vocab.txt beside it .* put the model's own "
+                                       r"vocab.txt beside it, or pass --vocab_file="):
+    convert.convert_checkpoint("tfbert", named_classifier, "hf", str(tmp_path / "hf"))
+  assert not (tmp_path / "hf").exists()

@@ -30,7 +30,7 @@ from tfbert.classifier import classifier_run, glue_data
 from tfbert.config import BertConfig
 from tfbert.runtime import cpu, run_directory
 from tfbert.serving import serving_dtype
-from tfbert.tasks import runner
+from tfbert.tasks import fine_tuning, runner
 from tfbert.training import training_loop, workers
 
 ROOT = helpers.ROOT
@@ -387,6 +387,49 @@ def test_custom_csv_task_trains_and_evaluates(tmp_path):
       "bad", "ok", "great"]
 
 
+def test_a_correlation_best_metric_on_constant_dev_targets_is_refused_before_any_work(
+    tmp_path):
+  """Sweep 14 S2: Pearson of dev targets that are all equal is NaN at every evaluation; with
+  it as the best metric no best model was kept. Refused naming the dev file, as the
+  embedding task does; a classification task has no correlation to refuse."""
+  task = classifier_run.ClassifierTask()
+  dev = [glue_data.InputExample(f"dev-{i}", i, i + 2, f"text {i}", None, "2.5")
+         for i in range(3)]
+  regression = glue_data.CustomFormat(text_a_column=0, label_column=1, regression=True)
+  config = _run_config(tmp_path, "x", task_name="custom", custom=regression, do_eval=True,
+                       eval_every_steps=2, best_metric="pearson")
+  with pytest.raises(ValueError, match=re.escape(
+      "dev.tsv: all 3 dev targets are 2.5, so best_metric 'pearson' (a correlation with "
+      "them) is undefined at every evaluation: give a dev file whose targets vary, or pass "
+      "--best_metric=<one of loss>")):
+    task.evaluation_metrics(config, {"dev": [("dev.tsv", dev)]})
+  varied = [dataclasses.replace(e, label=str(i)) for i, e in enumerate(dev)]
+  assert "pearson" in task.evaluation_metrics(config, {"dev": [("dev.tsv", varied)]})
+
+
+def test_a_run_without_training_takes_the_task_its_run_recorded(tmp_path, caplog):
+  """Sweep 14 R1: a predict-only rerun of a custom-task run asked for --task_name (and then
+  --custom_labels), which its run_config.json records like its other settings."""
+  run = tmp_path / "run"
+  (run / "checkpoints").mkdir(parents=True)
+  (run / "checkpoints" / "ckpt-2.index").write_bytes(b"")  # A trained run's checkpoint.
+  custom = glue_data.CustomFormat(text_a_column=0, label_column=1, labels=("neg", "pos"))
+  (run / "run_config.json").write_text(classifier_run.ClassifierRunConfig(
+      output_dir=str(run), task_name="custom", custom=custom, do_train=True,
+      data_dir="d").to_json())
+  caplog.set_level("INFO", logger="absl")
+  config, _ = fine_tuning.evaluated_model(classifier_run.ClassifierRunConfig(
+      output_dir=str(run), task_name=None, do_predict=True, predict_file="p.tsv",
+      given_settings=frozenset({"output_dir", "do_predict", "predict_file"})))
+  assert (config.task_name, config.custom) == ("custom", custom)
+  assert config.task().labels == ("neg", "pos")
+  assert "its setting task_name=custom (run_config.json)" in caplog.text
+  # Training names its task: there is no run to take it from.
+  with pytest.raises(ValueError, match="^a task name is needed"):
+    classifier_run.ClassifierRunConfig(output_dir=str(tmp_path / "new"), task_name=None,
+                                       do_train=True, data_dir="d")
+
+
 def test_malformed_rows_stop_the_run_unless_skipped(tmp_path, caplog):
   rows = glue_synthetic.fruit_pairs(8, seed=3)
   path = glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", rows)
@@ -718,10 +761,13 @@ def _strict_json(text):
   return json.loads(text, parse_constant=refuse)
 
 
-def test_a_score_that_is_not_a_number_is_written_as_null_and_no_best_is_announced(tmp_path):
+def test_a_score_that_is_not_a_number_is_written_as_null_and_best_is_named_only_when_written(
+    tmp_path):
   """Every dev score equal: Pearson and Spearman are NaN at every evaluation. The results
-  are JSON every parser reads (null, not the bare NaN Python writes), and best/, which no
-  evaluation improved, is neither written nor named among the outputs."""
+  are JSON every parser reads (null, not the bare NaN Python writes), and best/ is named
+  among the outputs exactly when written. With evaluations during training, whose best metric
+  would be Pearson (sts-b's default), the run is refused before any work (sweep 14 S2: it
+  stopped early and kept no best model)."""
   header = ("index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\t"
             "score")
   rows = [f"{i}\tg\tf\t2012\t{i:04d}\tnone\tnone\tA man plays {i}.\tA man sings {i % 3}.\t"
@@ -729,9 +775,14 @@ def test_a_score_that_is_not_a_number_is_written_as_null_and_no_best_is_announce
   _write_lines(_glue(tmp_path) / "train.tsv", [header] + rows)
   _write_lines(_glue(tmp_path) / "dev.tsv", [header] + [r.rsplit("\t", 1)[0] + "\t2.500"
                                                        for r in rows[:7]])
+  with pytest.raises(ValueError, match="so best_metric 'pearson' .* is undefined"):
+    classifier_run.run_classifier(_run_config(
+        tmp_path, "during", task_name="sts-b", do_train=True, do_eval=True,
+        max_train_steps=2, train_batch_size=4, eval_every_steps=1))
+  assert not (tmp_path / "during").exists()
   result = classifier_run.run_classifier(_run_config(
       tmp_path, "out", task_name="sts-b", do_train=True, do_eval=True, max_train_steps=2,
-      train_batch_size=4, eval_every_steps=1))
+      train_batch_size=4, eval_every_steps=1, best_metric="loss"))
   out = tmp_path / "out"
   assert math.isnan(result["eval"]["dev"]["pearson"])
   written = _strict_json((out / "eval_results.json").read_text(encoding="utf-8"))
@@ -740,9 +791,8 @@ def test_a_score_that_is_not_a_number_is_written_as_null_and_no_best_is_announce
   lines = (out / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
   evaluations = [row for row in map(_strict_json, lines) if row.get("split")]
   assert len(evaluations) == 2 and all(row["pearson"] is None for row in evaluations)
-  assert not (out / "best").exists()
-  assert "best" not in result["written"] and not any(
-      "best" in str(path) for path in result["written"])
+  # best/ (kept by the loss here) is named among the outputs exactly when it was written.
+  assert (out / "best").exists() == any("best" in str(path) for path in result["written"])
 
 
 def test_a_deliberate_rerun_of_another_shape_is_refused_before_rewriting_the_records(

@@ -282,8 +282,12 @@ def test_custom_regression_and_multiclass_tasks():
      r"--custom_regression for a float target$"),
     (glue_data.CustomFormat(labels=("a",)), r"^--custom_labels needs >= 2 distinct labels, "
      r"got \['a'\]$"),
-    (glue_data.CustomFormat(labels=("a", "b", "a")), r"--custom_labels needs >= 2 distinct "
-     r"labels, got \['a', 'b', 'a'\] \(repeated: \['a'\]\)"),
+    # Sweep 14 P1: "needs >= 2 distinct labels" for 2 distinct labels, one of them repeated.
+    (glue_data.CustomFormat(labels=("a", "b", "a")), r"^--custom_labels names 'a' twice "
+     r"\(positions 0 and 2\): each label once, in class-id order$"),
+    (glue_data.CustomFormat(labels=("a", "b", "a", "b", "b")), r"^--custom_labels names 'a' "
+     r"twice \(positions 0 and 2\) and 'b' 3 times \(positions 1, 3 and 4\): each label once"),
+    (glue_data.CustomFormat(labels=("a", "a")), r"^--custom_labels names 'a' twice"),
     (glue_data.CustomFormat(labels=("a", "b"), regression=True),
      r"--custom_labels \(classification\) or --custom_regression .*not both"),
     (glue_data.CustomFormat(labels=("a", "b"), delimiter=";"), "tab or a comma"),

@@ -7,6 +7,8 @@ scikit-learn and SciPy are what GLUE's own scorer and Hugging Face call; they co
 tf-models-official (requirements.lock) and are used only here, as independent peers.
 """
 
+import logging
+
 import numpy as np
 import pytest
 import scipy.stats
@@ -109,3 +111,37 @@ def test_compute_metrics_runs_the_named_metrics():
   assert got == {"accuracy": pytest.approx(5 / 7), "f1": pytest.approx(0.75)}
   with pytest.raises(ValueError, match=r"unknown metrics \['mcc'\]"):
     glue_metrics.compute_metrics(("mcc",), PREDICTIONS, LABELS)
+
+
+def test_an_undefined_correlation_is_explained_once(caplog, monkeypatch):
+  """Constant dev targets made `pearson: null` with no word why: the NaN is explained once
+  (per file and cause), naming the cause: constant targets, or constant predictions."""
+  monkeypatch.setattr(glue_metrics, "_WARNED", set())
+  with caplog.at_level(logging.WARNING, logger="absl"):
+    for _ in range(2):
+      scores = glue_metrics.compute_metrics(["pearson", "spearman"], np.array([0.1, 0.5, 0.3]),
+                                            np.array([2.0, 2.0, 2.0]), "dev.tsv")
+    glue_metrics.compute_metrics(["pearson"], np.array([1.5, 1.5, 1.5]),
+                                 np.array([1.0, 2.0, 3.0]), "dev.tsv")
+  assert np.isnan(scores["pearson"]) and np.isnan(scores["spearman"])
+  assert caplog.text.count("all 3 gold targets are 2") == 1
+  assert ("pearson and spearman undefined (NaN, null in the results) on dev.tsv: all 3 gold "
+          "targets are 2") in caplog.text
+  assert "the model predicts the same value (1.5) for all 3 examples" in caplog.text
+  caplog.clear()
+  with caplog.at_level(logging.WARNING, logger="absl"):
+    glue_metrics.compute_metrics(["pearson"], np.array([0.1, 0.5]), np.array([1.0, 2.0]))
+  assert not caplog.text
+
+
+def test_a_correlation_best_metric_on_constant_targets_is_refused():
+  with pytest.raises(ValueError, match=r"^dev.tsv: all 3 dev targets are 2, so best_metric "
+                     r"'pearson' .* undefined at every evaluation: give a dev file whose "
+                     r"targets vary, or pass --best_metric=<one of loss>$"):
+    glue_metrics.check_correlation_defined("pearson", [2.0, 2.0, 2.0], "dev.tsv",
+                                           ["pearson", "spearman", "loss"])
+  with pytest.raises(ValueError, match=r"targets vary \(the evaluation has no other scalar to "
+                                       r"keep the best by\)$"):
+    glue_metrics.check_correlation_defined("spearman", [1.0], "dev.tsv", ["spearman"])
+  glue_metrics.check_correlation_defined("loss", [2.0, 2.0], "dev.tsv")  # Not a correlation.
+  glue_metrics.check_correlation_defined("spearman", [2.0, 1.0], "dev.tsv")  # Targets vary.

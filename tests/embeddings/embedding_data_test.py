@@ -2,7 +2,9 @@
 errors naming file:line, STS-B from its GLUE file."""
 
 import json
+import logging
 import os
+import re
 
 import pytest
 
@@ -111,6 +113,44 @@ def test_a_retrieval_set_is_read_and_its_errors_name_file_and_line(tmp_path):
   malformed = _write(tmp_path / "malformed.tsv", ["q1 what purrs"])
   with pytest.raises(ValueError, match=r"malformed.tsv:1: expected id<TAB>text"):
     embedding_data.read_retrieval_set(malformed, corpus, qrels)
+
+
+@pytest.mark.parametrize("names", [("qid", "text", "did", "text", "qid", "did"),
+                                   ("_id", "text", "_id", "title", "query-id", "corpus-id"),
+                                   ("query_id", "Text", "docid", "text", "query_id", "docid")])
+def test_the_header_rows_of_a_retrieval_set_are_skipped_and_logged(tmp_path, caplog, names):
+  """BEIR / MTEB / pandas exports start with a header row: it was read as a query `qid`
+  (text "text") whose relevant document, the corpus' header `did`, trivially ranked first,
+  inflating every metric. Each file's header is skipped, and logged."""
+  q, text, d, body, qrel_q, qrel_d = names
+  queries = _write(tmp_path / "q.tsv", [f"{q}\t{text}", "q1\tdog running", "q2\tkitten"])
+  corpus = _write(tmp_path / "c.tsv", [f"{d}\t{body}", "d1\ta puppy", "d2\ta kitten"])
+  qrels = _write(tmp_path / "r.tsv", [f"{qrel_q}\t{qrel_d}", "q1\td1", "q2\td2"])
+  with caplog.at_level(logging.INFO, logger="absl"):
+    got = embedding_data.read_retrieval_set(queries, corpus, qrels)
+  assert got.query_ids == ["q1", "q2"] and got.corpus_ids == ["d1", "d2"]
+  assert got.qrels == {"q1": {"d1"}, "q2": {"d2"}}
+  assert f"{queries}:1: header row ({q!r}, {text!r}) skipped" in caplog.text
+  assert f"{qrels}:1: header row" in caplog.text and f"{corpus}:1: header row" in caplog.text
+  # A header only in the qrels file, or only in the queries file: read alike.
+  plain = _write(tmp_path / "plain_q.tsv", ["q1\tdog running", "q2\tkitten"])
+  assert embedding_data.read_retrieval_set(plain, corpus, qrels).qrels == got.qrels
+  plain_r = _write(tmp_path / "plain_r.tsv", ["q1\td1", "q2\td2"])
+  assert embedding_data.read_retrieval_set(queries, corpus, plain_r).qrels == got.qrels
+
+
+def test_a_first_qrels_line_of_unknown_column_names_is_refused_as_a_possible_header(tmp_path):
+  queries = _write(tmp_path / "q.tsv", ["q1\tdog running"])
+  corpus = _write(tmp_path / "c.tsv", ["d1\ta puppy"])
+  qrels = _write(tmp_path / "r.tsv", ["question\tpassage", "q1\td1"])
+  with pytest.raises(ValueError, match=re.escape(
+      f"r.tsv:1: query 'question' is not in {queries} (a header row? only one of column "
+      "names such as qid, query-id, did, corpus-id is skipped: rename its columns or remove "
+      "it)")):
+    embedding_data.read_retrieval_set(queries, corpus, qrels)
+  later = _write(tmp_path / "later.tsv", ["q1\td1", "q9\td1"])  # Not the first line: no hint.
+  with pytest.raises(ValueError, match=r"later.tsv:2: query 'q9' is not in \S+$"):
+    embedding_data.read_retrieval_set(queries, corpus, later)
 
 
 def test_a_row_of_other_width_and_a_line_break_character_inside_a_cell(tmp_path):

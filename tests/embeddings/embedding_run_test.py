@@ -14,7 +14,12 @@ import tensorflow as tf
 from tests import tool_process
 from tfbert import BertConfig, BertEncoder
 from tfbert.checkpoints import convert, pretrained
-from tfbert.embeddings import embedding_inference, embedding_run, sentence_transformers
+from tfbert.embeddings import (
+  embedding_data,
+  embedding_inference,
+  embedding_run,
+  sentence_transformers,
+)
 from tfbert.embeddings.embedding_run import EmbeddingRunConfig
 from tfbert.tasks import runner
 from tfbert.text.tokenization import WordPieceTokenizer
@@ -167,6 +172,25 @@ def test_a_best_metric_the_evaluation_never_reports_is_refused_before_training(
                       ir_qrels_file="r")
   assert embedding_run.EmbeddingTask().evaluation_metrics(retrieval, {"retrieval": None}) == [
       "mrr@10", "ndcg@10", "recall@1", "recall@5", "recall@10"]
+
+
+def test_a_correlation_best_metric_on_constant_dev_scores_is_refused_before_any_work(
+    tmp_path):
+  """Spearman/Pearson of dev scores that are all equal are NaN at every evaluation: with
+  that best_metric (given, or the default spearman) the run kept no best model and early
+  stopping ended it at its first evaluation. Refused naming the dev file and the metric."""
+  task = embedding_run.EmbeddingTask()
+  dev = [embedding_data.TextExample(("a", "b"), 2.0, 2),
+         embedding_data.TextExample(("c", "d"), 2.0, 3)]
+  for metric in ("spearman", "pearson"):
+    config = _config(tmp_path, "x", eval_every_steps=2, best_metric=metric)
+    with pytest.raises(ValueError, match=re.escape(
+        f"{config.dev_file}: all 2 dev targets are 2, so best_metric {metric!r} (a correlation "
+        "with them) is undefined at every evaluation: give a dev file whose targets vary, or "
+        "pass --best_metric=<one of mrr@10")):
+      task.evaluation_metrics(config, {"dev": dev, "retrieval": None})
+  config = _config(tmp_path, "x", eval_every_steps=2, best_metric="ndcg@10")
+  assert "ndcg@10" in task.evaluation_metrics(config, {"dev": dev, "retrieval": None})
 
 
 def test_the_files_the_evaluation_scores_are_the_dev_file_and_the_retrieval_set(tmp_path):

@@ -15,7 +15,7 @@ from tfbert import BertClassifier
 from tfbert.checkpoints import convert
 from tfbert.config import BertConfig
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
-from tfbert.inference import text_settings
+from tfbert.inference import exported, text_settings
 
 
 def test_a_sentence_transformers_directory_round_trips_with_its_length(tmp_path):
@@ -372,3 +372,16 @@ def test_a_span_settings_record_is_kept_per_file_and_dropped_with_its_model(tmp_
   with pytest.raises(ValueError, match="span_settings.json: b.keras: span_settings must be an "
                                        "object of exactly max_query_length, doc_stride"):
     tfbert.save(spans, str(tmp_path / "b.keras"))
+
+
+@pytest.mark.parametrize("fmt", ["keras", "hf", "google", "export"])
+def test_a_model_loaded_from_an_export_is_refused_naming_what_to_save(tmp_path, fmt):
+  """tfbert.save(<an ExportedModel>) said it had no vocabulary attached and to load it with
+  tfbert.load, which the user had done (sweep 14, P1)."""
+  loaded = object.__new__(exported.ExportedModel)  # What tfbert.load(<export>) returns.
+  loaded.path = str(tmp_path / "e1")
+  with pytest.raises(ValueError, match=r"e1 is a tfbert export \(ExportedModel\): it cannot be "
+                                       rf"saved again as {fmt}; copy the directory itself, or "
+                                       r"tfbert.save the model it was exported from"):
+    tfbert.save(loaded, str(tmp_path / ("m.keras" if fmt == "keras" else "out")), fmt)
+  assert not os.listdir(tmp_path)

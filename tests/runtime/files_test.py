@@ -338,6 +338,7 @@ def _optional_readers():
   when the record is absent, or None where its absence makes the reader write (not run)."""
   # pylint: disable=import-outside-toplevel,protected-access
   from tfbert.alignment import alignment_run
+  from tfbert.checkpoints import convert
   from tfbert.inference import loading
   from tfbert.models import BertClassifier
   from tfbert.serving import onnx_export, serving_dtype
@@ -353,7 +354,7 @@ def _optional_readers():
       "loading run": lambda path: loading._run_settings(None, keras_file(path)),
       "loading text settings": lambda path: loading._saved_settings(keras_file(path)),
       "loading tokenizer": lambda path: loading._recorded_max_length(os.path.dirname(path)),
-      "loading labels": lambda path: loading._google_labels(classifier, prefix(path)),
+      "loading labels": lambda path: convert.google_labels(classifier, prefix(path)),
       "alignment_run": lambda path: alignment_run.write_initial_checkpoint(
           None, os.path.dirname(os.path.dirname(path))),
   }

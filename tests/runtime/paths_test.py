@@ -110,6 +110,21 @@ def test_outputs_that_cannot_be_written_are_refused_naming_the_flag(tmp_path, mo
   assert sorted(os.listdir(tmp_path)) == ["adir", "afile"] and not os.listdir("adir")
 
 
+def test_a_required_output_given_empty_is_refused_not_skipped(tmp_path, monkeypatch):
+  """Sweep 14 S2: `demo --workdir=` (an unset shell variable) wrote into the current
+  directory; an output the tool requires, given empty, is refused naming its flag."""
+  monkeypatch.chdir(tmp_path)
+  for kind, what in [("directory", "a directory"), ("file", "a file")]:
+    for empty in ("", None, []):
+      assert paths.output_problems({"--workdir": empty}, kind, required=True) == [
+          f"--workdir is empty: name {what} to write"]
+  with pytest.raises(ValueError, match=r"^--workdir is empty: name a directory to write$"):
+    paths.check_outputs({"--workdir": ""}, required=True)
+  assert paths.output_problems({"--workdir": "runs/demo"}, required=True) == []
+  assert paths.output_problems({"--pretraining_data_dir": ""}) == []  # Optional: unset.
+  assert not os.listdir(tmp_path)
+
+
 def test_a_device_a_pipe_or_a_dangling_link_is_no_output(tmp_path):
   """`export_onnx --output=/dev/null` replaced the device with a regular file (as root);
   a dangling link was called "an existing file" (sweep 7)."""

@@ -322,6 +322,26 @@ def test_a_resume_that_evaluates_otherwise_starts_the_best_over(tmp_path, caplog
   assert "does not record what its best value was measured on" in caplog.text
 
 
+def test_a_nan_best_metric_neither_improves_nor_counts_toward_early_stopping(tmp_path, caplog):
+  """Pearson of constant dev targets is NaN at every evaluation: it used to count as "no
+  improvement", so patience 1 stopped the run at its first evaluation ("best nan at applied
+  step -1"). A NaN is skipped with a warning; a later real value is the best."""
+  loop = _bare_loop(tmp_path, best_metric="pearson")
+  loop.config = dataclasses.replace(loop.config, early_stopping_patience=1)
+  values = iter([float("nan"), float("nan"), 0.5])
+  loop.evaluate = lambda: {"pearson": next(values)}
+  with caplog.at_level(logging.WARNING, logger="absl"):
+    loop._evaluate(2)  # pylint: disable=protected-access
+    loop._evaluate(4)  # pylint: disable=protected-access
+  assert not loop.stopped_early and _state(loop)[1:] == (-1, 0)
+  assert caplog.text.count("best_metric pearson is NaN") == 1
+  assert ("eval at applied step 2: best_metric pearson is NaN (undefined): an evaluation where "
+          "it is NaN neither improves the best nor counts toward early_stopping_patience (said "
+          "once)") in caplog.text
+  loop._evaluate(6)  # pylint: disable=protected-access
+  assert _state(loop) == (0.5, 6, 0) and not loop.stopped_early
+
+
 @pytest.mark.slow  # ~8 s: a run stopped after its first evaluation, and its resume.
 def test_fine_tuning_resumed_on_an_edited_dev_file_starts_the_best_over(tmp_path):
   """`fine_tuning.train`'s `eval_files` are recorded by content: dev.tsv edited in place

@@ -19,11 +19,14 @@ Outputs are self-contained: the vocabulary (`--vocab_file`, else the `vocab.txt`
 input: beside the prefix, in the Hugging Face directory, beside the `.keras` file) is copied
 beside the output with `tokenizer_config.json` (its casing, checked against the input's by
 `tfbert.text.casing`) and `special_tokens_map.json`, so Hugging Face's `AutoTokenizer` loads
-an `hf` output alone; a tokenizer file of another model already there (beside a `.keras`
-file or TFLite export, in a folder made a Hugging Face directory) is not replaced
-(`check_side_contents`, as `tfbert.save`). A span labeler keeps the windows recorded with
-its input (`convert_checkpoint`'s `span_settings_of`). Google and Hugging Face outputs need
-a vocabulary. Every output
+an `hf` output alone; a `.keras` input's recorded vocabulary refuses another one
+(`check_recorded_vocab`, as `tfbert.load`); a tokenizer file of another model already there
+(beside a `.keras` file or TFLite export, in a folder made a Hugging Face directory) is not
+replaced (`check_side_contents`, as `tfbert.save`). A span labeler keeps the windows
+recorded with its input (`convert_checkpoint`'s `span_settings_of`), and a classifier its
+class names: a Google checkpoint has no place for them, so they go into `labels.txt` beside
+it (as `tfbert.save`), which reading a Google input takes back (`google_labels`, as
+`tfbert.load`). Google and Hugging Face outputs need a vocabulary. Every output
 file appears under its final name only when complete (`tfbert.runtime.atomic`), with mode 0644
 less the umask; a bad input names its file and what is wrong with it.
 
@@ -401,6 +404,38 @@ def read_text_record(keras_file: str) -> Optional[dict[str, Any]]:
   return record
 
 
+def check_recorded_vocab(source: str, record: dict[str, Any], vocab: str, given: bool,
+                         term: str = "vocab_file=", beside: Optional[str] = None) -> None:
+  """Refuses a vocabulary other than the one the `.keras` file `source` was saved with (its
+  record: `read_text_record`): every id would be another word piece, silently. The one check
+  of it: `tfbert.load` and convert_checkpoint.
+
+  Args:
+    source: the `.keras` file.
+    record: its `read_text_record`.
+    vocab: the vocabulary to use with it.
+    given: whether the user gave `vocab` (False: the `vocab.txt` beside `source`).
+    term: how the caller's user gives a vocabulary ("vocab_file=", "--vocab_file=").
+    beside: the `vocab.txt` beside `source`, if any: named as the fix when it is the one.
+
+  Raises:
+    ValueError: naming both files and their fingerprints, and what to pass.
+  """
+  found = text_record(vocab, record["do_lower_case"])
+  if found["vocab_sha256"] == record["vocab_sha256"]:
+    return
+  where = f"{term}{vocab!r}" if given else f"the vocab.txt beside it ({vocab})"
+  fix = (f"pass {term} the vocabulary it was saved with" if given else
+         f"put the model's own vocab.txt beside it, or pass {term} the vocabulary it was "
+         "saved with")
+  if given and beside and text_record(beside, False)["vocab_sha256"] == record["vocab_sha256"]:
+    fix = f"leave {term.rstrip('=')} out: the vocab.txt beside it ({beside}) is that one"
+  raise ValueError(
+      f"{source} was saved with a vocabulary of {record['vocab_lines']} lines (sha256 "
+      f"{record['vocab_sha256'][:12]}), but {where} has {found['vocab_lines']} lines "
+      f"(sha256 {found['vocab_sha256'][:12]}): its ids would be other word pieces; {fix}")
+
+
 def _save_keras(model: keras.Model, path: str) -> None:
   """`model.save(path)`; for a URL, saved to a local temporary file first and copied over."""
   if not files.is_url(path):
@@ -568,7 +603,7 @@ def read_model(fmt: str, path: str, config_file: Optional[str] = None,
     if cause:
       how = f" ({config_flag})" if config_flag and not given else ""
       raise ValueError(f"{cause}: pass the config the checkpoint was trained with{how}")
-    task = None  # A Google checkpoint says nothing about its task.
+    task = None  # A Google checkpoint says nothing about its task (labels.txt: below).
   elif fmt == "hf":
     config, weights, _ = huggingface.load_hf_checkpoint(path)
     task = huggingface.read_hf_task(path)
@@ -582,7 +617,34 @@ def read_model(fmt: str, path: str, config_file: Optional[str] = None,
     weights = with_fresh_pooler(model, weights, path, f"a {type(model).__name__} reads none")
   google_checkpoint.assign_google_weights(model, weights, path,
                                           allow_missing=missing_heads(model, weights))
-  return model
+  return google_labels(model, path) if fmt == "google" else model
+
+
+def google_labels(model: keras.Model, prefix: str) -> keras.Model:
+  """A Google checkpoint's classifier with the names of the `labels.txt` beside it (what
+  `write_model` writes there: the format has no place for them); unchanged without one, or
+  for another model.
+
+  Raises:
+    ValueError: naming `labels.txt`, when its names are not as many as the classes (or the
+      classifier is a regression's).
+  """
+  path = os.path.join(files.parent(prefix), model_paths.LABELS_FILE)
+  if not isinstance(model, BertClassifier):
+    return model
+  files.check_not_dangling(path, "labels file")
+  if not files.isfile(path):
+    return model
+  labels = tuple(files.read_lines(path))
+  if model.num_classes < 2 or len(labels) != model.num_classes:
+    what = ("a regression (one score, no class names)" if model.num_classes < 2
+            else f"a classifier of {model.num_classes} classes")
+    raise ValueError(f"{path}: {len(labels)} labels {list(labels)} for {what} ({prefix}): "
+                     "it is another model's; move it away")
+  named = BertClassifier(model.config, model.num_classes, model.dropout_rate, labels=labels)
+  named.build()
+  named.set_weights(model.get_weights())
+  return named
 
 
 def write_model(model: keras.Model, fmt: str, path: str,
@@ -600,7 +662,9 @@ def write_model(model: keras.Model, fmt: str, path: str,
   tagger, its labels (the model's `hf_task`; a classifier's `labels` name its classes); a
   span labeler's or tagger's holds no pooler, as transformers' own (`uses_pooler`).
   `model_max_length` is the sequence length the tokenizer's files record (default:
-  `max_position_embeddings`). `is_pair`, a classifier's arity when known, goes into a Hugging
+  `max_position_embeddings`). A Google checkpoint has no place for a classifier's labels:
+  they go into `labels.txt` beside it, which `read_model` reads back. `is_pair`, a
+  classifier's arity when known, goes into a Hugging
   Face `config.json` (`huggingface.tfbert_fields`; the other formats have no place for it),
   and so do a span labeler's `span_settings` (`huggingface.SPAN_SETTINGS`; `tfbert.save`
   writes them beside a Google checkpoint or `.keras` file).
@@ -609,6 +673,9 @@ def write_model(model: keras.Model, fmt: str, path: str,
     google_checkpoint.export_google_checkpoint(model, path, vocab_file=vocab_file,
                                                do_lower_case=do_lower_case,
                                                model_max_length=model_max_length)
+    labels = labels if labels is not None else getattr(model, "labels", None)
+    if labels is not None:  # Google's format has no place for them (`google_labels`).
+      model_paths.write_labels_file(files.parent(path), labels)
   elif fmt == "hf":
     if vocab_file:  # Into a folder of other files: not over another model's tokenizer.
       check_side_contents(path, path, tokenizer_sides(
@@ -675,7 +742,12 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
     input_path = model_paths.real_file(input_path)
   model = read_model(input_format, input_path, config_file,  # Its errors name the input.
                      "--bert_config_file")
+  given = vocab_file is not None
   vocab_file = vocab_file or source_vocab_file(input_format, input_path)
+  record = read_text_record(input_path) if input_format == "tfbert" else None
+  if record is not None and vocab_file is not None:  # As `tfbert.load` checks it.
+    check_recorded_vocab(input_path, record, vocab_file, given, term="--vocab_file=",
+                         beside=source_vocab_file(input_format, input_path))
   if vocab_file is None and output_format in NEEDS_VOCAB:
     raise ValueError(
         f"a {output_format} output needs its vocabulary beside it (other tools load it from "

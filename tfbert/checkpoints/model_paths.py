@@ -17,7 +17,7 @@ from typing import Any
 import tensorflow as tf
 
 from tfbert.checkpoints import google_checkpoint
-from tfbert.runtime import files, json_values
+from tfbert.runtime import atomic, files, json_values
 from tfbert.text import casing
 
 RUN_MODEL = "model.keras"  # A fine-tuning run's model in its directory.
@@ -155,3 +155,14 @@ def _google_prefix(directory: str) -> str:
 def _read_json(path: str) -> Any:
   """The JSON value of `path`, a bad file (or a key given twice) named."""
   return json_values.read(path)
+
+
+LABELS_FILE = "labels.txt"  # A classifier's or tagger's label names, in id order.
+
+
+def write_labels_file(folder: str, labels) -> str:
+  """Writes `labels.txt` (one label per line, in id order) into `folder` atomically; returns
+  its path. The one writer of that file: exports, TFLite files, Google checkpoints and
+  tagging runs."""
+  return atomic.write_text(os.path.join(folder, LABELS_FILE),
+                           "".join(f"{label}\n" for label in labels))

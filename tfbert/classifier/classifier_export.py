@@ -34,12 +34,13 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from tfbert.checkpoints import model_paths
 from tfbert.classifier import classifier_features, glue_data, glue_metrics
 from tfbert.models import BertClassifier
 from tfbert.serving import export, serving_dtype, tflite_export
 
 TEXT_SIGNATURE = "classify_text"
-LABELS_FILE = export.LABELS_FILE
+LABELS_FILE = model_paths.LABELS_FILE
 
 
 class ClassifierExport(export.TaskExport):

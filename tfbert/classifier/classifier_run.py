@@ -118,7 +118,11 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
     return glue_data.get_task(self.task_name, self.custom)
 
   def checks(self, num_replicas: int = 1) -> list[validation.Check]:
-    self.task()
+    # Without training and without a task name, the run's own run_config.json may name the
+    # task (`fine_tuning.run_settings` takes it, with `custom`); `read_inputs` asks for it if
+    # nothing did, before any work.
+    if self.task_name or self.do_train:
+      self.task()
     return [
         (self.do_train or self.do_eval or self.do_predict,
          "at least one of do_train, do_eval, do_predict"),
@@ -165,8 +169,14 @@ class ClassifierTask(Task):
   def evaluation_metrics(self, config: ClassifierRunConfig, inputs) -> list[str]:
     """`evaluate`'s scalars over the dev files read (`eval_scalars`): the task's metrics
     and "loss" of the first, "<split>_<name>" of the others (MNLI's dev_mismatched)."""
-    return list(eval_scalars({glue_data.split_name(path): dict.fromkeys(
+    names = list(eval_scalars({glue_data.split_name(path): dict.fromkeys(
         file_score_names(config.task()), 0.0) for path, _ in inputs["dev"]}))
+    task = config.task()
+    if task.is_regression and inputs["dev"]:  # Constant targets: a correlation is always NaN.
+      path, examples = inputs["dev"][0]  # The best metric is the first file's.
+      glue_metrics.check_correlation_defined(
+          config.best_metric, classifier_features.label_array(examples, task), path, names)
+    return names
 
   def eval_files(self, config: ClassifierRunConfig, inputs) -> list[str]:
     """The dev files `evaluate` scores (`--eval_file`, or the task's in `--data_dir`)."""
@@ -370,7 +380,8 @@ def evaluate(model: BertClassifier, strategy: tf.distribute.Strategy,
     labels = classifier_features.label_array(examples, task)
     split = glue_data.split_name(path)
     results[split] = {
-        **glue_metrics.in_percent(glue_metrics.compute_metrics(task.metrics, predicted, labels)),
+        **glue_metrics.in_percent(glue_metrics.compute_metrics(task.metrics, predicted, labels,
+                                                               source=path)),
         "loss": fine_tuning.eval_loss(model, {"logits": logits},
                                       train_examples({}, labels)[1]),
         "num_examples": len(examples)}

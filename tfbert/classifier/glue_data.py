@@ -211,14 +211,22 @@ def custom_task(fmt: CustomFormat) -> Task:
     raise ValueError("give --custom_labels (classification) or --custom_regression (a float "
                      "target), not both")
   if not fmt.regression:
-    repeated = sorted({label for label in fmt.labels if fmt.labels.count(label) > 1})
     if not fmt.labels:
       raise ValueError("a custom classification task needs --custom_labels (its label names "
                        "in class-id order, e.g. --custom_labels=neg,pos), or "
                        "--custom_regression for a float target")
-    if len(fmt.labels) < 2 or repeated:
-      raise ValueError(f"--custom_labels needs >= 2 distinct labels, got {list(fmt.labels)}"
-                       + (f" (repeated: {repeated})" if repeated else ""))
+    # A repeat first: ('neg', 'pos', 'neg') has 2 distinct labels; the repeat is the fault.
+    positions = {}
+    for i, label in enumerate(fmt.labels):
+      positions.setdefault(label, []).append(i)
+    repeats = [f"{label!r} {len(at)} times (positions {', '.join(map(str, at[:-1]))} and "
+               f"{at[-1]})".replace(" 2 times", " twice")
+               for label, at in positions.items() if len(at) > 1]
+    if repeats:
+      raise ValueError(f"--custom_labels names {' and '.join(repeats)}: each label once, in "
+                       "class-id order")
+    if len(fmt.labels) < 2:
+      raise ValueError(f"--custom_labels needs >= 2 distinct labels, got {list(fmt.labels)}")
   columns = {"--custom_text_a_column": fmt.text_a_column,
              "--custom_text_b_column": fmt.text_b_column,
              "--custom_label_column": fmt.label_column}

@@ -16,14 +16,20 @@ values and against scikit-learn/SciPy:
 * pearson: the sample correlation of predictions and labels; NaN when either is constant.
 * spearman: the Pearson correlation of the ranks, ties given their average rank.
 
+Pearson and Spearman are undefined (NaN; `null` in a run's JSON) when the targets or the
+predictions are all equal: `check_correlation_defined` refuses such a dev set as a run's
+`best_metric` before any work, and `compute_metrics` warns once why a correlation is NaN.
+
 All are fractions, as scikit-learn's; `in_percent` gives them x100, as GLUE's leaderboard
 shows them and as every tfbert run reports its scores (`docs/metrics.md`). Shape legend: N
 examples.
 """
 
-from typing import Callable, Sequence
+import math
+from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
+from absl import logging
 
 PERCENT = 100.0  # A fraction's value in percent: the run's reporting unit.
 
@@ -92,14 +98,19 @@ METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
 }
 
 
-def compute_metrics(names: Sequence[str], predictions: np.ndarray,
-                    labels: np.ndarray) -> dict[str, float]:
-  """`{name: METRICS[name](predictions, labels)}` for each name.
+CORRELATIONS = ("pearson", "spearman")  # Undefined (NaN) on constant values.
+
+
+def compute_metrics(names: Sequence[str], predictions: np.ndarray, labels: np.ndarray,
+                    source: str = "") -> dict[str, float]:
+  """`{name: METRICS[name](predictions, labels)}` for each name; a NaN correlation is
+  explained once (`warn_undefined_correlations`).
 
   Args:
     names: metric names (a `Task.metrics`).
     predictions: class ids [N] (classification) or scores [N] (regression).
     labels: the same kind as `predictions`.
+    source: what `labels` are (the dev file), named in the warning.
 
   Raises:
     ValueError: for an unknown metric name.
@@ -107,7 +118,79 @@ def compute_metrics(names: Sequence[str], predictions: np.ndarray,
   unknown = [name for name in names if name not in METRICS]
   if unknown:
     raise ValueError(f"unknown metrics {unknown}; known: {sorted(METRICS)}")
-  return {name: METRICS[name](predictions, labels) for name in names}
+  scores = {name: METRICS[name](predictions, labels) for name in names}
+  warn_undefined_correlations(scores, predictions, labels, source)
+  return scores
+
+
+def constant_value(values) -> Optional[float]:
+  """The one value of `values` [N] when they are all equal (N >= 1), else None."""
+  values = np.asarray(values, np.float64).reshape(-1)
+  if len(values) and np.all(values == values[0]):
+    return float(values[0])
+  return None
+
+
+def check_correlation_defined(metric: str, labels, source: str,
+                              others: Sequence[str] = ()) -> None:
+  """Refuses `metric` as a run's best metric when it is a correlation (`CORRELATIONS`)
+  and the gold targets `labels` [N] of `source` (the dev file) are all equal: it would be
+  NaN at every evaluation, and no model could be kept as the best.
+
+  Args:
+    metric: the best metric (`--best_metric`, or the task's default).
+    labels: the dev set's gold targets.
+    source: the dev file, named in the message.
+    others: the evaluation's other scalars, offered instead.
+
+  Raises:
+    ValueError: naming the file, the targets' value and the metric.
+  """
+  value = constant_value(labels) if metric in CORRELATIONS else None
+  if value is None:
+    return
+  instead = [name for name in others if name not in CORRELATIONS]
+  raise ValueError(
+      f"{source}: all {len(np.asarray(labels).reshape(-1))} dev targets are {value:g}, so "
+      f"best_metric {metric!r} (a correlation with them) is undefined at every evaluation: "
+      "give a dev file whose targets vary" + (
+          f", or pass --best_metric=<one of {', '.join(instead)}>" if instead else
+          " (the evaluation has no other scalar to keep the best by)"))
+
+
+def undefined_correlation_reason(predictions, labels) -> str:
+  """Why Pearson/Spearman of `predictions` and `labels` [N] are NaN, in words."""
+  n = len(np.asarray(labels).reshape(-1))
+  target = constant_value(labels)
+  if target is not None:
+    return (f"all {n} gold targets are {target:g} (a correlation needs targets that vary: "
+            "use a dev set whose targets differ)")
+  predicted = constant_value(predictions)
+  if predicted is not None:
+    return (f"the model predicts the same value ({predicted:.6g}) for all {n} examples (a "
+            "correlation needs predictions that vary: train longer or check the model)")
+  return "a prediction or target is not a finite number"
+
+
+_WARNED: set = set()  # (source, reason kind) already explained: warned once per process.
+
+
+def warn_undefined_correlations(scores: Mapping[str, float], predictions, labels,
+                                source: str = "") -> None:
+  """Logs once (per `source` and cause) why the correlations among `scores` are NaN
+  (`undefined_correlation_reason`): otherwise a run reports `null` without a word."""
+  undefined = [name for name in CORRELATIONS
+               if name in scores and math.isnan(float(scores[name]))]
+  if not undefined:
+    return
+  reason = undefined_correlation_reason(predictions, labels)
+  key = (source, "targets" if constant_value(labels) is not None else
+         "predictions" if constant_value(predictions) is not None else "values")
+  if key in _WARNED:
+    return
+  _WARNED.add(key)
+  logging.warning(f"{' and '.join(undefined)} undefined (NaN, null in the results)"
+                  f"{' on ' + source if source else ''}: {reason}")
 
 
 def _pair(predictions, labels) -> tuple[np.ndarray, np.ndarray]:

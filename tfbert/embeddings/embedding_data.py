@@ -18,6 +18,8 @@ import json
 import math
 from typing import Optional, Union
 
+from absl import logging
+
 from tfbert.classifier import glue_data
 from tfbert.runtime import files, json_values
 
@@ -191,13 +193,36 @@ class RetrievalSet:
   qrels: dict[str, set[str]]
 
 
-def _id_texts(path: str, what: str) -> tuple[list[str], list[str]]:
-  """(ids, texts) of an `id<TAB>text` file (`what`: "queries file"); errors name file:line."""
-  ids, texts, seen = [], [], {}
+# Column names of a retrieval file's header row (BEIR's, MTEB's, pandas' exports): a first
+# line made only of these is a header, not a query, document or relevance judgement.
+RETRIEVAL_HEADER_NAMES = frozenset({
+    "qid", "query-id", "query_id", "queryid", "_id", "id", "did", "doc-id", "doc_id", "docid",
+    "corpus-id", "corpus_id", "corpusid", "pid", "text", "title", "query", "score",
+    "relevance", "label"})
+
+
+def _numbered_rows(path: str, what: str):
+  """(line number, line, cells, whether it is the file's first line) of the non-empty lines
+  of a retrieval file, its header row (the first line, when every cell is a
+  `RETRIEVAL_HEADER_NAMES` name) skipped and logged."""
+  first = True
   for number, line in enumerate(_read_lines(path, what), 1):
     if not line.strip():
       continue
     cells = line.split("\t")
+    if first and all(cell.strip().lower() in RETRIEVAL_HEADER_NAMES for cell in cells):
+      logging.info(f"{path}:{number}: header row ({', '.join(map(repr, cells))}) skipped")
+      first = False
+      continue
+    yield number, line, cells, first
+    first = False
+
+
+def _id_texts(path: str, what: str) -> tuple[list[str], list[str]]:
+  """(ids, texts) of an `id<TAB>text` file (`what`: "queries file"; a header row skipped);
+  errors name file:line."""
+  ids, texts, seen = [], [], {}
+  for number, line, cells, _ in _numbered_rows(path, what):
     if len(cells) != 2 or not cells[0].strip() or not cells[1].strip():
       raise ValueError(f"{path}:{number}: expected id<TAB>text, got {line[:80]!r}")
     if cells[0] in seen:
@@ -213,6 +238,9 @@ def _id_texts(path: str, what: str) -> tuple[list[str], list[str]]:
 def read_retrieval_set(queries_file: str, corpus_file: str, qrels_file: str) -> RetrievalSet:
   """Reads `id<TAB>text` queries and corpus files and a `query_id<TAB>doc_id` qrels file.
 
+  Each may start with a header row naming its columns (BEIR / MTEB exports: `query-id`,
+  `corpus-id`, `_id`, `text`, ...; `RETRIEVAL_HEADER_NAMES`): it is skipped, and logged.
+
   Raises:
     FileNotFoundError: naming the file.
     ValueError: naming file:line for a malformed line, a repeated id, or a qrels line whose
@@ -222,17 +250,19 @@ def read_retrieval_set(queries_file: str, corpus_file: str, qrels_file: str) -> 
   corpus_ids, corpus = _id_texts(corpus_file, "corpus file")
   known_queries, known_docs = set(query_ids), set(corpus_ids)
   qrels: dict[str, set[str]] = {}
-  for number, line in enumerate(_read_lines(qrels_file, "qrels file"), 1):
-    if not line.strip():
-      continue
-    cells = line.split("\t")
+  for number, line, cells, first in _numbered_rows(qrels_file, "qrels file"):
+    # A first line of other column names is not a header we know: say it may be one.
+    header = (" (a header row? only one of column names such as qid, query-id, did, "
+              "corpus-id is skipped: rename its columns or remove it)" if first else "")
     if len(cells) != 2:
       raise ValueError(f"{qrels_file}:{number}: expected query_id<TAB>doc_id, got "
                        f"{line[:80]!r}")
     if cells[0] not in known_queries:
-      raise ValueError(f"{qrels_file}:{number}: query {cells[0]!r} is not in {queries_file}")
+      raise ValueError(f"{qrels_file}:{number}: query {cells[0]!r} is not in "
+                       f"{queries_file}{header}")
     if cells[1] not in known_docs:
-      raise ValueError(f"{qrels_file}:{number}: document {cells[1]!r} is not in {corpus_file}")
+      raise ValueError(f"{qrels_file}:{number}: document {cells[1]!r} is not in "
+                       f"{corpus_file}{header}")
     qrels.setdefault(cells[0], set()).add(cells[1])
   if not qrels:
     raise ValueError(f"{qrels_file}: no relevant document listed")

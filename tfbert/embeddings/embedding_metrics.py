@@ -25,10 +25,12 @@ import numpy as np
 from tfbert.classifier import glue_metrics
 
 
-def similarity_correlations(similarities: np.ndarray, scores: np.ndarray) -> dict[str, float]:
-  """{"pearson", "spearman"} of similarities [N] against gold scores [N]."""
-  return {"pearson": glue_metrics.pearson(similarities, scores),
-          "spearman": glue_metrics.spearman(similarities, scores)}
+def similarity_correlations(similarities: np.ndarray, scores: np.ndarray,
+                            source: str = "") -> dict[str, float]:
+  """{"pearson", "spearman"} of similarities [N] against gold scores [N] (of `source`, the
+  dev file); NaN ones (constant scores or similarities) are explained once
+  (`glue_metrics.warn_undefined_correlations`)."""
+  return glue_metrics.compute_metrics(("pearson", "spearman"), similarities, scores, source)
 
 
 def ranked(scores: np.ndarray, k: int) -> np.ndarray:

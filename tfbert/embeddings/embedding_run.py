@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from tfbert.classifier import glue_metrics
 from tfbert.embeddings import (
   embedding_data,
   embedding_export,
@@ -242,6 +243,9 @@ class EmbeddingTask(Task):
         names.append("loss")
     if "retrieval" in inputs:
       names += embedding_metrics.retrieval_metric_names()
+    if "dev" in inputs:  # Constant dev scores: a correlation best_metric is always NaN.
+      glue_metrics.check_correlation_defined(
+          config.best_metric, [e.score for e in inputs["dev"]], config.dev_file, names)
     return names
 
   def eval_files(self, config: EmbeddingRunConfig, inputs) -> list[str]:
@@ -345,9 +349,9 @@ def evaluate(model: BertSentenceEncoder, tokenizer, config: EmbeddingRunConfig,
   similarities = embedding_inference.pair_similarities(model, tokenizer, examples,
                                                        config.max_seq_length,
                                                        config.eval_batch_size)
-  scores = embedding_inference.similarity_scores(model, tokenizer, examples,
-                                                 config.max_seq_length,
-                                                 similarities=similarities)
+  gold_scores = np.array([e.score for e in examples], np.float64)
+  scores = {name: 100.0 * value for name, value in embedding_metrics.similarity_correlations(
+      similarities, gold_scores, config.dev_file).items()}  # A NaN one is explained.
   gold = tf.constant([e.score / config.score_scale for e in examples], tf.float32)
   cosines = tf.constant(similarities, tf.float32)
   if config.loss == "cosent":

@@ -30,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from tfbert.checkpoints import model_paths
 from tfbert.config import BertConfig
 from tfbert.inference import raw_text
 from tfbert.runtime import files, validation
@@ -64,7 +65,7 @@ class ExportedModel:
     self.signature = names[0]
     self._call = self._loaded.signatures[self.signature]
     self.config = BertConfig.from_json_file(os.path.join(path, export.CONFIG_FILE))
-    labels_file = os.path.join(path, export.LABELS_FILE)
+    labels_file = os.path.join(path, model_paths.LABELS_FILE)
     self.labels = (tuple(files.read_lines(labels_file))
                    if files.isfile(labels_file) else None)
     self.is_pair = (self.signature == "classify_text"

@@ -140,7 +140,8 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
   vocab = vocab_file or _vocab_beside(kind, source)
   record = convert.read_text_record(source) if kind == "tfbert" else None
   if record is not None:
-    _check_recorded_vocab(source, record, vocab, given=vocab_file is not None)
+    convert.check_recorded_vocab(source, record, vocab, given=vocab_file is not None,
+                                 beside=convert.source_vocab_file("tfbert", source))
   lower = _casing(do_lower_case, source, vocab, allow_casing_mismatch, record)
   limit = model.config.max_position_embeddings
   default = (text_settings.DEFAULT_SQUAD_MAX_SEQ_LENGTH if spans
@@ -257,8 +258,6 @@ def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
     settings.update({} if is_pair is None else {"is_pair": is_pair})
   if isinstance(model, BertSpanLabeler) and "doc_stride" not in settings:
     settings.update(_saved_span_settings(kind, source))
-  if kind == "google":
-    model = _google_labels(model, source)
   if "max_seq_length" not in settings:
     directory = source if kind == "hf" else files.parent(source)
     length = _recorded_max_length(directory)
@@ -348,17 +347,6 @@ def _recorded_max_length(directory: str) -> Optional[int]:
   return int(value) if isinstance(value, (int, float)) and 0 < value < 1e6 else None
 
 
-def _google_labels(model: keras.Model, prefix: str) -> keras.Model:
-  """A Google checkpoint's classifier with the names of `labels.txt` beside it (what
-  `tfbert.save` writes there: the format has no place for them)."""
-  path = os.path.join(files.parent(prefix), export.LABELS_FILE)
-  if isinstance(model, BertClassifier):
-    files.check_not_dangling(path, "labels file")
-  if not isinstance(model, BertClassifier) or not files.isfile(path):
-    return model
-  return _with_labels(model, files.read_lines(path), path, reinit_hint=False)
-
-
 def _vocab_beside(kind: str, source: str) -> str:
   directory = source if kind in ("hf", "sentence-transformers") else files.parent(source)
   if kind == "sentence-transformers":
@@ -407,27 +395,6 @@ def _with_labels(model: keras.Model, labels: Sequence[str], source: str,
                      f"it is a {kind} already, so its head is kept and labels= must be its "
                      f"own, in order, or left out{fresh}")
   return model
-
-
-def _check_recorded_vocab(source: str, record: dict[str, Any], vocab: str,
-                          given: bool) -> None:
-  """Refuses a vocabulary other than the one the `.keras` file `source` was saved with (its
-  record: `convert.read_text_record`): every id would be another word piece, silently.
-
-  Raises:
-    ValueError: naming both files and their fingerprints, and what to pass.
-  """
-  found = convert.text_record(vocab, record["do_lower_case"])
-  if found["vocab_sha256"] == record["vocab_sha256"]:
-    return
-  where = f"vocab_file={vocab!r}" if given else f"the vocab.txt beside it ({vocab})"
-  fix = ("pass vocab_file= the vocabulary it was saved with" if given else
-         "put the model's own vocab.txt beside it, or pass vocab_file= the vocabulary it was "
-         "saved with")
-  raise ValueError(
-      f"{source} was saved with a vocabulary of {record['vocab_lines']} lines (sha256 "
-      f"{record['vocab_sha256'][:12]}), but {where} has {found['vocab_lines']} lines "
-      f"(sha256 {found['vocab_sha256'][:12]}): its ids would be other word pieces; {fix}")
 
 
 def _casing(do_lower_case: Optional[bool], source: str, vocab: str,

@@ -35,11 +35,11 @@ from typing import Optional
 
 import keras
 
-from tfbert.checkpoints import convert, huggingface
+from tfbert.checkpoints import convert, huggingface, model_paths
 from tfbert.classifier import classifier_export
 from tfbert.embeddings import embedding_export, sentence_transformers
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
-from tfbert.inference import text_settings
+from tfbert.inference import exported, text_settings
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tfbert.pretraining import pretraining_export
 from tfbert.runtime import atomic, files, json_values, paths, run_directory, validation
@@ -74,14 +74,20 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
 
   Raises:
     TypeError: a `path` that is neither a str nor an `os.PathLike` (bytes).
-    ValueError: an unknown format, or one the model has no form in (a sentence-transformers
-      directory of anything but a sentence encoder; a Google checkpoint of a tagger); an
-      `is_pair` that is not the classifier's own, or given where nothing reads it (a model
-      that is no classifier, a format that records no arity); a classifier export of
-      unknown arity without `is_pair`; a target that cannot be written (`check_target`).
+    ValueError: a model loaded from an export (`ExportedModel`: its weights are graph
+      constants, in no format's form); an unknown format, or one the model has no form in
+      (a sentence-transformers directory of anything but a sentence encoder; a Google
+      checkpoint of a tagger); an `is_pair` that is not the classifier's own, or given
+      where nothing reads it (a model that is no classifier, a format that records no
+      arity); a classifier export of unknown arity without `is_pair`; a target that
+      cannot be written (`check_target`).
   """
   path = files.as_path(path, "path")
   parent = files.parent(path)
+  if isinstance(model, exported.ExportedModel):  # Weights as graph constants: no model.
+    raise ValueError(f"{model.path} is a tfbert export (ExportedModel): it cannot be saved "
+                     f"again as {format or 'keras'}; copy the directory itself, or "
+                     "tfbert.save the model it was exported from (its run's model.keras)")
   if format is None:
     if not path.endswith(".keras"):
       raise ValueError(f"format= is needed for {path!r} (a .keras path is saved as keras); "
@@ -120,11 +126,8 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
                      f"export, not {format}")
   else:
     convert.write_model(model, format, path, vocab, lower, model_max_length=length,
-                        is_pair=is_pair, span_settings=spans)
-    labels = getattr(model, "labels", None)
-    if format == "google" and labels is not None:  # Google's format has no labels.
-      export.write_labels_file(files.parent(path), labels)
-    if format == "google":  # Nor span settings.
+                        is_pair=is_pair, span_settings=spans)  # Google: with labels.txt.
+    if format == "google":  # Google's format has no span settings.
       convert.write_span_records(files.parent(path), span_records)
   return path
 
@@ -190,7 +193,7 @@ def _side_files(path: str, format: str) -> list[tuple[str, bool]]:  # noqa: A002
             for n in tokenizer + [TEXT_SETTINGS_FILE, convert.SPAN_SETTINGS_FILE]]
   if format == "google":
     base = os.path.basename(path)
-    names = [export.CONFIG_FILE, *tokenizer, export.LABELS_FILE, convert.SPAN_SETTINGS_FILE,
+    names = [export.CONFIG_FILE, *tokenizer, model_paths.LABELS_FILE, convert.SPAN_SETTINGS_FILE,
              f"{base}.index",
              f"{base}.data-00000-of-00001"]
     return [(os.path.join(files.parent(path), n), False) for n in names]

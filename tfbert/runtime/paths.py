@@ -354,7 +354,8 @@ def _output_problem(name: str, path: str, kind: str) -> Optional[str]:
   return None
 
 
-def output_problems(outputs: Mapping[str, PathValue], kind: str = "directory") -> list[str]:
+def output_problems(outputs: Mapping[str, PathValue], kind: str = "directory", *,
+                    required: bool = False) -> list[str]:
   """Why each output cannot be written where it is named, one message each, naming its flag.
 
   Checks only what exists (creating nothing, so it runs before any work): the path and the
@@ -373,6 +374,9 @@ def output_problems(outputs: Mapping[str, PathValue], kind: str = "directory") -
     kind: what each path names: "directory" (written into, created if missing), "file"
       (written at the path) or "prefix" (files named `<path>.*`, such as a checkpoint:
       only the directory holding them matters).
+    required: whether every output must be named. An empty one (`--workdir=` with an unset
+      shell variable) is then refused, not skipped: it would write into the current
+      directory. Without it, empty means "not written" (an optional output).
 
   Returns:
     Messages naming the setting and its path ([] when every output can be written).
@@ -381,6 +385,9 @@ def output_problems(outputs: Mapping[str, PathValue], kind: str = "directory") -
     raise ValueError(f"kind must be one of {OUTPUT_KINDS}, got {kind!r}")
   problems = []
   for name, value in outputs.items():
+    if required and not _each(value):
+      what = {"directory": "a directory", "file": "a file", "prefix": "a path prefix"}[kind]
+      problems.append(f"{name} is empty: name {what} to write")
     for path in _each(value):
       problem = _output_problem(name, path, kind)
       if problem:
@@ -388,9 +395,10 @@ def output_problems(outputs: Mapping[str, PathValue], kind: str = "directory") -
   return problems
 
 
-def check_outputs(outputs: Mapping[str, PathValue], kind: str = "directory") -> None:
+def check_outputs(outputs: Mapping[str, PathValue], kind: str = "directory", *,
+                  required: bool = False) -> None:
   """Raises ValueError listing every `output_problems` message (see there)."""
-  problems = output_problems(outputs, kind)
+  problems = output_problems(outputs, kind, required=required)
   if problems:
     raise ValueError("; ".join(problems))
 

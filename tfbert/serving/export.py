@@ -60,6 +60,7 @@ from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.framework import convert_to_constants
 
 from tfbert import encoder, models
+from tfbert.checkpoints import model_paths
 from tfbert.encoder import BertEncoder
 from tfbert.layers import serving_ops
 from tfbert.runtime import atomic, files
@@ -70,7 +71,6 @@ SERVING_SIGNATURE = "serving_default"
 TEXT_SIGNATURE = "encode_text"
 CONFIG_FILE = "bert_config.json"
 ID_DIR = "ids"  # Inside an export directory: `serving_default` alone, core TF ops only.
-LABELS_FILE = "labels.txt"  # A classifier's or tagger's label names, in id order.
 # google-research/bert's feature names; also the signature's input names.
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 # The same features under Hugging Face's names (a tokenizer's output, transformers' models).
@@ -415,7 +415,7 @@ def export_ids_saved_model(model: keras.Model, export_dir: str, *,
     served.config.to_json_file(os.path.join(path, CONFIG_FILE))
     serving_dtype.write_record(path, serving)
     if labels is not None:
-      write_labels_file(path, labels)
+      model_paths.write_labels_file(path, labels)
 
   save_atomically(write, export_dir, export_task(model) + ID_TASK_SUFFIX)
   return export_dir
@@ -681,18 +681,11 @@ def write_export(module: tf.Module, config, path: str, serving: dict) -> None:
   serving_dtype.write_record(path, serving, ID_DIR)
 
 
-def write_labels_file(folder: str, labels) -> str:
-  """Writes `labels.txt` (one label per line, in id order) into `folder` atomically; returns
-  its path. The one writer of that file: exports, TFLite files and tagging runs."""
-  return atomic.write_text(os.path.join(folder, LABELS_FILE),
-                           "".join(f"{label}\n" for label in labels))
-
-
 def write_labels(path: str, labels) -> None:
   """Writes `labels.txt` into the export directory `path` and into its `ids/`, whose outputs
   are per label id too."""
   for folder in (path, os.path.join(path, ID_DIR)):
-    write_labels_file(folder, labels)
+    model_paths.write_labels_file(folder, labels)
 
 
 # What an export directory is (`tfbert.runtime.atomic.OUTPUT_MARKER`): only an export

@@ -42,6 +42,7 @@ from typing import Iterator, Optional
 import numpy as np
 import tensorflow as tf
 
+from tfbert.checkpoints import model_paths
 from tfbert.config import BertConfig
 from tfbert.runtime import atomic, files
 from tfbert.serving import export, serving_dtype
@@ -327,7 +328,7 @@ def check_converted(model_proto, opset: int,
 
 def _labels(saved_model_dir: str) -> Optional[list[str]]:
   """The names in the SavedModel's `labels.txt` (a classifier's or tagger's), or None."""
-  path = os.path.join(saved_model_dir, export.LABELS_FILE)
+  path = os.path.join(saved_model_dir, model_paths.LABELS_FILE)
   files.check_not_dangling(path, "labels file")  # Not a model without label names.
   if not files.isfile(path):
     return None

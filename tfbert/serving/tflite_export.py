@@ -68,6 +68,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfbert import models
+from tfbert.checkpoints import model_paths
 from tfbert.config import BertConfig
 from tfbert.runtime import atomic, files, json_values, paths
 from tfbert.serving import export
@@ -173,7 +174,7 @@ def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
   files.makedirs(directory)
   model.config.to_json_file(os.path.join(directory, export.CONFIG_FILE))
   if labels is not None:
-    export.write_labels_file(directory, labels)
+    model_paths.write_labels_file(directory, labels)
   if vocab_file is not None:
     target = os.path.join(directory, VOCAB_FILE)
     if files.absolute(vocab_file) != files.absolute(target):
@@ -206,8 +207,9 @@ def _check_sidecars(path: str, directory: str, config: dict,
   other = []
   if files.isfile(config_file) and json_values.read(config_file) != config:
     other.append(export.CONFIG_FILE)
-  if differs(export.LABELS_FILE, None if labels is None else "".join(f"{n}\n" for n in labels)):
-    other.append(export.LABELS_FILE)
+  if differs(model_paths.LABELS_FILE,
+             None if labels is None else "".join(f"{n}\n" for n in labels)):
+    other.append(model_paths.LABELS_FILE)
   if vocab_file is not None and differs(VOCAB_FILE, files.read_text(vocab_file)):
     other.append(VOCAB_FILE)
   if other:

@@ -30,12 +30,13 @@ from typing import Optional
 
 import tensorflow as tf
 
+from tfbert.checkpoints import model_paths
 from tfbert.models import BertTokenClassifier
 from tfbert.serving import export, serving_dtype
 from tfbert.text import inputs, tokenization
 
 TEXT_SIGNATURE = "tag_text"
-LABELS_FILE = export.LABELS_FILE
+LABELS_FILE = model_paths.LABELS_FILE
 
 
 class TaggerExport(export.TaskExport):

@@ -52,9 +52,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from tfbert.checkpoints import model_paths
 from tfbert.models import BertTokenClassifier
 from tfbert.runtime import files, validation
-from tfbert.serving import export
 from tfbert.tagging import conll, tagging_export, tagging_features, tagging_metrics
 from tfbert.tasks import fine_tuning, runner, task
 from tfbert.text.tokenization import WordPieceTokenizer
@@ -267,7 +267,7 @@ class NerTask(task.Task):
     c, chief, inputs = context.config, context.chief, context.inputs
     out = task.Outputs(written=[LABELS_FILE])
     if chief:
-      export.write_labels_file(c.output_dir, context.model.labels)
+      model_paths.write_labels_file(c.output_dir, context.model.labels)
     if c.do_eval:
       scores, tags = evaluate(context.model, context.strategy, c, inputs["dev"],
                               self._dev(context))

@@ -32,10 +32,12 @@ scaling skips is followed by another, as `fit` did. Logs come at every multiple 
 multiple of `eval_every_steps` and at `num_train_steps`, each before the checkpoint of its
 step. With `best_metric`, an evaluation that improves it calls `on_best` (the task keeps that
 model apart from the rotation); `early_stopping_patience` evaluations without improvement
-end the run there (a rerun of it then trains no further). The best value is recorded with
-what it was measured on (the metric, the evaluation's data): a resume that evaluates
-otherwise (another held-out file, another `best_metric`) starts the best and the patience
-count over, saying so, instead of comparing numbers of two evaluations.
+end the run there (a rerun of it then trains no further); an evaluation whose `best_metric`
+is NaN (undefined: a correlation of constant values) is neither, with a warning. The best
+value is recorded with what it was measured on (the metric, the evaluation's data): a
+resume that evaluates otherwise (another held-out file, another `best_metric`) starts the
+best and the patience count over, saying so, instead of comparing numbers of two
+evaluations.
 
 `examples_per_second` counts the log window's applied steps x `train_batch_size` over the
 seconds spent in them, leaving out a run's first step: that call traces (and, with XLA,
@@ -105,7 +107,7 @@ class LoopConfig:
     best_metric: the evaluation scalar whose best value is kept ("" none); a name ending in
       "loss" or "perplexity" is minimized (`minimized`), any other maximized.
     early_stopping_patience: stop after this many evaluations without a better
-      `best_metric` (0: never).
+      `best_metric` (0: never); a NaN one does not count.
     jit_compile: XLA-compile the per-replica step.
     run_eagerly: run every step eagerly (debugging; the same numbers).
     check_finite: fail on a non-finite logged loss (off for mixed_float16, whose loss
@@ -408,6 +410,7 @@ class TrainingLoop:
     self.directory = directory
     self.num_workers, self.worker_index, self.is_chief = num_workers, worker_index, is_chief
     self.evaluate, self.on_best, self.data_errors = evaluate, on_best, data_errors
+    self._warned_nan = False  # A NaN best_metric's warning is given once.
     self.metrics_window = _metrics_window(strategy, model)
     self.eval_state = EvalState()
     # None when this run keeps no best: the restored record then stays as it was.
@@ -730,7 +733,13 @@ class TrainingLoop:
     if metric:
       check_best_metric(metric, scalars)
       state = self.eval_state
-      if state.improves(scalars[metric], metric):
+      if math.isnan(scalars[metric]):  # Undefined (a correlation of constant values).
+        if self.is_chief and not self._warned_nan:
+          self._warned_nan = True
+          logging.warning(f"eval at applied step {step}: best_metric {metric} is NaN "
+                          "(undefined): an evaluation where it is NaN neither improves the "
+                          "best nor counts toward early_stopping_patience (said once)")
+      elif state.improves(scalars[metric], metric):
         state.best_value.assign(scalars[metric])
         state.best_step.assign(step)
         state.evals_since_best.assign(0)

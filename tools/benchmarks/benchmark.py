@@ -1,17 +1,17 @@
 """Training-step throughput against TF Model Garden, measured as ratios in the same run.
 
-A `StepCase` is one training step of tfbert or of its peer (`tools.benchmarks.benchmark_peer`): a
-`tf.function` (optionally XLA-compiled), called on a fixed synthetic batch and synchronized
-each step by reading its loss; after `warmup_steps` steps, `windows` windows of
-`steps_per_window` steps are timed and examples/s is the median over the windows. tfbert's
-step is the model's own `train_step` with the optimizer stack of a real run
-(`tfbert.training.optimization.create_optimizer`: AdamW, weight decay 0.01, global-norm clipping
-1.0); Model Garden's is its task `train_step`. Both get the same batch (same seed). Every
-case runs in its own process (`run_step_case_in_subprocess`), so that its peak RSS belongs
-to it alone; `compare_with_peer` alternates them (tfbert, peer, tfbert, peer, ...), so that
-a load that drifts during the run hits both, and reports each pair's ratio and their median.
-`benchmark_peer.run_interleaved` times both in one process instead, window by window.
-Gradient-accumulation overhead is `tools.benchmarks.benchmark_accumulation`.
+A `StepCase` is one training step of tfbert or of its peer
+(`tfbert_tools.benchmarks.benchmark_peer`): a `tf.function` (optionally XLA-compiled), called
+on a fixed synthetic batch and synchronized each step by reading its loss; after `warmup_steps`
+steps, `windows` windows of `steps_per_window` steps are timed and examples/s is the median
+over the windows. tfbert's step is the model's own `train_step` with the optimizer stack of a
+real run (`tfbert.training.optimization.create_optimizer`: AdamW, weight decay 0.01,
+global-norm clipping 1.0); Model Garden's is its task `train_step`. Both get the same batch
+(same seed). Every case runs in its own process (`run_step_case_in_subprocess`), so that its
+peak RSS belongs to it alone; `compare_with_peer` alternates them (tfbert, peer, tfbert, peer,
+...), so that a load that drifts during the run hits both, and reports each pair's ratio and
+their median. `benchmark_peer.run_interleaved` times both in one process instead, window by
+window. Gradient-accumulation overhead is `tfbert_tools.benchmarks.benchmark_accumulation`.
 
 Cases import what a real run imports (tensorflow_text comes with the fine-tuning
 modules), and so does the peer (Model Garden imports it too).
@@ -43,8 +43,8 @@ from tfbert_tools.benchmarks import benchmark_mfu
 
 IMPLEMENTATIONS = ("tfbert", "model_garden")
 # The module whose `run_step_case` runs a StepCase of each implementation.
-STEP_RUNNERS = {"tfbert": "tools.benchmarks.benchmark",
-                "model_garden": "tools.benchmarks.benchmark_peer"}
+STEP_RUNNERS = {"tfbert": "tfbert_tools.benchmarks.benchmark",
+                "model_garden": "tfbert_tools.benchmarks.benchmark_peer"}
 # Schedule length of the timed optimizers (long enough not to reach its end).
 TOTAL_STEPS = 10000
 
@@ -282,7 +282,8 @@ def measure_step_case(case: StepCase,
 def run_step_case(case: StepCase) -> dict:
   """Runs a tfbert `case` in this process; see `measure_step_case`."""
   if case.implementation != "tfbert":
-    raise ValueError(f"tools.benchmarks.benchmark runs tfbert cases, not {case.implementation!r}")
+    raise ValueError("tfbert_tools.benchmarks.benchmark runs tfbert cases, not "
+                     f"{case.implementation!r}")
   keras.utils.set_random_seed(case.seed)
   keras.mixed_precision.set_global_policy(case.dtype_policy)
   return measure_step_case(case, tfbert_step)

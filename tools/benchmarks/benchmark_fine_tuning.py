@@ -46,7 +46,7 @@ class FineTuningCase(benchmark.ModelShape):
     short_steps, long_steps: the two run lengths whose time difference is measured.
     rounds: measurements of each path.
     dtype: the precision policy.
-    paragraphs: synthetic SQuAD paragraphs to train on (`tools.demos.squad_synthetic`).
+    paragraphs: synthetic SQuAD paragraphs to train on (`tfbert_tools.demos.squad_synthetic`).
   """
   batch_size: int = 16
   short_steps: int = 5

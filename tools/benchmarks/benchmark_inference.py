@@ -7,7 +7,7 @@ float32 TFLite file at the case's S (`tfbert.serving.tflite_export`; LiteRT runs
 XNNPACK), the float32 SavedModel converted to ONNX (`tfbert.serving.onnx_export`), and ONNX
 Runtime's strongest form, the
 graph of fused operators its transformer optimizer makes of a BERT
-(`tools.benchmarks.onnxruntime_peer`: EmbedLayerNormalization, and per layer Attention,
+(`tfbert_tools.benchmarks.onnxruntime_peer`: EmbedLayerNormalization, and per layer Attention,
 BiasGelu and two SkipLayerNormalization). Each engine then runs in a fresh process
 (`run_engine`) on the same random valid features: `serving_default` of the `ids/` SavedModel
 (tf.saved_model.load, with oneDNN on: `TFBERT_ENV`), `tflite_export.TfliteModel` (every

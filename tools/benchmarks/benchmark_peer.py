@@ -2,9 +2,9 @@
 
 tf-models-official 2.20 (`official`) is built on tf_keras (Keras 2), so its models are
 never mixed into a Keras 3 model (docs/pitfalls.md). They run in their own process
-(`tools.benchmarks.benchmark` starts it with this module's `run_step_case`), or beside tfbert's
-independent model in one process, window by window (`run_interleaved`). For the same
-`StepCase` as tfbert:
+(`tfbert_tools.benchmarks.benchmark` starts it with this module's `run_step_case`), or beside
+tfbert's independent model in one process, window by window (`run_interleaved`). For the
+same `StepCase` as tfbert:
 
 * encoder: `official.nlp.modeling.networks.BertEncoder`, tanh-gelu (`tf_utils.
   get_activation("gelu")`, google-research/bert's), dropout 0.1 and attention dropout 0.1,

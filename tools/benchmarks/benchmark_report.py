@@ -1,4 +1,5 @@
-"""Markdown rows for BENCHMARKS.md from the results of the `tools.benchmarks.benchmark*` modules.
+"""Markdown rows for BENCHMARKS.md from the results of the `tfbert_tools.benchmarks.benchmark*`
+modules.
 
 Every table row is one measured run, so rows of several invocations (dtypes, XLA on and off)
 can be pasted into one table; `machine_description` is the line that says where they ran.

@@ -1,6 +1,7 @@
 """The main job's SQuAD part: fine-tune the freshly pretrained BERT, evaluate, export, serve.
 
-1. `tools.demos.squad_synthetic` writes a small SQuAD v1.1-format set (train and dev, offline).
+1. `tfbert_tools.demos.squad_synthetic` writes a small SQuAD v1.1-format set (train and dev,
+   offline).
 2. The pretrained encoder (the pretraining part's Google-format export) gets a fresh span
    head; its untrained answers are scored first, as the baseline.
 3. `tfbert.squad.squad_run` fine-tunes it (AdamW, warmup, `MirroredStrategy` over 2 logical CPU
