@@ -22,7 +22,7 @@ from absl import app, flags
 from tfbert.alignment import alignment, alignment_run
 from tfbert.config import BertConfig
 from tfbert.pretraining import input_pipeline
-from tfbert.runtime import cli, paths
+from tfbert.runtime import cli, paths, run_directory
 from tfbert.training import optimization
 from tfbert_flags import align_flags as f
 from tfbert_flags import common_flags
@@ -78,7 +78,7 @@ def main(argv):
                        [name for names in TASK_READS.values() for name in names
                         if common_flags.given_otherwise(name)])
   paths.check_outputs({"--workdir": f.WORKDIR.value}, required=True)  # Before any work.
-  cli.check_outside_runs({"--workdir": f.WORKDIR.value}, "align")
+  run_directory.check_outside_runs({"--workdir": f.WORKDIR.value}, "align")
   split = input_pipeline.split_list_problems({"--input_files": f.INPUT_FILES.value})
   if split:  # A comma in a path named, before any work.
     raise ValueError(split[0])

@@ -36,7 +36,7 @@ import tempfile
 
 from absl import flags
 
-from tfbert.runtime import cli, paths
+from tfbert.runtime import cli, paths, run_directory
 from tfbert.squad import squad_features
 from tfbert_flags import benchmark_flags as f
 from tfbert_flags import common_flags
@@ -225,7 +225,8 @@ def main(argv):
     _postprocess_features()  # Before any work: a --seq_length too short for a question.
   # Its only output (the benchmarks' own files go to temporary directories).
   paths.check_outputs({"--pretraining_data_dir": f.PRETRAINING_DATA_DIR.value})
-  cli.check_outside_runs({"--pretraining_data_dir": f.PRETRAINING_DATA_DIR.value}, "benchmark")
+  run_directory.check_outside_runs({"--pretraining_data_dir": f.PRETRAINING_DATA_DIR.value},
+                                   "benchmark")
   runs = {"accumulation": accumulation, "pretraining": lambda: training_step("pretraining"),
           "squad": lambda: training_step("squad"), "input_pipeline": input_pipeline,
           "postprocess": postprocess, "matmul": matmul, "kernels": kernels, "resume": resume,

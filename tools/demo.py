@@ -20,7 +20,7 @@ import os
 
 from absl import logging as absl_logging
 
-from tfbert.runtime import cli, paths
+from tfbert.runtime import cli, paths, run_directory
 from tfbert.training import distribution
 from tfbert_flags import common_flags, demo_flags
 from tfbert_tools.demos import demo, pretraining_demo, squad_demo
@@ -41,7 +41,7 @@ def main(argv):
   del argv
   check_flags()
   paths.check_outputs({"--workdir": demo_flags.WORKDIR.value}, required=True)  # Before any work.
-  cli.check_outside_runs({"--workdir": demo_flags.WORKDIR.value}, "demo")
+  run_directory.check_outside_runs({"--workdir": demo_flags.WORKDIR.value}, "demo")
   # The demo prints its own summary; TensorFlow's INFO lines (saver, strategy) would drown it.
   absl_logging.set_verbosity(absl_logging.WARNING)
   logging.getLogger("tensorflow").setLevel(logging.WARNING)

@@ -661,23 +661,6 @@ def test_a_flag_the_chosen_choice_does_not_read_is_named_with_the_choices_that_r
     cli.check_flags_read(_TASK_READS, "task", "squad", ["task_name", "input_files"])
 
 
-def test_a_working_directory_in_a_run_directory_is_refused(tmp_path):
-  """Sweep 13 S4: demo --workdir=<a run_classifier run> wrote minilm_export/ into it."""
-  run = tmp_path / "run"
-  run.mkdir()
-  (run / ".tfbert-run.lock").write_text("")
-  cli.check_outside_runs({"--workdir": str(tmp_path / "new"), "--other": None}, "demo")
-  with pytest.raises(ValueError) as raised:
-    cli.check_outside_runs({"--workdir": str(run)}, "demo")
-  assert str(raised.value) == (
-      f"--workdir {run} is the directory of a tfbert run (it holds .tfbert-run.lock): demo "
-      "would write its own files among that run's; choose another --workdir, e.g. a new "
-      "directory")
-  with pytest.raises(ValueError, match=f"^--workdir {run / 'a' / 'b'} lies inside the tfbert "
-                                       f"run directory {run} "):
-    cli.check_outside_runs({"--workdir": str(run / "a" / "b")}, "align")
-
-
 @pytest.mark.parametrize("argv, expected", [
     (["align", "--task=pretraining", "--train_file=dev.tsv"],
      "--train_file (squad, classifier): not read by --task=pretraining"),

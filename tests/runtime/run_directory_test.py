@@ -508,3 +508,20 @@ def test_an_output_that_is_another_runs_directory_is_named_so(tmp_path, monkeypa
     run_directory.check_outputs("m5", {"sentence_transformers_dir": inside})
   assert "give --sentence_transformers_dir on the command line to override it" in str(
       error.value)
+
+
+def test_a_working_directory_in_a_run_directory_is_refused(tmp_path):
+  """Sweep 13 S4: demo --workdir=<a run_classifier run> wrote minilm_export/ into it."""
+  run = tmp_path / "run"
+  run.mkdir()
+  (run / ".tfbert-run.lock").write_text("")
+  run_directory.check_outside_runs({"--workdir": str(tmp_path / "new"), "--other": None}, "demo")
+  with pytest.raises(ValueError) as raised:
+    run_directory.check_outside_runs({"--workdir": str(run)}, "demo")
+  assert str(raised.value) == (
+      f"--workdir {run} is the directory of a tfbert run (it holds .tfbert-run.lock): demo "
+      "would write its own files among that run's; choose another --workdir, e.g. a new "
+      "directory")
+  with pytest.raises(ValueError, match=f"^--workdir {run / 'a' / 'b'} lies inside the tfbert "
+                                       f"run directory {run} "):
+    run_directory.check_outside_runs({"--workdir": str(run / "a" / "b")}, "align")

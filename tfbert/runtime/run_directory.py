@@ -618,3 +618,30 @@ def write_records(directory: str, records: Sequence[RunRecord],
     atomic.write_json(os.path.join(directory, record.name), _comparable(record.values))
   if flagfile is not None:
     atomic.write_text(os.path.join(directory, FLAGS_FILE), flagfile)
+
+
+def check_outside_runs(outputs: Mapping[str, Optional[str]], tool: str) -> None:
+  """Refuses, before any work, a tool's working directory (`align --workdir`, `demo
+  --workdir`) that is, or lies inside, a tfbert run directory (one a run claimed: it holds
+  `LOCK_FILE`): the tool's data, runs and exports would mix with that run's files (`demo
+  --workdir=<a run_classifier run>` put minilm_export/ beside its model.keras). The tools'
+  run directories themselves check the same (`check_outputs`).
+
+  Args:
+    outputs: {setting name, e.g. "--workdir": directory (None or "": not written)}.
+    tool: the tool's name, for the message.
+
+  Raises:
+    ValueError: naming the setting, its path and the run directory.
+  """
+  for name, path in outputs.items():
+    if not path:
+      continue
+    # The run directory `path` is or lies in: against a "own" directory nothing lies in.
+    owner = other_run(path, os.path.join(path, LOCK_FILE))
+    if owner is not None:
+      where = ("is the directory of a tfbert run" if files.absolute(path) == owner
+               else f"lies inside the tfbert run directory {owner}")
+      raise ValueError(f"{name} {path} {where} (it holds {LOCK_FILE}): {tool} "
+                       f"would write its own files among that run's; choose another {name}, "
+                       "e.g. a new directory")
