@@ -45,7 +45,9 @@ IR_CORPUS_FILE = flags.DEFINE_string("ir_corpus_file", None,
                                      "(with --do_eval).")
 IR_QRELS_FILE = flags.DEFINE_string("ir_qrels_file", None,
                                     "Retrieval evaluation: query_id<TAB>doc_id lines, the "
-                                    "relevant documents of each query (with --do_eval).")
+                                    "relevant documents of each query (with --do_eval); "
+                                    "BEIR's query-id<TAB>corpus-id<TAB>score lines too "
+                                    "(score 0: not relevant).")
 SCORE_SCALE = flags.DEFINE_float("score_scale", 1.0,
                                  "Scores are divided by this (5 for STS-B's 0-5 with "
                                  "cosine_mse, whose targets are cosines).")

@@ -46,3 +46,17 @@ def write_mrpc(path, rows) -> str:
   with open(path, "w", encoding="utf-8-sig", newline="") as f:
     f.write("\n".join(lines) + "\n")
   return str(path)
+
+
+def trained_custom_run(run):
+  """Makes `run` (a pathlib.Path) look like a trained custom-task classifier run, without
+  training: its run_config.json records a two-label custom format (returned) and
+  checkpoints/ holds an (empty) ckpt-2 index, for tests of what a rerun takes from it."""
+  from tfbert.classifier import classifier_run, glue_data  # TensorFlow: only when called.
+  (run / "checkpoints").mkdir(parents=True)
+  (run / "checkpoints" / "ckpt-2.index").write_bytes(b"")
+  custom = glue_data.CustomFormat(text_a_column=0, label_column=1, labels=("neg", "pos"))
+  (run / "run_config.json").write_text(classifier_run.ClassifierRunConfig(
+      output_dir=str(run), task_name="custom", custom=custom, do_train=True,
+      data_dir="d").to_json())
+  return custom

@@ -13,13 +13,15 @@ import shutil
 
 import pytest
 
-from tests import numpy_reference, tool_process
+from tests import glue_synthetic, numpy_reference, tool_process
 from tfbert.checkpoints import pretrained
 from tfbert.checkpoints.google_checkpoint import write_google_checkpoint
+from tfbert.classifier import classifier_run
 from tfbert.config import BertConfig
 from tfbert.pretraining import pretraining_data
 from tfbert.runtime import atomic
 from tfbert.serving import export as serving_export
+from tfbert.tasks import fine_tuning
 
 SEQ, PRED = 32, 5
 TINY = dict(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
@@ -948,6 +950,51 @@ def test_an_empty_workdir_is_refused_not_the_current_directory(tmp_path, monkeyp
   assert _one_error_line(tool_process.run_tool(*argv, "--workdir="), argv[0]) == (
       f"{argv[0]}: error: --workdir is empty: name a directory to write")
   assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("argv, flag, what", [
+    (["create_pretraining_data"], "--output_dir", "a directory"),
+    (["export_onnx", "--export_dir=model_export"], "--output", "a file"),
+    (["export_tflite", "--model=model.keras"], "--output", "a file"),
+    (["convert_checkpoint", "--input=model.keras", "--output_format=hf"], "--output",
+     "a directory"),
+])
+def test_an_empty_output_is_refused_before_any_work(tmp_path, monkeypatch, argv, flag, what):
+  """Sweep 14: `create_pretraining_data --output_dir=` failed on "[Errno 2] No such file or
+  directory: ''" after reading its flags, and `export_onnx --output=` was not refused as
+  an output at all: every required output, empty, is named before any work."""
+  monkeypatch.chdir(tmp_path)
+  assert _one_error_line(tool_process.run_tool(*argv, f"{flag}="), argv[0]) == (
+      f"{argv[0]}: error: {flag} is empty: name {what} to write")
+  assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("task_flag", [[], ["--task_name=custom"]])
+def test_a_predict_only_rerun_of_a_custom_task_takes_its_columns_and_labels(
+    tmp_path, monkeypatch, task_flag):
+  """Sweep 14 R1: `run_classifier --task_name=custom --do_predict` on a custom-task run
+  asked for --custom_labels, which the run's run_config.json records; without one
+  --custom_ flag, the run's own format is taken (and with them, compared as before)."""
+  run = tmp_path / "run"
+  custom = glue_synthetic.trained_custom_run(run)
+  taken = []
+
+  def evaluate_only(config, flagfile):
+    taken.append(fine_tuning.evaluated_model(config)[0])
+    return {"written": []}
+
+  monkeypatch.setattr(classifier_run, "run_classifier", evaluate_only)  # The tool imports it.
+  ran = tool_process.run_tool("run_classifier", *task_flag, "--do_predict",
+                              f"--predict_file={tmp_path / 'p.tsv'}", f"--output_dir={run}")
+  monkeypatch.undo()
+  assert ran.returncode == 0, ran.stderr
+  assert (taken[0].task_name, taken[0].custom) == ("custom", custom)
+  # Training defines its task: --task_name=custom without labels is refused as before.
+  line = _one_error_line(tool_process.run_tool(
+      "run_classifier", "--task_name=custom", "--do_train", f"--data_dir={tmp_path}",
+      f"--output_dir={tmp_path / 'new'}"), "run_classifier")
+  assert line.startswith("run_classifier: error: a custom classification task needs "
+                         "--custom_labels"), line
 
 
 def test_an_optimizer_flag_left_at_its_default_is_not_refused(tmp_path):

@@ -41,7 +41,8 @@ def main(argv):
   inputs = f.INPUT_FILE.value
   paths.check_apart({"--input_file": inputs, "--vocab_file": vocab_file},
                     {"--output_dir": f.OUTPUT_DIR.value})
-  paths.check_outputs({"--output_dir": f.OUTPUT_DIR.value})  # Before the pydoc corpus.
+  # Before the pydoc corpus is written.
+  paths.check_outputs({"--output_dir": f.OUTPUT_DIR.value}, required=True)
   pretraining_data.check_output_prefix(f.OUTPUT_DIR.value, f.OUTPUT_PREFIX.value,
                                        f.NUM_SHARDS.value)
   if not inputs:

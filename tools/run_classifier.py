@@ -33,19 +33,23 @@ def main(argv):
     raise ValueError(f"{', '.join(stray)}: read only with --task_name=custom, and "
                      f"--task_name={values['task_name']} has its own layout and labels: "
                      "leave them out, or describe your files with --task_name=custom")
-  if values["task_name"] == glue_data.CUSTOM_TASK:
+  given = common_flags.given(f)
+  # Without training and without one --custom_ flag, a custom task's columns and labels are
+  # the run's own (run_config.json records them, `fine_tuning.run_settings` takes them).
+  recorded = not values["do_train"] and not given & set(custom_flags)
+  if values["task_name"] == glue_data.CUSTOM_TASK and not recorded:
     custom = glue_data.CustomFormat(
         text_a_column=values["custom_text_a_column"],
         text_b_column=values["custom_text_b_column"],
         label_column=values["custom_label_column"], has_header=values["custom_header"],
         delimiter={"tab": "\t", "comma": ","}[values["custom_delimiter"]],
         labels=tuple(values["custom_labels"] or ()), regression=values["custom_regression"])
-  given = common_flags.given(f) | ({"custom"} if custom is not None else set())
+  given |= {"custom"} if custom is not None else set()
   config = cli.config_from_values(ClassifierRunConfig, values, fine_tuning.FLAG_CONVERTERS,
                                   custom=custom, given_settings=given)
   # flags.txt without the flags this task does not read: its replay is this run.
   result = run_classifier(config, common_flags.flagfile(
-      f, leave_out=() if custom is not None else custom_flags))
+      f, leave_out=() if values["task_name"] == glue_data.CUSTOM_TASK else custom_flags))
   if "eval" in result:
     print(json_values.dumps(result["eval"], sort_keys=True))
   print(cli.format_written(result["written"]), flush=True)

@@ -91,7 +91,7 @@ def mrpc_dir(tmp_path):
     (dict(do_train=False), "at least one of"),
     (dict(data_dir=None), "do_train needs data_dir or train_file"),
     (dict(task_name="mnli-mm"), "unknown task"),
-    (dict(task_name="custom"), "needs a CustomFormat"),
+    (dict(task_name="custom"), "needs its columns and labels"),
     (dict(init_hf_dir="a", init_tfbert="b"), "at most one of"),
     (dict(train_batch_size=6, gradient_accumulation_steps=4), "multiple of"),
     (dict(max_train_examples=0), "max_train_examples"),
@@ -411,12 +411,7 @@ def test_a_run_without_training_takes_the_task_its_run_recorded(tmp_path, caplog
   """Sweep 14 R1: a predict-only rerun of a custom-task run asked for --task_name (and then
   --custom_labels), which its run_config.json records like its other settings."""
   run = tmp_path / "run"
-  (run / "checkpoints").mkdir(parents=True)
-  (run / "checkpoints" / "ckpt-2.index").write_bytes(b"")  # A trained run's checkpoint.
-  custom = glue_data.CustomFormat(text_a_column=0, label_column=1, labels=("neg", "pos"))
-  (run / "run_config.json").write_text(classifier_run.ClassifierRunConfig(
-      output_dir=str(run), task_name="custom", custom=custom, do_train=True,
-      data_dir="d").to_json())
+  custom = glue_synthetic.trained_custom_run(run)
   caplog.set_level("INFO", logger="absl")
   config, _ = fine_tuning.evaluated_model(classifier_run.ClassifierRunConfig(
       output_dir=str(run), task_name=None, do_predict=True, predict_file="p.tsv",

@@ -304,7 +304,7 @@ def test_custom_formats_that_cannot_work_are_refused(fmt, message):
 def test_unknown_task_and_custom_without_format_are_refused():
   with pytest.raises(ValueError, match="unknown task 'mnli-mm'"):
     glue_data.get_task("mnli-mm")
-  with pytest.raises(ValueError, match="needs a CustomFormat"):
+  with pytest.raises(ValueError, match="needs its columns and labels"):
     glue_data.get_task("custom")
   with pytest.raises(FileNotFoundError, match="task file not found: /nonexistent.tsv"):
     glue_data.read_examples(glue_data.TASKS["rte"], "/nonexistent.tsv", "dev")

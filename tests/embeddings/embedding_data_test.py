@@ -139,6 +139,28 @@ def test_the_header_rows_of_a_retrieval_set_are_skipped_and_logged(tmp_path, cap
   assert embedding_data.read_retrieval_set(queries, corpus, plain_r).qrels == got.qrels
 
 
+def test_a_beir_qrels_score_column_is_read_as_the_relevance_grade(tmp_path, caplog):
+  """BEIR's qrels are `query-id<TAB>corpus-id<TAB>score`: once refused as malformed. A grade
+  of 0 is a document judged not relevant (left out, not counted as relevant); grades above
+  1 are relevant, said to be read as binary; a score that is not an integer is named."""
+  queries = _write(tmp_path / "q.tsv", ["q1\tdog running", "q2\tkitten", "q3\tcar"])
+  corpus = _write(tmp_path / "c.tsv", ["d1\ta puppy", "d2\ta kitten", "d3\ta truck"])
+  qrels = _write(tmp_path / "r.tsv", ["query-id\tcorpus-id\tscore", "q1\td1\t1",
+                                      "q1\td2\t0", "q2\td2\t2", "q3\td3\t1"])
+  with caplog.at_level(logging.INFO, logger="absl"):
+    got = embedding_data.read_retrieval_set(queries, corpus, qrels)
+  assert got.qrels == {"q1": {"d1"}, "q2": {"d2"}, "q3": {"d3"}}
+  assert "1 line(s) with score 0 or less: judged not relevant, left out" in caplog.text
+  assert "relevance grades above 1 are read as relevant (1)" in caplog.text
+  bad = _write(tmp_path / "bad.tsv", ["q1\td1\t1", "q2\td2\thigh"])
+  with pytest.raises(ValueError, match=r"bad.tsv:2: score 'high' is not an integer relevance"):
+    embedding_data.read_retrieval_set(queries, corpus, bad)
+  four = _write(tmp_path / "four.tsv", ["q1\tQ0\td1\t1"])
+  with pytest.raises(ValueError, match=r"four.tsv:1: expected query_id<TAB>doc_id or "
+                     r"query_id<TAB>doc_id<TAB>score"):
+    embedding_data.read_retrieval_set(queries, corpus, four)
+
+
 def test_a_first_qrels_line_of_unknown_column_names_is_refused_as_a_possible_header(tmp_path):
   queries = _write(tmp_path / "q.tsv", ["q1\tdog running"])
   corpus = _write(tmp_path / "c.tsv", ["d1\ta puppy"])

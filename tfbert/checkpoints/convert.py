@@ -732,7 +732,8 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
   paths.check_apart({"--input": input_path, "--bert_config_file": config_file,  # Before any work.
                      "--vocab_file": vocab_file}, {"--output": output_path})
   paths.check_outputs({"--output": output_path},
-                      {"hf": "directory", "google": "prefix"}.get(output_format, "file"))
+                      {"hf": "directory", "google": "prefix"}.get(output_format, "file"),
+                      required=True)
   run_directory.check_not_a_run(  # The vocabulary and tokenizer files go beside the output.
       "--output", output_path,
       output_path if output_format == "hf" else files.parent(output_path))

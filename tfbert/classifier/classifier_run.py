@@ -118,10 +118,11 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
     return glue_data.get_task(self.task_name, self.custom)
 
   def checks(self, num_replicas: int = 1) -> list[validation.Check]:
-    # Without training and without a task name, the run's own run_config.json may name the
-    # task (`fine_tuning.run_settings` takes it, with `custom`); `read_inputs` asks for it if
-    # nothing did, before any work.
-    if self.task_name or self.do_train:
+    # Without training and without a task name (or "custom" without its format), the run's
+    # own run_config.json may name the task (`fine_tuning.run_settings` takes it, with
+    # `custom`); `read_inputs` asks for it if nothing did, before any work.
+    if self.do_train or (self.task_name and not (
+        self.task_name.lower() == glue_data.CUSTOM_TASK and self.custom is None)):
       self.task()
     return [
         (self.do_train or self.do_eval or self.do_predict,

@@ -260,7 +260,9 @@ def get_task(name: str, custom: Optional[CustomFormat] = None) -> Task:
   key = name.lower()
   if key == CUSTOM_TASK:
     if custom is None:
-      raise ValueError("task 'custom' needs a CustomFormat (columns and labels)")
+      raise ValueError("task 'custom' needs its columns and labels (--custom_labels or "
+                       "--custom_regression, --custom_text_a_column, ...; a CustomFormat "
+                       "in Python), or a run directory whose run_config.json records them")
     return custom_task(custom)
   if key not in TASKS:
     raise ValueError(f"unknown task {name!r}; expected one of {sorted(TASKS)} or "

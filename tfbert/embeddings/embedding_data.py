@@ -235,11 +235,26 @@ def _id_texts(path: str, what: str) -> tuple[list[str], list[str]]:
   return ids, texts
 
 
+def _relevance_grade(path: str, number: int, cells: list[str]) -> int:
+  """The relevance grade of a qrels row: its third cell as an integer, or 1 without one."""
+  if len(cells) == 2:
+    return 1
+  try:
+    return int(cells[2].strip())
+  except ValueError:
+    raise ValueError(f"{path}:{number}: score {cells[2]!r} is not an integer relevance grade "
+                     "(BEIR qrels: query-id<TAB>corpus-id<TAB>score, 0 = not relevant)") from None
+
+
 def read_retrieval_set(queries_file: str, corpus_file: str, qrels_file: str) -> RetrievalSet:
   """Reads `id<TAB>text` queries and corpus files and a `query_id<TAB>doc_id` qrels file.
 
   Each may start with a header row naming its columns (BEIR / MTEB exports: `query-id`,
   `corpus-id`, `_id`, `text`, ...; `RETRIEVAL_HEADER_NAMES`): it is skipped, and logged.
+  A qrels line may carry a third column, the relevance grade of BEIR's
+  `query-id<TAB>corpus-id<TAB>score` files: an integer, where 0 or less means judged not
+  relevant (the line is left out) and above 0 relevant. The metrics use binary relevance,
+  so grades above 1 count as 1, which is logged once.
 
   Raises:
     FileNotFoundError: naming the file.
@@ -250,20 +265,32 @@ def read_retrieval_set(queries_file: str, corpus_file: str, qrels_file: str) -> 
   corpus_ids, corpus = _id_texts(corpus_file, "corpus file")
   known_queries, known_docs = set(query_ids), set(corpus_ids)
   qrels: dict[str, set[str]] = {}
+  judged_not_relevant, graded = 0, False
   for number, line, cells, first in _numbered_rows(qrels_file, "qrels file"):
     # A first line of other column names is not a header we know: say it may be one.
     header = (" (a header row? only one of column names such as qid, query-id, did, "
               "corpus-id is skipped: rename its columns or remove it)" if first else "")
-    if len(cells) != 2:
-      raise ValueError(f"{qrels_file}:{number}: expected query_id<TAB>doc_id, got "
-                       f"{line[:80]!r}")
+    if len(cells) not in (2, 3):
+      raise ValueError(f"{qrels_file}:{number}: expected query_id<TAB>doc_id or "
+                       f"query_id<TAB>doc_id<TAB>score, got {line[:80]!r}")
+    grade = _relevance_grade(qrels_file, number, cells)
     if cells[0] not in known_queries:
       raise ValueError(f"{qrels_file}:{number}: query {cells[0]!r} is not in "
                        f"{queries_file}{header}")
     if cells[1] not in known_docs:
       raise ValueError(f"{qrels_file}:{number}: document {cells[1]!r} is not in "
                        f"{corpus_file}{header}")
+    if grade <= 0:
+      judged_not_relevant += 1
+      continue
+    graded = graded or grade > 1
     qrels.setdefault(cells[0], set()).add(cells[1])
+  if judged_not_relevant:
+    logging.info(f"{qrels_file}: {judged_not_relevant} line(s) with score 0 or less: judged "
+                 "not relevant, left out")
+  if graded:
+    logging.warning(f"{qrels_file}: relevance grades above 1 are read as relevant (1): "
+                    "MRR@10 and nDCG@10 here use binary relevance")
   if not qrels:
     raise ValueError(f"{qrels_file}: no relevant document listed")
   return RetrievalSet(query_ids, queries, corpus_ids, corpus, qrels)

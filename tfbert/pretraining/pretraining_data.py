@@ -413,7 +413,7 @@ def create_pretraining_data(input_patterns: Sequence[str], output_dir: str,
       work.
     FileExistsError: `output_dir` holds shards of this prefix with another shard count.
   """
-  paths.check_outputs({"--output_dir": output_dir})  # Before any work, naming the flag.
+  paths.check_outputs({"--output_dir": output_dir}, required=True)  # Before any work.
   check_output_prefix(output_dir, output_prefix, config.num_shards)
   progress = _Progress(sys.stderr if log_stream is None else log_stream, log_every_seconds)
   vocab = vocab_info(config.vocab_file)

@@ -132,6 +132,7 @@ def check_output(path: str, name: str = "path") -> None:
   Raises:
     ValueError: naming `name` and `path`.
   """
+  paths.check_outputs({name: path}, "file", required=True)  # Empty: named as such.
   if not path.endswith(SUFFIX):
     raise ValueError(f"{name} {path} must be a {SUFFIX} file (its name ends in {SUFFIX})")
   paths.check_outputs({name: path}, "file")
