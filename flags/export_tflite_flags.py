@@ -14,8 +14,8 @@ OUTPUT = flags.DEFINE_string(
 SEQ_LENGTH = flags.DEFINE_integer(
     "seq_length", None, "S of the TFLite inputs (fixed; the batch is dynamic). Default: the "
     "run's max_seq_length (run_config.json beside --model, or one level up), else 128, or "
-    "the model's max_position_embeddings when smaller.",
-    lower_bound=1)
+    "the model's max_position_embeddings when smaller. At least 3 ([CLS], a token, [SEP]).",
+    lower_bound=3)
 QUANTIZE = flags.DEFINE_bool(
     "quantize", False, "Dynamic-range quantization: int8 weights (about 4x smaller), outputs "
     "close to float32's but not equal.")

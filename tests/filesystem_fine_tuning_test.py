@@ -117,7 +117,8 @@ def test_a_classifier_run_its_resume_and_its_export_live_on_ram(tmp_path, monkey
           "metrics.jsonl", "checkpoints", "train", "eval", training_loop.BEST_DIR} <= names
   assert files.read_bytes(f"{out}/vocab.txt") == files.read_bytes(f"{root}/inputs/vocab.txt")
   assert _read_json(f"{out}/train_results.json")["steps"] == 4
-  assert _read_json(f"{out}/eval_results.json") == json.loads(json.dumps(second["eval"]))
+  assert _read_json(f"{out}/eval_results.json") == json.loads(json.dumps(
+      {name: {**values, "step": 4} for name, values in second["eval"].items()}))
   checkpoints = files.listdir(f"{out}/checkpoints")
   assert "checkpoint" in checkpoints and any(n.startswith("ckpt-4") for n in checkpoints)
   assert tf.train.latest_checkpoint(f"{out}/checkpoints").endswith("ckpt-4")

@@ -154,3 +154,11 @@ def untrained_tfbert(directory, model_class, config: BertConfig, seed: int = 7) 
     model.build()
     convert.save_tfbert_model(model, path)
   return {"init_tfbert": path}
+
+
+def printed_scores(eval_results: dict) -> str:
+  """The line a fine-tuning tool prints of the scores it wrote to `eval_results` (the
+  content of eval_results.json): each file's scores as the run returned them, without the
+  applied `step` the file records beside them."""
+  return json.dumps({name: {k: v for k, v in values.items() if k != "step"}
+                     for name, values in eval_results.items()}, sort_keys=True)

@@ -503,3 +503,28 @@ def test_a_classifier_or_tagger_of_fewer_than_two_labels_is_refused_naming_label
                                        r"needs at least 2 label names .*leave labels= out$"):
     BertClassifier(config, 1, labels=["only"])
   assert BertTokenClassifier(config, ("O", "B-X")).labels == ("O", "B-X")
+
+
+@pytest.mark.parametrize("labels, error, message", [
+    ([0, 1], TypeError, r"^labels=\[0, 1\]: entry 0 \(0\) is of type int: label names must "
+                        r"be str, e.g. \['0', '1'\]$"),
+    (["O", None], TypeError, r"^labels=\['O', None\]: entry 1 \(None\) is of type NoneType"),
+    ([b"O", "B-X"], TypeError, r"entry 0 \(b'O'\) is of type bytes: .* e.g. \['O', 'B-X'\]$"),
+    (["good\nbad", "ok"], ValueError, r"^labels=\['good\\nbad', 'ok'\]: entry 0 \('good\\nbad'\) "
+                                      r"holds a line break: labels.txt holds one name per line"),
+    (["ok", "a\rb"], ValueError, r"entry 1 \('a\\rb'\) holds a line break"),
+    (["", "x"], ValueError, r"^labels=\['', 'x'\]: entry 0 \(''\) is empty: each label needs "
+                            "a name")], ids=["int", "none", "bytes", "newline", "cr", "empty"])
+def test_label_names_that_are_not_one_line_str_are_refused_where_given(labels, error, message):
+  """Int label names were accepted and classify() failed in TensorFlow's tensor conversion;
+  a name holding a newline was written into labels.txt as two (sweep 15, N1/N2): one check
+  (`check_label_names`) for every model that takes label names, and its `hf_task`."""
+  config = helpers.odd_config()
+  with pytest.raises(error, match=message):
+    BertClassifier(config, 2, labels=labels)
+  with pytest.raises(error, match=message):
+    BertTokenClassifier(config, labels)
+  with pytest.raises(error, match=message):
+    BertClassifier(config, 2).hf_task(labels)
+  named = BertClassifier(config, 2, labels=np.array(["neg", "pos"]))
+  assert named.labels == ("neg", "pos") and all(type(n) is str for n in named.labels)

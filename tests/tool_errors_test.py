@@ -997,6 +997,25 @@ def test_a_predict_only_rerun_of_a_custom_task_takes_its_columns_and_labels(
                          "--custom_labels"), line
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--max_seq_length=16"], "--input_files is needed unless --max_seq_length=64 and "
+                              "--max_predictions_per_seq=10 (the embedded data's shape)"),
+    (["--task=classifier"], "--task=classifier needs --train_file (a GLUE-format TSV of "
+                            "--task_name)"),
+])
+def test_align_refuses_a_flag_combination_in_one_line_without_the_help(tmp_path, args,
+                                                                        message):
+  """Sweep 15 N7: they were absl UsageErrors, 78 lines of help first and the reason last;
+  now one "align: error: ..." line, as every other refusal, with nothing written."""
+  workdir = tmp_path / "g05"
+  run = tool_process.run_tool("align", "--variants=graph", "--steps=2",
+                              f"--workdir={workdir}", *args)
+  assert run.returncode == 1, run.stderr[-2000:]
+  assert run.stderr.strip() == f"align: error: {message}", run.stderr[-2000:]
+  assert run.stdout == ""
+  assert os.listdir(tmp_path) == []
+
+
 def test_an_optimizer_flag_left_at_its_default_is_not_refused(tmp_path):
   """--optimizer=sgd with the default --weight_decay_rate runs on to the next check."""
   line = _one_error_line(tool_process.run_tool(

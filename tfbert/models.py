@@ -847,7 +847,7 @@ def tagger_labels(labels) -> tuple:
   """
   if isinstance(labels, (str, bytes)):
     raise TypeError(f"labels= must be a sequence of tag names, not the str {labels!r}")
-  labels = tuple(labels)
+  labels = check_label_names(labels)
   if len(labels) < 2:
     raise ValueError(f"labels={_listed(labels)}: a tagger needs at least 2 labels (O and "
                      "B-<type>/I-<type> tags): one with the one label O trains with loss 0 "
@@ -859,6 +859,42 @@ def tagger_labels(labels) -> tuple:
   return labels
 
 
+def check_label_names(labels, where: str = "labels=", lines: bool = False) -> tuple[str, ...]:
+  """`labels` as a tuple of str, each checked: a label name must be a non-empty str without
+  a line break, as every place that records them holds it (`labels.txt` one name per line,
+  an export's `labels.txt`, ONNX metadata, Hugging Face `id2label`). The one check of label
+  names wherever they enter (`labels=` of the models and `tfbert.load`, `labels.txt`).
+
+  Args:
+    labels: the names, in id order (a NumPy str scalar is read as its str).
+    where: what gave them, for the message (`labels=`, a file's path).
+    lines: name an entry by its line number (a file's lines) rather than its index.
+
+  Raises:
+    TypeError: a str or bytes in place of a sequence; a name that is not a str (an int,
+      bytes, None), naming `where`, its position and the str names to pass instead.
+    ValueError: an empty name or one holding a line break, naming `where` and its position.
+  """
+  if isinstance(labels, (str, bytes)):
+    raise TypeError(f"{where} must be a sequence of names, not the {type(labels).__name__} "
+                    f"{labels!r}")
+  labels = tuple(labels)
+  for i, name in enumerate(labels):
+    at = (f"{where}: line {i + 1}" if lines
+          else f"{where}{list(labels)}: entry {i} ({name!r})")
+    if not isinstance(name, str):
+      fix = [n.decode(errors="replace") if isinstance(n, bytes) else str(n) for n in labels]
+      raise TypeError(f"{at} is of type {type(name).__name__}: label names must be str, "
+                      f"e.g. {fix}")
+    if not name:
+      raise ValueError(f"{at} is empty: each label needs a name (labels.txt holds one per "
+                       "line, and an empty line names nothing)")
+    if "\n" in name or "\r" in name:
+      raise ValueError(f"{at} holds a line break: labels.txt holds one name per line, so it "
+                       "would read back as several labels; give each name on one line")
+  return tuple(str(name) for name in labels)
+
+
 def _listed(labels) -> list:
   """`labels` as a list for a message (a str kept whole)."""
   return [labels] if isinstance(labels, (str, bytes)) else list(labels)
@@ -868,6 +904,7 @@ def _checked_labels(labels: Optional[Sequence[str]], count: int) -> list[str]:
   """`labels` (or `LABEL_<i>`) for `count` outputs, checked."""
   if labels is None:
     return [f"LABEL_{i}" for i in range(count)]
+  labels = check_label_names(labels)
   if len(labels) != count or len(set(labels)) != len(labels):
     raise ValueError(f"{len(labels)} label(s) {list(labels)} for a model with {count} "
                      "output(s) (one distinct name per output)")

@@ -17,7 +17,7 @@ import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is 
 import os
 from typing import Optional
 
-from absl import app, flags
+from absl import flags
 
 from tfbert.alignment import alignment, alignment_run
 from tfbert.config import BertConfig
@@ -41,9 +41,9 @@ def default_input_files(workdir: str) -> list[str]:
   by `make_default_data` once the whole configuration has been checked."""
   if (f.MAX_SEQ_LENGTH.value, f.MAX_PREDICTIONS_PER_SEQ.value) != (
       pretraining_demo.SEQ_LENGTH, pretraining_demo.MAX_PREDICTIONS):
-    raise app.UsageError("--input_files is needed unless --max_seq_length="
-                         f"{pretraining_demo.SEQ_LENGTH} and --max_predictions_per_seq="
-                         f"{pretraining_demo.MAX_PREDICTIONS} (the embedded data's shape)")
+    raise ValueError("--input_files is needed unless --max_seq_length="
+                     f"{pretraining_demo.SEQ_LENGTH} and --max_predictions_per_seq="
+                     f"{pretraining_demo.MAX_PREDICTIONS} (the embedded data's shape)")
   return [os.path.join(workdir, "data", "*.tfrecord")]
 
 
@@ -84,8 +84,8 @@ def main(argv):
     raise ValueError(split[0])
   task = f.TASK.value
   if task == "classifier" and not f.TRAIN_FILE.value:
-    raise app.UsageError("--task=classifier needs --train_file (a GLUE-format TSV of "
-                         "--task_name)")
+    raise ValueError("--task=classifier needs --train_file (a GLUE-format TSV of "
+                     "--task_name)")
   train_file = f.TRAIN_FILE.value or (default_train_file(f.WORKDIR.value)
                                       if task == "squad" else None)
   config = alignment.AlignmentConfig(

@@ -23,7 +23,8 @@ def main(argv):
   # tf2onnx logs its progress at INFO to stdout; the tool prints what it wrote.
   logging.getLogger("tf2onnx").setLevel(logging.WARNING)
   paths.check_apart({"--export_dir": f.EXPORT_DIR.value}, {"--output": f.OUTPUT.value})
-  paths.check_outputs({"--output": f.OUTPUT.value}, "file", required=True)  # Before the conversion.
+  # Before the conversion.
+  paths.check_file_output("--output", f.OUTPUT.value, onnx_export.SUFFIX)
   path = onnx_export.export_onnx(f.EXPORT_DIR.value, f.OUTPUT.value, opset=f.OPSET_FLAG.value,
                                  signature=f.SIGNATURE.value)
   print(f"wrote {path}")

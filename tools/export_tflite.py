@@ -24,7 +24,7 @@ from absl import flags
 from absl import logging as absl_logging
 
 from tfbert import task_registry
-from tfbert.checkpoints import convert
+from tfbert.checkpoints import convert, model_paths
 from tfbert.classifier import classifier_export, classifier_features, glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.models import BertClassifier
@@ -43,13 +43,13 @@ def main(argv):
   absl_logging.set_verbosity(absl_logging.WARNING)
   logging.getLogger("tensorflow").setLevel(logging.WARNING)
   paths.check_apart({"--model": f.MODEL.value}, {"--output": f.OUTPUT.value})
-  tflite_export.check_output(f.OUTPUT.value, "--output")  # Before the model is read.
+  # Before the model is read.
+  paths.check_file_output("--output", f.OUTPUT.value, tflite_export.SUFFIX)
   model = convert.read_tfbert_model(f.MODEL.value, "--model")  # Another kind: how to convert.
+  vocab_file = _vocab_file()
   run = tflite_export.run_config_of(f.MODEL.value) or {}
   seq_length = _seq_length(model, run)
   task = _task(run) if isinstance(model, BertClassifier) else None
-  vocab_file = f.VOCAB_FILE.value or os.path.join(os.path.dirname(f.MODEL.value), "vocab.txt")
-  vocab_file = vocab_file if files.isfile(vocab_file) else None
   scoring = bool(f.EVAL_DATA_DIR.value or f.EVAL_FILE.value)
   if scoring:  # Before the export: a bad request fails before minutes of work.
     problem = tflite_export.scoring_problem(
@@ -91,6 +91,25 @@ def _seq_length(model, run) -> int:
         f"{tflite_export.DEFAULT_SEQ_LENGTH} capped at the model's max_position_embeddings",
         flush=True)
   return seq_length
+
+
+def _vocab_file() -> str:
+  """--vocab_file (it must be there), else the vocab.txt beside --model (a linked file:
+  beside its target), as convert_checkpoint finds it; none refused: the README promises
+  vocab.txt beside the .tflite file, and clients tokenize with it (the file takes ids)."""
+  beside = convert.source_vocab_file("tfbert", f.MODEL.value)
+  if f.VOCAB_FILE.value:
+    files.check_found(f.VOCAB_FILE.value, "--vocab_file")
+  elif beside is None:
+    raise ValueError(f"there is no vocab.txt beside {f.MODEL.value} to write beside "
+                     f"{f.OUTPUT.value} (clients tokenize with it: the file takes ids): pass "
+                     "--vocab_file, the vocabulary the model was trained with")
+  vocab_file = f.VOCAB_FILE.value or beside
+  record = convert.read_text_record(model_paths.real_file(f.MODEL.value))
+  if record is not None:  # As convert_checkpoint and `tfbert.load` check it.
+    convert.check_recorded_vocab(f.MODEL.value, record, vocab_file, bool(f.VOCAB_FILE.value),
+                                 term="--vocab_file=", beside=beside)
+  return vocab_file
 
 
 def _task(run) -> glue_data.Task:

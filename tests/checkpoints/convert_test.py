@@ -608,3 +608,19 @@ def test_another_vocabulary_than_a_keras_files_record_is_refused(named_classifie
                                        r"vocab.txt beside it, or pass --vocab_file="):
     convert.convert_checkpoint("tfbert", named_classifier, "hf", str(tmp_path / "hf"))
   assert not (tmp_path / "hf").exists()
+
+
+@pytest.mark.parametrize("output_format, example", [("google", "bert_model.ckpt"),
+                                                    ("tfbert", "model.keras")])
+def test_an_output_ending_in_a_separator_is_refused_before_any_work(tmp_path, monkeypatch,
+                                                                    output_format, example):
+  """`--output_format=google --output=v13/` wrote hidden `.index`/`.data` files and the side
+  files into the current directory (sweep 15, N6): refused as `tfbert.save` refuses it,
+  before the input is read (it does not exist here) and with nothing written."""
+  monkeypatch.chdir(tmp_path)
+  what = "file" if output_format == "tfbert" else "path prefix"
+  with pytest.raises(ValueError, match=re.escape(
+      f"--output v13/ names a directory: name the {what}")) as error:
+    convert.convert_checkpoint("hf", "missing_hf_dir", output_format, "v13/")
+  assert str(error.value).endswith(f"to write inside it, e.g. v13/{example}")
+  assert os.listdir(tmp_path) == []

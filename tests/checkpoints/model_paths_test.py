@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import pytest
 
@@ -62,10 +63,45 @@ def test_a_linked_keras_file_is_read_at_its_target_beside_its_records(tmp_path):
 
 
 @pytest.mark.parametrize("name, reader", [
-    ("m.tflite", r"tfbert.serving.tflite_export.TfliteModel\(path\)"),
-    ("m.onnx", r"onnxruntime.InferenceSession\(path\)")])
+    ("m.tflite", r"tfbert.serving.tflite_export.TfliteModel\('.*m.tflite'\)"),
+    ("m.onnx", r"onnxruntime.InferenceSession\('.*m.onnx'\)")])
 def test_an_id_export_file_names_its_reader(tmp_path, name, reader):
   """A .tflite file tfbert wrote was "not a model tfbert reads" (sweep 12, P6)."""
   (tmp_path / name).write_bytes(b"x")
   with pytest.raises(ValueError, match=f"no raw-text path: run it with {reader}"):
     model_paths.locate(str(tmp_path / name))
+
+
+@pytest.mark.parametrize("name, beside, reader", [
+    ("model.tflite", ("bert_config.json", "vocab.txt", "labels.txt"),
+     "a TFLite export .*TfliteModel"),
+    ("model.onnx", (), "an ONNX export .*InferenceSession")], ids=["export_tflite", "onnx"])
+def test_a_directory_of_an_id_export_names_the_file_and_its_reader(tmp_path, name, beside,
+                                                                   reader):
+  """export_tflite's output directory (bert_config.json beside model.tflite) was "bert_config
+  .json with no checkpoint" (sweep 15, N4): it names the file and what runs it."""
+  for file in (name, *beside):
+    (tmp_path / file).write_text("x")
+  path = str(tmp_path / name)
+  with pytest.raises(ValueError, match=(
+      f"^{re.escape(str(tmp_path))}: holds no checkpoint but {re.escape(name)}, {reader}"
+      rf"\({re.escape(repr(path))}\) \(ids in\), or load the model it was exported from$")):
+    model_paths.locate(str(tmp_path))
+
+
+def test_labels_txt_holds_one_line_str_names(tmp_path):
+  """A name holding a newline was written into labels.txt as two names (sweep 15, N2): the
+  writer refuses it, writing nothing; the reader names an empty line."""
+  path = os.path.join(tmp_path, model_paths.LABELS_FILE)
+  with pytest.raises(ValueError, match=rf"^{re.escape(path)}: the labels \['good\\nbad', "
+                                       r"'ok'\]: entry 0 .* holds a line break"):
+    model_paths.write_labels_file(str(tmp_path), ["good\nbad", "ok"])
+  with pytest.raises(TypeError, match=r"entry 0 \(0\) is of type int"):
+    model_paths.write_labels_file(str(tmp_path), [0, 1])
+  assert not os.path.exists(path)
+  model_paths.write_labels_file(str(tmp_path), ["neg", "pos"])
+  assert model_paths.read_labels_file(path) == ("neg", "pos")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("neg\n\npos\n")
+  with pytest.raises(ValueError, match=f"^{re.escape(path)}: line 2 is empty"):
+    model_paths.read_labels_file(path)

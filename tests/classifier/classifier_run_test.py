@@ -219,7 +219,9 @@ def test_tiny_model_learns_the_pair_task_far_above_the_baselines(mrpc_dir):
   assert scores["num_examples"] == 200
   assert trained["train"]["steps"] == 640 * 4 // 16 and trained["train"]["loss"] < 0.2
   out = mrpc_dir / "trained"
-  assert _read_json(out / "eval_results.json") == trained["eval"]
+  # Each file's scores with the applied step they were computed at.
+  assert _read_json(out / "eval_results.json") == {
+      name: {**values, "step": 160} for name, values in trained["eval"].items()}
   assert _read_json(out / "train_results.json")["steps"] == 160
   predictions = _read_tsv(out / "dev_predictions.tsv")
   assert predictions[0] == ["index", "prediction"]
@@ -595,8 +597,9 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(m
       f"--output_dir={out}", f"--export_dir={export_dir}", "--verbose=2")
   assert run.returncode == 0, run.stderr[-3000:]
   scores = _read_json(out / "eval_results.json")
-  assert json.dumps(scores) in run.stdout  # Also printed.
-  assert sorted(scores["dev"]) == ["accuracy", "f1", "loss", "num_examples"]
+  assert helpers.printed_scores(scores) in run.stdout  # Also printed.
+  assert sorted(scores["dev"]) == ["accuracy", "f1", "loss", "num_examples", "step"]
+  assert scores["dev"]["step"] == 3
   assert "steps=3 " in run.stdout  # 3 applied steps = 6 micro-steps of 8 on 2 replicas.
   assert _read_json(out / "run_config.json")["gradient_accumulation_steps"] == 2
   recorded = (out / "flags.txt").read_text().splitlines()  # Replays with --flagfile.

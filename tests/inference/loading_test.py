@@ -598,3 +598,19 @@ def test_the_ids_half_of_an_export_names_the_export_above_it(tmp_path):
     tfbert.load(str(ids))
   with pytest.raises(ValueError, match="load it without reinit_head"):
     tfbert.load(str(tmp_path / "exp"), reinit_head=True)
+
+
+@pytest.mark.parametrize("given, error, message", [
+    ([0, 1], TypeError, r"^labels=\[0, 1\]: entry 0 \(0\) is of type int: label names must be "
+                        r"str, e.g. \['0', '1'\]$"),
+    (np.array([0, 1]), TypeError, r"^labels=\[0, 1\]: entry 0 \(0\) is of type int"),
+    (["O", 1, 2], TypeError, r"^labels=\['O', 1, 2\]: entry 1 \(1\) is of type int"),
+    (("good\nbad", "ok"), ValueError, r"entry 0 \('good\\nbad'\) holds a line break"),
+    (["x", ""], ValueError, r"entry 1 \(''\) is empty")],
+    ids=["int", "numpy-int", "mixed", "newline", "empty"])
+def test_label_names_of_load_are_one_line_strs(given, error, message):
+  """load(labels=[0, 1]) was accepted and classify() then failed inside TensorFlow; a name
+  holding a newline went into labels.txt as two names (sweep 15, N1/N2)."""
+  with pytest.raises(error, match=message):
+    loading.label_names(given)
+  assert loading.label_names(np.array(["neg", "pos"])) == ("neg", "pos")

@@ -502,3 +502,29 @@ def test_a_corpus_of_one_sentence_documents_is_warned_of_naming_the_counts(tmp_p
   pretraining_data.create_pretraining_data(
       [str(paired)], str(tmp_path / "out2"), _config(dupe_factor=1), log_stream=log)
   assert "have one sentence" not in log.getvalue()
+
+
+def test_a_max_seq_length_most_sentences_fill_alone_is_warned_of_with_the_counts():
+  """Sweep 15, S3 (the one-sentence rule above, for another cause): at --max_seq_length 8
+  every sentence of sample_text.txt filled a pair alone, so all 31 pairs were random next
+  and 9% of the tokens reached the records, with no word. Toy ids: 4 documents of 5
+  sentences of 12 ids."""
+  vocab = pretraining_instances.VocabInfo(size=40, cls_id=2, sep_id=3, mask_id=4,
+                                          subword_ids=frozenset())
+  documents = [[list(range(10, 22)) for _ in range(5)] for _ in range(4)]
+
+  def warning(max_seq_length):
+    config = _config(max_seq_length=max_seq_length, max_predictions_per_seq=2, dupe_factor=1)
+    instances = pretraining_instances.create_training_instances(documents, config, vocab,
+                                                                random.Random(3))
+    return pretraining_data.pairs_warning(["c.txt"], documents, instances, config), instances
+
+  text, instances = warning(8)
+  assert len(instances) == 20 and all(i.is_random_next for i in instances)
+  assert text == (
+      "warning: --max_seq_length 8 leaves 5 tokens per sentence pair ([CLS] and two [SEP] "
+      "take 3) and 20 of 20 sentences of c.txt fill that alone: 20 of 20 instances are "
+      "next-sentence pairs drawn at random (\"random next\") and the instances hold 60 of the "
+      "corpus' 240 tokens (25%, over 1 pass(es)), the rest truncated away: give a larger "
+      "--max_seq_length (Google's is 128)")
+  assert warning(128)[0] is None

@@ -292,3 +292,31 @@ def test_a_glob_input_conflicts_only_with_what_it_matches_or_would_match(tmp_pat
                                     (inputs, "t1dir.txt/run", "lies inside a path matching")]:
     problems = paths.overlap_problems(inputs_, {"--model_dir": output})
     assert len(problems) == 1 and f"{output} {relation} input" in problems[0], problems
+
+
+def test_a_file_or_prefix_output_ending_in_a_separator_names_a_directory(tmp_path):
+  """`--output o13/` for a file was refused backwards ("a file, where a directory is
+  expected") and a prefix `v13/` wrote hidden `.index` files into the parent (sweep 15,
+  N6/N9): one rule names the flag and a path inside it."""
+  out = f"{tmp_path}/o13/"
+  assert paths.output_problems({"--output": out}, "file", example="model.onnx") == [
+      f"--output {out} names a directory: name the file to write inside it, "
+      f"e.g. {out}model.onnx"]
+  assert paths.directory_named_problem("--output", out, "prefix") == (
+      f"--output {out} names a directory: name the path prefix (its files <prefix>.* go "
+      f"beside it) to write inside it, e.g. {out}bert_model.ckpt")
+  assert paths.directory_named_problem("--output", out, "directory") is None
+  assert paths.output_problems({"--output": "gs://b/o13/"}, "file") == [
+      "--output gs://b/o13/ names a directory: name the file to write inside it"]
+  assert paths.output_problems({"--output_dir": out}) == []  # A directory output may.
+  assert not os.path.exists(out)
+
+
+def test_an_input_inside_the_output_directory_is_told_to_move_out(layout, monkeypatch):
+  """An eval/predict-only rerun's model lives in its --output_dir: "choose another
+  --output_dir" could not work there (sweep 15, R1); moving the input out can."""
+  monkeypatch.chdir(layout)
+  assert paths.overlap_problems({"--predict_file": "data/train.tsv"},
+                                {"--output_dir": "data"}, container="--output_dir") == [
+      "output --output_dir data contains input --predict_file data/train.tsv: the run "
+      "replaces files there: move the input out, or choose another --output_dir"]

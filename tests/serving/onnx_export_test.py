@@ -181,6 +181,28 @@ def test_the_tool_refuses_an_output_that_is_a_directory_before_any_work(tmp_path
   assert sorted(os.listdir(tmp_path)) == ["out"] and not os.listdir(tmp_path / "out")
 
 
+def test_an_output_that_is_no_onnx_file_is_refused_before_any_work(tmp_path):
+  """Sweep 15, N5: --output=notes.txt replaced the user's text file with the ONNX model, no
+  word (export_tflite refuses a name without .tflite): refused naming the flag, untouched,
+  from the tool and from Python."""
+  notes = tmp_path / "notes.txt"
+  notes.write_text("my notes\n")
+  result = tool_process.run_tool("export_onnx", f"--export_dir={tmp_path / 'none'}",
+                                 f"--output={notes}", "--nocheck")
+  assert result.returncode == 1 and result.stderr.strip().splitlines() == [
+      f"export_onnx: error: --output {notes} must be a .onnx file (its name ends in .onnx)"]
+  with pytest.raises(ValueError, match=f"^onnx_file {tmp_path / 'model'} must be a .onnx file"):
+    onnx_export.export_onnx(str(tmp_path / "none"), str(tmp_path / "model"))
+  assert sorted(os.listdir(tmp_path)) == ["notes.txt"] and notes.read_text() == "my notes\n"
+  # Sweep 15, N9: an --output ending in "/" was "o13/: a file, where a directory is expected".
+  folder = f"{tmp_path / 'o13'}/"
+  result = tool_process.run_tool("export_onnx", f"--export_dir={tmp_path / 'none'}",
+                                 f"--output={folder}", "--nocheck")
+  assert result.stderr.strip().splitlines() == [
+      f"export_onnx: error: --output {folder} names a directory: name the file to write "
+      f"inside it, e.g. {folder}model.onnx"]
+
+
 def test_a_folder_of_exports_names_the_saved_models_inside_it(tmp_path):
   """A pretraining run's export/ holds saved_model/ (with ids/) and google/: named, before
   any conversion (the message said only "no SavedModel here or in ids/")."""

@@ -167,8 +167,11 @@ def test_unchecked_the_file_reads_a_row_for_a_negative_id(exports, features):
 
 
 @pytest.mark.parametrize("path, kwargs, message", [
-    ("m.tflite", dict(seq_length=20), "seq_length 20 is outside [1, 19]"),
+    ("m.tflite", dict(seq_length=20), "seq_length 20 is outside [3, 19]"),
     ("m.tflite", dict(seq_length=0), "seq_length 0 is outside"),
+    # Sweep 15, N3: S 1 or 2 was written, a file that no [CLS] text [SEP] fits.
+    ("m.tflite", dict(seq_length=2), "seq_length 2 is outside [3, 19]: an input holds [CLS], "
+     "a token and [SEP] at least"),
     ("m.onnx", dict(seq_length=7), "must be a .tflite file"),
     ("m.tflite", dict(seq_length=7, labels=("a", "b")), "2 label(s) ['a', 'b'] for a model "
      "with 3 output(s)"),
@@ -308,6 +311,7 @@ def test_tool_exports_a_squad_run_at_its_window_length(tmp_path, monkeypatch):
   model = BertSpanLabeler(BertConfig(**TINY))
   model.build()
   convert.save_tfbert_model(model, str(run / "model.keras"))
+  shutil.copyfile(pretrained.minilm_vocab_file(), run / "vocab.txt")  # As a run holds it.
   settings = SquadRunConfig(output_dir=str(run), do_predict=True, predict_file="dev.json",
                             features=squad_features.FeatureConfig(max_seq_length=40,
                                                                   doc_stride=16,
@@ -340,12 +344,14 @@ def test_tool_without_seq_length_takes_at_most_the_models_positions(tmp_path, cl
   [1, 19]", a value the user never gave (sweep 7, L01); a given one out of range names
   --seq_length and the model's limit."""
   convert.save_tfbert_model(classifier, str(tmp_path / "model.keras"))
+  (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n")
   output = tmp_path / "lite" / "model.tflite"
   refused = tool_process.run_tool("export_tflite", f"--model={tmp_path / 'model.keras'}",
                                   f"--output={output}", "--seq_length=20")
   assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
-      "export_tflite: error: --seq_length 20 is outside [1, 19]: the model has 19 positions "
-      "(max_position_embeddings); give --seq_length in that range"]
+      "export_tflite: error: --seq_length 20 is outside [3, 19]: an input holds [CLS], a "
+      "token and [SEP] at least, and the model has 19 positions (max_position_embeddings); "
+      "give --seq_length in that range"]
   assert not output.parent.exists()
   done = tool_process.run_tool("export_tflite", f"--model={tmp_path / 'model.keras'}",
                                f"--output={output}")
@@ -357,6 +363,26 @@ def test_tool_without_seq_length_takes_at_most_the_models_positions(tmp_path, cl
   assert tflite_export.default_seq_length(BertEncoder(BertConfig(**TINY))) == 64
   assert tflite_export.default_seq_length(
       BertEncoder(BertConfig(**{**TINY, "max_position_embeddings": 512}))) == 128
+
+
+def test_tool_refuses_a_model_without_a_vocab_to_put_beside_the_file(tmp_path, classifier):
+  """Sweep 15, N8: a .keras file with no vocab.txt beside it was exported with none beside
+  the .tflite file, no word (the README promises one; clients tokenize with it): refused
+  naming --vocab_file, as convert_checkpoint does; a --vocab_file that is not there was
+  dropped as silently."""
+  convert.save_tfbert_model(classifier, str(tmp_path / "model.keras"))
+  output = tmp_path / "lite" / "model.tflite"
+  refused = tool_process.run_tool("export_tflite", f"--model={tmp_path / 'model.keras'}",
+                                  f"--output={output}")
+  assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
+      f"export_tflite: error: there is no vocab.txt beside {tmp_path / 'model.keras'} to write "
+      f"beside {output} (clients tokenize with it: the file takes ids): pass --vocab_file, "
+      "the vocabulary the model was trained with"]
+  refused = tool_process.run_tool("export_tflite", f"--model={tmp_path / 'model.keras'}",
+                                  f"--output={output}", f"--vocab_file={tmp_path / 'nope.txt'}")
+  assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
+      f"export_tflite: error: --vocab_file not found: {tmp_path / 'nope.txt'}"]
+  assert sorted(os.listdir(tmp_path)) == ["model.keras"]
 
 
 def test_scoring_is_for_classifiers_and_names_what_is_missing(config, classifier):

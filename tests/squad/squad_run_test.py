@@ -205,7 +205,7 @@ def test_v2_prediction_writes_the_best_null_threshold_and_how_to_apply_it(tmp_pa
   assert report["how_to_apply"] == f"--null_score_diff_threshold={report['best_f1_thresh']!r}"
   # The applied threshold's scores are eval_results.json's (thresholds <= 1.0 are not
   # rescored by the official script).
-  scores = _read(out / "eval_results.json")
+  scores = _read(out / "eval_results.json")["dev"]
   assert (report["f1_at_applied_threshold"], report["exact_at_applied_threshold"]) == (
       scores["f1"], scores["exact"])
   # The official search over each question's best non-null answer gives best_f1 ...
@@ -268,7 +268,7 @@ def test_v2_threshold_is_applied_to_predictions_and_export_by_a_rerun(tmp_path):
   # 5 answered right, 5 answerable left "", 6 unanswerable "": 11 of 16.
   assert (report["applied_threshold"], report["f1_at_applied_threshold"]) == (lower, 68.75)
   # The official search on the thresholded predictions cannot see above `lower`.
-  assert _read(out / "eval_results.json")["best_f1"] < 100.0
+  assert _read(out / "eval_results.json")["dev"]["best_f1"] < 100.0
   flag, value = report["how_to_apply"].split("=")
   assert flag == "--null_score_diff_threshold" and float(value) == best
   export_dir = tmp_path / "export"
@@ -279,7 +279,7 @@ def test_v2_threshold_is_applied_to_predictions_and_export_by_a_rerun(tmp_path):
   assert _read(out / "predictions.json") == _apply(answer_all, odds, best)
   applied = _read(out / squad_run.NULL_THRESHOLD_FILE)
   assert (applied["applied_threshold"], applied["f1_at_applied_threshold"]) == (best, 100.0)
-  assert _read(out / "eval_results.json")["f1"] == 100.0
+  assert _read(out / "eval_results.json")["dev"]["f1"] == 100.0
   answer_config = _read(export_dir / squad_export.ANSWER_CONFIG_FILE)
   assert answer_config["version_2_with_negative"] is True
   assert answer_config["null_score_diff_threshold"] == best
@@ -368,7 +368,7 @@ def test_tiny_model_learns_far_above_its_untrained_baseline(squad_files):
   assert sorted(_read(out / "predictions.json")) == sorted(
       qa["id"] for p in _read(squad_files / "dev.json")["data"][0]["paragraphs"]
       for qa in p["qas"])
-  assert _read(out / "eval_results.json") == trained["scores"]
+  assert _read(out / "eval_results.json") == {"dev": {**trained["scores"], "step": 602}}
   assert os.listdir(out / "train")  # TensorBoard events.
   plain = BertSpanLabeler(BertConfig(**TINY))
   plain.build()
@@ -407,7 +407,8 @@ def test_tool_trains_mirrored_with_accumulation_predicts_and_prints_scores(tmp_p
   wrote = lines.index("wrote:")
   assert [line.strip() for line in lines[wrote + 1:]] == [
       str(out / name) for name in ("model.keras", "train_results.json", "predictions.json",
-                                   "nbest_predictions.json", "eval_results.json")] + [
+                                   "nbest_predictions.json", "predictions_source.json",
+                                   "eval_results.json")] + [
                                        str(tmp_path / "export")]
   assert "steps=3 " in run.stdout  # 3 applied steps = 6 micro-steps of 8 on 2 replicas.
   assert sorted(_read(out / "predictions.json")) == sorted(
@@ -725,3 +726,25 @@ def test_a_predict_only_rerun_refuses_other_postprocessing_than_the_run_recorded
                         postprocess=squad_postprocess.PostprocessConfig(),
                         given_settings=frozenset())
   assert fine_tuning.run_settings(default, recorded).postprocess == trained
+
+
+def test_predictions_of_another_predict_file_say_whose_they_replace(tmp_path, caplog):
+  """Sweep 15 S1: a predict-only rerun on another file replaced predictions.json and
+  nbest_predictions.json without a word, beside the scores of the first file. The predict
+  file is recorded beside them, a replacement names both files, and the scores are keyed by
+  the file they came from."""
+  caplog.set_level(logging.INFO, logger="absl")  # Parsed absl flags may raise its level.
+  out, first, second = tmp_path / "out", tmp_path / "dev.json", tmp_path / "noans.json"
+  out.mkdir()
+  squad_run.replace_predictions_source(str(out), str(first))
+  squad_run.record_predictions_source(str(out), str(first))
+  squad_run.replace_predictions_source(str(out), str(first))  # The same file: nothing said.
+  assert "replacing" not in caplog.text
+  assert not (out / squad_run.PREDICTIONS_SOURCE_FILE).exists()  # Until the new one is written.
+  squad_run.record_predictions_source(str(out), str(first))
+  squad_run.replace_predictions_source(str(out), str(second))
+  assert f"replacing the predictions of {first} (predictions.json" in caplog.text
+  assert f"with those of {second}" in caplog.text
+  squad_run.record_predictions_source(str(out), str(second))
+  assert _read(out / squad_run.PREDICTIONS_SOURCE_FILE) == {"predict_file": str(second)}
+  assert squad_run.scores_key(str(first)) == "dev"

@@ -674,3 +674,19 @@ def test_a_vocabulary_larger_than_the_model_names_both_files_and_what_to_do(tmp_
   assert fine_tuning.describe_model_config(
       dataclasses.replace(found, init_checkpoint=None, init_tfbert="out/model.keras"),
       own) == "out/model.keras (the run's model, its config)"
+
+
+def test_eval_results_of_an_older_flat_format_are_dropped_and_the_step_read_from_the_run(
+    tmp_path):
+  """Sweep 15 S1/S2: eval_results.json keys scores by file; a flat entry of an older run
+  (SQuAD's scores, naming no file) cannot be kept beside them. A run evaluated from its
+  model.keras alone takes the step its train_results.json records."""
+  (tmp_path / "eval_results.json").write_text(json.dumps({"exact_match": 0.0, "f1": 3.2}))
+  merged = fine_tuning.merge_eval_results(str(tmp_path), {"dev": {"f1": 9.0}}, 7)
+  assert merged == {"dev": {"f1": 9.0, "step": 7}}
+  assert fine_tuning.evaluated_step(str(tmp_path), None) is None
+  own = fine_tuning.RunModel(model_file=str(tmp_path / "model.keras"))
+  assert fine_tuning.evaluated_step(str(tmp_path), own) is None
+  (tmp_path / "train_results.json").write_text(json.dumps({"step": 12, "loss": 0.5}))
+  assert fine_tuning.evaluated_step(str(tmp_path), own) == 12
+  assert fine_tuning.evaluated_step(str(tmp_path), fine_tuning.RunModel("c/ckpt-3", 3)) == 3

@@ -166,7 +166,7 @@ def test_a_task_of_hooks_only_trains_resumes_and_evaluates_on_two_replicas(files
   for name in ("run_config.json", "bert_config.json", "vocab.txt", "best/model.keras"):
     assert os.path.exists(tmp_path / "straight" / name), name
   with open(tmp_path / "straight" / "eval_results.json", encoding="utf-8") as f:
-    assert json.load(f) == {"dev": straight["eval"]}
+    assert json.load(f) == {"dev": {**straight["eval"], "step": steps}}
   evals = [r for r in _metrics(tmp_path / "straight") if r.get("split") == "eval"]
   assert [r["step"] for r in evals] == [5, 10, steps]
   with open(tmp_path / "straight" / "best" / "eval_results.json", encoding="utf-8") as f:
@@ -302,7 +302,7 @@ def test_an_evaluation_without_training_evaluates_the_runs_own_model(files, tmp_
   trained = runner.run_task(TiltTask(), _evaluation_only(files, run, do_train=True,
                                                          max_train_steps=2))
   recorded = json.loads((run / "eval_results.json").read_text())
-  assert recorded == {"dev": trained["eval"]}
+  assert recorded == {"dev": {**trained["eval"], "step": 2}}
   config = (run / "run_config.json").read_text()
   caplog.set_level(logging.INFO, logger="absl")  # Parsed absl flags may raise its level.
   again = runner.run_task(TiltTask(), _evaluation_only(files, run))
@@ -403,3 +403,32 @@ def test_a_relative_export_dir_without_a_slash_is_reported_where_it_was_written(
   written = fine_tuning.written_paths(config.output_dir,
                                       runner._run(_ExportOnly(), context)["written"])
   assert written == [str(tmp_path / "n1" / "labels.txt"), str(tmp_path / "n1x")]
+
+
+class _ScoresTask(Task):
+  """Outputs only: the scores of the files given, as a task evaluating them would."""
+
+  def __init__(self, scores):
+    self.scores = scores
+
+  def outputs(self, context):
+    return Outputs(result={"eval": self.scores}, eval_results=self.scores)
+
+
+def test_an_evaluation_of_another_file_keeps_the_other_files_scores(tmp_path, caplog):
+  """Sweep 15 S2: an eval-only rerun on another --eval_file rewrote eval_results.json with
+  that file's scores alone; the dev scores of the training run were gone. Now each entry
+  records the applied step it was computed at, the files evaluated now are replaced and the
+  others kept, in the log."""
+  (tmp_path / "eval_results.json").write_text(json.dumps(
+      {"dev": {"accuracy": 50.0, "step": 4}, "train": {"accuracy": 10.0, "step": 4}}))
+  config = TiltConfig(output_dir=str(tmp_path), do_eval=True, eval_file="x.tsv",
+                      vocab_file="v.txt")
+  context = RunContext(config=config, strategy=None, tokenizer=None, model=None, inputs={},
+                       work_dir=str(tmp_path), chief=True)
+  caplog.set_level(logging.INFO, logger="absl")
+  result = runner._run(_ScoresTask({"train": {"accuracy": 90.0}}), context, step=6)
+  assert json.loads((tmp_path / "eval_results.json").read_text()) == {
+      "dev": {"accuracy": 50.0, "step": 4}, "train": {"accuracy": 90.0, "step": 6}}
+  assert result["eval"] == {"train": {"accuracy": 90.0}}  # The task's scores, as they were.
+  assert "kept from earlier evaluations: dev (applied step 4)" in caplog.text

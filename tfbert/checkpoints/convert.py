@@ -635,7 +635,7 @@ def google_labels(model: keras.Model, prefix: str) -> keras.Model:
   files.check_not_dangling(path, "labels file")
   if not files.isfile(path):
     return model
-  labels = tuple(files.read_lines(path))
+  labels = model_paths.read_labels_file(path)
   if model.num_classes < 2 or len(labels) != model.num_classes:
     what = ("a regression (one score, no class names)" if model.num_classes < 2
             else f"a classifier of {model.num_classes} classes")
@@ -731,9 +731,12 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
   """
   paths.check_apart({"--input": input_path, "--bert_config_file": config_file,  # Before any work.
                      "--vocab_file": vocab_file}, {"--output": output_path})
-  paths.check_outputs({"--output": output_path},
-                      {"hf": "directory", "google": "prefix"}.get(output_format, "file"),
-                      required=True)
+  kind = {"hf": "directory", "google": "prefix"}.get(output_format, "file")
+  example = "model.keras" if output_format == "tfbert" else None
+  named_directory = paths.directory_named_problem("--output", output_path, kind, example)
+  if named_directory:  # "DIR/" as a prefix wrote hidden DIR/.index files, or into the parent.
+    raise ValueError(named_directory)
+  paths.check_outputs({"--output": output_path}, kind, required=True, example=example)
   run_directory.check_not_a_run(  # The vocabulary and tokenizer files go beside the output.
       "--output", output_path,
       output_path if output_format == "hf" else files.parent(output_path))

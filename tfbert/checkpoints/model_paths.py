@@ -17,6 +17,7 @@ from typing import Any
 import tensorflow as tf
 
 from tfbert.checkpoints import google_checkpoint
+from tfbert.models import check_label_names
 from tfbert.runtime import atomic, files, json_values
 from tfbert.text import casing
 
@@ -49,7 +50,7 @@ def locate(path: str) -> tuple[str, str]:
   if not files.isdir(path):
     if path.endswith(".keras"):
       return "tfbert", real_file(path)
-    reader = _EXPORT_READERS.get(os.path.splitext(path)[1].lower())
+    reader = _export_reader(path)
     if reader:
       raise ValueError(f"{path}: {reader}")
     raise ValueError(f"{path}: not a model tfbert reads: a file must be a tfbert .keras model "
@@ -82,6 +83,8 @@ def locate(path: str) -> tuple[str, str]:
     raise ValueError(f"{path}: not a model directory tfbert reads itself, but it holds "
                      f"{names}: load {'it' if len(inside) == 1 else 'one of them'} (e.g. "
                      f"{os.path.join(path, inside[0].rstrip('/'))})")
+  if not problem:
+    _check_no_export_file(path)
   raise ValueError(f"{path}: not a model directory tfbert reads{problem}: found none of "
                    f"saved_model.pb, {RUN_MODEL}, {MODULES_FILE}, "
                    "config.json + model.safetensors, bert_config.json + a checkpoint")
@@ -90,12 +93,33 @@ def locate(path: str) -> tuple[str, str]:
 # The files tfbert's exports write that `locate` does not read, with what reads them.
 _EXPORT_READERS = {
     ".tflite": "a TFLite export (export_tflite), which takes token ids and has no raw-text "
-               "path: run it with tfbert.serving.tflite_export.TfliteModel(path) (ids in), "
-               "or load the model it was exported from",
+               "path: run it with tfbert.serving.tflite_export.TfliteModel({path!r}) (ids "
+               "in), or load the model it was exported from",
     ".onnx": "an ONNX export (export_onnx), which takes token ids and has no raw-text path: "
-             "run it with onnxruntime.InferenceSession(path) (ids in), or load the model it "
-             "was exported from",
+             "run it with onnxruntime.InferenceSession({path!r}) (ids in), or load the model "
+             "it was exported from",
 }
+
+
+def _export_reader(path: str) -> str:
+  """What runs the export file `path` (`_EXPORT_READERS`, the path filled in), or ""."""
+  reader = _EXPORT_READERS.get(os.path.splitext(path)[1].lower())
+  return reader.format(path=path) if reader else ""
+
+
+def _check_no_export_file(directory: str) -> None:
+  """Refuses a directory that holds no model `locate` reads but an export file (what
+  export_tflite writes: `model.tflite` with `bert_config.json`, `vocab.txt`, `labels.txt`
+  beside it), naming the file and what runs it, as for the file itself.
+
+  Raises:
+    ValueError: `directory` holds a `.tflite` or `.onnx` file.
+  """
+  exports = [name for name in sorted(files.listdir(directory))
+             if _export_reader(name) and files.isfile(os.path.join(directory, name))]
+  if exports:
+    path = os.path.join(directory, exports[0])
+    raise ValueError(f"{directory}: holds no checkpoint but {exports[0]}, {_export_reader(path)}")
 
 
 def real_file(path: str) -> str:
@@ -145,6 +169,8 @@ def _google_prefix(directory: str) -> str:
   if latest:
     return latest
   prefixes = google_checkpoint.prefixes_in(directory)
+  if not prefixes:
+    _check_no_export_file(directory)
   if len(prefixes) != 1:
     found = "no checkpoint" if not prefixes else "several checkpoints: " + ", ".join(prefixes)
     raise ValueError(f"{directory}: bert_config.json with {found} (a Google checkpoint "
@@ -163,6 +189,22 @@ LABELS_FILE = "labels.txt"  # A classifier's or tagger's label names, in id orde
 def write_labels_file(folder: str, labels) -> str:
   """Writes `labels.txt` (one label per line, in id order) into `folder` atomically; returns
   its path. The one writer of that file: exports, TFLite files, Google checkpoints and
-  tagging runs."""
-  return atomic.write_text(os.path.join(folder, LABELS_FILE),
-                           "".join(f"{label}\n" for label in labels))
+  tagging runs.
+
+  Raises:
+    TypeError, ValueError: a name that is not a non-empty str on one line
+      (`tfbert.models.check_label_names`), before anything is written.
+  """
+  path = os.path.join(folder, LABELS_FILE)
+  labels = check_label_names(labels, f"{path}: the labels ")
+  return atomic.write_text(path, "".join(f"{label}\n" for label in labels))
+
+
+def read_labels_file(path: str) -> tuple[str, ...]:
+  """The label names of the `labels.txt` at `path`, one per line in id order, checked as
+  every label name is (`tfbert.models.check_label_names`): the one reader of that file.
+
+  Raises:
+    ValueError: an empty line (no name), naming the file and the line.
+  """
+  return check_label_names(files.read_lines(path), path, lines=True)

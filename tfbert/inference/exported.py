@@ -66,7 +66,7 @@ class ExportedModel:
     self._call = self._loaded.signatures[self.signature]
     self.config = BertConfig.from_json_file(os.path.join(path, export.CONFIG_FILE))
     labels_file = os.path.join(path, model_paths.LABELS_FILE)
-    self.labels = (tuple(files.read_lines(labels_file))
+    self.labels = (model_paths.read_labels_file(labels_file)
                    if files.isfile(labels_file) else None)
     self.is_pair = (self.signature == "classify_text"
                     and "text_b" in self._call.structured_input_signature[1])

@@ -52,7 +52,7 @@ from tfbert.embeddings import sentence_transformers
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.encoder import BertEncoder
 from tfbert.inference import exported, saving, text_settings
-from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
+from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier, check_label_names
 from tfbert.runtime import files, json_values, validation
 from tfbert.serving import export
 from tfbert.squad import squad_features
@@ -421,7 +421,9 @@ def label_names(labels: Any) -> Optional[tuple]:
 
   Raises:
     TypeError: a str (one name is no sequence of them), or anything else that is not an
-      ordered sequence (a set, a dict, an array of another rank), naming it.
+      ordered sequence (a set, a dict, an array of another rank), naming it; a name that
+      is not a str (`tfbert.models.check_label_names`).
+    ValueError: an empty name, or one holding a line break (`check_label_names`).
   """
   if labels is None:
     return None
@@ -433,12 +435,12 @@ def label_names(labels: Any) -> Optional[tuple]:
     if array.ndim != 1:
       raise TypeError(f"labels= must be a 1-D sequence of names, got an array of shape "
                       f"{array.shape}")
-    return _unique(tuple(array.tolist()))
+    return _unique(check_label_names(array.tolist()))
   if not isinstance(labels, (list, tuple)):
     raise TypeError(f"labels= must be a list, a tuple or a 1-D array of names (in class-id "
                     f"order), got a {type(labels).__name__}")
-  names = tuple(label.item() if isinstance(label, np.generic) else label for label in labels)
-  return _unique(names)
+  return _unique(check_label_names(
+      label.item() if isinstance(label, np.generic) else label for label in labels))
 
 
 def _unique(names: tuple) -> tuple:

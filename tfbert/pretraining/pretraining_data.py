@@ -57,6 +57,13 @@ UNK_WARNING_RATE = 0.02
 # documented layout (a blank line between documents only) has few: google-research/bert's
 # sample_text.txt and the pydoc corpus none; a blank line after every line, all.
 SINGLE_SENTENCE_WARNING_SHARE = 0.5
+# Warn, when most sentences fill the pair's max_seq_length - 3 tokens alone (a chunk of one
+# sentence: "random next" as above), when more instances than this are random next (about
+# half in the documented use), or when the instances hold less than KEPT_TOKENS_WARNING_SHARE
+# of the corpus' tokens (times dupe_factor): the rest was truncated away. Measured on
+# sample_text.txt: at --max_seq_length 8, 31 of 31 random and 15% kept; at 16, 27 of 29.
+RANDOM_NEXT_WARNING_SHARE = 0.75
+KEPT_TOKENS_WARNING_SHARE = 0.5
 # Old-style temporaries of this module: `.<shard name>.<pid>.tmp`.
 _OLD_TEMPORARY = re.compile(r"^\.(?P<name>.+\.tfrecord)\.(?P<pid>\d+)\.tmp$")
 
@@ -212,20 +219,46 @@ def read_documents(input_files: Sequence[str], tokenizer: WordPieceTokenizer,
   return documents
 
 
-def single_sentence_warning(input_files: Sequence[str], documents: Sequence[list],
-                            instances: Sequence) -> Optional[str]:
-  """The warning line for a corpus of mostly one-sentence documents (over
-  `SINGLE_SENTENCE_WARNING_SHARE`), else None: their next-sentence pairs are all random."""
+def pairs_warning(input_files: Sequence[str], documents: Sequence[list], instances: Sequence,
+                  config: PretrainingDataConfig) -> Optional[str]:
+  """The one warning line for a corpus whose pairs teach little, else None: mostly
+  one-sentence documents (over `SINGLE_SENTENCE_WARNING_SHARE`: their next-sentence pairs
+  are all random), or a max_seq_length most sentences fill alone, so that most pairs are
+  random (`RANDOM_NEXT_WARNING_SHARE`) or most tokens are truncated away
+  (`KEPT_TOKENS_WARNING_SHARE`).
+
+  Args:
+    input_files: the corpus files (named in the message).
+    documents: the corpus; each document a list of sentences, each a list of ids.
+    instances: the `TrainingInstance`s made from it.
+    config: their `PretrainingDataConfig`.
+  """
   single = sum(len(d) == 1 for d in documents)
-  if single <= SINGLE_SENTENCE_WARNING_SHARE * len(documents):
-    return None
   random_next = sum(i.is_random_next for i in instances)
   named = ", ".join(list(input_files)[:3]) + (" ..." if len(input_files) > 3 else "")
-  return (f"warning: {single} of {len(documents)} documents of {named} have one sentence, so "
-          f"{random_next} of {len(instances)} instances are next-sentence pairs drawn at "
-          "random (\"random next\"): the next-sentence objective learns nothing from them. "
-          "The input is one sentence per line, a blank line only between documents; with a "
-          "blank line after every sentence, remove those, or pretrain with --objective=mlm")
+  if single > SINGLE_SENTENCE_WARNING_SHARE * len(documents):
+    return (f"warning: {single} of {len(documents)} documents of {named} have one sentence, "
+            f"so {random_next} of {len(instances)} instances are next-sentence pairs drawn at "
+            "random (\"random next\"): the next-sentence objective learns nothing from them. "
+            "The input is one sentence per line, a blank line only between documents; with a "
+            "blank line after every sentence, remove those, or pretrain with --objective=mlm")
+  room = config.max_seq_length - 3  # [CLS], [SEP], [SEP].
+  sentences = [len(s) for d in documents for s in d]
+  filling = sum(length >= room for length in sentences)
+  total = sum(sentences) * config.dupe_factor
+  # An instance's own text: A, and B when it is A's continuation (a random B is another's).
+  kept = sum(i.segment_ids.count(0) - 2 + (0 if i.is_random_next else i.segment_ids.count(1) - 1)
+             for i in instances)
+  if not (filling > len(sentences) / 2 and random_next > RANDOM_NEXT_WARNING_SHARE * len(instances)
+          or kept < KEPT_TOKENS_WARNING_SHARE * total):
+    return None
+  return (f"warning: --max_seq_length {config.max_seq_length} leaves {room} tokens per "
+          f"sentence pair ([CLS] and two [SEP] take 3) and {filling} of {len(sentences)} "
+          f"sentences of {named} fill that alone: {random_next} of {len(instances)} instances "
+          "are next-sentence pairs drawn at random (\"random next\") and the instances hold "
+          f"{kept} of the corpus' {total} tokens ({kept / max(total, 1):.0%}, over "
+          f"{config.dupe_factor} pass(es)), the rest truncated away: give a larger "
+          "--max_seq_length (Google's is 128)")
 
 
 def shard_names(prefix: str, num_shards: int) -> list:
@@ -429,7 +462,7 @@ def create_pretraining_data(input_patterns: Sequence[str], output_dir: str,
              f"--do_lower_case=true, a cased one false)", force=True)
   instances = pretraining_instances.create_training_instances(
       documents, config, vocab, random.Random(config.random_seed), progress)
-  warning = single_sentence_warning(input_files, documents, instances)
+  warning = pairs_warning(input_files, documents, instances, config)
   if warning:
     progress(lambda: warning, force=True)
   if len(instances) < config.num_shards:

@@ -136,7 +136,11 @@ def overlap_problems(inputs: Mapping[str, PathValue], outputs: Mapping[str, Path
       relation = _input_relation(out, in_path)
       if relation == "contains" and out_name == container and in_name in read_from_container:
         continue
-      if relation:
+      if relation == "contains":  # A rerun's output (its model's home) cannot move: the input can.
+        problems.append(f"output {out_name} {out_path} contains input {in_name} {in_path}: "
+                        "the run replaces files there: move the input out, or choose another "
+                        f"{out_name}")
+      elif relation:
         problems.append(f"output {out_name} {out_path} {relation} input {in_name} {in_path}: "
                         "writing it could destroy or change what the run reads; choose "
                         f"another {out_name}")
@@ -315,8 +319,33 @@ def name_length_problem(name: str, path: str, suffix: str = "") -> Optional[str]
 PREFIX_SUFFIX = ".data-00000-of-00001"
 
 
-def _output_problem(name: str, path: str, kind: str) -> Optional[str]:
+# What a "prefix" output's message suggests naming inside a path that names a directory
+# (a Google checkpoint's prefix, as `tfbert.save` suggests it).
+PREFIX_EXAMPLE = "bert_model.ckpt"
+
+
+def directory_named_problem(name: str, path: str, kind: str,
+                            example: Optional[str] = None) -> Optional[str]:
+  """Why a "file" or "prefix" output `name` cannot be `path` when it ends in a path separator
+  (it names a directory: a prefix `DIR/` wrote hidden `DIR/.index` files, or into the parent),
+  suggesting `example` (a prefix: `PREFIX_EXAMPLE`) inside it; else None. `output_problems`
+  checks it for a "file"; the writer of a real prefix (a Google checkpoint's) calls it."""
+  if kind not in ("file", "prefix") or not path.endswith(("/", os.sep)):
+    return None
+  example = example or (PREFIX_EXAMPLE if kind == "prefix" else None)
+  what = "file" if kind == "file" else "path prefix (its files <prefix>.* go beside it)"
+  inside = f", e.g. {path}{example}" if example else ""
+  return f"{name} {path} names a directory: name the {what} to write inside it{inside}"
+
+
+def _output_problem(name: str, path: str, kind: str,
+                    example: Optional[str] = None) -> Optional[str]:
   """Why output `name` (`--flag`) cannot be written at `path` as a `kind`, or None."""
+  # A prefix's own writer checks `directory_named_problem`: `tfbert.save` checks its
+  # directory formats' paths (`out/` for hf) as prefixes too.
+  directory_named = directory_named_problem(name, path, kind, example) if kind == "file" else None
+  if directory_named:
+    return directory_named
   if files.is_url(path):  # No parents or permissions to inspect: only what is there.
     if kind == "directory" and files.exists(path) and not files.isdir(path):
       return f"{name} {path} is an existing file, not a directory: choose another {name}"
@@ -355,14 +384,15 @@ def _output_problem(name: str, path: str, kind: str) -> Optional[str]:
 
 
 def output_problems(outputs: Mapping[str, PathValue], kind: str = "directory", *,
-                    required: bool = False) -> list[str]:
+                    required: bool = False, example: Optional[str] = None) -> list[str]:
   """Why each output cannot be written where it is named, one message each, naming its flag.
 
   Checks only what exists (creating nothing, so it runs before any work): the path and the
   directories above it (none a symbolic link to nothing, `dangling_link_problem`; no name in
   it longer than its file system allows, `name_length_problem`), the path itself (a
   directory output must not be an existing file, a file output not an existing directory,
-  nor a device, pipe or socket), the directories holding it (none an output tfbert wrote or
+  nor a device, pipe or socket; a file output not a path ending in a separator,
+  `directory_named_problem`), the directories holding it (none an output tfbert wrote or
   a SavedModel; a directory output, other than one `REPLACED_OUTPUTS` names, none itself
   either), the
   nearest existing directory that would hold it (not a file; writable: not on a read-only
@@ -377,6 +407,8 @@ def output_problems(outputs: Mapping[str, PathValue], kind: str = "directory", *
     required: whether every output must be named. An empty one (`--workdir=` with an unset
       shell variable) is then refused, not skipped: it would write into the current
       directory. Without it, empty means "not written" (an optional output).
+    example: the file name a "file" output ending in a separator is told to name inside
+      it (`model.onnx`).
 
   Returns:
     Messages naming the setting and its path ([] when every output can be written).
@@ -389,18 +421,32 @@ def output_problems(outputs: Mapping[str, PathValue], kind: str = "directory", *
       what = {"directory": "a directory", "file": "a file", "prefix": "a path prefix"}[kind]
       problems.append(f"{name} is empty: name {what} to write")
     for path in _each(value):
-      problem = _output_problem(name, path, kind)
+      problem = _output_problem(name, path, kind, example)
       if problem:
         problems.append(problem)
   return problems
 
 
 def check_outputs(outputs: Mapping[str, PathValue], kind: str = "directory", *,
-                  required: bool = False) -> None:
+                  required: bool = False, example: Optional[str] = None) -> None:
   """Raises ValueError listing every `output_problems` message (see there)."""
-  problems = output_problems(outputs, kind, required=required)
+  problems = output_problems(outputs, kind, required=required, example=example)
   if problems:
     raise ValueError("; ".join(problems))
+
+
+def check_file_output(name: str, path: str, suffix: str) -> None:
+  """Checks a required file output whose name must end in `suffix` (".onnx", ".tflite"):
+  `check_outputs` (empty, a directory, unwritable; a path ending in a separator is told
+  to name `model<suffix>` inside it), then the suffix, so that a slip such as `notes.txt`
+  never replaces a user's file.
+
+  Raises:
+    ValueError: naming `name` and `path`.
+  """
+  check_outputs({name: path}, "file", required=True, example=f"model{suffix}")
+  if not path.endswith(suffix):
+    raise ValueError(f"{name} {path} must be a {suffix} file (its name ends in {suffix})")
 
 
 def _what_is_there(path: str) -> str:

@@ -44,7 +44,7 @@ import tensorflow as tf
 
 from tfbert.checkpoints import model_paths
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic, files
+from tfbert.runtime import atomic, files, paths
 from tfbert.serving import export, serving_dtype
 
 # The model's metadata entry holding a classifier's or tagger's label names (a JSON list, in
@@ -185,6 +185,9 @@ def _saved_models_below(directory: str, depth: int = 2) -> list[str]:
   return found
 
 
+SUFFIX = ".onnx"
+
+
 def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
                 signature: str = export.SERVING_SIGNATURE) -> str:
   """Converts an id signature of `<export_dir>/ids/` (or of `export_dir` itself, when it
@@ -203,10 +206,12 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
 
   Raises:
     FileNotFoundError: naming `export_dir` when it holds no SavedModel.
-    ValueError: when the signature is missing or takes strings (raw text needs
-      tensorflow-text's ops, which ONNX does not have), or the export computes in
-      bfloat16 (see the module docstring).
+    ValueError: for an `onnx_file` that is not a `.onnx` file or cannot be written
+      (`tfbert.runtime.paths.check_file_output`), before any work; when the signature is
+      missing or takes strings (raw text needs tensorflow-text's ops, which ONNX does not
+      have), or the export computes in bfloat16 (see the module docstring).
   """
+  paths.check_file_output("onnx_file", onnx_file, SUFFIX)  # Before any work.
   source = saved_model_source(export_dir, signature)
   tf2onnx_convert = _import_tf2onnx_convert()
 
@@ -332,7 +337,7 @@ def _labels(saved_model_dir: str) -> Optional[list[str]]:
   files.check_not_dangling(path, "labels file")  # Not a model without label names.
   if not files.isfile(path):
     return None
-  return files.read_lines(path)
+  return list(model_paths.read_labels_file(path))
 
 
 def onnx_labels(session) -> Optional[list[str]]:

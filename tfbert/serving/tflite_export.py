@@ -66,6 +66,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from tfbert import models
 from tfbert.checkpoints import model_paths
@@ -119,25 +120,6 @@ def float32_model(model: keras.Model) -> keras.Model:
   return copy
 
 
-def check_output(path: str, name: str = "path") -> None:
-  """`path` can take a `.tflite` file (and its sidecar files beside it): a `.tflite` name,
-  not an existing directory, below a writable directory (`tfbert.runtime.paths`). Checked
-  before any work: a parent that was a file failed with a bare "File exists" after the
-  whole conversion.
-
-  Args:
-    path: the `.tflite` file to write.
-    name: what names it in messages (the tool's "--output").
-
-  Raises:
-    ValueError: naming `name` and `path`.
-  """
-  paths.check_outputs({name: path}, "file", required=True)  # Empty: named as such.
-  if not path.endswith(SUFFIX):
-    raise ValueError(f"{name} {path} must be a {SUFFIX} file (its name ends in {SUFFIX})")
-  paths.check_outputs({name: path}, "file")
-
-
 def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
                   quantize: bool = False, labels: Optional[Sequence[str]] = None,
                   vocab_file: Optional[str] = None) -> str:
@@ -149,13 +131,14 @@ def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
       A mixed-precision model is exported in float32 (`float32_model`).
     path: `.tflite` path (local or a URL, `gs://...`) to create or replace; its directory is
       created.
-    seq_length: S of the inputs, in [1, max_position_embeddings] (`check_seq_length`;
+    seq_length: S of the inputs, in [3, max_position_embeddings] (`check_seq_length`;
       `default_seq_length` when the caller has none).
     quantize: dynamic-range quantization (int8 weights) instead of float32.
     labels: a classifier's label names in class-id order (C >= 2 of them), written to
       `labels.txt`; None writes none (and is the only choice for regression and for the
       other models; a tagger's labels are its own).
-    vocab_file: a WordPiece vocab to copy beside the file as `vocab.txt`, or None.
+    vocab_file: a WordPiece vocab to copy beside the file as `vocab.txt`, or None (a
+      warning says that clients then need the vocabulary from elsewhere).
 
   Returns:
     `path`.
@@ -165,7 +148,7 @@ def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
     ValueError: for a path that is not a `.tflite` file, an S outside the model's
       range, or labels that do not match the model.
   """
-  check_output(path)  # Before any work.
+  paths.check_file_output("path", path, SUFFIX)  # Before any work.
   model = _exported_model(model_or_encoder)
   check_seq_length(model, seq_length)
   labels = _checked_labels(model, labels)
@@ -180,6 +163,10 @@ def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
     target = os.path.join(directory, VOCAB_FILE)
     if files.absolute(vocab_file) != files.absolute(target):
       atomic.write_with(target, lambda tmp: files.copy(vocab_file, tmp))
+  elif not files.isfile(os.path.join(directory, VOCAB_FILE)):
+    logging.warning("%s: no vocab_file given, so no vocab.txt is written beside it; clients "
+                    "tokenize with the model's vocabulary: pass vocab_file= to put it there",
+                    path)
 
   def write(tmp):
     with files.open_file(tmp, "wb") as f:
@@ -252,9 +239,14 @@ def default_seq_length(model_or_encoder: keras.Model) -> int:
   return min(DEFAULT_SEQ_LENGTH, positions)
 
 
+# The smallest S: [CLS], one token and [SEP] (as `tfbert.load` and the training tools).
+MIN_SEQ_LENGTH = 3
+
+
 def check_seq_length(model_or_encoder: keras.Model, seq_length: int,
                      name: str = "seq_length") -> None:
-  """Refuses an S the model cannot take: outside [1, max_position_embeddings].
+  """Refuses an S the model cannot take or no text fits in: outside [`MIN_SEQ_LENGTH`,
+  max_position_embeddings] (an S of 1 or 2 was written, a file no input fits).
 
   Args:
     model_or_encoder: as `export_tflite`'s.
@@ -265,8 +257,9 @@ def check_seq_length(model_or_encoder: keras.Model, seq_length: int,
     ValueError: naming `name`, the value and the model's limit.
   """
   positions = _exported_model(model_or_encoder).config.max_position_embeddings
-  if not 1 <= seq_length <= positions:
-    raise ValueError(f"{name} {seq_length} is outside [1, {positions}]: the model has "
+  if not MIN_SEQ_LENGTH <= seq_length <= positions:
+    raise ValueError(f"{name} {seq_length} is outside [{MIN_SEQ_LENGTH}, {positions}]: an "
+                     f"input holds [CLS], a token and [SEP] at least, and the model has "
                      f"{positions} positions (max_position_embeddings); give {name} in that "
                      "range")
 

@@ -26,8 +26,11 @@
 3. Prediction: the model's logits on the predict file's features (sharded over every
    replica of every worker, each feature scored once: `fine_tuning.predict`) go through
    `tfbert.squad.squad_postprocess`; predictions.json, nbest_predictions.json (v2.0:
-   null_odds.json) and eval_results.json (the official scores) are written. A v2.0 predict
-   file also gets null_score_diff_threshold.json: the threshold of the best official F1
+   null_odds.json), predictions_source.json (the predict file they answer: a rerun on another
+   file says whose predictions it replaces) and eval_results.json (the official scores, keyed
+   by the predict file's name, beside other predict files' earlier scores) are written. A
+   v2.0 predict file also gets null_score_diff_threshold.json: the threshold of the best
+   official F1
    (searched over every threshold, `null_threshold_report`), the applied one's score and the
    flag that applies the best (logged too). The run applies `null_score_diff_threshold` as
    given, to the predictions and to the export (`export_dir`, whose answer_question.json
@@ -47,7 +50,10 @@ The run directory explains itself:
     best/                               model.keras + eval_results.json of the best evaluation
     model.keras                         the fine-tuned model, no optimizer state
                                         (`--init_tfbert` reads it)
-    predictions.json, nbest_predictions.json, null_odds.json, eval_results.json
+    predictions.json, nbest_predictions.json, null_odds.json
+    predictions_source.json             {"predict_file": the file they answer}
+    eval_results.json                   {predict file's name without extension: official
+                                        scores, "step"}, one entry per predict file scored
     null_score_diff_threshold.json      v2.0: the best null-score threshold, how to apply it
 
 Only the chief (worker 0) writes these; another worker keeps its checkpoints and feature
@@ -70,7 +76,7 @@ import tensorflow as tf
 from absl import logging
 
 from tfbert.models import BertSpanLabeler
-from tfbert.runtime import atomic, validation
+from tfbert.runtime import atomic, files, validation
 from tfbert.serving import export
 from tfbert.squad import (
   squad_data,
@@ -86,6 +92,8 @@ from tfbert.text.tokenization import WordPieceTokenizer
 INPUT_NAMES = export.FEATURE_NAMES  # input_ids, input_mask, segment_ids
 # v2.0 predictions: the best null-score threshold and how to apply it (`null_threshold_report`).
 NULL_THRESHOLD_FILE = "null_score_diff_threshold.json"
+# Which predict file predictions.json (nbest_predictions.json, null_odds.json) answers.
+PREDICTIONS_SOURCE_FILE = "predictions_source.json"
 # What evaluation during training keeps the best model by: the official F1 (SQuAD's ranking).
 DEFAULT_BEST_METRIC = "f1"
 
@@ -322,7 +330,10 @@ class SquadTask(Task):
                            *context.inputs["predict"], context.work_dir, write=context.chief,
                            features=self._predict_features(context))
       out.written += list(out.result["predictions"].values())
-      out.eval_results = out.result.get("scores")
+      if context.chief:
+        out.written.append(PREDICTIONS_SOURCE_FILE)
+      if out.result.get("scores") is not None:  # Keyed by the file scored (the runner's rule).
+        out.eval_results = {scores_key(context.config.predict_file): out.result["scores"]}
     return out
 
   def export(self, context: RunContext) -> None:
@@ -446,6 +457,42 @@ def answer(model: BertSpanLabeler, strategy: tf.distribute.Strategy, config: Squ
   return {"predictions": predictions, "scores": scores, "loss": loss}
 
 
+def scores_key(predict_file: str) -> str:
+  """The key of `predict_file`'s scores in eval_results.json: its name without extension
+  ("dev-v1.1"), as run_classifier keys its dev files."""
+  return os.path.splitext(os.path.basename(predict_file))[0]
+
+
+def replace_predictions_source(output_dir: str, predict_file: str) -> None:
+  """Before the run writes predictions of `predict_file` in `output_dir`: says in the log
+  when they replace another file's (the one `PREDICTIONS_SOURCE_FILE` records), and removes
+  that record until `record_predictions_source` writes the new one (an interrupted write
+  leaves no record naming the wrong file)."""
+  path = os.path.join(output_dir, PREDICTIONS_SOURCE_FILE)
+  new = files.absolute(predict_file)
+  old = None
+  if files.isfile(path):
+    try:
+      old = json.loads(files.read_text(path)).get("predict_file")
+    except (ValueError, AttributeError):
+      old = None
+    files.remove(path)
+  if old and old != new:
+    logging.warning("%s: replacing the predictions of %s (predictions.json, "
+                    "nbest_predictions.json) with those of %s; eval_results.json keeps each "
+                    "file's scores under its own name", output_dir, old, new)
+  elif not old and files.isfile(os.path.join(output_dir, "predictions.json")):
+    logging.warning("%s: replacing predictions.json, nbest_predictions.json (their predict "
+                    "file was not recorded) with the predictions of %s", output_dir, new)
+
+
+def record_predictions_source(output_dir: str, predict_file: str) -> str:
+  """Records `predict_file` as the source of the predictions.json just written in
+  `output_dir`, as `PREDICTIONS_SOURCE_FILE`; returns its path."""
+  return atomic.write_json(os.path.join(output_dir, PREDICTIONS_SOURCE_FILE),
+                           {"predict_file": files.absolute(predict_file)})
+
+
 def official_scores(dataset: squad_data.SquadDataset, selected: dict[str, Any],
                     texts: dict[str, str], null_odds: dict[str, float]
                     ) -> Optional[dict[str, Any]]:
@@ -496,7 +543,9 @@ def predict(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
     features = predict_features(tokenizer, config, dataset, work_dir)
   answered = answer(model, strategy, config, dataset, features, selected)
   if write:
+    replace_predictions_source(config.output_dir, config.predict_file)
     paths = squad_postprocess.write_predictions(answered["predictions"], config.output_dir)
+    record_predictions_source(config.output_dir, config.predict_file)
   else:
     paths = {}
   result = {"predictions": paths}

@@ -931,6 +931,61 @@ def save_trained(model: keras.Model, config: FineTuningConfig, train_results: di
   return written
 
 
+EVAL_RESULTS_FILE = "eval_results.json"  # The scores per evaluated file, in output_dir.
+
+
+def evaluated_step(output_dir: str, own: Optional[RunModel]) -> Optional[int]:
+  """The applied step of the model a run without training evaluates: its latest
+  checkpoint's (`own.step`), else the step `train_results.json` records beside its
+  `model.keras`; None when unknown (a source outside the run)."""
+  if own is None:
+    return None
+  if own.step is not None:
+    return own.step
+  path = os.path.join(output_dir, "train_results.json")
+  if not files.isfile(path):
+    return None
+  try:
+    step = json.loads(files.read_text(path)).get("step")
+  except (ValueError, AttributeError):
+    return None
+  return step if isinstance(step, int) else None
+
+
+def merge_eval_results(output_dir: str, new: dict[str, Any], step: Optional[int]
+                       ) -> dict[str, Any]:
+  """`eval_results.json`'s content after an evaluation of the files keyed in `new`
+  ({file key: {score: value}}): each new entry, with "step" (the applied step it was computed
+  at, None when unknown), replaces the entry of its key, and the entries of other files in
+  the existing `eval_results.json` are kept (each with its own, maybe older, "step"), named
+  in the log. An existing value that is no file's entry (an older flat format) is dropped,
+  named in the log. `new` is not changed."""
+  new = {key: {**entry, "step": step} if isinstance(entry, dict) else entry
+         for key, entry in new.items()}
+  path = os.path.join(output_dir, EVAL_RESULTS_FILE)
+  old = {}
+  if files.isfile(path):
+    try:
+      old = json.loads(files.read_text(path))
+    except ValueError:
+      logging.warning("%s: not JSON, replaced by the scores of %s", path, ", ".join(new))
+      old = {}
+    if not isinstance(old, dict):
+      old = {}
+  kept = {key: entry for key, entry in old.items()
+          if key not in new and isinstance(entry, dict)}
+  dropped = [key for key, entry in old.items() if key not in new and not isinstance(entry, dict)]
+  if kept:
+    logging.info(
+        "%s: wrote the scores of %s (applied step %s); kept from earlier evaluations: %s",
+        path, ", ".join(new) or "none", step,
+        ", ".join(f"{key} (applied step {entry.get('step')})" for key, entry in kept.items()))
+  if dropped:
+    logging.warning("%s: dropped %s, not scores keyed by file (an older format)", path,
+                    ", ".join(dropped))
+  return {**kept, **new}
+
+
 def init_source(config: FineTuningConfig) -> Optional[str]:
   """The initial checkpoint's path (`init_checkpoint`, `init_hf_dir` or `init_tfbert`)."""
   return config.init_checkpoint or config.init_hf_dir or config.init_tfbert

@@ -21,7 +21,9 @@ In this order, the same for every task (`tfbert.tasks.task.Task` supplies the ho
    starts the best over) and early stopping. Steps: int(N x num_train_epochs) //
    train_batch_size, cut at `max_train_steps`. Then `model.keras` and `train_results.json`.
 4. `task.outputs`: evaluation and prediction files; the runner writes their scores as
-   `eval_results.json`.
+   `eval_results.json`, one entry per evaluated file with the applied step it was computed
+   at; an evaluation of other files keeps the entries of the files it did not evaluate
+   (`fine_tuning.merge_eval_results`, logged).
 5. The export (`export_dir`, `task.export`). Only the chief writes; every worker trains,
    evaluates and predicts (sharded).
 """
@@ -42,7 +44,7 @@ from tfbert.tasks.task import RunContext, Task
 from tfbert.text.tokenization import WordPieceTokenizer
 from tfbert.training import training_loop
 
-EVAL_RESULTS_FILE = "eval_results.json"
+EVAL_RESULTS_FILE = fine_tuning.EVAL_RESULTS_FILE
 
 
 @traces.released()  # The run's traces die with it (tfbert.runtime.traces).
@@ -91,7 +93,7 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
     context = RunContext(config=config, strategy=strategy, tokenizer=tokenizer, model=model,
                          inputs=inputs, work_dir=fine_tuning.work_directory(config, strategy),
                          chief=fine_tuning.is_chief(strategy))
-    result = _run(task, context)
+    result = _run(task, context, fine_tuning.evaluated_step(config.output_dir, own))
   result["written"] = fine_tuning.written_paths(config.output_dir, result["written"])
   return result
 
@@ -146,8 +148,9 @@ def build_model(task: Task, config: fine_tuning.FineTuningConfig, labels,
   return model
 
 
-def _run(task: Task, context: RunContext) -> dict[str, Any]:
-  """The work of `run_task` in the claimed output directory."""
+def _run(task: Task, context: RunContext, step: Optional[int] = None) -> dict[str, Any]:
+  """The work of `run_task` in the claimed output directory; `step`: the applied step of
+  the model evaluated without training (`fine_tuning.evaluated_step`)."""
   config, chief = context.config, context.chief
   result, written = {}, []
   if config.do_train:
@@ -157,12 +160,14 @@ def _run(task: Task, context: RunContext) -> dict[str, Any]:
       result["written"] = ["checkpoints"] if chief else []
       return result
     written += fine_tuning.save_trained(context.model, config, result["train"], chief)
+    step = result["train"].get("step")
   outputs = task.outputs(context)
   result.update(outputs.result)
   written += outputs.written
   if outputs.eval_results is not None:
+    merged = fine_tuning.merge_eval_results(config.output_dir, outputs.eval_results, step)
     if chief:
-      atomic.write_json(os.path.join(config.output_dir, EVAL_RESULTS_FILE), outputs.eval_results)
+      atomic.write_json(os.path.join(config.output_dir, EVAL_RESULTS_FILE), merged)
     written.append(EVAL_RESULTS_FILE)
   if not chief:  # Another worker: its checkpoints only.
     result["written"] = []
