@@ -91,22 +91,56 @@ def values(flags_module) -> dict:
   return {flag.name: flag.value for flag in flags.FLAGS.get_key_flags_for_module(flags_module)}
 
 
-def check_optimizer_flags(flags_module) -> None:
+def check_optimizer_flags(flags_module, field_flags=None) -> None:
   """Refuses, before any work, the optimizer flags given on the command line (or in a flag
   file) that the chosen --optimizer does not read (e.g. --momentum with --optimizer=lamb,
   --weight_decay_rate with --optimizer=sgd): they would be ignored without a word. A flag
   left or given at its default is not refused (`given_otherwise`: a replayed flags.txt
-  records every flag).
+  records every flag). Then the values the `OptimizerConfig` rules refuse
+  (`optimization.setting_problems`), named as the flags, with "its default" for one not
+  given (e.g. "--num_warmup_steps (100, its default) must be in [0, --num_train_steps
+  (3)]"), not as the config's fields.
+
+  Args:
+    flags_module: the tool's flags module.
+    field_flags: `OptimizerConfig` field -> the tool's flag that sets it, for a flag named
+      otherwise (align's --steps: num_train_steps); a field that is a key flag of
+      `flags_module` is that flag. A rule reading a field without a flag is left to the
+      config's own checks.
 
   Raises:
-    ValueError: naming the flags, the optimizer and the settings it reads.
+    ValueError: naming the flags, the optimizer and the settings it reads; or the flags
+      whose values the optimizer's rules refuse, and what to do.
   """
+  import dataclasses  # (Here: the flags modules import no tfbert at load.)
+
   from tfbert.training import optimization  # (Here: most tools need no optimizer.)
-  given = [flag.name for flag in flags.FLAGS.get_key_flags_for_module(flags_module)
-           if given_otherwise(flag.name)]
+  key_flags = {flag.name for flag in flags.FLAGS.get_key_flags_for_module(flags_module)}
+  given = [name for name in key_flags if given_otherwise(name)]
   problem = optimization.unread_problem(flags.FLAGS["optimizer"].value, given, prefix="--")
   if problem:
     raise ValueError(problem)
+  mapping = {field.name: field.name
+             for field in dataclasses.fields(optimization.OptimizerConfig)
+             if field.name in key_flags} | dict(field_flags or {})
+  values = {field: flags.FLAGS[flag].value for field, flag in mapping.items()}
+  if values.get("clip_norm") == 0:  # The flag's 0: no clipping (`cli.zero_is_none`).
+    values["clip_norm"] = None
+
+  def spell(field, value=_NO_VALUE):
+    if field not in mapping:  # (A rule of a field without a flag: not reported here.)
+      return field
+    flag = flags.FLAGS[mapping[field]]
+    if value is _NO_VALUE:
+      return f"--{flag.name}"
+    return f"--{flag.name} ({flag.value}{'' if flag.present else ', its default'})"
+
+  problems = optimization.setting_problems(values, spell)
+  if problems:
+    raise ValueError("; ".join(problems))
+
+
+_NO_VALUE = object()
 
 
 def check_data_files(names, directory_patterns=None) -> None:

@@ -11,7 +11,8 @@ INPUT = flags.DEFINE_string(
     "input", None, "Required. Checkpoint to read: a Google checkpoint prefix, a Hugging Face "
     "directory (config.json + model.safetensors) or a tfbert .keras file.")
 BERT_CONFIG_FILE = flags.DEFINE_string(
-    "bert_config_file", None, "bert_config.json of a Google input (default: beside --input).")
+    "bert_config_file", None, "bert_config.json of a Google input (default: beside --input); "
+    "with a tfbert or hf input, which carries its own, it must equal that one.")
 VOCAB_FILE = flags.DEFINE_string(
     "vocab_file", None, "WordPiece vocabulary to put beside the output (default: the "
     "vocab.txt beside --input). Google and Hugging Face outputs need one.")

@@ -1,11 +1,15 @@
 """Tests for tfbert.encoder: parity with the NumPy reference and with Model Garden; what it
 cannot read is refused when traced, its values asserted in Keras' calls only."""
 
+import pathlib
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests import helpers, model_garden_peer, numpy_reference
+from tfbert import models
+from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.encoder import BertEncoder
 
 # float32 model vs float64 reference over 3 layers of width 32: observed ~2e-6; 2e-5 is the
@@ -118,6 +122,32 @@ def test_get_config_round_trips():
   config, _, encoder = _encoder_and_reference()
   clone = BertEncoder.from_config(encoder.get_config())
   assert clone.config == config
+
+
+@pytest.mark.parametrize("config, given", [
+    ("bert_config.json", r"str 'bert_config.json'"),
+    (pathlib.Path("run/bert_config.json"), r"PosixPath 'run/bert_config.json'"),
+    (None, r"NoneType"), (42, r"int"), ([("hidden_size", 32)], r"list"),
+], ids=["path_str", "pathlib", "none", "int", "list"])
+@pytest.mark.parametrize("build", [
+    BertEncoder, lambda c: models.BertClassifier(c, num_classes=2),
+    lambda c: models.BertTokenClassifier(c, labels=["O", "B"]), models.BertSpanLabeler,
+    models.BertPretrainer, BertSentenceEncoder,
+], ids=["encoder", "classifier", "tagger", "span", "pretrainer", "sentence_encoder"])
+def test_a_config_that_is_not_a_bert_config_or_its_dict_is_refused_by_name(build, config, given):
+  """A config file path (a new user's natural slip), None or a number failed inside dict()
+  ("dictionary update sequence element #0 has length 1"), naming neither the argument nor
+  what it takes."""
+  with pytest.raises(TypeError, match=(
+      rf"^config must be a tfbert.BertConfig or a dict of its fields, got {given}: pass "
+      r"tfbert.BertConfig\(...\), tfbert.BertConfig.from_json_file\(path\) for a "
+      r"bert_config.json file, or tfbert.load\(path\) for a saved model$")):
+    build(config)
+
+
+def test_a_config_dict_still_builds_the_encoder():
+  config = helpers.odd_config()
+  assert BertEncoder(config.to_dict()).config == config
 
 
 @pytest.mark.parametrize("spec, error, message", [

@@ -1016,6 +1016,17 @@ def test_align_refuses_a_flag_combination_in_one_line_without_the_help(tmp_path,
   assert os.listdir(tmp_path) == []
 
 
+def test_align_names_a_warmup_longer_than_its_steps_by_its_flags(tmp_path):
+  """Sweep 16 P1: the refusal named OptimizerConfig's fields (num_train_steps), which are
+  align's --steps."""
+  line = _one_error_line(tool_process.run_tool(
+      "align", "--variants=graph", "--steps=20", "--num_warmup_steps=30",
+      f"--workdir={tmp_path / 'w'}"), "align")
+  assert line == ("align: error: --num_warmup_steps (30) must be in [0, --steps (20)]: lower "
+                  "--num_warmup_steps to at most 20, or raise --steps"), line
+  assert not (tmp_path / "w").exists()
+
+
 def test_an_optimizer_flag_left_at_its_default_is_not_refused(tmp_path):
   """--optimizer=sgd with the default --weight_decay_rate runs on to the next check."""
   line = _one_error_line(tool_process.run_tool(

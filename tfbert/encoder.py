@@ -17,8 +17,22 @@ OUTPUT_NAMES = ("sequence_output", "pooled_output")  # What an encoder serves.
 
 
 def as_config(config) -> BertConfig:
-  """Accepts a `BertConfig` or its dict form (as stored by `get_config`)."""
-  return config if isinstance(config, BertConfig) else BertConfig.from_dict(dict(config))
+  """Accepts a `BertConfig` or its dict form (as stored by `get_config`).
+
+  Raises:
+    TypeError: for anything else (a config file path, `None`, a number, a list), naming the
+      `config` argument, the type given and what to pass instead.
+  """
+  if isinstance(config, BertConfig):
+    return config
+  if isinstance(config, Mapping):
+    return BertConfig.from_dict(dict(config))
+  given = type(config).__name__
+  if isinstance(config, (str, bytes)) or hasattr(config, "__fspath__"):
+    given += f" {str(config)!r}"
+  raise TypeError(f"config must be a tfbert.BertConfig or a dict of its fields, got {given}: "
+                  "pass tfbert.BertConfig(...), tfbert.BertConfig.from_json_file(path) for a "
+                  "bert_config.json file, or tfbert.load(path) for a saved model")
 
 
 def read_inputs(features: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:

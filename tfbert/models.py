@@ -709,6 +709,12 @@ class BertTokenClassifier(RawTextPredict, _FineTuningStep, keras.Model):
   Returns:
     float32 `logits` [B, S, C] in a dict.
   """
+  # Where fit's and evaluate's features come from (raw text is predict's only): the end of
+  # their refusal of other inputs (`tfbert.text.text_calls.features_source`).
+  FEATURES_SOURCE = (
+      "build x and y from words and tags (a tfbert.tagging.conll.Sentence each) with "
+      "tfbert.tagging.tagging_features.make_features: x=its .inputs, y={'logits': its "
+      ".label_ids}; or train on a CoNLL file with tools/run_ner.py")
 
   # google-research/bert has no token-classification head: under Google names the head is a
   # sentence classifier's (`output_weights`), so a Google checkpoint is refused.

@@ -73,7 +73,7 @@ def main(argv):
   if f.TASK.value != "pretraining" and f.OPTIMIZER.value != "adamw":
     raise ValueError(f"--optimizer={f.OPTIMIZER.value}: --task={f.TASK.value} trains AdamW only: "
                      "pass --optimizer=adamw or leave it out (its default for this task)")
-  common_flags.check_optimizer_flags(f)  # Before any work.
+  common_flags.check_optimizer_flags(f, field_flags={"num_train_steps": "steps"})  # First.
   cli.check_flags_read(TASK_READS, "task", f.TASK.value,  # Before any work.
                        [name for names in TASK_READS.values() for name in names
                         if common_flags.given_otherwise(name)])

@@ -267,6 +267,45 @@ def test_a_config_that_does_not_describe_the_google_input_is_named_in_one_line(
   assert not (tmp_path / "out").exists()
 
 
+def test_a_config_given_with_a_tfbert_or_hf_input_must_equal_its_own(tmp_path):
+  """Sweep 16 S1: --bert_config_file with a tfbert or hf input (which carries its own config)
+  was ignored without a word, even one that contradicts the model."""
+  config = helpers.odd_config(num_hidden_layers=1)
+  encoder = BertEncoder(config)
+  encoder.build()
+  sources = {"tfbert": str(tmp_path / "m.keras"), "hf": str(tmp_path / "hf")}
+  convert.save_tfbert_model(encoder, sources["tfbert"])
+  convert.write_model(encoder, "hf", sources["hf"])
+  same, other = tmp_path / "same.json", tmp_path / "other.json"
+  config.to_json_file(str(same))
+  helpers.odd_config(num_hidden_layers=1, intermediate_size=9).to_json_file(str(other))
+  for fmt, source in sources.items():
+    kind = "a tfbert model file" if fmt == "tfbert" else "a Hugging Face directory"
+    with pytest.raises(ValueError) as e:
+      convert.convert_checkpoint(fmt, source, "tfbert", str(tmp_path / "out" / fmt / "m.keras"),
+                                 str(other))
+    assert str(e.value) == (
+        f"intermediate_size 9 in --bert_config_file={other}, but the input {source} ({kind}, "
+        f"which carries its own config) has {config.intermediate_size}: leave the config out "
+        "(the input's own is used) or pass the one it was built with")
+    assert not (tmp_path / "out").exists()
+    assert convert.read_model(fmt, source, str(same), "--bert_config_file").config == config
+
+
+def test_convert_checkpoint_refuses_a_directory_or_prefix_named_as_a_keras_file(tmp_path):
+  """Sweep 16 S3, the same rule for convert_checkpoint's --output (refused before reading)."""
+  for fmt, writes in (("hf", "a directory"), ("google", "a checkpoint prefix")):
+    path = str(tmp_path / "out" / "model.keras")
+    with pytest.raises(ValueError) as raised:
+      convert.convert_checkpoint("tfbert", str(tmp_path / "in.keras"), fmt, path)
+    named = "directory" if writes == "a directory" else "prefix"
+    assert str(raised.value) == (
+        f"--output {path} ends in .keras, a Keras file's name, but --output_format={fmt} "
+        f"writes {writes}: pass --output_format=tfbert for a .keras file, or name the {named} "
+        "without .keras")
+  assert not os.listdir(tmp_path)
+
+
 def test_command_line_tool_converts(shared_data, tmp_path):
   prefix = os.path.join(shared_data, "keras_bert_test_checkpoint", "bert_model.ckpt")
   # In this process (tests/tool_process.py): what the tool writes and prints is the subject.

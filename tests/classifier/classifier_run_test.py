@@ -441,6 +441,49 @@ def test_malformed_rows_stop_the_run_unless_skipped(tmp_path, caplog):
              for m in caplog.messages)
 
 
+def test_max_seq_length_is_bounded_by_the_tasks_arity_before_any_work(tmp_path):
+  """Sweep 16 P2: MRPC at S 3 passed the ">= 3 ([CLS] text [SEP])" check and failed after
+  tokenizing with "seq_length 3 leaves no room for 2 segment(s)". A pair needs 5."""
+  with pytest.raises(ValueError, match=re.escape(
+      "--max_seq_length (4) is too short for task mrpc (sentence pairs, [CLS] a [SEP] b "
+      "[SEP]): pass --max_seq_length >= 5")):
+    _run_config(tmp_path, "x", do_train=True, max_seq_length=4)
+  with pytest.raises(ValueError, match=r"--max_seq_length \(2\) is too short for task sst-2 "
+                     r"\(\[CLS\] text \[SEP\]\): pass --max_seq_length >= 3"):
+    _run_config(tmp_path, "x", task_name="sst-2", do_train=True, max_seq_length=2)
+  assert _run_config(tmp_path, "x", do_train=True, max_seq_length=5).max_seq_length == 5
+  assert _run_config(tmp_path, "x", task_name="sst-2", do_train=True,
+                     max_seq_length=3).max_seq_length == 3
+  assert not (tmp_path / "x").exists()
+
+
+def test_two_files_whose_predictions_share_a_name_are_refused_before_any_read(tmp_path):
+  """Sweep 16 S2: --eval_file a/dev.tsv with --predict_file b/dev.tsv both wrote
+  dev_predictions.tsv: the test predictions replaced the dev ones, with no word."""
+  custom = glue_data.CustomFormat(labels=("neg", "pos"))
+  glue = _glue(tmp_path)
+  other = tmp_path / "other"
+  other.mkdir()
+  for folder in (glue, other):
+    _write_lines(folder / "dev.tsv", ["good\tpos", "bad\tneg"])
+  config = _run_config(tmp_path, "out", task_name="custom", custom=custom, do_eval=True,
+                       eval_file=str(glue / "dev.tsv"), do_predict=True,
+                       predict_file=str(other / "dev.tsv"))
+  with pytest.raises(ValueError, match=re.escape(
+      f"--eval_file {glue / 'dev.tsv'} and --predict_file {other / 'dev.tsv'} would both "
+      f"write {tmp_path / 'out' / 'dev_predictions.tsv'}")):
+    classifier_run.read_inputs(config.task(), config)
+  # The task's dev file in --data_dir against a test file of that name: the same rule.
+  config = dataclasses.replace(config, eval_file=None)
+  with pytest.raises(ValueError, match=r"the dev file \(--data_dir\) .* and --predict_file"):
+    classifier_run.read_inputs(config.task(), config)
+  # One file given for both writes the same predictions under its one name.
+  config = dataclasses.replace(config, predict_file=str(glue / "dev.tsv"))
+  inputs = classifier_run.read_inputs(config.task(), config)
+  assert [len(inputs[split][0][1]) for split in ("dev", "test")] == [2, 2]
+  assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 def test_the_export_computes_in_the_dtype_chosen_for_this_cpu_and_records_it(tmp_path):
   """--export_dtype=auto: the run's export records what it measured on this CPU and chose;

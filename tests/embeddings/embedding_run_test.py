@@ -21,7 +21,7 @@ from tfbert.embeddings import (
   sentence_transformers,
 )
 from tfbert.embeddings.embedding_run import EmbeddingRunConfig
-from tfbert.tasks import runner
+from tfbert.tasks import fine_tuning, runner
 from tfbert.text.tokenization import WordPieceTokenizer
 
 # Odd sizes; topics whose sentences share words: a pair is two sentences of one topic.
@@ -375,3 +375,19 @@ def test_a_relative_sentence_transformers_dir_is_reported_where_it_was_written(
   written = embedding_run.EmbeddingTask().outputs(context).written
   assert saved == ["m1st"]
   assert fine_tuning.written_paths("m1", written) == [str(tmp_path / "m1st")]
+
+
+def test_an_eval_only_rerun_of_a_scored_pairs_run_takes_its_loss_and_columns(tmp_path):
+  """The loss, its score column and scale are the run's: an evaluation-only rerun that does
+  not give them takes them from its run_config.json (it was refused, the cosent loss
+  "needs score_column"), and one given otherwise is refused naming both values."""
+  trained = _config(tmp_path, "run", loss="cosent", score_column="y", score_scale=5.0)
+  recorded = json.loads(trained.to_json())
+  rerun = _config(tmp_path, "run", do_train=False, train_file=None,
+                  given_settings=frozenset({"output_dir", "dev_file", "do_eval"}))
+  adopted = fine_tuning.run_settings(rerun, recorded)
+  assert (adopted.loss, adopted.score_column, adopted.score_scale) == ("cosent", "y", 5.0)
+  other = _config(tmp_path, "run", do_train=False, train_file=None, loss="cosent",
+                  score_column="z", given_settings=frozenset({"loss", "score_column"}))
+  with pytest.raises(ValueError, match=re.escape("score_column: y -> z")):
+    fine_tuning.run_settings(other, recorded)

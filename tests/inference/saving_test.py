@@ -315,6 +315,24 @@ def test_a_keras_path_without_its_suffix_is_named_before_anything_is_written(tmp
   assert not os.listdir(tmp_path)
 
 
+@pytest.mark.parametrize("name, fmt, writes", [
+    ("r01.keras", "hf", "a directory"), ("r02.KERAS/", "export", "a directory"),
+    ("r03.keras", "sentence-transformers", "a directory"),
+    ("r04/model.keras", "google", "a checkpoint prefix")])
+def test_a_directory_or_prefix_named_as_a_keras_file_is_refused(tmp_path, name, fmt, writes):
+  """Sweep 16 S3: format='hf' (export, google) wrote a directory (prefix) named like a .keras
+  file without a word; the keras format refuses the converse slip."""
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  path = str(tmp_path / name) + ("/" if name.endswith("/") else "")
+  with pytest.raises(ValueError) as raised:
+    tfbert.save(model, path, fmt, is_pair=False if fmt == "export" else None)
+  named = "directory" if writes == "a directory" else "prefix"
+  assert str(raised.value) == (
+      f"path {path} ends in .keras, a Keras file's name, but format={fmt!r} writes {writes}: "
+      f"drop format= for a .keras file, or name the {named} without .keras")
+  assert not os.listdir(tmp_path)
+
+
 def test_a_keras_save_never_replaces_other_tokenizer_files_beside_it(tmp_path):
   """A user's (another model's) vocab.txt in the folder was replaced silently (c177)."""
   model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)

@@ -157,6 +157,20 @@ def test_the_runner_refuses_what_the_model_cannot_take(exports, features, change
   assert message in str(error.value)
 
 
+def test_names_the_export_does_not_read_are_refused_as_keras_predict_does(config, features):
+  """Sweep 16 S2: Hugging Face's token_type_ids beside tfbert's three features was dropped
+  without a word (a zero segment_ids answered for the wrong segments)."""
+  for extra, named in (
+      ({"token_type_ids": features["segment_ids"]},
+       "token_type_ids (Hugging Face's name; tfbert's is segment_ids)"),
+      ({"label_ids": features["segment_ids"]}, "label_ids")):
+    with pytest.raises(ValueError) as error:
+      tflite_export.check_features({**features, **extra}, config, SEQ)
+    assert str(error.value) == (f"features has {named}, which the model does not read: its "
+                                "features are input_ids, input_mask, segment_ids")
+  assert sorted(tflite_export.check_features(features, config, SEQ)) == sorted(features)
+
+
 def test_unchecked_the_file_reads_a_row_for_a_negative_id(exports, features):
   # Why `TfliteModel` checks: the converter dropped the SavedModel's asserts, and GATHER
   # takes a negative id without an error.

@@ -225,7 +225,7 @@ def test_files_without_questions_are_refused_naming_the_file(shared_data, tmp_pa
     qa["answers"][0]["answer_start"] += 1
   file = _write(tmp_path, data)
   with pytest.raises(ValueError, match=re.escape(
-      f"{file}: none of its 5 training questions has its answer at answer_start (first: "
+      f"{file}: none of its 5 questions can be used (first: "
       "data[0].paragraphs[0].qas[0].answers[0]: answer text 'Saint Bernadette Soubirous'")):
     squad_data.read_squad_file(file, is_training=True)
   assert len(squad_data.read_squad_file(file, is_training=False).examples) == 5
@@ -237,3 +237,29 @@ def test_a_squad_file_that_is_a_link_to_nothing_is_named_as_one(tmp_path):
     squad_data.read_squad_file(str(tmp_path / "dev.json"), is_training=False)
   assert str(e.value) == (f"SQuAD JSON file {tmp_path / 'dev.json'} is a symbolic link to "
                           "gone.json, which does not exist")
+
+
+@pytest.mark.parametrize("field", ["question", "context"])
+def test_a_blank_question_or_context_is_skipped_naming_its_field_path(
+    tmp_path, shared_data, caplog, field):
+  """Sweep 16 S1: a question "   " was trained on and answered without a word. A blank
+  question or context (nothing to ask, or nothing to answer from) is skipped with a warning
+  naming its field path and id, as a misplaced training answer is, in training and
+  prediction."""
+  data = _fixture(shared_data)
+  paragraph = data["data"][0]["paragraphs"][0]
+  if field == "question":
+    paragraph["qas"][0]["question"] = " \t "
+    path, skipped = "data[0].paragraphs[0].qas[0].question", 1
+  else:
+    paragraph["context"] = "\n"
+    path, skipped = "data[0].paragraphs[0].context", len(paragraph["qas"])
+  file = _write(tmp_path, data)
+  total = sum(len(p["qas"]) for a in data["data"] for p in a["paragraphs"])
+  for is_training in (True, False):
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+      dataset = squad_data.read_squad_file(file, is_training)
+    assert len(dataset.examples) == total - skipped
+    assert dataset.skipped[0].field_path == path
+    assert f"{paragraph['qas'][0]['id']} ({path}): the {field} is blank" in caplog.text

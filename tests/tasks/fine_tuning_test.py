@@ -493,7 +493,7 @@ def _squad(output_dir, **overrides):
 @pytest.mark.parametrize("recorded, given, message", [
     # c49: a classifier run of S=32 evaluated at S=4 (given), and at the default, given.
     (_classifier("run", do_train=True, max_seq_length=32),
-     _classifier("run", max_seq_length=4), "max_seq_length: 32 -> 4"),
+     _classifier("run", max_seq_length=8), "max_seq_length: 32 -> 8"),
     (_classifier("run", do_train=True, max_seq_length=32),
      _classifier("run", given_settings=frozenset({"max_seq_length"})),
      "max_seq_length: 32 -> 128"),
@@ -690,3 +690,30 @@ def test_eval_results_of_an_older_flat_format_are_dropped_and_the_step_read_from
   (tmp_path / "train_results.json").write_text(json.dumps({"step": 12, "loss": 0.5}))
   assert fine_tuning.evaluated_step(str(tmp_path), own) == 12
   assert fine_tuning.evaluated_step(str(tmp_path), fine_tuning.RunModel("c/ckpt-3", 3)) == 3
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _ModeConfig(fine_tuning.FineTuningConfig):
+  """A config whose run setting `mode` rules out a setting `extra` given here."""
+  RUN_SETTINGS = fine_tuning.FineTuningConfig.RUN_SETTINGS | {"mode"}
+  mode: str = "a"
+  extra: str = ""
+
+  def checks(self, num_replicas: int = 1):
+    return [(self.mode != "b" or not self.extra, "mode b reads no extra")] + super().checks(
+        num_replicas)
+
+
+def test_a_setting_given_that_the_runs_recorded_settings_rule_out_is_named_with_its_values(
+    tmp_path):
+  """A setting given here that does not fit the run's recorded settings is named, with the
+  recorded and the given value (it was "the run's settings do not fit this run ...:
+  restore it", of an intact run_config.json)."""
+  recorded = json.loads(_ModeConfig(output_dir=str(tmp_path), mode="b").to_json())
+  rerun = _ModeConfig(output_dir=str(tmp_path), extra="x", given_settings=frozenset({"extra"}))
+  with pytest.raises(ValueError) as error:
+    fine_tuning.run_settings(rerun, recorded)
+  assert "extra='x' given here (the run recorded '')" in str(error.value)
+  assert "restore it" not in str(error.value)
+  assert fine_tuning.run_settings(
+      _ModeConfig(output_dir=str(tmp_path), given_settings=frozenset()), recorded).mode == "b"

@@ -172,3 +172,14 @@ def test_an_object_array_of_features_is_named_as_such():
   with pytest.raises(TypeError, match=r"input_ids'\] is an array of Python objects \(dtype "
                                       r"object\): token ids are integers.*astype\('int32'\)"):
     feature_checks.check_specs({"input_ids": np.array([[1, 2]], dtype=object)}, config)
+
+
+def test_a_list_of_neither_ids_nor_features_offers_raw_text_only_when_the_caller_reads_it():
+  """Sweep 16 P2: the hint offered raw text to every call, fit's included."""
+  config = BertConfig(**tiny_models.TINY)
+  with pytest.raises(TypeError, match=r"x is a list of list; pass features as .* or the ids "
+                                      r"alone as .*\(or an int array \[B, S\]\)$"):
+    feature_checks.checked_features([["a", "b", "c"]], config, feature_checks.FEATURE_NAMES)
+  with pytest.raises(TypeError, match=r"\[B, S\]\), or raw texts as a list of str$"):
+    feature_checks.checked_features([["a", "b", "c"]], config, feature_checks.FEATURE_NAMES,
+                                    hint=", or raw texts as a list of str")

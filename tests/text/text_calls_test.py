@@ -299,3 +299,49 @@ def test_raw_text_fit_and_evaluate_refuse_weights_before_packing():
       call(texts, labels, verbose=0, **kwargs)
   for w, w0 in zip(model.weights, before):
     np.testing.assert_array_equal(w.numpy(), w0)
+
+
+WORDS = [["bob", "smith", "runs"]]
+TAGS = [["B-PER", "I-PER", "O"]]
+NEITHER = r"^x is a list of list; pass features as a dict .* or the ids alone as .*\[B, S\]\)"
+
+
+def test_what_x_may_be_is_told_per_call_never_an_input_the_call_refuses():
+  """Sweep 16 P2: a tagger's fit on word lists was told to pass "raw texts as a list of str",
+  which its fit then refused (raw text is read by its predict only)."""
+  import keras  # pylint: disable=import-outside-toplevel
+  tagger = tiny_models.with_text(BertTokenClassifier(BertConfig(**tiny_models.TINY),
+                                                     ("O", "B-PER", "I-PER")), 9)
+  tagger.compile(optimizer=keras.optimizers.Adam(1e-3))
+  fit_hint = (r"; BertTokenClassifier reads raw text in predict only, not in fit or evaluate; "
+              r"build x and y from words and tags .*tagging_features.make_features: x=its "
+              r"\.inputs, y=\{'logits': its \.label_ids\}; or train on a CoNLL file with "
+              r"tools/run_ner.py$")
+  for call in (tagger.fit, tagger.evaluate):
+    with pytest.raises(TypeError, match=NEITHER + fit_hint):
+      call(WORDS, TAGS, verbose=0)
+  with pytest.raises(TypeError, match=NEITHER.replace("^x", r"^validation_data\[0\]")
+                     + fit_hint):
+    tagger.fit(np.zeros((1, 3), np.int32), np.zeros((1, 3), np.int32),
+               validation_data=(WORDS, TAGS), verbose=0)
+  with pytest.raises(ValueError, match=r"reads raw text in predict only: .* packed from the "
+                                       r"texts; build x and y from words and tags"):
+    tagger.fit(["bob smith runs"], TAGS, verbose=0)
+  texts = NEITHER + r", or raw texts as a list of str$"
+  with pytest.raises(TypeError, match=texts):
+    tagger.predict(WORDS, verbose=0)
+  classifier = _compiled()  # Its fit and evaluate read raw text, as its predict does.
+  for call in (classifier.fit, classifier.evaluate, classifier.predict):
+    with pytest.raises(TypeError, match=texts):
+      call(WORDS, *([] if call == classifier.predict else [[0]]), verbose=0)
+
+
+def test_fit_of_a_model_without_a_features_builder_does_not_offer_raw_text():
+  import keras  # pylint: disable=import-outside-toplevel
+
+  from tfbert import BertSpanLabeler  # pylint: disable=import-outside-toplevel
+  model = BertSpanLabeler(BertConfig(**tiny_models.TINY))
+  model.compile(optimizer=keras.optimizers.Adam(1e-3))
+  with pytest.raises(TypeError, match=NEITHER + r"; BertSpanLabeler reads raw text in predict "
+                                                r"only, not in fit or evaluate$"):
+    model.fit(WORDS, verbose=0)

@@ -57,8 +57,9 @@ def test_every_problem_of_an_optimizer_config_is_named_at_once():
                                  clip_norm=0.0)
   assert str(e.value) == (
       "OptimizerConfig: lr_schedule must be one of ('google', 'decay_after_warmup'), got "
-      "'cosine'; num_warmup_steps (11) must be in [0, num_train_steps (10)]; "
-      "gradient_accumulation_steps must be >= 1, got 0; clip_norm (0.0) must be > 0, or off: "
+      "'cosine'; num_warmup_steps (11) must be in [0, num_train_steps (10)]: lower "
+      "num_warmup_steps to at most 10, or raise num_train_steps; "
+      "gradient_accumulation_steps (0) must be >= 1; clip_norm (0.0) must be > 0, or off: "
       "0 on the command line (--clip_norm=0), None in Python")
 
 
@@ -135,3 +136,30 @@ def test_a_setting_the_optimizer_does_not_read_is_refused(settings, named):
     dict(optimizer="adamw", momentum=0.9)])
 def test_defaults_of_settings_the_optimizer_does_not_read_are_accepted(settings):
   optimization.create_optimizer(optimization.OptimizerConfig(**settings))
+
+
+def test_a_tools_optimizer_flags_are_refused_by_their_flag_names_with_their_defaults():
+  """Sweep 16 P1: run_pretraining --num_train_steps=3 was refused for the default
+  --num_warmup_steps=100 as "OptimizerConfig: num_warmup_steps (100) must be in [0,
+  num_train_steps (3)]": a field, no flag, no word of the default. A tool's flags are
+  checked by the config's rules, each named as its flag (`setting_problems`)."""
+  flag_names = {"num_warmup_steps": "num_warmup_steps", "num_train_steps": "steps",
+                "learning_rate": "learning_rate"}
+  given = {"num_train_steps", "learning_rate"}
+  no_value = object()
+
+  def spell(name, value=no_value):
+    if name not in flag_names:
+      return name
+    flag = f"--{flag_names[name]}"
+    if value is no_value:
+      return flag
+    return f"{flag} ({value}{'' if name in given else ', its default'})"
+
+  assert optimization.setting_problems(
+      {"num_warmup_steps": 100, "num_train_steps": 3, "learning_rate": -1.0}, spell) == [
+          "--learning_rate (-1.0) must be >= 0",
+          "--num_warmup_steps (100, its default) must be in [0, --steps (3)]: lower "
+          "--num_warmup_steps to at most 3, or raise --steps"]
+  # A rule reading a setting the tool has no flag for is the config's own to refuse.
+  assert optimization.setting_problems({"num_warmup_steps": 100}, spell) == []

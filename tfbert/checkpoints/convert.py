@@ -51,7 +51,7 @@ import numpy as np
 from absl import logging
 
 from tfbert.checkpoints import google_checkpoint, google_names, huggingface, model_paths
-from tfbert.config import BertConfig
+from tfbert.config import REQUIRED_FIELDS, BertConfig
 from tfbert.encoder import BertEncoder
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tfbert.runtime import atomic, files, json_values, paths, run_directory
@@ -588,8 +588,19 @@ def read_model(fmt: str, path: str, config_file: Optional[str] = None,
 
   A Google checkpoint's config (`config_file`, given by the setting `config_flag` when there
   is one; else the `bert_config.json` beside it) must describe its tensors: one that does
-  not is named with its first contradicted field (`google_checkpoint.config_mismatch`).
+  not is named with its first contradicted field (`google_checkpoint.config_mismatch`). A
+  tfbert or Hugging Face input carries its own config: a `config_file` given with one must
+  equal it (`own_config_difference`), never ignored without a word.
   """
+  if fmt in ("tfbert", "hf") and config_file:
+    given_config = BertConfig.from_json_file(config_file, config_flag or "config file")
+    model = read_model(fmt, path)
+    difference = own_config_difference(given_config, model.config, fmt, path,
+                                       f"{config_flag}={config_file}" if config_flag
+                                       else config_file)
+    if difference:
+      raise ValueError(difference)
+    return model
   if fmt == "tfbert":
     return read_tfbert_model(path)
   if fmt == "google":
@@ -618,6 +629,29 @@ def read_model(fmt: str, path: str, config_file: Optional[str] = None,
   google_checkpoint.assign_google_weights(model, weights, path,
                                           allow_missing=missing_heads(model, weights))
   return google_labels(model, path) if fmt == "google" else model
+
+
+def own_config_difference(given: BertConfig, own: BertConfig, fmt: str, path: str,
+                          where: str) -> Optional[str]:
+  """The refusal of a config given for a tfbert or Hugging Face input (which carries its own)
+  that differs from the input's own, naming the first differing field of those that define
+  the model (`REQUIRED_FIELDS`; the release fields are unused by it); None when equal.
+
+  Args:
+    given: the config given (e.g. by `--bert_config_file`).
+    own: the input model's own config.
+    fmt: the input's format ("tfbert", "hf").
+    path: the input.
+    where: where `given` came from, e.g. "--bert_config_file=cfg.json".
+  """
+  for field in REQUIRED_FIELDS:
+    mine, theirs = getattr(given, field), getattr(own, field)
+    if mine != theirs:
+      kind = "a tfbert model file" if fmt == "tfbert" else "a Hugging Face directory"
+      return (f"{field} {json.dumps(mine)} in {where}, but the input {path} ({kind}, which "
+              f"carries its own config) has {json.dumps(theirs)}: leave the config out (the "
+              "input's own is used) or pass the one it was built with")
+  return None
 
 
 def google_labels(model: keras.Model, prefix: str) -> keras.Model:
@@ -702,6 +736,25 @@ def write_model(model: keras.Model, fmt: str, path: str,
 NEEDS_VOCAB = ("google", "hf")
 
 
+def keras_named_problem(term: str, path: str, format_term: str, writes: str,
+                        keras_way: str) -> Optional[str]:
+  """The refusal of a directory or checkpoint prefix named like a `.keras` file (every tool
+  and person would take it for one: most likely the Keras format was meant), or None.
+
+  Args:
+    term: what gave `path` (e.g. "--output", "path").
+    path: the output.
+    format_term: how the format was chosen (e.g. "--output_format=hf", "format='hf'").
+    writes: what the format writes ("a directory", "a checkpoint prefix").
+    keras_way: how to write a `.keras` file instead (e.g. "pass --output_format=tfbert").
+  """
+  if not path.rstrip("/" + os.sep).lower().endswith(".keras"):
+    return None
+  named = "directory" if writes == "a directory" else "prefix"
+  return (f"{term} {path} ends in .keras, a Keras file's name, but {format_term} writes "
+          f"{writes}: {keras_way} for a .keras file, or name the {named} without .keras")
+
+
 def convert_checkpoint(input_format: str, input_path: str, output_format: str,
                        output_path: str, config_file: Optional[str] = None, *,
                        vocab_file: Optional[str] = None, do_lower_case: Optional[bool] = None,
@@ -726,12 +779,22 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
   Raises:
     ValueError: a Google or Hugging Face output without a vocabulary to put beside it; an
       output that is, contains or lies inside an input (`tfbert.runtime.paths`); a tokenizer
-      file of another model where the output's would go.
+      file of another model where the output's would go; an hf or google output named like
+      a `.keras` file (`keras_named_problem`); a `config_file` that differs from a tfbert or
+      hf input's own config (`own_config_difference`).
     tfbert.text.casing.CasingMismatchError: a casing that contradicts the input's.
   """
   paths.check_apart({"--input": input_path, "--bert_config_file": config_file,  # Before any work.
                      "--vocab_file": vocab_file}, {"--output": output_path})
   kind = {"hf": "directory", "google": "prefix"}.get(output_format, "file")
+  if kind != "file":
+    keras_named = keras_named_problem("--output", output_path,
+                                      f"--output_format={output_format}",
+                                      "a directory" if kind == "directory"
+                                      else "a checkpoint prefix",
+                                      "pass --output_format=tfbert")
+    if keras_named:
+      raise ValueError(keras_named)
   example = "model.keras" if output_format == "tfbert" else None
   named_directory = paths.directory_named_problem("--output", output_path, kind, example)
   if named_directory:  # "DIR/" as a prefix wrote hidden DIR/.index files, or into the parent.

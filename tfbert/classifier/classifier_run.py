@@ -4,7 +4,9 @@
 one runner (`tfbert.tasks.runner.run_task`). It does what the tool's flags ask, in this order:
 
 0. Checks the configuration and reads every input file (`read_inputs`): a missing,
-   malformed (`file:line`) or empty file is an error before anything is built or written.
+   malformed (`file:line`) or empty file is an error before anything is built or written,
+   as are a `max_seq_length` below the task's packing (3, or 5 for pairs) and two dev/test
+   files whose predictions would share a name (`check_distinct_outputs`).
 1. Builds a `BertClassifier` (C = the task's label count, 1 for STS-B regression) in the
    strategy's scope and initializes its encoder (pooler included) from a Google
    checkpoint, a Hugging Face directory or a tfbert `.keras` file (`tfbert.tasks.fine_tuning`);
@@ -72,7 +74,7 @@ from absl import logging
 
 from tfbert.classifier import classifier_export, classifier_features, glue_data, glue_metrics
 from tfbert.models import BertClassifier
-from tfbert.runtime import atomic, validation
+from tfbert.runtime import atomic, files, validation
 from tfbert.tasks import fine_tuning, runner
 from tfbert.tasks.task import Outputs, RunContext, Task, TrainingData
 from tfbert.text.tokenization import WordPieceTokenizer
@@ -121,9 +123,10 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
     # Without training and without a task name (or "custom" without its format), the run's
     # own run_config.json may name the task (`fine_tuning.run_settings` takes it, with
     # `custom`); `read_inputs` asks for it if nothing did, before any work.
+    task = None
     if self.do_train or (self.task_name and not (
         self.task_name.lower() == glue_data.CUSTOM_TASK and self.custom is None)):
-      self.task()
+      task = self.task()
     return [
         (self.do_train or self.do_eval or self.do_predict,
          "at least one of do_train, do_eval, do_predict"),
@@ -135,8 +138,7 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
          "do_predict needs data_dir or predict_file"),
         (self.max_train_examples is None or self.max_train_examples >= 1,
          "max_train_examples must be >= 1"),
-        (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3 "
-         "([CLS] text [SEP])"),
+        min_seq_length_check(self.max_seq_length, self.task_name, task),
         (0.0 <= self.classifier_dropout < 1.0,
          f"classifier_dropout ({self.classifier_dropout}) must be in [0, 1)"),
         (not self.eval_every_steps or self.do_eval,
@@ -146,6 +148,58 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
          f"eval_batch_size ({self.eval_batch_size}) must be a multiple of the replicas "
          f"({num_replicas})"),
     ] + super().checks(num_replicas)
+
+
+def min_seq_length_check(max_seq_length: int, task_name: Optional[str],
+                         task: Optional[glue_data.Task]) -> validation.Check:
+  """The rule of `max_seq_length` against the task's arity: >= 3 for one text
+  (`[CLS] a [SEP]`), >= 5 for pairs (`[CLS] a [SEP] b [SEP]`); without a task known yet,
+  the single-text bound (the run's recorded task is checked when it is taken)."""
+  if task is not None and task.is_pair:
+    minimum, layout = 5, "sentence pairs, [CLS] a [SEP] b [SEP]"
+  else:
+    minimum, layout = 3, "[CLS] text [SEP]"
+  named = f" for task {task_name}" if task is not None else ""
+  return (max_seq_length >= minimum,
+          f"--max_seq_length ({max_seq_length}) is too short{named} ({layout}): pass "
+          f"--max_seq_length >= {minimum}")
+
+
+def check_distinct_outputs(config: ClassifierRunConfig,
+                           paths: dict[str, list[str]]) -> None:
+  """Two different dev/test files never write one `<split>_predictions.tsv` (the name is
+  the file's, `glue_data.split_name`): the second would replace the first silently.
+
+  Args:
+    config: the run's config (its flags name the files).
+    paths: {"dev": [paths], "test": [paths]} the run reads.
+
+  Raises:
+    ValueError: naming both files and the output they would share.
+  """
+  flags = {"dev": "--eval_file" if config.eval_file else "the dev file (--data_dir)",
+           "test": "--predict_file" if config.predict_file else "the test file (--data_dir)"}
+  seen = {}
+  for split in ("dev", "test"):
+    for path in paths.get(split, ()):
+      name = f"{glue_data.split_name(path)}_predictions.tsv"
+      if name not in seen:
+        seen[name] = (split, path)
+        continue
+      first_split, first = seen[name]
+      if _same_file(first, path):
+        continue  # One file asked for twice: the same predictions under its name.
+      raise ValueError(
+          f"{flags[first_split]} {first} and {flags[split]} {path} would both write "
+          f"{os.path.join(config.output_dir, name)} (predictions are named after their "
+          "file): rename one of the files")
+
+
+def _same_file(a: str, b: str) -> bool:
+  """Whether two paths name one file (a local one through its links; a URL as written)."""
+  if files.is_url(a) or files.is_url(b):
+    return files.absolute(a) == files.absolute(b)
+  return os.path.realpath(a) == os.path.realpath(b)
 
 
 class ClassifierTask(Task):
@@ -229,7 +283,9 @@ class ClassifierTask(Task):
       out.result["predictions"] = predict_test_files(
           context.model, context.strategy, context.tokenizer, c.task(), c,
           context.inputs["test"], write=chief)
-      out.written += list(out.result["predictions"].values())
+      # One file given as both dev and test file (`check_distinct_outputs`) is listed once.
+      out.written += [path for path in out.result["predictions"].values()
+                      if os.path.basename(path) not in out.written]
     return out
 
   def export(self, context: RunContext) -> None:
@@ -292,18 +348,21 @@ def read_inputs(task: glue_data.Task, config: ClassifierRunConfig
 
   Raises:
     FileNotFoundError, ValueError: a missing, malformed or empty file (named, with its
-      line for a malformed row).
+      line for a malformed row); two dev/test files whose predictions would share a name
+      (`check_distinct_outputs`), before any file is read.
   """
+  split_files = {split: glue_data.task_files(task, config.data_dir, split, file)
+                 for split, asked, file in (("dev", config.do_eval, config.eval_file),
+                                            ("test", config.do_predict, config.predict_file))
+                 if asked}
+  check_distinct_outputs(config, split_files)  # Before any file is read.
   inputs = {"train": [], "dev": [], "test": []}
   if config.do_train:
     path = glue_data.task_files(task, config.data_dir, "train", config.train_file)[0]
     inputs["train"].append(
         (path, read_task_file(task, path, "train", config, config.max_train_examples)))
-  for split, asked, file in (("dev", config.do_eval, config.eval_file),
-                             ("test", config.do_predict, config.predict_file)):
-    if asked:
-      inputs[split] = [(path, read_task_file(task, path, split, config))
-                       for path in glue_data.task_files(task, config.data_dir, split, file)]
+  for split, paths in split_files.items():
+    inputs[split] = [(path, read_task_file(task, path, split, config)) for path in paths]
   return inputs
 
 

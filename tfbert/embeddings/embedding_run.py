@@ -67,9 +67,13 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
   INPUT_PATHS = fine_tuning.FineTuningConfig.INPUT_PATHS + (
       "train_file", "dev_file", "ir_queries_file", "ir_corpus_file", "ir_qrels_file")
   OUTPUT_PATHS = fine_tuning.FineTuningConfig.OUTPUT_PATHS + ("sentence_transformers_dir",)
-  RUN_DEFINES = frozenset({"pooling_mode", "normalize"})
+  # What the model and its training data mean (the loss, its scores and their scale, the
+  # train file's columns): an evaluation-only rerun takes them from the run's record.
+  RUN_DEFINES = frozenset({"pooling_mode", "normalize", "loss", "score_column",
+                           "score_scale", "anchor_column", "positive_column",
+                           "negative_column"})
   RUN_SETTINGS = fine_tuning.FineTuningConfig.RUN_SETTINGS | RUN_DEFINES | {
-      "max_seq_length", "loss", "scale", "symmetric"}
+      "max_seq_length", "scale", "symmetric"}
   train_file: Optional[str] = None
   dev_file: Optional[str] = None
   do_eval: bool = False

@@ -98,6 +98,12 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
   if format == "keras" and not path.endswith(".keras") and not path.endswith(("/", os.sep)):
     raise ValueError(f"path {path} does not end in .keras, which the keras format needs: "
                      f"pass a path ending in .keras (e.g. {path}.keras)")
+  if format != "keras":  # The converse slip: a directory or prefix named as a .keras file.
+    keras_named = convert.keras_named_problem(
+        "path", path, f"format={format!r}",
+        "a checkpoint prefix" if format == "google" else "a directory", "drop format=")
+    if keras_named:
+      raise ValueError(keras_named)
   check_target(path, format)
   # A file format writes its vocabulary and tokenizer files beside the file (prefix).
   run_directory.check_not_a_run("path", path, parent if format in ("keras", "google") else path)

@@ -73,7 +73,7 @@ from tfbert.checkpoints import model_paths
 from tfbert.config import BertConfig
 from tfbert.runtime import atomic, files, json_values, paths
 from tfbert.serving import export
-from tfbert.text import casing
+from tfbert.text import casing, feature_checks
 
 SIGNATURE = export.SERVING_SIGNATURE
 SUFFIX = ".tflite"
@@ -287,7 +287,9 @@ def check_features(features: Mapping[str, np.ndarray], config: BertConfig,
                    seq_length: int) -> dict[str, np.ndarray]:
   """The three features as int32 arrays, checked as `export.validate_features` checks them.
 
-  In this order (the first failure is the one reported): each is present, an integer
+  In this order (the first failure is the one reported): no name the export does not read
+  (`feature_checks.check_names`, as Keras predict: Hugging Face's `token_type_ids` left unread
+  beside a zero `segment_ids` would answer for the wrong segments); each is present, an integer
   array of rank 2; `input_mask` and `segment_ids` have `input_ids`' shape; S is the
   export's; `input_ids` in [0, vocab_size); `segment_ids` in [0, type_vocab_size);
   `input_mask` 0 or 1.
@@ -302,8 +304,10 @@ def check_features(features: Mapping[str, np.ndarray], config: BertConfig,
 
   Raises:
     ValueError: naming the input and the limit, e.g. "input_ids holds 30522 at [0, 3],
-      outside the vocabulary [0, 30522)".
+      outside the vocabulary [0, 30522)"; naming the names it does not read and those it does.
   """
+  if isinstance(features, Mapping) and "input_ids" in features:  # Else: "input_ids is missing".
+    feature_checks.check_names(features, export.FEATURE_NAMES)
   arrays = {}
   for name in export.FEATURE_NAMES:
     if name not in features:

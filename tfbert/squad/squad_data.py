@@ -81,11 +81,12 @@ class SquadExample:
 
 @dataclasses.dataclass(frozen=True)
 class SkippedExample:
-  """A training question left out, and why.
+  """A question left out (a blank question or context; in training, a misplaced answer),
+  and why.
 
   Attributes:
     qas_id: the question's id.
-    field_path: JSON path of the offending answer, e.g. `data[0].paragraphs[1].qas[2]
+    field_path: JSON path of the offending field, e.g. `data[0].paragraphs[1].qas[2]
       .answers[0]`.
     reason: what is wrong, quoting the text found at `answer_start`.
   """
@@ -101,8 +102,9 @@ class SquadDataset:
   Attributes:
     path: the file read.
     version: "1.1" or "2.0", what its "version" says (`squad_version`).
-    examples: the questions in file order (training: minus the skipped ones).
-    skipped: training questions whose answer is not at `answer_start`.
+    examples: the questions in file order, minus the skipped ones.
+    skipped: questions whose question or context is blank, and training questions whose
+      answer is not at `answer_start`.
     unanswerable: JSON path of the first `is_impossible: true` (a SQuAD 2.0 question),
       e.g. `data[0].paragraphs[2].qas[1].is_impossible`; None when every question has an
       answer. A "1.1" file may have one: its version then contradicts its content.
@@ -167,7 +169,8 @@ def read_squad_file(path: str, is_training: bool) -> SquadDataset:
   Args:
     path: the dataset JSON, optionally gzip-compressed.
     is_training: if True, questions whose (first) answer is not at `answer_start` are
-      skipped and reported in `SquadDataset.skipped`.
+      skipped and reported in `SquadDataset.skipped` (as a blank question or context is,
+      training or not).
 
   Returns:
     SquadDataset.
@@ -207,16 +210,19 @@ def parse_squad(data: Any, source: str, is_training: bool) -> SquadDataset:
         first.setdefault(labelled, (qa.path, example.qas_id))
         if example.is_impossible and not dataset.unanswerable:
           dataset.unanswerable = f"{qa.path}.is_impossible"
-        skip = _misaligned(example, qa.path) if is_training else None
+        skip = _blank(example, qa.path, paragraph.path) or (
+            _misaligned(example, qa.path) if is_training else None)
         if skip:
-          logging.warning("Skipping training question %s (%s): %s", skip.qas_id,
+          logging.warning("Skipping %s question %s (%s): %s",
+                          "training" if is_training else "the", skip.qas_id,
                           skip.field_path, skip.reason)
           dataset.skipped.append(skip)
         else:
           dataset.examples.append(example)
-  if is_training:
-    logging.info("%s: %d training questions, %d skipped (answer not at answer_start)",
-                 source, len(dataset.examples), len(dataset.skipped))
+  if is_training or dataset.skipped:
+    logging.info("%s: %d %squestions, %d skipped (blank question or context%s)", source,
+                 len(dataset.examples), "training " if is_training else "",
+                 len(dataset.skipped), ", answer not at answer_start" if is_training else "")
   _check_not_empty(dataset, len(top.value["data"]))
   _check_labels(dataset, first)
   return dataset
@@ -250,9 +256,8 @@ def _check_not_empty(dataset: SquadDataset, num_articles: int) -> None:
   """Raises ValueError when nothing is left to train on, predict or score."""
   if dataset.skipped and not dataset.examples:
     first = dataset.skipped[0]
-    raise ValueError(f"{dataset.path}: none of its {len(dataset.skipped)} training questions "
-                     f"has its answer at answer_start (first: {first.field_path}: "
-                     f"{first.reason})")
+    raise ValueError(f"{dataset.path}: none of its {len(dataset.skipped)} questions can be "
+                     f"used (first: {first.field_path}: {first.reason}): fix them")
   if not dataset.examples:
     raise ValueError(f"{dataset.path}: data: no questions (in {num_articles} articles)")
 
@@ -276,6 +281,17 @@ def _answer(fields: "_Fields") -> SquadAnswer:
   if start < 0:
     raise ValueError(f"{fields.source}: {fields.path}.answer_start: negative ({start})")
   return SquadAnswer(text=fields.get("text", str), answer_start=start)
+
+
+def _blank(example: SquadExample, qa_path: str, paragraph_path: str
+           ) -> Optional[SkippedExample]:
+  """A SkippedExample if the question or its context is empty or only whitespace (nothing
+  to ask, or nothing to answer from), else None."""
+  for text, path, what in ((example.question_text, f"{qa_path}.question", "question"),
+                           (example.context_text, f"{paragraph_path}.context", "context")):
+    if not text.strip():
+      return SkippedExample(example.qas_id, path, f"the {what} is blank ({text!r})")
+  return None
 
 
 def _misaligned(example: SquadExample, qa_path: str) -> Optional[SkippedExample]:

@@ -475,6 +475,46 @@ def _default(field: dataclasses.Field) -> Any:
   return field.default
 
 
+def _unfit_settings(config: FineTuningConfig, recorded: dict[str, Any],
+                    values: dict[str, Any], build: Callable[[dict[str, Any]], Any],
+                    error: Exception) -> str:
+  """Why `config`'s settings with the run's recorded `RUN_SETTINGS` (`values`) make no
+  valid config (`run_settings`): the setting given here that conflicts with them (the one
+  whose default would fit), with its recorded and given values."""
+  path = os.path.join(config.output_dir, RUN_CONFIG_FILE)
+  mine = json.loads(config.to_json())
+  defaults = {field.name: _default(field) for field in dataclasses.fields(config)}
+  refused = [f"{name}: {recorded[name]!r} -> {mine[name]!r}"
+             for name in sorted(type(config).RUN_SETTINGS)
+             if name in recorded and name in mine and recorded[name] != mine[name]
+             and config.given(name, getattr(config, name), defaults[name])]
+  if refused:
+    return (f"{path} records the trained run this run evaluates without training, with "
+            f"other settings ({'; '.join(refused)}): leave the flag out to evaluate the run "
+            "as it was recorded, or pass another --output_dir")
+  for field in dataclasses.fields(config):
+    name, default = field.name, _default(field)
+    if (name in type(config).RUN_SETTINGS or name not in values
+        or default is dataclasses.MISSING or getattr(config, name) == default
+        or not config.given(name, getattr(config, name), default)):
+      continue
+    try:
+      build(values | {name: default})
+    except (TypeError, ValueError):
+      continue
+    return (f"{path} records the trained run this run evaluates without training, and "
+            f"{name}={getattr(config, name)!r} given here (the run recorded "
+            f"{recorded.get(name, default)!r}) does not fit its settings ({error}): leave "
+            f"{name} out to evaluate the run as it was recorded, or pass another --output_dir")
+  recorded_here = "; ".join(
+      f"{name}: {recorded[name]!r} recorded -> {mine[name]!r} here"
+      for name in sorted(type(config).RUN_SETTINGS)
+      if name in recorded and name in mine and recorded[name] != mine[name])
+  return (f"{path}: the run's recorded settings ({recorded_here or 'as recorded'}) do not "
+          f"fit the settings given here ({error}): leave out the flags that differ from "
+          "the record, or pass another --output_dir")
+
+
 def run_settings(config: FineTuningConfig, recorded: Optional[dict[str, Any]]
                  ) -> FineTuningConfig:
   """`config` with the settings of the run whose own model it evaluates (`recorded`, its
@@ -495,12 +535,15 @@ def run_settings(config: FineTuningConfig, recorded: Optional[dict[str, Any]]
   values = json.loads(config.to_json()) | {
       name: value for name, value in recorded.items() if name in type(config).RUN_SETTINGS}
   from_json = getattr(type(config), "from_json", None)
-  try:  # This run's config with the run's settings: read as the config reads its fields.
-    theirs = from_json(json.dumps(values)) if from_json else type(config)(**values)
+
+  def build(settings: dict[str, Any]) -> FineTuningConfig:
+    """This run's config with the run's settings: read as the config reads its fields."""
+    return from_json(json.dumps(settings)) if from_json else type(config)(**settings)
+
+  try:
+    theirs = build(values)
   except (TypeError, ValueError) as error:
-    raise ValueError(f"{os.path.join(config.output_dir, RUN_CONFIG_FILE)}: the run's "
-                     f"settings do not fit this run ({error}): restore it, or pass another "
-                     "--output_dir") from None
+    raise ValueError(_unfit_settings(config, recorded, values, build, error)) from None
   adopted, refused = {}, []
   for field in dataclasses.fields(config):
     name = field.name

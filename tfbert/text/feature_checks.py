@@ -170,11 +170,15 @@ def check_values(arrays: Mapping[str, np.ndarray], config, where: dict[str, str]
       raise ValueError(f"{where[name]} holds {values[first]} at {list(first)}, outside {what}")
 
 
-def checked_features(x, config, names: Sequence[str], what: str = "x") -> Any:
+def checked_features(x, config, names: Sequence[str], what: str = "x", hint: str = "") -> Any:
   """`x` checked when its values are at hand (`check_specs`, `check_values`): a dict of
   arrays, lists or eager tensors, or the ids alone (an array or eager tensor [B, S], or
   equal-length lists of ints), read as {"input_ids": ids}; lists become arrays. Anything
   else (a dataset, a generator, None) is left to the checks where the model runs.
+
+  `hint` ends the message refusing a list that is neither: what else the call takes (", or
+  raw texts as a list of str" where it reads them) or where its features come from; ""
+  offers features and ids only, so no call is told of an input it refuses.
 
   Raises:
     TypeError, KeyError, ValueError: naming the input of `what` that does not fit.
@@ -188,7 +192,7 @@ def checked_features(x, config, names: Sequence[str], what: str = "x") -> Any:
     check_values(arrays, config, _where(what, arrays))
     return {name: arrays[name] if isinstance(value, (list, tuple)) else value
             for name, value in x.items()}
-  ids = _ids(x, what)
+  ids = _ids(x, what, hint)
   if ids is None:
     return x
   where = {"input_ids": f"{what} (read as input_ids)"}
@@ -227,10 +231,10 @@ def _rows(rows, what: str) -> np.ndarray:
   return array
 
 
-def _ids(x, what: str) -> Optional[np.ndarray]:
+def _ids(x, what: str, hint: str = "") -> Optional[np.ndarray]:
   """The ids alone as an array: an array or eager tensor, or lists of ints; None for what
   Keras reads (a dataset, a generator); a list of anything else refused, saying what to
-  pass."""
+  pass (features, the ids, then `hint`: `checked_features`)."""
   concrete = None if isinstance(x, (list, tuple)) else _concrete(x, what)
   if concrete is not None:
     return concrete
@@ -243,8 +247,8 @@ def _ids(x, what: str) -> Optional[np.ndarray]:
   one = (": one sequence's ids go as [[...]], a list of it" if x and isinstance(
       x[0], (int, np.integer)) else "")
   raise TypeError(f"{what} is a {type(x).__name__} of {first}{one}; pass features as "
-                  f"{FEATURES_FORM}, the ids alone as equal-length lists of ints (or an int "
-                  "array [B, S]), or raw texts as a list of str")
+                  f"{FEATURES_FORM} or the ids alone as equal-length lists of ints (or an "
+                  f"int array [B, S]){hint}")
 
 
 @contextlib.contextmanager

@@ -182,14 +182,16 @@ class CheckedInputs:
     Args:
       x: what was passed to `predict`, `fit` or `evaluate`.
       what: its name in the messages.
-      training: whether `fit` or `evaluate` takes it (a sentence encoder's pairs).
+      training: whether `fit` or `evaluate` takes it (a sentence encoder's pairs; what a
+        refusal offers instead, `other_inputs`).
     """
-    del training  # The features are the same for every call but a sentence encoder's.
     refuse_text_data(self, x, what)
     if is_text(x):
       raise ValueError(f"{type(self).__name__} reads raw text in predict only: pass {what} as "
-                       f"features ({FEATURES_FORM}) packed from the texts")
-    return checked_features(x, self.config, self.input_names, what)
+                       f"features ({FEATURES_FORM}) packed from the texts"
+                       f"{features_source(self)}")
+    return checked_features(x, self.config, self.input_names, what,
+                            other_inputs(self, training))
 
   def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
     """Keras' `predict` on checked inputs (features of 0 rows: outputs of 0 rows)."""
@@ -303,6 +305,26 @@ class RawTextFit(RawTextPredict):
     refuse_weights(self, "evaluate", args, kwargs)  # Before packing any text.
     x, y = self._text_data(x, y)
     return super().evaluate(x, y, *args, **kwargs)
+
+
+def features_source(model) -> str:
+  """"; <how to build the features>" of `model`'s fit and evaluate (its class's
+  `FEATURES_SOURCE`), or "" for a model without one."""
+  source = getattr(type(model), "FEATURES_SOURCE", "")
+  return f"; {source}" if source else ""
+
+
+def other_inputs(model, training: bool) -> str:
+  """The end of the message refusing `x` that is neither features nor ids
+  (`feature_checks.checked_features`): raw text where this call reads it (`predict` of a
+  `RawTextPredict` model, also `fit` and `evaluate` of a `RawTextFit` one); else, for
+  `fit` and `evaluate`, that raw text is predict's and where the features come from."""
+  if isinstance(model, RawTextFit) or (isinstance(model, RawTextPredict) and not training):
+    return ", or raw texts as a list of str"
+  if not isinstance(model, RawTextPredict):
+    return ""
+  return (f"; {type(model).__name__} reads raw text in predict only, not in fit or evaluate"
+          f"{features_source(model)}")
 
 
 def example_count(x: Any) -> Optional[int]:

@@ -13,7 +13,8 @@ all-reduced gradient once and skips a non-finite step on every replica (see
 """
 
 import dataclasses
-from typing import Optional, Sequence
+import types
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import keras
 
@@ -69,12 +70,66 @@ def unread_problem(optimizer: str, names: Sequence[str], prefix: str = "") -> Op
           f"ignored; leave {them} out or choose {prefix}optimizer={' or '.join(readers)}")
 
 
-def clip_norm_check(clip_norm: Optional[float]) -> validation.Check:
+_NO_VALUE = object()
+# How a rule's message names a setting: (name, its value or none) -> text.
+Spelling = Callable[..., str]
+
+
+def field_spelling(name: str, value: Any = _NO_VALUE) -> str:
+  """A setting named as the `OptimizerConfig` field: "name", or "name (value)"."""
+  return name if value is _NO_VALUE else f"{name} ({value})"
+
+
+def clip_norm_check(clip_norm: Optional[float], spell: Spelling = field_spelling
+                    ) -> validation.Check:
   """The one rule of every config's `clip_norm`: > 0, or None (off). The tools' flag turns
   clipping off with 0 (`tfbert.runtime.cli.zero_is_none`), so the message names both."""
   return (clip_norm is None or clip_norm > 0,
-          f"clip_norm ({clip_norm}) must be > 0, or off: 0 on the command line "
+          f"{spell('clip_norm', clip_norm)} must be > 0, or off: 0 on the command line "
           "(--clip_norm=0), None in Python")
+
+
+def _value_rules(c: Any, spell: Spelling) -> list[tuple[tuple[str, ...], bool, str]]:
+  """The rules of `OptimizerConfig`'s values, each as (the settings it reads, whether it
+  holds, its message naming them by `spell`): one list for the config's own checks (field
+  names) and a tool's flags (`setting_problems`)."""
+  warmup, steps = c.num_warmup_steps, c.num_train_steps
+  return [
+      (("learning_rate",), c.learning_rate >= 0,
+       f"{spell('learning_rate', c.learning_rate)} must be >= 0"),
+      (("end_learning_rate",), c.end_learning_rate >= 0,
+       f"{spell('end_learning_rate', c.end_learning_rate)} must be >= 0"),
+      (("num_train_steps",), steps >= 1, f"{spell('num_train_steps', steps)} must be >= 1"),
+      (("num_warmup_steps", "num_train_steps"), 0 <= warmup <= max(steps, 0),
+       f"{spell('num_warmup_steps', warmup)} must be in [0, "
+       f"{spell('num_train_steps', steps)}]: lower {spell('num_warmup_steps')} to at most "
+       f"{max(steps, 0)}, or raise {spell('num_train_steps')}"),
+      (("gradient_accumulation_steps",), c.gradient_accumulation_steps >= 1,
+       f"{spell('gradient_accumulation_steps', c.gradient_accumulation_steps)} must be >= 1"),
+      (("clip_norm",), *clip_norm_check(c.clip_norm, spell)),
+      # One rule per setting: a message names only the setting at fault (a tool may have
+      # no flag for the others, e.g. run_pretraining's momentum and power).
+      (("weight_decay_rate",), c.weight_decay_rate >= 0,
+       f"{spell('weight_decay_rate', c.weight_decay_rate)} must be >= 0 (0: no weight "
+       "decay)"),
+      (("momentum",), c.momentum >= 0, f"{spell('momentum', c.momentum)} must be >= 0"),
+      (("power",), c.power > 0, f"{spell('power', c.power)} must be > 0"),
+      (("initial_loss_scale",), c.initial_loss_scale > 0,
+       f"{spell('initial_loss_scale', c.initial_loss_scale)} must be > 0"),
+      (("loss_scale_growth_steps",), c.loss_scale_growth_steps >= 1,
+       f"{spell('loss_scale_growth_steps', c.loss_scale_growth_steps)} must be >= 1"),
+  ]
+
+
+def setting_problems(values: Mapping[str, Any], spell: Spelling) -> list[str]:
+  """The refusals of `OptimizerConfig`'s value rules that only `values` (settings by field
+  name, e.g. a tool's flags; the others at their defaults) cause, each naming them by
+  `spell` (e.g. as the tool's flags: "--num_warmup_steps (100, its default)"). A rule that
+  also reads a setting not in `values` is left to the config's own checks."""
+  defaults = {f.name: f.default for f in dataclasses.fields(OptimizerConfig)}
+  config = types.SimpleNamespace(**(defaults | dict(values)))
+  return [message for names, holds, message in _value_rules(config, spell)
+          if not holds and set(names) <= set(values)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,29 +206,9 @@ class OptimizerConfig:
          f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}"),
         (self.lr_schedule in MODES, f"lr_schedule must be one of {MODES}, got "
          f"{self.lr_schedule!r}"),
-        (self.learning_rate >= 0, f"learning_rate ({self.learning_rate}) must be >= 0"),
-        (self.end_learning_rate >= 0,
-         f"end_learning_rate ({self.end_learning_rate}) must be >= 0"),
-        (self.num_train_steps >= 1, f"num_train_steps ({self.num_train_steps}) must be >= 1"),
-        (0 <= self.num_warmup_steps <= max(self.num_train_steps, 0),
-         f"num_warmup_steps ({self.num_warmup_steps}) must be in [0, num_train_steps "
-         f"({self.num_train_steps})]"),
-        (self.gradient_accumulation_steps >= 1,
-         f"gradient_accumulation_steps must be >= 1, got {self.gradient_accumulation_steps}"),
         (self.accumulation_reduction in REDUCTIONS, f"accumulation_reduction must be one of "
          f"{REDUCTIONS}, got {self.accumulation_reduction!r}"),
-        clip_norm_check(self.clip_norm),
-        # One check per setting: a message names only the setting at fault (a tool may
-        # have no flag for the others, e.g. run_pretraining's momentum and power).
-        (self.weight_decay_rate >= 0,
-         f"weight_decay_rate ({self.weight_decay_rate}) must be >= 0 (0: no weight decay)"),
-        (self.momentum >= 0, f"momentum ({self.momentum}) must be >= 0"),
-        (self.power > 0, f"power ({self.power}) must be > 0"),
-        (self.initial_loss_scale > 0,
-         f"initial_loss_scale ({self.initial_loss_scale}) must be > 0"),
-        (self.loss_scale_growth_steps >= 1,
-         f"loss_scale_growth_steps ({self.loss_scale_growth_steps}) must be >= 1"),
-    ]
+    ] + [(holds, message) for _, holds, message in _value_rules(self, field_spelling)]
 
 
 def create_optimizer(config: OptimizerConfig) -> keras.optimizers.Optimizer:
