@@ -21,7 +21,7 @@ QUANTIZE = flags.DEFINE_bool(
     "close to float32's but not equal.")
 TASK_NAME = flags.DEFINE_string(
     "task_name", None, "A classifier's GLUE task (its labels go to labels.txt; --eval_* score "
-    "it). Default: the run's.")
+    "it); refused for a model that is no classifier. Default: the run's.")
 VOCAB_FILE = flags.DEFINE_string(
     "vocab_file", None, "The vocabulary copied beside the output (and used by --eval_*). "
     "Default: vocab.txt beside --model.")

@@ -23,6 +23,7 @@ from tfbert.checkpoints.google_checkpoint import (
                                                   read_google_checkpoint,
 )
 from tfbert.config import BertConfig
+from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.encoder import BertEncoder
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tfbert.training.accumulation import with_gradient_accumulation
@@ -34,7 +35,7 @@ __version__ = "0.1.0"
 __all__ = [
     "__version__",
     "BertConfig", "BertEncoder", "BertPretrainer", "BertSpanLabeler", "BertClassifier",
-    "BertTokenClassifier",
+    "BertTokenClassifier", "BertSentenceEncoder",
     "LoadReport", "load_google_checkpoint", "export_google_checkpoint", "read_google_checkpoint",
     "with_gradient_accumulation", "create_optimizer", "load", "save",
 ]

@@ -1,7 +1,7 @@
 """Converts a tfbert export's id signature to ONNX (needs the extra `tfbert[onnx]`).
 
   bash bootstrap.sh python tools/export_onnx.py --export_dir=runs/mrpc/export \
-      --output=runs/mrpc/model.onnx
+      --output=runs/mrpc/onnx/model.onnx
 """
 
 import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is one line)
@@ -12,7 +12,7 @@ import logging
 
 from absl import flags
 
-from tfbert.runtime import cli, json_values, paths
+from tfbert.runtime import cli, files, json_values, paths, run_directory
 from tfbert.serving import onnx_export
 from tfbert_flags import common_flags
 from tfbert_flags import export_onnx_flags as f
@@ -25,6 +25,7 @@ def main(argv):
   paths.check_apart({"--export_dir": f.EXPORT_DIR.value}, {"--output": f.OUTPUT.value})
   # Before the conversion.
   paths.check_file_output("--output", f.OUTPUT.value, onnx_export.SUFFIX)
+  run_directory.check_not_a_run("--output", f.OUTPUT.value, files.parent(f.OUTPUT.value))
   path = onnx_export.export_onnx(f.EXPORT_DIR.value, f.OUTPUT.value, opset=f.OPSET_FLAG.value,
                                  signature=f.SIGNATURE.value)
   print(f"wrote {path}")

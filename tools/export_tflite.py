@@ -28,7 +28,7 @@ from tfbert.checkpoints import convert, model_paths
 from tfbert.classifier import classifier_export, classifier_features, glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.models import BertClassifier
-from tfbert.runtime import cli, files, json_values, paths
+from tfbert.runtime import cli, files, json_values, paths, run_directory
 from tfbert.serving import export, tflite_export
 from tfbert.text import casing
 from tfbert.text.tokenization import WordPieceTokenizer
@@ -45,7 +45,10 @@ def main(argv):
   paths.check_apart({"--model": f.MODEL.value}, {"--output": f.OUTPUT.value})
   # Before the model is read.
   paths.check_file_output("--output", f.OUTPUT.value, tflite_export.SUFFIX)
+  # Its sidecars (bert_config.json, labels.txt, vocab.txt) would replace a run's own.
+  run_directory.check_not_a_run("--output", f.OUTPUT.value, files.parent(f.OUTPUT.value))
   model = convert.read_tfbert_model(f.MODEL.value, "--model")  # Another kind: how to convert.
+  _check_task_flag(model)
   vocab_file = _vocab_file()
   run = tflite_export.run_config_of(f.MODEL.value) or {}
   seq_length = _seq_length(model, run)
@@ -74,6 +77,16 @@ def main(argv):
   if scoring:
     for line in _score(model, path, task, vocab_file, do_lower_case, seq_length, devs):
       print(json_values.dumps(line, sort_keys=True), flush=True)
+
+
+def _check_task_flag(model) -> None:
+  """Refuses --task_name for a model that is no classifier: it was dropped without a word,
+  and the user believed a classifier was exported."""
+  if f.TASK_NAME.value is None or isinstance(model, BertClassifier):
+    return
+  raise ValueError(f"--task_name={f.TASK_NAME.value} names a classifier's task, but "
+                   f"{f.MODEL.value} holds a {type(model).__name__}: leave --task_name out, "
+                   "or pass a classifier's model.keras")
 
 
 def _seq_length(model, run) -> int:

@@ -49,6 +49,10 @@ def main(argv):
     if bert_config is None:
       raise ValueError("--bert_config_file is needed without --init_checkpoint, --init_hf_dir "
                        "or --init_tfbert (whose config the model then takes)")
+  problem = pretraining_run.text_objective_problem(  # In flags, before the config says it.
+      values["train_text_files"], values["objective"], flags.FLAGS["objective"].present)
+  if problem:
+    raise ValueError(problem)
   config = cli.config_from_values(
       PretrainingRunConfig, values, {"clip_norm": cli.zero_is_none,
                                      "input_files": lambda given: given or []},

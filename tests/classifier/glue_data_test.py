@@ -301,6 +301,22 @@ def test_custom_formats_that_cannot_work_are_refused(fmt, message):
     glue_data.custom_task(fmt)
 
 
+@pytest.mark.parametrize("columns, flags", [
+    (dict(text_a_column=-1, label_column=1), r"--custom_text_a_column \(-1\) and "
+     r"--custom_label_column \(1\) are both column 1"),
+    (dict(text_a_column=0, text_b_column=-2, label_column=1),
+     r"--custom_text_a_column \(0\) and --custom_text_b_column \(-2\) are both column 0"),
+])
+def test_custom_columns_resolving_to_one_column_are_refused_at_line_1(tmp_path, columns, flags):
+  # Sweep 17 S1: -1 is the label column of a 2-column file: the label read as the text.
+  task = glue_data.custom_task(glue_data.CustomFormat(labels=("neg", "pos"), delimiter=",",
+                                                      has_header=True, **columns))
+  path = _write(tmp_path / "train.csv", ["text,label", '"a, b",pos', "c,neg"])
+  with pytest.raises(ValueError, match=rf"^{re.escape(path)}:1: {flags} of its 2 columns: "
+                     r"each of the text columns and the label column must be its own"):
+    glue_data.read_examples(task, path, "train")
+
+
 def test_unknown_task_and_custom_without_format_are_refused():
   with pytest.raises(ValueError, match="unknown task 'mnli-mm'"):
     glue_data.get_task("mnli-mm")

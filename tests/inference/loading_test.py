@@ -6,6 +6,7 @@ record); `task=` starts a head on a source's encoder; what it cannot read is nam
 line."""
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -614,3 +615,44 @@ def test_label_names_of_load_are_one_line_strs(given, error, message):
   with pytest.raises(error, match=message):
     loading.label_names(given)
   assert loading.label_names(np.array(["neg", "pos"])) == ("neg", "pos")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(null_score_diff_threshold="1.0"), r"null_score_diff_threshold must be a finite "
+                                            r"number \(an int or float\), got '1.0'"),
+    (dict(null_score_diff_threshold=True), "null_score_diff_threshold .* got True"),
+    (dict(null_score_diff_threshold=float("nan")), "null_score_diff_threshold .* got nan"),
+    (dict(null_score_diff_threshold=float("inf")), "null_score_diff_threshold .* got inf"),
+    (dict(doc_stride=4.0), r"doc_stride \(4.0\) must be int"),
+    (dict(max_query_length="8"), r"max_query_length \('8'\) must be int"),
+    (dict(max_answer_length=True), r"max_answer_length \(True\) must be int"),
+    (dict(max_seq_length="64"), r"max_seq_length \('64'\) must be int"),
+    (dict(version_2_with_negative=1), "version_2_with_negative must be True or False, got 1"),
+], ids=["str_threshold", "bool_threshold", "nan_threshold", "inf_threshold", "float_stride",
+        "str_query", "bool_answer", "str_length", "int_v2"])
+def test_a_text_setting_of_the_wrong_type_is_refused_before_the_path_is_read(
+    tmp_path, kwargs, message):
+  """Sweep 17, e08-e10: null_score_diff_threshold="1.0" was taken, failed at answer() naming
+  neither, and tfbert.save recorded it; each setting is checked where given (here, before
+  the path, which does not exist, is read)."""
+  with pytest.raises(ValueError, match=f"^{message}$"):
+    tfbert.load(str(tmp_path / "missing"), **kwargs)
+
+
+@pytest.mark.parametrize("form", ["keras", "hf"])
+def test_a_recorded_span_setting_of_the_wrong_type_is_named_with_its_record(tmp_path, form):
+  """Sweep 17, e10: a span_settings.json (a Hugging Face config.json's "tfbert" key) holding
+  "1.0" loaded and failed at answer(): refused naming the record, the setting and value."""
+  path = str(tmp_path / ("m.keras" if form == "keras" else "hf"))
+  tfbert.save(_model(BertSpanLabeler), path, form)
+  record = (tmp_path / "span_settings.json" if form == "keras"
+            else tmp_path / "hf" / "config.json")
+  values = json.loads(record.read_text())
+  entry = values["m.keras"] if form == "keras" else values["tfbert"]["span_settings"]
+  entry["null_score_diff_threshold"] = "1.0"
+  record.write_text(json.dumps(values))
+  where = f"{record}: m.keras" if form == "keras" else f"{record}: tfbert"
+  with pytest.raises(ValueError, match=(
+      f"^{re.escape(where)}: null_score_diff_threshold must be a finite number \\(an int or "
+      "float\\), got '1.0': correct it, or write it again with tfbert.save$")):
+    tfbert.load(path)

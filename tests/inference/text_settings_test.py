@@ -2,6 +2,8 @@
 the model's positions, an existing vocabulary, usable windows), the casing comes from the
 vocabulary when not given, and re-attaching drops the modules built from the old ones."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -59,3 +61,32 @@ def test_numpy_integer_lengths_are_taken_as_plain_ints():
   model = text_settings.attach_text(_model(), pretrained.minilm_vocab_file(), True,
                                     np.int64(9))
   assert type(text_settings.settings_of(model).max_seq_length) is int
+
+
+@pytest.mark.parametrize("threshold", ["1.0", True, float("nan"),
+                                       float("-inf"), None])
+def test_a_threshold_that_is_no_finite_number_is_refused(threshold):
+  """Sweep 17, e08: a str threshold was kept (and saved), failing at answer() as "must be
+  real number, not str"; a bool is no threshold, NaN and infinities no JSON number."""
+  with pytest.raises(ValueError, match=(
+      r"^TextSettings: null_score_diff_threshold must be a finite number \(an int or "
+      rf"float\), got {re.escape(repr(threshold))}$")):
+    text_settings.TextSettings(pretrained.minilm_vocab_file(), True,
+                               null_score_diff_threshold=threshold)
+
+
+def test_a_numeric_threshold_is_a_plain_float_and_other_settings_are_typed():
+  settings = text_settings.TextSettings(pretrained.minilm_vocab_file(), True,
+                                        null_score_diff_threshold=np.float32(-1.5))
+  assert type(settings.null_score_diff_threshold) is float
+  assert settings.null_score_diff_threshold == -1.5
+  assert text_settings.TextSettings(pretrained.minilm_vocab_file(), True,
+                                    null_score_diff_threshold=2).null_score_diff_threshold == 2.0
+  with pytest.raises(ValueError, match=r"^TextSettings: vocab_file must be a str path, got 7$"):
+    text_settings.TextSettings(7, True)
+  with pytest.raises(TypeError, match="^vocab_file must be a str or an os.PathLike"):
+    text_settings.attach_text(_model(), 7, True)
+  assert text_settings.type_problems(dict(max_seq_length=8, doc_stride=4.0, is_pair="yes",
+                                          do_lower_case=1, other="x")) == [
+      "doc_stride (4.0) must be int", "do_lower_case must be True or False, got 1",
+      "is_pair must be True, False or None (unknown), got 'yes'"]

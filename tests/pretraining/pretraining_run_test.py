@@ -1037,3 +1037,17 @@ def test_an_mlm_only_run_records_logs_evaluates_and_exports_no_nsp(mlm_only_data
                      match='run_config.json objective: "mlm" -> "mlm_nsp"'):
     run_directory.claim(str(run), pretraining_run.run_records(other, pretraining_run.data_record(
         sorted(glob.glob(files[0])))))
+
+
+def test_raw_text_with_a_next_sentence_objective_is_refused_in_flags():
+  """Sweep 17 p04: the tool said "PretrainingRunConfig: ... pass objective mlm"."""
+  problem = pretraining_run.text_objective_problem(["c.txt"], "mlm_nsp", objective_given=False)
+  assert problem == (
+      "--train_text_files trains masked LM alone (documents packed into blocks, no sentence "
+      "pairs for a next-sentence head), but --objective=mlm_nsp (the default): pass "
+      "--objective=mlm, or train mlm_nsp on create_pretraining_data's TFRecords with "
+      "--input_files")
+  assert "(the default)" not in pretraining_run.text_objective_problem(["c.txt"], "mlm_nsp",
+                                                                       True)
+  assert pretraining_run.text_objective_problem(["c.txt"], "mlm", False) is None
+  assert pretraining_run.text_objective_problem([], "mlm_nsp", False) is None

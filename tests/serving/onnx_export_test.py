@@ -12,6 +12,7 @@ import pytest
 from tests import helpers, tool_process
 from tfbert import BertEncoder
 from tfbert.checkpoints import pretrained
+from tfbert.runtime import run_directory
 from tfbert.serving import export, onnx_export
 
 # ONNX Runtime's float32 kernels against TensorFlow's (eager Keras): the same math in another
@@ -256,3 +257,18 @@ def test_a_pretraining_run_names_its_export_saved_model(tmp_path):
   assert str(error.value).endswith(
       f"it holds the SavedModel folder(s) export/saved_model/: pass "
       f"{tmp_path / 'export' / 'saved_model'} as the export directory")
+
+
+def test_an_output_beside_a_runs_own_model_is_refused_before_any_work(tmp_path):
+  """Sweep 17, o07: --output=<run>/model.onnx was written beside the run's own model, while
+  tfbert.save and convert_checkpoint refuse that target: refused naming the argument and
+  the run (the tool checks --output the same way first); a folder inside the run is fine."""
+  run = tmp_path / "run"
+  run.mkdir()
+  (run / run_directory.LOCK_FILE).write_text("")
+  with pytest.raises(run_directory.RunDirectoryError,
+                     match=f"^onnx_file {run / 'model.onnx'}: {run} is a tfbert run directory"):
+    onnx_export.export_onnx(str(tmp_path / "none"), str(run / "model.onnx"))
+  with pytest.raises(FileNotFoundError, match="no SavedModel"):  # Past the check.
+    onnx_export.export_onnx(str(tmp_path / "none"), str(run / "onnx" / "model.onnx"))
+  assert sorted(os.listdir(run)) == [run_directory.LOCK_FILE]

@@ -189,6 +189,14 @@ def test_unchecked_the_file_reads_a_row_for_a_negative_id(exports, features):
     ("m.onnx", dict(seq_length=7), "must be a .tflite file"),
     ("m.tflite", dict(seq_length=7, labels=("a", "b")), "2 label(s) ['a', 'b'] for a model "
      "with 3 output(s)"),
+    # Sweep 17, b39: quantize="no" (truthy) wrote the int8 file without a word.
+    ("m.tflite", dict(seq_length=7, quantize="no"), "quantize must be True or False, got 'no'"),
+    ("m.tflite", dict(seq_length=7, quantize=0), "quantize must be True or False, got 0"),
+    # Sweep 17, c03: 32.0 failed in TensorFlow's shape code ("Dimension value must be
+    # integer"), naming no argument; True passed as 1.
+    ("m.tflite", dict(seq_length=7.0), "seq_length must be an int, got 7.0"),
+    ("m.tflite", dict(seq_length=True), "seq_length must be an int, got True"),
+    ("m.tflite", dict(seq_length="7"), "seq_length must be an int, got '7'"),
 ])
 def test_export_refuses_bad_arguments_before_writing(tmp_path, classifier, path, kwargs,
                                                      message):
@@ -196,6 +204,58 @@ def test_export_refuses_bad_arguments_before_writing(tmp_path, classifier, path,
     tflite_export.export_tflite(classifier, str(tmp_path / path), **kwargs)
   assert message in str(error.value)
   assert os.listdir(tmp_path) == []
+
+
+def test_the_conversion_and_the_runner_refuse_arguments_of_another_type(tmp_path, classifier):
+  with pytest.raises(ValueError, match="^quantize must be True or False, got 'yes'$"):
+    tflite_export.convert(classifier, 7, quantize="yes")
+  with pytest.raises(ValueError, match=r"^seq_length must be an int, got 7\.5$"):
+    tflite_export.convert(classifier, 7.5)
+  for threads in (True, 1.5, "2", 0):
+    with pytest.raises(ValueError, match=f"^num_threads must be an int >= 1, got {threads!r}$"):
+      tflite_export.TfliteModel(str(tmp_path / "m.tflite"), num_threads=threads)
+
+
+def test_an_output_in_a_run_directory_is_refused_as_tfbert_save_refuses_it(tmp_path,
+                                                                          classifier):
+  """Sweep 17, t03: the tool wrote into a run directory, replacing the run's
+  bert_config.json and adding a labels.txt; `tfbert.save` and convert_checkpoint refuse it."""
+  (tmp_path / ".tfbert-run.lock").write_text("")
+  target = tmp_path / "model.tflite"
+  with pytest.raises(ValueError, match=f"^path {target}: {tmp_path} is a tfbert run directory "
+                                       r"\(it holds \.tfbert-run\.lock\)"):
+    tflite_export.export_tflite(classifier, str(target), seq_length=7, labels=LABELS)
+  refused = tool_process.run_tool("export_tflite", f"--model={tmp_path / 'absent.keras'}",
+                                  f"--output={target}")
+  assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
+      f"export_tflite: error: --output {target}: {tmp_path} is a tfbert run directory (it "
+      "holds .tfbert-run.lock); writing a model there would overwrite the run's vocab.txt and "
+      "put a second model beside its own: write it to another directory (e.g. a new folder "
+      "inside the run)"]
+  assert os.listdir(tmp_path) == [".tfbert-run.lock"]
+
+
+def _tool_export(tmp_path, model, *flags):
+  """export_tflite (in this process) of `model` saved as tmp_path/model.keras with a
+  vocab.txt beside it, to tmp_path/lite/model.tflite: (the run, the output path)."""
+  convert.save_tfbert_model(model, str(tmp_path / "model.keras"))
+  (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n")
+  output = tmp_path / "lite" / "model.tflite"
+  return tool_process.run_tool("export_tflite", f"--model={tmp_path / 'model.keras'}",
+                               f"--output={output}", *flags), output
+
+
+def test_tool_refuses_task_name_for_a_model_that_is_no_classifier(tmp_path, config):
+  """Sweep 17, t09: --task_name=sst-2 given with a pretrainer (or a tagger) was dropped
+  without a word: its encoder (the tagger) was exported, no classifier."""
+  tagger = BertTokenClassifier(config, ("O", "B-x", "I-x"))
+  tagger.build()
+  refused, output = _tool_export(tmp_path, tagger, "--task_name=sst-2")
+  assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
+      f"export_tflite: error: --task_name=sst-2 names a classifier's task, but "
+      f"{tmp_path / 'model.keras'} holds a BertTokenClassifier: leave --task_name out, or "
+      "pass a classifier's model.keras"]
+  assert not output.parent.exists()
 
 
 def test_an_output_that_cannot_be_written_is_refused_before_converting(tmp_path, classifier):
@@ -357,11 +417,7 @@ def test_tool_without_seq_length_takes_at_most_the_models_positions(tmp_path, cl
   """A model of 19 positions with no run record was refused for "seq_length 128 is outside
   [1, 19]", a value the user never gave (sweep 7, L01); a given one out of range names
   --seq_length and the model's limit."""
-  convert.save_tfbert_model(classifier, str(tmp_path / "model.keras"))
-  (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n")
-  output = tmp_path / "lite" / "model.tflite"
-  refused = tool_process.run_tool("export_tflite", f"--model={tmp_path / 'model.keras'}",
-                                  f"--output={output}", "--seq_length=20")
+  refused, output = _tool_export(tmp_path, classifier, "--seq_length=20")
   assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
       "export_tflite: error: --seq_length 20 is outside [3, 19]: an input holds [CLS], a "
       "token and [SEP] at least, and the model has 19 positions (max_position_embeddings); "

@@ -110,6 +110,16 @@ def test_v2_needs_a_prediction_for_every_question(tmp_path):
     squad_evaluation.evaluate_files(dataset, [path])
 
 
+def test_null_odds_missing_a_question_name_the_null_odds_file(tmp_path):
+  """Sweep 17 P3: the message said "the null odds", not which file."""
+  dataset = _write(tmp_path, "v2.json", V2_DATASET)
+  predictions = _write(tmp_path, "predictions.json", V2_PREDICTIONS)
+  odds = _write(tmp_path, "na_missing.json", {k: v for k, v in V2_NULL_ODDS.items() if k != "c"})
+  with pytest.raises(ValueError, match=re.escape(f"{odds}: 1 of 5 questions have no null "
+                                                 "odds (e.g. ['c'])")):
+    squad_evaluation.evaluate_files(dataset, [predictions], odds)
+
+
 def test_a_dataset_without_answers_is_not_scored(tmp_path):
   # squad_data reads a file to predict only (no question with answers); the old code refused
   # it while reading ("answers is missing"), and scoring must refuse it still.

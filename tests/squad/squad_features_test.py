@@ -229,6 +229,18 @@ def test_config_rejects_windows_without_room_for_the_context():
     FeatureConfig(doc_stride=0)
 
 
+def test_a_window_without_room_is_refused_saying_what_to_pass():
+  # Sweep 17 P1: --max_seq_length=64 with the default --max_query_length (64) was told the
+  # rule only, not what to pass.
+  with pytest.raises(ValueError, match=(
+      r"max_seq_length \(64\) must be greater than max_query_length \(64\) \+ 3 .*: lower "
+      r"max_query_length to at most 60 or raise max_seq_length above 67$")):
+    FeatureConfig(max_seq_length=64)
+  with pytest.raises(ValueError, match=r"max_query_length \(70\) \+ 3.*: raise "
+                                       r"max_seq_length above 73$"):
+    FeatureConfig(max_seq_length=4, max_query_length=70)
+
+
 def test_a_stride_longer_than_the_window_loses_answers_across_window_edges():
   # What tfbert.squad.squad_run's doc_stride check prevents: the stride is cut to the window
   # (Google's rule), so no text is skipped, but windows abut, and "then crossed" (tokens

@@ -7,6 +7,7 @@ program.
 
 import gzip
 import os
+import re
 
 import pytest
 
@@ -81,6 +82,17 @@ def test_columns_by_flag_and_words_only(tmp_path):
   assert sentence.words == ("EU", "rejects") and sentence.tags == ("B-ORG", "O")
   (words_only,) = conll.read_conll(path, token_column=1, tag_column=None)
   assert words_only.tags == ("", "")
+
+
+@pytest.mark.parametrize("token_column, tag_column, column", [(1, -1, 1), (-2, 0, 0)])
+def test_word_and_tag_columns_resolving_to_one_column_are_refused(tmp_path, token_column,
+                                                                   tag_column, column):
+  # Sweep 17 S2: --token_column=1 on a 2-column file is the default (last) tag column.
+  path = _write(tmp_path, "EU B-org\nrejects O\n")
+  with pytest.raises(ValueError, match=(
+      rf"^{re.escape(path)}:1: --token_column \({token_column}\) and --tag_column "
+      rf"\({tag_column}\) are both column {column} of its 2 column\(s\)")):
+    conll.read_conll(path, token_column=token_column, tag_column=tag_column)
 
 
 @pytest.mark.parametrize("text, line, message", [

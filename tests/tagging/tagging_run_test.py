@@ -60,6 +60,16 @@ def _run_config(tmp_path, output, **overrides):
   return tagging_run.NerRunConfig(**{**values, **overrides})
 
 
+def test_the_same_word_and_tag_column_is_refused_in_flags(tmp_path):
+  # Sweep 17 n06: --token_column=-1 is the default --tag_column (the last).
+  with pytest.raises(ValueError, match=(
+      r"--token_column \(-1\) and --tag_column \(-1, its default: the last\) are the same "
+      r"column: .*pass a --token_column or --tag_column")):
+    _run_config(tmp_path, "run", token_column=-1, do_train=True)
+  with pytest.raises(ValueError, match=r"--tag_column \(2\) are the same column"):
+    _run_config(tmp_path, "run", token_column=2, tag_column=2, do_train=True)
+
+
 def _read_json(path):
   with open(path, encoding="utf-8") as f:
     return json.load(f)

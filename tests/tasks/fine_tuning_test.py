@@ -192,6 +192,26 @@ def test_casing_follows_the_checkpoint_and_a_contradicting_flag_fails(tmp_path):
     resolved(init_tfbert=str(best / "model.keras"), do_lower_case=True)
 
 
+def test_init_tfbert_of_a_sentence_encoder_initializes_the_encoder_and_says_the_head_is_fresh(
+    tmp_path, caplog):
+  """Sweep 17 R1: a run_embeddings model.keras (its class registered) starts a task's
+  encoder; the log says the head starts fresh (it said only "2 missing")."""
+  from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
+  encoder = BertSentenceEncoder(CONFIG)
+  encoder({"input_ids": np.ones((1, 5), np.int32)})
+  path = str(tmp_path / "model.keras")
+  encoder.save(path)
+  config = fine_tuning.FineTuningConfig(output_dir=str(tmp_path / "out"), init_tfbert=path)
+  bert_config, weights, source = fine_tuning.initial_weights(config)
+  assert source == path and bert_config.hidden_size == CONFIG.hidden_size
+  model = BertClassifier(CONFIG, num_classes=CLASSES)
+  model({"input_ids": np.ones((1, 5), np.int32)})
+  with caplog.at_level("INFO", logger="absl"):
+    report = fine_tuning.assign_initial_weights(model, weights, source, "classifier_head",
+                                                 True)
+  assert report.missing and "classifier_head starts fresh" in caplog.text, caplog.text
+
+
 def test_init_tfbert_names_a_keras_file_that_is_not_a_tfbert_model(tmp_path):
   plain = str(tmp_path / "plain.keras")
   keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)]).save(plain)

@@ -399,6 +399,26 @@ def test_sigterm_saves_at_the_step_reached_and_the_rerun_continues(tmp_path):
   assert _metrics(tmp_path / "preempted") == _metrics(tmp_path / "straight")
 
 
+def test_ctrl_c_during_a_save_leaves_no_temporary_and_names_the_kept_checkpoint(tmp_path):
+  """Sweep 17 H1: Ctrl-C inside the save of ckpt-1000 left checkpoints/ckpt-1000_temp/ and
+  said only "interrupted"."""
+  loop = _bare_loop(tmp_path / "run")
+  kept = loop.save()
+  checkpoints = tmp_path / "run" / "checkpoints"
+
+  def cut_save(*_):  # What a sharded save holds when Ctrl-C comes before its merge.
+    os.makedirs(checkpoints / "ckpt-1000_temp")
+    raise KeyboardInterrupt
+
+  loop._loop = cut_save
+  with pytest.raises(training_loop.Interrupted) as interrupted:
+    loop.train(batches=None)
+  assert not (checkpoints / "ckpt-1000_temp").exists() and interrupted.value.exit_status == 130
+  assert str(interrupted.value) == (
+      f"interrupted (Ctrl-C): removed the unfinished save {checkpoints / 'ckpt-1000_temp'}; "
+      f"kept {kept}; run the same command again to resume from it")
+
+
 @pytest.mark.parametrize("replicas, batch_size", [(1, 4), (2, 4), (2, 6)])
 def test_sharded_prediction_scores_every_example_once_in_order(replicas, batch_size):
   """13 examples in global batches of 4 or 6 (the last padded): each output row is the

@@ -318,6 +318,8 @@ def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = F
   for line, row in rows:
     if width is None:
       width = len(row)
+      if task.name == CUSTOM_TASK:  # (GLUE's layouts are fixed; a wrong file fails its header.)
+        _check_distinct_columns(layout, width, f"{path}:{line}")
       if layout.has_header:
         _check_header(task, path, line, row, layout, split)
         continue
@@ -410,6 +412,24 @@ def _rows(path: str, layout: Layout):
       raise
     except csv.Error as e:
       raise MalformedRow(f"{path}:{start}: cannot be read: {e}") from None
+
+
+def _check_distinct_columns(layout: Layout, width: int, where: str) -> None:
+  """Raises ValueError when two columns of a custom task's layout, resolved against the
+  file's `width` (a negative one counts from the end), are the same column: a text read
+  from the label column trains on the answer. Named as the flags (`--custom_*_column`).
+  Columns outside the row are left to the row's own "column ... is missing" message."""
+  given = [(field, column) for field, column in
+           zip(FIELDS, (layout.text_a, layout.text_b, layout.label))
+           if column is not None and -width <= column < width]
+  for i, (field, column) in enumerate(given):
+    for other, other_column in given[i + 1:]:
+      if column % width == other_column % width:
+        raise ValueError(
+            f"{where}: --custom_{field}_column ({column}) and --custom_{other}_column "
+            f"({other_column}) are both column "
+            f"{column % width} of its {_columns(width)}: each of the text columns and the "
+            "label column must be its own; pass columns that differ")
 
 
 def _check_header(task: Task, path: str, line: int, row: Sequence[str], layout: Layout,

@@ -111,6 +111,12 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
   reinit_head = validation.plain_bool("reinit_head", reinit_head)
   labels = label_names(labels)
   _check_keywords(span_settings)
+  given_settings = dict(span_settings)
+  if max_seq_length is not None:
+    given_settings["max_seq_length"] = max_seq_length
+  problems = text_settings.type_problems(given_settings)
+  if problems:  # Before the path is read; the same rules as the records'.
+    raise ValueError("; ".join(problems))
   kind, source = locate(path)
   if kind == "export":
     _check_not_id_half(path)
@@ -311,14 +317,30 @@ def _saved_span_settings(kind: str, source: str) -> dict[str, Any]:
   `config.json`'s "tfbert" key, or the `span_settings.json` entry of a `.keras` file's
   (Google prefix's) name; none recorded: {}."""
   if kind == "hf":
-    return huggingface.read_hf_task(source).span_settings or {}
+    where = f"{os.path.join(source, 'config.json')}: {huggingface.TFBERT_KEY}"
+    return _checked_spans(huggingface.read_hf_task(source).span_settings or {}, where)
   if kind not in ("tfbert", "google"):
     return {}
   path = os.path.join(files.parent(source), convert.SPAN_SETTINGS_FILE)
   files.check_not_dangling(path, "span settings record")
   if not files.isfile(path):
     return {}
-  return dict(convert.read_span_records(path).get(os.path.basename(source), {}))
+  name = os.path.basename(source)
+  return _checked_spans(dict(convert.read_span_records(path).get(name, {})),
+                        f"{path}: {name}")
+
+
+def _checked_spans(spans: dict[str, Any], where: str) -> dict[str, Any]:
+  """`spans`, a record's span settings, when each has its type (`text_settings.type_problems`).
+
+  Raises:
+    ValueError: naming `where` (the record) and each setting of the wrong type.
+  """
+  problems = text_settings.type_problems(spans)
+  if problems:
+    raise ValueError(f"{where}: {'; '.join(problems)}: correct it, or write it again with "
+                     "tfbert.save")
+  return spans
 
 
 def recorded_span_settings(model: keras.Model, kind: str, source: str) -> dict[str, Any]:

@@ -8,9 +8,12 @@ only: Keras does not save them, `tfbert.save` writes them as each format records
 """
 
 import dataclasses
-from typing import Any, Optional
+import math
+import numbers
+from typing import Any, Mapping, Optional
 
 import keras
+import numpy as np
 
 from tfbert.runtime import files, validation
 from tfbert.squad import squad_features, squad_postprocess
@@ -24,6 +27,40 @@ _MODULES = "_tfbert_text_modules"
 # google-research/bert's run_classifier/run_squad defaults.
 DEFAULT_MAX_SEQ_LENGTH = 128
 DEFAULT_SQUAD_MAX_SEQ_LENGTH = 384
+
+# The settings of each kind (`TextSettings`' fields; `type_problems`).
+_LENGTHS = ("max_seq_length", "max_query_length", "doc_stride", "max_answer_length")
+_SWITCHES = ("do_lower_case", "version_2_with_negative")
+
+
+def _is_finite_number(value: Any) -> bool:
+  """Whether `value` is a real number (NumPy's too) that is finite and no bool."""
+  return (isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+          and math.isfinite(value))
+
+
+def type_problems(values: Mapping[str, Any]) -> list[str]:
+  """What is of the wrong type among `values`, settings by `TextSettings`' field names
+  (others are ignored): a length that is no int (a float, a str, a bool), a switch that is
+  no bool, a `null_score_diff_threshold` that is no finite number (a str, a bool, NaN, an
+  infinity, which JSON records cannot hold), a `vocab_file` that is no str. Each message
+  names the setting and its value; checked where a setting is given (`TextSettings`,
+  `tfbert.load`'s keywords, the records it reads), so none is ever saved."""
+  wrong = [f"{name} ({values[name]!r})" for name in _LENGTHS
+           if name in values and not validation.is_int(values[name])]
+  problems = [f"{', '.join(wrong)} must be int"] if wrong else []
+  problems += [f"{name} must be True or False, got {values[name]!r}" for name in _SWITCHES
+               if name in values and not isinstance(values[name], (bool, np.bool_))]
+  if "is_pair" in values and not (values["is_pair"] is None
+                                  or isinstance(values["is_pair"], (bool, np.bool_))):
+    problems.append(f"is_pair must be True, False or None (unknown), got {values['is_pair']!r}")
+  threshold = values.get("null_score_diff_threshold", 0.0)
+  if not _is_finite_number(threshold):
+    problems.append(f"null_score_diff_threshold must be a finite number (an int or float), "
+                    f"got {threshold!r}")
+  if "vocab_file" in values and not isinstance(values["vocab_file"], str):
+    problems.append(f"vocab_file must be a str path, got {values['vocab_file']!r}")
+  return problems
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,23 +95,14 @@ class TextSettings:
   is_pair: Optional[bool] = None
 
   def __post_init__(self):
-    validation.validate(self)  # NumPy integers and bools become plain ones there.
+    validation.validate(self)  # NumPy integers, bools and floats become plain ones there.
 
   def checks(self) -> list[validation.Check]:
     """The rules of usable settings (`tfbert.runtime.validation`)."""
-    lengths = ("max_seq_length", "max_query_length", "doc_stride", "max_answer_length")
-    wrong = [f"{name} ({getattr(self, name)!r})" for name in lengths
-             if not validation.is_int(getattr(self, name))]
+    wrong = type_problems(dataclasses.asdict(self))
     if wrong:  # The rules below compare them.
-      return [(False, f"{', '.join(wrong)} must be int")]
+      return [(False, problem) for problem in wrong]
     return [
-        (isinstance(self.do_lower_case, bool),
-         f"do_lower_case must be True or False, got {self.do_lower_case!r}"),
-        (isinstance(self.version_2_with_negative, bool),
-         f"version_2_with_negative must be True or False, got "
-         f"{self.version_2_with_negative!r}"),
-        (self.is_pair is None or isinstance(self.is_pair, bool),
-         f"is_pair must be True, False or None (unknown), got {self.is_pair!r}"),
         (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3 "
                                    "([CLS], a token, [SEP])"),
         (min(self.max_query_length, self.doc_stride, self.max_answer_length) >= 1,
@@ -113,6 +141,7 @@ def attach_text(model: keras.Model, vocab_file: str, do_lower_case: Optional[boo
   """`attach` from its parts; the casing, when not given, from the vocabulary's content
   (`tfbert.text.casing`: cased entries mean cased); `settings`: a span labeler's windows, a
   classifier's `is_pair` (`TextSettings`). Returns `model`."""
+  vocab_file = files.as_path(vocab_file, "vocab_file")
   do_lower_case = validation.plain_bool("do_lower_case", do_lower_case, optional=True)
   if do_lower_case is None:
     do_lower_case = casing.resolve_do_lower_case(

@@ -265,6 +265,19 @@ class _Run:
 
 
 @traces.released()  # The run's traces die with it (tfbert.runtime.traces).
+def text_objective_problem(train_text_files: Sequence[str], objective: str,
+                           objective_given: bool) -> Optional[str]:
+  """The tool's refusal, in flags, of raw text with a next-sentence objective (the config's
+  own check, `raw_text_run.checks`, names fields), or None; `objective_given`: whether
+  --objective was on the command line (else `objective` is its default)."""
+  if not train_text_files or objective == "mlm":
+    return None
+  return (f"--train_text_files trains masked LM alone (documents packed into blocks, no "
+          f"sentence pairs for a next-sentence head), but --objective={objective}"
+          f"{'' if objective_given else ' (the default)'}: pass --objective=mlm, or train "
+          f"{objective} on create_pretraining_data's TFRecords with --input_files")
+
+
 def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None) -> dict:
   """Trains (or resumes) until `config.num_train_steps` applied steps; returns the last log.
 

@@ -82,13 +82,16 @@ def plain_bool(name: str, value: Any, *, optional: bool = False) -> Optional[boo
 
 def _plain_fields(config: Any) -> None:
   """Replaces each field of the dataclass `config` (frozen too) that holds an integer of
-  another type (`np.int64(8)`) with the plain int, and a NumPy bool with the plain bool."""
+  another type (`np.int64(8)`) with the plain int, a NumPy bool with the plain bool, and a
+  NumPy float with the plain float (as JSON records them)."""
   for field in dataclasses.fields(config):
     value = getattr(config, field.name)
     if is_int(value) and type(value) is not int:  # pylint: disable=unidiomatic-typecheck
       object.__setattr__(config, field.name, int(value))
     elif isinstance(value, np.bool_):
       object.__setattr__(config, field.name, bool(value))
+    elif isinstance(value, np.floating):
+      object.__setattr__(config, field.name, float(value))
 
 
 def failures(checks: Iterable[Check]) -> list[str]:
@@ -98,8 +101,8 @@ def failures(checks: Iterable[Check]) -> list[str]:
 
 def validate(config: Any, **context: Any) -> None:
   """Raises one ValueError listing every rule of `config.checks(**context)` that fails;
-  first makes each field of a dataclass `config` holding a NumPy integer or bool a plain
-  int or bool.
+  first makes each field of a dataclass `config` holding a NumPy integer, bool or float a
+  plain int, bool or float.
 
   Raises:
     ValueError: "<ConfigClass>: <message>; <message>...".

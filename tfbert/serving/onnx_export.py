@@ -44,7 +44,7 @@ import tensorflow as tf
 
 from tfbert.checkpoints import model_paths
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic, files, paths
+from tfbert.runtime import atomic, files, paths, run_directory
 from tfbert.serving import export, serving_dtype
 
 # The model's metadata entry holding a classifier's or tagger's label names (a JSON list, in
@@ -207,11 +207,15 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
   Raises:
     FileNotFoundError: naming `export_dir` when it holds no SavedModel.
     ValueError: for an `onnx_file` that is not a `.onnx` file or cannot be written
-      (`tfbert.runtime.paths.check_file_output`), before any work; when the signature is
-      missing or takes strings (raw text needs tensorflow-text's ops, which ONNX does not
-      have), or the export computes in bfloat16 (see the module docstring).
+      (`tfbert.runtime.paths.check_file_output`) or that lies in a tfbert run directory,
+      beside the run's own model (`tfbert.runtime.run_directory.check_not_a_run`), before
+      any work; when the signature is missing or takes strings (raw text needs
+      tensorflow-text's ops, which ONNX does not have), or the export computes in bfloat16
+      (see the module docstring).
   """
   paths.check_file_output("onnx_file", onnx_file, SUFFIX)  # Before any work.
+  # Not beside a run's own model (`tfbert.save` and convert_checkpoint refuse it too).
+  run_directory.check_not_a_run("onnx_file", onnx_file, files.parent(onnx_file))
   source = saved_model_source(export_dir, signature)
   tf2onnx_convert = _import_tf2onnx_convert()
 

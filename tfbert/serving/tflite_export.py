@@ -71,7 +71,7 @@ from absl import logging
 from tfbert import models
 from tfbert.checkpoints import model_paths
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic, files, json_values, paths
+from tfbert.runtime import atomic, files, json_values, paths, run_directory, validation
 from tfbert.serving import export
 from tfbert.text import casing, feature_checks
 
@@ -145,14 +145,21 @@ def export_tflite(model_or_encoder: keras.Model, path: str, *, seq_length: int,
 
   Raises:
     TypeError: for a model that is not a tfbert one (see `export.encoder_of`).
-    ValueError: for a path that is not a `.tflite` file, an S outside the model's
-      range, or labels that do not match the model.
+    ValueError: for a `quantize` that is not a bool or a `seq_length` that is not an int
+      (before any work: `bool("no")` is True), a path that is not a `.tflite` file or that
+      lies in a tfbert run directory (`run_directory.check_not_a_run`: its sidecars would
+      replace the run's), an S outside the model's range, or labels that do not match the
+      model.
   """
-  paths.check_file_output("path", path, SUFFIX)  # Before any work.
+  quantize = validation.plain_bool("quantize", quantize)  # Before any work.
+  check_seq_length_type(seq_length)
+  paths.check_file_output("path", path, SUFFIX)
+  directory = files.parent(path)
+  run_directory.check_not_a_run("path", path, directory)  # The sidecars go beside the file.
   model = _exported_model(model_or_encoder)
   check_seq_length(model, seq_length)
+  seq_length = int(seq_length)  # A NumPy integer too.
   labels = _checked_labels(model, labels)
-  directory = files.parent(path)
   _check_sidecars(path, directory, model.config.to_dict(), labels, vocab_file)
   flatbuffer = convert(float32_model(model), seq_length, quantize)
   files.makedirs(directory)
@@ -216,8 +223,13 @@ def convert(model: keras.Model, seq_length: int, quantize: bool = False) -> byte
 
   Returns:
     the `.tflite` file's bytes.
+
+  Raises:
+    ValueError: for a `quantize` that is not a bool or a `seq_length` that is not an int.
   """
-  module = _TfliteModule(model, seq_length)
+  quantize = validation.plain_bool("quantize", quantize)
+  check_seq_length_type(seq_length)
+  module = _TfliteModule(model, int(seq_length))
   converter = tf.lite.TFLiteConverter.from_concrete_functions(
       [module.serve.get_concrete_function()], module)
   # Builtins only: a file that needs Flex ops would not run on the stock LiteRT runtime.
@@ -254,14 +266,26 @@ def check_seq_length(model_or_encoder: keras.Model, seq_length: int,
     name: how the caller gave it (`--seq_length` for the tool).
 
   Raises:
-    ValueError: naming `name`, the value and the model's limit.
+    ValueError: naming `name`, the value and the model's limit; or that it must be an int.
   """
+  check_seq_length_type(seq_length, name)
   positions = _exported_model(model_or_encoder).config.max_position_embeddings
   if not MIN_SEQ_LENGTH <= seq_length <= positions:
     raise ValueError(f"{name} {seq_length} is outside [{MIN_SEQ_LENGTH}, {positions}]: an "
                      f"input holds [CLS], a token and [SEP] at least, and the model has "
                      f"{positions} positions (max_position_embeddings); give {name} in that "
                      "range")
+
+
+def check_seq_length_type(seq_length: Any, name: str = "seq_length") -> None:
+  """Refuses an S that is not an integer (NumPy's too): a float (32.0) failed inside
+  TensorFlow's shape code naming no argument, and a bool (True) is no length.
+
+  Raises:
+    ValueError: "<name> must be an int, got <value!r>".
+  """
+  if not validation.is_int(seq_length):
+    raise ValueError(f"{name} must be an int, got {seq_length!r}")
 
 
 def _exported_model(model: keras.Model) -> keras.Model:
@@ -358,7 +382,8 @@ class TfliteModel:
     Args:
       path: a `.tflite` file written by `export_tflite`.
       config: its model's `BertConfig`; default: `bert_config.json` beside it.
-      num_threads: the interpreter's CPU threads; None: every core this process may use
+      num_threads: the interpreter's CPU threads (an int >= 1); None: every core this
+        process may use
         (LiteRT's own default is one thread: MiniLM-L6 at S 128 ran 22.7 against 40.7
         sequences/s with two, B 32 on a 2-core AMD EPYC Zen 3).
 
@@ -366,13 +391,16 @@ class TfliteModel:
       FileNotFoundError: for a missing file or (without `config`) a missing
         `bert_config.json` beside it.
       ImportError: when `ai_edge_litert` is not installed.
-      ValueError: for a file without the `serving_default` id signature.
+      ValueError: for a file without the `serving_default` id signature, or a
+        `num_threads` that is not an int >= 1.
     """
     try:
       from ai_edge_litert import interpreter as litert  # pylint: disable=import-outside-toplevel
     except ImportError as e:
       raise ImportError("running a .tflite file needs LiteRT: pip install ai-edge-litert "
                         "(the tflite extra)") from e
+    if num_threads is not None:  # Before the file is read: True, 1.5 or "2" are no count.
+      num_threads = validation.plain_int("num_threads", num_threads)
     if not files.isfile(path):
       raise FileNotFoundError(files.missing_file_message(path, "TFLite file"))
     self.path = path

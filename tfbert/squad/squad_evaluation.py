@@ -72,7 +72,7 @@ def evaluate_files(dataset_file: str, predictions_files: Sequence[str],
         f"SQuAD v1.1 (its \"version\" is {'absent' if written is None else repr(written)}): "
         "drop --na_prob_file to score a v1.1 set")
   return [evaluate(dataset, _load_mapping(path, "predictions file", str, "an answer string"),
-                   parsed.version, na_probs, path)
+                   parsed.version, na_probs, path, na_prob_file or "null odds")
           for path in predictions_files]
 
 
@@ -103,7 +103,8 @@ def check_scorable(dataset: squad_data.SquadDataset) -> None:
 
 def evaluate(dataset: dict[str, Any], predictions: dict[str, str],
              version: Optional[str] = None, na_probs: Optional[dict[str, float]] = None,
-             predictions_source: str = "predictions") -> dict[str, Any]:
+             predictions_source: str = "predictions",
+             na_probs_source: str = "null odds") -> dict[str, Any]:
   """Official scores of `predictions` on a parsed SQuAD JSON `dataset`.
 
   Args:
@@ -112,6 +113,7 @@ def evaluate(dataset: dict[str, Any], predictions: dict[str, str],
     version: as a file writes it ("1.1", "v2.0", ...); default: the dataset's "version".
     na_probs: v2.0 only, optional: question id -> null odds.
     predictions_source: name used in error messages (the predictions file).
+    na_probs_source: the same for `na_probs` (the null odds file).
 
   Returns:
     v1.1: {"exact_match": float, "f1": float}; v2.0: the official keys (module doc).
@@ -126,7 +128,7 @@ def evaluate(dataset: dict[str, Any], predictions: dict[str, str],
          for qa in paragraph["qas"]]
   _check_covered(ids, predictions, predictions_source, "prediction")
   if na_probs is not None:
-    _check_covered(ids, na_probs, "the null odds", "null odds")
+    _check_covered(ids, na_probs, na_probs_source, "null odds")
     na_probs = {qid: float(na_probs[qid]) for qid in ids}  # Extra ids break the script.
   scores = squad_evaluate_v2_0.evaluate(dataset["data"], predictions, na_probs)
   result = {key: scores[key] for key in V2_KEYS if key in scores}

@@ -60,8 +60,12 @@ class FeatureConfig:
     return [
         # Google's validate_flags_or_throw: a window must hold at least one context token.
         (self.max_seq_length > self.max_query_length + 3,
+         # Named as the tools' flags and tfbert.load's keywords are (no "--": both read it).
          f"max_seq_length ({self.max_seq_length}) must be greater than max_query_length "
-         f"({self.max_query_length}) + 3"),
+         f"({self.max_query_length}) + 3 (the [CLS] and two [SEP]), or no context fits a "
+         "window: " + (f"lower max_query_length to at most {self.max_seq_length - 4} or "
+                       if self.max_seq_length > 4 else "")
+         + f"raise max_seq_length above {self.max_query_length + 3}"),
         (self.doc_stride >= 1 and self.max_query_length >= 1,
          f"doc_stride ({self.doc_stride}) and max_query_length ({self.max_query_length}) "
          "must be >= 1"),

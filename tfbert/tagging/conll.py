@@ -118,6 +118,12 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
     if len(fields) < needed:
       raise ValueError(f"{path}:{number}: {len(fields)} column(s), need {needed} (word column "
                        f"{token_column}, tag column {tag_column}): {line.strip()!r}")
+    if tag_column is not None and token_column % len(fields) == tag_column % len(fields):
+      raise ValueError(  # The tag read as the word: the answer leaks into the input.
+          f"{path}:{number}: --token_column ({token_column}) and --tag_column ({tag_column}) "
+          f"are both column {token_column % len(fields)} of its {len(fields)} column(s): "
+          "the word and its tag must be two columns; pass a --token_column or --tag_column "
+          "that names the other")
     tag = "" if tag_column is None else fields[tag_column]
     if tag_column is not None:
       problem = check_tag(tag)

@@ -109,7 +109,13 @@ class NerRunConfig(fine_tuning.FineTuningConfig):
         (not self.do_predict or self.predict_file, "do_predict needs predict_file"),
         (self.tag_scheme in ("iob2", "iob1"),
          f"tag_scheme must be iob2 or iob1, got {self.tag_scheme!r}"),
-        (self.token_column != self.tag_column, "token_column and tag_column must differ"),
+        (self.token_column != self.tag_column,
+         f"--token_column ({self.token_column}"
+         f"{'' if self.given('token_column', self.token_column, 0) else ', its default'}) "
+         f"and --tag_column ({self.tag_column}"
+         f"{'' if self.given('tag_column', self.tag_column, -1) else ', its default: the last'}"
+         ") are the same column: the word and its tag must be two columns; pass a "
+         "--token_column or --tag_column that names the other"),
         (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3"),
         (0.0 <= self.classifier_dropout < 1.0,
          f"classifier_dropout ({self.classifier_dropout}) must be in [0, 1)"),

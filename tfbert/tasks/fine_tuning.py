@@ -864,6 +864,8 @@ def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.nd
   report = google_checkpoint.assign_google_weights(model, weights, source, allow_unused=True,
                                                    allow_missing=heads)
   logging.info(report.summary())
+  if report.missing and not reinit_head:
+    logging.info("%s starts fresh: %s has none (%s)", head, source, ", ".join(report.missing))
   if (report.missing or reinit_head) and not head_is_trained:
     logging.warning("predicting with an untrained %s: the source has none", head)
   return report

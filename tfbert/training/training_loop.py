@@ -50,6 +50,11 @@ signalled worker stops them all at the same step), save a checkpoint of that ste
 raise `Preempted`, which the tools turn into exit status `EXIT_PREEMPTED` (75, sysexits'
 EX_TEMPFAIL: try again). Rerunning the command resumes there. A chunk is at most
 `log_steps` applied steps, which bounds the wait.
+
+Interruption: Ctrl-C (`KeyboardInterrupt`) stops the loop at once, even inside a checkpoint
+save; the save's temporaries (`ckpt-N_temp/`) are removed and `Interrupted` names the
+checkpoint kept (the newest complete one, which a rerun resumes from): exit status
+`EXIT_INTERRUPTED` (130, as a shell reports Ctrl-C).
 """
 
 import contextlib
@@ -72,6 +77,7 @@ from tfbert.runtime.progress import StepProgress
 from tfbert.training.accumulation import find_accumulator
 
 EXIT_PREEMPTED = 75  # sysexits.h EX_TEMPFAIL: a temporary failure; run the command again.
+EXIT_INTERRUPTED = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C.
 # Windows in a row a mixed_float16 run may skip (gradients overflowed; the loss scale halves
 # each time, so 60 take 2**15 below 2**-44) before the run fails.
 MAX_SKIPPED_WINDOWS = 60
@@ -88,6 +94,22 @@ class Preempted(Exception):
     super().__init__(f"preempted (SIGTERM): saved {checkpoint} at applied step {step}; run "
                      "the same command again to resume")
     self.step, self.checkpoint = step, checkpoint
+
+
+class Interrupted(Exception):
+  """Ctrl-C (`KeyboardInterrupt`) stopped training; `checkpoint` (None: none saved yet) is
+  the one kept, which a rerun resumes from; a save it cut short left nothing behind.
+
+  `exit_status` is what a tool exits with (`tfbert.runtime.cli`).
+  """
+  exit_status = EXIT_INTERRUPTED
+
+  def __init__(self, checkpoint: Optional[str], removed: Sequence[str] = ()):
+    cut = (f"removed the unfinished save {', '.join(removed)}; " if removed else "")
+    kept = (f"kept {checkpoint}; run the same command again to resume from it" if checkpoint
+            else "no checkpoint saved yet; run the same command again to start over")
+    super().__init__(f"interrupted (Ctrl-C): {cut}{kept}")
+    self.checkpoint, self.removed = checkpoint, tuple(removed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -475,12 +497,7 @@ class TrainingLoop:
   def remove_leftovers(self, also: Sequence[str] = ()) -> list[str]:
     """Removes checkpoint temporaries a killed run left (a rerun's first act); logs them
     with `also` (what the caller removed besides) and returns them all."""
-    checkpoints = os.path.join(self.own_directory, "checkpoints")
-    removed = list(also)
-    for name in sorted(files.listdir(checkpoints)) if files.isdir(checkpoints) else []:
-      if is_checkpoint_temporary(name):
-        atomic.remove_quietly(os.path.join(checkpoints, name))
-        removed.append(os.path.join(checkpoints, name))
+    removed = [*also, *self._remove_temporaries()]
     if removed:
       logging.info(f"removed {len(removed)} leftover(s) of a killed run: {', '.join(removed)}")
     return removed
@@ -610,8 +627,11 @@ class TrainingLoop:
       tf.config.run_functions_eagerly(True)
     try:
       with _SigtermFlag() as sigterm:
-        return self._loop(batches, eager_micro_steps if c.run_eagerly else micro_steps,
-                          sigterm)
+        try:
+          return self._loop(batches, eager_micro_steps if c.run_eagerly else micro_steps,
+                            sigterm)
+        except KeyboardInterrupt as interrupt:
+          raise self._interrupted() from interrupt
     finally:
       tf.config.run_functions_eagerly(False)
 
@@ -679,6 +699,22 @@ class TrainingLoop:
     if logged_step != step:  # Stopped inside a log window: its metrics so far, not written.
       last = {**last, "step": self.step, **self._scalars(float("nan"))}
     return last
+
+  def _interrupted(self) -> Interrupted:
+    """After Ctrl-C: removes the temporaries of a save it cut short; names what is kept."""
+    removed = self._remove_temporaries()
+    return Interrupted(tf.train.latest_checkpoint(
+        os.path.join(self.own_directory, "checkpoints")), removed)
+
+  def _remove_temporaries(self) -> list[str]:
+    """Removes the checkpoint temporaries (`is_checkpoint_temporary`); returns their paths."""
+    checkpoints = os.path.join(self.own_directory, "checkpoints")
+    removed = []
+    for name in sorted(files.listdir(checkpoints)) if files.isdir(checkpoints) else []:
+      if is_checkpoint_temporary(name):
+        atomic.remove_quietly(os.path.join(checkpoints, name))
+        removed.append(os.path.join(checkpoints, name))
+    return removed
 
   def _preempted(self, sigterm: _SigtermFlag) -> bool:
     """Whether any worker got SIGTERM (an all-reduce across workers)."""
