@@ -264,7 +264,6 @@ class _Run:
   evaluator: Optional[pretraining_eval.Evaluator] = None
 
 
-@traces.released()  # The run's traces die with it (tfbert.runtime.traces).
 def text_objective_problem(train_text_files: Sequence[str], objective: str,
                            objective_given: bool) -> Optional[str]:
   """The tool's refusal, in flags, of raw text with a next-sentence objective (the config's
@@ -278,6 +277,7 @@ def text_objective_problem(train_text_files: Sequence[str], objective: str,
           f"{objective} on create_pretraining_data's TFRecords with --input_files")
 
 
+@traces.released()  # The run's traces die with it (tfbert.runtime.traces).
 def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None) -> dict:
   """Trains (or resumes) until `config.num_train_steps` applied steps; returns the last log.
 
