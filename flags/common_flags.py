@@ -5,6 +5,8 @@ import sys
 
 from absl import flags
 
+from tfbert.runtime import cli
+
 TRACEBACK = flags.DEFINE_bool(
     "traceback", False, "On an error, show Python's whole traceback instead of the one-line "
     "message (tool: error: ...).")
@@ -18,8 +20,10 @@ def show_in_help(flags_module) -> None:
   would register them for the calling module only, which is the program in the first case
   and not in the second.
   """
-  for flag in flags.FLAGS.get_key_flags_for_module(flags_module):
+  key_flags = flags.FLAGS.get_key_flags_for_module(flags_module)
+  for flag in key_flags:
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+  cli.set_tool_flags(flag.name for flag in key_flags)  # Refusals name them as `--name`.
 
 
 # Per-invocation switches, not settings of the run: not written into its flags.txt.

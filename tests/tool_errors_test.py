@@ -249,14 +249,14 @@ def cases(tmp_path_factory):
           ["run_classifier", "--task_name=mrpc", f"--train_file={glue / 'train.tsv'}",
            f"--eval_file={glue / 'dev.tsv'}", "--do_train", f"--output_dir={d / 's2_c'}",
            *common],
-          [f"eval_file {glue / 'dev.tsv'} is read only with do_eval: add do_eval, or drop "
-           "eval_file"], d / "s2_c"),
+          [f"--eval_file {glue / 'dev.tsv'} is read only with --do_eval: add --do_eval, or "
+           "drop --eval_file"], d / "s2_c"),
       "run_embeddings: a retrieval set without --do_eval": (
           ["run_embeddings", f"--train_file={glue / 'train.tsv'}",
            *(f"--ir_{part}_file={d / 'train.conll'}" for part in ("queries", "corpus", "qrels")),
            "--do_train", f"--output_dir={d / 's2_m'}", *common],
-          ["ir_queries_file", "ir_corpus_file", "ir_qrels_file",
-           "are read only with do_eval: add do_eval, or drop"], d / "s2_m"),
+          ["--ir_queries_file", "--ir_corpus_file", "--ir_qrels_file",
+           "are read only with --do_eval: add --do_eval, or drop"], d / "s2_m"),
       # It named neither file (sweep 12, P3).
       "run_classifier: a vocabulary larger than the config's vocab_size": (
           ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
@@ -661,7 +661,7 @@ def boundary_cases(tmp_path_factory):
            "own layout and labels"]),
       "run_classifier: a --group_by_length window past int32": (
           classify + [f"--data_dir={glue}", "--train_batch_size=4", "--group_by_length=1000000000"],
-          ["group_by_length (1000000000) x train_batch_size (4) is a grouping window"]),
+          ["--group_by_length (1000000000) x --train_batch_size (4) is a grouping window"]),
       "run_ner: a folder as --bert_config_file": (
           ["run_ner", "--do_train", f"--train_file={gold}", f"--bert_config_file={folder}",
            tiny[1], f"--output_dir={out}"], [str(folder)]),
@@ -1051,3 +1051,20 @@ def test_a_data_file_that_is_a_pipe_is_refused_before_any_work(tmp_path, tool, f
           "checks and records before any work, then the run itself)") in line, line
   assert "which a stream cannot serve; write it to a regular file first" in line, line
   assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["run_ner", "--do_train", "--train_file=t.txt", "--max_seq_length=2"],
+     "run_ner: error: --max_seq_length (2) must be >= 3"),
+    (["run_classifier", "--task_name=mrpc", "--data_dir=data", "--do_train",
+      "--eval_every_steps=2"],
+     "run_classifier: error: --eval_every_steps (2) evaluates on the dev set: add --do_eval"),
+])
+def test_a_config_refusal_reads_in_the_tools_flags(tmp_path, monkeypatch, argv, expected):
+  """Sweep 17: a tool's refusal by its config read "NerRunConfig: max_seq_length ...": the
+  user set flags, so the refusal names them as typed, `--max_seq_length`, with no class."""
+  monkeypatch.chdir(tmp_path)
+  (tmp_path / "data").mkdir()
+  (tmp_path / "data" / "train.tsv").write_text("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n")
+  assert _one_error_line(tool_process.run_tool(*argv, f"--output_dir={tmp_path}/run"),
+                         argv[0]) == expected

@@ -23,7 +23,7 @@ The one boundary to Hugging Face's `config.json` is `from_hf_config` / `to_hf_co
 import dataclasses
 import difflib
 import math
-from typing import Any, Iterator, Optional
+from typing import Any, ClassVar, Iterator, Optional
 
 from tfbert.runtime import atomic, files, json_values, paths, validation
 
@@ -94,6 +94,7 @@ class BertConfig:
     pooler_size_per_head, pooler_type: Present in Google's Chinese and multilingual
       releases; kept for a faithful round trip, unused by the model (as in Google's code).
   """
+  OWN_TYPE_CHECKS: ClassVar[bool] = True  # `checks()` (validation.field_types).
 
   vocab_size: int
   hidden_size: int = 768

@@ -42,6 +42,9 @@ def main(argv):
   # its fingerprint) at INFO through absl and TensorFlow; the tool prints what it wrote.
   absl_logging.set_verbosity(absl_logging.WARNING)
   logging.getLogger("tensorflow").setLevel(logging.WARNING)
+  if f.TASK_NAME.value is not None and not f.TASK_NAME.value.strip():  # Was read as unset.
+    raise ValueError("--task_name is empty: name the classifier's GLUE task (or custom), or "
+                     "leave it out (the run's own task is used)")
   paths.check_apart({"--model": f.MODEL.value}, {"--output": f.OUTPUT.value})
   # Before the model is read.
   paths.check_file_output("--output", f.OUTPUT.value, tflite_export.SUFFIX)

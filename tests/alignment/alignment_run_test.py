@@ -106,25 +106,41 @@ def test_fine_tuning_data_that_does_not_fit_is_refused_before_anything_is_writte
   assert not workdir.exists()
 
 
-@pytest.mark.slow  # ~60 s: 7 in-process runs of 6 steps.
-def test_float32_equivalences_agree_within_1e5_at_every_step(input_files, tmp_path):
-  config = _config(input_files, ["graph", "eager", "xla", "mirrored", "accumulate4",
-                                 "resume3", "both:replicas=2;gradient_accumulation_steps=2"])
-  report = alignment_run.run_alignment(config, str(tmp_path), plot=False, log=lambda _: None)
-  assert report["passed"], alignment.format_table(
-      [alignment.PairReport(**{k: v for k, v in p.items() if k != "passed"})
-       for p in report["pairs"]])
-  for name, pair in _pairs(report).items():
+FLOAT32_VARIANTS = ("eager", "xla", "mirrored", "accumulate4", "resume3", "both")
+
+
+@pytest.fixture(scope="module")
+def six_steps(input_files, tmp_path_factory):
+  """One 6-step SGD alignment: the float32 equivalences and the two reduced precisions, each
+  against the same float32 graph run (shared: the reference is built and traced once)."""
+  workdir = tmp_path_factory.mktemp("six_steps")
+  config = _config(input_files, ["graph", "eager", "xla", "mirrored", "accumulate4", "resume3",
+                                 "both:replicas=2;gradient_accumulation_steps=2", "bfloat16",
+                                 "float16"])
+  return workdir, alignment_run.run_alignment(config, str(workdir), plot=False,
+                                              log=lambda _: None)
+
+
+@pytest.mark.slow  # ~25 s (the module's 6-step alignment: 9 in-process runs of 6 steps).
+def test_float32_equivalences_agree_within_1e5_at_every_step(six_steps):
+  workdir, report = six_steps
+  pairs = _pairs(report)
+  assert sorted(pairs) == sorted(FLOAT32_VARIANTS + ("bfloat16", "float16"))
+  for name in FLOAT32_VARIANTS:
+    pair = pairs[name]
+    assert pair["passed"], alignment.format_table(
+        [alignment.PairReport(**{k: v for k, v in p.items() if k != "passed"})
+         for p in report["pairs"]])
     assert pair["tolerance"] == 1e-5 and pair["max_rel_deviation"] <= 1e-5, name
     assert pair["weights_max_rel_deviation"] <= 1e-5, name
   losses = report["losses"]["graph"]
   assert len(losses) == 6 and losses[-1] < losses[0]  # It trains (not a flat curve).
   # The resumed run really stopped: its checkpoint at step 3 is on disk beside the final one.
-  checkpoints = os.listdir(tmp_path / "runs" / "resume3" / "checkpoints")
+  checkpoints = os.listdir(workdir / "runs" / "resume3" / "checkpoints")
   assert "ckpt-3.index" in checkpoints and "ckpt-6.index" in checkpoints
-  assert os.path.exists(tmp_path / "report.json")
+  assert os.path.exists(workdir / "report.json")
   # Dropout was switched off in every run.
-  run_config = json.loads((tmp_path / "runs" / "eager" / "run_config.json").read_text())
+  run_config = json.loads((workdir / "runs" / "eager" / "run_config.json").read_text())
   assert run_config["bert_config"]["hidden_dropout_prob"] == 0.0
   assert run_config["run_eagerly"] and run_config["deterministic"]
 
@@ -144,13 +160,13 @@ def test_adamw_with_schedule_and_clipping_agrees_across_processes_and_replicas(i
   assert min(norms) > ADAMW.clip_norm, norms  # Clipping acted at every step.
 
 
-@pytest.mark.slow  # ~30 s.
-def test_reduced_precision_is_within_its_tolerance_and_really_reduced(input_files, tmp_path):
-  report = alignment_run.run_alignment(
-      _config(input_files, ["graph", "bfloat16", "float16"], compare_weights=False),
-      str(tmp_path), plot=False, log=lambda _: None)
-  pairs = _pairs(report)
-  assert report["passed"], pairs
+@pytest.mark.slow  # Reads the module's 6-step alignment (built by the test above).
+def test_reduced_precision_is_within_its_tolerance_and_really_reduced(six_steps):
+  pairs = _pairs(six_steps[1])
+  # Within tolerance at every step (the curves: the weights of a reduced-precision run are
+  # compared with float32's only at float32's bound, which they need not meet).
+  for name in ("bfloat16", "float16"):
+    assert pairs[name]["first_step_over"] is None, pairs[name]
   # Really reduced precision: both curves leave float32's by more than 10x the largest
   # float32-equivalence deviation (~9e-8, XLA/replicas). Measured: bfloat16 1.6e-5,
   # float16 5.7e-4 (the loss is near ln V for this tiny model, so bfloat16 logits barely

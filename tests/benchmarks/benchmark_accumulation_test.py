@@ -21,6 +21,7 @@ def test_synthetic_batch_has_googles_features_and_shapes():
   assert batch["masked_lm_weights"].dtype == np.float32
 
 
+@pytest.mark.slow  # ~3.5 s: a pretraining run per loop.
 @pytest.mark.parametrize("loop", b.PRETRAINING_LOOPS)
 def test_a_case_runs_and_counts_applied_steps(loop):
   result = b.run_pretraining_case(dataclasses.replace(TINY, loop=loop))

@@ -69,6 +69,7 @@ def test_time_steps_fails_on_a_non_finite_loss():
 # cross-entropy then exceeds ln(classes) by ~std^2 / 2 = 0.003, and its mean over the
 # batch's B * P = 9 masked tokens varies by ~0.08 / 3 = 0.027: 0.1 is > 3 standard
 # deviations.
+@pytest.mark.slow  # ~3 s: a pretraining step traced.
 def test_tfbert_pretraining_step_runs_from_a_near_uniform_loss():
   result = benchmark.run_step_case(TINY_STEP)
   assert result["first_loss"] == pytest.approx(math.log(53) + math.log(2), abs=0.1)

@@ -211,6 +211,7 @@ def _tfbert_ids(vocab_file, do_lower_case, texts):
   return [[tokenizer.cls_id, *ids, tokenizer.sep_id] for ids in pieces]
 
 
+@pytest.mark.slow  # ~4 s: the MiniLM export and transformers' tokenizer.
 def test_autotokenizer_loads_the_uncased_minilm_export_and_gives_tfbert_ids(tmp_path):
   out = tmp_path / "hf"
   model = convert.convert_checkpoint("hf", pretrained.minilm_dir(), "hf", str(out))

@@ -372,6 +372,7 @@ def test_a_resume_on_an_edited_dev_file_starts_the_best_over(tmp_path, caplog):
   assert best["step"] >= 4 and best["loss"] > 5 * old_best["loss"]
 
 
+@pytest.mark.slow  # 3.5 s or more in the suite's profile (tracing, a run).
 def test_custom_csv_task_trains_and_evaluates(tmp_path):
   lines = ["id,review,verdict"] + [f'{i},"Nice, {i} times",{("bad", "ok", "great")[i % 3]}'
                                    for i in range(12)]
@@ -679,13 +680,15 @@ def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_pat
 
 
 def _multi_worker_args(mrpc_dir, out, *more):
+  # One layer: its attention, hidden and pooled-output dropout falsify a wrong resume or
+  # replica mask as two do, and each of the test's 7 processes builds and traces it.
   config = str(mrpc_dir / "dropout_config.json")
-  BertConfig(**{**TINY, "hidden_dropout_prob": 0.1,
+  BertConfig(**{**TINY, "num_hidden_layers": 1, "hidden_dropout_prob": 0.1,
                 "attention_probs_dropout_prob": 0.1}).to_json_file(config)
   return [sys.executable, TOOL, "--task_name=MRPC", f"--data_dir={_glue(mrpc_dir)}", "--do_train",
           "--do_eval", f"--vocab_file={pretrained.minilm_vocab_file()}",
           f"--bert_config_file={config}", f"--max_seq_length={SEQ}", "--train_batch_size=8",
-          "--gradient_accumulation_steps=2", "--max_train_steps=8", "--eval_every_steps=2",
+          "--gradient_accumulation_steps=2", "--max_train_steps=6", "--eval_every_steps=2",
           "--log_steps=1", "--save_checkpoints_steps=2", "--eval_batch_size=6",
           f"--output_dir={out}", *more]
 
@@ -704,10 +707,10 @@ def _rows(out):
             for line in f]
 
 
-@pytest.mark.slow  # ~1 min: 1 process straight, killed and rerun; 2 workers preempted, rerun.
+@pytest.mark.slow  # ~45 s: 1 process straight, killed and rerun; 2 workers preempted, rerun.
 def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_dir):
   """Dropout on (0.1 attention, hidden and pooled output), 2 replicas, evaluation every 2 of
-  8 applied steps.
+  6 applied steps, a 1-layer model, 50 dev examples (8 batches of 6 and one of 2).
 
   * SIGKILL of a run in its own process, then the same command: its model and every log
     line equal the uninterrupted run's bit for bit (deterministic float32 on the same
@@ -722,18 +725,19 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
   (tests/forked.py), which computes bit for bit what a fresh interpreter computes
   (tests/forked_test.py): not the tool in this process, whose earlier tests once left its
   weights 1.5e-8 away from a fresh process's (docs/testing.md, "What is left")."""
+  glue_synthetic.write_mrpc(_glue(mrpc_dir) / "dev.tsv", glue_synthetic.fruit_pairs(50, seed=2))
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
   mirrored = ("--distribution_strategy=mirrored", "--num_cpu_devices=2")
   straight = mrpc_dir / "straight"
   run = forked.run(_multi_worker_args(mrpc_dir, straight, *mirrored), env=env,
                    capture_output=True, text=True, timeout=600)
   assert run.returncode == 0, run.stderr[-3000:]
-  # SIGKILL once the checkpoint of step 4 is there, then the same command again.
+  # SIGKILL once the checkpoint of step 2 is there, then the same command again.
   killed = mrpc_dir / "killed"
   command = _multi_worker_args(mrpc_dir, killed, *mirrored)
   proc = forked.popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   try:
-    _wait_for(killed / "checkpoints" / "ckpt-4.index", [proc])
+    _wait_for(killed / "checkpoints" / "ckpt-2.index", [proc])
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(timeout=60) == -signal.SIGKILL
   finally:
@@ -764,7 +768,7 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
   assert codes == [training_loop.EXIT_PREEMPTED] * 2
   chief = tf.train.latest_checkpoint(str(mw / "checkpoints"))
   step = int(chief.rsplit("-", 1)[1])
-  assert 2 <= step < 8  # Both stopped at the same step:
+  assert 2 <= step < 6  # Both stopped at the same step:
   assert tf.train.latest_checkpoint(str(mw / ".worker1" / "checkpoints")).endswith(
       f"ckpt-{step}")
   for worker in multi_worker.launch_workers(command, cwd=ROOT, timeout=600, env=env):
@@ -773,7 +777,7 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
   # (~1e-7 relative, lifted by Adam to ~1e-6); another replica layout moves weights ~1e-2.
   assert helpers.saved_weight_deviation(mw, straight) < 1e-5
   assert _read_tsv(mw / "dev_predictions.tsv") == _read_tsv(straight / "dev_predictions.tsv")
-  assert len(_read_tsv(mw / "dev_predictions.tsv")) == 1 + 200
+  assert len(_read_tsv(mw / "dev_predictions.tsv")) == 1 + 50
   assert _read_json(mw / "eval_results.json") == _read_json(straight / "eval_results.json")
   rows_mw, rows_mi = _rows(mw), _rows(straight)
   assert all("loss" in r for r in rows_mw + rows_mi)  # Eval rows too: the held-out loss.
@@ -786,11 +790,11 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
   assert os.path.isfile(mw / "best" / "model.keras")
   # The workers hold identical weights and optimizer state: their checkpoints of the last
   # step agree exactly (the metrics window aside: each worker keeps its own replicas' sums).
-  chief, other = (tf.train.load_checkpoint(str(directory / "checkpoints" / "ckpt-8"))
+  chief, other = (tf.train.load_checkpoint(str(directory / "checkpoints" / "ckpt-6"))
                   for directory in (mw, mw / ".worker1"))
-  names = [name for name, _ in tf.train.list_variables(str(mw / "checkpoints" / "ckpt-8"))
+  names = [name for name, _ in tf.train.list_variables(str(mw / "checkpoints" / "ckpt-6"))
            if not name.startswith(("metrics_window", "_CHECKPOINTABLE"))]
-  assert len(names) > 3 * 30  # Model weights, Adam's two slots, counters.
+  assert len(names) > 3 * 25  # The 1-layer model's 25 weights, Adam's two slots, counters.
   for name in names:
     np.testing.assert_array_equal(chief.get_tensor(name), other.get_tensor(name))
 
@@ -836,6 +840,7 @@ def test_a_score_that_is_not_a_number_is_written_as_null_and_best_is_named_only_
   assert (out / "best").exists() == any("best" in str(path) for path in result["written"])
 
 
+@pytest.mark.slow  # 3.5 s or more in the suite's profile (tracing, a run).
 def test_a_deliberate_rerun_of_another_shape_is_refused_before_rewriting_the_records(
     mrpc_dir):
   """--allow_config_change may continue a run with new values, but not in a model whose

@@ -15,6 +15,7 @@ from tfbert.text.tokenization import WordPieceTokenizer
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "park", "red", "big"]
 
 
+@pytest.mark.slow  # ~3.5 s: a SavedModel export.
 def test_embed_text_serves_the_models_embeddings(tmp_path):
   vocab = tmp_path / "vocab.txt"
   vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS) + "\n")

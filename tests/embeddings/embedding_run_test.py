@@ -79,11 +79,32 @@ def _untrained(tmp_path):
   return {"init_tfbert": str(path)}
 
 
+def _write_retrieval_set(tmp_path):
+  """Three queries over one document per topic: {"ir_*_file": path}."""
+  (tmp_path / "queries.tsv").write_text("q1\tcat dog\nq2\train snow\nq3\tpiano\n")
+  (tmp_path / "corpus.tsv").write_text("".join(
+      f"d{i}\t{' '.join(topic)}\n" for i, topic in enumerate(TOPICS)))
+  (tmp_path / "qrels.tsv").write_text("q1\td0\nq2\td1\nq3\td4\n")
+  return {f"ir_{part}_file": str(tmp_path / f"{part}.tsv")
+          for part in ("queries", "corpus", "qrels")}
+
+
+@pytest.fixture(scope="module")
+def untrained_evaluation(tmp_path_factory):
+  """The evaluation-only run of `_untrained`'s encoder on `_write_data`'s dev pairs and
+  `_write_retrieval_set`'s retrieval set: its result ("eval": "dev" and "retrieval"). The
+  baseline of the learning test and the subject of the retrieval test; both only read it."""
+  folder = tmp_path_factory.mktemp("untrained_evaluation")
+  _write_data(folder)
+  return embedding_run.run_embeddings(_config(
+      folder, "before", do_train=False, **_untrained(folder), **_write_retrieval_set(folder)))
+
+
 @pytest.mark.slow  # ~30 s: 24 steps with an evaluation every 8, then the export.
-def test_in_batch_negatives_learn_the_topics_and_the_best_model_and_export_are_kept(tmp_path):
-  _write_data(tmp_path)
-  before = embedding_run.run_embeddings(_config(tmp_path, "before", do_train=False,
-                                                **_untrained(tmp_path)))
+def test_in_batch_negatives_learn_the_topics_and_the_best_model_and_export_are_kept(
+    tmp_path, untrained_evaluation):
+  _write_data(tmp_path)  # The same data as the baseline's (seeded).
+  before = untrained_evaluation
   trained = embedding_run.run_embeddings(_config(
       tmp_path, "trained", eval_every_steps=8, export_dir=str(tmp_path / "export"),
       sentence_transformers_dir=str(tmp_path / "st")))
@@ -281,19 +302,13 @@ def test_the_tool_trains_evaluates_exports_and_replays(tmp_path):
   assert "Traceback" not in bad.stderr and not (tmp_path / "refused").exists()
 
 
-def test_a_retrieval_set_is_scored_with_mrr_ndcg_and_recall(tmp_path):
+def test_a_retrieval_set_is_scored_with_mrr_ndcg_and_recall(tmp_path, untrained_evaluation):
   """An untrained encoder's ranking, scored as embedding_metrics defines it: the run's
-  figures equal the metrics recomputed from its own embeddings (percent)."""
+  figures equal the metrics recomputed from its own embeddings (percent). The run is
+  `untrained_evaluation` (the dev pairs scored beside the retrieval set)."""
   _write_data(tmp_path)
-  (tmp_path / "queries.tsv").write_text("q1\tcat dog\nq2\train snow\nq3\tpiano\n")
-  (tmp_path / "corpus.tsv").write_text("".join(
-      f"d{i}\t{' '.join(topic)}\n" for i, topic in enumerate(TOPICS)))
-  (tmp_path / "qrels.tsv").write_text("q1\td0\nq2\td1\nq3\td4\n")
-  config = _config(tmp_path, "retrieval", do_train=False, dev_file=None, **_untrained(tmp_path),
-                   ir_queries_file=str(tmp_path / "queries.tsv"),
-                   ir_corpus_file=str(tmp_path / "corpus.tsv"),
-                   ir_qrels_file=str(tmp_path / "qrels.tsv"))
-  result = embedding_run.run_embeddings(config)["eval"]["retrieval"]
+  _write_retrieval_set(tmp_path)
+  result = untrained_evaluation["eval"]["retrieval"]
   assert result["queries"] == 3
   assert sorted(result) == ["mrr@10", "ndcg@10", "queries", "recall@1", "recall@10",
                             "recall@5"]

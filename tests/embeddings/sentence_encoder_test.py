@@ -58,6 +58,21 @@ def _train(loss, replicas, steps=2, symmetric=False):
           history.history["loss"][-1])
 
 
+@pytest.fixture(scope="module")
+def one_device():
+  """`_train(loss, 1, symmetric=...)`, run once per module for each (loss, symmetric): the
+  one-device reference that several tests compare with. Its results are arrays and a float,
+  never a live model."""
+  runs = {}
+
+  def run(loss, symmetric=False):
+    if (loss, symmetric) not in runs:
+      runs[loss, symmetric] = _train(loss, 1, symmetric=symmetric)
+    return runs[loss, symmetric]
+
+  return run
+
+
 def train_replicated(strategy, loss, steps=2):
   """`_train`'s run through `strategy.run` of the model's own `train_step`, each replica on
   its slice of the global batch (Keras' `fit` does not run under MultiWorkerMirroredStrategy,
@@ -94,21 +109,22 @@ def _deviation(a, b):
 @pytest.mark.parametrize("loss, symmetric", [("in_batch_negatives", False),
                                              ("in_batch_negatives", True), ("cosent", False),
                                              ("cosine_mse", False)])
-def test_two_replicas_equal_one_device_on_the_whole_batch(loss, symmetric):
+def test_two_replicas_equal_one_device_on_the_whole_batch(loss, symmetric, one_device):
   # The same examples, reduced in another order: float32 rounding only. The updates differ
   # by 3e-7 to 1e-5 of the largest update (measured: in-batch negatives, CoSENT, cosine
   # MSE, whose 2 steps move weights least); without the gather, by 4e-2 and more.
-  one, one_loss = _train(loss, 1, symmetric=symmetric)
+  one, one_loss = one_device(loss, symmetric)
   two, two_loss = _train(loss, 2, symmetric=symmetric)
   assert two_loss == pytest.approx(one_loss, rel=1e-5)
   assert _deviation(two, one) < 3e-5
 
 
 @pytest.mark.parametrize("loss", ["in_batch_negatives", "cosent"])
-def test_without_the_gather_each_replica_trains_another_objective(loss, monkeypatch):
+def test_without_the_gather_each_replica_trains_another_objective(loss, monkeypatch,
+                                                                  one_device):
   """The same run with each replica's loss on its own rows only (no gather, offset 0): the
   loss and the weights move away from the one-device run far beyond rounding."""
-  one, one_loss = _train(loss, 1)
+  one, one_loss = one_device(loss)
   monkeypatch.setattr(sentence_encoder, "gather_replicas", lambda local: local)
   monkeypatch.setattr(sentence_encoder, "replica_offset", lambda count: 0)
   two, two_loss = _train(loss, 2)
@@ -126,6 +142,7 @@ def test_accumulation_of_a_batch_loss_is_refused_saying_why():
     model.fit(data, epochs=1, verbose=0)
 
 
+@pytest.mark.slow  # 3.5 s or more in the suite's profile (tracing, a run).
 def test_cosine_mse_accumulates_like_the_big_batch():
   """A mean of per-pair terms: 2 micro-batches of 3 equal one batch of 6."""
   def run(steps):
@@ -144,11 +161,11 @@ def test_cosine_mse_accumulates_like_the_big_batch():
 
 
 @pytest.mark.slow  # ~40 s: two worker processes start TensorFlow and trace the step.
-def test_two_workers_equal_one_device_on_the_whole_batch(tmp_path):
+def test_two_workers_equal_one_device_on_the_whole_batch(tmp_path, one_device):
   """MultiWorkerMirroredStrategy, one replica per worker process: the negatives gathered
   across processes give the one-device run's loss and weight updates (as for mirrored
   replicas above); both workers end with the same updates."""
-  one, one_loss = _train("in_batch_negatives", 1)
+  one, one_loss = one_device("in_batch_negatives")
   output = str(tmp_path / "embeddings")
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": helpers.ROOT}
   results = multi_worker.launch_workers(
@@ -163,9 +180,9 @@ def test_two_workers_equal_one_device_on_the_whole_batch(tmp_path):
     assert _deviation(updates, one) < 3e-5
 
 
-def test_the_replicated_step_equals_fit_on_one_device_and_on_mirrored_replicas():
+def test_the_replicated_step_equals_fit_on_one_device_and_on_mirrored_replicas(one_device):
   """`train_replicated` (the multi-worker test's loop) trains as `fit` does."""
-  one, one_loss = _train("in_batch_negatives", 1)
+  one, one_loss = one_device("in_batch_negatives")
   for replicas in (1, 2):
     strategy = distribution.create_strategy("one_device" if replicas == 1 else "mirrored",
                                             replicas)

@@ -154,6 +154,7 @@ def test_encode_equals_the_embed_text_signature(models, exports):
   np.testing.assert_allclose(models["sentence_encoder"].encode(TEXTS[0]), mine[0], atol=1e-7)
 
 
+@pytest.mark.slow  # 3.5 s or more in the suite's profile (tracing, a run).
 def test_the_shipped_minilm_encodes_as_embed_texts_and_the_published_similarities():
   # sentence-transformers' README quick start, all-MiniLM-L6-v2 in PyTorch, to 4 decimals.
   sentences = ["The weather is lovely today.", "It's so sunny outside!",

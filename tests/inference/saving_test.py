@@ -87,6 +87,7 @@ def test_a_google_checkpoint_never_breaks_the_one_beside_it(tmp_path):
     tfbert.save(model, str(tmp_path / "ckpt"), "google")
 
 
+@pytest.mark.slow  # ~5 s: a model written to and read from ram://.
 def test_a_url_at_its_root_is_written_there_and_labels_keep_odd_characters(ram_root):
   labels = ("a\u2028b", "c")
   model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2,
@@ -98,6 +99,7 @@ def test_a_url_at_its_root_is_written_there_and_labels_keep_odd_characters(ram_r
   assert tfbert.load(f"{ram_root}/export").labels == labels
 
 
+@pytest.mark.slow  # 3.5 s or more in the suite's profile (tracing, a run).
 def test_a_sentence_encoder_saved_as_keras_loads_back():
   """A `.keras` sentence encoder is a tfbert model too (it was refused as "not a tfbert
   model": the reader listed the model classes of tfbert.models only)."""

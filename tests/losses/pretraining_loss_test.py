@@ -112,17 +112,46 @@ def test_mlm_only_loss_equals_the_float64_oracle_on_fixed_masks():
   assert float(terms["mlm_correct"]) == hits.sum()
 
 
+@pytest.fixture(scope="module")
+def one_device_steps():
+  """objective -> its reference: one device, one AdamW step on all 16 sequences of
+  `pretraining_batch(16, 3)` from `initial_weights`. Built once per objective and kept as
+  numbers (the trainable weights after the step, the step's logs, the pooler before and
+  after), not as a live model."""
+  built = {}
+
+  def step(objective):
+    if objective not in built:
+      init = initial_weights(objective)
+      model = make_model(init, objective)
+      model.compile(optimizer=adamw(1))
+      pooler = [v.numpy() for v in model.encoder.pooler.weights]
+      logs = model.train_on_batch(pretraining_batch(16, 3, objective), return_dict=True)
+      built[objective] = dict(
+          init=init, logs={k: float(v) for k, v in logs.items()}, pooler_before=pooler,
+          pooler_after=[v.numpy() for v in model.encoder.pooler.weights],
+          trainable=[v.numpy() for v in model.trainable_variables])
+    return built[objective]
+
+  return step
+
+
+def max_diff_to(model, weights):
+  """The largest absolute difference between `model`'s trainable weights and `weights`."""
+  return max(float(np.max(np.abs(x.numpy() - y)))
+             for x, y in zip(model.trainable_variables, weights, strict=True))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("objective", ["mlm_nsp", "mlm"])
-def test_two_replicas_two_micro_steps_four_sequences_equal_sixteen_on_one_device(objective):
-  init = initial_weights(objective)
+def test_two_replicas_two_micro_steps_four_sequences_equal_sixteen_on_one_device(
+    objective, one_device_steps):
+  reference = one_device_steps(objective)  # One device, one step on all 16 sequences.
+  init = reference["init"]
   big = pretraining_batch(16, 3, objective)
   counts = big["masked_lm_weights"].reshape(4, 4, P).sum(axis=(1, 2))
   assert len(set(counts.tolist())) > 1  # micro-batch masked-token counts differ
-  # Reference: one device, one step on all 16 sequences.
-  reference = make_model(init, objective)
-  reference.compile(optimizer=adamw(1))
-  reference.train_on_batch(big)
+  reference = reference["trainable"]
   # 2 replicas x 2 micro-steps x 4 sequences (global micro-batch 8), window features attached.
   strategy = training_loop.mirrored_strategy()
   windowed = with_window_features(big, 2)
@@ -132,32 +161,31 @@ def test_two_replicas_two_micro_steps_four_sequences_equal_sixteen_on_one_device
   dataset = tf.data.Dataset.from_tensor_slices(windowed).batch(8)
   model.fit(dataset, epochs=1, verbose=0)
   assert int(model.optimizer.iterations.numpy()) == 1
-  diff = training_loop.max_weight_diff(model, reference)
+  diff = max_diff_to(model, reference)
   assert diff < 1e-5
   # Per-micro-batch normalization (no window features) is measurably different.
   with strategy.scope():
     naive = make_model(init, objective)
     naive.compile(optimizer=adamw(2))
   naive.fit(tf.data.Dataset.from_tensor_slices(big).batch(8), epochs=1, verbose=0)
-  assert training_loop.max_weight_diff(naive, reference) > 10 * max(diff, 1e-6)
+  assert max_diff_to(naive, reference) > 10 * max(diff, 1e-6)
 
 
 @pytest.mark.parametrize("objective, metrics", [
     ("mlm_nsp", {"loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"}),
     ("mlm", {"loss", "mlm_loss", "mlm_accuracy"}),
 ])
-def test_metrics_are_weighted_means_over_the_step(objective, metrics):
-  model = make_model(initial_weights(objective), objective)
-  model.compile(optimizer=adamw(1))
-  pooler = [v.numpy() for v in model.encoder.pooler.weights]
-  batch = pretraining_batch(6, 5, objective)
-  logs = model.train_on_batch(batch, return_dict=True)
+def test_metrics_are_weighted_means_over_the_step(objective, metrics, one_device_steps):
+  """The logs of the reference step (16 sequences, 1 to 3 masked tokens each)."""
+  step = one_device_steps(objective)
+  logs = step["logs"]
   assert set(logs) == metrics
   assert logs["loss"] == pytest.approx(logs["mlm_loss"] + logs.get("nsp_loss", 0.0))
   assert 0.0 <= logs["mlm_accuracy"] <= 1.0 and 0.0 <= logs.get("nsp_accuracy", 0.0) <= 1.0
   # Only the NSP head reads the pooler: with the objective "mlm" it is neither trained nor
   # decayed (AdamW's decoupled decay would shrink it towards zero step by step).
-  moved = [np.any(v.numpy() != p) for v, p in zip(model.encoder.pooler.weights, pooler)]
+  moved = [np.any(a != b) for a, b in zip(step["pooler_after"], step["pooler_before"],
+                                          strict=True)]
   assert moved == ([True, True] if objective == "mlm_nsp" else [False, False])
 
 

@@ -205,6 +205,7 @@ def test_whole_word_masking_masks_all_pieces_of_a_word_together(tmp_path):
   assert multi_piece_words_masked > 50
 
 
+@pytest.mark.slow  # ~3.3 s: the whole pydoc corpus masked.
 def test_masking_is_80_mask_10_keep_10_random_on_the_pydoc_corpus(tmp_path):
   corpus = pretraining_data.pydoc_corpus(str(tmp_path / "corpus.txt"))
   config = _config(max_seq_length=128, max_predictions_per_seq=20)

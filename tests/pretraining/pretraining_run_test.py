@@ -486,32 +486,32 @@ def test_keras_fit_still_fails_under_multi_worker_mirrored_strategy():
   assert any("KERAS_FIT_FAILED" in r.stdout for r in results), [r.stdout[-500:] for r in results]
 
 
+# An uninterrupted deterministic one-device run of 4 steps (2 micro-batches each), a line per
+# step: the graph reference of the XLA, fast-forward and read-on tests (built once).
+STRAIGHT_FOUR = dict(deterministic=True, distribution_strategy="one_device", num_cpu_devices=1,
+                     num_train_steps=4, log_steps=1, save_checkpoints_steps=100)
+
+
+@pytest.fixture(scope="module")
+def straight_four(data_dir, tmp_path_factory):
+  """The model_dir of an uninterrupted STRAIGHT_FOUR run (tests only read it)."""
+  model_dir = tmp_path_factory.mktemp("straight_four")
+  run_pretraining(run_config(data_dir, model_dir, **STRAIGHT_FOUR))
+  return model_dir
+
+
 @pytest.mark.slow
-def test_xla_on_one_device_gives_the_graph_loss_curve(data_dir, tmp_path):
-  common = dict(distribution_strategy="one_device", num_cpu_devices=1, deterministic=True,
-                num_train_steps=4, log_steps=1)
-  graph = run_pretraining(run_config(data_dir, tmp_path / "graph", **common))
-  xla = run_pretraining(run_config(data_dir, tmp_path / "xla", jit_compile=True, **common))
-  a, b = read_metrics(tmp_path / "graph"), read_metrics(tmp_path / "xla")
+def test_xla_on_one_device_gives_the_graph_loss_curve(data_dir, tmp_path, straight_four):
+  xla = run_pretraining(run_config(data_dir, tmp_path / "xla", jit_compile=True,
+                                   **STRAIGHT_FOUR))
+  a, b = read_metrics(straight_four), read_metrics(tmp_path / "xla")
   # XLA fuses and reorders float32 arithmetic: the curves agree to float32 rounding.
   assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-5)
-  assert xla["step"] == graph["step"] == 4
-
-
-@pytest.mark.slow
-def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path):
-  common = dict(distribution_strategy="mirrored", num_cpu_devices=2, deterministic=True,
-                num_train_steps=3, log_steps=1)
-  run_pretraining(run_config(data_dir, tmp_path / "graph", **common))
-  run_pretraining(run_config(data_dir, tmp_path / "eager", run_eagerly=True, **common))
-  a, b = read_metrics(tmp_path / "graph"), read_metrics(tmp_path / "eager")
-  # Same kernels, same order of the same float32 operations: equal to float32 rounding.
-  assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-6)
-  assert not tf.config.functions_run_eagerly()  # Restored after the run.
+  assert xla["step"] == a[-1]["step"] == 4
 
 
 # An uninterrupted deterministic mirrored run of 5 steps, a line per step: the reference of
-# the stop/resume tests below (built once for the module).
+# the eager and stop/resume tests below (built once for the module).
 STRAIGHT_FIVE = dict(deterministic=True, num_train_steps=5, log_steps=1,
                      save_checkpoints_steps=100)
 
@@ -525,15 +525,27 @@ def straight_five(data_dir, tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_stop_at_step_then_resume_equals_the_uninterrupted_run(data_dir, tmp_path,
-                                                               straight_five):
-  common = STRAIGHT_FIVE
-  stopped = run_pretraining(run_config(data_dir, tmp_path / "split", stop_at_step=2, **common))
-  assert stopped["step"] == 2
-  assert not os.path.exists(tmp_path / "split" / "export")  # Not finished: not exported.
-  assert [r["step"] for r in read_metrics(tmp_path / "split")] == [1, 2]
-  run_pretraining(run_config(data_dir, tmp_path / "split", **common))
-  a, b = read_metrics(straight_five), read_metrics(tmp_path / "split")
+def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path, straight_five):
+  # The first 3 steps of the same 5-step schedule: no graph run of its own.
+  run_pretraining(run_config(data_dir, tmp_path / "eager", run_eagerly=True, stop_at_step=3,
+                             **STRAIGHT_FIVE))
+  a, b = read_metrics(straight_five)[:3], read_metrics(tmp_path / "eager")
+  assert [r["step"] for r in b] == [r["step"] for r in a] == [1, 2, 3]
+  # Same kernels, same order of the same float32 operations: equal to float32 rounding.
+  assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-6)
+  assert not tf.config.functions_run_eagerly()  # Restored after the run.
+
+
+@pytest.mark.slow
+def test_stop_at_step_then_resume_equals_the_uninterrupted_run(held_out_runs):
+  """The stop at 3 and resume of the held-out test's run (mirrored; evaluations between the
+  steps change no training number)."""
+  rows, split = held_out_runs["straight_rows"], held_out_runs["split_rows"]
+  assert held_out_runs["stopped"]["step"] == 3
+  assert not held_out_runs["exported_at_stop"]  # Not finished: not exported.
+  assert [(r["step"], r.get("split")) for r in held_out_runs["rows_at_stop"]] == [
+      (1, None), (2, None), (2, "eval"), (3, None)]
+  a, b = ([r for r in x if "split" not in r] for x in (rows, split))
   assert [r["step"] for r in b] == [1, 2, 3, 4, 5]
   # Same schedule (num_train_steps), same data position: the float32 curve is the same.
   assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-6)
@@ -749,16 +761,15 @@ def test_a_resume_naming_the_same_data_another_way_continues(data_dir, tmp_path,
 
 @pytest.mark.slow
 def test_a_resumed_run_reads_on_from_its_checkpoint_and_never_rereads(data_dir, tmp_path,
-                                                                     monkeypatch):
+                                                                     monkeypatch,
+                                                                     straight_four):
   """A record consumed before the checkpoint, damaged after it, does not stop the resumed
   run (its data position is restored, not re-read), which equals the uninterrupted run;
   resuming by reading past the consumed records, as from a checkpoint without the position,
   reads it and fails."""
   data = tmp_path / "data"
   shutil.copytree(data_dir, data)
-  common = dict(deterministic=True, distribution_strategy="one_device", num_cpu_devices=1,
-                accumulation=1, num_train_steps=4, log_steps=1, save_checkpoints_steps=100)
-  run_pretraining(run_config(str(data), tmp_path / "straight", **common))
+  common = STRAIGHT_FOUR  # Its uninterrupted run is straight_four's, on the same records.
   run_pretraining(run_config(str(data), tmp_path / "split", stop_at_step=2, **common))
   _without_data_position(monkeypatch)
   run_pretraining(run_config(str(data), tmp_path / "skip", stop_at_step=2, **common))
@@ -768,7 +779,7 @@ def test_a_resumed_run_reads_on_from_its_checkpoint_and_never_rereads(data_dir, 
   shard = sorted(glob.glob(str(data / "*.tfrecord")))[0]
   byte = _damage_record(shard, 5)
   run_pretraining(run_config(str(data), tmp_path / "split", **common))
-  assert untimed(read_metrics(tmp_path / "split")) == untimed(read_metrics(tmp_path / "straight"))
+  assert untimed(read_metrics(tmp_path / "split")) == untimed(read_metrics(straight_four))
   with pytest.raises(ValueError, match=rf"{re.escape(shard)}: bad TFRecord at byte {byte} "
                                        r"\(record 5\)"):
     run_pretraining(run_config(str(data), tmp_path / "skip", **common))
@@ -793,15 +804,14 @@ def test_a_checkpoint_without_the_data_position_resumes_by_reading_past(data_dir
 
 
 @pytest.mark.slow
-def test_fast_forward_moves_counters_and_data_as_training_would(data_dir, tmp_path):
+def test_fast_forward_moves_counters_and_data_as_training_would(data_dir, tmp_path,
+                                                                 straight_four):
   """A run moved 2 steps on by reading (its iterator) and one moved by its counters alone
   (no position: the rerun reads past what they say was consumed) resume onto the same
   batch with the same schedule: two mechanisms, one position."""
-  common = dict(deterministic=True, distribution_strategy="one_device", num_cpu_devices=1,
-                num_train_steps=4, log_steps=1, save_checkpoints_steps=100)
-  straight = run_pretraining(run_config(data_dir, tmp_path / "straight", **common))
+  straight = read_metrics(straight_four)[-1]
   for name, position in (("read", True), ("counted", False)):
-    config = run_config(data_dir, tmp_path / name, **common)
+    config = run_config(data_dir, tmp_path / name, **STRAIGHT_FOUR)
     run_pretraining(dataclasses.replace(config, stop_at_step=1))
     assert pretraining_run.fast_forward(config, 2, data_position=position) == 3
     reader = tf.train.load_checkpoint(str(tmp_path / name / "checkpoints" / "ckpt-3"))
@@ -825,14 +835,29 @@ def _event_scalars(folder):
   return tags
 
 
-@pytest.mark.slow
-def test_held_out_evaluation_during_training_scores_the_model_of_that_step(data_dir, tmp_path):
-  files = os.path.join(data_dir, "*.tfrecord")
+@pytest.fixture(scope="module")
+def held_out_runs(data_dir, tmp_path_factory):
+  """A deterministic mirrored 5-step run evaluated every 2 steps, straight and stopped at 3
+  then resumed: their results and records (the held-out and stop/resume tests read them)."""
+  root = tmp_path_factory.mktemp("held_out")
   common = dict(deterministic=True, num_train_steps=5, log_steps=1, save_checkpoints_steps=100,
-                eval_input_files=[files], eval_every_steps=2, eval_batch_size=4,
-                max_eval_steps=3)
-  result = run_pretraining(run_config(data_dir, tmp_path / "straight", **common))
-  rows = read_metrics(tmp_path / "straight")
+                eval_input_files=[os.path.join(data_dir, "*.tfrecord")], eval_every_steps=2,
+                eval_batch_size=4, max_eval_steps=3)
+  result = run_pretraining(run_config(data_dir, root / "straight", **common))
+  stopped = run_pretraining(run_config(data_dir, root / "split", stop_at_step=3, **common))
+  exported_at_stop = os.path.exists(root / "split" / "export")
+  rows_at_stop = read_metrics(root / "split")
+  run_pretraining(run_config(data_dir, root / "split", **common))
+  return dict(root=root, result=result, straight_rows=read_metrics(root / "straight"),
+              stopped=stopped, exported_at_stop=exported_at_stop, rows_at_stop=rows_at_stop,
+              split_rows=read_metrics(root / "split"))
+
+
+@pytest.mark.slow
+def test_held_out_evaluation_during_training_scores_the_model_of_that_step(data_dir,
+                                                                           held_out_runs):
+  files = os.path.join(data_dir, "*.tfrecord")
+  root, result, rows = (held_out_runs[k] for k in ("root", "result", "straight_rows"))
   evals = [r for r in rows if r.get("split") == "eval"]
   assert [r["step"] for r in evals] == [2, 4, 5]  # Every 2 applied steps and the last.
   assert [r["step"] for r in rows if "split" not in r] == [1, 2, 3, 4, 5]
@@ -842,28 +867,26 @@ def test_held_out_evaluation_during_training_scores_the_model_of_that_step(data_
   model = BertPretrainer(TINY)
   model.build()
   google_checkpoint.load_google_checkpoint(
-      model, str(tmp_path / "straight" / "export" / "google" / "bert_model.ckpt"))
+      model, str(root / "straight" / "export" / "google" / "bert_model.ckpt"))
   strategy = tf.distribute.get_strategy()
   again = pretraining_eval.Evaluator(model, strategy, pretraining_eval.record_dataset(
       sorted(glob.glob(files)), strategy, batch_size=4, seq_length=SEQ, max_predictions=PRED,
       objective="mlm_nsp"), batch_size=4, steps=3)()
   # 2 replicas' float32 sums against one device's: the order of additions differs.
   assert again == pytest.approx(result["eval"], rel=1e-5)
-  tags = _event_scalars(str(tmp_path / "straight" / "eval"))
+  tags = _event_scalars(str(root / "straight" / "eval"))
   for name in ("loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"):
     assert [s for s, _ in tags[name]] == [2, 4, 5], name  # Same tags as train/: one plot.
   assert tags["mlm_loss"][-1][1] == pytest.approx(evals[-1]["mlm_loss"], rel=1e-6)
   # The best held-out loss (the default best_metric) is kept apart: its model and scores.
-  best = json.loads((tmp_path / "straight" / "best" / "eval_results.json").read_text())
+  best = json.loads((root / "straight" / "best" / "eval_results.json").read_text())
   lowest = min(evals, key=lambda r: r["loss"])
   assert (best["step"], best["best_metric"], best["loss"]) == (lowest["step"], "loss",
                                                                lowest["loss"])
-  assert os.path.exists(tmp_path / "straight" / "best" / "google" / "bert_model.ckpt.index")
-  assert result["written"]["best"] == str(tmp_path / "straight" / "best")
+  assert os.path.exists(root / "straight" / "best" / "google" / "bert_model.ckpt.index")
+  assert result["written"]["best"] == str(root / "straight" / "best")
   # Stopped at 3 and resumed: the evaluation of step 2 stays, those of 4 and 5 are the same.
-  run_pretraining(run_config(data_dir, tmp_path / "split", stop_at_step=3, **common))
-  run_pretraining(run_config(data_dir, tmp_path / "split", **common))
-  split = read_metrics(tmp_path / "split")
+  split = held_out_runs["split_rows"]
   assert [(r["step"], r.get("split")) for r in split] == [
       (r["step"], r.get("split")) for r in rows]
   numbers = [{k: v for k, v in row.items() if k != "split"} for row in untimed(rows)]
@@ -946,7 +969,7 @@ def test_the_tool_refuses_a_best_metric_before_it_writes(data_dir, tmp_path):
   held_out = f"--eval_input_files={os.path.join(data_dir, '*.tfrecord')}"
   for extra, message in (
       ([held_out, "--best_metric=perplexity"], "best_metric 'perplexity' is not among"),
-      (["--best_metric=accuracy"], "it needs eval_input_files or eval_text_files")):
+      (["--best_metric=accuracy"], "it needs --eval_input_files or --eval_text_files")):
     run = tool_process.run_tool("run_pretraining", *flags, *extra)
     assert run.returncode != 0 and message in run.stderr, run.stderr[-2000:]
     assert not model_dir.exists()

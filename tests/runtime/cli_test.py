@@ -172,6 +172,20 @@ def test_a_bug_keeps_its_traceback():
     cli.guarded(main, Flag(), "tool")([])
 
 
+def test_a_refusal_names_the_tools_flags_as_typed_and_no_config_class():
+  names = ["max_seq_length", "train_file", "output_dir", "task", "do_eval"]
+  line = ("NerRunConfig: max_seq_length (2) must be >= 3; do_eval needs train_file; "
+          "the task reads /data/train_file/x.tsv and train_file.tsv; run_config.json records "
+          "\"max_seq_length\": 3; --output_dir x; output_dir=/tmp/o")
+  assert cli.in_flag_words(line, names) == (
+      "--max_seq_length (2) must be >= 3; --do_eval needs --train_file; the task reads "
+      "/data/train_file/x.tsv and train_file.tsv; run_config.json records "
+      "\"max_seq_length\": 3; --output_dir x; --output_dir=/tmp/o")
+  # Outside a tool (no flags known) only the class goes.
+  assert cli.in_flag_words("SquadRunConfig: doc_stride (0) must be >= 1", []) == (
+      "doc_stride (0) must be >= 1")
+
+
 def test_one_line_joins_a_multi_line_message_and_caps_its_length():
   error = ValueError("2 weights missing from the source:\n  bert/pooler/dense/bias\n  x")
   assert cli.one_line(error) == "2 weights missing from the source: bert/pooler/dense/bias x"

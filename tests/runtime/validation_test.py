@@ -8,7 +8,7 @@ import pathlib
 import re
 import sys
 import typing
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import pytest
@@ -44,12 +44,50 @@ class _Toy:
 
 
 def test_every_failed_rule_is_named_in_one_error_in_rule_order():
+  toy = _Toy(size=3)
+  object.__setattr__(toy, "kind", "c")  # Two rules fail: both named, in their order.
   with pytest.raises(ValueError) as e:
-    _Toy(size="3", kind="c")
-  assert str(e.value) == ("_Toy: kind must be 'a' or 'b', got 'c'; size must be an integer, "
-                          "got '3'")
+    validation.validate(toy, num_replicas=2)
+  assert str(e.value) == "_Toy: kind must be 'a' or 'b', got 'c'; size 3 is not a multiple of 2"
   assert validation.failures(_Toy(size=3).checks(num_replicas=2)) == [
       "size 3 is not a multiple of 2"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Typed:
+  count: int = 1
+  rate: float = 0.5
+  name: str = "a"
+  flag: bool = False
+  files: Sequence[str] = ()
+  limit: Optional[int] = None
+  path: str = None  # Unset means None whatever the annotation says.
+
+  def __post_init__(self):
+    validation.validate(self)
+
+  def checks(self):
+    yield self.rate < self.count, "the rules run on typed values only"
+
+
+def test_a_field_of_another_type_than_its_annotation_is_refused_before_the_rules():
+  """Sweep 17: a string null_score_diff_threshold in run_config.json reached a float
+  comparison and crashed with a TypeError; every config field is now checked by its type."""
+  with pytest.raises(ValueError) as e:
+    _Toy(size="3", kind="c")
+  assert str(e.value) == "_Toy: size must be an int, got '3'"  # The rules read typed values.
+  with pytest.raises(ValueError) as e:
+    _Typed(count=2.0, rate="0.5", name=3, flag="false", files="a.txt", limit=1.5, path=7)
+  assert str(e.value) == (
+      "_Typed: count must be an int, got 2.0; rate must be a number, got '0.5'; name must be "
+      "a str, got 3; flag must be True or False, got 'false'; files must be a list of str, got "
+      "'a.txt'; limit must be an int or None, got 1.5; path must be a str or None, got 7")
+  with pytest.raises(ValueError, match=r"^_Typed: files must be a list of str, got \('a', 2\)$"):
+    _Typed(files=("a", 2))
+  # What each kind takes: NumPy's numbers and bools, an int for a number, None where unset.
+  typed = _Typed(count=np.int64(3), rate=1, flag=np.bool_(True), files=["a"], limit=None)
+  assert (typed.count, typed.rate, typed.flag, typed.path) == (3, 1, True, None)
+  _Typed(rate=np.float32(0.25), limit=np.int32(4), path="p")
 
 
 def test_rules_that_depend_on_the_machine_are_checked_again_with_it():

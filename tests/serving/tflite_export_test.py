@@ -258,6 +258,19 @@ def test_tool_refuses_task_name_for_a_model_that_is_no_classifier(tmp_path, conf
   assert not output.parent.exists()
 
 
+@pytest.mark.parametrize("task_name", ["", " "])
+def test_tool_refuses_an_empty_task_name(tmp_path, task_name):
+  """Sweep 17: --task_name= was read as no --task_name: the run's task was used without a
+  word, though the user named one (empty)."""
+  refused = tool_process.run_tool("export_tflite", f"--model={tmp_path / 'model.keras'}",
+                                  f"--output={tmp_path / 'model.tflite'}",
+                                  f"--task_name={task_name}")
+  assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
+      "export_tflite: error: --task_name is empty: name the classifier's GLUE task (or "
+      "custom), or leave it out (the run's own task is used)"]
+  assert not os.listdir(tmp_path)
+
+
 def test_an_output_that_cannot_be_written_is_refused_before_converting(tmp_path, classifier):
   """A parent that is a file failed with a bare "File exists" after the whole conversion."""
   (tmp_path / "file").write_text("x")
@@ -307,6 +320,7 @@ TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention
             initializer_range=0.2)
 
 
+@pytest.mark.slow  # ~3 s: a TFLite conversion.
 def test_tool_exports_a_run_and_scores_its_dev_set(tmp_path, monkeypatch):
   run = tmp_path / "run"
   (run / "best").mkdir(parents=True)

@@ -213,6 +213,7 @@ def _loss_cause(example, features):
       "aligned_elsewhere" if aligned else "ambiguous" if len(found) > 1 else "unique")
 
 
+@pytest.mark.slow  # 3.5 s or more in the suite's profile (tracing, a run).
 def test_oracle_gold_spans_as_logits_score_the_dev_set(shared_data):
   raw, dataset, features, predictions = _dev_oracle(shared_data)
   scores = squad_evaluation.evaluate(raw, {p.qas_id: p.text for p in predictions}, "1.1")
@@ -240,3 +241,14 @@ def test_a_postprocess_config_that_cannot_rank_answers_is_refused():
                                        r"max_answer_length \(30\) must be >= 0; "
                                        r"null_score_diff_threshold is NaN"):
     PostprocessConfig(n_best_size=-1, null_score_diff_threshold=float("nan"))
+
+
+@pytest.mark.parametrize("threshold", ["0.5", None, [0.5]])
+def test_a_threshold_that_is_no_number_is_named_before_any_rule_reads_it(threshold):
+  """Sweep 17: a string threshold (run_config.json edited by hand) reached `math.isnan` in
+  the rules and crashed with "must be real number, not str", naming nothing."""
+  with pytest.raises(ValueError, match=r"^PostprocessConfig: null_score_diff_threshold must "
+                                       rf"be a number, got {re.escape(repr(threshold))}$"):
+    PostprocessConfig(null_score_diff_threshold=threshold)
+  typed = PostprocessConfig(null_score_diff_threshold=np.float32(0.5))
+  assert typed.null_score_diff_threshold == 0.5 and type(typed.null_score_diff_threshold) is float

@@ -154,6 +154,7 @@ def test_hugging_face_init_reads_minilm(tmp_path):
   np.testing.assert_array_equal(google_checkpoint.google_weights(model)[name], weights[name])
 
 
+@pytest.mark.slow  # 3.5 s or more in the suite's profile (tracing, a run).
 @pytest.mark.parametrize("dtype", ["mixed_bfloat16", "mixed_float16"])
 def test_mixed_precision_trains_and_predicts(tmp_path, dtype):
   _write_json(tmp_path / "train.json", synthetic_squad(4, seed=1))
@@ -656,6 +657,10 @@ def test_evaluation_during_training_scores_the_predict_file_and_keeps_the_best(t
   evals = [r for r in rows if r.get("split") == "eval"]
   assert [r["step"] for r in evals] == [2, 4, 5]
   assert [r["step"] for r in rows if "split" not in r] == [1, 2, 3, 4, 5]
+  # The first log window (step 1) is the tracing step alone: it has no speed point, the
+  # next ones have (here and in TensorBoard, below).
+  speeds = [r.get("examples_per_second") for r in rows if "split" not in r]
+  assert speeds[0] is None and all(s > 0 for s in speeds[1:]), speeds
   # TensorBoard's eval run holds the held-out loss under the training loss's tag, so the
   # two curves overlay; its values are metrics.jsonl's.
   train_tags, eval_tags = (helpers.tensorboard_scalars(out / run) for run in ("train", "eval"))

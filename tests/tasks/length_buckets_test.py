@@ -8,6 +8,7 @@ would change with every cut). S 37, bucket step 8 (lengths 8, 16, 24, 32, 37), w
 """
 
 import dataclasses
+import functools
 import os
 import pathlib
 import subprocess
@@ -144,11 +145,17 @@ def _model(config):
                              dropout_rate=config.hidden_dropout_prob)
 
 
-def _initial():
+@functools.cache
+def _initial_weights():
   keras.utils.set_random_seed(2)
   model = _model(CONFIG)
   model.build()
-  return model.get_weights()
+  return tuple(model.get_weights())
+
+
+def _initial():
+  """The initial weights (built once per process; fresh copies, so no run can change them)."""
+  return [np.array(w) for w in _initial_weights()]
 
 
 def _config(tmp_path, name, **overrides):
@@ -211,12 +218,18 @@ def test_bucketed_training_traces_once_and_trains_as_padded_batches_do(tmp_path,
   assert _deviation(weights, _initial()) > 1e-3  # It trained.
 
 
-# The child of the XLA test: 2 applied steps of 2 micro-batches, the step compiled by XLA.
+# The child of the XLA test: 2 applied steps of 2 micro-batches, the step compiled by XLA, on
+# a one-layer tagger (XLA compiles per concrete shape whatever the depth; one layer halves
+# each compilation).
 _XLA_CHILD = """
-import pathlib, sys
+import dataclasses, keras, pathlib, sys
 from tests.tasks import length_buckets_test as T
+config = dataclasses.replace(T.CONFIG, num_hidden_layers=1)
+keras.utils.set_random_seed(2)
+model = T._model(config)
+model.build()
 _, result, traces = T._train(T._config(pathlib.Path(sys.argv[1]), "xla", jit_compile=True),
-                             T._initial(), steps=2)
+                             model.get_weights(), steps=2, bert_config=config)
 print("TRACES", len(traces), "STEPS", result["steps"], flush=True)
 """
 

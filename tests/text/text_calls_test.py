@@ -73,6 +73,7 @@ def _compiled(num_classes=2):
   return model
 
 
+@pytest.mark.slow  # ~3 s: two fits.
 def test_validation_data_of_raw_text_is_packed_given_as_a_tuple_or_a_list():
   model = _compiled()
   history = model.fit(["good", "bad"], ["1", "0"], validation_data=[["ok"], ["1"]], verbose=0)

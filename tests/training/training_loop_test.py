@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import re
+import shutil
 import signal
 import time
 import types
@@ -83,13 +84,47 @@ def _metrics(run_dir):
 
 
 @pytest.fixture(scope="module")
-def straight(tmp_path_factory):
+def straight_run(tmp_path_factory):
   """The uninterrupted one-device run of the default `_config` (7 steps): (its output
-  directory, its final weights). The reference of several tests; they only read it."""
+  directory, its final weights, its result). The reference of several tests; they only
+  read it (a test that reruns it works on a copy, `_copy`)."""
   folder = tmp_path_factory.mktemp("straight")
   model, result = _train(_config(folder, "straight"), _initial())
   assert result["steps"] == 7 and result["finished"]
-  return folder / "straight", model.get_weights()
+  return folder / "straight", model.get_weights(), result
+
+
+@pytest.fixture(scope="module")
+def straight(straight_run):
+  """(output directory, final weights) of `straight_run`."""
+  return straight_run[:2]
+
+
+def _stopped_fixture(tmp_path_factory, step):
+  folder = tmp_path_factory.mktemp(f"stopped_at_{step}")
+  _, stopped = _train(_config(folder, "stopped", stop_at_step=step), _initial())
+  assert stopped["steps"] == step and not stopped["finished"]
+  return folder / "stopped"
+
+
+@pytest.fixture(scope="module")
+def stopped_at_five(tmp_path_factory):
+  """The default one-device run stopped at step 5 (checkpoints 3 and 5; the log window 5-6
+  cut in two): its directory, which tests resume from a copy of (`_copy`)."""
+  return _stopped_fixture(tmp_path_factory, 5)
+
+
+@pytest.fixture(scope="module")
+def stopped_at_three(tmp_path_factory):
+  """The default one-device run stopped at step 3 (ckpt-3 alone): its directory."""
+  return _stopped_fixture(tmp_path_factory, 3)
+
+
+def _copy(run_dir, tmp_path, name):
+  """A copy of the run directory `run_dir` as `tmp_path / name`, to resume or rerun (the
+  checkpoint state names its checkpoints relative to its directory)."""
+  shutil.copytree(run_dir, tmp_path / name)
+  return tmp_path / name
 
 
 def _straight_run(tmp_path, straight, replicas):
@@ -103,14 +138,18 @@ def _straight_run(tmp_path, straight, replicas):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("replicas", [1, 2])
-def test_a_stopped_run_resumes_exactly_as_the_uninterrupted_one(tmp_path, replicas, straight):
+def test_a_stopped_run_resumes_exactly_as_the_uninterrupted_one(tmp_path, replicas, straight,
+                                                               request):
   """Stopped at 5 (checkpoints at 3 and 5; the log window 5-6 cut in two), then resumed to 7:
   weights and every log line equal the straight run's, bit for bit (deterministic float32:
-  the same ops on the same data and masks)."""
+  the same ops on the same data and masks). One device: the stop is `stopped_at_five`'s."""
   initial = _initial()
   straight_dir, straight_weights = _straight_run(tmp_path, straight, replicas)
-  _, stopped = _train(_config(tmp_path, "split", stop_at_step=5), initial, replicas)
-  assert stopped["steps"] == 5 and not stopped["finished"]
+  if replicas == 1:
+    _copy(request.getfixturevalue("stopped_at_five"), tmp_path, "split")
+  else:
+    _, stopped = _train(_config(tmp_path, "split", stop_at_step=5), initial, replicas)
+    assert stopped["steps"] == 5 and not stopped["finished"]
   resumed, result = _train(_config(tmp_path, "split"), initial, replicas)
   assert result["steps"] == 7
   for a, b in zip(straight_weights, resumed.get_weights()):
@@ -120,12 +159,13 @@ def test_a_stopped_run_resumes_exactly_as_the_uninterrupted_one(tmp_path, replic
 
 
 @pytest.mark.slow
-def test_a_finished_run_rerun_reports_its_last_logged_loss(tmp_path):
+def test_a_finished_run_rerun_reports_its_last_logged_loss(tmp_path, straight_run):
   """Rerunning a finished run trains nothing; it reported a NaN loss (nothing logged in
-  this process) and now reports the last line the run logged."""
-  initial = _initial()
-  _, first = _train(_config(tmp_path), initial)
-  _, again = _train(_config(tmp_path), initial)
+  this process) and now reports the last line the run logged. The finished run is
+  `straight_run`, rerun on a copy."""
+  _copy(straight_run[0], tmp_path, "run")
+  first = straight_run[2]
+  _, again = _train(_config(tmp_path), _initial())
   assert first["steps"] == again["steps"] == 7 and again["finished"]
   assert again["resumed_finished"] and "resumed_finished" not in first
   assert np.isfinite(first["loss"]) and again["loss"] == first["loss"]
@@ -135,12 +175,12 @@ def test_a_finished_run_rerun_reports_its_last_logged_loss(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("part", ["index", "data-00000-of-00001"])
 def test_a_cut_newest_checkpoint_is_named_and_the_run_resumes_from_the_previous(
-    tmp_path, part, caplog, straight):
+    tmp_path, part, caplog, straight, stopped_at_five):
   """The newest checkpoint cut in half (a full disk, an interrupted copy): the rerun names
   it in one warning line, resumes from the one before and ends bit for bit as the straight
   run (deterministic float32)."""
   initial = _initial()
-  _, stopped = _train(_config(tmp_path, "cut", stop_at_step=5), initial)  # ckpt-3, ckpt-5.
+  _copy(stopped_at_five, tmp_path, "cut")  # ckpt-3, ckpt-5.
   path = tmp_path / "cut" / "checkpoints" / f"ckpt-5.{part}"
   data = path.read_bytes()
   path.write_bytes(data[:len(data) // 2])
@@ -156,9 +196,9 @@ def test_a_cut_newest_checkpoint_is_named_and_the_run_resumes_from_the_previous(
     np.testing.assert_array_equal(a, b)
 
 
-def test_a_cut_only_checkpoint_stops_the_rerun_with_one_line(tmp_path):
+def test_a_cut_only_checkpoint_stops_the_rerun_with_one_line(tmp_path, stopped_at_three):
   initial = _initial()
-  _train(_config(tmp_path, stop_at_step=3), initial)  # ckpt-3 alone.
+  _copy(stopped_at_three, tmp_path, "run")  # ckpt-3 alone.
   path = tmp_path / "run" / "checkpoints" / "ckpt-3.index"
   path.write_bytes(path.read_bytes()[:10])
   with pytest.raises(ValueError, match=r"ckpt-3 cannot be read \(.*\) and no older checkpoint "
@@ -167,12 +207,13 @@ def test_a_cut_only_checkpoint_stops_the_rerun_with_one_line(tmp_path):
   assert "\n" not in str(error.value)
 
 
-def test_a_checkpoint_of_one_replica_is_refused_by_a_run_of_two_naming_both(tmp_path):
+def test_a_checkpoint_of_one_replica_is_refused_by_a_run_of_two_naming_both(
+    tmp_path, stopped_at_three):
   """The replica layout is part of a checkpoint (its metrics window, its batches): a run
   resumed on 2 replicas from a checkpoint of 1 is refused with both counts named (it was
   "trained another model", misleading a user who changed only --num_cpu_devices)."""
   initial = _initial()
-  _train(_config(tmp_path, stop_at_step=3), initial)
+  _copy(stopped_at_three, tmp_path, "run")
   with pytest.raises(ValueError, match=r"ckpt-3 was written by a run with 1 replica\(s\) per "
                                        r"worker, and this run has 2: a run resumes with the "
                                        r"replicas it started with"):
@@ -180,10 +221,10 @@ def test_a_checkpoint_of_one_replica_is_refused_by_a_run_of_two_naming_both(tmp_
 
 
 @pytest.mark.slow
-def test_the_loop_trains_as_keras_fit_does(tmp_path):
-  """The same `train_step`, data stream and dropout masks under `fit` (`compile_and_fit`)."""
+def test_the_loop_trains_as_keras_fit_does(tmp_path, straight):
+  """The same `train_step`, data stream and dropout masks under `fit` (`compile_and_fit`);
+  the loop's run is `straight`."""
   initial = _initial()
-  looped, _ = _train(_config(tmp_path, "loop", save_checkpoints_steps=100), initial)
   strategy = _strategy(1)
   fitted = _model(strategy, initial)
   config = _config(tmp_path, "fit")
@@ -194,7 +235,7 @@ def test_the_loop_trains_as_keras_fit_does(tmp_path):
   assert summary["steps"] == 7
   moved = max(float(np.abs(a - b).max()) for a, b in zip(initial, fitted.get_weights()))
   deviation = max(float(np.abs(a - b).max())
-                  for a, b in zip(looped.get_weights(), fitted.get_weights()))
+                  for a, b in zip(straight[1], fitted.get_weights()))
   # Two tf.functions around the same step may fuse float ops differently (~1e-7 relative,
   # lifted by Adam to ~1e-6); other data, masks or schedules move weights by ~1e-2.
   assert moved > 1e-2 and deviation < 1e-5, (moved, deviation)
@@ -218,6 +259,7 @@ def _scripted(values):
   return evaluate
 
 
+@pytest.mark.slow  # 3.5 s or more in the suite's profile (tracing, a run).
 def test_evaluation_keeps_the_best_model_and_stops_early(tmp_path):
   """Evaluations every 2 steps score 0.5, 0.7, 0.6, 0.65: with patience 2 the run stops at
   step 8 (two evaluations after the best, at 4), keeps the model of step 4 in best/, and a
@@ -370,12 +412,12 @@ def test_an_unknown_best_metric_names_the_evaluations_scalars(tmp_path):
 
 
 @pytest.mark.slow
-def test_sigterm_saves_at_the_step_reached_and_the_rerun_continues(tmp_path):
+def test_sigterm_saves_at_the_step_reached_and_the_rerun_continues(tmp_path, straight):
   """SIGTERM during step 4's evaluation: the run saves at 4 and raises `Preempted` (the
-  tools' exit status 75); the rerun ends equal to the uninterrupted run."""
+  tools' exit status 75); the rerun ends equal to the uninterrupted run (`straight`: an
+  evaluation trains nothing, so its weights and training log lines are the evaluating
+  run's), with every evaluation logged once."""
   initial = _initial()
-  straight, _ = _train(_config(tmp_path, "straight", eval_every_steps=2), initial,
-                       evaluate=_scripted([0.1, 0.2, 0.3, 0.4]))
 
   def signalling():
     scores = _scripted([0.1, 0.2])
@@ -394,9 +436,12 @@ def test_sigterm_saves_at_the_step_reached_and_the_rerun_continues(tmp_path):
   assert preempted.value.checkpoint.endswith("ckpt-4")
   assert signal.getsignal(signal.SIGTERM) == handler  # The loop's handler is gone again.
   resumed, _ = _train(config, initial, evaluate=_scripted([0.3, 0.4]))
-  for a, b in zip(straight.get_weights(), resumed.get_weights()):
+  for a, b in zip(straight[1], resumed.get_weights()):
     np.testing.assert_array_equal(a, b)
-  assert _metrics(tmp_path / "preempted") == _metrics(tmp_path / "straight")
+  rows = _metrics(tmp_path / "preempted")
+  assert [r for r in rows if r.get("split") != "eval"] == _metrics(straight[0])
+  assert [(r["step"], r["accuracy"]) for r in rows if r.get("split") == "eval"] == [
+      (2, 0.1), (4, 0.2), (6, 0.3), (7, 0.4)]
 
 
 def test_ctrl_c_during_a_save_leaves_no_temporary_and_names_the_kept_checkpoint(tmp_path):
@@ -453,8 +498,9 @@ def test_the_speed_leaves_out_the_first_step_which_traces(tmp_path, monkeypatch)
   """The first call of the step traces it (with XLA also compiles it); here it is made to
   take 3 s more. A speed that counted it would give < 8 examples/s for the first window
   (3 applied steps of 8 examples in > 3 s); the tiny model's 2 timed steps take well under
-  2 s, so the speed left without it is > 8 examples/s. A window of the first step alone (log
-  every step) has no speed point; the next one has."""
+  2 s, so the speed left without it is > 8 examples/s. (A window of the first step alone, log
+  every step, has no speed point and the next one has: tests/squad/squad_run_test.py's
+  evaluation test shows it in metrics.jsonl and TensorBoard.)"""
   real = training_loop.graph_micro_steps
   calls = []
   # The loop's clock, moved on by 3 s during the first call instead of sleeping 3 s.
@@ -480,12 +526,6 @@ def test_the_speed_leaves_out_the_first_step_which_traces(tmp_path, monkeypatch)
   assert [r["step"] for r in rows] == [3, 6]
   assert rows[0]["examples_per_second"] > 8.0, rows[0]
   assert calls[0] == 2  # The first step (2 micro-steps) ran alone.
-  calls.clear()
-  _train(_config(tmp_path, "every_step", log_steps=1, save_checkpoints_steps=6), _initial(),
-         steps=2)
-  with open(tmp_path / "every_step" / "metrics.jsonl", encoding="utf-8") as f:
-    rows = [json.loads(line) for line in f]
-  assert "examples_per_second" not in rows[0] and rows[1]["examples_per_second"] > 0
 
 
 @pytest.mark.parametrize("entry", ["best", "checkpoints", "eval", "export", "train"])

@@ -61,7 +61,8 @@ class ClassifierExport(export.TaskExport):
     texts = [tf.TensorSpec([None], tf.string, name="text_a")]
     if is_pair:
       texts.append(tf.TensorSpec([None], tf.string, name="text_b"))
-    self.classify_text = tf.function(self._classify_text, input_signature=texts)
+    self.classify_text = tf.function(self._classify_text, input_signature=texts,
+                                     autograph=False)
 
   def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
     """The signatures to save, by name."""

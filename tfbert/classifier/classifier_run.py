@@ -91,7 +91,7 @@ class ClassifierRunConfig(fine_tuning.FineTuningConfig):
   READ_ONLY_WITH = {"do_eval": ("eval_file",), "do_predict": ("predict_file",)}
   RUN_DEFINES = frozenset({"task_name", "custom"})  # The labels and pair arity.
   RUN_SETTINGS = fine_tuning.FineTuningConfig.RUN_SETTINGS | RUN_DEFINES | {"max_seq_length"}
-  task_name: str
+  task_name: Optional[str]  # None: the run's own (run_config.json) without do_train.
   data_dir: Optional[str] = None
   train_file: Optional[str] = None
   eval_file: Optional[str] = None

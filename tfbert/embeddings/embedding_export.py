@@ -35,7 +35,7 @@ class EmbeddingExport(export.TaskExport):
   def __init__(self, model: BertSentenceEncoder, vocab_file: str, do_lower_case: bool,
                max_seq_length: int, frozen: bool = True):
     super().__init__(model, vocab_file, do_lower_case, max_seq_length, frozen=frozen)
-    self.embed_text = tf.function(self._embed_text,
+    self.embed_text = tf.function(self._embed_text, autograph=False,
                                   input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 
   def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:

@@ -28,7 +28,7 @@ def _inference_function(model: BertSentenceEncoder) -> Callable:
     # the entry, and so the model, alive for the rest of the process.
     held = weakref.ref(model)
     _INFERENCE[model] = tf.function(
-        lambda features: held()(features, training=False)[OUTPUT_NAME])
+        lambda features: held()(features, training=False)[OUTPUT_NAME], autograph=False)
   return _INFERENCE[model]
 
 

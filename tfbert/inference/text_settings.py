@@ -10,7 +10,7 @@ only: Keras does not save them, `tfbert.save` writes them as each format records
 import dataclasses
 import math
 import numbers
-from typing import Any, Mapping, Optional
+from typing import Any, ClassVar, Mapping, Optional
 
 import keras
 import numpy as np
@@ -82,6 +82,8 @@ class TextSettings:
       it is given, and an export needs `is_pair=` (`tfbert.save`). Known, the raw-text
       calls refuse the other.
   """
+  OWN_TYPE_CHECKS: ClassVar[bool] = True  # `type_problems` (validation.field_types).
+
   vocab_file: str
   do_lower_case: bool
   max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH

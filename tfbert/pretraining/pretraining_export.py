@@ -55,7 +55,7 @@ class FillMaskExport(export.TaskExport):
                      frozen=frozen, extra_inputs=POSITIONS)
     vocab = tokenization.load_vocab(vocab_file)[:model.config.vocab_size]
     self.tokens = tf.constant(vocab + [""] * (model.config.vocab_size - len(vocab)), tf.string)
-    self.fill_mask = tf.function(self._fill_mask, input_signature=[
+    self.fill_mask = tf.function(self._fill_mask, autograph=False, input_signature=[
         tf.TensorSpec([None], tf.string, name="text"),
         tf.TensorSpec([], tf.int32, name="top_k")])
 

@@ -19,6 +19,10 @@
   bare messages, beside the tool's own progress; WARNING and worse go to stderr as
   `WARNING: message`. absl's default handler would prefix every line with a level, a
   timestamp, a thread id and a source line, on stderr, among the progress lines.
+* A refusal reads in the tool's words: a config's "<Class>Config: " prefix is dropped and
+  each of the tool's own snake_case flags the message names is written as the user types
+  it, `--max_seq_length` (`in_flag_words`; `flags.common_flags.show_in_help` tells the
+  module which flags the running tool has).
 * `config_from_values` builds a tool's typed config from its parsed flags by name (one name
   per setting: a config field and its flag are spelt the same), so a tool's `main` is a few
   lines and a new setting is written in its config, its flag definition and its docs only.
@@ -45,7 +49,7 @@ import sys
 import tempfile
 import threading
 import typing
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from absl import app
 
@@ -55,6 +59,8 @@ EXPECTED_ERRORS = (ValueError, OSError, FloatingPointError)
 _PROBE_NOISE = ("failed call to cuInit", "Could not find cuda drivers")
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
+# The running tool's flags (`set_tool_flags`), for `in_flag_words`.
+_tool_flags: frozenset[str] = frozenset()
 
 
 # What an operating system error on a named file means to a user of a tool.
@@ -182,6 +188,32 @@ def plain_logging() -> None:
   root.setLevel(logging.INFO)
 
 
+def set_tool_flags(names: Iterable[str]) -> None:
+  """Tells the module the running tool's flag names (`flags.common_flags.show_in_help`)."""
+  global _tool_flags
+  _tool_flags = frozenset(names)
+
+
+def in_flag_words(line: str, flag_names: Iterable[str] = None) -> str:
+  """`line` (a refusal) in a tool user's words.
+
+  A config's "<Class>Config: " prefix goes (the user set flags, not a class), and each name
+  of `flag_names` (default: the running tool's, `set_tool_flags`) that holds an underscore
+  and stands alone in `line` becomes `--name`: "max_seq_length (2) must be >= 5" reads
+  "--max_seq_length (2) must be >= 5". A name inside a path, a file name, quotes or an
+  existing `--name` is left as is, and so is a one-word flag (`--task`, `--output`), which
+  reads as English.
+  """
+  line = re.sub(r"^[A-Z]\w*Config: ", "", line)
+  names = sorted((n for n in (_tool_flags if flag_names is None else flag_names) if "_" in n),
+                 key=len, reverse=True)
+  if not names:
+    return line
+  alone = (r"(?<![\w./\\'\"=-])(" + "|".join(map(re.escape, names)) +
+           r")(?![\w'\"/\\-]|\.\w)")
+  return re.sub(alone, r"--\1", line)
+
+
 def _end_with_one_line(error: BaseException, show_trace: bool, tool: str) -> None:
   """Ends the tool for `error` as the module says (one line, its status), or re-raises it:
   `--traceback` asked for the trace, or the error is a bug. Called inside an `except`."""
@@ -192,11 +224,11 @@ def _end_with_one_line(error: BaseException, show_trace: bool, tool: str) -> Non
     sys.exit(EXIT_INTERRUPTED)
   status = getattr(error, "exit_status", None)
   if isinstance(status, int) and not show_trace:
-    print(f"{tool}: {one_line(error)}", file=sys.stderr, flush=True)
+    print(f"{tool}: {in_flag_words(one_line(error))}", file=sys.stderr, flush=True)
     sys.exit(status)
   if show_trace or not _is_expected(error):
     raise error
-  print(f"{tool}: error: {one_line(error)}", file=sys.stderr, flush=True)
+  print(f"{tool}: error: {in_flag_words(one_line(error))}", file=sys.stderr, flush=True)
   sys.exit(EXIT_ERROR)
 
 

@@ -10,14 +10,23 @@ known.
 `checks()` may be a generator: a rule that needs earlier ones to hold (a type check before
 a range check) can stop the generator after them.
 
+Before its rules, every field of a config is checked against its annotation (`field_types`):
+an int, float, bool or str field (Optional: or None) and a Sequence[str] field (a list or
+tuple of str, never one str read letter by letter) refuse a value of another type, naming
+the field, what it takes and the value, so no rule (and no run) reads a value of the wrong
+kind: a threshold given as the string "0.5" is refused, not compared with a float.
+
 An integer argument or field of the Python API is any integer a caller may hold (`is_int`:
 Python's, NumPy's `np.int64(2)`, but not a bool) and is kept as a plain int (`plain_int`;
 `validate` makes a config's fields so first): JSON, `range` and TensorFlow then read it as
 they read an int. A float (even 2.0), a bool or a string stays refused.
 """
 
+import collections.abc
 import dataclasses
+import functools
 import numbers
+import typing
 from typing import Any, Iterable, Optional
 
 import numpy as np
@@ -94,6 +103,63 @@ def _plain_fields(config: Any) -> None:
       object.__setattr__(config, field.name, float(value))
 
 
+_KINDS = {int: "an int", float: "a number", bool: "True or False", str: "a str"}
+
+
+def _of_kind(kind: type, value: Any) -> bool:
+  """Whether `value` is of the field kind `kind` (an int or float counts as a number)."""
+  if kind is bool:
+    return isinstance(value, (bool, np.bool_))
+  if kind is int:
+    return is_int(value)
+  if kind is float:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+  return isinstance(value, kind)
+
+
+@functools.cache
+def _field_kinds(cls: type) -> tuple[tuple[str, Any, bool, bool], ...]:
+  """(name, kind, optional, sequence) of each field of `cls` whose annotation is int,
+  float, bool, str or Sequence[str], each possibly Optional; other fields are not listed."""
+  hints = typing.get_type_hints(cls)
+  found = []
+  for field in dataclasses.fields(cls):
+    hint, optional = hints.get(field.name), field.default is None
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is typing.Union and type(None) in args:
+      optional = True
+      rest = [a for a in args if a is not type(None)]
+      hint = rest[0] if len(rest) == 1 else None
+    sequence = (typing.get_origin(hint) is collections.abc.Sequence
+                and typing.get_args(hint) == (str,))
+    kind = str if sequence else hint
+    if kind in _KINDS:
+      found.append((field.name, kind, optional, sequence))
+  return tuple(found)
+
+
+def field_types(config: Any) -> list[str]:
+  """The type problems of the dataclass `config`: one message per field whose value is not
+  of its annotated kind ("<field> must be an int (or None), got <value!r>"); a
+  Sequence[str] field must be a list or tuple of str. A class whose `checks()` type-check
+  every field themselves, in words of their own, says so with `OWN_TYPE_CHECKS = True`."""
+  if getattr(config, "OWN_TYPE_CHECKS", False):
+    return []
+  problems = []
+  for name, kind, optional, sequence in _field_kinds(type(config)):
+    value = getattr(config, name)
+    if value is None and optional:
+      continue
+    what = ("a list of str" if sequence else _KINDS[kind]) + (" or None" if optional else "")
+    if sequence:
+      ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+    else:
+      ok = _of_kind(kind, value)
+    if not ok:
+      problems.append(f"{name} must be {what}, got {value!r}")
+  return problems
+
+
 def failures(checks: Iterable[Check]) -> list[str]:
   """The messages of the checks whose condition is false."""
   return [message for ok, message in checks if not ok]
@@ -101,14 +167,16 @@ def failures(checks: Iterable[Check]) -> list[str]:
 
 def validate(config: Any, **context: Any) -> None:
   """Raises one ValueError listing every rule of `config.checks(**context)` that fails;
-  first makes each field of a dataclass `config` holding a NumPy integer, bool or float a
-  plain int, bool or float.
+  first refuses a field of another type than its annotation (`field_types`: then only those
+  are listed, since the rules read typed values), and before that makes each field of a
+  dataclass `config` holding a NumPy integer, bool or float a plain int, bool or float.
 
   Raises:
     ValueError: "<ConfigClass>: <message>; <message>...".
   """
   if dataclasses.is_dataclass(config):
     _plain_fields(config)
-  found = failures(config.checks(**context))
+  found = field_types(config) if dataclasses.is_dataclass(config) else []
+  found = found or failures(config.checks(**context))  # The rules compare typed values.
   if found:
     raise ValueError(f"{type(config).__name__}: {'; '.join(found)}")

@@ -155,7 +155,7 @@ def id_functions(outputs_of: Callable[[dict], dict], config
       features = validate_features(signature, dict(zip(FEATURE_NAMES, values)), config,
                                    input_names=dict(zip(FEATURE_NAMES, names)))
       return outputs_of({name: tf.cast(value, tf.int32) for name, value in features.items()})
-    functions[signature] = tf.function(serve, input_signature=[
+    functions[signature] = tf.function(serve, autograph=False, input_signature=[
         tf.TensorSpec([None, None], dtype, name=name) for name in names])
   return functions
 
@@ -218,7 +218,7 @@ class EncoderExport(tf.Module):
     self.preprocessor = preprocessor
     self.id_functions = id_functions(self._encode, encoder.config)
     if preprocessor is not None:
-      self.encode_text = tf.function(self._encode_text, input_signature=[
+      self.encode_text = tf.function(self._encode_text, autograph=False, input_signature=[
           tf.TensorSpec([None], tf.string, name="text")])
 
   def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:

@@ -97,7 +97,7 @@ class _TfliteModule(tf.Module):
     # with no value in the file (VAR_HANDLE / READ_VARIABLE ops, NaN outputs; measured,
     # TF 2.20); Keras' own ExportArchive tracks the underlying variables the same way.
     self.variables_to_freeze = [weight.value for weight in model.weights]
-    self.serve = tf.function(self._serve, input_signature=[
+    self.serve = tf.function(self._serve, autograph=False, input_signature=[
         tf.TensorSpec([None, seq_length], tf.int32, name=name)
         for name in export.FEATURE_NAMES])
 

@@ -84,7 +84,7 @@ class SquadExport(export.TaskExport):
     self.max_answer_length = max_answer_length
     self.version_2_with_negative = bool(version_2_with_negative)
     self.null_score_diff_threshold = float(null_score_diff_threshold)
-    self.answer_question = tf.function(self._answer_question, input_signature=[
+    self.answer_question = tf.function(self._answer_question, autograph=False, input_signature=[
         tf.TensorSpec([None], tf.string, name="question"),
         tf.TensorSpec([None], tf.string, name="context")])
 

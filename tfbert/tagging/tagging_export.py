@@ -55,7 +55,7 @@ class TaggerExport(export.TaskExport):
     self.labels = tf.constant(list(model.labels), tf.string)
     vocab = tokenization.load_vocab(vocab_file)
     self.continuation = tf.constant([token.startswith("##") for token in vocab], tf.bool)
-    self.tag_text = tf.function(self._tag_text, input_signature=[
+    self.tag_text = tf.function(self._tag_text, autograph=False, input_signature=[
         tf.TensorSpec([None], tf.string, name="text")])
 
   def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:

@@ -1468,7 +1468,7 @@ def _prediction_step(model: keras.Model, strategy: tf.distribute.Strategy,
     return {"example_index": batch["example_index"],
             **{k: tf.cast(v, tf.float32) for k, v in outputs.items()}}
 
-  @tf.function
+  @tf.function(autograph=False)
   def run_batch(iterator):
     batch = strategy.experimental_distribute_values_from_function(lambda _: next(iterator))
     outputs = strategy.run(step, args=(batch,))

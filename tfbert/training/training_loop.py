@@ -277,7 +277,7 @@ def graph_micro_steps(strategy: tf.distribute.Strategy, train_step):
   a millisecond of Python, against hundreds of milliseconds per step.
   """
 
-  @tf.function
+  @tf.function(autograph=False)
   def one_step(iterator):
     strategy.run(train_step, args=(next(iterator),))
 
@@ -616,7 +616,8 @@ class TrainingLoop:
       FloatingPointError: a non-finite logged loss (with `check_finite`).
     """
     c = self.config
-    train_step = tf.function(self.model.train_step, jit_compile=c.jit_compile)
+    train_step = tf.function(self.model.train_step, jit_compile=c.jit_compile,
+                             autograph=False)
     micro_steps = graph_micro_steps(self.strategy, train_step)
 
     def eager_micro_steps(iterator, count):
