@@ -100,3 +100,39 @@ def test_what_a_failing_run_traced_is_dropped_too():
       _trace_a_custom_gradient(_Holder())
       raise RuntimeError("stopped")
   assert _custom_gradient_names() == before
+
+
+def _make_step():
+  """A new `tf.function` from the same `def` at each call, as tfbert's prediction step is
+  made once per model: TF counts their traces together (by code object)."""
+
+  @tf.function
+  def step(x):
+    return x + 1.0
+
+  return step
+
+
+def _retracing_warnings(caplog, runs, traces_per_run):
+  """The retracing warnings of `runs` runs, each tracing `traces_per_run` new steps."""
+  caplog.clear()
+  for _ in range(runs):
+    with traces.released():
+      for _ in range(traces_per_run):
+        _make_step()(tf.constant(1.0))
+  return [r for r in caplog.records if "triggered tf.function retracing" in r.getMessage()]
+
+
+def test_retracing_counts_started_within_are_dropped(caplog):
+  """Runs in turn in one process (a sweep, the suite) added up the traces of their one-per-
+  model steps, and a later run's evaluations were told of retracing they did not do."""
+  caplog.set_level("WARNING", logger="tensorflow")
+  code = _make_step.__code__.co_consts  # Only the inner def's code object is counted.
+  counts = traces._tracing_counts()._detectors
+  with traces.released():
+    _make_step()(tf.constant(1.0))
+    assert any(c in counts for c in code)
+  assert not any(c in counts for c in code)
+  assert _retracing_warnings(caplog, runs=3, traces_per_run=4) == []
+  # The same 12 traces in one run: TF's warning, which the counts dropped above prevented.
+  assert _retracing_warnings(caplog, runs=1, traces_per_run=12)

@@ -442,6 +442,10 @@ def test_sigterm_saves_at_the_step_reached_and_the_rerun_continues(tmp_path, str
   assert [r for r in rows if r.get("split") != "eval"] == _metrics(straight[0])
   assert [(r["step"], r["accuracy"]) for r in rows if r.get("split") == "eval"] == [
       (2, 0.1), (4, 0.2), (6, 0.3), (7, 0.4)]
+  # Each evaluation right after the training line of its step, as the straight run logs them.
+  assert [(r["step"], r.get("split")) for r in rows] == [
+      pair for r in _metrics(straight[0])
+      for pair in [(r["step"], None)] + [(r["step"], "eval")] * (r["step"] in (2, 4, 6, 7))]
 
 
 def test_ctrl_c_during_a_save_leaves_no_temporary_and_names_the_kept_checkpoint(tmp_path):

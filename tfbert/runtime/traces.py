@@ -12,6 +12,13 @@ them the run's model, optimizer slots and graphs, for as long as the process liv
   a weak-key dictionary whose value holds `fn` itself: neither key ever dies, and the
   strategy's mirrored variables keep the model alive.
 
+A third keeps counts, not objects: `tf.function` warns "N out of the last M calls to <f>
+triggered tf.function retracing" from counts kept per Python *code* object, shared by every
+`tf.function` made from the same `def` (tfbert makes one prediction step per model, from
+one `def`). Runs one after another in a process (a sweep, a notebook, the test suite) added
+up their traces there, so a later run's first evaluations warned of retracing it did not
+do. The counts a run started are dropped with it.
+
 Measured (TF 2.20, a 1-layer H16 pretraining run of 6 steps, mirrored over 2 CPU devices):
 each run left about 60 MB in the process, so a sweep or a notebook that trains repeatedly
 grows without bound; with `released()` around each run the resident memory stays flat
@@ -26,6 +33,7 @@ import weakref
 from typing import Iterator
 
 from tensorflow.python.distribute import mirrored_run
+from tensorflow.python.eager.polymorphic_function import polymorphic_function
 from tensorflow.python.framework import ops
 
 CUSTOM_GRADIENT_PREFIX = "CustomGradient-"
@@ -36,12 +44,21 @@ def _custom_gradients() -> dict:
   return ops.gradient_registry._registry  # pylint: disable=protected-access
 
 
+def _tracing_counts():
+  """TF's retracing counts by code object (a private TF weak-key dict, read and trimmed)."""
+  return polymorphic_function._frequent_tracing_detector_manager  # pylint: disable=protected-access
+
+
 @contextlib.contextmanager
 def released() -> Iterator[None]:
-  """Within: a run. After (also after an exception): the custom gradients registered and
-  the strategies' per-function caches filled within are dropped."""
+  """Within: a run. After (also after an exception): the custom gradients registered, the
+  strategies' per-function caches filled and the retracing counts started within are
+  dropped."""
   registry = _custom_gradients()
   names_before = set(registry)
+  counts = _tracing_counts()
+  with counts._lock:  # pylint: disable=protected-access
+    codes_before = weakref.WeakSet(counts._detectors.keys())  # pylint: disable=protected-access
   cache = mirrored_run._cfer_fn_cache  # pylint: disable=protected-access
   # Weak sets: remembering what was there must not keep it alive either.
   before = weakref.WeakKeyDictionary(
@@ -49,6 +66,10 @@ def released() -> Iterator[None]:
   try:
     yield
   finally:
+    with counts._lock:  # pylint: disable=protected-access
+      detectors = counts._detectors  # pylint: disable=protected-access
+      for code in [code for code in detectors.keys() if code not in codes_before]:
+        del detectors[code]
     for name in set(registry) - names_before:
       if name.startswith(CUSTOM_GRADIENT_PREFIX):
         del registry[name]
