@@ -40,7 +40,8 @@ workers.POPEN = forked.popen
 # with the defaults the collector took ~10% of a worker's CPU (10.4 s of 109 s for
 # squad_run_test.py and models_test.py on the Zen 5; 5.3 s after). Only when to collect
 # changes, not what: every cycle is still freed, and nothing a test computes reads it. The
-# processes a test starts keep Python's defaults, as a user's do.
+# forked children of tests/forked.py inherit the same from their server
+# (tests/forked_preload.py); a fresh interpreter keeps Python's defaults.
 gc.freeze()
 gc.set_threshold(50_000, 20, 10)
 
