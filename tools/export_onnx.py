@@ -12,7 +12,7 @@ import logging
 
 from absl import flags
 
-from tfbert.runtime import cli, files, json_values, paths, run_directory
+from tfbert.runtime import cli, json_values, paths
 from tfbert.serving import onnx_export
 from tfbert_flags import common_flags
 from tfbert_flags import export_onnx_flags as f
@@ -23,11 +23,9 @@ def main(argv):
   # tf2onnx logs its progress at INFO to stdout; the tool prints what it wrote.
   logging.getLogger("tf2onnx").setLevel(logging.WARNING)
   paths.check_apart({"--export_dir": f.EXPORT_DIR.value}, {"--output": f.OUTPUT.value})
-  # Before the conversion.
-  paths.check_file_output("--output", f.OUTPUT.value, onnx_export.SUFFIX)
-  run_directory.check_not_a_run("--output", f.OUTPUT.value, files.parent(f.OUTPUT.value))
+  # The output's checks are the library's first step, worded for the flag.
   path = onnx_export.export_onnx(f.EXPORT_DIR.value, f.OUTPUT.value, opset=f.OPSET_FLAG.value,
-                                 signature=f.SIGNATURE.value)
+                                 signature=f.SIGNATURE.value, output_name="--output")
   print(f"wrote {path}")
   if f.CHECK.value:
     print(json_values.dumps({"max_abs_diff": onnx_export.check_against_saved_model(

@@ -174,9 +174,10 @@ def validate(config: Any, **context: Any) -> None:
   Raises:
     ValueError: "<ConfigClass>: <message>; <message>...".
   """
+  found = []
   if dataclasses.is_dataclass(config):
     _plain_fields(config)
-  found = field_types(config) if dataclasses.is_dataclass(config) else []
+    found = field_types(config)
   found = found or failures(config.checks(**context))  # The rules compare typed values.
   if found:
     raise ValueError(f"{type(config).__name__}: {'; '.join(found)}")

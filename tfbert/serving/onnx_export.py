@@ -189,7 +189,8 @@ SUFFIX = ".onnx"
 
 
 def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
-                signature: str = export.SERVING_SIGNATURE) -> str:
+                signature: str = export.SERVING_SIGNATURE, output_name: str = "onnx_file"
+                ) -> str:
   """Converts an id signature of `<export_dir>/ids/` (or of `export_dir` itself, when it
   is such a SavedModel, or another `signature` of `export_dir`) to an ONNX file, written
   atomically.
@@ -200,6 +201,8 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
     opset: the ONNX opset.
     signature: the signature to convert (`export.ID_SIGNATURES`' names are read from
       `ids/`); it must take integer features only.
+    output_name: how the caller gave `onnx_file`, in the errors about it (a tool: its
+      flag, `--output`).
 
   Returns:
     `onnx_file`.
@@ -213,9 +216,9 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
       tensorflow-text's ops, which ONNX does not have), or the export computes in bfloat16
       (see the module docstring).
   """
-  paths.check_file_output("onnx_file", onnx_file, SUFFIX)  # Before any work.
+  paths.check_file_output(output_name, onnx_file, SUFFIX)  # Before any work.
   # Not beside a run's own model (`tfbert.save` and convert_checkpoint refuse it too).
-  run_directory.check_not_a_run("onnx_file", onnx_file, files.parent(onnx_file))
+  run_directory.check_not_a_run(output_name, onnx_file, files.parent(onnx_file))
   source = saved_model_source(export_dir, signature)
   tf2onnx_convert = _import_tf2onnx_convert()
 
