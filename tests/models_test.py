@@ -1,7 +1,9 @@
 """Tests for tfbert.models: the public contract and head outputs vs the NumPy reference;
 labels of another form are refused naming the form each head trains on."""
 
+import inspect
 import re
+import typing
 
 import keras
 import numpy as np
@@ -10,6 +12,8 @@ import tensorflow as tf
 
 from tests import helpers, numpy_reference
 from tfbert import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
+from tfbert.encoder import BertEncoder
 from tfbert.serving import export, serving_dtype
 
 TOL = 2e-5  # float32 vs float64 reference; see encoder_test.
@@ -485,6 +489,46 @@ def test_a_classifier_of_no_int_count_is_refused_when_built_naming_num_classes(n
                                        r"regression, one score\)$"):
     BertClassifier(helpers.odd_config(), num_classes)
   assert BertClassifier(helpers.odd_config(), np.int64(1)).num_classes == 1
+
+
+# Each public model class, with the positional arguments its construction needs.
+_PUBLIC_MODELS = {BertEncoder: (), BertPretrainer: (), BertSpanLabeler: (),
+                  BertClassifier: (2,), BertTokenClassifier: (["O", "B-x"],),
+                  BertSentenceEncoder: ()}
+
+
+@pytest.mark.parametrize("cls", _PUBLIC_MODELS, ids=lambda cls: cls.__name__)
+def test_every_public_models_typed_arguments_are_checked_by_their_annotations(cls):
+  """Sweep 18: `BertSentenceEncoder(config, normalize="false")` normalized anyway
+  (`bool("false")` is True) and `symmetric="false"` was read as True, without a word; a
+  classifier's `dropout_rate="0.1"` failed in Keras naming no argument. Every argument of
+  every public model class annotated int, float, bool or str refuses a value of another
+  kind, naming the class and the argument (`validation.typed_arguments`; `num_classes`
+  has its own message, tested above)."""
+  wrong = {int: 2.5, float: "0.1", bool: "false", str: 3}
+  kinds = typing.get_type_hints(inspect.unwrap(cls.__init__))
+  typed = {arg: kind for arg, kind in kinds.items() if kind in wrong and arg != "num_classes"}
+  for arg, kind in typed.items():
+    with pytest.raises(ValueError, match=rf"^{cls.__name__}: {arg} must be .*, got "
+                                         rf"{re.escape(repr(wrong[kind]))}$"):
+      cls(helpers.odd_config(), *_PUBLIC_MODELS[cls], **{arg: wrong[kind]})
+  assert set(typed) == {  # What the loop covered: every typed argument there is.
+      BertClassifier: {"dropout_rate"}, BertTokenClassifier: {"dropout_rate"},
+      BertPretrainer: {"objective"}, BertEncoder: set(), BertSpanLabeler: set(),
+      BertSentenceEncoder: {"pooling_mode", "normalize", "loss", "scale", "symmetric"},
+  }[cls]
+
+
+@pytest.mark.parametrize("make", [
+    lambda rate: BertClassifier(helpers.odd_config(), 2, dropout_rate=rate),
+    lambda rate: BertTokenClassifier(helpers.odd_config(), ["O", "B-x"], dropout_rate=rate)])
+def test_a_dropout_rate_outside_0_1_is_refused_naming_dropout_rate(make):
+  """Keras refused -0.1 naming an inner layer (`dropout_164`); 1.0 dropped everything."""
+  for rate in (-0.1, 1.0):
+    with pytest.raises(ValueError, match=r"^dropout_rate must be a number in \[0, 1\) .*, got "
+                                         rf"{rate}$"):
+      make(rate)
+  assert make(np.float32(0.25)).dropout_rate == 0.25 and make(0).dropout_rate == 0.0
 
 
 def test_a_classifier_or_tagger_of_fewer_than_two_labels_is_refused_naming_labels():

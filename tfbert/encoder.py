@@ -11,6 +11,7 @@ import tensorflow as tf
 from tfbert.config import BertConfig
 from tfbert.layers.embeddings import BertEmbeddings
 from tfbert.layers.transformer_layer import TransformerLayer
+from tfbert.runtime import validation
 from tfbert.text import feature_checks, text_calls
 
 OUTPUT_NAMES = ("sequence_output", "pooled_output")  # What an encoder serves.
@@ -79,6 +80,7 @@ class BertEncoder(text_calls.RawTextPredict, keras.Model):
     [B, S, H] (the last one [B, 1 + P, H] with `output_positions`: position 0, then them).
   """
 
+  @validation.typed_arguments()
   def __init__(self, config, **kwargs):
     super().__init__(**kwargs)
     self.config = as_config(config)

@@ -18,6 +18,7 @@ from tfbert.encoder import OUTPUT_NAMES, BertEncoder, as_config, read_inputs
 from tfbert.layers import dropout
 from tfbert.layers.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
 from tfbert.losses import pretraining_loss
+from tfbert.runtime import validation
 from tfbert.text import feature_checks
 from tfbert.text.text_calls import RawTextFit, RawTextPredict, implementation, unweighted_batch
 from tfbert.training.accumulation import find_accumulator
@@ -60,6 +61,7 @@ class BertPretrainer(RawTextPredict, keras.Model):
 
   input_names = feature_checks.FEATURE_NAMES + PRETRAINING_LABELS + WINDOW_FEATURES
 
+  @validation.typed_arguments()
   def __init__(self, config, objective: str = "mlm_nsp", **kwargs):
     super().__init__(**kwargs)
     self.config = as_config(config)
@@ -503,6 +505,7 @@ class BertSpanLabeler(RawTextPredict, _FineTuningStep, keras.Model):
     dict with float32 `start_logits` and `end_logits` [B, S].
   """
 
+  @validation.typed_arguments()
   def __init__(self, config, **kwargs):
     super().__init__(**kwargs)
     self._create_trackers()
@@ -582,13 +585,14 @@ class BertClassifier(RawTextFit, _FineTuningStep, keras.Model):
     float32 `logits` [B, C] in a dict.
   """
 
+  @validation.typed_arguments("num_classes", "labels")
   def __init__(self, config, num_classes: int, dropout_rate: float = 0.1,
                labels: Optional[Sequence[str]] = None, **kwargs):
     super().__init__(**kwargs)
     self._create_trackers()
     self.config = as_config(config)
     self.num_classes = num_classes = checked_num_classes(num_classes)
-    self.dropout_rate = dropout_rate
+    self.dropout_rate = dropout_rate = validation.checked_rate("dropout_rate", dropout_rate)
     if labels is not None and num_classes == 1:
       raise ValueError(f"labels={_listed(labels)} with num_classes=1: a classifier needs at "
                        "least 2 label names (num_classes >= 2); a regression (num_classes=1, "
@@ -720,12 +724,13 @@ class BertTokenClassifier(RawTextPredict, _FineTuningStep, keras.Model):
   # sentence classifier's (`output_weights`), so a Google checkpoint is refused.
   google_checkpoint_head = False
 
+  @validation.typed_arguments()
   def __init__(self, config, labels, dropout_rate: float = 0.1, **kwargs):
     super().__init__(**kwargs)
     self._create_trackers()
     self.config = as_config(config)
     self.labels = tagger_labels(labels)
-    self.dropout_rate = dropout_rate
+    self.dropout_rate = dropout_rate = validation.checked_rate("dropout_rate", dropout_rate)
     self.encoder = BertEncoder(self.config, name="encoder", dtype=self.dtype_policy)
     self.classifier_head = ClassifierHead(len(self.labels), dropout_rate,
                                           self.config.initializer_range,

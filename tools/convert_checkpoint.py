@@ -11,7 +11,7 @@ import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is 
 from absl import flags
 
 from tfbert.checkpoints.convert import convert_checkpoint, source_vocab_file
-from tfbert.inference.loading import recorded_span_settings
+from tfbert.inference.loading import recorded_settings
 from tfbert.runtime import cli
 from tfbert_flags import common_flags, convert_flags
 
@@ -24,7 +24,7 @@ def main(argv):
                              vocab_file=convert_flags.VOCAB_FILE.value,
                              do_lower_case=convert_flags.DO_LOWER_CASE.value,
                              allow_casing_mismatch=convert_flags.ALLOW_CASING_MISMATCH.value,
-                             span_settings_of=_span_settings_of)
+                             settings_of=_settings_of)
   vocab = convert_flags.VOCAB_FILE.value or source_vocab_file(convert_flags.INPUT_FORMAT.value,
                                                               convert_flags.INPUT.value)
   vocab_note = ("with vocab.txt and tokenizer_config.json" if vocab
@@ -35,10 +35,10 @@ def main(argv):
         f"{convert_flags.OUTPUT_FORMAT.value}: {convert_flags.OUTPUT.value} ({vocab_note})")
 
 
-def _span_settings_of(model, input_path):
-  """What the input records of a span labeler's windows, kept in the output (as
-  `tfbert.load` reads them)."""
-  return recorded_span_settings(model, convert_flags.INPUT_FORMAT.value, input_path)
+def _settings_of(model, input_path):
+  """The text settings the input records (S, a classifier's arity, a span labeler's
+  windows), kept in the output (as `tfbert.load` reads them)."""
+  return recorded_settings(model, convert_flags.INPUT_FORMAT.value, input_path)
 
 
 def run():

@@ -16,17 +16,16 @@ import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is 
 
 import json
 import logging
-import os
 
 import numpy as np
 import tensorflow as tf
 from absl import flags
 from absl import logging as absl_logging
 
-from tfbert import task_registry
 from tfbert.checkpoints import convert, model_paths
 from tfbert.classifier import classifier_export, classifier_features, glue_data
 from tfbert.classifier.classifier_run import ClassifierRunConfig
+from tfbert.inference import loading
 from tfbert.models import BertClassifier
 from tfbert.runtime import cli, files, json_values, paths, run_directory
 from tfbert.serving import export, tflite_export
@@ -54,7 +53,7 @@ def main(argv):
   _check_task_flag(model)
   vocab_file = _vocab_file()
   run = tflite_export.run_config_of(f.MODEL.value) or {}
-  seq_length = _seq_length(model, run)
+  seq_length = _seq_length(model)
   task = _task(run) if isinstance(model, BertClassifier) else None
   scoring = bool(f.EVAL_DATA_DIR.value or f.EVAL_FILE.value)
   if scoring:  # Before the export: a bad request fails before minutes of work.
@@ -92,18 +91,19 @@ def _check_task_flag(model) -> None:
                    "or pass a classifier's model.keras")
 
 
-def _seq_length(model, run) -> int:
-  """--seq_length (checked against the model), else the run's, else
+def _seq_length(model) -> int:
+  """--seq_length (checked against the model), else the one `tfbert.load` reads (the run's,
+  else `tokenizer_config.json`'s, as `tfbert.save` and convert_checkpoint record it), else
   `tflite_export.default_seq_length` with a line saying so."""
   if f.SEQ_LENGTH.value is not None:
     tflite_export.check_seq_length(model, f.SEQ_LENGTH.value, "--seq_length")
     return f.SEQ_LENGTH.value
-  recorded = task_registry.run_seq_length(
-      model, run, os.path.join(os.path.dirname(f.MODEL.value), "run_config.json"))
+  recorded = loading.recorded_settings(model, "tfbert", f.MODEL.value).get("max_seq_length")
   if recorded:
-    return recorded
+    return min(recorded, model.config.max_position_embeddings)
   seq_length = tflite_export.default_seq_length(model)
-  print(f"--seq_length not given and no run records one: using {seq_length}, the default "
+  print(f"--seq_length not given and neither a run nor a tokenizer_config.json beside "
+        f"{f.MODEL.value} records one: using {seq_length}, the default "
         f"{tflite_export.DEFAULT_SEQ_LENGTH} capped at the model's max_position_embeddings",
         flush=True)
   return seq_length

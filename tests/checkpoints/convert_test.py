@@ -581,6 +581,30 @@ def test_a_converted_span_labeler_keeps_its_windows(saved_span_labeler, tmp_path
   assert run.returncode == 0, run.stderr
   back = text_settings.settings_of(tfbert.load(str(tmp_path / output)))
   assert {key: getattr(back, key) for key in SPANS} == SPANS
+  assert back.max_seq_length == 17  # Sweep 18: S became max_position_embeddings.
+
+
+@pytest.mark.parametrize("fmt, output, is_pair", [
+    ("tfbert", "k/m.keras", False), ("hf", "hf", False),
+    ("google", "g/bert_model.ckpt", None)])  # Google's format has no room for an arity.
+def test_a_converted_classifier_reads_text_as_its_source_does(tmp_path, fmt, output, is_pair):
+  """Sweep 18, v03/n61/v13: a run's model.keras converted (to tfbert, hf or google) read
+  text at S max_position_embeddings (64) where the run's read 32, and took (text_a, text_b)
+  pairs though it reads single texts: convert_checkpoint now writes the S and arity the
+  source records, as `tfbert.save` does."""
+  model = BertClassifier(helpers.odd_config(), 2, labels=["neg", "pos"])
+  model.build()
+  vocab = tmp_path / "in_vocab.txt"
+  vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
+  source = str(tmp_path / "in" / "model.keras")
+  tfbert.save(text_settings.attach_text(model, str(vocab), True, 13, is_pair=False), source)
+  assert model.config.max_position_embeddings != 13
+  run = tool_process.run_tool("convert_checkpoint", "--input_format=tfbert",
+                              f"--input={source}", f"--output_format={fmt}",
+                              f"--output={tmp_path / output}")
+  assert run.returncode == 0, run.stderr
+  back = text_settings.settings_of(tfbert.load(str(tmp_path / output)))
+  assert (back.max_seq_length, back.is_pair) == (13, is_pair)
 
 
 def test_a_hugging_face_tagger_of_one_tag_is_refused_naming_its_directory(tmp_path):

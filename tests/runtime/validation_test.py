@@ -236,3 +236,26 @@ def test_plain_bool_takes_a_bool_or_numpys(value, optional, expected):
 def test_plain_bool_refuses_a_str_or_a_number_naming_the_setting(value, optional, message):
   with pytest.raises(ValueError, match=message):
     validation.plain_bool("flag", value, optional=optional)
+
+
+class _Built:
+  @validation.typed_arguments("size")
+  def __init__(self, size: int, rate: float = 0.5, flag: bool = False,
+               name: Optional[str] = None, names: Sequence[str] = (), anything=None):
+    self.values = (size, rate, flag, name, names, anything)
+
+
+def test_typed_arguments_refuses_an_argument_of_another_kind_naming_the_class_and_it():
+  """Sweep 18: a model constructor took `normalize="false"` as True; `typed_arguments`
+  checks a constructor's arguments as `field_types` checks a config's fields."""
+  with pytest.raises(ValueError) as e:
+    _Built(1, "0.5", flag="false", name=3, names="ab")
+  assert str(e.value) == ("_Built: rate must be a number, got '0.5'; flag must be True or "
+                          "False, got 'false'; name must be a str or None, got 3; names must "
+                          "be a list of str, got 'ab'")
+  # What each takes; "size" checks itself (`checked_by_itself`), the unannotated anything.
+  built = _Built("x", np.float32(0.25), np.bool_(True), None, ["a"], anything=object)
+  assert built.values[:5] == ("x", 0.25, True, None, ["a"])
+  assert _Built(1, rate=2).values[1] == 2  # An int is a number.
+  with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+    _Built(1, bogus=2)  # Python's own message for a call that does not bind.

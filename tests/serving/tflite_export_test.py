@@ -216,6 +216,18 @@ def test_the_conversion_and_the_runner_refuse_arguments_of_another_type(tmp_path
       tflite_export.TfliteModel(str(tmp_path / "m.tflite"), num_threads=threads)
 
 
+def test_a_file_that_is_no_tflite_flatbuffer_is_refused_naming_it(tmp_path):
+  """Sweep 18, n104: an .onnx file given to `TfliteModel` was refused for a missing
+  bert_config.json beside it, and with one there LiteRT said "not a valid Flatbuffer
+  buffer" naming no file."""
+  (tmp_path / "bert_config.json").write_text("{}")
+  for name, content in (("m.onnx", b"\x08\x07\x12\x07tfbert\x00\x00"), ("m.tflite", b"TFL3")):
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(ValueError, match=rf"^{tmp_path / name}: not a TFLite file \(a TFLite "
+                                         "flatbuffer holds TFL3 at bytes 4-8, this file b'"):
+      tflite_export.TfliteModel(str(tmp_path / name))
+
+
 def test_an_output_in_a_run_directory_is_refused_as_tfbert_save_refuses_it(tmp_path,
                                                                           classifier):
   """Sweep 17, t03: the tool wrote into a run directory, replacing the run's
@@ -441,9 +453,18 @@ def test_tool_without_seq_length_takes_at_most_the_models_positions(tmp_path, cl
                                f"--output={output}")
   assert done.returncode == 0, done.stderr[-3000:]
   assert done.stdout.splitlines()[0] == (
-      "--seq_length not given and no run records one: using 19, the default 128 capped at "
+      f"--seq_length not given and neither a run nor a tokenizer_config.json beside "
+      f"{tmp_path / 'model.keras'} records one: using 19, the default 128 capped at "
       "the model's max_position_embeddings")
   assert tflite_export.TfliteModel(str(output)).seq_length == 19
+  # Sweep 18, t01: the S `tfbert.save` records (tokenizer_config.json's model_max_length,
+  # which `tfbert.load` reads) was passed over for 19, "no run records one".
+  (tmp_path / "tokenizer_config.json").write_text('{"model_max_length": 13}')
+  done = tool_process.run_tool("export_tflite", f"--model={tmp_path / 'model.keras'}",
+                               f"--output={output}")
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert "seq_length 13)" in done.stdout.splitlines()[0]
+  assert tflite_export.TfliteModel(str(output)).seq_length == 13
   assert tflite_export.default_seq_length(BertEncoder(BertConfig(**TINY))) == 64
   assert tflite_export.default_seq_length(
       BertEncoder(BertConfig(**{**TINY, "max_position_embeddings": 512}))) == 128

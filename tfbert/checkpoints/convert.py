@@ -22,8 +22,9 @@ beside the output with `tokenizer_config.json` (its casing, checked against the 
 an `hf` output alone; a `.keras` input's recorded vocabulary refuses another one
 (`check_recorded_vocab`, as `tfbert.load`); a tokenizer file of another model already there
 (beside a `.keras` file or TFLite export, in a folder made a Hugging Face directory) is not
-replaced (`check_side_contents`, as `tfbert.save`). A span labeler keeps the windows
-recorded with its input (`convert_checkpoint`'s `span_settings_of`), and a classifier its
+replaced (`check_side_contents`, as `tfbert.save`). The text settings its input records
+(`convert_checkpoint`'s `settings_of`: the sequence length, a classifier's arity, a span
+labeler's windows) go with the output where it has room for them, and a classifier its
 class names: a Google checkpoint has no place for them, so they go into `labels.txt` beside
 it (as `tfbert.save`), which reading a Google input takes back (`google_labels`, as
 `tfbert.load`). Google and Hugging Face outputs need a vocabulary. Every output
@@ -303,6 +304,34 @@ def check_side_contents(output: str, directory: str, sides: Mapping[str, Any],
                      "into a folder of its own")
 
 
+# Beside `.keras` files: each classifier's `is_pair` by its file's name (`read_arities`).
+TEXT_SETTINGS_FILE = "text_settings.json"
+
+
+def read_arities(path: str) -> dict[str, bool]:
+  """The arities `TEXT_SETTINGS_FILE` at `path` records: {`.keras` file name: is_pair}.
+
+  The file reads `{"is_pair": {"model.keras": true, ...}}`: several models may share a
+  directory (and its side files), so each has its entry; one without an entry is of unknown
+  arity.
+
+  Raises:
+    ValueError: naming `path`: not that form (an earlier tfbert's `{"is_pair": true}` said
+      nothing of which model it described).
+  """
+  value = json_values.read(path)
+  arities = value.get("is_pair") if isinstance(value, dict) else None
+  if isinstance(arities, bool):
+    raise ValueError(f"{path}: an arity record of an earlier tfbert (is_pair: "
+                     f"{str(arities).lower()}) that does not name the .keras file it "
+                     "describes: remove it, or save the model again with tfbert.save")
+  if (not isinstance(arities, dict) or set(value) != {"is_pair"}
+      or not all(isinstance(v, bool) for v in arities.values())):
+    raise ValueError(f"{path}: not a tfbert arity record: it must read "
+                     '{"is_pair": {"<name>.keras": true or false, ...}}')
+  return arities
+
+
 # Beside `.keras` files and Google prefixes: each span labeler's `SPAN_SETTINGS` by its
 # file's (prefix's) name (`read_span_records`).
 SPAN_SETTINGS_FILE = "span_settings.json"
@@ -340,11 +369,21 @@ def new_side_record(path: str, record_name: str, read: Callable[[str], dict],
 def write_span_records(directory: str, records: Optional[dict[str, dict]]) -> None:
   """Writes (an empty record: removes) `SPAN_SETTINGS_FILE` in `directory`; None: leaves
   it as it is."""
-  if records is None:
+  _write_side_record(os.path.join(directory, SPAN_SETTINGS_FILE), records)
+
+
+def write_arity_records(directory: str, arities: Optional[dict[str, bool]]) -> None:
+  """Writes (an empty record: removes) `TEXT_SETTINGS_FILE` in `directory`; None: leaves
+  it as it is."""
+  _write_side_record(os.path.join(directory, TEXT_SETTINGS_FILE),
+                     arities and {"is_pair": arities})
+
+
+def _write_side_record(path: str, value: Optional[dict]) -> None:
+  if value is None:
     return
-  path = os.path.join(directory, SPAN_SETTINGS_FILE)
-  if records:
-    atomic.write_json(path, records)
+  if value:
+    atomic.write_json(path, value)
   elif files.isfile(path):
     files.remove(path)
 
@@ -759,7 +798,7 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
                        output_path: str, config_file: Optional[str] = None, *,
                        vocab_file: Optional[str] = None, do_lower_case: Optional[bool] = None,
                        allow_casing_mismatch: bool = False,
-                       span_settings_of: Optional[
+                       settings_of: Optional[
                            Callable[[keras.Model, str], Optional[Mapping[str, Any]]]] = None
                        ) -> keras.Model:
   """Reads `input_path` in `input_format`, writes it to `output_path` in `output_format`.
@@ -771,10 +810,14 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
   written (`tfbert.text.casing`): `do_lower_case`, when given, must agree with the input's
   records and the vocabulary's content.
 
-  A span labeler keeps its windows, answer length and v2.0 threshold
-  (`huggingface.SPAN_SETTINGS`) where the output has room for them, as `tfbert.save` writes
-  them: `span_settings_of(model, input_path)` gives them (what the input records: the tool passes
-  `tfbert.inference.loading.recorded_span_settings`; None: none recorded).
+  The text settings the input records, `settings_of(model, input_path)` (the tool passes
+  `tfbert.inference.loading.recorded_settings`, what `tfbert.load` reads; None: none), go
+  with the output where it has room for them, as `tfbert.save` writes them, and are logged:
+  the sequence length (`max_seq_length`, as `tokenizer_config.json`'s `model_max_length`;
+  else `max_position_embeddings`, as before), a classifier's arity (`is_pair`: a Hugging
+  Face `config.json`, the record beside a `.keras` file) and a span labeler's windows,
+  answer length and v2.0 threshold (`huggingface.SPAN_SETTINGS`). A model converted from
+  its run's `model.keras` then reads text as the run's model does.
 
   Raises:
     ValueError: a Google or Hugging Face output without a vocabulary to put beside it; an
@@ -823,11 +866,25 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
     do_lower_case = casing.resolve_do_lower_case(  # Named as the other paths: the tool's.
         do_lower_case, casing.checkpoint_casing(input_path, vocab_file),
         allow_mismatch=allow_casing_mismatch, terms=casing.FLAGS)
-  spans = (span_settings_of(model, input_path) or None
-           if span_settings_of and isinstance(model, BertSpanLabeler) else None)
+  recorded = dict((settings_of(model, input_path) or {}) if settings_of else {})
+  spans = ({name: recorded[name] for name in huggingface.SPAN_SETTINGS}
+           if isinstance(model, BertSpanLabeler) and "doc_stride" in recorded else None)
+  is_pair = recorded.get("is_pair") if isinstance(model, BertClassifier) else None
+  length = recorded.get("max_seq_length")
+  length = min(length, model.config.max_position_embeddings) if length else None
   records = (new_side_record(output_path, SPAN_SETTINGS_FILE, read_span_records, spans)
              if output_format in ("google", "tfbert") else None)  # Read before writing.
+  arities = (new_side_record(output_path, TEXT_SETTINGS_FILE, read_arities, is_pair)
+             if output_format == "tfbert" else None)
   write_model(model, output_format, output_path, vocab_file=vocab_file,
-              do_lower_case=do_lower_case, span_settings=spans)
+              do_lower_case=do_lower_case, model_max_length=length, is_pair=is_pair,
+              span_settings=spans)
   write_span_records(files.parent(output_path), records)
+  write_arity_records(files.parent(output_path), arities)
+  kept = [f"max_seq_length {length}"] if length else []
+  kept += [] if is_pair is None else [f"is_pair {is_pair}"]
+  kept += [] if spans is None else ["its span settings"]
+  if kept:
+    logging.info("%s keeps the text settings %s records: %s", output_path, input_path,
+                 ", ".join(kept))
   return model

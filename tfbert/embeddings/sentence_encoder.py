@@ -34,6 +34,7 @@ from tfbert.encoder import BertEncoder, as_config, read_inputs
 from tfbert.layers import dropout, pooling
 from tfbert.losses import embedding_losses
 from tfbert.models import accumulation, step_number, sum_over_replicas
+from tfbert.runtime import validation
 from tfbert.text import feature_checks
 from tfbert.text.text_calls import RawTextPredict, implementation, unweighted_batch
 
@@ -102,6 +103,7 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
     {"embeddings": float32 [B, H]}.
   """
 
+  @validation.typed_arguments()
   def __init__(self, config, pooling_mode: str = "mean", normalize: bool = True,
                loss: str = "in_batch_negatives",
                scale: float = embedding_losses.DEFAULT_SCALE, symmetric: bool = False,

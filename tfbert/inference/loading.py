@@ -246,19 +246,25 @@ def _own_task(model: keras.Model, source: str) -> str:
 
 
 def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
-  """(the model, text settings its records give: S, a SQuAD run's span settings, a
-  classifier run's `is_pair`)."""
+  """(the model, the text settings its records give: `recorded_settings`)."""
   if kind == "sentence-transformers":
     model, config = sentence_transformers.load_sentence_encoder(source)
     return model, {"max_seq_length": config.max_seq_length}
-  if kind == "tfbert":
-    model = convert.read_tfbert_model(source)
-    settings = _run_settings(model, source)
-    if isinstance(model, BertClassifier) and "is_pair" not in settings:
-      settings.update(_saved_settings(source))
-  else:
-    model = convert.read_model(kind, source)
-    settings = {}
+  model = (convert.read_tfbert_model(source) if kind == "tfbert"
+           else convert.read_model(kind, source))
+  return model, recorded_settings(model, kind, source)
+
+
+def recorded_settings(model: keras.Model, kind: str, source: str) -> dict[str, Any]:
+  """The text settings the records of `source` (of `kind`, as `locate` names it; `model`
+  read from it) give, as `load` reads them: S (`max_seq_length`: its run's, else
+  `tokenizer_config.json`'s `model_max_length`), a classifier's `is_pair` (its run's task,
+  else what `tfbert.save` recorded) and a span labeler's `SPAN_SETTINGS` (its SQuAD run's,
+  else what `tfbert.save` recorded); each only when recorded. Also for convert_checkpoint,
+  which writes them with its output, and export_tflite's S."""
+  settings = _run_settings(model, source) if kind == "tfbert" else {}
+  if kind == "tfbert" and isinstance(model, BertClassifier) and "is_pair" not in settings:
+    settings.update(_saved_settings(source))
   if kind == "hf" and isinstance(model, BertClassifier):  # `tfbert.save`'s arity record.
     is_pair = huggingface.read_hf_task(source).is_pair
     settings.update({} if is_pair is None else {"is_pair": is_pair})
@@ -269,7 +275,7 @@ def _read(kind: str, source: str) -> tuple[keras.Model, dict[str, Any]]:
     length = _recorded_max_length(directory)
     if length:
       settings["max_seq_length"] = length
-  return model, settings
+  return settings
 
 
 def _read_json(path: str) -> Any:
@@ -303,12 +309,12 @@ def _run_settings(model: keras.Model, keras_file: str) -> dict[str, Any]:
 
 def _saved_settings(keras_file: str) -> dict[str, Any]:
   """A classifier's `is_pair`, as `tfbert.save` records it beside its `.keras` file: the
-  record's entry of this file's name (`saving.read_arities`); none: unknown."""
-  path = os.path.join(files.parent(keras_file), saving.TEXT_SETTINGS_FILE)
+  record's entry of this file's name (`convert.read_arities`); none: unknown."""
+  path = os.path.join(files.parent(keras_file), convert.TEXT_SETTINGS_FILE)
   files.check_not_dangling(path, "text settings record")
   if not files.isfile(path):
     return {}
-  is_pair = saving.read_arities(path).get(os.path.basename(keras_file))
+  is_pair = convert.read_arities(path).get(os.path.basename(keras_file))
   return {} if is_pair is None else {"is_pair": is_pair}
 
 
@@ -341,20 +347,6 @@ def _checked_spans(spans: dict[str, Any], where: str) -> dict[str, Any]:
     raise ValueError(f"{where}: {'; '.join(problems)}: correct it, or write it again with "
                      "tfbert.save")
   return spans
-
-
-def recorded_span_settings(model: keras.Model, kind: str, source: str) -> dict[str, Any]:
-  """The `SPAN_SETTINGS` the records of the span labeler `model` read from `source` (of
-  `kind`, as `locate` names it) give, as `load` reads them: its SQuAD run's
-  (`run_config.json`), else those `tfbert.save` recorded; {} for none, or another model.
-  For convert_checkpoint, which writes them with its output."""
-  if not isinstance(model, BertSpanLabeler):
-    return {}
-  if kind == "tfbert":
-    run = _run_settings(model, source)
-    if "doc_stride" in run:
-      return {name: run[name] for name in SPAN_SETTINGS}
-  return _saved_span_settings(kind, source)
 
 
 def _recorded_max_length(directory: str) -> Optional[int]:

@@ -42,14 +42,12 @@ from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.inference import exported, text_settings
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tfbert.pretraining import pretraining_export
-from tfbert.runtime import atomic, files, json_values, paths, run_directory, validation
+from tfbert.runtime import atomic, files, paths, run_directory, validation
 from tfbert.serving import export
 from tfbert.squad import squad_export
 from tfbert.tagging import tagging_export
 
 FORMATS = ("keras", "hf", "sentence-transformers", "google", "export")
-# Beside `.keras` files: each classifier's `is_pair` by its file's name (`read_arities`).
-TEXT_SETTINGS_FILE = "text_settings.json"
 SPAN_SETTINGS = huggingface.SPAN_SETTINGS
 
 
@@ -109,7 +107,8 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
   run_directory.check_not_a_run("path", path, parent if format in ("keras", "google") else path)
   settings = text_settings.settings_of(model)
   is_pair = _resolved_is_pair(model, format, is_pair, settings.is_pair)
-  arities = (convert.new_side_record(path, TEXT_SETTINGS_FILE, read_arities, is_pair)
+  arities = (convert.new_side_record(path, convert.TEXT_SETTINGS_FILE, convert.read_arities,
+                                     is_pair)
              if format == "keras" else None)
   spans = ({name: getattr(settings, name) for name in SPAN_SETTINGS}
            if isinstance(model, BertSpanLabeler) else None)
@@ -196,7 +195,7 @@ def _side_files(path: str, format: str) -> list[tuple[str, bool]]:  # noqa: A002
   tokenizer = list(huggingface.TOKENIZER_FILES)
   if format == "keras":
     return [(os.path.join(files.parent(path), n), False)
-            for n in tokenizer + [TEXT_SETTINGS_FILE, convert.SPAN_SETTINGS_FILE]]
+            for n in tokenizer + [convert.TEXT_SETTINGS_FILE, convert.SPAN_SETTINGS_FILE]]
   if format == "google":
     base = os.path.basename(path)
     names = [export.CONFIG_FILE, *tokenizer, model_paths.LABELS_FILE, convert.SPAN_SETTINGS_FILE,
@@ -215,30 +214,6 @@ def _side_files(path: str, format: str) -> list[tuple[str, bool]]:  # noqa: A002
   return []
 
 
-def read_arities(path: str) -> dict[str, bool]:
-  """The arities `TEXT_SETTINGS_FILE` at `path` records: {`.keras` file name: is_pair}.
-
-  The file reads `{"is_pair": {"model.keras": true, ...}}`: several models may share a
-  directory (and its side files), so each has its entry; one without an entry is of unknown
-  arity.
-
-  Raises:
-    ValueError: naming `path`: not that form (an earlier tfbert's `{"is_pair": true}` said
-      nothing of which model it described).
-  """
-  value = json_values.read(path)
-  arities = value.get("is_pair") if isinstance(value, dict) else None
-  if isinstance(arities, bool):
-    raise ValueError(f"{path}: an arity record of an earlier tfbert (is_pair: "
-                     f"{str(arities).lower()}) that does not name the .keras file it "
-                     "describes: remove it, or save the model again with tfbert.save")
-  if (not isinstance(arities, dict) or set(value) != {"is_pair"}
-      or not all(isinstance(v, bool) for v in arities.values())):
-    raise ValueError(f"{path}: not a tfbert arity record: it must read "
-                     '{"is_pair": {"<name>.keras": true or false, ...}}')
-  return arities
-
-
 def _save_keras(model: keras.Model, path: str, settings: text_settings.TextSettings,
                 arities: Optional[dict[str, bool]],
                 span_records: Optional[dict[str, dict]] = None) -> None:
@@ -247,7 +222,7 @@ def _save_keras(model: keras.Model, path: str, settings: text_settings.TextSetti
   finds the new model beside an old record or a record without its model. A record left
   with no entry is removed afterwards (an empty one says nothing)."""
   directory, name = files.parent(path), os.path.basename(path)
-  record = os.path.join(directory, TEXT_SETTINGS_FILE)
+  record = os.path.join(directory, convert.TEXT_SETTINGS_FILE)
   files.makedirs(directory)
   with atomic.file_set(directory, name, "keras") as staging:
     staged = os.path.join(staging, name)
@@ -257,7 +232,8 @@ def _save_keras(model: keras.Model, path: str, settings: text_settings.TextSetti
     except OSError as error:  # It names the staging file: name the one asked for.
       raise OSError(str(error).replace(staged, path)) from error
     if arities is not None:
-      atomic.write_json(os.path.join(staging, TEXT_SETTINGS_FILE), {"is_pair": arities})
+      atomic.write_json(os.path.join(staging, convert.TEXT_SETTINGS_FILE),
+                        {"is_pair": arities})
     if span_records:
       atomic.write_json(os.path.join(staging, convert.SPAN_SETTINGS_FILE), span_records)
   if arities == {} and files.isfile(record):

@@ -25,9 +25,10 @@ they read an int. A float (even 2.0), a bool or a string stays refused.
 import collections.abc
 import dataclasses
 import functools
+import inspect
 import numbers
 import typing
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
@@ -117,37 +118,45 @@ def _of_kind(kind: type, value: Any) -> bool:
   return isinstance(value, kind)
 
 
+def _kind_of(name: str, hint: Any, default: Any) -> Optional[tuple[str, Any, bool, bool]]:
+  """(name, kind, optional, sequence) of an annotation `hint` that is int, float, bool, str
+  or Sequence[str], possibly Optional (or with a None default); None for any other."""
+  optional = default is None
+  args = typing.get_args(hint)
+  if typing.get_origin(hint) is typing.Union and type(None) in args:
+    optional = True
+    rest = [a for a in args if a is not type(None)]
+    hint = rest[0] if len(rest) == 1 else None
+  sequence = (typing.get_origin(hint) is collections.abc.Sequence
+              and typing.get_args(hint) == (str,))
+  kind = str if sequence else hint
+  return (name, kind, optional, sequence) if kind in _KINDS else None
+
+
 @functools.cache
 def _field_kinds(cls: type) -> tuple[tuple[str, Any, bool, bool], ...]:
   """(name, kind, optional, sequence) of each field of `cls` whose annotation is int,
   float, bool, str or Sequence[str], each possibly Optional; other fields are not listed."""
   hints = typing.get_type_hints(cls)
-  found = []
-  for field in dataclasses.fields(cls):
-    hint, optional = hints.get(field.name), field.default is None
-    args = typing.get_args(hint)
-    if typing.get_origin(hint) is typing.Union and type(None) in args:
-      optional = True
-      rest = [a for a in args if a is not type(None)]
-      hint = rest[0] if len(rest) == 1 else None
-    sequence = (typing.get_origin(hint) is collections.abc.Sequence
-                and typing.get_args(hint) == (str,))
-    kind = str if sequence else hint
-    if kind in _KINDS:
-      found.append((field.name, kind, optional, sequence))
-  return tuple(found)
+  kinds = (_kind_of(field.name, hints.get(field.name), field.default)
+           for field in dataclasses.fields(cls))
+  return tuple(kind for kind in kinds if kind is not None)
 
 
-def field_types(config: Any) -> list[str]:
-  """The type problems of the dataclass `config`: one message per field whose value is not
-  of its annotated kind ("<field> must be an int (or None), got <value!r>"); a
-  Sequence[str] field must be a list or tuple of str. A class whose `checks()` type-check
-  every field themselves, in words of their own, says so with `OWN_TYPE_CHECKS = True`."""
-  if getattr(config, "OWN_TYPE_CHECKS", False):
-    return []
+@functools.cache
+def _argument_kinds(function: Callable) -> tuple[tuple[str, Any, bool, bool], ...]:
+  """As `_field_kinds`, for the annotated parameters of `function`."""
+  hints = typing.get_type_hints(function)
+  kinds = (_kind_of(name, hints.get(name), parameter.default)
+           for name, parameter in inspect.signature(function).parameters.items())
+  return tuple(kind for kind in kinds if kind is not None)
+
+
+def _type_problems(kinds, value_of: Callable[[str], Any]) -> list[str]:
+  """One message per (name, kind, optional, sequence) of `kinds` whose value is not of it."""
   problems = []
-  for name, kind, optional, sequence in _field_kinds(type(config)):
-    value = getattr(config, name)
+  for name, kind, optional, sequence in kinds:
+    value = value_of(name)
     if value is None and optional:
       continue
     what = ("a list of str" if sequence else _KINDS[kind]) + (" or None" if optional else "")
@@ -158,6 +167,63 @@ def field_types(config: Any) -> list[str]:
     if not ok:
       problems.append(f"{name} must be {what}, got {value!r}")
   return problems
+
+
+def field_types(config: Any) -> list[str]:
+  """The type problems of the dataclass `config`: one message per field whose value is not
+  of its annotated kind ("<field> must be an int (or None), got <value!r>"); a
+  Sequence[str] field must be a list or tuple of str. A class whose `checks()` type-check
+  every field themselves, in words of their own, says so with `OWN_TYPE_CHECKS = True`."""
+  if getattr(config, "OWN_TYPE_CHECKS", False):
+    return []
+  return _type_problems(_field_kinds(type(config)), lambda name: getattr(config, name))
+
+
+def typed_arguments(*checked_by_itself: str) -> Callable[[Callable], Callable]:
+  """A decorator of a class's `__init__`: every argument annotated int, float, bool, str or
+  Sequence[str] (possibly Optional), but those `checked_by_itself` (whose own message says
+  more), is of that kind before the constructor runs, as `field_types` checks a config's
+  fields: `normalize="false"` (which `bool()` reads as True) and `dropout_rate="0.1"` (which
+  failed deep in Keras, naming no argument) are refused naming the class, the argument,
+  what it takes and the value. An integer of NumPy's is an int, an int a number
+  (`_of_kind`).
+
+  Raises (the decorated constructor):
+    ValueError: "<Class>: <argument> must be <kind>, got <value!r>; ...".
+  """
+
+  def decorate(constructor: Callable) -> Callable:
+    signature = inspect.signature(constructor)
+
+    @functools.wraps(constructor)
+    def checked(self, *args, **kwargs):
+      try:
+        given = signature.bind_partial(self, *args, **kwargs).arguments
+      except TypeError:  # Python's own message (an unknown keyword...) says it best.
+        return constructor(self, *args, **kwargs)
+      kinds = [kind for kind in _argument_kinds(constructor)
+               if kind[0] in given and kind[0] not in checked_by_itself]
+      problems = _type_problems(kinds, given.__getitem__)
+      if problems:
+        raise ValueError(f"{type(self).__name__}: {'; '.join(problems)}")
+      return constructor(self, *args, **kwargs)
+
+    return checked
+
+  return decorate
+
+
+def checked_rate(name: str, value: float) -> float:
+  """A dropout rate `value` (argument `name`) in [0, 1), as a float.
+
+  Raises:
+    ValueError: "<name> must be in [0, 1) (...), got <value!r>", naming the argument where
+      Keras' own check names an inner layer (`dropout_164`).
+  """
+  if not _of_kind(float, value) or not 0 <= value < 1:
+    raise ValueError(f"{name} must be a number in [0, 1) (the share of units dropped in "
+                     f"training), got {value!r}")
+  return float(value)
 
 
 def failures(checks: Iterable[Check]) -> list[str]:

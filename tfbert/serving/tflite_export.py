@@ -251,6 +251,9 @@ def default_seq_length(model_or_encoder: keras.Model) -> int:
   return min(DEFAULT_SEQ_LENGTH, positions)
 
 
+# A TFLite flatbuffer's file identifier, at bytes 4-8 of every `.tflite` file.
+TFLITE_IDENTIFIER = b"TFL3"
+
 # The smallest S: [CLS], one token and [SEP] (as `tfbert.load` and the training tools).
 MIN_SEQ_LENGTH = 3
 
@@ -391,8 +394,8 @@ class TfliteModel:
       FileNotFoundError: for a missing file or (without `config`) a missing
         `bert_config.json` beside it.
       ImportError: when `ai_edge_litert` is not installed.
-      ValueError: for a file without the `serving_default` id signature, or a
-        `num_threads` that is not an int >= 1.
+      ValueError: for a file that is no TFLite flatbuffer (`TFLITE_IDENTIFIER`), or one
+        without the `serving_default` id signature, or a `num_threads` that is not an int >= 1.
     """
     try:
       from ai_edge_litert import interpreter as litert  # pylint: disable=import-outside-toplevel
@@ -403,6 +406,12 @@ class TfliteModel:
       num_threads = validation.plain_int("num_threads", num_threads)
     if not files.isfile(path):
       raise FileNotFoundError(files.missing_file_message(path, "TFLite file"))
+    with files.open_file(path, "rb") as f:  # Before its config: an .onnx file was taken for
+      identifier = f.read(8)[4:]            # one whose bert_config.json was missing.
+    if identifier != TFLITE_IDENTIFIER:
+      raise ValueError(f"{path}: not a TFLite file (a TFLite flatbuffer holds "
+                       f"{TFLITE_IDENTIFIER.decode()} at bytes 4-8, this file "
+                       f"{identifier!r}): pass a .tflite file that export_tflite wrote")
     self.path = path
     self.config = config or BertConfig.from_json_file(
         os.path.join(files.parent(path), export.CONFIG_FILE))
