@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.benchmarks import forked_benchmark
 from tfbert_tools.benchmarks import benchmark, benchmark_peer
 
 TINY_PEER = benchmark.StepCase(implementation="model_garden", hidden_size=16, num_layers=1,
@@ -66,6 +67,9 @@ def test_peer_pretraining_step_runs_with_xla_from_a_near_uniform_loss():
 
 @pytest.mark.slow
 def test_peer_squad_step_runs_in_its_own_process():
+  """The one benchmark test whose child is a fresh interpreter, as `benchmark` starts it
+  (`run_in_subprocess`: PYTHONPATH, working directory and the installed modules its code
+  string imports); the others fork theirs (tests/benchmarks/forked_benchmark.py)."""
   case = dataclasses.replace(TINY_PEER, task="squad")
   result = benchmark.run_step_case_in_subprocess(case, timeout=300)
   assert result["case"] == dataclasses.asdict(case)
@@ -81,7 +85,8 @@ def test_each_runner_refuses_the_other_implementation():
 
 
 @pytest.mark.slow
-def test_interleaved_rounds_time_both_steps_in_one_process():
+def test_interleaved_rounds_time_both_steps_in_one_process(monkeypatch):
+  forked_benchmark.fork_benchmark_processes(monkeypatch)  # One process of its own, forked.
   case = dataclasses.replace(TINY_PEER, implementation="tfbert", windows=3)
   result = benchmark.run_interleaved_in_subprocess(case, timeout=300)
   runs = result["runs"]

@@ -9,6 +9,7 @@ import sys
 import pytest
 import tensorflow as tf
 
+from tests.benchmarks import forked_benchmark
 from tfbert_tools.benchmarks import benchmark, benchmark_resume
 
 # Odd sizes; a few documents; far = 25 applied steps of 3 (the data set repeats).
@@ -19,9 +20,10 @@ TINY = benchmark_resume.ResumeCase(near_sequences=6, far_sequences=75, batch_siz
 
 
 def _first_in_a_process_then_here(monkeypatch):
-  """`benchmark.run_in_subprocess` as the benchmark calls it for its first resume (a fresh
-  process: what the timing is about, and `time_resume`'s code proven to run there); later
-  ones run the same code in this process, a fresh process being no part of their proof."""
+  """`benchmark.run_in_subprocess` as the benchmark calls it for its first resume (another
+  process, forked from the test's server: `time_resume`'s code proven to run there); later
+  ones run the same code in this process, another process being no part of their proof."""
+  forked_benchmark.fork_benchmark_processes(monkeypatch)
   calls = []
   real = benchmark.run_in_subprocess
 
@@ -45,7 +47,7 @@ def test_the_three_resumes_are_timed_and_the_position_is_what_the_far_checkpoint
     tmp_path, monkeypatch):
   calls = _first_in_a_process_then_here(monkeypatch)
   result = benchmark_resume.measure(TINY, str(tmp_path))
-  assert len(calls) == 3  # near (a fresh process), far, far without the position
+  assert len(calls) == 3  # near (another process), far, far without the position
   assert [len(result["seconds"][k]) for k in ("near", "far", "far_no_position")] == [1, 1, 1]
   assert all(s > 0 for values in result["seconds"].values() for s in values)
   # Each resume trained one step on from its checkpoint: near 2 -> 3, far 25 -> 26.

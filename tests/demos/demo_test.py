@@ -24,8 +24,15 @@ def test_reproduces_the_sentence_transformers_quickstart_similarities():
   assert result.tokens[1] == ["it", "'", "s", "so", "sunny", "outside", "!"]
 
 
-def test_default_run_formats_a_report():
-  result = demo.run_demo()
+@pytest.fixture(scope="module")
+def default_run():
+  """The demo's default run through the Keras model (its numbers and tokens, no live model):
+  the report's test and the export's comparison read the same run."""
+  return demo.run_demo()
+
+
+def test_default_run_formats_a_report(default_run):
+  result = default_run
   text = demo.format_result(demo.DEFAULT_SENTENCES, result)
   assert "cosine similarity:" in text and "wordpieces: a man is eating food ." in text
   # The two eating sentences are each other's nearest neighbour.
@@ -35,7 +42,7 @@ def test_default_run_formats_a_report():
 
 @pytest.mark.slow
 def test_the_exported_embed_text_ranks_the_sentences_as_the_model_does(tmp_path, capfd,
-                                                                       caplog):
+                                                                       caplog, default_run):
   """The demo's path: MiniLM exported with `embed_text`, the sentences embedded through it
   (tokenized in the graph); the same embeddings as the Keras model within float32 noise of
   the frozen graph, and the report names each sentence's nearest other sentence. Freezing
@@ -45,7 +52,7 @@ def test_the_exported_embed_text_ranks_the_sentences_as_the_model_does(tmp_path,
   printed = capfd.readouterr()
   assert output_noise.noise(printed.out + printed.err) == []
   assert output_noise.noise_records(caplog.records) == []
-  direct = demo.run_demo()
+  direct = default_run
   np.testing.assert_allclose(exported.embeddings, direct.embeddings, atol=1e-5)
   text = demo.format_result(demo.DEFAULT_SENTENCES, exported)
   assert "  [0] -> [1] " in text and "  [1] -> [0] " in text  # The two eating sentences.

@@ -19,7 +19,9 @@ def models():
   with_text = tiny_models.with_text
   return {
       "classifier": with_text(BertClassifier(config, 3, labels=tiny_models.LABELS), 17),
-      "regression": with_text(BertClassifier(config, 1), 17),
+      # A pair regression of known arity (`is_pair` in its text settings), exported without
+      # `is_pair`: its export reads pairs by default (raw_text_test.py).
+      "regression": with_text(BertClassifier(config, 1), 17, is_pair=True),
       "tagger": with_text(BertTokenClassifier(config, tiny_models.TAGS), 11),
       # S 20: every position is among the 20 best, so the tool's n-best search and the
       # signature's search over all spans see the same spans.
@@ -35,8 +37,9 @@ def exports(models, tmp_path_factory):
   loaded = {}
   for name, model in models.items():
     path = str(root / name)
-    # The classifiers built here are of unknown arity: their exports read pairs.
-    arity = {"is_pair": True} if name in ("classifier", "regression") else {}
+    # The classifier is of unknown arity: its export is told it reads pairs. The regression
+    # knows it reads pairs: its export takes the model's arity.
+    arity = {"is_pair": True} if name == "classifier" else {}
     tfbert.save(model, path, "export", **arity)
     loaded[name] = tfbert.load(path)
   return loaded

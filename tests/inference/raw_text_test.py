@@ -313,16 +313,18 @@ def test_a_classifier_of_known_arity_refuses_the_other_in_every_call(tmp_path):
     single.predict([("a", "b")], verbose=0)
 
 
-@pytest.mark.slow  # ~6 s: an export written and loaded.
-def test_an_export_of_a_pair_classifier_reads_pairs_by_default(tmp_path):
-  model = _with_text(BertClassifier(BertConfig(**TINY), 2, labels=("0", "1")), 9, is_pair=True)
-  tfbert.save(model, str(tmp_path / "export"), "export")  # is_pair: the model's.
-  loaded = tfbert.load(str(tmp_path / "export"))
+@pytest.mark.slow  # The five exports (~18 s, built once: conftest.py).
+def test_an_export_of_a_pair_classifier_reads_pairs_by_default(models, exports):
+  """The regression of conftest.py reads pairs (its text settings' `is_pair`) and was
+  exported without `is_pair`: its export takes the model's arity."""
+  model, loaded = models["regression"], exports["regression"]
+  assert text_settings.settings_of(model).is_pair is True
   assert loaded.is_pair is True
   with pytest.raises(ValueError, match="this export reads sentence pairs: pass texts as a "
                                        r"\(text_a, text_b\) pair .*got one text"):
     loaded.classify("")
-  assert loaded.classify(PAIRS[0])["label"] == model.classify(PAIRS[0])["label"]
+  np.testing.assert_allclose(loaded.classify(PAIRS[0])["score"],
+                             model.classify(PAIRS[0])["score"], atol=1e-6)
 
 
 @pytest.mark.parametrize("call, error, names", [

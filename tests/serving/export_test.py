@@ -5,7 +5,8 @@ the text signature tokenizes real words; tests/tiny_exports.py, which deletes th
 source it was made from) is copied, the copy moved elsewhere, and served from there by ONE
 fresh Python process that imports only `tensorflow` and `tensorflow_text`
 (tfbert is not importable there). The tests compare what that process printed with the
-in-process Keras model.
+in-process Keras model. The same process first serves the `ids/` of every shared export,
+before it imports `tensorflow_text` (`SERVE_SCRIPT`).
 
 Why 1e-5: both sides run the same float32 ops on the same CPU, but the SavedModel runs a
 Grappler-optimized graph and Keras runs eagerly, so reductions (matmul, softmax, LayerNorm
@@ -46,17 +47,39 @@ TEXTS = ["Hello, world!", "Café naïve résumé", "",
          "a sentence long enough that packing must truncate it to eleven pieces",
          "BERT是一个模型。"]
 
-# Runs in the fresh process: argv = export_dir, inputs .npz, outputs .npz.
+# Runs in the fresh process: argv = inputs .npz, outputs .npz, the moved export, the export
+# directories whose `ids/` are served. First, without tensorflow_text: serves each
+# `<dir>/ids` and lists its ops that this process's TensorFlow does not know (none may
+# remain: a tokenizer op would be one). Then imports tensorflow_text and serves the moved
+# export's signatures.
 SERVE_SCRIPT = r"""
-import json, sys
+import json, os, sys
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
+
+inputs_path, outputs_path, export_dir, *dirs = sys.argv[1:]
+given = np.load(inputs_path)
+out, unknown = {}, {}
+core = set(dir(tf.raw_ops))
+for index, ids_of in enumerate(dirs):
+  ids = os.path.join(ids_of, "ids")
+  proto = saved_model_pb2.SavedModel()
+  with open(os.path.join(ids, "saved_model.pb"), "rb") as f:
+    proto.ParseFromString(f.read())
+  graph = proto.meta_graphs[0].graph_def
+  ops = {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
+  unknown[ids_of] = sorted(ops - core)
+  serve = tf.saved_model.load(ids).signatures["serving_default"]
+  features = {n: tf.constant(given["ids/" + n]) for n in ("input_ids", "input_mask",
+                                                          "segment_ids")}
+  for name, value in serve(**features).items():
+    out[f"ids/{index}/{name}"] = value.numpy()
+ids_report = {"unknown_ops": unknown, "tensorflow_text": "tensorflow_text" in sys.modules}
+
 import tensorflow_text  # noqa: F401  Registers the tokenizer's ops.
 
-inputs_path, outputs_path, export_dir = sys.argv[1:]
-given = np.load(inputs_path)
 loaded = tf.saved_model.load(export_dir)
-out = {}
 features = {n: tf.constant(given[n]) for n in ("input_ids", "input_mask", "segment_ids")}
 for name, value in loaded.signatures["serving_default"](**features).items():
   out["serving_default/" + name] = value.numpy()
@@ -72,6 +95,7 @@ print(json.dumps({
                           "outputs": specs(fn.structured_outputs)}
                    for name, fn in loaded.signatures.items()},
     "vocab_asset": loaded.preprocessor.vocab.asset_path.numpy().decode(),
+    "ids": ids_report,
     "tfbert_imported": "tfbert" in sys.modules,
 }))
 """
@@ -83,9 +107,10 @@ def _features(config):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, tiny_encoder_export):
+def served(tmp_path_factory, tiny_encoder_export, every_export):
   """Moves a copy of the shared export (whose vocab source was deleted after exporting:
-  tests/tiny_exports.py) elsewhere and serves it there."""
+  tests/tiny_exports.py) elsewhere and serves it there, in the fresh process that serves
+  the `ids/` of `every_export` first."""
   root = tmp_path_factory.mktemp("export")
   written = root / "first" / "bert"
   shutil.copytree(tiny_encoder_export.export_dir, written)  # The shared one stays as it is.
@@ -97,15 +122,21 @@ def served(tmp_path_factory, tiny_encoder_export):
   work.mkdir()
   config = tiny_encoder_export.config
   features = _features(config)
+  ids_features = _features(every_export.config)
   outputs, report = helpers.serve_in_fresh_process(
-      SERVE_SCRIPT, work, {"text": np.array(TEXTS), **features}, moved)
+      SERVE_SCRIPT, work, {"text": np.array(TEXTS), **features,
+                           **{f"ids/{k}": v for k, v in ids_features.items()}},
+      moved, *every_export.dirs.values())
+  ids_outputs = {k[len("ids/"):]: v for k, v in outputs.items() if k.startswith("ids/")}
+  outputs = {k: v for k, v in outputs.items() if not k.startswith("ids/")}
   return types.SimpleNamespace(model=tiny_encoder_export.model, config=config,
                                features=features, written=written, moved=moved,
                                outputs=outputs, report=report,
-                               vocab_text=tiny_encoder_export.vocab_text)
+                               vocab_text=tiny_encoder_export.vocab_text,
+                               ids_features=ids_features, ids_outputs=ids_outputs)
 
 
-@pytest.mark.slow  # Shares the ~20 s `served` fixture.
+@pytest.mark.slow  # Shares the ~25 s `served` fixture.
 def test_fresh_process_serves_the_keras_encoder_outputs(served):
   want = served.model(served.features, training=False)
   for name in export.OUTPUT_NAMES:
@@ -115,7 +146,7 @@ def test_fresh_process_serves_the_keras_encoder_outputs(served):
   assert not served.report["tfbert_imported"]
 
 
-@pytest.mark.slow  # Shares the ~20 s `served` fixture.
+@pytest.mark.slow  # Shares the ~25 s `served` fixture.
 def test_signatures_have_bert_feature_names_dtypes_and_shapes(served):
   h, s = served.config.hidden_size, TEXT_SEQ
   ids = {"serving_default": (export.FEATURE_NAMES, "int32"),
@@ -136,7 +167,7 @@ def test_signatures_have_bert_feature_names_dtypes_and_shapes(served):
   }
 
 
-@pytest.mark.slow  # Shares the ~20 s `served` fixture.
+@pytest.mark.slow  # Shares the ~25 s `served` fixture.
 def test_text_signature_equals_python_tokenize_pack_and_encode(served):
   tokenizer = tokenization.WordPieceTokenizer(pretrained.minilm_vocab_file(), True)
   features = inputs.pack_inputs([tokenizer.tokenize(tf.constant(TEXTS))], TEXT_SEQ,
@@ -150,7 +181,7 @@ def test_text_signature_equals_python_tokenize_pack_and_encode(served):
     assert helpers.max_abs_diff(served.outputs[f"encode_text/{name}"], want[name]) < TOL
 
 
-@pytest.mark.slow  # Shares the ~20 s `served` fixture.
+@pytest.mark.slow  # Shares the ~25 s `served` fixture.
 def test_moved_export_is_self_describing(served):
   assert not os.path.exists(served.written)  # Served from `moved` only.
   config_file = served.moved / export.CONFIG_FILE
@@ -182,13 +213,14 @@ def test_failed_save_leaves_no_directory_and_keeps_the_old_export(tmp_path, monk
   assert (old / "saved_model.pb").read_bytes() == b"previous export"
 
 
-@pytest.mark.slow  # ~3 s: two exports written.
-def test_an_export_records_its_model_and_is_replaced_only_by_an_export_of_it(tmp_path):
+def test_an_export_records_its_model_and_is_replaced_only_by_an_export_of_it(
+    tmp_path, tiny_encoder_export):
   """Every export once recorded one kind, "SavedModel export": any export replaced any other
-  (a SQuAD export replaced a classifier's)."""
-  encoder = BertEncoder(helpers.odd_config())
+  (a SQuAD export replaced a classifier's). The export is a copy of the shared encoder
+  export (`export_encoder_saved_model` of a pretrainer's encoder: tests/tiny_exports.py)."""
+  encoder = tiny_encoder_export.model.encoder
   target = tmp_path / "export"
-  export.export_encoder_saved_model(encoder, str(target))
+  shutil.copytree(tiny_encoder_export.export_dir, target)
   assert atomic.read_marker(str(target)) == atomic.OutputRecord(export.EXPORT_KIND,
                                                                 "BertEncoder")
   before = sorted(os.listdir(target))
@@ -235,12 +267,10 @@ def test_weights_above_the_graph_limit_stay_in_variables(tmp_path, monkeypatch,
   """`outputs_function`: weights too large for a graph constant (here: any, the limit
   lowered to 0) are saved in `variables/` and read there, by both SavedModels, with the
   same outputs as the constant graph (the shared export of the same encoder, made with the
-  limit as it is: tests/tiny_exports.py)."""
+  limit as it is: tests/tiny_exports.py). No vocab: the id signatures are what is compared."""
   encoder = tiny_encoder_export.model.encoder
   monkeypatch.setattr(export, "MAX_FROZEN_BYTES", 0)
-  export.export_encoder_saved_model(encoder, str(tmp_path / "variables"),
-                                    vocab_file=pretrained.minilm_vocab_file(),
-                                    seq_length=TEXT_SEQ)
+  export.export_encoder_saved_model(encoder, str(tmp_path / "variables"))
   features = {k: tf.constant(v) for k, v in _features(tiny_encoder_export.config).items()}
   frozen = tf.saved_model.load(os.path.join(tiny_encoder_export.export_dir, export.ID_DIR))
   outputs = frozen.signatures[export.SERVING_SIGNATURE](**features)
@@ -266,37 +296,6 @@ def test_rejects_non_encoders_and_too_long_text_inputs(tmp_path):
   assert not os.listdir(tmp_path)
 
 
-# Runs in a fresh process that never imports tensorflow_text: argv = inputs .npz, outputs
-# .npz, export directories. Serves each `<dir>/ids` and lists its ops that this process's
-# TensorFlow does not know (none may remain: a tokenizer op would be one).
-IDS_SCRIPT = r"""
-import json, os, sys
-import numpy as np
-import tensorflow as tf
-from tensorflow.core.protobuf import saved_model_pb2
-
-inputs_path, outputs_path, *dirs = sys.argv[1:]
-given = np.load(inputs_path)
-out, unknown = {}, {}
-core = set(dir(tf.raw_ops))
-for index, export_dir in enumerate(dirs):
-  ids = os.path.join(export_dir, "ids")
-  proto = saved_model_pb2.SavedModel()
-  with open(os.path.join(ids, "saved_model.pb"), "rb") as f:
-    proto.ParseFromString(f.read())
-  graph = proto.meta_graphs[0].graph_def
-  ops = {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
-  unknown[export_dir] = sorted(ops - core)
-  serve = tf.saved_model.load(ids).signatures["serving_default"]
-  features = {n: tf.constant(given[n]) for n in ("input_ids", "input_mask", "segment_ids")}
-  for name, value in serve(**features).items():
-    out[f"{index}/{name}"] = value.numpy()
-np.savez(outputs_path, **out)
-print(json.dumps({"unknown_ops": unknown, "tensorflow_text": "tensorflow_text" in sys.modules,
-                  "tfbert_imported": "tfbert" in sys.modules}))
-"""
-
-
 # Small odd models of every export kind, all with the real vocab (tests/tiny_exports.py:
 # an encoder, a pair classifier, the pair being what truncates two segments, a tagger and a
 # span labeler, built once per session); the raw-text signature each export must hold.
@@ -306,32 +305,29 @@ EXPORT_KINDS = {"encoder": export.TEXT_SIGNATURE, "classifier": classifier_expor
 
 
 @pytest.fixture(scope="module")
-def every_export(tmp_path_factory, tiny_encoder_export, tiny_pair_classifier_export,
-                 tiny_tagger_export, tiny_span_labeler_export):
-  """The shared exports of every kind (read only), and a folder of this module's own."""
+def every_export(tiny_encoder_export, tiny_pair_classifier_export, tiny_tagger_export,
+                 tiny_span_labeler_export):
+  """The shared exports of every kind (read only)."""
   shared = {"encoder": tiny_encoder_export, "classifier": tiny_pair_classifier_export,
             "tagger": tiny_tagger_export, "squad": tiny_span_labeler_export}
   models = {kind: e.model for kind, e in shared.items()}
   models["encoder"] = models["encoder"].encoder  # The pretrainer's encoder is what is served.
   return types.SimpleNamespace(config=helpers.odd_config(vocab_size=tiny_exports.VOCAB_SIZE),
                                models=models,
-                               dirs={kind: e.export_dir for kind, e in shared.items()},
-                               root=tmp_path_factory.mktemp("every_export"))
+                               dirs={kind: e.export_dir for kind, e in shared.items()})
 
 
-@pytest.mark.slow  # ~15 s: a fresh process serves four ids/ (+ the shared exports).
+@pytest.mark.slow  # Shares the `served` fixture's fresh process (and the shared exports).
 def test_every_export_serves_ids_with_core_ops_only_where_tensorflow_text_is_absent(
-    every_export):
+    every_export, served):
   """Every export kind holds `ids/`: a SavedModel whose graph has only ops a bare
-  TensorFlow knows, served in a process without tensorflow_text, with the Keras outputs."""
+  TensorFlow knows, served in a process without tensorflow_text (not yet imported there:
+  `SERVE_SCRIPT`), with the Keras outputs."""
   models, dirs = every_export.models, list(every_export.dirs.values())
   tagger = every_export.dirs["tagger"]
   assert (pathlib.Path(tagger) / "ids" / "labels.txt").read_text() == "O\nB-x\nI-x\n"
-  work = every_export.root / "work"
-  work.mkdir()
-  features = _features(every_export.config)
-  outputs, report = helpers.serve_in_fresh_process(IDS_SCRIPT, work, features, *dirs)
-  assert not report["tensorflow_text"] and not report["tfbert_imported"]
+  features, outputs, report = served.ids_features, served.ids_outputs, served.report["ids"]
+  assert not report["tensorflow_text"] and not served.report["tfbert_imported"]
   assert report["unknown_ops"] == {d: [] for d in dirs}
   names = {"encoder": export.OUTPUT_NAMES, "classifier": ("logits",), "tagger": ("logits",),
            "squad": squad_export.SPAN_OUTPUT_NAMES}

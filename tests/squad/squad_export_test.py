@@ -5,8 +5,9 @@ tests/tiny_exports.py) is served with both signatures by ONE fresh Python proces
 imports only `tensorflow` and `tensorflow_text`. Its `answer_question` signature must give
 the answers of the Python pipeline (squad_features' first window, then squad_postprocess
 with an exhaustive n-best).
-A v2.0 export must answer "" exactly where that pipeline's v2.0 rule does, at two thresholds
-that decide differently, in the process that built it and in a fresh one.
+A v2.0 export of the same model must answer "" exactly where that pipeline's v2.0 rule
+does, at two thresholds that decide differently, in the process that built it and in a
+fresh one (the same fresh process as the v1.1 export's: `squad_served`).
 
 Why 1e-5: as in export_test, the SavedModel runs a Grappler-optimized float32 graph and
 Keras runs eagerly; reordered reductions cost a few float32 ulps per op, ~1e-6 over the
@@ -42,22 +43,29 @@ CONTEXTS = ["Zoë was born in Zürich (1895) and ate at a café naïvely.", "Sho
             "", "BERT是一个模型。It reads text."]
 
 SQUAD_SERVE_SCRIPT = r"""
-import json, sys
+import json, os, sys
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  Registers the tokenizer's ops.
 
-inputs_path, outputs_path, export_dir = sys.argv[1:]
+inputs_path, outputs_path, export_dir, v2_dir = sys.argv[1:]
 given = np.load(inputs_path)
 loaded = tf.saved_model.load(export_dir)
 features = {n: tf.constant(given[n]) for n in ("input_ids", "input_mask", "segment_ids")}
-np.savez(outputs_path, **{k: v.numpy() for k, v in
-                          loaded.signatures["serving_default"](**features).items()})
+out = {k: v.numpy() for k, v in loaded.signatures["serving_default"](**features).items()}
 answers = loaded.signatures["answer_question"](question=tf.constant(given["question"]),
                                                context=tf.constant(given["context"]))
 
 def specs(structure):
   return {k: [v.dtype.name, v.shape.as_list()] for k, v in structure.items()}
+
+# The v2.0 export: its answers at the threshold it baked in, and the record it wrote.
+v2 = tf.saved_model.load(v2_dir).signatures["answer_question"]
+got = v2(question=tf.constant(given["question"]), context=tf.constant(given["context"]))
+out.update({"v2/" + k: v.numpy() for k, v in got.items() if k != "answer"})
+np.savez(outputs_path, **out)
+with open(os.path.join(v2_dir, "answer_question.json"), encoding="utf-8") as f:
+  recorded = json.load(f)
 
 print(json.dumps({
     "answer": [a.decode("utf-8") for a in answers["answer"].numpy()],
@@ -65,6 +73,8 @@ print(json.dumps({
     "signatures": {name: {"inputs": specs(fn.structured_input_signature[1]),
                           "outputs": specs(fn.structured_outputs)}
                    for name, fn in loaded.signatures.items()},
+    "v2": {"answer": [a.decode("utf-8") for a in got["answer"].numpy()], "recorded": recorded,
+           "outputs": specs(v2.structured_outputs)},
     "tfbert_imported": "tfbert" in sys.modules,
 }))
 """
@@ -87,9 +97,25 @@ def _python_answers(model, tokenizer, **postprocess):
 
 
 @pytest.fixture(scope="module")
-def squad_served(tmp_path_factory, tiny_span_labeler_export):
+def v2(tmp_path_factory, tiny_span_labeler_export):
+  """The shared span labeler's Python v2.0 reference (`_v2_reference`), and its v2.0 export
+  with the higher of the two thresholds baked in."""
+  model = tiny_span_labeler_export.model
+  want, thresholds = _v2_reference(model)
+  export_dir = squad_export.export_squad_saved_model(
+      model, str(tmp_path_factory.mktemp("squad_v2") / "squad_v2"),
+      pretrained.minilm_vocab_file(), True, max_seq_length=SQUAD_SEQ,
+      max_query_length=SQUAD_QUERY, max_answer_length=SQUAD_ANSWER,
+      version_2_with_negative=True, null_score_diff_threshold=thresholds[1])
+  return types.SimpleNamespace(model=model, want=want, thresholds=thresholds,
+                               export_dir=export_dir)
+
+
+@pytest.fixture(scope="module")
+def squad_served(tmp_path_factory, tiny_span_labeler_export, v2):
   """Serves both signatures of a span labeler's export (shared, read only:
-  tests/tiny_exports.py) in one fresh process."""
+  tests/tiny_exports.py), and the `answer_question` of its v2.0 export (`v2`), in one fresh
+  process."""
   model, config = tiny_span_labeler_export.model, tiny_span_labeler_export.config
   export_dir = tiny_span_labeler_export.export_dir
   root = tmp_path_factory.mktemp("squad_export")
@@ -97,11 +123,13 @@ def squad_served(tmp_path_factory, tiny_span_labeler_export):
   features = {n: features[n] for n in export.FEATURE_NAMES}
   work = root / "work"
   work.mkdir()
-  logits, report = helpers.serve_in_fresh_process(
+  outputs, report = helpers.serve_in_fresh_process(
       SQUAD_SERVE_SCRIPT, work, {"question": np.array(QUESTIONS), "context": np.array(CONTEXTS),
-                                 **features}, export_dir)
+                                 **features}, export_dir, v2.export_dir)
+  logits = {k: v for k, v in outputs.items() if not k.startswith("v2/")}
+  v2_outputs = {k[len("v2/"):]: v for k, v in outputs.items() if k.startswith("v2/")}
   return types.SimpleNamespace(model=model, features=features, logits=logits, report=report,
-                               export_dir=export_dir)
+                               export_dir=export_dir, v2_outputs=v2_outputs)
 
 
 @pytest.mark.slow  # Shares the ~25 s `squad_served` fixture.
@@ -180,72 +208,43 @@ def _expected_v2(model, threshold):
                                           null_score_diff_threshold=threshold)]
 
 
-@pytest.mark.slow
-def test_v2_answer_question_applies_the_threshold_as_the_predictions_do():
-  config = helpers.odd_config(vocab_size=30522, max_position_embeddings=29)
-  model = helpers.random_span_labeler(config, seed=11)
-  want, thresholds = _v2_reference(model)
-  answers = {}
-  for threshold in thresholds:
-    got = _v2_module(model, threshold).answer_question(tf.constant(QUESTIONS),
-                                                       tf.constant(CONTEXTS))
-    answers[threshold] = [a.decode("utf-8") for a in got["answer"].numpy()]
-    assert answers[threshold] == _expected_v2(model, threshold), threshold
+@pytest.mark.slow  # Shares `v2` and the `squad_served` fixture's fresh process.
+def test_v2_answer_question_applies_the_threshold_as_the_predictions_do(v2, squad_served):
+  """At the lower threshold in this process (a `SquadExport` traced here), at the higher
+  one as the fresh process served `v2`'s export of it."""
+  model, want, (low, high) = v2.model, v2.want, v2.thresholds
+  got = _v2_module(model, low).answer_question(tf.constant(QUESTIONS), tf.constant(CONTEXTS))
+  results = {
+      low: ([a.decode("utf-8") for a in got["answer"].numpy()], got["score"].numpy(),
+            got["null_score"].numpy()),
+      high: (squad_served.report["v2"]["answer"], squad_served.v2_outputs["score"],
+             squad_served.v2_outputs["null_score"])}
+  for threshold, (answers, scores, null_scores) in results.items():
+    assert answers == _expected_v2(model, threshold), threshold
     # `score` stays the best span's (v1.1's output) and `null_score` is the [CLS] start +
     # end logit, both as the pipeline scores them.
-    for score, null_score, prediction in zip(got["score"].numpy(), got["null_score"].numpy(),
-                                             want):
+    for score, null_score, prediction in zip(scores, null_scores, want):
       if np.isfinite(prediction.null_score_diff):
         span = next(e for e in prediction.nbest if e.text)
         null = next(e for e in prediction.nbest if not e.text)
         assert abs(score - (span.start_logit + span.end_logit)) < TOL
         assert abs(null_score - (null.start_logit + null.end_logit)) < TOL
-  low, high = thresholds
-  assert answers[low] != answers[high]  # Two outcomes: the threshold is what decides.
-  assert sum(map(bool, answers[low])) == 1 and sum(map(bool, answers[high])) == 2
+  answered = {threshold: answers for threshold, (answers, _, _) in results.items()}
+  assert answered[low] != answered[high]  # Two outcomes: the threshold is what decides.
+  assert sum(map(bool, answered[low])) == 1 and sum(map(bool, answered[high])) == 2
 
 
-SQUAD_V2_SERVE_SCRIPT = r"""
-import json, os, sys
-import numpy as np
-import tensorflow as tf
-import tensorflow_text  # noqa: F401  Registers the tokenizer's ops.
-
-inputs_path, outputs_path, export_dir = sys.argv[1:]
-given = np.load(inputs_path)
-fn = tf.saved_model.load(export_dir).signatures["answer_question"]
-got = fn(question=tf.constant(given["question"]), context=tf.constant(given["context"]))
-np.savez(outputs_path, **{k: v.numpy() for k, v in got.items() if k != "answer"})
-with open(os.path.join(export_dir, "answer_question.json"), encoding="utf-8") as f:
-  recorded = json.load(f)
-print(json.dumps({
-    "answer": [a.decode("utf-8") for a in got["answer"].numpy()], "recorded": recorded,
-    "outputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in fn.structured_outputs.items()},
-    "tfbert_imported": "tfbert" in sys.modules}))
-"""
-
-
-@pytest.mark.slow  # ~30 s (2 shared cores): a v2.0 export and a fresh process serving it.
-def test_v2_export_serves_its_baked_threshold_in_a_fresh_process(tmp_path):
-  config = helpers.odd_config(vocab_size=30522, max_position_embeddings=29)
-  model = helpers.random_span_labeler(config, seed=11)
-  _, (_, high) = _v2_reference(model)
-  export_dir = squad_export.export_squad_saved_model(
-      model, str(tmp_path / "squad_v2"), pretrained.minilm_vocab_file(), True,
-      max_seq_length=SQUAD_SEQ, max_query_length=SQUAD_QUERY, max_answer_length=SQUAD_ANSWER,
-      version_2_with_negative=True, null_score_diff_threshold=high)
-  work = tmp_path / "work"
-  work.mkdir()
-  outputs, report = helpers.serve_in_fresh_process(
-      SQUAD_V2_SERVE_SCRIPT, work, {"question": np.array(QUESTIONS),
-                                    "context": np.array(CONTEXTS)}, export_dir)
-  assert report["answer"] == _expected_v2(model, high)
+@pytest.mark.slow  # Shares the `squad_served` fixture's fresh process and `v2`'s export.
+def test_v2_export_serves_its_baked_threshold_in_a_fresh_process(squad_served, v2):
+  high = v2.thresholds[1]
+  report, outputs = squad_served.report["v2"], squad_served.v2_outputs
+  assert report["answer"] == _expected_v2(v2.model, high)
   assert report["outputs"] == {"answer": ["string", [None]], "score": ["float32", [None]],
                                "null_score": ["float32", [None]]}
   assert outputs["null_score"].dtype == np.float32
   assert report["recorded"]["version_2_with_negative"] is True
   assert report["recorded"]["null_score_diff_threshold"] == high  # JSON floats round-trip.
-  assert not report["tfbert_imported"]
+  assert not squad_served.report["tfbert_imported"]
 
 
 def test_v2_export_refuses_a_nan_threshold(tmp_path):
