@@ -505,6 +505,30 @@ def test_a_corpus_of_one_sentence_documents_is_warned_of_naming_the_counts(tmp_p
   assert "have one sentence" not in log.getvalue()
 
 
+def test_a_corpus_of_one_document_is_warned_of_naming_the_file_and_the_count():
+  """Sweep 18, S2: with one document every "random next" B is drawn from A's own document
+  (Google's algorithm), so some random-next labels are wrong; this passed with no word.
+  Toy ids: 5 sentences of 12 ids."""
+  vocab = pretraining_instances.VocabInfo(size=40, cls_id=2, sep_id=3, mask_id=4,
+                                          subword_ids=frozenset())
+  config = _config(max_seq_length=32, max_predictions_per_seq=2, dupe_factor=4)
+
+  def warning(documents):
+    instances = pretraining_instances.create_training_instances(documents, config, vocab,
+                                                                random.Random(3))
+    return pretraining_data.pairs_warning(["one.txt"], documents, instances, config), instances
+
+  text, instances = warning([[list(range(10, 22)) for _ in range(5)]])
+  random_next = sum(i.is_random_next for i in instances)
+  assert random_next
+  assert text.startswith(
+      f"warning: one.txt holds 1 document (no blank line between documents), so the "
+      f"{random_next} of {len(instances)} instances that are next-sentence pairs drawn at "
+      "random (\"random next\") take their B from that same document")
+  assert text.endswith("Separate the documents with blank lines, or pretrain with --objective=mlm")
+  assert warning([[list(range(10, 22)) for _ in range(5)] for _ in range(2)])[0] is None
+
+
 def test_a_max_seq_length_most_sentences_fill_alone_is_warned_of_with_the_counts():
   """Sweep 15, S3 (the one-sentence rule above, for another cause): at --max_seq_length 8
   every sentence of sample_text.txt filled a pair alone, so all 31 pairs were random next

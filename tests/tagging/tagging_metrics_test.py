@@ -55,6 +55,23 @@ def test_read_predictions_errors_name_the_line(tmp_path):
       tagging_metrics.read_predictions(str(path), gold, str(gold_path))
 
 
+def test_read_predictions_names_the_first_misaligned_line(tmp_path):
+  """An extra sentence break is named where it is, not where the shifted words end up; a
+  file that ends early says where it ends and where the gold file goes on to."""
+  gold_path = tmp_path / "gold"
+  gold_path.write_text("a O\nb O\nc O\n\nd O\ne O\n")
+  gold = conll.read_conll(str(gold_path))
+  path = tmp_path / "pred"
+  path.write_text("a O\n\nb O\nc O\n\nd O\ne O\n")
+  with pytest.raises(ValueError, match=rf"^{path}:2: a blank line \(sentence break\) where "
+                     rf"{gold_path}:2 has the word 'b'"):
+    tagging_metrics.read_predictions(str(path), gold, str(gold_path))
+  path.write_text("a O\nb O\nc O\n\n")
+  with pytest.raises(ValueError, match=rf"^{path} ends at line 4, {gold_path} goes on to line 6 "
+                     r"\(its line 5, 'd', is in sentence 2 of 2\): incomplete predictions"):
+    tagging_metrics.read_predictions(str(path), gold, str(gold_path))
+
+
 def test_docstart_lines_are_skipped_in_the_gold_and_the_predictions(tmp_path):
   """run_ner's predictions (`conll.format_conll`) leave out the gold's -DOCSTART- lines and
   the blank line after each; a file keeping them is joined alike."""

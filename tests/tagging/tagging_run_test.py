@@ -227,6 +227,48 @@ def test_hugging_face_token_classification_head_loads_and_pooler_may_be_absent(t
   np.testing.assert_array_equal(model.encoder.get_weights()[0], source.encoder.get_weights()[0])
 
 
+def test_a_train_file_lacking_a_type_of_its_source_tagger_keeps_the_taggers_labels(
+    tmp_path, monkeypatch):
+  """Sweep 18, R1: continued fine-tuning of a tagger on data in which one of its entity
+  types never occurs was refused ("its head's labels ... are not this task's"). Labels are
+  matched by name: a source whose tags are a superset of the train file's keeps its label
+  set (and head) with a log line naming the tags the data lacks; --reinit_head takes the
+  train file's; a tag the source lacks stays refused."""
+  from tfbert.checkpoints import convert
+  theirs = ("O", "B-person", "I-person", "B-x", "I-x")
+  source = BertTokenClassifier(BertConfig(**TINY), theirs)
+  source.build()
+  convert.save_tfbert_model(source, str(tmp_path / "src.keras"), tokenizer_files=False)
+  (tmp_path / "train.conll").write_text("a B-x\nb I-x\nc O\n")
+  config = _run_config(tmp_path, "out", do_train=True, bert_config_file=None,
+                       init_tfbert=str(tmp_path / "src.keras"))
+  inputs = tagging_run.read_inputs(config)
+  logged = []
+  monkeypatch.setattr(tagging_run.logging, "info", logged.append)
+  labels = tagging_run.resolve_labels(config, inputs)
+  assert labels == theirs
+  assert [m for m in logged if m.startswith(
+      f"{config.train_file} has no B-person, I-person: the head keeps the 5 labels of "
+      f"{tmp_path / 'src.keras'}")], logged
+  model = tagging_run.build_tagger(config, labels, tf.distribute.get_strategy())
+  np.testing.assert_array_equal(model.classifier_head.output_weights.numpy(),
+                                source.classifier_head.output_weights.numpy())
+  fresh = dataclasses.replace(config, reinit_head=True)
+  assert tagging_run.resolve_labels(fresh, inputs) == ("O", "B-x", "I-x")
+  # A Hugging Face token classifier's id2label alike.
+  (tmp_path / "hf").mkdir()
+  (tmp_path / "hf" / "config.json").write_text(json.dumps(
+      {"architectures": ["BertForTokenClassification"], "id2label": dict(enumerate(theirs))}))
+  assert tagging_run.resolve_labels(dataclasses.replace(
+      config, init_tfbert=None, init_hf_dir=str(tmp_path / "hf")), inputs) == theirs
+  (tmp_path / "train.conll").write_text("a B-y\nb O\n")
+  other = tagging_run.read_inputs(config)
+  labels = tagging_run.resolve_labels(config, other)
+  assert labels == ("O", "B-y", "I-y")
+  with pytest.raises(ValueError, match="are not this task's"):
+    tagging_run.build_tagger(config, labels, tf.distribute.get_strategy())
+
+
 TAG_SCRIPT = r"""
 import json, sys
 import tensorflow as tf

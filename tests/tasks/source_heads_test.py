@@ -42,7 +42,9 @@ def _head_rows(model):
 
 
 def _tagger_from(tmp_path, hf_dir, tags=TAGS, **overrides):
-  """What `run_ner --do_train --init_hf_dir=...` builds when the train file's tags are `tags`."""
+  """What `run_ner --do_train --init_hf_dir=...` builds when its labels resolve to `tags` (the
+  train file's, or the source tagger's when the file's are a subset of them:
+  `tagging_run.resolve_labels`)."""
   config = tagging_run.NerRunConfig(
       output_dir=str(tmp_path / "out"), do_train=True, train_file=str(tmp_path / "x.conll"),
       init_hf_dir=hf_dir, vocab_file=pretrained.minilm_vocab_file(), max_seq_length=16,

@@ -221,7 +221,8 @@ def read_documents(input_files: Sequence[str], tokenizer: WordPieceTokenizer,
 
 def pairs_warning(input_files: Sequence[str], documents: Sequence[list], instances: Sequence,
                   config: PretrainingDataConfig) -> Optional[str]:
-  """The one warning line for a corpus whose pairs teach little, else None: mostly
+  """The one warning line for a corpus whose pairs teach little, else None: a single
+  document (every "random next" B then comes from A's own document), mostly
   one-sentence documents (over `SINGLE_SENTENCE_WARNING_SHARE`: their next-sentence pairs
   are all random), or a max_seq_length most sentences fill alone, so that most pairs are
   random (`RANDOM_NEXT_WARNING_SHARE`) or most tokens are truncated away
@@ -236,6 +237,13 @@ def pairs_warning(input_files: Sequence[str], documents: Sequence[list], instanc
   single = sum(len(d) == 1 for d in documents)
   random_next = sum(i.is_random_next for i in instances)
   named = ", ".join(list(input_files)[:3]) + (" ..." if len(input_files) > 3 else "")
+  if len(documents) < 2:
+    return (f"warning: {named} {'holds' if len(input_files) == 1 else 'hold'} "
+            f"{len(documents)} document (no blank line between documents), so the {random_next} "
+            f"of {len(instances)} instances that are next-sentence pairs drawn at random "
+            "(\"random next\") take their B from that same document (as google-research/bert "
+            "does): some are a nearby or even the true next sentence, labelled random all "
+            "the same. Separate the documents with blank lines, or pretrain with --objective=mlm")
   if single > SINGLE_SENTENCE_WARNING_SHARE * len(documents):
     return (f"warning: {single} of {len(documents)} documents of {named} have one sentence, "
             f"so {random_next} of {len(instances)} instances are next-sentence pairs drawn at "

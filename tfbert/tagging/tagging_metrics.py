@@ -142,29 +142,41 @@ def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold
   hint = (f" (-DOCSTART- lines and the blank line after each are skipped in both files: "
           f"{gold_path} has {gold_docstarts}, {path} {docstarts}; check that each document's "
           "sentences line up)") if docstarts or gold_docstarts else ""
-  wanted = {position(line) for sentence in gold for line in sentence.lines}
-  for index, number in enumerate(numbers, start=1):
-    line = lines[number - 1]
-    if line.strip() and index not in wanted:
-      raise ValueError(f"{path}:{number}: a prediction where {gold_path} has no word: "
-                       f"{line.strip()!r}{hint}")
-  predicted, changed = [], []
-  for sentence in gold:
-    tags = []
-    for word, gold_line in zip(sentence.words, sentence.lines):
-      index = position(gold_line)
-      number = numbers[index - 1] if index <= len(numbers) else len(lines) + index - len(numbers)
-      fields = fields_of(lines[number - 1]) if number <= len(lines) else []
-      if len(fields) < 2:
-        raise ValueError(f"{path}:{number}: need a token and a tag for {gold_path}:{gold_line} "
-                         f"({word!r}), got {' '.join(fields)!r}{hint}")
-      problem = check_tag(fields[-1])
-      if problem:
-        raise ValueError(f"{path}:{number}: {problem}")
-      if _normalized(fields[0]) != _normalized(word):
-        changed.append((number, fields[0], word, gold_line))
-      tags.append(fields[-1])
-    predicted.append(tags)
+  # What the gold file has at each position: (sentence, word, gold line) of its words.
+  wanted = {position(gold_line): (k, word, gold_line) for k, sentence in enumerate(gold)
+            for word, gold_line in zip(sentence.words, sentence.lines)}
+  # The last line of the file (a final newline ends a line, it does not begin one).
+  end = len(lines) - 1 if lines[-1] == "" else len(lines)
+  last_gold = max(sentence.lines[-1] for sentence in gold) if gold else 0
+  predicted, changed = [[] for _ in gold], []
+  # One pass in line order, so that the first misaligned line is the one named.
+  for index in range(1, max(len(numbers), max(wanted, default=0)) + 1):
+    number = numbers[index - 1] if index <= len(numbers) else end + index - len(numbers)
+    line = lines[number - 1] if number <= end else ""
+    if index not in wanted:
+      if line.strip():
+        raise ValueError(f"{path}:{number}: a prediction where {gold_path} has no word: "
+                         f"{line.strip()!r}{hint}")
+      continue
+    k, word, gold_line = wanted[index]
+    if number > end:
+      raise ValueError(f"{path} ends at line {end}, {gold_path} goes on to line {last_gold} "
+                       f"(its line {gold_line}, {word!r}, is in sentence {k + 1} of {len(gold)}): "
+                       f"incomplete predictions; predict the whole of {gold_path}{hint}")
+    if not line.strip():
+      raise ValueError(f"{path}:{number}: a blank line (sentence break) where {gold_path}:"
+                       f"{gold_line} has the word {word!r}: line i of {path} must predict the "
+                       f"word on line i of {gold_path}{hint}")
+    fields = fields_of(line)
+    if len(fields) < 2:
+      raise ValueError(f"{path}:{number}: need a token and a tag for {gold_path}:{gold_line} "
+                       f"({word!r}), got {' '.join(fields)!r}{hint}")
+    problem = check_tag(fields[-1])
+    if problem:
+      raise ValueError(f"{path}:{number}: {problem}")
+    if _normalized(fields[0]) != _normalized(word):
+      changed.append((number, fields[0], word, gold_line))
+    predicted[k].append(fields[-1])
   words = sum(len(sentence.words) for sentence in gold)
   if changed and len(changed) > max_changed_tokens * words:
     number, token, word, gold_line = changed[0]

@@ -7,7 +7,10 @@
    malformed line or an IOB2 violation is an error naming `file:line`, before anything is
    built or written). The label list is `O` then `B-X`, `I-X` for every type X of the train
    file (sorted), else the one of the model read with `--init_tfbert`, else the
-   `id2label` of a Hugging Face `BertForTokenClassification` directory.
+   `id2label` of a Hugging Face `BertForTokenClassification` directory. A train file
+   whose tags are a subset of those of the tagger it starts from (labels matched by name)
+   keeps the tagger's labels (continued fine-tuning on data lacking a type; a log line
+   names the tags the data lacks) unless `--reinit_head`.
 1. Builds a `BertTokenClassifier` in the strategy's scope and initializes it from a Google
    checkpoint, a Hugging Face directory (a token-classification head loads too; a source
    without a pooler, as `BertForTokenClassification` saves, keeps the fresh pooler, which
@@ -155,7 +158,8 @@ def read_inputs(config: NerRunConfig) -> dict[str, list[conll.Sentence]]:
 
 def resolve_labels(config: NerRunConfig, inputs: dict[str, list[conll.Sentence]]
                    ) -> tuple[str, ...]:
-  """The model's tags: the train file's, else the source model's (see the module).
+  """The model's tags: the train file's (the source tagger's when the train file's are a
+  subset of them: `source_tags`), else the source model's (see the module).
 
   A dev file may hold entity types the model lacks (`unseen_types`): valid data, scored as
   conlleval and seqeval do (each such gold entity is a miss); one log line names them.
@@ -165,6 +169,14 @@ def resolve_labels(config: NerRunConfig, inputs: dict[str, list[conll.Sentence]]
   """
   if "train" in inputs:
     labels = conll.tag_set(inputs["train"])
+    theirs = None if config.reinit_head else source_tags(config)
+    if theirs and set(labels) < set(theirs):
+      lacking = [tag for tag in theirs if tag not in labels]
+      logging.info(f"{config.train_file} has no {', '.join(lacking)}: the head keeps the "
+                   f"{len(theirs)} labels of {config.init_tfbert or config.init_hf_dir} "
+                   f"({', '.join(theirs)}), matched by name; this training does not see those "
+                   "tags (pass --reinit_head for a fresh head of the train file's labels)")
+      labels = theirs
   elif config.init_tfbert:
     from tfbert.checkpoints import convert  # Only this branch reads the model file.
     model = convert.read_tfbert_model(config.init_tfbert)
@@ -190,6 +202,24 @@ def resolve_labels(config: NerRunConfig, inputs: dict[str, list[conll.Sentence]]
                                         for kind, line in unseen.items())
         + "; their gold entities are scored as misses (the model never predicts them)")
   return labels
+
+
+def source_tags(config: NerRunConfig) -> Optional[tuple[str, ...]]:
+  """The labels of the tagger the run starts from: a `BertTokenClassifier` read with
+  `--init_tfbert`, or the IOB `id2label` of an `--init_hf_dir` `BertForTokenClassification`;
+  None for any other source (its head is checked when it loads: `tfbert.tasks.source_heads`).
+  """
+  if config.init_tfbert:
+    from tfbert.checkpoints import convert  # Only a run from a tfbert model reads it.
+    model = convert.read_tfbert_model(config.init_tfbert)
+    return tuple(model.labels) if isinstance(model, BertTokenClassifier) else None
+  if config.init_hf_dir and files.exists(os.path.join(config.init_hf_dir, "config.json")):
+    from tfbert.checkpoints import huggingface  # Only a run from a directory reads it.
+    task = huggingface.read_hf_task(config.init_hf_dir)
+    if (task.architecture == "BertForTokenClassification" and task.labels
+        and not any(conll.check_tag(t) for t in task.labels)):
+      return tuple(task.labels)
+  return None
 
 
 def unseen_types(sentences: Sequence[conll.Sentence], labels: Sequence[str]) -> dict[str, int]:
