@@ -26,8 +26,11 @@ def show_in_help(flags_module) -> None:
   cli.set_tool_flags(flag.name for flag in key_flags)  # Refusals name them as `--name`.
 
 
-# Per-invocation switches, not settings of the run: not written into its flags.txt.
-_NOT_RECORDED = ("traceback", "allow_config_change", "helpshort", "helpfull", "help")
+# Per-invocation switches, not settings of the run: not written into its flags.txt. Among
+# them `--stop_at_step`, a one-off pause ("rerun without it to resume"): recorded, every
+# replay of the run (`--flagfile=<run>/flags.txt`) stopped there again.
+_NOT_RECORDED = ("traceback", "allow_config_change", "stop_at_step", "helpshort", "helpfull",
+                 "help")
 
 
 # Flags naming files or directories (a list flag: each of its paths or globs), written to

@@ -285,6 +285,24 @@ def test_every_flag_of_a_training_tool_is_a_config_setting_of_the_same_name(tool
   assert settings - flag_names == no_flag
 
 
+@pytest.mark.parametrize("flags_module", ["run_classifier_flags", "run_pretraining_flags"])
+def test_flags_txt_records_the_runs_settings_not_the_one_off_switches(flags_module):
+  """Sweep 18, c22/m12: `--stop_at_step` was recorded in flags.txt, so every replay of the
+  run (`--flagfile=<run>/flags.txt`) stopped there again, trained nothing and said "nothing
+  more to train"; like `--traceback` and `--allow_config_change`, it is this invocation's."""
+  from absl import flags  # pylint: disable=import-outside-toplevel
+  with tool_process.tool_modules():
+    common_flags = importlib.import_module("tfbert_flags.common_flags")
+    module = importlib.import_module(f"tfbert_flags.{flags_module}")
+    flags.FLAGS(["x", "--stop_at_step=5", "--traceback", "--allow_config_change",
+                 "--seed=7"])
+    recorded = common_flags.flagfile(module).splitlines()
+  assert "--seed=7" in recorded
+  assert not [line for line in recorded if line.startswith(
+      ("--stop_at_step", "--traceback", "--notraceback", "--allow_config_change",
+       "--noallow_config_change"))]
+
+
 @pytest.mark.parametrize("flag, message", [
     ("--pretrain_steps=-5", "flag --pretrain_steps=-5"),
     ("--squad_epochs=-1", "flag --squad_epochs=-1"),

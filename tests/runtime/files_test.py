@@ -222,10 +222,11 @@ def _squad_scores(path, role):
 
 
 def _with_file(name, read):
-  """`read` of the path of a file `name` beside the input, which is there (not read)."""
+  """`read` of the path of a file `name` beside the input, which is there (not read beyond
+  a TFLite file's identifier, `tflite_export.TFLITE_IDENTIFIER`)."""
   def reader(path):
     other = os.path.join(os.path.dirname(path), name)
-    pathlib.Path(other).write_bytes(b"not read")
+    pathlib.Path(other).write_bytes(b"\0\0\0\0TFL3 not read")
     return read(other)
   return reader
 

@@ -470,6 +470,27 @@ def test_v2_data_without_the_v2_flag_is_refused_before_the_model_is_built(
   assert not os.path.exists(tmp_path / "out")
 
 
+def test_v2_data_predicted_with_a_trained_v1_1_run_names_the_route_that_works(tmp_path):
+  """Sweep 18 P2: predicting v2.0 data in a trained v1.1 run's directory said "pass
+  --version_2_with_negative", which that run refuses (a recorded setting): the message names
+  the run's record and the route that works, another --output_dir from its model.keras."""
+  path = _write_json(tmp_path / "dev.json", _v2_dev("v2.0"))
+  run = tmp_path / "run"
+  run.mkdir()
+  (run / fine_tuning.RUN_CONFIG_FILE).write_text(
+      _run_config(tmp_path, "run", do_train=True).to_json())
+  (run / fine_tuning.MODEL_FILE).write_text("")
+  config = _run_config(tmp_path, "run", do_predict=True, predict_file=path)
+  with pytest.raises(ValueError) as error:
+    squad_run.read_inputs(config)
+  message = str(error.value)
+  assert message.startswith(f"{path}: version: 2.0, SQuAD 2.0 data, and {run}/run_config.json "
+                            "records the trained run this run evaluates with "
+                            "version_2_with_negative: false"), message
+  assert message.endswith(f"pass another --output_dir with --init_tfbert={run}/model.keras "
+                          "--version_2_with_negative, or a SQuAD 1.1 --predict_file"), message
+
+
 def test_v1_1_data_with_the_v2_flag_is_allowed_with_a_note(tmp_path, caplog):
   caplog.set_level(logging.INFO, logger="absl")  # Parsed absl flags may raise its level.
   v2_flag = squad_postprocess.PostprocessConfig(version_2_with_negative=True)

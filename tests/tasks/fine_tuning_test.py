@@ -735,5 +735,18 @@ def test_a_setting_given_that_the_runs_recorded_settings_rule_out_is_named_with_
     fine_tuning.run_settings(rerun, recorded)
   assert "extra='x' given here (the run recorded '')" in str(error.value)
   assert "restore it" not in str(error.value)
+  # Sweep 18, s08: "or pass another --output_dir" led nowhere (a new directory holds no
+  # model); the way that works starts the new run from this run's model.
+  assert str(error.value).endswith(
+      f"leave extra out to evaluate the run as it was recorded, or pass another --output_dir "
+      f"with --init_tfbert={tmp_path / 'model.keras'} to evaluate its model with the settings "
+      "given here")
+  rerun = _ModeConfig(output_dir=str(tmp_path), mode="a", given_settings=frozenset({"mode"}))
+  with pytest.raises(ValueError, match=re.escape(
+      f"with other settings (mode: b -> a): its results would be written over the run's, "
+      f"scored otherwise than the run recorded. Leave the flag out to evaluate the run as it "
+      f"was recorded, or pass another --output_dir with --init_tfbert="
+      f"{tmp_path / 'model.keras'} to evaluate its model with the settings given here")):
+    fine_tuning.run_settings(rerun, recorded)
   assert fine_tuning.run_settings(
       _ModeConfig(output_dir=str(tmp_path), given_settings=frozenset()), recorded).mode == "b"

@@ -561,3 +561,20 @@ def test_the_loop_refuses_a_file_where_it_creates_a_directory(tmp_path):
                                        rf"{re.escape(str(tmp_path / 'train'))} is a file"):
     _bare_loop(tmp_path)
   assert not (tmp_path / "checkpoints").exists()  # Refused before creating any.
+
+
+def test_a_rerun_already_at_stop_at_step_names_it_and_the_steps_left(tmp_path, caplog):
+  """A run resumed at its --stop_at_step (a flags.txt of an older run replayed) trains
+  nothing: the line names --stop_at_step, the steps left and what to do, not "nothing more
+  to train" (sweep18 S1: c22). `_loop` returns before touching the model."""
+  config = training_loop.LoopConfig(num_train_steps=540, train_batch_size=8, stop_at_step=530)
+  loop = types.SimpleNamespace(config=config, step=530, stopped_early=False,
+                               directory=str(tmp_path))
+  with caplog.at_level(logging.INFO):
+    result = training_loop.TrainingLoop._loop(loop, None, None, None)
+  assert result["step"] == 530 and "resumed_finished" not in result
+  message = "\n".join(r.getMessage() for r in caplog.records)
+  assert "nothing more to train" not in message
+  assert re.search(r"already at applied step 530, at --stop_at_step=530: trained nothing; 10 "
+                   r"applied steps remain .* at applied step 540 .*no model\.keras, evaluation"
+                   r".*Rerun without --stop_at_step", message), message

@@ -216,15 +216,24 @@ def read_inputs(config: SquadRunConfig) -> dict[str, tuple[squad_data.SquadDatas
   if config.do_predict:
     inputs["predict"] = read_squad_articles(config.predict_file, config.predict_articles,
                                             False)
+  # Evaluating a trained run without training: its recorded settings stay (`run_settings`).
+  evaluated_run = (config.output_dir if not config.do_train
+                   and fine_tuning.recorded_settings(config.output_dir) is not None else None)
   for dataset, _ in inputs.values():
-    check_version(dataset, config.postprocess.version_2_with_negative)
+    check_version(dataset, config.postprocess.version_2_with_negative, evaluated_run)
   if "predict" in inputs:  # It is scored as its "version" says.
     squad_evaluation.check_scorable(inputs["predict"][0])
   return inputs
 
 
-def check_version(dataset: squad_data.SquadDataset, version_2_with_negative: bool) -> None:
+def check_version(dataset: squad_data.SquadDataset, version_2_with_negative: bool,
+                  evaluated_run: Optional[str] = None) -> None:
   """SQuAD 2.0 data needs the flag; SQuAD 1.1 data with it gets a note.
+
+  `evaluated_run`: the output directory of a trained run this run evaluates without
+  training, whose recorded settings (version_2_with_negative among them) cannot change in
+  place: the way to predict 2.0 data with its model is a new --output_dir starting from its
+  model.keras, which the message names (passing the flag there is refused).
 
   Without the flag, unanswerable questions would train the model to answer "" while the
   postprocessing never may, and a v2.0 predict file could not be scored. A 1.1 file with
@@ -240,7 +249,17 @@ def check_version(dataset: squad_data.SquadDataset, version_2_with_negative: boo
   elif is_v2 and not version_2_with_negative:
     why = ("version: 2.0, SQuAD 2.0 data" if dataset.is_v2 else
            f"{dataset.unanswerable}: true, an unanswerable (SQuAD 2.0) question")
-    raise ValueError(f"{dataset.path}: {why}: pass --version_2_with_negative")
+    if evaluated_run is None:
+      raise ValueError(f"{dataset.path}: {why}: pass --version_2_with_negative")
+    record = os.path.join(evaluated_run, fine_tuning.RUN_CONFIG_FILE)
+    model_file = os.path.join(evaluated_run, fine_tuning.MODEL_FILE)
+    raise ValueError(
+        f"{dataset.path}: {why}, and {record} records the trained run this run evaluates "
+        "with version_2_with_negative: false (SQuAD 1.1; a recorded setting, not changed in "
+        f"place): to predict it as SQuAD 2.0, pass another --output_dir with "
+        f"--init_tfbert={model_file} --version_2_with_negative"
+        + ("" if files.isfile(model_file) else " (written when the run finishes training)")
+        + ", or a SQuAD 1.1 --predict_file")
 
 
 class SquadTask(Task):

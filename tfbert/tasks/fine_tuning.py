@@ -475,6 +475,14 @@ def _default(field: dataclasses.Field) -> Any:
   return field.default
 
 
+def _another_run(output_dir: str) -> str:
+  """The way to evaluate a trained run's model with other recorded settings: a new run from
+  it (another output directory alone holds no model: sweep 18, s08)."""
+  return (f"or pass another --output_dir with --init_tfbert="
+          f"{os.path.join(output_dir, MODEL_FILE)} to evaluate its model with the settings "
+          "given here")
+
+
 def _unfit_settings(config: FineTuningConfig, recorded: dict[str, Any],
                     values: dict[str, Any], build: Callable[[dict[str, Any]], Any],
                     error: Exception) -> str:
@@ -491,7 +499,7 @@ def _unfit_settings(config: FineTuningConfig, recorded: dict[str, Any],
   if refused:
     return (f"{path} records the trained run this run evaluates without training, with "
             f"other settings ({'; '.join(refused)}): leave the flag out to evaluate the run "
-            "as it was recorded, or pass another --output_dir")
+            f"as it was recorded, {_another_run(config.output_dir)}")
   for field in dataclasses.fields(config):
     name, default = field.name, _default(field)
     if (name in type(config).RUN_SETTINGS or name not in values
@@ -505,14 +513,15 @@ def _unfit_settings(config: FineTuningConfig, recorded: dict[str, Any],
     return (f"{path} records the trained run this run evaluates without training, and "
             f"{name}={getattr(config, name)!r} given here (the run recorded "
             f"{recorded.get(name, default)!r}) does not fit its settings ({error}): leave "
-            f"{name} out to evaluate the run as it was recorded, or pass another --output_dir")
+            f"{name} out to evaluate the run as it was recorded, "
+            f"{_another_run(config.output_dir)}")
   recorded_here = "; ".join(
       f"{name}: {recorded[name]!r} recorded -> {mine[name]!r} here"
       for name in sorted(type(config).RUN_SETTINGS)
       if name in recorded and name in mine and recorded[name] != mine[name])
   return (f"{path}: the run's recorded settings ({recorded_here or 'as recorded'}) do not "
           f"fit the settings given here ({error}): leave out the flags that differ from "
-          "the record, or pass another --output_dir")
+          f"the record, {_another_run(config.output_dir)}")
 
 
 def run_settings(config: FineTuningConfig, recorded: Optional[dict[str, Any]]
@@ -578,8 +587,8 @@ def run_settings(config: FineTuningConfig, recorded: Optional[dict[str, Any]]
         f"{os.path.join(config.output_dir, RUN_CONFIG_FILE)} records the trained run this "
         f"run evaluates without training, with other settings ({'; '.join(refused)}): its "
         "results would be written over the run's, scored otherwise than the run recorded. "
-        "Leave the flag out to evaluate the run as it was recorded, or pass another "
-        "--output_dir")
+        f"Leave the flag out to evaluate the run as it was recorded, "
+        f"{_another_run(config.output_dir)}")
   for name, value in adopted.items():
     logging.info("evaluating the run's model with its setting %s=%s (%s), not given here",
                  name, theirs.describe_setting(name, value), RUN_CONFIG_FILE)

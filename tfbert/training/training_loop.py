@@ -347,6 +347,22 @@ def truncate_metrics(log_dir: str, step: int) -> None:
                       "".join(line for line, _ in _metric_rows(log_dir, step)))
 
 
+def stop_at_step_message(step: int, config: LoopConfig, already: bool = False) -> str:
+  """The line of a run that stops (`already`: stopped before, trains nothing) at
+  `config.stop_at_step` before `config.num_train_steps`: a one-off pause, which a replayed
+  flags.txt of an older run may still hold (a tool records the flag no more)."""
+  remain = config.num_train_steps - step
+  where = "at" if step == config.stop_at_step else "past"
+  head = (f"the run is already at applied step {step}, {where} --stop_at_step="
+          f"{config.stop_at_step}: trained nothing" if already else
+          f"stopped at applied step {step} (--stop_at_step={config.stop_at_step})")
+  return (f"{head}; {remain} applied step{'s' if remain != 1 else ''} remain to the run's "
+          f"end at applied step {config.num_train_steps} (--max_train_steps, or the "
+          "schedule's end); until then the tools write only checkpoints (no model.keras, "
+          "evaluation, predictions or export). Rerun without --stop_at_step (or with a larger "
+          "one) to train the rest")
+
+
 def last_logged(log_dir: str, step: int) -> dict:
   """The training scalars of the last metrics.jsonl line at or before `step` (evaluation
   lines, marked "split", left out), without its "step"; {} when there is none (another
@@ -644,6 +660,9 @@ class TrainingLoop:
       logging.info(f"the run stopped early at applied step {step} (early_stopping_patience); "
                    "nothing more to train")
       return {"step": step, "stopped_early": True}
+    if step >= stop and step < c.num_train_steps:  # Paused there already (a replayed one?).
+      logging.warning(stop_at_step_message(step, c, already=True))
+      return {"step": step, **last_logged(self.directory, step)}
     if step >= stop:  # A finished run rerun: nothing to train; report what it logged last.
       logging.info(f"the run is at applied step {step}: nothing more to train")
       return {"step": step, **last_logged(self.directory, step), "resumed_finished": True}
@@ -699,6 +718,8 @@ class TrainingLoop:
         raise Preempted(step, self.save())
     if logged_step != step:  # Stopped inside a log window: its metrics so far, not written.
       last = {**last, "step": self.step, **self._scalars(float("nan"))}
+    if step == c.stop_at_step and step < c.num_train_steps and not last.get("stopped_early"):
+      logging.info(stop_at_step_message(step, c))
     return last
 
   def _interrupted(self) -> Interrupted:
