@@ -67,6 +67,18 @@ def live_instances(cls) -> int:
   return sum(isinstance(o, cls) for o in gc.get_objects())
 
 
+def checkpoint_saved(checkpoints_dir, step: int) -> bool:
+  """Whether the checkpoint of applied `step` is saved whole in `checkpoints_dir`: listed in
+  the `checkpoint` state file, which TensorFlow's CheckpointManager renames into place after
+  the bundle's files (`ckpt-<step>.index` appears before: a kill between the two leaves a
+  save the rerun does not resume from)."""
+  state = os.path.join(str(checkpoints_dir), "checkpoint")
+  if not os.path.exists(state):
+    return False
+  with open(state, encoding="utf-8") as f:
+    return f'ckpt-{step}"' in f.read()
+
+
 def max_abs_diff(a, b) -> float:
   return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
 

@@ -693,10 +693,11 @@ def _multi_worker_args(mrpc_dir, out, *more):
           f"--output_dir={out}", *more]
 
 
-def _wait_for(path, procs, seconds=300):
+def _wait_for_checkpoint(run_dir, step, procs, seconds=300):
+  """Until the run's checkpoint of `step` is saved whole (`helpers.checkpoint_saved`)."""
   deadline = time.monotonic() + seconds
-  while not os.path.exists(path):
-    assert time.monotonic() < deadline, f"{path} did not appear"
+  while not helpers.checkpoint_saved(run_dir / "checkpoints", step):
+    assert time.monotonic() < deadline, f"{run_dir}: no checkpoint of step {step}"
     assert all(p.poll() is None for p in procs), [p.poll() for p in procs]
     time.sleep(0.05)
 
@@ -732,12 +733,14 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
   run = forked.run(_multi_worker_args(mrpc_dir, straight, *mirrored), env=env,
                    capture_output=True, text=True, timeout=600)
   assert run.returncode == 0, run.stderr[-3000:]
-  # SIGKILL once the checkpoint of step 2 is there, then the same command again.
+  # SIGKILL once the checkpoint of step 2 is saved whole (its .index alone appears before
+  # the state file lists it: a kill between the two once left nothing to resume from), then
+  # the same command again.
   killed = mrpc_dir / "killed"
   command = _multi_worker_args(mrpc_dir, killed, *mirrored)
   proc = forked.popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   try:
-    _wait_for(killed / "checkpoints" / "ckpt-2.index", [proc])
+    _wait_for_checkpoint(killed, 2, [proc])
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(timeout=60) == -signal.SIGKILL
   finally:
@@ -758,7 +761,7 @@ def test_workers_and_interrupted_runs_end_equal_to_the_uninterrupted_run(mrpc_di
                         env={**env, "TF_CONFIG": workers.tf_config(ports, index)})
            for index in range(2)]
   try:
-    _wait_for(mw / "checkpoints" / "ckpt-2.index", procs)
+    _wait_for_checkpoint(mw, 2, procs)
     procs[1].send_signal(signal.SIGTERM)
     codes = [p.wait(timeout=120) for p in procs]
   finally:

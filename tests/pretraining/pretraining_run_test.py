@@ -4,6 +4,7 @@ TensorBoard, resume after SIGKILL, export, non-finite loss, and MultiWorkerMirro
 import dataclasses
 import glob
 import json
+import logging
 import math
 import os
 import re
@@ -77,6 +78,27 @@ def test_a_data_flag_naming_a_pipe_or_a_broken_link_is_refused_with_the_flag(tmp
   assert f"--train_text_files {tmp_path / 'fifo.txt'} is a named pipe: a run reads each " \
       "input more than once" in str(e.value)
   assert f"--eval_text_files {tmp_path / 'loop.txt'} is a symbolic link loop" in str(e.value)
+
+
+def test_held_out_records_that_are_trained_on_are_warned_of_before_any_write(
+    data_dir, tmp_path, monkeypatch, caplog):
+  """Sweep 18, p02: --eval_input_files (or --eval_text_files) naming the training data
+  itself was evaluated without a word: its "held-out" loss measured fitting, not
+  generalization (`run_directory.held_out_problem`, as the fine-tuning runs warn)."""
+  class Checked(Exception):
+    pass
+
+  def stop(*args):
+    raise Checked  # Right after the data checks, before anything is built or written.
+
+  monkeypatch.setattr(pretraining_run.pretraining_init, "check_vocabulary", stop)
+  shard = sorted(glob.glob(os.path.join(data_dir, "*.tfrecord")))[0]
+  with caplog.at_level(logging.WARNING), pytest.raises(Checked):
+    run_pretraining(run_config(data_dir, tmp_path / "run", eval_input_files=[shard],
+                               eval_every_steps=2))
+  assert (f"the held-out evaluation reads training data: {shard} is also trained on"
+          in "\n".join(caplog.messages)), caplog.messages
+  assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("field", ["vocab_file", "init_checkpoint", "init_hf_dir",
@@ -334,7 +356,7 @@ def test_sigkill_then_rerun_resumes_with_the_uninterrupted_loss_curve(
                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
   try:
     deadline = time.monotonic() + 300
-    while not glob.glob(os.path.join(killed, "checkpoints", "ckpt-4.index")):
+    while not helpers.checkpoint_saved(os.path.join(killed, "checkpoints"), 4):
       assert time.monotonic() < deadline and proc.poll() is None, "no checkpoint appeared"
       time.sleep(0.05)
     proc.send_signal(kill)

@@ -525,3 +525,18 @@ def test_a_working_directory_in_a_run_directory_is_refused(tmp_path):
   with pytest.raises(ValueError, match=f"^--workdir {run / 'a' / 'b'} lies inside the tfbert "
                                        f"run directory {run} "):
     run_directory.check_outside_runs({"--workdir": str(run / "a" / "b")}, "align")
+
+
+def test_held_out_files_among_the_training_files_are_named_by_their_real_path(tmp_path):
+  """Sweep 18, p02: the same file given for training and evaluation, under one name or two
+  (a link), is named; other files, and the same name of a URL, as given."""
+  train, dev = tmp_path / "train.txt", tmp_path / "dev.txt"
+  train.write_text("a\n")
+  dev.write_text("b\n")
+  (tmp_path / "again.txt").symlink_to(train)
+  assert run_directory.held_out_problem([str(train)], [str(dev)]) is None
+  for held_out in (str(train), str(tmp_path / "again.txt"), "gs://b/t.txt"):
+    trained = [str(train), "gs://b/t.txt"]
+    problem = run_directory.held_out_problem(trained, [str(dev), held_out])
+    assert problem.startswith(f"the held-out evaluation reads training data: {held_out} is "
+                              "also trained on"), problem

@@ -136,3 +136,26 @@ def test_retracing_counts_started_within_are_dropped(caplog):
   assert _retracing_warnings(caplog, runs=3, traces_per_run=4) == []
   # The same 12 traces in one run: TF's warning, which the counts dropped above prevented.
   assert _retracing_warnings(caplog, runs=1, traces_per_run=12)
+
+
+def _scaled(x):
+  return x * 2.0
+
+
+_SHARED = tf.function(_scaled, autograph=False)  # Module-level: older than every run.
+
+
+def test_the_retracing_counts_of_a_function_older_than_the_run_are_restored(caplog):
+  """The fresh clone of 34fd2b5: the SQuAD demo was warned "5 out of the last 16 calls to
+  normalize_forward triggered tf.function retracing": the LayerNorm kernel is one
+  module-level `tf.function`, traced once per new shape, and the runs before it in the
+  worker had added up their traces of their own models' shapes."""
+  caplog.set_level("WARNING", logger="tensorflow")
+  _SHARED(tf.zeros([1]))  # Its counts begin before any run.
+  for run in range(3):  # Each run traces it for 3 shapes of its own: 9 traces in all.
+    with traces.released():
+      for size in range(3):
+        _SHARED(tf.zeros([2 + 3 * run + size]))
+  assert [r for r in caplog.records if "triggered tf.function retracing" in r.getMessage()] == []
+  detector = traces._tracing_counts()._detectors[_scaled.__code__]
+  assert (detector._calls_per_tracings, detector._call_count) == ([1], 1)  # As before the runs.

@@ -199,6 +199,29 @@ def test_a_task_run_checks_before_it_claims(files, tmp_path):
   assert not os.path.exists(tmp_path / "run")
 
 
+def test_a_held_out_file_that_is_trained_on_is_warned_of_before_the_claim(
+    files, tmp_path, monkeypatch, caplog):
+  """Sweep 18, p02: a run that evaluated on its own training file (here through a link)
+  chose its best model by how it fits its training data, without a word."""
+  class Claimed(Exception):
+    pass
+
+  def claim(*args, **kwargs):
+    raise Claimed
+
+  monkeypatch.setattr(fine_tuning, "claim_run_directory", claim)
+  link = tmp_path / "dev_link.tsv"
+  link.symlink_to(files["train"])
+  for eval_file, warned in ((str(link), True), (files["dev"], False)):
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), pytest.raises(Claimed):
+      runner.run_task(TiltTask(), _config(files, tmp_path / "run", eval_file=eval_file))
+    expected = (f"the held-out evaluation reads training data: {link} is also trained on, so "
+                "the evaluation (and the best model it picks) measures fitting the training "
+                "data, not generalization: evaluate on files training does not read")
+    assert (expected in caplog.messages) is warned, caplog.messages
+
+
 def test_a_resume_on_a_changed_train_file_is_refused_before_any_write(files, tmp_path):
   """The run records its train file's identity (`data.json`); a rerun after the file
   changed is refused at the claim, naming the file, and rewrites nothing."""

@@ -414,6 +414,9 @@ def _start(config: PretrainingRunConfig) -> _Run:
   evaluation = None  # (the eval files, batches per evaluation, what it scores)
   if eval_records is not None:  # Before any write: too little held-out data is refused.
     eval_files = sorted(eval_records)
+    held_out = run_directory.held_out_problem(check.files, eval_files)
+    if held_out:
+      logging.warning(held_out)
     eval_steps = pretraining_eval.eval_steps(eval_records, num_workers, config.eval_batch_size,
                                              config.max_eval_steps)
     evaluation = (eval_files, eval_steps, evaluation_identity(eval_files, eval_steps, config))

@@ -270,6 +270,24 @@ def _refuse_streams(data_files: Sequence[str]) -> None:
     raise ValueError("; ".join(problems))
 
 
+def held_out_problem(train_files: Sequence[str], eval_files: Sequence[str]) -> Optional[str]:
+  """A warning when the held-out files a run evaluates on are among the files it trains on
+  (the same file by its real path: a link or another spelling too), else None: its
+  evaluation then scores how well the model fits its training data, not how it generalizes,
+  and its best model is chosen by that (sweep 18, p02: pretraining's --eval_text_files
+  naming the training file, no word)."""
+  trained = {os.path.realpath(path) for path in train_files if not files.is_url(path)}
+  trained |= {path for path in train_files if files.is_url(path)}
+  shared = [path for path in eval_files
+            if (path if files.is_url(path) else os.path.realpath(path)) in trained]
+  if not shared:
+    return None
+  return (f"the held-out evaluation reads training data: {', '.join(shared)} "
+          f"{'is' if len(shared) == 1 else 'are'} also trained on, so the evaluation (and the "
+          "best model it picks) measures fitting the training data, not generalization: "
+          "evaluate on files training does not read")
+
+
 def data_identity(paths: Sequence[str], content: bool = True) -> list[dict[str, Any]]:
   """What identifies a run's data files: [{"file", "bytes", "sha256"}] per path.
 

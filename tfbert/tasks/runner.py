@@ -88,6 +88,9 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
   fine_tuning.check_segments_fit(model, task.segments(config))
   export.check_seq_length(model, task.max_seq_length(config))  # Before the claim.
   train_files = task.train_files(config, inputs)
+  held_out = run_directory.held_out_problem(train_files, task.eval_files(config, inputs))
+  if held_out:
+    logging.warning(held_out)
   with fine_tuning.claim_run_directory(model, config, tokenizer.vocab_file, flagfile, strategy,
                                        train_files=train_files):
     context = RunContext(config=config, strategy=strategy, tokenizer=tokenizer, model=model,
