@@ -607,6 +607,22 @@ def test_a_converted_classifier_reads_text_as_its_source_does(tmp_path, fmt, out
   assert (back.max_seq_length, back.is_pair) == (13, is_pair)
 
 
+def test_a_vocabulary_longer_than_the_models_vocab_size_is_refused_before_writing(tmp_path):
+  """Sweep 19, v01/v02: convert_checkpoint put a vocabulary of more entries than the model's
+  vocab_size beside its output, whose ids past the table fail at their first lookup."""
+  model = BertClassifier(helpers.odd_config(), 2)
+  model.build()
+  source = str(tmp_path / "in" / "model.keras")
+  convert.save_tfbert_model(model, source)
+  vocab = tmp_path / "big_vocab.txt"
+  vocab.write_text("".join(f"t{i}\n" for i in range(model.config.vocab_size + 1)))
+  with pytest.raises(ValueError, match=re.escape(
+      f"--vocab_file={vocab} has {model.config.vocab_size + 1} entries, more than the "
+      f"vocab_size {model.config.vocab_size} of --input {source}")):
+    convert.convert_checkpoint("tfbert", source, "hf", str(tmp_path / "hf"), vocab_file=str(vocab))
+  assert not (tmp_path / "hf").exists()
+
+
 def test_a_hugging_face_tagger_of_one_tag_is_refused_naming_its_directory(tmp_path):
   """A `BertForTokenClassification` directory with a one-row head would make a one-tag tagger
   (loss 0, it learns nothing): the model refuses it, and the reader names the directory

@@ -30,6 +30,11 @@ def test_a_sentence_transformers_directory_round_trips_with_its_length(tmp_path)
 @pytest.mark.parametrize("path, fmt, message", [
     ("out", None, "format= is needed for .* \\(a .keras path is saved as keras\\)"),
     ("out", "onnx", "unknown format 'onnx'; use one of keras, hf, sentence-transformers"),
+    # Sweep 19, P3: where TFLite and ONNX files come from, as tfbert.load says of them.
+    ("out", "onnx", r"export \(tools/export_onnx.py writes an ONNX file from a SavedModel "
+     r"export, format=\"export\"; in Python: tfbert.serving.onnx_export.export_onnx\)$"),
+    ("out", "TFLite", r"\(tools/export_tflite.py writes a TFLite file from a saved \.keras "
+     r"file; in Python: tfbert.serving.tflite_export.export_tflite\)$"),
     ("st", "sentence-transformers", "a BertClassifier has no sentence-transformers form"),
 ])
 def test_a_format_the_model_has_no_form_in_is_refused_before_writing(tmp_path, path, fmt,

@@ -33,6 +33,24 @@ def test_bad_settings_are_refused_naming_the_setting(tmp_path):
     text_settings.TextSettings(vocab, True, 9, doc_stride=0)
 
 
+def test_a_vocabulary_of_more_entries_than_the_models_vocab_size_is_refused(tmp_path):
+  """Sweep 19, N1: a vocabulary longer than the model's embedding table was attached (and
+  saved, loaded, converted) without a word; a text holding an id past the table then failed
+  in a graph error naming neither. As many entries as the table fit."""
+  model = BertClassifier(BertConfig(**{**tiny_models.TINY, "vocab_size": 9}), 2)
+  model.build()
+  tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c", "d"]
+  fits, longer = tmp_path / "fits.txt", tmp_path / "longer.txt"
+  fits.write_text("\n".join(tokens) + "\n")
+  longer.write_text("\n".join(tokens + ["e"]) + "\n")
+  with pytest.raises(ValueError, match=re.escape(
+      f"the vocabulary {longer} has 10 entries, more than the vocab_size 9 of the model's "
+      "config: pass the vocabulary that config was made for, or fix vocab_size")):
+    text_settings.attach_text(model, str(longer), True, 9)
+  assert text_settings.settings_of(
+      text_settings.attach_text(model, str(fits), True, 9)).vocab_file == str(fits)
+
+
 def test_the_casing_comes_from_the_vocabulary_and_reattaching_starts_afresh(shared_data):
   model = text_settings.attach_text(_model(), f"{shared_data}/bert_cased_vocab.txt",
                                     max_seq_length=9)

@@ -86,6 +86,24 @@ def test_validation_data_of_raw_text_is_packed_given_as_a_tuple_or_a_list():
       model.fit(["good"], ["1"], validation_data=wrap([[], []]), verbose=0)
 
 
+def test_validation_data_without_labels_and_a_batch_size_below_1_are_refused():
+  """Sweep 19: `validation_data=(texts,)` got Keras' "Unrecognized data type" of its x
+  (P2), and `predict(batch_size=0)` ran at Keras' default while `classify(batch_size=0)` is
+  refused (S2); both are refused naming what to pass, for raw text and features alike."""
+  model = _compiled()
+  features = raw_text.features_of_texts(model, ["ok"])
+  for unlabelled in ((["ok"],), [features]):
+    with pytest.raises(ValueError, match=r"^validation_data holds no labels \(a 1-tuple\): "
+                                         r"pass validation_data=\(x, y\)"):
+      model.fit(["good"], ["1"], validation_data=unlabelled, verbose=0)
+  for x in (["good"], features):
+    for call in (lambda **kw: model.predict(x, verbose=0, **kw),
+                 lambda **kw: model.evaluate(x, [0], verbose=0, **kw)):
+      with pytest.raises(ValueError, match=r"^batch_size must be an int >= 1, got 0$"):
+        call(batch_size=0)
+  assert model.predict(features, batch_size=np.int64(1), verbose=0)["logits"].shape == (1, 2)
+
+
 def test_no_texts_are_refused_by_fit_and_evaluate_and_predict_as_zero_rows():
   model = _compiled()
   for call in (model.fit, model.evaluate):

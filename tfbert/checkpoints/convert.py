@@ -56,7 +56,7 @@ from tfbert.config import REQUIRED_FIELDS, BertConfig
 from tfbert.encoder import BertEncoder
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
 from tfbert.runtime import atomic, files, json_values, paths, run_directory
-from tfbert.text import casing
+from tfbert.text import casing, tokenization
 
 FORMATS = ("google", "hf", "tfbert")
 
@@ -862,7 +862,11 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
     raise ValueError(
         f"a {output_format} output needs its vocabulary beside it (other tools load it from "
         f"there) and there is no vocab.txt beside {input_path}: pass --vocab_file")
-  if vocab_file is not None:
+  if vocab_file is not None:  # Its ids past the model's vocab_size have no embedding.
+    tokenization.check_vocab_fits(
+        tokenization.vocab_entries(vocab_file), model.config.vocab_size,
+        f"--vocab_file={vocab_file}" if given else f"the vocabulary {vocab_file} beside --input",
+        f"--input {input_path}")
     do_lower_case = casing.resolve_do_lower_case(  # Named as the other paths: the tool's.
         do_lower_case, casing.checkpoint_casing(input_path, vocab_file),
         allow_mismatch=allow_casing_mismatch, terms=casing.FLAGS)

@@ -92,7 +92,12 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
                        f"use one of {', '.join(FORMATS)}")
     format = "keras"  # noqa: A001
   if format not in FORMATS:
-    raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}")
+    how = {"tflite": " (tools/export_tflite.py writes a TFLite file from a saved .keras file; "
+                     "in Python: tfbert.serving.tflite_export.export_tflite)",
+           "onnx": " (tools/export_onnx.py writes an ONNX file from a SavedModel export, "
+                   "format=\"export\"; in Python: tfbert.serving.onnx_export.export_onnx)"
+           }.get(str(format).lower(), "")
+    raise ValueError(f"unknown format {format!r}; use one of {', '.join(FORMATS)}{how}")
   if format == "keras" and not path.endswith(".keras") and not path.endswith(("/", os.sep)):
     raise ValueError(f"path {path} does not end in .keras, which the keras format needs: "
                      f"pass a path ending in .keras (e.g. {path}.keras)")

@@ -17,7 +17,7 @@ import numpy as np
 
 from tfbert.runtime import files, validation
 from tfbert.squad import squad_features, squad_postprocess
-from tfbert.text import casing, text_calls
+from tfbert.text import casing, text_calls, tokenization
 
 # Where the settings and the per-model raw-text modules are kept. Set with
 # `object.__setattr__`: Keras tracks what is set on a model (and would wrap a dict).
@@ -118,8 +118,10 @@ def attach(model: keras.Model, settings: TextSettings) -> keras.Model:
   returns `model`.
 
   Raises:
-    ValueError: S beyond the model's `max_position_embeddings`; `is_pair` for a model that
-      is no classifier. FileNotFoundError: a missing vocabulary.
+    ValueError: S beyond the model's `max_position_embeddings`; a vocabulary of more
+      entries than the model's `vocab_size` (its ids past the embedding table failed at the
+      first text holding one, in a graph error naming neither: sweep 19, N1); `is_pair`
+      for a model that is no classifier. FileNotFoundError: a missing vocabulary.
   """
   limit = model.config.max_position_embeddings
   if settings.max_seq_length > limit:
@@ -127,6 +129,9 @@ def attach(model: keras.Model, settings: TextSettings) -> keras.Model:
                      f"max_position_embeddings {limit}")
   if not files.isfile(settings.vocab_file):
     raise FileNotFoundError(files.missing_file_message(settings.vocab_file, "vocabulary"))
+  tokenization.check_vocab_fits(tokenization.vocab_entries(settings.vocab_file),
+                                model.config.vocab_size, f"the vocabulary {settings.vocab_file}",
+                                "the model's config")
   from tfbert.inference import raw_text  # pylint: disable=import-outside-toplevel
   if settings.is_pair is not None and not isinstance(model, raw_text.BertClassifier):
     raise ValueError(f"is_pair ({settings.is_pair}) is a classifier's setting; got a "

@@ -40,7 +40,7 @@ from tfbert.config import SHAPE_FIELDS, BertConfig
 from tfbert.runtime import atomic, cli, files, paths, run_directory, validation
 from tfbert.serving import serving_dtype
 from tfbert.tasks import length_buckets, precision, source_heads
-from tfbert.text import casing
+from tfbert.text import casing, tokenization
 from tfbert.training import data_options, distribution, optimization, training_loop
 from tfbert.training.distribution import DTYPES
 
@@ -894,11 +894,7 @@ def check_vocab_fits(model: keras.Model, vocab_size: int, vocab: str = "the voca
   Raises:
     ValueError: naming both, both sizes and what to do.
   """
-  if vocab_size > model.config.vocab_size:
-    raise ValueError(
-        f"{vocab} has {vocab_size} entries, more than the vocab_size "
-        f"{model.config.vocab_size} of {model_config}: pass the vocabulary that config was "
-        "made for, or fix vocab_size")
+  tokenization.check_vocab_fits(vocab_size, model.config.vocab_size, vocab, model_config)
 
 
 def describe_vocab(config: FineTuningConfig, vocab_file: str) -> str:

@@ -40,6 +40,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfbert.runtime import validation
 from tfbert.text.feature_checks import (
   FEATURE_NAMES,
   FEATURES_FORM,
@@ -201,6 +202,7 @@ class CheckedInputs:
   def _predict_checked(self, x, batch_size, verbose, steps, callbacks) -> Any:
     """Keras' `predict` on `x`, checked; no examples: one example's outputs, cut to 0 rows
     (no batch runs for the caller's `callbacks`, which see none)."""
+    batch_size = checked_batch_size(batch_size)
     if example_count(x) == 0:
       row = {name: np.zeros((1,) + tuple(value.shape[1:]), np.asarray(value).dtype)
              for name, value in x.items()}
@@ -214,6 +216,8 @@ class CheckedInputs:
     """Keras' `fit` on checked inputs (and `validation_data`'s), of at least one example;
     no sample or class weights (`refuse_weights`)."""
     refuse_weights(self, "fit", args, kwargs, validation_data)
+    if "batch_size" in kwargs:
+      kwargs["batch_size"] = checked_batch_size(kwargs["batch_size"])
     x = refuse_no_examples(self, self.checked_inputs(x, training=True), "x", "fit")
     validation_data = self._checked_validation_data(validation_data)
     with graph_checks(self, "fit"):
@@ -224,6 +228,8 @@ class CheckedInputs:
     """Keras' `evaluate` on checked inputs, of at least one example; no sample weights
     (`refuse_weights`)."""
     refuse_weights(self, "evaluate", args, kwargs)
+    if "batch_size" in kwargs:
+      kwargs["batch_size"] = checked_batch_size(kwargs["batch_size"])
     x = refuse_no_examples(self, self.checked_inputs(x, training=True), "x", "evaluate")
     with graph_checks(self, "evaluate"):
       return _BatchCount.run(super().evaluate, self, "evaluate", x, y, *args, **kwargs)
@@ -235,6 +241,7 @@ class CheckedInputs:
     return super().predict_step(data)
 
   def _checked_validation_data(self, validation_data) -> Any:
+    refuse_unlabelled_validation(validation_data)
     if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3):
       what = "validation_data[0]"
       x = refuse_no_examples(self, self.checked_inputs(validation_data[0], what,
@@ -285,6 +292,7 @@ class RawTextFit(RawTextPredict):
 
   def _validation_data(self, validation_data) -> Any:
     """`validation_data` (x, y[, sample_weight]), a tuple or list, with raw text packed."""
+    refuse_unlabelled_validation(validation_data)
     if (isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3)
         and is_text(validation_data[0])):
       x, y = self._text_data(validation_data[0], validation_data[1], "validation_data[0]",
@@ -305,6 +313,29 @@ class RawTextFit(RawTextPredict):
     refuse_weights(self, "evaluate", args, kwargs)  # Before packing any text.
     x, y = self._text_data(x, y)
     return super().evaluate(x, y, *args, **kwargs)
+
+
+def checked_batch_size(batch_size: Any) -> Optional[int]:
+  """`batch_size` of fit, evaluate or predict as a plain int >= 1, or None (Keras' default):
+  Keras took 0 for "its default" without a word, where `classify(batch_size=0)` is refused
+  (sweep 19, S2).
+
+  Raises:
+    ValueError: "batch_size must be an int >= 1, got <value!r>".
+  """
+  return None if batch_size is None else validation.plain_int("batch_size", batch_size)
+
+
+def refuse_unlabelled_validation(validation_data: Any) -> None:
+  """Refuses `validation_data=(x,)`: fit scores it against labels, and Keras said only
+  "Unrecognized data type" of its x (sweep 19, P2).
+
+  Raises:
+    ValueError: naming what to pass.
+  """
+  if isinstance(validation_data, (tuple, list)) and len(validation_data) == 1:
+    raise ValueError("validation_data holds no labels (a 1-tuple): pass validation_data=(x, "
+                     "y), the held-out inputs and their labels, as fit takes x and y")
 
 
 def features_source(model) -> str:

@@ -78,6 +78,33 @@ _UNHOLDABLE = frozenset("\x00")
 _NO_AUTOGRAPH = tf.autograph.experimental.do_not_convert
 
 
+def vocab_entries(vocab_file: str) -> int:
+  """How many entries (lines) the vocabulary `vocab_file` has, read without its checks
+  (`load_vocab`'s)."""
+  return len(files.read_text(vocab_file).splitlines())
+
+
+def check_vocab_fits(entries: int, vocab_size: int, vocab: str = "the vocabulary",
+                     model_config: str = "the model config") -> None:
+  """A vocabulary of `entries` has no more entries than the embedding table of a model of
+  `vocab_size` (its ids past vocab_size fail at the first lookup, in a graph error naming
+  neither).
+
+  Args:
+    entries: the vocabulary's entries.
+    vocab_size: the model's `vocab_size`.
+    vocab: the vocabulary, as a message names it (its flag, its path).
+    model_config: where the model's config comes from.
+
+  Raises:
+    ValueError: naming both, both sizes and what to do.
+  """
+  if entries > vocab_size:
+    raise ValueError(
+        f"{vocab} has {entries} entries, more than the vocab_size {vocab_size} of "
+        f"{model_config}: pass the vocabulary that config was made for, or fix vocab_size")
+
+
 def load_vocab(vocab_file):
   """Reads a WordPiece vocab: one token per line, the line number is its id.
 
