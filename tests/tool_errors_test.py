@@ -546,6 +546,12 @@ def head_cases(tmp_path_factory):
   glue.mkdir()
   _write(glue / "train.tsv", "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
                              "1\t1\t2\tA cat sat.\tA cat sat down.\n")
+  # An SST-2 run's model: labels '0', '1' as MRPC's, but sentiment, not paraphrase.
+  sst2 = BertClassifier(config, 2, labels=("0", "1"))
+  sst2.build()
+  convert.save_tfbert_model(sst2, str(d / "sst2_run" / "model.keras"),
+                            pretrained.minilm_vocab_file(), True)
+  _write(d / "sst2_run" / "run_config.json", json.dumps({"task_name": "sst-2"}))
   for name, source, id2label in (("gapped_classifier", "classifier", {"0": "0", "2": "1"}),
                                  ("gapped_tagger", "tagger", {"0": "O", "1": "B-x", "3": "I-x"})):
     shutil.copytree(d / source, d / name)
@@ -574,6 +580,11 @@ def head_cases(tmp_path_factory):
            f"--init_hf_dir={d / 'tagger'}", f"--output_dir={d / 'ner'}", "--max_seq_length=16"],
           [str(d / "tagger"), "its head's labels ['O', 'B-y', 'I-y'] are not this task's",
            "--reinit_head"], d / "ner"),
+      "run_classifier: another GLUE task's run whose labels share names": (
+          ["run_classifier", "--task_name=MRPC", f"--data_dir={glue}", "--do_train",
+           f"--init_tfbert={d / 'sst2_run' / 'model.keras'}", f"--output_dir={d / 'mrpc_sst2'}",
+           "--max_seq_length=16"],
+          ["holds a sst-2 head", "this run trains mrpc", "--reinit_head"], d / "mrpc_sst2"),
       "run_squad: a sequence classifier's directory": (
           ["run_squad", "--do_train", f"--train_file={d / 'train.json'}",
            f"--init_hf_dir={d / 'classifier'}", f"--output_dir={d / 'squad'}",
@@ -589,6 +600,7 @@ def head_cases(tmp_path_factory):
     "run_classifier: a Hugging Face classifier of other label names",
     "run_classifier: a Hugging Face classifier whose label ids have a gap",
     "run_ner: a Hugging Face tagger whose tag ids have a gap",
+    "run_classifier: another GLUE task's run whose labels share names",  # Sweep 19, c22.
 ])
 def test_a_source_head_of_other_labels_or_another_task_is_refused(head_cases, name):
   """Labels are matched by name, never by position, and a head is never dropped silently."""

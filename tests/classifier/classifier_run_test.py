@@ -261,7 +261,8 @@ def test_sts_b_regression_trains_in_mixed_precision_and_reports_correlations(tmp
   assert result["train"]["steps"] == 2 and np.isfinite(result["train"]["loss"])
   # mixed_float16 alone scales the loss (2**15 at first; halved on each skipped step).
   assert ("loss_scale" in result["train"]) == (dtype == "mixed_float16")
-  assert sorted(result["eval"]["dev"]) == ["loss", "num_examples", "pearson", "spearman"]
+  assert sorted(result["eval"]["dev"]) == ["file", "loss", "num_examples", "pearson",
+                                           "spearman"]
   scores = [float(row[1]) for row in _read_tsv(tmp_path / dtype / "dev_predictions.tsv")[1:]]
   assert len(scores) == 11 and len(set(scores)) > 1
 
@@ -288,6 +289,28 @@ def _write_mnli(tmp_path):
   _write_lines(_glue(tmp_path) / "dev_mismatched.tsv", [dev_header] + rows(5, dev))
   _write_lines(_glue(tmp_path) / "test_matched.tsv", [header] + rows(4, lambda i: ""))
   _write_lines(_glue(tmp_path) / "test_mismatched.tsv", [header] + rows(3, lambda i: ""))
+
+
+def test_an_evaluation_of_another_dev_file_says_whose_scores_it_replaces(tmp_path, caplog):
+  """Sweep 19 S1: eval_results.json records the file each split's scores are of; scoring
+  another file of the same name in the run says whose scores and predictions it replaces
+  (as run_squad does)."""
+  _write_mnli(tmp_path)
+  first = str(_glue(tmp_path) / "dev_matched.tsv")
+  other = tmp_path / "other" / "dev_matched.tsv"
+  other.parent.mkdir()
+  other.write_text("".join(open(first, encoding="utf-8").readlines()[:4]), encoding="utf-8")
+  untrained = _untrained(tmp_path)
+  caplog.set_level("INFO", logger="absl")
+  for path in (first, first, str(other)):
+    if path == str(other):
+      assert "replacing" not in caplog.text, caplog.text  # The same file: nothing said.
+    classifier_run.run_classifier(_run_config(tmp_path, "out", task_name="mnli", do_eval=True,
+                                              eval_file=path, **untrained))
+  scores = _read_json(tmp_path / "out" / "eval_results.json")["dev_matched"]
+  assert (scores["file"], scores["num_examples"]) == (str(other), 3)
+  assert (f"replacing the scores of dev_matched of {first} and dev_matched_predictions.tsv "
+          f"with those of {other}") in caplog.text, caplog.text
 
 
 def test_mnli_evaluates_matched_and_mismatched_and_predicts_both_test_files(tmp_path):
@@ -384,7 +407,7 @@ def test_custom_csv_task_trains_and_evaluates(tmp_path):
       tmp_path, "custom", task_name="custom", custom=custom, do_train=True, do_eval=True,
       max_train_steps=1, train_batch_size=4))
   assert result["train"]["steps"] == 1
-  assert sorted(result["eval"]["dev"]) == ["accuracy", "loss", "num_examples"]
+  assert sorted(result["eval"]["dev"]) == ["accuracy", "file", "loss", "num_examples"]
   assert result["eval"]["dev"]["num_examples"] == 5
   assert _read_json(tmp_path / "custom" / "run_config.json")["custom"]["labels"] == [
       "bad", "ok", "great"]
@@ -642,7 +665,7 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(m
   assert run.returncode == 0, run.stderr[-3000:]
   scores = _read_json(out / "eval_results.json")
   assert helpers.printed_scores(scores) in run.stdout  # Also printed.
-  assert sorted(scores["dev"]) == ["accuracy", "f1", "loss", "num_examples", "step"]
+  assert sorted(scores["dev"]) == ["accuracy", "f1", "file", "loss", "num_examples", "step"]
   assert scores["dev"]["step"] == 3
   assert "steps=3 " in run.stdout  # 3 applied steps = 6 micro-steps of 8 on 2 replicas.
   assert _read_json(out / "run_config.json")["gradient_accumulation_steps"] == 2

@@ -3,6 +3,7 @@ training on pairs and scored pairs, evaluation during training with the best mod
 the export, and the refusals before any work."""
 
 import json
+import os
 import re
 from types import SimpleNamespace
 
@@ -146,7 +147,8 @@ def test_scored_pairs_train_with_cosent_and_report_the_held_out_loss(tmp_path):
       positive_column="sentence2", score_column="score", score_scale=5.0, loss="cosent",
       max_train_steps=2, train_batch_size=7))
   assert result["train"]["steps"] == 2 and np.isfinite(result["train"]["loss"])
-  assert sorted(result["eval"]["dev"]) == ["loss", "num_examples", "pearson", "spearman"]
+  assert sorted(result["eval"]["dev"]) == ["file", "loss", "num_examples", "pearson",
+                                           "spearman"]
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -287,7 +289,8 @@ def test_the_tool_trains_evaluates_exports_and_replays(tmp_path):
   assert run.returncode == 0, run.stderr[-3000:]
   scores = json.loads((out / "eval_results.json").read_text())
   assert helpers.printed_scores(scores) in run.stdout
-  assert sorted(scores["dev"]) == ["num_examples", "pearson", "spearman", "step"]
+  assert sorted(scores["dev"]) == ["file", "num_examples", "pearson", "spearman", "step"]
+  assert scores["dev"]["file"] == str(tmp_path / "dev.tsv")  # Whose scores (sweep 19 S1).
   recorded = (out / "flags.txt").read_text().splitlines()
   assert "--symmetric" in recorded and "--loss=in_batch_negatives" in recorded
   assert (out / "export" / "saved_model.pb").exists()
@@ -310,8 +313,10 @@ def test_a_retrieval_set_is_scored_with_mrr_ndcg_and_recall(tmp_path, untrained_
   _write_retrieval_set(tmp_path)
   result = untrained_evaluation["eval"]["retrieval"]
   assert result["queries"] == 3
-  assert sorted(result) == ["mrr@10", "ndcg@10", "queries", "recall@1", "recall@10",
+  assert sorted(result) == ["file", "mrr@10", "ndcg@10", "queries", "recall@1", "recall@10",
                             "recall@5"]
+  assert [os.path.basename(path) for path in result["file"]] == [  # The set scored.
+      "queries.tsv", "corpus.tsv", "qrels.tsv"]
   assert result["recall@5"] == 100.0  # 5 documents: every relevant one is in the top 5.
   assert 0 < result["mrr@10"] <= 100 and result["recall@1"] <= result["mrr@10"]
   with pytest.raises(ValueError, match="give all of ir_queries_file, ir_corpus_file"):

@@ -155,7 +155,8 @@ def test_bad_predictions_files_are_named(tmp_path, shared_data):
   with pytest.raises(ValueError, match=re.escape(f"{garbage} is not valid")):
     squad_evaluation.evaluate_files(fixture, [str(garbage)])
   for content, message in (([1, 2], "expected a JSON object"),
-                           ({"x": 3}, "value of 'x' should be an answer string, got 3")):
+                           ({"y": "a", "x": 3},
+                            "value of 'x' should be an answer string, got 3")):
     path = _write(tmp_path, "bad.json", content)
     with pytest.raises(ValueError, match=re.escape(f"{path}: {message}")):
       squad_evaluation.evaluate_files(fixture, [path])
@@ -212,3 +213,35 @@ def test_swapped_arguments_are_named_as_swapped(tmp_path, name, content, kind):
       f"{dataset}: a SQuAD dataset (it has \"data\"), not a predictions file {{question id: "
       "an answer string}: the dataset comes first")):
     squad_evaluation.evaluate_files(dataset, [dataset])
+
+
+@pytest.mark.parametrize("role, name, content, kind, expected", [
+    ("predictions", "nbest_predictions.json",
+     {"a": [{"text": "capital", "probability": 0.052016798, "start_logit": 1.0}]},
+     "an n-best predictions file", "a predictions file {question id: an answer string}: "
+     "pass the run's predictions.json"),
+    ("predictions", "null_odds.json", V2_NULL_ODDS, "a null odds file",
+     "a predictions file {question id: an answer string}: pass the run's predictions.json"),
+    ("null odds", "predictions.json", V2_PREDICTIONS, "a predictions file",
+     "a null odds file {question id: a number}: pass the run's null_odds.json"),
+])
+def test_a_runs_other_per_question_file_is_named(tmp_path, role, name, content, kind,
+                                                 expected):
+  """The wrong output of a run as the predictions or null odds: one whole line naming
+  the file, what it is and the file to pass, not a value cut mid-dict (sweep 19 P1)."""
+  dataset = _write(tmp_path, "v2.json", V2_DATASET)
+  given = _write(tmp_path, name, content)
+  predictions = _write(tmp_path, "p.json", V2_PREDICTIONS)
+  args = ([given], None) if role == "predictions" else ([predictions], given)
+  with pytest.raises(ValueError) as error:
+    squad_evaluation.evaluate_files(dataset, *args)
+  assert str(error.value) == f"{given}: {kind}, not {expected}"
+
+
+def test_a_bad_value_is_described_whole(tmp_path, shared_data):
+  fixture = os.path.join(shared_data, "allennlp_squad_fixture.json")
+  path = _write(tmp_path, "bad.json", {"x": "a", "y": [{"text": "t" * 80}]})
+  with pytest.raises(ValueError) as error:
+    squad_evaluation.evaluate_files(fixture, [path])
+  assert str(error.value) == (f"{path}: value of 'y' should be an answer string, got a JSON "
+                              "array of 1 item(s)")

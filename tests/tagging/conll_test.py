@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tfbert.tagging import conll, tagging_metrics
+from tfbert.tagging import conll, tagging_metrics, tagging_run
 
 
 def _write(tmp_path, text: str, name="data.conll", newline="\n"):
@@ -93,6 +93,53 @@ def test_word_and_tag_columns_resolving_to_one_column_are_refused(tmp_path, toke
       rf"^{re.escape(path)}:1: --token_column \({token_column}\) and --tag_column "
       rf"\({tag_column}\) are both column {column} of its 2 column\(s\)")):
     conll.read_conll(path, token_column=token_column, tag_column=tag_column)
+
+
+@pytest.mark.parametrize("text, token_column, tag_column, flags", [
+    # The tag first (sweep 19 n08): the word '@paulwalk' read as the tag, 'O' unread.
+    ("O\t@paulwalk\n", 0, -1, "(read from column 1, the last, --tag_column; column 0 holds "
+     "the tag 'O': pass --tag_column=0 --token_column=1)"),
+    ("1 O EU x\n", 2, 3, "(read from column 3, the last, --tag_column; column 1 holds the "
+     "tag 'O': pass --tag_column=1 --token_column=2)"),
+    ("O EU NNP x\n", 0, 2, "(read from column 2, --tag_column; column 0 holds the tag 'O': "
+     "pass --tag_column=0 and the word's column with --token_column)"),
+    ("EU NNP\n", 0, -1, "(read from column 1, the last, --tag_column; if the tags are in "
+     "another column, pass --tag_column/--token_column)"),
+])
+def test_a_tag_column_without_tags_names_the_columns_and_flags(tmp_path, text, token_column,
+                                                                tag_column, flags):
+  path = _write(tmp_path, text)
+  with pytest.raises(ValueError) as error:
+    conll.read_conll(path, token_column=token_column, tag_column=tag_column)
+  assert str(error.value).startswith(f"{path}:1: tag ") and str(error.value).endswith(flags)
+
+
+def test_a_words_only_file_is_read_whatever_the_runs_word_column(tmp_path):
+  """A file to tag holding only words, for a run trained on --token_column=1
+  --tag_column=0 (sweep 19 n10, n10b): its one column is the word; the run's columns,
+  even both 0, are not refused for a file without tags."""
+  words = _write(tmp_path, "EU\nrejects\n\nword\n", "words.conll")
+  two = _write(tmp_path, "O EU\nO rejects\n", "two.conll")
+  for token_column in (1, 0, -1):
+    sentences = conll.read_conll(words, token_column=token_column, tag_column=None)
+    assert [s.words for s in sentences] == [("EU", "rejects"), ("word",)]
+  (sentence,) = conll.read_conll(two, token_column=1, tag_column=None)
+  assert sentence.words == ("EU", "rejects") and sentence.tags == ("", "")
+  with pytest.raises(ValueError) as error:  # A one-column line among two-column lines.
+    conll.read_conll(_write(tmp_path, "O EU\nrejects\n"), token_column=1, tag_column=None)
+  assert str(error.value).endswith(
+      "2: 1 column(s), need 2 (the word in column 1 (--token_column)): 'rejects'; pass a "
+      "--token_column/--tag_column that fit the file")
+  for token_column, tag_column in ((1, 0), (0, 0)):
+    config = tagging_run.NerRunConfig(
+        output_dir=str(tmp_path / "run"), do_predict=True, predict_file=words,
+        token_column=token_column, tag_column=tag_column)
+    assert [s.words for s in tagging_run.read_inputs(config)["test"]] == [
+        ("EU", "rejects"), ("word",)]
+  with pytest.raises(ValueError, match="are the same column"):  # Still, for tagged files.
+    tagging_run.NerRunConfig(output_dir=str(tmp_path / "run"), do_predict=True,
+                             predict_file=words, do_eval=True, eval_file=two,
+                             token_column=0, tag_column=0)
 
 
 @pytest.mark.parametrize("text, line, message", [

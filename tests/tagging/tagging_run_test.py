@@ -183,7 +183,7 @@ def test_tiny_model_learns_the_context_task_far_above_the_word_baseline(ner_dir)
                               str(out / "dev_predictions.conll"))
   assert run.returncode == 0, run.stderr[-3000:]
   assert json.loads(run.stdout) == {k: v for k, v in scores.items()
-                                    if k not in ("num_sentences", "loss")}
+                                    if k not in ("num_sentences", "loss", "file")}
   # The held-out loss (the training loss on the dev windows) is in TensorBoard's eval run
   # beside the entity scores, at each evaluation, and fell as the model learnt.
   eval_tags = helpers.tensorboard_scalars(out / "eval")
@@ -311,6 +311,7 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_tags_raw_text(ner
       f"--output_dir={out}", f"--export_dir={export_dir}", "--verbose=2")
   assert run.returncode == 0, run.stderr[-3000:]
   scores = _read_json(out / "eval_results.json")["dev"]
+  assert scores["file"] == str(tmp_path / "dev.conll")  # Whose scores (sweep 19 S1).
   assert scores["f1"] > 80, scores  # 120 steps in mixed precision (float32 learns to > 95).
   windows = _read_json(out / "train_results.json")["examples"]
   assert f"steps={windows * 4 // 16} " in run.stdout

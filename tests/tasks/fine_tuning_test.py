@@ -750,3 +750,56 @@ def test_a_setting_given_that_the_runs_recorded_settings_rule_out_is_named_with_
     fine_tuning.run_settings(rerun, recorded)
   assert fine_tuning.run_settings(
       _ModeConfig(output_dir=str(tmp_path), given_settings=frozenset()), recorded).mode == "b"
+
+
+def test_scores_of_another_file_under_a_recorded_key_say_whose_they_replace(tmp_path, caplog):
+  """Sweep 19 S1: evaluating another dev file in a run replaced its "dev" scores and
+  predictions without a word; each entry records its file, and run_squad's rule applies."""
+  caplog.set_level("INFO", logger="absl")
+  first, other = str(tmp_path / "sst" / "dev.tsv"), str(tmp_path / "other" / "dev.tsv")
+  (tmp_path / "eval_results.json").write_text(json.dumps(
+      {"dev": {"f1": 1.0, "file": first, "step": 3}, "train": {"f1": 2.0, "step": 3}}))
+  merged = fine_tuning.merge_eval_results(str(tmp_path), {"dev": {"f1": 1.5, "file": first}}, 4)
+  assert "replacing" not in caplog.text  # The same file: nothing said.
+  merged = fine_tuning.merge_eval_results(str(tmp_path), {"dev": {"f1": 9.0, "file": other}}, 4,
+                                          ["dev_predictions.tsv", "test_predictions.tsv"])
+  assert merged["dev"] == {"f1": 9.0, "file": other, "step": 4}
+  assert (f"replacing the scores of dev of {first} and dev_predictions.tsv with those of "
+          f"{other}; to keep both") in caplog.text, caplog.text
+  caplog.clear()
+  (tmp_path / "eval_results.json").write_text(json.dumps({"dev": {"f1": 1.0, "step": 3}}))
+  fine_tuning.merge_eval_results(str(tmp_path), {"dev": {"f1": 9.0, "file": other}}, 4)
+  assert "replacing the scores of dev (their file was not recorded)" in caplog.text
+
+
+def test_a_training_rerun_of_a_run_takes_its_vocabulary_and_model_config(tmp_path):
+  """Sweep 19 P2: resuming a run with --do_train asked for --vocab_file, then for
+  --bert_config_file ("beside the initial checkpoint", none given), although the run holds
+  both, as an evaluation without training reads them."""
+  out = tmp_path / "run"
+  config = fine_tuning.FineTuningConfig(output_dir=str(out), do_train=True)
+  with pytest.raises(ValueError, match="--vocab_file is needed: no --init_checkpoint") as error:
+    fine_tuning.resolve_vocab_file(config)
+  assert "initial checkpoint" not in str(error.value)
+  with pytest.raises(ValueError, match="--bert_config_file is needed: no --init_checkpoint"):
+    fine_tuning.initial_source(config)
+  (out / "checkpoints").mkdir(parents=True)
+  (out / "checkpoints" / "ckpt-5.index").write_text("")
+  (out / "vocab.txt").write_text("[PAD]\n")
+  with pytest.raises(ValueError, match=f"{out / 'bert_config.json'} is missing"):
+    fine_tuning.initial_source(config)
+  BertConfig(vocab_size=7, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+             intermediate_size=16).to_json_file(str(out / "bert_config.json"))
+  assert fine_tuning.resolve_vocab_file(config) == str(out / "vocab.txt")
+  bert_config, weights, source = fine_tuning.initial_source(config)
+  assert (bert_config.vocab_size, weights, source.name) == (7, None, "random initialization")
+  # The paths the run recorded, which the rerun is compared with, when their files exist.
+  assert fine_tuning.resumed_settings(config) == config  # No run_config.json.
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("[PAD]\n")
+  (out / "run_config.json").write_text(json.dumps(
+      {"vocab_file": str(vocab), "bert_config_file": str(tmp_path / "gone.json")}))
+  resumed = fine_tuning.resumed_settings(config)
+  assert (resumed.vocab_file, resumed.bert_config_file) == (str(vocab), None)
+  assert fine_tuning.resumed_settings(dataclasses.replace(config, do_train=False)).vocab_file \
+      is None  # An evaluation takes the run's settings in `evaluated_model`.

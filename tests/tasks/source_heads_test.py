@@ -17,7 +17,7 @@ from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
 from tfbert.classifier import classifier_run
 from tfbert.squad import squad_run
 from tfbert.tagging import tagging_run
-from tfbert.tasks import fine_tuning, runner
+from tfbert.tasks import fine_tuning, runner, source_heads
 
 CONFIG = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                     intermediate_size=19, max_position_embeddings=32, type_vocab_size=2)
@@ -160,3 +160,30 @@ def test_squad_starts_from_a_question_answering_directory_without_a_pooler(tmp_p
   np.testing.assert_array_equal(model.span_head.output_weights.numpy(),
                                 source.span_head.output_weights.numpy())
   assert "has no pooler (unused by SquadTask)" in caplog.text
+
+
+def test_a_head_of_another_glue_task_is_refused_though_its_labels_share_names(tmp_path):
+  """An SST-2 run's model starting MRPC (sweep 19 c22): both name their labels '0','1', but
+  sentiment is not paraphrase; the source's run_config.json records its task."""
+  source = BertClassifier(CONFIG, 2, labels=("0", "1"))
+  source.build()
+  for folder in ("run", "run/best"):
+    (tmp_path / folder).mkdir()
+    source.save(str(tmp_path / folder / "model.keras"))
+  (tmp_path / "run" / "run_config.json").write_text(json.dumps({"task_name": "sst-2"}))
+  weights = google_checkpoint.google_weights(source)
+  model = BertClassifier(CONFIG, 2, labels=("0", "1"))
+  model.build()
+  for path in (str(tmp_path / "run" / "model.keras"), str(tmp_path / "run/best/model.keras")):
+    found = source_heads.of_model(path, source)
+    assert found.task == "sst-2"
+    with pytest.raises(ValueError) as error:
+      source_heads.match_source_head(model, weights, found, "classifier_head", False, "MRPC")
+    assert str(error.value).startswith(
+        f"{path} holds a sst-2 head (its run's task_name) and this run trains MRPC: its "
+        "labels ['0', '1'] are sst-2's, not MRPC's, whatever their names; pass --reinit_head")
+    for task_name, reinit in (("SST-2", False), ("custom", False), (None, False),
+                              ("mrpc", True)):
+      assert source_heads.match_source_head(model, weights, found, "classifier_head", reinit,
+                                            task_name, frozenset({"custom"})) is weights
+  assert source_heads.of_model(str(tmp_path / "x.keras"), source).task is None

@@ -50,7 +50,8 @@ The run directory explains itself:
     model.keras                         the fine-tuned model, no optimizer state
                                         (`--init_tfbert` reads it)
     train_results.json                  last logs, steps, examples/s, seconds
-    eval_results.json                   {dev split: {metric: value, "num_examples": N}}
+    eval_results.json                   {dev split: {metric: value, "num_examples": N,
+                                          "file": the dev file scored}}
     <split>_predictions.tsv             per dev/test file ("dev", "dev_matched", "test", ...)
 
 Every file appears under its final name only when complete (`tfbert.runtime.atomic`);
@@ -211,6 +212,7 @@ class ClassifierTask(Task):
   head = "classifier_head"
   model_class = BertClassifier
   config_class = ClassifierRunConfig
+  generic_task_names = frozenset({glue_data.CUSTOM_TASK})
 
   def __init__(self, glue_task: Optional[glue_data.Task] = None):
     self.glue_task = glue_task
@@ -275,9 +277,13 @@ class ClassifierTask(Task):
     c, chief = context.config, context.chief
     out = Outputs()
     if c.do_eval:
-      out.result["eval"] = out.eval_results = evaluate(
-          context.model, context.strategy, context.tokenizer, c.task(), c,
-          context.inputs["dev"], write=chief)
+      scores = evaluate(context.model, context.strategy, context.tokenizer, c.task(), c,
+                        context.inputs["dev"], write=chief)
+      scored = {glue_data.split_name(path): files.absolute(path)
+                for path, _ in context.inputs["dev"]}
+      # Each split records its file: evaluating another one says whose it replaces.
+      out.result["eval"] = out.eval_results = {
+          split: {**values, "file": scored[split]} for split, values in scores.items()}
       out.written += [f"{split}_predictions.tsv" for split in out.eval_results]
     if c.do_predict:
       out.result["predictions"] = predict_test_files(
@@ -379,11 +385,12 @@ def file_score_names(task: glue_data.Task) -> tuple[str, ...]:
 
 def eval_scalars(results: dict[str, dict[str, float]]) -> dict[str, float]:
   """`evaluate`'s {split: metrics} as one dict of scalars: the first dev file's metrics
-  under their names, another file's as "<split>_<metric>" (MNLI's dev_mismatched)."""
+  under their names, another file's as "<split>_<metric>" (MNLI's dev_mismatched); not
+  the count nor the scored "file" (`ClassifierTask.outputs`)."""
   scalars = {}
   for position, (split, metrics) in enumerate(results.items()):
     for name, value in metrics.items():
-      if name != "num_examples":
+      if name not in ("num_examples", "file"):
         scalars[name if position == 0 else f"{split}_{name}"] = float(value)
   return scalars
 

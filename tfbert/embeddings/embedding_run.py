@@ -323,10 +323,15 @@ class EmbeddingTask(Task):
       if "dev" in context.inputs:
         results["dev"] = {**evaluate(context.model, context.tokenizer, context.config,
                                      context.inputs["dev"]),
-                          "num_examples": len(context.inputs["dev"])}
+                          "num_examples": len(context.inputs["dev"]),
+                          "file": files.absolute(context.config.dev_file)}
       if "retrieval" in context.inputs:
-        results["retrieval"] = evaluate_retrieval(context.model, context.tokenizer,
-                                                  context.config, context.inputs["retrieval"])
+        c = context.config
+        results["retrieval"] = {
+            **evaluate_retrieval(context.model, context.tokenizer, c,
+                                 context.inputs["retrieval"]),
+            "file": [files.absolute(path) for path in (c.ir_queries_file, c.ir_corpus_file,
+                                                        c.ir_qrels_file)]}
       out.result["eval"] = out.eval_results = results
     c = context.config
     if c.sentence_transformers_dir:

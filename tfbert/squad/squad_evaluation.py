@@ -156,8 +156,30 @@ def _load_mapping(path: str, role: str, kind: Any, what: str) -> dict[str, Any]:
   if isinstance(mapping.get("data"), list):
     raise ValueError(f"{path}: a SQuAD dataset (it has \"data\"), not a {role} {{question "
                      f"id: {what}}}: the dataset comes first, then the predictions ({USAGE})")
+  found = _per_question_kind(mapping)
+  expected, name = _ROLE_FILES.get(role, (None, None))
+  if found is not None and expected is not None and found != expected:
+    # E.g. nbest_predictions.json given as the predictions (sweep 19 P1).
+    raise ValueError(f"{path}: {found}, not {expected} {{question id: {what}}}: "
+                     f"pass the run's {name}")
   for key, value in mapping.items():
     bad = not isinstance(value, kind) or isinstance(value, bool)
     if bad or (isinstance(value, float) and math.isnan(value)):
-      raise ValueError(f"{path}: value of {key!r} should be {what}, got {value!r:.60}")
+      raise ValueError(f"{path}: value of {key!r} should be {what}, got "
+                       f"{_describe(value)}")
   return mapping
+
+
+# `_load_mapping` role -> (what `_per_question_kind` calls such a file, a run's file name).
+_ROLE_FILES = {"predictions file": ("a predictions file", "predictions.json"),
+               "null odds file": ("a null odds file", "null_odds.json")}
+
+
+def _describe(value: Any) -> str:
+  """A short, whole description of a JSON value for a message (never cut mid-value)."""
+  if isinstance(value, list):
+    return f"a JSON array of {len(value)} item(s)"
+  if isinstance(value, dict):
+    return f"a JSON object of {len(value)} key(s)"
+  text = repr(value)
+  return text if len(text) <= 60 else f"{text[:57]}..."

@@ -79,7 +79,9 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
   Args:
     path: the file (UTF-8; LF or CRLF).
     token_column: 0-based column of the word; < 0 counts from the end.
-    tag_column: column of the tag (< 0 from the end), or None for a file of words only.
+    tag_column: column of the tag (< 0 from the end), or None to read no tags (a file to
+      tag); then a file whose every line holds one field is read as words only, whatever
+      `token_column`.
     scheme: "iob2" (check it), "iob1" (repair it to IOB2) or "any" (no check).
 
   Returns:
@@ -110,14 +112,23 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
     raise FileNotFoundError(files.missing_file_message(path, "CoNLL file")) from None
   if text_lines and text_lines[-1] == "":
     text_lines.pop()  # The final newline ends the last line; it starts none.
-  for number, line in enumerate(text_lines, start=1):
-    fields = fields_of(line)
+  line_fields = [fields_of(line) for line in text_lines]
+  if tag_column is None and all(len(fields) == 1 for fields in line_fields
+                                if fields and fields[0] != DOCSTART):
+    # A file of words only (to tag) holds them in its one column, whichever column the
+    # run's tagged files hold them in (sweep 19 P4).
+    token_column, needed = 0, 1
+  for number, (line, fields) in enumerate(zip(text_lines, line_fields), start=1):
     if not fields or fields[0] == DOCSTART:
       end_sentence()
       continue
     if len(fields) < needed:
-      raise ValueError(f"{path}:{number}: {len(fields)} column(s), need {needed} (word column "
-                       f"{token_column}, tag column {tag_column}): {line.strip()!r}")
+      tag_part = ("" if tag_column is None
+                  else f", the tag in column {tag_column} (--tag_column)")
+      raise ValueError(
+          f"{path}:{number}: {len(fields)} column(s), need {needed} (the word in column "
+          f"{token_column} (--token_column){tag_part}): {line.strip()!r}; pass a "
+          "--token_column/--tag_column that fit the file")
     if tag_column is not None and token_column % len(fields) == tag_column % len(fields):
       raise ValueError(  # The tag read as the word: the answer leaks into the input.
           f"{path}:{number}: --token_column ({token_column}) and --tag_column ({tag_column}) "
@@ -128,7 +139,8 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
     if tag_column is not None:
       problem = check_tag(tag)
       if problem:
-        raise ValueError(f"{path}:{number}: {problem}")
+        raise ValueError(f"{path}:{number}: {problem}"
+                         f"{_other_tag_column(fields, token_column, tag_column)}")
       previous = tags[-1] if tags else "O"
       if tag.startswith("I-") and entity_type(previous) != entity_type(tag):
         if scheme == "iob1":
@@ -142,6 +154,25 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
     lines.append(number)
   end_sentence()
   return sentences
+
+
+def _other_tag_column(fields: Sequence[str], token_column: int, tag_column: int) -> str:
+  """The part of a bad-tag message that names the column read and, when another column
+  of the line holds a tag, the flags that read it (sweep 19 P3)."""
+  width = len(fields)
+  read = tag_column % width
+  where = f" (read from column {read}{', the last' if read == width - 1 else ''}, --tag_column"
+  others = [c for c in range(width) if c != read and not check_tag(fields[c])]
+  if not others:
+    return where + "; if the tags are in another column, pass --tag_column/--token_column)"
+  column = others[0]
+  word = token_column % width
+  if word == column:  # The word read from where the tag is: swap them.
+    word = read if width == 2 else None
+  flags = f"--tag_column={column}" + ("" if word is None else f" --token_column={word}")
+  if word is None:
+    flags += " and the word's column with --token_column"
+  return where + f"; column {column} holds the tag {fields[column]!r}: pass {flags})"
 
 
 def document_lines(lines: Sequence[str]) -> set[int]:

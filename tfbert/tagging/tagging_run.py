@@ -37,7 +37,7 @@ run_config.json, vocab.txt, checkpoints/, train/, eval/, metrics.jsonl, best/,
 model.keras, train_results.json):
 
     eval_results.json        {"dev": {precision, recall, f1, accuracy, counts, per_type,
-                             num_sentences}}
+                             num_sentences, file: the dev file scored}}
     dev_predictions.conll    `word<TAB>tag` per line of the dev file's words, sentences
     test_predictions.conll   separated by empty lines: `tools/evaluate_ner.py GOLD FILE`
                              scores them against a gold file by line position
@@ -112,7 +112,8 @@ class NerRunConfig(fine_tuning.FineTuningConfig):
         (not self.do_predict or self.predict_file, "do_predict needs predict_file"),
         (self.tag_scheme in ("iob2", "iob1"),
          f"tag_scheme must be iob2 or iob1, got {self.tag_scheme!r}"),
-        (self.token_column != self.tag_column,
+        # A file to predict has no tag column to clash with (sweep 19 P4).
+        (not (self.do_train or self.do_eval) or self.token_column != self.tag_column,
          f"--token_column ({self.token_column}"
          f"{'' if self.given('token_column', self.token_column, 0) else ', its default'}) "
          f"and --tag_column ({self.tag_column}"
@@ -308,7 +309,8 @@ class NerTask(task.Task):
       scores, tags = evaluate(context.model, context.strategy, c, inputs["dev"],
                               self._dev(context))
       out.result["eval"] = out.eval_results = {
-          "dev": {**scores, "num_sentences": len(inputs["dev"])}}
+          "dev": {**scores, "num_sentences": len(inputs["dev"]),
+                  "file": files.absolute(c.eval_file)}}
       if chief:
         conll.write_conll(os.path.join(c.output_dir, "dev_predictions.conll"), inputs["dev"],
                           tags)

@@ -766,6 +766,37 @@ def _trainable_keys(reader) -> list[str]:
   raise ValueError("no optimizer with trainable variables in it")
 
 
+def resumed_run(config: FineTuningConfig) -> Optional[RunModel]:
+  """The run a training rerun without an `--init_*` source resumes: its output directory's
+  latest checkpoint (`trained_model`), whose `bert_config.json` and `vocab.txt` are the
+  model's, as for an evaluation without training (`evaluated_model`); None otherwise (a
+  pretraining config, which has no `do_train`, resumes on its own)."""
+  if (not getattr(config, "do_train", False) or init_source(config)
+      or not files.isdir(config.output_dir)):
+    return None
+  own = trained_model(config.output_dir)
+  return own if own is not None and own.checkpoint else None
+
+
+def resumed_settings(config: FineTuningConfig) -> FineTuningConfig:
+  """`config` with the `vocab_file` and `bert_config_file` of the run it resumes
+  (`resumed_run`), when not given: the paths its run_config.json records (the rerun is
+  compared with them), logged; a setting the run did not record, or whose file is gone,
+  stays unset, and the run's own copy (`<output_dir>/vocab.txt`, `bert_config.json`) is
+  read (`resolve_vocab_file`, `initial_source`)."""
+  if resumed_run(config) is None:
+    return config
+  recorded = recorded_settings(config.output_dir) or {}
+  adopted = {}
+  for name in ("vocab_file", "bert_config_file"):
+    value = recorded.get(name)
+    if not getattr(config, name) and isinstance(value, str) and value and files.exists(value):
+      adopted[name] = value
+      logging.info("resuming the run with its setting %s=%s (%s), not given here", name,
+                   value, RUN_CONFIG_FILE)
+  return dataclasses.replace(config, **adopted) if adopted else config
+
+
 def initial_weights(config: FineTuningConfig
                     ) -> tuple[BertConfig, Optional[dict[str, np.ndarray]], str]:
   """(model config, Google-name weights or None, source name): `initial_source`'s, with the
@@ -782,13 +813,15 @@ def initial_source(config: FineTuningConfig, own: Optional[RunModel] = None
   `bert_config_file`, when given, is the model's config; otherwise it comes from the source
   (`bert_config.json` beside a Google checkpoint, the Hugging Face `config.json`, the
   `.keras` model's config) or, for the run's own checkpoint (`own`, `evaluated_model`),
-  the run's `bert_config.json`. Without a source the model starts from random weights.
+  the run's `bert_config.json`, as for a training rerun that resumes it (`resumed_run`:
+  its checkpoint is restored by the training loop). Without a source the model starts from
+  random weights.
   """
   def given_config(default_file=None):
     path = config.bert_config_file or default_file
     if not path:
-      raise ValueError("bert_config_file is needed without init_checkpoint/init_hf_dir/"
-                       "init_tfbert")
+      raise ValueError("--bert_config_file is needed: no --init_checkpoint/--init_hf_dir/"
+                       f"--init_tfbert to take the model config from{_no_run(config)}")
     return BertConfig.from_json_file(path, *(
         ["--bert_config_file"] if path == config.bert_config_file else []))
 
@@ -808,13 +841,17 @@ def initial_source(config: FineTuningConfig, own: Optional[RunModel] = None
     bert_config = given_config() if config.bert_config_file else model.config
     return (bert_config, google_checkpoint.google_weights(model),
             source_heads.of_model(config.init_tfbert, model))
-  if own is not None and own.checkpoint:  # `restore_run_checkpoint` loads it.
+  # `restore_run_checkpoint` loads the evaluated run's checkpoint; the training loop a
+  # resumed one's (the model starts from random weights until then).
+  run = own if own is not None and own.checkpoint else resumed_run(config)
+  if run is not None:
     recorded = os.path.join(config.output_dir, "bert_config.json")
     if not config.bert_config_file and not files.exists(recorded):
-      raise ValueError(f"{recorded} is missing: the run's checkpoint {own.checkpoint} cannot "
+      raise ValueError(f"{recorded} is missing: the run's checkpoint {run.checkpoint} cannot "
                        "be built without its model config; restore it, or pass the run's "
                        "--bert_config_file")
-    return given_config(recorded), None, source_heads.Source(own.checkpoint)
+    return given_config(recorded), None, source_heads.Source(
+        run.checkpoint if run is own else "random initialization")
   return given_config(), None, source_heads.Source("random initialization")
 
 
@@ -1002,14 +1039,18 @@ def evaluated_step(output_dir: str, own: Optional[RunModel]) -> Optional[int]:
   return step if isinstance(step, int) else None
 
 
-def merge_eval_results(output_dir: str, new: dict[str, Any], step: Optional[int]
-                       ) -> dict[str, Any]:
+def merge_eval_results(output_dir: str, new: dict[str, Any], step: Optional[int],
+                       written: Sequence[str] = ()) -> dict[str, Any]:
   """`eval_results.json`'s content after an evaluation of the files keyed in `new`
   ({file key: {score: value}}): each new entry, with "step" (the applied step it was computed
   at, None when unknown), replaces the entry of its key, and the entries of other files in
   the existing `eval_results.json` are kept (each with its own, maybe older, "step"), named
   in the log. An existing value that is no file's entry (an older flat format) is dropped,
-  named in the log. `new` is not changed."""
+  named in the log. An entry records the file(s) it scored ("file", the task's absolute
+  path); a new entry of a key whose recorded entry scored another file (or recorded none)
+  says whose scores it replaces, and the predictions of that key among `written` (what the
+  run wrote: `<key>_predictions.*`), as run_squad does for its predictions. `new` is not
+  changed."""
   new = {key: {**entry, "step": step} if isinstance(entry, dict) else entry
          for key, entry in new.items()}
   path = os.path.join(output_dir, EVAL_RESULTS_FILE)
@@ -1022,6 +1063,20 @@ def merge_eval_results(output_dir: str, new: dict[str, Any], step: Optional[int]
       old = {}
     if not isinstance(old, dict):
       old = {}
+  for key, entry in new.items():
+    before = old.get(key)
+    if not isinstance(entry, dict) or not isinstance(before, dict):
+      continue
+    predictions = "".join(f" and {os.path.basename(name)}" for name in written
+                          if os.path.basename(name).startswith(f"{key}_predictions."))
+    if before.get("file") is None and entry.get("file") is not None:
+      logging.warning("%s: replacing the scores of %s (their file was not recorded)%s with "
+                      "those of %s", path, key, predictions, _scored_files(entry["file"]))
+    elif entry.get("file") is not None and before["file"] != entry["file"]:
+      logging.warning("%s: replacing the scores of %s of %s%s with those of %s; to keep "
+                      "both, evaluate into another --output_dir", path, key,
+                      _scored_files(before["file"]), predictions,
+                      _scored_files(entry["file"]))
   kept = {key: entry for key, entry in old.items()
           if key not in new and isinstance(entry, dict)}
   dropped = [key for key, entry in old.items() if key not in new and not isinstance(entry, dict)]
@@ -1034,6 +1089,11 @@ def merge_eval_results(output_dir: str, new: dict[str, Any], step: Optional[int]
     logging.warning("%s: dropped %s, not scores keyed by file (an older format)", path,
                     ", ".join(dropped))
   return {**kept, **new}
+
+
+def _scored_files(scored: Any) -> str:
+  """An eval_results.json entry's "file": one path, or the files of a set, as a list."""
+  return ", ".join(scored) if isinstance(scored, (list, tuple)) else str(scored)
 
 
 def init_source(config: FineTuningConfig) -> Optional[str]:
@@ -1104,7 +1164,8 @@ def resolve_vocab_file(config: FineTuningConfig) -> str:
 
   That is: in the `init_hf_dir` directory, beside the `init_checkpoint` prefix, or beside
   the `init_tfbert` `.keras` file (where a fine-tuning run and `convert` put it); for a run
-  that evaluates its output directory's own checkpoint (`evaluated_model`), the run's.
+  that evaluates its output directory's own checkpoint (`evaluated_model`), or resumes
+  it (`resumed_run`), the run's.
 
   Raises:
     ValueError: when neither exists.
@@ -1115,13 +1176,23 @@ def resolve_vocab_file(config: FineTuningConfig) -> str:
   places += [files.parent(path) for path in (config.init_checkpoint, config.init_tfbert) if path]
   # An evaluation without training reads the run's own model (`evaluated_model`); a
   # pretraining config, which always trains, has no `do_train`.
-  if not places and not getattr(config, "do_train", True):
+  if not places and (not getattr(config, "do_train", True) or resumed_run(config)):
     places.append(config.output_dir)
   for place in places:
     if files.exists(os.path.join(place, "vocab.txt")):
       return os.path.join(place, "vocab.txt")
-  looked = f": no vocab.txt in {', '.join(places)}" if places else ""
-  raise ValueError(f"vocab_file is needed (no vocab.txt beside the initial checkpoint{looked})")
+  if places:
+    raise ValueError(f"--vocab_file is needed: no vocab.txt in {', '.join(places)}")
+  raise ValueError("--vocab_file is needed: no --init_checkpoint/--init_hf_dir/--init_tfbert "
+                   f"to take vocab.txt from{_no_run(config)}")
+
+
+def _no_run(config) -> str:
+  """", and <output_dir> holds no checkpoint of a run to resume" for a fine-tuning config
+  (`resumed_run`); "" for a pretraining one (no `do_train`, no `output_dir`)."""
+  if not hasattr(config, "do_train"):
+    return ""
+  return f", and {config.output_dir} holds no checkpoint of a run to resume"
 
 
 def shuffled_batches(examples, num_examples: int, batch_size: int, seed: int, *,

@@ -68,6 +68,8 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
   fine_tuning.check_sources(config)  # What the config starts from exists: named by its flag.
   # Without training: the run's own model (its latest checkpoint), or the source given.
   config, own = fine_tuning.evaluated_model(config)
+  # A training rerun that resumes the run: its vocabulary and model config, when not given.
+  config = fine_tuning.resumed_settings(config)
   config = fine_tuning.resolve_casing(config)  # Before any work.
   inputs = task.read_inputs(config)  # Before anything is built or written.
   check_best_metric(task, config, inputs)
@@ -140,8 +142,9 @@ def build_model(task: Task, config: fine_tuning.FineTuningConfig, labels,
     model = task.build_model(config, bert_config, labels)
     model.build()
   if weights is not None or own is None or not own.checkpoint:
-    weights = source_heads.match_source_head(model, weights, source, task.head,
-                                             config.reinit_head)
+    weights = source_heads.match_source_head(  # A classifier's task: its source's must match.
+        model, weights, source, task.head, config.reinit_head,
+        getattr(config, "task_name", None), task.generic_task_names)
     weights = task.adapt_initial_weights(model, weights, source.name)
     fine_tuning.assign_initial_weights(model, weights, source.name, task.head,
                                        head_is_trained=task.head_is_trained(config),
@@ -168,7 +171,8 @@ def _run(task: Task, context: RunContext, step: Optional[int] = None) -> dict[st
   result.update(outputs.result)
   written += outputs.written
   if outputs.eval_results is not None:
-    merged = fine_tuning.merge_eval_results(config.output_dir, outputs.eval_results, step)
+    merged = fine_tuning.merge_eval_results(config.output_dir, outputs.eval_results, step,
+                                            outputs.written)
     if chief:
       atomic.write_json(os.path.join(config.output_dir, EVAL_RESULTS_FILE), merged)
     written.append(EVAL_RESULTS_FILE)

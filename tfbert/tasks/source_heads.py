@@ -11,6 +11,9 @@ word. The rules (`match_source_head`):
   (said in the log); other names, or another number of them, are refused naming both lists.
 - Unnamed source labels (transformers' `LABEL_<i>`, what it writes when given no names)
   say nothing about which class a row is: they are taken in order, as a log line says.
+- A classifier source whose run recorded another task (its run_config.json's
+  `task_name`; not a generic one, a classifier's "custom") than the run's is refused:
+  SST-2's '0','1' are not MRPC's '0','1', though the names match.
 - `--reinit_head` starts a fresh head and bypasses all of this.
 
 A Google checkpoint names neither its task nor its labels: only its shapes are checked
@@ -18,6 +21,8 @@ A Google checkpoint names neither its task nor its labels: only its shapes are c
 """
 
 import dataclasses
+import json
+import os
 import re
 from typing import Optional
 
@@ -26,6 +31,7 @@ import numpy as np
 from absl import logging
 
 from tfbert.checkpoints import convert, google_checkpoint, google_names
+from tfbert.runtime import files
 
 # The transformers classes of fine-tuned task heads: a source with one of these heads
 # starts only a model with the same one, unless the run asks for a fresh head.
@@ -48,20 +54,43 @@ class Source:
       nothing about its task).
     labels: its head's label names in row order (`id2label`, a tfbert model's `labels`), or
       None when it names none.
+    task: the classification task its run recorded (`task_name` of the run_config.json
+      beside a tfbert model file), or None.
   """
   name: str
   architecture: Optional[str] = None
   labels: Optional[tuple[str, ...]] = None
+  task: Optional[str] = None
 
 
 def of_model(name: str, model: keras.Model) -> Source:
-  """The `Source` a tfbert model is (its head's class and labels)."""
+  """The `Source` a tfbert model is (its head's class and labels, its run's task)."""
   labels = getattr(model, "labels", None)
-  return Source(name, convert.hf_architecture(model), None if labels is None else tuple(labels))
+  return Source(name, convert.hf_architecture(model), None if labels is None else tuple(labels),
+                recorded_task(name))
+
+
+def recorded_task(model_file: str) -> Optional[str]:
+  """The `task_name` the run of `model_file` recorded: the run_config.json beside it, or
+  one folder up for a run's `best/model.keras`; None without one (a model file alone)."""
+  folder = os.path.dirname(model_file)
+  run_dirs = [folder] + ([os.path.dirname(folder)] if os.path.basename(folder) == "best" else [])
+  for run_dir in run_dirs:
+    path = os.path.join(run_dir, "run_config.json")
+    if files.isfile(path):
+      try:
+        values = json.loads(files.read_text(path))
+      except (OSError, ValueError):
+        return None  # Unreadable: the labels are still checked by name.
+      task = values.get("task_name") if isinstance(values, dict) else None
+      return task if isinstance(task, str) else None
+  return None
 
 
 def match_source_head(model: keras.Model, weights: Optional[dict[str, np.ndarray]],
-                      source: Source, head: str, reinit_head: bool
+                      source: Source, head: str, reinit_head: bool,
+                      task_name: Optional[str] = None,
+                      generic_task_names: frozenset = frozenset()
                       ) -> Optional[dict[str, np.ndarray]]:
   """The source's weights with its head's rows in `model`'s label order (module docstring).
 
@@ -71,6 +100,9 @@ def match_source_head(model: keras.Model, weights: Optional[dict[str, np.ndarray
     source: where they come from (`Source`).
     head: the model's head attribute ("" for a model without one).
     reinit_head: the head starts fresh: nothing of the source's head is used or checked.
+    task_name: the classification task trained (a run_classifier `--task_name`), or None.
+    generic_task_names: task names that say nothing of what labels mean (lower case: a
+      classifier's "custom", `Task.generic_task_names`): not compared.
 
   Returns:
     `weights`, with the head's rows reordered when the labels say so.
@@ -89,6 +121,12 @@ def match_source_head(model: keras.Model, weights: Optional[dict[str, np.ndarray
   labels = getattr(model, "labels", None)
   if not head_names or labels is None or source.labels is None:
     return weights
+  named = [t.lower() for t in (source.task, task_name)
+           if t and t.lower() not in generic_task_names]
+  if len(named) == 2 and named[0] != named[1]:  # Label names shared by chance (sweep 19 S2).
+    raise ValueError(f"{source.name} holds a {source.task} head (its run's task_name) and "
+                     f"this run trains {task_name}: its labels {list(source.labels)} are "
+                     f"{source.task}'s, not {task_name}'s, whatever their names; {FRESH_HEAD}")
   labels, theirs = tuple(labels), tuple(source.labels)
   if theirs == labels:
     return weights

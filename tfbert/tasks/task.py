@@ -113,9 +113,13 @@ class Task:
       `run_config.json`).
     uses_pooler: whether the model's outputs read the pooler; a task whose model does not
       starts from a source without one (the pooler keeps its fresh values).
+    generic_task_names: task names (lower case) that say nothing of what the labels mean (a
+      classifier's "custom"): a source whose run recorded one, or a run of one, is matched
+      by its labels alone (`tfbert.tasks.source_heads.match_source_head`).
   """
   head: ClassVar[str] = ""
   uses_pooler: ClassVar[bool] = True
+  generic_task_names: ClassVar[frozenset] = frozenset()
   model_class: ClassVar[Optional[type]] = None
   config_class: ClassVar[Optional[type]] = None
 
