@@ -291,6 +291,7 @@ def _write_mnli(tmp_path):
   _write_lines(_glue(tmp_path) / "test_mismatched.tsv", [header] + rows(3, lambda i: ""))
 
 
+@pytest.mark.slow  # ~3 s: two evaluations of an untrained tiny model.
 def test_an_evaluation_of_another_dev_file_says_whose_scores_it_replaces(tmp_path, caplog):
   """Sweep 19 S1: eval_results.json records the file each split's scores are of; scoring
   another file of the same name in the run says whose scores and predictions it replaces
