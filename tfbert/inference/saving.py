@@ -227,7 +227,6 @@ def _save_keras(model: keras.Model, path: str, settings: text_settings.TextSetti
   finds the new model beside an old record or a record without its model. A record left
   with no entry is removed afterwards (an empty one says nothing)."""
   directory, name = files.parent(path), os.path.basename(path)
-  record = os.path.join(directory, convert.TEXT_SETTINGS_FILE)
   files.makedirs(directory)
   with atomic.file_set(directory, name, "keras") as staging:
     staged = os.path.join(staging, name)
@@ -241,8 +240,8 @@ def _save_keras(model: keras.Model, path: str, settings: text_settings.TextSetti
                         {"is_pair": arities})
     if span_records:
       atomic.write_json(os.path.join(staging, convert.SPAN_SETTINGS_FILE), span_records)
-  if arities == {} and files.isfile(record):
-    files.remove(record)
+  if arities == {}:
+    convert.write_arity_records(directory, arities)
   if span_records == {}:
     convert.write_span_records(directory, span_records)
 

@@ -276,10 +276,8 @@ def held_out_problem(train_files: Sequence[str], eval_files: Sequence[str]) -> O
   evaluation then scores how well the model fits its training data, not how it generalizes,
   and its best model is chosen by that (sweep 18, p02: pretraining's --eval_text_files
   naming the training file, no word)."""
-  trained = {os.path.realpath(path) for path in train_files if not files.is_url(path)}
-  trained |= {path for path in train_files if files.is_url(path)}
-  shared = [path for path in eval_files
-            if (path if files.is_url(path) else os.path.realpath(path)) in trained]
+  trained = {real_path(path) for path in train_files}
+  shared = [path for path in eval_files if real_path(path) in trained]
   if not shared:
     return None
   return (f"the held-out evaluation reads training data: {', '.join(shared)} "

@@ -61,8 +61,7 @@ def released() -> Iterator[None]:
   names_before = set(registry)
   counts = _tracing_counts()
   # pylint: disable=protected-access
-  with counts._lock:
-    codes_before = weakref.WeakSet(counts._detectors.keys())
+  with counts._lock:  # The codes counted before the run, and their counts then.
     kept = weakref.WeakKeyDictionary(
         {code: (list(detector._calls_per_tracings), detector._call_count)
          for code, detector in counts._detectors.items()})
@@ -75,12 +74,11 @@ def released() -> Iterator[None]:
   finally:
     with counts._lock:  # pylint: disable=protected-access
       detectors = counts._detectors  # pylint: disable=protected-access
-      for code in [code for code in detectors.keys() if code not in codes_before]:
-        del detectors[code]
-      for code, (calls_per_tracings, call_count) in list(kept.items()):
-        detector = detectors.get(code)
-        if detector is not None:
-          detector._calls_per_tracings, detector._call_count = calls_per_tracings, call_count
+      for code, detector in list(detectors.items()):
+        if code not in kept:
+          del detectors[code]
+        else:
+          detector._calls_per_tracings, detector._call_count = kept[code]
     for name in set(registry) - names_before:
       if name.startswith(CUSTOM_GRADIENT_PREFIX):
         del registry[name]

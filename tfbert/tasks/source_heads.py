@@ -32,6 +32,7 @@ from absl import logging
 
 from tfbert.checkpoints import convert, google_checkpoint, google_names
 from tfbert.runtime import files
+from tfbert.text import casing
 
 # The transformers classes of fine-tuned task heads: a source with one of these heads
 # starts only a model with the same one, unless the run asks for a fresh head.
@@ -73,10 +74,8 @@ def of_model(name: str, model: keras.Model) -> Source:
 def recorded_task(model_file: str) -> Optional[str]:
   """The `task_name` the run of `model_file` recorded: the run_config.json beside it, or
   one folder up for a run's `best/model.keras`; None without one (a model file alone)."""
-  folder = os.path.dirname(model_file)
-  run_dirs = [folder] + ([os.path.dirname(folder)] if os.path.basename(folder) == "best" else [])
-  for run_dir in run_dirs:
-    path = os.path.join(run_dir, "run_config.json")
+  for run_dir in casing.checkpoint_directories(model_file):
+    path = os.path.join(run_dir, casing.RUN_CONFIG)
     if files.isfile(path):
       try:
         values = json.loads(files.read_text(path))
