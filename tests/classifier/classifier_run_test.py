@@ -509,21 +509,31 @@ def test_two_files_whose_predictions_share_a_name_are_refused_before_any_read(tm
   assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.slow
-def test_the_export_computes_in_the_dtype_chosen_for_this_cpu_and_records_it(tmp_path):
-  """--export_dtype=auto: the run's export records what it measured on this CPU and chose;
-  a rerun may change only the export's dtype."""
+@pytest.fixture(scope="module")
+def exported_run(tmp_path_factory):
+  """One 1-step run exporting with --export_dtype=auto into its own directory (out/export),
+  and its config: the export-dtype test reruns it, the replay test replays it (each takes
+  its own before and after)."""
+  tmp_path = tmp_path_factory.mktemp("exported_run")
   glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(8, seed=3))
   config = _run_config(tmp_path, "out", do_train=True, max_train_steps=1, train_batch_size=4,
-                       export_dir=str(tmp_path / "export"), export_dtype="auto")
+                       export_dir=str(tmp_path / "out" / "export"), export_dtype="auto")
   classifier_run.run_classifier(config)
-  record = _read_json(tmp_path / "export" / serving_dtype.RECORD_FILE)
+  return tmp_path, config
+
+
+@pytest.mark.slow
+def test_the_export_computes_in_the_dtype_chosen_for_this_cpu_and_records_it(exported_run):
+  """--export_dtype=auto: the run's export records what it measured on this CPU and chose;
+  a rerun may change only the export's dtype."""
+  tmp_path, config = exported_run
+  record = _read_json(tmp_path / "out" / "export" / serving_dtype.RECORD_FILE)
   assert record["chosen_by"] == "measured on this CPU" and record["cpu"] == cpu.describe()
   seconds = record["matmul_seconds"]
   faster = seconds["bfloat16"] <= serving_dtype.BFLOAT16_SPEEDUP * seconds["float32"]
   assert record["compute_dtype"] == ("bfloat16" if faster else "float32")
   classifier_run.run_classifier(dataclasses.replace(config, export_dtype="bfloat16"))
-  record = _read_json(tmp_path / "export" / "ids" / serving_dtype.RECORD_FILE)
+  record = _read_json(tmp_path / "out" / "export" / "ids" / serving_dtype.RECORD_FILE)
   assert (record["compute_dtype"], record["chosen_by"]) == ("bfloat16", "the caller")
 
 
@@ -532,10 +542,20 @@ def _files(directory):
           if (directory / n).is_file()}
 
 
-@pytest.mark.slow  # ~35 s: trains 2 steps, then 4 reruns (two refused, two evaluations).
-def test_the_output_directory_belongs_to_one_run_and_is_self_contained(mrpc_dir):
-  config = _run_config(mrpc_dir, "run", do_train=True, do_eval=True, max_train_steps=2)
-  first = classifier_run.run_classifier(config)
+@pytest.fixture(scope="module")
+def two_step_run(tmp_path_factory):
+  """A 2-step run with its evaluation on `mrpc_dir`'s data, in `run`: its folder, config and
+  results. Its tests rerun it only as refused or evaluation-only runs."""
+  tmp_path = tmp_path_factory.mktemp("two_step_run")
+  glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(640, seed=1))
+  glue_synthetic.write_mrpc(_glue(tmp_path) / "dev.tsv", glue_synthetic.fruit_pairs(200, seed=2))
+  config = _run_config(tmp_path, "run", do_train=True, do_eval=True, max_train_steps=2)
+  return tmp_path, config, classifier_run.run_classifier(config)
+
+
+@pytest.mark.slow  # The shared 2-step run, then 4 reruns (two refused, two evaluations).
+def test_the_output_directory_belongs_to_one_run_and_is_self_contained(tmp_path, two_step_run):
+  mrpc_dir, config, first = two_step_run
   out = mrpc_dir / "run"
   # Vocabulary and casing beside the model.
   with open(pretrained.minilm_vocab_file(), "rb") as f:
@@ -550,7 +570,7 @@ def test_the_output_directory_belongs_to_one_run_and_is_self_contained(mrpc_dir)
                      match=r"bert_config.json num_hidden_layers: 2 -> 1"):
     classifier_run.run_classifier(dataclasses.replace(
         config, bert_config_file=None,
-        init_checkpoint=_google_checkpoint(mrpc_dir, num_hidden_layers=1)))
+        init_checkpoint=_google_checkpoint(tmp_path, num_hidden_layers=1)))
   assert _files(out) == before
   # Evaluating with the directory's own model needs no vocab, config or casing flag.
   again = classifier_run.run_classifier(_run_config(
@@ -605,35 +625,50 @@ def test_a_run_that_fails_before_its_first_step_leaves_no_run_behind(tmp_path, m
     assert not (tmp_path / "out").exists()
 
 
+# 37 examples in batches of 12, so epochs start mid-batch; 7 of the schedule's 9 steps.
+SEVEN_STEPS = dict(do_train=True, train_batch_size=12, max_train_steps=7, num_train_epochs=3.0,
+                   clip_norm=0.5)
+
+
+def _write_37_pairs(tmp_path):
+  glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(37, seed=3))
+
+
+@pytest.fixture(scope="module")
+def straight_seven(tmp_path_factory):
+  """An uninterrupted SEVEN_STEPS run on `_write_37_pairs`' data (one device, one batch per
+  step): its directory `k1` and its results (tests only read them). The rerun test's
+  straight run and the micro-batch test's one-batch run."""
+  tmp_path = tmp_path_factory.mktemp("straight_seven")
+  _write_37_pairs(tmp_path)
+  result = classifier_run.run_classifier(_run_config(tmp_path, "k1", **SEVEN_STEPS))
+  return tmp_path / "k1", result
+
+
 @pytest.mark.slow
-def test_a_rerun_may_move_where_training_stops(tmp_path):
+def test_a_rerun_may_move_where_training_stops(tmp_path, straight_seven):
   """`max_train_steps` says where to stop, not what is trained (the schedule spans the
   epochs): a rerun with a larger one continues the run instead of being refused as another
   configuration, and ends where the straight run does."""
-  glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(64, seed=1))
-  short = classifier_run.run_classifier(_run_config(tmp_path, "out", do_train=True,
-                                                    max_train_steps=2, num_train_epochs=2.0))
+  straight_dir, straight = straight_seven
+  _write_37_pairs(tmp_path)
+  short = classifier_run.run_classifier(_run_config(tmp_path, "out",
+                                                    **{**SEVEN_STEPS, "max_train_steps": 2}))
   graphs = helpers.live_instances(tf.Graph)
-  longer = classifier_run.run_classifier(_run_config(tmp_path, "out", do_train=True,
-                                                     max_train_steps=5, num_train_epochs=2.0))
-  straight = classifier_run.run_classifier(_run_config(tmp_path, "straight", do_train=True,
-                                                       max_train_steps=5, num_train_epochs=2.0))
+  longer = classifier_run.run_classifier(_run_config(tmp_path, "out", **SEVEN_STEPS))
   assert (short["train"]["steps"], longer["train"]["steps"], straight["train"]["steps"]) == \
-      (2, 5, 5)
-  # The runs' traces died with them (tfbert.runtime.traces): each run leaves one graph in
+      (2, 7, 7)
+  # The run's traces died with it (tfbert.runtime.traces): each run leaves one graph in
   # the process, its input pipeline's scan function in TF's global graph (measured: 1 per
   # run with `released`, 7-8 per run without).
-  assert helpers.live_instances(tf.Graph) - graphs <= 2
+  assert helpers.live_instances(tf.Graph) - graphs <= 1
   # Bit for bit (deterministic float32, the data position resumed with the checkpoint).
-  assert helpers.saved_weight_deviation(tmp_path / "straight", tmp_path / "out") == 0.0
+  assert helpers.saved_weight_deviation(straight_dir, tmp_path / "out") == 0.0
 
 
 @pytest.mark.slow
-def test_a_replayed_run_never_writes_into_the_original_runs_export(tmp_path):
-  glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(16, seed=1))
-  config = _run_config(tmp_path, "out", do_train=True, max_train_steps=1,
-                       export_dir=str(tmp_path / "out" / "export"))
-  classifier_run.run_classifier(config)
+def test_a_replayed_run_never_writes_into_the_original_runs_export(exported_run):
+  tmp_path, config = exported_run  # Its export_dir is inside its output_dir.
   before = sorted(os.listdir(tmp_path / "out" / "export"))
   saved = (tmp_path / "out" / "export" / "saved_model.pb").stat().st_mtime_ns
   # What --flagfile=out/flags.txt --output_dir=new gives: the old run's absolute export_dir.
@@ -688,15 +723,16 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(m
 
 
 @pytest.mark.slow
-def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_path):
-  # One_device strategy as in the benchmark; 37 examples, so epochs start mid-batch.
-  glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", glue_synthetic.fruit_pairs(37, seed=3))
-  runs = {k: classifier_run.run_classifier(_run_config(
-      tmp_path, f"k{k}", do_train=True, train_batch_size=12, gradient_accumulation_steps=k,
-      max_train_steps=7, num_train_epochs=3.0, clip_norm=0.5))
-          for k in (1, 4)}
+def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(
+    tmp_path, straight_seven):
+  # One_device strategy as in the benchmark; 37 examples, so epochs start mid-batch. The
+  # one-batch run is the shared `straight_seven`.
+  k1_dir, k1 = straight_seven
+  _write_37_pairs(tmp_path)
+  runs = {1: k1, 4: classifier_run.run_classifier(_run_config(
+      tmp_path, "k4", **SEVEN_STEPS, gradient_accumulation_steps=4))}
   assert runs[1]["train"]["steps"] == runs[4]["train"]["steps"] == 7
-  deviation = helpers.saved_weight_deviation(tmp_path / "k1", tmp_path / "k4")
+  deviation = helpers.saved_weight_deviation(k1_dir, tmp_path / "k4")
   # As in squad_run_test: float32 summation order, lifted by Adam, measured ~1e-6; other
   # examples in other windows move weights by ~1e-2.
   assert deviation < 2e-5, deviation
@@ -867,22 +903,21 @@ def test_a_score_that_is_not_a_number_is_written_as_null_and_best_is_named_only_
   assert (out / "best").exists() == any("best" in str(path) for path in result["written"])
 
 
-@pytest.mark.slow  # 3.5 s or more in the suite's profile (tracing, a run).
+@pytest.mark.slow  # Alone, it makes the shared 2-step run (3.5 s or more).
 def test_a_deliberate_rerun_of_another_shape_is_refused_before_rewriting_the_records(
-    mrpc_dir):
+    tmp_path, two_step_run):
   """--allow_config_change may continue a run with new values, but not in a model whose
   shapes its checkpoints cannot fill: refused before the old run's records are rewritten
   (they were, and the restore failed after)."""
-  classifier_run.run_classifier(_run_config(mrpc_dir, "out", do_train=True, max_train_steps=1))
-  out = mrpc_dir / "out"
+  mrpc_dir, config, _ = two_step_run
+  out = mrpc_dir / "run"
   before = {name: (out / name).read_bytes() for name in ("bert_config.json", "run_config.json")}
-  wider = str(mrpc_dir / "wider.json")
+  wider = str(tmp_path / "wider.json")
   BertConfig(**{**TINY, "hidden_size": 36}).to_json_file(wider)
   with pytest.raises(run_directory.RunDirectoryError, match=re.escape(
       "holds checkpoints of another model shape: bert_config.json hidden_size: 32 -> 36")):
-    classifier_run.run_classifier(_run_config(mrpc_dir, "out", do_train=True,
-                                              max_train_steps=2, bert_config_file=wider,
-                                              allow_config_change=True))
+    classifier_run.run_classifier(dataclasses.replace(
+        config, max_train_steps=3, bert_config_file=wider, allow_config_change=True))
   assert {name: (out / name).read_bytes() for name in before} == before
 
 

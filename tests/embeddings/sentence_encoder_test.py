@@ -2,7 +2,6 @@
 on the 2B batch, for every loss, because the candidates are gathered from every replica (and
 the test shows a per-replica loss would not); accumulation is refused for batch losses."""
 
-import os
 import warnings
 
 import keras
@@ -92,7 +91,9 @@ def train_replicated(strategy, loss, steps=2):
     return tf.nest.map_structure(lambda x: tf.constant(x[start:start + per_replica]), batch)
 
   values = strategy.experimental_distribute_values_from_function(replica_slice)
-  step = tf.function(lambda data: strategy.run(model.train_step, args=(data,)))
+  # Unconverted, as Keras' `fit` traces `train_step` (AutoGraph would only add cost).
+  step = tf.function(lambda data: strategy.run(model.train_step, args=(data,)),
+                     autograph=False)
   for _ in range(steps):
     logs = step(values)
   last = float(strategy.experimental_local_results(logs["loss"])[0])
@@ -142,35 +143,35 @@ def test_accumulation_of_a_batch_loss_is_refused_saying_why():
     model.fit(data, epochs=1, verbose=0)
 
 
-@pytest.mark.slow  # 3.5 s or more in the suite's profile (tracing, a run).
-def test_cosine_mse_accumulates_like_the_big_batch():
-  """A mean of per-pair terms: 2 micro-batches of 3 equal one batch of 6."""
-  def run(steps):
-    keras.utils.set_random_seed(3)
-    model = BertSentenceEncoder(CONFIG, loss="cosine_mse")
-    model.build()
-    optimizer = keras.optimizers.SGD(0.05)
-    model.compile(optimizer=with_gradient_accumulation(optimizer, steps) if steps > 1
-                  else optimizer)
-    initial = [w.numpy() for w in model.weights]
-    features, scores = _batch("cosine_mse")
-    data = tf.data.Dataset.from_tensor_slices((features, scores)).batch(GLOBAL_BATCH // steps)
-    model.fit(data, epochs=1, verbose=0)
-    return [w.numpy() - w0 for w, w0 in zip(model.weights, initial)]
-  assert _deviation(run(2), run(1)) < 3e-5
+def test_cosine_mse_accumulates_like_the_big_batch(one_device):
+  """A mean of per-pair terms: 2 micro-batches of 3 equal one batch of 6, over the 2 SGD
+  steps of the shared one-device run on the batch of 6 (the same model, seed and data)."""
+  keras.utils.set_random_seed(3)
+  model = BertSentenceEncoder(CONFIG, loss="cosine_mse")
+  model.build()
+  model.compile(optimizer=with_gradient_accumulation(keras.optimizers.SGD(0.05), 2))
+  initial = [w.numpy() for w in model.weights]
+  features, scores = _batch("cosine_mse")
+  data = tf.data.Dataset.from_tensor_slices((features, scores)).batch(GLOBAL_BATCH // 2)
+  model.fit(data.repeat(2), epochs=1, verbose=0)  # 2 windows of 2 micro-batches.
+  assert int(model.optimizer.iterations.numpy()) == 2
+  big_batch, _ = one_device("cosine_mse")
+  assert _deviation([w.numpy() - w0 for w, w0 in zip(model.weights, initial)], big_batch) < 3e-5
 
 
-@pytest.mark.slow  # ~40 s: two worker processes start TensorFlow and trace the step.
+@pytest.mark.slow  # A cluster: two worker processes (forked) trace the step.
 def test_two_workers_equal_one_device_on_the_whole_batch(tmp_path, one_device):
   """MultiWorkerMirroredStrategy, one replica per worker process: the negatives gathered
   across processes give the one-device run's loss and weight updates (as for mirrored
   replicas above); both workers end with the same updates."""
   one, one_loss = one_device("in_batch_negatives")
   output = str(tmp_path / "embeddings")
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": helpers.ROOT}
+  # This process's environment (`-m` finds tests/ from cwd): the workers are forked from
+  # tests/forked.py's server (another PYTHONPATH or TF_CPP_MIN_LOG_LEVEL than its own made
+  # them fresh interpreters, each importing TensorFlow: about 8 s of CPU more).
   results = multi_worker.launch_workers(
       multi_worker.worker_command("embeddings", output, "in_batch_negatives"), cwd=helpers.ROOT,
-      timeout=300, env=env)
+      timeout=300)
   for result in results:
     assert result.returncode == 0, result.stdout[-3000:]
   workers = [np.load(f"{output}.{index}.npz") for index in range(2)]

@@ -13,6 +13,7 @@ import os
 import random
 import re
 import subprocess
+import types
 
 import pytest
 import tensorflow as tf
@@ -553,3 +554,24 @@ def test_a_max_seq_length_most_sentences_fill_alone_is_warned_of_with_the_counts
       "corpus' 240 tokens (25%, over 1 pass(es)), the rest truncated away: give a larger "
       "--max_seq_length (Google's is 128)")
   assert warning(128)[0] is None
+
+
+# A tokenizer never asked for tokens (the file is refused before): its [UNK] id alone.
+_NO_TOKENS = types.SimpleNamespace(unk_id=100)
+
+
+def test_a_file_that_is_not_text_is_refused_as_a_corpus(tmp_path):
+  """Sweep 20 S1: a TFRecord given as --input_file became 634 instances of binary fragments,
+  with only a "lines with invalid UTF-8 dropped" warning. A NUL byte, or invalid UTF-8 in
+  most lines, is no text corpus: named, with the format --input_file takes."""
+  record = tmp_path / "pretraining-00000-of-00001.tfrecord"
+  record.write_bytes(b"a sentence\n\x1c\x00\x00\x00\x00\x00\x00\x00\xa3\x8b\nmore\n")
+  with pytest.raises(ValueError, match=re.escape(
+      f"{record}:2: a NUL byte: {record} is not a text file (a binary file such as a TFRecord, "
+      f"or UTF-16 text); {pretraining_data.CORPUS_FORMAT}")):
+    pretraining_data.read_documents([str(record)], _NO_TOKENS)
+  noise = tmp_path / "noise.bin"
+  noise.write_bytes(b"text\n\xff\xfe a\n\x8b b\n\xa3\xa4\n")
+  with pytest.raises(ValueError, match=re.escape(
+      f"{noise}: 3 of its 4 lines are not UTF-8: it is not a text corpus")):
+    pretraining_data.read_documents([str(noise)], _NO_TOKENS)

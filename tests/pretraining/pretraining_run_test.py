@@ -136,13 +136,55 @@ def leftovers(model_dir):
   return found
 
 
-@pytest.mark.slow
-def test_run_directory_explains_itself(data_dir, tmp_path):
+def _export_files(export_dir):
+  """{path: bytes} of every file under `export_dir`."""
+  return {p: open(p, "rb").read() for p in glob.glob(str(export_dir / "**"), recursive=True)
+          if os.path.isfile(p)}
+
+
+def _full_disk(*args, **kwargs):  # The Google export fails after the SavedModel.
+  raise OSError(28, "No space left on device")
+
+
+@pytest.fixture(scope="module")
+def exported_run(data_dir, tmp_path_factory):
+  """A mirrored 6-step run with its export, whose first export fails after its SavedModel
+  (the Google checkpoint's disk full); rerun, it exports only; then a re-export fails the
+  same way. What each step left, and the live models before and after the two runs that
+  end (the export and the memory-release tests read them)."""
+  run = tmp_path_factory.mktemp("exported") / "run"
+  export_dir, found = run / "export", {}
+  config = run_config(data_dir, run, export_saved_model=True)
   models = helpers.live_instances(BertPretrainer)
-  last = run_pretraining(run_config(data_dir, tmp_path / "run", export_saved_model=True))
-  # The run's model died with it (tfbert.runtime.traces: TF's caches would keep it).
-  assert helpers.live_instances(BertPretrainer) == models
-  run = tmp_path / "run"
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(google_checkpoint, "export_google_checkpoint", _full_disk)
+    with pytest.raises(OSError, match="No space"):
+      run_pretraining(config)  # Trains all 6 steps, then fails in the export.
+  found["failed"] = dict(export=export_dir.exists(), leftovers=leftovers(run),
+                         models=(models, helpers.live_instances(BertPretrainer)))
+  last = run_pretraining(config)  # Resumes at the last step: exports only.
+  found["exported"] = dict(last=last, files=_export_files(export_dir),
+                           present={name: glob.glob(path + "*")
+                                    for name, path in last["written"].items()},
+                           models=(models, helpers.live_instances(BertPretrainer)))
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(google_checkpoint, "export_google_checkpoint", _full_disk)
+    with pytest.raises(OSError, match="No space"):
+      run_pretraining(config)  # A failed re-export keeps the previous export as it was.
+  found["failed_again"] = dict(files=_export_files(export_dir), leftovers=leftovers(run))
+  return run, found
+
+
+@pytest.mark.slow
+def test_run_directory_explains_itself(data_dir, exported_run):
+  run, found = exported_run
+  # The run's model died with it (tfbert.runtime.traces: TF's caches would keep it), after
+  # training and failing (its first run) and after exporting (its rerun).
+  before, after = found["failed"]["models"]
+  assert after == before
+  before, after = found["exported"]["models"]
+  assert after == before
+  last = found["exported"]["last"]
   assert last["step"] == 6 and np.isfinite(last["loss"])
   assert BertConfig.from_json_file(str(run / "bert_config.json")) == TINY
   resolved = json.loads((run / "run_config.json").read_text())
@@ -152,11 +194,7 @@ def test_run_directory_explains_itself(data_dir, tmp_path):
   rows = read_metrics(run)
   assert [r["step"] for r in rows] == [2, 4, 6]
   # TensorBoard events hold the same scalars.
-  events = glob.glob(str(run / "train" / "events.out.tfevents.*"))
-  tags = {}
-  for event in tf.compat.v1.train.summary_iterator(events[0]):
-    for value in event.summary.value:
-      tags.setdefault(value.tag, []).append((event.step, float(tf.make_ndarray(value.tensor))))
+  tags = _event_scalars(str(run / "train"))  # Every events file (the rerun's too).
   for name in ("loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy",
                "learning_rate", "gradient_norm", "skipped_windows", "examples_per_second"):
     assert [s for s, _ in tags[name]] == [2, 4, 6], name
@@ -533,25 +571,19 @@ def test_xla_on_one_device_gives_the_graph_loss_curve(data_dir, tmp_path, straig
 
 
 # An uninterrupted deterministic mirrored run of 5 steps, a line per step: the reference of
-# the eager and stop/resume tests below (built once for the module).
+# the eager, stop/resume and data-position tests below (`held_out_runs`' straight run, which
+# also evaluates every 2 steps: its training lines are those of the run without evaluation).
 STRAIGHT_FIVE = dict(deterministic=True, num_train_steps=5, log_steps=1,
                      save_checkpoints_steps=100)
 
 
-@pytest.fixture(scope="module")
-def straight_five(data_dir, tmp_path_factory):
-  """The model_dir of an uninterrupted STRAIGHT_FIVE run (tests only read it)."""
-  model_dir = tmp_path_factory.mktemp("straight_five")
-  run_pretraining(run_config(data_dir, model_dir, **STRAIGHT_FIVE))
-  return model_dir
-
-
 @pytest.mark.slow
-def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path, straight_five):
+def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path, held_out_runs):
   # The first 3 steps of the same 5-step schedule: no graph run of its own.
   run_pretraining(run_config(data_dir, tmp_path / "eager", run_eagerly=True, stop_at_step=3,
                              **STRAIGHT_FIVE))
-  a, b = read_metrics(straight_five)[:3], read_metrics(tmp_path / "eager")
+  a = [r for r in held_out_runs["straight_rows"] if "split" not in r][:3]
+  b = read_metrics(tmp_path / "eager")
   assert [r["step"] for r in b] == [r["step"] for r in a] == [1, 2, 3]
   # Same kernels, same order of the same float32 operations: equal to float32 rounding.
   assert [r["loss"] for r in b] == pytest.approx([r["loss"] for r in a], rel=1e-6)
@@ -561,7 +593,8 @@ def test_eager_gives_the_graph_loss_curve(data_dir, tmp_path, straight_five):
 @pytest.mark.slow
 def test_stop_at_step_then_resume_equals_the_uninterrupted_run(held_out_runs):
   """The stop at 3 and resume of the held-out test's run (mirrored; evaluations between the
-  steps change no training number)."""
+  steps change no training number). The checkpoint at 3 holds the data position (the run
+  stopped there had resumed from one without it: see the data-position test)."""
   rows, split = held_out_runs["straight_rows"], held_out_runs["split_rows"]
   assert held_out_runs["stopped"]["step"] == 3
   assert not held_out_runs["exported_at_stop"]  # Not finished: not exported.
@@ -695,37 +728,21 @@ def test_rerun_after_a_kill_leaves_one_metrics_line_per_step_and_no_leftovers(
 
 
 @pytest.mark.slow
-def test_export_is_written_whole_or_not_at_all(data_dir, tmp_path, monkeypatch):
-  config = run_config(data_dir, tmp_path / "run", distribution_strategy="one_device",
-                      num_cpu_devices=1, num_train_steps=2, accumulation=1, log_steps=1,
-                      export_saved_model=True)
-  export_dir = tmp_path / "run" / "export"
-
-  def full_disk(*args, **kwargs):  # The Google export fails after the SavedModel.
-    raise OSError(28, "No space left on device")
-
-  monkeypatch.setattr(google_checkpoint, "export_google_checkpoint", full_disk)
-  with pytest.raises(OSError, match="No space"):
-    run_pretraining(config)
-  assert not export_dir.exists() and not leftovers(tmp_path / "run")  # No SavedModel alone.
-  monkeypatch.undo()
-  last = run_pretraining(config)  # Resumes at the last step: exports only.
-  files = {p: open(p, "rb").read() for p in glob.glob(str(export_dir / "**"), recursive=True)
-           if os.path.isfile(p)}
+def test_export_is_written_whole_or_not_at_all(exported_run):
+  run, found = exported_run
+  assert not found["failed"]["export"] and not found["failed"]["leftovers"]  # No SavedModel alone.
+  last, files = found["exported"]["last"], found["exported"]["files"]
   assert any(p.endswith("saved_model.pb") for p in files)
   assert any(p.endswith("bert_model.ckpt.index") for p in files)
   # The summary names the final paths, each there.
   assert set(last["written"]) == {"checkpoint", "metrics", "tensorboard", "saved_model",
                                   "google_checkpoint"}
   for name, path in last["written"].items():
-    assert path in last["summary"] and glob.glob(path + "*"), name
+    assert path in last["summary"] and found["exported"]["present"][name], name
     assert not any(atomic.is_temporary(part) for part in path.split(os.sep)), name
-  monkeypatch.setattr(google_checkpoint, "export_google_checkpoint", full_disk)
-  with pytest.raises(OSError, match="No space"):
-    run_pretraining(config)  # A failed re-export keeps the previous export as it was.
-  assert {p: open(p, "rb").read() for p in glob.glob(str(export_dir / "**"), recursive=True)
-          if os.path.isfile(p)} == files
-  assert not leftovers(tmp_path / "run")
+  # A failed re-export keeps the previous export as it was.
+  assert found["failed_again"]["files"] == files
+  assert not found["failed_again"]["leftovers"]
 
 
 @pytest.mark.slow
@@ -770,7 +787,8 @@ def test_a_resume_naming_the_same_data_another_way_continues(data_dir, tmp_path,
   the files the run recorded (sweep 10, C185): compared as real paths, not refused as
   another configuration; other data still is."""
   run = tmp_path / "run"
-  common = dict(num_train_steps=2, accumulation=1, save_checkpoints_steps=1, log_steps=1)
+  common = dict(num_train_steps=2, accumulation=1, save_checkpoints_steps=1, log_steps=1,
+                distribution_strategy="one_device", num_cpu_devices=1)
   run_pretraining(run_config(data_dir, run, stop_at_step=1, **common))
   os.symlink(data_dir, tmp_path / "linked")
   monkeypatch.chdir(tmp_path)
@@ -808,20 +826,13 @@ def test_a_resumed_run_reads_on_from_its_checkpoint_and_never_rereads(data_dir, 
 
 
 @pytest.mark.slow
-def test_a_checkpoint_without_the_data_position_resumes_by_reading_past(data_dir, tmp_path,
-                                                                   monkeypatch, straight_five):
+def test_a_checkpoint_without_the_data_position_resumes_by_reading_past(held_out_runs):
   """Run directories from before checkpoints held the data position resume exactly, and
-  their next checkpoints hold it: stopped at 2 (no position), at 3 (position), then 5."""
-  common = STRAIGHT_FIVE
-  _without_data_position(monkeypatch)
-  run_pretraining(run_config(data_dir, tmp_path / "run", stop_at_step=2, **common))
-  monkeypatch.undo()
-  run_pretraining(run_config(data_dir, tmp_path / "run", stop_at_step=3, **common))
-  assert "data_position" in {name.split("/")[0] for name, _ in tf.train.list_variables(
-      str(tmp_path / "run" / "checkpoints" / "ckpt-3"))}
-  run_pretraining(run_config(data_dir, tmp_path / "run", **common))
-  a, b = read_metrics(straight_five), read_metrics(tmp_path / "run")
-  assert [r["step"] for r in b] == [1, 2, 3, 4, 5]
+  their next checkpoints hold it: stopped at 2 (no position), at 3 (position), then 5
+  (`held_out_runs`' split run; the evaluation at 2 lies between the first two)."""
+  assert held_out_runs["positions"] == {2: False, 3: True}
+  a, b = held_out_runs["straight_rows"], held_out_runs["split_rows"]
+  assert [r["step"] for r in b if "split" not in r] == [1, 2, 3, 4, 5]
   assert untimed(b) == untimed(a)  # float32, deterministic: bit for bit.
 
 
@@ -832,9 +843,12 @@ def test_fast_forward_moves_counters_and_data_as_training_would(data_dir, tmp_pa
   (no position: the rerun reads past what they say was consumed) resume onto the same
   batch with the same schedule: two mechanisms, one position."""
   straight = read_metrics(straight_four)[-1]
+  # One run stopped at 1, copied: both mechanisms move the same directory (a copied run
+  # directory resumes where it lies).
+  run_pretraining(run_config(data_dir, tmp_path / "read", stop_at_step=1, **STRAIGHT_FOUR))
+  shutil.copytree(tmp_path / "read", tmp_path / "counted")
   for name, position in (("read", True), ("counted", False)):
     config = run_config(data_dir, tmp_path / name, **STRAIGHT_FOUR)
-    run_pretraining(dataclasses.replace(config, stop_at_step=1))
     assert pretraining_run.fast_forward(config, 2, data_position=position) == 3
     reader = tf.train.load_checkpoint(str(tmp_path / name / "checkpoints" / "ckpt-3"))
     names = {n.split("/")[0] for n in reader.get_variable_to_shape_map()}
@@ -859,20 +873,26 @@ def _event_scalars(folder):
 
 @pytest.fixture(scope="module")
 def held_out_runs(data_dir, tmp_path_factory):
-  """A deterministic mirrored 5-step run evaluated every 2 steps, straight and stopped at 3
-  then resumed: their results and records (the held-out and stop/resume tests read them)."""
+  """A deterministic mirrored STRAIGHT_FIVE run evaluated every 2 steps, straight, and split:
+  stopped at 2 with a checkpoint as tfbert wrote them before they held the data position,
+  resumed and stopped at 3 (its checkpoint holds it), then resumed to the end. Their results
+  and records (the held-out, stop/resume, data-position and eager tests read them)."""
   root = tmp_path_factory.mktemp("held_out")
-  common = dict(deterministic=True, num_train_steps=5, log_steps=1, save_checkpoints_steps=100,
-                eval_input_files=[os.path.join(data_dir, "*.tfrecord")], eval_every_steps=2,
-                eval_batch_size=4, max_eval_steps=3)
+  common = dict(STRAIGHT_FIVE, eval_input_files=[os.path.join(data_dir, "*.tfrecord")],
+                eval_every_steps=2, eval_batch_size=4, max_eval_steps=3)
   result = run_pretraining(run_config(data_dir, root / "straight", **common))
+  with pytest.MonkeyPatch.context() as patch:
+    _without_data_position(patch)
+    run_pretraining(run_config(data_dir, root / "split", stop_at_step=2, **common))
   stopped = run_pretraining(run_config(data_dir, root / "split", stop_at_step=3, **common))
+  positions = {step: "data_position" in {name.split("/")[0] for name, _ in tf.train.list_variables(
+      str(root / "split" / "checkpoints" / f"ckpt-{step}"))} for step in (2, 3)}
   exported_at_stop = os.path.exists(root / "split" / "export")
   rows_at_stop = read_metrics(root / "split")
   run_pretraining(run_config(data_dir, root / "split", **common))
   return dict(root=root, result=result, straight_rows=read_metrics(root / "straight"),
               stopped=stopped, exported_at_stop=exported_at_stop, rows_at_stop=rows_at_stop,
-              split_rows=read_metrics(root / "split"))
+              positions=positions, split_rows=read_metrics(root / "split"))
 
 
 @pytest.mark.slow

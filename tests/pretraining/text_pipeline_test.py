@@ -5,6 +5,8 @@ MiniLM's uncased vocabulary (the run's), S 16, P 3; text from CPython's pydoc to
 """
 
 
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -168,4 +170,14 @@ def test_bytes_that_are_not_utf8_are_named_by_file_and_line(tmp_path):
     text_pipeline.check_text_files(str(path), S)
   path.write_bytes(b"too short\n")
   with pytest.raises(ValueError, match="worker 0 of 1 .* 2 words, fewer than one sequence"):
+    text_pipeline.check_text_files(str(path), S)
+
+
+def test_a_binary_file_is_refused_as_raw_text(tmp_path):
+  """Sweep 20 S1's rule for run_pretraining's --train_text_files: a NUL byte (a TFRecord) is
+  named as a file that is not text, not as bytes to save as UTF-8."""
+  path = tmp_path / "data.tfrecord"
+  path.write_bytes(b"words\n\x1c\x00\x00\x00 text\n")
+  with pytest.raises(ValueError, match=re.escape(
+      f"{path}:2: a NUL byte: {path} is not a text file")):
     text_pipeline.check_text_files(str(path), S)

@@ -358,14 +358,52 @@ def test_a_rerun_on_other_training_data_is_refused_naming_the_file_and_the_chang
   with pytest.raises(RunDirectoryError, match=r"train.tsv: same size, other content \(sha256"):
     run_directory.claim(run, _records() + [_data_record([str(train)])])
   other = tmp_path / "other.tsv"
-  other.write_text("a\t1\nb\t0\n")
-  with pytest.raises(RunDirectoryError, match=r"other.tsv: not read before; .*train.tsv: no "
-                                              "longer read"):
+  other.write_text("a\t1\nb\t1\n")  # Not the recorded train.tsv's content (that is a move).
+  with pytest.raises(RunDirectoryError, match=r"other data: .*other.tsv: not read before; "
+                                              ".*train.tsv: no longer read"):
     run_directory.claim(run, _records() + [_data_record([str(other)])])
   assert (tmp_path / "run" / "data.json").read_text() == recorded  # Nothing rewritten.
 
   run_directory.claim(run, _records() + [_data_record([str(train)])],
                       allow_changes=True).release()  # Deliberately, on the new data.
+
+
+def _moved_run_records(train, tmp_path):
+  """A fine-tuning run's records (`fine_tuning.claim_run_directory`'s) reading `train`."""
+  values = {"train_file": str(train), "output_dir": str(tmp_path / "run")}
+  return [RunRecord("run_config.json", values, frozenset({"output_dir"}),
+                    path_keys=frozenset(values)), _data_record([str(train)])]
+
+
+def test_a_resume_on_its_data_moved_elsewhere_is_refused_naming_the_setting_and_the_move(
+    tmp_path):
+  """A resume whose train file moved to another folder (same content, the
+  new path given) was refused as "a run trained on other data" ("no longer read", "not read
+  before"), with the --allow_config_change that continues it "on the new data": the data is
+  the run's, only its path setting changed. It is refused as another configuration naming
+  the setting, both paths and the move; --allow_config_change continues it."""
+  (tmp_path / "a").mkdir()
+  (tmp_path / "b").mkdir()
+  old, new = tmp_path / "a" / "train.tsv", tmp_path / "b" / "train.tsv"
+  old.write_text("a\t1\nb\t0\n")
+  run = str(tmp_path / "run")
+  with run_directory.claim(run, _moved_run_records(old, tmp_path)):
+    run_directory.write_records(run, _moved_run_records(old, tmp_path))
+  os.replace(old, new)
+  with pytest.raises(RunDirectoryError) as error:
+    run_directory.claim(run, _moved_run_records(new, tmp_path))
+  assert str(error.value) == (
+      f"{run} holds a run with another configuration: run_config.json train_file: "
+      f"\"{old}\" -> \"{new}\"; data.json {old}: moved to {new} (same size and sha256). Use "
+      "another directory, or rerun with --allow_config_change to continue this run with the "
+      "new values")
+  run_directory.claim(run, _moved_run_records(new, tmp_path), allow_changes=True).release()
+  # Moved means the same size and sha256: other content under the new path is other data.
+  recorded = run_directory.data_identity([str(new)])
+  new.write_text("a\t1\nb\t1\n")
+  assert run_directory.data_changes([{**recorded[0], "file": str(old)}],
+                                    run_directory.data_identity([str(new)])) == [
+      f"{old}: no longer read", f"{new}: not read before"]
 
 
 def test_a_rerun_on_other_shards_keeps_the_remedy_within_the_one_line_error(tmp_path):
@@ -540,3 +578,13 @@ def test_held_out_files_among_the_training_files_are_named_by_their_real_path(tm
     problem = run_directory.held_out_problem(trained, [str(dev), held_out])
     assert problem.startswith(f"the held-out evaluation reads training data: {held_out} is "
                               "also trained on"), problem
+
+
+def test_differences_name_a_key_by_its_flag():
+  """Sweep 20 R1: a resumed custom run's refusal named "custom.has_header", not the
+  --custom_header the user typed."""
+  found = run_directory.differences(
+      {"custom": {"has_header": True, "delimiter": "\t"}},
+      {"custom": {"has_header": False, "delimiter": ","}},
+      key_names={"custom.has_header": "--custom_header", "custom.delimiter": "--custom_delimiter"})
+  assert found == ['--custom_delimiter: "\\t" -> ","', "--custom_header: true -> false"]

@@ -15,6 +15,7 @@ import logging
 import math
 import os
 import re
+import types
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from tests import helpers, tool_process
 from tfbert import BertPretrainer, BertSpanLabeler
 from tfbert.checkpoints import google_checkpoint, huggingface, pretrained
 from tfbert.config import BertConfig
+from tfbert.runtime import files
 from tfbert.squad import (
   squad_data,
   squad_evaluation,
@@ -33,6 +35,7 @@ from tfbert.squad import (
   squad_run,
 )
 from tfbert.tasks import fine_tuning, runner
+from tfbert.tasks.task import RunContext
 from tfbert_tools.demos.squad_synthetic import synthetic_squad
 
 # Tiny, odd-sized, uncased vocab of the MiniLM wheel (30,522 entries).
@@ -49,16 +52,20 @@ def _write_json(path, value):
 
 
 def _tiny_config_file(tmp_path, **overrides):
+  """TINY's bert_config.json in `tmp_path`, with `overrides` (`ONE_LAYER`: a proof of the run
+  around the model, which a second layer only makes longer to trace)."""
   path = str(tmp_path / "bert_config.json")
   BertConfig(**{**TINY, **overrides}).to_json_file(path)
   return path
+
+
+ONE_LAYER = dict(num_hidden_layers=1)
 
 
 def _run_config(tmp_path, output, **overrides):
   values = dict(
       output_dir=str(tmp_path / output), train_file=str(tmp_path / "train.json"),
       predict_file=str(tmp_path / "dev.json"), vocab_file=pretrained.minilm_vocab_file(),
-      bert_config_file=_tiny_config_file(tmp_path),
       features=squad_features.FeatureConfig(max_seq_length=96, doc_stride=48,
                                             max_query_length=16),
       postprocess=squad_postprocess.PostprocessConfig(n_best_size=10, max_answer_length=8),
@@ -66,6 +73,9 @@ def _run_config(tmp_path, output, **overrides):
       warmup_proportion=0.1, weight_decay_rate=0.01, seed=7, verbose=0)
   if not overrides.get("do_predict"):  # Read only with do_predict (refused without it).
     del values["predict_file"]
+  if "bert_config_file" not in overrides:  # (Written only then: it was written over a
+    # given file of the same path, and the resume test ran without its dropout.)
+    values["bert_config_file"] = _tiny_config_file(tmp_path)
   return squad_run.SquadRunConfig(**{**values, **overrides})
 
 
@@ -162,6 +172,7 @@ def test_mixed_precision_trains_and_predicts(tmp_path, dtype):
   result = squad_run.run_squad(_run_config(
       tmp_path, dtype, do_train=True, do_predict=True, dtype=dtype, max_train_steps=2,
       train_batch_size=4, gradient_accumulation_steps=2,
+      bert_config_file=_tiny_config_file(tmp_path, **ONE_LAYER),
       features=squad_features.FeatureConfig(max_seq_length=64, doc_stride=32,
                                             max_query_length=16)))
   assert result["train"]["steps"] == 2 and np.isfinite(result["train"]["loss"])
@@ -369,7 +380,8 @@ def test_tiny_model_learns_far_above_its_untrained_baseline(squad_files):
   assert sorted(_read(out / "predictions.json")) == sorted(
       qa["id"] for p in _read(squad_files / "dev.json")["data"][0]["paragraphs"]
       for qa in p["qas"])
-  assert _read(out / "eval_results.json") == {"dev": {**trained["scores"], "step": 602}}
+  assert _read(out / "eval_results.json") == {"dev": {**trained["scores"], "step": 602,
+                                                     "file": str(squad_files / "dev.json")}}
   assert os.listdir(out / "train")  # TensorBoard events.
   plain = BertSpanLabeler(BertConfig(**TINY))
   plain.build()
@@ -395,7 +407,7 @@ def test_tool_trains_mirrored_with_accumulation_predicts_and_prints_scores(tmp_p
       "run_squad", "--do_train", "--do_predict", f"--train_file={train}",
       f"--predict_file={_write_json(tmp_path / 'dev.json', dev)}", "--predict_articles=1:",
       f"--vocab_file={pretrained.minilm_vocab_file()}",
-      f"--bert_config_file={_tiny_config_file(tmp_path)}", "--max_seq_length=64",
+      f"--bert_config_file={_tiny_config_file(tmp_path, **ONE_LAYER)}", "--max_seq_length=64",
       "--doc_stride=32", "--max_query_length=16", "--train_batch_size=8",
       "--gradient_accumulation_steps=2", "--distribution_strategy=mirrored",
       "--num_cpu_devices=2", "--max_train_steps=3", f"--output_dir={out}",
@@ -427,6 +439,7 @@ def test_four_micro_batches_train_exactly_as_one_batch_of_their_examples(tmp_pat
   runs = {k: squad_run.run_squad(_run_config(
       tmp_path, f"k{k}", do_train=True, train_batch_size=12, gradient_accumulation_steps=k,
       max_train_steps=7, num_train_epochs=2.0, clip_norm=0.5, learning_rate=1e-3,
+      bert_config_file=_tiny_config_file(tmp_path, **ONE_LAYER),
       features=squad_features.FeatureConfig(max_seq_length=64, doc_stride=32,
                                             max_query_length=16)))
           for k in (1, 4)}
@@ -653,7 +666,8 @@ def test_a_predict_file_without_answers_is_predicted_and_not_scored(tmp_path):
   dev = _questions_only(synthetic_squad(2, seed=2))
   _write_json(tmp_path / "dev.json", dev)
   squad_run.run_squad(_run_config(tmp_path, "out", do_train=True, do_predict=True,
-                                  max_train_steps=1, train_batch_size=4))
+                                  max_train_steps=1, train_batch_size=4,
+                                  bert_config_file=_tiny_config_file(tmp_path, **ONE_LAYER)))
   with open(tmp_path / "out" / "predictions.json", encoding="utf-8") as f:
     predictions = json.load(f)
   ids = {qa["id"] for article in dev["data"] for paragraph in article["paragraphs"]
@@ -671,7 +685,7 @@ def test_evaluation_during_training_scores_the_predict_file_and_keeps_the_best(t
   _write_json(tmp_path / "dev.json", synthetic_squad(6, seed=2))
   result = squad_run.run_squad(_run_config(
       tmp_path, "out", do_train=True, do_predict=True, max_train_steps=5, train_batch_size=8,
-      eval_every_steps=2, log_steps=1))
+      eval_every_steps=2, log_steps=1, bert_config_file=_tiny_config_file(tmp_path, **ONE_LAYER)))
   out = tmp_path / "out"
   with open(out / "metrics.jsonl", encoding="utf-8") as f:
     rows = [json.loads(line) for line in f]
@@ -710,11 +724,12 @@ def test_a_stopped_run_resumes_to_the_uninterrupted_model(tmp_path, strategy, de
   _write_json(tmp_path / "train.json", synthetic_squad(20, seed=3))
   _write_json(tmp_path / "dev.json", synthetic_squad(2, seed=4))
   config_file = _tiny_config_file(tmp_path, hidden_dropout_prob=0.1,
-                                  attention_probs_dropout_prob=0.1)
+                                  attention_probs_dropout_prob=0.1, **ONE_LAYER)
   common = dict(do_train=True, max_train_steps=6, train_batch_size=8,
                 gradient_accumulation_steps=2, log_steps=2, save_checkpoints_steps=100,
                 bert_config_file=config_file, distribution_strategy=strategy,
-                num_cpu_devices=devices)
+                num_cpu_devices=devices, features=squad_features.FeatureConfig(
+                    max_seq_length=64, doc_stride=32, max_query_length=16))
   squad_run.run_squad(_run_config(tmp_path, "straight", **common))
   stopped = squad_run.run_squad(_run_config(tmp_path, "split", stop_at_step=3, **common))
   assert stopped["train"]["steps"] == 3 and not stopped["train"]["finished"]
@@ -774,3 +789,36 @@ def test_predictions_of_another_predict_file_say_whose_they_replace(tmp_path, ca
   squad_run.record_predictions_source(str(out), str(second))
   assert _read(out / squad_run.PREDICTIONS_SOURCE_FILE) == {"predict_file": str(second)}
   assert squad_run.scores_key(str(first)) == "dev"
+
+
+def _squad_eval_results(monkeypatch, predict_file, output_dir, f1):
+  """`SquadTask.outputs`' eval_results for a prediction of `predict_file` scoring `f1`."""
+  monkeypatch.setattr(squad_run, "predict", lambda *args, **kwargs: {
+      "predictions": {}, "scores": {"exact_match": f1, "f1": f1}})
+  config = types.SimpleNamespace(do_predict=True, predict_file=predict_file,
+                                 output_dir=output_dir)
+  context = RunContext(config=config, strategy=None, tokenizer=None, model=None,
+                       inputs={"predict": (None, None)}, work_dir=output_dir, chief=False,
+                       cache={"predict": []})
+  return squad_run.SquadTask().outputs(context).eval_results
+
+
+def test_scores_record_their_predict_file_and_another_of_its_name_says_whose_it_replaces(
+    tmp_path, monkeypatch, caplog):
+  """run_squad once keyed its scores by the predict file's stem and recorded no
+  "file" (the other tools' entries do): scoring another dev-v1.1.json from another folder
+  replaced the first one's scores without a word."""
+  out = str(tmp_path / "run")
+  first, second = tmp_path / "a" / "dev-v1.1.json", tmp_path / "b" / "dev-v1.1.json"
+  new = _squad_eval_results(monkeypatch, str(first), out, 50.0)
+  assert new == {"dev-v1.1": {"exact_match": 50.0, "f1": 50.0,
+                              "file": files.absolute(str(first))}}
+  (tmp_path / "run").mkdir()
+  (tmp_path / "run" / fine_tuning.EVAL_RESULTS_FILE).write_text(
+      json.dumps(fine_tuning.merge_eval_results(out, new, 3)))
+  with caplog.at_level(logging.WARNING):
+    merged = fine_tuning.merge_eval_results(
+        out, _squad_eval_results(monkeypatch, str(second), out, 70.0), 3)
+  assert merged["dev-v1.1"]["file"] == files.absolute(str(second))
+  assert (f"replacing the scores of dev-v1.1 of {files.absolute(str(first))} with those of "
+          f"{files.absolute(str(second))}") in caplog.text

@@ -47,12 +47,29 @@ def test_read_predictions_errors_name_the_line(tmp_path):
   cases = {"a B-x\r\nb\r\n\r\nc O": ":2: need a token and a tag",
            "a B-x\nb O\n\nc O\nd O\n": ":5: a prediction where",
            "a B-x\nb O\nx O\nc O\n": ":3: a prediction where",
-           "a B-x\nb Q\n\nc O\n": ":2: tag 'Q'"}
+           "a B-x\nb Q\n\nc O\n": ":2: predictions file: its last field, tag 'Q'"}
   for text, message in cases.items():
     path = tmp_path / "pred"
     path.write_text(text)
     with pytest.raises(ValueError, match=message):
       tagging_metrics.read_predictions(str(path), gold, str(gold_path))
+
+
+def test_a_predictions_file_laid_out_tag_first_is_named_as_the_predictions(tmp_path):
+  """Sweep 20 P1: "tag '@paulwalk' is not O, ..." of a tag-first predictions file said
+  neither that it was the predictions file nor that the column flags describe only the
+  gold file."""
+  gold_path = tmp_path / "gold"
+  gold_path.write_text("B-x\ta\nO\tb\n")
+  gold = conll.read_conll(str(gold_path), token_column=1, tag_column=0)
+  with pytest.raises(ValueError) as error:
+    tagging_metrics.read_predictions(str(gold_path), gold, str(gold_path))
+  assert str(error.value) == (
+      f"{gold_path}:1: predictions file: its last field, tag 'a' is not O, B-<type> or "
+      "I-<type> (a predictions file holds the word, then the predicted tag last; "
+      f"evaluate_ner's --token_column and --tag_column describe the gold file {gold_path} "
+      "only); its first field is the tag 'B-x': the file is laid out tag first: write each "
+      "line as word<TAB>tag")
 
 
 def test_read_predictions_names_the_first_misaligned_line(tmp_path):

@@ -792,7 +792,8 @@ def test_a_training_rerun_of_a_run_takes_its_vocabulary_and_model_config(tmp_pat
              intermediate_size=16).to_json_file(str(out / "bert_config.json"))
   assert fine_tuning.resolve_vocab_file(config) == str(out / "vocab.txt")
   bert_config, weights, source = fine_tuning.initial_source(config)
-  assert (bert_config.vocab_size, weights, source.name) == (7, None, "random initialization")
+  assert (bert_config.vocab_size, weights, source.name) == (
+      7, None, str(out / "checkpoints" / "ckpt-5"))
   # The paths the run recorded, which the rerun is compared with, when their files exist.
   assert fine_tuning.resumed_settings(config) == config  # No run_config.json.
   vocab = tmp_path / "vocab.txt"
@@ -803,3 +804,69 @@ def test_a_training_rerun_of_a_run_takes_its_vocabulary_and_model_config(tmp_pat
   assert (resumed.vocab_file, resumed.bert_config_file) == (str(vocab), None)
   assert fine_tuning.resumed_settings(dataclasses.replace(config, do_train=False)).vocab_file \
       is None  # An evaluation takes the run's settings in `evaluated_model`.
+
+
+def test_a_resume_logs_that_its_weights_come_from_its_checkpoint_not_random_ones(
+    tmp_path, caplog):
+  """Every fine-tuning resume logged "starting from random weights (no
+  init_checkpoint/init_hf_dir/init_tfbert)" just before the training loop's "resumed from
+  ...": the weights come from the run's checkpoint. The runner's `build_model` passes what
+  `initial_source` gives to `assign_initial_weights`, which says where they come from."""
+  out = tmp_path / "run"
+  (out / "checkpoints").mkdir(parents=True)
+  (out / "checkpoints" / "ckpt-5.index").write_text("")
+  BertConfig(vocab_size=7, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+             intermediate_size=16).to_json_file(str(out / "bert_config.json"))
+  resumed = fine_tuning.FineTuningConfig(output_dir=str(out), do_train=True)
+  fresh = dataclasses.replace(resumed, output_dir=str(tmp_path / "new"),
+                              bert_config_file=str(out / "bert_config.json"))
+  logs = {}
+  for name, config in (("resumed", resumed), ("fresh", fresh)):
+    caplog.clear()
+    _, weights, source = fine_tuning.initial_source(config)
+    with caplog.at_level("INFO", logger="absl"):
+      report = fine_tuning.assign_initial_weights(None, weights, source.name, "head", True)
+    logs[name] = caplog.text
+    assert report.source == source.name and not report.used
+  checkpoint = str(out / "checkpoints" / "ckpt-5")
+  assert "random weights" not in logs["resumed"]
+  assert f"the weights come from the run's checkpoint {checkpoint}" in logs["resumed"]
+  assert "starting from random weights (no init_checkpoint" in logs["fresh"]
+
+
+def test_an_evaluation_of_a_runs_model_reads_a_file_laid_out_otherwise(tmp_path):
+  """Sweep 20 R1: an eval-only rerun of a --task_name=custom run refused a dev file in
+  another layout (columns, header, delimiter), naming internal fields and a raw tab. The
+  layout describes the file read; the labels, regression and pairs are the model's."""
+  from tfbert.classifier import glue_data  # pylint: disable=import-outside-toplevel
+  run = glue_data.CustomFormat(text_a_column=-1, label_column=0, has_header=True,
+                               labels=("neg", "pos"))
+  recorded = json.loads(ClassifierRunConfig(task_name="custom", custom=run,
+                                            output_dir=str(tmp_path), do_train=True,
+                                            train_file="train.tsv").to_json())
+
+  def rerun(typed=("custom_text_a_column",), **custom):
+    return ClassifierRunConfig(
+        task_name="custom", output_dir=str(tmp_path), do_eval=True, eval_file="dev.csv",
+        custom=dataclasses.replace(run, **custom),
+        given_settings=frozenset({"custom", *typed}))
+
+  for layout in ({"text_a_column": 2}, {"text_a_column": 0, "label_column": 1,
+                                        "has_header": False, "delimiter": ","}):
+    assert fine_tuning.run_settings(rerun(**layout), recorded).custom == dataclasses.replace(
+        run, **layout)
+  with pytest.raises(ValueError, match=re.escape(
+      "other settings (--custom_labels=neg,pos -> --custom_labels=pos,neg)")):
+    fine_tuning.run_settings(rerun(labels=("pos", "neg"), delimiter=","), recorded)
+  with pytest.raises(ValueError, match=re.escape(
+      "(--custom_text_b_column=unset -> --custom_text_b_column=1)")):
+    fine_tuning.run_settings(rerun(text_b_column=1), recorded)
+  with pytest.raises(ValueError, match=re.escape(
+      "--nocustom_regression -> --custom_regression")):
+    fine_tuning.run_settings(rerun(labels=(), regression=True), recorded)
+  # No layout flag given: the file is read as the run's (the flags' defaults are not it).
+  assert fine_tuning.run_settings(rerun(typed=("custom_labels",), text_a_column=2,
+                                        has_header=False), recorded).custom == run
+  names = fine_tuning.record_key_names(rerun())
+  assert names["custom.has_header"] == "--custom_header"
+  assert names["custom.delimiter"] == "--custom_delimiter"

@@ -211,6 +211,15 @@ def poison_last_example(window, micro):
   return poison
 
 
+@functools.cache
+def _without_window_1():
+  """The trainable weights of the one-device big-batch SGD run of windows 0, 2 and 3 of
+  `windows(4, batch=12)`, computed once per process (both overflow cases compare with it)."""
+  data = windows(4, batch=12)
+  model = training_loop.reference_train(model_fn, sgd(), loss_fn, [data[0], data[2], data[3]])
+  return tuple(v.numpy() for v in model.trainable_variables)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("steps", [1, 3])
 def test_overflow_on_replica_1_skips_the_whole_window_on_every_replica(steps):
@@ -226,8 +235,7 @@ def test_overflow_on_replica_1_skips_the_whole_window_on_every_replica(steps):
   assert float(optimizer.dynamic_scale.numpy()) == 512.0
   assert int(inner.micro_step.numpy()) == 4 * steps  # the window was not stretched
   # The next windows train as if the skipped one never happened.
-  want = training_loop.reference_train(model_fn, sgd(), loss_fn, [data[0], data[2], data[3]])
-  assert training_loop.max_weight_diff(got, want) < TOL
+  assert diff(got, _without_window_1()) < TOL
   for variable in got.trainable_variables:  # every replica's copy is finite and identical
     copies = strategy.experimental_local_results(variable.value)
     assert all(np.array_equal(copies[0].numpy(), c.numpy()) for c in copies)
@@ -315,12 +323,11 @@ def test_gradients_are_all_reduced_once_per_applied_step_not_per_micro_step():
 
 @pytest.mark.slow
 def test_resuming_mid_window_equals_never_stopping(tmp_path):
+  """Never stopping is the one big batch of `reference(adamw_with_schedule)` (the 2-worker
+  test's, shared): an uninterrupted accumulated run ends there within TOL (the 2-replica
+  cases above, the 2 workers below), so a resume must too."""
   data = windows(3)
   strategy = mirrored()
-  with strategy.scope():
-    continuous_opt = with_gradient_accumulation(adamw_with_schedule(), 4)
-  continuous = training_loop.accumulate_train(strategy, model_fn, continuous_opt, loss_fn,
-                                              data, 4)
   # Interrupted: 1 window + 2 micro-steps, checkpoint, fresh objects, restore, finish.
   micro = [tuple(np.array_split(a, 4)[m] for a in w) for w in data for m in range(4)]
   with strategy.scope():
@@ -338,7 +345,8 @@ def test_resuming_mid_window_equals_never_stopping(tmp_path):
   step = training_loop.make_step(strategy, model, optimizer, loss_fn)
   for arrays in micro[6:]:
     step(training_loop.split_for_replicas(strategy, arrays))
-  assert training_loop.max_weight_diff(model, continuous) < TOL
+  assert diff(model, reference(adamw_with_schedule)) < TOL
+  assert diff(model, reference(None)) > 1e-3  # It did train.
 
 
 def test_float16_overflow_skips_whole_windows_on_time_until_the_scale_fits():

@@ -27,9 +27,14 @@ from tfbert import BertClassifier, BertConfig
 from tfbert.tasks import fine_tuning
 from tfbert.training import distribution, training_loop
 
-CONFIG = BertConfig(vocab_size=43, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+# One layer: the loop's promises (resume, replicas, masks, `fit`, XLA) are about the step
+# around the model, which a second layer only makes longer to trace and compile.
+CONFIG = BertConfig(vocab_size=43, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                     intermediate_size=19, max_position_embeddings=13, type_vocab_size=2,
                     hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+# Two layers where examples' logits must stay far apart (the sharded prediction test: one
+# layer left two of its 13 examples 8.5e-6 apart, below its tolerance's reach).
+TWO_LAYERS = dataclasses.replace(CONFIG, num_hidden_layers=2)
 SEQ, CLASSES, EXAMPLES = 11, 3, 29
 
 
@@ -49,17 +54,17 @@ def _config(tmp_path, name="run", **overrides):
   return fine_tuning.FineTuningConfig(**{**values, **overrides})
 
 
-def _initial():
+def _initial(config=CONFIG):
   keras.utils.set_random_seed(2)
-  model = BertClassifier(CONFIG, CLASSES, dropout_rate=0.1)
+  model = BertClassifier(config, CLASSES, dropout_rate=0.1)
   model.build()
   return model.get_weights()
 
 
-def _model(strategy, initial):
+def _model(strategy, initial, config=CONFIG):
   keras.utils.set_random_seed(2)  # The same layer seeds, so the same dropout streams.
   with strategy.scope():
-    model = BertClassifier(CONFIG, CLASSES, dropout_rate=0.1)
+    model = BertClassifier(config, CLASSES, dropout_rate=0.1)
     model.build()
   model.set_weights(initial)
   return model
@@ -473,7 +478,7 @@ def test_sharded_prediction_scores_every_example_once_in_order(replicas, batch_s
   """13 examples in global batches of 4 or 6 (the last padded): each output row is the
   model's output on its own example, none dropped, none twice."""
   strategy = _strategy(replicas)
-  model = _model(strategy, _initial())
+  model = _model(strategy, _initial(TWO_LAYERS), TWO_LAYERS)
   features = {k: v[:13] for k, v in _examples()[0].items()}
   outputs = fine_tuning.predict(model, strategy, features, batch_size)
   assert outputs["logits"].shape == (13, CLASSES)

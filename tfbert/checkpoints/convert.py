@@ -559,6 +559,24 @@ def _located(path: str) -> Optional[tuple[str, str]]:
   return kind, target
 
 
+def _enclosing_model(path: str, spellings: Mapping[str, str]) -> Optional[str]:
+  """For a missing `path`: the model its directory (or that one's parent, when missing too)
+  holds, with the flag that reads it ("p01 holds a Google checkpoint (...): pass
+  --init_checkpoint=..."), or None. Sweep 20 P2: `<a run_pretraining run>/model.keras`,
+  which such a run never writes, was answered "(e.g. <run>/model.keras)", the path just
+  given."""
+  parent = os.path.dirname(path.rstrip("/"))
+  if parent and not files.isdir(parent):  # <run>/best/model.keras: the run; no further.
+    parent = os.path.dirname(parent)
+  located = _located(parent) if parent and files.isdir(parent) else None
+  if not located or located[0] not in spellings or located[1] == path:
+    return None
+  kind, target = located
+  kind = "hf" if kind == "sentence-transformers" else kind
+  return (f"{parent} holds {_LOCATED[located[0]]} ({target}): pass "
+          f"{spellings[kind].format(path=target)}")
+
+
 def check_source(fmt: str, path: str, flag: str, spellings: Mapping[str, str],
                  config_file: Optional[str] = None, needs_config: bool = False) -> None:
   """The one check of a source path, before any part of it is read: it exists and is the
@@ -605,7 +623,9 @@ def check_source(fmt: str, path: str, flag: str, spellings: Mapping[str, str],
     if not files.exists(path) or files.dangling_link(path) is not None:
       missing = (files.missing_file_message(path, flag) if files.dangling_link(path)
                  else f"{flag} {path}: no such {'directory' if fmt == 'hf' else 'file'}")
-      raise FileNotFoundError(f"{missing}; {flag} takes {SOURCE_KINDS[fmt]}")
+      enclosing = _enclosing_model(path, spellings)
+      raise FileNotFoundError(f"{missing}; {flag} takes {SOURCE_KINDS[fmt]}"
+                              f"{f', and {enclosing}' if enclosing else ''}")
     found = "a directory" if files.isdir(path) else "a file"
     raise ValueError(f"{flag} {path}: {found}, where {SOURCE_KINDS[fmt]} is expected")
   if fmt == "google" and needs_config and not config_file:

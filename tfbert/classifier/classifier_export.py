@@ -64,10 +64,10 @@ class ClassifierExport(export.TaskExport):
     self.classify_text = tf.function(self._classify_text, input_signature=texts,
                                      autograph=False)
 
-  def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
+  def signatures(self) -> dict[str, tf.types.experimental.PolymorphicFunction]:
     """The signatures to save, by name."""
     return {**export.id_signatures(self),
-            TEXT_SIGNATURE: self.classify_text.get_concrete_function()}
+            TEXT_SIGNATURE: self.classify_text}
 
   def _classify_text(self, text_a, text_b=None):
     texts = {"text_a": text_a} if text_b is None else {"text_a": text_a, "text_b": text_b}

@@ -44,7 +44,7 @@ import io
 import math
 import os
 import threading
-from typing import IO, Optional, Sequence, Union
+from typing import IO, ClassVar, Optional, Sequence, Union
 
 from tfbert.runtime import files
 
@@ -191,6 +191,44 @@ class CustomFormat:
   quoting: Optional[bool] = None
   labels: tuple[str, ...] = ()
   regression: bool = False
+
+  # The flag of tools/run_classifier.py that sets each field: messages name what was typed.
+  FLAGS: ClassVar[dict[str, str]] = {
+      "text_a_column": "--custom_text_a_column", "text_b_column": "--custom_text_b_column",
+      "label_column": "--custom_label_column", "has_header": "--custom_header",
+      "delimiter": "--custom_delimiter", "labels": "--custom_labels",
+      "regression": "--custom_regression"}
+  # The fields that describe the file read, not the model (whose settings are the labels,
+  # regression, and whether it reads pairs): `reads_file_otherwise`.
+  FILE_LAYOUT: ClassVar[frozenset] = frozenset(
+      {"text_a_column", "text_b_column", "label_column", "has_header", "delimiter", "quoting"})
+
+  def reads_file_otherwise(self, name: str, recorded: object) -> bool:
+    """Whether this format's field `name`, against a run's `recorded` value, only reads a
+    file laid out otherwise (columns, header, delimiter) with the same model: an evaluation
+    of the run's model may read its dev file so (`tfbert.tasks.fine_tuning.run_settings`).
+    A text_b column given where the run read none, or none where it read one, is the
+    model's (single texts or pairs)."""
+    if name not in self.FILE_LAYOUT:
+      return False
+    if name == "text_b_column":
+      return (self.text_b_column is None) == (recorded is None)
+    return True
+
+  def describe_part(self, name: str, value: object) -> str:
+    """Field `name` at `value` as its flag spells it (`FLAGS`), e.g. "--custom_delimiter=tab"."""
+    if name == "delimiter":
+      value = {"\t": "tab", ",": "comma"}.get(value, repr(value))
+    elif name == "quoting":
+      value = {None: "the delimiter's", True: "on", False: "off"}[value]
+    elif value is None:
+      value = "unset"
+    elif isinstance(value, bool):
+      flag = self.FLAGS.get(name, name)
+      return flag if value else f"--no{flag.lstrip('-')}"
+    elif isinstance(value, (tuple, list)):
+      value = ",".join(map(str, value))
+    return f"{self.FLAGS.get(name, name)}={value}"
 
 
 def custom_task(fmt: CustomFormat) -> Task:

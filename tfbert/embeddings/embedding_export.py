@@ -38,10 +38,10 @@ class EmbeddingExport(export.TaskExport):
     self.embed_text = tf.function(self._embed_text, autograph=False,
                                   input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 
-  def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
+  def signatures(self) -> dict[str, tf.types.experimental.PolymorphicFunction]:
     """The signatures to save, by name."""
     return {**export.id_signatures(self),
-            TEXT_SIGNATURE: self.embed_text.get_concrete_function()}
+            TEXT_SIGNATURE: self.embed_text}
 
   def _embed_text(self, text):
     texts = export.validate_texts(TEXT_SIGNATURE, {"text": text})  # Before any tokenizer op.

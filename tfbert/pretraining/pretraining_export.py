@@ -59,10 +59,10 @@ class FillMaskExport(export.TaskExport):
         tf.TensorSpec([None], tf.string, name="text"),
         tf.TensorSpec([], tf.int32, name="top_k")])
 
-  def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
+  def signatures(self) -> dict[str, tf.types.experimental.PolymorphicFunction]:
     """The signatures to save, by name."""
     return {**export.id_signatures(self),
-            TEXT_SIGNATURE: self.fill_mask.get_concrete_function()}
+            TEXT_SIGNATURE: self.fill_mask}
 
   def _outputs(self, features: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """The id signatures' outputs: the encoder's (no position to score: P = 0)."""

@@ -71,13 +71,20 @@ def check_text_files(patterns: Union[str, Sequence[str]], seq_length: int,
 
   Raises:
     FileNotFoundError: a pattern that matches no file (named).
-    ValueError: bytes that are not UTF-8 (`path:line`), fewer files than workers, or a
+    ValueError: bytes that are not UTF-8 or a NUL byte, a binary file's
+      (`path:line`), fewer files than workers, or a
       worker's files with fewer words than one sequence's S - 2 pieces.
   """
   paths = input_pipeline.expand_files(patterns)
   lines, words = [], []
   for path in paths:
-    text = files.decode_utf8(files.read_bytes(path), path)
+    data = files.read_bytes(path)
+    if b"\0" in data:  # No text file holds one (sweep 20 S1: a TFRecord as a corpus).
+      raise ValueError(files.binary_message(
+          path, data.count(b"\n", 0, data.index(b"\0")) + 1,
+          "a raw-text run reads plain UTF-8 text (documents separated by blank lines, or one "
+          "per line: --text_mode); create_pretraining_data's TFRecords go to --input_files"))
+    text = files.decode_utf8(data, path)
     lines.append(text.count("\n") + (not text.endswith("\n") and bool(text)))
     words.append(len(text.split()))
   for worker in range(num_workers):

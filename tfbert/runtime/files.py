@@ -360,6 +360,14 @@ def utf16_message(path: str) -> str:
           "'Unicode' saves); save the file as UTF-8")
 
 
+def binary_message(path: str, line: int, expected: str) -> str:
+  """The error for a file holding a NUL byte (at `line`) where text is read: no text file
+  holds one, a binary file (a TFRecord, a checkpoint) or UTF-16 without a byte-order mark
+  does. `expected` says what the reader takes, e.g. "--input_file takes plain UTF-8 text"."""
+  return (f"{path}:{line}: a NUL byte: {path} is not a text file (a binary file such as a "
+          f"TFRecord, or UTF-16 text); {expected}")
+
+
 def decode_utf8(data: bytes, path: str) -> str:
   """`data` (the bytes of the file at `path`) as UTF-8 text, a leading byte-order mark
   dropped, line ends as they are.

@@ -25,8 +25,10 @@ Every tool that owns a directory (`run_pretraining`'s `model_dir`, the fine-tuni
 6. **Data.** A record's `data_keys` hold `data_identity` lists (each training file's name,
    size and, where cheap, content hash). A rerun on files of other content (or other files)
    is refused like another configuration, naming each file and what changed: a resumed run
-   would continue its checkpoints on other data without a word. A record written before
-   tfbert recorded its data is not compared there (its data becomes recorded).
+   would continue its checkpoints on other data without a word. A file moved elsewhere (the
+   same size and hash under another path) is the same data: the rerun is refused as another
+   configuration (its path setting changed), naming the move, not as other data. A record
+   written before tfbert recorded its data is not compared there (its data becomes recorded).
 7. **A failed start owns nothing.** A run that fails before it trained anything (no
    checkpoint, no logged step) in a directory it found fresh removes its records again on
    the way out (`RunLock` as a context manager, or `forget_if_untrained`): the corrected
@@ -83,6 +85,7 @@ class RunRecord:
   fixed_by_checkpoint: frozenset = frozenset()
   data_keys: frozenset = frozenset()
   path_keys: frozenset = frozenset()
+  key_names: Mapping[str, str] = dataclasses.field(default_factory=dict)  # Key -> its flag.
 
 
 class RunLock:
@@ -242,9 +245,11 @@ def real_path(value: Any) -> Any:
 
 
 def differences(recorded: dict, new: dict, may_change: Iterable[str] = (),
-                path_keys: Iterable[str] = ()) -> list[str]:
+                path_keys: Iterable[str] = (),
+                key_names: Mapping[str, str] = MappingProxyType({})) -> list[str]:
   """`key: recorded -> new` for every differing key outside `may_change`, sorted by key;
-  the values of `path_keys` compared as real paths (`real_path`)."""
+  the values of `path_keys` compared as real paths (`real_path`); a key of `key_names`
+  named so (the flag that sets it, e.g. "--custom_header" for "custom.has_header")."""
   old, now = flatten(_comparable(recorded)), flatten(_comparable(new))
   allowed, paths = set(may_change), set(path_keys)
   missing = object()
@@ -257,7 +262,7 @@ def differences(recorded: dict, new: dict, may_change: Iterable[str] = (),
       a, b = real_path(a), real_path(b)
     if a != b:
       shown = ["(absent)" if v is missing else json.dumps(v) for v in (a, b)]
-      found.append(f"{key}: {shown[0]} -> {shown[1]}")
+      found.append(f"{key_names.get(key, key)}: {shown[0]} -> {shown[1]}")
   return found
 
 
@@ -313,18 +318,33 @@ def data_identity(paths: Sequence[str], content: bool = True) -> list[dict[str, 
   return identity
 
 
+MOVED = "moved to"  # A `data_changes` entry of the same content under another path.
+
+
 def data_changes(recorded: Sequence[dict], new: Sequence[dict]) -> list[str]:
   """How `new` data differs from `recorded` (`data_identity` lists), one entry per file:
   "<file>: 1234 -> 1300 bytes", "<file>: same size, other content (sha256 1a2b.. -> ..)",
-  "<file>: not read before", "<file>: no longer read". Files are matched by their real
-  paths (`real_path`): the same file named through a link or from another directory is
-  the same file."""
+  "<file>: not read before", "<file>: no longer read", or "<file>: moved to <file> (same
+  size and sha256)" (`MOVED`: the same content under another path, both hashed). Files are
+  matched by their real paths (`real_path`): the same file named through a link or from
+  another directory is the same file."""
   old = {real_path(entry.get("file")): entry for entry in recorded}
   now = {real_path(entry.get("file")): entry for entry in new}
+  moved = {}  # Recorded file -> the new file of its size and hash (unmatched by path).
+  for name in sorted(set(old) - set(now), key=str):
+    a = old[name]
+    moved[name] = next((other for other in sorted(set(now) - set(old), key=str)
+                        if other not in moved.values() and a.get("sha256")
+                        and now[other].get("sha256") == a["sha256"]
+                        and now[other].get("bytes") == a.get("bytes")), None)
   found = []
   for name in sorted(set(old) | set(now), key=str):
     a, b = old.get(name), now.get(name)
-    if a is None or b is None:
+    if moved.get(name) is not None:
+      found.append(f"{name}: {MOVED} {moved[name]} (same size and sha256)")
+    elif name in moved.values():
+      continue  # Named by its move.
+    elif a is None or b is None:
       found.append(f"{name}: {'not read before' if a is None else 'no longer read'}")
     elif a.get("bytes") != b.get("bytes"):
       found.append(f"{name}: {a.get('bytes')} -> {b.get('bytes')} bytes")
@@ -373,7 +393,13 @@ def _kind(difference: str) -> str:
   """The kind of a difference: those of `data_changes`, else "other"."""
   return next((k for k in ("not read before", "no longer read") if difference.endswith(k)),
               "changed" if difference.endswith(" bytes")
-              or ": same size, other content" in difference else "other")
+              or ": same size, other content" in difference else
+              "moved" if is_move(difference) else "other")
+
+
+def is_move(difference: str) -> bool:
+  """Whether a `data_changes` entry is a file moved (the same content under another path)."""
+  return f": {MOVED} " in difference and difference.endswith(" (same size and sha256)")
 
 
 # Keys that tfbert recorded under other names before every setting had one name from flag
@@ -556,9 +582,12 @@ def claim(directory: str, records: Sequence[RunRecord], *,
         recorded = with_current_names(recorded)
         found += [f"{record.name} {d}" for d in differences(
             recorded, record.values, record.rerun_may_change | record.data_keys,
-            record.path_keys)]
-        data += [change for key in sorted(record.data_keys) if key in recorded
-                 for change in data_changes(recorded[key], record.values.get(key) or [])]
+            record.path_keys, record.key_names)]
+        changes = [change for key in sorted(record.data_keys) if key in recorded
+                   for change in data_changes(recorded[key], record.values.get(key) or [])]
+        data += [change for change in changes if not is_move(change)]
+        # The same data elsewhere: its path setting changed (a configuration difference).
+        found += [f"{record.name} {change}" for change in changes if is_move(change)]
         if checkpointed:
           fixed += [f"{record.name} {d}" for d in differences(
               {k: v for k, v in recorded.items() if k in record.fixed_by_checkpoint},

@@ -221,11 +221,11 @@ class EncoderExport(tf.Module):
       self.encode_text = tf.function(self._encode_text, autograph=False, input_signature=[
           tf.TensorSpec([None], tf.string, name="text")])
 
-  def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
+  def signatures(self) -> dict[str, tf.types.experimental.PolymorphicFunction]:
     """The signatures to save, by name."""
     signatures = id_signatures(self)
     if self.preprocessor is not None:
-      signatures[TEXT_SIGNATURE] = self.encode_text.get_concrete_function()
+      signatures[TEXT_SIGNATURE] = self.encode_text
     return signatures
 
   def _encode_text(self, text):
@@ -479,10 +479,17 @@ class TaskExport(tf.Module):
     return inputs.pad_outputs(outputs, self.max_seq_length) if pad else outputs
 
 
-def id_signatures(module: tf.Module) -> dict[str, tf.types.experimental.ConcreteFunction]:
-  """The id signatures of an `EncoderExport` or `TaskExport` to save, by name."""
-  return {name: function.get_concrete_function()
-          for name, function in module.id_functions.items()}
+def id_signatures(module: tf.Module) -> dict[str, tf.types.experimental.PolymorphicFunction]:
+  """The id signatures of an `EncoderExport` or `TaskExport` to save, by name.
+
+  Each is its `tf.function` (with an input signature), not a concrete function traced here:
+  `tf.saved_model.save` traces every function inside its save context, and a trace made
+  outside it has another cache key, so each signature (its input checks, the frozen model,
+  a tokenizer) was traced twice per export. The tasks' `signatures()` hand over their
+  raw-text `tf.function` likewise; the export's `ids/` (a second save, with the same
+  options) reuses the traces.
+  """
+  return dict(module.id_functions)
 
 
 def check_seq_length(model: keras.Model, max_seq_length: int) -> None:

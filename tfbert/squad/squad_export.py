@@ -88,10 +88,10 @@ class SquadExport(export.TaskExport):
         tf.TensorSpec([None], tf.string, name="question"),
         tf.TensorSpec([None], tf.string, name="context")])
 
-  def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
+  def signatures(self) -> dict[str, tf.types.experimental.PolymorphicFunction]:
     """The signatures to save, by name."""
     return {**export.id_signatures(self),
-            SQUAD_TEXT_SIGNATURE: self.answer_question.get_concrete_function()}
+            SQUAD_TEXT_SIGNATURE: self.answer_question}
 
   def _answer_question(self, question, context):
     texts = export.validate_texts(SQUAD_TEXT_SIGNATURE,  # Before any tokenizer op.

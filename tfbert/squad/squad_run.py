@@ -28,7 +28,8 @@
    `tfbert.squad.squad_postprocess`; predictions.json, nbest_predictions.json (v2.0:
    null_odds.json), predictions_source.json (the predict file they answer: a rerun on another
    file says whose predictions it replaces) and eval_results.json (the official scores, keyed
-   by the predict file's name, beside other predict files' earlier scores) are written. A
+   by the predict file's name, beside other predict files' earlier scores; each records its
+   file, so another file of that name says whose scores it replaces) are written. A
    v2.0 predict file also gets null_score_diff_threshold.json: the threshold of the best
    official F1
    (searched over every threshold, `null_threshold_report`), the applied one's score and the
@@ -53,7 +54,8 @@ The run directory explains itself:
     predictions.json, nbest_predictions.json, null_odds.json
     predictions_source.json             {"predict_file": the file they answer}
     eval_results.json                   {predict file's name without extension: official
-                                        scores, "step"}, one entry per predict file scored
+                                        scores, "step", "file" (its absolute path)}, one
+                                        entry per predict file name scored
     null_score_diff_threshold.json      v2.0: the best null-score threshold, how to apply it
 
 Only the chief (worker 0) writes these; another worker keeps its checkpoints and feature
@@ -352,7 +354,9 @@ class SquadTask(Task):
       if context.chief:
         out.written.append(PREDICTIONS_SOURCE_FILE)
       if out.result.get("scores") is not None:  # Keyed by the file scored (the runner's rule).
-        out.eval_results = {scores_key(context.config.predict_file): out.result["scores"]}
+        # It records that file: scoring another of that name says whose scores it replaces.
+        out.eval_results = {scores_key(context.config.predict_file): {
+            **out.result["scores"], "file": files.absolute(context.config.predict_file)}}
     return out
 
   def export(self, context: RunContext) -> None:
@@ -499,7 +503,7 @@ def replace_predictions_source(output_dir: str, predict_file: str) -> None:
   if old and old != new:
     logging.warning("%s: replacing the predictions of %s (predictions.json, "
                     "nbest_predictions.json) with those of %s; eval_results.json keeps each "
-                    "file's scores under its own name", output_dir, old, new)
+                    "file's scores under its name without extension", output_dir, old, new)
   elif not old and files.isfile(os.path.join(output_dir, "predictions.json")):
     logging.warning("%s: replacing predictions.json, nbest_predictions.json (their predict "
                     "file was not recorded) with the predictions of %s", output_dir, new)

@@ -58,10 +58,10 @@ class TaggerExport(export.TaskExport):
     self.tag_text = tf.function(self._tag_text, autograph=False, input_signature=[
         tf.TensorSpec([None], tf.string, name="text")])
 
-  def signatures(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
+  def signatures(self) -> dict[str, tf.types.experimental.PolymorphicFunction]:
     """The signatures to save, by name."""
     return {**export.id_signatures(self),
-            TEXT_SIGNATURE: self.tag_text.get_concrete_function()}
+            TEXT_SIGNATURE: self.tag_text}
 
   def _tag_text(self, text):
     text = export.validate_texts(TEXT_SIGNATURE, {"text": text})["text"]  # Before any op.

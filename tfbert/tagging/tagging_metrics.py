@@ -172,8 +172,15 @@ def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold
       raise ValueError(f"{path}:{number}: need a token and a tag for {gold_path}:{gold_line} "
                        f"({word!r}), got {' '.join(fields)!r}{hint}")
     problem = check_tag(fields[-1])
-    if problem:
-      raise ValueError(f"{path}:{number}: {problem}")
+    if problem:  # Named as the predictions' (sweep 20 P1: read as the gold file's columns).
+      first = ("; its first field is the tag "
+               f"{fields[0]!r}: the file is laid out tag first" if not check_tag(fields[0])
+               else "")
+      raise ValueError(
+          f"{path}:{number}: predictions file: its last field, {problem} (a predictions file "
+          f"holds the word, then the predicted tag last; evaluate_ner's --token_column and "
+          f"--tag_column describe the gold file {gold_path} only){first}: write each line "
+          f"as word<TAB>tag{hint}")
     if _normalized(fields[0]) != _normalized(word):
       changed.append((number, fields[0], word, gold_line))
     predicted[k].append(fields[-1])

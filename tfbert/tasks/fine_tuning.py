@@ -313,7 +313,8 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
   if config.do_train or not files.exists(os.path.join(config.output_dir, "run_config.json")):
     records.append(run_directory.RunRecord("run_config.json", values,
                                            type(config).RERUN_MAY_CHANGE,
-                                           path_keys=path_keys))
+                                           path_keys=path_keys,
+                                           key_names=record_key_names(config)))
   if config.do_train:  # run_config.json stays the config's own (`from_json` reads it).
     records.append(run_directory.RunRecord(
         DATA_FILE, {"train": run_directory.data_identity(train_files)},
@@ -332,6 +333,19 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
     lock.release()
     raise
   return lock
+
+
+def record_key_names(config: FineTuningConfig) -> dict[str, str]:
+  """The flags of `config`'s dataclass-valued settings' fields that name them (their class's
+  `FLAGS`), by their dotted key in run_config.json: "custom.has_header" reads
+  "--custom_header" in a refusal (`run_directory.differences`)."""
+  names = {}
+  for field in dataclasses.fields(config):
+    value = getattr(config, field.name)
+    if dataclasses.is_dataclass(value):
+      names.update({f"{field.name}.{part}": flag
+                    for part, flag in getattr(value, "FLAGS", {}).items()})
+  return names
 
 
 def work_directory(config: FineTuningConfig,
@@ -563,17 +577,41 @@ def run_settings(config: FineTuningConfig, recorded: Optional[dict[str, Any]]
       continue
     if dataclasses.is_dataclass(mine) and dataclasses.is_dataclass(record):
       # Field by field (each its own flag): those not given are the run's.
-      parts = {}
+      # A part that only describes the file read (`reads_file_otherwise`: a column, a
+      # header) is this run's when one such part's flag was given (the flags describe the
+      # file as a whole, their defaults included), else the run's: the same model scores a
+      # file laid out otherwise. Parts are named as their flags spell them
+      # (`describe_part`) where the class says.
+      parts, read_otherwise = {}, []
+      reads_otherwise = getattr(mine, "reads_file_otherwise", None)
+      describe = getattr(mine, "describe_part", None)
+      flags = getattr(mine, "FLAGS", {})
+      layout_given = config.given_settings is None or any(
+          flags.get(part, "").lstrip("-") in config.given_settings
+          for part in getattr(mine, "FILE_LAYOUT", ()))
       for part in dataclasses.fields(mine):
         given, kept = getattr(mine, part.name), getattr(record, part.name)
         if given == kept:
           continue
         whole = config.given_settings is not None and name in config.given_settings
-        if whole or config.given(part.name, given, _default(part)):
-          refused.append(f"{part.name}: {theirs.describe_setting(part.name, kept)} -> "
-                         f"{config.describe_setting(part.name, given)}")
+        layout = reads_otherwise is not None and reads_otherwise(part.name, kept)
+        if layout and not layout_given:
+          parts[part.name] = kept
+        elif whole or config.given(part.name, given, _default(part)):
+          if layout:
+            read_otherwise.append(f"{describe(part.name, given)} (the run recorded "
+                                  f"{describe(part.name, kept)})" if describe else
+                                  f"{part.name}={given!r} (the run recorded {kept!r})")
+          elif describe is not None:
+            refused.append(f"{describe(part.name, kept)} -> {describe(part.name, given)}")
+          else:
+            refused.append(f"{part.name}: {theirs.describe_setting(part.name, kept)} -> "
+                           f"{config.describe_setting(part.name, given)}")
         else:
           parts[part.name] = kept
+      if read_otherwise:
+        logging.info("evaluating the run's model on files read with %s: these describe the "
+                     "files, not the model", "; ".join(dict.fromkeys(read_otherwise)))
       if parts:
         adopted[name] = dataclasses.replace(mine, **parts)
       continue
@@ -797,6 +835,9 @@ def resumed_settings(config: FineTuningConfig) -> FineTuningConfig:
   return dataclasses.replace(config, **adopted) if adopted else config
 
 
+RANDOM_INITIALIZATION = "random initialization"  # The source name of a model without one.
+
+
 def initial_weights(config: FineTuningConfig
                     ) -> tuple[BertConfig, Optional[dict[str, np.ndarray]], str]:
   """(model config, Google-name weights or None, source name): `initial_source`'s, with the
@@ -842,7 +883,7 @@ def initial_source(config: FineTuningConfig, own: Optional[RunModel] = None
     return (bert_config, google_checkpoint.google_weights(model),
             source_heads.of_model(config.init_tfbert, model))
   # `restore_run_checkpoint` loads the evaluated run's checkpoint; the training loop a
-  # resumed one's (the model starts from random weights until then).
+  # resumed one's: either is the source (`assign_initial_weights` says so, no weights given).
   run = own if own is not None and own.checkpoint else resumed_run(config)
   if run is not None:
     recorded = os.path.join(config.output_dir, "bert_config.json")
@@ -850,9 +891,8 @@ def initial_source(config: FineTuningConfig, own: Optional[RunModel] = None
       raise ValueError(f"{recorded} is missing: the run's checkpoint {run.checkpoint} cannot "
                        "be built without its model config; restore it, or pass the run's "
                        "--bert_config_file")
-    return given_config(recorded), None, source_heads.Source(
-        run.checkpoint if run is own else "random initialization")
-  return given_config(), None, source_heads.Source("random initialization")
+    return given_config(recorded), None, source_heads.Source(run.checkpoint)
+  return given_config(), None, source_heads.Source(RANDOM_INITIALIZATION)
 
 
 def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.ndarray]],
@@ -867,7 +907,9 @@ def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.nd
 
   Args:
     model: A built model.
-    weights: Google-name weights from `initial_weights`, or None for random weights.
+    weights: Google-name weights from `initial_weights`, or None: random weights, or those
+      of the run's checkpoint (`source`, not `RANDOM_INITIALIZATION`) that the training loop
+      restores when it resumes the run (`resumed_run`).
     source: Where they come from (for messages).
     head: The attribute name of the task head, which may be missing from the source ("":
       a model without a head, e.g. a sentence encoder: the encoder is all it loads).
@@ -875,16 +917,19 @@ def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.nd
     reinit_head: Load the encoder only; the head starts fresh whatever the source has.
 
   Returns:
-    The `LoadReport` (nothing used for random weights).
+    The `LoadReport` (nothing used without weights).
 
   Raises:
     ValueError: naming `source` and every head tensor that does not fit, with the flag that
       starts a fresh head; or (`assign_google_weights`) a missing or misfit encoder weight.
   """
   if weights is None:
-    logging.info("starting from random weights (no init_checkpoint/init_hf_dir/init_tfbert)")
-    return google_checkpoint.LoadReport(source="random initialization", used=(),
-                                        set_weights=())
+    if source == RANDOM_INITIALIZATION:
+      logging.info("starting from random weights (no init_checkpoint/init_hf_dir/init_tfbert)")
+    else:
+      logging.info("the weights come from the run's checkpoint %s, restored by the training "
+                   "loop when it resumes the run", source)
+    return google_checkpoint.LoadReport(source=source, used=(), set_weights=())
   variables = google_names.google_variable_map(model)
   heads = (head,) if head else ()
   head_names = google_checkpoint.component_names(model, variables, heads)
