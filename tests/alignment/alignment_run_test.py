@@ -328,3 +328,37 @@ def test_mixed_precision_fine_tunes_a_classifier_like_float32(tmp_path):
     deviation = max(abs(a - b) for a, b in zip(losses[name], reference)) / reference[0]
     assert deviation <= bound, (name, deviation, losses[name])
     assert losses[name][-1] < 0.05 * losses[name][0], (name, losses[name])
+
+
+def test_a_fine_tuning_alignment_builds_its_initial_model_once(tmp_path, monkeypatch):
+  """`check_variants` built the initial model for its checks and `write_initial_checkpoint`
+  built the same model again to write it; now the checks' model is the one written. The
+  runs are stubbed: what is counted is what comes before them."""
+  train = tmp_path / "train.tsv"
+  rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"] + [
+      f"{i % 2}\t{i}\t{i + 100}\tthe {i} apples are red\tthere are {i % 7} pears"
+      for i in range(16)]
+  train.write_text("\n".join(rows) + "\n")
+  config = _fine_tuning_config("classifier", str(train), ["graph", "accumulate2"],
+                               compare_weights=False)
+  built, written = [], []
+  initial, export_checkpoint = (alignment_run.initial_model,
+                                alignment_run.google_checkpoint.export_google_checkpoint)
+
+  def counted(config):
+    built.append(initial(config))
+    return built[-1]
+
+  def recorded(model, prefix):
+    written.append(model)
+    return export_checkpoint(model, prefix)
+
+  monkeypatch.setattr(alignment_run, "initial_model", counted)
+  monkeypatch.setattr(alignment_run.google_checkpoint, "export_google_checkpoint", recorded)
+  monkeypatch.setattr(alignment_run, "run_variant",
+                      lambda config, *args, **kwargs: [1.0] * config.steps)
+  report = alignment_run.run_alignment(config, str(tmp_path / "work"), plot=False,
+                                       log=lambda _: None)
+  assert report["passed"] and len(built) == 1 and written == built
+  assert os.path.exists(alignment_run.initial_checkpoint_prefix(str(tmp_path / "work"))
+                        + ".index")

@@ -65,8 +65,15 @@ def initial_model(config: AlignmentConfig) -> keras.Model:
   return model
 
 
-def write_initial_checkpoint(config: AlignmentConfig, workdir: str) -> str:
+def write_initial_checkpoint(config: AlignmentConfig, workdir: str,
+                             model: Optional[keras.Model] = None) -> str:
   """Builds the model from `config.seed` once and writes it; returns the checkpoint prefix.
+
+  Args:
+    config: the alignment.
+    workdir: where the checkpoint goes (`initial_checkpoint_prefix`).
+    model: `initial_model(config)` when the caller built it already (`check_variants`
+      returns it for fine-tuning), so the same model is not built twice; None builds it.
 
   Raises:
     FileNotFoundError: the checkpoint's `.index` is a symbolic link to nothing, named.
@@ -77,7 +84,8 @@ def write_initial_checkpoint(config: AlignmentConfig, workdir: str) -> str:
     raise FileNotFoundError(files.missing_file_message(index, "initial checkpoint index")
                             + ": remove it, and tfbert writes the initial checkpoint there")
   if not files.exists(index):
-    google_checkpoint.export_google_checkpoint(initial_model(config), prefix)
+    google_checkpoint.export_google_checkpoint(
+        model if model is not None else initial_model(config), prefix)
   return prefix
 
 
@@ -86,7 +94,7 @@ def _fine_tuning_task(config: AlignmentConfig):
   return squad_run.SquadTask() if config.task == "squad" else classifier_run.ClassifierTask()
 
 
-def check_variants(config: AlignmentConfig, workdir: str) -> None:
+def check_variants(config: AlignmentConfig, workdir: str) -> Optional[keras.Model]:
   """Reads and checks what every variant's run will read, as the run itself checks it,
   before anything is written in `workdir`: a refusal leaves nothing behind (the initial
   checkpoint was written before the first run found its data unfit).
@@ -97,6 +105,10 @@ def check_variants(config: AlignmentConfig, workdir: str) -> None:
   once, as every variant reads the same file with the same settings) and the model's fit
   to the vocabulary, segments and sequence length (the checks the tool makes after building
   the model, before its run directory).
+
+  Returns:
+    fine-tuning: the initial model the checks read (`initial_model`), which
+    `write_initial_checkpoint` writes instead of building it again; pretraining: None.
 
   Raises:
     ValueError (tfbert.pretraining.data_checks.DataFileError among them),
@@ -110,7 +122,7 @@ def check_variants(config: AlignmentConfig, workdir: str) -> None:
     for variant in config.variants:
       validation.validate(run_config(config, variant, workdir, init),
                           num_replicas=variant.replicas * variant.workers)
-    return
+    return None
   model = initial_model(config)
   task = _fine_tuning_task(config)
   vocab_file = pretrained.minilm_vocab_file()
@@ -124,6 +136,7 @@ def check_variants(config: AlignmentConfig, workdir: str) -> None:
       "the model config (--bert_config_file, or align's default)")
   fine_tuning.check_segments_fit(model, task.segments(runs[0]))
   export.check_seq_length(model, task.max_seq_length(runs[0]))
+  return model
 
 
 def _strategy(variant: Variant) -> tuple[str, int]:
@@ -253,9 +266,10 @@ def run_alignment(config: AlignmentConfig, workdir: str, plot: bool = True,
       data).
   """
   distribution.configure_cpu_devices(config.replicas_needed)
-  check_variants(config, workdir)  # Before the initial checkpoint: nothing left behind.
+  model = check_variants(config, workdir)  # Before the initial checkpoint: nothing left behind.
   files.makedirs(workdir)
-  init = write_initial_checkpoint(config, workdir)
+  init = write_initial_checkpoint(config, workdir, model)
+  del model  # The runs build their own.
   curves, final_weights = {}, {}
   for variant in config.variants:
     log(f"variant {variant.name}: {variant}")
