@@ -545,8 +545,13 @@ def test_a_classifier_or_tagger_of_fewer_than_two_labels_is_refused_naming_label
       BertTokenClassifier(config, labels)
   with pytest.raises(ValueError, match=r"labels=\['O', 'B-X', 'O'\] names 'O' more than once"):
     BertTokenClassifier(config, ["O", "B-X", "O"])
-  with pytest.raises(TypeError, match="not the str 'OBI'"):
+  with pytest.raises(TypeError, match="labels= must be a sequence of tag names, not the str 'OBI'"):
     BertTokenClassifier(config, "OBI")
+  with pytest.raises(TypeError, match="labels= must be a sequence of tag names, not the int 5: "
+                                      "pass a list of str, one per label id"):
+    BertTokenClassifier(config, labels=5)
+  with pytest.raises(TypeError, match="labels= must be a sequence of names, not the int 2"):
+    BertClassifier(config, 2, labels=2)
   with pytest.raises(ValueError, match=r"^labels=\['only'\] with num_classes=1: a classifier "
                                        r"needs at least 2 label names .*leave labels= out$"):
     BertClassifier(config, 1, labels=["only"])

@@ -7,6 +7,7 @@ those onto google-research/bert's checkpoint scopes.
 Shape legend: B batch, S sequence, P masked positions, H hidden, V vocabulary, C classes.
 """
 
+from collections.abc import Iterable
 from typing import NamedTuple, Optional, Sequence
 
 import keras
@@ -852,13 +853,11 @@ def tagger_labels(labels) -> tuple:
   `tfbert.tagging.conll.tag_set` requires of a training file).
 
   Raises:
-    TypeError: a str (one name is no sequence of them).
+    TypeError: a str (one name is no sequence of them), an int (a count is no names).
     ValueError: fewer than 2 labels (a tagger of the one label O trains with loss 0 and
       learns nothing), or a name given twice, naming `labels=`.
   """
-  if isinstance(labels, (str, bytes)):
-    raise TypeError(f"labels= must be a sequence of tag names, not the str {labels!r}")
-  labels = check_label_names(labels)
+  labels = check_label_names(labels, what="tag names")
   if len(labels) < 2:
     raise ValueError(f"labels={_listed(labels)}: a tagger needs at least 2 labels (O and "
                      "B-<type>/I-<type> tags): one with the one label O trains with loss 0 "
@@ -870,7 +869,8 @@ def tagger_labels(labels) -> tuple:
   return labels
 
 
-def check_label_names(labels, where: str = "labels=", lines: bool = False) -> tuple[str, ...]:
+def check_label_names(labels, where: str = "labels=", lines: bool = False,
+                      what: str = "names") -> tuple[str, ...]:
   """`labels` as a tuple of str, each checked: a label name must be a non-empty str without
   a line break, as every place that records them holds it (`labels.txt` one name per line,
   an export's `labels.txt`, ONNX metadata, Hugging Face `id2label`). The one check of label
@@ -880,15 +880,17 @@ def check_label_names(labels, where: str = "labels=", lines: bool = False) -> tu
     labels: the names, in id order (a NumPy str scalar is read as its str).
     where: what gave them, for the message (`labels=`, a file's path).
     lines: name an entry by its line number (a file's lines) rather than its index.
+    what: what the names are, for the message ("tag names").
 
   Raises:
-    TypeError: a str or bytes in place of a sequence; a name that is not a str (an int,
+    TypeError: a str, bytes or anything not iterable (an int: a count of labels) in place
+      of a sequence; a name that is not a str (an int,
       bytes, None), naming `where`, its position and the str names to pass instead.
     ValueError: an empty name or one holding a line break, naming `where` and its position.
   """
-  if isinstance(labels, (str, bytes)):
-    raise TypeError(f"{where} must be a sequence of names, not the {type(labels).__name__} "
-                    f"{labels!r}")
+  if isinstance(labels, (str, bytes)) or not isinstance(labels, Iterable):
+    raise TypeError(f"{where} must be a sequence of {what}, not the {type(labels).__name__} "
+                    f"{labels!r}: pass a list of str, one per label id")
   labels = tuple(labels)
   for i, name in enumerate(labels):
     at = (f"{where}: line {i + 1}" if lines

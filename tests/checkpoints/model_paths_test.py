@@ -29,6 +29,23 @@ def test_locate_names_each_kind_by_its_files(tmp_path):
   assert model_paths.locate(str(tmp_path / "google")) == ("google", str(tmp_path / "google"))
 
 
+@pytest.mark.parametrize("hf_weights", ["model.safetensors", "pytorch_model.bin"])
+def test_a_directory_of_two_models_is_refused_naming_both(tmp_path, hf_weights):
+  for name in ("config.json", hf_weights, "bert_config.json", "bert_model.ckpt.index"):
+    (tmp_path / name).write_text("{}")
+  with pytest.raises(ValueError, match=r"holds 2 models, a Hugging Face model \(config.json.*"
+                                       r"and a Google checkpoint \(bert_model.ckpt.\*\): which "
+                                       r"one to load is ambiguous; pass .*bert_model.ckpt for "
+                                       "the google one, or move one"):
+    model_paths.locate(str(tmp_path))
+  assert model_paths.locate(str(tmp_path / "bert_model.ckpt"))[0] == "google"  # The prefix.
+  # A run's bert_config.json beside its model.keras is a record, not a second model.
+  (tmp_path / "run").mkdir()
+  for name in ("bert_config.json", "run_config.json", model_paths.RUN_MODEL):
+    (tmp_path / "run" / name).write_text("{}")
+  assert model_paths.locate(str(tmp_path / "run"))[0] == "tfbert"
+
+
 def test_a_path_of_no_model_is_named_with_what_was_looked_for(tmp_path):
   (tmp_path / "x.txt").write_text("x")
   with pytest.raises(ValueError, match="a file must be a tfbert .keras model"):

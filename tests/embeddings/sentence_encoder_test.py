@@ -133,6 +133,13 @@ def test_without_the_gather_each_replica_trains_another_objective(loss, monkeypa
   assert _deviation(two, one) > 1e-2
 
 
+@pytest.mark.parametrize("scale", [0, -20.0, float("nan"), float("inf")])
+def test_a_scale_that_trains_nothing_or_the_wrong_way_is_refused(scale):
+  """The rule run_embeddings' --scale follows (one check, `embedding_losses.scale_problem`)."""
+  with pytest.raises(ValueError, match=rf"scale must be a finite number > 0, got {scale}"):
+    BertSentenceEncoder(CONFIG, scale=scale)
+
+
 def test_accumulation_of_a_batch_loss_is_refused_saying_why():
   model = BertSentenceEncoder(CONFIG)
   model.build()

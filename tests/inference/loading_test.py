@@ -554,6 +554,17 @@ def test_a_squad_runs_span_settings_are_what_convert_checkpoint_keeps(tmp_path):
       version_2_with_negative=False, null_score_diff_threshold=0.0)
 
 
+def test_a_threshold_without_version_2_warns_as_run_squad_does(tmp_path, caplog):
+  """One rule with run_squad's flags (`squad_postprocess.ignored_threshold`)."""
+  path = str(tmp_path / "m.keras")
+  tfbert.save(_model(BertSpanLabeler), path)
+  tfbert.load(path, null_score_diff_threshold=1.5, version_2_with_negative=True)
+  assert "is ignored" not in caplog.text
+  tfbert.load(path, null_score_diff_threshold=1.5)
+  assert (f"{path}: null_score_diff_threshold=1.5 is ignored: it decides SQuAD v2.0's "
+          "no-answer") in caplog.text and "without version_2_with_negative" in caplog.text
+
+
 def test_reinit_head_starts_a_fresh_head_on_a_fine_tuned_models_encoder(tmp_path, caplog):
   """README promises `reinit_head=True` (the tools' --reinit_head); load() refused the
   keyword, and its refusal sent users to an encoder file they may not have (sweep 13, b15)."""

@@ -83,13 +83,52 @@ def test_a_google_checkpoint_never_breaks_the_one_beside_it(tmp_path):
   before = (tmp_path / "ckpt" / "bert_config.json").read_bytes()
   with pytest.raises(ValueError, match="describes the checkpoint .*bert_model.ckpt beside it, "
                                        "and this model's bert_config.json differs"):
-    tfbert.save(other, str(tmp_path / "ckpt" / "other.ckpt"), "google")
+    tfbert.export_google_checkpoint(other, str(tmp_path / "ckpt" / "other.ckpt"))
   assert (tmp_path / "ckpt" / "bert_config.json").read_bytes() == before
   assert not (tmp_path / "ckpt" / "other.ckpt.index").exists()
-  tfbert.save(model, str(tmp_path / "ckpt" / "same.ckpt"), "google")  # Same config: fine.
+  tfbert.save(model, str(tmp_path / "ckpt" / "bert_model.ckpt"), "google")  # A rewrite.
   with pytest.raises(ValueError, match="is a directory: a Google checkpoint is written at a "
                                        "prefix such as"):
     tfbert.save(model, str(tmp_path / "ckpt"), "google")
+
+
+_OTHER_MODELS = [
+    (("config.json", "model.safetensors"), r"a Hugging Face model \(config.json \+ model"),
+    (("modules.json", "config.json"), r"a sentence-transformers model \(modules.json\)"),
+    (("bert_config.json", "bert_model.ckpt.index"), r"a Google checkpoint \(bert_model.ckpt"),
+    (("m.keras",), r"a tfbert model \(m.keras\)")]
+
+
+# .keras files may share a directory (each keeps its records by its name): no keras case
+# over another .keras file.
+@pytest.mark.parametrize("there, what, fmt, name", [
+    (there, what, fmt, name) for there, what in _OTHER_MODELS
+    for fmt, name in (("google", "other.ckpt"), ("keras", "other.keras"))
+    if not (fmt == "keras" and there == ("m.keras",))])
+def test_a_file_format_into_another_models_directory_is_refused(tmp_path, there, what, fmt,
+                                                               name):
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  for file in there:
+    (tmp_path / file).write_text("{}")
+  with pytest.raises(ValueError, match=f"{tmp_path} holds {what}.*: a .* written at "
+                                       f".*{name} would make it hold two models.* write it "
+                                       "into a folder of its own"):
+    tfbert.save(model, str(tmp_path / name), fmt)
+  assert sorted(os.listdir(tmp_path)) == sorted(there)
+
+
+@pytest.mark.parametrize("there, what", [
+    (("bert_config.json", "bert_model.ckpt.index"), r"a Google checkpoint \(bert_model.ckpt"),
+    (("m.keras",), r"a tfbert model \(m.keras\)")])
+def test_a_hugging_face_model_into_a_directory_of_another_kind_is_refused(tmp_path, there,
+                                                                         what):
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  for file in there:
+    (tmp_path / file).write_text("{}")
+  with pytest.raises(ValueError, match=f"{tmp_path} holds {what}.*: a Hugging Face model "
+                                       "written into it would make it hold two models"):
+    tfbert.save(model, str(tmp_path), "hf")
+  assert sorted(os.listdir(tmp_path)) == sorted(there)
 
 
 @pytest.mark.slow  # ~5 s: a model written to and read from ram://.
@@ -179,6 +218,16 @@ def test_is_pair_where_nothing_reads_it_is_refused(tmp_path, model, fmt, message
   model = tiny_models.with_text(model(BertConfig(**tiny_models.TINY), *args), 9)
   with pytest.raises(ValueError, match=message):
     tfbert.save(model, str(tmp_path / "out" / "bert_model.ckpt"), fmt, is_pair=True)
+  assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("fmt, path", [("hf", "h"), ("keras", "m.keras"),
+                                       ("google", "g/bert_model.ckpt")])
+def test_export_dtype_where_nothing_reads_it_is_refused(tmp_path, fmt, path):
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  with pytest.raises(ValueError, match=f"export_dtype applies to format='export' only \\(a "
+                                       f"{fmt} output .*leave export_dtype='bfloat16' out"):
+    tfbert.save(model, str(tmp_path / path), fmt, export_dtype="bfloat16")
   assert not os.listdir(tmp_path)
 
 

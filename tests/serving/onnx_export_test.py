@@ -94,21 +94,33 @@ def test_text_signatures_and_missing_models_are_refused_by_name(exports, tmp_pat
 
 @pytest.mark.slow  # Shares the ~40 s fixture above; one ~3 s conversion.
 def test_an_opset_too_old_for_the_graph_is_refused_and_writes_nothing(exports, tmp_path,
-                                                                      caplog):
+                                                                      caplog, monkeypatch):
   """tf2onnx logs the ops it cannot express at opset 9 (strided slices) and returns a model
   still holding them, which ONNX Runtime refuses to load: it was written all the same. Its
   log (an ERROR with a Python traceback per node) came before this one message (sweep 7,
   X02): the message names the first failure instead."""
   _, _, dirs = exports
+  monkeypatch.setattr(onnx_export, "MIN_OPSET", 1)  # The conversion's own check, reached.
   with pytest.raises(ValueError, match=(
       r"^opset 9 cannot express this graph \(No Op registered for StridedSlice with "
       r"domain_version of 9; tf2onnx could not convert \d+ node\(s\), the first: StridedSlice: "
       r"attribute new_axis_mask not supported\): convert with a later opset \(the default, 17, "
       r"can\)$")):
-    onnx_export.export_onnx(dirs["encoder"], str(tmp_path / "old.onnx"), opset=9)
-  assert os.listdir(tmp_path) == []
+    onnx_export.export_onnx(dirs["encoder"], str(tmp_path / "new" / "old.onnx"), opset=9)
+  assert os.listdir(tmp_path) == []  # Not even the new directory.
   assert [r.getMessage()[:40] for r in caplog.records if r.name.startswith("tf2onnx")
           and r.levelno >= logging.WARNING] == []
+
+
+@pytest.mark.parametrize("opset", [9, 0, 12.5, "17"])
+def test_an_opset_below_the_minimum_is_refused_before_any_work(tmp_path, opset):
+  """The Python API's bound of the tool's --opset: checked first, nothing created (the new
+  directory of the .onnx file was left behind empty, sweep 21 H1)."""
+  with pytest.raises(ValueError, match=rf"^opset {opset!r} cannot express a tfbert graph .*"
+                                       r"pass an int opset >= 10 \(the default, 17\)$"):
+    onnx_export.export_onnx(str(tmp_path / "export"), str(tmp_path / "o04" / "m.onnx"),
+                            opset=opset)
+  assert os.listdir(tmp_path) == []
 
 
 def test_the_tool_refuses_an_opset_that_cannot_express_bert(tmp_path):

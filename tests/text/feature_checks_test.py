@@ -132,6 +132,21 @@ def test_a_dataset_of_empty_sequences_is_refused_by_the_graphs_checks(classifier
     classifier.predict(data, verbose=0)
 
 
+@pytest.mark.parametrize("changes, message", [
+    (dict(input_ids=((0, 0), 40000)), r"features\['input_ids'\] holds 40000 at \[0, 0\], "
+     r"outside the vocabulary \[0, 30522\) \(vocab_size in the config\)"),
+    (dict(segment_ids=((1, 2), 16)), r"features\['segment_ids'\] holds 16 at \[1, 2\], outside "
+     r"the token types \[0, 16\) \(type_vocab_size in the config\)")])
+def test_a_direct_eager_call_names_a_value_outside_the_model(classifier, changes, message):
+  """`model(features)`, the call README shows, gave TensorFlow's GatherV2 error (sweep 21
+  P1); a trace outside Keras' calls (a user's own step) still gets no assert op."""
+  with pytest.raises(ValueError, match=message):
+    classifier(_features(**changes))
+  graph = tf.function(classifier).get_concrete_function(
+      {name: tf.TensorSpec([None, None], tf.int32) for name in _features()}).graph
+  assert not [op for op in graph.get_operations() if op.type == "Assert"]
+
+
 def test_every_model_class_checks_its_features():
   from tfbert import BertEncoder, BertPretrainer, BertSpanLabeler  # pylint: disable=C0415
   from tfbert.embeddings.sentence_encoder import BertSentenceEncoder  # pylint: disable=C0415

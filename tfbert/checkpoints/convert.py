@@ -760,8 +760,11 @@ def write_model(model: keras.Model, fmt: str, path: str,
   classifier's arity when known, goes into a Hugging
   Face `config.json` (`huggingface.tfbert_fields`; the other formats have no place for it),
   and so do a span labeler's `span_settings` (`huggingface.SPAN_SETTINGS`; `tfbert.save`
-  writes them beside a Google checkpoint or `.keras` file).
+  writes them beside a Google checkpoint or `.keras` file). No model is written into a
+  directory holding a model of another kind (`model_paths.check_no_other_model`).
   """
+  if fmt in ("google", "tfbert", "hf"):  # Not into a directory of another kind of model.
+    model_paths.check_no_other_model(path, fmt)
   if fmt == "google":
     google_checkpoint.export_google_checkpoint(model, path, vocab_file=vocab_file,
                                                do_lower_case=do_lower_case,

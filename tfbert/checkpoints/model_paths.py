@@ -58,6 +58,7 @@ def locate(path: str) -> tuple[str, str]:
                      "Google)")
   def has(name):
     return files.exists(os.path.join(path, name))
+  _check_one_model(path)
   if has("saved_model.pb"):
     return "export", path
   if has(RUN_MODEL):
@@ -129,6 +130,87 @@ def real_file(path: str) -> str:
   if files.is_url(path) or not os.path.islink(path) or not os.path.isfile(path):
     return path
   return os.path.realpath(path)
+
+
+def models_in(directory: str, any_keras: bool = False) -> list[tuple[str, str]]:
+  """(kind, what: the files that make it) of each model the directory `directory` holds by
+  its files alone, in `locate`'s order: a SavedModel export, tfbert `.keras` files,
+  sentence-transformers (which holds a Hugging Face model's files as its own), Hugging Face
+  (`config.json`, with `model.safetensors` or without), Google checkpoints (a `.index`
+  beside `bert_config.json`, or several). A run directory's `bert_config.json` beside its
+  `model.keras`, an export's beside `saved_model.pb`, are records, not models. `.keras`
+  files: `model.keras` (what `locate` reads in a directory), or with `any_keras` any."""
+  if not files.isdir(directory):
+    return []
+  names = set(files.listdir(directory))
+  found = []
+  if "saved_model.pb" in names:
+    found.append(("export", "a SavedModel export (saved_model.pb)"))
+  kerases = sorted(name for name in names if (name.endswith(".keras") if any_keras
+                                              else name == RUN_MODEL)
+                   and not files.isdir(os.path.join(directory, name)))
+  if kerases:
+    found.append(("tfbert", f"a tfbert model ({', '.join(kerases)})"))
+  if MODULES_FILE in names:
+    found.append(("sentence-transformers", f"a sentence-transformers model ({MODULES_FILE})"))
+  elif "config.json" in names:
+    weights = "model.safetensors" if "model.safetensors" in names else "no model.safetensors"
+    found.append(("hf", f"a Hugging Face model (config.json + {weights})"))
+  prefixes = google_checkpoint.prefixes_in(directory)
+  if prefixes:
+    found.append(("google", f"a Google checkpoint ({', '.join(p + '.*' for p in prefixes)})"))
+  return found
+
+
+def _check_one_model(directory: str) -> None:
+  """Refuses a directory that holds models of two kinds (`models_in`), naming both and how
+  to read one: `locate` would pick one of them without a word.
+
+  Raises:
+    ValueError: naming the directory, the models and what to do.
+  """
+  found = models_in(directory)
+  if len(found) < 2:
+    return
+  prefixes = google_checkpoint.prefixes_in(directory)
+  picks = {"tfbert": os.path.join(directory, RUN_MODEL),
+           "google": os.path.join(directory, prefixes[0]) if len(prefixes) == 1 else None}
+  ways = [f"{picks[kind]} for the {kind} one" for kind, _ in found if picks.get(kind)]
+  how = (f"pass {' or '.join(ways)}, or " if ways else "") + "move one into a folder of its own"
+  raise ValueError(f"{directory} holds {len(found)} models, {' and '.join(w for _, w in found)}: "
+                   f"which one to load is ambiguous; {how}")
+
+
+def check_no_other_model(path: str, kind: str) -> None:
+  """Refuses to write a model of `kind` at `path` ("google": a checkpoint prefix; "tfbert":
+  a `.keras` file; "hf" or "sentence-transformers": the directory itself) where its
+  directory already holds a model of another kind (`models_in`): it would then hold two,
+  which `tfbert.load` and the tools could not tell apart. This very prefix (a rewrite) is
+  no other model, nor are other `.keras` files for a `.keras` file (each has its records by
+  its name), nor a Hugging Face or sentence-transformers model for a directory format (its
+  writer replaces its own and refuses another's by its files).
+
+  Raises:
+    ValueError: naming the directory, what is there and what to do.
+  """
+  in_place = kind in ("hf", "sentence-transformers")
+  directory = path if in_place else files.parent(path)
+  base = os.path.basename(path)
+  others = []
+  for found, what in models_in(directory, any_keras=True):
+    if kind == found == "google" and google_checkpoint.prefixes_in(directory) == [base]:
+      continue  # Its own checkpoint, rewritten.
+    if found == kind == "tfbert" or (in_place and found in ("hf", "sentence-transformers")):
+      continue
+    others.append(what)
+  if others:
+    written = {"google": "a Google checkpoint", "tfbert": "a .keras model",
+               "hf": "a Hugging Face model", "sentence-transformers":
+               "a sentence-transformers model"}[kind]
+    raise ValueError(f"{directory} holds {' and '.join(others)}: {written} written "
+                     f"{'into it' if in_place else f'at {path}'} would make it hold two "
+                     "models, which tfbert.load cannot tell apart; write it into a folder of "
+                     "its own")
 
 
 def _holds_a_model(directory: str) -> bool:

@@ -140,8 +140,8 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
         (not self.symmetric or self.loss == "in_batch_negatives",
          f"symmetric is read by in_batch_negatives only: the {self.loss} loss would ignore "
          "it; drop it or use in_batch_negatives"),
-        (self.scale > 0, f"scale ({self.scale}) must be > 0 (a negative scale ranks the "
-         "least similar text first)"),
+        (not embedding_losses.scale_problem(self.scale),
+         embedding_losses.scale_problem(self.scale) or ""),
         (self.max_seq_length >= 3, f"max_seq_length ({self.max_seq_length}) must be >= 3"),
         (self.max_train_examples is None or self.max_train_examples >= 1,
          "max_train_examples must be >= 1"),

@@ -114,6 +114,8 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
                        f"{', '.join(pooling.MODES)}")
     if loss not in LOSSES:
       raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSSES)}")
+    if embedding_losses.scale_problem(float(scale)):
+      raise ValueError(embedding_losses.scale_problem(float(scale)))
     self.config = as_config(config)
     self.pooling_mode = pooling_mode
     self.normalize = normalize

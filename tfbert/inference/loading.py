@@ -55,7 +55,7 @@ from tfbert.inference import exported, saving, text_settings
 from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier, check_label_names
 from tfbert.runtime import files, json_values, validation
 from tfbert.serving import export
-from tfbert.squad import squad_features
+from tfbert.squad import squad_features, squad_postprocess
 from tfbert.squad.squad_run import SquadRunConfig
 from tfbert.text import casing, text_calls
 
@@ -171,6 +171,11 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
   if spans:  # Windows that fit, checked now rather than at the first answer().
     squad_features.FeatureConfig(settings.max_seq_length, settings.doc_stride,
                                  settings.max_query_length)
+  if "null_score_diff_threshold" in span_settings:  # Given, as run_squad's flag.
+    ignored = squad_postprocess.ignored_threshold(settings.version_2_with_negative,
+                                                  settings.null_score_diff_threshold)
+    if ignored:
+      logging.warning("%s: %s", source, ignored)
   return text_settings.attach(model, settings)
 
 

@@ -25,6 +25,10 @@ The vocabulary, casing, S and (span labeler) windows are the model's text settin
 (`tfbert.inference.text_settings`); each writer is the one the tools use, so every output is
 complete or absent (`tfbert.runtime.atomic`) and an export replaces only an export.
 
+No model is written into a directory that holds a model of another kind (a Google
+checkpoint beside a Hugging Face model, ...: `model_paths.check_no_other_model`), which
+`tfbert.load` of it could not tell apart.
+
 Nothing is written until every check of the target has passed (`check_target`): a failed
 save leaves the places it names as they were. `path` is a str or an `os.PathLike`; a leading
 `~` is not expanded (`tfbert.runtime.files.as_path`).
@@ -52,7 +56,7 @@ SPAN_SETTINGS = huggingface.SPAN_SETTINGS
 
 
 def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa: A002
-         is_pair: Optional[bool] = None, export_dtype: str = "model") -> str:
+         is_pair: Optional[bool] = None, export_dtype: Optional[str] = None) -> str:
   """Writes `model` to `path` in `format` (default: "keras" for a `.keras` path); returns
   `path`.
 
@@ -67,8 +71,9 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
       when known). "keras" and "hf" record it when known; "export" needs it known (its
       `classify_text` takes one or the other): a classifier of unknown arity (a Hugging
       Face directory from elsewhere, a new head) is refused without it.
-    export_dtype: "export": "model", "float32", "bfloat16" or "auto"
-      (`tfbert.serving.serving_dtype`).
+    export_dtype: "export" only: "model" (the default), "float32", "bfloat16" or "auto"
+      (`tfbert.serving.serving_dtype`); refused with another format, which has no compute
+      dtype to set.
 
   Raises:
     TypeError: a `path` that is neither a str nor an `os.PathLike` (bytes).
@@ -77,7 +82,8 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
       (a sentence-transformers directory of anything but a sentence encoder; a Google
       checkpoint of a tagger); an `is_pair` that is not the classifier's own, or given
       where nothing reads it (a model that is no classifier, a format that records no
-      arity); a classifier export of unknown arity without `is_pair`; a target that
+      arity); an `export_dtype` with a format other than "export"; a classifier export of
+      unknown arity without `is_pair`; a target that
       cannot be written (`check_target`).
   """
   path = files.as_path(path, "path")
@@ -107,9 +113,15 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
         "a checkpoint prefix" if format == "google" else "a directory", "drop format=")
     if keras_named:
       raise ValueError(keras_named)
+  if export_dtype is not None and format != "export":
+    raise ValueError(f"export_dtype applies to format='export' only (a {format} output is "
+                     f"written in the model's own dtype): leave export_dtype={export_dtype!r} "
+                     "out")
   check_target(path, format)
   # A file format writes its vocabulary and tokenizer files beside the file (prefix).
   run_directory.check_not_a_run("path", path, parent if format in ("keras", "google") else path)
+  if format != "export":  # Not into a directory holding another model (an export is one).
+    model_paths.check_no_other_model(path, "tfbert" if format == "keras" else format)
   settings = text_settings.settings_of(model)
   is_pair = _resolved_is_pair(model, format, is_pair, settings.is_pair)
   arities = (convert.new_side_record(path, convert.TEXT_SETTINGS_FILE, convert.read_arities,
@@ -127,7 +139,7 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
                        "BertSentenceEncoder's)")
     sentence_transformers.save_sentence_transformers(model, path, vocab, lower, length)
   elif format == "export":
-    _export(model, path, settings, is_pair, export_dtype)
+    _export(model, path, settings, is_pair, export_dtype or "model")
   elif format == "keras":
     _check_side_contents(path, settings)
     _save_keras(model, path, settings, arities, span_records)

@@ -18,11 +18,24 @@ Shape legend: Q queries (anchors) of this replica, K candidates of the whole bat
 embedding width, N scored pairs.
 """
 
+import math
 from typing import Optional
 
 import tensorflow as tf
 
 DEFAULT_SCALE = 20.0  # sentence-transformers' scale of the cosine similarities (1 / 0.05).
+
+
+def scale_problem(scale: float) -> Optional[str]:
+  """Why `scale`, the factor on the cosine similarities, cannot be a loss's scale, or None:
+  it must be a finite number > 0 (0 gives a constant loss, a negative one ranks the least
+  similar text first, NaN or inf NaN losses). The one check of the model's `scale`
+  argument and of run_embeddings' --scale."""
+  if math.isfinite(scale) and scale > 0:
+    return None
+  return (f"scale must be a finite number > 0, got {scale} (0 gives a constant loss, a "
+          "negative scale ranks the least similar text first, nan or inf give nan losses); "
+          f"the default is {DEFAULT_SCALE:g}")
 
 
 def cosine_similarities(a: tf.Tensor, b: tf.Tensor) -> tf.Tensor:

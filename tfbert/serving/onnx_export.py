@@ -44,7 +44,7 @@ import tensorflow as tf
 
 from tfbert.checkpoints import model_paths
 from tfbert.config import BertConfig
-from tfbert.runtime import atomic, files, paths, run_directory
+from tfbert.runtime import atomic, files, paths, run_directory, validation
 from tfbert.serving import export, serving_dtype
 
 # The model's metadata entry holding a classifier's or tagger's label names (a JSON list, in
@@ -212,11 +212,16 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
     ValueError: for an `onnx_file` that is not a `.onnx` file or cannot be written
       (`tfbert.runtime.paths.check_file_output`) or that lies in a tfbert run directory,
       beside the run's own model (`tfbert.runtime.run_directory.check_not_a_run`), before
-      any work; when the signature is missing or takes strings (raw text needs
+      any work; an `opset` below `MIN_OPSET`, before any work; when the signature is
+      missing or takes strings (raw text needs
       tensorflow-text's ops, which ONNX does not have), or the export computes in bfloat16
       (see the module docstring).
   """
   paths.check_file_output(output_name, onnx_file, SUFFIX)  # Before any work.
+  if not validation.is_int(opset) or opset < MIN_OPSET:
+    raise ValueError(f"opset {opset!r} cannot express a tfbert graph (BERT's strided slices "
+                     f"need opset {MIN_OPSET}'s Slice): pass an int opset >= {MIN_OPSET} (the "
+                     f"default, {OPSET})")
   # Not beside a run's own model (`tfbert.save` and convert_checkpoint refuse it too).
   run_directory.check_not_a_run(output_name, onnx_file, files.parent(onnx_file))
   source = saved_model_source(export_dir, signature)
@@ -241,7 +246,6 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
   graph_def, inputs, outputs = inlined_graph(function)
   rename = {name: name.split(":")[0] for name in inputs}
   rename.update(zip(outputs, sorted(function.structured_outputs)))
-  files.makedirs(files.parent(onnx_file))
 
   labels = _labels(source)
   with _tf2onnx_log() as records:
@@ -257,6 +261,7 @@ def export_onnx(export_dir: str, onnx_file: str, *, opset: int = OPSET,
     with files.open_file(path, "wb") as f:  # A URL's temporary too (`atomic.write_with`).
       f.write(model_proto.SerializeToString())
 
+  files.makedirs(files.parent(onnx_file))  # Only now: a refusal leaves no directory.
   atomic.write_with(onnx_file, write)
   return onnx_file
 

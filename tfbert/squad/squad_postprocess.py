@@ -61,6 +61,19 @@ class PostprocessConfig:
     ]
 
 
+def ignored_threshold(version_2_with_negative: bool, null_score_diff_threshold: float,
+                      prefix: str = "") -> Optional[str]:
+  """The warning for a `null_score_diff_threshold` that nothing applies (given without
+  `version_2_with_negative`: every question is answered), or None; `prefix` spells the
+  names as the caller takes them ("--" for run_squad's flags, "" for `tfbert.load`'s
+  keywords). The one rule of both."""
+  if not null_score_diff_threshold or version_2_with_negative:
+    return None
+  return (f"{prefix}null_score_diff_threshold={null_score_diff_threshold!r} is ignored: it "
+          "decides SQuAD v2.0's no-answer (\"\") predictions, and without "
+          f"{prefix}version_2_with_negative every question is answered")
+
+
 @dataclasses.dataclass  # Not frozen: ~20 per question, frozen init costs 2x.
 class NbestEntry:
   """One n-best answer; fields in the order of nbest_predictions.json."""

@@ -208,10 +208,10 @@ def read_inputs(config: SquadRunConfig) -> dict[str, tuple[squad_data.SquadDatas
     FileNotFoundError, ValueError: naming the file (and JSON field) that does not fit.
   """
   post = config.postprocess
-  if post.null_score_diff_threshold and not post.version_2_with_negative:
-    logging.warning(f"--null_score_diff_threshold={post.null_score_diff_threshold!r} is "
-                    "ignored: it decides SQuAD v2.0's no-answer (\"\") predictions, and "
-                    "without --version_2_with_negative every question is answered")
+  ignored = squad_postprocess.ignored_threshold(post.version_2_with_negative,
+                                               post.null_score_diff_threshold, "--")
+  if ignored:
+    logging.warning(ignored)
   inputs = {}
   if config.do_train:
     inputs["train"] = read_squad_articles(config.train_file, config.train_articles, True)

@@ -280,8 +280,10 @@ def graph_checks(model, call: str) -> Iterator[None]:
 
 def graph_checked(encoder, features: Mapping[str, Any]) -> Mapping[str, Any]:
   """The encoder's `features` checked at trace time (`check_specs`) and, within
-  `graph_checks`, gated on asserts of their length and values (run eagerly: `check_values`),
-  so no embedding gather sees a bad index.
+  `graph_checks`, gated on asserts of their length and values, so no embedding gather sees
+  a bad index. Run eagerly (within `graph_checks` or not: a direct `model(features)`), the
+  values are checked at hand (`check_values`) and no op is added; a trace outside
+  `graph_checks` (a user's own `tf.function` or training step) gets no asserts.
 
   Args:
     encoder: the `BertEncoder` reading them (its `config`).
@@ -292,11 +294,11 @@ def graph_checked(encoder, features: Mapping[str, Any]) -> Mapping[str, Any]:
   """
   config = encoder.config
   check_specs(features, config)
-  if not getattr(encoder, _GRAPH_CHECKS, False):
-    return features
+  if not getattr(encoder, _GRAPH_CHECKS, False) and not tf.executing_eagerly():
+    return features  # A trace outside `graph_checks` (a user's own step): no op added.
   present = {name: tf.convert_to_tensor(features[name]) for name in FEATURE_NAMES
              if name in features}
-  if tf.executing_eagerly():
+  if tf.executing_eagerly():  # Any eager call (a direct `model(features)`): values at hand.
     check_values({name: value.numpy() for name, value in present.items()}, config,
                  _where("features", present))
     return features
