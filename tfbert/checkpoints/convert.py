@@ -562,7 +562,7 @@ def _located(path: str) -> Optional[tuple[str, str]]:
 def _enclosing_model(path: str, spellings: Mapping[str, str]) -> Optional[str]:
   """For a missing `path`: the model its directory (or that one's parent, when missing too)
   holds, with the flag that reads it ("p01 holds a Google checkpoint (...): pass
-  --init_checkpoint=..."), or None. Sweep 20 P2: `<a run_pretraining run>/model.keras`,
+  --init_checkpoint=..."), or None. A run_pretraining run's `<run>/model.keras`,
   which such a run never writes, was answered "(e.g. <run>/model.keras)", the path just
   given."""
   parent = os.path.dirname(path.rstrip("/"))

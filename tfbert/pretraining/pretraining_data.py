@@ -160,8 +160,8 @@ def _line_batches(path: str, stats: CorpusStats):
   """Yields lists of stripped lines, read as google-research/bert reads them.
 
   A line with invalid UTF-8 is dropped, as Google's reader does, but a file that is not text
-  is refused (sweep 20 S1: a TFRecord's fragments became 634 instances): a NUL byte, which no
-  text file holds, or invalid UTF-8 in most of its lines (`MOSTLY_INVALID`).
+  is refused (a TFRecord given by mistake once became instances of its fragments): a NUL
+  byte, which no text file holds, or invalid UTF-8 in most of its lines (`MOSTLY_INVALID`).
 
   Raises:
     ValueError: a UTF-16 or gzip file, or one that is not text; naming it and

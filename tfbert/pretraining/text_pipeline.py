@@ -79,7 +79,7 @@ def check_text_files(patterns: Union[str, Sequence[str]], seq_length: int,
   lines, words = [], []
   for path in paths:
     data = files.read_bytes(path)
-    if b"\0" in data:  # No text file holds one (sweep 20 S1: a TFRecord as a corpus).
+    if b"\0" in data:  # No text file holds one (a TFRecord given as a corpus).
       raise ValueError(files.binary_message(
           path, data.count(b"\n", 0, data.index(b"\0")) + 1,
           "a raw-text run reads plain UTF-8 text (documents separated by blank lines, or one "

@@ -172,7 +172,7 @@ def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold
       raise ValueError(f"{path}:{number}: need a token and a tag for {gold_path}:{gold_line} "
                        f"({word!r}), got {' '.join(fields)!r}{hint}")
     problem = check_tag(fields[-1])
-    if problem:  # Named as the predictions' (sweep 20 P1: read as the gold file's columns).
+    if problem:  # Named as the predictions' (not the gold file's columns).
       first = ("; its first field is the tag "
                f"{fields[0]!r}: the file is laid out tag first" if not check_tag(fields[0])
                else "")
