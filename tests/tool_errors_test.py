@@ -10,6 +10,7 @@ would write. The library tests prove each check; this proves the tools surface t
 import json
 import os
 import shutil
+import signal
 
 import pytest
 
@@ -18,7 +19,7 @@ from tfbert.checkpoints import pretrained
 from tfbert.checkpoints.google_checkpoint import write_google_checkpoint
 from tfbert.classifier import classifier_run
 from tfbert.config import BertConfig
-from tfbert.pretraining import pretraining_data
+from tfbert.pretraining import pretraining_data, pretraining_instances
 from tfbert.runtime import atomic
 from tfbert.serving import export as serving_export
 from tfbert.tasks import fine_tuning
@@ -1080,3 +1081,36 @@ def test_a_config_refusal_reads_in_the_tools_flags(tmp_path, monkeypatch, argv, 
   (tmp_path / "data" / "train.tsv").write_text("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n")
   assert _one_error_line(tool_process.run_tool(*argv, f"--output_dir={tmp_path}/run"),
                          argv[0]) == expected
+
+
+@pytest.mark.parametrize("signum, line, status", [
+    (signal.SIGTERM, "create_pretraining_data: terminated", 143),
+    (signal.SIGINT, "create_pretraining_data: interrupted", 130),
+])
+def test_a_signal_while_shards_are_written_removes_them_and_the_new_directory(
+    tmp_path, monkeypatch, signum, line, status):
+  """Sweep 22 H1: SIGTERM during create_pretraining_data killed it on the spot, leaving two
+  hidden `.tfbert-tmp-*-shard` files in the directory it had created, with no word; SIGINT
+  removed both and said "interrupted". SIGTERM now ends it the same way, with 143."""
+  corpus = pretraining_data.pydoc_corpus(str(tmp_path / "corpus.txt"), max_documents=3)
+  original = pretraining_instances.instance_to_example
+
+  def signalled(*args, **kwargs):
+    os.kill(os.getpid(), signum)  # Delivered on return to the main thread's bytecode.
+    return original(*args, **kwargs)
+
+  monkeypatch.setattr(pretraining_instances, "instance_to_example", signalled)
+  out = tmp_path / "out"
+  # Were the tool to leave SIGTERM alone, this (not the default) would take it: a failure,
+  # not the end of the test process.
+  previous = signal.signal(signal.SIGTERM, lambda *_: None)
+  try:
+    run = tool_process.run_tool(
+        "create_pretraining_data", f"--input_file={corpus}", f"--output_dir={out}",
+        f"--vocab_file={pretrained.minilm_vocab_file()}", f"--max_seq_length={SEQ}",
+        f"--max_predictions_per_seq={PRED}", "--dupe_factor=1", "--num_shards=2")
+  finally:
+    signal.signal(signal.SIGTERM, previous)
+  assert (run.returncode, run.stderr.strip().splitlines()[-1]) == (status, line)
+  assert not out.exists()
+  assert sorted(os.listdir(tmp_path)) == ["corpus.txt"]

@@ -337,6 +337,11 @@ class _FineTuningStep:
     """The training labels by output name (`_labels` checks them)."""
     raise NotImplementedError
 
+  def check_label_values(self, x, y, what: str = "y"):
+    """`x`, the values of its labels `y` checked (`check_label_values`; a dataset's by a
+    `map`), from the calls' entry (`tfbert.text.text_calls.CheckedInputs`)."""
+    return check_label_values(self, x, y, what)
+
   def _checked_batch(self, data) -> tuple:
     """(features, labels) of a batch, checked at trace time (`feature_checks.check_specs`,
     `_labels`) before the step builds or runs anything: a refused batch leaves the model
@@ -440,6 +445,13 @@ class LabelForm(NamedTuple):
   text: str  # What they are, for the messages: "int class ids [B] in [0, 3)".
   rank: int  # Their rank; one more with a last dimension of 1 is read too.
   class_ids: bool  # Integer ids (else real numbers: regression scores).
+  bound: Optional[int] = None  # Class ids are in [0, bound); None: [0, S) (positions).
+  ignored: tuple[int, ...] = ()  # Ids the loss skips besides those.
+
+
+# The tag ids a BertTokenClassifier's loss skips: tfbert.tagging.tagging_features.IGNORE
+# (-1) and Hugging Face's ignore index (-100, its `CrossEntropyLoss(ignore_index=-100)`).
+IGNORED_TAG_IDS = (-1, -100)
 
 
 def _labels(model: keras.Model, labels, name: str) -> tf.Tensor:
@@ -468,6 +480,111 @@ def _labels(model: keras.Model, labels, name: str) -> tf.Tensor:
   else:
     value, where = labels, f"{head}'s labels"
   return _checked_label(tf.convert_to_tensor(value), forms[name], where)
+
+
+def check_label_values(model: keras.Model, x, y, what: str = "y"):
+  """Checks the values of labels `y` known before a Keras call runs (arrays, lists,
+  eager tensors, or a dict of them) against `model`'s `label_forms`, at the entry of `fit`,
+  `evaluate`, `train_on_batch` and `test_on_batch` (`tfbert.text.text_calls`): class ids,
+  tag ids and positions out of their range, which the training step leaves to
+  `sparse_softmax_cross_entropy_with_logits` (a multi-line kernel error on a CPU, NaN
+  losses on a GPU). Nothing is added to the step. A `tf.data.Dataset` of (x, y) gets the
+  same check as a `map` of its batches (`_dataset_label_check`: in the input pipeline, not
+  in the step, so XLA does not drop it); a generator's labels are not checked.
+
+  Args:
+    model: a fine-tuning model (`label_forms`).
+    x: its features (a span labeler's positions are in [0, S) of their `input_ids`), or a
+      dataset of (features, labels) batches.
+    y: the labels as given (None with a dataset).
+    what: their name in the messages ("y", "validation_data[1]").
+
+  Returns:
+    `x`: the same, or a dataset with its labels checked.
+
+  Raises:
+    ValueError: "BertClassifier's labels hold 5 at [0]: the head trains on int class ids
+      [B] in [0, 2)", or any error of `_labels` (dtype, shape).
+  """
+  if isinstance(x, tf.data.Dataset) and y is None:
+    return _dataset_label_check(model, x)
+  leaves = list(y.values()) if isinstance(y, dict) else [y]
+  if y is None or not all(_known_values(leaf) for leaf in leaves):
+    return x
+  ids = x.get("input_ids") if isinstance(x, dict) else None
+  length = getattr(ids, "shape", (None, None))
+  length = length[1] if len(length) == 2 else None
+  forms, head = model.label_forms(), type(model).__name__
+  for name, form in forms.items():
+    if not form.class_ids:
+      continue
+    where = (f"{head}'s labels" if what == "y" else f"{head}'s {what}") + (
+        f"[{name!r}]" if isinstance(y, dict) else "")
+    values = np.asarray(_labels(model, y, name))
+    bound = length if form.bound is None else form.bound
+    outside = values < 0
+    if bound is not None:
+      outside |= values >= bound
+    for ignored in form.ignored:
+      outside &= values != ignored
+    if outside.any():
+      at = np.argwhere(outside)[0]
+      known = f" (S = {bound} here)" if form.bound is None else ""
+      raise ValueError(f"{where} hold {values[tuple(at)]} at [{', '.join(map(str, at))}]: "
+                       f"the head trains on {form.text}{known}")
+  return x
+
+
+def _dataset_label_check(model: keras.Model, dataset: tf.data.Dataset) -> tf.data.Dataset:
+  """`dataset` of (x, y) batches with each batch's class ids, tag ids or positions asserted
+  in range (`check_label_values`) by a `map`: the assert runs in the input pipeline, and
+  `tfbert.text.feature_checks.graph_checks` raises its failure as a ValueError. Datasets of
+  another element form (no labels, other labels: refused by the step) are returned as
+  they are."""
+  spec = dataset.element_spec
+  if not (isinstance(spec, tuple) and len(spec) == 2):
+    return dataset
+  forms = {name: form for name, form in model.label_forms().items() if form.class_ids}
+  labels_spec = spec[1]
+  if not forms or (isinstance(labels_spec, dict) and set(labels_spec) != set(forms)) or (
+      not isinstance(labels_spec, dict) and len(forms) > 1):
+    return dataset
+  specs = labels_spec if isinstance(labels_spec, dict) else {next(iter(forms)): labels_spec}
+  if not all(isinstance(s, tf.TensorSpec) and s.dtype.is_integer for s in specs.values()):
+    return dataset
+
+  def check(features, labels):
+    values = labels if isinstance(labels, dict) else {next(iter(forms)): labels}
+    ids = features.get("input_ids") if isinstance(features, dict) else None
+    asserts = []
+    for name, form in forms.items():
+      value = tf.cast(values[name], tf.int64)
+      bound = form.bound
+      if bound is None and ids is not None:
+        bound = tf.cast(tf.shape(ids)[1], tf.int64)
+      outside = value < 0
+      if bound is not None:
+        outside |= value >= bound
+      for ignored in form.ignored:
+        outside &= value != ignored
+      shown = tf.concat([tf.boolean_mask(value, outside), [0]], 0)[0]
+      key = f" {name}" if isinstance(labels, dict) else ""
+      asserts.append(feature_checks.marked_assert(
+          tf.logical_not(tf.reduce_any(outside)), f"labels{key} hold", shown,
+          f": {type(model).__name__} trains on {form.text}"))
+    with tf.control_dependencies(asserts):
+      return features, tf.nest.map_structure(tf.identity, labels)
+
+  return dataset.map(check, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def _known_values(value) -> bool:
+  """Whether `value` is labels whose values are at hand (not a dataset, a generator or a
+  symbolic tensor)."""
+  if tf.is_tensor(value):
+    return hasattr(value, "numpy") and not isinstance(value, tf.SparseTensor)
+  return isinstance(value, (np.ndarray, list, tuple, int, np.integer)) or (
+      hasattr(value, "__array__") and not isinstance(value, (str, bytes)))
 
 
 def _checked_label(value: tf.Tensor, form: LabelForm, where: str) -> tf.Tensor:
@@ -527,7 +644,8 @@ class BertSpanLabeler(RawTextPredict, _FineTuningStep, keras.Model):
 
   def label_forms(self) -> dict[str, LabelForm]:
     """{"start_logits", "end_logits"}: int [B] positions."""
-    return {name: LabelForm("int positions [B] in [0, S)", 1, True) for name in SPAN_OUTPUT_NAMES}
+    return {name: LabelForm("int positions [B] in [0, S)", 1, True, None)
+            for name in SPAN_OUTPUT_NAMES}
 
   def example_losses(self, outputs, labels):
     """float32 [B]: the mean of the start and end positions' cross-entropies."""
@@ -618,7 +736,8 @@ class BertClassifier(RawTextFit, _FineTuningStep, keras.Model):
     """{"logits": int class ids [B]}, or float scores [B] for regression (C = 1)."""
     if self.num_classes == 1:
       return {"logits": LabelForm("float scores [B]", 1, False)}
-    return {"logits": LabelForm(f"int class ids [B] in [0, {self.num_classes})", 1, True)}
+    return {"logits": LabelForm(f"int class ids [B] in [0, {self.num_classes})", 1, True,
+                                self.num_classes)}
 
   def example_losses(self, outputs, labels):
     """float32 [B]: cross-entropy of the class ids, or squared error of the scores (C = 1)."""
@@ -706,10 +825,14 @@ class BertTokenClassifier(RawTextPredict, _FineTuningStep, keras.Model):
       saved model).
     dropout_rate: Dropout on the sequence output in training.
 
-  Training labels: {"logits": int [B, S] label ids, `tfbert.tagging.tagging_features.IGNORE`
-  (-1) where no word starts}. An example's loss is the mean cross-entropy over its labelled
-  positions (0 if it has none): every window counts once, so the loss of a batch does not
-  depend on how it is split over replicas or micro-batches.
+  Training labels: {"logits": int [B, S] tag ids in [0, C), `IGNORED_TAG_IDS` where no word
+  starts: `tfbert.tagging.tagging_features.IGNORE` (-1) or Hugging Face's ignore index
+  (-100)}; other negative ids are refused by `fit`, `evaluate`, `train_on_batch` and
+  `test_on_batch` (`check_label_values`, a dataset's batch by batch; the step itself, e.g.
+  in `tfbert.training.training_loop`, skips every negative id). An example's loss is the
+  mean cross-entropy over its labelled positions (0 if it has none): every window counts
+  once, so the loss of a batch does not depend on how it is split over replicas or
+  micro-batches.
 
   Returns:
     float32 `logits` [B, S, C] in a dict.
@@ -752,9 +875,11 @@ class BertTokenClassifier(RawTextPredict, _FineTuningStep, keras.Model):
     return {"logits": self.classifier_head(sequence, training=training)}
 
   def label_forms(self) -> dict[str, LabelForm]:
-    """{"logits": int label ids [B, S]} (-1 where no word starts)."""
-    return {"logits": LabelForm(f"int label ids [B, S] in [0, {self.num_labels}), -1 where "
-                                "no word starts", 2, True)}
+    """{"logits": int tag ids [B, S]} (-1 or -100, `IGNORED_TAG_IDS`, where no word
+    starts)."""
+    return {"logits": LabelForm(f"int tag ids [B, S] in [0, {self.num_labels}), or -1 / "
+                                "-100 where no word starts", 2, True, self.num_labels,
+                                IGNORED_TAG_IDS)}
 
   def example_losses(self, outputs, labels):
     """float32 [B]: the mean cross-entropy over each example's labelled positions."""

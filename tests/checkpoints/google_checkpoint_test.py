@@ -219,6 +219,11 @@ def test_unmatched_tensors_are_listed_unless_allowed(tiny):
   message = str(e.value)
   assert "source tensors with no model weight:\n  cls/predictions/output_bias" in message
   assert "model weights missing from the source:\n  cls/squad/output_bias" in message
+  # Sweep 22 P2: each part ends with the keyword that accepts it.
+  assert re.search(r"cls/seq_relationship/output_weights\n  pass allow_unused=True to skip "
+                   r"them \(e\.g\. the pretraining heads", message)
+  assert message.endswith("cls/squad/output_weights\n  pass allow_missing=('span_head',) to "
+                          "keep the head's initial values (a new head)")
   report = load_google_checkpoint(model, prefix, allow_unused=True, allow_missing=("span_head",))
   assert report.missing == ("cls/squad/output_bias", "cls/squad/output_weights")
   assert len(report.unused) == 7 and len(report.set_weights) == 39
@@ -243,7 +248,9 @@ def test_allowing_the_unscoped_classifier_head_to_be_missing_does_not_allow_the_
   config, prefix = tiny
   weights = google_checkpoint.read_google_checkpoint(prefix)
   del weights["bert/pooler/dense/kernel"]
-  with pytest.raises(ValueError, match="missing from the source:\n  bert/pooler/dense/kernel$"):
+  with pytest.raises(ValueError, match="missing from the source:\n  bert/pooler/dense/kernel\n"
+                                       "  the encoder's weights are never left out: load a "
+                                       "checkpoint of this encoder"):
     google_checkpoint.assign_google_weights(BertClassifier(config, 3), weights, "x",
                                             allow_unused=True,
                                             allow_missing=("classifier_head",))
@@ -350,3 +357,27 @@ def test_a_side_file_of_another_model_is_never_replaced_even_with_no_checkpoint_
   bigger = BertConfig(**{**config.to_dict(), "intermediate_size": 6})
   google_checkpoint.write_google_checkpoint(weights, prefix, config=bigger)
   assert BertConfig.from_json_file(str(folder / "bert_config.json")) == bigger
+
+
+def test_export_google_checkpoint_refuses_a_folder_holding_another_model(tmp_path):
+  """Sweep 22 (item 5): `export_google_checkpoint` wrote beside a `.keras` file (or a Hugging
+  Face model), which `tfbert.save` refuses: the folder then held two models that
+  `tfbert.load` cannot tell apart. Its own checkpoint is rewritten as before."""
+  model = BertPretrainer(BertConfig(vocab_size=11, hidden_size=4, num_hidden_layers=1,
+                                    num_attention_heads=2, intermediate_size=5))
+  model.build()
+  for name, holds in (("mine.keras", r"a tfbert model \(mine\.keras\)"),
+                      ("config.json", r"a Hugging Face model \(config\.json \+ no "
+                                      r"model\.safetensors\)")):
+    folder = tmp_path / name.split(".")[0]
+    folder.mkdir()
+    (folder / name).write_text("{}")
+    before = sorted(os.listdir(folder))
+    with pytest.raises(ValueError, match=rf"{re.escape(str(folder))} holds {holds}: a Google "
+                                         r"checkpoint written at .* would make it hold two "
+                                         r"models, .*write it into a folder of its own"):
+      google_checkpoint.export_google_checkpoint(model, str(folder / "bert_model.ckpt"))
+    assert sorted(os.listdir(folder)) == before
+  own = str(tmp_path / "own" / "bert_model.ckpt")
+  google_checkpoint.export_google_checkpoint(model, own)
+  google_checkpoint.export_google_checkpoint(model, own)

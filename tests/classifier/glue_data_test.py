@@ -421,3 +421,49 @@ def test_a_field_longer_than_the_csv_modules_limit_is_read_and_the_limit_kept(tm
   assert next(rows)[1][0] == f"{long}, quoted" and csv.field_size_limit() == before
   rows.close()
   assert csv.field_size_limit() == before == 131_072
+
+
+@pytest.mark.parametrize("fmt, header, rows", [
+    (glue_data.CustomFormat(has_header=True, labels=("0", "1")), "I liked it.\t1", ["Bad.\t0"]),
+    (glue_data.CustomFormat(has_header=True, regression=True), "Fine.\t3.5", ["Bad.\t0.5"]),
+])
+def test_a_custom_header_holding_a_label_is_skipped_with_a_warning(tmp_path, caplog, fmt,
+                                                                   header, rows):
+  """Sweep 22 S2: --custom_header on a headerless file dropped each file's first example
+  without a word. The skipped line is logged; one whose label cell holds a label warns."""
+  path = _file(tmp_path, None, header, *rows, name="dev.tsv")
+  with caplog.at_level("INFO", logger="absl"):
+    read = glue_data.read_examples(glue_data.custom_task(fmt), path, "dev")
+  assert len(read.examples) == 1
+  label = header.split("\t")[1]
+  logged = {r.levelname: r.getMessage() for r in caplog.records}
+  assert logged["INFO"].startswith(f"{path}:1 skipped as a header (--custom_header): ")
+  assert logged["WARNING"].startswith(
+      f"{path}:1 skipped as a header (--custom_header), but its label column 1 holds "
+      f"'{label}'")
+  assert logged["WARNING"].endswith("leave --custom_header out if the file has no header")
+
+
+def test_a_real_custom_header_is_logged_without_a_warning(tmp_path, caplog):
+  fmt = glue_data.CustomFormat(has_header=True, labels=("0", "1"))
+  path = _file(tmp_path, None, "sentence\tlabel", "Bad.\t0", name="dev.tsv")
+  with caplog.at_level("INFO", logger="absl"):
+    glue_data.read_examples(glue_data.custom_task(fmt), path, "dev")
+  assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+      ("INFO", f"{path}:1 skipped as a header (--custom_header): 'sentence\\tlabel'")]
+
+
+@pytest.mark.parametrize("regression", [False, True])
+def test_a_header_read_without_custom_header_says_to_pass_it(tmp_path, regression):
+  """Sweep 22 P2: a custom file whose line 1 is a header, read without --custom_header, was
+  refused at "file:1: column 1 (label) is 'label', ..." without naming the flag."""
+  fmt = glue_data.CustomFormat(labels=() if regression else ("0", "1"), regression=regression)
+  path = _file(tmp_path, None, "sentence\tlabel", "Bad.\t0", name="train.tsv")
+  with pytest.raises(ValueError, match=rf"^{re.escape(path)}:1: column 1 \(label\) is "
+                     r"'label', .*; line 1 looks like a header: pass --custom_header$"):
+    glue_data.read_examples(glue_data.custom_task(fmt), path, "train")
+  bad_later = _file(tmp_path, None, "Good.\t1", "Bad.\tlabel", name="dev.tsv")
+  with pytest.raises(ValueError, match=r":2: column 1 \(label\) is 'label', not one of") as e:
+    glue_data.read_examples(glue_data.custom_task(glue_data.CustomFormat(labels=("0", "1"))),
+                            bad_later, "dev")
+  assert "--custom_header" not in str(e.value)

@@ -169,9 +169,19 @@ def exported_run(data_dir, tmp_path_factory):
                            models=(models, helpers.live_instances(BertPretrainer)))
   with pytest.MonkeyPatch.context() as patch:
     patch.setattr(google_checkpoint, "export_google_checkpoint", _full_disk)
+    # A rerun of the finished run finds its export whole: not written again (it was, and
+    # this export would fail).
+    found["rerun"] = dict(last=run_pretraining(config), files=_export_files(export_dir))
+    # A part gone (deleted by hand): the rerun exports again, and that failing keeps the
+    # previous export as it was.
+    index = export_dir / "google" / "bert_model.ckpt.index"
+    kept = index.read_bytes()
+    index.unlink()
     with pytest.raises(OSError, match="No space"):
-      run_pretraining(config)  # A failed re-export keeps the previous export as it was.
-  found["failed_again"] = dict(files=_export_files(export_dir), leftovers=leftovers(run))
+      run_pretraining(config)
+  found["failed_again"] = dict(files=_export_files(export_dir), leftovers=leftovers(run),
+                               removed=str(index))
+  index.write_bytes(kept)  # Whole again, for the tests that read the export.
   return run, found
 
 
@@ -740,8 +750,12 @@ def test_export_is_written_whole_or_not_at_all(exported_run):
   for name, path in last["written"].items():
     assert path in last["summary"] and found["exported"]["present"][name], name
     assert not any(atomic.is_temporary(part) for part in path.split(os.sep)), name
+  # A rerun of the finished run leaves its export as it is, and says where it is.
+  assert found["rerun"]["files"] == files
+  assert found["rerun"]["last"]["written"] == last["written"]
   # A failed re-export keeps the previous export as it was.
-  assert found["failed_again"]["files"] == files
+  kept = {p: b for p, b in files.items() if p != found["failed_again"]["removed"]}
+  assert found["failed_again"]["files"] == kept and len(kept) == len(files) - 1
   assert not found["failed_again"]["leftovers"]
 
 

@@ -634,6 +634,36 @@ def test_run_tool_ends_a_ctrl_c_outside_main_with_one_line(monkeypatch, capsys):
   assert capsys.readouterr().err == "some_tool: interrupted\n"
 
 
+def test_sigterm_in_main_runs_its_cleanups_and_ends_with_one_line_and_143(capsys, tmp_path):
+  """SIGTERM's default ended a tool at once: the hidden temporaries and a directory it had
+  created stayed (create_pretraining_data, convert_checkpoint, the exporters). Inside `main`
+  it now unwinds as Ctrl-C does (a `finally` runs), and the handler before is back after."""
+  cleaned = tmp_path / "cleaned"
+
+  def main(argv):
+    del argv
+    try:
+      os.kill(os.getpid(), signal.SIGTERM)  # Raised on return to the main thread's bytecode.
+      for _ in range(10**6):
+        pass
+    finally:
+      cleaned.write_text("yes")
+    pytest.fail("main went on after SIGTERM")
+
+  before = signal.signal(signal.SIGTERM, lambda *_: pytest.fail("SIGTERM not taken by main"))
+  try:
+    cli.guarded(main, types.SimpleNamespace(value=False), "some_tool")([])
+  except SystemExit as done:
+    assert done.code == 143
+  else:
+    pytest.fail("the guard returned")
+  finally:
+    after = signal.signal(signal.SIGTERM, before)
+  assert cleaned.read_text() == "yes"
+  assert capsys.readouterr().err == "some_tool: terminated\n"
+  assert getattr(after, "__name__", "") == "<lambda>"  # The test's own handler, back again.
+
+
 # A tool run as `python tools/<tool>.py ARGS` would be, except that its import of TensorFlow
 # stops at its start (a finder first in `sys.meta_path`), says so on stderr and sleeps there
 # until a signal ends the sleep: a Ctrl-C sent then lands inside the tool's imports however

@@ -822,3 +822,19 @@ def test_scores_record_their_predict_file_and_another_of_its_name_says_whose_it_
   assert merged["dev-v1.1"]["file"] == files.absolute(str(second))
   assert (f"replacing the scores of dev-v1.1 of {files.absolute(str(first))} with those of "
           f"{files.absolute(str(second))}") in caplog.text
+
+
+def test_a_squad_files_unk_share_is_reported_over_its_windows(tmp_path, caplog):
+  """Sweep 22 S3 (SQuAD's part): the [UNK] share of a SQuAD file's windows, question and
+  context word pieces, [CLS], [SEP] and padding left out, warned above the threshold."""
+  from tfbert.text.tokenization import WordPieceTokenizer  # pylint: disable=import-outside-toplevel
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nwho\n", encoding="utf-8")
+  tokenizer = WordPieceTokenizer(str(vocab), True)
+  window = types.SimpleNamespace(input_ids=np.array([2, 5, 3, 1, 1, 1, 3, 0], np.int32),
+                                 input_mask=np.array([1, 1, 1, 1, 1, 1, 1, 0], np.int32))
+  with caplog.at_level(logging.INFO, logger="absl"):
+    squad_run.report_unk_share("dev.json", [window, window], tokenizer)
+  assert [(r.levelname, r.getMessage().split(":")[:2]) for r in caplog.records] == [
+      ("INFO", ["dev.json", " [UNK] 75.00% of 8 word pieces"]),
+      ("WARNING", ["dev.json", " 75.0% of its word pieces are [UNK] (over 5%)"])]

@@ -870,3 +870,80 @@ def test_an_evaluation_of_a_runs_model_reads_a_file_laid_out_otherwise(tmp_path)
   names = fine_tuning.record_key_names(rerun())
   assert names["custom.has_header"] == "--custom_header"
   assert names["custom.delimiter"] == "--custom_delimiter"
+
+
+def test_the_unk_share_of_a_task_file_is_reported_and_warned_over_the_threshold(tmp_path,
+                                                                               caplog):
+  """Sweep 22 S3: fine-tuning on text that was nearly all [UNK] (another model's vocab) said
+  nothing; create_pretraining_data reported it. Each file's share is logged once per run
+  (tokenizer), with a warning naming the file and the vocab above UNK_WARNING_SHARE."""
+  from tfbert.classifier import classifier_features, glue_data
+  from tfbert.text.tokenization import WordPieceTokenizer
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\nfine\nfilm\n.\n", encoding="utf-8")
+  tokenizer = WordPieceTokenizer(str(vocab), True)
+
+  def features(*texts):
+    return classifier_features.examples_to_features(
+        [glue_data.InputExample(f"dev-{i}", i, i + 1, t, None, "1") for i, t in
+         enumerate(texts)], tokenizer, 16, is_pair=False)
+
+  with caplog.at_level("INFO", logger="absl"):
+    fits = fine_tuning.report_unk_share("fits.tsv", features("A fine film.", "A film."),
+                                        tokenizer)
+    unfit = fine_tuning.report_unk_share("unfit.tsv", features("A dull movie overall."),
+                                         tokenizer)
+    fine_tuning.report_unk_share("unfit.tsv", features("A dull movie overall."), tokenizer)
+  assert (fits, unfit) == (0.0, 0.6)  # [CLS], [SEP] and padding are not word pieces.
+  assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+      ("INFO", "fits.tsv: [UNK] 0.00% of 7 word pieces"),
+      ("INFO", "unfit.tsv: [UNK] 60.00% of 5 word pieces"),
+      ("WARNING", f"unfit.tsv: 60.0% of its word pieces are [UNK] (over 5%): the vocabulary "
+                  f"{vocab} does not fit the text; check --vocab_file (the checkpoint's own) "
+                  "and --do_lower_case")]
+
+
+def test_a_new_run_from_a_runs_model_takes_its_sequence_settings_unless_given(
+    tmp_path, caplog):
+  """Sweep 22 S1: --init_tfbert=<run>/model.keras into a new --output_dir evaluated a
+  model trained at S=32 (SQuAD: 64/32/16) at the defaults (128; 384/128/64) without a word,
+  while its casing came from the run. A sequence setting not given is the source run's,
+  logged; one given is this run's, logged where it differs; every task alike."""
+  caplog.set_level("INFO", logger="absl")
+  run = _trained_run(tmp_path / "c", _classifier("run", do_train=True, max_seq_length=32),
+                     model_file=True)
+  new = _classifier(tmp_path / "new", init_tfbert=str(run / "model.keras"),
+                    given_settings=frozenset())
+  assert fine_tuning.source_run_settings(new).max_seq_length == 32
+  assert "its run's setting max_seq_length=32" in caplog.text
+  given = dataclasses.replace(new, max_seq_length=64,
+                              given_settings=frozenset({"max_seq_length"}))
+  assert fine_tuning.source_run_settings(given).max_seq_length == 64
+  assert "max_seq_length=64 (the source run recorded 32)" in caplog.text
+  # <run>/best/model.keras: the record one level up; NER's stride too; a new SQuAD run
+  # takes each window setting not given.
+  run = _trained_run(tmp_path / "n", NerRunConfig(output_dir="run", do_train=True,
+                                                  train_file="t", max_seq_length=32,
+                                                  doc_stride=8), model_file=True)
+  (run / "best").mkdir()
+  (run / "best" / "model.keras").write_bytes(b"")
+  ner = fine_tuning.source_run_settings(NerRunConfig(
+      output_dir=str(tmp_path / "new"), do_eval=True, eval_file="e",
+      init_tfbert=str(run / "best" / "model.keras")))
+  assert (ner.max_seq_length, ner.doc_stride) == (32, 8)
+  run = _trained_run(tmp_path / "s", _squad("run", do_train=True, train_file="t",
+                                            features=squad_features.FeatureConfig(64, 32, 16)),
+                     model_file=True)
+  squad = fine_tuning.source_run_settings(_squad(
+      tmp_path / "new", init_tfbert=str(run / "model.keras"),
+      features=squad_features.FeatureConfig(max_seq_length=128, doc_stride=20),
+      given_settings=frozenset({"doc_stride"})))
+  assert squad.features == squad_features.FeatureConfig(64, 20, 16)
+  # flags.txt holds the values used, so that --flagfile=<new run>/flags.txt replays them.
+  assert fine_tuning.sourced_flagfile(
+      "--doc_stride=20\n--max_query_length=64\n--max_seq_length=128\n--seed=1\n",
+      _squad(tmp_path / "new", features=squad_features.FeatureConfig(128, 20)), squad) == (
+          "--doc_stride=20\n--max_query_length=16\n--max_seq_length=64\n--seed=1\n")
+  embeddings = fine_tuning.source_run_settings(_embeddings(
+      tmp_path / "new", init_tfbert=str(tmp_path / "c" / "run" / "model.keras")))
+  assert embeddings.max_seq_length == 32  # Another task's run: the same positions.

@@ -455,3 +455,33 @@ def test_an_evaluation_of_another_file_keeps_the_other_files_scores(tmp_path, ca
       "dev": {"accuracy": 50.0, "step": 4}, "train": {"accuracy": 90.0, "step": 6}}
   assert result["eval"] == {"train": {"accuracy": 90.0}}  # The task's scores, as they were.
   assert "kept from earlier evaluations: dev (applied step 4)" in caplog.text
+
+
+class _Built(Exception):
+  """What `build_model`, replaced, raises once it has seen the config."""
+
+
+def test_a_new_run_from_a_runs_model_uses_its_recorded_sequence_length(
+    files, tmp_path, monkeypatch):
+  """Sweep 22 S1: --init_tfbert=<run>/model.keras into a new --output_dir took the casing
+  from the run's run_config.json but max_seq_length from the defaults. The runner takes
+  both before any work (`fine_tuning.source_run_settings`); nothing is written."""
+  run = tmp_path / "run"
+  run.mkdir()
+  (run / "run_config.json").write_text(json.dumps({"max_seq_length": 7,
+                                                   "do_lower_case": True}))
+  (run / "model.keras").write_bytes(b"")  # Never read: the build stops first.
+  seen = []
+
+  def capture(task, config, *args, **kwargs):
+    seen.append(config)
+    raise _Built
+
+  monkeypatch.setattr(runner, "build_model", capture)
+  with pytest.raises(_Built):
+    runner.run_task(TiltTask(), _evaluation_only(files, tmp_path / "new",
+                                                 init_tfbert=str(run / "model.keras"),
+                                                 do_lower_case=None,
+                                                 given_settings=frozenset()))
+  assert seen[0].max_seq_length == 7 and seen[0].do_lower_case is True
+  assert not (tmp_path / "new").exists()

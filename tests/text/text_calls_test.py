@@ -364,3 +364,25 @@ def test_fit_of_a_model_without_a_features_builder_does_not_offer_raw_text():
   with pytest.raises(TypeError, match=NEITHER + r"; BertSpanLabeler reads raw text in predict "
                                                 r"only, not in fit or evaluate$"):
     model.fit(WORDS, verbose=0)
+
+
+def test_the_on_batch_calls_refuse_raw_text_naming_the_call_that_reads_it():
+  """Sweep 22 P3: predict_on_batch / train_on_batch / test_on_batch said "x must be a dict
+  ...; got a list" of a text model's texts, not that predict / fit / evaluate read them."""
+  classifier = _compiled()
+  texts, start = ["good", "bad"], r"^BertClassifier\.{} takes features, a dict .*, not raw text"
+  for call, reads in (("predict_on_batch", r"predict\(texts\) \(or classify\(texts\)\)$"),
+                      ("train_on_batch", r"fit\(texts, labels\)$"),
+                      ("test_on_batch", r"evaluate\(texts, labels\)$")):
+    args = (texts,) if call == "predict_on_batch" else (texts, ["1", "0"])
+    with pytest.raises(TypeError, match=start.format(call) + ": raw text goes through "
+                                        r"BertClassifier\." + reads):
+      getattr(classifier, call)(*args)
+  tagger = tiny_models.with_text(BertTokenClassifier(BertConfig(**tiny_models.TINY),
+                                                     ("O", "B-PER")), 9)
+  with pytest.raises(TypeError, match=r"predict\(texts\) \(or tag\(texts\)\)$"):
+    tagger.predict_on_batch(texts)
+  with pytest.raises(TypeError, match=r"^BertTokenClassifier\.train_on_batch takes features, "
+                                      r".*, not raw text; BertTokenClassifier reads raw text "
+                                      r"in predict only, not in fit or evaluate; build x"):
+    tagger.train_on_batch(texts, np.zeros((2, 9), np.int32))

@@ -24,6 +24,7 @@ import pytest
 import tensorflow as tf
 
 from tfbert import BertClassifier, BertConfig
+from tfbert.pretraining import pretraining_run
 from tfbert.tasks import fine_tuning
 from tfbert.training import distribution, training_loop
 
@@ -416,6 +417,20 @@ def test_an_unknown_best_metric_names_the_evaluations_scalars(tmp_path):
     _train(config, _initial(), evaluate=_scripted([0.5]))
 
 
+def _signalling_at_the_second_evaluation(signum):
+  """An `evaluate` scoring 0.1, then 0.2 after sending `signum` to this process (delivered
+  on return to the main thread's bytecode: during the run's second evaluation)."""
+  scores = _scripted([0.1, 0.2])
+
+  def evaluate():
+    result = scores()
+    if result["accuracy"] == 0.2:
+      os.kill(os.getpid(), signum)
+    return result
+
+  return evaluate
+
+
 @pytest.mark.slow
 def test_sigterm_saves_at_the_step_reached_and_the_rerun_continues(tmp_path, straight):
   """SIGTERM during step 4's evaluation: the run saves at 4 and raises `Preempted` (the
@@ -423,20 +438,10 @@ def test_sigterm_saves_at_the_step_reached_and_the_rerun_continues(tmp_path, str
   evaluation trains nothing, so its weights and training log lines are the evaluating
   run's), with every evaluation logged once."""
   initial = _initial()
-
-  def signalling():
-    scores = _scripted([0.1, 0.2])
-    def evaluate():
-      result = scores()
-      if result["accuracy"] == 0.2:
-        os.kill(os.getpid(), signal.SIGTERM)
-      return result
-    return evaluate
-
   config = _config(tmp_path, "preempted", eval_every_steps=2)
   handler = signal.getsignal(signal.SIGTERM)
   with pytest.raises(training_loop.Preempted) as preempted:
-    _train(config, initial, evaluate=signalling())
+    _train(config, initial, evaluate=_signalling_at_the_second_evaluation(signal.SIGTERM))
   assert preempted.value.step == 4 and preempted.value.exit_status == 75
   assert preempted.value.checkpoint.endswith("ckpt-4")
   assert signal.getsignal(signal.SIGTERM) == handler  # The loop's handler is gone again.
@@ -451,6 +456,39 @@ def test_sigterm_saves_at_the_step_reached_and_the_rerun_continues(tmp_path, str
   assert [(r["step"], r.get("split")) for r in rows] == [
       pair for r in _metrics(straight[0])
       for pair in [(r["step"], None)] + [(r["step"], "eval")] * (r["step"] in (2, 4, 6, 7))]
+
+
+@pytest.mark.slow  # ~4 s: two runs to their fourth step.
+def test_a_first_ctrl_c_saves_at_the_step_reached_and_a_second_one_stops_the_save(
+    tmp_path, monkeypatch):
+  """Sweep 22 H2: one Ctrl-C before a new run's first checkpoint (step ~630 of 4750) threw
+  every step away and left the directory populated. The first Ctrl-C is read as SIGTERM
+  is: the run saves at the step reached (here 4, during its evaluation; the first checkpoint
+  would be 6) and raises `Interrupted` (exit 130) naming it; a second one, during that save,
+  stops at once, naming what is kept. The loop's handlers are gone again after either."""
+  initial = _initial()
+  handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+  config = _config(tmp_path, eval_every_steps=2, save_checkpoints_steps=6)
+  with pytest.raises(training_loop.Interrupted) as interrupted:
+    _train(config, initial, evaluate=_signalling_at_the_second_evaluation(signal.SIGINT))
+  checkpoint = str(tmp_path / "run" / "checkpoints" / "ckpt-4")
+  assert (interrupted.value.step, interrupted.value.checkpoint) == (4, checkpoint)
+  assert interrupted.value.exit_status == 130 and str(interrupted.value) == (
+      f"interrupted (Ctrl-C): saved {checkpoint} at applied step 4; run the same command "
+      "again to resume")
+  assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
+  assert tf.train.latest_checkpoint(str(tmp_path / "run" / "checkpoints")) == checkpoint
+
+  def second_ctrl_c(self):  # The save, cut by a second Ctrl-C.
+    os.kill(os.getpid(), signal.SIGINT)
+    raise AssertionError("a second Ctrl-C stops the save at once")
+
+  monkeypatch.setattr(training_loop.TrainingLoop, "save", second_ctrl_c)
+  with pytest.raises(training_loop.Interrupted) as interrupted:
+    _train(_config(tmp_path, "again", eval_every_steps=2, save_checkpoints_steps=6),
+           initial, evaluate=_signalling_at_the_second_evaluation(signal.SIGINT))
+  assert interrupted.value.checkpoint is None and interrupted.value.step is None
+  assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
 
 
 def test_ctrl_c_during_a_save_leaves_no_temporary_and_names_the_kept_checkpoint(tmp_path):
@@ -583,3 +621,38 @@ def test_a_rerun_already_at_stop_at_step_names_it_and_the_steps_left(tmp_path, c
   assert re.search(r"already at applied step 530, at --stop_at_step=530: trained nothing; 10 "
                    r"applied steps remain .* at applied step 540 .*no model\.keras, evaluation"
                    r".*Rerun without --stop_at_step", message), message
+
+
+def test_the_stop_at_step_line_names_the_flag_that_sets_the_runs_end_in_each_tool():
+  """Sweep 22 P1: run_pretraining's --stop_at_step line named --max_train_steps, a flag it
+  does not have (its run's end is --num_train_steps). Each tool's loop config says which."""
+  pretraining = pretraining_run.loop_config(types.SimpleNamespace(
+      num_train_steps=540, train_batch_size=8, gradient_accumulation_steps=1, log_steps=10,
+      save_checkpoints_steps=100, keep_checkpoint_max=5, evaluates=False, stop_at_step=530,
+      jit_compile=False, run_eagerly=False, dtype="float32"))
+  message = training_loop.stop_at_step_message(530, pretraining)
+  assert "at applied step 540 (--num_train_steps)" in message, message
+  assert "max_train_steps" not in message
+  fine_tuned = fine_tuning.loop_config(
+      fine_tuning.FineTuningConfig(output_dir="run", stop_at_step=530), 540, evaluates=False)
+  assert ("at applied step 540 (--max_train_steps, or the schedule's end: --num_train_epochs)"
+          in training_loop.stop_at_step_message(530, fine_tuned))
+
+
+def test_a_finished_rerun_says_its_evaluation_during_training_is_not_rerun(tmp_path, caplog):
+  """Sweep 22 p04: a finished run_pretraining run rerun with new --eval_input_files said
+  'nothing more to train' and nothing of the evaluation it did not run. The line says so,
+  and names the step of the last evaluation logged."""
+  (tmp_path / "metrics.jsonl").write_text(
+      '{"step": 2, "loss": 1.0}\n{"step": 2, "split": "eval", "loss": 2.0}\n')
+  config = training_loop.LoopConfig(num_train_steps=2, train_batch_size=8)
+  for evaluate, note in [(lambda: {}, "; the evaluation during training is not rerun (the "
+                          "last, at applied step 2, is in metrics.jsonl)"), (None, "")]:
+    loop = types.SimpleNamespace(config=config, step=2, stopped_early=False,
+                                 directory=str(tmp_path), evaluate=evaluate)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="absl"):
+      result = training_loop.TrainingLoop._loop(loop, None, None, None)
+    assert result["resumed_finished"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"the run is at applied step 2: nothing more to train{note}"]

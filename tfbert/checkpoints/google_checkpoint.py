@@ -286,12 +286,21 @@ def assign_google_weights(model: keras.Model, weights: Mapping[str, np.ndarray],
     problems.append("shape mismatch:\n  " + "\n  ".join(mismatched))
   unused = sorted(set(candidates) - set(variables))
   if unused and not allow_unused:
-    problems.append("source tensors with no model weight:\n  " + "\n  ".join(unused))
+    problems.append("source tensors with no model weight:\n  " + "\n  ".join(unused)
+                    + "\n  pass allow_unused=True to skip them (e.g. the pretraining heads "
+                      "cls/... of a pretrained checkpoint, or a fine-tuned head)")
   missing = sorted(set(variables) - set(candidates))
   allowed = component_names(model, variables, allow_missing)
   not_allowed = [n for n in missing if n not in allowed]
   if not_allowed:
-    problems.append("model weights missing from the source:\n  " + "\n  ".join(not_allowed))
+    owners = missing_components(model, variables, not_allowed)
+    heads = tuple(owner for owner in owners if owner != "encoder")
+    fixes = ([f"pass allow_missing={heads!r} to keep the head's initial values (a new head)"]
+             if heads else []) + (
+        ["the encoder's weights are never left out: load a checkpoint of this encoder (its "
+         "config's layers and sizes)"] if "encoder" in owners else [])
+    problems.append("model weights missing from the source:\n  " + "\n  ".join(not_allowed)
+                    + "".join(f"\n  {fix}" for fix in fixes))
   if problems:
     raise ValueError(f"cannot load {source} into {type(model).__name__}:\n" + "\n".join(problems))
   used = sorted(set(candidates) & set(variables))
@@ -300,6 +309,15 @@ def assign_google_weights(model: keras.Model, weights: Mapping[str, np.ndarray],
   return LoadReport(source=source, used=tuple(used),
                     set_weights=tuple(variables[n].path for n in used), ignored=tuple(skipped),
                     unused=tuple(unused), missing=tuple(missing))
+
+
+def missing_components(model: keras.Model, variables: Mapping, names: Sequence[str]
+                       ) -> tuple[str, ...]:
+  """The components (`allow_missing`'s names, in `google_names.components` order) that
+  hold the weights `names` (Google names of `variables`)."""
+  wanted = {id(variables[name]) for name in names}
+  return tuple(attribute for attribute, _, _, layer in google_names.components(model)
+               if wanted & {id(w) for w in layer.weights})
 
 
 def component_names(model: keras.Model, variables: Mapping, components: Sequence[str]
@@ -471,13 +489,18 @@ def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool 
 
   Raises:
     ValueError: for a model whose head google-research/bert has no form for (the model's
-      `google_checkpoint_head` is False: a tagger's would read back as a sentence classifier).
+      `google_checkpoint_head` is False: a tagger's would read back as a sentence classifier);
+      a prefix in a folder holding a model of another kind (or another checkpoint), which
+      would then hold two (`model_paths.check_no_other_model`, as `tfbert.save`).
   """
+  # model_paths reads checkpoints through this module: imported here, not at its top.
+  from tfbert.checkpoints import model_paths  # pylint: disable=import-outside-toplevel
   prefix = files.as_path(prefix, "prefix")
   if not getattr(model, "google_checkpoint_head", True):
     raise ValueError(f"google-research/bert has no {type(model).__name__} head: its "
                      "checkpoint would read back as another model; write a Hugging Face "
                      "directory or a .keras file instead")
+  model_paths.check_no_other_model(prefix, "google")
   write_google_checkpoint(google_weights(model), prefix,
                           config=model.config if config_file else None, vocab_file=vocab_file,
                           do_lower_case=do_lower_case, model_max_length=model_max_length)

@@ -264,6 +264,7 @@ class ClassifierTask(Task):
     examples = context.inputs["train"][0][1]
     features = classifier_features.examples_to_features(examples, context.tokenizer,
                                                         c.max_seq_length, task.is_pair)
+    fine_tuning.report_unk_share(context.inputs["train"][0][0], features, context.tokenizer)
     labels = classifier_features.label_array(examples, task)
     return TrainingData(train_examples(features, labels), len(examples),
                         f"{len(examples)} examples")
@@ -420,10 +421,14 @@ def train_dataset(features: dict[str, np.ndarray], labels: np.ndarray, batch_siz
 
 def predict_logits(model: BertClassifier, strategy: tf.distribute.Strategy,
                    examples: list[glue_data.InputExample], tokenizer: WordPieceTokenizer,
-                   task: glue_data.Task, config: ClassifierRunConfig) -> np.ndarray:
-  """float32 logits [N, C] of the examples, sharded over the replicas (`fine_tuning.predict`)."""
+                   task: glue_data.Task, config: ClassifierRunConfig,
+                   path: Optional[str] = None) -> np.ndarray:
+  """float32 logits [N, C] of the examples, sharded over the replicas (`fine_tuning.predict`);
+  the [UNK] share of their word pieces is reported as `path`'s (`report_unk_share`)."""
   features = classifier_features.examples_to_features(examples, tokenizer,
                                                       config.max_seq_length, task.is_pair)
+  if path is not None:
+    fine_tuning.report_unk_share(path, features, tokenizer)
   return fine_tuning.predict(model, strategy, features, config.eval_batch_size,
                              config.length_bucket)["logits"]
 
@@ -442,7 +447,7 @@ def evaluate(model: BertClassifier, strategy: tf.distribute.Strategy,
   "loss": the mean training loss, "num_examples": N}}."""
   results = {}
   for path, examples in files:
-    logits = predict_logits(model, strategy, examples, tokenizer, task, config)
+    logits = predict_logits(model, strategy, examples, tokenizer, task, config, path)
     predicted = decisions(logits, task)
     labels = classifier_features.label_array(examples, task)
     split = glue_data.split_name(path)
@@ -467,8 +472,8 @@ def predict_test_files(model: BertClassifier, strategy: tf.distribute.Strategy,
   `<split>_predictions.tsv` (with `write`); returns {split: path}."""
   paths = {}
   for path, examples in files:
-    predicted = decisions(predict_logits(model, strategy, examples, tokenizer, task, config),
-                          task)
+    predicted = decisions(predict_logits(model, strategy, examples, tokenizer, task, config,
+                                         path), task)
     split = glue_data.split_name(path)
     paths[split] = os.path.join(config.output_dir, f"{split}_predictions.tsv")
     if write:

@@ -46,6 +46,8 @@ import os
 import threading
 from typing import IO, ClassVar, Optional, Sequence, Union
 
+from absl import logging
+
 from tfbert.runtime import files
 
 
@@ -360,17 +362,51 @@ def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = F
         _check_distinct_columns(layout, width, f"{path}:{line}")
       if layout.has_header:
         _check_header(task, path, line, row, layout, split)
+        if task.name == CUSTOM_TASK:
+          _report_custom_header(task, path, line, row, layout)
         continue
     if limit is not None and len(result.examples) >= limit:
       break
     try:
       result.examples.append(_example(task, layout, row, width, split, index, line, path))
     except MalformedRow as e:
+      if (not result.examples and not result.skipped and task.name == CUSTOM_TASK
+          and _holds_a_label(task, layout, row) is False):
+        # The first row, whose label cell is no label: a header read as an example.
+        e = MalformedRow(f"{e}; line {line} looks like a header: pass --custom_header")
       if not skip_malformed:
-        raise
+        raise e from None
       result.skipped.append(str(e))
     index += 1
   return result
+
+
+def _holds_a_label(task: Task, layout: Layout, row: Sequence[str]) -> Optional[bool]:
+  """Whether `row`'s label cell is a label of `task` (one of its labels, or a finite
+  number for a regression); None without a label cell (a test layout, a short row)."""
+  if layout.label is None or not -len(row) <= layout.label < len(row):
+    return None
+  cell = row[layout.label]
+  if not task.is_regression:
+    return cell in task.labels
+  try:
+    return math.isfinite(float(cell))
+  except ValueError:
+    return False
+
+
+def _report_custom_header(task: Task, path: str, line: int, row: Sequence[str],
+                          layout: Layout) -> None:
+  """Logs the line a custom file's --custom_header skips, and warns when its label cell
+  holds a label: a headerless file then loses its first example without a word."""
+  shown = layout.delimiter.join(row)
+  shown = shown if len(shown) <= 80 else shown[:77] + "..."
+  logging.info("%s:%d skipped as a header (--custom_header): %r", path, line, shown)
+  if _holds_a_label(task, layout, row):
+    logging.warning(
+        "%s:%d skipped as a header (--custom_header), but its label column %d holds %r, "
+        "%s: leave --custom_header out if the file has no header", path, line, layout.label,
+        row[layout.label], "a number" if task.is_regression else "one of the labels")
 
 
 class _GFileReader(io.RawIOBase):

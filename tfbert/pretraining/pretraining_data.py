@@ -23,6 +23,9 @@ the temporary (and any renamed) files are removed by a cleanup that cannot itsel
 runs left behind. The input files and the output directory may be URLs (`gs://...`, any
 `tf.io.gfile` filesystem): the renames are then the filesystem's (`tfbert.runtime.files`; on
 an object store a copy then a delete, each file still appearing only complete).
+SIGTERM gets the cleanup of Ctrl-C too: the tools turn it into an exception
+(`tfbert.runtime.cli.sigterm_unwinds`); its default ended the process at once, leaving the
+hidden temporaries and a directory the run had created.
 """
 
 import dataclasses

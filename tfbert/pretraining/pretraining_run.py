@@ -310,7 +310,7 @@ def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None
     last = run.loop.train(run.batches)
     step = int(run.optimizer.iterations.numpy())
     finished = run.loop.finished  # All steps, or stopped early.
-    exported = _export(run, config) if finished else {}
+    exported = _export(run, config, rerun=bool(last.get("resumed_finished"))) if finished else {}
   except BaseException:
     if run is not None:
       run.lock.forget_if_untrained()
@@ -520,7 +520,8 @@ def loop_config(config: PretrainingRunConfig) -> training_loop.LoopConfig:
       best_metric=(config.best_metric or DEFAULT_BEST_METRIC) if config.evaluates else "",
       early_stopping_patience=config.early_stopping_patience if config.evaluates else 0,
       stop_at_step=config.stop_at_step, jit_compile=config.jit_compile,
-      run_eagerly=config.run_eagerly, check_finite=config.dtype != "mixed_float16")
+      run_eagerly=config.run_eagerly, check_finite=config.dtype != "mixed_float16",
+      run_end="--num_train_steps")
 
 
 def _build(config: PretrainingRunConfig, strategy: tf.distribute.Strategy,
@@ -672,21 +673,29 @@ def _local_batches(config: PretrainingRunConfig, strategy: tf.distribute.Strateg
   return distribution.LocalBatches(strategy, dataset)
 
 
-def _export(run: _Run, config: PretrainingRunConfig) -> dict:
+def _export(run: _Run, config: PretrainingRunConfig, rerun: bool = False) -> dict:
   """Chief: SavedModel (unless `export_saved_model` is off) + Google checkpoint. Other
   workers: their Google checkpoint beside.
 
   The whole export directory is written to a temporary sibling and renamed into place
   (`tfbert.runtime.atomic`): a failed export leaves the previous one, or none, never a part.
+  So a rerun of a finished run (`rerun`) whose export holds every part is not exported
+  again (the same weights; it said "nothing more to train" and rewrote it, unannounced);
+  one cut short before or during its export writes it.
 
   Returns:
-    name -> final path of what was written.
+    name -> final path of what was written (or of what is there, on such a rerun).
   """
   export_dir = _export_directory(run, config)
   written = {"google_checkpoint": os.path.join(export_dir, "google", "bert_model.ckpt")}
   saved_model = run.is_chief and config.export_saved_model
   if saved_model:
     written = {"saved_model": os.path.join(export_dir, "saved_model"), **written}
+  if rerun and files.exists(written["google_checkpoint"] + ".index") and (
+      not saved_model or files.exists(os.path.join(written["saved_model"], "saved_model.pb"))):
+    logging.info("the export of the finished run is in place, not written again: %s",
+                 export_dir)
+    return written
 
   def write(staging: str) -> None:
     files.makedirs(staging)

@@ -12,6 +12,11 @@
 * Ctrl-C ends with one line and status 130 (the shell's convention for SIGINT), at any
   time: while the tool imports TensorFlow too (`tools/__init__.py`, every tool's first
   import, handles it until `run_tool` takes over).
+* SIGTERM (`kill`, a scheduler) ends the tool's `main` as Ctrl-C does: it raises
+  `Terminated` there (`sigterm_unwinds`), so the cleanups Ctrl-C runs (hidden temporaries,
+  a directory the tool created) run too, then one line, `<tool>: terminated`, and status
+  143 (128 + 15). SIGTERM's default ended the process at once and left them behind. Inside
+  training the loop's own handler takes over: it saves a checkpoint (`Preempted`, below).
 * An error that carries an `exit_status` (a preempted run that saved its checkpoint:
   `tfbert.training.training_loop.Preempted`, status 75) ends with its one line and that
   status, so that a scheduler can tell "run me again" from a failure.
@@ -39,6 +44,7 @@ The module reads no flags itself (nothing under `tfbert/` imports `absl.flags`):
 passes its `--traceback` flag holder.
 """
 
+import contextlib
 import dataclasses
 import errno
 import logging
@@ -59,6 +65,8 @@ EXPECTED_ERRORS = (ValueError, OSError, FloatingPointError)
 _PROBE_NOISE = ("failed call to cuInit", "Could not find cuda drivers")
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
+# The shell's status of a process ended by SIGTERM (128 + 15), as 130 is SIGINT's.
+EXIT_TERMINATED = 128 + signal.SIGTERM
 # The running tool's flags (`set_tool_flags`), for `in_flag_words`.
 _tool_flags: frozenset[str] = frozenset()
 
@@ -214,14 +222,43 @@ def in_flag_words(line: str, flag_names: Iterable[str] = None) -> str:
   return re.sub(alone, r"--\1", line)
 
 
+class Terminated(BaseException):
+  """SIGTERM arrived inside `sigterm_unwinds`. Not an `Exception` (as `KeyboardInterrupt`
+  is not): it unwinds through every cleanup (`except BaseException`, `finally`) untouched."""
+
+
+@contextlib.contextmanager
+def sigterm_unwinds():
+  """Within: SIGTERM raises `Terminated` in the main thread, as Ctrl-C raises
+  `KeyboardInterrupt`, so the temporaries and a directory the tool created are removed on
+  the way out. A second SIGTERM while that unwinds is ignored (the cleanups are short).
+  Elsewhere than the main thread: a no-op. The previous handler is back on exit."""
+  if threading.current_thread() is not threading.main_thread():
+    yield
+    return
+
+  def handle(signum, frame):
+    del signum, frame
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated()
+
+  previous = signal.signal(signal.SIGTERM, handle)
+  try:
+    yield
+  finally:
+    signal.signal(signal.SIGTERM, previous)
+
+
 def _end_with_one_line(error: BaseException, show_trace: bool, tool: str) -> None:
   """Ends the tool for `error` as the module says (one line, its status), or re-raises it:
   `--traceback` asked for the trace, or the error is a bug. Called inside an `except`."""
-  if isinstance(error, KeyboardInterrupt):
-    if show_trace:
-      raise error
-    print(f"{tool}: interrupted", file=sys.stderr, flush=True)
-    sys.exit(EXIT_INTERRUPTED)
+  for kind, word, status in ((KeyboardInterrupt, "interrupted", EXIT_INTERRUPTED),
+                             (Terminated, "terminated", EXIT_TERMINATED)):
+    if isinstance(error, kind):
+      if show_trace:
+        raise error
+      print(f"{tool}: {word}", file=sys.stderr, flush=True)
+      sys.exit(status)
   status = getattr(error, "exit_status", None)
   if isinstance(status, int) and not show_trace:
     print(f"{tool}: {in_flag_words(one_line(error))}", file=sys.stderr, flush=True)
@@ -239,8 +276,9 @@ def guarded(main: Callable[[Sequence[str]], object], traceback, tool: str):
     show_trace = bool(traceback.value)
     plain_logging()
     try:
-      return main(argv)
-    except (KeyboardInterrupt, Exception) as error:  # pylint: disable=broad-except
+      with sigterm_unwinds():
+        return main(argv)
+    except (KeyboardInterrupt, Terminated, Exception) as error:  # pylint: disable=broad-except
       _end_with_one_line(error, show_trace, tool)
 
   return wrapped

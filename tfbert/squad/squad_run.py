@@ -315,6 +315,7 @@ class SquadTask(Task):
     converted = squad_features.cached_features(
         os.path.join(context.work_dir, "train_features"), dataset.examples, context.tokenizer,
         context.config.features, is_training=True)
+    report_unk_share(dataset.path, converted.features, context.tokenizer)
     n = len(converted.features)
     return TrainingData(
         train_examples(converted.features), n,
@@ -425,9 +426,21 @@ def predict_features(tokenizer: WordPieceTokenizer, config: SquadRunConfig,
                      dataset: squad_data.SquadDataset,
                      work_dir: str) -> list[squad_features.SquadFeature]:
   """The predict file's features, cached in `work_dir`."""
-  return squad_features.cached_features(
+  features = squad_features.cached_features(
       os.path.join(work_dir, "predict_features"), dataset.examples, tokenizer,
       config.features, is_training=False).features
+  report_unk_share(dataset.path, features, tokenizer)
+  return features
+
+
+def report_unk_share(path: str, features: list[squad_features.SquadFeature],
+                     tokenizer: WordPieceTokenizer) -> None:
+  """`fine_tuning.report_unk_share` of a SQuAD file's windows (their question and context
+  word pieces)."""
+  if features:
+    fine_tuning.report_unk_share(
+        path, {"input_ids": np.stack([f.input_ids for f in features]),
+               "input_mask": np.stack([f.input_mask for f in features])}, tokenizer)
 
 
 def eval_positions(tokenizer: WordPieceTokenizer, config: SquadRunConfig,

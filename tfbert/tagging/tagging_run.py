@@ -283,6 +283,7 @@ class NerTask(task.Task):
     features = tagging_features.make_features(sentences, context.tokenizer,
                                               context.model.labels, c.max_seq_length,
                                               c.window_stride)
+    fine_tuning.report_unk_share(c.train_file, features.inputs, context.tokenizer)
     return task.TrainingData(train_examples(features), len(features),
                              f"{len(features)} windows of {len(sentences)} sentences")
 
@@ -293,6 +294,7 @@ class NerTask(task.Task):
       context.cache["dev"] = tagging_features.make_features(
           context.inputs["dev"], context.tokenizer, context.model.labels, c.max_seq_length,
           c.window_stride, unseen_tags_ignored=True)  # Scored as misses: resolve_labels.
+      fine_tuning.report_unk_share(c.eval_file, context.cache["dev"].inputs, context.tokenizer)
     return context.cache["dev"]
 
   def evaluate(self, context: task.RunContext) -> dict[str, float]:
@@ -378,6 +380,7 @@ def tag_sentences(model: BertTokenClassifier, strategy: tf.distribute.Strategy,
     features = tagging_features.make_features(sentences, tokenizer, model.labels,
                                               config.max_seq_length, config.window_stride,
                                               with_labels=False)
+    fine_tuning.report_unk_share(config.predict_file, features.inputs, tokenizer)
   predicted = predict_label_ids(model, strategy, features, config.eval_batch_size,
                                 config.length_bucket)
   return tagging_features.word_tags(features, predicted, sentences, model.labels)

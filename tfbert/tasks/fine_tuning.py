@@ -979,6 +979,36 @@ def check_vocab_fits(model: keras.Model, vocab_size: int, vocab: str = "the voca
   tokenization.check_vocab_fits(vocab_size, model.config.vocab_size, vocab, model_config)
 
 
+# Warn when more of a task file's word pieces than this are [UNK]: the vocabulary does not
+# fit the text. Measured, a fitting vocab (uncased lower-cased, cased not): 0-0.01% on the
+# SST-2, MRPC, RTE and STS-B dev files, 0.8% on WNUT-17 dev (tweets, emoji). A mismatch: the
+# uncased vocab without lower-casing 14-19% on MRPC, RTE and STS-B (SST-2 is lower case
+# already: 0.03%), another model's 15-entry vocab 92-95% on SST-2. 5% is 6x the worst
+# fitting share and a third of the mildest mismatch.
+UNK_WARNING_SHARE = 0.05
+_unk_reported = weakref.WeakKeyDictionary()  # {tokenizer: paths reported}: once per run.
+
+
+def report_unk_share(path: str, features: dict, tokenizer: tokenization.WordPieceTokenizer
+                     ) -> float:
+  """Logs the [UNK] share of the word pieces of `path`'s built `features` (`input_ids`
+  where `input_mask` is 1, [CLS] and [SEP] left out), once per file and tokenizer, and
+  warns above `UNK_WARNING_SHARE` naming the file and the vocabulary. Returns the share."""
+  ids = np.asarray(features["input_ids"])[np.asarray(features["input_mask"]) > 0]
+  ids = ids[(ids != tokenizer.cls_id) & (ids != tokenizer.sep_id)]
+  share = float(np.mean(ids == tokenizer.unk_id)) if ids.size else 0.0
+  reported = _unk_reported.setdefault(tokenizer, set())
+  if path not in reported:
+    reported.add(path)
+    logging.info("%s: [UNK] %.2f%% of %d word pieces", path, 100 * share, ids.size)
+    if share > UNK_WARNING_SHARE:
+      logging.warning(
+          "%s: %.1f%% of its word pieces are [UNK] (over %.0f%%): the vocabulary %s does "
+          "not fit the text; check --vocab_file (the checkpoint's own) and --do_lower_case",
+          path, 100 * share, 100 * UNK_WARNING_SHARE, tokenizer.vocab_file)
+  return share
+
+
 def describe_vocab(config: FineTuningConfig, vocab_file: str) -> str:
   """The run's vocabulary (`resolve_vocab_file`'s) as a message names it: its flag when
   given, else the file found in its place."""
@@ -1181,6 +1211,110 @@ def check_sources(config: FineTuningConfig) -> None:
                      f"model in it (e.g. {os.path.join(config.init_tfbert, 'model.keras')})")
   if config.init_checkpoint:
     google_checkpoint.check_prefix(config.init_checkpoint, "--init_checkpoint")
+
+
+# The settings that size and window a run's sequences: a new run from a tfbert run's model
+# takes them from that run's record when not given (`source_run_settings`).
+SEQUENCE_SETTINGS = ("max_seq_length", "doc_stride", "max_query_length")
+
+
+def source_run_settings(config: FineTuningConfig) -> FineTuningConfig:
+  """`config` with the sequence settings (`SEQUENCE_SETTINGS`) of the tfbert run whose model
+  `init_tfbert` names, where that run's run_config.json is read for its casing
+  (`tfbert.text.casing.checkpoint_directories`: beside the `.keras` file, or one level up for
+  `<run>/best/model.keras`): the model was trained on sequences that long, its later
+  positions never were. A setting this config has in the same place as the record (a
+  field, or a part of a dataclass-valued field, e.g. SQuAD's `features`) and that was not
+  given (`FineTuningConfig.given`) is the source run's, logged; one given is this run's,
+  logged where it differs from the record. The run's own directory is `run_settings`'.
+
+  Raises:
+    ValueError: the source's settings do not fit the settings given here; naming both.
+  """
+  if not config.init_tfbert or not files.exists(config.init_tfbert):
+    return config
+  found = [(folder, recorded_settings(folder))
+           for folder in casing.checkpoint_directories(config.init_tfbert)]
+  folder, recorded = next(((f, r) for f, r in found if r is not None), (None, None))
+  if recorded is None or (files.isdir(config.output_dir)
+                          and _real_path(folder) == _real_path(config.output_dir)):
+    return config
+  path = os.path.join(folder, RUN_CONFIG_FILE)
+  adopted, parts, differ = {}, {}, []
+
+  def consider(name, mine, kept, given):
+    """Whether the source's `kept` replaces this run's `mine` (not given), logged."""
+    if mine == kept:
+      return False
+    if given:
+      differ.append(f"{name}={_flag_value(mine)} (the source run recorded "
+                    f"{_flag_value(kept)})")
+      return False
+    logging.info("starting from %s with its run's setting %s=%s (%s), not given here",
+                 config.init_tfbert, name, _flag_value(kept), path)
+    return True
+
+  for field in dataclasses.fields(config):
+    mine, kept = getattr(config, field.name), recorded.get(field.name)
+    if field.name in SEQUENCE_SETTINGS and field.name in recorded:
+      if consider(field.name, mine, kept, config.given(field.name, mine, _default(field))):
+        adopted[field.name] = kept
+    elif dataclasses.is_dataclass(mine) and isinstance(kept, dict):
+      whole = config.given_settings is not None and field.name in config.given_settings
+      for part in dataclasses.fields(mine):
+        value = getattr(mine, part.name)
+        if part.name in SEQUENCE_SETTINGS and part.name in kept and consider(
+            part.name, value, kept[part.name],
+            whole or config.given(part.name, value, _default(part))):
+          parts.setdefault(field.name, {})[part.name] = kept[part.name]
+  if differ:
+    logging.info("%s given here %s from the run whose model --init_tfbert names (%s): "
+                 "this run uses the values given", "; ".join(differ),
+                 "differs" if len(differ) == 1 else "differ", path)
+  try:
+    adopted.update({name: dataclasses.replace(getattr(config, name), **values)
+                    for name, values in parts.items()})
+    return dataclasses.replace(config, **adopted) if adopted else config
+  except ValueError as error:
+    taken = "; ".join([f"{n}={_flag_value(v)}" for n, v in adopted.items()
+                       if n not in parts] + [f"{p}={_flag_value(v)}"
+                                             for values in parts.values()
+                                             for p, v in values.items()])
+    raise ValueError(f"--init_tfbert {config.init_tfbert}: its run's settings {taken} "
+                     f"({path}), taken as not given here, do not fit the settings given "
+                     f"({error}): give them explicitly") from None
+
+
+def _sequence_values(config: FineTuningConfig) -> dict[str, Any]:
+  """`config`'s sequence settings (`SEQUENCE_SETTINGS`) by flag name: fields, and parts of
+  dataclass-valued fields (SQuAD's `features`)."""
+  found = {}
+  for field in dataclasses.fields(config):
+    value = getattr(config, field.name)
+    if field.name in SEQUENCE_SETTINGS:
+      found[field.name] = value
+    elif dataclasses.is_dataclass(value):
+      found.update({part.name: getattr(value, part.name) for part in dataclasses.fields(value)
+                    if part.name in SEQUENCE_SETTINGS})
+  return found
+
+
+def sourced_flagfile(flagfile: Optional[str], given: FineTuningConfig,
+                     sourced: FineTuningConfig) -> Optional[str]:
+  """`flagfile` (the tool's resolved flags, for flags.txt) with the sequence settings
+  `source_run_settings` took from the source run (`given` -> `sourced`): flags.txt records
+  every flag at its value, and a replay (`--flagfile=<run>/flags.txt`) gives each, so it
+  must hold the values the run used, not the defaults it did not."""
+  if flagfile is None:
+    return None
+  before, after = _sequence_values(given), _sequence_values(sourced)
+  for name, value in after.items():
+    if before.get(name) != value:
+      line = "" if value is None else f"--{name}={_flag_value(value)}\n"  # None: unset.
+      pattern = re.compile(rf"^--{name}=.*\n", re.MULTILINE)
+      flagfile = (pattern.sub(lambda _: line, flagfile) if pattern.search(flagfile)
+                  else flagfile + line)
+  return flagfile
 
 
 def resolve_casing(config):
@@ -1471,6 +1605,10 @@ def compile_and_fit(model: keras.Model, strategy: tf.distribute.Strategy,
           update_freq=config.log_steps * config.gradient_accumulation_steps)])
 
 
+# What sets a fine-tuning run's applied steps (`loop_config`), as the tools' flags say it.
+RUN_END = "--max_train_steps, or the schedule's end: --num_train_epochs"
+
+
 def loop_config(config: FineTuningConfig, steps: int,
                 evaluates: bool) -> training_loop.LoopConfig:
   """The training loop's part of `config` for a run of `steps` applied steps."""
@@ -1484,7 +1622,7 @@ def loop_config(config: FineTuningConfig, steps: int,
       best_metric=config.best_metric if evaluates else "",
       early_stopping_patience=config.early_stopping_patience if evaluates else 0,
       jit_compile=config.jit_compile, check_finite=config.dtype != "mixed_float16",
-      verbose=config.verbose)
+      verbose=config.verbose, run_end=RUN_END)
 
 
 BEST_DIR = training_loop.BEST_DIR

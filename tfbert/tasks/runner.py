@@ -2,11 +2,13 @@
 
 In this order, the same for every task (`tfbert.tasks.task.Task` supplies the hooks):
 
-0. Checks before any work: the config's own checks (at construction), the casing
-   (`fine_tuning.resolve_casing`), every input file (`task.read_inputs`), `best_metric`
-   against the scalars evaluation will return (`task.evaluation_metrics`), the labels, the
-   checks against the strategy's replicas (`fine_tuning.start_run`), the vocabulary against
-   the model's embedding table and S against its positions. A failure here writes nothing.
+0. Checks before any work: the config's own checks (at construction), the sequence
+   settings and casing of a tfbert run whose model `init_tfbert` names, when not given
+   (`fine_tuning.source_run_settings`, `fine_tuning.resolve_casing`), every input file
+   (`task.read_inputs`), `best_metric` against the scalars evaluation will return
+   (`task.evaluation_metrics`), the labels, the checks against the strategy's replicas
+   (`fine_tuning.start_run`), the vocabulary against the model's embedding table and S
+   against its positions. A failure here writes nothing.
 1. The model: `task.build_model` in the strategy's scope, initialized from a Google
    checkpoint, a Hugging Face directory or a tfbert `.keras` file (the head may be fresh).
    A run that does not train evaluates the run in its output directory (its latest
@@ -70,6 +72,9 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
   config, own = fine_tuning.evaluated_model(config)
   # A training rerun that resumes the run: its vocabulary and model config, when not given.
   config = fine_tuning.resumed_settings(config)
+  # A source run's model (--init_tfbert): its sequence settings and casing, when not given.
+  sourced = fine_tuning.source_run_settings(config)
+  flagfile, config = fine_tuning.sourced_flagfile(flagfile, config, sourced), sourced
   config = fine_tuning.resolve_casing(config)  # Before any work.
   inputs = task.read_inputs(config)  # Before anything is built or written.
   check_best_metric(task, config, inputs)

@@ -317,6 +317,13 @@ def graph_checked(encoder, features: Mapping[str, Any]) -> Mapping[str, Any]:
   return {**features, **checked}
 
 
+def marked_assert(ok: tf.Tensor, what: str, shown: tf.Tensor, rest: str) -> tf.Operation:
+  """An assert whose failure `graph_checks` raises as "<Model>.<call>: a batch's <what>
+  <shown><rest>" (a ValueError), e.g. what "labels hold", rest ": the head trains on ..."
+  (`rest` may not hold "]" followed by a line end)."""
+  return tf.debugging.Assert(ok, [f"{_MARK}{what}", shown, rest])
+
+
 def _range_assert(name: str, values: tf.Tensor, high: int, what: str) -> tf.Operation:
   """An assert that every value is in [0, high), showing the one furthest outside."""
   if values.dtype == tf.bool:

@@ -219,6 +219,7 @@ class CheckedInputs:
     if "batch_size" in kwargs:
       kwargs["batch_size"] = checked_batch_size(kwargs["batch_size"])
     x = refuse_no_examples(self, self.checked_inputs(x, training=True), "x", "fit")
+    x = check_labels(self, x, y)
     validation_data = self._checked_validation_data(validation_data)
     with graph_checks(self, "fit"):
       return _BatchCount.run(super().fit, self, "fit", x, y, *args,
@@ -231,6 +232,7 @@ class CheckedInputs:
     if "batch_size" in kwargs:
       kwargs["batch_size"] = checked_batch_size(kwargs["batch_size"])
     x = refuse_no_examples(self, self.checked_inputs(x, training=True), "x", "evaluate")
+    x = check_labels(self, x, y)
     with graph_checks(self, "evaluate"):
       return _BatchCount.run(super().evaluate, self, "evaluate", x, y, *args, **kwargs)
 
@@ -240,15 +242,35 @@ class CheckedInputs:
                 "x")
     return super().predict_step(data)
 
+  def predict_on_batch(self, x):
+    """Keras' `predict_on_batch`; raw text refused, naming the call that reads it."""
+    refuse_batch_text(self, x, "predict_on_batch")
+    return super().predict_on_batch(x)
+
+  def train_on_batch(self, x, y=None, *args, **kwargs):
+    """Keras' `train_on_batch`; raw text refused, naming the call that reads it, and label
+    values checked first (`check_labels`)."""
+    refuse_batch_text(self, x, "train_on_batch")
+    check_labels(self, x, y)
+    return super().train_on_batch(x, y, *args, **kwargs)
+
+  def test_on_batch(self, x, y=None, *args, **kwargs):
+    """Keras' `test_on_batch`; raw text refused, naming the call that reads it, and label
+    values checked first (`check_labels`)."""
+    refuse_batch_text(self, x, "test_on_batch")
+    check_labels(self, x, y)
+    return super().test_on_batch(x, y, *args, **kwargs)
+
   def _checked_validation_data(self, validation_data) -> Any:
     refuse_unlabelled_validation(validation_data)
     if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3):
       what = "validation_data[0]"
       x = refuse_no_examples(self, self.checked_inputs(validation_data[0], what,
                                                        training=True), what, "fit")
+      check_labels(self, x, validation_data[1], "validation_data[1]")
       return type(validation_data)([x, *validation_data[1:]])
     refuse_text_data(self, validation_data, "validation_data")
-    return validation_data
+    return check_labels(self, validation_data, None, "validation_data")
 
 
 class RawTextPredict(CheckedInputs):
@@ -313,6 +335,42 @@ class RawTextFit(RawTextPredict):
     refuse_weights(self, "evaluate", args, kwargs)  # Before packing any text.
     x, y = self._text_data(x, y)
     return super().evaluate(x, y, *args, **kwargs)
+
+
+# The call of a model's Keras *_on_batch calls that reads raw text instead.
+_TEXT_CALLS = {"predict_on_batch": "predict(texts)", "train_on_batch": "fit(texts, labels)",
+               "test_on_batch": "evaluate(texts, labels)"}
+_FRONT_DOORS = ("classify", "tag", "answer", "fill_mask", "encode")  # The models' text calls.
+
+
+def refuse_batch_text(model, x: Any, call: str) -> None:
+  """Refuses raw text given to Keras' `predict_on_batch`, `train_on_batch` or
+  `test_on_batch` (`call`), which take features only, naming the call that reads it
+  (`predict(texts)`, a classifier's `fit(texts, labels)`, ...) where the model has one.
+
+  Raises:
+    TypeError: `x` is raw text.
+  """
+  if not is_text(x):
+    return
+  kind = type(model).__name__
+  start = f"{kind}.{call} takes features, {FEATURES_FORM}, not raw text"
+  if isinstance(model, RawTextFit) or (isinstance(model, RawTextPredict)
+                                       and call == "predict_on_batch"):
+    doors = [f"{door}(texts)" for door in _FRONT_DOORS
+             if call == "predict_on_batch" and callable(getattr(model, door, None))]
+    also = f" (or {doors[0]})" if doors else ""
+    raise TypeError(f"{start}: raw text goes through {kind}.{_TEXT_CALLS[call]}{also}")
+  raise TypeError(f"{start}{other_inputs(model, call != 'predict_on_batch')}")
+
+
+def check_labels(model, x: Any, y: Any, what: str = "y") -> Any:
+  """`x`, the values of its labels `y` known before a Keras call runs checked by the
+  model's `check_label_values` (the fine-tuning models': class ids, tag ids and positions
+  in range; a dataset of (x, y) gets the check as a `map`, returned); `x` as it is for a
+  model without one."""
+  checker = getattr(model, "check_label_values", None)
+  return x if checker is None else checker(x, y, what)
 
 
 def checked_batch_size(batch_size: Any) -> Optional[int]:

@@ -51,10 +51,12 @@ raise `Preempted`, which the tools turn into exit status `EXIT_PREEMPTED` (75, s
 EX_TEMPFAIL: try again). Rerunning the command resumes there. A chunk is at most
 `log_steps` applied steps, which bounds the wait.
 
-Interruption: Ctrl-C (`KeyboardInterrupt`) stops the loop at once, even inside a checkpoint
-save; the save's temporaries (`ckpt-N_temp/`) are removed and `Interrupted` names the
-checkpoint kept (the newest complete one, which a rerun resumes from): exit status
-`EXIT_INTERRUPTED` (130, as a shell reports Ctrl-C).
+Interruption: the first Ctrl-C (SIGINT) during training is read as SIGTERM is: at the end of
+the chunk the loop saves a checkpoint of the step reached and raises `Interrupted` naming it
+(a rerun resumes there; steps trained before the first checkpoint are kept); exit status
+`EXIT_INTERRUPTED` (130, as a shell reports Ctrl-C). A second Ctrl-C (`KeyboardInterrupt`)
+stops the loop at once, even inside that save; the save's temporaries (`ckpt-N_temp/`) are
+removed and `Interrupted` names the checkpoint kept (the newest complete one, if any).
 """
 
 import contextlib
@@ -97,19 +99,27 @@ class Preempted(Exception):
 
 
 class Interrupted(Exception):
-  """Ctrl-C (`KeyboardInterrupt`) stopped training; `checkpoint` (None: none saved yet) is
-  the one kept, which a rerun resumes from; a save it cut short left nothing behind.
+  """Ctrl-C stopped training. The first one saved `checkpoint` at applied step `step`, as
+  SIGTERM does; a second one (`KeyboardInterrupt`) stopped at once (`step` None), and
+  `checkpoint` (None: none saved yet) is the one kept. A rerun resumes from `checkpoint`; a
+  save cut short left nothing behind.
 
   `exit_status` is what a tool exits with (`tfbert.runtime.cli`).
   """
   exit_status = EXIT_INTERRUPTED
 
-  def __init__(self, checkpoint: Optional[str], removed: Sequence[str] = ()):
+  def __init__(self, checkpoint: Optional[str], removed: Sequence[str] = (),
+               step: Optional[int] = None):
     cut = (f"removed the unfinished save {', '.join(removed)}; " if removed else "")
-    kept = (f"kept {checkpoint}; run the same command again to resume from it" if checkpoint
-            else "no checkpoint saved yet; run the same command again to start over")
+    if step is not None:
+      kept = (f"saved {checkpoint} at applied step {step}; run the same command again to "
+              "resume")
+    elif checkpoint:
+      kept = f"kept {checkpoint}; run the same command again to resume from it"
+    else:
+      kept = "no checkpoint saved yet; run the same command again to start over"
     super().__init__(f"interrupted (Ctrl-C): {cut}{kept}")
-    self.checkpoint, self.removed = checkpoint, tuple(removed)
+    self.checkpoint, self.removed, self.step = checkpoint, tuple(removed), step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +146,8 @@ class LoopConfig:
       scaling skips overflowing steps by design).
     verbose: 0: no progress lines; otherwise the chief prints one per log
       (`tfbert.runtime.progress.StepProgress`).
+    run_end: what sets `num_train_steps`, as the tool's flags spell it (messages name it:
+      `stop_at_step_message`); the default is the field's own flag (run_pretraining's).
   """
   num_train_steps: int
   train_batch_size: int
@@ -151,6 +163,7 @@ class LoopConfig:
   run_eagerly: bool = False
   check_finite: bool = True
   verbose: int = 1
+  run_end: str = "--num_train_steps"
 
   def __post_init__(self):
     validation.validate(self)
@@ -357,10 +370,21 @@ def stop_at_step_message(step: int, config: LoopConfig, already: bool = False) -
           f"{config.stop_at_step}: trained nothing" if already else
           f"stopped at applied step {step} (--stop_at_step={config.stop_at_step})")
   return (f"{head}; {remain} applied step{'s' if remain != 1 else ''} remain to the run's "
-          f"end at applied step {config.num_train_steps} (--max_train_steps, or the "
-          "schedule's end); until then the tools write only checkpoints (no model.keras, "
-          "evaluation, predictions or export). Rerun without --stop_at_step (or with a larger "
-          "one) to train the rest")
+          f"end at applied step {config.num_train_steps} ({config.run_end}); until then the "
+          "tools write only checkpoints (no model.keras, evaluation, predictions or export). "
+          "Rerun without --stop_at_step (or with a larger one) to train the rest")
+
+
+def finished_evaluation_note(log_dir: str, step: int, evaluates: bool) -> str:
+  """What a rerun of a finished run (at `step`) says of its evaluation during training
+  (`evaluates`): not rerun, whatever files it names now; the last one logged (metrics.jsonl
+  in `log_dir`) is where its scores are. "" without one."""
+  if not evaluates:
+    return ""
+  evaluated = [row["step"] for _, row in _metric_rows(log_dir, step) if "split" in row]
+  last = (f" (the last, at applied step {evaluated[-1]}, is in {run_directory.METRICS_FILE})"
+          if evaluated else "")
+  return f"; the evaluation during training is not rerun{last}"
 
 
 def last_logged(log_dir: str, step: int) -> dict:
@@ -390,26 +414,37 @@ def own_directory(directory: str, is_chief: bool, worker_index: int) -> str:
   return directory if is_chief else os.path.join(directory, f".worker{worker_index}")
 
 
-class _SigtermFlag:
-  """Sets `raised` on SIGTERM while entered (main thread only; elsewhere a no-op)."""
+class _StopSignals:
+  """While entered (main thread only; elsewhere a no-op): sets `sigterm` on SIGTERM and
+  `sigint` on the first SIGINT (Ctrl-C), each read at the end of a chunk (save, then stop);
+  a second SIGINT raises `KeyboardInterrupt` at once (the save is abandoned)."""
 
   def __init__(self):
-    self.raised = False
-    self._previous = None
+    self.sigterm = self.sigint = False
+    self._previous = {}
 
   def __enter__(self):
     if threading.current_thread() is threading.main_thread():
-      self._previous = signal.signal(signal.SIGTERM, self._handle)
+      for signum in (signal.SIGTERM, signal.SIGINT):
+        self._previous[signum] = signal.signal(signum, self._handle)
     return self
 
   def _handle(self, signum, frame):
-    del signum, frame
-    self.raised = True
-    logging.info("SIGTERM: saving a checkpoint at the end of this chunk of steps")
+    del frame
+    if signum == signal.SIGTERM:
+      self.sigterm = True
+      logging.info("SIGTERM: saving a checkpoint at the end of this chunk of steps")
+    elif self.sigint:
+      raise KeyboardInterrupt
+    else:
+      self.sigint = True
+      logging.warning("Ctrl-C: saving a checkpoint at the end of this chunk of steps, then "
+                      "stopping (press Ctrl-C again to stop at once without it)")
 
   def __exit__(self, *exc):
-    if self._previous is not None:
-      signal.signal(signal.SIGTERM, self._previous)
+    for signum, previous in self._previous.items():
+      signal.signal(signum, previous)
+    self._previous = {}
 
 
 class TrainingLoop:
@@ -629,6 +664,7 @@ class TrainingLoop:
 
     Raises:
       Preempted: after SIGTERM, once the checkpoint of the step reached is saved.
+      Interrupted: after Ctrl-C, likewise; or at once after a second Ctrl-C.
       FloatingPointError: a non-finite logged loss (with `check_finite`).
     """
     c = self.config
@@ -643,16 +679,16 @@ class TrainingLoop:
     if c.run_eagerly:  # Also the optimizer's and accumulator's own tf.functions.
       tf.config.run_functions_eagerly(True)
     try:
-      with _SigtermFlag() as sigterm:
+      with _StopSignals() as signals:
         try:
           return self._loop(batches, eager_micro_steps if c.run_eagerly else micro_steps,
-                            sigterm)
+                            signals)
         except KeyboardInterrupt as interrupt:
           raise self._interrupted() from interrupt
     finally:
       tf.config.run_functions_eagerly(False)
 
-  def _loop(self, batches, micro_steps, sigterm: _SigtermFlag) -> dict:
+  def _loop(self, batches, micro_steps, signals: _StopSignals) -> dict:
     c = self.config
     step, last = self.step, {}
     stop = c.stop_at_step or c.num_train_steps
@@ -664,7 +700,8 @@ class TrainingLoop:
       logging.warning(stop_at_step_message(step, c, already=True))
       return {"step": step, **last_logged(self.directory, step)}
     if step >= stop:  # A finished run rerun: nothing to train; report what it logged last.
-      logging.info(f"the run is at applied step {step}: nothing more to train")
+      logging.info(f"the run is at applied step {step}: nothing more to train"
+                   + finished_evaluation_note(self.directory, step, self.evaluate is not None))
       return {"step": step, **last_logged(self.directory, step), "resumed_finished": True}
     if self.is_chief and c.verbose:
       self.progress = StepProgress(c.num_train_steps, start_step=step)
@@ -714,7 +751,11 @@ class TrainingLoop:
                      f"{int(self.eval_state.best_step.numpy())})")
         last["stopped_early"] = True
         break
-      if step < stop and self._preempted(sigterm):
+      stop_signal = self._stop_signal(signals)
+      if stop_signal == "SIGINT":  # At `stop` the checkpoint of `step` is saved already.
+        checkpoint = self.save() if step < stop else self.manager.latest_checkpoint
+        raise Interrupted(checkpoint, step=step)
+      if step < stop and stop_signal == "SIGTERM":
         raise Preempted(step, self.save())
     if logged_step != step:  # Stopped inside a log window: its metrics so far, not written.
       last = {**last, "step": self.step, **self._scalars(float("nan"))}
@@ -738,18 +779,20 @@ class TrainingLoop:
         removed.append(os.path.join(checkpoints, name))
     return removed
 
-  def _preempted(self, sigterm: _SigtermFlag) -> bool:
-    """Whether any worker got SIGTERM (an all-reduce across workers)."""
-    if self.num_workers == 1:
-      return sigterm.raised
-    flag = tf.constant(1 if sigterm.raised else 0, tf.int32)
-    # One value per worker (on its first local replica): the sum counts signalled workers.
-    local = self.strategy.num_replicas_in_sync // self.num_workers
-    values = self.strategy.experimental_distribute_values_from_function(
-        lambda context: flag if context.replica_id_in_sync_group % local == 0 else
-        tf.constant(0, tf.int32))
-    total = self.strategy.reduce(tf.distribute.ReduceOp.SUM, values, axis=None)
-    return int(total.numpy()) > 0
+  def _stop_signal(self, signals: _StopSignals) -> Optional[str]:
+    """"SIGINT" or "SIGTERM" when any worker got it (an all-reduce across workers: every
+    worker stops at the same step), Ctrl-C first; else None."""
+    flags = [signals.sigint, signals.sigterm]
+    if self.num_workers > 1:
+      flag = tf.constant([int(f) for f in flags], tf.int32)
+      # One value per worker (on its first local replica): the sums count signalled workers.
+      local = self.strategy.num_replicas_in_sync // self.num_workers
+      values = self.strategy.experimental_distribute_values_from_function(
+          lambda context: flag if context.replica_id_in_sync_group % local == 0 else
+          tf.zeros([2], tf.int32))
+      flags = [int(v) > 0 for v in
+               self.strategy.reduce(tf.distribute.ReduceOp.SUM, values, axis=None).numpy()]
+    return "SIGINT" if flags[0] else "SIGTERM" if flags[1] else None
 
   def _scalars(self, examples_per_second: Optional[float]) -> dict:
     """The training metrics since the last log; `examples_per_second` None: left out (a
