@@ -965,6 +965,27 @@ def test_an_empty_workdir_is_refused_not_the_current_directory(tmp_path, monkeyp
   assert not os.listdir(tmp_path)
 
 
+@pytest.mark.parametrize("argv, flag", [
+    (["align", "--variants=graph,accumulate2"], "--workdir"),
+    (["demo"], "--workdir"),
+    (["create_pretraining_data"], "--output_dir"),
+    (["benchmark", "--benchmark=input_pipeline"], "--pretraining_data_dir"),
+])
+def test_a_model_directory_as_a_tools_workdir_is_refused_before_any_work(tmp_path, argv, flag):
+  """Sweep 23 S1 (g7): `align --workdir=<a Hugging Face model directory>` wrote init/, runs/,
+  report.json and alignment.png beside its model.safetensors, while an export or a run
+  directory was refused: every tool's working or output directory refuses a model's."""
+  model = tmp_path / "hf_model"
+  model.mkdir()
+  for name in ("config.json", "model.safetensors"):
+    (model / name).write_text("{}")
+  assert _one_error_line(tool_process.run_tool(*argv, f"{flag}={model}"), argv[0]) == (
+      f"{argv[0]}: error: {flag} {model} holds a Hugging Face model (config.json + "
+      f"model.safetensors): {argv[0]} would write its own files among that model's; choose "
+      f"another {flag}, e.g. a new directory")
+  assert sorted(os.listdir(model)) == ["config.json", "model.safetensors"]
+
+
 @pytest.mark.parametrize("argv, flag, what", [
     (["create_pretraining_data"], "--output_dir", "a directory"),
     (["export_onnx", "--export_dir=model_export"], "--output", "a file"),

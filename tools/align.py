@@ -20,6 +20,7 @@ from typing import Optional
 from absl import flags
 
 from tfbert.alignment import alignment, alignment_run
+from tfbert.checkpoints import model_paths
 from tfbert.config import BertConfig
 from tfbert.pretraining import input_pipeline
 from tfbert.runtime import cli, paths, run_directory
@@ -79,6 +80,7 @@ def main(argv):
                         if common_flags.given_otherwise(name)])
   paths.check_outputs({"--workdir": f.WORKDIR.value}, required=True)  # Before any work.
   run_directory.check_outside_runs({"--workdir": f.WORKDIR.value}, "align")
+  model_paths.check_not_a_model_directory({"--workdir": f.WORKDIR.value}, "align")
   split = input_pipeline.split_list_problems({"--input_files": f.INPUT_FILES.value})
   if split:  # A comma in a path named, before any work.
     raise ValueError(split[0])

@@ -36,6 +36,7 @@ import tempfile
 
 from absl import flags
 
+from tfbert.checkpoints import model_paths
 from tfbert.runtime import cli, paths, run_directory
 from tfbert.squad import squad_features
 from tfbert_flags import benchmark_flags as f
@@ -227,6 +228,8 @@ def main(argv):
   paths.check_outputs({"--pretraining_data_dir": f.PRETRAINING_DATA_DIR.value})
   run_directory.check_outside_runs({"--pretraining_data_dir": f.PRETRAINING_DATA_DIR.value},
                                    "benchmark")
+  model_paths.check_not_a_model_directory(
+      {"--pretraining_data_dir": f.PRETRAINING_DATA_DIR.value}, "benchmark")
   runs = {"accumulation": accumulation, "pretraining": lambda: training_step("pretraining"),
           "squad": lambda: training_step("squad"), "input_pipeline": input_pipeline,
           "postprocess": postprocess, "matmul": matmul, "kernels": kernels, "resume": resume,

@@ -13,7 +13,7 @@ import tfbert_tools  # noqa: F401  (first: a Ctrl-C while TensorFlow imports is 
 import json
 import os
 
-from tfbert.checkpoints import pretrained
+from tfbert.checkpoints import model_paths, pretrained
 from tfbert.pretraining import input_pipeline, pretraining_data
 from tfbert.runtime import cli, files, paths
 from tfbert.text import casing
@@ -43,6 +43,8 @@ def main(argv):
                     {"--output_dir": f.OUTPUT_DIR.value})
   # Before the pydoc corpus is written.
   paths.check_outputs({"--output_dir": f.OUTPUT_DIR.value}, required=True)
+  model_paths.check_not_a_model_directory({"--output_dir": f.OUTPUT_DIR.value},
+                                          "create_pretraining_data")
   pretraining_data.check_output_prefix(f.OUTPUT_DIR.value, f.OUTPUT_PREFIX.value,
                                        f.NUM_SHARDS.value)
   if not inputs:

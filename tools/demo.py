@@ -20,6 +20,7 @@ import os
 
 from absl import logging as absl_logging
 
+from tfbert.checkpoints import model_paths
 from tfbert.runtime import cli, paths, run_directory
 from tfbert.training import distribution
 from tfbert_flags import common_flags, demo_flags
@@ -42,6 +43,7 @@ def main(argv):
   check_flags()
   paths.check_outputs({"--workdir": demo_flags.WORKDIR.value}, required=True)  # Before any work.
   run_directory.check_outside_runs({"--workdir": demo_flags.WORKDIR.value}, "demo")
+  model_paths.check_not_a_model_directory({"--workdir": demo_flags.WORKDIR.value}, "demo")
   # The demo prints its own summary; TensorFlow's INFO lines (saver, strategy) would drown it.
   absl_logging.set_verbosity(absl_logging.WARNING)
   logging.getLogger("tensorflow").setLevel(logging.WARNING)

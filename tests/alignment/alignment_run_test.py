@@ -79,6 +79,21 @@ def test_data_of_another_shape_is_refused_before_anything_is_written(input_files
   assert not workdir.exists()
 
 
+def test_a_model_directory_as_workdir_is_refused_before_anything_is_written(tmp_path):
+  """Sweep 23 S1 (g7): a Hugging Face model directory as workdir got init/, runs/,
+  report.json and alignment.png beside its model.safetensors, without a word."""
+  model = tmp_path / "hf_model"
+  model.mkdir()
+  for name in ("config.json", "model.safetensors"):
+    (model / name).write_text("{}")
+  config = _fine_tuning_config("classifier", str(tmp_path / "train.tsv"), ["graph", "accumulate2"])
+  with pytest.raises(ValueError, match=r"^workdir .*hf_model holds a Hugging Face model "
+                     r"\(config.json \+ model.safetensors\): run_alignment would write its own "
+                     r"files among that model's"):
+    alignment_run.run_alignment(config, str(model), plot=False, log=lambda _: None)
+  assert sorted(os.listdir(model)) == ["config.json", "model.safetensors"]
+
+
 MRPC_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
 UNFIT_FINE_TUNING = [
     # Sweep 6, G06b: refused, but the initial checkpoint was left in workdir/init/.

@@ -122,3 +122,34 @@ def test_labels_txt_holds_one_line_str_names(tmp_path):
     f.write("neg\n\npos\n")
   with pytest.raises(ValueError, match=f"^{re.escape(path)}: line 2 is empty"):
     model_paths.read_labels_file(path)
+
+
+@pytest.mark.parametrize("names, what", [
+    (["config.json", "model.safetensors"],
+     "a Hugging Face model (config.json + model.safetensors)"),
+    (["modules.json", "config.json"], "a sentence-transformers model (modules.json)"),
+    (["bert_config.json", "bert_model.ckpt.index"], "a Google checkpoint (bert_model.ckpt.*)"),
+    (["model.keras"], "a tfbert model (model.keras)"),
+])
+def test_a_tools_workdir_holding_a_model_of_any_kind_is_refused(tmp_path, names, what):
+  """Sweep 23 S1 (g7): `align --workdir=<a Hugging Face model directory>` wrote init/, runs/
+  and report.json beside its model.safetensors, while an export was refused."""
+  for name in names:
+    (tmp_path / name).write_text("{}")
+  with pytest.raises(ValueError) as raised:
+    model_paths.check_not_a_model_directory({"--workdir": str(tmp_path)}, "align")
+  assert str(raised.value) == (
+      f"--workdir {tmp_path} holds {what}: align would write its own files among that "
+      "model's; choose another --workdir, e.g. a new directory")
+
+
+def test_a_tools_own_or_new_workdir_is_accepted(tmp_path):
+  """What a tool itself leaves in its workdir (align's init/, runs/, report.json), a user's
+  .keras file beside them (no model directory `locate` reads) and a missing directory pass."""
+  for name in ("init", "runs"):
+    (tmp_path / name).mkdir()
+  (tmp_path / "init" / "bert_model.ckpt.index").write_text("")
+  (tmp_path / "report.json").write_text("{}")
+  (tmp_path / "m.keras").write_text("")
+  model_paths.check_not_a_model_directory(
+      {"--workdir": str(tmp_path), "--new": str(tmp_path / "new"), "--unset": None}, "align")

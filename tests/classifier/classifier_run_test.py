@@ -954,3 +954,25 @@ def test_a_runs_flags_txt_replays_it_from_anywhere_and_its_settings_hold_without
                                  "--output_dir=../new")
   assert replay.returncode == 0, replay.stderr[-3000:]
   assert (tmp_path / "new" / "model.keras").exists()
+
+
+def test_a_custom_header_not_given_without_training_is_the_records_header(tmp_path):
+  """Sweep 23 S1: the files of a predict/eval-only rerun are read with the recorded
+  --custom_header checked against the recorded train file's line 1 (`recorded_header`);
+  not when the header is given here, or when training."""
+  train = tmp_path / "train.csv"
+  _write_lines(train, ["text,label", "Bad.,neg"])
+  run = tmp_path / "run"
+  run.mkdir()
+  (run / "run_config.json").write_text(json.dumps({"train_file": str(train)}))
+  custom = glue_data.CustomFormat(has_header=True, delimiter=",", labels=("neg", "pos"))
+  config = _run_config(tmp_path, "run", task_name="custom", custom=custom, data_dir=None,
+                       do_predict=True, predict_file="x.csv", given_settings=frozenset())
+  recorded = classifier_run.recorded_header(config.task(), config)
+  assert recorded == glue_data.RecordedHeader(
+      str(run / "run_config.json"), (str(train), ("text", "label")),
+      "--custom_delimiter=comma --custom_labels=neg,pos")
+  given = dataclasses.replace(config, given_settings=frozenset({"custom_header"}))
+  assert classifier_run.recorded_header(given.task(), given) is None
+  training = dataclasses.replace(config, do_train=True, train_file=str(train))
+  assert classifier_run.recorded_header(training.task(), training) is None

@@ -467,3 +467,38 @@ def test_a_header_read_without_custom_header_says_to_pass_it(tmp_path, regressio
     glue_data.read_examples(glue_data.custom_task(glue_data.CustomFormat(labels=("0", "1"))),
                             bad_later, "dev")
   assert "--custom_header" not in str(e.value)
+
+
+def test_a_recorded_custom_header_on_a_file_not_trained_on_is_checked(tmp_path, caplog):
+  """Sweep 23 S1: a predict-only rerun of a run trained with --custom_header read a headerless
+  predict file with the recorded setting, dropping its first row (every index off by one)
+  with an INFO line crediting --custom_header, not given. Line 1 that is not the train
+  file's header is refused naming the flags either way; the train file's header is skipped;
+  without the train file to compare, the skip is a WARNING."""
+  task = glue_data.custom_task(glue_data.CustomFormat(has_header=True, labels=("0", "1")))
+  train = _file(tmp_path, "sentence\tlabel", "Bad.\t0")
+  recorded = glue_data.RecordedHeader("run/run_config.json", (train, ("sentence", "label")),
+                                      "--custom_labels=0,1")
+  headerless = _file(tmp_path, None, "Fine.", "Bad.", name="test.tsv")
+  with pytest.raises(ValueError, match=re.escape(
+      f"{headerless}:1: would be skipped as a header by --custom_header of the run's record "
+      f"(run/run_config.json), not given here, but it is not the train file's header "
+      f"({train}:1: 'sentence\\tlabel'): 'Fine.'; pass --nocustom_header --custom_labels=0,1 "
+      "to read line 1 as data, or --custom_header --custom_labels=0,1 to skip it as a "
+      "header")):
+    glue_data.read_examples(task, headerless, "test", recorded_header=recorded)
+  headed = _file(tmp_path, "sentence", "Fine.", name="test2.tsv")
+  with caplog.at_level("INFO", logger="absl"):
+    read = glue_data.read_examples(task, headed, "test", recorded_header=recorded)
+  assert [e.text_a for e in read.examples] == ["Fine."]
+  assert [r.levelname for r in caplog.records] == ["INFO"]
+  caplog.clear()
+  with caplog.at_level("INFO", logger="absl"):
+    read = glue_data.read_examples(task, headerless, "test", recorded_header=(
+        glue_data.RecordedHeader("run/run_config.json")))
+  assert [e.text_a for e in read.examples] == ["Bad."]
+  assert [(r.levelname, r.getMessage()) for r in caplog.records] == [(
+      "WARNING", f"{headerless}:1 skipped as a header by --custom_header of the run's record "
+      "(run/run_config.json), not given here, and the run's train file is not at hand to "
+      "compare: 'Fine.'; if the file has no header, pass --nocustom_header to read line 1 "
+      "as data, or --custom_header to skip it as a header")]

@@ -411,3 +411,24 @@ def test_an_eval_only_rerun_of_a_scored_pairs_run_takes_its_loss_and_columns(tmp
                   score_column="z", given_settings=frozenset({"loss", "score_column"}))
   with pytest.raises(ValueError, match=re.escape("score_column: y -> z")):
     fine_tuning.run_settings(other, recorded)
+
+
+def test_a_dev_file_without_its_fields_names_the_flags_and_that_it_needs_scores(tmp_path):
+  """Sweep 23 P1: --dev_file of unscored anchor/positive pairs listed the missing keys, not
+  the --dev_*_column flags that pick them nor that a dev file needs scores. The train
+  file's missing column names its own flag."""
+  (tmp_path / "pairs.jsonl").write_text('{"anchor": "a b", "positive": "c d"}\n')
+  config = _config(tmp_path, "refused", train_file=None, do_train=False,
+                   dev_file=str(tmp_path / "pairs.jsonl"))
+  with pytest.raises(ValueError, match=re.escape(
+      "pairs.jsonl:1: missing anchor ('sentence1'), positive ('sentence2'), score ('score'); "
+      "keys: anchor, positive: pick them with --dev_anchor_column=anchor, "
+      "--dev_positive_column=positive, --dev_score_column; a --dev_file holds scored pairs, "
+      "a score for each pair: the evaluation is the Pearson/Spearman correlation")):
+    embedding_run.EmbeddingTask().read_inputs(config)
+  (tmp_path / "pairs.tsv").write_text("query\tpositive\na b\tc d\n")
+  config = _config(tmp_path, "refused", do_eval=False)
+  with pytest.raises(ValueError, match=re.escape(
+      "the header has no column anchor ('anchor'); columns: 'query', 'positive': pick them "
+      "with --anchor_column") + "$"):
+    embedding_run.EmbeddingTask().read_inputs(config)

@@ -550,10 +550,40 @@ def test_a_max_seq_length_most_sentences_fill_alone_is_warned_of_with_the_counts
   assert text == (
       "warning: --max_seq_length 8 leaves 5 tokens per sentence pair ([CLS] and two [SEP] "
       "take 3) and 20 of 20 sentences of c.txt fill that alone: 20 of 20 instances are "
-      "next-sentence pairs drawn at random (\"random next\") and the instances hold 60 of the "
-      "corpus' 240 tokens (25%, over 1 pass(es)), the rest truncated away: give a larger "
+      "next-sentence pairs drawn at random (\"random next\"): give a larger "
       "--max_seq_length (Google's is 128)")
   assert warning(128)[0] is None
+
+
+def test_the_kept_tokens_warning_is_given_whatever_else_is_warned_of():
+  """Sweep 23, S2: a paragraph (or document) per line kept 1.4-3% of the tokens, and the
+  only warning was the single-document (or single-sentence) one, whose --objective=mlm does
+  not help: `pairs_warning` returned before the kept-tokens test. Now a warning of its own,
+  which says to split lines far longer than the window into sentences. Toy ids."""
+  vocab = pretraining_instances.VocabInfo(size=400, cls_id=2, sep_id=3, mask_id=4,
+                                          subword_ids=frozenset())
+
+  def warnings(documents, max_seq_length):
+    config = _config(max_seq_length=max_seq_length, max_predictions_per_seq=2, dupe_factor=1)
+    instances = pretraining_instances.create_training_instances(documents, config, vocab,
+                                                                random.Random(3))
+    return [f(["p.txt"], documents, instances, config)
+            for f in (pretraining_data.pairs_warning, pretraining_data.kept_tokens_warning)]
+
+  pairs, kept = warnings([[list(range(10, 310))]], 32)  # One line of 300 ids.
+  assert pairs.startswith("warning: p.txt holds 1 document")
+  assert kept == (
+      "warning: the instances hold 15 of the 300 tokens of p.txt (5%, over 1 pass(es)), the "
+      "rest truncated away: --max_seq_length 32 leaves 29 tokens per sentence pair ([CLS] "
+      "and two [SEP] take 3) and 1 of 1 lines are longer than that, 1 of them over 100 "
+      "WordPieces (the longest 300): a paragraph or document per line? The input is one "
+      "sentence per line (google-research/bert's format), a blank line between documents: "
+      "split the text into sentences (or give a larger --max_seq_length)")
+  # Sentences merely longer than a small window: a larger --max_seq_length.
+  pairs, kept = warnings([[list(range(10, 22)) for _ in range(5)] for _ in range(4)], 8)
+  assert pairs and kept.endswith(
+      "and 20 of 20 lines are longer than that: give a larger --max_seq_length (Google's is 128)")
+  assert warnings([[list(range(10, 22)) for _ in range(5)] for _ in range(4)], 128)[1] is None
 
 
 # A tokenizer never asked for tokens (the file is refused before): its [UNK] id alone.

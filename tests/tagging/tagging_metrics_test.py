@@ -133,6 +133,37 @@ def test_read_predictions_refuses_the_tokens_of_another_text(tmp_path):
     tagging_metrics.read_predictions(str(path), gold, str(gold_path), max_changed_tokens=0.1)
 
 
+def test_a_changed_token_below_the_refusal_share_is_warned_of_naming_both_files(tmp_path,
+                                                                               caplog):
+  """Sweep 23, S3: one word of run_ner's predictions changed (a file of the same shape
+  predicting another text) was scored without a word. Scored still (a system's
+  normalization, as MIC-CIS's), but the first change is named with both files' lines and
+  words, and the count; run_ner's own predictions (`conll.format_conll` of the words as
+  read: Unicode spaces, invisible characters, a word with a space, CRLF, -DOCSTART-) pass
+  without one."""
+  gold_path = tmp_path / "gold"
+  gold_path.write_bytes("-DOCSTART- O\r\n\r\nNew York\tB-LOC\r\nwent\tO\r\n\r\n"
+                        "a\u00a0b B-PER\n\u3000x\u200bz O\ne\u0301 O\nHOME O\n".encode())
+  gold = conll.read_conll(str(gold_path))
+  path = tmp_path / "pred"
+  path.write_text(conll.format_conll(gold, [list(s.tags) for s in gold]), encoding="utf-8")
+  with caplog.at_level("WARNING"):
+    assert tagging_metrics.read_predictions(str(path), gold, str(gold_path)) == [
+        ["B-LOC", "O"], ["B-PER", "O", "O", "O"]]
+  assert not [r for r in caplog.records if "differ" in r.getMessage()]
+  lines = path.read_text(encoding="utf-8").split("\n")
+  lines[4] = "XXXX\tO"  # The gold's line 7 ("\u3000x\u200bz").
+  path.write_text("\n".join(lines), encoding="utf-8")
+  with caplog.at_level("WARNING"):
+    assert tagging_metrics.read_predictions(str(path), gold, str(gold_path)) == [
+        ["B-LOC", "O"], ["B-PER", "O", "O", "O"]]
+  assert [r.getMessage() for r in caplog.records if "differ" in r.getMessage()] == [
+      f"{path}:5: token 'XXXX' is not the gold file's {gold[1].words[1]!r} ({gold_path}:7); 1 of 6 "
+      f"tokens differ from {gold_path}'s (a system's normalization of its text? up to 25% may "
+      f"differ): scored with the gold words; if these are predictions of another file, "
+      f"predict {gold_path} itself"]
+
+
 @pytest.mark.parametrize("team", SUBMISSIONS)
 def test_the_official_wnut17_scores_of_every_submission(shared_data, team):
   """Counts exactly equal, F1 to 1e-9 of the F1 of the official counts, and the published

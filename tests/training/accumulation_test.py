@@ -404,3 +404,20 @@ def test_a_window_with_a_non_finite_or_overflowing_norm_is_skipped_whole(bad):
                      tf.constant(np.full(7, 0.5, np.float32))], variables)
   assert int(optimizer.iterations.numpy()) == 1
   np.testing.assert_allclose(variables[0].numpy(), 1.0 - 0.1 / np.sqrt(22.0), rtol=1e-6)
+
+
+def test_with_gradient_accumulation_takes_what_compile_takes_and_names_anything_else():
+  """Sweep 23 P1 (q142): with_gradient_accumulation("adam", 2) failed on "'str' object has no
+  attribute 'name'"; Model.compile takes the name."""
+  optimizer = with_gradient_accumulation("adam", 2)
+  assert isinstance(optimizer.inner_optimizer, keras.optimizers.Adam)
+  assert optimizer.steps == 2
+  config = keras.optimizers.serialize(keras.optimizers.SGD(0.5))
+  assert isinstance(GradientAccumulationOptimizer(config, 2).inner_optimizer,
+                    keras.optimizers.SGD)
+  with pytest.raises(ValueError, match=r"^with_gradient_accumulation: optimizer 'nope' is no "
+                     r"Keras optimizer name or config \(.*\): pass one such as \"adam\""):
+    with_gradient_accumulation("nope", 2)
+  with pytest.raises(TypeError, match=r"^with_gradient_accumulation: optimizer must be a keras"
+                     r"\.optimizers\.Optimizer .*, got the NoneType None$"):
+    with_gradient_accumulation(None, 2)

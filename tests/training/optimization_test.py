@@ -163,3 +163,16 @@ def test_a_tools_optimizer_flags_are_refused_by_their_flag_names_with_their_defa
           "--num_warmup_steps to at most 3, or raise --steps"]
   # A rule reading a setting the tool has no flag for is the config's own to refuse.
   assert optimization.setting_problems({"num_warmup_steps": 100}, spell) == []
+
+
+def test_create_optimizer_takes_a_dict_of_the_config_fields_and_names_an_unknown_one():
+  """Sweep 23 P2 (q144): create_optimizer({"learning_rate": 1e-4}) failed on "'dict' object has
+  no attribute 'learning_rate'"."""
+  optimizer = optimization.create_optimizer({"learning_rate": 2e-4, "optimizer": "sgd"})
+  assert isinstance(optimizer.inner_optimizer, keras.optimizers.SGD)
+  with pytest.raises(ValueError, match=r"^create_optimizer: 'lr' is no field of tfbert\.training"
+                     r"\.optimization\.OptimizerConfig; its fields: optimizer, learning_rate, "):
+    optimization.create_optimizer({"lr": 1e-4})
+  with pytest.raises(TypeError, match=r"^create_optimizer takes a tfbert\.training\.optimization"
+                     r"\.OptimizerConfig \(or a dict of its fields\), got the float 0\.0001$"):
+    optimization.create_optimizer(1e-4)

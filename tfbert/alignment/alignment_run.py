@@ -25,7 +25,7 @@ import keras
 
 from tfbert.alignment import alignment
 from tfbert.alignment.alignment import AlignmentConfig, PairReport, Variant
-from tfbert.checkpoints import convert, google_checkpoint, pretrained
+from tfbert.checkpoints import convert, google_checkpoint, model_paths, pretrained
 from tfbert.classifier import classifier_run
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler
 from tfbert.pretraining import data_checks
@@ -261,10 +261,13 @@ def run_alignment(config: AlignmentConfig, workdir: str, plot: bool = True,
     its tolerance.
 
   Raises:
-    ValueError, FileNotFoundError: data or settings that do not fit the config, named
-      (`check_variants`; `tfbert.pretraining.data_checks.DataFileError` for pretraining
-      data).
+    ValueError, FileNotFoundError: `workdir` holds a model (a Hugging Face directory, ...:
+      `model_paths.check_not_a_model_directory`); data or settings that do not fit the
+      config, named (`check_variants`; `tfbert.pretraining.data_checks.DataFileError` for
+      pretraining data).
   """
+  # Before any work: a model's directory never gets init/, runs/ and report.json beside it.
+  model_paths.check_not_a_model_directory({"workdir": workdir}, "run_alignment")
   distribution.configure_cpu_devices(config.replicas_needed)
   model = check_variants(config, workdir)  # Before the initial checkpoint: nothing left behind.
   files.makedirs(workdir)

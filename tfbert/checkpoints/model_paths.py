@@ -12,7 +12,8 @@ export (ids in, no raw text) is refused naming what runs it.
 """
 
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Optional
 
 import tensorflow as tf
 
@@ -211,6 +212,31 @@ def check_no_other_model(path: str, kind: str) -> None:
                      f"{'into it' if in_place else f'at {path}'} would make it hold two "
                      "models, which tfbert.load cannot tell apart; write it into a folder of "
                      "its own")
+
+
+def check_not_a_model_directory(outputs: Mapping[str, Optional[str]], tool: str) -> None:
+  """Refuses, before any work, a tool's working or output directory (`align --workdir`,
+  `demo --workdir`, ...) that holds a model of any kind (`models_in`: a Hugging Face or
+  sentence-transformers directory, a Google checkpoint, a run's `model.keras`, an export):
+  the tool's files would mix with that model's (`align --workdir=<a Hugging Face model>`
+  put init/, runs/ and report.json beside its model.safetensors), as `check_no_other_model`
+  refuses a second model there.
+
+  Args:
+    outputs: {setting name, e.g. "--workdir": directory (None or "": not written)}.
+    tool: the tool's name, for the message.
+
+  Raises:
+    ValueError: naming the setting, its path, what it holds and what to do.
+  """
+  for name, path in outputs.items():
+    if not path:
+      continue
+    found = models_in(os.fspath(path))
+    if found:
+      raise ValueError(f"{name} {path} holds {' and '.join(what for _, what in found)}: "
+                       f"{tool} would write its own files among that model's; choose another "
+                       f"{name}, e.g. a new directory")
 
 
 def _holds_a_model(directory: str) -> bool:

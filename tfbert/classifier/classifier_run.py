@@ -334,10 +334,12 @@ def build_classifier(config: ClassifierRunConfig, task: glue_data.Task,
 
 
 def read_task_file(task: glue_data.Task, path: str, split: str, config: ClassifierRunConfig,
-                   limit: Optional[int] = None) -> list[glue_data.InputExample]:
+                   limit: Optional[int] = None,
+                   recorded_header: Optional[glue_data.RecordedHeader] = None
+                   ) -> list[glue_data.InputExample]:
   """The examples of one file; prints skipped rows; raises ValueError if there are none."""
   read = glue_data.read_examples(task, path, split, skip_malformed=config.skip_malformed_rows,
-                                 limit=limit)
+                                 limit=limit, recorded_header=recorded_header)
   for message in read.skipped:
     logging.warning("skipped malformed row: %s", message)
   if not read.examples:
@@ -368,9 +370,48 @@ def read_inputs(task: glue_data.Task, config: ClassifierRunConfig
     path = glue_data.task_files(task, config.data_dir, "train", config.train_file)[0]
     inputs["train"].append(
         (path, read_task_file(task, path, "train", config, config.max_train_examples)))
+  recorded = recorded_header(task, config) if split_files else None
   for split, paths in split_files.items():
-    inputs[split] = [(path, read_task_file(task, path, split, config)) for path in paths]
+    inputs[split] = [(path, read_task_file(task, path, split, config, None, recorded))
+                     for path in paths]
   return inputs
+
+
+def recorded_header(task: glue_data.Task, config: ClassifierRunConfig
+                    ) -> Optional[glue_data.RecordedHeader]:
+  """A custom task's --custom_header taken from the run's record (`fine_tuning.run_settings`),
+  not given on this command line, for the files it did not train on: with the recorded
+  train file's line 1 when that file still reads (`glue_data.read_examples`). None when
+  training, without a header, or when the header was given here (or how this command was
+  spelled is unknown: `given_settings` None)."""
+  if (config.do_train or task.name != glue_data.CUSTOM_TASK or not task.layout.has_header
+      or config.given_settings is None
+      or glue_data.CustomFormat.FLAGS["has_header"].lstrip("-") in config.given_settings):
+    return None
+  source = os.path.join(config.output_dir, fine_tuning.RUN_CONFIG_FILE)
+  train_header = None
+  try:
+    record = fine_tuning.recorded_settings(config.output_dir) or {}
+  except ValueError:
+    record = {}
+  train_file = record.get("train_file")
+  if not train_file and record.get("data_dir"):
+    train_file = glue_data.task_files(task, record["data_dir"], "train")[0]
+  if train_file:
+    row = glue_data.first_row(train_file, task)
+    if row is not None:
+      train_header = (train_file, row)
+  fmt = config.custom
+  # The custom flags are read as a whole when one is given: the run's others, spelled out.
+  others = [fmt.describe_part(name, getattr(fmt, name)) for name in fmt.FLAGS
+            if name != "has_header" and getattr(fmt, name) != _field_default(fmt, name)]
+  return glue_data.RecordedHeader(source, train_header, " ".join(others))
+
+
+def _field_default(value: Any, name: str) -> Any:
+  """The default of dataclass `value`'s field `name`."""
+  field = next(f for f in dataclasses.fields(value) if f.name == name)
+  return field.default
 
 
 def default_best_metric(task: glue_data.Task) -> str:

@@ -328,8 +328,37 @@ class MalformedRow(ValueError):
   """A row that does not fit its layout; the message starts with `file:line:`."""
 
 
+@dataclasses.dataclass(frozen=True)
+class RecordedHeader:
+  """A custom format's `has_header` taken from a run's record, not given on this command line:
+  a file the run did not train on may have no header, and its line 1 would be lost.
+
+  Attributes:
+    source: where the setting comes from, e.g. "c01/run_config.json".
+    train_header: (path, fields) of the train file's line 1 when still readable, else None.
+    other_flags: the run's other custom flags, e.g. "--custom_delimiter=comma
+      --custom_labels=neg,pos": given with a header flag (the custom flags describe the
+      task as a whole once one is given).
+  """
+  source: str
+  train_header: Optional[tuple[str, tuple[str, ...]]] = None
+  other_flags: str = ""
+
+
+def first_row(path: str, task: Task) -> Optional[tuple[str, ...]]:
+  """The fields of `path`'s first non-blank row read with `task.layout`, or None when the
+  file cannot be read."""
+  try:
+    for _, row in _rows(path, task.layout):
+      return tuple(row)
+  except (OSError, ValueError):
+    return None
+  return None
+
+
 def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = False,
-                  limit: Optional[int] = None) -> GlueFile:
+                  limit: Optional[int] = None,
+                  recorded_header: Optional[RecordedHeader] = None) -> GlueFile:
   """Reads a task file.
 
   Args:
@@ -339,14 +368,19 @@ def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = F
       the guid prefix.
     skip_malformed: report malformed rows in `GlueFile.skipped` instead of raising.
     limit: read at most this many examples (a prefix of the file).
+    recorded_header: for a custom task whose `has_header` came from a run's record (not
+      this command line), on a file the run did not train on: line 1 is skipped when it
+      reads as the train file's header (its text columns' names), refused when it does
+      not (a headerless file would lose its first row), and skipped with a warning when
+      the train file's header cannot be read to compare.
 
   Returns:
     GlueFile.
 
   Raises:
     FileNotFoundError: if `path` does not exist.
-    ValueError: a bad header, or (without `skip_malformed`) a malformed row, as
-      "file:line: ...".
+    ValueError: a bad header, a line 1 that is not the train file's header under a
+      `recorded_header`, or (without `skip_malformed`) a malformed row, as "file:line: ...".
   """
   if split not in ("train", "dev", "test"):
     raise ValueError(f"split must be train, dev or test, got {split!r}")
@@ -363,7 +397,7 @@ def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = F
       if layout.has_header:
         _check_header(task, path, line, row, layout, split)
         if task.name == CUSTOM_TASK:
-          _report_custom_header(task, path, line, row, layout)
+          _report_custom_header(task, path, line, row, layout, recorded_header)
         continue
     if limit is not None and len(result.examples) >= limit:
       break
@@ -396,17 +430,55 @@ def _holds_a_label(task: Task, layout: Layout, row: Sequence[str]) -> Optional[b
 
 
 def _report_custom_header(task: Task, path: str, line: int, row: Sequence[str],
-                          layout: Layout) -> None:
+                          layout: Layout, recorded: Optional[RecordedHeader] = None) -> None:
   """Logs the line a custom file's --custom_header skips, and warns when its label cell
-  holds a label: a headerless file then loses its first example without a word."""
-  shown = layout.delimiter.join(row)
-  shown = shown if len(shown) <= 80 else shown[:77] + "..."
+  holds a label: a headerless file then loses its first example without a word.
+
+  With the setting from a run's record (`recorded`), a line 1 that is not the train file's
+  header (its text columns' names differ) is refused, naming both lines and the flags that
+  read the file either way; without the train header to compare, the skip is a warning.
+
+  Raises:
+    ValueError: `recorded` has the train header and line 1 does not match it.
+  """
+  shown = _shown(layout, row)
+  if recorded is not None:
+    others = f" {recorded.other_flags}" if recorded.other_flags else ""
+    way_out = (f"pass --nocustom_header{others} to read line 1 as data, or --custom_header"
+               f"{others} to skip it as a header")
+    if recorded.train_header is None:
+      logging.warning(
+          "%s:%d skipped as a header by --custom_header of the run's record (%s), not "
+          "given here, and the run's train file is not at hand to compare: %r; if the file "
+          "has no header, %s", path, line, recorded.source, shown, way_out)
+      return
+    train_path, header = recorded.train_header
+    columns = [c for c in (layout.text_a, layout.text_b) if c is not None]
+    if [_cell(row, c) for c in columns] != [_cell(header, c) for c in columns]:
+      raise ValueError(
+          f"{path}:{line}: would be skipped as a header by --custom_header of the run's "
+          f"record ({recorded.source}), not given here, but it is not the train file's "
+          f"header ({train_path}:1: {_shown(layout, header)!r}): {shown!r}; {way_out}")
+    logging.info("%s:%d skipped as a header (--custom_header of %s; the train file's "
+                 "header): %r", path, line, recorded.source, shown)
+    return
   logging.info("%s:%d skipped as a header (--custom_header): %r", path, line, shown)
   if _holds_a_label(task, layout, row):
     logging.warning(
         "%s:%d skipped as a header (--custom_header), but its label column %d holds %r, "
         "%s: leave --custom_header out if the file has no header", path, line, layout.label,
         row[layout.label], "a number" if task.is_regression else "one of the labels")
+
+
+def _shown(layout: Layout, row: Sequence[str]) -> str:
+  """A row as one line of at most 80 characters."""
+  shown = layout.delimiter.join(row)
+  return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+def _cell(row: Sequence[str], column: int) -> Optional[str]:
+  """`row[column]` (< 0 from the end), None outside the row."""
+  return row[column] if -len(row) <= column < len(row) else None
 
 
 class _GFileReader(io.RawIOBase):

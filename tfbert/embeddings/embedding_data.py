@@ -16,7 +16,7 @@ Paths may be local or any `tf.io.gfile` URL (`tfbert.runtime.files`).
 import dataclasses
 import json
 import math
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 from absl import logging
 
@@ -77,8 +77,24 @@ def _is_jsonl(path: str) -> bool:
   return path.endswith((".jsonl", ".json"))
 
 
-def _rows(path: str, columns: Columns):
-  """(line, {field: raw value}) of every data row; raises naming file:line."""
+def _choose(missing: list[str], available: Sequence[str], flags: dict[str, str],
+            note: str) -> str:
+  """The end of a message on missing fields: the flags that pick them (`flags`: field ->
+  flag), set to a key or column of the file's own name where one is the field's, and
+  `note` (what the file must hold)."""
+  if not flags:
+    return ""
+  named = [f"--{flags[name]}={name}" if name in available else f"--{flags[name]}"
+           for name in missing if name in flags]
+  return (f": pick them with {', '.join(named)}" if named else "") + (f"; {note}" if note
+                                                                    else "")
+
+
+def _rows(path: str, columns: Columns, flags: Optional[dict[str, str]] = None,
+          note: str = ""):
+  """(line, {field: raw value}) of every data row; raises naming file:line (and the `flags`
+  that pick a missing field, and `note`: `read_examples`)."""
+  flags = flags or {}
   fields = {name: getattr(columns, name) for name in ("anchor", "positive", "negative", "score")
             if getattr(columns, name) is not None}
   lines = _read_lines(path, "data file")
@@ -94,10 +110,11 @@ def _rows(path: str, columns: Columns):
         raise ValueError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
       # An index given for JSONL names the key of that spelling ("0").
       keys = {name: str(key) for name, key in fields.items()}
-      missing = [f"{name} ({key!r})" for name, key in keys.items() if key not in row]
-      if missing:
-        raise ValueError(f"{path}:{number}: missing {', '.join(missing)}; keys: "
-                         f"{', '.join(sorted(row))}")
+      absent = [name for name, key in keys.items() if key not in row]
+      if absent:
+        raise ValueError(f"{path}:{number}: missing "
+                         f"{', '.join(f'{name} ({keys[name]!r})' for name in absent)}; keys: "
+                         f"{', '.join(sorted(row))}{_choose(absent, list(row), flags, note)}")
       yield number, {name: row[key] for name, key in keys.items()}
     return
   by_name = any(isinstance(key, str) for key in fields.values())
@@ -108,13 +125,15 @@ def _rows(path: str, columns: Columns):
     cells = text.split("\t")
     if by_name and not header:
       header = cells
-      unknown = [f"{name} ({key!r})" for name, key in fields.items()
-                 if isinstance(key, str) and key not in header]
-      if unknown:
+      absent = [name for name, key in fields.items()
+                if isinstance(key, str) and key not in header]
+      if absent:
         separated = (" (one column: a comma-separated file? give a TSV, tab-separated, or "
                      "JSONL)" if len(header) == 1 and "," in header[0] else "")
+        unknown = [f"{name} ({fields[name]!r})" for name in absent]
         raise ValueError(f"{path}:{number}: the header has no column {', '.join(unknown)}; "
-                         f"columns: {', '.join(map(repr, header))}{separated}")
+                         f"columns: {', '.join(map(repr, header))}{separated}"
+                         f"{_choose(absent, header, flags, note)}")
       continue
     if header and len(cells) != len(header):  # A tab inside a text shifts every column.
       raise ValueError(f"{path}:{number}: {len(cells)} columns, but the header has "
@@ -124,19 +143,23 @@ def _rows(path: str, columns: Columns):
       index = header.index(key) if isinstance(key, str) else key
       if index >= len(cells):
         raise ValueError(f"{path}:{number}: {len(cells)} columns, but {name} is column "
-                         f"{index} (0-based)")
+                         f"{index} (0-based){_choose([name], (), flags, note)}")
       values[name] = cells[index]
     yield number, values
 
 
-def read_examples(path: str, columns: Columns = Columns(),
-                  limit: Optional[int] = None) -> list[TextExample]:
+def read_examples(path: str, columns: Columns = Columns(), limit: Optional[int] = None,
+                  flags: Optional[dict[str, str]] = None, note: str = ""
+                  ) -> list[TextExample]:
   """Reads pairs, triplets or scored pairs (as `columns` says) from a TSV or JSONL file.
 
   Args:
     path: the file (local or a URL).
     columns: where the texts (and score) are.
     limit: read at most this many examples.
+    flags: the flag (without "--") that picks each field ("anchor": "dev_anchor_column"),
+      named in the message on a missing one.
+    note: what the file must hold, ending that message (a dev file's scores).
 
   Returns:
     The examples, in file order.
@@ -147,7 +170,7 @@ def read_examples(path: str, columns: Columns = Columns(),
       not a finite number; or a file without any example.
   """
   examples = []
-  for number, row in _rows(path, columns):
+  for number, row in _rows(path, columns, flags, note):
     texts = []
     for name in ("anchor", "positive", "negative"):
       if name in row:

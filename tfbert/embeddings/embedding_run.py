@@ -162,6 +162,13 @@ class EmbeddingRunConfig(fine_tuning.FineTuningConfig):
                                   score=column(self.dev_score_column))
 
 
+# What a --dev_file holds, said when it lacks a field.
+DEV_FILE_NOTE = ("a --dev_file holds scored pairs, a score for each pair: the evaluation is "
+                 "the Pearson/Spearman correlation of their similarities with the scores "
+                 "(retrieval is evaluated on --ir_queries_file, --ir_corpus_file, "
+                 "--ir_qrels_file)")
+
+
 def check_trainable(examples: Sequence[embedding_data.TextExample],
                     config: EmbeddingRunConfig) -> None:
   """Refuses training data on which `config.loss` trains nothing or another objective.
@@ -263,11 +270,15 @@ class EmbeddingTask(Task):
     check_outputs(config)  # Before anything is built or written, as the export's check.
     read = {}
     if config.do_train:
-      read["train"] = embedding_data.read_examples(config.train_file, config.columns(),
-                                                   config.max_train_examples)
+      read["train"] = embedding_data.read_examples(
+          config.train_file, config.columns(), config.max_train_examples,
+          {name: f"{name}_column" for name in ("anchor", "positive", "negative", "score")})
       check_trainable(read["train"], config)
     if config.do_eval and config.dev_file:
-      read["dev"] = embedding_data.read_examples(config.dev_file, config.dev_columns())
+      read["dev"] = embedding_data.read_examples(
+          config.dev_file, config.dev_columns(), None,
+          {name: f"dev_{name}_column" for name in ("anchor", "positive", "score")},
+          DEV_FILE_NOTE)
     if config.do_eval and config.ir_queries_file:
       read["retrieval"] = embedding_data.read_retrieval_set(
           config.ir_queries_file, config.ir_corpus_file, config.ir_qrels_file)

@@ -62,11 +62,17 @@ UNK_WARNING_RATE = 0.02
 SINGLE_SENTENCE_WARNING_SHARE = 0.5
 # Warn, when most sentences fill the pair's max_seq_length - 3 tokens alone (a chunk of one
 # sentence: "random next" as above), when more instances than this are random next (about
-# half in the documented use), or when the instances hold less than KEPT_TOKENS_WARNING_SHARE
-# of the corpus' tokens (times dupe_factor): the rest was truncated away. Measured on
-# sample_text.txt: at --max_seq_length 8, 31 of 31 random and 15% kept; at 16, 27 of 29.
+# half in the documented use). Measured on sample_text.txt: at --max_seq_length 8, 31 of 31
+# random; at 16, 27 of 29.
 RANDOM_NEXT_WARNING_SHARE = 0.75
+# Warn, whatever else is warned of, when the instances hold less than this share of the
+# corpus' tokens (times dupe_factor): the rest was truncated away. sample_text.txt keeps 15%
+# at --max_seq_length 8, 43% at 32; a paragraph per line (sweep 23 r10) 1.5% at 32.
 KEPT_TOKENS_WARNING_SHARE = 0.5
+# A line over this many WordPieces (and over the pair's max_seq_length - 3) is no sentence
+# but a paragraph or document (English sentences average ~30 pieces): when such lines hold
+# most of the corpus, the kept-tokens warning says to split them into sentences.
+PARAGRAPH_LINE_TOKENS = 100
 # Old-style temporaries of this module: `.<shard name>.<pid>.tmp`.
 _OLD_TEMPORARY = re.compile(r"^\.(?P<name>.+\.tfrecord)\.(?P<pid>\d+)\.tmp$")
 
@@ -250,8 +256,8 @@ def pairs_warning(input_files: Sequence[str], documents: Sequence[list], instanc
   document (every "random next" B then comes from A's own document), mostly
   one-sentence documents (over `SINGLE_SENTENCE_WARNING_SHARE`: their next-sentence pairs
   are all random), or a max_seq_length most sentences fill alone, so that most pairs are
-  random (`RANDOM_NEXT_WARNING_SHARE`) or most tokens are truncated away
-  (`KEPT_TOKENS_WARNING_SHARE`).
+  random (`RANDOM_NEXT_WARNING_SHARE`). How much of the text the instances keep is
+  `kept_tokens_warning`'s, checked apart.
 
   Args:
     input_files: the corpus files (named in the message).
@@ -261,7 +267,7 @@ def pairs_warning(input_files: Sequence[str], documents: Sequence[list], instanc
   """
   single = sum(len(d) == 1 for d in documents)
   random_next = sum(i.is_random_next for i in instances)
-  named = ", ".join(list(input_files)[:3]) + (" ..." if len(input_files) > 3 else "")
+  named = _named(input_files)
   if len(documents) < 2:
     return (f"warning: {named} {'holds' if len(input_files) == 1 else 'hold'} "
             f"{len(documents)} document (no blank line between documents), so the {random_next} "
@@ -278,20 +284,49 @@ def pairs_warning(input_files: Sequence[str], documents: Sequence[list], instanc
   room = config.max_seq_length - 3  # [CLS], [SEP], [SEP].
   sentences = [len(s) for d in documents for s in d]
   filling = sum(length >= room for length in sentences)
-  total = sum(sentences) * config.dupe_factor
-  # An instance's own text: A, and B when it is A's continuation (a random B is another's).
-  kept = sum(i.segment_ids.count(0) - 2 + (0 if i.is_random_next else i.segment_ids.count(1) - 1)
-             for i in instances)
-  if not (filling > len(sentences) / 2 and random_next > RANDOM_NEXT_WARNING_SHARE * len(instances)
-          or kept < KEPT_TOKENS_WARNING_SHARE * total):
+  if filling <= len(sentences) / 2 or random_next <= RANDOM_NEXT_WARNING_SHARE * len(instances):
     return None
   return (f"warning: --max_seq_length {config.max_seq_length} leaves {room} tokens per "
           f"sentence pair ([CLS] and two [SEP] take 3) and {filling} of {len(sentences)} "
           f"sentences of {named} fill that alone: {random_next} of {len(instances)} instances "
-          "are next-sentence pairs drawn at random (\"random next\") and the instances hold "
-          f"{kept} of the corpus' {total} tokens ({kept / max(total, 1):.0%}, over "
-          f"{config.dupe_factor} pass(es)), the rest truncated away: give a larger "
+          "are next-sentence pairs drawn at random (\"random next\"): give a larger "
           "--max_seq_length (Google's is 128)")
+
+
+def kept_tokens_warning(input_files: Sequence[str], documents: Sequence[list],
+                        instances: Sequence, config: PretrainingDataConfig) -> Optional[str]:
+  """The warning line when the instances hold less than `KEPT_TOKENS_WARNING_SHARE` of the
+  corpus' tokens (times dupe_factor; the rest truncated away), else None. Checked whatever
+  `pairs_warning` says. When lines over `PARAGRAPH_LINE_TOKENS` (and the pair's room) hold
+  most of the tokens, a paragraph or document per line, it says to split them into sentences.
+
+  Args: as `pairs_warning`.
+  """
+  room = config.max_seq_length - 3  # [CLS], [SEP], [SEP].
+  sentences = [len(s) for d in documents for s in d]
+  total = sum(sentences) * config.dupe_factor
+  # An instance's own text: A, and B when it is A's continuation (a random B is another's).
+  kept = sum(i.segment_ids.count(0) - 2 + (0 if i.is_random_next else i.segment_ids.count(1) - 1)
+             for i in instances)
+  if kept >= KEPT_TOKENS_WARNING_SHARE * total:
+    return None
+  longer = sum(length > room for length in sentences)
+  text = (f"warning: the instances hold {kept} of the {total} tokens of {_named(input_files)} "
+          f"({kept / max(total, 1):.0%}, over {config.dupe_factor} pass(es)), the rest "
+          f"truncated away: --max_seq_length {config.max_seq_length} leaves {room} tokens per "
+          f"sentence pair ([CLS] and two [SEP] take 3) and {longer} of {len(sentences)} lines "
+          "are longer than that")
+  paragraphs = [length for length in sentences if length > max(room, PARAGRAPH_LINE_TOKENS)]
+  if sum(paragraphs) * 2 <= sum(sentences):
+    return text + ": give a larger --max_seq_length (Google's is 128)"
+  return (text + f", {len(paragraphs)} of them over {PARAGRAPH_LINE_TOKENS} WordPieces (the "
+          f"longest {max(paragraphs)}): a paragraph or document per line? The input is one "
+          "sentence per line (google-research/bert's format), a blank line between "
+          "documents: split the text into sentences (or give a larger --max_seq_length)")
+
+
+def _named(input_files: Sequence[str]) -> str:
+  return ", ".join(list(input_files)[:3]) + (" ..." if len(input_files) > 3 else "")
 
 
 def shard_names(prefix: str, num_shards: int) -> list:
@@ -495,9 +530,10 @@ def create_pretraining_data(input_patterns: Sequence[str], output_dir: str,
              f"--do_lower_case=true, a cased one false)", force=True)
   instances = pretraining_instances.create_training_instances(
       documents, config, vocab, random.Random(config.random_seed), progress)
-  warning = pairs_warning(input_files, documents, instances, config)
-  if warning:
-    progress(lambda: warning, force=True)
+  for warning in (pairs_warning(input_files, documents, instances, config),
+                  kept_tokens_warning(input_files, documents, instances, config)):
+    if warning:
+      progress(lambda warning=warning: warning, force=True)
   if len(instances) < config.num_shards:
     raise ValueError(f"{len(instances)} instances cannot fill {config.num_shards} shards")
   summary = _write_data_set(instances, output_dir, output_prefix, config, progress,

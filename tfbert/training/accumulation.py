@@ -46,11 +46,34 @@ from tfbert.runtime import validation
 REDUCTIONS = ("mean", "sum")
 
 
+def as_optimizer(optimizer, where: str) -> keras.optimizers.Optimizer:
+  """`optimizer` as a Keras optimizer: what `Model.compile` takes (an instance, a name such as
+  "adam" or a config dict: `keras.optimizers.get`).
+
+  Raises:
+    ValueError: a name or config Keras does not know, naming `where` and the value.
+    TypeError: anything else, naming `where`, its type and what to pass.
+  """
+  if isinstance(optimizer, keras.optimizers.Optimizer):
+    return optimizer
+  if isinstance(optimizer, (str, dict)):
+    try:
+      return keras.optimizers.get(optimizer)
+    except (ValueError, TypeError) as e:
+      raise ValueError(f"{where}: optimizer {optimizer!r} is no Keras optimizer name or "
+                       f"config ({e}): pass one such as \"adam\" or "
+                       "keras.optimizers.Adam(1e-4)") from None
+  raise TypeError(f"{where}: optimizer must be a keras.optimizers.Optimizer (e.g. "
+                  "keras.optimizers.Adam(1e-4)) or a name Keras knows (\"adam\"), got the "
+                  f"{type(optimizer).__name__} {optimizer!r}")
+
+
 class GradientAccumulationOptimizer(keras.optimizers.Optimizer):
   """Applies `optimizer` once every `steps` micro-steps, from the accumulated gradients.
 
   Args:
-    optimizer: The Keras optimizer that makes the update (SGD, AdamW, LAMB, ...).
+    optimizer: The Keras optimizer that makes the update (SGD, AdamW, LAMB, ...), or what
+      `Model.compile` takes for one: a name ("adam") or a config dict (`as_optimizer`).
     steps: Micro-steps per applied step (k >= 1).
     reduction: `"mean"` (divide the window sum by k) or `"sum"`.
     clip_norm: If set, clip the window gradient to this global norm (whole model, after
@@ -61,6 +84,7 @@ class GradientAccumulationOptimizer(keras.optimizers.Optimizer):
   def __init__(self, optimizer: keras.optimizers.Optimizer, steps: int,
                reduction: str = "mean", clip_norm: Optional[float] = None,
                name: Optional[str] = None, **kwargs):
+    optimizer = as_optimizer(optimizer, "GradientAccumulationOptimizer")
     if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
       raise ValueError("wrap the LossScaleOptimizer's inner optimizer; use "
                        "with_gradient_accumulation(loss_scale_optimizer, steps)")
@@ -270,12 +294,14 @@ def with_gradient_accumulation(optimizer: keras.optimizers.Optimizer, steps: int
   outermost and gradients are accumulated unscaled.
 
   Args:
-    optimizer: A Keras optimizer or `LossScaleOptimizer`.
+    optimizer: A Keras optimizer or `LossScaleOptimizer`, or a name ("adam") or config dict
+      of one, as `Model.compile` takes (`as_optimizer`).
     steps: Micro-steps per applied step; 1 gives the same distributed-safe path without
       accumulation.
     reduction: See `GradientAccumulationOptimizer`.
     clip_norm: Global-norm clipping of the applied gradient, or None.
   """
+  optimizer = as_optimizer(optimizer, "with_gradient_accumulation")
   if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
     inner = optimizer.inner_optimizer
     if isinstance(inner, GradientAccumulationOptimizer):

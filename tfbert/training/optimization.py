@@ -211,8 +211,35 @@ class OptimizerConfig:
     ] + [(holds, message) for _, holds, message in _value_rules(self, field_spelling)]
 
 
-def create_optimizer(config: OptimizerConfig) -> keras.optimizers.Optimizer:
-  """Builds the optimizer stack described by `config` (see module docstring)."""
+def as_optimizer_config(config: Any) -> OptimizerConfig:
+  """`config` as an `OptimizerConfig`: one itself, or a mapping of its fields (as a run's
+  run_config.json records them), built and checked as the config checks its fields.
+
+  Raises:
+    ValueError: a key that is no field of OptimizerConfig, naming it and the fields; a value
+      the config refuses.
+    TypeError: anything else, naming its type and what to pass.
+  """
+  if isinstance(config, OptimizerConfig):
+    return config
+  if isinstance(config, Mapping):
+    names = [field.name for field in dataclasses.fields(OptimizerConfig)]
+    unknown = [key for key in config if key not in names]
+    if unknown:
+      raise ValueError(f"create_optimizer: {', '.join(map(repr, unknown))} "
+                       f"{'is no field' if len(unknown) == 1 else 'are no fields'} of "
+                       f"tfbert.training.optimization.OptimizerConfig; its fields: "
+                       f"{', '.join(names)}")
+    return OptimizerConfig(**config)
+  raise TypeError("create_optimizer takes a tfbert.training.optimization.OptimizerConfig (or "
+                  f"a dict of its fields), got the {type(config).__name__} {config!r}")
+
+
+def create_optimizer(config: OptimizerConfig | Mapping[str, Any]
+                     ) -> keras.optimizers.Optimizer:
+  """Builds the optimizer stack described by `config` (see module docstring): an
+  `OptimizerConfig`, or a dict of its fields (`as_optimizer_config`)."""
+  config = as_optimizer_config(config)
   schedule = WarmupPolynomialDecay(config.learning_rate, config.num_warmup_steps,
                                    config.num_train_steps, config.end_learning_rate, config.power,
                                    config.lr_schedule)
