@@ -107,8 +107,12 @@ MATMUL_SIZE = flags.DEFINE_integer("matmul_size", 2048,
                                    "Side of the square matrices of the matmul peak.", lower_bound=1)
 
 # input_pipeline.
-PIPELINE_SECONDS = flags.DEFINE_float("pipeline_seconds", 10.0,
-                                      "input_pipeline: seconds of timed batches.", lower_bound=0.0)
+PIPELINE_SECONDS = flags.DEFINE_float(
+    "pipeline_seconds", 10.0, "input_pipeline: seconds of timed batches (> 0).",
+    lower_bound=0.0)
+# absl's lower_bound is inclusive: a float that must be positive says so in a validator.
+flags.register_validator(PIPELINE_SECONDS.name, lambda value: value is None or value > 0,
+                         message="--pipeline_seconds must be > 0 (seconds of timed batches)")
 PRETRAINING_DATA_DIR = flags.DEFINE_string(
     "pretraining_data_dir", "", "input_pipeline: where the pydoc-corpus records are made "
     "once and reused (same S and P); default: a temporary directory, removed afterwards.")
@@ -121,10 +125,10 @@ SQUAD_DEV_FILE = flags.DEFINE_string(
 # resume.
 RESUME_NEAR_SEQUENCES = flags.DEFINE_integer(
     "resume_near_sequences", 10, "resume: consumed sequences at the near checkpoint.",
-    lower_bound=0)
+    lower_bound=1)
 RESUME_FAR_SEQUENCES = flags.DEFINE_integer(
     "resume_far_sequences", 10_000_000, "resume: consumed sequences at the far checkpoint "
-    "(reached by reading, not training: pretraining_run.fast_forward).", lower_bound=0)
+    "(reached by reading, not training: pretraining_run.fast_forward).", lower_bound=2)
 
 # fine_tuning.
 
@@ -134,9 +138,9 @@ class IntegerListParser(flags.ListParser):
   is not one named: absl's `DEFINE_list` gives strings, and `int()` of one would fail
   later without naming the flag. absl prefixes the message with `flag --name=value:`."""
 
-  def __init__(self, count: int = None, example: str = ""):
+  def __init__(self, count: int = None, example: str = "", lower_bound: int = None):
     super().__init__()
-    self.count, self.example = count, example
+    self.count, self.example, self.lower_bound = count, example, lower_bound
 
   def parse(self, argument):
     items = super().parse(argument)
@@ -148,22 +152,26 @@ class IntegerListParser(flags.ListParser):
     if self.count is not None and len(items) != self.count:
       raise ValueError(f"takes {self.count} comma-separated whole numbers{shown}, got "
                        f"{len(items)}")
-    return [int(item) for item in items]
+    numbers = [int(item) for item in items]
+    if self.lower_bound is not None and any(n < self.lower_bound for n in numbers):
+      raise ValueError(f"each number must be >= {self.lower_bound}, got {numbers}{shown}")
+    return numbers
 
   def flag_type(self):
     return "comma separated list of whole numbers"
 
 
 def define_integer_list(name: str, default: str, help_text: str, count: int = None,
-                        example: str = "") -> flags.FlagHolder:
-  """A list flag of whole numbers (`IntegerListParser`), its value a list of int."""
-  return flags.DEFINE(IntegerListParser(count, example), name, default, help_text,
+                        example: str = "", lower_bound: int = None) -> flags.FlagHolder:
+  """A list flag of whole numbers (`IntegerListParser`, each >= `lower_bound` when given),
+  its value a list of int."""
+  return flags.DEFINE(IntegerListParser(count, example, lower_bound), name, default, help_text,
                       serializer=flags.CsvListSerializer(","))
 
 
 FINE_TUNING_STEPS = define_integer_list(
     "fine_tuning_steps", "5,65", "fine_tuning: the short and long run lengths (applied "
-    "steps) whose time difference is the step time.", count=2, example="5,65")
+    "steps) whose time difference is the step time.", count=2, example="5,65", lower_bound=1)
 
 # buckets.
 BUCKET_TASK = flags.DEFINE_enum("bucket_task", "stsb", ["stsb", "mrpc", "wnut"],

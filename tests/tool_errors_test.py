@@ -1135,3 +1135,74 @@ def test_a_signal_while_shards_are_written_removes_them_and_the_new_directory(
   assert (run.returncode, run.stderr.strip().splitlines()[-1]) == (status, line)
   assert not out.exists()
   assert sorted(os.listdir(tmp_path)) == ["corpus.txt"]
+
+
+# Flags of align and benchmark that 0 is a valid value of (a count that may be none, a seed,
+# a rate or norm that 0 switches off); every other count or duration must be positive.
+_ZERO_IS_VALID = {"warmup_steps", "num_warmup_steps", "seed", "learning_rate", "momentum",
+                  "weight_decay_rate", "clip_norm"}
+
+
+@pytest.mark.parametrize("tool", ["align", "benchmark"])
+def test_every_count_or_duration_flag_that_must_be_positive_refuses_zero_when_parsed(tool):
+  """Sweep 24 S3 (h2): benchmark --pipeline_seconds=0 ran ~1.5 min and reported "0 batches
+  in 0.0 s, 0x (goal >= 20x)" as a result. The bound is in every such flag's definition
+  (absl's lower_bound, or a validator where the bound is exclusive): refused when parsed."""
+  import importlib  # pylint: disable=import-outside-toplevel
+
+  from absl import flags  # pylint: disable=import-outside-toplevel
+  with tool_process.tool_modules():
+    module = importlib.import_module(f"tfbert_flags.{tool}_flags")
+    numeric = [flag for flag in flags.FLAGS.get_flags_for_module(module)
+               if isinstance(flag.parser, (flags.IntegerParser, flags.FloatParser))
+               or type(flag.parser).__name__ == "IntegerListParser"]
+    assert numeric
+    accepted = []
+    for flag in numeric:
+      zero = "0" if not isinstance(flag.parser, flags.ListParser) else "0,5"
+      try:
+        flags.FLAGS([tool, f"--{flag.name}={zero}"])
+        accepted.append(flag.name)
+      except flags.Error:
+        pass
+      finally:
+        flags.FLAGS.unparse_flags()
+    assert set(accepted) <= _ZERO_IS_VALID, sorted(set(accepted) - _ZERO_IS_VALID)
+
+
+def test_a_refused_demo_rerun_names_what_the_demo_can_do(tmp_path, monkeypatch):
+  """Sweep 24 P1 (demo's part): `demo --pretrain_steps=3` over a workdir of a 2-step demo
+  was refused with "rerun with --allow_config_change", a flag the demo does not have."""
+  from tfbert.runtime import run_directory  # pylint: disable=import-outside-toplevel
+  from tfbert_tools.demos import pretraining_demo  # pylint: disable=import-outside-toplevel
+
+  def refused(workdir, steps):  # What claiming the old run refuses, without its training.
+    del steps
+    raise run_directory.RunDirectoryError(
+        f"{workdir}/pretraining_run holds a run with another configuration: ... "
+        f"{run_directory._way_out('and keep the recorded files')}")
+
+  monkeypatch.setattr(pretraining_demo, "run_pretraining_demo", refused)
+  work = tmp_path / "wd"
+  line = _one_error_line(tool_process.run_tool("demo", f"--workdir={work}",
+                                               "--pretrain_steps=3"), "demo")
+  assert line.endswith(f"choose another --workdir, or remove {work}/pretraining_run and "
+                       f"{work}/squad_run to start over there"), line
+  assert "allow_config_change" not in line
+
+
+def test_a_text_corpus_given_to_run_pretraining_as_tfrecords_names_the_raw_text_flags(
+    tmp_path):
+  """Sweep 24 P2: a plain-text corpus to --input_files was "bad TFRecord ... not a TFRecord
+  file", with no word of --train_text_files (the reverse mistake names --input_files)."""
+  corpus = _write(tmp_path / "corpus.txt", "The first sentence.\nThe second one.\n")
+  BertConfig(**TINY).to_json_file(str(tmp_path / "bert_config.json"))
+  line = _one_error_line(tool_process.run_tool(
+      "run_pretraining", f"--input_files={corpus}", f"--model_dir={tmp_path / 'run'}",
+      f"--bert_config_file={tmp_path / 'bert_config.json'}", f"--max_seq_length={SEQ}",
+      f"--max_predictions_per_seq={PRED}"), "run_pretraining")
+  assert line == (f"run_pretraining: error: {corpus}: plain UTF-8 text ('The first "
+                  "sentence.'), not a TFRecord file; pass raw text with --train_text_files "
+                  "--objective=mlm (masked anew as batches are formed), or make TFRecords of "
+                  "it with create_pretraining_data.py")
+  assert not (tmp_path / "run").exists()

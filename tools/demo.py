@@ -48,14 +48,19 @@ def main(argv):
   absl_logging.set_verbosity(absl_logging.WARNING)
   logging.getLogger("tensorflow").setLevel(logging.WARNING)
   distribution.configure_cpu_devices(2)  # Before TensorFlow initializes its devices.
+  workdir = demo_flags.WORKDIR.value
   if demo_flags.PRETRAIN_STEPS.value > 0:
-    summary = pretraining_demo.run_pretraining_demo(demo_flags.WORKDIR.value,
-                                                    demo_flags.PRETRAIN_STEPS.value)
-    print(summary.format(), flush=True)
-    if demo_flags.SQUAD_EPOCHS.value > 0:
-      squad = squad_demo.run_squad_demo(demo_flags.WORKDIR.value, summary.google_checkpoint,
-                                        demo_flags.SQUAD_EPOCHS.value)
-      print(squad.format(), flush=True)
+    # The demo has no --allow_config_change: a rerun of its runs with other step counts
+    # is told what it can do instead.
+    with run_directory.way_out(
+        f"choose another --workdir, or remove {os.path.join(workdir, 'pretraining_run')} and "
+        f"{os.path.join(workdir, 'squad_run')} to start over there"):
+      summary = pretraining_demo.run_pretraining_demo(workdir, demo_flags.PRETRAIN_STEPS.value)
+      print(summary.format(), flush=True)
+      if demo_flags.SQUAD_EPOCHS.value > 0:
+        squad = squad_demo.run_squad_demo(workdir, summary.google_checkpoint,
+                                          demo_flags.SQUAD_EPOCHS.value)
+        print(squad.format(), flush=True)
   else:
     print("pretraining and SQuAD parts skipped (--pretrain_steps=0): the SQuAD part "
           "fine-tunes the pretrained BERT", flush=True)

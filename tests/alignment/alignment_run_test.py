@@ -17,7 +17,7 @@ from tensorflow.python.framework import config as tf_framework_config
 from tests import tool_process
 from tfbert.alignment import alignment, alignment_run
 from tfbert.alignment.alignment import AlignmentConfig
-from tfbert.checkpoints import pretrained
+from tfbert.checkpoints import google_checkpoint, pretrained
 from tfbert.config import BertConfig
 from tfbert.pretraining import pretraining_data
 from tfbert.training import optimization
@@ -377,3 +377,55 @@ def test_a_fine_tuning_alignment_builds_its_initial_model_once(tmp_path, monkeyp
   assert report["passed"] and len(built) == 1 and written == built
   assert os.path.exists(alignment_run.initial_checkpoint_prefix(str(tmp_path / "work"))
                         + ".index")
+
+
+def test_an_initial_checkpoint_of_another_seed_is_rebuilt_or_refused_never_reused(tmp_path):
+  """Sweep 24 S2 (g15): a workdir's init/ written under --seed 12345 was reused by a rerun
+  with --seed 99 (runs/ removed), with no word. init/ records what made it: other values
+  rebuild it while no run started from it, and are refused (both values named, align's way
+  out) once runs/ holds one."""
+  workdir = str(tmp_path / "work")
+  config = _config((), ["graph", "eager"], seed=1)
+  prefix = alignment_run.write_initial_checkpoint(config, workdir)
+  first = {name: value.copy() for name, value in
+           google_checkpoint.read_google_checkpoint(prefix).items()}
+  other = dataclasses.replace(config, seed=2)
+  alignment_run.write_initial_checkpoint(other, workdir)  # No runs/: rebuilt.
+  second = google_checkpoint.read_google_checkpoint(prefix)
+  assert any(not np.array_equal(first[n], second[n]) for n in first)
+  assert alignment_run.reuses_initial_checkpoint(other, workdir)
+  assert not alignment_run.reuses_initial_checkpoint(config, workdir)
+  os.makedirs(os.path.join(workdir, "runs", "graph"))
+  with pytest.raises(ValueError) as error:
+    alignment_run.write_initial_checkpoint(config, workdir)
+  message = str(error.value)
+  assert "--seed: 2 -> 1" in message and "choose another --workdir" in message, message
+  assert "allow_config_change" not in message
+  assert np.array_equal(google_checkpoint.read_google_checkpoint(prefix)[next(iter(first))],
+                        second[next(iter(first))])  # Untouched.
+
+
+def test_align_runs_a_variant_with_its_own_way_out_of_a_refused_run_directory(
+    tmp_path, monkeypatch):
+  """Sweep 24 P1 (g12): a variant's run directory of another --learning_rate told align's
+  user to rerun with --allow_config_change, which align does not have. The variant runs
+  inside `run_directory.way_out`: the refusal names --workdir and runs/."""
+  from tfbert.runtime import run_directory  # pylint: disable=import-outside-toplevel
+  workdir = str(tmp_path / "work")
+  directory = os.path.join(workdir, "runs", "graph")
+  old = [run_directory.RunRecord("run_config.json", {"learning_rate": 0.001})]
+  with run_directory.claim(directory, old):
+    run_directory.write_records(directory, old)
+
+  def claims(run):
+    run_directory.claim(run.model_dir, [run_directory.RunRecord(
+        "run_config.json", {"learning_rate": 0.01})]).release()
+
+  monkeypatch.setattr(alignment_run, "run_pretraining", claims)
+  config = _config([str(tmp_path / "unread.tfrecord")], ["graph", "eager"])
+  with pytest.raises(run_directory.RunDirectoryError) as error:
+    alignment_run.run_variant(config, config.variants[0], workdir, "init/bert_model.ckpt")
+  message = str(error.value)
+  assert "allow_config_change" not in message, message
+  assert message.endswith(f"Choose another --workdir, or remove {workdir}/runs (its old runs) "
+                          "to start over there"), message

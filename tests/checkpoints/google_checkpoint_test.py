@@ -9,7 +9,7 @@ import pytest
 
 from tests import faults, helpers, numpy_reference
 from tfbert import BertConfig, BertPretrainer, BertSpanLabeler, load_google_checkpoint
-from tfbert.checkpoints import google_checkpoint
+from tfbert.checkpoints import convert, google_checkpoint
 from tfbert.runtime import atomic
 
 
@@ -155,8 +155,10 @@ def test_a_write_stopped_before_the_index_leaves_no_checkpoint_not_a_mixed_one(t
   # between the renames leaves "no checkpoint", never the old index over new data.
   config, source = tiny
   prefix = str(tmp_path / "bert_model.ckpt")
-  google_checkpoint.write_google_checkpoint(google_checkpoint.read_google_checkpoint(source),
-                                            prefix, config=config)
+  weights = google_checkpoint.read_google_checkpoint(source)  # Its model's, as tfbert writes.
+  google_checkpoint.write_google_checkpoint(
+      {n: w for n, w in weights.items() if "adam" not in n and n != "global_step"}, prefix,
+      config=config)
   model = BertPretrainer(config)
   model.build()
   faults.fail_renames_to(monkeypatch, ".index", KeyboardInterrupt("killed"))
@@ -381,3 +383,54 @@ def test_export_google_checkpoint_refuses_a_folder_holding_another_model(tmp_pat
   own = str(tmp_path / "own" / "bert_model.ckpt")
   google_checkpoint.export_google_checkpoint(model, own)
   google_checkpoint.export_google_checkpoint(model, own)
+
+
+def test_a_checkpoint_tfbert_did_not_write_is_never_written_over(tiny, tmp_path):
+  """Sweep 24 S1 (r79): exporting a model back onto the Google checkpoint it was read from
+  replaced its 139 tensors (Adam slots, global_step) by the model's 46, and its
+  bert_config.json, without a word. tfbert's own export there is rewritten as before."""
+  import tfbert  # pylint: disable=import-outside-toplevel
+  folder = tmp_path / "google"
+  shutil.copytree(os.path.dirname(tiny[1]), folder)
+  os.chmod(folder, 0o755)
+  for name in os.listdir(folder):
+    os.chmod(folder / name, 0o644)
+  prefix = str(folder / "bert_model.ckpt")
+  before = {name: (folder / name).read_bytes() for name in os.listdir(folder)}
+  model = tfbert.load(os.path.dirname(tiny[1]))  # The same weights, read from elsewhere.
+  refused = (rf"^{re.escape(prefix)} already holds a checkpoint of 139 tensors, 93 of which "
+             r"this model's checkpoint does not write \(.*\): writing over it would lose "
+             r"them \(it is an input, .*\); write to another prefix or into another folder$")
+  for write in (lambda: google_checkpoint.export_google_checkpoint(model, prefix),
+                lambda: tfbert.save(model, prefix, "google"),
+                lambda: convert.write_model(model, "google", prefix)):  # convert_checkpoint's
+    with pytest.raises(ValueError, match=refused):
+      write()
+    assert {name: (folder / name).read_bytes() for name in os.listdir(folder)} == before
+  own = str(tmp_path / "own" / "bert_model.ckpt")
+  google_checkpoint.export_google_checkpoint(model, own)
+  google_checkpoint.export_google_checkpoint(model, own)  # Its own export: rewritten.
+
+
+def test_a_model_is_never_written_over_the_checkpoint_it_was_read_from(tiny, tmp_path):
+  """Sweep 24 S1, its other half: a model-only checkpoint (as Google's releases are) holds
+  exactly the tensors tfbert writes, so only the model's own record of where it was read
+  from tells that writing there would replace an input (a release fine-tuned, then saved
+  back over itself); another prefix is written."""
+  import tfbert  # pylint: disable=import-outside-toplevel
+  release = str(tmp_path / "release" / "bert_model.ckpt")
+  google_checkpoint.export_google_checkpoint(
+      tfbert.load(os.path.dirname(tiny[1])), release,
+      vocab_file=os.path.join(os.path.dirname(tiny[1]), "vocab.txt"), do_lower_case=True)
+  folder = os.path.dirname(release)
+  before = {name: open(os.path.join(folder, name), "rb").read() for name in os.listdir(folder)}
+  for model in (tfbert.load(folder), tfbert.load(folder, task="classifier", labels=("a", "b"))):
+    refused = (rf"^{re.escape(release)} is the checkpoint this {type(model).__name__} was read "
+               r"from: writing over it would replace that input; write to another prefix")
+    for write in (lambda: google_checkpoint.export_google_checkpoint(model, release),
+                  lambda: tfbert.save(model, release, "google")):
+      with pytest.raises(ValueError, match=refused):
+        write()
+    assert {name: open(os.path.join(folder, name), "rb").read()
+            for name in os.listdir(folder)} == before
+  google_checkpoint.export_google_checkpoint(model, str(tmp_path / "other" / "bert_model.ckpt"))

@@ -114,6 +114,26 @@ def test_blank_lines_are_skipped_and_do_not_count_as_rows(tmp_path):
   assert [(e.index, e.line, e.text_a) for e in read.examples] == [(0, 2, "a"), (1, 4, "b")]
 
 
+@pytest.mark.parametrize("task, rows, split, kept, indexes", [
+    ("sst-2", ["a\t0", "\t1", "b\t1", " \t0"], "train", ["a", "b"], [0, 2]),
+    ("sst-2", ["a\t0", "\t1", "b\t1", " \t0"], "dev", ["a", "", "b", " "], [0, 1, 2, 3]),
+    ("rte", ["0\tA.\tB.\tentailment", "1\tA.\t \tentailment", "2\t\tB.\tentailment"],
+     "train", ["A."], [0]),
+])
+def test_blank_texts_are_counted_in_one_warning_and_left_out_of_training_only(
+    tmp_path, caplog, task, rows, split, kept, indexes):
+  """Sweep 24 S1: a blank text (text_a, or text_b of a pair) was trained on without a word;
+  training leaves it out (as SQuAD leaves out a blank question), dev/test keep every row."""
+  path = _file(tmp_path, ROWS[task][0], *rows)
+  with caplog.at_level("WARNING", logger="absl"):
+    read = glue_data.read_examples(glue_data.TASKS[task], path, split)
+  assert [(e.text_a, e.index) for e in read.examples] == list(zip(kept, indexes))
+  warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+  assert len(warnings) == 1
+  assert warnings[0].startswith(f"{path}: 2 row(s) with a blank ")
+  assert f"(first at {path}:3)" in warnings[0]
+
+
 @pytest.mark.parametrize("task, rows, message", [
     ("mrpc", ["1\t1\t2\tA.\tB.", "1\t3\t4\tA. with a\ttab\tB."],
      r"train.tsv:3: 6 columns, expected 5 \(as the first line\)"),

@@ -76,6 +76,29 @@ def test_tsv_errors_name_file_line_and_column(tmp_path, lines, columns, message)
     embedding_data.read_examples(path, columns)
 
 
+@pytest.mark.parametrize("lines, message", [
+    (["A plane is taking off.\tAn air plane is taking off."],
+     "the file seems to have no header: line 1 has no column anchor ('anchor'), positive "
+     "('positive') and reads as data ('A plane is taking off.', 'An air plane is taking "
+     "off.'); the columns of a headerless file are picked by 0-based index: "
+     "--anchor_column=0 --positive_column=1"),
+    (["cat\tfeline\t4.5"], "by 0-based index: --anchor_column=0 --positive_column=1 "
+                            "[--score_column=2]"),
+    # Names that are no data: a header of other names keeps the header message.
+    (["query\tdoc", "a\tb"], "the header has no column anchor ('anchor'), positive "
+                              "('positive'); columns: 'query', 'doc': pick them with"),
+])
+def test_a_headerless_tsv_read_by_names_says_to_pick_columns_by_index(tmp_path, lines,
+                                                                     message):
+  """Sweep 24 P1: the first pair was called "the header", with "pick them with
+  --anchor_column" (inviting a sentence as the column name)."""
+  path = _write(tmp_path / "pairs.tsv", lines + ["x\ty\t1" if "4.5" in lines[0] else "x\ty"])
+  flags = {name: f"{name}_column" for name in ("anchor", "positive", "negative", "score")}
+  with pytest.raises(ValueError) as e:
+    embedding_data.read_examples(path, Columns(), flags=flags)
+  assert str(e.value).startswith(f"{path}:1: ") and message in str(e.value)
+
+
 def test_jsonl_errors_name_file_and_line(tmp_path):
   path = _write(tmp_path / "pairs.jsonl", [json.dumps({"q": "a", "p": "b"}), "{oops"])
   with pytest.raises(ValueError, match=r"pairs.jsonl:2: not a JSON object"):

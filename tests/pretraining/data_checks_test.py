@@ -147,8 +147,27 @@ def test_empty_and_foreign_files_are_named(data):
     _check(data)
   os.remove(data / "empty.tfrecord")
   (data / "notes.txt").write_text("not a TFRecord, but a glob dir/* matches it\n")
-  with pytest.raises(ValueError, match=r"notes.txt: bad TFRecord at byte 0 \(record 0\)"):
+  with pytest.raises(ValueError, match=r"notes.txt: plain UTF-8 text \('not a TFRecord, "):
     _check(data)
+  os.remove(data / "notes.txt")
+  (data / "notes.bin").write_bytes(b"\x01\x02 binary, but no TFRecord" * 4)
+  with pytest.raises(ValueError, match=r"notes.bin: bad TFRecord at byte 0 \(record 0\)"):
+    _check(data)
+
+
+@pytest.mark.parametrize("text", ["The first sentence.\nThe second one, caf\u00e9.\n",
+                                  "short", "\u00e9" * 2100])  # A character cut at 4 KB.
+def test_a_text_file_given_as_tfrecords_is_named_as_text_with_the_callers_hint(tmp_path,
+                                                                              text):
+  """Sweep 24 P2: a plain-text corpus to --input_files was "bad TFRecord ... not a TFRecord
+  file", without a word of --train_text_files (the reverse mistake is answered)."""
+  (tmp_path / "corpus.txt").write_text(text, encoding="utf-8")
+  with pytest.raises(data_checks.DataFileError) as e:
+    data_checks.check_pretraining_files(str(tmp_path / "corpus.txt"), S, P, VOCAB_SIZE,
+                                        text_hint="pass it with --train_text_files")
+  assert str(e.value) == (f"{tmp_path / 'corpus.txt'}: plain UTF-8 text "
+                          f"({text.split(chr(10))[0][:60]!r}), not a TFRecord file; pass it "
+                          "with --train_text_files")
 
 
 def test_pattern_without_data_files_is_named(tmp_path):

@@ -588,3 +588,37 @@ def test_differences_name_a_key_by_its_flag():
       {"custom": {"has_header": False, "delimiter": ","}},
       key_names={"custom.has_header": "--custom_header", "custom.delimiter": "--custom_delimiter"})
   assert found == ['--custom_delimiter: "\\t" -> ","', "--custom_header: true -> false"]
+
+
+def test_a_tool_without_allow_config_change_gives_its_own_way_out(tmp_path):
+  """Sweep 24 P1 (g12): align reruns into a workdir with another --learning_rate were told to
+  "rerun with --allow_config_change", a flag align does not have ("Unknown command line
+  flag"). Within `way_out`, every refusal that named that flag (another configuration,
+  other data, missing records) says the running tool's way out instead."""
+  text = "choose another --workdir, or remove w/runs (its old runs) to start over there"
+  data = tmp_path / "data.txt"
+  data.write_text("a")
+  run = str(tmp_path / "run")
+  records = _records() + [_data_record([str(data)])]
+  with run_directory.claim(run, records):
+    run_directory.write_records(run, records)
+  with run_directory.way_out(text):
+    messages = []
+    for change in ("configuration", "data", "records"):
+      if change == "data":
+        data.write_text("b")
+      if change == "records":
+        (tmp_path / "run" / "checkpoints").mkdir()
+        (tmp_path / "run" / "checkpoints" / "ckpt-2.index").write_bytes(b"")
+        (tmp_path / "run" / "run_config.json").unlink()
+      new = (_records(learning_rate=2e-4) + records[-1:] if change == "configuration"
+             else _records() + [_data_record([str(data)])])
+      with pytest.raises(RunDirectoryError) as error:
+        run_directory.claim(run, new)
+      messages.append(str(error.value))
+  assert "another configuration" in messages[0] and "other data" in messages[1]
+  assert "holds checkpoints but not the run's run_config.json" in messages[2]
+  assert [m.lower().endswith(text.lower()) for m in messages] == [True] * 3, messages
+  assert not any("allow_config_change" in m for m in messages), messages
+  with pytest.raises(RunDirectoryError, match="--allow_config_change"):  # Outside: the flag.
+    run_directory.claim(run, records)

@@ -150,6 +150,10 @@ def test_a_words_only_file_is_read_whatever_the_runs_word_column(tmp_path):
     ("EU O\nrejects I-org\n", 2, "I-org after O breaks IOB2"),
     ("EU B-per\nrejects I-org\n", 2, "I-org after B-per breaks IOB2"),
     ("EU O\n\nrejects I-org\n", 3, "I-org after O"),  # A sentence starts outside entities.
+    # Sweep 24 P3: the line has its two columns, the word empty: no column flag fixes it.
+    ("EU\tB-org\n\tO\n", 2, "the word (column 0) is empty: '\\tO'; remove the line or "
+                           "give the word"),
+    ("EU\tB-org\nrejects\t \r\n", 2, "the tag (column -1) is empty: 'rejects\\t '"),
 ])
 def test_malformed_lines_are_named_with_file_and_line(tmp_path, text, line, message):
   path = _write(tmp_path, text)

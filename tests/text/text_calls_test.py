@@ -386,3 +386,18 @@ def test_the_on_batch_calls_refuse_raw_text_naming_the_call_that_reads_it():
                                       r".*, not raw text; BertTokenClassifier reads raw text "
                                       r"in predict only, not in fit or evaluate; build x"):
     tagger.train_on_batch(texts, np.zeros((2, 9), np.int32))
+
+
+def test_calling_a_model_on_raw_text_names_the_call_that_reads_it():
+  """Sweep 24 P2 (r108): model(["text"]) got Keras' "should be passed as a keyword argument"
+  of the text; the check is a Python type check only, features still run."""
+  classifier = _compiled()
+  reads = (r"^BertClassifier\(\.\.\.\) takes features, a dict .*, not raw text: raw text goes "
+           r"through BertClassifier\.predict\(texts\) \(or classify\(texts\)\)$")
+  for texts in (["good", "bad"], "good", [("good", "bad")]):
+    with pytest.raises(TypeError, match=reads):
+      classifier(texts)
+  with pytest.raises(TypeError, match=reads):
+    classifier(features=["good"])
+  outputs = classifier({"input_ids": np.ones((1, 4), np.int32)})
+  assert tuple(outputs["logits"].shape) == (1, 2)

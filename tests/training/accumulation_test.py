@@ -421,3 +421,18 @@ def test_with_gradient_accumulation_takes_what_compile_takes_and_names_anything_
   with pytest.raises(TypeError, match=r"^with_gradient_accumulation: optimizer must be a keras"
                      r"\.optimizers\.Optimizer .*, got the NoneType None$"):
     with_gradient_accumulation(None, 2)
+
+
+def test_accumulation_does_not_nest():
+  """Sweep 24 C1 (r37): with_gradient_accumulation over an accumulating optimizer was
+  accepted, then fit died with a bare NotImplementedError at the first applied step."""
+  inner = with_gradient_accumulation(keras.optimizers.SGD(0.1), 2)
+  message = (r"^with_gradient_accumulation: optimizer is already a GradientAccumulationOptimizer"
+             r" \(steps=2\) and accumulation does not nest: wrap its inner optimizer "
+             r"\(optimizer.inner_optimizer\) once, with steps=6 for the product")
+  with pytest.raises(ValueError, match=message):
+    with_gradient_accumulation(inner, 3)
+  with pytest.raises(ValueError, match=message):  # Under loss scaling too, not a silent swap.
+    with_gradient_accumulation(keras.optimizers.LossScaleOptimizer(inner), 3)
+  with pytest.raises(ValueError, match=r"^GradientAccumulationOptimizer: optimizer is already"):
+    GradientAccumulationOptimizer(inner, 2)

@@ -3,6 +3,9 @@
   workdir/
     init/bert_model.ckpt*, bert_config.json   the shared initial weights (Google format; the
                                                task head too when fine-tuning)
+    init/made_by.json                          what decided them (`initial_weights_record`):
+                                               a rerun with other values rebuilds init/ when
+                                               runs/ is empty, and is refused otherwise
     runs/<variant>/                            each variant's run directory (pretraining:
                                                metrics.jsonl, TensorBoard train/, export/google/;
                                                fine-tuning: its tool's output directory,
@@ -30,7 +33,7 @@ from tfbert.classifier import classifier_run
 from tfbert.models import BertClassifier, BertPretrainer, BertSpanLabeler
 from tfbert.pretraining import data_checks
 from tfbert.pretraining.pretraining_run import PretrainingRunConfig, run_pretraining
-from tfbert.runtime import files, json_values, validation
+from tfbert.runtime import atomic, files, json_values, run_directory, validation
 from tfbert.serving import export
 from tfbert.squad import squad_features, squad_run
 from tfbert.tasks import fine_tuning
@@ -38,6 +41,7 @@ from tfbert.text import tokenization
 from tfbert.training import distribution, workers
 
 SPEC_FILE = "alignment_spec.json"
+INIT_RECORD = "made_by.json"
 FINE_TUNING_EPOCHS = 1000.0
 
 
@@ -65,9 +69,62 @@ def initial_model(config: AlignmentConfig) -> keras.Model:
   return model
 
 
+def initial_weights_record(config: AlignmentConfig) -> dict:
+  """What decides the initial weights (`initial_model`), by the flag that sets it: the seed,
+  the task (its head) and the model config."""
+  record = {"--seed": config.seed, "--task": config.task,
+            "--bert_config_file": without_dropout(config.bert_config).to_dict()}
+  if config.task == "classifier":
+    record["--task_name"] = config.task_name
+  return record
+
+
+def way_out(workdir: str) -> str:
+  """What align says to do about a workdir of runs made with other values (align has no
+  --allow_config_change)."""
+  return (f"choose another --workdir, or remove {os.path.join(workdir, 'runs')} (its old "
+          "runs) to start over there")
+
+
+def _has_runs(workdir: str) -> bool:
+  runs = os.path.join(workdir, "runs")
+  return files.isdir(runs) and bool(files.listdir(runs))
+
+
+def reuses_initial_checkpoint(config: AlignmentConfig, workdir: str) -> bool:
+  """Whether `workdir`'s initial checkpoint is this alignment's (made from the same
+  `initial_weights_record`), so it is reused; False: none, or made from other values with
+  no run in `workdir/runs` started from it (it is rebuilt). Writes nothing.
+
+  Raises:
+    ValueError: init/ was made from other values and runs/ holds runs started from it,
+      naming both values and what to do.
+  """
+  prefix = initial_checkpoint_prefix(workdir)
+  if not files.exists(prefix + ".index"):
+    return False
+  path = os.path.join(os.path.dirname(prefix), INIT_RECORD)
+  recorded = json.loads(files.read_text(path)) if files.exists(path) else None
+  wanted = initial_weights_record(config)
+  if recorded == json.loads(json.dumps(wanted)):
+    return True
+  if not _has_runs(workdir):
+    return False  # Nothing started from it: rebuilt from this command's values.
+  if recorded is None:  # Written before init/ recorded its values: the runs' records judge.
+    return True
+  found = run_directory.differences(recorded, wanted)
+  raise ValueError(
+      f"{prefix} holds the initial weights made with other values than this command's "
+      f"({'; '.join(found)}), and {os.path.join(workdir, 'runs')} holds runs started from "
+      f"them: {way_out(workdir)} (init/ is then rebuilt)")
+
+
 def write_initial_checkpoint(config: AlignmentConfig, workdir: str,
                              model: Optional[keras.Model] = None) -> str:
-  """Builds the model from `config.seed` once and writes it; returns the checkpoint prefix.
+  """Builds the model from `config.seed` once and writes it, with what made it
+  (`INIT_RECORD`, `initial_weights_record`); returns the checkpoint prefix. An initial
+  checkpoint made from other values is rebuilt, or refused when runs started from it
+  (`reuses_initial_checkpoint`).
 
   Args:
     config: the alignment.
@@ -77,15 +134,23 @@ def write_initial_checkpoint(config: AlignmentConfig, workdir: str,
 
   Raises:
     FileNotFoundError: the checkpoint's `.index` is a symbolic link to nothing, named.
+    ValueError: made from other values, with runs started from it (named).
   """
   prefix = initial_checkpoint_prefix(workdir)
   index = prefix + ".index"
   if files.dangling_link(index) is not None:  # Neither a checkpoint nor a place to write.
     raise FileNotFoundError(files.missing_file_message(index, "initial checkpoint index")
                             + ": remove it, and tfbert writes the initial checkpoint there")
-  if not files.exists(index):
+  if not reuses_initial_checkpoint(config, workdir):
+    record = os.path.join(os.path.dirname(prefix), INIT_RECORD)
+    # The old checkpoint's files go first (its record first of all: a half-rebuilt init/
+    # is never taken as made), so none of its tensors outlives the rebuild.
+    old = ([record] if files.exists(record) else []) + files.glob(prefix + ".*")
+    for path in old:
+      files.remove(path)
     google_checkpoint.export_google_checkpoint(
         model if model is not None else initial_model(config), prefix)
+    atomic.write_json(record, initial_weights_record(config))
   return prefix
 
 
@@ -216,17 +281,20 @@ def run_variant(config: AlignmentConfig, variant: Variant, workdir: str, init_ch
       if variant.resume_at else [run]
   for leg in legs:
     if variant.workers > 1:
-      _run_workers(leg, directory, config.task, variant.workers, timeout)
+      _run_workers(leg, directory, config.task, variant.workers, timeout, way_out(workdir))
     else:
-      train(leg)
+      with run_directory.way_out(way_out(workdir)):  # align has no --allow_config_change.
+        train(leg)
   return read_losses(directory)
 
 
-def _run_workers(run, directory: str, task: str, num_workers: int, timeout: float) -> None:
+def _run_workers(run, directory: str, task: str, num_workers: int, timeout: float,
+                 refusal_way_out: Optional[str] = None) -> None:
   files.makedirs(directory)
   spec = os.path.join(directory, SPEC_FILE)
   with files.open_file(spec, "w") as f:
-    json.dump({"task": task, "config": json.loads(run.to_json())}, f, indent=1)
+    json.dump({"task": task, "config": json.loads(run.to_json()),
+               "way_out": refusal_way_out}, f, indent=1)
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   results = workers.launch_workers(alignment.python_command(spec), num_workers, timeout,
                                    cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -269,6 +337,7 @@ def run_alignment(config: AlignmentConfig, workdir: str, plot: bool = True,
   # Before any work: a model's directory never gets init/, runs/ and report.json beside it.
   model_paths.check_not_a_model_directory({"workdir": workdir}, "run_alignment")
   distribution.configure_cpu_devices(config.replicas_needed)
+  reuses_initial_checkpoint(config, workdir)  # Refused before any work (named).
   model = check_variants(config, workdir)  # Before the initial checkpoint: nothing left behind.
   files.makedirs(workdir)
   init = write_initial_checkpoint(config, workdir, model)

@@ -21,10 +21,19 @@ def run_spec_file(path: str) -> dict:
   with files.open_file(path) as f:
     spec = json.load(f)
   text = json.dumps(spec["config"])
-  if spec["task"] == "squad":
+  if spec.get("way_out"):  # The launching tool's way out of a refused run directory.
+    from tfbert.runtime import run_directory  # pylint: disable=import-outside-toplevel
+    with run_directory.way_out(spec["way_out"]):
+      return _run(spec["task"], text)
+  return _run(spec["task"], text)
+
+
+def _run(task: str, text: str) -> dict:
+  """Runs the `task` training of the run config `text` (JSON); returns its result."""
+  if task == "squad":
     from tfbert.squad import squad_run  # pylint: disable=import-outside-toplevel
     return squad_run.run_squad(squad_run.SquadRunConfig.from_json(text))
-  if spec["task"] == "classifier":
+  if task == "classifier":
     from tfbert.classifier import classifier_run  # pylint: disable=import-outside-toplevel
     return classifier_run.run_classifier(classifier_run.ClassifierRunConfig.from_json(text))
   from tfbert.pretraining.pretraining_run import (  # pylint: disable=import-outside-toplevel

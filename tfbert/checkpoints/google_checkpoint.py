@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import re
+import weakref
 from typing import Any, Mapping, Optional, Sequence
 
 import keras
@@ -306,6 +307,8 @@ def assign_google_weights(model: keras.Model, weights: Mapping[str, np.ndarray],
   used = sorted(set(candidates) & set(variables))
   for name in used:
     variables[name].assign(np.asarray(candidates[name], dtype=variables[name].dtype))
+  if isinstance(source, str) and files.isfile(source + ".index"):
+    _read_from.setdefault(model, set()).add(files.absolute(source))
   return LoadReport(source=source, used=tuple(used),
                     set_weights=tuple(variables[n].path for n in used), ignored=tuple(skipped),
                     unused=tuple(unused), missing=tuple(missing))
@@ -350,6 +353,31 @@ def load_google_checkpoint(model: keras.Model, prefix: str, *, allow_unused: boo
                                allow_unused=allow_unused, allow_missing=allow_missing)
 
 
+# {model: absolute prefixes of the Google checkpoints its weights were read from}, so that
+# `export_google_checkpoint` never writes a model over its own source: a released model-only
+# checkpoint holds exactly the tensors tfbert writes (`check_replaceable_checkpoint` cannot
+# tell it from tfbert's own export). Weak keys: no model is kept alive by it.
+_read_from: "weakref.WeakKeyDictionary[keras.Model, set]" = weakref.WeakKeyDictionary()
+
+
+def check_not_the_source(model: keras.Model, prefix: str) -> None:
+  """Raises ValueError when `prefix` is a Google checkpoint `model` was read from
+  (`load_google_checkpoint`, `tfbert.load`): writing the model there would replace an input
+  (a pretrained release fine-tuned, then saved back over the release)."""
+  if files.absolute(prefix) in _read_from.get(model, ()):
+    raise ValueError(f"{prefix} is the checkpoint this {type(model).__name__} was read from: "
+                     "writing over it would replace that input; write to another prefix or "
+                     "into another folder")
+
+
+def carry_source(model: keras.Model, derived: keras.Model) -> keras.Model:
+  """`derived` (a model built with `model`'s weights: another head on its encoder, its
+  labels named) read from where `model` was, for `check_not_the_source`. Returns it."""
+  if model in _read_from:
+    _read_from.setdefault(derived, set()).update(_read_from[model])
+  return derived
+
+
 def google_weights(model: keras.Model) -> dict[str, np.ndarray]:
   """Returns the model's weights as a Google-name dict of numpy arrays."""
   return {name: v.numpy() for name, v in google_names.google_variable_map(model).items()}
@@ -382,7 +410,9 @@ def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
 
   Raises:
     OSError: naming `prefix`, when a file cannot be written (a full disk).
-    ValueError: a prefix whose writing would damage what is there (`check_writable_prefix`).
+    ValueError: a prefix whose writing would damage what is there (`check_writable_prefix`),
+      or that holds a checkpoint with tensors this one does not write
+      (`check_replaceable_checkpoint`).
   """
   prefix = files.as_path(prefix, "prefix")
   sides = {"bert_config.json": None if config is None else json.dumps(config.to_dict())}
@@ -390,6 +420,7 @@ def write_google_checkpoint(weights: Mapping[str, np.ndarray], prefix: str, *,
     sides["vocab.txt"] = files.read_bytes(vocab_file)
   check_writable_prefix(prefix, {name: value for name, value in sides.items()
                                  if value is not None})
+  check_replaceable_checkpoint(prefix, weights)
   directory = files.parent(prefix)
   files.makedirs(directory)
   base = os.path.basename(prefix)
@@ -463,6 +494,39 @@ def check_writable_prefix(prefix: str, sides: Mapping[str, Any]) -> None:
         "needed")
 
 
+def check_replaceable_checkpoint(prefix: str, names: Any) -> None:
+  """Refuses to write a checkpoint of tensors `names` over an existing one at `prefix` that
+  tfbert did not write: one holding a tensor the write would not rewrite.
+
+  tfbert's Google checkpoints hold exactly a model's Google names (`google_weights`): never
+  an optimizer slot (`adam_m`, `adam_v`) nor `global_step`, which every google-research/bert
+  training checkpoint holds. So a tensor outside `names` marks a checkpoint tfbert did not
+  write (or another model's, e.g. a pretrainer's `cls/` heads under a classifier's export),
+  and writing over it would lose that tensor (an input's optimizer state and step, e.g.
+  `export_google_checkpoint(tfbert.load(g), g + "/bert_model.ckpt")`). Rewriting tfbert's
+  own export of the model (the same names) is allowed. Needs no extra file: the `.index`
+  alone is read.
+
+  Raises:
+    ValueError: naming the prefix, how many tensors would be lost, a few of them, and what
+      to do.
+  """
+  if not files.isfile(prefix + ".index"):
+    return
+  try:
+    existing = list(list_google_checkpoint(prefix))
+  except (OSError, ValueError):
+    return  # No readable checkpoint there: nothing in it can be lost.
+  lost = sorted(set(existing) - set(names))
+  if lost:
+    shown = ", ".join(lost[:3]) + (", ..." if len(lost) > 3 else "")
+    raise ValueError(
+        f"{prefix} already holds a checkpoint of {len(existing)} tensors, {len(lost)} of which "
+        f"this model's checkpoint does not write ({shown}): writing over it would lose them "
+        "(it is an input, e.g. the checkpoint the model was read from, or another model's, "
+        "not tfbert's export of this model); write to another prefix or into another folder")
+
+
 def _staged_sides(staging: str, base: str) -> dict[str, bytes]:
   """The files of a staged checkpoint set other than the checkpoint's own (`base.index`,
   `base.data-*`): those that go beside it, by name, with their content."""
@@ -501,6 +565,7 @@ def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool 
                      "checkpoint would read back as another model; write a Hugging Face "
                      "directory or a .keras file instead")
   model_paths.check_no_other_model(prefix, "google")
+  check_not_the_source(model, prefix)
   write_google_checkpoint(google_weights(model), prefix,
                           config=model.config if config_file else None, vocab_file=vocab_file,
                           do_lower_case=do_lower_case, model_max_length=model_max_length)

@@ -33,6 +33,9 @@ How the files are read, and why:
   STS-B, outside its documented [0, 5]) raises ValueError naming `file:line`, the column
   and the value; with `skip_malformed=True` it is
   reported in `GlueFile.skipped` instead, and reading goes on (QQP's train set has a few).
+* A row whose text (text_a, or text_b of a pair task) is empty or whitespace is counted and
+  warned about once per file (count, first file:line); training leaves it out (as the
+  SQuAD reader leaves out a blank question), dev and test keep it (one output per row).
 * A field of any length is read (a review of 20,000 words, cut to the sequence length
   later): Python's csv limit (131,072 characters) is lifted while a row is parsed.
 """
@@ -389,6 +392,7 @@ def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = F
   rows = _rows(path, layout)
   width = None
   index = 0
+  blank = []  # 1-based lines of rows with a blank text
   for line, row in rows:
     if width is None:
       width = len(row)
@@ -402,7 +406,13 @@ def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = F
     if limit is not None and len(result.examples) >= limit:
       break
     try:
-      result.examples.append(_example(task, layout, row, width, split, index, line, path))
+      example = _example(task, layout, row, width, split, index, line, path)
+      if _blank_text(example):
+        blank.append(line)
+        if split == "train":
+          index += 1
+          continue
+      result.examples.append(example)
     except MalformedRow as e:
       if (not result.examples and not result.skipped and task.name == CUSTOM_TASK
           and _holds_a_label(task, layout, row) is False):
@@ -412,7 +422,32 @@ def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = F
         raise e from None
       result.skipped.append(str(e))
     index += 1
+  _report_blank(task, path, split, blank)
   return result
+
+
+def _blank_text(example: InputExample) -> bool:
+  """Whether `example`'s text_a, or the text_b of a pair, is empty or whitespace."""
+  return not example.text_a.strip() or (example.text_b is not None
+                                        and not example.text_b.strip())
+
+
+def _report_blank(task: Task, path: str, split: str, lines: Sequence[int]) -> None:
+  """Warns once for the rows of `path` with a blank text (`lines`, 1-based).
+
+  A blank text is almost always a data error (a lost column, a bad export). Training
+  leaves such rows out, as the SQuAD reader leaves out a blank question or context: the
+  model would learn the label from [CLS] [SEP] alone. Dev and test rows are kept, so that
+  a metric covers the whole file and a predictions file keeps one row per input row.
+  """
+  if not lines:
+    return
+  what = "text_a or text_b" if task.is_pair else "text"
+  logging.warning(
+      "%s: %d row(s) with a blank %s (first at %s:%d) %s; fix or remove them", path,
+      len(lines), what, path, lines[0],
+      "left out of training" if split == "train"
+      else "kept (predicted from an empty text, so each row keeps its output)")
 
 
 def _holds_a_label(task: Task, layout: Layout, row: Sequence[str]) -> Optional[bool]:

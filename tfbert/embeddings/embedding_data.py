@@ -90,6 +90,33 @@ def _choose(missing: list[str], available: Sequence[str], flags: dict[str, str],
                                                                     else "")
 
 
+def _reads_as_data(cells: Sequence[str], fields: dict[str, Column],
+                   absent: Sequence[str]) -> bool:
+  """Whether a first TSV line that holds none of the named `fields` reads as a data row
+  (a cell with a space, an empty one, or a number) rather than a header of other names."""
+  if len(absent) < sum(isinstance(key, str) for key in fields.values()):
+    return False  # Some name is there: a header with a misspelt column.
+  def is_number(cell):
+    try:
+      float(cell)
+    except ValueError:
+      return False
+    return True
+  return any(not cell.strip() or " " in cell.strip() or is_number(cell) for cell in cells)
+
+
+def _by_index(fields: dict[str, Column], width: int, flags: dict[str, str]) -> str:
+  """The flags (or fields) that pick `fields` of a `width`-column headerless file by index,
+  in order (anchor=0, positive=1, ...), and a score's column in [] when one is left."""
+  names = list(fields)
+  shown = [f"--{flags[name]}={i}" if name in flags else f"{name}={i}"
+           for i, name in enumerate(names)]
+  if "score" not in fields and width > len(names):
+    shown.append(f"[--{flags['score']}={len(names)}]" if "score" in flags
+                 else f"[score={len(names)}]")
+  return " ".join(shown)
+
+
 def _rows(path: str, columns: Columns, flags: Optional[dict[str, str]] = None,
           note: str = ""):
   """(line, {field: raw value}) of every data row; raises naming file:line (and the `flags`
@@ -131,6 +158,13 @@ def _rows(path: str, columns: Columns, flags: Optional[dict[str, str]] = None,
         separated = (" (one column: a comma-separated file? give a TSV, tab-separated, or "
                      "JSONL)" if len(header) == 1 and "," in header[0] else "")
         unknown = [f"{name} ({fields[name]!r})" for name in absent]
+        if not separated and _reads_as_data(header, fields, absent):
+          raise ValueError(
+              f"{path}:{number}: the file seems to have no header: line {number} has no "
+              f"column {', '.join(unknown)} and reads as data "
+              f"({', '.join(map(repr, header))}); the columns of a headerless file are "
+              f"picked by 0-based index: {_by_index(fields, len(header), flags)}"
+              + (f"; {note}" if note else ""))
         raise ValueError(f"{path}:{number}: the header has no column {', '.join(unknown)}; "
                          f"columns: {', '.join(map(repr, header))}{separated}"
                          f"{_choose(absent, header, flags, note)}")

@@ -45,7 +45,7 @@ import numpy as np
 from absl import logging
 
 from tfbert import task_registry
-from tfbert.checkpoints import convert, huggingface
+from tfbert.checkpoints import convert, google_checkpoint, huggingface
 from tfbert.checkpoints.model_paths import locate
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.embeddings import sentence_transformers
@@ -404,7 +404,7 @@ def _with_labels(model: keras.Model, labels: Sequence[str], source: str,
     named = BertClassifier(model.config, model.num_classes, model.dropout_rate, labels=labels)
     named.build()
     named.set_weights(model.get_weights())
-    return named
+    return google_checkpoint.carry_source(model, named)
   if ours is None:
     raise ValueError(f"{source}: labels {list(labels)} for a {type(model).__name__}, which "
                      "has none; to train a fresh head with these, pass task= as well")
@@ -524,5 +524,5 @@ def with_task(model: keras.Model, task: str, labels: Optional[Sequence[str]],
                     "its %s) is not used", source, task,
                     f" (labels {list(labels)})" if labels is not None else "",
                     type(model).__name__)
-  return new
+  return google_checkpoint.carry_source(model, new)
 

@@ -25,6 +25,7 @@ length CRCs are checked in vectorized batches); the data CRCs are checked by Ten
 own reader (`verify_data=True`), about 5x slower (speeds in `scan_tfrecord`).
 """
 
+import codecs
 import contextlib
 import os
 import re
@@ -133,6 +134,23 @@ def _walk(path: str, f, size: int, stop_at: Optional[int] = None) -> Iterator[tu
 def _check_header(path: str, index: int, start: int, header: bytes) -> None:
   if masked_crc32c(header[:8]) != _HEADER.unpack(header)[1]:
     raise _framing_error(path, index, start, _BAD_LENGTH)
+
+
+def _text_head(path: str) -> Optional[str]:
+  """The first line of `path` when its first bytes (up to 4 KB) read as UTF-8 text (no NUL:
+  a TFRecord's 8-byte length always holds one), else None."""
+  with _open(path) as f:
+    head = f.read(4096)
+  if not head or b"\0" in head:
+    return None
+  try:  # A character cut at the end of the 4 KB is no error.
+    text = codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+  except UnicodeDecodeError:
+    return None
+  text = text.lstrip("\ufeff")
+  if any(not (c.isprintable() or c in "\t\n\r") for c in text):
+    return None
+  return text.strip().split("\n", 1)[0].strip()[:60]
 
 
 def _first_bad_header(headers: bytearray) -> Optional[int]:
@@ -420,7 +438,9 @@ def _check_record(path: str, index: int, data: bytes, settings: dict,
 def check_pretraining_files(file_patterns: Union[str, Sequence[str]], max_seq_length: int,
                             max_predictions_per_seq: int, vocab_size: int, *,
                             records_per_file: int = 4, verify_data: bool = False,
-                            next_sentence_labels: bool = True) -> DataCheck:
+                            next_sentence_labels: bool = True,
+                            text_hint: str = "make TFRecords of it with "
+                                             "create_pretraining_data.py") -> DataCheck:
   """Checks pretraining TFRecords against a run's settings before any step runs.
 
   Per file (expanded as `tfbert.pretraining.input_pipeline` expands them, temporaries and summaries
@@ -437,6 +457,8 @@ def check_pretraining_files(file_patterns: Union[str, Sequence[str]], max_seq_le
     verify_data: also check every record's data CRC (a full read; see `scan_tfrecord`).
     next_sentence_labels: the records must hold `next_sentence_labels` (the objective
       "mlm_nsp"); False ("mlm"): it is not looked at.
+    text_hint: what to do with a file that is plain text, not TFRecords (the caller's
+      raw-text flags), ending that message.
 
   Returns:
     DataCheck (files, records per file, bytes, seconds); `.summary()` is a log line.
@@ -455,7 +477,14 @@ def check_pretraining_files(file_patterns: Union[str, Sequence[str]], max_seq_le
   for path in paths:
     summary_path, summary = _summary_of(path, summaries)
     listed = summary and _check_summary(path, summary_path, summary, settings, vocab_size)
-    count = scan_tfrecord(path, verify_data)
+    try:
+      count = scan_tfrecord(path, verify_data)
+    except DataFileError:
+      first_line = _text_head(path)
+      if first_line is None:
+        raise
+      raise DataFileError(f"{path}: plain UTF-8 text ({first_line!r}), not a TFRecord "
+                          f"file; {text_hint}") from None
     if count == 0:
       raise DataFileError(f"{path}: holds no record (an empty file)")
     if listed is not None and listed != count:

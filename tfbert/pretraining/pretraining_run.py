@@ -381,6 +381,10 @@ RERUN_MAY_CHANGE = frozenset({"stop_at_step", "log_steps", "save_checkpoints_ste
                               "max_eval_steps", "keep_checkpoint_max", "best_metric",
                               "early_stopping_patience"})
 VOCAB_FILE = "vocab.txt"
+# The end of the message on a plain-text file given as TFRecords (--input_files or
+# --eval_input_files): the raw-text flag that reads it.
+_TEXT_HINT = ("pass raw text with --{flag} --objective=mlm (masked anew as batches are "
+              "formed), or make TFRecords of it with create_pretraining_data.py")
 # What a pretraining export directory is (`tfbert.runtime.atomic.OUTPUT_MARKER`).
 EXPORT_KIND = "pretraining export"
 
@@ -398,13 +402,15 @@ def _start(config: PretrainingRunConfig) -> _Run:
   else:
     check = data_checks.check_pretraining_files(
         list(config.input_files), config.max_seq_length, config.max_predictions_per_seq,
-        config.bert_config.vocab_size, next_sentence_labels=uses_nsp(config.objective))
+        config.bert_config.vocab_size, next_sentence_labels=uses_nsp(config.objective),
+        text_hint=_TEXT_HINT.format(flag="train_text_files"))
   logging.info(check.summary())
   eval_records = None  # {eval file: sequences}
   if config.eval_input_files:
     eval_check = data_checks.check_pretraining_files(
         list(config.eval_input_files), config.max_seq_length, config.max_predictions_per_seq,
-        config.bert_config.vocab_size, next_sentence_labels=uses_nsp(config.objective))
+        config.bert_config.vocab_size, next_sentence_labels=uses_nsp(config.objective),
+        text_hint=_TEXT_HINT.format(flag="eval_text_files"))
     logging.info(f"eval: {eval_check.summary()}")
     eval_records = dict(zip(eval_check.files, eval_check.records))
   elif config.eval_text_files:

@@ -14,6 +14,8 @@ Every tool that owns a directory (`run_pretraining`'s `model_dir`, the fine-tuni
    and refuses any difference outside the record's `rerun_may_change` keys, listing every
    difference as `key: recorded -> new` (nested keys dotted). `allow_changes=True` (the
    tools' `--allow_config_change`) continues deliberately; the new values are then recorded.
+   A refusal's way out names only what the running tool takes: a tool that runs another
+   tool's run without that flag (align) says its own (`way_out`).
 3. **Nothing before validation.** `claim` writes only the lock file; the tool writes the
    records (`write_records`, atomically) after every other check has passed.
 4. **Leftovers.** Temporaries of a killed run in the directory (`tfbert.runtime.atomic`) are
@@ -41,6 +43,8 @@ Every tool that owns a directory (`run_pretraining`'s `model_dir`, the fine-tuni
    the claim (`check_outputs`): a replayed `flags.txt` names the old run's export.
 """
 
+import contextlib
+import contextvars
 import dataclasses
 import fcntl
 import hashlib
@@ -56,6 +60,37 @@ from absl import logging
 from tfbert.runtime import atomic, files, json_values, paths
 
 LOCK_FILE = ".tfbert-run.lock"
+
+# What a refusal of another configuration, other data or missing records says to do, when
+# the running tool has no --allow_config_change (`way_out`); None: the tools' flag.
+_WAY_OUT: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar(
+    "tfbert_run_directory_way_out", default=None)
+
+
+@contextlib.contextmanager
+def way_out(text: str):
+  """Within this block, `claim`'s refusals of a run of another configuration, other data or
+  missing records say `text` as what to do instead of "use another directory, or rerun
+  with --allow_config_change ...": for a tool that runs a tool's run without that flag
+  (align: "choose another --workdir, or remove <workdir>/runs").
+
+  Args:
+    text: the way out, a clause ("choose another --workdir, or remove w/runs").
+  """
+  token = _WAY_OUT.set(text)
+  try:
+    yield
+  finally:
+    _WAY_OUT.reset(token)
+
+
+def _way_out(continue_with: str) -> str:
+  """The way out of a refusal: `way_out`'s text, or another directory or the tools'
+  --allow_config_change `continue_with` (what the flag does here)."""
+  text = _WAY_OUT.get()
+  if text is not None:
+    return text
+  return f"use another directory, or rerun with --allow_config_change {continue_with}"
 
 
 class RunDirectoryError(ValueError):
@@ -601,13 +636,11 @@ def claim(directory: str, records: Sequence[RunRecord], *,
       raise RunDirectoryError(
           f"{directory} holds a run trained on other data: {brief(data + found)}. Its "
           "checkpoints would continue on the new "
-          "data: use another directory, or rerun with --allow_config_change to continue this "
-          "run on it")
+          f"data: {_way_out('to continue this run on it')}")
     if found and not allow_changes:
       raise RunDirectoryError(
-          f"{directory} holds a run with another configuration: {brief(found)}. Use "
-          "another directory, or rerun with --allow_config_change to continue this run "
-          "with the new values")
+          f"{directory} holds a run with another configuration: {brief(found)}. "
+          f"{_capitalized(_way_out('to continue this run with the new values'))}")
   except BaseException:
     lock.release()
     raise
@@ -618,6 +651,10 @@ def claim(directory: str, records: Sequence[RunRecord], *,
 
 
 FLAGS_FILE = "flags.txt"
+
+
+def _capitalized(text: str) -> str:
+  return text[:1].upper() + text[1:]
 
 
 def check_records_kept(directory: str, records: Sequence[RunRecord],
@@ -640,13 +677,12 @@ def check_records_kept(directory: str, records: Sequence[RunRecord],
     logging.warning("%s holds checkpoints but not the run's %s: continuing them with this "
                     "run's settings recorded (--allow_config_change)", directory, names)
     return
+  out = _way_out("to continue the checkpoints with this command's settings recorded")
   raise RunDirectoryError(
       f"{directory} holds checkpoints but not the run's {names}: the run's settings cannot "
       "be compared with this command's (its checkpoints would continue on whatever this "
       f"command says, recorded as the whole run's). Restore {names} (a copy of the run; "
-      f"{FLAGS_FILE} lists the flags it ran with), use another directory, or rerun with "
-      "--allow_config_change to continue the checkpoints with this command's settings "
-      "recorded")
+      f"{FLAGS_FILE} lists the flags it ran with), or {out}")
 
 
 def write_records(directory: str, records: Sequence[RunRecord],

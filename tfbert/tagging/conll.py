@@ -123,6 +123,7 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
       end_sentence()
       continue
     if len(fields) < needed:
+      _check_empty_cells(path, number, line, needed, token_column, tag_column)
       tag_part = ("" if tag_column is None
                   else f", the tag in column {tag_column} (--tag_column)")
       raise ValueError(
@@ -154,6 +155,22 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
     lines.append(number)
   end_sentence()
   return sentences
+
+
+def _check_empty_cells(path: str, number: int, line: str, needed: int, token_column: int,
+                       tag_column: Optional[int]) -> None:
+  """Raises naming `path:number` when a tab-separated `line`, short of columns once its
+  empty fields are left out (`fields_of`), has them all but an empty word or tag: no
+  column flag fixes that line."""
+  if "\t" not in line:
+    return
+  cells = [cell.strip(_ASCII_WHITESPACE) for cell in line.split("\t")]
+  if len(cells) < needed:
+    return
+  for name, column in (("word", token_column), ("tag", tag_column)):
+    if column is not None and not cells[column]:
+      raise ValueError(f"{path}:{number}: the {name} (column {column}) is empty: "
+                       f"{line.rstrip(chr(13))!r}; remove the line or give the {name}")
 
 
 def _other_tag_column(fields: Sequence[str], token_column: int, tag_column: int) -> str:

@@ -236,6 +236,14 @@ class CheckedInputs:
     with graph_checks(self, "evaluate"):
       return _BatchCount.run(super().evaluate, self, "evaluate", x, y, *args, **kwargs)
 
+  def __call__(self, *args, **kwargs):
+    """Keras' `__call__`; raw text refused, naming the call that reads it. A Python-level
+    type check of the inputs only (`called_on_text`): no op is added to a traced step."""
+    features = args[0] if args else kwargs.get("features")
+    if called_on_text(features):
+      refuse_batch_text(self, features, "__call__")
+    return super().__call__(*args, **kwargs)
+
   def predict_step(self, data):
     """Keras' `predict_step`, a batch's features checked at trace time (`check_specs`)."""
     check_specs(keras.utils.unpack_x_y_sample_weight(data)[0], self.config, self.input_names,
@@ -339,14 +347,15 @@ class RawTextFit(RawTextPredict):
 
 # The call of a model's Keras *_on_batch calls that reads raw text instead.
 _TEXT_CALLS = {"predict_on_batch": "predict(texts)", "train_on_batch": "fit(texts, labels)",
-               "test_on_batch": "evaluate(texts, labels)"}
+               "test_on_batch": "evaluate(texts, labels)", "__call__": "predict(texts)"}
 _FRONT_DOORS = ("classify", "tag", "answer", "fill_mask", "encode")  # The models' text calls.
 
 
 def refuse_batch_text(model, x: Any, call: str) -> None:
-  """Refuses raw text given to Keras' `predict_on_batch`, `train_on_batch` or
-  `test_on_batch` (`call`), which take features only, naming the call that reads it
-  (`predict(texts)`, a classifier's `fit(texts, labels)`, ...) where the model has one.
+  """Refuses raw text given to Keras' `predict_on_batch`, `train_on_batch`,
+  `test_on_batch` or to calling the model (`__call__`), which take features only, naming the
+  call that reads it (`predict(texts)`, a classifier's `fit(texts, labels)`, ...) where the
+  model has one.
 
   Raises:
     TypeError: `x` is raw text.
@@ -354,14 +363,23 @@ def refuse_batch_text(model, x: Any, call: str) -> None:
   if not is_text(x):
     return
   kind = type(model).__name__
-  start = f"{kind}.{call} takes features, {FEATURES_FORM}, not raw text"
-  if isinstance(model, RawTextFit) or (isinstance(model, RawTextPredict)
-                                       and call == "predict_on_batch"):
+  predicting = call in ("predict_on_batch", "__call__")
+  name = f"{kind}(...)" if call == "__call__" else f"{kind}.{call}"
+  start = f"{name} takes features, {FEATURES_FORM}, not raw text"
+  if isinstance(model, RawTextFit) or (isinstance(model, RawTextPredict) and predicting):
     doors = [f"{door}(texts)" for door in _FRONT_DOORS
-             if call == "predict_on_batch" and callable(getattr(model, door, None))]
+             if predicting and callable(getattr(model, door, None))]
     also = f" (or {doors[0]})" if doors else ""
     raise TypeError(f"{start}: raw text goes through {kind}.{_TEXT_CALLS[call]}{also}")
-  raise TypeError(f"{start}{other_inputs(model, call != 'predict_on_batch')}")
+  raise TypeError(f"{start}{other_inputs(model, not predicting)}")
+
+
+def called_on_text(x: Any) -> bool:
+  """Whether `x`, given to a model's `__call__`, is raw text: a str, or a list or tuple
+  holding a str or a (text_a, text_b) pair. Python type checks only (no tensor is read, no op
+  made), as `__call__` runs inside traced steps; such inputs are never features."""
+  return isinstance(x, str) or (isinstance(x, (list, tuple))
+                                and any(_text_item(item) for item in x))
 
 
 def check_labels(model, x: Any, y: Any, what: str = "y") -> Any:

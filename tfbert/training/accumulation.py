@@ -68,6 +68,26 @@ def as_optimizer(optimizer, where: str) -> keras.optimizers.Optimizer:
                   f"{type(optimizer).__name__} {optimizer!r}")
 
 
+def refuse_nested_accumulation(optimizer, steps, where: str) -> None:
+  """Refuses to accumulate over an optimizer that already accumulates.
+
+  An accumulator's inner optimizer is applied through `apply`, never `update_step`, so a
+  nested one would fail at the first applied step (a bare NotImplementedError in `fit`).
+
+  Raises:
+    ValueError: `optimizer` is a `GradientAccumulationOptimizer`, naming its steps and what
+      to pass instead.
+  """
+  if isinstance(optimizer, GradientAccumulationOptimizer):
+    product = (f"{optimizer.steps * steps}" if validation.is_int(steps)
+               else f"{optimizer.steps} * steps")
+    raise ValueError(
+        f"{where}: optimizer is already a GradientAccumulationOptimizer (steps="
+        f"{optimizer.steps}) and accumulation does not nest: wrap its inner optimizer "
+        f"(optimizer.inner_optimizer) once, with steps={product} for the product (from "
+        "create_optimizer: set its gradient_accumulation_steps instead)")
+
+
 class GradientAccumulationOptimizer(keras.optimizers.Optimizer):
   """Applies `optimizer` once every `steps` micro-steps, from the accumulated gradients.
 
@@ -85,6 +105,7 @@ class GradientAccumulationOptimizer(keras.optimizers.Optimizer):
                reduction: str = "mean", clip_norm: Optional[float] = None,
                name: Optional[str] = None, **kwargs):
     optimizer = as_optimizer(optimizer, "GradientAccumulationOptimizer")
+    refuse_nested_accumulation(optimizer, steps, "GradientAccumulationOptimizer")
     if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
       raise ValueError("wrap the LossScaleOptimizer's inner optimizer; use "
                        "with_gradient_accumulation(loss_scale_optimizer, steps)")
@@ -300,16 +321,19 @@ def with_gradient_accumulation(optimizer: keras.optimizers.Optimizer, steps: int
       accumulation.
     reduction: See `GradientAccumulationOptimizer`.
     clip_norm: Global-norm clipping of the applied gradient, or None.
+
+  Raises:
+    ValueError: `optimizer` (or a `LossScaleOptimizer`'s inner one) already accumulates
+      (`refuse_nested_accumulation`); as `GradientAccumulationOptimizer` for the rest.
   """
   optimizer = as_optimizer(optimizer, "with_gradient_accumulation")
   if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
-    inner = optimizer.inner_optimizer
-    if isinstance(inner, GradientAccumulationOptimizer):
-      inner = inner.inner_optimizer
+    refuse_nested_accumulation(optimizer.inner_optimizer, steps, "with_gradient_accumulation")
     return LossScaleOptimizer(
-        GradientAccumulationOptimizer(inner, steps, reduction, clip_norm),
+        GradientAccumulationOptimizer(optimizer.inner_optimizer, steps, reduction, clip_norm),
         initial_scale=optimizer.initial_scale,
         dynamic_growth_steps=optimizer.dynamic_growth_steps)
+  refuse_nested_accumulation(optimizer, steps, "with_gradient_accumulation")
   return GradientAccumulationOptimizer(optimizer, steps, reduction, clip_norm)
 
 
