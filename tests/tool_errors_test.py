@@ -948,6 +948,10 @@ def test_align_fine_tuning_defaults_to_adamw_and_names_another_optimizer(tmp_pat
     (["--benchmark=accumulation", "--seq_length=16"],
      "benchmark: error: --max_predictions (20, the default of --benchmark=accumulation) "
      "must be below --seq_length (16)"),
+    # Sweep 25 C1: started its child, which failed with two tracebacks.
+    (["--benchmark=accumulation", "--interleave", "--applied_steps=1"],
+     "benchmark: error: --applied_steps (1) must be >= 2 with --interleave: each window's "
+     "examples/s spans its applied steps after the first"),
 ])
 def test_benchmark_a_shape_it_cannot_train_names_the_flags_and_values(argv, expected):
   """Sweep 11 P5: "StepCase: num_heads must divide hidden_size" named an internal class,

@@ -218,6 +218,11 @@ def main(argv):
       f.READS, "benchmark", f.BENCHMARK.value,
       [name for names in f.READS.values() for name in names if flags.FLAGS[name].present])
   check_shape_flags()  # Before any work, with the flags' names.
+  if (f.BENCHMARK.value == "accumulation" and f.INTERLEAVE.value
+      and f.APPLIED_STEPS.value < 2):
+    raise ValueError(f"--applied_steps ({f.APPLIED_STEPS.value}) must be >= 2 with "
+                     "--interleave: each window's examples/s spans its applied steps after "
+                     "the first")
   if f.BENCHMARK.value == "postprocess" and not f.SQUAD_DEV_FILE.value:
     raise ValueError("--benchmark=postprocess times SQuAD feature creation and "
                      "postprocessing on --squad_dev_file, which is not set: give the SQuAD "

@@ -394,7 +394,11 @@ def test_a_flag_file_including_itself_is_refused_naming_the_chain(tmp_path):
     (["  --task_name\tmrpc"], 1,
      "'--task_name\\tmrpc' is read as one argument, the value part of the flag's name: "
      "write --task_name=mrpc"),
-], ids=["dashdash", "flagfile_space_form", "flag_space_form"])
+    # Sweep 25 P1: "task file not found: "sst/train.tsv"" for a file that exists.
+    (["--do_train", '--train_file="sst/train.tsv"'], 2,
+     "'--train_file=\"sst/train.tsv\"': a flag file is read without a shell, so the quotes "
+     "would be part of the value; write --train_file=sst/train.tsv"),
+], ids=["dashdash", "flagfile_space_form", "flag_space_form", "quoted_value"])
 def test_a_flag_file_line_absl_would_misread_is_refused_naming_file_and_line(
     tmp_path, lines, line, expected):
   inner = tmp_path / "inner.txt"

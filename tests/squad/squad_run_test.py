@@ -789,6 +789,16 @@ def test_predictions_of_another_predict_file_say_whose_they_replace(tmp_path, ca
   squad_run.record_predictions_source(str(out), str(second))
   assert _read(out / squad_run.PREDICTIONS_SOURCE_FILE) == {"predict_file": str(second)}
   assert squad_run.scores_key(str(first)) == "dev"
+  # Sweep 25 S2: --predict_articles replaced the whole file's predictions and scores with
+  # a part's, recording no range. The range is recorded, said, and keys the scores.
+  caplog.clear()
+  squad_run.replace_predictions_source(str(out), str(second), "1:2")
+  assert (f"replacing the predictions of {second} (predictions.json" in caplog.text
+          and f"with those of {second} (articles 1:2)" in caplog.text)
+  squad_run.record_predictions_source(str(out), str(second), "1:2")
+  assert _read(out / squad_run.PREDICTIONS_SOURCE_FILE) == {"predict_file": str(second),
+                                                            "articles": "1:2"}
+  assert squad_run.scores_key(str(second), "1:2") == "noans[1:2]"
 
 
 def _squad_eval_results(monkeypatch, predict_file, output_dir, f1):
@@ -838,3 +848,17 @@ def test_a_squad_files_unk_share_is_reported_over_its_windows(tmp_path, caplog):
   assert [(r.levelname, r.getMessage().split(":")[:2]) for r in caplog.records] == [
       ("INFO", ["dev.json", " [UNK] 75.00% of 8 word pieces"]),
       ("WARNING", ["dev.json", " 75.0% of its word pieces are [UNK] (over 5%)"])]
+
+
+def test_a_v1_prediction_left_without_a_valid_span_is_counted():
+  """Sweep 25 S1: --n_best_size=1 --max_answer_length=1 answered "" to all 6 questions of a
+  v1.1 file without a word. v2.0's "" is a no-answer prediction and is not counted."""
+  predictions = [types.SimpleNamespace(text=t) for t in ("", "Denver", "")]
+  narrow = squad_postprocess.PostprocessConfig(n_best_size=1, max_answer_length=1)
+  assert squad_run.no_span_warning(predictions, narrow) == (
+      "2 of 3 questions have no valid answer span among the 1 best starts and ends "
+      "(--n_best_size) of at most 1 word pieces (--max_answer_length): their answer is \"\"; "
+      "a larger --n_best_size or --max_answer_length gives them one")
+  assert squad_run.no_span_warning(predictions[1:2], narrow) is None
+  assert squad_run.no_span_warning(predictions, dataclasses.replace(
+      narrow, version_2_with_negative=True)) is None

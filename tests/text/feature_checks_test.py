@@ -198,3 +198,21 @@ def test_a_list_of_neither_ids_nor_features_offers_raw_text_only_when_the_caller
   with pytest.raises(TypeError, match=r"\[B, S\]\), or raw texts as a list of str$"):
     feature_checks.checked_features([["a", "b", "c"]], config, feature_checks.FEATURE_NAMES,
                                     hint=", or raw texts as a list of str")
+
+
+def test_next_sentence_labels_outside_0_and_1_are_named():
+  """Sweep 25 P1: BertPretrainer.fit with a next_sentence_labels of 2 ended in TensorFlow's
+  SparseSoftmaxCrossEntropyWithLogits error, while its masked_lm_ids were named; [B] labels,
+  one per sequence, pass the [B, S] rank check of the features."""
+  config = BertConfig(vocab_size=19, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                      intermediate_size=9, max_position_embeddings=16)
+  ids = np.ones([3, 5], np.int32)
+  features = {"input_ids": ids, "next_sentence_labels": np.array([0, 1, 1], np.int32)}
+  feature_checks.check_specs(features, config, None, "x")
+  feature_checks.check_values(features, config, {"input_ids": "x['input_ids']",
+                                                 "next_sentence_labels": "x['nsl']"})
+  features["next_sentence_labels"] = np.array([0, 2, 1], np.int32)
+  with pytest.raises(ValueError, match=r"^x\['nsl'\] holds 2 at \[1\], outside the "
+                                       r"next-sentence labels 0 \(B follows A\) and 1"):
+    feature_checks.check_values(features, config, {"input_ids": "x['input_ids']",
+                                                   "next_sentence_labels": "x['nsl']"})

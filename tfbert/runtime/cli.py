@@ -602,6 +602,11 @@ def _check_line(line: str, where: str) -> None:
     flag, value = spaced
     raise ValueError(f"{where}: {line!r} is read as one argument, the value part of the "
                      f"flag's name: write {flag}={value}")
+  quoted = re.fullmatch(r"(--[\w.-]+)=([\"'])(.*)\2", line)
+  if quoted:  # `--train_file="a.tsv"`: "file not found: "a.tsv"" for a file that exists.
+    flag, _, value = quoted.groups()
+    raise ValueError(f"{where}: {line!r}: a flag file is read without a shell, so the quotes "
+                     f"would be part of the value; write {flag}={value}")
 
 
 def check_home_prefixes(argv: Sequence[str]) -> None:

@@ -71,7 +71,7 @@ import dataclasses
 import json
 import math
 import os
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -356,8 +356,10 @@ class SquadTask(Task):
         out.written.append(PREDICTIONS_SOURCE_FILE)
       if out.result.get("scores") is not None:  # Keyed by the file scored (the runner's rule).
         # It records that file: scoring another of that name says whose scores it replaces.
-        out.eval_results = {scores_key(context.config.predict_file): {
-            **out.result["scores"], "file": files.absolute(context.config.predict_file)}}
+        articles = getattr(context.config, "predict_articles", None)
+        out.eval_results = {scores_key(context.config.predict_file, articles): {
+            **out.result["scores"], "file": files.absolute(context.config.predict_file),
+            **({"articles": articles} if articles else {})}}
     return out
 
   def export(self, context: RunContext) -> None:
@@ -493,24 +495,52 @@ def answer(model: BertSpanLabeler, strategy: tf.distribute.Strategy, config: Squ
   return {"predictions": predictions, "scores": scores, "loss": loss}
 
 
-def scores_key(predict_file: str) -> str:
+def no_span_warning(predictions: Sequence[Any],
+                    postprocess: squad_postprocess.PostprocessConfig) -> Optional[str]:
+  """What a SQuAD 1.1 prediction says when some questions got "" because no span of the
+  best starts and ends was valid (v2.0's "" is a no-answer prediction, said otherwise);
+  None when every question has an answer."""
+  if postprocess.version_2_with_negative:
+    return None
+  empty = sum(1 for p in predictions if not p.text)
+  if not empty:
+    return None
+  return (f"{empty} of {len(predictions)} questions have no valid answer span among the "
+          f"{postprocess.n_best_size} best starts and ends (--n_best_size) of at most "
+          f"{postprocess.max_answer_length} word pieces (--max_answer_length): their answer "
+          "is \"\"; a larger --n_best_size or --max_answer_length gives them one")
+
+
+def scores_key(predict_file: str, articles: Optional[str] = None) -> str:
   """The key of `predict_file`'s scores in eval_results.json: its name without extension
-  ("dev-v1.1"), as run_classifier keys its dev files."""
-  return os.path.splitext(os.path.basename(predict_file))[0]
+  ("dev-v1.1"), as run_classifier keys its dev files; with `--predict_articles`, the range
+  too ("dev-v1.1[1:2]"), so a part's scores never stand in for the whole file's."""
+  name = os.path.splitext(os.path.basename(predict_file))[0]
+  return f"{name}[{articles}]" if articles else name
 
 
-def replace_predictions_source(output_dir: str, predict_file: str) -> None:
-  """Before the run writes predictions of `predict_file` in `output_dir`: says in the log
-  when they replace another file's (the one `PREDICTIONS_SOURCE_FILE` records), and removes
-  that record until `record_predictions_source` writes the new one (an interrupted write
-  leaves no record naming the wrong file)."""
+def _source(record: dict) -> Optional[str]:
+  """A recorded predictions source as the log names it: "FILE" or "FILE (articles A:B)"."""
+  if not record.get("predict_file"):
+    return None
+  articles = record.get("articles")
+  return record["predict_file"] + (f" (articles {articles})" if articles else "")
+
+
+def replace_predictions_source(output_dir: str, predict_file: str,
+                               articles: Optional[str] = None) -> None:
+  """Before the run writes predictions of `predict_file` (its `articles` range, if any) in
+  `output_dir`: says in the log when they replace another file's or another range's (the
+  one `PREDICTIONS_SOURCE_FILE` records), and removes that record until
+  `record_predictions_source` writes the new one (an interrupted write leaves no record
+  naming the wrong file)."""
   path = os.path.join(output_dir, PREDICTIONS_SOURCE_FILE)
-  new = files.absolute(predict_file)
+  new = _source({"predict_file": files.absolute(predict_file), "articles": articles})
   old = None
   if files.isfile(path):
     try:
-      old = json.loads(files.read_text(path)).get("predict_file")
-    except (ValueError, AttributeError):
+      old = _source(json.loads(files.read_text(path)))
+    except (ValueError, AttributeError, TypeError):
       old = None
     files.remove(path)
   if old and old != new:
@@ -522,11 +552,14 @@ def replace_predictions_source(output_dir: str, predict_file: str) -> None:
                     "file was not recorded) with the predictions of %s", output_dir, new)
 
 
-def record_predictions_source(output_dir: str, predict_file: str) -> str:
-  """Records `predict_file` as the source of the predictions.json just written in
-  `output_dir`, as `PREDICTIONS_SOURCE_FILE`; returns its path."""
+def record_predictions_source(output_dir: str, predict_file: str,
+                              articles: Optional[str] = None) -> str:
+  """Records `predict_file` (and its `articles` range, if any) as the source of the
+  predictions.json just written in `output_dir`, as `PREDICTIONS_SOURCE_FILE`; returns its
+  path."""
   return atomic.write_json(os.path.join(output_dir, PREDICTIONS_SOURCE_FILE),
-                           {"predict_file": files.absolute(predict_file)})
+                           {"predict_file": files.absolute(predict_file),
+                            **({"articles": articles} if articles else {})})
 
 
 def official_scores(dataset: squad_data.SquadDataset, selected: dict[str, Any],
@@ -578,10 +611,13 @@ def predict(model: BertSpanLabeler, strategy: tf.distribute.Strategy,
   if features is None:
     features = predict_features(tokenizer, config, dataset, work_dir)
   answered = answer(model, strategy, config, dataset, features, selected)
+  unanswered = no_span_warning(answered["predictions"], config.postprocess)
+  if unanswered:
+    logging.warning("%s: %s", config.predict_file, unanswered)
   if write:
-    replace_predictions_source(config.output_dir, config.predict_file)
+    replace_predictions_source(config.output_dir, config.predict_file, config.predict_articles)
     paths = squad_postprocess.write_predictions(answered["predictions"], config.output_dir)
-    record_predictions_source(config.output_dir, config.predict_file)
+    record_predictions_source(config.output_dir, config.predict_file, config.predict_articles)
   else:
     paths = {}
   result = {"predictions": paths}

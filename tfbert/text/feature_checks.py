@@ -33,7 +33,8 @@ RAW_TEXT = ("raw text goes to predict (and to a classifier's fit and evaluate) a
             "texts, which the model packs, not in a dataset, generator or feature")
 _INTEGERS = {"input_ids": "token ids", "segment_ids": "token type ids",
              "input_mask": "mask values (1 for a token, 0 for padding)",
-             "masked_lm_positions": "positions", "masked_lm_ids": "token ids"}
+             "masked_lm_positions": "positions", "masked_lm_ids": "token ids",
+             "next_sentence_labels": "next-sentence labels"}
 EMPTY_SEQUENCES = ("a sequence needs at least one token (e.g. [CLS] and [SEP]); drop the "
                    "empty rows or give them at least one id")
 _GRAPH_CHECKS = "_tfbert_graph_checks"  # The attribute `graph_checks` sets on the encoder.
@@ -47,7 +48,9 @@ def _bounds(config, length: Optional[int]) -> dict[str, tuple[int, str]]:
             "segment_ids": (config.type_vocab_size, f"the token types [0, "
                             f"{config.type_vocab_size}) (type_vocab_size in the config)"),
             "input_mask": (2, "the mask values 0 and 1"),
-            "masked_lm_ids": (config.vocab_size, vocabulary)}
+            "masked_lm_ids": (config.vocab_size, vocabulary),
+            "next_sentence_labels": (2, "the next-sentence labels 0 (B follows A) and 1 "
+                                     "(random)")}
   if length is not None:
     bounds["masked_lm_positions"] = (length, f"the positions [0, {length}) of its sequences")
   return bounds
@@ -137,6 +140,8 @@ def check_specs(features, config, names: Optional[Sequence[str]] = None,
                       "or int64), and a fraction would be cut off (1037.7 read as 1037); "
                       "cast them, e.g. with .astype('int32')")
     shape = tf.TensorShape(getattr(value, "shape", None))
+    if name == "next_sentence_labels":
+      continue  # One per sequence, [B]: its shape is the pretrainer's to check.
     if shape.rank is not None and shape.rank != 2:
       raise ValueError(f"{where[name]} has shape {shape.as_list()}: features are [B, S], a "
                        "batch of sequences (one sequence: [ids], of shape [1, S])")
