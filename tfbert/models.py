@@ -522,11 +522,7 @@ def check_label_values(model: keras.Model, x, y, what: str = "y"):
         f"[{name!r}]" if isinstance(y, dict) else "")
     values = np.asarray(_labels(model, y, name))
     bound = length if form.bound is None else form.bound
-    outside = values < 0
-    if bound is not None:
-      outside |= values >= bound
-    for ignored in form.ignored:
-      outside &= values != ignored
+    outside = _outside(values, bound, form.ignored)
     if outside.any():
       at = np.argwhere(outside)[0]
       known = f" (S = {bound} here)" if form.bound is None else ""
@@ -562,11 +558,7 @@ def _dataset_label_check(model: keras.Model, dataset: tf.data.Dataset) -> tf.dat
       bound = form.bound
       if bound is None and ids is not None:
         bound = tf.cast(tf.shape(ids)[1], tf.int64)
-      outside = value < 0
-      if bound is not None:
-        outside |= value >= bound
-      for ignored in form.ignored:
-        outside &= value != ignored
+      outside = _outside(value, bound, form.ignored)
       shown = tf.concat([tf.boolean_mask(value, outside), [0]], 0)[0]
       key = f" {name}" if isinstance(labels, dict) else ""
       asserts.append(feature_checks.marked_assert(
@@ -576,6 +568,18 @@ def _dataset_label_check(model: keras.Model, dataset: tf.data.Dataset) -> tf.dat
       return features, tf.nest.map_structure(tf.identity, labels)
 
   return dataset.map(check, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def _outside(values, bound, ignored: Sequence[int]):
+  """bool, the shape of `values` (a numpy array, or a tensor in the dataset's check): True
+  where a label is outside [0, `bound`) (`bound` None: no upper end) and not one of the
+  `ignored` ids. Operators only, so that both checks share one rule."""
+  outside = values < 0
+  if bound is not None:
+    outside = outside | (values >= bound)
+  for value in ignored:
+    outside = outside & (values != value)
+  return outside
 
 
 def _known_values(value) -> bool:
