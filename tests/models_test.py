@@ -456,6 +456,7 @@ def test_label_values_out_of_range_are_refused_at_the_entry_of_each_call(
 
 
 @pytest.mark.parametrize("jit_compile", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_label_values_of_a_dataset_are_checked_in_its_pipeline_even_under_xla(jit_compile):
   """Sweep 22 P1 for tf.data: the check is a `map` of the dataset (not an op of the step,
   so XLA, which drops asserts, keeps it), raised by graph_checks as one line. (~3 s, XLA ~6
@@ -504,6 +505,7 @@ def test_class_ids_of_shape_b_1_are_read_as_b(heads):
   assert column == pytest.approx(flat, rel=1e-6)
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_a_refused_fit_leaves_the_model_trainable():
   """The optimizer is built in the first trace of the training step; a first trace that
   failed made every later fit fail ("Creating variables on a non-first call")."""

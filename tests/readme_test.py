@@ -37,6 +37,7 @@ def _run(snippet: str) -> tuple[dict, str]:
   return namespace, printed.getvalue()
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_the_embedding_snippet_prints_the_published_similarity():
   namespace, printed = _run(_snippets()[0])
   similarity = namespace["model"].similarity(namespace["embeddings"], namespace["embeddings"])

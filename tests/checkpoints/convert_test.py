@@ -337,6 +337,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_every_models_hugging_face_directory_names_its_class_and_labels(tmp_path):
   """A tagger exported as BertForPreTraining with 2 labels failed in
   AutoModelForTokenClassification ("size mismatch for bias: [13] vs [2]"), a classifier's

@@ -26,6 +26,7 @@ def test_every_weight_has_exactly_one_google_name(make, heads):
     assert name.startswith(("bert/",) + heads), name
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_every_variable_of_googles_chinese_bert_base_release_maps(shared_data):
   # The real index of Google's chinese_L-12_H-768_A-12 release (206 variables, no data shard).
   folder = os.path.join(shared_data, "google_chinese_bert_base_index_only")

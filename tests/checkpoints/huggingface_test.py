@@ -22,6 +22,7 @@ def minilm():
   return huggingface.load_hf_checkpoint(pretrained.minilm_dir())
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_minilm_loads_with_every_weight_set(minilm):
   config, weights, ignored = minilm
   assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (6, 384, 12)

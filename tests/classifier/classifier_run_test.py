@@ -314,6 +314,7 @@ def test_an_evaluation_of_another_dev_file_says_whose_scores_it_replaces(tmp_pat
           f"with those of {other}") in caplog.text, caplog.text
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_mnli_evaluates_matched_and_mismatched_and_predicts_both_test_files(tmp_path):
   labels = MNLI_LABELS
   _write_mnli(tmp_path)
@@ -452,6 +453,7 @@ def test_a_run_without_training_takes_the_task_its_run_recorded(tmp_path, caplog
                                        do_train=True, data_dir="d")
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_malformed_rows_stop_the_run_unless_skipped(tmp_path, caplog):
   rows = glue_synthetic.fruit_pairs(8, seed=3)
   path = glue_synthetic.write_mrpc(_glue(tmp_path) / "train.tsv", rows)
@@ -869,6 +871,7 @@ def _strict_json(text):
   return json.loads(text, parse_constant=refuse)
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_a_score_that_is_not_a_number_is_written_as_null_and_best_is_named_only_when_written(
     tmp_path):
   """Every dev score equal: Pearson and Spearman are NaN at every evaluation. The results

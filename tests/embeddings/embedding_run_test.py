@@ -140,6 +140,7 @@ def test_in_batch_negatives_learn_the_topics_and_the_best_model_and_export_are_k
   np.testing.assert_allclose(again, vectors, atol=1e-5)
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_scored_pairs_train_with_cosent_and_report_the_held_out_loss(tmp_path):
   _write_data(tmp_path)
   result = embedding_run.run_embeddings(_config(

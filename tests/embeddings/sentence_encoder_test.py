@@ -121,6 +121,7 @@ def test_two_replicas_equal_one_device_on_the_whole_batch(loss, symmetric, one_d
 
 
 @pytest.mark.parametrize("loss", ["in_batch_negatives", "cosent"])
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_without_the_gather_each_replica_trains_another_objective(loss, monkeypatch,
                                                                   one_device):
   """The same run with each replica's loss on its own rows only (no gather, offset 0): the
@@ -150,6 +151,7 @@ def test_accumulation_of_a_batch_loss_is_refused_saying_why():
     model.fit(data, epochs=1, verbose=0)
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_cosine_mse_accumulates_like_the_big_batch(one_device):
   """A mean of per-pair terms: 2 micro-batches of 3 equal one batch of 6, over the 2 SGD
   steps of the shared one-device run on the batch of 6 (the same model, seed and data)."""
@@ -188,6 +190,7 @@ def test_two_workers_equal_one_device_on_the_whole_batch(tmp_path, one_device):
     assert _deviation(updates, one) < 3e-5
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_the_replicated_step_equals_fit_on_one_device_and_on_mirrored_replicas(one_device):
   """`train_replicated` (the multi-worker test's loop) trains as `fit` does."""
   one, one_loss = one_device("in_batch_negatives")

@@ -175,6 +175,7 @@ def test_two_replicas_two_micro_steps_four_sequences_equal_sixteen_on_one_device
     ("mlm_nsp", {"loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"}),
     ("mlm", {"loss", "mlm_loss", "mlm_accuracy"}),
 ])
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_metrics_are_weighted_means_over_the_step(objective, metrics, one_device_steps):
   """The logs of the reference step (16 sequences, 1 to 3 masked tokens each)."""
   step = one_device_steps(objective)

@@ -57,6 +57,7 @@ def test_the_vocabulary_defaults_to_the_sources_and_must_fit_the_model(tmp_path)
     raw_text_run.resolve(run_config(bert_config=small, vocab_file=str(source / "vocab.txt")))
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_text_whose_words_give_no_wordpiece_is_refused_before_the_run(tmp_path):
   """240 zero-width spaces between letters-free "words": enough words for the word count,
   no WordPiece for the tokenizer (it drops them), so no sequence would ever form and the

@@ -47,6 +47,7 @@ def _holder(directory):
   return process
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_a_second_concurrent_run_is_refused_naming_the_holders_pid(tmp_path):
   holder = _holder(tmp_path)
   try:
@@ -58,6 +59,7 @@ def test_a_second_concurrent_run_is_refused_naming_the_holders_pid(tmp_path):
     holder.wait()
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_a_killed_runs_lock_is_released(tmp_path):
   holder = _holder(tmp_path)
   os.kill(holder.pid, signal.SIGKILL)

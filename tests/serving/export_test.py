@@ -192,6 +192,7 @@ def test_moved_export_is_self_describing(served):
     assert f.read() == served.vocab_text
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_failed_save_leaves_no_directory_and_keeps_the_old_export(tmp_path, monkeypatch):
   encoder = BertEncoder(helpers.odd_config())
   old = tmp_path / "old"
@@ -213,6 +214,7 @@ def test_failed_save_leaves_no_directory_and_keeps_the_old_export(tmp_path, monk
   assert (old / "saved_model.pb").read_bytes() == b"previous export"
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_an_export_traces_each_signature_once_for_itself_and_its_ids(tmp_path, monkeypatch):
   """`tf.saved_model.save` traces a module's `tf.function`s inside its save context, where a
   concrete function traced before the save has another cache key: the signatures were
@@ -251,6 +253,7 @@ def test_an_export_records_its_model_and_is_replaced_only_by_an_export_of_it(
   assert sorted(os.listdir(target)) == before and sorted(os.listdir(tmp_path)) == ["export"]
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_mixed_bfloat16_encoder_replaces_old_export_with_float32_outputs(tmp_path):
   keras.mixed_precision.set_global_policy("mixed_bfloat16")
   config = helpers.odd_config()

@@ -38,6 +38,7 @@ def _wrong_in_float16(monkeypatch):
   monkeypatch.setattr(heads._OutputProjection, "call", call)
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_a_kernel_wrong_in_float16_only_is_refused_in_one_line(monkeypatch):
   _wrong_in_float16(monkeypatch)
   with pytest.raises(precision.PrecisionError) as raised:
@@ -50,6 +51,7 @@ def test_a_kernel_wrong_in_float16_only_is_refused_in_one_line(monkeypatch):
   precision.check_policy.__wrapped__("mixed_bfloat16")  # bfloat16 is still right.
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_a_non_finite_gradient_is_refused_too(monkeypatch):
   """NaN in one tensor among finite ones: the check must not pass over it."""
   right = heads.SpanHead.call

@@ -86,6 +86,7 @@ def test_validation_data_of_raw_text_is_packed_given_as_a_tuple_or_a_list():
       model.fit(["good"], ["1"], validation_data=wrap([[], []]), verbose=0)
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_validation_data_without_labels_and_a_batch_size_below_1_are_refused():
   """Sweep 19: `validation_data=(texts,)` got Keras' "Unrecognized data type" of its x
   (P2), and `predict(batch_size=0)` ran at Keras' default while `classify(batch_size=0)` is
@@ -194,6 +195,7 @@ def test_fit_on_a_dataset_that_gives_no_batch_is_refused():
       (_EMPTY, np.zeros(0, np.int32))))
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_keras_calls_and_the_text_calls_read_the_same_text_containers():
   """`predict(pd.Series(texts))` failed with AttributeError "'Series' object has no attribute
   'flat'" while `classify` refused it (sweep 8, K19): a 1-D array-like of str (a pandas

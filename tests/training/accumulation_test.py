@@ -140,6 +140,7 @@ def test_clipping_acts_once_on_the_accumulated_all_reduced_gradient():
   assert training_loop.max_weight_diff(per_micro, want) > 1e-3
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_learning_rate_schedule_advances_per_applied_step():
   data = windows(3)
   strategy = tf.distribute.get_strategy()
@@ -149,6 +150,7 @@ def test_learning_rate_schedule_advances_per_applied_step():
   assert float(optimizer.learning_rate.numpy()) == pytest.approx(0.02)  # iterations == 3
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_keras_builtin_accumulation_advances_the_schedule_per_micro_step():
   # The pitfall this module exists for (one device, where Keras' built-in path runs at all).
   schedule = keras.optimizers.schedules.PiecewiseConstantDecay([1, 2], [0.5, 0.1, 0.02])
@@ -242,6 +244,7 @@ def test_overflow_on_replica_1_skips_the_whole_window_on_every_replica(steps):
     assert np.all(np.isfinite(copies[0].numpy()))
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_keras_loss_scale_optimizer_turns_weights_nan_on_a_replica_1_overflow():
   # Keras 3.15's LossScaleOptimizer takes the finite flag of replica 0 only (docs/pitfalls.md).
   # If this starts failing, upstream fixed it; tfbert's behaviour above stays the same.
@@ -303,6 +306,7 @@ class CountingReduction(tf.distribute.ReductionToOneDevice):
     return self._count(super().reduce(reduce_op, per_replica_value, destinations, options))
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_gradients_are_all_reduced_once_per_applied_step_not_per_micro_step():
   with tf.device("CPU:0"):
     counter = tf.Variable(0, dtype=tf.int64)
@@ -349,6 +353,7 @@ def test_resuming_mid_window_equals_never_stopping(tmp_path):
   assert diff(model, reference(None)) > 1e-3  # It did train.
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_float16_overflow_skips_whole_windows_on_time_until_the_scale_fits():
   # Keras' LossScaleOptimizer with built-in accumulation drops an overflowing micro-step and
   # stretches the window (docs/pitfalls.md). Here an overflow skips whole windows, on time, until

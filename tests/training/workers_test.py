@@ -35,6 +35,7 @@ def test_each_worker_gets_its_own_index_and_the_same_cluster(tmp_path):
   assert {line[2] for line in lines} == {"x"}
 
 
+@pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_a_worker_that_hangs_is_killed_at_the_timeout():
   with pytest.raises(Exception) as raised:
     workers.launch_workers([sys.executable, "-c", "import time; time.sleep(60)"],
