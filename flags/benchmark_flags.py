@@ -84,8 +84,8 @@ WINDOWS = flags.DEFINE_integer("windows", 5, "Timed windows per run; examples/s 
 STEPS_PER_WINDOW = flags.DEFINE_integer("steps_per_window", 2, "Training steps per window.",
                                         lower_bound=1)
 WARMUP_STEPS = flags.DEFINE_integer(
-    "warmup_steps", 2, "Unmeasured steps first (accumulation: applied steps); the first one "
-    "traces and compiles.", lower_bound=0)
+    "warmup_steps", 2, "Unmeasured steps first (accumulation: applied steps), at least 1: the "
+    "first one traces and compiles.", lower_bound=1)
 
 # accumulation.
 MICRO_BATCH_SIZE = flags.DEFINE_integer("micro_batch_size", 8,

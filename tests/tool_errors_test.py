@@ -7,6 +7,7 @@ naming the culprit (file, field, flag), no traceback, and nothing written where 
 would write. The library tests prove each check; this proves the tools surface them.
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -959,6 +960,14 @@ def test_benchmark_a_shape_it_cannot_train_names_the_flags_and_values(argv, expe
   assert _one_error_line(tool_process.run_tool("benchmark", *argv), "benchmark") == expected
 
 
+def test_benchmark_refuses_no_warm_up_step_at_its_flag():
+  """Sweep 26 B1/B2: --warmup_steps=0 (documented as >= 0) measured from index -1 (a
+  traceback), and with --interleave never ended."""
+  run = tool_process.run_tool("benchmark", "--benchmark=accumulation", "--warmup_steps=0")
+  assert run.returncode == 1
+  assert "flag --warmup_steps=0: 0 is not a positive integer" in run.stderr + run.stdout
+
+
 @pytest.mark.parametrize("argv", [["demo"], ["align", "--variants=graph,eager"]])
 def test_an_empty_workdir_is_refused_not_the_current_directory(tmp_path, monkeypatch, argv):
   """Sweep 14 S2: `demo --workdir=` (an unset shell variable) wrote into the current
@@ -1007,6 +1016,22 @@ def test_an_empty_output_is_refused_before_any_work(tmp_path, monkeypatch, argv,
   assert not os.listdir(tmp_path)
 
 
+def _config_a_rerun_evaluates(monkeypatch, *argv):
+  """The config `run_classifier *argv` would evaluate with (its run_classifier stubbed:
+  nothing is read or trained), after a returncode 0."""
+  taken = []
+
+  def evaluate_only(config, flagfile):
+    taken.append(fine_tuning.evaluated_model(config)[0])
+    return {"written": []}
+
+  monkeypatch.setattr(classifier_run, "run_classifier", evaluate_only)  # The tool imports it.
+  ran = tool_process.run_tool("run_classifier", *argv)
+  monkeypatch.undo()
+  assert ran.returncode == 0, ran.stderr
+  return taken[0]
+
+
 @pytest.mark.parametrize("task_flag", [[], ["--task_name=custom"]])
 def test_a_predict_only_rerun_of_a_custom_task_takes_its_columns_and_labels(
     tmp_path, monkeypatch, task_flag):
@@ -1015,24 +1040,32 @@ def test_a_predict_only_rerun_of_a_custom_task_takes_its_columns_and_labels(
   --custom_ flag, the run's own format is taken (and with them, compared as before)."""
   run = tmp_path / "run"
   custom = glue_synthetic.trained_custom_run(run)
-  taken = []
-
-  def evaluate_only(config, flagfile):
-    taken.append(fine_tuning.evaluated_model(config)[0])
-    return {"written": []}
-
-  monkeypatch.setattr(classifier_run, "run_classifier", evaluate_only)  # The tool imports it.
-  ran = tool_process.run_tool("run_classifier", *task_flag, "--do_predict",
-                              f"--predict_file={tmp_path / 'p.tsv'}", f"--output_dir={run}")
-  monkeypatch.undo()
-  assert ran.returncode == 0, ran.stderr
-  assert (taken[0].task_name, taken[0].custom) == ("custom", custom)
+  taken = _config_a_rerun_evaluates(monkeypatch, *task_flag, "--do_predict",
+                                    f"--predict_file={tmp_path / 'p.tsv'}", f"--output_dir={run}")
+  assert (taken.task_name, taken.custom) == ("custom", custom)
   # Training defines its task: --task_name=custom without labels is refused as before.
   line = _one_error_line(tool_process.run_tool(
       "run_classifier", "--task_name=custom", "--do_train", f"--data_dir={tmp_path}",
       f"--output_dir={tmp_path / 'new'}"), "run_classifier")
   assert line.startswith("run_classifier: error: a custom classification task needs "
                          "--custom_labels"), line
+
+
+@pytest.mark.parametrize("task_flag", [[], ["--task_name=custom"]])
+def test_a_rerun_of_a_custom_task_reads_its_files_by_the_layout_flags_with_the_runs_labels(
+    tmp_path, monkeypatch, task_flag):
+  """Sweep 26 A2: an eval-only rerun of a custom run given the layout of its dev file
+  (--custom_delimiter, --nocustom_header: documented as describing the file read) was
+  refused for want of --custom_labels, which the run records; without --task_name the same
+  flags were refused as "read only with --task_name=custom, and --task_name=None"."""
+  run = tmp_path / "run"
+  custom = glue_synthetic.trained_custom_run(run)
+  (tmp_path / "data").mkdir()
+  taken = _config_a_rerun_evaluates(monkeypatch, *task_flag, "--do_eval",
+                                    f"--data_dir={tmp_path / 'data'}", "--custom_delimiter=comma",
+                                    "--nocustom_header", f"--output_dir={run}")
+  assert (taken.task_name, taken.custom) == ("custom", dataclasses.replace(
+      custom, delimiter=",", has_header=False))  # The run's labels, the file's layout.
 
 
 @pytest.mark.parametrize("args, message", [

@@ -21,9 +21,10 @@ from tfbert_flags import run_squad_flags as f
 def main(argv):
   del argv
   common_flags.check_data_files(("train_file", "predict_file"))  # Before any work.
-  config = cli.config_from_values(SquadRunConfig, common_flags.values(f),
-                                  fine_tuning.FLAG_CONVERTERS,
-                                  given_settings=common_flags.given(f))
+  given = common_flags.given(f)
+  config = cli.config_from_values(SquadRunConfig,
+                                  fine_tuning.source_sequence_values(common_flags.values(f), given),
+                                  fine_tuning.FLAG_CONVERTERS, given_settings=given)
   result = run_squad(config, common_flags.flagfile(f))
   if "scores" in result:
     print(json_values.dumps(result["scores"]))

@@ -22,6 +22,13 @@ def test_synthetic_batch_has_googles_features_and_shapes():
   assert batch["masked_lm_weights"].dtype == np.float32
 
 
+def test_a_case_without_a_warm_up_step_is_refused_before_any_work():
+  """Sweep 26: --warmup_steps=0 measured from index -1 (a traceback), and interleaved it
+  never ended."""
+  with pytest.raises(ValueError, match=r"warmup_steps \(0\) must be >= 1"):
+    dataclasses.replace(TINY, warmup_steps=0)
+
+
 @pytest.mark.slow  # ~3.5 s: a pretraining run per loop.
 @pytest.mark.parametrize("loop", b.PRETRAINING_LOOPS)
 def test_a_case_runs_and_counts_applied_steps(loop):

@@ -100,6 +100,31 @@ def test_ids_beyond_the_models_vocab_size_are_named(data, with_summary):
     _check(data, vocab_size=2000)
 
 
+def _rewrite_record(path, index, change):
+  """`path` with its record `index` parsed, passed to `change` (a tf.train.Example) and
+  written back; the other records as they were."""
+  records = list(tf.data.TFRecordDataset(str(path)).as_numpy_iterator())
+  example = tf.train.Example.FromString(records[index])
+  change(example)
+  records[index] = example.SerializeToString()
+  with tf.io.TFRecordWriter(str(path)) as writer:
+    for record in records:
+      writer.write(record)
+
+
+@pytest.mark.parametrize("label", [2, -1])
+def test_a_next_sentence_label_other_than_0_and_1_is_named_with_its_record(data, label):
+  """Seen in a sweep: a label of 2 in record 3 passed the check and stopped the run at step
+  5 with TensorFlow's kernel message, naming no file."""
+  def set_label(example):
+    example.features.feature["next_sentence_labels"].int64_list.value[0] = label
+  _rewrite_record(data / SHARD, 3, set_label)
+  with pytest.raises(ValueError, match=(
+      rf"{re.escape(SHARD)}: record 3 has next_sentence_labels {label}, not 0 .* or 1")):
+    _check(data)
+  _check(data, next_sentence_labels=False)  # The masked LM alone does not read them.
+
+
 def test_truncated_file_is_named_with_the_byte_of_its_broken_record(data):
   path = data / SHARD
   starts = _record_starts(path)

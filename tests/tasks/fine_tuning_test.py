@@ -20,6 +20,7 @@ from tfbert import BertClassifier, BertConfig, BertSpanLabeler, BertTokenClassif
 from tfbert.checkpoints import pretrained
 from tfbert.classifier.classifier_run import ClassifierRunConfig
 from tfbert.embeddings.embedding_run import EmbeddingRunConfig
+from tfbert.runtime import cli
 from tfbert.squad import squad_features
 from tfbert.squad.squad_run import SquadRunConfig
 from tfbert.tagging.tagging_run import NerRunConfig
@@ -901,6 +902,35 @@ def test_the_unk_share_of_a_task_file_is_reported_and_warned_over_the_threshold(
       ("WARNING", f"unfit.tsv: 60.0% of its word pieces are [UNK] (over 5%): the vocabulary "
                   f"{vocab} does not fit the text; check --vocab_file (the checkpoint's own) "
                   "and --do_lower_case")]
+
+
+def test_a_tool_takes_the_sequence_settings_not_given_before_its_config_checks_them(
+    tmp_path, caplog):
+  """Sweep 26 A1: run_squad --init_tfbert=<run of 64/24/16>/model.keras --max_seq_length=64
+  (or a predict-only rerun of that run with its own --max_seq_length=64 typed) was refused:
+  the window check read --max_query_length at the flag's 64 before the run's 16 was taken."""
+  caplog.set_level("INFO", logger="absl")
+  run = _trained_run(tmp_path / "s", _squad("run", do_train=True, train_file="t",
+                                            features=squad_features.FeatureConfig(64, 24, 16)),
+                     model_file=True)
+  flags = {"output_dir": str(tmp_path / "new"), "init_tfbert": str(run / "model.keras"),
+           "max_seq_length": 64, "doc_stride": 128, "max_query_length": 64, "do_predict": True,
+           "predict_file": "dev.json"}
+  given = frozenset({"max_seq_length", "init_tfbert", "output_dir"})
+  with pytest.raises(ValueError, match=r"max_seq_length \(64\) must be greater than"):
+    cli.config_from_values(SquadRunConfig, flags)  # What the tool built before.
+  taken = fine_tuning.source_sequence_values(flags, given)
+  assert taken == {**flags, "doc_stride": 24, "max_query_length": 16}
+  assert cli.config_from_values(SquadRunConfig, taken).features == (
+      squad_features.FeatureConfig(64, 24, 16))
+  assert "its run's setting max_query_length=16" in caplog.text
+  # A rerun in the run's own directory: its record, whatever --init_tfbert says.
+  rerun = {**flags, "output_dir": str(run), "init_tfbert": None}
+  assert fine_tuning.source_sequence_values(rerun, given)["max_query_length"] == 16
+  # A setting given stays; without the record of what was given, nothing is taken.
+  assert fine_tuning.source_sequence_values(
+      flags, given | {"max_query_length"})["max_query_length"] == 64
+  assert fine_tuning.source_sequence_values(flags, None) == flags
 
 
 def test_a_new_run_from_a_runs_model_takes_its_sequence_settings_unless_given(

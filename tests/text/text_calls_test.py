@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tests.inference import tiny_models
-from tfbert import BertClassifier, BertTokenClassifier
+from tfbert import BertClassifier, BertTokenClassifier, with_gradient_accumulation
 from tfbert.classifier import classifier_features, glue_data
 from tfbert.config import BertConfig
 from tfbert.inference import raw_text
@@ -251,6 +251,23 @@ def test_compile_refuses_a_loss_or_metrics_the_models_steps_would_ignore():
         model.compile(optimizer="adam", **given)
       assert not model.compiled, kind
     model.compile(optimizer="adam", metrics=[], jit_compile=False)  # The README's: accepted.
+    assert model.compiled, kind
+
+
+def test_compile_refuses_keras_own_gradient_accumulation_and_names_tfberts():
+  """Sweep 26 B3: every model compiled with keras.optimizers.Adam(gradient_accumulation_steps
+  =2), which is wrong under tf.distribute and steps the schedule per micro-step, while
+  tfbert.with_gradient_accumulation refused the same optimizer."""
+  keras, models = _every_model_kind()
+  for kind, (model, _) in models.items():
+    builtin = keras.optimizers.Adam(gradient_accumulation_steps=2)
+    for optimizer in (builtin, keras.optimizers.LossScaleOptimizer(builtin)):
+      with pytest.raises(ValueError, match=(
+          rf"{type(model).__name__}.compile: the optimizer .* accumulates with Keras' own "
+          r"gradient_accumulation_steps=2.*tfbert\.with_gradient_accumulation\(optimizer, 2\)")):
+        model.compile(optimizer=optimizer)
+      assert not model.compiled, kind
+    model.compile(optimizer=with_gradient_accumulation(keras.optimizers.Adam(), 2))
     assert model.compiled, kind
 
 

@@ -1,6 +1,8 @@
 """Tests for tfbert.training.optimization: the factory, and the stack inside Keras
 `compile`/`fit`."""
 
+import math
+
 import keras
 import numpy as np
 import pytest
@@ -77,6 +79,24 @@ def test_a_bad_setting_is_named_alone_with_its_value_and_range(setting, value, m
   # A tool may have no flag for the other settings (run_pretraining: no momentum, power).
   with pytest.raises(ValueError) as e:
     optimization.OptimizerConfig(**{setting: value})
+  assert str(e.value) == f"OptimizerConfig: {message}"
+
+
+@pytest.mark.parametrize("setting, value, message", [
+    ("learning_rate", math.inf, "learning_rate (inf) must be a finite number >= 0"),
+    ("learning_rate", math.nan, "learning_rate (nan) must be a finite number >= 0"),
+    ("weight_decay_rate", math.inf,
+     "weight_decay_rate (inf) must be a finite number >= 0 (0: no weight decay)"),
+    ("initial_loss_scale", math.inf, "initial_loss_scale (inf) must be a finite number > 0"),
+    ("exclude_from_weight_decay", ["LayerNorm", "(bias"],
+     "exclude_from_weight_decay: '(bias' is not a regular expression (missing ), "
+     "unterminated subpattern at position 0)"),
+])
+def test_an_infinite_rate_or_a_broken_pattern_is_refused_by_the_config(setting, value, message):
+  """Sweep 26: learning_rate=inf passed `>= 0` and fit turned every weight NaN without a
+  word; a broken exclusion pattern failed later in `re`, naming neither field nor pattern."""
+  with pytest.raises(ValueError) as e:
+    optimization.OptimizerConfig(num_train_steps=10, **{setting: value})
   assert str(e.value) == f"OptimizerConfig: {message}"
 
 

@@ -429,6 +429,11 @@ def _check_record(path: str, index: int, data: bytes, settings: dict,
       raise DataFileError(
           f"{path}: record {index} has token id {bad} in {name}, outside the model's "
           f"vocab_size {vocab_size} (bert_config.json): the data was made with another vocab")
+  labels = features["next_sentence_labels"].int64_list.value if next_sentence_labels else ()
+  if any(label not in (0, 1) for label in labels):
+    raise DataFileError(f"{path}: record {index} has next_sentence_labels {labels[0]}, not 0 "
+                        "(B follows A) or 1 (B is random): the objective mlm_nsp trains on "
+                        "these two classes only")
   positions = features["masked_lm_positions"].int64_list.value
   if positions and not 0 <= min(positions) <= max(positions) < settings["max_seq_length"]:
     raise DataFileError(f"{path}: record {index}: masked_lm_positions outside "

@@ -1285,6 +1285,47 @@ def source_run_settings(config: FineTuningConfig) -> FineTuningConfig:
                      f"({error}): give them explicitly") from None
 
 
+def source_sequence_values(values: dict[str, Any], given: Optional[frozenset]) -> dict[str, Any]:
+  """A tool's setting `values` (by flag name) with each sequence setting (`SEQUENCE_SETTINGS`)
+  that was not `given` taken, before the tool builds its config, from the run that will
+  supply it: the run in `values["output_dir"]` itself (a rerun: `run_settings`), else the
+  tfbert run whose model `values["init_tfbert"]` names (`source_run_settings`); each taken
+  one logged. The config's own checks then read the settings the run will use: SQuAD's
+  window check read `--max_seq_length=64` given with `--max_query_length` left at the flag's
+  64 and refused, where the run's 16 was to be taken.
+
+  Raises:
+    ValueError: a run_config.json that is not a JSON object (`recorded_settings`).
+  """
+  if given is None:
+    return values
+  output_dir, source = values.get("output_dir"), values.get("init_tfbert")
+  folder = recorded = None
+  if output_dir and files.isdir(output_dir):
+    folder, recorded = output_dir, recorded_settings(output_dir)
+  rerun = recorded is not None
+  if not rerun and source and files.exists(source):
+    found = [(f, recorded_settings(f)) for f in casing.checkpoint_directories(source)]
+    folder, recorded = next(((f, r) for f, r in found if r is not None), (None, None))
+  if recorded is None:
+    return values
+  kept = {name: value for name, value in recorded.items() if name in SEQUENCE_SETTINGS}
+  for part in recorded.values():
+    if isinstance(part, dict):
+      kept.update({name: value for name, value in part.items() if name in SEQUENCE_SETTINGS})
+  taken = {name: value for name, value in kept.items()
+           if name in values and name not in given and values[name] != value}
+  path = os.path.join(folder, RUN_CONFIG_FILE)
+  for name, value in taken.items():
+    if rerun:
+      logging.info("taking the run's setting %s=%s (%s), not given here", name,
+                   _flag_value(value), path)
+    else:
+      logging.info("starting from %s with its run's setting %s=%s (%s), not given here",
+                   source, name, _flag_value(value), path)
+  return {**values, **taken}
+
+
 def _sequence_values(config: FineTuningConfig) -> dict[str, Any]:
   """`config`'s sequence settings (`SEQUENCE_SETTINGS`) by flag name: fields, and parts of
   dataclass-valued fields (SQuAD's `features`)."""

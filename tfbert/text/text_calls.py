@@ -137,6 +137,22 @@ def unweighted_batch(model, data) -> tuple[Any, Any]:
   return features, labels
 
 
+def _refuse_builtin_accumulation(optimizer: Any, kind: str) -> None:
+  """Raises ValueError for an optimizer (or a LossScaleOptimizer's inner one) set with Keras'
+  own `gradient_accumulation_steps`: under tf.distribute it is wrong, and its schedule
+  advances per micro-step (docs/pitfalls.md); tfbert's accumulation is the one proven."""
+  inner = getattr(optimizer, "inner_optimizer", None)
+  for candidate in (optimizer, inner):
+    steps = getattr(candidate, "gradient_accumulation_steps", None)
+    if steps:
+      raise ValueError(
+          f"{kind}.compile: the optimizer {candidate.name!r} accumulates with Keras' own "
+          f"gradient_accumulation_steps={steps}, which is wrong under tf.distribute and "
+          "advances the learning-rate schedule per micro-step: build it without that and "
+          f"pass tfbert.with_gradient_accumulation(optimizer, {steps}) (or create_optimizer "
+          f"with gradient_accumulation_steps={steps})")
+
+
 class CheckedInputs:
   """Mixin: Keras' `predict`, `fit` and `evaluate` with the model's inputs checked first (see
   the module docstring); the model names the features it reads in `input_names`. Its
@@ -164,6 +180,7 @@ class CheckedInputs:
           f"fit / evaluate report its own metrics ({', '.join(reported_metrics(self))}), so "
           f"Keras' would be ignored. Pass the optimizer only (compile(optimizer=...)); compute "
           f"other metrics from model.predict's outputs")
+    _refuse_builtin_accumulation(optimizer, type(self).__name__)
     return super().compile(optimizer=optimizer, **kwargs)
 
   def compile_from_config(self, config):

@@ -13,6 +13,8 @@ all-reduced gradient once and skips a non-finite step on every replica (see
 """
 
 import dataclasses
+import math
+import re
 import types
 from typing import Any, Callable, Mapping, Optional, Sequence
 
@@ -94,11 +96,16 @@ def _value_rules(c: Any, spell: Spelling) -> list[tuple[tuple[str, ...], bool, s
   holds, its message naming them by `spell`): one list for the config's own checks (field
   names) and a tool's flags (`setting_problems`)."""
   warmup, steps = c.num_warmup_steps, c.num_train_steps
+
+  def at_least_0(name: str, value: Any, note: str = ""):
+    """A rule: `value` finite and >= 0 (inf passed `>= 0` and turned every weight NaN)."""
+    if isinstance(value, (int, float)) and not math.isfinite(value):
+      return ((name,), False, f"{spell(name, value)} must be a finite number >= 0{note}")
+    return ((name,), value >= 0, f"{spell(name, value)} must be >= 0{note}")
+
   return [
-      (("learning_rate",), c.learning_rate >= 0,
-       f"{spell('learning_rate', c.learning_rate)} must be >= 0"),
-      (("end_learning_rate",), c.end_learning_rate >= 0,
-       f"{spell('end_learning_rate', c.end_learning_rate)} must be >= 0"),
+      at_least_0("learning_rate", c.learning_rate),
+      at_least_0("end_learning_rate", c.end_learning_rate),
       (("num_train_steps",), steps >= 1, f"{spell('num_train_steps', steps)} must be >= 1"),
       (("num_warmup_steps", "num_train_steps"), 0 <= warmup <= max(steps, 0),
        f"{spell('num_warmup_steps', warmup)} must be in [0, "
@@ -109,13 +116,14 @@ def _value_rules(c: Any, spell: Spelling) -> list[tuple[tuple[str, ...], bool, s
       (("clip_norm",), *clip_norm_check(c.clip_norm, spell)),
       # One rule per setting: a message names only the setting at fault (a tool may have
       # no flag for the others, e.g. run_pretraining's momentum and power).
-      (("weight_decay_rate",), c.weight_decay_rate >= 0,
-       f"{spell('weight_decay_rate', c.weight_decay_rate)} must be >= 0 (0: no weight "
-       "decay)"),
-      (("momentum",), c.momentum >= 0, f"{spell('momentum', c.momentum)} must be >= 0"),
-      (("power",), c.power > 0, f"{spell('power', c.power)} must be > 0"),
-      (("initial_loss_scale",), c.initial_loss_scale > 0,
-       f"{spell('initial_loss_scale', c.initial_loss_scale)} must be > 0"),
+      at_least_0("weight_decay_rate", c.weight_decay_rate, " (0: no weight decay)"),
+      at_least_0("momentum", c.momentum),
+      (("power",), math.isfinite(c.power) and c.power > 0,
+       f"{spell('power', c.power)} must be a finite number > 0"
+       if not math.isfinite(c.power) else f"{spell('power', c.power)} must be > 0"),
+      (("initial_loss_scale",), math.isfinite(c.initial_loss_scale) and c.initial_loss_scale > 0,
+       f"{spell('initial_loss_scale', c.initial_loss_scale)} must be "
+       f"{'a finite number ' if not math.isfinite(c.initial_loss_scale) else ''}> 0"),
       (("loss_scale_growth_steps",), c.loss_scale_growth_steps >= 1,
        f"{spell('loss_scale_growth_steps', c.loss_scale_growth_steps)} must be >= 1"),
   ]
@@ -208,7 +216,21 @@ class OptimizerConfig:
          f"{self.lr_schedule!r}"),
         (self.accumulation_reduction in REDUCTIONS, f"accumulation_reduction must be one of "
          f"{REDUCTIONS}, got {self.accumulation_reduction!r}"),
-    ] + [(holds, message) for _, holds, message in _value_rules(self, field_spelling)]
+    ] + [(holds, message) for _, holds, message in _value_rules(self, field_spelling)] + [
+        (problem is None, problem) for problem in _pattern_problems(self)]
+
+
+def _pattern_problems(config: "OptimizerConfig") -> list[str]:
+  """Each exclusion pattern that is not a regular expression, named with its field (the
+  optimizer compiled it with `re`, whose bare error named neither)."""
+  problems = []
+  for name in ("exclude_from_weight_decay", "exclude_from_layer_adaptation"):
+    for pattern in getattr(config, name) or ():
+      try:
+        re.compile(pattern)
+      except (re.error, TypeError) as error:
+        problems.append(f"{name}: {pattern!r} is not a regular expression ({error})")
+  return problems
 
 
 def as_optimizer_config(config: Any) -> OptimizerConfig:

@@ -63,6 +63,8 @@ class PretrainingCase(benchmark.ModelShape):
     """The rules of a measurable case (`tfbert.runtime.validation`)."""
     return [(self.loop in PRETRAINING_LOOPS,
              f"loop must be one of {PRETRAINING_LOOPS}, got {self.loop!r}"),
+            (self.warmup_steps >= 1, f"warmup_steps ({self.warmup_steps}) must be >= 1: the "
+             "first applied step traces, and each rate is measured from a warm step's end"),
             *self.shape_checks(masked_lm=True)]
 
 
