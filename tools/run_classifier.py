@@ -31,7 +31,7 @@ def main(argv):
   # A run evaluated without training takes its task from run_config.json when
   # --task_name is left out: a custom run's --custom_* flags then describe the files read.
   run_task = _run_task(values)
-  task = values["task_name"] or (run_task or {}).get("task_name")
+  task = values["task_name"] or run_task.get("task_name")
   # Given otherwise than their defaults: a replayed flags.txt of an older run records them.
   stray = [f"--{name}" for name in custom_flags if common_flags.given_otherwise(name)]
   if stray and task != glue_data.CUSTOM_TASK:
@@ -43,7 +43,7 @@ def main(argv):
   recorded = not values["do_train"] and not given & set(custom_flags)
   if task == glue_data.CUSTOM_TASK and not recorded:
     # The labels a run was trained with are its own unless given again.
-    kept = ((run_task or {}).get("custom") or {}) if not values["do_train"] else {}
+    kept = run_task.get("custom") or {}
     labels = (values["custom_labels"] if "custom_labels" in given or "labels" not in kept
               else kept["labels"])
     regression = (values["custom_regression"] if "custom_regression" in given

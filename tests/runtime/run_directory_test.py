@@ -344,13 +344,20 @@ def _data_record(paths, content=True):
                    data_keys=frozenset({"train"}))
 
 
+def _run_on(tmp_path, paths, content=True) -> tuple[str, list[RunRecord]]:
+  """tmp_path/run as a run trained on `paths` leaves it, and its records (`_records` and
+  `_data_record`), written there."""
+  run = str(tmp_path / "run")
+  records = _records() + [_data_record(paths, content)]
+  with run_directory.claim(run, records):
+    run_directory.write_records(run, records)
+  return run, records
+
+
 def test_a_rerun_on_other_training_data_is_refused_naming_the_file_and_the_change(tmp_path):
   train = tmp_path / "train.tsv"
   train.write_text("a\t1\nb\t0\n")
-  run = str(tmp_path / "run")
-  records = _records() + [_data_record([str(train)])]
-  with run_directory.claim(run, records):
-    run_directory.write_records(run, records)
+  run, _ = _run_on(tmp_path, [str(train)])
   recorded = (tmp_path / "run" / "data.json").read_text()
   train.write_text("a\t1\nb\t0\nc\t1\n")  # Grown.
   with pytest.raises(RunDirectoryError, match=rf"other data: {re.escape(str(train))}: 8 -> 12 "
@@ -415,10 +422,7 @@ def test_a_rerun_on_other_shards_keeps_the_remedy_within_the_one_line_error(tmp_
   for i in range(40):
     shards.append(tmp_path / f"a-long-corpus-shard-name-{i:05d}-of-00040.tfrecord")
     shards[-1].write_bytes(b"x" * (i + 1))
-  run = str(tmp_path / "run")
-  records = _records() + [_data_record([str(p) for p in shards[:30]], content=False)]
-  with run_directory.claim(run, records):
-    run_directory.write_records(run, records)
+  run, _ = _run_on(tmp_path, [str(p) for p in shards[:30]], content=False)
   with pytest.raises(RunDirectoryError) as error:
     run_directory.claim(run, _records() + [_data_record([str(p) for p in shards[10:]],
                                                          content=False)])
@@ -600,10 +604,7 @@ def test_a_tool_without_allow_config_change_gives_its_own_way_out(tmp_path):
   text = "choose another --workdir, or remove w/runs (its old runs) to start over there"
   data = tmp_path / "data.txt"
   data.write_text("a")
-  run = str(tmp_path / "run")
-  records = _records() + [_data_record([str(data)])]
-  with run_directory.claim(run, records):
-    run_directory.write_records(run, records)
+  run, records = _run_on(tmp_path, [str(data)])
   with run_directory.way_out(text):
     messages = []
     for change in ("configuration", "data", "records"):

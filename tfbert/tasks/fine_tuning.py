@@ -1218,6 +1218,15 @@ def check_sources(config: FineTuningConfig) -> None:
 SEQUENCE_SETTINGS = ("max_seq_length", "doc_stride", "max_query_length")
 
 
+def _source_record(init_tfbert: str) -> tuple[Optional[str], Optional[dict[str, Any]]]:
+  """(the folder, the settings) of the run_config.json recorded by the tfbert run whose
+  model `init_tfbert` names: beside it, or one level up for `<run>/best/model.keras`
+  (`casing.checkpoint_directories`); (None, None) without one."""
+  found = [(folder, recorded_settings(folder))
+           for folder in casing.checkpoint_directories(init_tfbert)]
+  return next(((f, r) for f, r in found if r is not None), (None, None))
+
+
 def source_run_settings(config: FineTuningConfig) -> FineTuningConfig:
   """`config` with the sequence settings (`SEQUENCE_SETTINGS`) of the tfbert run whose model
   `init_tfbert` names, where that run's run_config.json is read for its casing
@@ -1233,9 +1242,7 @@ def source_run_settings(config: FineTuningConfig) -> FineTuningConfig:
   """
   if not config.init_tfbert or not files.exists(config.init_tfbert):
     return config
-  found = [(folder, recorded_settings(folder))
-           for folder in casing.checkpoint_directories(config.init_tfbert)]
-  folder, recorded = next(((f, r) for f, r in found if r is not None), (None, None))
+  folder, recorded = _source_record(config.init_tfbert)
   if recorded is None or (files.isdir(config.output_dir)
                           and _real_path(folder) == _real_path(config.output_dir)):
     return config
@@ -1305,8 +1312,7 @@ def source_sequence_values(values: dict[str, Any], given: Optional[frozenset]) -
     folder, recorded = output_dir, recorded_settings(output_dir)
   rerun = recorded is not None
   if not rerun and source and files.exists(source):
-    found = [(f, recorded_settings(f)) for f in casing.checkpoint_directories(source)]
-    folder, recorded = next(((f, r) for f, r in found if r is not None), (None, None))
+    folder, recorded = _source_record(source)
   if recorded is None:
     return values
   kept = {name: value for name, value in recorded.items() if name in SEQUENCE_SETTINGS}

@@ -14,6 +14,7 @@ all-reduced gradient once and skips a non-finite step on every replica (see
 
 import dataclasses
 import math
+import numbers
 import re
 import types
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -97,11 +98,14 @@ def _value_rules(c: Any, spell: Spelling) -> list[tuple[tuple[str, ...], bool, s
   names) and a tool's flags (`setting_problems`)."""
   warmup, steps = c.num_warmup_steps, c.num_train_steps
 
-  def at_least_0(name: str, value: Any, note: str = ""):
-    """A rule: `value` finite and >= 0 (inf passed `>= 0` and turned every weight NaN)."""
-    if isinstance(value, (int, float)) and not math.isfinite(value):
-      return ((name,), False, f"{spell(name, value)} must be a finite number >= 0{note}")
-    return ((name,), value >= 0, f"{spell(name, value)} must be >= 0{note}")
+  def at_least_0(name: str, value: Any, note: str = "", above: bool = False):
+    """A rule: `value` finite and >= 0 (> 0 with `above`); inf passed `>= 0` and turned
+    every weight NaN."""
+    bound = "> 0" if above else ">= 0"
+    if isinstance(value, numbers.Real) and not math.isfinite(value):
+      return ((name,), False, f"{spell(name, value)} must be a finite number {bound}{note}")
+    return ((name,), value > 0 if above else value >= 0,
+            f"{spell(name, value)} must be {bound}{note}")
 
   return [
       at_least_0("learning_rate", c.learning_rate),
@@ -118,12 +122,8 @@ def _value_rules(c: Any, spell: Spelling) -> list[tuple[tuple[str, ...], bool, s
       # no flag for the others, e.g. run_pretraining's momentum and power).
       at_least_0("weight_decay_rate", c.weight_decay_rate, " (0: no weight decay)"),
       at_least_0("momentum", c.momentum),
-      (("power",), math.isfinite(c.power) and c.power > 0,
-       f"{spell('power', c.power)} must be a finite number > 0"
-       if not math.isfinite(c.power) else f"{spell('power', c.power)} must be > 0"),
-      (("initial_loss_scale",), math.isfinite(c.initial_loss_scale) and c.initial_loss_scale > 0,
-       f"{spell('initial_loss_scale', c.initial_loss_scale)} must be "
-       f"{'a finite number ' if not math.isfinite(c.initial_loss_scale) else ''}> 0"),
+      at_least_0("power", c.power, above=True),
+      at_least_0("initial_loss_scale", c.initial_loss_scale, above=True),
       (("loss_scale_growth_steps",), c.loss_scale_growth_steps >= 1,
        f"{spell('loss_scale_growth_steps', c.loss_scale_growth_steps)} must be >= 1"),
   ]
