@@ -268,6 +268,21 @@ def cases(tmp_path_factory):
           [f"--vocab_file={vocab} has ", "more than the vocab_size 1000 of "
            f"--bert_config_file={d / 'vocab_1000.json'}: pass the vocabulary that config was "
            "made for, or fix vocab_size"], d / "p3"),
+      # Sweep 26, B8: align wrote WORKDIR/data, then refused the config's vocab_size.
+      "align: a config's table smaller than the embedded data's vocabulary": (
+          ["align", "--variants=graph,eager", f"--workdir={d / 'align_vocab'}",
+           f"--bert_config_file={d / 'vocab_1000.json'}"],
+          [f"the MiniLM vocabulary {vocab} (align's embedded data uses it) has 30522 entries, "
+           "more than the vocab_size 1000 of the model config"], d / "align_vocab"),
+      # Sweep 26, B9: a 15-entry vocabulary beside a 30,522-row model was written silently.
+      "convert_checkpoint: a vocabulary far smaller than the model's table": (
+          ["convert_checkpoint", f"--input={no_vocab / 'bert_model.ckpt'}", "--output_format=hf",
+           f"--output={d / 'hf_small_vocab'}", "--vocab_file=" + _write(
+               d / "small_vocab.txt", "".join(f"{t}\n" for t in (
+                   "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghij")))],
+          [f"--vocab_file={d / 'small_vocab.txt'} has 15 entries, 30507 fewer than the "
+           f"vocab_size 30522 of --input {no_vocab / 'bert_model.ckpt'}",
+           "Pass the vocabulary the model was trained with"], d / "hf_small_vocab"),
   }
 
 
@@ -315,6 +330,8 @@ CASE_NAMES = [
     "run_classifier: a dev file without --do_eval",
     "run_embeddings: a retrieval set without --do_eval",
     "run_classifier: a vocabulary larger than the config's vocab_size",
+    "align: a config's table smaller than the embedded data's vocabulary",
+    "convert_checkpoint: a vocabulary far smaller than the model's table",
 ]
 
 

@@ -107,6 +107,7 @@ def main(argv):
       seed=f.SEED.value, tolerances=alignment.parse_tolerances(f.TOLERANCES.value),
       compare_weights=f.COMPARE_WEIGHTS.value, task=task, train_file=train_file,
       task_name=f.TASK_NAME.value)
+  alignment_run.check_minilm_vocab_fits(config, embedded_data=not f.INPUT_FILES.value)
   make_default_data(config, f.WORKDIR.value)  # Only now: every setting has been checked.
   report = alignment_run.run_alignment(config, f.WORKDIR.value)
   print(f"report: {os.path.join(f.WORKDIR.value, 'report.json')}; plot: "

@@ -710,6 +710,9 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(m
   recorded = (out / "flags.txt").read_text().splitlines()  # Replays with --flagfile.
   assert f"--output_dir={out}" in recorded and "--gradient_accumulation_steps=2" in recorded
   predicted = _read_tsv(out / "test_predictions.tsv")[1:]
+  # Which file they predict (sweep 26, A92: a rerun on another replaced them silently).
+  assert _read_json(out / "predictions_source.json") == {
+      "test_predictions.tsv": os.path.join(_glue(mrpc_dir), "test.tsv")}
   texts = [text for _, a, b in rows for text in (a, b)]
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
   env["TF_CPP_MIN_LOG_LEVEL"] = "2"

@@ -191,25 +191,36 @@ def test_a_run_that_fails_before_its_first_checkpoint_does_not_own_its_directory
   run_directory.claim(str(tmp_path / "kept"), _records(learning_rate=2e-4)).release()
 
 
-@pytest.mark.parametrize("earlier", ["records", "checkpoint", "logged"])
+@pytest.mark.parametrize("earlier", ["records", "checkpoint"])
 def test_a_failure_keeps_an_earlier_run_and_one_that_trained(tmp_path, earlier):
   directory = str(tmp_path / "run")
   os.makedirs(directory)
   if earlier == "records":  # An earlier run recorded there: its directory, not this one's.
     run_directory.write_records(directory, _records())
-  elif earlier == "checkpoint":  # This run trained to its first checkpoint, then failed.
-    def trained():
-      os.makedirs(os.path.join(directory, "checkpoints"))
-      open(os.path.join(directory, "checkpoints", "ckpt-1.index"), "w").close()
-  else:  # It logged steps, then failed before a checkpoint: the log says how far it got.
-    with open(os.path.join(directory, run_directory.METRICS_FILE), "w") as f:
-      f.write('{"step": 1, "loss": 2.5}\n')
+  def trained():  # This run trained to its first checkpoint, then failed.
+    os.makedirs(os.path.join(directory, "checkpoints"))
+    open(os.path.join(directory, "checkpoints", "ckpt-1.index"), "w").close()
   _fail_after_recording(directory, _records(),
                         trained=trained if earlier == "checkpoint" else lambda: None)
   assert json.loads((tmp_path / "run" / "run_config.json").read_text())[
       "optimizer"]["learning_rate"] == 1e-4
   assert run_directory.has_checkpoint(directory) == (earlier == "checkpoint")
-  assert run_directory.has_trained(directory) == (earlier != "records")
+
+
+@pytest.mark.parametrize("created", [True, False])
+def test_a_run_that_logged_steps_but_no_checkpoint_keeps_its_log_not_its_records(
+    tmp_path, created):
+  directory = str(tmp_path / "run")
+  if not created:
+    os.makedirs(directory)
+  def logged():  # It logged a step, then failed before its first checkpoint.
+    with open(os.path.join(directory, run_directory.METRICS_FILE), "w") as f:
+      f.write('{"step": 1, "loss": 2.5}\n')
+  _fail_after_recording(directory, _records(), extra=["vocab.txt"], trained=logged)
+  # The log says how far it got; nothing records the run, which nothing can continue.
+  assert sorted(os.listdir(directory)) == [run_directory.LOCK_FILE, run_directory.METRICS_FILE]
+  # The corrected rerun (another learning rate) is not refused.
+  run_directory.claim(directory, _records(learning_rate=2e-4)).release()
 
 
 def test_an_output_inside_another_run_is_refused_before_anything_is_written(tmp_path):

@@ -315,6 +315,25 @@ def test_a_directory_holding_another_models_sidecars_is_refused_before_convertin
   assert (tmp_path / sidecar).read_text() == content
 
 
+@pytest.mark.parametrize("model_files, what", [
+    (("config.json", "model.safetensors"), "a Hugging Face model"),
+    (("other.keras",), "a tfbert model"), (("modules.json",), "a sentence-transformers model")])
+def test_a_directory_holding_another_model_is_refused_before_converting(
+    tmp_path, classifier, model_files, what):
+  """Sweep 26, B7: a Hugging Face directory sharing the vocabulary took the file's
+  bert_config.json and labels.txt, the latter then read as that model's labels."""
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("[PAD]\n[UNK]\n")
+  for name in model_files:
+    (tmp_path / name).write_text("{}")
+  with pytest.raises(ValueError, match=rf"m.tflite: {tmp_path} holds {what} .*the file's "
+                                       "bert_config.json, labels.txt and vocab.txt would go "
+                                       "among that model's files"):
+    tflite_export.export_tflite(classifier, str(tmp_path / "m.tflite"), seq_length=7,
+                                labels=LABELS, vocab_file=str(vocab))
+  assert sorted(os.listdir(tmp_path)) == sorted(["vocab.txt", *model_files])
+
+
 def test_a_mixed_precision_model_is_exported_as_its_float32_copy(config, classifier, features):
   mixed = BertClassifier(config, len(LABELS), dtype="mixed_bfloat16")
   mixed.build()

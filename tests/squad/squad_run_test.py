@@ -787,7 +787,7 @@ def test_predictions_of_another_predict_file_say_whose_they_replace(tmp_path, ca
   assert f"replacing the predictions of {first} (predictions.json" in caplog.text
   assert f"with those of {second}" in caplog.text
   squad_run.record_predictions_source(str(out), str(second))
-  assert _read(out / squad_run.PREDICTIONS_SOURCE_FILE) == {"predict_file": str(second)}
+  assert _read(out / squad_run.PREDICTIONS_SOURCE_FILE) == {"predictions.json": str(second)}
   assert squad_run.scores_key(str(first)) == "dev"
   # Sweep 25 S2: --predict_articles replaced the whole file's predictions and scores with
   # a part's, recording no range. The range is recorded, said, and keys the scores.
@@ -796,8 +796,8 @@ def test_predictions_of_another_predict_file_say_whose_they_replace(tmp_path, ca
   assert (f"replacing the predictions of {second} (predictions.json" in caplog.text
           and f"with those of {second} (articles 1:2)" in caplog.text)
   squad_run.record_predictions_source(str(out), str(second), "1:2")
-  assert _read(out / squad_run.PREDICTIONS_SOURCE_FILE) == {"predict_file": str(second),
-                                                            "articles": "1:2"}
+  assert _read(out / squad_run.PREDICTIONS_SOURCE_FILE) == {
+      "predictions.json": f"{second} (articles 1:2)"}
   assert squad_run.scores_key(str(second), "1:2") == "noans[1:2]"
 
 

@@ -12,7 +12,7 @@ from tests.inference import tiny_models
 from tfbert import BertClassifier, BertTokenClassifier, with_gradient_accumulation
 from tfbert.classifier import classifier_features, glue_data
 from tfbert.config import BertConfig
-from tfbert.inference import raw_text
+from tfbert.inference import raw_text, text_settings
 from tfbert.text import text_calls
 
 PAIRS = tiny_models.PAIRS
@@ -73,7 +73,7 @@ def _compiled(num_classes=2):
   return model
 
 
-@pytest.mark.slow  # ~3 s: two fits.
+@pytest.mark.slow  # ~4 s: three fits.
 def test_validation_data_of_raw_text_is_packed_given_as_a_tuple_or_a_list():
   model = _compiled()
   history = model.fit(["good", "bad"], ["1", "0"], validation_data=[["ok"], ["1"]], verbose=0)
@@ -84,6 +84,16 @@ def test_validation_data_of_raw_text_is_packed_given_as_a_tuple_or_a_list():
       model.fit(["good"], ["1"], validation_data=wrap([["ok"], ["maybe"]]), verbose=0)
     with pytest.raises(ValueError, match=r"no texts in validation_data\[0\]"):
       model.fit(["good"], ["1"], validation_data=wrap([[], []]), verbose=0)
+  # Of unknown arity before, trained on single texts it reads single texts from now on
+  # (it took pairs in predict and in a later fit without a word: sweep 26, B6).
+  assert text_settings.settings_of(model).is_pair is False
+  with pytest.raises(ValueError, match="reads single texts: pass x as"):
+    model.predict([("good", "bad")], verbose=0)
+  pairs = _compiled()
+  pairs.fit([("good", "fun")], ["1"], verbose=0)
+  assert text_settings.settings_of(pairs).is_pair is True
+  with pytest.raises(ValueError, match="reads sentence pairs"):
+    pairs.fit(["good"], ["1"], verbose=0)
 
 
 @pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).

@@ -159,6 +159,25 @@ def _fine_tuning_task(config: AlignmentConfig):
   return squad_run.SquadTask() if config.task == "squad" else classifier_run.ClassifierTask()
 
 
+def check_minilm_vocab_fits(config: AlignmentConfig, embedded_data: bool) -> None:
+  """The MiniLM vocabulary fits the model config's embedding table where align uses it:
+  every fine-tuning variant tokenizes with it, and the embedded pretraining records
+  (`embedded_data`) were made with it. `tools/align.py` checks it before it writes that
+  data (it wrote WORKDIR/data, then refused the config's vocab_size: sweep 26, B8).
+
+  Raises:
+    ValueError: naming the vocabulary, both sizes and the config.
+  """
+  if not (config.fine_tuning or embedded_data):
+    return
+  vocab_file = pretrained.minilm_vocab_file()
+  use = "align tokenizes with it" if config.fine_tuning else "align's embedded data uses it"
+  tokenization.check_vocab_fits(
+      tokenization.vocab_entries(vocab_file), config.bert_config.vocab_size,
+      f"the MiniLM vocabulary {vocab_file} ({use})",
+      "the model config (--bert_config_file, or align's default)")
+
+
 def check_variants(config: AlignmentConfig, workdir: str) -> Optional[keras.Model]:
   """Reads and checks what every variant's run will read, as the run itself checks it,
   before anything is written in `workdir`: a refusal leaves nothing behind (the initial

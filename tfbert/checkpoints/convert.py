@@ -889,7 +889,7 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
     tokenization.check_vocab_fits(
         tokenization.vocab_entries(vocab_file), model.config.vocab_size,
         f"--vocab_file={vocab_file}" if given else f"the vocabulary {vocab_file} beside --input",
-        f"--input {input_path}")
+        f"--input {input_path}", trained=True)
     do_lower_case = casing.resolve_do_lower_case(  # Named as the other paths: the tool's.
         do_lower_case, casing.checkpoint_casing(input_path, vocab_file),
         allow_mismatch=allow_casing_mismatch, terms=casing.FLAGS)

@@ -53,6 +53,8 @@ The run directory explains itself:
     eval_results.json                   {dev split: {metric: value, "num_examples": N,
                                           "file": the dev file scored}}
     <split>_predictions.tsv             per dev/test file ("dev", "dev_matched", "test", ...)
+    predictions_source.json             {"test_predictions.tsv": the test file predicted}
+                                        (`tfbert.tasks.predictions_source`)
 
 Every file appears under its final name only when complete (`tfbert.runtime.atomic`);
 `train_results.json` is written after `model.keras`. Rerunning a command resumes from the
@@ -76,7 +78,7 @@ from absl import logging
 from tfbert.classifier import classifier_export, classifier_features, glue_data, glue_metrics
 from tfbert.models import BertClassifier
 from tfbert.runtime import atomic, files, validation
-from tfbert.tasks import fine_tuning, runner
+from tfbert.tasks import fine_tuning, predictions_source, runner
 from tfbert.tasks.task import Outputs, RunContext, Task, TrainingData
 from tfbert.text.tokenization import WordPieceTokenizer
 
@@ -293,6 +295,7 @@ class ClassifierTask(Task):
       # One file given as both dev and test file (`check_distinct_outputs`) is listed once.
       out.written += [path for path in out.result["predictions"].values()
                       if os.path.basename(path) not in out.written]
+      out.written.append(predictions_source.SOURCE_FILE)
     return out
 
   def export(self, context: RunContext) -> None:
@@ -517,8 +520,11 @@ def predict_test_files(model: BertClassifier, strategy: tf.distribute.Strategy,
                                          path), task)
     split = glue_data.split_name(path)
     paths[split] = os.path.join(config.output_dir, f"{split}_predictions.tsv")
-    if write:
+    if write:  # Which file they predict is recorded (a rerun on another says it replaces).
+      name, source = os.path.basename(paths[split]), predictions_source.describe(path)
+      predictions_source.replacing(config.output_dir, name, source)
       write_predictions(paths[split], examples, predicted, task)
+      predictions_source.record(config.output_dir, name, source)
   return paths
 
 

@@ -32,6 +32,7 @@ batch (`verbose`). `features_of_texts` packs raw text into model features for Ke
 Shape legend: N texts, H hidden width, S sequence, C classes.
 """
 
+import dataclasses
 import math
 import re
 import sys
@@ -40,6 +41,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Union
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from tfbert.classifier import classifier_export, classifier_features
 from tfbert.embeddings import embedding_export, embedding_metrics
@@ -186,6 +188,23 @@ def classifier_texts(texts, is_pair: Optional[bool], what: str = "texts",
     raise ValueError(f"{whose} reads single texts: pass {what} as a str or a list of str, "
                      f"got {got}")
   return first, second, one
+
+
+def record_arity(model: keras.Model, x, what: str = "x") -> None:
+  """A classifier of unknown arity (`TextSettings.is_pair` None) that `fit` trains on raw
+  text `x` reads what it was trained on from then on: single texts, or (text_a, text_b)
+  pairs (a model trained on single texts once took pairs in `predict` without a word, and
+  exported needing `is_pair=`). Any other model, or a known arity: nothing changes."""
+  if not isinstance(model, BertClassifier):
+    return
+  settings = text_settings.settings_of(model)
+  first, second, _ = text_pairs(x, what)
+  if settings.is_pair is not None or not first:
+    return
+  text_settings.attach(model, dataclasses.replace(settings, is_pair=second is not None))
+  logging.info("%s trained on %s: it reads them from now on (is_pair=%s)",
+               type(model).__name__, "(text_a, text_b) pairs" if second is not None
+               else "single texts", second is not None)
 
 
 def batches(count: int, batch_size: int, verbose: Any = "auto") -> Iterator[slice]:

@@ -31,11 +31,13 @@ Every tool that owns a directory (`run_pretraining`'s `model_dir`, the fine-tuni
    same size and hash under another path) is the same data: the rerun is refused as another
    configuration (its path setting changed), naming the move, not as other data. A record
    written before tfbert recorded its data is not compared there (its data becomes recorded).
-7. **A failed start owns nothing.** A run that fails before it trained anything (no
-   checkpoint, no logged step) in a directory it found fresh removes its records again on
-   the way out (`RunLock` as a context manager, or `forget_if_untrained`): the corrected
-   rerun starts clean instead of being refused as another configuration. A run that logged
-   steps keeps its directory: its `metrics.jsonl` says how far it got.
+7. **A failed start owns nothing.** A run that fails before its first checkpoint in a
+   directory it found fresh removes its records again on the way out (`RunLock` as a
+   context manager, or `forget_if_untrained`): nothing of it can be continued (a rerun
+   starts at step 0 whatever it is given), so the corrected rerun, on other data or with
+   other settings, starts clean instead of being refused. A run that logged steps keeps
+   its `metrics.jsonl` and TensorBoard files (they say how far it got, until a rerun
+   starts over); one that logged none leaves nothing (a directory it created goes).
 8. **Outputs.** A directory that is (or lies inside) an output tfbert wrote (an export,
    `best/`) or a SavedModel is never claimed (`check_not_an_output`). While a run holds its
    directory, the outputs it writes record it as the run that wrote them
@@ -156,22 +158,26 @@ class RunLock:
     self._held = False
 
   def forget_if_untrained(self) -> bool:
-    """After a failure: a run that found the directory fresh and trained nothing (no
-    checkpoint, no logged step: `has_trained`) does not own it. The directory goes when
-    the claim created it; otherwise the run's records (`recorded`) go and the rest stays.
-    A corrected rerun is then not refused as another configuration. Returns whether it
-    forgot the run."""
-    if not self.fresh or has_trained(self.directory):
+    """After a failure: a run that found the directory fresh and wrote no checkpoint does
+    not own it (nothing of it can be continued). The directory goes when the claim created
+    it and no step was logged (`has_trained`); otherwise the run's records (`recorded`) go
+    and the rest stays (a logged step's `metrics.jsonl`, which says how far it got). A
+    corrected rerun, on other data or with other settings, is then not refused. Returns
+    whether it forgot the run."""
+    if not self.fresh or has_checkpoint(self.directory):
       return False
-    if self.created:  # Everything in it is this run's (TensorBoard folders included).
+    logged = has_trained(self.directory)
+    if self.created and not logged:  # Everything in it is this run's.
       files.rmtree(self.directory)
     else:
       for name in self.recorded:
         path = os.path.join(self.directory, name)
         if files.isfile(path):
           files.remove(path)
-    logging.info("the run failed before its first step: %s no longer records it",
-                 self.directory)
+    logging.info("the run failed before its first %s: %s no longer records it%s",
+                 "checkpoint" if logged else "step", self.directory,
+                 f" ({METRICS_FILE} says how far it got; a rerun starts at step 0)"
+                 if logged else "")
     return True
 
   def __enter__(self) -> "RunLock":

@@ -205,8 +205,17 @@ def _check_sidecars(path: str, directory: str, config: dict,
   A float32 and a quantized file of the same model share theirs.
 
   Raises:
-    ValueError: naming `path` and the file that differs.
+    ValueError: naming `path` and the file that differs, or the model the directory holds
+      (`model_paths.models_in`: a Hugging Face directory sharing the vocabulary once took a
+      `bert_config.json` and a `labels.txt`, which `read_model` then reads as its labels).
   """
+  found = model_paths.models_in(directory, any_keras=True)
+  if found:
+    raise ValueError(f"{path}: {directory} holds {' and '.join(what for _, what in found)}: "
+                     "the file's bert_config.json, labels.txt and vocab.txt would go among "
+                     "that model's files (a labels.txt beside a model is read as its labels): "
+                     "write it to another directory")
+
   def differs(name: str, wanted: Optional[str]) -> bool:
     target = os.path.join(directory, name)
     return files.isfile(target) and (wanted is None or files.read_text(target) != wanted)

@@ -52,7 +52,7 @@ The run directory explains itself:
     model.keras                         the fine-tuned model, no optimizer state
                                         (`--init_tfbert` reads it)
     predictions.json, nbest_predictions.json, null_odds.json
-    predictions_source.json             {"predict_file": the file they answer}
+    predictions_source.json             {"predictions.json": the file they answer}
     eval_results.json                   {predict file's name without extension: official
                                         scores, "step", "file" (its absolute path)}, one
                                         entry per predict file name scored
@@ -87,7 +87,7 @@ from tfbert.squad import (
   squad_features,
   squad_postprocess,
 )
-from tfbert.tasks import fine_tuning, runner
+from tfbert.tasks import fine_tuning, predictions_source, runner
 from tfbert.tasks.task import Outputs, RunContext, Task, TrainingData
 from tfbert.text.tokenization import WordPieceTokenizer
 
@@ -95,7 +95,7 @@ INPUT_NAMES = export.FEATURE_NAMES  # input_ids, input_mask, segment_ids
 # v2.0 predictions: the best null-score threshold and how to apply it (`null_threshold_report`).
 NULL_THRESHOLD_FILE = "null_score_diff_threshold.json"
 # Which predict file predictions.json (nbest_predictions.json, null_odds.json) answers.
-PREDICTIONS_SOURCE_FILE = "predictions_source.json"
+PREDICTIONS_SOURCE_FILE = predictions_source.SOURCE_FILE
 # What evaluation during training keeps the best model by: the official F1 (SQuAD's ranking).
 DEFAULT_BEST_METRIC = "f1"
 
@@ -519,47 +519,25 @@ def scores_key(predict_file: str, articles: Optional[str] = None) -> str:
   return f"{name}[{articles}]" if articles else name
 
 
-def _source(record: dict) -> Optional[str]:
-  """A recorded predictions source as the log names it: "FILE" or "FILE (articles A:B)"."""
-  if not record.get("predict_file"):
-    return None
-  articles = record.get("articles")
-  return record["predict_file"] + (f" (articles {articles})" if articles else "")
-
-
 def replace_predictions_source(output_dir: str, predict_file: str,
                                articles: Optional[str] = None) -> None:
   """Before the run writes predictions of `predict_file` (its `articles` range, if any) in
-  `output_dir`: says in the log when they replace another file's or another range's (the
-  one `PREDICTIONS_SOURCE_FILE` records), and removes that record until
-  `record_predictions_source` writes the new one (an interrupted write leaves no record
-  naming the wrong file)."""
-  path = os.path.join(output_dir, PREDICTIONS_SOURCE_FILE)
-  new = _source({"predict_file": files.absolute(predict_file), "articles": articles})
-  old = None
-  if files.isfile(path):
-    try:
-      old = _source(json.loads(files.read_text(path)))
-    except (ValueError, AttributeError, TypeError):
-      old = None
-    files.remove(path)
-  if old and old != new:
-    logging.warning("%s: replacing the predictions of %s (predictions.json, "
-                    "nbest_predictions.json) with those of %s; eval_results.json keeps each "
-                    "file's scores under its name without extension", output_dir, old, new)
-  elif not old and files.isfile(os.path.join(output_dir, "predictions.json")):
-    logging.warning("%s: replacing predictions.json, nbest_predictions.json (their predict "
-                    "file was not recorded) with the predictions of %s", output_dir, new)
+  `output_dir`: says in the log when they replace another file's or another range's
+  (`predictions_source.replacing`), whose record is dropped until
+  `record_predictions_source` writes the new one."""
+  predictions_source.replacing(
+      output_dir, "predictions.json", predictions_source.describe(predict_file, articles or ""),
+      also=["nbest_predictions.json"],
+      note="; eval_results.json keeps each file's scores under its name without extension")
 
 
 def record_predictions_source(output_dir: str, predict_file: str,
                               articles: Optional[str] = None) -> str:
   """Records `predict_file` (and its `articles` range, if any) as the source of the
-  predictions.json just written in `output_dir`, as `PREDICTIONS_SOURCE_FILE`; returns its
-  path."""
-  return atomic.write_json(os.path.join(output_dir, PREDICTIONS_SOURCE_FILE),
-                           {"predict_file": files.absolute(predict_file),
-                            **({"articles": articles} if articles else {})})
+  predictions.json just written in `output_dir` (`predictions_source.record`); returns the
+  record's path."""
+  return predictions_source.record(output_dir, "predictions.json",
+                                   predictions_source.describe(predict_file, articles or ""))
 
 
 def official_scores(dataset: squad_data.SquadDataset, selected: dict[str, Any],

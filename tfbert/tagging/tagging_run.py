@@ -41,6 +41,7 @@ model.keras, train_results.json):
     dev_predictions.conll    `word<TAB>tag` per line of the dev file's words, sentences
     test_predictions.conll   separated by empty lines: `tools/evaluate_ner.py GOLD FILE`
                              scores them against a gold file by line position
+    predictions_source.json  {"test_predictions.conll": the --predict_file tagged}
     labels.txt               the tag of each label id
 
 Shape legend: F windows, S max_seq_length, C labels.
@@ -59,7 +60,7 @@ from tfbert.checkpoints import model_paths
 from tfbert.models import BertTokenClassifier
 from tfbert.runtime import files, validation
 from tfbert.tagging import conll, tagging_export, tagging_features, tagging_metrics
-from tfbert.tasks import fine_tuning, runner, task
+from tfbert.tasks import fine_tuning, predictions_source, runner, task
 from tfbert.text.tokenization import WordPieceTokenizer
 
 LABELS_FILE = tagging_export.LABELS_FILE  # Also in the run directory.
@@ -321,10 +322,13 @@ class NerTask(task.Task):
       path = os.path.join(c.output_dir, "test_predictions.conll")
       tags = tag_sentences(context.model, context.strategy, context.tokenizer, c,
                            inputs["test"])
-      if chief:
+      if chief:  # Which file they predict is recorded (a rerun on another says it replaces).
+        source = predictions_source.describe(c.predict_file)
+        predictions_source.replacing(c.output_dir, os.path.basename(path), source)
         conll.write_conll(path, inputs["test"], tags)
+        predictions_source.record(c.output_dir, os.path.basename(path), source)
       out.result["predictions"] = {"test": path}
-      out.written.append(path)
+      out.written += [path, predictions_source.SOURCE_FILE]
     return out
 
   def export(self, context: task.RunContext) -> None:

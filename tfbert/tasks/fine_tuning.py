@@ -963,20 +963,23 @@ def assign_initial_weights(model: keras.Model, weights: Optional[dict[str, np.nd
 
 
 def check_vocab_fits(model: keras.Model, vocab_size: int, vocab: str = "the vocabulary",
-                     model_config: str = "the model config") -> None:
+                     model_config: str = "the model config", trained: bool = False) -> None:
   """The vocabulary has no more entries than the model's embedding table (its ids past
-  vocab_size would fail at the first lookup).
+  vocab_size would fail at the first lookup) and, for `trained` weights, not fewer by more
+  than a table's padding (`tokenization.check_vocab_fits`).
 
   Args:
     model: The built model.
     vocab_size: The vocabulary's entries.
     vocab: The vocabulary, as a message names it (`describe_vocab`).
     model_config: Where the model's config comes from (`describe_model_config`).
+    trained: whether the model starts from trained weights (`init_source`).
 
   Raises:
     ValueError: naming both, both sizes and what to do.
   """
-  tokenization.check_vocab_fits(vocab_size, model.config.vocab_size, vocab, model_config)
+  tokenization.check_vocab_fits(vocab_size, model.config.vocab_size, vocab, model_config,
+                                trained)
 
 
 # Warn when more of a task file's word pieces than this are [UNK]: the vocabulary does not

@@ -351,7 +351,10 @@ class RawTextFit(RawTextPredict):
     """Keras' `fit`; raw text (and `validation_data=(texts, labels)`, a tuple or list) is
     packed first and its labels matched to the model's by name."""
     refuse_weights(self, "fit", args, kwargs, validation_data)  # Before packing any text.
+    texts = x if text_input(x, "x") else None
     x, y = self._text_data(x, y)
+    if texts is not None:  # What it trains on is what it reads (before validation_data).
+      implementation(self).record_arity(self, texts)
     validation_data = self._validation_data(validation_data)
     return super().fit(x, y, *args, validation_data=validation_data, **kwargs)
 

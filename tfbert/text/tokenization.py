@@ -84,17 +84,29 @@ def vocab_entries(vocab_file: str) -> int:
   return len(files.read_text(vocab_file).splitlines())
 
 
+# A model's embedding table may have more rows than its vocabulary has entries: sizes are
+# often rounded up to a multiple of 8, 64 or 128 for faster matmuls (the padding rows are
+# never looked up). More than this many rows fewer is another vocabulary: the cased BERT
+# vocab (28,996 entries) beside an uncased model (30,522 rows) is 1,526 short.
+PADDING_ROWS = 128
+
+
 def check_vocab_fits(entries: int, vocab_size: int, vocab: str = "the vocabulary",
-                     model_config: str = "the model config") -> None:
+                     model_config: str = "the model config", trained: bool = False) -> None:
   """A vocabulary of `entries` has no more entries than the embedding table of a model of
   `vocab_size` (its ids past vocab_size fail at the first lookup, in a graph error naming
-  neither).
+  neither), and, for `trained` weights, not fewer by more than a table's padding
+  (`PADDING_ROWS`): such a vocabulary's ids name other tokens than the ones the weights were
+  trained on, and every text would be read as other words without a word.
 
   Args:
     entries: the vocabulary's entries.
     vocab_size: the model's `vocab_size`.
     vocab: the vocabulary, as a message names it (its flag, its path).
     model_config: where the model's config comes from.
+    trained: whether the model's weights were trained (a checkpoint, a Hugging Face or
+      tfbert model), not initialized at random (pretraining from a config may leave rows of
+      a larger table unused).
 
   Raises:
     ValueError: naming both, both sizes and what to do.
@@ -103,6 +115,12 @@ def check_vocab_fits(entries: int, vocab_size: int, vocab: str = "the vocabulary
     raise ValueError(
         f"{vocab} has {entries} entries, more than the vocab_size {vocab_size} of "
         f"{model_config}: pass the vocabulary that config was made for, or fix vocab_size")
+  if trained and vocab_size - entries >= PADDING_ROWS:
+    raise ValueError(
+        f"{vocab} has {entries} entries, {vocab_size - entries} fewer than the vocab_size "
+        f"{vocab_size} of {model_config} (a table padded for speed has fewer than "
+        f"{PADDING_ROWS} rows more): its ids would name other tokens than the ones the "
+        "weights were trained on. Pass the vocabulary the model was trained with")
 
 
 def load_vocab(vocab_file):
