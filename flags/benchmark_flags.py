@@ -63,7 +63,8 @@ BATCH_SIZE = flags.DEFINE_integer("batch_size", 32, "Examples per training step 
                                   "input pipeline's batch).", lower_bound=1)
 DTYPE = flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16"],
                           "Dtype policy. MFU is taken against the measured matmul peak of "
-                          "float32, or of bfloat16 for mixed_bfloat16.")
+                          "float32, or of bfloat16 for mixed_bfloat16. buckets: the tool "
+                          "runs' --dtype.")
 JIT_COMPILE = flags.DEFINE_boolean("jit_compile", False,
                                    "Compile the training step with XLA (tfbert and peer).")
 REPEATS = flags.DEFINE_integer(
@@ -182,6 +183,10 @@ BUCKET_EPOCHS = flags.DEFINE_integer("bucket_epochs", 1, "buckets: passes over t
 WNUT_DIR = flags.DEFINE_string("wnut_dir", "", "buckets: the folder of WNUT 2017's "
                                "wnut17train.conll and emerging.dev.conll.")
 GLUE_DIR = flags.DEFINE_string("glue_dir", "", "buckets: the folder of GLUE's STS-B/ and MRPC/.")
+BUCKET_MULTIPLE = flags.DEFINE_integer(
+    "bucket_multiple", 8, "buckets: the --length_bucket of the cut and grouped settings (1: "
+    "each batch cut to its longest example exactly). --dtype sets the runs' dtype.",
+    lower_bound=1)
 TRAIN_EXAMPLES = flags.DEFINE_integer("train_examples", 1600,
                                       "buckets: the first train pairs trained on (one epoch).",
                                       lower_bound=1)
@@ -215,6 +220,6 @@ READS = {
     "fine_tuning": (*_SHAPE, "batch_size", "fine_tuning_steps", "repeats", "dtype"),
     "inference": ("batch_size", "seq_length", "repeats"),
     "buckets": ("bucket_task", "glue_dir", "wnut_dir", "bucket_epochs", "train_examples",
-                "repeats", "batch_size", "seq_length"),
+                "repeats", "batch_size", "seq_length", "dtype", "bucket_multiple"),
     "continued_pretraining": ("continued_steps", "batch_size", "seq_length"),
 }

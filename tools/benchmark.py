@@ -199,7 +199,8 @@ def buckets() -> str:
       task=f.BUCKET_TASK.value, glue_dir=f.GLUE_DIR.value, wnut_dir=f.WNUT_DIR.value,
       epochs=f.BUCKET_EPOCHS.value,
       train_examples=f.TRAIN_EXAMPLES.value,
-      rounds=f.REPEATS.value, batch_size=f.BATCH_SIZE.value, seq_length=f.SEQ_LENGTH.value or 0)
+      rounds=f.REPEATS.value, batch_size=f.BATCH_SIZE.value, seq_length=f.SEQ_LENGTH.value or 0,
+      dtype=f.DTYPE.value, multiple=f.BUCKET_MULTIPLE.value)
   with tempfile.TemporaryDirectory() as temp:
     return benchmark_buckets.format_result(case, benchmark_buckets.measure(case, temp))
 

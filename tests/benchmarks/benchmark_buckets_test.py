@@ -26,7 +26,7 @@ def test_each_setting_runs_the_tool_on_the_first_train_pairs(tmp_path, task, too
   argv = benchmark_buckets.command(case, str(tmp_path), str(tmp_path / "out"), 8, 3)
   assert argv[1].endswith(tool)
   assert {"--length_bucket=8", "--group_by_length=3", f"--max_seq_length={length}",
-          "--train_batch_size=4", "--init_hf_dir=minilm"} <= set(argv)
+          "--train_batch_size=4", "--init_hf_dir=minilm", "--dtype=float32"} <= set(argv)
   train = next(a for a in argv if a.startswith(("--train_file=", "--data_dir=")))
   path = train.split("=", 1)[1]
   path = path if task == "stsb" else f"{path}/train.tsv"
@@ -80,6 +80,20 @@ def test_rows_give_each_setting_its_median_and_its_ratio_to_padded():
   assert ("| buckets (length_bucket 8, group_by_length 0) | 61.0 | 2.77x | "
           "84.50, 84.50, 84.50 |") in text
   assert "| grouped (length_bucket 8, group_by_length 8) | 88.0 | 4.00x |" in text
+
+
+def test_the_bucket_multiple_and_the_dtype_reach_every_run_and_the_rows():
+  case = benchmark_buckets.BucketCase(glue_dir="g", multiple=1, dtype="mixed_bfloat16")
+  assert case.settings == (("padded", 0, 0), ("buckets", 1, 0), ("grouped", 1, 8))
+  results = {name: [{"examples_per_second": 10.0 * (i + 1), "metric": 85.0}]
+             for i, (name, _, _) in enumerate(case.settings)}
+  text = benchmark_buckets.format_result(case, results)
+  assert "| stsb setting (mixed_bfloat16) |" in text
+  assert "| grouped (length_bucket 1, group_by_length 8) | 30.0 | 3.00x |" in text
+  for bad, message in ((dict(multiple=0), r"multiple \(0\) must be >= 1"),
+                       (dict(dtype="float16"), "dtype must be one of")):
+    with pytest.raises(ValueError, match=message):
+      benchmark_buckets.BucketCase(glue_dir="g", **bad)
 
 
 def test_a_case_without_glue_or_with_another_task_is_refused():

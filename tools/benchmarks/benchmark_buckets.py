@@ -23,8 +23,8 @@ import sys
 from tfbert.runtime import validation
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# (name, --length_bucket, --group_by_length).
-SETTINGS = (("padded", 0, 0), ("buckets", 8, 0), ("grouped", 8, 8))
+GROUP_WINDOW = 8  # The grouped setting's --group_by_length (batches per sorted window).
+DTYPES = ("float32", "mixed_bfloat16")
 TASKS = ("stsb", "mrpc", "wnut")
 WNUT_TRAIN, WNUT_DEV = "wnut17train.conll", "emerging.dev.conll"  # In `wnut_dir`.
 
@@ -42,6 +42,9 @@ class BucketCase:
     seq_length: S (0: the task's default, 64 for STS-B and 128 for MRPC and WNUT).
     wnut_dir: the folder of WNUT 2017's train and dev files.
     epochs: passes over the train subset.
+    dtype: the runs' `--dtype` (mixed_bfloat16: bfloat16 matmuls, float32 variables).
+    multiple: the bucket multiple of the "buckets" and "grouped" settings
+      (`--length_bucket`; 1: every batch cut to its longest example exactly).
   """
   task: str = "stsb"
   glue_dir: str = ""
@@ -51,9 +54,13 @@ class BucketCase:
   seq_length: int = 0
   wnut_dir: str = ""
   epochs: int = 1
+  dtype: str = "float32"
+  multiple: int = 8
 
   def checks(self) -> list[validation.Check]:
     return [(self.task in TASKS, f"task must be one of {TASKS}, got {self.task!r}"),
+            (self.dtype in DTYPES, f"dtype must be one of {DTYPES}, got {self.dtype!r}"),
+            (self.multiple >= 1, f"multiple ({self.multiple}) must be >= 1"),
             (self.task == "wnut" or bool(self.glue_dir),
              "glue_dir is needed (the folder of STS-B/ and MRPC/)"),
             (self.task != "wnut" or bool(self.wnut_dir),
@@ -70,6 +77,12 @@ class BucketCase:
   @property
   def length(self) -> int:
     return self.seq_length or {"stsb": 64, "mrpc": 128, "wnut": 128}[self.task]
+
+  @property
+  def settings(self) -> tuple[tuple[str, int, int], ...]:
+    """(name, --length_bucket, --group_by_length) of each setting compared."""
+    return (("padded", 0, 0), ("buckets", self.multiple, 0),
+            ("grouped", self.multiple, GROUP_WINDOW))
 
 
 def _head(source: str, target: str, rows: int) -> None:
@@ -124,7 +137,7 @@ def command(case: BucketCase, workdir: str, output_dir: str, length_bucket: int,
             f"--learning_rate={1e-4 if case.task == 'wnut' else 5e-5}",
             f"--num_train_epochs={case.epochs}",
             "--log_steps=10", "--verbose=0", f"--length_bucket={length_bucket}",
-            f"--group_by_length={group_by_length}"]
+            f"--group_by_length={group_by_length}", f"--dtype={case.dtype}"]
   if case.task == "wnut":
     train = os.path.join(workdir, "wnut_train.conll")
     if not os.path.exists(train):
@@ -167,9 +180,9 @@ def measure(case: BucketCase, workdir: str) -> dict:
   """{setting: [per-round reads]}: each setting run `case.rounds` times, alternating; the
   input files checked first (`check_inputs`)."""
   check_inputs(case)
-  results = {name: [] for name, _, _ in SETTINGS}
+  results = {name: [] for name, _, _ in case.settings}
   for round_index in range(case.rounds):
-    order = SETTINGS if round_index % 2 == 0 else SETTINGS[::-1]
+    order = case.settings if round_index % 2 == 0 else case.settings[::-1]
     for name, bucket, group in order:
       out = os.path.join(workdir, f"{name}-{round_index}")
       env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
@@ -186,9 +199,9 @@ def format_result(case: BucketCase, results: dict) -> str:
   metric = {"stsb": "dev Spearman", "mrpc": "dev accuracy", "wnut": "dev entity F1"}[case.task]
   unit = {"stsb": "pairs/s", "mrpc": "examples/s", "wnut": "sentences/s"}[case.task]
   padded = statistics.median(r["examples_per_second"] for r in results["padded"])
-  lines = [f"| {case.task} setting | {unit} (median of {case.rounds}) | / padded | {metric} |",
-           "|---|---|---|---|"]
-  for name, bucket, group in SETTINGS:
+  lines = [f"| {case.task} setting ({case.dtype}) | {unit} (median of {case.rounds}) "
+           f"| / padded | {metric} |", "|---|---|---|---|"]
+  for name, bucket, group in case.settings:
     rows = results[name]
     speed = statistics.median(r["examples_per_second"] for r in rows)
     metrics = ", ".join(f"{r['metric']:.2f}" for r in rows)
