@@ -268,6 +268,16 @@ def cases(tmp_path_factory):
           [f"--vocab_file={vocab} has ", "more than the vocab_size 1000 of "
            f"--bert_config_file={d / 'vocab_1000.json'}: pass the vocabulary that config was "
            "made for, or fix vocab_size"], d / "p3"),
+      # Sweep 27, A117: the refusal said "the model's config", never the flag that gave it.
+      "run_classifier: a --bert_config_file that does not describe --init_checkpoint": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
+           f"--output_dir={d / 'mrpc_config'}", f"--max_seq_length={SEQ}",
+           f"--init_checkpoint={no_vocab / 'bert_model.ckpt'}", f"--vocab_file={vocab}",
+           "--bert_config_file=" + _write(d / "hidden_8.json",
+                                          json.dumps({**TINY, "hidden_size": 8}))],
+          [f"hidden_size 8 in --bert_config_file={d / 'hidden_8.json'}, but the checkpoint's",
+           f"--bert_config_file does not describe {no_vocab / 'bert_model.ckpt'}; leave it out "
+           "to take the source's own config"], d / "mrpc_config"),
       # Sweep 26, B8: align wrote WORKDIR/data, then refused the config's vocab_size.
       "align: a config's table smaller than the embedded data's vocabulary": (
           ["align", "--variants=graph,eager", f"--workdir={d / 'align_vocab'}",
@@ -331,6 +341,7 @@ CASE_NAMES = [
     "run_embeddings: a retrieval set without --do_eval",
     "run_classifier: a vocabulary larger than the config's vocab_size",
     "align: a config's table smaller than the embedded data's vocabulary",
+    "run_classifier: a --bert_config_file that does not describe --init_checkpoint",
     "convert_checkpoint: a vocabulary far smaller than the model's table",
 ]
 

@@ -36,6 +36,14 @@ def as_config(config) -> BertConfig:
                   "bert_config.json file, or tfbert.load(path) for a saved model")
 
 
+def build_once(layer: keras.layers.Layer, *input_shape) -> None:
+  """Builds `layer` unless it is built: a model's `build` over parts that a text call built
+  without building the model (`fill_mask` builds the encoder and heads it runs; building
+  them again failed in Keras' "already built" check on the save that builds the model)."""
+  if not layer.built:
+    layer.build(*input_shape)
+
+
 def read_inputs(features: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
   """Reads google-research/bert's feature names; mask defaults to ones, segments to zeros.
 
@@ -100,10 +108,10 @@ class BertEncoder(text_calls.RawTextPredict, keras.Model):
 
   def build(self, input_shape=None):
     shape = (None, None)
-    self.embeddings.build(shape)
+    build_once(self.embeddings, shape)
     for layer in self.transformer_layers:
-      layer.build(shape + (self.config.hidden_size,))
-    self.pooler.build((None, self.config.hidden_size))
+      build_once(layer, shape + (self.config.hidden_size,))
+    build_once(self.pooler, (None, self.config.hidden_size))
     self.built = True
 
   def call(self, features, training=None, output_positions=None) -> dict[str, Any]:

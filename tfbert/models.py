@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 from keras.src.trainers import compile_utils
 
-from tfbert.encoder import OUTPUT_NAMES, BertEncoder, as_config, read_inputs
+from tfbert.encoder import OUTPUT_NAMES, BertEncoder, as_config, build_once, read_inputs
 from tfbert.layers import dropout
 from tfbert.layers.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, SpanHead
 from tfbert.losses import pretraining_loss
@@ -77,10 +77,10 @@ class BertPretrainer(RawTextPredict, keras.Model):
                      for name in pretraining_loss.metric_names(objective)}
 
   def build(self, input_shape=None):
-    self.encoder.build()
-    self.mlm_head.build()
+    build_once(self.encoder)
+    build_once(self.mlm_head)
     if self.nsp_head is not None:
-      self.nsp_head.build((None, self.config.hidden_size))
+      build_once(self.nsp_head, (None, self.config.hidden_size))
     self.built = True
 
   def call(self, features, training=None, masked_positions_only=False):
@@ -638,8 +638,8 @@ class BertSpanLabeler(RawTextPredict, _FineTuningStep, keras.Model):
     self._create_eval_sums()
 
   def build(self, input_shape=None):
-    self.encoder.build()
-    self.span_head.build((None, None, self.config.hidden_size))
+    build_once(self.encoder)
+    build_once(self.span_head, (None, None, self.config.hidden_size))
     self.built = True
 
   def call(self, features, training=None):
@@ -728,8 +728,8 @@ class BertClassifier(RawTextFit, _FineTuningStep, keras.Model):
     self._create_eval_sums()
 
   def build(self, input_shape=None):
-    self.encoder.build()
-    self.classifier_head.build((None, self.config.hidden_size))
+    build_once(self.encoder)
+    build_once(self.classifier_head, (None, self.config.hidden_size))
     self.built = True
 
   def call(self, features, training=None):
@@ -870,8 +870,8 @@ class BertTokenClassifier(RawTextPredict, _FineTuningStep, keras.Model):
     return len(self.labels)
 
   def build(self, input_shape=None):
-    self.encoder.build()
-    self.classifier_head.build((None, None, self.config.hidden_size))
+    build_once(self.encoder)
+    build_once(self.classifier_head, (None, None, self.config.hidden_size))
     self.built = True
 
   def call(self, features, training=None):

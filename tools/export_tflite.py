@@ -60,7 +60,8 @@ def main(argv):
     problem = tflite_export.scoring_problem(
         model, f.MODEL.value, [name for name, flag in (("--eval_data_dir", f.EVAL_DATA_DIR),
                                                        ("--eval_file", f.EVAL_FILE))
-                               if flag.value], task, vocab_file)
+                               if flag.value], task, vocab_file,
+        loading.recorded_settings(model, "tfbert", f.MODEL.value).get("is_pair"))
     if problem:
       raise ValueError(problem)
     classifier_export.check_scorable(model, task)

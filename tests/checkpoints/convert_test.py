@@ -634,6 +634,8 @@ def test_a_converted_classifier_reads_text_as_its_source_does(tmp_path, fmt, out
   assert run.returncode == 0, run.stderr
   back = text_settings.settings_of(tfbert.load(str(tmp_path / output)))
   assert (back.max_seq_length, back.is_pair) == (13, is_pair)
+  # Sweep 27, B61: the log said the Google output kept is_pair; it says it is not kept.
+  assert ("is_pair False is not kept" in run.stderr) is (fmt == "google"), run.stderr
 
 
 def test_a_vocabulary_longer_than_the_models_vocab_size_is_refused_before_writing(tmp_path):

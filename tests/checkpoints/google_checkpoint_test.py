@@ -189,7 +189,7 @@ def test_a_config_that_does_not_describe_the_checkpoint_is_named_first(tiny):
   assert str(e.value).startswith(
       f"cannot load {prefix} into BertPretrainer:\nintermediate_size 17 in the model's config, "
       "but the checkpoint's bert/encoder/layer_0/intermediate/dense/kernel is [4, 16]: build "
-      "the model with the config the checkpoint was trained with\nshape mismatch:"), e.value
+      "the model with the config the checkpoint was trained with.\nshape mismatch:"), e.value
 
 
 @pytest.mark.parametrize("field, value, expected", [

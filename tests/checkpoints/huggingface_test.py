@@ -269,6 +269,17 @@ def test_a_wrong_arity_record_names_the_file(tmp_path, record):
     huggingface.read_hf_task(directory)
 
 
+def test_a_multi_label_classifier_is_refused_naming_its_problem_type(tmp_path):
+  """Sweep 27, B120: it loaded as a softmax classifier of one label per text."""
+  directory = _classifier_config(tmp_path, problem_type="multi_label_classification",
+                                 id2label={"0": "a", "1": "b"})
+  with pytest.raises(ValueError, match=r"config.json: problem_type multi_label_classification "
+                                       r"\(an independent sigmoid per label"):
+    huggingface.read_hf_task(directory)
+  for kind in ("single_label_classification", "regression"):
+    huggingface.read_hf_task(_classifier_config(tmp_path / kind, problem_type=kind))
+
+
 def test_transformers_reads_and_keeps_the_arity_record(tmp_path):
   """The record is a key transformers' config ignores and writes back (`save_pretrained`);
   ~1.5 s: transformers in a fresh process, as the tokenizer tests above."""

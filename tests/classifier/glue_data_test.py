@@ -223,6 +223,20 @@ def test_too_few_columns_with_another_delimiter_name_the_flag(tmp_path, delimite
     glue_data.read_examples(glue_data.TASKS["sst-2"], path, "test")
 
 
+def test_a_test_files_own_index_column_numbers_its_examples(tmp_path):
+  """Sweep 27, A122: a slice of a test file (indices 1000, 1003) was predicted under 0, 1,
+  each prediction under another example's id."""
+  read = lambda *lines: glue_data.read_examples(  # noqa: E731
+      glue_data.TASKS["sst-2"], _file(tmp_path, None, "index\tsentence", *lines), "test")
+  examples = read("1000\tA b.", "1003\tC d.").examples
+  assert [(e.index, e.guid) for e in examples] == [(1000, "test-1000"), (1003, "test-1003")]
+  with pytest.raises(ValueError, match=r"train.tsv:3: index 1000 is given again \(first at "
+                                       r"line 2\)"):
+    read("1000\tA b.", "1000\tC d.")
+  with pytest.raises(ValueError, match="train.tsv:2: index .x. is not a whole number"):
+    read("x\tA b.")
+
+
 def test_a_gzip_file_is_named_as_one(tmp_path):
   path = tmp_path / "train.tsv.gz"
   path.write_bytes(gzip.compress(b"sentence\tlabel\nA b.\t1\n"))

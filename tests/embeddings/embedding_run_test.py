@@ -274,6 +274,33 @@ def test_columns_given_by_index_read_a_headerless_file(tmp_path):
   assert [(e.texts, e.score) for e in examples] == [(("a b", "c d"), 0.5), (("e f", "g h"), 1.0)]
 
 
+def test_a_score_or_negative_column_the_run_does_not_read_is_named(tmp_path, caplog):
+  """Sweep 27, A129: a file of scored pairs trained as plain pairs (in-batch negatives),
+  its score column unread, without a word."""
+  caplog.set_level("WARNING", logger="absl")
+  _write_data(tmp_path)
+  (tmp_path / "scored.tsv").write_text("anchor\tpositive\tscore\tnegative\n"
+                                       "a b\tc d\t0.5\te f\ng h\ti j\t4.5\tk l\n")
+  (tmp_path / "scored.jsonl").write_text('{"anchor": "a b", "positive": "c d", "score": 1}\n'
+                                         '{"anchor": "e f", "positive": "g h", "score": 2}\n')
+  for name, unread in (("scored.tsv", ["score", "negative"]), ("scored.jsonl", ["score"])):
+    caplog.clear()
+    config = _config(tmp_path, "plain", train_file=str(tmp_path / name), do_eval=False)
+    embedding_run.EmbeddingTask().read_inputs(config)
+    for column in unread:
+      assert (f"{tmp_path / name} has a column {column!r} that this run does not read (no "
+              f"--{column}_column)") in caplog.text
+  caplog.clear()  # Read: nothing said of it.
+  embedding_run.EmbeddingTask().read_inputs(_config(
+      tmp_path, "read", train_file=str(tmp_path / "scored.jsonl"), score_column="score",
+      loss="cosent", do_eval=False))
+  assert "does not read" not in caplog.text
+  embedding_run.EmbeddingTask().read_inputs(_config(
+      tmp_path, "triplets", train_file=str(tmp_path / "scored.tsv"),
+      negative_column="negative", do_eval=False))
+  assert "column 'negative'" not in caplog.text and "column 'score'" in caplog.text
+
+
 @pytest.mark.slow  # ~10 s: the tool trains 4 steps, evaluates, exports; a replay; a refusal.
 def test_the_tool_trains_evaluates_exports_and_replays(tmp_path):
   # In this process (tests/tool_process.py: each run parses its own flags from its own
@@ -340,6 +367,21 @@ def test_the_shipped_minilm_starts_a_run_with_its_own_pipeline_and_weights(tmp_p
           output_dir="o", do_eval=True, dev_file="d").dev_columns())
   want = embedding_inference.similarity_scores(model, tokenizer, examples, 32)
   assert result["eval"]["dev"]["spearman"] == pytest.approx(want["spearman"], abs=1e-9)
+
+
+def test_a_sentence_transformers_sources_pooling_is_the_one_the_run_records(tmp_path,
+                                                                           caplog):
+  """Sweep 27, A147: the run recorded --pooling_mode=cls --nonormalize while it trained
+  with MiniLM's mean pooling, and an eval-only rerun then scored with CLS pooling."""
+  caplog.set_level("WARNING", logger="absl")
+  given = _config(tmp_path, "cls", bert_config_file=None, init_hf_dir=pretrained.minilm_dir(),
+                  pooling_mode="cls", normalize=False)
+  used = embedding_run.source_pooling(given)
+  assert (used.pooling_mode, used.normalize) == ("mean", True)
+  assert "its pooling (mean, normalize=True) is used and recorded, not --pooling_mode=cls" in (
+      caplog.text)
+  own = _config(tmp_path, "own", pooling_mode="cls", normalize=False)  # No source: as given.
+  assert embedding_run.source_pooling(own) is own
 
 
 def test_a_sentence_transformers_dir_another_run_wrote_is_refused_before_any_work(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 import tfbert
 from tests.inference import tiny_models
 from tfbert import BertClassifier
-from tfbert.checkpoints import convert
+from tfbert.checkpoints import convert, pretrained
 from tfbert.config import BertConfig
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.inference import exported, text_settings
@@ -90,6 +90,15 @@ def test_a_google_checkpoint_never_breaks_the_one_beside_it(tmp_path):
   assert (tmp_path / "ckpt" / "bert_config.json").read_bytes() == before
   assert not (tmp_path / "ckpt" / "other.ckpt.index").exists()
   tfbert.save(model, str(tmp_path / "ckpt" / "bert_model.ckpt"), "google")  # A rewrite.
+  # Sweep 27, B179: a labelled checkpoint's labels.txt stayed beside an unlabelled rewrite,
+  # and load named the new model's classes with them.
+  labelled = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2,
+                                                  labels=("spam", "ham")), 9)
+  tfbert.save(labelled, str(tmp_path / "ckpt" / "bert_model.ckpt"), "google")
+  assert tfbert.load(str(tmp_path / "ckpt" / "bert_model.ckpt")).labels == ("spam", "ham")
+  tfbert.save(model, str(tmp_path / "ckpt" / "bert_model.ckpt"), "google")
+  assert not (tmp_path / "ckpt" / "labels.txt").exists()
+  assert tfbert.load(str(tmp_path / "ckpt" / "bert_model.ckpt")).labels is None
   with pytest.raises(ValueError, match="is a directory: a Google checkpoint is written at a "
                                        "prefix such as"):
     tfbert.save(model, str(tmp_path / "ckpt"), "google")
@@ -462,3 +471,22 @@ def test_a_model_loaded_from_an_export_is_refused_naming_what_to_save(tmp_path, 
                                        r"tfbert.save the model it was exported from"):
     tfbert.save(loaded, str(tmp_path / ("m.keras" if fmt == "keras" else "out")), fmt)
   assert not os.listdir(tmp_path)
+
+
+def test_a_model_never_built_or_built_by_fill_mask_only_saves_the_weights_it_uses(tmp_path):
+  """Sweep 27, B143/B98: an encoder saved before any call was written without weights (its
+  reload computed with others), and a pretrainer used by `fill_mask` alone failed to save
+  as hf or google in Keras' "already built" check."""
+  def unbuilt(model, seq_length):  # `tiny_models.with_text` without its build.
+    return text_settings.attach_text(model, pretrained.minilm_vocab_file(), True, seq_length)
+  encoder = unbuilt(BertSentenceEncoder(BertConfig(**tiny_models.TINY)), 11)
+  tfbert.save(encoder, str(tmp_path / "e" / "model.keras"))
+  np.testing.assert_array_equal(tfbert.load(str(tmp_path / "e" / "model.keras")).encode("a b"),
+                                encoder.encode("a b"))
+  pretrainer = unbuilt(tfbert.BertPretrainer(BertConfig(**tiny_models.TINY)), 9)
+  filled = pretrainer.fill_mask("a [MASK] b", top_k=2)
+  assert not pretrainer.built
+  for fmt, path in (("hf", "hf"), ("google", "g/bert_model.ckpt")):
+    tfbert.save(pretrainer, str(tmp_path / path), fmt)
+    assert tfbert.load(str(tmp_path / path)).fill_mask("a [MASK] b", top_k=2) == filled
+

@@ -68,6 +68,9 @@ def _tree(root):
 
 @pytest.mark.parametrize("existing, message", [
     ("run", "a directory tfbert did not write (no .tfbert_output)"),
+    # Sweep 27, A112: another run's directory was called one tfbert did not write.
+    ("locked run", "is another tfbert run's directory (it holds .tfbert-run.lock), not a "
+                   "export"),
     ("best", "is a best model tfbert wrote, not a export"),
     ("file", "is a file, not a directory tfbert wrote as a export"),
 ])
@@ -75,8 +78,10 @@ def test_only_a_directory_of_the_same_kind_is_ever_replaced(tmp_path, existing, 
   """Replacing `export_dir == output_dir` deleted the whole run (model.keras, checkpoints):
   a directory is replaced only when tfbert wrote it as the same kind of output."""
   final = tmp_path / "target"
-  if existing == "run":
+  if existing.endswith("run"):
     (final / "checkpoints").mkdir(parents=True)
+    if existing == "locked run":
+      (final / ".tfbert-run.lock").write_text("1")
     (final / "model.keras").write_text("weights")
     (final / "checkpoints" / "ckpt-1.index").write_text("index")
   elif existing == "best":

@@ -521,6 +521,14 @@ def test_scoring_is_for_classifiers_and_names_what_is_missing(config, classifier
   assert "give --task_name" in tflite_export.scoring_problem(classifier, "m", given, None, "v")
   assert "give --vocab_file" in tflite_export.scoring_problem(classifier, "m", given, task, None)
   assert tflite_export.scoring_problem(classifier, "m", given, task, "v") is None
+  # Sweep 27, B77: a pair classifier scored on SST-2's single texts (and the reverse).
+  assert tflite_export.scoring_problem(classifier, "m", given, task, "v", is_pair=True) == (
+      "m is a classifier of (text_a, text_b) pairs (as recorded beside it), but the task "
+      "sst-2 holds single texts: give --task_name of the classifier's own task (or leave it "
+      "out for its run's)")
+  assert "holds (text_a, text_b) pairs" in tflite_export.scoring_problem(
+      classifier, "m", given, glue_data.get_task("mrpc"), "v", is_pair=False)
+  assert tflite_export.scoring_problem(classifier, "m", given, task, "v", is_pair=False) is None
 
 
 

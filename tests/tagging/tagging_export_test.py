@@ -36,6 +36,22 @@ def test_entity_chunking_in_the_graph_equals_seqeval_on_random_tags():
     assert found == {e for e in tagging_metrics.entities(rows) if e[0] == index}, row
 
 
+def test_tags_without_a_prefix_chunk_as_runs_of_their_type():
+  """Sweep 27, B59: an IO-scheme tagger (tags PER, LOC) gave "Mary" for "Mary Ann": each
+  word ended an entity, and starts and ends paired wrongly. By hand: a run of one type is
+  one entity, joined by I- and split by B- (a tag starting with I but no hyphen is a type)."""
+  rows = [["PER", "PER", "O", "LOC", "PER", "PER"], ["B-PER", "PER", "I-PER", "INFO", "INFO", ""],
+          ["PER", "B-PER", "O", "", "", ""]]
+  tags = tf.constant(rows)
+  positions = tf.constant([list(range(6))] * 3, tf.int64)
+  out = tagging_export._entities(tags, positions, positions + 1)
+  found = [[(kind.decode(), int(start), int(end)) for kind, start, end in zip(
+      *(out[k][i, :int(out["num_entities"][i])].numpy()
+        for k in ("entity_types", "entity_starts", "entity_ends")))] for i in range(3)]
+  assert found == [[("PER", 0, 2), ("LOC", 3, 4), ("PER", 4, 6)],
+                   [("PER", 0, 3), ("INFO", 3, 5)], [("PER", 0, 1), ("PER", 1, 2)]]
+
+
 @pytest.mark.slow
 def test_tag_text_gives_bert_words_offsets_and_the_models_tags(tmp_path):
   model = BertTokenClassifier(BertConfig(**TINY), TAGS, dtype="float32")

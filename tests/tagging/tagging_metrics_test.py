@@ -112,6 +112,23 @@ def test_docstart_lines_are_skipped_in_the_gold_and_the_predictions(tmp_path):
     tagging_metrics.read_predictions(str(path), gold, str(gold_path))
 
 
+def test_repeated_blank_lines_count_as_one_sentence_break_in_either_file(tmp_path):
+  """Sweep 27, A65: run_ner's own predictions of a gold file with two blank lines between
+  sentences (one in the predictions) were refused as "a prediction where ... has no word"."""
+  gold_path = tmp_path / "gold"
+  gold_path.write_text("I\tB-per\nam\tO\n\n\n\nhe\tO\n\n\nshe\tO\n")
+  gold = conll.read_conll(str(gold_path))
+  path = tmp_path / "pred"
+  expected = [["I-per", "O"], ["B-loc"], ["O"]]
+  path.write_text(conll.format_conll(gold, expected))
+  assert tagging_metrics.read_predictions(str(path), gold, str(gold_path)) == expected
+  path.write_text("I I-per\nam O\n\n\nhe B-loc\n\nshe O\n")  # Its own layout.
+  assert tagging_metrics.read_predictions(str(path), gold, str(gold_path)) == expected
+  path.write_text("I I-per\nam O\nhe B-loc\n\nshe O\n")  # A break missing: refused.
+  with pytest.raises(ValueError, match=r"pred:3: a prediction where .* has no word"):
+    tagging_metrics.read_predictions(str(path), gold, str(gold_path))
+
+
 def test_read_predictions_refuses_the_tokens_of_another_text(tmp_path):
   """Two of five tokens changed is not a normalization: the first is named, with both lines."""
   gold_path = tmp_path / "gold"

@@ -147,3 +147,28 @@ def test_a_str_or_a_number_for_a_bool_setting_is_refused_naming_it(value):
   with pytest.raises(ValueError, match=rf"^do_lower_case must be True, False or None, got "
                                        rf"{got}$"):  # Named as the caller spells it.
     casing.resolve_do_lower_case(value, [], terms=casing.keywords("f"))
+
+
+@pytest.mark.parametrize("settings, problem", [
+    ({"do_lower_case": True, "strip_accents": False},
+     "strip_accents false with do_lower_case true"),
+    ({"do_lower_case": False, "strip_accents": True},
+     "strip_accents true with do_lower_case false"),
+    ({"strip_accents": False}, "strip_accents false with do_lower_case true"),  # Its default.
+    ({"do_lower_case": True, "tokenize_chinese_chars": False}, "tokenize_chinese_chars false"),
+    ({"do_basic_tokenize": False}, "do_basic_tokenize false"),
+    ({"do_lower_case": True, "strip_accents": None, "tokenize_chinese_chars": True}, None),
+    ({"do_lower_case": False, "strip_accents": False}, None)])
+def test_a_tokenizer_config_that_splits_otherwise_than_bert_is_refused(tmp_path, settings,
+                                                                       problem):
+  """Sweep 27, B122: strip_accents false and tokenize_chinese_chars false were ignored: the
+  texts of such a model were split otherwise than its own tokenizer splits them."""
+  (tmp_path / "tokenizer_config.json").write_text(json.dumps(settings))
+  read = lambda: casing.checkpoint_casing(str(tmp_path), None)  # noqa: E731
+  if problem is None:
+    read()
+    return
+  with pytest.raises(ValueError, match=re.escape(
+      f"{tmp_path / 'tokenizer_config.json'}: {problem}") + ".*tfbert tokenizes as "
+      "google-research/bert does"):
+    read()

@@ -184,6 +184,10 @@ def test_wrapping_a_loss_scale_optimizer_keeps_it_outermost():
                     GradientAccumulationOptimizer)
   with pytest.raises(ValueError, match="global_clipnorm would act per replica"):
     with_gradient_accumulation(keras.optimizers.SGD(0.1, global_clipnorm=1.0), 2)
+  # Sweep 27, B28: fit ended with every weight zero (Keras finalized an EMA never kept).
+  with pytest.raises(ValueError, match="use_ema on adam(_[0-9]+)? is not supported with "
+                                       "gradient accumulation"):
+    with_gradient_accumulation(keras.optimizers.Adam(1e-3, use_ema=True), 2)
   with pytest.raises(ValueError, match="integer >= 1"):
     with_gradient_accumulation(keras.optimizers.SGD(0.1), 0)
 
@@ -441,3 +445,19 @@ def test_accumulation_does_not_nest():
     with_gradient_accumulation(keras.optimizers.LossScaleOptimizer(inner), 3)
   with pytest.raises(ValueError, match=r"^GradientAccumulationOptimizer: optimizer is already"):
     GradientAccumulationOptimizer(inner, 2)
+
+
+def test_a_fit_that_ends_inside_a_window_says_so(caplog):
+  """Sweep 27, B137: Keras `fit` of 3 batches at k=2 applied the first 2 only (the third's
+  gradient waited in the accumulator) without a word."""
+  caplog.set_level("WARNING", logger="absl")
+  x, y = np.ones((3, 2), np.float32), np.ones((3, 1), np.float32)
+  for batches, said in ((3, True), (4, False)):
+    caplog.clear()
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer=with_gradient_accumulation(keras.optimizers.SGD(0.1), 2),
+                  loss="mse")
+    model.fit(np.resize(x, (batches, 2)), np.resize(y, (batches, 1)), batch_size=1,
+              verbose=0)
+    assert ("training ended 1 micro-batch(es) into an accumulation window of 2"
+            in caplog.text) is said, caplog.text

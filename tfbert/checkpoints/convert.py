@@ -772,6 +772,12 @@ def write_model(model: keras.Model, fmt: str, path: str,
     labels = labels if labels is not None else getattr(model, "labels", None)
     if labels is not None:  # Google's format has no place for them (`google_labels`).
       model_paths.write_labels_file(files.parent(path), labels)
+    else:  # One checkpoint per folder: a labels.txt there named the one just replaced.
+      stale = os.path.join(files.parent(path), model_paths.LABELS_FILE)
+      if files.isfile(stale):
+        files.remove(stale)
+        logging.info("removed %s: it named the classes of the checkpoint %s replaced, and "
+                     "this model has no labels", stale, path)
   elif fmt == "hf":
     if vocab_file:  # Into a folder of other files: not over another model's tokenizer.
       check_side_contents(path, path, tokenizer_sides(
@@ -909,7 +915,13 @@ def convert_checkpoint(input_format: str, input_path: str, output_format: str,
   write_span_records(files.parent(output_path), records)
   write_arity_records(files.parent(output_path), arities)
   kept = [f"max_seq_length {length}"] if length else []
-  kept += [] if is_pair is None else [f"is_pair {is_pair}"]
+  if is_pair is not None and output_format == "google":  # No place for it (sweep 27, B61).
+    logging.warning("%s records no classifier arity (a Google checkpoint has no place for "
+                    "it): %s's is_pair %s is not kept, and the checkpoint reads single texts "
+                    "and pairs alike when loaded; --output_format=tfbert or hf keep it",
+                    output_path, input_path, is_pair)
+  else:
+    kept += [] if is_pair is None else [f"is_pair {is_pair}"]
   kept += [] if spans is None else ["its span settings"]
   if kept:
     logging.info("%s keeps the text settings %s records: %s", output_path, input_path,

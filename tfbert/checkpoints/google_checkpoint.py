@@ -282,7 +282,8 @@ def assign_google_weights(model: keras.Model, weights: Mapping[str, np.ndarray],
   cause = (config_mismatch(config, candidates, "the model's config")
            if mismatched and isinstance(config, BertConfig) else None)
   if cause:  # First: one line names the cause of every mismatch below.
-    problems.append(f"{cause}: build the model with the config the checkpoint was trained with")
+    problems.append(f"{cause}: build the model with the config the checkpoint was trained "
+                    "with.")
   if mismatched:
     problems.append("shape mismatch:\n  " + "\n  ".join(mismatched))
   unused = sorted(set(candidates) - set(variables))

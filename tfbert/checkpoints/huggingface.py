@@ -351,6 +351,13 @@ def read_hf_task(model_dir: str) -> HfTask:
       str(i) for i in range(len(id2label))):
     raise ValueError(f"{path}: id2label must map the ids 0..C-1 to names, got {id2label!r}")
   labels = tuple(str(id2label[str(i)]) for i in range(len(id2label))) or None
+  if values.get("problem_type") == "multi_label_classification":  # Sweep 27, B120.
+    raise ValueError(
+        f"{path}: problem_type multi_label_classification (an independent sigmoid per label, "
+        "any number of labels per text) is not what a tfbert classifier computes (a softmax "
+        "over its labels, one label per text): it would read and train as one without a "
+        "word. Use it with transformers, or convert its encoder alone (remove problem_type "
+        "and the classifier weights) to fine-tune a tfbert classifier from it")
   record = values.get(TFBERT_KEY)
   spans = record.get("span_settings") if isinstance(record, dict) else None
   return HfTask(architectures[0], labels, values.get("problem_type"),

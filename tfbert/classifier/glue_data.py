@@ -60,8 +60,9 @@ class InputExample:
 
   Attributes:
     guid: "<split>-<index>".
-    index: 0-based data row of the file (header and blank lines not counted, malformed
-      rows counted), GLUE's `index` for submission files.
+    index: GLUE's `index` for submission files: a test file's own `index` column (the
+      first column, when its header names it so), else the 0-based data row of the file
+      (header and blank lines not counted, malformed rows counted).
     line: 1-based line of the row in its file.
     text_a: the first (or only) text.
     text_b: the second text of a pair task, else None.
@@ -393,6 +394,7 @@ def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = F
   width = None
   index = 0
   blank = []  # 1-based lines of rows with a blank text
+  ids = None  # {a test file's own index: its line}, when its header names an index column.
   for line, row in rows:
     if width is None:
       width = len(row)
@@ -402,11 +404,15 @@ def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = F
         _check_header(task, path, line, row, layout, split)
         if task.name == CUSTOM_TASK:
           _report_custom_header(task, path, line, row, layout, recorded_header)
+        if split == "test" and row and row[0].strip().lower() == "index":
+          ids = {}
         continue
     if limit is not None and len(result.examples) >= limit:
       break
     try:
       example = _example(task, layout, row, width, split, index, line, path)
+      if ids is not None:  # Its predictions go under the file's own ids (sweep 27, A122).
+        example = _own_index(example, row[0], ids, f"{path}:{line}")
       if _blank_text(example):
         blank.append(line)
         if split == "train":
@@ -424,6 +430,22 @@ def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = F
     index += 1
   _report_blank(task, path, split, blank)
   return result
+
+
+def _own_index(example: InputExample, cell: str, seen: dict[int, int],
+               where: str) -> InputExample:
+  """`example` with the index its test file gives it (the `index` column's `cell`), checked
+  to be a whole number not given before (`seen`: index -> line)."""
+  try:
+    value = int(cell.strip())
+  except ValueError:
+    raise MalformedRow(f"{where}: index {cell!r} is not a whole number (the test file's "
+                       "index column numbers its predictions)") from None
+  if value in seen:
+    raise MalformedRow(f"{where}: index {value} is given again (first at line "
+                       f"{seen[value]}): each prediction needs an index of its own")
+  seen[value] = example.line
+  return dataclasses.replace(example, guid=f"test-{value}", index=value)
 
 
 def _blank_text(example: InputExample) -> bool:

@@ -182,6 +182,26 @@ def _rows(path: str, columns: Columns, flags: Optional[dict[str, str]] = None,
     yield number, values
 
 
+def unread_roles(path: str, columns: Columns) -> list[str]:
+  """The fields "score" and "negative" that `path` holds by that name (a TSV header's
+  column, the first JSONL row's key) but `columns` does not read: a file of scored pairs
+  trained as plain pairs, its scores unread, without a word (sweep 27, A129). A headerless
+  TSV (columns by index) names none."""
+  unread = [name for name in ("score", "negative") if getattr(columns, name) is None]
+  if not unread:
+    return []
+  first = next((line for line in _read_lines(path, "data file") if line.strip()), "")
+  if _is_jsonl(path):
+    try:
+      row = json.loads(first)
+    except ValueError:
+      return []  # The reader names it.
+    names = set(row) if isinstance(row, dict) else set()
+  else:
+    names = set(first.rstrip("\r").split("\t"))
+  return [name for name in unread if name in names]
+
+
 def read_examples(path: str, columns: Columns = Columns(), limit: Optional[int] = None,
                   flags: Optional[dict[str, str]] = None, note: str = ""
                   ) -> list[TextExample]:

@@ -273,6 +273,12 @@ class EmbeddingTask(Task):
       read["train"] = embedding_data.read_examples(
           config.train_file, config.columns(), config.max_train_examples,
           {name: f"{name}_column" for name in ("anchor", "positive", "negative", "score")})
+      for name in embedding_data.unread_roles(config.train_file, config.columns()):
+        how = ("--score_column=score with --loss=cosent or cosine_mse (scored pairs)"
+               if name == "score" else "--negative_column=negative (triplets)")
+        logging.warning("%s has a column %r that this run does not read (no --%s_column): "
+                        "it trains on the anchor and positive columns alone; to read it, "
+                        "pass %s", config.train_file, name, name, how)
       check_trainable(read["train"], config)
     if config.do_eval and config.dev_file:
       read["dev"] = embedding_data.read_examples(
@@ -286,21 +292,11 @@ class EmbeddingTask(Task):
 
   def build_model(self, config: EmbeddingRunConfig, bert_config,
                   labels) -> BertSentenceEncoder:
-    """The pooling and normalization of a sentence-transformers `init_hf_dir`, else the
-    config's."""
+    """The config's pooling and normalization (a sentence-transformers source's, set by
+    `source_pooling` before the run records them)."""
     del labels
-    mode, normalize = config.pooling_mode, config.normalize
-    if config.init_hf_dir and files.exists(
-        f"{config.init_hf_dir}/{sentence_transformers.MODULES_FILE}"):
-      found = sentence_transformers.read_config(config.init_hf_dir)
-      if (found.pooling_mode, found.normalize) != (mode, normalize):
-        logging.warning(
-            "%s is a sentence-transformers directory: its pooling (%s, normalize=%s) is "
-            "used, not --pooling_mode=%s --normalize=%s", config.init_hf_dir,
-            found.pooling_mode, found.normalize, mode, normalize)
-      mode, normalize = found.pooling_mode, found.normalize
-    return BertSentenceEncoder(bert_config, mode, normalize, loss=config.loss,
-                               scale=config.scale, symmetric=config.symmetric)
+    return BertSentenceEncoder(bert_config, config.pooling_mode, config.normalize,
+                               loss=config.loss, scale=config.scale, symmetric=config.symmetric)
 
   def head_is_trained(self, config) -> bool:
     del config
@@ -397,7 +393,26 @@ def evaluate_retrieval(model: BertSentenceEncoder, tokenizer, config: EmbeddingR
           for name, value in metrics.items()}
 
 
+def source_pooling(config: EmbeddingRunConfig) -> EmbeddingRunConfig:
+  """`config` with the pooling and normalization of a sentence-transformers `init_hf_dir`
+  (its model was trained with them), said when they differ from the config's. Resolved
+  before the run records its config: the run recorded the pooling it was given, not the one
+  it trained with, and an eval-only rerun then scored with the other (sweep 27, A147)."""
+  if not (config.init_hf_dir and files.exists(
+      f"{config.init_hf_dir}/{sentence_transformers.MODULES_FILE}")):
+    return config
+  found = sentence_transformers.read_config(config.init_hf_dir)
+  if (found.pooling_mode, found.normalize) == (config.pooling_mode, config.normalize):
+    return config
+  logging.warning(
+      "%s is a sentence-transformers directory: its pooling (%s, normalize=%s) is used and "
+      "recorded, not --pooling_mode=%s --normalize=%s", config.init_hf_dir,
+      found.pooling_mode, found.normalize, config.pooling_mode, config.normalize)
+  return dataclasses.replace(config, pooling_mode=found.pooling_mode,
+                             normalize=found.normalize)
+
+
 def run_embeddings(config: EmbeddingRunConfig, flagfile: Optional[str] = None
                    ) -> dict[str, Any]:
   """Trains and/or evaluates as `config` says (module docstring); the runner's result."""
-  return runner.run_task(EmbeddingTask(), config, flagfile)
+  return runner.run_task(EmbeddingTask(), source_pooling(config), flagfile)

@@ -30,7 +30,7 @@ import keras
 import tensorflow as tf
 
 from tfbert.embeddings import embedding_metrics
-from tfbert.encoder import BertEncoder, as_config, read_inputs
+from tfbert.encoder import BertEncoder, as_config, build_once, read_inputs
 from tfbert.layers import dropout, pooling
 from tfbert.losses import embedding_losses
 from tfbert.models import accumulation, step_number, sum_over_replicas
@@ -128,7 +128,7 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
     self.trackers = {"loss": keras.metrics.Mean(name="loss")}
 
   def build(self, input_shape=None):
-    self.encoder.build()
+    build_once(self.encoder)
     self.built = True
 
   def call(self, features, training=None) -> dict[str, tf.Tensor]:

@@ -124,6 +124,8 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
     model_paths.check_no_other_model(path, "tfbert" if format == "keras" else format)
   settings = text_settings.settings_of(model)
   is_pair = _resolved_is_pair(model, format, is_pair, settings.is_pair)
+  if not model.built:  # Its weights made now, so the file holds those the model then uses
+    model.build()      # (an unbuilt model's .keras file read back with other weights).
   arities = (convert.new_side_record(path, convert.TEXT_SETTINGS_FILE, convert.read_arities,
                                      is_pair)
              if format == "keras" else None)

@@ -221,6 +221,9 @@ def file_set(directory: str, marker: str, tag: str = "") -> Iterator[str]:
 # earlier tfbert wrote the kind alone, as one line; it is read as a record of unknown task
 # and run.
 OUTPUT_MARKER = ".tfbert_output"
+# The lock file of a tool's run directory (`tfbert.runtime.run_directory.LOCK_FILE`).
+RUN_LOCK_FILE = ".tfbert-run.lock"
+
 # What makes a directory a SavedModel (one tfbert did not write has no `OUTPUT_MARKER`).
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 
@@ -408,8 +411,12 @@ def _check(path: str, wanted: OutputRecord, task_known: bool) -> None:
                           f"{wanted.what()}: {keep}")
   found = read_marker(path)
   if found is None:
-    if not files.listdir(path):
+    names = files.listdir(path)
+    if not names:
       return
+    if RUN_LOCK_FILE in names:  # Sweep 27, A112: it was called one tfbert did not write.
+      raise FileExistsError(f"{path} is another tfbert run's directory (it holds "
+                            f"{RUN_LOCK_FILE}), not {wanted.what()}: {keep}")
     raise FileExistsError(f"{path} exists and is a directory tfbert did not write (no "
                           f"{OUTPUT_MARKER}), not {wanted.what()}: {keep}")
   if found.kind != wanted.kind:

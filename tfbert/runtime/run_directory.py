@@ -61,7 +61,7 @@ from absl import logging
 
 from tfbert.runtime import atomic, files, json_values, paths
 
-LOCK_FILE = ".tfbert-run.lock"
+LOCK_FILE = atomic.RUN_LOCK_FILE
 
 # What a refusal of another configuration, other data or missing records says to do, when
 # the running tool has no --allow_config_change (`way_out`); None: the tools' flag.

@@ -519,7 +519,8 @@ def run_config_of(model_path: str) -> Optional[dict[str, Any]]:
 
 
 def scoring_problem(model: keras.Model, model_path: str, given: Sequence[str], task,
-                    vocab_file: Optional[str]) -> Optional[str]:
+                    vocab_file: Optional[str], is_pair: Optional[bool] = None
+                    ) -> Optional[str]:
   """Why the dev-set scoring flags `given` (e.g. ["--eval_file"]) cannot score the model
   read from `model_path`, or None: only a classifier is scored (its task's metrics), and it
   needs its task and a vocab.
@@ -530,6 +531,9 @@ def scoring_problem(model: keras.Model, model_path: str, given: Sequence[str], t
     given: the scoring flags set, named in the message.
     task: the classifier's task (None: neither --task_name nor the run names one).
     vocab_file: the vocab found (None: neither --vocab_file nor vocab.txt beside the model).
+    is_pair: the classifier's recorded arity (`loading.recorded_settings`), or None: a task
+      of the other arity is refused (a pair classifier was scored on SST-2's single texts
+      without a word: sweep 27, B77).
   """
   flags_given, plural = "/".join(given), len(given) > 1
   scores, need = ("score", "need") if plural else ("scores", "needs")
@@ -542,5 +546,11 @@ def scoring_problem(model: keras.Model, model_path: str, given: Sequence[str], t
   if vocab_file is None:
     return (f"{flags_given} {need} the classifier's vocab: give --vocab_file (there is no "
             f"vocab.txt beside {model_path})")
+  if is_pair is not None and task.is_pair != is_pair:
+    def reads(pairs):
+      return "(text_a, text_b) pairs" if pairs else "single texts"
+    return (f"{model_path} is a classifier of {reads(is_pair)} (as recorded beside it), but "
+            f"the task {task.name} holds {reads(task.is_pair)}: give --task_name of the "
+            "classifier's own task (or leave it out for its run's)")
   return None
 

@@ -194,16 +194,19 @@ def _other_tag_column(fields: Sequence[str], token_column: int, tag_column: int)
 
 def document_lines(lines: Sequence[str]) -> set[int]:
   """The 1-based numbers of the `-DOCSTART-` lines of `lines` (a file's text split at
-  newlines) and of the blank line right after each: document separators, which
-  `read_conll` skips and a system output may leave out (`tools/run_ner.py`'s predictions
-  do)."""
+  newlines), of the blank line right after each, and of each blank line after another:
+  document separators and repeated sentence breaks, which `read_conll` skips and a system
+  output may leave out (`tools/run_ner.py`'s predictions do: one blank line after each
+  sentence, where a gold file may have two, sweep 27, A65)."""
   found = set()
+  previous_blank = False
   for number, line in enumerate(lines, start=1):
     fields = fields_of(line)
     if fields and fields[0] == DOCSTART:
       found.add(number)
-    elif not fields and number - 1 in found:
+    elif not fields and (number - 1 in found or previous_blank):
       found.add(number)
+    previous_blank = not fields
   return found
 
 

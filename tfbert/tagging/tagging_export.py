@@ -102,15 +102,19 @@ def _characters_before(text: tf.Tensor, byte_offsets: tf.Tensor) -> tf.Tensor:
 
 
 def _entities(tags: tf.Tensor, starts: tf.Tensor, ends: tf.Tensor) -> dict[str, tf.Tensor]:
-  """Entity chunks of padded word tags [B, W] (conlleval's lenient chunking)."""
+  """Entity chunks of padded word tags [B, W] (conlleval's lenient chunking). A tag without
+  a `B-`/`I-` prefix (an IO-scheme tagger's `PER`, from a Hugging Face directory) continues
+  a run of its own type, as `I-` does: such a run is one entity (each of its words ended
+  an entity of its own, whose starts and ends then paired wrongly: sweep 27, B59)."""
   kind = tf.strings.regex_replace(tags, "^[BI]-", "")
-  prefix = tf.strings.substr(tags, 0, 1)
+  prefix = tf.where(tf.strings.regex_full_match(tags, "[BI]-.*"),
+                    tf.strings.substr(tags, 0, 1), "")                    # "B", "I" or "".
   inside = (tags != "O") & (tags != "")
   before = tf.concat([tf.fill(tf.shape(kind[:, :1]), "O"), kind[:, :-1]], axis=1)
   after_kind = tf.concat([kind[:, 1:], tf.fill(tf.shape(kind[:, :1]), "")], axis=1)
-  after_prefix = tf.concat([prefix[:, 1:], tf.fill(tf.shape(prefix[:, :1]), "")], axis=1)
+  after_prefix = tf.concat([prefix[:, 1:], tf.fill(tf.shape(prefix[:, :1]), "B")], axis=1)
   begins = inside & ((prefix == "B") | (before != kind))
-  ends_here = inside & ~((after_prefix == "I") & (after_kind == kind))
+  ends_here = inside & ~((after_prefix != "B") & (after_kind == kind))
   types = tf.ragged.boolean_mask(kind, begins)
   return {"entity_types": types.to_tensor(""),
           "entity_starts": tf.ragged.boolean_mask(starts, begins).to_tensor(-1),

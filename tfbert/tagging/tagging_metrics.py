@@ -85,12 +85,19 @@ def _normalized(token: str) -> str:
   return unicodedata.normalize("NFKC", token).casefold()
 
 
-def _gold_document_lines(gold_path: str) -> set[int]:
-  """`document_lines` of the gold file at `gold_path`, none when it is no local file."""
+def _gold_document_lines(gold_path: str) -> tuple[set[int], int]:
+  """(`document_lines`, the count of -DOCSTART- lines) of the gold file at `gold_path`;
+  none when it is no local file."""
   if not os.path.isfile(gold_path):
-    return set()
+    return set(), 0
   with files.open_file(gold_path, "rb") as f:
-    return document_lines(files.decode_utf8(f.read(), gold_path).split("\n"))
+    lines = files.decode_utf8(f.read(), gold_path).split("\n")
+  return document_lines(lines), _docstarts(lines)
+
+
+def _docstarts(lines: Sequence[str]) -> int:
+  """How many -DOCSTART- lines `lines` hold."""
+  return sum(1 for line in lines if fields_of(line)[:1] == [DOCSTART])
 
 
 def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold", *,
@@ -130,8 +137,11 @@ def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold
   """
   with files.open_file(path, "rb") as f:
     lines = files.decode_utf8(f.read(), path).split("\n")
-  gold_skipped = sorted(_gold_document_lines(gold_path) if gold_document_lines is None
-                        else gold_document_lines)
+  if gold_document_lines is None:
+    gold_document_lines, gold_docstarts = _gold_document_lines(gold_path)
+  else:  # Given in memory: each run of skipped lines that starts after a word is one.
+    gold_docstarts = sum(1 for n in gold_document_lines if n - 1 not in gold_document_lines)
+  gold_skipped = sorted(gold_document_lines)
   skipped = document_lines(lines)
   # Line numbers of the predictions, by position without the document separators.
   numbers = [number for number in range(1, len(lines) + 1) if number not in skipped]
@@ -139,8 +149,7 @@ def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold
   def position(gold_line: int) -> int:  # 1-based, without the gold's separators.
     return gold_line - bisect.bisect_left(gold_skipped, gold_line)
 
-  docstarts = sum(1 for n in skipped if fields_of(lines[n - 1])[:1] == [DOCSTART])
-  gold_docstarts = sum(1 for n in gold_skipped if n - 1 not in gold_skipped)
+  docstarts = _docstarts(lines)
   hint = (f" (-DOCSTART- lines and the blank line after each are skipped in both files: "
           f"{gold_path} has {gold_docstarts}, {path} {docstarts}; check that each document's "
           "sentences line up)") if docstarts or gold_docstarts else ""

@@ -39,6 +39,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from tfbert.checkpoints import google_checkpoint
 from tfbert.runtime import atomic, files, run_directory, traces
 from tfbert.serving import export
 from tfbert.tasks import fine_tuning, source_heads
@@ -144,6 +145,13 @@ def build_model(task: Task, config: fine_tuning.FineTuningConfig, labels,
       fit names `--reinit_head`).
   """
   bert_config, weights, source = fine_tuning.initial_source(config, own)
+  if weights is not None and config.bert_config_file:  # Named as the flag (sweep 27, A117).
+    cause = google_checkpoint.config_mismatch(
+        bert_config, weights, f"--bert_config_file={config.bert_config_file}")
+    if cause:
+      raise ValueError(f"{cause}: --bert_config_file does not describe {source.name}; leave "
+                       "it out to take the source's own config, or pass the one it was "
+                       "trained with")
   with strategy.scope():
     model = task.build_model(config, bert_config, labels)
     model.build()

@@ -102,11 +102,39 @@ def _json_casing(path: str, what: str) -> Optional[Casing]:
   if not isinstance(values, dict):
     raise ValueError(f"{path}: not a JSON object: {type(values).__name__}")
   value = values.get("do_lower_case")
+  if value is not None and not isinstance(value, bool):
+    raise ValueError(f"{path}: do_lower_case must be true or false, got {value!r}")
+  if os.path.basename(path) == TOKENIZER_CONFIG:
+    check_basic_tokenization(path, values, value)
   if value is None:
     return None
-  if not isinstance(value, bool):
-    raise ValueError(f"{path}: do_lower_case must be true or false, got {value!r}")
   return Casing(value, f"{path} ({what} do_lower_case: {str(value).lower()})")
+
+
+def check_basic_tokenization(path: str, values: dict, do_lower_case: Optional[bool]) -> None:
+  """Refuses a Hugging Face `tokenizer_config.json` whose basic tokenization differs from
+  google-research/bert's, which tfbert's tokenizer follows (`tfbert.text.tokenization`):
+  accents stripped exactly when lower-casing (`strip_accents` null, or equal to
+  `do_lower_case`), every CJK character a word of its own (`tokenize_chinese_chars`), the
+  basic split done (`do_basic_tokenize`). Such a model's texts would be split otherwise
+  than it was trained on, without a word (sweep 27, B122: `café` became `cafe`, where its
+  tokenizer gives `[UNK]`).
+
+  Raises:
+    ValueError: naming the file and each setting tfbert does not follow.
+  """
+  strip = values.get("strip_accents")
+  lower = True if do_lower_case is None else do_lower_case  # BertTokenizer's default.
+  problems = ([f"strip_accents {str(strip).lower()} with do_lower_case {str(lower).lower()}"]
+              if strip is not None and strip != lower else [])
+  problems += [f"{name} false" for name in ("tokenize_chinese_chars", "do_basic_tokenize")
+               if values.get(name) is False]
+  if problems:
+    raise ValueError(
+        f"{path}: {', '.join(problems)}: tfbert tokenizes as google-research/bert does "
+        "(accents stripped exactly when lower-casing, each CJK character a word, the basic "
+        "split always), so this model's texts would be split otherwise than it was trained "
+        "on; use the model with the tokenizer it names")
 
 
 def checkpoint_directories(path: str) -> list[str]:
