@@ -7,7 +7,9 @@ from tfbert_flags import common_flags
 
 VARIANTS = flags.DEFINE_list(
     "variants", ["graph", "eager", "xla"],
-    "Set-ups to compare; the first is the reference. Presets: graph, eager, xla, mirrored "
+    "Set-ups to compare; the first is the reference (default for --task=squad and "
+    "--task=classifier, which run graph execution only: graph,accumulate2,mirrored). "
+    "Presets: graph, eager, xla, mirrored "
     "(2 logical devices), workers (2 processes), bfloat16, float16, accumulateK, resumeN, "
     "micro_batch_normalization; or name:field=value;... with fields of tfbert.alignment.alignment."
     "Variant (use ';' between fields inside one variant).")

@@ -957,6 +957,10 @@ def test_an_optimizer_flag_the_optimizer_does_not_read_is_refused_before_any_wor
     # adamw, the default for fine-tuning, reads --weight_decay_rate: the next check speaks.
     (["--task=classifier", "--weight_decay_rate=0.1", "--train_file=train.tsv",
       "--bert_config_file=missing/bert_config.json"], "missing/bert_config.json"),
+    # Sweep 28, B125: the default --variants (graph,eager,xla) was refused for fine-tuning,
+    # naming neither the flag nor its default; fine-tuning's own default reaches the file.
+    (["--task=classifier", "--task_name=mrpc", "--train_file=missing/train.tsv"],
+     "missing/train.tsv"),
 ])
 def test_align_fine_tuning_defaults_to_adamw_and_names_another_optimizer(tmp_path, argv,
                                                                          expected):

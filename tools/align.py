@@ -61,6 +61,11 @@ def make_default_data(config: alignment.AlignmentConfig, workdir: str) -> None:
     squad_demo.make_data(os.path.join(workdir, "squad_data"))
 
 
+# --variants when not given for a fine-tuning --task, which runs graph execution only (the
+# flag's default compares eager and XLA: sweep 28, B125 refused it naming neither).
+FINE_TUNING_VARIANTS = ("graph", "accumulate2", "mirrored")
+
+
 def default_optimizer(optimizer: Optional[str], task: str) -> str:
   """--optimizer when given, else sgd for pretraining and adamw (the only optimizer
   fine-tuning trains) for --task=squad and --task=classifier."""
@@ -71,6 +76,8 @@ def main(argv):
   del argv
   # --optimizer's default depends on --task; set before the check of the settings it reads.
   flags.FLAGS.optimizer = default_optimizer(f.OPTIMIZER.value, f.TASK.value)
+  if f.TASK.value != "pretraining" and not flags.FLAGS["variants"].present:
+    flags.FLAGS.variants = list(FINE_TUNING_VARIANTS)
   if f.TASK.value != "pretraining" and f.OPTIMIZER.value != "adamw":
     raise ValueError(f"--optimizer={f.OPTIMIZER.value}: --task={f.TASK.value} trains AdamW only: "
                      "pass --optimizer=adamw or leave it out (its default for this task)")

@@ -265,7 +265,12 @@ def test_regression_labels_are_finite_real_numbers_named_by_index(models, labels
     ([None], r"labels\[0\] None is neither"), ([1.5], r"labels\[0\] 1.5 is neither"),
     ([3], r"labels\[0\] 3 is neither .* nor a class id in \[0, 3\)"),
     (["maybe"], r"labels\[0\] 'maybe' is not one of the model's labels"),
-], ids=["nan", "none", "fraction", "out_of_range", "unknown_name"])
+    # Sweep 28, B106: True trained as the second label name.
+    (["neutral", True], r"labels\[1\] True is a bool, and the model's labels are "
+                        r"\['contradiction', 'entailment', 'neutral'\]: pass each label as its "
+                        "name"),
+    (np.array([False]), r"labels\[0\] False is a bool"),
+], ids=["nan", "none", "fraction", "out_of_range", "unknown_name", "bool", "numpy_bool"])
 def test_class_labels_are_names_or_class_ids_named_by_index(models, labels, message):
   with pytest.raises(ValueError, match=message):
     raw_text.class_ids(models["classifier"], labels)

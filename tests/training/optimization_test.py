@@ -188,8 +188,14 @@ def test_a_tools_optimizer_flags_are_refused_by_their_flag_names_with_their_defa
 def test_create_optimizer_takes_a_dict_of_the_config_fields_and_names_an_unknown_one():
   """Sweep 23 P2 (q144): create_optimizer({"learning_rate": 1e-4}) failed on "'dict' object has
   no attribute 'learning_rate'"."""
-  optimizer = optimization.create_optimizer({"learning_rate": 2e-4, "optimizer": "sgd"})
+  optimizer = optimization.create_optimizer({"learning_rate": 2e-4, "optimizer": "sgd",
+                                             "num_train_steps": 10})
   assert isinstance(optimizer.inner_optimizer, keras.optimizers.SGD)
+  # Sweep 28, B31: without num_train_steps (1 by default) fit learned one step, then went
+  # on at learning rate 0 without a word.
+  with pytest.raises(ValueError, match=r"^create_optimizer: num_train_steps is not given: "
+                                       r"the learning rate warms up, then decays"):
+    optimization.create_optimizer({"learning_rate": 2e-4})
   with pytest.raises(ValueError, match=r"^create_optimizer: 'lr' is no field of tfbert\.training"
                      r"\.optimization\.OptimizerConfig; its fields: optimizer, learning_rate, "):
     optimization.create_optimizer({"lr": 1e-4})

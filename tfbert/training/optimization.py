@@ -20,6 +20,7 @@ import types
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import keras
+from absl import logging
 
 from tfbert.runtime import validation
 from tfbert.training.accumulation import (
@@ -260,8 +261,22 @@ def as_optimizer_config(config: Any) -> OptimizerConfig:
 def create_optimizer(config: OptimizerConfig | Mapping[str, Any]
                      ) -> keras.optimizers.Optimizer:
   """Builds the optimizer stack described by `config` (see module docstring): an
-  `OptimizerConfig`, or a dict of its fields (`as_optimizer_config`)."""
-  config = as_optimizer_config(config)
+  `OptimizerConfig`, or a dict of its fields (`as_optimizer_config`).
+
+  Raises:
+    ValueError: a dict without `num_train_steps`: the schedule decays the learning rate to
+      `end_learning_rate` over that many applied steps, 1 by default, so a Keras `fit`
+      learned for one step and then went on at rate 0 without a word (sweep 28, B31).
+  """
+  given, config = config, as_optimizer_config(config)  # An unknown key named first.
+  if isinstance(given, Mapping) and "num_train_steps" not in given:
+    raise ValueError("create_optimizer: num_train_steps is not given: the learning rate "
+                     "warms up, then decays to end_learning_rate over num_train_steps applied "
+                     "steps (1 by default: rate 0 after the first step); pass the run's "
+                     "applied steps, e.g. epochs * batches per epoch / accumulation steps")
+  if config.num_train_steps == 1 and config.end_learning_rate != config.learning_rate:
+    logging.warning("create_optimizer: num_train_steps is 1, so the learning rate is %g "
+                    "(end_learning_rate) from the second applied step on", config.end_learning_rate)
   schedule = WarmupPolynomialDecay(config.learning_rate, config.num_warmup_steps,
                                    config.num_train_steps, config.end_learning_rate, config.power,
                                    config.lr_schedule)
