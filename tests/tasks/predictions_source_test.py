@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from tfbert.tasks import predictions_source
 
 
@@ -43,3 +45,17 @@ def test_an_earlier_run_squad_record_and_an_unreadable_one_are_read_as_such(tmp_
   predictions_source.record(str(tmp_path), "predictions.json", "/d/dev.json")
   assert json.loads(record.read_text()) == {"predictions.json": "/d/dev.json"}
   assert predictions_source.describe("/d/dev.json", "3:4") == "/d/dev.json (articles 3:4)"
+
+
+def test_written_records_the_source_after_the_write_and_none_when_it_fails(tmp_path):
+  path = str(tmp_path / "test_predictions.tsv")
+  predictions_source.record(str(tmp_path), "test_predictions.tsv", "/d/old.tsv")
+
+  def failing():
+    raise OSError("disk full")
+  with pytest.raises(OSError, match="disk full"):
+    predictions_source.written(path, "/d/new.tsv", failing)
+  assert not (tmp_path / predictions_source.SOURCE_FILE).exists()  # Never the old file's.
+  assert predictions_source.written(path, "/d/new.tsv", lambda: "done") == "done"
+  assert json.loads((tmp_path / predictions_source.SOURCE_FILE).read_text()) == {
+      "test_predictions.tsv": "/d/new.tsv"}

@@ -209,15 +209,11 @@ def check_variants(config: AlignmentConfig, workdir: str) -> Optional[keras.Mode
     return None
   model = initial_model(config)
   task = _fine_tuning_task(config)
-  vocab_file = pretrained.minilm_vocab_file()
-  vocab_size = len(tokenization.load_vocab(vocab_file))
   runs = [fine_tuning_config(config, variant, workdir, init) for variant in config.variants]
   for variant, run in zip(config.variants, runs):
     validation.validate(run, num_replicas=variant.replicas * variant.workers)
   task.read_inputs(runs[0])
-  fine_tuning.check_vocab_fits(
-      model, vocab_size, f"the MiniLM vocabulary {vocab_file} (align tokenizes with it)",
-      "the model config (--bert_config_file, or align's default)")
+  check_minilm_vocab_fits(config, embedded_data=False)
   fine_tuning.check_segments_fit(model, task.segments(runs[0]))
   export.check_seq_length(model, task.max_seq_length(runs[0]))
   return model

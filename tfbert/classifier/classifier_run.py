@@ -521,10 +521,9 @@ def predict_test_files(model: BertClassifier, strategy: tf.distribute.Strategy,
     split = glue_data.split_name(path)
     paths[split] = os.path.join(config.output_dir, f"{split}_predictions.tsv")
     if write:  # Which file they predict is recorded (a rerun on another says it replaces).
-      name, source = os.path.basename(paths[split]), predictions_source.describe(path)
-      predictions_source.replacing(config.output_dir, name, source)
-      write_predictions(paths[split], examples, predicted, task)
-      predictions_source.record(config.output_dir, name, source)
+      predictions_source.written(
+          paths[split], predictions_source.describe(path),
+          lambda: write_predictions(paths[split], examples, predicted, task))
   return paths
 
 

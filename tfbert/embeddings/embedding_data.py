@@ -190,7 +190,13 @@ def unread_roles(path: str, columns: Columns) -> list[str]:
   unread = [name for name in ("score", "negative") if getattr(columns, name) is None]
   if not unread:
     return []
-  first = next((line for line in _read_lines(path, "data file") if line.strip()), "")
+  first = ""
+  with files.open_file(path, "rb") as f:  # Up to its first non-blank line only: the
+    for raw in f:                         # reader has read (and checked) the whole file.
+      text = files.decode_utf8(raw, path).replace("\r\n", "\n").replace("\r", "\n")
+      first = next((line for line in text.split("\n") if line.strip()), "")
+      if first:
+        break
   if _is_jsonl(path):
     try:
       row = json.loads(first)
@@ -198,7 +204,7 @@ def unread_roles(path: str, columns: Columns) -> list[str]:
       return []  # The reader names it.
     names = set(row) if isinstance(row, dict) else set()
   else:
-    names = set(first.rstrip("\r").split("\t"))
+    names = set(first.split("\t"))
   return [name for name in unread if name in names]
 
 

@@ -646,9 +646,9 @@ def class_ids(model: BertClassifier, labels, what: str = "labels") -> np.ndarray
         continue
       # Names that read as integers ("0", "1") read it as its value, below; any other
       # names took it as a class id, True trained as the second name (sweep 28, B106).
-    if isinstance(label, bool) and model.labels is not None and not by_value:
-      raise ValueError(f"{what}[{i}] {label!r} is a bool, and the model's labels are {names}: "
-                       "pass each label as its name, or its class id as an int")
+      if not by_value:
+        raise ValueError(f"{what}[{i}] {label!r} is a bool, and the model's labels are "
+                         f"{names}: pass each label as its name, or its class id as an int")
     if isinstance(label, str):
       if label not in index:
         raise ValueError(f"{what}[{i}] {label!r} is not one of the model's labels {names}")

@@ -323,10 +323,8 @@ class NerTask(task.Task):
       tags = tag_sentences(context.model, context.strategy, context.tokenizer, c,
                            inputs["test"])
       if chief:  # Which file they predict is recorded (a rerun on another says it replaces).
-        source = predictions_source.describe(c.predict_file)
-        predictions_source.replacing(c.output_dir, os.path.basename(path), source)
-        conll.write_conll(path, inputs["test"], tags)
-        predictions_source.record(c.output_dir, os.path.basename(path), source)
+        predictions_source.written(path, predictions_source.describe(c.predict_file),
+                                   lambda: conll.write_conll(path, inputs["test"], tags))
       out.result["predictions"] = {"test": path}
       out.written += [path, predictions_source.SOURCE_FILE]
     return out

@@ -6,15 +6,15 @@ A rerun may predict another input file into the same name (run_classifier's and 
 file, the file it answers (an absolute path, and a part's range where one was predicted);
 the log says when predictions of one file replace another's (or predictions whose source
 was not recorded). A file's entry is dropped before its predictions are written and
-recorded after (`replacing`, then `record`): an interrupted write leaves no entry naming the
-wrong file.
+recorded after (`replacing`, then `record`; `written` does both around a write): an
+interrupted write leaves no entry naming the wrong file.
 
     predictions_source.json   {"test_predictions.tsv": "/data/mrpc/test.tsv",
                                "predictions.json": "/data/dev-v1.1.json (articles 1:2)"}
 """
 
 import os
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from absl import logging
 
@@ -78,6 +78,16 @@ def record(output_dir: str, name: str, source: str) -> str:
   predicts; returns the record's path."""
   return atomic.write_json(os.path.join(output_dir, SOURCE_FILE),
                            {**_read(output_dir), name: source})
+
+
+def written(path: str, source: str, write: Callable[[], Any]) -> Any:
+  """Writes the predictions file `path` with `write()` between `replacing` and `record`, so
+  that its entry never names the wrong file; returns what `write` returns."""
+  directory, name = files.parent(path), os.path.basename(path)
+  replacing(directory, name, source)
+  result = write()
+  record(directory, name, source)
+  return result
 
 
 def describe(path: str, part: str = "") -> str:
