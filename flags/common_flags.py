@@ -74,9 +74,14 @@ def flagfile(flags_module, leave_out=()) -> str:
   value, defaults included, so that `--flagfile=<output_dir>/flags.txt` replays the run even
   if a later version changes a default; but those in `leave_out` (flags the run does not
   read). Paths (`PATH_FLAGS`) are absolute, so that a replay from another working directory
-  reads the run's files, not others of the same relative name.
+  reads the run's files, not others of the same relative name. The first line, a comment,
+  names the tool (`tfbert.runtime.cli.WRITTEN_BY`): another tool given the file says whose
+  it is.
   """
-  lines = []
+  from tfbert.runtime.cli import WRITTEN_BY  # (Here: the flags modules import no tfbert at load.)
+  tool = flags_module.__name__.rsplit(".", 1)[-1].removesuffix("_flags")
+  # A comment (absl skips it): another tool given the file names the one that wrote it.
+  lines = [f"{WRITTEN_BY}{tool}"]
   for flag in sorted(flags.FLAGS.get_key_flags_for_module(flags_module), key=lambda f: f.name):
     if flag.name in _NOT_RECORDED or flag.name in leave_out or flag.value is None:
       continue

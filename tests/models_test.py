@@ -272,6 +272,29 @@ def test_evaluate_gives_the_models_loss_and_task_metric_on_one_device_and_mirror
     assert twice[name] == pytest.approx(want[name], rel=1e-5), (name, twice, want)
 
 
+def _pearson_of(model, x, y):
+  x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+  sums = {"examples": tf.constant(float(len(x)), tf.float64),
+          **{k: tf.constant(v, tf.float64) for k, v in
+             {"x": x.sum(), "y": y.sum(), "xx": (x * x).sum(), "yy": (y * y).sum(),
+              "xy": (x * y).sum()}.items()}}
+  return float(model.metric_values(sums)["pearson"])
+
+
+def test_regression_pearson_is_nan_where_a_side_is_constant_and_r_elsewhere():
+  # Constant targets once evaluated to pearson 0.0, a measured-looking value; scipy and the
+  # tools' GLUE metrics give NaN. 0.1 x 7 leaves its float64 sums 1.1e-16 off a zero spread.
+  model = BertClassifier(helpers.odd_config(**EVAL_CONFIG), 1)
+  varied = [0.3, -1.2, 2.5, 0.9, 1.7, -0.4, 3.1]
+  for constant in ([2.5] * 7, [0.1] * 7):
+    assert np.isnan(_pearson_of(model, varied, constant)), constant
+    assert np.isnan(_pearson_of(model, constant, varied)), constant
+  other = [1.0, -0.5, 2.0, 2.2, 0.7, 0.1, 2.9]
+  assert _pearson_of(model, varied, other) == pytest.approx(
+      np.corrcoef(varied, other)[0, 1], abs=1e-12)
+  assert _pearson_of(model, varied, [-v for v in varied]) == pytest.approx(-1.0, abs=1e-12)
+
+
 @pytest.mark.slow
 def test_pretrainer_evaluate_is_the_same_over_batches_and_replicas():
   config = helpers.odd_config(**EVAL_CONFIG)

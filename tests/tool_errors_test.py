@@ -284,6 +284,22 @@ def cases(tmp_path_factory):
            f"--bert_config_file={d / 'vocab_1000.json'}"],
           [f"the MiniLM vocabulary {vocab} (align's embedded data uses it) has 30522 entries, "
            "more than the vocab_size 1000 of the model config"], d / "align_vocab"),
+      # Sweep 28, A93: absl's "Unknown command line flag 'task_name'" named neither the file
+      # nor whose it was.
+      "run_ner: a run_classifier run's flags.txt": (
+          ["run_ner", "--flagfile=" + _write(d / "classifier_flags.txt",
+                                             "# flags of run_classifier\n--do_train\n"
+                                             "--task_name=mrpc\n--nodo_predict\n"),
+           f"--output_dir={d / 'ner_replay'}"],
+          [f"--flagfile {d / 'classifier_flags.txt'} sets --task_name, which this tool does "
+           "not have: the file holds the flags of a run_classifier run (replay it with "
+           "run_classifier)"], d / "ner_replay"),
+      "run_ner: a flag file of unknown flags": (
+          ["run_ner", "--flagfile=" + _write(d / "odd_flags.txt", "--do_train\n--labelz=a\n"
+                                             "--nodo_stuff\n"),
+           f"--output_dir={d / 'ner_odd'}"],
+          [f"--flagfile {d / 'odd_flags.txt'} sets --labelz, --nodo_stuff, which this tool does "
+           "not have (a flag file of another tool?)"], d / "ner_odd"),
       # Sweep 26, B9: a 15-entry vocabulary beside a 30,522-row model was written silently.
       "convert_checkpoint: a vocabulary far smaller than the model's table": (
           ["convert_checkpoint", f"--input={no_vocab / 'bert_model.ckpt'}", "--output_format=hf",
@@ -343,6 +359,8 @@ CASE_NAMES = [
     "align: a config's table smaller than the embedded data's vocabulary",
     "run_classifier: a --bert_config_file that does not describe --init_checkpoint",
     "convert_checkpoint: a vocabulary far smaller than the model's table",
+    "run_ner: a run_classifier run's flags.txt",
+    "run_ner: a flag file of unknown flags",
 ]
 
 

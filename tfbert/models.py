@@ -7,6 +7,7 @@ those onto google-research/bert's checkpoint scopes.
 Shape legend: B batch, S sequence, P masked positions, H hidden, V vocabulary, C classes.
 """
 
+import math
 from collections.abc import Iterable
 from typing import NamedTuple, Optional, Sequence
 
@@ -246,6 +247,14 @@ class _MetricDirection(keras.metrics.Metric):
 
   def result(self):
     return tf.constant(0.0)
+
+
+def _spread(n: tf.Tensor, total: tf.Tensor, squares: tf.Tensor) -> tf.Tensor:
+  """n^2 x the variance of n values from their sum and sum of squares (float64 scalars);
+  0 where it is within float64 rounding of 0 (1e-10 of n x the sum of squares: values whose
+  spread is under 1e-5 of their size, as a constant column's sums leave it)."""
+  spread = n * squares - total ** 2
+  return tf.where(spread > 1e-10 * n * squares, spread, tf.zeros_like(spread))
 
 
 def metric_directions(names: Sequence[str]) -> keras.metrics.Metric:
@@ -767,13 +776,15 @@ class BertClassifier(RawTextFit, _FineTuningStep, keras.Model):
 
   def metric_values(self, sums):
     """`accuracy`; for regression `pearson` (Pearson's r of scores and labels, as GLUE's
-    STS-B; 0 when either is constant)."""
+    STS-B; NaN when either is constant, as `scipy.stats.pearsonr` and the tools' GLUE
+    metrics: a correlation is undefined there, and 0 would read as a measured one)."""
     n = tf.maximum(sums["examples"], 1.0)
     if self.num_classes == 1:
       covariance = n * sums["xy"] - sums["x"] * sums["y"]
-      variances = ((n * sums["xx"] - sums["x"] ** 2) * (n * sums["yy"] - sums["y"] ** 2))
-      return {"pearson": tf.math.divide_no_nan(covariance,
-                                               tf.sqrt(tf.maximum(variances, 0.0)))}
+      variances = (_spread(n, sums["x"], sums["xx"]) * _spread(n, sums["y"], sums["yy"]))
+      return {"pearson": tf.where(variances > 0.0,
+                                  covariance / tf.sqrt(tf.maximum(variances, 1e-300)),
+                                  tf.constant(math.nan, variances.dtype))}
     return {"accuracy": sums["correct"] / n}
 
   def hf_task(self, labels: Optional[Sequence[str]] = None) -> dict:

@@ -487,6 +487,17 @@ def test_a_real_custom_header_is_logged_without_a_warning(tmp_path, caplog):
       ("INFO", f"{path}:1 skipped as a header (--custom_header): 'sentence\\tlabel'")]
 
 
+def test_a_label_with_white_space_under_custom_header_is_named_as_such(tmp_path):
+  """Sweep 28, A11: 'pos ' on the first row after a --custom_header header was refused with
+  "looks like a header: pass --custom_header", the flag already given."""
+  fmt = glue_data.CustomFormat(has_header=True, labels=("neg", "pos"))
+  path = _file(tmp_path, None, "sentence\tlabel", "Good.\tpos ", name="train.tsv")
+  with pytest.raises(ValueError) as e:
+    glue_data.read_examples(glue_data.custom_task(fmt), path, "train")
+  assert str(e.value) == (f"{path}:2: column 1 (label) is 'pos ', not one of neg, pos; labels "
+                          "are matched as written, and this one has white space around 'pos'")
+
+
 @pytest.mark.parametrize("regression", [False, True])
 def test_a_header_read_without_custom_header_says_to_pass_it(tmp_path, regression):
   """Sweep 22 P2: a custom file whose line 1 is a header, read without --custom_header, was

@@ -297,6 +297,8 @@ def test_flags_txt_records_the_runs_settings_not_the_one_off_switches(flags_modu
     flags.FLAGS(["x", "--stop_at_step=5", "--traceback", "--allow_config_change",
                  "--seed=7"])
     recorded = common_flags.flagfile(module).splitlines()
+  # Whose flags they are (sweep 28, A93: another tool given the file names the writer).
+  assert recorded[0] == f"# flags of {flags_module.removesuffix('_flags')}"
   assert "--seed=7" in recorded
   assert not [line for line in recorded if line.startswith(
       ("--stop_at_step", "--traceback", "--notraceback", "--allow_config_change",

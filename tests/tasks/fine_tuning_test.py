@@ -193,6 +193,25 @@ def test_casing_follows_the_checkpoint_and_a_contradicting_flag_fails(tmp_path):
     resolved(init_tfbert=str(best / "model.keras"), do_lower_case=True)
 
 
+def test_another_models_vocab_is_named_as_such_before_its_casing(tmp_path):
+  """Sweep 28, A94: a cased vocabulary of another size given with MiniLM was refused as a
+  casing mismatch; the vocabulary is another model's, which the size says first."""
+  cased = tmp_path / "cased_vocab.txt"
+  cased.write_text("".join(f"{t}\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+                           + [f"Word{i}" for i in range(995)]))
+  config = fine_tuning.FineTuningConfig(output_dir=str(tmp_path / "out"),
+                                        init_hf_dir=pretrained.minilm_dir(),
+                                        vocab_file=str(cased))
+  with pytest.raises(ValueError, match=rf"--vocab_file={re.escape(str(cased))} has 1000 "
+                     r"entries, 29522 fewer than the vocab_size 30522 of --init_hf_dir="):
+    fine_tuning.resolve_casing(config)
+  # Of the model's size, it is refused for its casing, as before.
+  cased.write_text("".join(f"{t}\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+                           + [f"Word{i}" for i in range(30517)]))
+  with pytest.raises(casing.CasingMismatchError):
+    fine_tuning.resolve_casing(config)
+
+
 def test_init_tfbert_of_a_sentence_encoder_initializes_the_encoder_and_says_the_head_is_fresh(
     tmp_path, caplog):
   """Sweep 17 R1: a run_embeddings model.keras (its class registered) starts a task's

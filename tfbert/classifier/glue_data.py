@@ -421,7 +421,7 @@ def read_examples(task: Task, path: str, split: str, *, skip_malformed: bool = F
       result.examples.append(example)
     except MalformedRow as e:
       if (not result.examples and not result.skipped and task.name == CUSTOM_TASK
-          and _holds_a_label(task, layout, row) is False):
+          and not layout.has_header and _holds_a_label(task, layout, row) is False):
         # The first row, whose label cell is no label: a header read as an example.
         e = MalformedRow(f"{e}; line {line} looks like a header: pass --custom_header")
       if not skip_malformed:
@@ -739,8 +739,10 @@ def _example(task: Task, layout: Layout, row: Sequence[str], width: int, split: 
     _check_score(task, value, label, f"{where}: column {layout.label} (label)")
     label = value
   elif label is not None and label not in task.labels:
+    spaced = ("; labels are matched as written, and this one has white space around "
+              f"{label.strip()!r}" if label.strip() in task.labels else "")
     raise MalformedRow(f"{where}: column {layout.label} (label) is {label!r}, not one of "
-                       f"{', '.join(task.labels)}")
+                       f"{', '.join(task.labels)}{spaced}")
   return InputExample(f"{split}-{index}", index, line, field("text_a", layout.text_a),
                       field("text_b", layout.text_b), label)
 

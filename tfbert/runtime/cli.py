@@ -350,7 +350,9 @@ def parse_flags(argv: Sequence[str], tool: str, takes_arguments: bool = False) -
   try:
     check_control_characters(argv)
     check_home_prefixes(argv)
-    expanded = read_flagfiles(flagfiles_first(argv))
+    origins = {}
+    expanded = read_flagfiles(flagfiles_first(argv), origins)
+    check_flagfiles_known(expanded, origins)
   except (KeyboardInterrupt, Exception) as error:  # pylint: disable=broad-except
     _end_with_one_line(error, _asks_for_trace(argv), tool)
   left = app.parse_flags_with_usage(expanded)
@@ -473,7 +475,7 @@ def _flagfile_path(arg: str) -> str:
   return os.path.expanduser(arg.split("=", 1)[1].strip())
 
 
-def read_flagfiles(argv: Sequence[str]) -> list[str]:
+def read_flagfiles(argv: Sequence[str], origins: typing.Optional[dict] = None) -> list[str]:
   """`argv` with every flag file read in where it stands, as absl would, but by tfbert.
 
   absl opened flag files with Python's `open` in the locale's encoding: a Latin-1 "é" in a
@@ -491,6 +493,7 @@ def read_flagfiles(argv: Sequence[str]) -> list[str]:
 
   Args:
     argv: the command line, program name first (`--flagfile=F` or `--flagfile F`).
+    origins: if given, filled with {index in the result: the flag file its line came from}.
 
   Returns:
     The command line with no flag file left in it.
@@ -531,7 +534,14 @@ def read_flagfiles(argv: Sequence[str]) -> list[str]:
     return read
 
   argv = list(argv)
+  origins = {} if origins is None else origins
   expanded, i = argv[:1], 1
+
+  def add_file(path: str) -> None:
+    for line in lines_of(path, ()):
+      origins[len(expanded)] = path
+      expanded.append(line)
+
   while i < len(argv):
     arg = argv[i]
     if arg == "--":  # What follows is not for absl.
@@ -539,15 +549,66 @@ def read_flagfiles(argv: Sequence[str]) -> list[str]:
       break
     if arg in _FLAGFILE_NAMES:
       _check_has_file(argv, i)
-      expanded += lines_of(os.path.expanduser(argv[i + 1]), ())
+      add_file(os.path.expanduser(argv[i + 1]))
       i += 2
       continue
     if arg.split("=", 1)[0] in _FLAGFILE_NAMES and "=" in arg:
-      expanded += lines_of(_flagfile_path(arg), ())
+      add_file(_flagfile_path(arg))
     else:
       expanded.append(arg)
     i += 1
   return expanded
+
+
+# The first line of a run's flags.txt (`flags.common_flags.flagfile`), before the tool's name.
+WRITTEN_BY = "# flags of "
+
+
+def _writer(path: str) -> typing.Optional[str]:
+  """The tool named on a flag file's `WRITTEN_BY` line (a run's flags.txt), else None."""
+  from tfbert.runtime import files  # pylint: disable=import-outside-toplevel
+  try:
+    first = files.decode_utf8(files.read_bytes(path), path).split("\n", 1)[0].strip()
+  except (OSError, ValueError):
+    return None
+  if not first.startswith(WRITTEN_BY):
+    return None
+  return first[len(WRITTEN_BY):].strip() or None
+
+
+def check_flagfiles_known(expanded: Sequence[str], origins: Mapping[int, str]) -> None:
+  """Refuses flags from a flag file that the running tool does not define, naming the file
+  and them, and the tool that wrote the file when it is a run's flags.txt (absl's "Unknown
+  command line flag 'task_name'" named neither: `run_ner --flagfile=<a classifier run>/
+  flags.txt`). An unknown flag typed on the command line is left to absl, which suggests
+  the nearest name; `--undefok` is left to absl too.
+
+  Args:
+    expanded: the command line with its flag files read in (`read_flagfiles`).
+    origins: {index in `expanded`: the flag file the line came from}.
+
+  Raises:
+    ValueError: naming the flag file, its unknown flags and the tool that wrote it.
+  """
+  from absl import flags  # pylint: disable=import-outside-toplevel
+  if any(arg.lstrip("-").startswith("undefok") for arg in expanded[1:]):
+    return
+  unknown = {}  # file -> its unknown flag names, in order
+  for index, path in origins.items():
+    arg = expanded[index]
+    if not arg.startswith("-"):
+      continue
+    name = arg.lstrip("-").split("=", 1)[0]
+    known = name in flags.FLAGS or (name.startswith("no") and name[2:] in flags.FLAGS
+                                    and flags.FLAGS[name[2:]].boolean)
+    if not known and name not in ("flagfile", "undefok"):
+      unknown.setdefault(path, []).append(f"--{name}")
+  for path, names in unknown.items():
+    writer = _writer(path)
+    whose = (f": the file holds the flags of a {writer} run (replay it with {writer})"
+             if writer else " (a flag file of another tool?)")
+    raise ValueError(f"--flagfile {path} sets {', '.join(names)}, which this tool does not "
+                     f"have{whose}")
 
 
 def _control_character(text: str) -> typing.Optional[str]:

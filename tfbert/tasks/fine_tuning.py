@@ -1381,11 +1381,44 @@ def resolve_casing(config):
   evidence = casing.checkpoint_casing(init_source(config), vocab_file)
   if init_source(config) is None and files.isdir(config.output_dir):  # Not a new one's parent.
     evidence = casing.checkpoint_casing(config.output_dir) + evidence
-  do_lower_case = casing.resolve_do_lower_case(config.do_lower_case, evidence,
-                                               allow_mismatch=config.allow_casing_mismatch)
+  try:
+    do_lower_case = casing.resolve_do_lower_case(config.do_lower_case, evidence,
+                                                 allow_mismatch=config.allow_casing_mismatch)
+  except casing.CasingMismatchError:
+    # Another model's vocabulary (a cased one beside an uncased model) is that first: its
+    # casing is only a symptom (sweep 28, A94).
+    _check_source_vocab_fits(config, vocab_file)
+    raise
   logging.info("tokenizing with do_lower_case=%s (%s)", do_lower_case,
                casing.describe(evidence))
   return dataclasses.replace(config, do_lower_case=do_lower_case)
+
+
+def _source_vocab_size(config: FineTuningConfig) -> Optional[int]:
+  """The vocab_size of the model config the run takes (`initial_source`'s) when a config
+  file gives it without reading weights, else None."""
+  try:
+    if config.bert_config_file:
+      return BertConfig.from_json_file(config.bert_config_file).vocab_size
+    if config.init_checkpoint:
+      return BertConfig.from_json_file(os.path.join(os.path.dirname(config.init_checkpoint),
+                                                    "bert_config.json")).vocab_size
+    if config.init_hf_dir:
+      return BertConfig.from_hf_json_file(os.path.join(config.init_hf_dir,
+                                                       "config.json")).vocab_size
+  except (OSError, ValueError):
+    pass  # The source's own reading names what is wrong with it, later.
+  return None
+
+
+def _check_source_vocab_fits(config: FineTuningConfig, vocab_file: str) -> None:
+  """`check_vocab_fits` before the model is built, where a config file gives vocab_size."""
+  vocab_size = _source_vocab_size(config)
+  if vocab_size is not None:
+    tokenization.check_vocab_fits(tokenization.vocab_entries(vocab_file), vocab_size,
+                                  describe_vocab(config, vocab_file),
+                                  describe_model_config(config),
+                                  trained=bool(init_source(config)))
 
 
 def resolve_vocab_file(config: FineTuningConfig) -> str:
