@@ -15,6 +15,9 @@ from tfbert import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenCla
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.encoder import BertEncoder
 from tfbert.serving import export, serving_dtype
+from tfbert.training import distribution
+from tfbert.training.accumulation import check_global_clipping, with_gradient_accumulation
+from tfbert.training.optimizers import AdamW
 
 TOL = 2e-5  # float32 vs float64 reference; see encoder_test.
 
@@ -270,6 +273,80 @@ def test_evaluate_gives_the_models_loss_and_task_metric_on_one_device_and_mirror
   twice = mirrored.evaluate(features, labels, batch_size=8, verbose=0, return_dict=True)
   for name in want:
     assert twice[name] == pytest.approx(want[name], rel=1e-5), (name, twice, want)
+
+
+def _uneven_fit(kind, strategy):
+  """One epoch of `fit` on 7 examples in batches of 3: on 2 replicas the shares are 2 and 1,
+  then 1 and 0 for the last batch. Returns (the epoch's loss, trained weights)."""
+  config = helpers.odd_config(**EVAL_CONFIG)
+  features = helpers.random_features(config, 5, 7, 9)
+  ids = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  scores = np.array([0.1, 0.9, 0.5, 0.3, 0.7, 0.2, 0.8], np.float32)
+  with strategy.scope():
+    keras.utils.set_random_seed(1)
+    if kind == "classifier":
+      model, x, y = BertClassifier(config, 3, 0.0), ids, {"logits": np.array(
+          [0, 1, 1, 0, 2, 2, 1], np.int32)}
+    else:
+      model = BertSentenceEncoder(config, loss=kind)
+      other = helpers.random_features(config, 6, 7, 9)
+      x = {"anchor": ids, "positive": {k: other[k] for k in ids}}
+      y = None if kind == "in_batch_negatives" else scores
+    model.build()
+    model.compile(optimizer=keras.optimizers.SGD(0.5))
+  history = model.fit(x, y, batch_size=3, epochs=1, verbose=0, shuffle=False).history
+  return history["loss"], np.concatenate([v.numpy().ravel() for v in model.trainable_variables])
+
+
+@pytest.mark.slow  # 3-7 s: two fits. (CoSENT gathers as in-batch negatives do.)
+@pytest.mark.parametrize("kind", ["classifier", "cosine_mse", "in_batch_negatives"])
+def test_replicas_of_unequal_shares_train_as_one_device(kind):
+  """Sweep 29, B103/B104: a batch split unequally over the replicas (3 rows: 2 and 1; a last
+  row: 1 and 0) averaged each replica's mean as if the shares were equal: a classifier ended
+  0.49 away from one device (a cosine-MSE encoder 0.021), the epoch loss was NaN (an empty
+  replica's mean), a first batch of unequal shares failed in Keras' build (AddN) and the
+  sentence encoder's batch losses failed to gather. The global batch's mean is over its
+  examples, however they are spread."""
+  one_losses, one = _uneven_fit(kind, tf.distribute.OneDeviceStrategy("/cpu:0"))
+  two_losses, two = _uneven_fit(kind, distribution.create_strategy("mirrored", 2))
+  assert np.abs(one - two).max() < 1e-5  # Measured: 6e-8 to 4e-6 (in-batch scale 20).
+  np.testing.assert_allclose(two_losses, one_losses, rtol=1e-5)
+
+
+def test_keras_clipping_is_refused_where_it_would_clip_each_replica_apart():
+  """Sweep 29, B71: Keras clips in `apply`, per replica, before the gradients are summed:
+  under 2 replicas `global_clipnorm=1e-3` let through an update of norm 1.2e-3."""
+  for arg in ("clipnorm", "global_clipnorm", "clipvalue"):
+    optimizer = keras.optimizers.SGD(0.1, **{arg: 1e-3})
+    check_global_clipping(optimizer, 1)  # One replica: clipped as a whole.
+    with pytest.raises(ValueError, match=rf"^{arg}=0.001 of SGD would clip each of the 2 "
+                       r"replicas' gradients apart .*with_gradient_accumulation\(optimizer, 1, "
+                       rf"clip_norm=...\) and no {arg}$"):
+      check_global_clipping(optimizer, 2)
+    with pytest.raises(ValueError, match=f"{arg}=0.001 of SGD"):  # Under a loss scaler too.
+      check_global_clipping(keras.optimizers.LossScaleOptimizer(optimizer), 2)
+  check_global_clipping(with_gradient_accumulation(keras.optimizers.SGD(0.1), 1,
+                                                   clip_norm=1e-3), 2)  # tfbert's: global.
+  # Sweep 29, B69: Keras' own accumulation was refused in the clipping rule's words.
+  with pytest.raises(ValueError, match="gradient_accumulation_steps=2 of Keras would "
+                                       "accumulate a second time, 2 micro-steps inside each "
+                                       "of these 3"):
+    with_gradient_accumulation(keras.optimizers.SGD(0.1, gradient_accumulation_steps=2), 3)
+
+
+@pytest.mark.slow  # ~3 s: a mirrored model traced.
+def test_fit_under_two_replicas_refuses_keras_clipping_before_any_update():
+  config = helpers.odd_config(**EVAL_CONFIG)
+  features = helpers.random_features(config, 5, 4, 9)
+  x = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  with distribution.create_strategy("mirrored", 2).scope():
+    model = BertClassifier(config, 2, 0.0)
+    model.build()
+    model.compile(optimizer=AdamW(1e-3, 0.0, global_clipnorm=1.0))
+  before = [v.numpy() for v in model.trainable_variables]
+  with pytest.raises(ValueError, match="global_clipnorm=1.0 of AdamW would clip each of the 2"):
+    model.fit(x, {"logits": np.array([0, 1, 1, 0], np.int32)}, batch_size=4, verbose=0)
+  assert all((v.numpy() == b).all() for v, b in zip(model.trainable_variables, before))
 
 
 def _pearson_of(model, x, y):

@@ -23,7 +23,7 @@ from tfbert.losses import pretraining_loss
 from tfbert.runtime import validation
 from tfbert.text import feature_checks
 from tfbert.text.text_calls import RawTextFit, RawTextPredict, implementation, unweighted_batch
-from tfbert.training.accumulation import find_accumulator
+from tfbert.training.accumulation import check_global_clipping, find_accumulator
 
 SPAN_OUTPUT_NAMES = ("start_logits", "end_logits")  # What a span labeler serves.
 
@@ -289,7 +289,13 @@ def step_number(model: keras.Model) -> tf.Tensor:
 
 
 def accumulation(optimizer) -> tuple[int, str]:
-  """(micro-steps per applied step, reduction) of an optimizer stack; (1, "sum") if plain."""
+  """(micro-steps per applied step, reduction) of an optimizer stack; (1, "sum") if plain.
+
+  Called by every `train_step` (in its replica context): a Keras clipping argument that
+  would clip each replica's gradient apart is refused there (`check_global_clipping`).
+  """
+  context = tf.distribute.get_replica_context()
+  check_global_clipping(optimizer, context.num_replicas_in_sync if context is not None else 1)
   accumulator = find_accumulator(optimizer)
   return (1, "sum") if accumulator is None else (accumulator.steps, accumulator.reduction)
 
@@ -300,9 +306,10 @@ class _FineTuningStep:
 
   One micro-step: forward with dropout keyed by the checkpointed micro-step counter and
   the global replica id (`tfbert.layers.dropout.step_keys`: a replica's masks do not depend
-  on how replicas are spread over processes, nor on where a run was resumed), the mean of
-  `example_losses` over the replica's batch divided by the replicas in sync (the gradients
-  are summed across replicas: their sum is the gradient of the global batch's mean),
+  on how replicas are spread over processes, nor on where a run was resumed), the sum of
+  `example_losses` over the replica's batch divided by the global batch's examples (counted
+  over every replica, whose shares may differ: the gradients are summed across replicas,
+  and their sum is the gradient of the global batch's mean),
   scaled (mixed_float16), applied through the optimizer stack (a "mean" accumulator
   averages its k micro-steps; a "sum" one gets the loss divided by k here). The running
   metric is `loss`, the mean over every example since the last reset. The same step runs
@@ -364,16 +371,20 @@ class _FineTuningStep:
   def train_step(self, data):
     features, labels = self._checked_batch(data)
     steps, reduction = accumulation(self.optimizer)
-    context = tf.distribute.get_replica_context()
-    replicas = context.num_replicas_in_sync if context is not None else 1
     with tf.GradientTape() as tape, dropout.step_keys(step_number(self)):
       losses = self.example_losses(self(features, training=True), labels)
-      mean = tf.reduce_mean(losses)
-      loss = mean / float(replicas * (steps if reduction == "sum" else 1))
+      count = tf.cast(tf.shape(losses)[0], tf.float32)
+      # The global batch's examples: replicas may hold unequal shares (a last batch of 5 on
+      # 2 replicas holds 3 and 2; of 1, 1 and 0), and the mean is over all of them.
+      total = sum_over_replicas(count)
+      loss = (tf.reduce_sum(losses) / tf.maximum(total, 1.0)
+              / float(steps if reduction == "sum" else 1))
       scaled_loss = self.optimizer.scale_loss(loss)
     grads = tape.gradient(scaled_loss, self.trainable_variables)
     self.optimizer.apply(grads, self.trainable_variables)
-    self.trackers["loss"].update_state(mean, sample_weight=tf.shape(losses)[0])
+    # A replica without examples adds nothing (its mean of none was NaN: sweep 29, B104).
+    self.trackers["loss"].update_state(tf.math.divide_no_nan(tf.reduce_sum(losses), count),
+                                       sample_weight=count)
     return self.get_metrics_result()
 
   def test_step(self, data):

@@ -35,8 +35,10 @@ def main(argv):
   if not gold:
     raise ValueError(f"{argv[1]}: no sentences")
   gold_tags = [s.tags for s in gold]
-  for path in argv[2:]:
-    predicted = tagging_metrics.read_predictions(path, gold, argv[1])
+  # Every file read (and refused) before any score is printed: a bad second file once
+  # ended the tool after the first one's line, the third never scored (sweep 29, A39).
+  predictions = [tagging_metrics.read_predictions(path, gold, argv[1]) for path in argv[2:]]
+  for predicted in predictions:
     print(json_values.dumps(tagging_metrics.entity_scores(gold_tags, predicted)), flush=True)
 
 

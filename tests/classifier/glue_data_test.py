@@ -9,6 +9,7 @@ import collections
 import gzip
 import os
 import re
+import unicodedata
 
 import pytest
 
@@ -496,6 +497,20 @@ def test_a_label_with_white_space_under_custom_header_is_named_as_such(tmp_path)
     glue_data.read_examples(glue_data.custom_task(fmt), path, "train")
   assert str(e.value) == (f"{path}:2: column 1 (label) is 'pos ', not one of neg, pos; labels "
                           "are matched as written, and this one has white space around 'pos'")
+
+
+def test_a_label_in_another_unicode_normalization_is_named_as_such(tmp_path):
+  """Sweep 29, A52: "label is 'négatif', not one of négatif, positif" (NFD against NFC)."""
+  fmt = glue_data.CustomFormat(labels=("négatif", "positif"))
+  nfd = unicodedata.normalize("NFD", "négatif")
+  path = _file(tmp_path, None, f"Bad.\t{nfd}", name="train.tsv")
+  with pytest.raises(ValueError) as e:
+    glue_data.read_examples(glue_data.custom_task(fmt), path, "train")
+  assert str(e.value) == (
+      f"{path}:1: column 1 (label) is {nfd!r}, not one of négatif, positif; it is 'négatif' "
+      "written with the same letters in another Unicode normalization (NFC and NFD: an "
+      "accented letter as one code point, or as a letter and a combining mark), and tfbert "
+      "compares them as written: normalize the file to NFC")  # No header hint either.
 
 
 @pytest.mark.parametrize("regression", [False, True])

@@ -554,6 +554,24 @@ def test_a_squad_runs_span_settings_are_what_convert_checkpoint_keeps(tmp_path):
       version_2_with_negative=False, null_score_diff_threshold=0.0)
 
 
+def test_a_sentence_transformers_root_read_as_hugging_face_keeps_its_sentence_length(
+    tmp_path):
+  """Sweep 29, B55: convert_checkpoint --input_format=hf of MiniLM's directory (both a
+  sentence-transformers root and a Hugging Face directory) kept its tokenizer's 512, where
+  `load` reads sentence_bert_config.json's 256."""
+  minilm = pretrained.minilm_dir()
+  with open(os.path.join(minilm, "sentence_bert_config.json"), encoding="utf-8") as f:
+    assert json.load(f)["max_seq_length"] == 256
+  with open(os.path.join(minilm, "tokenizer_config.json"), encoding="utf-8") as f:
+    assert json.load(f)["model_max_length"] == 512
+  model = _model(BertSentenceEncoder)
+  assert loading.recorded_settings(model, "hf", minilm) == {"max_seq_length": 256}
+  plain = tmp_path / "hf"  # The same tokenizer files without the sentence config: theirs.
+  plain.mkdir()
+  shutil.copy(os.path.join(minilm, "tokenizer_config.json"), plain)
+  assert loading.recorded_settings(model, "hf", str(plain)) == {"max_seq_length": 512}
+
+
 def test_a_threshold_without_version_2_warns_as_run_squad_does(tmp_path, caplog):
   """One rule with run_squad's flags (`squad_postprocess.ignored_threshold`)."""
   path = str(tmp_path / "m.keras")

@@ -528,6 +528,21 @@ def test_a_corpus_of_one_document_is_warned_of_naming_the_file_and_the_count():
       "random (\"random next\") take their B from that same document")
   assert text.endswith("Separate the documents with blank lines, or pretrain with --objective=mlm")
   assert warning([[list(range(10, 22)) for _ in range(5)] for _ in range(2)])[0] is None
+  # Sweep 29, A82: with no random-next instance it said "the 0 of 3 ... some are ... labelled
+  # random": every label is "is next" instead. Three sentences at dupe_factor 1: a window.
+  config = _config(max_seq_length=32, max_predictions_per_seq=2, dupe_factor=1)
+  documents = [[list(range(10, 16)) for _ in range(3)]]
+  for seed in range(20):
+    instances = pretraining_instances.create_training_instances(documents, config, vocab,
+                                                                random.Random(seed))
+    if not any(i.is_random_next for i in instances):
+      break
+  assert instances and not any(i.is_random_next for i in instances)
+  assert pretraining_data.pairs_warning(["one.txt"], documents, instances, config) == (
+      f"warning: one.txt holds 1 document (no blank line between documents), and none of its "
+      f"{len(instances)} instances is a next-sentence pair drawn at random (\"random next\"): "
+      "every next-sentence label is \"is next\", so that objective learns nothing. Separate "
+      "the documents with blank lines, or pretrain with --objective=mlm")
 
 
 def test_a_max_seq_length_most_sentences_fill_alone_is_warned_of_with_the_counts():

@@ -5,6 +5,7 @@ import json
 import logging
 import os
 import re
+import unicodedata
 
 import pytest
 
@@ -192,6 +193,24 @@ def test_misaligned_training_answers_are_reported_counted_and_skipped(shared_dat
   evaluation = squad_data.read_squad_file(file, is_training=False)
   assert len(evaluation.examples) == 5 and not evaluation.skipped
   assert evaluation.examples[4].answers[0].answer_start == 50
+
+
+def test_an_answer_in_another_unicode_normalization_than_its_context_is_named_so(tmp_path):
+  """Sweep 29, A58: an NFD answer "café" against an NFC context was skipped with "the
+  context has 'café ' there": two strings that print alike."""
+  answer = unicodedata.normalize("NFD", "café")
+  data = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{
+      "context": "The café opened.", "qas": [
+          {"id": "q", "question": "What opened?",
+           "answers": [{"text": answer, "answer_start": 4}]},
+          {"id": "q2", "question": "What did the café do?",
+           "answers": [{"text": "opened", "answer_start": 9}]}]}]}]}
+  skipped = squad_data.read_squad_file(_write(tmp_path, data), is_training=True).skipped
+  assert [s.reason for s in skipped] == [
+      f"answer text {answer!r} is not at answer_start 4; the context has 'café ' there; the "
+      "context holds it in the same letters in another Unicode normalization (NFC and NFD: "
+      "an accented letter as one code point, or as a letter and a combining mark), and "
+      "tfbert compares them as written: normalize the file to NFC"]
 
 
 @pytest.mark.parametrize("written, version", [

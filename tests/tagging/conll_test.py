@@ -36,6 +36,27 @@ def test_both_separators_docstart_crlf_and_space_columns(tmp_path):
       assert [s.lines for s in sentences] == [(3, 4), (6, 7), (10,)]
 
 
+def test_a_line_of_other_columns_than_the_files_is_refused_at_its_line(tmp_path):
+  """Sweep 29, A104/A105: "New York B-LOC" among two-column lines was read as the word
+  "New" and York lost from training, evaluation and predictions; conlleval refuses a line
+  of another column count too."""
+  tabbed = _write(tmp_path, "Alan\tB-PER\nwent\tO\nto\tO\nNew York B-LOC\n\nOk\tO\n")
+  with pytest.raises(ValueError) as e:
+    conll.read_conll(tabbed)
+  assert str(e.value) == (
+      f"{tabbed}:4: 3 columns ['New', 'York', 'B-LOC'] where 4 of the file's lines have 2: "
+      "the file's lines are tab-separated and this one holds no tab, so it was split at its "
+      "spaces; every line of a CoNLL file has the same columns (a word with a space needs "
+      "tab-separated columns)")
+  spaced = _write(tmp_path, "Alan B-PER\nwent O\nNew York B-LOC\n", name="spaced.conll")
+  with pytest.raises(ValueError, match=r"spaced.conll:3: 3 columns \['New', 'York', 'B-LOC'\] "
+                                       r"where 2 of the file's lines have 2; every line"):
+    conll.read_conll(spaced)
+  # Columns as most lines hold them, separated either way, read as before.
+  mixed = _write(tmp_path, "Alan\tB-PER\nwent O\nNew York\tB-LOC\n", name="mixed.conll")
+  assert conll.read_conll(mixed)[0].words == ("Alan", "went", "New York")
+
+
 def test_invisible_characters_stay_in_their_word(tmp_path):
   # U+200B and U+FEFF are not whitespace: they belong to the word (dev lines 15,556, 16,730).
   path = _write(tmp_path, "watched\u200bwas O\nDubbz\ufeff B-person\n\ufe0f O\n")
@@ -56,7 +77,7 @@ def test_a_tab_separated_line_keeps_a_word_with_a_space_and_reads_back_as_writte
   """A line holding a tab is split at tabs only: "New York<TAB>B-location" was the word
   "New" ("York" taken as a column and dropped), in training and in the predictions written.
   A space-separated line is split at spaces as before."""
-  path = _write(tmp_path, "New York\tB-location\nis \tO\n1 000\tNN\tO\nbig O\n\t\n"
+  path = _write(tmp_path, "New York\tB-location\nis \tO\n1 000\tO\nbig O\n\t\n"
                           "x\tO\n", newline="\r\n")
   first, second = conll.read_conll(path)
   assert first.words == ("New York", "is", "1 000", "big")

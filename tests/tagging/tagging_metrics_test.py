@@ -228,3 +228,9 @@ def test_the_tool_prints_one_json_line_per_file_and_names_a_bad_line(shared_data
   broken.write_text("a B-x\nb I-y\n")
   run = tool_process.run_tool("evaluate_ner", str(broken), files[0])
   assert run.returncode == 1 and f"{broken}:2: I-y after B-x breaks IOB2" in run.stderr
+  # Every file is read before any score is printed (sweep 29, A39: the first file's line,
+  # then the refusal of the second, and the third never scored).
+  missing = tmp_path / "missing"
+  run = tool_process.run_tool("evaluate_ner", gold, files[0], str(missing), files[1])
+  assert run.returncode == 1 and str(missing) in run.stderr
+  assert "{" not in run.stdout, run.stdout[-2000:]

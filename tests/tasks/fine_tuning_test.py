@@ -772,6 +772,21 @@ def test_a_setting_given_that_the_runs_recorded_settings_rule_out_is_named_with_
       _ModeConfig(output_dir=str(tmp_path), given_settings=frozenset()), recorded).mode == "b"
 
 
+def test_an_evaluation_of_a_runs_model_takes_its_recorded_dtype(tmp_path, caplog):
+  """Sweep 29, A50/A79: an eval-only rerun of a mixed_float16 (mixed_bfloat16) run scored in
+  float32 and wrote its results over the run's; another --dtype given was taken too."""
+  caplog.set_level("INFO", logger="absl")
+  recorded = json.loads(fine_tuning.FineTuningConfig(output_dir=str(tmp_path),
+                                                     dtype="mixed_bfloat16").to_json())
+  rerun = fine_tuning.FineTuningConfig(output_dir=str(tmp_path), given_settings=frozenset())
+  assert fine_tuning.run_settings(rerun, recorded).dtype == "mixed_bfloat16"
+  assert "with its setting dtype=mixed_bfloat16" in caplog.text
+  given = fine_tuning.FineTuningConfig(output_dir=str(tmp_path), dtype="float32",
+                                       given_settings=frozenset({"dtype"}))
+  with pytest.raises(ValueError, match=r"other settings \(dtype: mixed_bfloat16 -> float32\)"):
+    fine_tuning.run_settings(given, recorded)
+
+
 def test_scores_of_another_file_under_a_recorded_key_say_whose_they_replace(tmp_path, caplog):
   """Sweep 19 S1: evaluating another dev file in a run replaced its "dev" scores and
   predictions without a word; each entry records its file, and run_squad's rule applies."""

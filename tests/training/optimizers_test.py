@@ -324,10 +324,21 @@ def test_get_config_round_trips(make):
   assert type(restored) is type(optimizer) and restored.get_config() == config
 
 
-def test_an_integer_learning_rate_is_a_float_numpy_integers_too():
-  """Keras refused np.int64(1) ("Argument `learning_rate` should be float")."""
+def test_an_integer_learning_rate_is_a_float_numpy_integers_and_floats_too():
+  """Keras refused np.int64(1) and (sweep 29, B61) np.float32(1e-2) ("Argument
+  `learning_rate` should be float")."""
   for make in (AdamW, Lamb):
     assert float(make(np.int64(1)).learning_rate) == float(make(1).learning_rate) == 1.0
+    assert float(make(np.float32(0.5)).learning_rate) == 0.5
+
+
+def test_an_exclusion_that_is_no_regular_expression_is_named():
+  """Sweep 29, B63: a bare re.error named neither the argument nor the pattern."""
+  with pytest.raises(ValueError, match=r"^exclude_from_weight_decay: 'LayerNorm\[' is not a "
+                                       r"regular expression \(unterminated character set"):
+    AdamW(1e-3, exclude_from_weight_decay=["bias", "LayerNorm["])
+  with pytest.raises(ValueError, match="^exclude_from_layer_adaptation: '\\(' is not"):
+    Lamb(1e-3, exclude_from_layer_adaptation=["("])
 
 
 def test_invalid_arguments_raise():

@@ -52,6 +52,7 @@ from typing import IO, ClassVar, Optional, Sequence, Union
 from absl import logging
 
 from tfbert.runtime import files
+from tfbert.text import unicode_forms
 
 
 @dataclasses.dataclass(frozen=True)
@@ -473,13 +474,15 @@ def _report_blank(task: Task, path: str, split: str, lines: Sequence[int]) -> No
 
 
 def _holds_a_label(task: Task, layout: Layout, row: Sequence[str]) -> Optional[bool]:
-  """Whether `row`'s label cell is a label of `task` (one of its labels, or a finite
-  number for a regression); None without a label cell (a test layout, a short row)."""
+  """Whether `row`'s label cell is a label of `task` (one of its labels, as written or with
+  white space around it or in another Unicode normalization, or a finite number for a
+  regression); None without a label cell (a test layout, a short row)."""
   if layout.label is None or not -len(row) <= layout.label < len(row):
     return None
   cell = row[layout.label]
-  if not task.is_regression:
-    return cell in task.labels
+  if not task.is_regression:  # Spelt with white space or in NFD, it is still no header.
+    return (cell in task.labels or cell.strip() in task.labels
+            or unicode_forms.other_form_of(cell, task.labels) is not None)
   try:
     return math.isfinite(float(cell))
   except ValueError:
@@ -741,6 +744,9 @@ def _example(task: Task, layout: Layout, row: Sequence[str], width: int, split: 
   elif label is not None and label not in task.labels:
     spaced = ("; labels are matched as written, and this one has white space around "
               f"{label.strip()!r}" if label.strip() in task.labels else "")
+    other = unicode_forms.other_form_of(label, task.labels)
+    if other is not None:  # "négatif" in NFD against the NFC label (sweep 29, A52).
+      spaced = unicode_forms.hint(f"it is {other!r} written with")
     raise MalformedRow(f"{where}: column {layout.label} (label) is {label!r}, not one of "
                        f"{', '.join(task.labels)}{spaced}")
   return InputExample(f"{split}-{index}", index, line, field("text_a", layout.text_a),

@@ -46,33 +46,52 @@ LOSSES = ("in_batch_negatives", "cosent", "cosine_mse")
 BATCH_LOSSES = ("in_batch_negatives", "cosent")
 
 
-def gather_replicas(local: tf.Tensor) -> tf.Tensor:
-  """Every replica's `local` [B, ...], concatenated in replica order: [N x B, ...].
+def replica_counts(count: tf.Tensor) -> tf.Tensor:
+  """int32 [N]: every replica's `count` (its rows), in replica order; [count] with one.
 
-  In a replica context with N > 1 (each replica's B equal); `local` itself otherwise. The
-  gradient of the result returns to each replica the *sum over replicas* of the gradients
-  of its rows, as the loss of every replica uses them. Built on `models.sum_over_replicas`
-  (a sum of one-hot placed copies), the reduce that is safe with several strategies in one
-  process.
+  Replicas may hold unequal shares of a global batch: Keras splits a last batch of 5 on 2
+  replicas into 3 and 2, and of 1 into 1 and 0.
+  """
+  context = tf.distribute.get_replica_context()
+  count = tf.reshape(tf.cast(count, tf.int32), [1])
+  if context is None or context.num_replicas_in_sync == 1:
+    return count
+  replica = tf.cast(context.replica_id_in_sync_group, tf.int32)
+  return sum_over_replicas(tf.scatter_nd(tf.reshape(replica, [1, 1]), count,
+                                         [context.num_replicas_in_sync]))
+
+
+def gather_replicas(local: tf.Tensor) -> tf.Tensor:
+  """Every replica's `local` [B_r, ...], concatenated in replica order: [sum of B_r, ...].
+
+  In a replica context with N > 1 (the replicas' B_r may differ, `replica_counts`); `local`
+  itself otherwise. The gradient of the result returns to each replica the *sum over
+  replicas* of the gradients of its rows, as the loss of every replica uses them. Built on
+  `models.sum_over_replicas` (a sum of one-hot placed copies, each padded to the largest
+  B_r), the reduce that is safe with several strategies in one process.
   """
   context = tf.distribute.get_replica_context()
   if context is None or context.num_replicas_in_sync == 1:
     return local
   replicas = context.num_replicas_in_sync
   replica = tf.cast(context.replica_id_in_sync_group, tf.int32)
+  counts = replica_counts(tf.shape(local)[0])                            # [N]
+  width = tf.reduce_max(counts)
+  kept = tf.sequence_mask(counts, width)                                 # [N, W]
 
   @tf.custom_gradient
   def gather(x):
-    placed = tf.scatter_nd(tf.reshape(replica, [1, 1]), x[None], tf.concat(
-        [[replicas], tf.shape(x)], axis=0))                              # [N, B, ...]
-    gathered = sum_over_replicas(placed)
-    shape = tf.concat([[-1], tf.shape(x)[1:]], axis=0)
+    rows = tf.shape(x)[0]
+    padding = tf.concat([[[0, width - rows]], tf.zeros([tf.rank(x) - 1, 2], tf.int32)], 0)
+    placed = tf.scatter_nd(tf.reshape(replica, [1, 1]), tf.pad(x, padding)[None], tf.concat(
+        [[replicas], [width], tf.shape(x)[1:]], axis=0))                 # [N, W, ...]
+    gathered = tf.boolean_mask(sum_over_replicas(placed), kept)          # [sum B_r, ...]
 
     def grad(upstream):
-      total = sum_over_replicas(tf.reshape(upstream, tf.shape(placed)))  # [N, B, ...]
-      return total[replica]
+      spread = tf.scatter_nd(tf.where(kept), upstream, tf.shape(placed, tf.int64))  # [N, W, ...]
+      return sum_over_replicas(spread)[replica, :rows]
 
-    return tf.reshape(gathered, shape), grad
+    return gathered, grad
 
   return gather(local)
 
@@ -80,8 +99,10 @@ def gather_replicas(local: tf.Tensor) -> tf.Tensor:
 def replica_offset(count: tf.Tensor) -> tf.Tensor:
   """int32: where this replica's `count` rows start in `gather_replicas`' result."""
   context = tf.distribute.get_replica_context()
-  replica = context.replica_id_in_sync_group if context is not None else 0
-  return tf.cast(replica, tf.int32) * tf.cast(count, tf.int32)
+  if context is None or context.num_replicas_in_sync == 1:
+    return tf.constant(0, tf.int32)
+  replica = tf.cast(context.replica_id_in_sync_group, tf.int32)
+  return tf.reduce_sum(replica_counts(count)[:replica])
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -160,7 +181,7 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
     context = tf.distribute.get_replica_context()
     replicas = context.num_replicas_in_sync if context is not None else 1
     count = tf.shape(anchors)[0]
-    total = tf.cast(count * replicas, tf.float32)
+    total = tf.cast(tf.reduce_sum(replica_counts(count)), tf.float32)  # Shares may differ.
     if self.loss_name == "in_batch_negatives":
       negatives = gather_replicas(embeddings[2]) if len(parts) == 3 else None
       losses = embedding_losses.in_batch_negatives_losses(

@@ -356,7 +356,16 @@ def _checked_spans(spans: dict[str, Any], where: str) -> dict[str, Any]:
 
 def _recorded_max_length(directory: str) -> Optional[int]:
   """`tokenizer_config.json`'s `model_max_length` in `directory` (what `tfbert.save` and
-  Hugging Face record), when a real length (transformers writes 1e30 for "none")."""
+  Hugging Face record), when a real length (transformers writes 1e30 for "none"); in a
+  sentence-transformers directory its `sentence_bert_config.json`'s `max_seq_length`
+  first, as `load` reads it there (MiniLM's 256 against its tokenizer's 512: read as a
+  Hugging Face directory, convert_checkpoint kept 512; sweep 29, B55)."""
+  sentence = os.path.join(directory, sentence_transformers.SENTENCE_CONFIG_FILE)
+  if files.isfile(sentence):
+    value = _read_json(sentence)
+    value = value.get("max_seq_length") if isinstance(value, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+      return value
   path = os.path.join(directory, huggingface.TOKENIZER_FILES[1])
   files.check_not_dangling(path, "tokenizer config")
   if not files.isfile(path):

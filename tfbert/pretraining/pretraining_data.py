@@ -268,6 +268,12 @@ def pairs_warning(input_files: Sequence[str], documents: Sequence[list], instanc
   single = sum(len(d) == 1 for d in documents)
   random_next = sum(i.is_random_next for i in instances)
   named = _named(input_files)
+  if len(documents) < 2 and not random_next:  # Sweep 29, A82: "the 0 of 3 ... some are".
+    return (f"warning: {named} {'holds' if len(input_files) == 1 else 'hold'} 1 document (no "
+            f"blank line between documents), and none of its {len(instances)} instances is a "
+            "next-sentence pair drawn at random (\"random next\"): every next-sentence label "
+            "is \"is next\", so that objective learns nothing. Separate the documents with "
+            "blank lines, or pretrain with --objective=mlm")
   if len(documents) < 2:
     return (f"warning: {named} {'holds' if len(input_files) == 1 else 'hold'} "
             f"{len(documents)} document (no blank line between documents), so the {random_next} "

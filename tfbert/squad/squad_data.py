@@ -36,6 +36,7 @@ import re
 from typing import Any, Optional
 
 from tfbert.runtime import files, json_values
+from tfbert.text import unicode_forms
 
 _REQUIRED = object()
 
@@ -304,6 +305,10 @@ def _misaligned(example: SquadExample, qa_path: str) -> Optional[SkippedExample]
     return None
   reason = (f"answer text {answer.text!r} is not at answer_start {answer.answer_start}; "
             f"the context has {found!r} there")
+  if (answer.text and answer.text not in example.context_text
+      and unicode_forms.nfc(answer.text) in unicode_forms.nfc(example.context_text)):
+    # An NFD answer in an NFC context, or the reverse (sweep 29, A58).
+    reason += unicode_forms.hint("the context holds it in")
   return SkippedExample(example.qas_id, f"{qa_path}.answers[0]", reason)
 
 

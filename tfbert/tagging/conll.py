@@ -16,6 +16,7 @@ System outputs, which may hold such tags by mistake, are read with `scheme="any"
 check; the metric then starts a new entity at such a tag, as conlleval does).
 """
 
+import collections
 import dataclasses
 import re
 from typing import Optional, Sequence
@@ -118,10 +119,13 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
     # A file of words only (to tag) holds them in its one column, whichever column the
     # run's tagged files hold them in (sweep 19 P4).
     token_column, needed = 0, 1
+  width = _common_width(text_lines, line_fields)
   for number, (line, fields) in enumerate(zip(text_lines, line_fields), start=1):
     if not fields or fields[0] == DOCSTART:
       end_sentence()
       continue
+    if len(fields) >= needed and len(fields) != width[0]:
+      _refuse_other_width(path, number, line, fields, width)
     if len(fields) < needed:
       _check_empty_cells(path, number, line, needed, token_column, tag_column)
       tag_part = ("" if tag_column is None
@@ -155,6 +159,33 @@ def read_conll(path: str, *, token_column: int = 0, tag_column: Optional[int] = 
     lines.append(number)
   end_sentence()
   return sentences
+
+
+def _common_width(lines: Sequence[str], line_fields: Sequence[list[str]]
+                  ) -> tuple[int, int, bool]:
+  """(columns, lines holding them, whether they hold a tab) of most of a file's word lines
+  (`-DOCSTART-` and blank lines left out); (0, 0, False) for none."""
+  counts = collections.Counter((len(fields), "\t" in line)
+                               for line, fields in zip(lines, line_fields)
+                               if fields and fields[0] != DOCSTART)
+  if not counts:
+    return 0, 0, False
+  (columns, tabbed), held = counts.most_common(1)[0]
+  return columns, held, tabbed
+
+
+def _refuse_other_width(path: str, number: int, line: str, fields: Sequence[str],
+                        width: tuple[int, int, bool]) -> None:
+  """Raises naming `path:number`: its word line has other columns than most of the file's
+  (conlleval refuses such a line too: "unexpected number of features"). Read as it came,
+  "New York B-LOC" among two-column lines was the word "New" (sweep 29, A104, A105)."""
+  columns, held, tabbed = width
+  why = (": the file's lines are tab-separated and this one holds no tab, so it was split "
+         "at its spaces" if tabbed and "\t" not in line else "")
+  raise ValueError(
+      f"{path}:{number}: {len(fields)} columns {[*fields]} where {held} of the file's lines "
+      f"have {columns}{why}; every line of a CoNLL file has the same columns (a word with "
+      "a space needs tab-separated columns)")
 
 
 def _check_empty_cells(path: str, number: int, line: str, needed: int, token_column: int,

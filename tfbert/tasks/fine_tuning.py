@@ -73,7 +73,7 @@ class FineTuningConfig:
   # An evaluation of a run's own model (`run_settings`): the fields it takes from the run's
   # run_config.json when not given, refused when given otherwise (they change the scores);
   # of them those that define what the model means (task, pooling, labels).
-  RUN_SETTINGS: ClassVar[frozenset] = frozenset({"do_lower_case"})
+  RUN_SETTINGS: ClassVar[frozenset] = frozenset({"do_lower_case", "dtype"})
   RUN_DEFINES: ClassVar[frozenset] = frozenset()
   # A setting whose None stands for a value derived from others (`describe_setting`):
   # name -> (the rule as its flag's help says it, the value it gives for a config).

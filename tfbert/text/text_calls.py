@@ -183,6 +183,22 @@ class CheckedInputs:
     _refuse_builtin_accumulation(optimizer, type(self).__name__)
     return super().compile(optimizer=optimizer, **kwargs)
 
+  def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+    """Keras' build before `fit` / `evaluate` under a strategy, from the first replica's
+    share of the first batch. Keras averaged the replicas' shares to get shapes, which
+    failed with a traceback when they differed (a global batch of 3 on 2 replicas is 2 and
+    1 rows: "Inputs to operation AddN must have the same size and shape"; sweep 29, B103)."""
+    strategy = getattr(self, "_distribute_strategy", None)
+    if iterator is not None and data_batch is None and strategy is not None:
+      for _, _, batches in iterator:
+        data_batch = tf.nest.map_structure(
+            lambda x: (strategy.experimental_local_results(x)[0]
+                       if isinstance(x, tf.distribute.DistributedValues) else x),
+            next(batches))
+        break
+      iterator = None
+    return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
   def compile_from_config(self, config):
     """Keras' `compile_from_config` (loading a compiled `.keras` file), through this
     `compile`; a file saved before `compile` refused them may hold a loss or metrics the

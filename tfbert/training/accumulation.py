@@ -89,6 +89,10 @@ def refuse_nested_accumulation(optimizer, steps, where: str) -> None:
         "create_optimizer: set its gradient_accumulation_steps instead)")
 
 
+# Keras optimizer arguments that clip inside `apply`, per replica (`check_global_clipping`).
+KERAS_CLIPPING = ("clipnorm", "global_clipnorm", "clipvalue")
+
+
 class GradientAccumulationOptimizer(keras.optimizers.Optimizer):
   """Applies `optimizer` once every `steps` micro-steps, from the accumulated gradients.
 
@@ -117,10 +121,16 @@ class GradientAccumulationOptimizer(keras.optimizers.Optimizer):
       raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     if clip_norm is not None and clip_norm <= 0:
       raise ValueError(f"clip_norm must be > 0, got {clip_norm!r}")
-    for arg in ("clipnorm", "global_clipnorm", "clipvalue", "gradient_accumulation_steps"):
+    for arg in KERAS_CLIPPING:
       if kwargs.get(arg) is not None or getattr(optimizer, arg, None):
         raise ValueError(f"{arg} would act per replica or per micro-step; use "
                          "GradientAccumulationOptimizer(clip_norm=...) instead")
+    keras_steps = kwargs.get("gradient_accumulation_steps") or getattr(
+        optimizer, "gradient_accumulation_steps", None)
+    if keras_steps:  # Sweep 29, B69: it was refused in the words of the clipping rule.
+      raise ValueError(f"gradient_accumulation_steps={keras_steps} of Keras would accumulate "
+                       f"a second time, {keras_steps} micro-steps inside each of these "
+                       f"{steps}: give the wrapped optimizer none, and the steps here only")
     if kwargs.get("use_ema") or getattr(optimizer, "use_ema", False):
       # Keras finalizes the moving average of the optimizer `fit` holds, not of the one
       # it wraps: a fit ended with every weight zero (sweep 27, B28).
@@ -323,6 +333,38 @@ def find_accumulator(optimizer) -> Optional[GradientAccumulationOptimizer]:
     if isinstance(candidate, GradientAccumulationOptimizer):
       return candidate
   return None
+
+
+def check_global_clipping(optimizer, replicas: int) -> None:
+  """Refuses Keras's clipping arguments on an optimizer stack trained with more than one
+  replica in sync.
+
+  Keras clips inside the optimizer's `apply`, in each replica, before the replicas'
+  gradients are summed: with 2 replicas, `global_clipnorm=1e-3` let through an update of
+  norm 1.2e-3 where one device on the same batch applied 0.86e-3 (sweep 29, B71). tfbert
+  clips the summed gradient: `with_gradient_accumulation(optimizer, 1, clip_norm=...)`
+  (its `clip_norm` is the global norm of the whole step's gradient), as
+  `tfbert.training.optimization.create_optimizer` does.
+
+  Args:
+    optimizer: the compiled optimizer (a loss scaler's inner one is checked too).
+    replicas: the replicas in sync where it applies gradients.
+
+  Raises:
+    ValueError: naming the argument, the optimizer and the way to clip globally.
+  """
+  if replicas <= 1:
+    return
+  for candidate in (optimizer, getattr(optimizer, "inner_optimizer", None)):
+    if candidate is None or isinstance(candidate, GradientAccumulationOptimizer):
+      continue  # Its own clip_norm is global; its inner optimizer's clipping is refused.
+    for arg in KERAS_CLIPPING:
+      if getattr(candidate, arg, None) is not None:
+        raise ValueError(
+            f"{arg}={getattr(candidate, arg)} of {type(candidate).__name__} would clip each "
+            f"of the {replicas} replicas' gradients apart (Keras clips before they are "
+            "summed), not the step's gradient; clip globally with tfbert."
+            f"with_gradient_accumulation(optimizer, 1, clip_norm=...) and no {arg}")
 
 
 def with_gradient_accumulation(optimizer: keras.optimizers.Optimizer, steps: int,

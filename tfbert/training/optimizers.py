@@ -27,6 +27,7 @@ import re
 from typing import Iterable, Optional, Sequence
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfbert.runtime import validation
@@ -75,7 +76,10 @@ def _patterns(name: str, patterns: Optional[Sequence[str]]) -> tuple:
   if isinstance(patterns, str):  # A bare string would be iterated character by character.
     raise TypeError(f"{name} must be a list of regex strings, not the string {patterns!r}")
   for p in patterns:
-    re.compile(p)  # Fail at construction, not at the first update.
+    try:
+      re.compile(p)  # Fail at construction, not at the first update.
+    except (re.error, TypeError) as error:  # A bare re.error named neither (sweep 29, B63).
+      raise ValueError(f"{name}: {p!r} is not a regular expression ({error})") from None
   return tuple(patterns)
 
 
@@ -125,8 +129,9 @@ class _DecoupledWeightDecayOptimizer(keras.optimizers.Optimizer):
     if kwargs.pop("weight_decay", None) is not None:
       raise ValueError(f"{type(self).__name__} does its own decoupled weight decay; pass "
                        "weight_decay_rate, not Keras's weight_decay")
-    if validation.is_int(learning_rate):  # NumPy's integers too.
-      learning_rate = float(learning_rate)  # Keras accepts only float for a constant rate.
+    if validation.is_int(learning_rate) or isinstance(learning_rate, np.floating):
+      # NumPy's integers and floats too (sweep 29, B61): Keras takes only a Python float.
+      learning_rate = float(learning_rate)
     super().__init__(learning_rate=learning_rate, weight_decay=None, **kwargs)
     if weight_decay_rate < 0 or not 0 <= beta_1 < 1 or not 0 <= beta_2 < 1 or epsilon < 0:
       raise ValueError(f"Need weight_decay_rate >= 0, 0 <= beta_1, beta_2 < 1 and epsilon "
