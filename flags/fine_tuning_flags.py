@@ -89,11 +89,12 @@ EVAL_EVERY_STEPS = flags.DEFINE_integer(
     "output_dir/eval, metrics.jsonl. 0: none during training.")
 BEST_METRIC = flags.DEFINE_string(
     "best_metric", "", "Evaluation scalar whose best model is kept in output_dir/best "
-    "(model.keras, eval_results.json); names ending in 'loss' or 'perplexity' are "
-    "minimized, others maximized; checked against what the task's evaluation returns "
-    "before any work. Default: f1 (SQuAD, NER), the task's first GLUE metric "
-    "(classifiers), spearman (embeddings; ndcg@10 without a dev file). A resume on another "
-    "dev file or metric starts the best over.")
+    "(model.keras, eval_results.json); names ending in 'loss', 'perplexity', "
+    "'error', 'mse', 'mae', 'rmse', 'wer' or 'cer' are minimized, others maximized; "
+    "checked against what the task's evaluation returns before any work. Default: f1 "
+    "(SQuAD, NER), the task's first GLUE metric (classifiers), spearman (embeddings; "
+    "ndcg@10 without a dev file). A resume on another dev file or metric starts the best "
+    "over.")
 EARLY_STOPPING_PATIENCE = flags.DEFINE_integer(
     "early_stopping_patience", 0, "Stop after this many evaluations without a better "
     "--best_metric (0: never).")

@@ -105,8 +105,9 @@ MAX_EVAL_STEPS = flags.DEFINE_integer(
     "fewer full batches per worker).")
 BEST_METRIC = flags.DEFINE_string(
     "best_metric", "", "Held-out scalar whose best model is kept in model_dir/best (Google "
-    "checkpoint + eval_results.json); names ending in 'loss' or 'perplexity' are "
-    "minimized, others maximized. Default: loss.")
+    "checkpoint + eval_results.json); names ending in 'loss', 'perplexity', "
+    "'error', 'mse', 'mae', 'rmse', 'wer' or 'cer' are minimized, others maximized. "
+    "Default: loss.")
 EARLY_STOPPING_PATIENCE = flags.DEFINE_integer(
     "early_stopping_patience", 0, "Stop after this many evaluations without a better "
     "--best_metric (0: never).")

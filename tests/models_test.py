@@ -313,6 +313,81 @@ def test_replicas_of_unequal_shares_train_as_one_device(kind):
   np.testing.assert_allclose(two_losses, one_losses, rtol=1e-5)
 
 
+@pytest.mark.slow  # ~3 s: two fits.
+def test_a_keras_adam_fit_updates_repeated_embedding_rows_as_tfbert_optimizers_do():
+  """Sweep 30, B74: Keras' Adam updated a sparse gradient row by row, so an embedding row
+  looked up several times in a batch (every segment-0 position) moved 0.0046 where the
+  dense update moves 0.0100; the train step now hands every optimizer dense gradients, and
+  a plain `fit` equals the same step through tfbert's wrapper (which densified already)."""
+  config = helpers.odd_config(**EVAL_CONFIG)
+  features = helpers.random_features(config, 5, 4, 9)
+  x = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  y = {"logits": np.array([0, 1, 2, 1], np.int32)}
+
+  def trained(wrap):
+    keras.utils.set_random_seed(0)
+    model = BertClassifier(config, 3, 0.0)
+    model.build()
+    optimizer = keras.optimizers.Adam(1e-2)
+    model.compile(optimizer=with_gradient_accumulation(optimizer, 1) if wrap else optimizer)
+    model.fit(x, y, batch_size=4, epochs=2, verbose=0, shuffle=False)
+    return {w.path.split("/", 1)[1]: w.numpy() for w in model.trainable_variables}
+
+  plain, wrapped = trained(False), trained(True)
+  segments = "encoder/embeddings/token_type_embeddings/embeddings"
+  assert np.abs(plain[segments] - wrapped[segments]).max() < 1e-6
+  assert max(np.abs(plain[k] - wrapped[k]).max() for k in plain) < 1e-6
+
+
+@pytest.mark.slow  # ~4 s: 4 evaluate traces.
+def test_pretraining_labels_of_a_dataset_are_refused_naming_the_feature(caplog):
+  """Sweep 30, B53/B54/B55/B63: a tf.data batch with a position of S or -1, a
+  next-sentence label of 2 or a masked id past the vocabulary ended in TensorFlow's raw
+  InvalidArgumentError; the same values as NumPy were refused naming the feature. And
+  (B47) `jit_compile` runs without these checks: it says so."""
+  config = helpers.odd_config(**EVAL_CONFIG)
+  features = helpers.random_features(config, 5, 4, 9)
+  features.update(masked_lm_ids=np.full((4, 3), 7, np.int32),
+                  masked_lm_weights=np.ones((4, 3), np.float32),
+                  next_sentence_labels=np.array([0, 1, 1, 0], np.int32),
+                  masked_lm_positions=np.array([[1, 2, 3]] * 4, np.int32))
+  model = BertPretrainer(config)
+  model.build()
+  model.compile(optimizer="adam")
+  for name, value, expected in [
+      ("masked_lm_positions", [[9, 2, 3]] * 4, "holds 9, outside the positions [0, S)"),
+      ("masked_lm_positions", [[-1, 2, 3]] * 4, "holds -1, outside the positions [0, S)"),
+      ("next_sentence_labels", [0, 2, 1, 0], "holds 2, outside the next-sentence labels"),
+      ("masked_lm_ids", [[config.vocab_size] * 3] * 4,
+       f"holds {config.vocab_size}, outside the vocabulary")]:
+    data = tf.data.Dataset.from_tensor_slices(
+        {**features, name: np.array(value, np.int32)}).batch(4)
+    with pytest.raises(ValueError, match=re.escape(f"BertPretrainer.evaluate: a batch's "
+                                                   f"{name} {expected}")):
+      model.evaluate(data, verbose=0)
+  caplog.set_level("WARNING", logger="absl")
+  model.compile(optimizer="adam", jit_compile=True)
+  model.evaluate(tf.data.Dataset.from_tensor_slices(features).batch(4), verbose=0)
+  assert "BertPretrainer compiled with jit_compile=True: XLA drops asserts" in caplog.text
+
+
+def test_a_frozen_encoder_stays_frozen_through_save_and_load_model(tmp_path):
+  """Sweep 30, B44: Keras rebuilds a subclassed model's layers from its constructor, so an
+  encoder frozen before `save` came back trainable (41 trainable variables for 2) and a
+  resumed fit trained it."""
+  model = BertClassifier(helpers.odd_config(**EVAL_CONFIG), 3)
+  model.build()
+  model.encoder.trainable = False
+  model.encoder.embeddings.trainable = True  # A child unfrozen under its frozen parent.
+  model.save(str(tmp_path / "m.keras"))
+  loaded = keras.models.load_model(str(tmp_path / "m.keras"))
+  assert not loaded.encoder.trainable and loaded.encoder.embeddings.trainable
+  assert ([v.path.split("/", 1)[1] for v in loaded.trainable_variables]
+          == [v.path.split("/", 1)[1] for v in model.trainable_variables])
+  plain = BertClassifier(helpers.odd_config(**EVAL_CONFIG), 3)
+  assert "layer_trainable" not in plain.get_config()  # Nothing frozen, nothing recorded.
+
+
 def test_keras_clipping_is_refused_where_it_would_clip_each_replica_apart():
   """Sweep 29, B71: Keras clips in `apply`, per replica, before the gradients are summed:
   under 2 replicas `global_clipnorm=1e-3` let through an update of norm 1.2e-3."""

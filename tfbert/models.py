@@ -24,6 +24,7 @@ from tfbert.runtime import validation
 from tfbert.text import feature_checks
 from tfbert.text.text_calls import RawTextFit, RawTextPredict, implementation, unweighted_batch
 from tfbert.training.accumulation import check_global_clipping, find_accumulator
+from tfbert.training.metric_direction import minimized
 
 SPAN_OUTPUT_NAMES = ("start_logits", "end_logits")  # What a span labeler serves.
 
@@ -130,7 +131,7 @@ class BertPretrainer(RawTextPredict, keras.Model):
       loss = terms["loss"] * (float(steps) if reduction == "mean" else 1.0)
       scaled_loss = self.optimizer.scale_loss(loss)
     variables = self.trained_variables()
-    grads = tape.gradient(scaled_loss, variables)
+    grads = dense_gradients(tape.gradient(scaled_loss, variables))
     self.optimizer.apply(grads, variables)
     self._update_trackers(terms)
     return self.get_metrics_result()
@@ -174,7 +175,7 @@ class BertPretrainer(RawTextPredict, keras.Model):
     if shape.rank is not None and shape.rank > 1 and shape[1:].num_elements() != 1:
       raise ValueError(f"{form}; x['next_sentence_labels'] has shape {shape.as_list()}, not "
                        "one label per sequence (one-hot labels: pass their argmax(-1))")
-    return features
+    return feature_checks.graph_checked_labels(self.encoder, features, needed)
 
   def _update_trackers(self, terms):
     mlm_weight = tf.maximum(terms["mlm_weight"], 1e-12)
@@ -258,10 +259,10 @@ def _spread(n: tf.Tensor, total: tf.Tensor, squares: tf.Tensor) -> tf.Tensor:
 
 
 def metric_directions(names: Sequence[str]) -> keras.metrics.Metric:
-  """A Keras `MetricsList` of `_MetricDirection`s: a name ending in "loss" is minimized,
-  any other (accuracy, pearson) maximized."""
+  """A Keras `MetricsList` of `_MetricDirection`s: a loss or an error is minimized
+  (`tfbert.training.metric_direction`), any other (accuracy, pearson) maximized."""
   return compile_utils.MetricsList(
-      [_MetricDirection(name, "down" if name.endswith("loss") else "up") for name in names],
+      [_MetricDirection(name, "down" if minimized(name) else "up") for name in names],
       name="metric_directions")
 
 
@@ -286,6 +287,18 @@ def step_number(model: keras.Model) -> tf.Tensor:
   if getattr(optimizer, "gradient_accumulation_steps", None):
     return tf.convert_to_tensor(optimizer._iterations)  # pylint: disable=protected-access
   return tf.convert_to_tensor(optimizer.iterations)
+
+
+def dense_gradients(grads: list) -> list:
+  """`grads` with every `tf.IndexedSlices` (an embedding table's rows looked up) made dense.
+
+  Keras 3's Adam and AdamW update a sparse gradient row by row, and a row looked up twice in
+  a batch (a token id, segment 0) had its second moment summed from the two parts' squares,
+  not the square of their sum: the segment-0 row moved 0.0046 where the dense update moves
+  0.0100 (sweep 30, B74). tfbert's optimizers densify anyway (google-research/bert's dense
+  moments), so the same step now reaches every optimizer.
+  """
+  return [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
 
 
 def accumulation(optimizer) -> tuple[int, str]:
@@ -380,7 +393,7 @@ class _FineTuningStep:
       loss = (tf.reduce_sum(losses) / tf.maximum(total, 1.0)
               / float(steps if reduction == "sum" else 1))
       scaled_loss = self.optimizer.scale_loss(loss)
-    grads = tape.gradient(scaled_loss, self.trainable_variables)
+    grads = dense_gradients(tape.gradient(scaled_loss, self.trainable_variables))
     self.optimizer.apply(grads, self.trainable_variables)
     # A replica without examples adds nothing (its mean of none was NaN: sweep 29, B104).
     self.trackers["loss"].update_state(tf.math.divide_no_nan(tf.reduce_sum(losses), count),

@@ -137,6 +137,22 @@ def test_compare_weights_by_hand():
   assert alignment.compare_weights(a, b) == pytest.approx((0.002, 0.002 / 4.0))
   with pytest.raises(ValueError, match=r"differ in names: \['c'\]"):
     alignment.compare_weights(a, {**b, "c": np.zeros(1)})
+  # Sweep 30, B83/B84: NumPy broadcast (2,) against (1,) to "identical"; empty curves passed.
+  with pytest.raises(ValueError, match=r"differ in shapes: \{'w': \(\(2,\), \(1,\)\)\}"):
+    alignment.compare_weights(a, {**b, "w": np.array([1.0])})
+  with pytest.raises(ValueError, match="no weights to compare"):
+    alignment.compare_weights({}, {})
+  with pytest.raises(ValueError, match=r"a loss curve is empty \(0 and 0 steps\)"):
+    alignment.compare_curves([], [], 1.0)
+
+
+@pytest.mark.parametrize("name", ["a/", "../../esc", ".hidden", "", "a b"])
+def test_a_variant_name_that_is_no_plain_directory_name_is_refused(name):
+  """Sweep 30, B80/B82: "a" and "a/" shared one run directory (the second resumed the
+  first's finished run: deviation 0, ALIGNED); "../../esc" wrote outside the workdir."""
+  with pytest.raises(ValueError, match="a name is letters, digits and _ . \\+ -"):
+    Variant(name)
+  Variant("accumulate2.v-1+x_y")  # Plain names pass.
 
 
 def test_report_and_table(tmp_path):

@@ -162,6 +162,31 @@ def test_the_header_rows_of_a_retrieval_set_are_skipped_and_logged(tmp_path, cap
   assert embedding_data.read_retrieval_set(queries, corpus, plain_r).qrels == got.qrels
 
 
+def test_a_first_row_mixing_a_column_name_and_another_word_is_refused(tmp_path):
+  """Sweep 30, A11/A12: `doc_id<TAB>passage` was read as a document and ranked (MRR 50 ->
+  33.3), since only a row of known column names is a header."""
+  queries = _write(tmp_path / "q.tsv", ["q1\tpassage"])
+  corpus = _write(tmp_path / "c.tsv", ["doc_id\tpassage", "d1\ta puppy", "d2\ta kitten"])
+  qrels = _write(tmp_path / "r.tsv", ["q1\td1"])
+  with pytest.raises(ValueError, match=re.escape(
+      f"{corpus}:1: a header row? 'doc_id' is a column name, 'passage' is none tfbert knows")):
+    embedding_data.read_retrieval_set(queries, corpus, qrels)
+
+
+def test_a_pair_judged_both_relevant_and_not_is_refused_naming_both_lines(tmp_path):
+  """Sweep 30, A29: `q1 d2 1` then `q1 d2 0` counted the pair relevant while the log said
+  the 0 line was left out."""
+  queries = _write(tmp_path / "q.tsv", ["q1\tdog running"])
+  corpus = _write(tmp_path / "c.tsv", ["d1\ta puppy", "d2\ta kitten"])
+  qrels = _write(tmp_path / "r.tsv", ["q1\td1\t1", "q1\td2\t1", "q1\td2\t0"])
+  with pytest.raises(ValueError, match=re.escape(
+      f"{qrels}:3: query 'q1' and document 'd2' are judged not relevant here and relevant "
+      "on line 2: keep one judgement")):
+    embedding_data.read_retrieval_set(queries, corpus, qrels)
+  again = _write(tmp_path / "again.tsv", ["q1\td1\t1", "q1\td1\t2"])  # Agreeing: read.
+  assert embedding_data.read_retrieval_set(queries, corpus, again).qrels == {"q1": {"d1"}}
+
+
 def test_a_beir_qrels_score_column_is_read_as_the_relevance_grade(tmp_path, caplog):
   """BEIR's qrels are `query-id<TAB>corpus-id<TAB>score`: once refused as malformed. A grade
   of 0 is a document judged not relevant (left out, not counted as relevant); grades above

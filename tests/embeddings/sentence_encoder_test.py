@@ -238,6 +238,19 @@ def test_evaluate_and_validation_data_take_the_pairs_fit_takes(loss):
   assert history.history["val_loss"][0] == pytest.approx(want, rel=1e-6)
 
 
+def test_evaluate_is_the_mean_over_pairs_whatever_the_batches():
+  """Sweep 30, B75: `evaluate` of cosine MSE in batches of 4 of 6 pairs was the mean of the
+  two batch means (a batch of 2 weighed as one of 4)."""
+  keras.utils.set_random_seed(3)
+  model = BertSentenceEncoder(CONFIG, loss="cosine_mse")
+  model.build()
+  model.compile(optimizer=keras.optimizers.SGD(0.0))
+  features, scores = _batch("cosine_mse")
+  whole = model.evaluate(features, scores, batch_size=GLOBAL_BATCH, verbose=0)
+  assert model.evaluate(features, scores, batch_size=4, verbose=0) == pytest.approx(whole,
+                                                                                    rel=1e-6)
+
+
 def test_fit_names_the_pairs_and_scores_it_takes():
   """A scored-pair loss fitted without labels, or with labels under another key, failed
   inside TensorFlow (`tf.cast` of None or of a dict); pairs under other keys, with a

@@ -6,6 +6,7 @@ dataset with hand-computed scores.
 """
 
 import json
+import math
 import os
 import re
 
@@ -101,6 +102,29 @@ def test_v2_scores_by_hand(tmp_path):
   assert with_odds == pytest.approx({**V2_SCORES, **V2_BEST}, abs=1e-12)
 
 
+def test_v2_extra_answers_are_ignored_with_a_warning_and_negative_odds_get_a_real_threshold(
+    tmp_path, caplog):
+  """Sweep 30, A36: an answer for an id not in a v2.0 dataset ended in the official
+  script's KeyError (v1.1's ignores it). A49: with null odds below 0 (tfbert's), the
+  search's all-unanswered start was reported as threshold 0.0, which answers those."""
+  dataset = _write(tmp_path, "v2.json", V2_DATASET)
+  extra = _write(tmp_path, "extra.json", {**V2_PREDICTIONS, "bogus": "x"})
+  caplog.set_level("WARNING", logger="absl")
+  [scores] = squad_evaluation.evaluate_files(dataset, [extra])
+  assert scores == pytest.approx(V2_SCORES, abs=1e-12)
+  assert f"{extra}: 1 answer(s) for ids not in the dataset (e.g. ['bogus']), ignored" in (
+      caplog.text)
+  # Every answered question wrong or unanswerable: the best is "all unanswered" (3 of 5).
+  wrong = {"a": "x", "b": "x", "c": "x", "d": "x", "e": "x"}
+  odds = {"a": -0.7, "b": -0.2, "c": 0.4, "d": 1.5, "e": -1.1}
+  scores = squad_evaluation.evaluate(V2_DATASET, wrong, "v2.0", odds)
+  assert scores["best_f1"] == pytest.approx(60.0)
+  assert scores["best_f1_thresh"] == scores["best_exact_thresh"] == math.nextafter(-1.1, -2)
+  # Applied, that threshold leaves every question unanswered: the best F1 (0.0 answers 3).
+  applied = {q: "" if odds[q] > scores["best_f1_thresh"] else wrong[q] for q in wrong}
+  assert squad_evaluation.evaluate(V2_DATASET, applied, "v2.0")["f1"] == pytest.approx(60.0)
+
+
 def test_v2_needs_a_prediction_for_every_question(tmp_path):
   dataset = _write(tmp_path, "v2.json", V2_DATASET)
   partial = {k: v for k, v in V2_PREDICTIONS.items() if k != "d"}
@@ -108,6 +132,17 @@ def test_v2_needs_a_prediction_for_every_question(tmp_path):
   with pytest.raises(ValueError, match=re.escape(f"{path}: 1 of 5 questions have no "
                                                  "prediction (e.g. ['d'])")):
     squad_evaluation.evaluate_files(dataset, [path])
+
+
+def test_null_odds_written_as_strings_are_named_so(tmp_path):
+  """Sweep 30, A37: string values read as "a predictions file", naming no id or value."""
+  dataset = _write(tmp_path, "v2.json", V2_DATASET)
+  predictions = _write(tmp_path, "predictions.json", V2_PREDICTIONS)
+  odds = _write(tmp_path, "odds.json", {k: str(v) for k, v in V2_NULL_ODDS.items()})
+  with pytest.raises(ValueError, match=re.escape(
+      f"{odds}: its values are strings holding numbers (e.g. 'a': '0.05'): write the null "
+      "odds file's values as JSON numbers, unquoted")):
+    squad_evaluation.evaluate_files(dataset, [predictions], odds)
 
 
 def test_null_odds_missing_a_question_name_the_null_odds_file(tmp_path):

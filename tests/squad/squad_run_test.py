@@ -342,12 +342,14 @@ def test_null_threshold_report_searches_above_the_applied_threshold():
 
 def test_null_threshold_report_gives_a_threshold_that_makes_every_answer_empty_when_best():
   # Both spans are wrong: "" everywhere scores best (50). The official search reports that
-  # start as threshold 0.0, which would answer both (F1 0): the report gives one below -2.0.
+  # start as threshold 0.0, which would answer both (F1 0): the report gives one below -2.0,
+  # and so does `squad_evaluation.evaluate` (eval_results.json; sweep 30, A49).
   dataset = _dataset({"q1": None, "q2": "alpha"})
   predictions = [_prediction("q1", "beta", -1.0, 0.0), _prediction("q2", "gamma", -2.0, 0.0)]
   answer_all = {"q1": "beta", "q2": "gamma"}
   odds = {"q1": -1.0, "q2": -2.0}
-  assert squad_evaluation.evaluate(dataset, answer_all, "v2.0", odds)["best_f1_thresh"] == 0.0
+  assert (squad_evaluation.evaluate(dataset, answer_all, "v2.0", odds)["best_f1_thresh"]
+          == math.nextafter(-2.0, -math.inf))
   report = squad_run.null_threshold_report(dataset, predictions, "v2.0", 0.0)
   threshold = report["best_f1_thresh"]
   assert threshold == report["best_exact_thresh"] == math.nextafter(-2.0, -math.inf)

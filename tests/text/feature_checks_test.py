@@ -103,6 +103,16 @@ def test_dataset_values_outside_the_model_are_refused_by_the_graphs_checks(
       getattr(classifier, call)(tf.data.Dataset.from_tensors(data), verbose=0)
 
 
+def test_a_dataset_of_ragged_ids_says_to_pad_them(classifier):
+  """Sweep 30, B32: TensorFlow's "Failed to convert elements of tf.RaggedTensor" from inside
+  the encoder named neither the feature nor the fix."""
+  ids = tf.ragged.constant([[5, 6, 7], [8, 9]], dtype=tf.int32)
+  data = tf.data.Dataset.from_tensor_slices({"input_ids": ids}).batch(2)
+  with pytest.raises(TypeError, match=r"x\['input_ids'\] is ragged \(rows of different "
+                                      r"lengths\): pad every row to one length S"):
+    classifier.predict(data, verbose=0)
+
+
 def test_a_dataset_longer_than_the_positions_is_refused_naming_the_config_field(classifier):
   """Batches of S 5, then 70: the second is traced with S unknown, checked in the graph."""
   def rows():

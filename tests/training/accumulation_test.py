@@ -16,7 +16,7 @@ import pytest
 import tensorflow as tf
 
 from tests import helpers, multi_worker, training_loop
-from tfbert import BertClassifier, BertConfig
+from tfbert import BertClassifier, BertConfig, create_optimizer
 from tfbert.training.accumulation import (
   GradientAccumulationOptimizer,
   find_accumulator,
@@ -461,3 +461,25 @@ def test_a_fit_that_ends_inside_a_window_says_so(caplog):
               verbose=0)
     assert ("training ended 1 micro-batch(es) into an accumulation window of 2"
             in caplog.text) is said, caplog.text
+
+
+@pytest.mark.parametrize("loss_scale", [False, True])
+def test_a_create_optimizer_stack_serializes_and_a_model_compiled_with_it_loads(tmp_path,
+                                                                               loss_scale):
+  """Sweep 30, B85/B86: neither wrapper was registered with Keras, so `load_model` of a
+  model compiled with `create_optimizer` failed ("Could not locate class
+  'GradientAccumulationOptimizer'"), and so did the stack's own serialization."""
+  settings = {"learning_rate": 1e-3, "num_train_steps": 10, "num_warmup_steps": 1,
+              "gradient_accumulation_steps": 2, "loss_scale": loss_scale}
+  optimizer = create_optimizer(settings)
+  again = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
+  assert type(again) is type(optimizer) and again.get_config() == optimizer.get_config()
+  model = BertClassifier(BertConfig(vocab_size=31, hidden_size=8, num_hidden_layers=1,
+                                    num_attention_heads=2, intermediate_size=11,
+                                    max_position_embeddings=9), 2)
+  model.build()
+  model.compile(optimizer=create_optimizer(settings))
+  model.save(str(tmp_path / "m.keras"))
+  loaded = keras.models.load_model(str(tmp_path / "m.keras"))
+  assert type(loaded.optimizer) is type(model.optimizer)
+  assert find_accumulator(loaded.optimizer).steps == 2

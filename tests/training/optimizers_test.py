@@ -104,6 +104,24 @@ def test_bert_exclusions_decay_kernels_embeddings_and_nsp_weights_only(bert):
   assert _decayed_by_one_step(adamw, bert) == DECAYED
 
 
+def test_a_model_named_like_an_exclusion_is_decayed_as_any_other():
+  """Sweep 30, B14: the regexes searched the whole path, the model's name included: a model
+  named `unbiased_model` (or `LayerNorm_probe`) had 0 of its variables decayed."""
+  config = tfbert.BertConfig(vocab_size=101, hidden_size=32, num_hidden_layers=1,
+                             num_attention_heads=4, intermediate_size=37)
+  adamw = AdamW(1.0, weight_decay_rate=0.1, exclude_from_weight_decay=BERT_WEIGHT_DECAY_EXCLUSIONS)
+  decayed = {}
+  for name in ("plain_model", "unbiased_model", "LayerNorm_probe"):
+    model = tfbert.BertClassifier(config, 3, name=name)
+    model.build()
+    decayed[name] = sorted(_suffix(w) for w in decayed_variables(adamw, model.weights))
+  assert decayed["plain_model"] and "encoder/pooler/kernel" in decayed["plain_model"]
+  assert decayed["unbiased_model"] == decayed["LayerNorm_probe"] == decayed["plain_model"]
+  # And the update itself, by the built optimizer.
+  adamw = AdamW(1.0, weight_decay_rate=0.1, exclude_from_weight_decay=BERT_WEIGHT_DECAY_EXCLUSIONS)
+  assert _decayed_by_one_step(adamw, model) == set(decayed["plain_model"])  # LayerNorm_probe.
+
+
 def test_zero_weight_decay_rate_decays_nothing(bert):
   # google-research/bert `_do_use_weight_decay`: `if not self.weight_decay_rate: return False`.
   assert decayed_variables(AdamW(1e-3), bert.weights) == []

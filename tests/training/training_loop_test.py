@@ -298,6 +298,11 @@ def test_a_loss_metric_is_minimized():
   assert state.improves(4.0, "accuracy") and not state.improves(2.0, "accuracy")
   # exp(mlm_loss): maximizing it (as any name not ending in "loss" was) kept the worst model.
   assert state.improves(2.0, "mlm_perplexity") and not state.improves(4.0, "mlm_perplexity")
+  # Sweep 30, B70/B71: a task metric `mse` was maximized (best/ kept step 1 of 6; early
+  # stopping stopped while it improved). Errors are minimized too.
+  for name in ("mse", "eval_mae", "RMSE", "error", "wer", "cer"):
+    assert state.improves(2.0, name) and not state.improves(4.0, name), name
+  assert state.improves(4.0, "spearman") and state.improves(4.0, "ndcg@10")
 
 
 def _bare_loop(run_dir, best_metric="accuracy", evaluation=None, evaluates=True):

@@ -87,6 +87,11 @@ class Variant:
   def checks(self) -> list[validation.Check]:
     """The rules of a runnable variant (`tfbert.runtime.validation`)."""
     return [(ok, f"variant {self.name!r}: {message}") for ok, message in [
+        # It names a directory under the workdir: "a/" shared "a"'s and resumed its finished
+        # run; "../x" lay outside the workdir (sweep 30, B80, B82).
+        (re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*", self.name) is not None,
+         "a name is letters, digits and _ . + - (it names the variant's run directory), "
+         "starting with a letter, a digit or _"),
         (self.execution in EXECUTIONS,
          f"execution must be one of {EXECUTIONS}, got {self.execution!r}"),
         (self.dtype in DEFAULT_TOLERANCES,
@@ -295,8 +300,14 @@ def compare_curves(reference: Sequence[float], other: Sequence[float], tolerance
   """(max |a-b|, max |a-b|/|ref|, first 1-based step over `tolerance`, or None).
 
   Curves of different lengths, or a non-finite loss, fail at the first such step.
+
+  Raises:
+    ValueError: an empty curve.
   """
   ref, oth = np.asarray(reference, np.float64), np.asarray(other, np.float64)
+  if not len(ref) or not len(oth):  # Nothing compared passed as agreement (sweep 30, B84).
+    raise ValueError(f"a loss curve is empty ({len(ref)} and {len(oth)} steps): nothing to "
+                     "compare")
   n = min(len(ref), len(oth))
   deviation = np.abs(ref[:n] - oth[:n])
   relative = deviation / np.maximum(np.abs(ref[:n]), 1e-30)
@@ -313,10 +324,17 @@ def compare_weights(reference: dict, other: dict) -> tuple[float, float]:
   """(max |a-b|, that / max |a|) over all tensors of two `{name: array}` dicts.
 
   Raises:
-    ValueError: when the two hold different tensor names.
+    ValueError: when the two hold different tensor names or shapes, or none.
   """
   if set(reference) != set(other):
     raise ValueError(f"the weights differ in names: {sorted(set(reference) ^ set(other))}")
+  # NumPy broadcast (3,) against (1,) and found them equal (sweep 30, B83).
+  shapes = {k: (np.shape(reference[k]), np.shape(other[k])) for k in sorted(reference)
+            if np.shape(reference[k]) != np.shape(other[k])}
+  if shapes:
+    raise ValueError(f"the weights differ in shapes: {shapes}")
+  if not reference:
+    raise ValueError("no weights to compare")
   deviation = max(float(np.max(np.abs(reference[k] - other[k]))) for k in reference)
   scale = max(float(np.max(np.abs(reference[k]))) for k in reference)
   return deviation, deviation / max(scale, 1e-30)

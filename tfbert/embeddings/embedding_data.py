@@ -293,10 +293,21 @@ def _numbered_rows(path: str, what: str):
     if not line.strip():
       continue
     cells = line.split("\t")
-    if first and all(cell.strip().lower() in RETRIEVAL_HEADER_NAMES for cell in cells):
+    named = [cell.strip().lower() in RETRIEVAL_HEADER_NAMES for cell in cells]
+    if first and all(named):
       logging.info(f"{path}:{number}: header row ({', '.join(map(repr, cells))}) skipped")
       first = False
       continue
+    if first and named[0]:
+      # `doc_id<TAB>passage` was read as a document, and ranked (sweep 30, A11, A12). (A
+      # first id that is a column name; a text may be one: `q1<TAB>text` is a query.)
+      known = ", ".join(repr(cell) for cell, name in zip(cells, named) if name)
+      other = ", ".join(repr(cell) for cell, name in zip(cells, named) if not name)
+      names = ", ".join(sorted(RETRIEVAL_HEADER_NAMES))
+      raise ValueError(
+          f"{path}:{number}: a header row? {known} is a column name, {other} is none tfbert "
+          f"knows ({names}); a first row of column names only is skipped: rename its "
+          "columns (e.g. _id, text) or remove it")
     yield number, line, cells, first
     first = False
 
@@ -349,6 +360,7 @@ def read_retrieval_set(queries_file: str, corpus_file: str, qrels_file: str) -> 
   known_queries, known_docs = set(query_ids), set(corpus_ids)
   qrels: dict[str, set[str]] = {}
   judged_not_relevant, graded = 0, False
+  judged: dict[tuple[str, str], tuple[int, bool]] = {}  # (query, doc) -> (line, relevant)
   for number, line, cells, first in _numbered_rows(qrels_file, "qrels file"):
     # A first line of other column names is not a header we know: say it may be one.
     header = (" (a header row? only one of column names such as qid, query-id, did, "
@@ -363,6 +375,15 @@ def read_retrieval_set(queries_file: str, corpus_file: str, qrels_file: str) -> 
     if cells[1] not in known_docs:
       raise ValueError(f"{qrels_file}:{number}: document {cells[1]!r} is not in "
                        f"{corpus_file}{header}")
+    pair = (cells[0], cells[1])
+    if pair in judged and judged[pair][1] != (grade > 0):
+      # Both lines were read: the pair counted relevant while the log said it was left out
+      # (sweep 30, A29; BEIR's loader keeps the last).
+      raise ValueError(f"{qrels_file}:{number}: query {cells[0]!r} and document {cells[1]!r} "
+                       f"are judged {'relevant' if grade > 0 else 'not relevant'} here and "
+                       f"{'relevant' if judged[pair][1] else 'not relevant'} on line "
+                       f"{judged[pair][0]}: keep one judgement")
+    judged.setdefault(pair, (number, grade > 0))
     if grade <= 0:
       judged_not_relevant += 1
       continue

@@ -33,7 +33,7 @@ from tfbert.embeddings import embedding_metrics
 from tfbert.encoder import BertEncoder, as_config, build_once, read_inputs
 from tfbert.layers import dropout, pooling
 from tfbert.losses import embedding_losses
-from tfbert.models import accumulation, step_number, sum_over_replicas
+from tfbert.models import accumulation, dense_gradients, step_number, sum_over_replicas
 from tfbert.runtime import validation
 from tfbert.text import feature_checks
 from tfbert.text.text_calls import RawTextPredict, implementation, unweighted_batch
@@ -94,6 +94,12 @@ def gather_replicas(local: tf.Tensor) -> tf.Tensor:
     return gathered, grad
 
   return gather(local)
+
+
+def _global_count(features) -> tf.Tensor:
+  """float32: the pairs (or triplets) of the global batch, over every replica."""
+  count = tf.shape(features["anchor"]["input_ids"])[0]
+  return tf.cast(tf.reduce_sum(replica_counts(count)), tf.float32)
 
 
 def replica_offset(count: tf.Tensor) -> tf.Tensor:
@@ -259,9 +265,10 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
       share = self.replica_loss(features, labels)
       scaled_loss = self.optimizer.scale_loss(share / float(steps if reduction == "sum"
                                                             else 1))
-    grads = tape.gradient(scaled_loss, self.trainable_variables)
+    grads = dense_gradients(tape.gradient(scaled_loss, self.trainable_variables))
     self.optimizer.apply(grads, self.trainable_variables)
-    self.trackers["loss"].update_state(sum_over_replicas(share))
+    self.trackers["loss"].update_state(sum_over_replicas(share),
+                                       sample_weight=_global_count(features))
     return self.get_metrics_result()
 
   def test_step(self, data):
@@ -269,8 +276,11 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
     same pairs `fit` takes (`replica_loss`), without dropout or an update. (Keras' default
     called the model on the pairs dict itself: `KeyError: 'input_ids'`.)"""
     features, labels = unweighted_batch(self, data)
+    # Weighted by the batch's pairs: the mean over every pair, not of the batch means (a
+    # last batch of 1 weighed as much as one of 32: 0.151 for 0.209; sweep 30, B75).
     self.trackers["loss"].update_state(
-        sum_over_replicas(self.replica_loss(features, labels, training=False)))
+        sum_over_replicas(self.replica_loss(features, labels, training=False)),
+        sample_weight=_global_count(features))
     return self.get_metrics_result()
 
   @property

@@ -21,6 +21,7 @@ reads and checks the files, picks the version and reports the official output:
 import math
 from typing import Any, Optional, Sequence
 
+from absl import logging
 from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
 
 from tfbert.runtime import files
@@ -127,6 +128,11 @@ def evaluate(dataset: dict[str, Any], predictions: dict[str, str],
   ids = [qa["id"] for article in dataset["data"] for paragraph in article["paragraphs"]
          for qa in paragraph["qas"]]
   _check_covered(ids, predictions, predictions_source, "prediction")
+  extra = [qid for qid in predictions if qid not in set(ids)]
+  if extra:  # The script's KeyError (sweep 30, A36); v1.1's script ignores them too.
+    logging.warning("%s: %d answer(s) for ids not in the dataset (e.g. %s), ignored",
+                    predictions_source, len(extra), extra[:3])
+    predictions = {qid: predictions[qid] for qid in ids}
   if na_probs is not None:
     _check_covered(ids, na_probs, na_probs_source, "null odds")
     na_probs = {qid: float(na_probs[qid]) for qid in ids}  # Extra ids break the script.
@@ -134,6 +140,14 @@ def evaluate(dataset: dict[str, Any], predictions: dict[str, str],
   result = {key: scores[key] for key in V2_KEYS if key in scores}
   if na_probs is not None:
     result.update({ours: scores[theirs] for theirs, ours in V2_BEST_KEYS.items()})
+    lowest = min(na_probs.values(), default=math.inf)
+    for key in ("best_exact_thresh", "best_f1_thresh"):
+      # The official search starts from "every question ''" and calls that threshold 0.0,
+      # right for probabilities; null odds below 0 are answered at 0.0, so there the
+      # largest float below every null odds, which gives that start, is reported (eval
+      # results said 0.0, which scored F1 5.88 where the best was 23.53; sweep 30, A49).
+      if result[key] == 0.0 and 0.0 not in na_probs.values() and lowest < 0.0:
+        result[key] = math.nextafter(lowest, -math.inf)
   return result
 
 
@@ -158,6 +172,12 @@ def _load_mapping(path: str, role: str, kind: Any, what: str) -> dict[str, Any]:
                      f"id: {what}}}: the dataset comes first, then the predictions ({USAGE})")
   found = _per_question_kind(mapping)
   expected, name = _ROLE_FILES.get(role, (None, None))
+  if kind is not str and mapping and all(isinstance(v, str) and _is_number(v)
+                                     for v in mapping.values()):
+    # Numbers written as strings read as a predictions file (sweep 30, A37).
+    key, value = next(iter(mapping.items()))
+    raise ValueError(f"{path}: its values are strings holding numbers (e.g. {key!r}: "
+                     f"{value!r}): write the {role}'s values as JSON numbers, unquoted")
   if found is not None and expected is not None and found != expected:
     # E.g. nbest_predictions.json given as the predictions (sweep 19 P1).
     raise ValueError(f"{path}: {found}, not {expected} {{question id: {what}}}: "
@@ -168,6 +188,14 @@ def _load_mapping(path: str, role: str, kind: Any, what: str) -> dict[str, Any]:
       raise ValueError(f"{path}: value of {key!r} should be {what}, got "
                        f"{_describe(value)}")
   return mapping
+
+
+def _is_number(text: str) -> bool:
+  try:
+    float(text)
+  except ValueError:
+    return False
+  return True
 
 
 # `_load_mapping` role -> (what `_per_question_kind` calls such a file, a run's file name).

@@ -69,7 +69,6 @@ Shape legend: B batch, S max_seq_length.
 
 import dataclasses
 import json
-import math
 import os
 from typing import Any, Optional, Sequence
 
@@ -655,7 +654,6 @@ def null_threshold_report(selected: dict[str, Any],
   # as "", which is not what predictions.json says when `applied` > 1.0.
   as_written = squad_evaluation.evaluate(selected, {p.qas_id: p.text for p in predictions},
                                          version)
-  lowest = min(null_odds.values(), default=math.inf)
   report = {
       "what": "SQuAD v2.0 no-answer threshold (--null_score_diff_threshold): a question is "
               "answered \"\" when its null score - best span score (null_odds.json) exceeds "
@@ -667,11 +665,8 @@ def null_threshold_report(selected: dict[str, Any],
       "applied_threshold": applied,
       "f1_at_applied_threshold": as_written["f1"],
       "exact_at_applied_threshold": as_written["exact"]}
-  for metric in ("f1", "exact"):
-    threshold = search[f"best_{metric}_thresh"]
-    if threshold == 0.0 and 0.0 not in null_odds.values() and lowest < math.inf:
-      threshold = math.nextafter(lowest, -math.inf)  # The search's all-"" start (above).
+  for metric in ("f1", "exact"):  # (The all-"" start's threshold: `squad_evaluation`.)
     report[f"best_{metric}"] = search[f"best_{metric}"]
-    report[f"best_{metric}_thresh"] = threshold
+    report[f"best_{metric}_thresh"] = search[f"best_{metric}_thresh"]
   report["how_to_apply"] = f"--null_score_diff_threshold={report['best_f1_thresh']!r}"
   return report

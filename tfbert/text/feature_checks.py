@@ -129,6 +129,12 @@ def check_specs(features, config, names: Optional[Sequence[str]] = None,
   where = where or _where(what, features)
   for name in [name for name in _INTEGERS if name in features]:
     value, dtype = features[name], _dtype(features[name])
+    if isinstance(value, (tf.RaggedTensor, tf.RaggedTensorSpec)):
+      # TensorFlow's "Failed to convert elements of tf.RaggedTensor" from inside the
+      # encoder said neither (sweep 30, B32).
+      raise TypeError(f"{where[name]} is ragged (rows of different lengths): pad every row "
+                      "to one length S (e.g. .to_tensor() or padded_batch) and mark the "
+                      "real tokens in input_mask (1) against the padding (0)")
     if is_string(value):
       raise TypeError(f"{where[name]} holds strings: {RAW_TEXT}")
     if getattr(getattr(value, "dtype", None), "kind", None) == "O":
@@ -269,6 +275,7 @@ def graph_checks(model, call: str) -> Iterator[None]:
   encoder = getattr(model, "encoder", model)
   previous = getattr(encoder, _GRAPH_CHECKS, False)
   object.__setattr__(encoder, _GRAPH_CHECKS, not model.jit_compile)
+  warn_unchecked_under_xla(model)
   try:
     yield
   except Exception as error:
@@ -320,6 +327,55 @@ def graph_checked(encoder, features: Mapping[str, Any]) -> Mapping[str, Any]:
   with tf.control_dependencies(asserts):
     checked = {name: tf.identity(value) for name, value in present.items()}
   return {**features, **checked}
+
+
+def graph_checked_labels(encoder, features: Mapping[str, Any],
+                         names: Sequence[str]) -> Mapping[str, Any]:
+  """`features` with the pretraining labels among `names` (`masked_lm_positions` in [0, S),
+  `masked_lm_ids` in the vocabulary, `next_sentence_labels` 0 or 1) gated on asserts, as
+  `graph_checked` gates the inputs: within `graph_checks` only, in a graph. A `tf.data`
+  batch with a position of S or a label of 2 ended in TensorFlow's raw
+  InvalidArgumentError, where the same values as NumPy are refused naming the feature
+  (sweep 30, B53, B54, B55, B63)."""
+  if not getattr(encoder, _GRAPH_CHECKS, False) or tf.executing_eagerly():
+    return features
+  length = tf.shape(features["input_ids"])[1]
+  bounds = _bounds(encoder.config, None)
+  asserts, present = [], {}
+  for name in names:
+    if name not in features or (name not in bounds and name != "masked_lm_positions"):
+      continue  # (masked_lm_weights: any float.)
+    present[name] = tf.convert_to_tensor(features[name])
+    if name == "masked_lm_positions":
+      values = tf.cast(present[name], tf.int32)
+      low, high = tf.reduce_min(values), tf.reduce_max(values)
+      ok = (tf.size(values) == 0) | ((low >= 0) & (high < length))
+      asserts.append(tf.debugging.Assert(ok, [
+          f"{_MARK}{name} holds", tf.where(high >= length, high, low),
+          ", outside the positions [0, S) of its sequences (S: the length of input_ids)"]))
+    else:
+      asserts.append(_range_assert(name, present[name], *bounds[name]))
+  with tf.control_dependencies(asserts):
+    checked = {name: tf.identity(value) for name, value in present.items()}
+  return {**features, **checked}
+
+
+_XLA_WARNED = "_tfbert_xla_warned"  # Set on a model once its XLA calls were warned of.
+
+
+def warn_unchecked_under_xla(model) -> None:
+  """Logs once per model that a `jit_compile` call runs without the value checks (XLA
+  drops asserts): a bad id is looked up as garbage, not refused (sweep 30, B47)."""
+  kind = type(model).__name__
+  if not getattr(model, "jit_compile", False) or getattr(model, _XLA_WARNED, False):
+    return
+  object.__setattr__(model, _XLA_WARNED, True)
+  from absl import logging  # pylint: disable=import-outside-toplevel
+  logging.warning(
+      "%s compiled with jit_compile=True: XLA drops asserts, so the values of a tf.data "
+      "batch (ids within the vocabulary, segment ids, mask values, positions and labels) "
+      "are not checked; check them before, or compile without jit_compile to have them "
+      "refused naming the feature", kind)
 
 
 def marked_assert(ok: tf.Tensor, what: str, shown: tf.Tensor, rest: str) -> tf.Operation:

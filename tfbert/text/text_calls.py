@@ -153,6 +153,18 @@ def _refuse_builtin_accumulation(optimizer: Any, kind: str) -> None:
           f"with gradient_accumulation_steps={steps})")
 
 
+# The key of a model's config that records which of its layers train (`get_config`).
+LAYER_TRAINABLE = "layer_trainable"
+
+
+def _named_layers(layer, prefix: str = ""):
+  """(path of names below `layer`, sublayer) of every layer under `layer`, parents first."""
+  for child in layer._flatten_layers(include_self=False, recursive=False):  # pylint: disable=protected-access
+    name = f"{prefix}{child.name}"
+    yield name, child
+    yield from _named_layers(child, name + "/")
+
+
 class CheckedInputs:
   """Mixin: Keras' `predict`, `fit` and `evaluate` with the model's inputs checked first (see
   the module docstring); the model names the features it reads in `input_names`. Its
@@ -198,6 +210,27 @@ class CheckedInputs:
         break
       iterator = None
     return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+  def get_config(self):
+    """Keras' config, with which of the model's layers train (`LAYER_TRAINABLE`): Keras
+    rebuilds a subclassed model's layers from its constructor, so an encoder frozen before
+    `save` came back trainable from `load_model`, and resumed training trained it (sweep
+    30, B44)."""
+    config = super().get_config()
+    states = {name: bool(layer.trainable) for name, layer in _named_layers(self)}
+    if not all(states.values()):
+      config[LAYER_TRAINABLE] = states
+    return config
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    config = dict(config)
+    states = config.pop(LAYER_TRAINABLE, None)
+    model = super().from_config(config, custom_objects=custom_objects)
+    for name, layer in _named_layers(model):  # Parents before children.
+      if states and name in states:
+        layer.trainable = states[name]
+    return model
 
   def compile_from_config(self, config):
     """Keras' `compile_from_config` (loading a compiled `.keras` file), through this

@@ -93,6 +93,9 @@ def refuse_nested_accumulation(optimizer, steps, where: str) -> None:
 KERAS_CLIPPING = ("clipnorm", "global_clipnorm", "clipvalue")
 
 
+# Registered: `keras.models.load_model` of a model compiled with `create_optimizer` failed
+# ("Could not locate class 'GradientAccumulationOptimizer'"; sweep 30, B85, B86).
+@keras.saving.register_keras_serializable(package="tfbert")
 class GradientAccumulationOptimizer(keras.optimizers.Optimizer):
   """Applies `optimizer` once every `steps` micro-steps, from the accumulated gradients.
 
@@ -292,6 +295,7 @@ class GradientAccumulationOptimizer(keras.optimizers.Optimizer):
     return cls(optimizer, **config)
 
 
+@keras.saving.register_keras_serializable(package="tfbert")
 class LossScaleOptimizer(keras.optimizers.LossScaleOptimizer):
   """Keras' dynamic loss scaling, made safe under `tf.distribute` and accumulation.
 

@@ -9,7 +9,9 @@ argument, for two reasons:
   `update_step` is the whole update: it uses `self.iterations` (applied steps) for its step
   count, and does no `merge_call` or cross-replica communication.
 * Weight-decay exclusions are regexes matched with `re.search` against the variable *path*
-  (`bert_pretrainer/encoder/layer_0/attention_layer_norm/gamma`). Keras's
+  below the model's own name, the first component all of the optimizer's variables share
+  (`encoder/layer_0/attention_layer_norm/gamma` of `bert_pretrainer/encoder/...`: a model
+  named `unbiased` is decayed as any other). Keras's
   `exclude_from_weight_decay(var_names=...)` matches `variable.name`; for a Keras variable
   that is the leaf name (`gamma`, `bias`), so `LayerNorm|layer_norm` match nothing. (Its TF
   backend happens to pass the underlying `tf.Variable`, whose name is the full path, so the
@@ -46,9 +48,23 @@ def variable_path(variable) -> str:
   return path
 
 
-def matches_any(patterns: Sequence[str], variable) -> bool:
-  """Whether any regex in `patterns` is found (`re.search`) in the variable's path."""
+def model_prefix(variables: Sequence) -> str:
+  """"<name>/" when every one of two or more `variables` lies under that first path
+  component (their model's name, which the user chose), else ""."""
+  paths = [variable_path(v) for v in variables]
+  firsts = {path.split("/", 1)[0] for path in paths}
+  if len(paths) < 2 or len(firsts) != 1 or not all("/" in path for path in paths):
+    return ""
+  return f"{firsts.pop()}/"
+
+
+def matches_any(patterns: Sequence[str], variable, prefix: str = "") -> bool:
+  """Whether any regex in `patterns` is found (`re.search`) in the variable's path, less
+  `prefix` (`model_prefix`: the model's name). A model named `unbiased_model` had every
+  variable excluded from weight decay by "bias" (sweep 30, B14)."""
   path = variable_path(variable)
+  if prefix and path.startswith(prefix):
+    path = path[len(prefix):]
   return any(re.search(p, path) is not None for p in patterns)
 
 
@@ -63,10 +79,16 @@ def decayed_variables(optimizer_or_patterns, variables: Iterable) -> list:
   Returns:
     The decayed variables, in input order.
   """
+  variables = list(variables)
+  prefix = model_prefix(variables)
   if isinstance(optimizer_or_patterns, _DecoupledWeightDecayOptimizer):
-    return [v for v in variables if optimizer_or_patterns.uses_weight_decay(v)]
+    optimizer = optimizer_or_patterns
+    if not optimizer.weight_decay_rate:
+      return []
+    return [v for v in variables
+            if not matches_any(optimizer._decay_exclusions, v, prefix)]  # pylint: disable=protected-access
   patterns = _patterns("patterns", optimizer_or_patterns)
-  return [v for v in variables if not matches_any(patterns, v)]
+  return [v for v in variables if not matches_any(patterns, v, prefix)]
 
 
 def _patterns(name: str, patterns: Optional[Sequence[str]]) -> tuple:
@@ -147,6 +169,7 @@ class _DecoupledWeightDecayOptimizer(keras.optimizers.Optimizer):
     if self.built:
       return
     super().build(var_list)
+    self._path_prefix = model_prefix(var_list)  # The exclusions search below it.
     self._m, self._v = self.add_optimizer_variables(var_list, list(self._slot_names))
 
   def exclude_from_weight_decay(self, var_list=None, var_names=None):
@@ -162,7 +185,8 @@ class _DecoupledWeightDecayOptimizer(keras.optimizers.Optimizer):
     """
     if not self.weight_decay_rate:
       return False
-    return not matches_any(self._decay_exclusions, self._reference(variable))
+    return not matches_any(self._decay_exclusions, self._reference(variable),
+                           getattr(self, "_path_prefix", ""))
 
   def _reference(self, variable):
     """The variable passed to `build` for `variable` (which may be its per-replica copy)."""
@@ -327,7 +351,8 @@ class Lamb(_DecoupledWeightDecayOptimizer):
 
   def uses_layer_adaptation(self, variable) -> bool:
     """Whether `variable` gets the trust ratio: no adaptation-exclusion regex in its path."""
-    return not matches_any(self._adaptation_exclusions, self._reference(variable))
+    return not matches_any(self._adaptation_exclusions, self._reference(variable),
+                           getattr(self, "_path_prefix", ""))
 
   def update_step(self, gradient, variable, learning_rate):
     """Applies one update to `variable`; safe to call per variable in cross-replica context.

@@ -77,6 +77,7 @@ from absl import logging
 from tfbert.runtime import atomic, files, json_values, paths, run_directory, validation
 from tfbert.runtime.progress import StepProgress
 from tfbert.training.accumulation import find_accumulator
+from tfbert.training.metric_direction import minimized
 
 EXIT_PREEMPTED = 75  # sysexits.h EX_TEMPFAIL: a temporary failure; run the command again.
 EXIT_INTERRUPTED = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C.
@@ -217,12 +218,6 @@ def schedule_checks(config) -> list[validation.Check]:
       (config.stop_at_step is None or config.stop_at_step >= 1,
        f"stop_at_step ({config.stop_at_step}) must be >= 1"),
   ]
-
-
-def minimized(metric: str) -> bool:
-  """Whether a smaller `metric` is better: names ending in "loss" or "perplexity"
-  (`mlm_perplexity`, exp(mlm_loss): maximizing it kept the worst model)."""
-  return metric.endswith(("loss", "perplexity"))
 
 
 class EvalState(tf.Module):
