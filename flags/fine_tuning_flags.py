@@ -90,7 +90,8 @@ EVAL_EVERY_STEPS = flags.DEFINE_integer(
 BEST_METRIC = flags.DEFINE_string(
     "best_metric", "", "Evaluation scalar whose best model is kept in output_dir/best "
     "(model.keras, eval_results.json); names ending in 'loss', 'perplexity', "
-    "'error', 'mse', 'mae', 'rmse', 'wer' or 'cer' are minimized, others maximized; "
+    "'error', 'mse', 'mae', 'rmse', 'wer' or 'cer' (not starting 'neg_') are minimized, "
+    "others maximized; "
     "checked against what the task's evaluation returns before any work. Default: f1 "
     "(SQuAD, NER), the task's first GLUE metric (classifiers), spearman (embeddings; "
     "ndcg@10 without a dev file). A resume on another dev file or metric starts the best "

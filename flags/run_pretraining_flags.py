@@ -106,8 +106,8 @@ MAX_EVAL_STEPS = flags.DEFINE_integer(
 BEST_METRIC = flags.DEFINE_string(
     "best_metric", "", "Held-out scalar whose best model is kept in model_dir/best (Google "
     "checkpoint + eval_results.json); names ending in 'loss', 'perplexity', "
-    "'error', 'mse', 'mae', 'rmse', 'wer' or 'cer' are minimized, others maximized. "
-    "Default: loss.")
+    "'error', 'mse', 'mae', 'rmse', 'wer' or 'cer' (not starting 'neg_') are minimized, "
+    "others maximized. Default: loss.")
 EARLY_STOPPING_PATIENCE = flags.DEFINE_integer(
     "early_stopping_patience", 0, "Stop after this many evaluations without a better "
     "--best_metric (0: never).")

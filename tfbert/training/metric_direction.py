@@ -12,6 +12,12 @@ end (docs/adding_a_task.md).
 MINIMIZED_ENDINGS = ("loss", "perplexity", "error", "mse", "mae", "rmse", "wer", "cer")
 
 
+# A negated error (scikit-learn's `neg_mean_squared_error`, a task's `neg_mse`) is maximized.
+NEGATED_PREFIXES = ("neg_", "negative_")
+
+
 def minimized(metric: str) -> bool:
-  """Whether a smaller `metric` is better (its name ends in one of `MINIMIZED_ENDINGS`)."""
-  return metric.lower().endswith(MINIMIZED_ENDINGS)
+  """Whether a smaller `metric` is better: its name ends in one of `MINIMIZED_ENDINGS` and
+  does not start with one of `NEGATED_PREFIXES`."""
+  name = metric.lower()
+  return name.endswith(MINIMIZED_ENDINGS) and not name.startswith(NEGATED_PREFIXES)
