@@ -9,8 +9,10 @@ import tensorflow as tf
 
 from tests import helpers, model_garden_peer, numpy_reference
 from tfbert import models
+from tfbert.config import BertConfig
 from tfbert.embeddings.sentence_encoder import BertSentenceEncoder
 from tfbert.encoder import BertEncoder
+from tfbert.models import BertClassifier
 
 # float32 model vs float64 reference over 3 layers of width 32: observed ~2e-6; 2e-5 is the
 # issue's bound and still ~30x below the GELU-flavour gap this config produces.
@@ -189,3 +191,39 @@ def test_value_asserts_are_in_keras_calls_only_never_in_what_exports_trace():
   graph = traced.get_concrete_function(
       {name: tf.TensorSpec([None, None], tf.int32) for name in features}).graph
   assert not [op for op in graph.get_operations() if op.type == "Assert"]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16", "bfloat16"])
+def test_a_dtype_policy_tfbert_does_not_compute_in_is_refused_naming_the_ones_it_does(dtype):
+  """Sweep 31, B42: BertClassifier(config, 2, dtype="float64") (or "float16", "bfloat16")
+  was made and then failed inside LayerNorm.call ("Input 'y' of 'Mul' Op has type float64
+  that does not match float32"). The mixed policies and float32 are made."""
+  config = BertConfig(vocab_size=23, hidden_size=6, num_hidden_layers=1, num_attention_heads=2,
+                      intermediate_size=7, max_position_embeddings=9)
+  with pytest.raises(ValueError, match=rf"dtype policy '{dtype}' is not one tfbert computes "
+                                       r"in; use one of \['float32', 'mixed_bfloat16', "
+                                       r"'mixed_float16'\]"):
+    BertClassifier(config, 2, dtype=dtype)
+  for good in ("float32", "mixed_bfloat16", "mixed_float16"):
+    assert BertClassifier(config, 2, dtype=good).encoder.dtype_policy.name == good
+
+
+def test_a_model_made_in_a_strategys_scope_and_built_outside_it_is_refused():
+  """Sweep 31, B77: made in a MirroredStrategy's scope, called once outside it (plain
+  variables), compiled in it: evaluate failed in TensorFlow ("colocate_vars_with must only
+  be passed a variable created in this scope") with the embedding table dumped."""
+  from tfbert.training import distribution  # pylint: disable=import-outside-toplevel
+  strategy = distribution.create_strategy("mirrored", 2)
+  config = BertConfig(vocab_size=23, hidden_size=6, num_hidden_layers=1, num_attention_heads=2,
+                      intermediate_size=7, max_position_embeddings=9)
+  features = {"input_ids": np.ones((2, 5), np.int32)}
+  with strategy.scope():
+    model = BertClassifier(config, 2)
+  with pytest.raises(ValueError, match=r"the model was made in the scope of a MirroredStrategy "
+                                       r"but is built .* outside it: build it in the same scope"):
+    model(features)
+  assert not model.weights
+  with strategy.scope():
+    model.build()
+  assert model(features)["logits"].shape == (2, 2)
+  assert isinstance(model.encoder.embeddings.weights[0].value, tf.distribute.DistributedValues)

@@ -208,8 +208,8 @@ def _eval_data(config, kind, seed=0):
     tags[rng.random((N_EVAL, 11)) < 0.4] = -1  # Positions where no word starts.
     tags[0] = -1  # An example with no labelled position.
     return features, {"logits": tags}
-  return features, {name: rng.integers(0, 11, N_EVAL).astype(np.int32)
-                    for name in ("start_logits", "end_logits")}
+  ends = rng.integers(0, 11, (2, N_EVAL)).astype(np.int32)
+  return features, {"start_logits": ends.min(0), "end_logits": ends.max(0)}  # In order.
 
 
 def _make(kind, config):
@@ -241,7 +241,10 @@ def _numpy_eval(kind, logits, labels):
     per_example = ((_cross_entropy(logits["logits"], y) * labelled).sum(1)
                    / np.maximum(labelled.sum(1), 1))
     right = (logits["logits"].argmax(-1) == y) & labelled
-    return {"loss": per_example.mean(), "accuracy": right.sum() / labelled.sum()}
+    # The mean over the examples that have a labelled position (example 0 has none: its
+    # loss 0 counted pulled the mean down, sweep 31, B46).
+    return {"loss": per_example[labelled.any(1)].mean(),
+            "accuracy": right.sum() / labelled.sum()}
   ce = sum(_cross_entropy(logits[n], labels[n]) for n in ("start_logits", "end_logits"))
   exact = ((logits["start_logits"].argmax(-1) == labels["start_logits"])
            & (logits["end_logits"].argmax(-1) == labels["end_logits"]))
@@ -720,7 +723,9 @@ def test_batches_with_sample_weights_are_refused_before_the_step_changes_anythin
       np.testing.assert_array_equal(w.numpy(), w0)
 
 
-def test_a_pretrainer_takes_its_labels_among_its_features():
+def _labelled_pretrainer():
+  """A compiled 1-layer pretrainer, 4 sequences of 5 features, and those features with
+  labels for 3 predictions each."""
   config = helpers.odd_config(num_hidden_layers=1)
   model = BertPretrainer(config)
   model.build()
@@ -729,6 +734,11 @@ def test_a_pretrainer_takes_its_labels_among_its_features():
   labelled = {**features, "masked_lm_ids": np.ones((4, 3), np.int32),
               "masked_lm_weights": np.ones((4, 3), np.float32),
               "next_sentence_labels": np.zeros(4, np.int32)}
+  return model, features, labelled
+
+
+def test_a_pretrainer_takes_its_labels_among_its_features():
+  model, features, labelled = _labelled_pretrainer()
   form = (r"BertPretrainer trains and evaluates on features holding its labels: "
           r"masked_lm_positions and masked_lm_ids int \[B, P\], masked_lm_weights float "
           r"\[B, P\], next_sentence_labels int \[B\]")
@@ -842,3 +852,77 @@ def test_label_names_that_are_not_one_line_str_are_refused_where_given(labels, e
     BertClassifier(config, 2).hf_task(labels)
   named = BertClassifier(config, 2, labels=np.array(["neg", "pos"]))
   assert named.labels == ("neg", "pos") and all(type(n) is str for n in named.labels)
+
+
+# --- sweep 31: labels a head cannot mean, and the means of nothing -------------------------
+
+def test_labels_no_head_can_mean_are_refused_naming_them(heads):
+  """Sweep 31: an unbatched dataset crashed in the label check ("mask cannot be scalar",
+  B23); tags of another length than the features ended in "Dimensions must be equal ...
+  node Equal" (B48); a span ending before it starts (swapped keys) trained silently (B51)."""
+  config, models = heads
+  features = _head_features(config)
+  before = [w.numpy() for w in models["span"].weights]
+  with pytest.raises(ValueError, match=r"^BertClassifier: the dataset's labels have shape \[\], "
+                                       r"one example's: .*batch the dataset, e.g. "
+                                       r"dataset.batch\(32\)"):
+    models["classifier"].fit(tf.data.Dataset.from_tensor_slices((features, _IDS)), verbose=0)
+  with pytest.raises(ValueError, match=r"BertTokenClassifier's labels have shape \[4, 4\] but "
+                                       r"x\['input_ids'\] has \[4, 5\]: the head trains on int "
+                                       r"tag ids \[B, S\]"):
+    models["tagger"].evaluate(features, _tags(0)[:, :4], verbose=0)
+  swapped = {"start_logits": np.array([0, 3, 1, 0], np.int32),
+             "end_logits": np.array([0, 2, 1, 4], np.int32)}
+  with pytest.raises(ValueError, match=r"BertSpanLabeler's y: example 1 ends at 2, before it "
+                                       r"starts at 3: the end_logits position of a span is at "
+                                       r"or after its start_logits position"):
+    models["span"].fit(features, swapped, verbose=0)
+  with pytest.raises(ValueError, match=r"BertSpanLabeler.evaluate: a batch's labels end_logits "
+                                       r"hold 2 before their start_logits"):
+    models["span"].evaluate(tf.data.Dataset.from_tensors((features, swapped)), verbose=0)
+  for w, w0 in zip(models["span"].weights, before):
+    np.testing.assert_array_equal(w.numpy(), w0)
+  in_order = {"start_logits": swapped["start_logits"], "end_logits": np.array([0, 3, 1, 4])}
+  assert np.isfinite(models["span"].evaluate(features, in_order, verbose=0,
+                                            return_dict=True)["loss"])
+
+
+def test_a_taggers_loss_is_the_mean_over_examples_with_a_labelled_position(heads):
+  """Sweep 31, B46: an example of no labelled position (a window whose words are all read
+  in other windows) has loss 0, and counting it pulled the mean down: 0.8293 where the
+  labelled examples' mean is 1.1057. In training, the same count divides the gradient:
+  a batch with such an example trains as the batch without it."""
+  config, models = heads
+  tagger = models["tagger"]
+  features = _head_features(config)
+  tags = _tags(1)
+  tags[2] = -100
+  got = tagger.evaluate(features, tags, verbose=0, return_dict=True)["loss"]
+  losses = tagger.example_losses(tagger(features, training=False), tags).numpy()
+  assert losses[2] == 0.0
+  assert got == pytest.approx(np.delete(losses, 2).mean(), rel=1e-6)
+  assert got > losses.mean() * 1.2  # What counting it gave: 3/4 of that.
+  kept = [0, 1, 3]
+  without = tagger.evaluate({k: v[kept] for k, v in features.items()}, tags[kept], verbose=0,
+                            return_dict=True)["loss"]
+  assert got == pytest.approx(without, rel=1e-6)
+
+
+def test_a_pretrainers_negative_or_absent_prediction_weights_are_named():
+  """Sweep 31, B54: masked_lm_weights of -1 trained that token away without a word; B55:
+  with every weight 0 (nothing to predict), mlm_loss and mlm_accuracy read 0.0, a perfect
+  loss. Refused, as arrays and in a dataset; NaN for a mean of nothing."""
+  model, features, labelled = _labelled_pretrainer()
+  negative = {**labelled, "masked_lm_weights": np.array([[1, -1, 1]] * 4, np.float32)}
+  with pytest.raises(ValueError, match=r"x\['masked_lm_weights'\] holds -1.0 at \[0, 1\]: the "
+                                       r"weight of a prediction is a finite number >= 0"):
+    model.evaluate(negative, verbose=0)
+  with pytest.raises(ValueError, match=r"a batch's masked_lm_weights holds -1: the weight "
+                                       r"of a prediction is a finite number >= 0"):
+    model.evaluate(tf.data.Dataset.from_tensors(negative), verbose=0)
+  none = model.evaluate({**labelled, "masked_lm_weights": np.zeros((4, 3), np.float32)},
+                        verbose=0, return_dict=True)
+  assert np.isnan(none["mlm_loss"]) and np.isnan(none["mlm_accuracy"]), none
+  assert np.isfinite(none["nsp_loss"])
+  some = model.evaluate(labelled, verbose=0, return_dict=True)
+  assert np.isfinite(some["mlm_loss"]) and some["mlm_loss"] > 0

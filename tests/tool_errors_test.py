@@ -205,6 +205,19 @@ def cases(tmp_path_factory):
           ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
            f"--output_dir={d / 'mrpc_run'}", f"--init_tfbert={run}"],
           [f"--init_tfbert {run} is a directory", str(run / "model.keras")], d / "mrpc_run"),
+      "run_classifier: another vocabulary than the source's": (  # Sweep 31, A36.
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
+           f"--output_dir={d / 'mrpc_swapped'}", f"--init_hf_dir={minilm}",
+           f"--vocab_file={d / 'swapped_vocab.txt'}"],
+          [f"--vocab_file={d / 'swapped_vocab.txt'} is not the vocabulary of {minilm}",
+           f"its id {a} is 'the' where the source's vocab.txt "
+           f"({os.path.join(minilm, 'vocab.txt')}) has 'a'", "leave --vocab_file out"],
+          d / "mrpc_swapped"),
+      "run_classifier: a fresh head evaluated without training": (  # Sweep 31, A6.
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={scored}", "--do_eval",
+           f"--output_dir={d / 'mrpc_reinit'}", f"--init_hf_dir={minilm}", "--reinit_head"],
+          ["reinit_head starts a fresh task head of random weights", "no --do_train",
+           "predictions would be random"], d / "mrpc_reinit"),
       "run_classifier: a missing --init_hf_dir": (
           ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
            f"--output_dir={d / 'mrpc_missing'}", f"--init_hf_dir={d / 'no_such_model'}"],
@@ -341,6 +354,8 @@ CASE_NAMES = [
     "convert_checkpoint: an hf output without a vocabulary",
     "convert_checkpoint: a corrupt safetensors file",
     "run_classifier: a missing --init_hf_dir",
+    "run_classifier: another vocabulary than the source's",
+    "run_classifier: a fresh head evaluated without training",
     "run_classifier: an export given as --init_hf_dir",
     "create_pretraining_data: a corpus saved as UTF-16",
     "create_pretraining_data: an --output_prefix with a folder",
@@ -632,7 +647,7 @@ def head_cases(tmp_path_factory):
           ["run_classifier", "--task_name=MRPC", f"--data_dir={glue}", "--do_train",
            f"--init_tfbert={d / 'sst2_run' / 'model.keras'}", f"--output_dir={d / 'mrpc_sst2'}",
            "--max_seq_length=16"],
-          ["holds a sst-2 head", "this run trains mrpc", "--reinit_head"], d / "mrpc_sst2"),
+          ["holds a sst-2 head", "this run's task is mrpc", "--reinit_head"], d / "mrpc_sst2"),
       "run_squad: a sequence classifier's directory": (
           ["run_squad", "--do_train", f"--train_file={d / 'train.json'}",
            f"--init_hf_dir={d / 'classifier'}", f"--output_dir={d / 'squad'}",

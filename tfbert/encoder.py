@@ -60,6 +60,22 @@ def read_inputs(features: Mapping[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor
   return input_ids, input_mask, segment_ids
 
 
+# The dtype policies tfbert computes in (`tfbert.training.distribution.DTYPES`): its layer
+# norms, softmax and losses keep float32 statistics beside the policy's compute dtype.
+POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+def check_policy(name: str, owner: str) -> None:
+  """Refuses a Keras dtype policy tfbert does not compute in, naming it and the ones it
+  does: "float64" and "float16" failed inside LayerNorm.call with "Input 'y' of 'Mul' Op
+  has type float64 that does not match float32" (sweep 31, B42)."""
+  if name not in POLICIES:
+    raise ValueError(f"{owner}: dtype policy {name!r} is not one tfbert computes in; use "
+                     f"one of {list(POLICIES)} (dtype=..., or keras.config.set_dtype_policy; "
+                     "mixed_float16 / mixed_bfloat16 compute in half precision and keep "
+                     "float32 weights)")
+
+
 @keras.saving.register_keras_serializable(package="tfbert")
 class BertEncoder(text_calls.RawTextPredict, keras.Model):
   """Embeddings, `num_hidden_layers` transformer layers and the tanh pooler.
@@ -94,6 +110,10 @@ class BertEncoder(text_calls.RawTextPredict, keras.Model):
     self.config = as_config(config)
     c = self.config
     policy = self.dtype_policy
+    check_policy(policy.name, type(self).__name__)
+    # The strategy whose scope the model is made in: its variables must be made there too.
+    object.__setattr__(self, "_made_in", tf.distribute.get_strategy()
+                       if tf.distribute.has_strategy() else None)
     self.embeddings = BertEmbeddings(
         c.vocab_size, c.hidden_size, c.max_position_embeddings, c.type_vocab_size,
         c.hidden_dropout_prob, c.initializer_range, name="embeddings", dtype=policy)
@@ -107,6 +127,16 @@ class BertEncoder(text_calls.RawTextPredict, keras.Model):
         kernel_initializer=keras.initializers.TruncatedNormal(stddev=c.initializer_range))
 
   def build(self, input_shape=None):
+    made_in = getattr(self, "_made_in", None)
+    if made_in is not None and (not tf.distribute.has_strategy()
+                                or tf.distribute.get_strategy() is not made_in):
+      # Its variables would be plain ones, which the strategy's compile and evaluate then
+      # met with TensorFlow's "colocate_vars_with must only be passed a variable created in
+      # this scope" and a dump of the embedding table (sweep 31, B77).
+      raise ValueError(f"the model was made in the scope of a {type(made_in).__name__} but "
+                       "is built (its weights made: build(), or its first call) outside it: "
+                       "build it in the same scope, e.g. `with strategy.scope(): "
+                       "model.build()` (or call it there)")
     shape = (None, None)
     build_once(self.embeddings, shape)
     for layer in self.transformer_layers:

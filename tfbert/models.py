@@ -178,9 +178,10 @@ class BertPretrainer(RawTextPredict, keras.Model):
     return feature_checks.graph_checked_labels(self.encoder, features, needed)
 
   def _update_trackers(self, terms):
-    mlm_weight = tf.maximum(terms["mlm_weight"], 1e-12)
-    self.trackers["mlm_loss"].update_state(terms["mlm_loss_sum"] / mlm_weight, mlm_weight)
-    self.trackers["mlm_accuracy"].update_state(terms["mlm_correct"] / mlm_weight, mlm_weight)
+    weight = terms["mlm_weight"]  # 0 adds nothing (and leaves the count 0: NaN, no data).
+    mlm_weight = tf.maximum(weight, 1e-12)
+    self.trackers["mlm_loss"].update_state(terms["mlm_loss_sum"] / mlm_weight, weight)
+    self.trackers["mlm_accuracy"].update_state(terms["mlm_correct"] / mlm_weight, weight)
     if "nsp_count" not in terms:
       return
     count = terms["nsp_count"]
@@ -194,6 +195,11 @@ class BertPretrainer(RawTextPredict, keras.Model):
   def get_metrics_result(self):
     """Weighted means since the last reset, plus `loss` = MLM loss (+ NSP loss)."""
     result = {name: tracker.result() for name, tracker in self.trackers.items()}
+    for name in ("mlm_loss", "mlm_accuracy"):
+      # No prediction weighed (every masked_lm_weights 0): NaN, as a mean of nothing is,
+      # not Keras' 0.0, which read as a perfect loss (sweep 31, B55).
+      result[name] = tf.where(self.trackers[name].count > 0, result[name],
+                              tf.constant(math.nan, result[name].dtype))
     result["loss"] = result["mlm_loss"] + result.get("nsp_loss", 0.0)
     return result
 
@@ -322,7 +328,9 @@ class _FineTuningStep:
   on how replicas are spread over processes, nor on where a run was resumed), the sum of
   `example_losses` over the replica's batch divided by the global batch's examples (counted
   over every replica, whose shares may differ: the gradients are summed across replicas,
-  and their sum is the gradient of the global batch's mean),
+  and their sum is the gradient of the global batch's mean; a tagger's example without a
+  labelled position is not counted, `counted`: k micro-batches then equal one batch of k*B
+  when each holds as many counted examples),
   scaled (mixed_float16), applied through the optimizer stack (a "mean" accumulator
   averages its k micro-steps; a "sum" one gets the loss divided by k here). The running
   metric is `loss`, the mean over every example since the last reset. The same step runs
@@ -358,6 +366,12 @@ class _FineTuningStep:
     """The batch's sums (scalars) that the task metric is computed from."""
     raise NotImplementedError
 
+  def counted(self, losses, labels) -> tf.Tensor:
+    """float32 [B]: 1 for each example the loss is a mean over, 0 for one without a label
+    (its loss 0 would otherwise pull the mean down). Every example, by default."""
+    del labels
+    return tf.ones_like(losses)
+
   def metric_values(self, sums: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """The task metric from the sums over every batch and replica (with `examples`)."""
     raise NotImplementedError
@@ -377,8 +391,8 @@ class _FineTuningStep:
     and its optimizer as they were."""
     features, labels = unweighted_batch(self, data)
     feature_checks.check_specs(features, self.config, self.input_names, "x")
-    for name in self.label_forms():
-      _labels(self, labels, name)
+    for name, form in self.label_forms().items():
+      _check_label_length(self, _labels(self, labels, name), form, features, name, labels)
     return features, labels
 
   def train_step(self, data):
@@ -386,7 +400,7 @@ class _FineTuningStep:
     steps, reduction = accumulation(self.optimizer)
     with tf.GradientTape() as tape, dropout.step_keys(step_number(self)):
       losses = self.example_losses(self(features, training=True), labels)
-      count = tf.cast(tf.shape(losses)[0], tf.float32)
+      count = tf.reduce_sum(self.counted(losses, labels))
       # The global batch's examples: replicas may hold unequal shares (a last batch of 5 on
       # 2 replicas holds 3 and 2; of 1, 1 and 0), and the mean is over all of them.
       total = sum_over_replicas(count)
@@ -405,7 +419,7 @@ class _FineTuningStep:
     outputs = self(features, training=False)
     losses = self.example_losses(outputs, labels)                          # [B]
     terms = {"loss_sum": tf.reduce_sum(losses),
-             "examples": tf.cast(tf.shape(losses)[0], tf.float32),
+             "examples": tf.reduce_sum(self.counted(losses, labels)),
              **self.metric_terms(outputs, labels)}
     names = sorted(terms)
     for name in names:
@@ -515,6 +529,27 @@ def _labels(model: keras.Model, labels, name: str) -> tf.Tensor:
   return _checked_label(tf.convert_to_tensor(value), forms[name], where)
 
 
+def _check_label_length(model, value, form: "LabelForm", features, name: str, labels) -> None:
+  """Per-position labels [B, S] (a tagger's) of another S than the features', when both
+  are known: refused naming both (it was TensorFlow's "Dimensions must be equal ... node
+  Equal": sweep 31, B48)."""
+  ids = features.get("input_ids") if isinstance(features, dict) else None
+  if form.rank < 2 or ids is None:
+    return
+  length, got = tf.TensorShape(getattr(ids, "shape", None)), value.shape
+  if (length.rank == 2 and got.rank == 2 and length[1] is not None and got[1] is not None
+      and length[1] != got[1]):
+    key = f"[{name!r}]" if isinstance(labels, dict) else ""
+    raise ValueError(f"{type(model).__name__}'s labels{key} have shape {got.as_list()} but "
+                     f"x['input_ids'] has {length.as_list()}: the head trains on {form.text}, "
+                     "one per position")
+
+
+def _span_order(starts, ends):
+  """bool [B] (arrays or tensors): True where a span ends before it starts."""
+  return ends < starts
+
+
 def check_label_values(model: keras.Model, x, y, what: str = "y"):
   """Checks the values of labels `y` known before a Keras call runs (arrays, lists,
   eager tensors, or a dict of them) against `model`'s `label_forms`, at the entry of `fit`,
@@ -554,6 +589,9 @@ def check_label_values(model: keras.Model, x, y, what: str = "y"):
     where = (f"{head}'s labels" if what == "y" else f"{head}'s {what}") + (
         f"[{name!r}]" if isinstance(y, dict) else "")
     values = np.asarray(_labels(model, y, name))
+    if form.rank >= 2 and length is not None and values.ndim >= 2 and values.shape[1] != length:
+      raise ValueError(f"{where} have shape {list(values.shape)} but x['input_ids'] has "
+                       f"{list(ids.shape)}: the head trains on {form.text}, one per position")
     bound = length if form.bound is None else form.bound
     outside = _outside(values, bound, form.ignored)
     if outside.any():
@@ -561,7 +599,18 @@ def check_label_values(model: keras.Model, x, y, what: str = "y"):
       known = f" (S = {bound} here)" if form.bound is None else ""
       raise ValueError(f"{where} hold {values[tuple(at)]} at [{', '.join(map(str, at))}]: "
                        f"the head trains on {form.text}{known}")
+  if set(forms) == set(SPAN_OUTPUT_NAMES):
+    starts, ends = (np.asarray(_labels(model, y, name)) for name in SPAN_OUTPUT_NAMES)
+    swapped = _span_order(starts, ends)
+    if swapped.any():
+      at = int(np.argwhere(swapped)[0][0])
+      raise ValueError(f"{head}'s {what}: example {at} ends at {ends[at]}, before it starts "
+                       f"at {starts[at]}: {SPAN_ORDER} (swapped keys?)")
   return x
+
+
+SPAN_ORDER = ("the end_logits position of a span is at or after its start_logits position "
+              "(0 and 0 for no answer)")
 
 
 def _dataset_label_check(model: keras.Model, dataset: tf.data.Dataset) -> tf.data.Dataset:
@@ -581,6 +630,16 @@ def _dataset_label_check(model: keras.Model, dataset: tf.data.Dataset) -> tf.dat
   specs = labels_spec if isinstance(labels_spec, dict) else {next(iter(forms)): labels_spec}
   if not all(isinstance(s, tf.TensorSpec) and s.dtype.is_integer for s in specs.values()):
     return dataset
+  ids = spec[0].get("input_ids") if isinstance(spec[0], dict) else None
+  for name, s in specs.items():
+    if (isinstance(ids, tf.TensorSpec) and ids.shape.rank == 1 and s.shape.rank is not None
+        and s.shape.rank < forms[name].rank):
+      # One example per element: the batch check's boolean_mask failed on a scalar
+      # ("mask cannot be scalar": sweep 31, B23).
+      raise ValueError(f"{type(model).__name__}: the dataset's labels"
+                       f"{f'[{name!r}]' if isinstance(labels_spec, dict) else ''} have shape "
+                       f"{s.shape.as_list()}, one example's: the model takes batches "
+                       f"({forms[name].text}); batch the dataset, e.g. dataset.batch(32)")
 
   def check(features, labels):
     values = labels if isinstance(labels, dict) else {next(iter(forms)): labels}
@@ -597,6 +656,14 @@ def _dataset_label_check(model: keras.Model, dataset: tf.data.Dataset) -> tf.dat
       asserts.append(feature_checks.marked_assert(
           tf.logical_not(tf.reduce_any(outside)), f"labels{key} hold", shown,
           f": {type(model).__name__} trains on {form.text}"))
+    if set(forms) == set(SPAN_OUTPUT_NAMES) and isinstance(labels, dict):
+      starts, ends = (tf.reshape(tf.cast(values[name], tf.int64), [-1])
+                      for name in SPAN_OUTPUT_NAMES)
+      swapped = _span_order(starts, ends)
+      shown = tf.concat([tf.boolean_mask(ends, swapped), [0]], 0)[0]
+      asserts.append(feature_checks.marked_assert(
+          tf.logical_not(tf.reduce_any(swapped)), "labels end_logits hold", shown,
+          f" before their start_logits: {SPAN_ORDER} (swapped keys?)"))
     with tf.control_dependencies(asserts):
       return features, tf.nest.map_structure(tf.identity, labels)
 
@@ -928,6 +995,15 @@ class BertTokenClassifier(RawTextPredict, _FineTuningStep, keras.Model):
         tf.maximum(label_ids, 0), tf.cast(outputs["logits"], tf.float32))  # [B, S]
     return tf.reduce_sum(losses * labelled, axis=1) / tf.maximum(
         tf.reduce_sum(labelled, axis=1), 1.0)
+
+  def counted(self, losses, labels):
+    """float32 [B]: 1 for an example with a labelled position, 0 for one without (a window
+    of a long sentence whose words are all read in other windows, an empty sentence): its
+    loss is 0, and counting it pulled the batch's mean down (a 4-example evaluation with
+    one such read 0.8293 for the labelled examples' 1.1057: sweep 31, B46)."""
+    del losses
+    label_ids = tf.cast(_labels(self, labels, "logits"), tf.int32)       # [B, S]
+    return tf.cast(tf.reduce_any(label_ids >= 0, axis=1), tf.float32)
 
   def metric_term_names(self):
     return ("correct", "labelled")

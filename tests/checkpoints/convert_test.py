@@ -169,6 +169,10 @@ OTHER_KINDS = [
      "read: use its run's model.keras)"),
     (["model.keras"], "", "is a tfbert run directory, not a .keras model file: pass its model "
      "{d}/model.keras"),
+    # Sweep 31, A53: a run stopped before its end ("a tfbert model must be a .keras file").
+    (["run_config.json"], "", "is a directory: name the .keras model in it (e.g. "
+     "{d}/model.keras); it holds none yet: a run writes model.keras when it finishes (rerun "
+     "it to resume from its checkpoints/)"),
 ]
 
 

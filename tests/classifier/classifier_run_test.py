@@ -155,7 +155,7 @@ def _hf_classifier_dir(path, num_labels, pooler=True):
 
 def test_a_head_of_another_label_count_is_refused_unless_reinit_head(tmp_path, caplog):
   source = _hf_classifier_dir(tmp_path / "hf3", 3)  # A 3-label head, for MRPC's 2.
-  config = _run_config(tmp_path, "out", do_eval=True, bert_config_file=None,
+  config = _run_config(tmp_path, "out", do_train=True, do_eval=True, bert_config_file=None,
                        init_hf_dir=str(tmp_path / "hf3"))
   strategy = tf.distribute.get_strategy()
   with pytest.raises(ValueError, match=r"hf3: its task head does not fit this model's "
@@ -184,7 +184,7 @@ def test_a_head_of_another_label_count_is_refused_unless_reinit_head(tmp_path, c
 def test_reinit_head_starts_a_classifier_from_a_source_without_pooler(tmp_path, caplog):
   # As a BertForTokenClassification directory: no pooler. Strict, it is refused (above).
   source = _hf_classifier_dir(tmp_path / "tagger", 4, pooler=False)
-  config = _run_config(tmp_path, "out", do_eval=True, bert_config_file=None,
+  config = _run_config(tmp_path, "out", do_train=True, do_eval=True, bert_config_file=None,
                        init_hf_dir=str(tmp_path / "tagger"), reinit_head=True)
   with caplog.at_level("WARNING"):
     model = classifier_run.build_classifier(config, glue_data.TASKS["mrpc"],

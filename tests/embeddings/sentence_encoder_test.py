@@ -110,12 +110,29 @@ def _deviation(a, b):
 @pytest.mark.parametrize("loss, symmetric", [("in_batch_negatives", False),
                                              ("in_batch_negatives", True), ("cosent", False),
                                              ("cosine_mse", False)])
-def test_two_replicas_equal_one_device_on_the_whole_batch(loss, symmetric, one_device):
+def test_two_replicas_equal_one_device_on_the_whole_batch(loss, symmetric, one_device,
+                                                         monkeypatch):
   # The same examples, reduced in another order: float32 rounding only. The updates differ
   # by 3e-7 to 1e-5 of the largest update (measured: in-batch negatives, CoSENT, cosine
   # MSE, whose 2 steps move weights least); without the gather, by 4e-2 and more.
   one, one_loss = one_device(loss, symmetric)
+  calls = {"losses": 0, "counts": 0}
+  counts, losses = sentence_encoder.replica_counts, BertSentenceEncoder._replica_loss_and_pairs
+
+  def counted(name, function):
+    def call(*args, **kwargs):
+      calls[name] += 1
+      return function(*args, **kwargs)
+    return call
+
+  monkeypatch.setattr(sentence_encoder, "replica_counts", counted("counts", counts))
+  monkeypatch.setattr(BertSentenceEncoder, "_replica_loss_and_pairs",
+                      counted("losses", losses))
   two, two_loss = _train(loss, 2, symmetric=symmetric)
+  # One all-reduce of the replicas' counts per replica's loss, shared by its gathers, offset
+  # and the loss tracker's weight (it was up to 5: one per gathered tensor, the offset, the
+  # total and the tracker's weight).
+  assert calls["losses"] > 0 and calls["counts"] == calls["losses"], calls
   assert two_loss == pytest.approx(one_loss, rel=1e-5)
   assert _deviation(two, one) < 3e-5
 
@@ -127,8 +144,8 @@ def test_without_the_gather_each_replica_trains_another_objective(loss, monkeypa
   """The same run with each replica's loss on its own rows only (no gather, offset 0): the
   loss and the weights move away from the one-device run far beyond rounding."""
   one, one_loss = one_device(loss)
-  monkeypatch.setattr(sentence_encoder, "gather_replicas", lambda local: local)
-  monkeypatch.setattr(sentence_encoder, "replica_offset", lambda count: 0)
+  monkeypatch.setattr(sentence_encoder, "gather_replicas", lambda local, counts=None: local)
+  monkeypatch.setattr(sentence_encoder, "replica_offset", lambda counts: 0)
   two, two_loss = _train(loss, 2)
   assert abs(two_loss - one_loss) > 0.1 * abs(one_loss), (two_loss, one_loss)
   assert _deviation(two, one) > 1e-2

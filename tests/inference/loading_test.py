@@ -113,13 +113,19 @@ def test_the_shipped_minilm_starts_a_classifier_on_its_encoder():
   assert text_settings.settings_of(clf).max_seq_length == 256
 
 
-def test_labels_that_are_not_the_models_are_refused_by_name(tmp_path):
+def test_labels_that_are_not_the_models_are_refused_by_name(tmp_path, caplog):
   model = _model(BertClassifier, 3, labels=LABELS)
   tfbert.save(model, str(tmp_path / "hf"), "hf")
   with pytest.raises(ValueError, match=r"labels \['business', 'sports', 'world'\] are not "
                                        r"the model's \(\['sports', 'business', 'world'\]\)"):
     tfbert.load(str(tmp_path / "hf"), labels=sorted(LABELS))
+  caplog.set_level("WARNING", logger="absl")
   assert tfbert.load(str(tmp_path / "hf"), task="classifier", labels=LABELS).labels == LABELS
+  assert "head is fresh" not in caplog.text  # Its own head, trained or not, kept.
+  tagger = tfbert.load(str(tmp_path / "hf"), task="tagger", labels=["O", "B-X", "I-X"])
+  # Sweep 31, B73: a fresh head's predictions are random; said so, as the tools say it.
+  assert f"{tmp_path / 'hf'}: the tagger head is fresh (random weights" in caplog.text
+  assert tagger.labels == ("O", "B-X", "I-X")
   with pytest.raises(ValueError, match="needs labels="):
     tfbert.load(str(tmp_path / "hf"), task="tagger")
 

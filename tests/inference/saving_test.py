@@ -490,3 +490,16 @@ def test_a_model_never_built_or_built_by_fill_mask_only_saves_the_weights_it_use
     tfbert.save(pretrainer, str(tmp_path / path), fmt)
     assert tfbert.load(str(tmp_path / path)).fill_mask("a [MASK] b", top_k=2) == filled
 
+
+
+@pytest.mark.parametrize("fmt", ["hf", "keras", "export"])
+def test_a_model_without_text_settings_is_refused_saying_what_saving_needs(tmp_path, fmt):
+  """Sweep 31, B69: tfbert.save of a model without a vocabulary said it "cannot read raw
+  text" when the user asked to save it; the message now says what saving writes and needs."""
+  model = BertClassifier(BertConfig(**tiny_models.TINY), 3)
+  path = str(tmp_path / ("m.keras" if fmt == "keras" else "m"))
+  with pytest.raises(ValueError, match=r"tfbert.save writes a model with its vocabulary and "
+                                       r"casing .* this BertClassifier has none attached: call "
+                                       r"tfbert.inference.text_settings.attach_text"):
+    tfbert.save(model, path, fmt)
+  assert not os.listdir(tmp_path)

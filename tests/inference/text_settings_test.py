@@ -108,3 +108,30 @@ def test_a_numeric_threshold_is_a_plain_float_and_other_settings_are_typed():
                                           do_lower_case=1, other="x")) == [
       "doc_stride (4.0) must be int", "do_lower_case must be True or False, got 1",
       "is_pair must be True, False or None (unknown), got 'yes'"]
+
+
+def test_a_given_casing_the_vocabulary_contradicts_is_refused_as_load_refuses_it(caplog):
+  """Sweep 31, B71: an uncased vocabulary attached with do_lower_case=False was taken, and
+  "HELLO" became [UNK] without a word; `tfbert.load` refused the same. Allowed on request."""
+  vocab = pretrained.minilm_vocab_file()  # Uncased.
+  with pytest.raises(ValueError, match=r"do_lower_case=False.*allow_casing_mismatch"):
+    text_settings.attach_text(_model(), vocab, False, 9)
+  caplog.set_level("WARNING", logger="absl")
+  model = text_settings.attach_text(_model(), vocab, False, 9, allow_casing_mismatch=True)
+  assert text_settings.settings_of(model).do_lower_case is False
+  assert "casing mismatch allowed" in caplog.text
+
+
+def test_the_default_length_stays_within_the_models_positions():
+  """Sweep 31, B70: a model of 16 positions was refused "max_seq_length 128 exceeds ...
+  16" for a length the user never gave; `tfbert.load` takes the smaller, and so does
+  attach_text. A given length past the positions is still refused."""
+  model = BertClassifier(BertConfig(**{**tiny_models.TINY, "max_position_embeddings": 16}), 2)
+  model.build()
+  vocab = pretrained.minilm_vocab_file()
+  assert text_settings.settings_of(
+      text_settings.attach_text(model, vocab)).max_seq_length == 16
+  assert text_settings.settings_of(text_settings.attach_text(
+      _model(), vocab)).max_seq_length == 64  # TINY's 64 positions: under the default 128.
+  with pytest.raises(ValueError, match="max_seq_length 17 exceeds"):
+    text_settings.attach_text(model, vocab, max_seq_length=17)

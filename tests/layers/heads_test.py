@@ -79,3 +79,18 @@ def test_a_classifier_head_of_no_int_count_is_refused_naming_num_classes(num_cla
   with pytest.raises(ValueError, match=rf"num_classes={num_classes!r}: must be an int >= 1"):
     ClassifierHead(num_classes)
   assert ClassifierHead(np.int64(3)).num_classes == 3
+
+
+@pytest.mark.parametrize("head, inputs", [
+    (lambda: ClassifierHead(3), np.ones((2, 5), np.float32)),
+    (lambda: NextSentenceHead(), np.ones((2, 5), np.float32)),
+    (lambda: SpanHead(), np.ones((2, 4, 5), np.float32))])
+def test_a_built_head_names_an_input_of_another_width(head, inputs):
+  """Sweep 31, B43: a classifier head of H 16 given [2, 8] failed in TensorFlow's MatMul
+  ("Matrix size-incompatible"); Keras' input check now names the width it expects."""
+  layer = head()
+  layer(inputs)
+  wider = np.ones(inputs.shape[:-1] + (7,), np.float32)
+  with pytest.raises(ValueError, match=r"expected axis -1 of input shape to have value 5, but "
+                                       r"received input with shape \(2, (4, )?7\)"):
+    layer(wider)

@@ -280,3 +280,19 @@ def test_a_bad_value_is_described_whole(tmp_path, shared_data):
     squad_evaluation.evaluate_files(fixture, [path])
   assert str(error.value) == (f"{path}: value of 'y' should be an answer string, got a JSON "
                               "array of 1 item(s)")
+
+
+@pytest.mark.parametrize("version", ["1.1", "2.0"])
+@pytest.mark.parametrize("answer", [["capital"], None, 3])
+def test_an_answer_that_is_no_text_is_named_by_its_question_in_python_calls(version, answer):
+  """Sweep 31, B66: the file path named such a value, but `evaluate` given a dict passed it
+  to the official scripts, which failed with "AttributeError: 'list' object has no
+  attribute 'lower'"."""
+  dataset = {**V2_DATASET, "version": version}
+  with pytest.raises(ValueError, match=rf"predictions: the answer of question 'b' is "
+                                       rf"{type(answer).__name__} .*: an answer is its text, "
+                                       r"a str"):
+    squad_evaluation.evaluate(dataset, {**V2_PREDICTIONS, "b": answer})
+  with pytest.raises(ValueError, match=r"predictions: expected a dict \{question id: answer "
+                                       r"text\}, got list"):
+    squad_evaluation.evaluate(dataset, list(V2_PREDICTIONS.values()))

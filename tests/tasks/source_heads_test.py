@@ -122,13 +122,13 @@ def test_a_head_of_another_task_is_refused_unless_reinit_head(tmp_path):
   strategy = tf.distribute.get_strategy()
   with pytest.raises(ValueError) as error:
     runner.build_model(task, squad_run.SquadRunConfig(**squad), None, strategy)
-  assert (f"{classifier_dir} holds a BertForSequenceClassification head and this task "
-          "trains a BertForQuestionAnswering") in str(error.value)
+  assert (f"{classifier_dir} holds a BertForSequenceClassification head and this task's "
+          "model is a BertForQuestionAnswering") in str(error.value)
   assert "--reinit_head" in str(error.value)
   runner.build_model(task, squad_run.SquadRunConfig(**squad, reinit_head=True), None, strategy)
   qa_dir = _hf_dir(tmp_path / "qa", BertSpanLabeler(CONFIG))
-  with pytest.raises(ValueError, match="holds a BertForQuestionAnswering head and this task "
-                                       "trains a BertForTokenClassification"):
+  with pytest.raises(ValueError, match="holds a BertForQuestionAnswering head and this task's "
+                                       "model is a BertForTokenClassification"):
     _tagger_from(tmp_path, qa_dir)
 
 
@@ -180,7 +180,7 @@ def test_a_head_of_another_glue_task_is_refused_though_its_labels_share_names(tm
     with pytest.raises(ValueError) as error:
       source_heads.match_source_head(model, weights, found, "classifier_head", False, "MRPC")
     assert str(error.value).startswith(
-        f"{path} holds a sst-2 head (its run's task_name) and this run trains MRPC: its "
+        f"{path} holds a sst-2 head (its run's task_name) and this run's task is MRPC: its "
         "labels ['0', '1'] are sst-2's, not MRPC's, whatever their names; pass --reinit_head")
     for task_name, reinit in (("SST-2", False), ("custom", False), (None, False),
                               ("mrpc", True)):

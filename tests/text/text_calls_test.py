@@ -430,3 +430,32 @@ def test_calling_a_model_on_raw_text_names_the_call_that_reads_it():
     classifier(features=["good"])
   outputs = classifier({"input_ids": np.ones((1, 4), np.int32)})
   assert tuple(outputs["logits"].shape) == (1, 2)
+
+
+def test_a_callback_setting_the_learning_rate_of_a_schedule_is_refused_before_training():
+  """Sweep 31, B19: ReduceLROnPlateau with create_optimizer's schedule trained an epoch, then
+  Keras failed ("its learning rate is not settable"). Refused first, through the loss-scale
+  and accumulation wrappers too; with a constant rate it is Keras' as before."""
+  import keras  # pylint: disable=import-outside-toplevel
+
+  import tfbert  # pylint: disable=import-outside-toplevel
+  model = BertClassifier(BertConfig(**tiny_models.TINY), 2)
+  model.build()
+  features = {"input_ids": np.ones((2, 5), np.int32)}
+  labels = np.array([0, 1], np.int32)
+  before = [w.numpy() for w in model.weights]
+  scheduled = tfbert.create_optimizer({"learning_rate": 1e-3, "num_train_steps": 10})
+  for optimizer in (scheduled, keras.optimizers.LossScaleOptimizer(tfbert.create_optimizer(
+      {"learning_rate": 1e-3, "num_train_steps": 10, "gradient_accumulation_steps": 2}))):
+    model.compile(optimizer=optimizer)
+    for callback in (keras.callbacks.ReduceLROnPlateau(), keras.callbacks.LearningRateScheduler(
+        lambda epoch, rate: rate)):
+      with pytest.raises(ValueError, match=rf"BertClassifier.fit: {type(callback).__name__} "
+                                           r"sets the learning rate, but the optimizer's follows "
+                                           r"a schedule \(.*\), which it cannot change"):
+        model.fit(features, labels, epochs=2, verbose=0, callbacks=[callback])
+  for w, w0 in zip(model.weights, before):
+    np.testing.assert_array_equal(w.numpy(), w0)
+  model.compile(optimizer=keras.optimizers.SGD(0.0))
+  model.fit(features, labels, epochs=1, verbose=0, callbacks=[keras.callbacks.ReduceLROnPlateau(
+      monitor="loss")])

@@ -122,6 +122,28 @@ def test_a_model_named_like_an_exclusion_is_decayed_as_any_other():
   assert _decayed_by_one_step(adamw, model) == set(decayed["plain_model"])  # LayerNorm_probe.
 
 
+def test_exclusions_that_match_no_variable_are_named_when_the_optimizer_is_built(bert, caplog):
+  """Sweep 31, B33: Hugging Face's ["bias", "LayerNorm.weight"] (or google-research/bert's
+  "LayerNorm" alone) matched none of tfbert's `.../layer_norm/gamma`, so every layer norm
+  was decayed without a word. Google's own list (both spellings) and tfbert's are quiet."""
+  caplog.set_level("WARNING", logger="absl")
+  for quiet in (BERT_WEIGHT_DECAY_EXCLUSIONS, ["layer_norm", "bias"]):
+    AdamW(1.0, weight_decay_rate=0.1, exclude_from_weight_decay=quiet).build(bert.weights)
+  assert "match none" not in caplog.text
+  for optimizer in (AdamW, Lamb):
+    optimizer(1.0, weight_decay_rate=0.1, exclude_from_weight_decay=[
+        "bias", "LayerNorm.weight"]).build(bert.weights)
+    assert ("exclude_from_weight_decay: pattern(s) ['LayerNorm.weight'] match none of the "
+            f"model's {len(bert.weights)} variable paths, so they exclude nothing") in caplog.text
+    assert "layer norms are '.../layer_norm/gamma'" in caplog.text
+    caplog.clear()
+  Lamb(1.0, exclude_from_layer_adaptation=["LayerNorm"]).build(bert.weights)
+  assert "exclude_from_layer_adaptation: pattern(s) ['LayerNorm'] match none" in caplog.text
+  caplog.clear()
+  AdamW(1.0, exclude_from_weight_decay=["LayerNorm"]).build(bert.weights)
+  assert caplog.text == ""  # No decay at all: nothing to exclude, nothing to say.
+
+
 def test_zero_weight_decay_rate_decays_nothing(bert):
   # google-research/bert `_do_use_weight_decay`: `if not self.weight_decay_rate: return False`.
   assert decayed_variables(AdamW(1e-3), bert.weights) == []

@@ -152,8 +152,15 @@ def read_tfbert_model(path: str, flag: Optional[str] = None) -> keras.Model:
     if problem:
       raise ValueError(f"{flag} {problem}" if flag else problem)
   files.check_found(path, f"{flag + ': ' if flag else ''}tfbert model file")
-  if not path.endswith(".keras") or files.isdir(path):
-    raise ValueError(f"{path}: a tfbert model must be a .keras file")
+  where = f"{flag} {path}" if flag else path
+  if files.isdir(path):  # Sweep 31, A53: named neither the flag nor the file to give.
+    inside = os.path.join(path, "model.keras")
+    raise ValueError(f"{where} is a directory: name the .keras model in it (e.g. {inside})"
+                     + ("" if files.exists(inside) else
+                        "; it holds none yet: a run writes model.keras when it finishes "
+                        "(rerun it to resume from its checkpoints/)"))
+  if not path.endswith(".keras"):
+    raise ValueError(f"{where}: a tfbert model must be a .keras file")
   with _local_copy(path) as local:
     problem = _keras_archive_problem(local)
     if problem:

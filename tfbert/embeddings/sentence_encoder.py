@@ -61,7 +61,7 @@ def replica_counts(count: tf.Tensor) -> tf.Tensor:
                                          [context.num_replicas_in_sync]))
 
 
-def gather_replicas(local: tf.Tensor) -> tf.Tensor:
+def gather_replicas(local: tf.Tensor, counts: tf.Tensor | None = None) -> tf.Tensor:
   """Every replica's `local` [B_r, ...], concatenated in replica order: [sum of B_r, ...].
 
   In a replica context with N > 1 (the replicas' B_r may differ, `replica_counts`); `local`
@@ -69,13 +69,19 @@ def gather_replicas(local: tf.Tensor) -> tf.Tensor:
   replicas* of the gradients of its rows, as the loss of every replica uses them. Built on
   `models.sum_over_replicas` (a sum of one-hot placed copies, each padded to the largest
   B_r), the reduce that is safe with several strategies in one process.
+
+  Args:
+    local: [B_r, ...] this replica's rows.
+    counts: int32 [N], `replica_counts` of B_r when the caller has it already (one
+      all-reduce per step instead of one per gathered tensor); computed here otherwise.
   """
   context = tf.distribute.get_replica_context()
   if context is None or context.num_replicas_in_sync == 1:
     return local
   replicas = context.num_replicas_in_sync
   replica = tf.cast(context.replica_id_in_sync_group, tf.int32)
-  counts = replica_counts(tf.shape(local)[0])                            # [N]
+  if counts is None:
+    counts = replica_counts(tf.shape(local)[0])                          # [N]
   width = tf.reduce_max(counts)
   kept = tf.sequence_mask(counts, width)                                 # [N, W]
 
@@ -96,19 +102,17 @@ def gather_replicas(local: tf.Tensor) -> tf.Tensor:
   return gather(local)
 
 
-def _global_count(features) -> tf.Tensor:
-  """float32: the pairs (or triplets) of the global batch, over every replica."""
-  count = tf.shape(features["anchor"]["input_ids"])[0]
-  return tf.cast(tf.reduce_sum(replica_counts(count)), tf.float32)
+def replica_offset(counts: tf.Tensor) -> tf.Tensor:
+  """int32: where this replica's rows start in `gather_replicas`' result.
 
-
-def replica_offset(count: tf.Tensor) -> tf.Tensor:
-  """int32: where this replica's `count` rows start in `gather_replicas`' result."""
+  Args:
+    counts: int32 [N], every replica's rows (`replica_counts`).
+  """
   context = tf.distribute.get_replica_context()
   if context is None or context.num_replicas_in_sync == 1:
     return tf.constant(0, tf.int32)
   replica = tf.cast(context.replica_id_in_sync_group, tf.int32)
-  return tf.reduce_sum(replica_counts(count)[:replica])
+  return tf.reduce_sum(counts[:replica])
 
 
 @keras.saving.register_keras_serializable(package="tfbert")
@@ -177,6 +181,12 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
       float32 scalar: in-batch negatives and cosine MSE: the sum of this replica's
       examples' losses / (N x B); CoSENT: the global loss / N.
     """
+    return self._replica_loss_and_pairs(features, labels, training)[0]
+
+  def _replica_loss_and_pairs(self, features, labels=None, training: bool = True):
+    """`replica_loss`, and the global batch's pairs (float32, over every replica) it
+    divides by: one all-reduce of the replicas' counts serves the loss, its gathers and
+    the loss tracker's weight."""
     labels = self._check_batch(features, labels)
     parts = ["anchor", "positive"] + (["negative"] if "negative" in features else [])
     joined = {name: tf.concat([tf.cast(features[part][name], tf.int32) for part in parts], 0)
@@ -186,23 +196,24 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
     anchors, positives = embeddings[0], embeddings[1]
     context = tf.distribute.get_replica_context()
     replicas = context.num_replicas_in_sync if context is not None else 1
-    count = tf.shape(anchors)[0]
-    total = tf.cast(tf.reduce_sum(replica_counts(count)), tf.float32)  # Shares may differ.
+    counts = replica_counts(tf.shape(anchors)[0])                       # [N]; shares may differ.
+    total = tf.cast(tf.reduce_sum(counts), tf.float32)
     if self.loss_name == "in_batch_negatives":
-      negatives = gather_replicas(embeddings[2]) if len(parts) == 3 else None
+      negatives = gather_replicas(embeddings[2], counts) if len(parts) == 3 else None
       losses = embedding_losses.in_batch_negatives_losses(
-          anchors, gather_replicas(positives), negatives,
-          offset=replica_offset(count), scale=self.scale,
+          anchors, gather_replicas(positives, counts), negatives,
+          offset=replica_offset(counts), scale=self.scale,
           symmetric=self.symmetric,
-          all_anchors=gather_replicas(anchors) if self.symmetric else None)
-      return tf.reduce_sum(losses) / total
+          all_anchors=gather_replicas(anchors, counts) if self.symmetric else None)
+      return tf.reduce_sum(losses) / total, total
     similarities = embedding_losses.pair_cosine_similarities(anchors, positives)
     if self.loss_name == "cosent":
       return embedding_losses.cosent_loss(
-          gather_replicas(similarities), gather_replicas(tf.cast(labels, tf.float32)),
-          self.scale) / float(replicas)
+          gather_replicas(similarities, counts),
+          gather_replicas(tf.cast(labels, tf.float32), counts),
+          self.scale) / float(replicas), total
     losses = embedding_losses.cosine_mse_losses(similarities, labels)
-    return tf.reduce_sum(losses) / total
+    return tf.reduce_sum(losses) / total, total
 
   def _check_batch(self, features, labels):
     """The labels a batch of pairs trains on (`_scores`; None for in-batch negatives), its
@@ -262,13 +273,12 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
           "example is a negative, or a pair to order against), and k micro-batches see only "
           "their own; raise the batch size instead, or use cosine_mse")
     with tf.GradientTape() as tape, dropout.step_keys(step_number(self)):
-      share = self.replica_loss(features, labels)
+      share, pairs = self._replica_loss_and_pairs(features, labels)
       scaled_loss = self.optimizer.scale_loss(share / float(steps if reduction == "sum"
                                                             else 1))
     grads = dense_gradients(tape.gradient(scaled_loss, self.trainable_variables))
     self.optimizer.apply(grads, self.trainable_variables)
-    self.trackers["loss"].update_state(sum_over_replicas(share),
-                                       sample_weight=_global_count(features))
+    self.trackers["loss"].update_state(sum_over_replicas(share), sample_weight=pairs)
     return self.get_metrics_result()
 
   def test_step(self, data):
@@ -278,9 +288,8 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
     features, labels = unweighted_batch(self, data)
     # Weighted by the batch's pairs: the mean over every pair, not of the batch means (a
     # last batch of 1 weighed as much as one of 32: 0.151 for 0.209; sweep 30, B75).
-    self.trackers["loss"].update_state(
-        sum_over_replicas(self.replica_loss(features, labels, training=False)),
-        sample_weight=_global_count(features))
+    share, pairs = self._replica_loss_and_pairs(features, labels, training=False)
+    self.trackers["loss"].update_state(sum_over_replicas(share), sample_weight=pairs)
     return self.get_metrics_result()
 
   @property

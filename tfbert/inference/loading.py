@@ -137,6 +137,10 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
     model = with_task(model, task, labels, source, reinit_head=reinit_head)
     if model is not source_model:  # A fresh head: the source's task is not its own.
       is_pair = None
+      # Its predictions are those of random weights until trained (sweep 31, B73: a fresh
+      # tagger "found" four people in four words without a word), as the tools warn.
+      logging.warning(f"{source}: the {task} head is fresh (random weights, not in the "
+                      f"source): train it (fit) before its predictions mean anything")
   elif labels is not None:
     model = _with_labels(model, labels, source)
   spans = isinstance(model, BertSpanLabeler)

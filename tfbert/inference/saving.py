@@ -122,6 +122,11 @@ def save(model: keras.Model, path: str, format: Optional[str] = None, *,  # noqa
   run_directory.check_not_a_run("path", path, parent if format in ("keras", "google") else path)
   if format != "export":  # Not into a directory holding another model (an export is one).
     model_paths.check_no_other_model(path, "tfbert" if format == "keras" else format)
+  if not text_settings.has_settings(model):  # Sweep 31, B69: "... cannot read raw text".
+    raise ValueError(f"tfbert.save writes a model with its vocabulary and casing (what reads "
+                     f"its text), and this {type(model).__name__} has none attached: call "
+                     "tfbert.inference.text_settings.attach_text(model, vocab_file) first, "
+                     "or load it with tfbert.load(path)")
   settings = text_settings.settings_of(model)
   is_pair = _resolved_is_pair(model, format, is_pair, settings.is_pair)
   if not model.built:  # Its weights made now, so the file holds those the model then uses

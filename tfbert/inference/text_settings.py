@@ -143,18 +143,39 @@ def attach(model: keras.Model, settings: TextSettings) -> keras.Model:
 
 
 def attach_text(model: keras.Model, vocab_file: str, do_lower_case: Optional[bool] = None,
-                max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH, **settings: Any
-                ) -> keras.Model:
-  """`attach` from its parts; the casing, when not given, from the vocabulary's content
-  (`tfbert.text.casing`: cased entries mean cased); `settings`: a span labeler's windows, a
-  classifier's `is_pair` (`TextSettings`). Returns `model`."""
+                max_seq_length: Optional[int] = None, allow_casing_mismatch: bool = False,
+                **settings: Any) -> keras.Model:
+  """`attach` from its parts. Returns `model`.
+
+  Args:
+    model: a tfbert model.
+    vocab_file: its WordPiece vocabulary.
+    do_lower_case: the casing; None: the vocabulary's (`tfbert.text.casing`: cased entries
+      mean cased). A given one that the vocabulary contradicts is refused, as `tfbert.load`
+      refuses it (an uncased vocabulary read cased turned "HELLO" into [UNK]: sweep 31,
+      B71), unless `allow_casing_mismatch`.
+    max_seq_length: S; None: `DEFAULT_MAX_SEQ_LENGTH`, or the model's
+      `max_position_embeddings` when fewer (as `tfbert.load`; sweep 31, B70).
+    allow_casing_mismatch: tokenize with the given `do_lower_case` whatever the vocabulary
+      says (logged).
+    **settings: a span labeler's windows, a classifier's `is_pair` (`TextSettings`).
+  """
   vocab_file = files.as_path(vocab_file, "vocab_file")
   do_lower_case = validation.plain_bool("do_lower_case", do_lower_case, optional=True)
-  if do_lower_case is None:
-    do_lower_case = casing.resolve_do_lower_case(
-        None, casing.checkpoint_casing(None, vocab_file),
-        terms=casing.keywords("attach_text", allow_mismatch=False))
+  if not files.isfile(vocab_file):
+    raise FileNotFoundError(files.missing_file_message(vocab_file, "vocabulary"))
+  do_lower_case = casing.resolve_do_lower_case(
+      do_lower_case, casing.checkpoint_casing(None, vocab_file),
+      allow_mismatch=allow_casing_mismatch,
+      terms=casing.keywords("attach_text", allow_mismatch=True))
+  if max_seq_length is None:
+    max_seq_length = min(DEFAULT_MAX_SEQ_LENGTH, model.config.max_position_embeddings)
   return attach(model, TextSettings(vocab_file, do_lower_case, max_seq_length, **settings))
+
+
+def has_settings(model: keras.Model) -> bool:
+  """Whether `attach` gave `model` settings."""
+  return getattr(model, _SETTINGS, None) is not None
 
 
 def settings_of(model: keras.Model) -> TextSettings:

@@ -40,6 +40,10 @@ class _OutputProjection(keras.layers.Layer):
         initializer=_init(self.initializer_range))
     self.output_bias = self.add_weight(name="output_bias", shape=(self.num_outputs,),
                                        initializer="zeros")
+    # Keras then names another width when called ("expected axis -1 of input shape to have
+    # value 16"), where TensorFlow's MatMul failed with "Matrix size-incompatible" (sweep 31,
+    # B43).
+    self.input_spec = keras.layers.InputSpec(min_ndim=2, axes={-1: int(input_shape[-1])})
 
   def call(self, x: tf.Tensor) -> tf.Tensor:
     """Args: x: [..., H]. Returns: float32 logits [..., C]."""

@@ -119,6 +119,14 @@ def evaluate(dataset: dict[str, Any], predictions: dict[str, str],
   Returns:
     v1.1: {"exact_match": float, "f1": float}; v2.0: the official keys (module doc).
   """
+  if not isinstance(predictions, dict):
+    raise ValueError(f"{predictions_source}: expected a dict {{question id: answer text}}, "
+                     f"got {type(predictions).__name__}")
+  for qid, answer in predictions.items():
+    if not isinstance(answer, str):  # The scripts' AttributeError '.lower' (sweep 31, B66).
+      raise ValueError(f"{predictions_source}: the answer of question {qid!r} is "
+                       f"{type(answer).__name__} {answer!r}: an answer is its text, a str "
+                       "(\"\" for no answer in SQuAD v2.0)")
   version = squad_data.squad_version(version or dataset.get("version"))
   if version != "2.0":
     if na_probs is not None:

@@ -180,6 +180,12 @@ class FineTuningConfig:
         (not self.best_metric or self.eval_every_steps,
          f"best_metric ({self.best_metric!r}) picks the best of the evaluations during "
          "training: it needs eval_every_steps > 0"),
+        # A fresh head of random weights, evaluated or predicting as a trained one (sweep
+        # 31, A6, A83: eval_results.json of an untrained head, exit 0).
+        (self.do_train or not self.reinit_head,
+         "reinit_head starts a fresh task head of random weights, and this run does not "
+         "train it (no do_train): its evaluation and predictions would be random; add "
+         "do_train, or leave reinit_head out"),
         (not self.early_stopping_patience or self.eval_every_steps,
          f"early_stopping_patience ({self.early_stopping_patience}) > 0 counts evaluations "
          "during training: it needs eval_every_steps > 0"),
@@ -1378,6 +1384,7 @@ def resolve_casing(config):
     tfbert.text.casing.CasingMismatchError: naming both sources (see `resolve_do_lower_case`).
   """
   vocab_file = resolve_vocab_file(config)
+  _check_vocab_beside_source(config, vocab_file)
   evidence = casing.checkpoint_casing(init_source(config), vocab_file)
   if init_source(config) is None and files.isdir(config.output_dir):  # Not a new one's parent.
     evidence = casing.checkpoint_casing(config.output_dir) + evidence
@@ -1421,6 +1428,42 @@ def _check_source_vocab_fits(config: FineTuningConfig, vocab_file: str) -> None:
                                   trained=bool(init_source(config)))
 
 
+def _source_places(config) -> list[str]:
+  """The directories whose `vocab.txt` comes with the initial checkpoint (see
+  `resolve_vocab_file`)."""
+  places = [config.init_hf_dir] if config.init_hf_dir else []
+  return places + [files.parent(path) for path in (config.init_checkpoint, config.init_tfbert)
+                   if path]
+
+
+def _check_vocab_beside_source(config: FineTuningConfig, vocab_file: str) -> None:
+  """Refuses a given `--vocab_file` whose word pieces differ from those of the `vocab.txt`
+  that comes with the initial checkpoint: every id would look up another piece's embedding.
+  A vocabulary of the same size and casing in another order was taken without a word and
+  scored (sweep 31, A36); run_pretraining refuses the same. One that only adds entries after
+  the source's is the source's.
+
+  Raises:
+    ValueError: before any work, naming both files and the first id where they differ.
+  """
+  if not config.vocab_file:
+    return  # The one beside the source, or the run's own.
+  _check_source_vocab_fits(config, vocab_file)  # Another size says more: named first.
+  for place in _source_places(config):
+    beside = os.path.join(place, "vocab.txt")
+    if not files.exists(beside):
+      continue
+    ours, theirs = tokenization.load_vocab(vocab_file), tokenization.load_vocab(beside)
+    first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), None)
+    if first is not None:
+      raise ValueError(
+          f"--vocab_file={vocab_file} is not the vocabulary of {init_source(config)}: its "
+          f"id {first} is {ours[first]!r} where the source's vocab.txt ({beside}) has "
+          f"{theirs[first]!r}, so every id from there on would look up another word piece's "
+          "embedding; leave --vocab_file out to use the source's, or pass that one")
+    return
+
+
 def resolve_vocab_file(config: FineTuningConfig) -> str:
   """`vocab_file`, else the `vocab.txt` beside the initial checkpoint.
 
@@ -1434,8 +1477,7 @@ def resolve_vocab_file(config: FineTuningConfig) -> str:
   """
   if config.vocab_file:
     return config.vocab_file
-  places = [config.init_hf_dir] if config.init_hf_dir else []
-  places += [files.parent(path) for path in (config.init_checkpoint, config.init_tfbert) if path]
+  places = _source_places(config)
   # An evaluation without training reads the run's own model (`evaluated_model`); a
   # pretraining config, which always trains, has no `do_train`.
   if not places and (not getattr(config, "do_train", True) or resumed_run(config)):

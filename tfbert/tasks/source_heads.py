@@ -41,7 +41,7 @@ TASK_HEADS = frozenset({"BertForSequenceClassification", "BertForTokenClassifica
 # What transformers names the labels of a head it was given no names for.
 UNNAMED_LABEL = re.compile(r"LABEL_[0-9]+")
 FRESH_HEAD = ("pass --reinit_head (reinit_head=True) to load the encoder alone and train a "
-              "fresh head")
+              "fresh head (it needs --do_train: a fresh head predicts at random)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,8 +113,8 @@ def match_source_head(model: keras.Model, weights: Optional[dict[str, np.ndarray
     return weights
   kind = convert.hf_architecture(model)
   if source.architecture in TASK_HEADS and kind in TASK_HEADS and source.architecture != kind:
-    raise ValueError(f"{source.name} holds a {source.architecture} head and this task trains "
-                     f"a {kind}: its head would be dropped without a word; {FRESH_HEAD}")
+    raise ValueError(f"{source.name} holds a {source.architecture} head and this task's model "
+                     f"is a {kind}: its head would be dropped without a word; {FRESH_HEAD}")
   variables = google_names.google_variable_map(model)
   head_names = google_checkpoint.component_names(model, variables, (head,)) & set(weights)
   labels = getattr(model, "labels", None)
@@ -124,7 +124,7 @@ def match_source_head(model: keras.Model, weights: Optional[dict[str, np.ndarray
            if t and t.lower() not in generic_task_names]
   if len(named) == 2 and named[0] != named[1]:  # Label names shared by chance (sweep 19 S2).
     raise ValueError(f"{source.name} holds a {source.task} head (its run's task_name) and "
-                     f"this run trains {task_name}: its labels {list(source.labels)} are "
+                     f"this run's task is {task_name}: its labels {list(source.labels)} are "
                      f"{source.task}'s, not {task_name}'s, whatever their names; {FRESH_HEAD}")
   labels, theirs = tuple(labels), tuple(source.labels)
   if theirs == labels:

@@ -179,6 +179,18 @@ def check_values(arrays: Mapping[str, np.ndarray], config, where: dict[str, str]
     if outside.any():
       first = tuple(int(i) for i in np.argwhere(outside)[0])
       raise ValueError(f"{where[name]} holds {values[first]} at {list(first)}, outside {what}")
+  weights = arrays.get(WEIGHTS)
+  if weights is not None and weights.size:
+    bad = ~(np.asarray(weights, np.float64) >= 0) | ~np.isfinite(weights)
+    if bad.any():
+      first = tuple(int(i) for i in np.argwhere(bad)[0])
+      raise ValueError(f"{where.get(WEIGHTS, WEIGHTS)} holds {weights[first]} at "
+                       f"{list(first)}: {WEIGHTS_FORM}")
+
+
+WEIGHTS = "masked_lm_weights"
+WEIGHTS_FORM = ("the weight of a prediction is a finite number >= 0 (1 for a masked token, 0 "
+                "for a padding prediction); a negative one would train its token away")
 
 
 def checked_features(x, config, names: Sequence[str], what: str = "x", hint: str = "") -> Any:
@@ -343,10 +355,19 @@ def graph_checked_labels(encoder, features: Mapping[str, Any],
   bounds = _bounds(encoder.config, None)
   asserts, present = [], {}
   for name in names:
-    if name not in features or (name not in bounds and name != "masked_lm_positions"):
-      continue  # (masked_lm_weights: any float.)
+    if name not in features or (name not in bounds and name not in ("masked_lm_positions",
+                                                                      WEIGHTS)):
+      continue
     present[name] = tf.convert_to_tensor(features[name])
-    if name == "masked_lm_positions":
+    if name == WEIGHTS:  # Any finite float >= 0 (sweep 31, B54: -1 trained silently).
+      values = tf.cast(present[name], tf.float32)
+      ok = tf.reduce_all(values >= 0.0) & tf.reduce_all(tf.math.is_finite(values))
+      low = tf.concat([tf.boolean_mask(tf.reshape(values, [-1]),
+                                       ~((tf.reshape(values, [-1]) >= 0.0)
+                                         & tf.math.is_finite(tf.reshape(values, [-1])))),
+                       [0.0]], 0)[0]
+      asserts.append(tf.debugging.Assert(ok, [f"{_MARK}{name} holds", low, f": {WEIGHTS_FORM}"]))
+    elif name == "masked_lm_positions":
       values = tf.cast(present[name], tf.int32)
       low, high = tf.reduce_min(values), tf.reduce_max(values)
       ok = (tf.size(values) == 0) | ((low >= 0) & (high < length))

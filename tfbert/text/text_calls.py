@@ -282,6 +282,7 @@ class CheckedInputs:
     """Keras' `fit` on checked inputs (and `validation_data`'s), of at least one example;
     no sample or class weights (`refuse_weights`)."""
     refuse_weights(self, "fit", args, kwargs, validation_data)
+    refuse_rate_setters(self, args, kwargs)
     if "batch_size" in kwargs:
       kwargs["batch_size"] = checked_batch_size(kwargs["batch_size"])
     x = refuse_no_examples(self, self.checked_inputs(x, training=True), "x", "fit")
@@ -526,6 +527,35 @@ def refuse_no_examples(model, x: Any, what: str, call: str) -> Any:
     raise ValueError(f"no examples in {what}: its input_ids have 0 rows, and "
                      f"{type(model).__name__}.{call} needs at least one")
   return x
+
+
+RATE_SETTERS = (keras.callbacks.ReduceLROnPlateau, keras.callbacks.LearningRateScheduler)
+
+
+def refuse_rate_setters(model: keras.Model, args: tuple, kwargs: dict) -> None:
+  """Refuses, before any training, a callback that sets the learning rate (`RATE_SETTERS`)
+  when the optimizer's follows a schedule (`tfbert.create_optimizer`'s warmup and decay):
+  Keras trained an epoch and then failed with "TypeError: This optimizer was created with a
+  `LearningRateSchedule` object as its `learning_rate` constructor argument, hence its
+  learning rate is not settable" (sweep 31, B19).
+
+  Args:
+    model: the compiled model.
+    args: `fit`'s positional arguments after x and y (callbacks is the fourth).
+    kwargs: its keyword arguments.
+  """
+  callbacks = kwargs.get("callbacks", args[3] if len(args) > 3 else None)
+  setters = [type(c).__name__ for c in callbacks or () if isinstance(c, RATE_SETTERS)]
+  optimizer = getattr(model, "optimizer", None)
+  while getattr(optimizer, "inner_optimizer", None) is not None:  # Loss scale, accumulation.
+    optimizer = optimizer.inner_optimizer
+  rate = getattr(optimizer, "_learning_rate", None)
+  if setters and isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
+    raise ValueError(
+        f"{type(model).__name__}.fit: {', '.join(setters)} sets the learning rate, but the "
+        f"optimizer's follows a schedule ({type(rate).__name__}), which it cannot change: "
+        "drop the callback, or compile with an optimizer of a constant learning rate "
+        "(learning_rate=<float>)")
 
 
 class _BatchCount(keras.callbacks.Callback):

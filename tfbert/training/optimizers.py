@@ -31,6 +31,7 @@ from typing import Iterable, Optional, Sequence
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from tfbert.runtime import validation
 
@@ -68,6 +69,37 @@ def matches_any(patterns: Sequence[str], variable, prefix: str = "") -> bool:
   return any(re.search(p, path) is not None for p in patterns)
 
 
+# Spellings of other codebases whose tfbert spelling, also in the list, matches instead:
+# google-research/bert's own list has both (its TF1 checkpoints say `LayerNorm`).
+_SPELLED_OTHERWISE = {"LayerNorm": "layer_norm"}
+
+
+def unmatched_patterns(patterns: Sequence[str], variables: Sequence,
+                       prefix: str = "") -> list[str]:
+  """The patterns of `patterns` found in none of `variables`' paths (below `prefix`), less
+  a `_SPELLED_OTHERWISE` spelling whose tfbert spelling is in `patterns` too."""
+  return [p for p in patterns
+          if _SPELLED_OTHERWISE.get(p) not in patterns
+          and not any(matches_any([p], v, prefix) for v in variables)]
+
+
+def warn_unmatched(name: str, patterns: Sequence[str], variables: Sequence,
+                   prefix: str = "") -> list[str]:
+  """Logs a warning naming each of `patterns` that excludes nothing (`unmatched_patterns`):
+  Hugging Face's `LayerNorm.weight` or google-research/bert's `LayerNorm` alone left every
+  tfbert layer norm (`.../layer_norm/gamma`) decayed without a word (sweep 31, B33).
+  Returns those patterns."""
+  unmatched = unmatched_patterns(patterns, variables, prefix)
+  if unmatched and variables:
+    example = variable_path(variables[0])[len(prefix):]
+    logging.warning(
+        f"{name}: pattern(s) {unmatched} match none of the model's {len(variables)} "
+        f"variable paths, so they exclude nothing (tfbert's paths look like {example!r}; "
+        "layer norms are '.../layer_norm/gamma' and '.../layer_norm/beta', where "
+        "google-research/bert and Hugging Face say 'LayerNorm')")
+  return unmatched
+
+
 def decayed_variables(optimizer_or_patterns, variables: Iterable) -> list:
   """The variables that receive weight decay.
 
@@ -82,11 +114,7 @@ def decayed_variables(optimizer_or_patterns, variables: Iterable) -> list:
   variables = list(variables)
   prefix = model_prefix(variables)
   if isinstance(optimizer_or_patterns, _DecoupledWeightDecayOptimizer):
-    optimizer = optimizer_or_patterns
-    if not optimizer.weight_decay_rate:
-      return []
-    return [v for v in variables
-            if not matches_any(optimizer._decay_exclusions, v, prefix)]  # pylint: disable=protected-access
+    return [v for v in variables if optimizer_or_patterns.uses_weight_decay(v, prefix)]
   patterns = _patterns("patterns", optimizer_or_patterns)
   return [v for v in variables if not matches_any(patterns, v, prefix)]
 
@@ -170,6 +198,11 @@ class _DecoupledWeightDecayOptimizer(keras.optimizers.Optimizer):
       return
     super().build(var_list)
     self._path_prefix = model_prefix(var_list)  # The exclusions search below it.
+    if self.weight_decay_rate:
+      warn_unmatched("exclude_from_weight_decay", self._decay_exclusions, var_list,
+                     self._path_prefix)
+    warn_unmatched("exclude_from_layer_adaptation", getattr(self, "_adaptation_exclusions", ()),
+                   var_list, self._path_prefix)
     self._m, self._v = self.add_optimizer_variables(var_list, list(self._slot_names))
 
   def exclude_from_weight_decay(self, var_list=None, var_names=None):
@@ -177,16 +210,22 @@ class _DecoupledWeightDecayOptimizer(keras.optimizers.Optimizer):
     raise TypeError(f"{type(self).__name__}: pass exclude_from_weight_decay=[regex, ...] to "
                     "the constructor; patterns are matched against variable paths")
 
-  def uses_weight_decay(self, variable) -> bool:
+  def uses_weight_decay(self, variable, prefix: Optional[str] = None) -> bool:
     """Whether `variable` is decayed: rate > 0 and no exclusion regex found in its path.
 
     As google-research/bert `_do_use_weight_decay`. Accepts the Keras variable, or the
     `tf.Variable` (or per-replica component) that the optimizer was built with.
+
+    Args:
+      variable: the variable.
+      prefix: the model's name to leave out of its path (`model_prefix`); None for the
+        prefix of the variables this optimizer was built with.
     """
     if not self.weight_decay_rate:
       return False
-    return not matches_any(self._decay_exclusions, self._reference(variable),
-                           getattr(self, "_path_prefix", ""))
+    if prefix is None:
+      prefix = getattr(self, "_path_prefix", "")
+    return not matches_any(self._decay_exclusions, self._reference(variable), prefix)
 
   def _reference(self, variable):
     """The variable passed to `build` for `variable` (which may be its per-replica copy)."""
