@@ -338,3 +338,25 @@ def test_pairs_and_scores_that_do_not_fit_are_refused_naming_the_part():
   # Scores [B, 1] are one per pair too (they broadcast to [B, B] before).
   want = float(model.replica_loss(features, scores, training=False))
   assert model.evaluate(features, scores[:, None], verbose=0) == pytest.approx(want, rel=1e-6)
+
+
+def test_scores_a_loss_cannot_read_or_reach_are_refused_before_training():
+  """Sweep 32: the default encoder (in-batch negatives) fit on scored pairs trained each pair
+  as a positive, the scores ignored (B32: evaluate gave 0.6123567 with or without them);
+  cosine MSE took STS-B's 0-5 scores, which no cosine reaches (B31: loss 7.05)."""
+  features = _batch("cosent")[0]
+  default = BertSentenceEncoder(CONFIG)
+  default.compile(optimizer=keras.optimizers.SGD(0.1))
+  with pytest.raises(ValueError, match=r"in_batch_negatives loss \(its default\), which takes "
+                                       r"no labels.*pass loss='cosent' or loss='cosine_mse'"):
+    default.fit(features, np.ones(GLOBAL_BATCH, np.float32), verbose=0)
+  mse = BertSentenceEncoder(CONFIG, loss="cosine_mse")
+  mse.compile(optimizer=keras.optimizers.SGD(0.1))
+  sts = np.array([4.0, 5.0, 1.0, 0.0, 2.5, 3.0], np.float32)
+  with pytest.raises(ValueError, match=r"BertSentenceEncoder's y hold 4.0 at \[0\]: the "
+                                       r"cosine_mse loss .* a cosine is in \[-1, 1\]; scale the "
+                                       r"scores first \(STS-B's 0-5: divide by 5\)"):
+    mse.fit(features, sts, verbose=0)
+  assert not mse.optimizer.built or all(
+      not np.any(v.numpy()) for v in mse.optimizer.variables[1:])  # Nothing trained.
+  assert np.isfinite(mse.evaluate(features, sts / 5, verbose=0))

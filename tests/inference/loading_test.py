@@ -323,6 +323,12 @@ def test_an_export_takes_no_settings_not_even_the_casing(tmp_path):
   tfbert.save(model, str(tmp_path / "export"), "export")
   with pytest.raises(ValueError, match="load it without do_lower_case"):
     tfbert.load(str(tmp_path / "export"), do_lower_case=False)
+  # Sweep 32, B56: a window setting was refused naming S, vocabulary, casing and labels only.
+  with pytest.raises(ValueError, match=r"fixed when written \(its S, vocabulary, casing, "
+                                       r"labels and a span labeler's window settings, recorded "
+                                       r"in answer_question.json\); load it without doc_stride, "
+                                       r"or load the run's model.keras to choose them"):
+    tfbert.load(str(tmp_path / "export"), doc_stride=3)
 
 
 def test_a_google_classifier_keeps_its_labels_and_unnamed_classes_take_names(tmp_path):

@@ -503,3 +503,18 @@ def test_a_model_without_text_settings_is_refused_saying_what_saving_needs(tmp_p
                                        r"tfbert.inference.text_settings.attach_text"):
     tfbert.save(model, path, fmt)
   assert not os.listdir(tmp_path)
+
+
+def test_a_pair_classifier_saved_where_its_arity_is_not_recorded_says_so(tmp_path, caplog):
+  """Sweep 32, B59: saved as a Google checkpoint, a pair classifier read back classified a
+  single text without a word (the format records no arity). Said when saved; the formats
+  that record it are quiet."""
+  model = tiny_models.with_text(BertClassifier(BertConfig(**tiny_models.TINY), 2), 9)
+  pair_classifier = text_settings.attach(model, dataclasses.replace(
+      text_settings.settings_of(model), is_pair=True))
+  caplog.set_level("WARNING", logger="absl")
+  tfbert.save(pair_classifier, str(tmp_path / "h"), "hf")
+  assert "does not record" not in caplog.text
+  tfbert.save(pair_classifier, str(tmp_path / "g" / "bert_model.ckpt"), "google")
+  assert ("this classifier reads sentence pairs, which a google output does not record "
+          "(only keras, hf, export do)") in caplog.text

@@ -1013,3 +1013,29 @@ def test_a_new_run_from_a_runs_model_takes_its_sequence_settings_unless_given(
   embeddings = fine_tuning.source_run_settings(_embeddings(
       tmp_path / "new", init_tfbert=str(tmp_path / "c" / "run" / "model.keras")))
   assert embeddings.max_seq_length == 32  # Another task's run: the same positions.
+
+
+def test_a_runs_own_vocabulary_is_taken_whatever_rows_its_table_leaves_unused(tmp_path):
+  """Sweep 32, A13: a run trained from a config of vocab_size 30522 with the cased vocabulary
+  (28,996 entries: allowed, the rows past it unused) had its own model.keras refused by every
+  later run ("... 1526 fewer than the vocab_size ... Pass the vocabulary the model was
+  trained with", which it was). The source's own vocab.txt is its vocabulary; another one as
+  short is still refused."""
+  run = tmp_path / "run"
+  run.mkdir()
+  tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(200)]
+  (run / "vocab.txt").write_text("".join(f"{t}\n" for t in tokens))
+  (run / "model.keras").write_bytes(b"")  # Only its place is read here.
+  BertConfig(vocab_size=400, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+             intermediate_size=9).to_json_file(str(tmp_path / "bert_config.json"))
+  config = fine_tuning.FineTuningConfig(output_dir=str(tmp_path / "out"),
+                                        init_tfbert=str(run / "model.keras"),
+                                        bert_config_file=str(tmp_path / "bert_config.json"))
+  own = str(run / "vocab.txt")
+  assert fine_tuning.is_sources_vocab(config, own)
+  fine_tuning._check_source_vocab_fits(config, own)  # pylint: disable=protected-access
+  other = tmp_path / "other.txt"
+  other.write_text("".join(f"{t}\n" for t in tokens[:5] + [f"x{i}" for i in range(200)]))
+  assert not fine_tuning.is_sources_vocab(config, str(other))
+  with pytest.raises(ValueError, match=r"has 205 entries, 195 fewer than the vocab_size 400"):
+    fine_tuning._check_source_vocab_fits(config, str(other))  # pylint: disable=protected-access

@@ -27,6 +27,7 @@ Shape legend: B sentences (per replica), S positions, H hidden width, N replicas
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfbert.embeddings import embedding_metrics
@@ -217,11 +218,50 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
 
   def _check_batch(self, features, labels):
     """The labels a batch of pairs trains on (`_scores`; None for in-batch negatives), its
-    pairs and each one's features checked at trace time (`feature_checks.check_specs`)."""
+    pairs and each one's features checked at trace time (`feature_checks.check_specs`).
+
+    """
     self._check_pairs(features)
     for part in features:
       feature_checks.check_specs(features[part], self.config, self.input_names, f"x[{part!r}]")
     return labels if self.loss_name == "in_batch_negatives" else self._scores(labels)
+
+  def check_label_values(self, x, y, what: str = "y"):
+    """`x`, the labels `y` of `fit` / `evaluate` checked before the call.
+
+    Raises:
+      ValueError: labels (or a dataset of (pairs, labels)) given to in-batch negatives,
+        which reads none: a default encoder fit on scored pairs trained every pair as a
+        positive, pairs scored 0 included, and evaluate gave the same loss with or without
+        the scores (sweep 32, B32); for cosine MSE, a known score outside [-1, 1] (STS-B's
+        0-5 as given), which no cosine reaches (loss 7.05 without a word: sweep 32, B31;
+        run_embeddings' `--score_scale` divides them).
+    """
+    labelled = y is not None or (isinstance(x, tf.data.Dataset)
+                                 and isinstance(x.element_spec, tuple)
+                                 and len(x.element_spec) > 1)
+    if self.loss_name == "in_batch_negatives" and labelled:
+      raise ValueError(
+          f"{type(self).__name__} trains with the in_batch_negatives loss (its default), which "
+          "takes no labels: every (anchor, positive) pair is a positive and the batch's other "
+          "texts its negatives; got labels. For scored pairs pass loss='cosent' or "
+          "loss='cosine_mse' to BertSentenceEncoder(...), or leave the labels out")
+    if (self.loss_name != "cosine_mse" or y is None or isinstance(x, tf.data.Dataset)
+        or isinstance(y, tf.data.Dataset)):
+      return x
+    scores = y.get(SCORE_KEY) if isinstance(y, dict) else y
+    try:
+      values = np.asarray(scores, np.float64)
+    except (TypeError, ValueError):
+      return x  # Not numbers: `_scores` names them.
+    outside = ~(np.abs(values) <= 1.0)
+    if values.size and outside.any():
+      at = tuple(int(i) for i in np.argwhere(outside)[0])
+      raise ValueError(
+          f"{type(self).__name__}'s {what} hold {values[at]} at {list(at)}: the cosine_mse "
+          "loss fits each pair's cosine similarity to its score, and a cosine is in [-1, 1]; "
+          "scale the scores first (STS-B's 0-5: divide by 5)")
+    return x
 
   def _check_pairs(self, features) -> None:
     """Raises ValueError unless `features` are the pairs (or triplets) `fit` takes."""

@@ -125,8 +125,11 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
         vocab_file=vocab_file, allow_casing_mismatch=allow_casing_mismatch or None,
         reinit_head=reinit_head or None, **span_settings).items() if value is not None}
     if given:
-      raise ValueError(f"{path}: an export is fixed when written (its S, vocabulary, casing "
-                       f"and labels); load it without {', '.join(given)}")
+      # Its span windows too (sweep 32, B56: doc_stride was refused for none of the named).
+      raise ValueError(f"{path}: an export is fixed when written (its S, vocabulary, casing, "
+                       "labels and a span labeler's window settings, recorded in "
+                       f"answer_question.json); load it without {', '.join(given)}, or load "
+                       "the run's model.keras to choose them")
     return exported.ExportedModel(path)
   model, recorded = _read(kind, source)
   is_pair = recorded.pop("is_pair", None)

@@ -38,6 +38,7 @@ import os
 from typing import Optional
 
 import keras
+from absl import logging
 
 from tfbert.checkpoints import convert, huggingface, model_paths
 from tfbert.classifier import classifier_export
@@ -332,6 +333,11 @@ def _resolved_is_pair(model: keras.Model, format: str, given: Optional[bool],  #
     raise ValueError(f"is_pair={given}, but this classifier reads {reads} (its text "
                      f"settings' is_pair={own}): leave is_pair out")
   is_pair = own if given is None else given
+  if isinstance(model, BertClassifier) and own and format not in ARITY_FORMATS:
+    # Sweep 32, B59: read back, it classified single texts without a word.
+    logging.warning(f"this classifier reads sentence pairs, which a {format} output does not "
+                    f"record (only {', '.join(ARITY_FORMATS)} do): read back, it classifies "
+                    "single texts as readily as pairs; save it as one of those to keep it")
   if format == "export" and isinstance(model, BertClassifier) and is_pair is None:
     raise ValueError(
         "this classifier's arity is unknown (what it was loaded from does not record whether "

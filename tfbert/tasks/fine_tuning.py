@@ -1425,7 +1425,22 @@ def _check_source_vocab_fits(config: FineTuningConfig, vocab_file: str) -> None:
     tokenization.check_vocab_fits(tokenization.vocab_entries(vocab_file), vocab_size,
                                   describe_vocab(config, vocab_file),
                                   describe_model_config(config),
-                                  trained=bool(init_source(config)))
+                                  trained=bool(init_source(config))
+                                  and not is_sources_vocab(config, vocab_file))
+
+
+def is_sources_vocab(config: FineTuningConfig, vocab_file: str, own: bool = False) -> bool:
+  """Whether `vocab_file` holds the word pieces of the `vocab.txt` that comes with the
+  initial checkpoint (or, `own`, with the run's own model): the vocabulary its weights were
+  trained with, whatever its size against the embedding table. A run trained from a config
+  whose vocab_size exceeds its vocabulary (rows left unused) had its own model.keras refused
+  by every later run as "another vocabulary" (sweep 32, A13)."""
+  places = _source_places(config) + ([config.output_dir] if own else [])
+  for place in places:
+    beside = os.path.join(place, "vocab.txt")
+    if files.exists(beside):
+      return tokenization.load_vocab(beside) == tokenization.load_vocab(vocab_file)
+  return False
 
 
 def _source_places(config) -> list[str]:

@@ -93,7 +93,9 @@ def run_task(task: Task, config: fine_tuning.FineTuningConfig,
   fine_tuning.check_vocab_fits(model, tokenizer.vocab_size,
                                fine_tuning.describe_vocab(config, tokenizer.vocab_file),
                                fine_tuning.describe_model_config(config, own),
-                               trained=bool(fine_tuning.init_source(config) or own))
+                               trained=bool(fine_tuning.init_source(config) or own)
+                               and not fine_tuning.is_sources_vocab(
+                                   config, tokenizer.vocab_file, own=bool(own)))
   fine_tuning.check_segments_fit(model, task.segments(config))
   export.check_seq_length(model, task.max_seq_length(config))  # Before the claim.
   train_files = task.train_files(config, inputs)
