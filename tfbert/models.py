@@ -22,7 +22,13 @@ from tfbert.layers.heads import ClassifierHead, MaskedLMHead, NextSentenceHead, 
 from tfbert.losses import pretraining_loss
 from tfbert.runtime import validation
 from tfbert.text import feature_checks
-from tfbert.text.text_calls import RawTextFit, RawTextPredict, implementation, unweighted_batch
+from tfbert.text.text_calls import (
+  RawTextFit,
+  RawTextPredict,
+  build_optimizer,
+  implementation,
+  unweighted_batch,
+)
 from tfbert.training.accumulation import check_global_clipping, find_accumulator
 from tfbert.training.metric_direction import minimized
 
@@ -283,10 +289,7 @@ def step_number(model: keras.Model) -> tf.Tensor:
   """
   optimizer = model.optimizer
   if not optimizer.built:
-    if not model.built:
-      model.build()
-    with keras.name_scope(optimizer.name, caller=optimizer):
-      optimizer.build(model.trainable_variables)
+    build_optimizer(model)
   accumulator = find_accumulator(optimizer)
   if accumulator is not None:
     return tf.convert_to_tensor(accumulator.micro_step)
@@ -540,9 +543,15 @@ def _check_label_length(model, value, form: "LabelForm", features, name: str, la
   if (length.rank == 2 and got.rank == 2 and length[1] is not None and got[1] is not None
       and length[1] != got[1]):
     key = f"[{name!r}]" if isinstance(labels, dict) else ""
-    raise ValueError(f"{type(model).__name__}'s labels{key} have shape {got.as_list()} but "
-                     f"x['input_ids'] has {length.as_list()}: the head trains on {form.text}, "
-                     "one per position")
+    raise ValueError(_other_length(f"{type(model).__name__}'s labels{key}", got.as_list(),
+                                   length.as_list(), form))
+
+
+def _other_length(where: str, got: list, ids: list, form: "LabelForm") -> str:
+  """The message refusing per-position labels of shape `got` for features `ids` of another
+  S (`_check_label_length` at trace time, `check_label_values` for known values)."""
+  return (f"{where} have shape {got} but x['input_ids'] has {ids}: the head trains on "
+          f"{form.text}, one per position")
 
 
 def _span_order(starts, ends):
@@ -590,8 +599,7 @@ def check_label_values(model: keras.Model, x, y, what: str = "y"):
         f"[{name!r}]" if isinstance(y, dict) else "")
     values = np.asarray(_labels(model, y, name))
     if form.rank >= 2 and length is not None and values.ndim >= 2 and values.shape[1] != length:
-      raise ValueError(f"{where} have shape {list(values.shape)} but x['input_ids'] has "
-                       f"{list(ids.shape)}: the head trains on {form.text}, one per position")
+      raise ValueError(_other_length(where, list(values.shape), list(ids.shape), form))
     bound = length if form.bound is None else form.bound
     outside = _outside(values, bound, form.ignored)
     if outside.any():

@@ -218,9 +218,7 @@ class BertSentenceEncoder(RawTextPredict, keras.Model):
 
   def _check_batch(self, features, labels):
     """The labels a batch of pairs trains on (`_scores`; None for in-batch negatives), its
-    pairs and each one's features checked at trace time (`feature_checks.check_specs`).
-
-    """
+    pairs and each one's features checked at trace time (`feature_checks.check_specs`)."""
     self._check_pairs(features)
     for part in features:
       feature_checks.check_specs(features[part], self.config, self.input_names, f"x[{part!r}]")

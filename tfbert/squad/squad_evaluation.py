@@ -136,7 +136,8 @@ def evaluate(dataset: dict[str, Any], predictions: dict[str, str],
   ids = [qa["id"] for article in dataset["data"] for paragraph in article["paragraphs"]
          for qa in paragraph["qas"]]
   _check_covered(ids, predictions, predictions_source, "prediction")
-  extra = [qid for qid in predictions if qid not in set(ids)]
+  known = set(ids)
+  extra = [qid for qid in predictions if qid not in known]
   if extra:  # The script's KeyError (sweep 30, A36); v1.1's script ignores them too.
     logging.warning("%s: %d answer(s) for ids not in the dataset (e.g. %s), ignored",
                     predictions_source, len(extra), extra[:3])

@@ -1418,15 +1418,18 @@ def _source_vocab_size(config: FineTuningConfig) -> Optional[int]:
   return None
 
 
-def _check_source_vocab_fits(config: FineTuningConfig, vocab_file: str) -> None:
-  """`check_vocab_fits` before the model is built, where a config file gives vocab_size."""
+def _check_source_vocab_fits(config: FineTuningConfig, vocab_file: str,
+                             sources_vocab: Optional[bool] = None) -> None:
+  """`check_vocab_fits` before the model is built, where a config file gives vocab_size;
+  `sources_vocab`: `is_sources_vocab`, when the caller has compared them already."""
   vocab_size = _source_vocab_size(config)
   if vocab_size is not None:
+    if sources_vocab is None:
+      sources_vocab = is_sources_vocab(config, vocab_file)
     tokenization.check_vocab_fits(tokenization.vocab_entries(vocab_file), vocab_size,
                                   describe_vocab(config, vocab_file),
                                   describe_model_config(config),
-                                  trained=bool(init_source(config))
-                                  and not is_sources_vocab(config, vocab_file))
+                                  trained=bool(init_source(config)) and not sources_vocab)
 
 
 def is_sources_vocab(config: FineTuningConfig, vocab_file: str, own: bool = False) -> bool:
@@ -1435,12 +1438,9 @@ def is_sources_vocab(config: FineTuningConfig, vocab_file: str, own: bool = Fals
   trained with, whatever its size against the embedding table. A run trained from a config
   whose vocab_size exceeds its vocabulary (rows left unused) had its own model.keras refused
   by every later run as "another vocabulary" (sweep 32, A13)."""
-  places = _source_places(config) + ([config.output_dir] if own else [])
-  for place in places:
-    beside = os.path.join(place, "vocab.txt")
-    if files.exists(beside):
-      return tokenization.load_vocab(beside) == tokenization.load_vocab(vocab_file)
-  return False
+  beside = _vocab_in(_source_places(config) + ([config.output_dir] if own else []))
+  return beside is not None and (tokenization.load_vocab(beside)
+                                 == tokenization.load_vocab(vocab_file))
 
 
 def _source_places(config) -> list[str]:
@@ -1449,6 +1449,15 @@ def _source_places(config) -> list[str]:
   places = [config.init_hf_dir] if config.init_hf_dir else []
   return places + [files.parent(path) for path in (config.init_checkpoint, config.init_tfbert)
                    if path]
+
+
+def _vocab_in(places: Sequence[str]) -> Optional[str]:
+  """The `vocab.txt` of the first of `places` that holds one, or None."""
+  for place in places:
+    path = os.path.join(place, "vocab.txt")
+    if files.exists(path):
+      return path
+  return None
 
 
 def _check_vocab_beside_source(config: FineTuningConfig, vocab_file: str) -> None:
@@ -1463,20 +1472,21 @@ def _check_vocab_beside_source(config: FineTuningConfig, vocab_file: str) -> Non
   """
   if not config.vocab_file:
     return  # The one beside the source, or the run's own.
-  _check_source_vocab_fits(config, vocab_file)  # Another size says more: named first.
-  for place in _source_places(config):
-    beside = os.path.join(place, "vocab.txt")
-    if not files.exists(beside):
-      continue
-    ours, theirs = tokenization.load_vocab(vocab_file), tokenization.load_vocab(beside)
-    first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), None)
-    if first is not None:
-      raise ValueError(
-          f"--vocab_file={vocab_file} is not the vocabulary of {init_source(config)}: its "
-          f"id {first} is {ours[first]!r} where the source's vocab.txt ({beside}) has "
-          f"{theirs[first]!r}, so every id from there on would look up another word piece's "
-          "embedding; leave --vocab_file out to use the source's, or pass that one")
+  beside = _vocab_in(_source_places(config))
+  ours = tokenization.load_vocab(vocab_file) if beside else None
+  theirs = tokenization.load_vocab(beside) if beside else None
+  # Another size says more: named first.
+  _check_source_vocab_fits(config, vocab_file,
+                           sources_vocab=beside is not None and ours == theirs)
+  if beside is None:
     return
+  first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), None)
+  if first is not None:
+    raise ValueError(
+        f"--vocab_file={vocab_file} is not the vocabulary of {init_source(config)}: its "
+        f"id {first} is {ours[first]!r} where the source's vocab.txt ({beside}) has "
+        f"{theirs[first]!r}, so every id from there on would look up another word piece's "
+        "embedding; leave --vocab_file out to use the source's, or pass that one")
 
 
 def resolve_vocab_file(config: FineTuningConfig) -> str:
@@ -1497,9 +1507,9 @@ def resolve_vocab_file(config: FineTuningConfig) -> str:
   # pretraining config, which always trains, has no `do_train`.
   if not places and (not getattr(config, "do_train", True) or resumed_run(config)):
     places.append(config.output_dir)
-  for place in places:
-    if files.exists(os.path.join(place, "vocab.txt")):
-      return os.path.join(place, "vocab.txt")
+  found = _vocab_in(places)
+  if found:
+    return found
   if places:
     raise ValueError(f"--vocab_file is needed: no vocab.txt in {', '.join(places)}")
   raise ValueError("--vocab_file is needed: no --init_checkpoint/--init_hf_dir/--init_tfbert "

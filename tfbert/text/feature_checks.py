@@ -181,7 +181,8 @@ def check_values(arrays: Mapping[str, np.ndarray], config, where: dict[str, str]
       raise ValueError(f"{where[name]} holds {values[first]} at {list(first)}, outside {what}")
   weights = arrays.get(WEIGHTS)
   if weights is not None and weights.size:
-    bad = ~(np.asarray(weights, np.float64) >= 0) | ~np.isfinite(weights)
+    values = np.asarray(weights, np.float64)
+    bad = ~(np.isfinite(values) & (values >= 0))
     if bad.any():
       first = tuple(int(i) for i in np.argwhere(bad)[0])
       raise ValueError(f"{where.get(WEIGHTS, WEIGHTS)} holds {weights[first]} at "
@@ -360,13 +361,11 @@ def graph_checked_labels(encoder, features: Mapping[str, Any],
       continue
     present[name] = tf.convert_to_tensor(features[name])
     if name == WEIGHTS:  # Any finite float >= 0 (sweep 31, B54: -1 trained silently).
-      values = tf.cast(present[name], tf.float32)
-      ok = tf.reduce_all(values >= 0.0) & tf.reduce_all(tf.math.is_finite(values))
-      low = tf.concat([tf.boolean_mask(tf.reshape(values, [-1]),
-                                       ~((tf.reshape(values, [-1]) >= 0.0)
-                                         & tf.math.is_finite(tf.reshape(values, [-1])))),
-                       [0.0]], 0)[0]
-      asserts.append(tf.debugging.Assert(ok, [f"{_MARK}{name} holds", low, f": {WEIGHTS_FORM}"]))
+      flat = tf.reshape(tf.cast(present[name], tf.float32), [-1])
+      good = tf.math.is_finite(flat) & (flat >= 0.0)
+      shown = tf.concat([tf.boolean_mask(flat, ~good), [0.0]], 0)[0]  # The first bad one.
+      asserts.append(tf.debugging.Assert(tf.reduce_all(good),
+                                         [f"{_MARK}{name} holds", shown, f": {WEIGHTS_FORM}"]))
     elif name == "masked_lm_positions":
       values = tf.cast(present[name], tf.int32)
       low, high = tf.reduce_min(values), tf.reduce_max(values)

@@ -547,12 +547,23 @@ def build_before_tracing(model: keras.Model, optimizer: bool = False) -> None:
   them itself (`_maybe_symbolic_build`)."""
   if getattr(model, "_distribute_strategy", None) is not None or tf.distribute.has_strategy():
     return
+  if optimizer and getattr(model, "optimizer", None) is not None:
+    build_optimizer(model)
+  elif not model.built:
+    model.build()
+
+
+def build_optimizer(model: keras.Model) -> None:
+  """Builds `model` if it is not, then its optimizer's variables if they are not, named in
+  the optimizer's scope (as Keras' own `apply` names them): the one place that builds them
+  ahead of Keras, before a trace (`build_before_tracing`) and in a step's first use
+  (`tfbert.models.step_number`)."""
   if not model.built:
     model.build()
-  to_build = getattr(model, "optimizer", None) if optimizer else None
-  if to_build is not None and not to_build.built:
-    with keras.name_scope(to_build.name, caller=to_build):
-      to_build.build(model.trainable_variables)
+  optimizer = model.optimizer
+  if not optimizer.built:
+    with keras.name_scope(optimizer.name, caller=optimizer):
+      optimizer.build(model.trainable_variables)
 
 
 RATE_SETTERS = (keras.callbacks.ReduceLROnPlateau, keras.callbacks.LearningRateScheduler)
