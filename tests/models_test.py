@@ -926,3 +926,69 @@ def test_a_pretrainers_negative_or_absent_prediction_weights_are_named():
   assert np.isfinite(none["nsp_loss"])
   some = model.evaluate(labelled, verbose=0, return_dict=True)
   assert np.isfinite(some["mlm_loss"]) and some["mlm_loss"] > 0
+
+
+def test_labels_of_no_text_position_are_refused_or_named(heads, caplog):
+  """Sweep 33: tags that label no position trained on a loss of 0.0 and scored accuracy 0.0
+  (B178, B181); tags, span positions and masked positions on padding were trained on and
+  scored without a word (B182, B185, B188)."""
+  caplog.set_level("WARNING", logger="absl")
+  config, models = heads
+  features = _head_features(config)
+  features["input_mask"] = np.ones((4, 5), np.int32)
+  features["input_mask"][1, 3:] = 0
+  tagger = models["tagger"]
+  none = np.full((4, 5), -1, np.int32)
+  none[0, 0] = -100
+  for call in (lambda: tagger.fit(features, none, verbose=0),
+               lambda: tagger.evaluate(features, none, verbose=0)):
+    with pytest.raises(ValueError, match=r"BertTokenClassifier's labels label no position "
+                                         r"\(every one is -1 or -100\): there is nothing to "
+                                         r"train on or score"):
+      call()
+  # A metric of no token is NaN, not 0.0 (a dataset is not checked on entry for this).
+  empty = tagger.evaluate(tf.data.Dataset.from_tensors((features, none)), verbose=0,
+                          return_dict=True)
+  assert np.isnan(empty["accuracy"]), empty
+  on_pad = np.where(features["input_mask"] == 1, 0, -1).astype(np.int32)
+  tagger.evaluate(features, on_pad, verbose=0)
+  assert "padding" not in caplog.text  # Padding labelled -1: nothing said.
+  on_pad[1, 4] = 2
+  tagger.evaluate(features, on_pad, verbose=0)
+  assert ("BertTokenClassifier's labels label 1 padding position(s) (x['input_mask'] 0 "
+          "there), the first position 4 of example 1") in caplog.text
+  span = {"start_logits": np.array([0, 3, 1, 2]), "end_logits": np.array([0, 4, 1, 2])}
+  models["span"].evaluate(features, span, verbose=0)
+  assert ("BertSpanLabeler's labels['start_logits'] label 1 padding position(s) "
+          "(x['input_mask'] 0 there), the first position 3 of example 1") in caplog.text
+
+
+def test_a_pretrainers_masked_positions_on_padding_and_nsp_labels_it_ignores_are_named(
+    caplog):
+  """Sweep 33, B188: a masked position of weight 1 on padding trained toward the pad's
+  token; B189: next_sentence_labels given to an "mlm" pretrainer were ignored."""
+  caplog.set_level("WARNING", logger="absl")
+  model, _, labelled = _labelled_pretrainer()
+  mask = np.ones((4, 5), np.int32)
+  mask[2, 4] = 0
+  positions = np.array([[0, 1, 2]] * 4, np.int32)
+  model.evaluate({**labelled, "input_mask": mask, "masked_lm_positions": positions}, verbose=0)
+  assert "padding" not in caplog.text
+  positions[2, 1] = 4
+  weights = np.ones((4, 3), np.float32)
+  weights[2, 1] = 0.0  # A padding prediction of weight 0: as google-research/bert pads.
+  model.evaluate({**labelled, "input_mask": mask, "masked_lm_positions": positions,
+                  "masked_lm_weights": weights}, verbose=0)
+  assert "padding" not in caplog.text
+  model.evaluate({**labelled, "input_mask": mask, "masked_lm_positions": positions},
+                 verbose=0)
+  assert ("x['masked_lm_positions']: 1 prediction(s) of masked_lm_weights > 0 on padding "
+          "(input_mask 0 there), the first 4 at [2, 1]") in caplog.text
+  mlm = BertPretrainer(model.config, objective="mlm")
+  mlm.compile(optimizer="adam")
+  for call in (mlm.fit, mlm.evaluate):
+    with pytest.raises(ValueError, match=r"x\['next_sentence_labels'\]: this BertPretrainer's "
+                                         r"objective is 'mlm', without the NSP head"):
+      call(labelled, verbose=0)
+  without = {k: v for k, v in labelled.items() if k != "next_sentence_labels"}
+  assert np.isfinite(mlm.evaluate(without, verbose=0, return_dict=True)["loss"])

@@ -204,7 +204,9 @@ def cases(tmp_path_factory):
       "run_classifier: a run directory given as --init_tfbert": (
           ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
            f"--output_dir={d / 'mrpc_run'}", f"--init_tfbert={run}"],
-          [f"--init_tfbert {run} is a directory", str(run / "model.keras")], d / "mrpc_run"),
+          # As convert_checkpoint's --input says it (sweep 33, A89).
+          [f"--init_tfbert {run} is a tfbert run directory, not a .keras model file: pass its "
+           f"model {run / 'model.keras'}"], d / "mrpc_run"),
       "run_classifier: another vocabulary than the source's": (  # Sweep 31, A36.
           ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
            f"--output_dir={d / 'mrpc_swapped'}", f"--init_hf_dir={minilm}",

@@ -14,6 +14,7 @@ from typing import NamedTuple, Optional, Sequence
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 from keras.src.trainers import compile_utils
 
 from tfbert.encoder import OUTPUT_NAMES, BertEncoder, as_config, build_once, read_inputs
@@ -156,6 +157,15 @@ class BertPretrainer(RawTextPredict, keras.Model):
   def export(self, filepath, format="tf_saved_model", **kwargs):  # noqa: A002  Keras' name.
     """Keras' `Model.export`: refused, naming tfbert's exporters (`export_model`)."""
     return export_model(self, filepath, format, **kwargs)
+
+  def checked_inputs(self, x, what: str = "x", training: bool = False):
+    """`text_calls.CheckedInputs.checked_inputs`, and `next_sentence_labels` refused for the
+    objective "mlm", which has no NSP head to read them (sweep 33, B189: ignored)."""
+    if self.nsp_head is None and isinstance(x, dict) and "next_sentence_labels" in x:
+      raise ValueError(f"{what}['next_sentence_labels']: this BertPretrainer's objective is "
+                       f"{self.objective!r}, without the NSP head that reads them; drop them, "
+                       "or build it with objective='mlm_nsp'")
+    return super().checked_inputs(x, what, training)
 
   def _labelled_features(self, data) -> dict:
     """The features of a training or evaluation batch, checked at trace time to hold the
@@ -554,6 +564,43 @@ def _other_length(where: str, got: list, ids: list, form: "LabelForm") -> str:
           f"{form.text}, one per position")
 
 
+def _check_labels_on_text(where: str, values: np.ndarray, form: "LabelForm", x) -> None:
+  """Labels that no text position holds (sweep 33): per-position labels [B, S] where none
+  is labelled are refused (B178, B181: the loss and accuracy of no token read 0.0); a
+  labelled one on padding (B182: scored) and a position label [B] on padding (B185:
+  trained toward a pad) are warned of, naming the first. Padding is read from
+  `x['input_mask']` when its values are at hand.
+
+  Raises:
+    ValueError: no labelled position, naming the labels and the rule.
+  """
+  if form.rank >= 2 and form.ignored and values.size and np.isin(values, form.ignored).all():
+    raise ValueError(f"{where} label no position (every one is "
+                     f"{' or '.join(map(str, form.ignored))}): there is nothing to train on "
+                     "or score; label at least the first word piece of each word")
+  mask = x.get("input_mask") if isinstance(x, dict) else None
+  if mask is None or not _known_values(mask):
+    return
+  mask = np.asarray(mask)
+  if mask.ndim != 2 or mask.shape[0] != values.shape[0]:
+    return  # Another shape: the features' own check names it.
+  if form.rank >= 2 and values.shape == mask.shape:
+    on_pad = (mask == 0) & ~np.isin(values, form.ignored)
+  elif form.rank == 1 and form.bound is None and values.ndim == 1:
+    inside = (values >= 0) & (values < mask.shape[1])
+    on_pad = inside & (np.take_along_axis(
+        mask, np.clip(values, 0, mask.shape[1] - 1)[:, None].astype(np.int64), 1)[:, 0] == 0)
+  else:
+    return
+  if on_pad.any():  # Warned, not refused: a caller may mean it (a test of the loss alone).
+    at = tuple(int(i) for i in np.argwhere(on_pad)[0])
+    position = at[1] if len(at) > 1 else int(values[at])
+    logging.warning("%s label %d padding position(s) (x['input_mask'] 0 there), the first "
+                    "position %d of example %d: they are trained on and scored; the head "
+                    "reads %s of the text's own positions", where, int(on_pad.sum()),
+                    position, at[0], form.text)
+
+
 def _span_order(starts, ends):
   """bool [B] (arrays or tensors): True where a span ends before it starts."""
   return ends < starts
@@ -607,6 +654,7 @@ def check_label_values(model: keras.Model, x, y, what: str = "y"):
       known = f" (S = {bound} here)" if form.bound is None else ""
       raise ValueError(f"{where} hold {values[tuple(at)]} at [{', '.join(map(str, at))}]: "
                        f"the head trains on {form.text}{known}")
+    _check_labels_on_text(where, values, form, x)
   if set(forms) == set(SPAN_OUTPUT_NAMES):
     starts, ends = (np.asarray(_labels(model, y, name)) for name in SPAN_OUTPUT_NAMES)
     swapped = _span_order(starts, ends)
@@ -1027,8 +1075,11 @@ class BertTokenClassifier(RawTextPredict, _FineTuningStep, keras.Model):
             "labelled": tf.reduce_sum(tf.cast(labelled, tf.float32))}
 
   def metric_values(self, sums):
-    """`accuracy`: the fraction of labelled positions tagged right."""
-    return {"accuracy": tf.math.divide_no_nan(sums["correct"], sums["labelled"])}
+    """`accuracy`: the fraction of labelled positions tagged right (NaN when there is none:
+    not 0.0, a score of no token, sweep 33, B181)."""
+    ratio = tf.math.divide_no_nan(sums["correct"], sums["labelled"])
+    return {"accuracy": tf.where(sums["labelled"] > 0, ratio,
+                                 tf.constant(float("nan"), ratio.dtype))}
 
   def hf_task(self, labels: Optional[Sequence[str]] = None) -> dict:
     """The task fields of this model's Hugging Face `config.json` (`hf_task_fields`): its

@@ -130,9 +130,20 @@ def _vocab_file() -> str:
 
 
 def _task(run) -> glue_data.Task:
-  """The classifier's task: --task_name, else the run's (a custom one with its format)."""
-  name = f.TASK_NAME.value
-  if run.get("task_name") and (name is None or name.lower() == run["task_name"].lower()):
+  """The classifier's task: the run's (a custom one with its format), else --task_name.
+
+  Raises:
+    ValueError: --task_name names another task than the run's (its dev file was read with
+      the other task's layout: "sst/dev.tsv:1: column 1 (label) is 'label'" for an SST-2
+      run told --task_name=cola, which named neither task; sweep 33, A19).
+  """
+  name, recorded = f.TASK_NAME.value, run.get("task_name")
+  if recorded and name is not None and name.strip().lower() != recorded.lower():
+    raise ValueError(f"--task_name={name}, but {f.MODEL.value} is a model of the task "
+                     f"{recorded} (its run's run_config.json): its labels and data are "
+                     f"{recorded}'s; leave --task_name out (the run's task is used), or pass "
+                     f"a model trained on {name}")
+  if recorded:
     return ClassifierRunConfig.from_json(json.dumps(run)).task()
   return glue_data.get_task(name) if name else None
 

@@ -1,6 +1,7 @@
 """Tests for tfbert.alignment.alignment: variants, tolerances and the comparison arithmetic."""
 
 import json
+import math
 import os
 import re
 
@@ -134,7 +135,8 @@ def test_compare_curves_fails_on_nan_and_on_a_missing_step():
 def test_compare_weights_by_hand():
   a = {"w": np.array([1.0, -4.0]), "b": np.array([0.5])}
   b = {"w": np.array([1.0, -4.002]), "b": np.array([0.501])}
-  assert alignment.compare_weights(a, b) == pytest.approx((0.002, 0.002 / 4.0))
+  # Each tensor against its own scale: b's 0.001 on 0.5 (2e-3) is the worst, not w's 5e-4.
+  assert alignment.compare_weights(a, b) == (pytest.approx(0.002), pytest.approx(0.002), "b")
   with pytest.raises(ValueError, match=r"differ in names: \['c'\]"):
     alignment.compare_weights(a, {**b, "c": np.zeros(1)})
   # Sweep 30, B83/B84: NumPy broadcast (2,) against (1,) to "identical"; empty curves passed.
@@ -170,6 +172,21 @@ def test_report_and_table(tmp_path):
   assert "eager" in table and "DIFFERS" in table and table.count("\n") == 2
 
 
+def test_a_small_tensor_changing_sign_is_a_weights_difference():
+  """Sweep 32, B62: measured against the model's largest weight (1.0), a bias of 2e-6 turned
+  to -2e-6 deviated 4e-6 < 1e-5 and passed; against its own scale it deviates 2.0."""
+  a = {"embeddings": np.array([1.0, -1.0]), "bias": np.array([2e-6, 1e-6])}
+  b = {"embeddings": np.array([1.0, -1.0]), "bias": np.array([-2e-6, 1e-6])}
+  deviation, relative, worst = alignment.compare_weights(a, b)
+  assert deviation == pytest.approx(4e-6) and relative == pytest.approx(2.0) and worst == "bias"
+  pair = PairReport("x", "graph", 1e-5, 0.0, 0.0, None, deviation, relative, worst)
+  assert not pair.passed
+  assert "DIFFERS (final weights: bias)" in alignment.format_table([pair])
+  # A tensor both runs left at zero agrees; a NaN never does.
+  assert alignment.compare_weights({"z": np.zeros(3)}, {"z": np.zeros(3)}) == (0.0, 0.0, "z")
+  assert alignment.compare_weights(a, {**b, "bias": np.array([np.nan, 1e-6])})[1] == math.inf
+
+
 def test_weights_over_tolerance_fail_the_pair():
   assert not PairReport("x", "graph", 1e-5, 0.0, 0.0, None, 1.0, 2e-5).passed
   assert PairReport("x", "graph", 1e-5, 0.0, 0.0, None).passed
@@ -195,3 +212,56 @@ def test_fine_tuning_with_the_default_optimizer_says_it_is_the_default():
   with pytest.raises(ValueError, match=re.escape(
       "fine-tuning (squad) trains AdamW: optimizer.optimizer must be 'adamw', got 'sgd'")):
     _config("graph", "accumulate2", task="squad", train_file="train.json", optimizer=sgd)
+
+
+def _gradients(model, features, labels):
+  """{google name: max |gradient|} of the model's mean example loss."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+  from tfbert.checkpoints import google_names  # pylint: disable=import-outside-toplevel
+  variables = google_names.google_variable_map(model)
+  with tf.GradientTape() as tape:
+    loss = tf.reduce_mean(model.example_losses(model(features), labels))
+  grads = tape.gradient(loss, list(variables.values()))
+  return {name: 0.0 if g is None else float(np.max(np.abs(tf.convert_to_tensor(g))))
+          for name, g in zip(variables, grads)}
+
+
+@pytest.mark.parametrize("task", ["squad", "classifier"])
+def test_the_weights_left_out_are_exactly_those_the_loss_does_not_depend_on(task):
+  """`loss_invariant_weights` against the gradients of a 2-layer model: every weight it names
+  has a gradient of float32 rounding (<= 1e-6 of the largest), and the neighbours it does not
+  name have a real one (the first layer's output LayerNorm beta, the head's bias of a
+  classifier), so the list is neither short (its noise failed the SQuAD alignment at 0.47 per
+  tensor) nor broad."""
+  import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+  from tfbert.models import BertClassifier, BertSpanLabeler  # pylint: disable=import-outside-toplevel
+  config = BertConfig(vocab_size=37, hidden_size=12, num_hidden_layers=2, num_attention_heads=3,
+                      intermediate_size=13, max_position_embeddings=16,
+                      hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+  rng = np.random.default_rng(5)
+  features = {"input_ids": rng.integers(1, 37, (5, 11)), "input_mask": np.ones((5, 11), np.int32),
+              "segment_ids": np.zeros((5, 11), np.int32)}
+  features["input_mask"][:, 9:] = 0
+  tf.keras.utils.set_random_seed(7)
+  if task == "squad":
+    model = BertSpanLabeler(config, dtype="float32")
+    labels = {"start_logits": rng.integers(0, 9, 5), "end_logits": rng.integers(0, 9, 5)}
+  else:
+    model = BertClassifier(config, num_classes=3, dtype="float32")
+    labels = {"logits": rng.integers(0, 3, 5)}
+  model(features)
+  gradients = _gradients(model, features, labels)
+  largest = max(gradients.values())
+  left_out = alignment.loss_invariant_weights(task, 2, gradients)
+  expected = ["bert/encoder/layer_0/attention/self/key/bias",
+              "bert/encoder/layer_1/attention/self/key/bias"]
+  if task == "squad":
+    expected += ["bert/encoder/layer_1/output/LayerNorm/beta", "cls/squad/output_bias"]
+  assert left_out == sorted(expected)
+  for name in left_out:
+    assert gradients[name] <= 1e-6 * largest, (name, gradients[name], largest)
+  assert gradients["bert/encoder/layer_0/output/LayerNorm/beta"] > 1e-3 * largest
+  if task == "classifier":
+    assert gradients["output_bias"] > 1e-3 * largest

@@ -1,5 +1,6 @@
 """Tests for tfbert.checkpoints.google_checkpoint on Google's own run_pretraining.py output."""
 
+import json
 import os
 import re
 import shutil
@@ -264,6 +265,17 @@ def test_allowing_the_unscoped_classifier_head_to_be_missing_does_not_allow_the_
   with pytest.raises(ValueError, match="has no component 'pooler'"):
     google_checkpoint.assign_google_weights(BertClassifier(config, 3), complete, "x",
                                             allow_missing=("pooler",))
+  # Sweep 33, B86-B88: the components are listed (a close one suggested), and a bare string
+  # is refused (iterated, it named 'c', the first letter).
+  with pytest.raises(ValueError, match=r"has no component 'clasifier_head' \(did you mean "
+                                       r"'classifier_head'\?\); its components: encoder, "
+                                       r"classifier_head"):
+    google_checkpoint.assign_google_weights(BertClassifier(config, 3), complete, "x",
+                                            allow_missing=("clasifier_head",))
+  with pytest.raises(TypeError, match=r"a sequence of component names, e.g. "
+                                      r"\['classifier_head'\], got the string"):
+    google_checkpoint.assign_google_weights(BertClassifier(config, 3), complete, "x",
+                                            allow_missing="classifier_head")
 
 
 @pytest.mark.parametrize("marked", [False, True])
@@ -434,3 +446,36 @@ def test_a_model_is_never_written_over_the_checkpoint_it_was_read_from(tiny, tmp
     assert {name: open(os.path.join(folder, name), "rb").read()
             for name in os.listdir(folder)} == before
   google_checkpoint.export_google_checkpoint(model, str(tmp_path / "other" / "bert_model.ckpt"))
+
+
+def test_tokenizer_settings_that_nothing_records_or_reads_back_are_refused_before_writing(
+    tiny, shared_data, tmp_path):
+  """Sweep 33, B96-B100: do_lower_case=True beside a cased vocabulary was written (tfbert.load
+  then refused the checkpoint); a model_max_length of 4096 for 64 positions was recorded for
+  other tokenizers; do_lower_case or model_max_length without a vocabulary were dropped."""
+  from tfbert.text import casing  # pylint: disable=import-outside-toplevel
+  config, _ = tiny
+  model = BertPretrainer(config)
+  prefix = str(tmp_path / "out" / "bert_model.ckpt")
+  cased = os.path.join(shared_data, "bert_cased_vocab.txt")
+  uncased = os.path.join(shared_data, "bert_uncased_vocab.txt")
+  with pytest.raises(casing.CasingMismatchError, match="allow_casing_mismatch"):
+    google_checkpoint.export_google_checkpoint(model, prefix, vocab_file=cased,
+                                               do_lower_case=True)
+  limit = config.max_position_embeddings
+  for length in (limit + 1, 0, True):
+    with pytest.raises(ValueError, match=rf"model_max_length must be an int in \[1, {limit}\]"):
+      google_checkpoint.export_google_checkpoint(model, prefix, vocab_file=uncased,
+                                                 do_lower_case=True, model_max_length=length)
+  for given in ({"do_lower_case": True}, {"model_max_length": 8}):
+    with pytest.raises(ValueError, match=f"^{next(iter(given))}: recorded in "
+                                         "tokenizer_config.json .* only with vocab_file"):
+      google_checkpoint.export_google_checkpoint(model, prefix, **given)
+  assert not (tmp_path / "out").exists()
+  # What is consistent is written (and the mismatch when asked for).
+  google_checkpoint.export_google_checkpoint(model, prefix, vocab_file=cased,
+                                             do_lower_case=True, allow_casing_mismatch=True)
+  google_checkpoint.export_google_checkpoint(model, prefix, vocab_file=uncased,
+                                             do_lower_case=True, model_max_length=limit)
+  assert json.loads((tmp_path / "out" / "tokenizer_config.json").read_text())[
+      "model_max_length"] == limit

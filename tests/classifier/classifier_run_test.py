@@ -314,6 +314,23 @@ def test_an_evaluation_of_another_dev_file_says_whose_scores_it_replaces(tmp_pat
           f"with those of {other}") in caplog.text, caplog.text
 
 
+@pytest.mark.slow  # ~3 s: one evaluation and prediction of an untrained tiny model.
+def test_one_file_evaluated_and_predicted_is_recorded_once_and_nothing_is_said_replaced(
+    tmp_path, caplog):
+  """Sweep 32, A19: the dev predictions' source was not recorded, so predicting the same file
+  in the same run said it replaced predictions "whose source was not recorded"."""
+  _write_mnli(tmp_path)
+  dev = str(_glue(tmp_path) / "dev_matched.tsv")
+  caplog.set_level("INFO", logger="absl")
+  classifier_run.run_classifier(_run_config(
+      tmp_path, "out", task_name="mnli", do_eval=True, eval_file=dev, do_predict=True,
+      predict_file=dev, **_untrained(tmp_path)))
+  assert "replacing" not in caplog.text, caplog.text
+  assert _read_json(tmp_path / "out" / "predictions_source.json") == {
+      "dev_matched_predictions.tsv": dev}
+  assert len(_read_tsv(tmp_path / "out" / "dev_matched_predictions.tsv")) == 1 + 7
+
+
 @pytest.mark.slow  # 3 s or more on the Intel Xeon (profile of 2026-11-30).
 def test_mnli_evaluates_matched_and_mismatched_and_predicts_both_test_files(tmp_path):
   labels = MNLI_LABELS
@@ -712,6 +729,7 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_serves_raw_text(m
   predicted = _read_tsv(out / "test_predictions.tsv")[1:]
   # Which file they predict (sweep 26, A92: a rerun on another replaced them silently).
   assert _read_json(out / "predictions_source.json") == {
+      "dev_predictions.tsv": os.path.join(_glue(mrpc_dir), "dev.tsv"),
       "test_predictions.tsv": os.path.join(_glue(mrpc_dir), "test.tsv")}
   texts = [text for _, a, b in rows for text in (a, b)]
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

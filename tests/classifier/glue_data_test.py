@@ -120,6 +120,12 @@ def test_blank_lines_are_skipped_and_do_not_count_as_rows(tmp_path):
     ("sst-2", ["a\t0", "\t1", "b\t1", " \t0"], "dev", ["a", "", "b", " "], [0, 1, 2, 3]),
     ("rte", ["0\tA.\tB.\tentailment", "1\tA.\t \tentailment", "2\t\tB.\tentailment"],
      "train", ["A."], [0]),
+    # Texts that yield no wordpiece are blank too: zero-width spaces, a byte order mark
+    # (sweep 33, A25: counted as text, predicted from nothing without a word).
+    ("sst-2", ["a\t0", "\u200b\u200b\t1", "b\t1", "\ufeff \u200b\t0"], "train", ["a", "b"],
+     [0, 2]),
+    ("sst-2", ["a\t0", "\u200b\t1", "b \u200b\t1", "\u200b\t0"], "dev",
+     ["a", "\u200b", "b \u200b", "\u200b"], [0, 1, 2, 3]),
 ])
 def test_blank_texts_are_counted_in_one_warning_and_left_out_of_training_only(
     tmp_path, caplog, task, rows, split, kept, indexes):

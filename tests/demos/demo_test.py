@@ -1,6 +1,7 @@
 """Tests for tools.demos.demo: the real MiniLM reproduces sentence-transformers' published
 numbers."""
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -38,6 +39,24 @@ def test_default_run_formats_a_report(default_run):
   # The two eating sentences are each other's nearest neighbour.
   sim = result.similarity - np.eye(len(demo.DEFAULT_SENTENCES)) * 2
   assert sim[0].argmax() == 1 and sim[1].argmax() == 0
+
+
+def test_the_report_marks_the_wordpieces_cut_at_the_sequence_length():
+  """Sweep 33, A81: at --seq_length=8 a sentence of 12 wordpieces listed all 12, though only
+  6 were embedded, and two sentences alike up to the cut compared at 1.000 without a word."""
+  tokens = [["a", "b", "c", "d", "e", "f", "g", "h"], ["a", "b", "c"],
+            ["a", "b", "c", "d", "e", "f", "x"]]
+  embeddings = np.eye(3, 4, dtype=np.float32)
+  result = demo.DemoResult(tokens, embeddings, embeddings @ embeddings.T, seq_length=8)
+  text = demo.format_result(["one", "two", "three"], result)
+  assert "wordpieces: a b c d e f | cut, not embedded: g h (8 wordpieces, 6 embedded)\n" in text
+  assert "wordpieces: a b c\n" in text
+  assert "wordpieces: a b c d e f | cut, not embedded: x (7 wordpieces, 6 embedded)\n" in text
+  assert text.endswith("warning: sentence(s) [0], [2] cut at seq_length 8: only their first 6 "
+                       "wordpieces (beside [CLS] and [SEP]) are embedded and compared; raise "
+                       "--seq_length to embed them whole")
+  whole = demo.format_result(["one", "two", "three"], dataclasses.replace(result, seq_length=10))
+  assert "cut" not in whole and "warning" not in whole
 
 
 @pytest.mark.slow

@@ -60,6 +60,9 @@ def test_jsonl_by_key(tmp_path):
 
 @pytest.mark.parametrize("lines, columns, message", [
     (["a\tb", "x\t"], Columns("a", "b"), r"pairs.tsv:2: positive is empty"),
+    # A text that yields no wordpiece is as empty (sweep 33, A25).
+    (["a\tb", "\u200b\u200b\ty"], Columns("a", "b"), r"pairs.tsv:2: anchor is empty or not "
+     r"text \('\\u200b\\u200b'\)"),
     (["a\tb", "x\ty"], Columns("a", "c"), r"pairs.tsv:1: the header has no column "
                                           r"positive \('c'\); columns: 'a', 'b'"),
     # Said "columns: a,b" alone: the file was comma-separated.
@@ -136,6 +139,9 @@ def test_a_retrieval_set_is_read_and_its_errors_name_file_and_line(tmp_path):
   malformed = _write(tmp_path / "malformed.tsv", ["q1 what purrs"])
   with pytest.raises(ValueError, match=r"malformed.tsv:1: expected id<TAB>text"):
     embedding_data.read_retrieval_set(malformed, corpus, qrels)
+  invisible = _write(tmp_path / "invisible.tsv", ["d1\ta", "d2\t\u200b"])  # Sweep 33, A25.
+  with pytest.raises(ValueError, match=r"invisible.tsv:2: expected id<TAB>text"):
+    embedding_data.read_retrieval_set(queries, invisible, qrels)
 
 
 @pytest.mark.parametrize("names", [("qid", "text", "did", "text", "qid", "did"),

@@ -67,3 +67,26 @@ def test_an_export_answers_a_long_context_over_its_windows_as_its_model_does(
   assert warning.startswith(
       f"{old}: answer_question reads one window of max_seq_length 20, and 1 of 2 contexts "
       f"are longer (context 0: {room} of {total} wordpieces read): the rest is not read.")
+
+
+@pytest.mark.slow  # ~3 s: one encoder export.
+def test_an_encoder_export_loads_and_predicts_as_the_encoder_does(tmp_path):
+  """Sweep 33, B172: tfbert.save wrote an encoder's export (its encode_text signature) that
+  tfbert.load refused ("a SavedModel without a tfbert raw-text signature")."""
+  config = tfbert.BertConfig(**tiny_models.TINY)
+  encoder = tiny_models.with_text(tfbert.BertEncoder(config), 11)
+  path = str(tmp_path / "export")
+  tfbert.save(encoder, path, "export")
+  loaded = tfbert.load(path)
+  assert (type(loaded), loaded.signature) == (exported.ExportedModel, "encode_text")
+  mine = encoder.predict(tiny_models.TEXTS, verbose=0)
+  theirs = loaded.predict(tiny_models.TEXTS, batch_size=3, verbose=0)
+  assert sorted(theirs) == ["pooled_output", "sequence_output"]
+  for name in theirs:
+    assert theirs[name].shape == mine[name].shape, name
+    np.testing.assert_allclose(theirs[name], mine[name], atol=1e-5, err_msg=name)
+  empty = loaded.predict([], verbose=0)
+  assert empty["sequence_output"].shape == (0, 11, 32) and empty["pooled_output"].shape == (0, 32)
+  with pytest.raises(TypeError, match=r"this export answers predict\(\) \(its encode_text "
+                                      r"signature\), not encode\(\)"):
+    loaded.encode(["a"])

@@ -352,7 +352,9 @@ def test_a_span_labeler_of_few_positions_gets_windows_that_fit(tmp_path):
   tfbert.save(model, str(tmp_path / "hf"), "hf")
   back = tfbert.load(str(tmp_path / "hf"), max_seq_length=40)
   settings = text_settings.settings_of(back)
-  assert (settings.max_seq_length, settings.max_query_length) == (40, 18)
+  # The question budget saved with it (5: attach_text fits it to the model's S 13), which
+  # fits windows of 40 too.
+  assert (settings.max_seq_length, settings.max_query_length) == (40, 5)
   # Windows of 40 hold the question and the context: the call answers. An untrained head
   # may find no valid span ("" then; which it finds depends on its random weights).
   found = back.answer("Who?", "Mira met Zyxwar.")
@@ -611,6 +613,23 @@ def test_reinit_head_starts_a_fresh_head_on_a_fine_tuned_models_encoder(tmp_path
                             model.classifier_head.output_weights.numpy())
   with pytest.raises(ValueError, match="holds a BertEncoder .*pass task= as well"):
     loading._own_task(_model(tfbert.BertEncoder), "enc")
+
+
+def test_a_sentence_encoder_has_no_head_to_start_fresh_and_none_is_called_random(
+    tmp_path, caplog):
+  """Sweep 33, B159: reinit_head=True on a sentence encoder warned that its head was fresh and
+  random, while its embeddings were the source's (pooling has no weights)."""
+  caplog.set_level("INFO", logger="absl")
+  model = _model(BertClassifier, 2, labels=("0", "1"))
+  path = str(tmp_path / "m.keras")
+  tfbert.save(model, path)
+  encoder = tfbert.load(path, task="sentence_encoder")
+  assert type(encoder) is BertSentenceEncoder
+  _same_weights(model.encoder, encoder.encoder)
+  assert "head is fresh" not in caplog.text and "read as a sentence encoder" in caplog.text
+  with pytest.raises(ValueError, match=r"reinit_head=True on .*m\.keras: a sentence encoder's "
+                                       r"head is its pooling, which has no weights"):
+    loading.with_task(encoder, "sentence_encoder", None, path, reinit_head=True)
 
 
 def test_one_label_is_refused_naming_labels_and_what_a_classifier_needs(tmp_path):

@@ -142,6 +142,20 @@ def test_a_long_context_is_answered_over_its_windows_with_offsets_into_it(models
   assert row["score"] == pytest.approx(best, rel=1e-5)
 
 
+def test_a_blank_question_is_refused_naming_it(models):
+  """Sweep 33, A63: answer("", context) gave a span and a score, where the SQuAD reader
+  skips a blank question. Blank is no wordpiece: white space, zero-width spaces."""
+  model = models["span_labeler"]
+  with pytest.raises(ValueError, match=r"^the question is blank \(' '"):
+    model.answer(" ", "The cat sat.")
+  with pytest.raises(ValueError) as raised:
+    model.answer(["Who?", "", "\u200b"], ["The cat sat."] * 3)
+  assert re.search(r"questions\[1\] is blank \(''.*questions\[2\] is blank \('\\u200b'",
+                   str(raised.value)), str(raised.value)
+  with pytest.raises(ValueError, match=r"^questions\[1\]\[0\] is blank .*nothing to ask"):
+    model.answer([("Who?", "The cat sat."), ("\t", "The cat sat.")])
+
+
 def window_array(window, name):
   return np.asarray(getattr(window, name))[None]
 

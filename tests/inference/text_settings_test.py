@@ -135,3 +135,24 @@ def test_the_default_length_stays_within_the_models_positions():
       _model(), vocab)).max_seq_length == 64  # TINY's 64 positions: under the default 128.
   with pytest.raises(ValueError, match="max_seq_length 17 exceeds"):
     text_settings.attach_text(model, vocab, max_seq_length=17)
+
+
+def test_a_span_labelers_question_budget_fits_its_windows_when_attached():
+  """Sweep 33, B48: attach_text(span labeler, S 48) took google-research/bert's 64 question
+  word pieces and failed at the first answer() ("max_seq_length (48) must be greater than
+  max_query_length (64)+3"); it takes the budget tfbert.load takes, and a given one that
+  leaves no context is refused when attached."""
+  from tfbert import BertSpanLabeler  # pylint: disable=import-outside-toplevel
+  model = BertSpanLabeler(BertConfig(**tiny_models.TINY))
+  model.build()
+  vocab = pretrained.minilm_vocab_file()
+  assert text_settings.settings_of(text_settings.attach_text(
+      model, vocab, max_seq_length=48)).max_query_length == 22
+  assert text_settings.settings_of(text_settings.attach_text(
+      model, vocab, max_seq_length=64)).max_query_length == 30
+  assert text_settings.fitting_query_length(200) == 64
+  with pytest.raises(ValueError, match=r"max_seq_length \(48\) must be greater than "
+                                       r"max_query_length \(64\) \+ 3"):
+    text_settings.attach_text(model, vocab, max_seq_length=48, max_query_length=64)
+  text_settings.attach_text(model, vocab, max_seq_length=48)
+  assert isinstance(model.answer("Who met?", "Mira met Zyxwar.")["answer"], str)

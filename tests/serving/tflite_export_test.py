@@ -271,6 +271,30 @@ def test_tool_refuses_task_name_for_a_model_that_is_no_classifier(tmp_path, conf
   assert not output.parent.exists()
 
 
+def test_tool_refuses_a_task_name_other_than_the_runs_before_reading_data(tmp_path, config):
+  """Sweep 33, A19: an SST-2 run's model told --task_name=cola read the SST-2 dev file as
+  CoLA's and said "sst/dev.tsv:1: column 1 (label) is 'label'", naming neither task."""
+  model = BertClassifier(config, 2)
+  model.build()
+  run, sst = tmp_path / "run", tmp_path / "sst"
+  sst.mkdir()
+  (sst / "dev.tsv").write_text("sentence\tlabel\na fine film\t1\n")
+  run.mkdir()
+  (run / "run_config.json").write_text(ClassifierRunConfig(
+      output_dir=str(run), task_name="sst-2", data_dir=str(sst), do_train=True).to_json())
+  convert.save_tfbert_model(model, str(run / "model.keras"))
+  (run / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\nfine\nfilm\n")
+  output = tmp_path / "lite" / "model.tflite"
+  refused = tool_process.run_tool("export_tflite", f"--model={run / 'model.keras'}",
+                                  f"--output={output}", "--task_name=cola",
+                                  f"--eval_data_dir={sst}", "--seq_length=7")
+  assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
+      f"export_tflite: error: --task_name=cola, but {run / 'model.keras'} is a model of the "
+      "task sst-2 (its run's run_config.json): its labels and data are sst-2's; leave "
+      "--task_name out (the run's task is used), or pass a model trained on cola"]
+  assert not output.parent.exists()
+
+
 @pytest.mark.parametrize("task_name", ["", " "])
 def test_tool_refuses_an_empty_task_name(tmp_path, task_name):
   """Sweep 17: --task_name= was read as no --task_name: the run's task was used without a
@@ -389,16 +413,17 @@ def test_tool_exports_a_run_and_scores_its_dev_set(tmp_path, monkeypatch):
   want = model(features, training=False)["logits"].numpy()
   assert helpers.max_abs_diff(tflite_export.TfliteModel(str(output))(features)["logits"],
                               want) < FLOAT_TOL
-  # Another task's dev set: refused by name before the export (a KeyError before).
+  # Another task than the run's: refused by name before the export (a KeyError before;
+  # then "task 'mnli' ... is not the model's"; sweep 33, A19: both tasks named).
   other = tmp_path / "lite_mnli" / "model.tflite"
   refused = tool_process.run_tool("export_tflite", f"--model={run / 'best' / 'model.keras'}",
                                   f"--output={other}", f"--eval_data_dir={tmp_path / 'glue'}",
                                   "--task_name=mnli")
   assert refused.returncode == 1
   assert refused.stderr.strip().splitlines() == [
-      "export_tflite: error: task 'mnli' (contradiction, entailment, neutral) is not the "
-      "model's (2 unnamed classes): score a classifier on its own task's dev files "
-      "(--task_name)"]
+      f"export_tflite: error: --task_name=mnli, but {run / 'best' / 'model.keras'} is a model "
+      "of the task mrpc (its run's run_config.json): its labels and data are mrpc's; leave "
+      "--task_name out (the run's task is used), or pass a model trained on mnli"]
   assert not other.parent.exists()
   # A dev file of another layout: refused before the export too (it was refused after
   # writing the .tflite file, the tool failing with its output in place).

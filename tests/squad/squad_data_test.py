@@ -258,20 +258,21 @@ def test_a_squad_file_that_is_a_link_to_nothing_is_named_as_one(tmp_path):
                           "gone.json, which does not exist")
 
 
-@pytest.mark.parametrize("field", ["question", "context"])
+@pytest.mark.parametrize("field, blank", [("question", " \t "), ("context", "\n"),
+                                          ("question", "\u200b \u200b"), ("context", "\ufeff")])
 def test_a_blank_question_or_context_is_skipped_naming_its_field_path(
-    tmp_path, shared_data, caplog, field):
+    tmp_path, shared_data, caplog, field, blank):
   """Sweep 16 S1: a question "   " was trained on and answered without a word. A blank
   question or context (nothing to ask, or nothing to answer from) is skipped with a warning
   naming its field path and id, as a misplaced training answer is, in training and
-  prediction."""
+  prediction. Blank is no wordpiece: zero-width spaces too (sweep 33, A25)."""
   data = _fixture(shared_data)
   paragraph = data["data"][0]["paragraphs"][0]
   if field == "question":
-    paragraph["qas"][0]["question"] = " \t "
+    paragraph["qas"][0]["question"] = blank
     path, skipped = "data[0].paragraphs[0].qas[0].question", 1
   else:
-    paragraph["context"] = "\n"
+    paragraph["context"] = blank
     path, skipped = "data[0].paragraphs[0].context", len(paragraph["qas"])
   file = _write(tmp_path, data)
   total = sum(len(p["qas"]) for a in data["data"] for p in a["paragraphs"])

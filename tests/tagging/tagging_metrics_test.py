@@ -181,6 +181,31 @@ def test_a_changed_token_below_the_refusal_share_is_warned_of_naming_both_files(
       f"predict {gold_path} itself"]
 
 
+def test_predicted_entity_types_the_gold_never_has_are_warned_of_naming_both_sides(tmp_path,
+                                                                                    caplog):
+  """Sweep 33, A98: predictions of another tag set (PER, LOC against person, location)
+  scored F1 0.0 without a word. Scored still (a system may predict a type the gold lacks),
+  with a warning naming the unknown types and the gold's types never predicted."""
+  gold_path = tmp_path / "gold"
+  gold_path.write_text("John B-person\nin O\nNew B-location\nYork I-location\n\n"
+                       "Ann B-person\nsang O\n", encoding="utf-8")
+  gold = conll.read_conll(str(gold_path))
+  path = tmp_path / "pred"
+  path.write_text("John B-PER\nin O\nNew B-LOC\nYork I-LOC\n\nAnn B-person\nsang O\n",
+                  encoding="utf-8")
+  with caplog.at_level("WARNING"):
+    tagging_metrics.read_predictions(str(path), gold, str(gold_path))
+  assert [r.getMessage() for r in caplog.records if "type" in r.getMessage()] == [
+      f"{path}: predicts entity type(s) LOC, PER, which {gold_path} never has; {gold_path}'s "
+      "type(s) never predicted: location (its types: location, person): an entity of a type "
+      "the gold lacks never matches; predictions of another tag set?"]
+  caplog.clear()
+  path.write_text("John B-person\nin O\nNew O\nYork O\n\nAnn O\nsang O\n", encoding="utf-8")
+  with caplog.at_level("WARNING"):  # Types of the gold's only, some never predicted: silent.
+    tagging_metrics.read_predictions(str(path), gold, str(gold_path))
+  assert not caplog.records
+
+
 @pytest.mark.parametrize("team", SUBMISSIONS)
 def test_the_official_wnut17_scores_of_every_submission(shared_data, team):
   """Counts exactly equal, F1 to 1e-9 of the F1 of the official counts, and the published

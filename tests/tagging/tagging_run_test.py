@@ -318,6 +318,7 @@ def test_tool_trains_mirrored_with_accumulation_and_its_export_tags_raw_text(ner
   predicted = conll.read_conll(str(out / "test_predictions.conll"))
   # Which file they tag (sweep 26, A91: a rerun on another replaced them silently).
   assert _read_json(out / "predictions_source.json") == {
+      "dev_predictions.conll": str(tmp_path / "dev.conll"),
       "test_predictions.conll": str(tmp_path / "test.conll")}
   assert [s.words for s in predicted] == [tuple(w for w, _ in s) for s in test]
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -248,6 +248,28 @@ def test_init_tfbert_names_a_keras_file_that_is_not_a_tfbert_model(tmp_path):
     assert str(e.value).startswith(f"{path}: {message}"), e.value
 
 
+@pytest.mark.parametrize("names, message", [
+    (["saved_model.pb"], "{path} is a SavedModel export (it serves; it holds no checkpoint to "
+                         "read: use its run's model.keras)"),
+    (["model.keras"], "{path} is a tfbert run directory, not a .keras model file: pass its "
+                      "model {path}/model.keras"),
+    (["notes.txt"], "{path} is a directory: name the .keras model in it (e.g. "
+                    "{path}/model.keras)"),
+])
+def test_init_tfbert_naming_a_directory_says_what_it_is(tmp_path, names, message):
+  """Sweep 33, A89, A92, A93: an export given as --init_tfbert was told to name the
+  model.keras in it, which it does not hold; export_tflite's --model and
+  convert_checkpoint's --input already said what it is and where the model is."""
+  path = tmp_path / "given"
+  path.mkdir()
+  for name in names:
+    (path / name).write_text("")
+  config = fine_tuning.FineTuningConfig(output_dir=str(tmp_path / "out"), init_tfbert=str(path))
+  with pytest.raises(ValueError) as e:
+    fine_tuning.check_sources(config)
+  assert str(e.value) == "--init_tfbert " + message.format(path=path)
+
+
 _SAVE_ON_FULL_DISK = """
 import dataclasses, os, sys
 from tests.tasks import fine_tuning_test

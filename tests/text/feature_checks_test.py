@@ -31,8 +31,12 @@ def _features(batch=2, length=5, **changes):
 
 
 @pytest.mark.parametrize("x, error, message", [
-    ({**_features(), "input_ids": np.full((2, 5), 1037.7, np.float32)}, TypeError,
-     r"x\['input_ids'\] is float32: token ids are integers .*1037.7 read as 1037"),
+    ({**_features(), "input_ids": np.where(np.arange(10).reshape(2, 5) == 7, 5.7,
+                                            1037).astype(np.float32)}, TypeError,
+     # The first value that is cut, where it is: the message quoted a made-up "1037.7
+     # read as 1037" that read like the caller's data (sweep 33, A38).
+     r"x\['input_ids'\] is float32: token ids are integers .*cut off \(e\.g\. 5\.7 at "
+     r"\[1, 2\] would be read as 5\)"),
     (_features(length=100), ValueError, r"x\['input_ids'\] has sequence length 100, outside "
      r"\[1, 64\]: the model has 64 positions \(max_position_embeddings in the config\)"),
     (_features(input_ids=((0, 1), 40000)), ValueError, r"x\['input_ids'\] holds 40000 at "

@@ -125,3 +125,12 @@ def test_final_sigma_regex_agrees_with_python_lower():
 
 def test_final_sigma_regex_is_built_once():
   assert final_sigma_regex() is final_sigma_regex()
+
+
+def test_a_blank_text_is_one_that_yields_no_wordpiece():
+  """Sweep 33, A25: a row of zero-width spaces passed `str.strip()` as text and went to the
+  model as an empty one, uncounted among the blank texts."""
+  for text in ["", " \t", "".join(DELETED), "".join(SPACES), "\u200b \u200b", "\u0301"]:
+    assert text_normalization.is_blank(text), repr(text)
+  for text in ["a", "\u200b.", " \u00ad x", "\u4e00", "\ud800"]:
+    assert not text_normalization.is_blank(text), repr(text)

@@ -463,6 +463,24 @@ def test_a_fit_that_ends_inside_a_window_says_so(caplog):
             in caplog.text) is said, caplog.text
 
 
+def test_a_fit_whose_last_micro_batch_is_smaller_says_its_examples_weigh_more(caplog):
+  """Sweep 33, B104: 4 examples at batch_size 3 and k 2 trained 8.4e-3 away from the batch
+  of 4 (a mean of micro-batch means) without a word; a multiple of batch_size says nothing."""
+  caplog.set_level("WARNING", logger="absl")
+  config = helpers.odd_config(num_hidden_layers=1)
+  model = BertClassifier(config, 2)
+  model.compile(optimizer=with_gradient_accumulation(keras.optimizers.SGD(0.1), 2))
+  features = {k: v for k, v in helpers.random_features(config, 3, 4, 5).items()
+              if k != "masked_lm_positions"}
+  labels = np.array([0, 1, 1, 0], np.int32)
+  model.fit(features, labels, batch_size=2, verbose=0)
+  assert "weigh" not in caplog.text
+  model.fit(features, labels, batch_size=3, verbose=0)
+  assert ("fit: 4 examples at batch_size 3 end each epoch on a batch of 1, and gradient "
+          "accumulation (2 micro-batches a step) averages micro-batch means: that batch's "
+          "examples weigh 3/1 as much as the others'") in caplog.text
+
+
 @pytest.mark.parametrize("loss_scale", [False, True])
 def test_a_create_optimizer_stack_serializes_and_a_model_compiled_with_it_loads(tmp_path,
                                                                                loss_scale):

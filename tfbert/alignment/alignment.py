@@ -287,6 +287,7 @@ class PairReport:
   first_step_over: Optional[int]
   weights_max_abs_deviation: Optional[float] = None
   weights_max_rel_deviation: Optional[float] = None
+  weights_worst_tensor: Optional[str] = None
 
   @property
   def passed(self) -> bool:
@@ -320,8 +321,41 @@ def compare_curves(reference: Sequence[float], other: Sequence[float], tolerance
   return finite(deviation), finite(relative), first
 
 
-def compare_weights(reference: dict, other: dict) -> tuple[float, float]:
-  """(max |a-b|, that / max |a|) over all tensors of two `{name: array}` dicts.
+def loss_invariant_weights(task: str, num_hidden_layers: int, names) -> list[str]:
+  """The weights of `names` on which the task's loss does not depend (ALIGNMENT.md).
+
+  Their gradient is zero up to float32 rounding, so what training leaves in them is that
+  rounding (Adam scales it up to ~lr * 1e-3 a step), different in any two reduction orders,
+  while the trained model is the same:
+
+  - every layer's attention key bias: it adds q_i . b to all of query i's scores, and the
+    softmax over keys is unchanged by a constant;
+  - SQuAD's span head bias and the last layer's output LayerNorm beta: each adds the same
+    amount to every position's start (end) logit, and the softmax over positions cancels it.
+
+  Args:
+    task: `TASKS`.
+    num_hidden_layers: the encoder's layers.
+    names: Google names of the compared weights.
+
+  Returns:
+    The sorted names among `names`.
+  """
+  patterns = [r"bert/encoder/layer_\d+/attention/self/key/bias"]
+  if task == "squad":
+    patterns += [r"cls/squad/output_bias",
+                 rf"bert/encoder/layer_{num_hidden_layers - 1}/output/LayerNorm/beta"]
+  return sorted(n for n in names if any(re.fullmatch(p, n) for p in patterns))
+
+
+def compare_weights(reference: dict, other: dict, ignore=()) -> tuple[float, float, str]:
+  """(max |a-b|, max over tensors of max |a-b| / max |a|, the tensor where that is largest).
+
+  Each tensor is measured against its own scale: against the whole model's largest weight
+  (a LayerNorm gamma of ~1), a bias of ~1e-6 could change sign and still look within 1e-5
+  (sweep 32, B62). `ignore` names tensors left out of both measures (present in both all
+  the same): the ones the loss does not depend on (`loss_invariant_weights`), which are
+  float32 rounding relative to their own scale.
 
   Raises:
     ValueError: when the two hold different tensor names or shapes, or none.
@@ -333,15 +367,24 @@ def compare_weights(reference: dict, other: dict) -> tuple[float, float]:
             if np.shape(reference[k]) != np.shape(other[k])}
   if shapes:
     raise ValueError(f"the weights differ in shapes: {shapes}")
-  if not reference:
+  if not set(reference) - set(ignore):
     raise ValueError("no weights to compare")
-  deviation = max(float(np.max(np.abs(reference[k] - other[k]))) for k in reference)
-  scale = max(float(np.max(np.abs(reference[k]))) for k in reference)
-  return deviation, deviation / max(scale, 1e-30)
+  deviation, worst, worst_name = 0.0, -1.0, ""
+  for name in sorted(set(reference) - set(ignore)):
+    ref = np.asarray(reference[name], np.float64)
+    diff = float(np.max(np.abs(ref - np.asarray(other[name], np.float64)), initial=0.0))
+    scale = float(np.max(np.abs(ref), initial=0.0))
+    relative = diff / max(scale, 1e-30) if diff == diff else math.inf  # NaN: no agreement.
+    deviation = max(deviation, diff) if diff == diff else math.inf
+    if relative > worst:
+      worst, worst_name = relative, name
+  return deviation, worst, worst_name
 
 
-def report_json(config: AlignmentConfig, curves: dict, pairs: Sequence[PairReport]) -> dict:
-  """The JSON report: per-step losses per variant and one entry per compared pair."""
+def report_json(config: AlignmentConfig, curves: dict, pairs: Sequence[PairReport],
+                weights_not_compared: Sequence[str] = ()) -> dict:
+  """The JSON report: per-step losses per variant, one entry per compared pair and the final
+  weights left out of the comparison (`loss_invariant_weights`)."""
   return {
       "task": config.task,
       "steps": config.steps,
@@ -350,16 +393,24 @@ def report_json(config: AlignmentConfig, curves: dict, pairs: Sequence[PairRepor
       "losses": {name: list(map(float, losses)) for name, losses in curves.items()},
       "pairs": [{**dataclasses.asdict(p), "passed": p.passed} for p in pairs],
       "passed": all(p.passed for p in pairs),
+      "weights_not_compared": list(weights_not_compared),
   }
 
 
 def format_table(pairs: Sequence[PairReport]) -> str:
-  """A plain-text table of the pairs."""
-  rows = [f"{'variant':<28} {'max rel dev':>12} {'tolerance':>10} {'first step over':>16}  "
-          "result"]
+  """A plain-text table of the pairs: the curves' and the final weights' largest relative
+  deviation (`-` when weights were not compared), and the tensor of a weights failure."""
+  rows = [f"{'variant':<28} {'max rel dev':>12} {'weights':>10} {'tolerance':>10} "
+          f"{'first step over':>16}  result"]
   for p in pairs:
-    rows.append(f"{p.variant:<28} {p.max_rel_deviation:>12.3e} {p.tolerance:>10.1e} "
-                f"{str(p.first_step_over or '-'):>16}  {'ok' if p.passed else 'DIFFERS'}")
+    weights = ("-" if p.weights_max_rel_deviation is None
+               else f"{p.weights_max_rel_deviation:.3e}")
+    result = "ok" if p.passed else "DIFFERS"
+    if p.weights_max_rel_deviation is not None and not (
+        p.weights_max_rel_deviation <= p.tolerance):
+      result += f" (final weights: {p.weights_worst_tensor})"
+    rows.append(f"{p.variant:<28} {p.max_rel_deviation:>12.3e} {weights:>10} "
+                f"{p.tolerance:>10.1e} {str(p.first_step_over or '-'):>16}  {result}")
   return "\n".join(rows)
 
 

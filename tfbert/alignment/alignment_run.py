@@ -367,7 +367,7 @@ def run_alignment(config: AlignmentConfig, workdir: str, plot: bool = True,
   reference = config.variants[0]
   pairs = [compare_pair(config, reference, v, curves, final_weights)
            for v in config.variants[1:]]
-  report = alignment.report_json(config, curves, pairs)
+  report = alignment.report_json(config, curves, pairs, _not_compared(config, final_weights))
   alignment.write_report(os.path.join(workdir, "report.json"), report)
   if plot:
     _plot(report, os.path.join(workdir, "alignment.png"), log)
@@ -395,13 +395,22 @@ def _plot(report: dict, path: str, log: Callable[[str], None]) -> None:
   alignment_plot.plot_curves(report, path)
 
 
+def _not_compared(config: AlignmentConfig, final_weights: dict) -> list[str]:
+  """The final weights the loss does not depend on (`alignment.loss_invariant_weights`)."""
+  if not final_weights:
+    return []
+  return alignment.loss_invariant_weights(config.task, config.bert_config.num_hidden_layers,
+                                          next(iter(final_weights.values())))
+
+
 def compare_pair(config: AlignmentConfig, reference: Variant, variant: Variant, curves: dict,
                  final_weights: dict) -> PairReport:
   tolerance = config.tolerance(reference, variant)
   max_abs, max_rel, first = alignment.compare_curves(curves[reference.name],
                                                      curves[variant.name], tolerance)
-  weights: tuple[Optional[float], Optional[float]] = (None, None)
+  weights: tuple[Optional[float], Optional[float], Optional[str]] = (None, None, None)
   if final_weights:
     weights = alignment.compare_weights(final_weights[reference.name],
-                                        final_weights[variant.name])
+                                        final_weights[variant.name],
+                                        _not_compared(config, final_weights))
   return PairReport(variant.name, reference.name, tolerance, max_abs, max_rel, first, *weights)

@@ -773,9 +773,9 @@ def write_model(model: keras.Model, fmt: str, path: str,
   if fmt in ("google", "tfbert", "hf"):  # Not into a directory of another kind of model.
     model_paths.check_no_other_model(path, fmt)
   if fmt == "google":
-    google_checkpoint.export_google_checkpoint(model, path, vocab_file=vocab_file,
-                                               do_lower_case=do_lower_case,
-                                               model_max_length=model_max_length)
+    google_checkpoint.export_google_checkpoint(  # The casing is resolved by its caller.
+        model, path, vocab_file=vocab_file, do_lower_case=do_lower_case,
+        model_max_length=model_max_length, allow_casing_mismatch=True)
     labels = labels if labels is not None else getattr(model, "labels", None)
     if labels is not None:  # Google's format has no place for them (`google_labels`).
       model_paths.write_labels_file(files.parent(path), labels)

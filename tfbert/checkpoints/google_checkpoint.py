@@ -15,6 +15,7 @@ wrong with it (missing, truncated, corrupt) instead of TensorFlow's bare `IndexE
 """
 
 import dataclasses
+import difflib
 import json
 import os
 import re
@@ -328,11 +329,17 @@ def component_names(model: keras.Model, variables: Mapping, components: Sequence
                     ) -> set[str]:
   """Google names of the weights of `components` (by weight identity, not by name prefix:
   the classifier head's Google scope is empty, so a prefix would match every name)."""
-  attributes = {attribute for attribute, _, _, _ in google_names.components(model)}
+  attributes = [attribute for attribute, _, _, _ in google_names.components(model)]
+  if isinstance(components, (str, bytes)):  # Iterated, "span_head" named 's', 'p', ...
+    raise TypeError(f"allow_missing must be a sequence of component names, e.g. "
+                    f"[{components!r}], got the string {components!r}")
   owned = set()
   for component in components:
     if component not in attributes:
-      raise ValueError(f"{type(model).__name__} has no component {component!r}")
+      close = difflib.get_close_matches(str(component), attributes, n=1)
+      raise ValueError(f"{type(model).__name__} has no component {component!r}"
+                       f"{f' (did you mean {close[0]!r}?)' if close else ''}; its components: "
+                       f"{', '.join(attributes)}")
     owned |= {id(w) for w in getattr(model, component).weights}
   return {name for name, variable in variables.items() if id(variable) in owned}
 
@@ -539,7 +546,8 @@ def _staged_sides(staging: str, base: str) -> dict[str, bytes]:
 def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool = True,
                              vocab_file: Optional[str] = None,
                              do_lower_case: Optional[bool] = None,
-                             model_max_length: Optional[int] = None) -> None:
+                             model_max_length: Optional[int] = None,
+                             allow_casing_mismatch: bool = False) -> None:
   """Writes the model as a google-research/bert checkpoint, `bert_config.json` beside it.
 
   Args:
@@ -550,17 +558,44 @@ def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool 
     do_lower_case: with `vocab_file`, also write `tokenizer_config.json` (which records the
       casing, a Google checkpoint's usual missing piece) and `special_tokens_map.json`.
     model_max_length: the sequence length `tokenizer_config.json` records (default:
-      `max_position_embeddings`).
+      `max_position_embeddings`); at most `max_position_embeddings`.
+    allow_casing_mismatch: record a `do_lower_case` that the vocabulary contradicts (cased
+      entries mean cased: `tfbert.text.casing`); refused otherwise, as `tfbert.load` would
+      refuse to read it back.
 
   Raises:
     ValueError: for a model whose head google-research/bert has no form for (the model's
       `google_checkpoint_head` is False: a tagger's would read back as a sentence classifier);
       a prefix in a folder holding a model of another kind (or another checkpoint), which
-      would then hold two (`model_paths.check_no_other_model`, as `tfbert.save`).
+      would then hold two (`model_paths.check_no_other_model`, as `tfbert.save`);
+      `do_lower_case` or `model_max_length` without `vocab_file` (nothing records them:
+      sweep 33, B99/B100), a `model_max_length` beyond the model's positions (B98).
+    tfbert.text.casing.CasingMismatchError: a `do_lower_case` the vocabulary contradicts
+      (B96).
   """
   # model_paths reads checkpoints through this module: imported here, not at its top.
   from tfbert.checkpoints import model_paths  # pylint: disable=import-outside-toplevel
+  from tfbert.text import casing  # pylint: disable=import-outside-toplevel
   prefix = files.as_path(prefix, "prefix")
+  given = [name for name, value in (("do_lower_case", do_lower_case),
+                                    ("model_max_length", model_max_length))
+           if value is not None]
+  if given and not vocab_file:
+    raise ValueError(f"{', '.join(given)}: recorded in tokenizer_config.json beside the "
+                     "vocabulary, which is written only with vocab_file; pass vocab_file")
+  if model_max_length is not None:
+    limit = model.config.max_position_embeddings
+    if (not isinstance(model_max_length, int) or isinstance(model_max_length, bool)
+        or not 1 <= model_max_length <= limit):
+      raise ValueError(f"model_max_length must be an int in [1, {limit}] (the model's "
+                       f"max_position_embeddings), got {model_max_length!r}")
+  if vocab_file and do_lower_case is not None:
+    if not files.isfile(vocab_file):
+      raise FileNotFoundError(files.missing_file_message(vocab_file, "vocabulary"))
+    casing.resolve_do_lower_case(
+        do_lower_case, casing.checkpoint_casing(None, vocab_file),
+        allow_mismatch=allow_casing_mismatch,
+        terms=casing.keywords("export_google_checkpoint", allow_mismatch=True))
   if not getattr(model, "google_checkpoint_head", True):
     raise ValueError(f"google-research/bert has no {type(model).__name__} head: its "
                      "checkpoint would read back as another model; write a Hugging Face "

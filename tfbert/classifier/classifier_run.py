@@ -53,7 +53,7 @@ The run directory explains itself:
     eval_results.json                   {dev split: {metric: value, "num_examples": N,
                                           "file": the dev file scored}}
     <split>_predictions.tsv             per dev/test file ("dev", "dev_matched", "test", ...)
-    predictions_source.json             {"test_predictions.tsv": the test file predicted}
+    predictions_source.json             {"<split>_predictions.tsv": the file predicted}
                                         (`tfbert.tasks.predictions_source`)
 
 Every file appears under its final name only when complete (`tfbert.runtime.atomic`);
@@ -288,6 +288,7 @@ class ClassifierTask(Task):
       out.result["eval"] = out.eval_results = {
           split: {**values, "file": scored[split]} for split, values in scores.items()}
       out.written += [f"{split}_predictions.tsv" for split in out.eval_results]
+      out.written.append(predictions_source.SOURCE_FILE)
     if c.do_predict:
       out.result["predictions"] = predict_test_files(
           context.model, context.strategy, context.tokenizer, c.task(), c,
@@ -295,7 +296,8 @@ class ClassifierTask(Task):
       # One file given as both dev and test file (`check_distinct_outputs`) is listed once.
       out.written += [path for path in out.result["predictions"].values()
                       if os.path.basename(path) not in out.written]
-      out.written.append(predictions_source.SOURCE_FILE)
+      if predictions_source.SOURCE_FILE not in out.written:
+        out.written.append(predictions_source.SOURCE_FILE)
     return out
 
   def export(self, context: RunContext) -> None:
@@ -501,9 +503,13 @@ def evaluate(model: BertClassifier, strategy: tf.distribute.Strategy,
         "loss": fine_tuning.eval_loss(model, {"logits": logits},
                                       train_examples({}, labels)[1]),
         "num_examples": len(examples)}
-    if write:
-      write_predictions(os.path.join(config.output_dir, f"{split}_predictions.tsv"),
-                        examples, predicted, task)
+    if write:  # Recorded as the test files' are: a predict run of the same split says whose
+      # predictions it replaces (and of the same file, nothing: sweep 32, A19). Another dev
+      # file's are named with its scores (`fine_tuning.merge_eval_results`).
+      out = os.path.join(config.output_dir, f"{split}_predictions.tsv")
+      predictions_source.written(out, predictions_source.describe(path),
+                                 lambda: write_predictions(out, examples, predicted, task),
+                                 say=False)
   return results
 
 

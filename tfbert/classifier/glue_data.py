@@ -33,7 +33,8 @@ How the files are read, and why:
   STS-B, outside its documented [0, 5]) raises ValueError naming `file:line`, the column
   and the value; with `skip_malformed=True` it is
   reported in `GlueFile.skipped` instead, and reading goes on (QQP's train set has a few).
-* A row whose text (text_a, or text_b of a pair task) is empty or whitespace is counted and
+* A row whose text (text_a, or text_b of a pair task) yields no wordpiece (empty, white
+  space, zero-width spaces; `text_normalization.is_blank`) is counted and
   warned about once per file (count, first file:line); training leaves it out (as the
   SQuAD reader leaves out a blank question), dev and test keep it (one output per row).
 * A field of any length is read (a review of 20,000 words, cut to the sequence length
@@ -52,7 +53,7 @@ from typing import IO, ClassVar, Optional, Sequence, Union
 from absl import logging
 
 from tfbert.runtime import files
-from tfbert.text import unicode_forms
+from tfbert.text import text_normalization, unicode_forms
 
 
 @dataclasses.dataclass(frozen=True)
@@ -450,13 +451,15 @@ def _own_index(example: InputExample, cell: str, seen: dict[int, int],
 
 
 def _blank_text(example: InputExample) -> bool:
-  """Whether `example`'s text_a, or the text_b of a pair, is empty or whitespace."""
-  return not example.text_a.strip() or (example.text_b is not None
-                                        and not example.text_b.strip())
+  """Whether `example`'s text_a, or the text_b of a pair, yields no wordpiece: empty, white
+  space, or only characters BERT's cleaning deletes (`text_normalization.is_blank`; a row
+  of zero-width spaces went uncounted, sweep 33, A25)."""
+  return text_normalization.is_blank(example.text_a) or (
+      example.text_b is not None and text_normalization.is_blank(example.text_b))
 
 
 def _report_blank(task: Task, path: str, split: str, lines: Sequence[int]) -> None:
-  """Warns once for the rows of `path` with a blank text (`lines`, 1-based).
+  """Warns once for the rows of `path` with a blank text (`lines`, 1-based; `_blank_text`).
 
   A blank text is almost always a data error (a lost column, a bad export). Training
   leaves such rows out, as the SQuAD reader leaves out a blank question or context: the

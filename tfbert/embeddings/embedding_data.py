@@ -22,6 +22,7 @@ from absl import logging
 
 from tfbert.classifier import glue_data
 from tfbert.runtime import files, json_values
+from tfbert.text import text_normalization
 
 Column = Union[str, int]
 
@@ -235,7 +236,8 @@ def read_examples(path: str, columns: Columns = Columns(), limit: Optional[int] 
     for name in ("anchor", "positive", "negative"):
       if name in row:
         value = row[name]
-        if not isinstance(value, str) or not value.strip():
+        # Blank: also a text of zero-width spaces, which yields no wordpiece (sweep 33, A25).
+        if not isinstance(value, str) or text_normalization.is_blank(value):
           raise ValueError(f"{path}:{number}: {name} is empty or not text ({value!r})")
         texts.append(value)
     score = None
@@ -317,7 +319,7 @@ def _id_texts(path: str, what: str) -> tuple[list[str], list[str]]:
   errors name file:line."""
   ids, texts, seen = [], [], {}
   for number, line, cells, _ in _numbered_rows(path, what):
-    if len(cells) != 2 or not cells[0].strip() or not cells[1].strip():
+    if len(cells) != 2 or not cells[0].strip() or text_normalization.is_blank(cells[1]):
       raise ValueError(f"{path}:{number}: expected id<TAB>text, got {line[:80]!r}")
     if cells[0] in seen:
       raise ValueError(f"{path}:{number}: id {cells[0]!r} is also on line {seen[cells[0]]}")

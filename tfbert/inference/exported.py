@@ -17,7 +17,9 @@ casing and labels were fixed when it was written; what it can do is its signatur
   "end"} (+ "null_score_diff" in v2.0). An older export answers through the signature, in
   ONE window: {"answer", "score"} (+ "null_score" in v2.0), without character offsets, and
   warns naming each context cut to that window (wordpieces read of its total);
-* `fill_mask`: `fill_mask(texts, top_k)` (a pretrainer's export).
+* `fill_mask`: `fill_mask(texts, top_k)` (a pretrainer's export);
+* `encode_text` (an encoder's export): `predict(texts)`, the encoder's outputs
+  {"sequence_output" [N, S, H], "pooled_output" [N, H]}, as the encoder's raw-text `predict`.
 
 Loading needs `tensorflow_text` (the tokenizer's ops), which tfbert imports.
 """
@@ -39,7 +41,8 @@ from tfbert.squad import squad_data, squad_export, squad_features, squad_postpro
 from tfbert.text import casing, tokenization
 
 SIGNATURES = {"embed_text": "encode", "classify_text": "classify", "tag_text": "tag",
-              "answer_question": "answer", "fill_mask": "fill_mask"}
+              "answer_question": "answer", "fill_mask": "fill_mask",
+              export.TEXT_SIGNATURE: "predict"}
 
 
 class ExportedModel:
@@ -94,6 +97,25 @@ class ExportedModel:
     rows = [self._call(text=tf.constant(items[s]))["embeddings"].numpy()
             for s in raw_text.batches(len(items), batch_size, verbose)]
     return raw_text.stacked_embeddings(rows, self.config.hidden_size, normalize, one)
+
+  def predict(self, texts, batch_size: int = 32, verbose: Any = "auto") -> dict:
+    """An encoder export's outputs through `encode_text`: {"sequence_output": float32
+    [N, S, H], "pooled_output": float32 [N, H]} (sweep 33, B172: `tfbert.save` wrote the
+    export, `tfbert.load` refused it)."""
+    self._needs(export.TEXT_SIGNATURE)
+    items, _ = raw_text.text_list(texts)
+    names = ("sequence_output", "pooled_output")
+    rows = {name: [] for name in names}
+    for s in raw_text.batches(len(items), batch_size, verbose):
+      outputs = self._call(text=tf.constant(items[s]))
+      for name in names:
+        rows[name].append(outputs[name].numpy())
+    if not items:  # Shaped as one text's outputs, as the encoder's own predict.
+      length = int(self._call.structured_outputs["sequence_output"].shape[1] or 0)
+      width = self.config.hidden_size
+      return {"sequence_output": np.zeros((0, length, width), np.float32),
+              "pooled_output": np.zeros((0, width), np.float32)}
+    return {name: np.concatenate(rows[name]) for name in names}
 
   def classify(self, texts, batch_size: int = 32, verbose: Any = "auto"):
     """Class names with probabilities (regression: scores) through `classify_text`."""

@@ -55,7 +55,7 @@ from tfbert.inference import exported, saving, text_settings
 from tfbert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier, check_label_names
 from tfbert.runtime import files, json_values, validation
 from tfbert.serving import export
-from tfbert.squad import squad_features, squad_postprocess
+from tfbert.squad import squad_postprocess
 from tfbert.squad.squad_run import SquadRunConfig
 from tfbert.text import casing, text_calls
 
@@ -138,7 +138,11 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
   if task is not None:
     source_model = model
     model = with_task(model, task, labels, source, reinit_head=reinit_head)
-    if model is not source_model:  # A fresh head: the source's task is not its own.
+    if model is not source_model and isinstance(model, BertSentenceEncoder):
+      # Its pooling has no weights: nothing is random (sweep 33, B159 warned it was).
+      logging.info("%s: read as a sentence encoder (its pooling has no weights to train)",
+                   source)
+    elif model is not source_model:  # A fresh head: the source's task is not its own.
       is_pair = None
       # Its predictions are those of random weights until trained (sweep 31, B73: a fresh
       # tagger "found" four people in four words without a word), as the tools warn.
@@ -171,13 +175,8 @@ def load(path: str, *, task: Optional[str] = None, labels: Optional[Sequence[str
                     "choose)", source, query, length)
     del recorded["max_query_length"]
   if spans and "max_query_length" not in recorded:
-    # google-research/bert's 64 leaves no context in a window of S <= 67: at most half then.
-    recorded["max_query_length"] = min(
-        squad_features.FeatureConfig.max_query_length, max(1, (length - 3) // 2))
+    recorded["max_query_length"] = text_settings.fitting_query_length(length)
   settings = text_settings.TextSettings(vocab, lower, length, **recorded, is_pair=is_pair)
-  if spans:  # Windows that fit, checked now rather than at the first answer().
-    squad_features.FeatureConfig(settings.max_seq_length, settings.doc_stride,
-                                 settings.max_query_length)
   if "null_score_diff_threshold" in span_settings:  # Given, as run_squad's flag.
     ignored = squad_postprocess.ignored_threshold(settings.version_2_with_negative,
                                                   settings.null_score_diff_threshold)
@@ -515,6 +514,10 @@ def with_task(model: keras.Model, task: str, labels: Optional[Sequence[str]],
     raise ValueError(f"task='classifier' on {source}: labels={list(labels)} names 1 class; "
                      "a classifier needs at least 2 label names (for one score, "
                      "task='regression' without labels=)")
+  if reinit_head and task == "sentence_encoder":
+    raise ValueError(f"reinit_head=True on {source}: a sentence encoder's head is its "
+                     "pooling, which has no weights to start fresh; load it without "
+                     "reinit_head (its pooling mode is the source's)")
   if same and not reinit_head:
     return model if labels is None else _with_labels(model, labels, source)
   if same and labels is None:

@@ -54,7 +54,7 @@ from tfbert.runtime import validation
 from tfbert.serving import export
 from tfbert.squad import squad_data, squad_export, squad_features, squad_postprocess
 from tfbert.tagging import tagging_export
-from tfbert.text import inputs, text_calls, tokenization
+from tfbert.text import inputs, text_calls, text_normalization, tokenization
 
 MASK = pretraining_export.MASK  # The literal mask token of `fill_mask`.
 Texts = Union[str, Sequence[str]]
@@ -431,9 +431,11 @@ def questions_and_contexts(questions, contexts=None) -> tuple[list[str], list[st
   questions and contexts, or (question, context) pairs.
 
   Raises:
-    TypeError: no contexts; ValueError: as many contexts as questions.
+    TypeError: no contexts; ValueError: not as many contexts as questions, or a blank
+      question (`text_normalization.is_blank`), each named by its index.
   """
-  if contexts is None:
+  paired = contexts is None
+  if paired:
     questions, contexts, one = text_pairs(questions, "questions")
     if contexts is None:
       raise TypeError("answer needs contexts: answer(questions, contexts) or "
@@ -443,6 +445,16 @@ def questions_and_contexts(questions, contexts=None) -> tuple[list[str], list[st
     contexts, _ = text_list(contexts, "contexts")
   if len(questions) != len(contexts):
     raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts")
+  # A blank question was answered with a span and a score, where the SQuAD reader skips it
+  # (sweep 33, A63). (A blank context is answered "": nothing to answer from.)
+  blank = []
+  for i, question in enumerate(questions):
+    if text_normalization.is_blank(question):
+      name = "the question" if one else f"questions[{i}]{'[0]' if paired else ''}"
+      blank.append(ValueError(f"{name} is blank ({question!r}, no wordpiece): there is "
+                              "nothing to ask; give a question, or leave the item out "
+                              "(run_squad.py skips a blank question)"))
+  text_calls.refuse_items(blank, "questions")
   return questions, contexts, one
 
 

@@ -136,6 +136,9 @@ def attach(model: keras.Model, settings: TextSettings) -> keras.Model:
   if settings.is_pair is not None and not isinstance(model, raw_text.BertClassifier):
     raise ValueError(f"is_pair ({settings.is_pair}) is a classifier's setting; got a "
                      f"{type(model).__name__}")
+  if isinstance(model, raw_text.BertSpanLabeler):  # Windows that fit, now, not at answer().
+    squad_features.FeatureConfig(settings.max_seq_length, settings.doc_stride,
+                                 settings.max_query_length)
   # (It imports this module; imported, it serves the model's text calls: `text_calls`.)
   object.__setattr__(model, _SETTINGS, settings)
   object.__setattr__(model, _MODULES, {})
@@ -170,7 +173,19 @@ def attach_text(model: keras.Model, vocab_file: str, do_lower_case: Optional[boo
       terms=casing.keywords("attach_text", allow_mismatch=True))
   if max_seq_length is None:
     max_seq_length = min(DEFAULT_MAX_SEQ_LENGTH, model.config.max_position_embeddings)
+  from tfbert.inference import raw_text  # pylint: disable=import-outside-toplevel
+  if isinstance(model, raw_text.BertSpanLabeler) and "max_query_length" not in settings:
+    # As `tfbert.load` chooses it (sweep 33, B48: 64 left no context in S 48).
+    settings["max_query_length"] = fitting_query_length(max_seq_length)
   return attach(model, TextSettings(vocab_file, do_lower_case, max_seq_length, **settings))
+
+
+def fitting_query_length(max_seq_length) -> int:
+  """A span labeler's default question budget for windows of `max_seq_length`:
+  google-research/bert's 64, which leaves no context in S <= 67, so at most half then."""
+  if not isinstance(max_seq_length, int) or isinstance(max_seq_length, bool):
+    return squad_features.FeatureConfig.max_query_length  # `TextSettings` names the type.
+  return min(squad_features.FeatureConfig.max_query_length, max(1, (max_seq_length - 3) // 2))
 
 
 def has_settings(model: keras.Model) -> bool:

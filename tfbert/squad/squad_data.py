@@ -36,7 +36,7 @@ import re
 from typing import Any, Optional
 
 from tfbert.runtime import files, json_values
-from tfbert.text import unicode_forms
+from tfbert.text import text_normalization, unicode_forms
 
 _REQUIRED = object()
 
@@ -286,11 +286,13 @@ def _answer(fields: "_Fields") -> SquadAnswer:
 
 def _blank(example: SquadExample, qa_path: str, paragraph_path: str
            ) -> Optional[SkippedExample]:
-  """A SkippedExample if the question or its context is empty or only whitespace (nothing
-  to ask, or nothing to answer from), else None."""
+  """A SkippedExample if the question or its context yields no wordpiece (nothing to ask,
+  or nothing to answer from): empty, white space, or only characters BERT's cleaning
+  deletes such as zero-width spaces (`text_normalization.is_blank`; sweep 33, A25), else
+  None."""
   for text, path, what in ((example.question_text, f"{qa_path}.question", "question"),
                            (example.context_text, f"{paragraph_path}.context", "context")):
-    if not text.strip():
+    if text_normalization.is_blank(text):
       return SkippedExample(example.qas_id, path, f"the {what} is blank ({text!r})")
   return None
 

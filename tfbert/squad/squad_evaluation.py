@@ -7,9 +7,9 @@ reads and checks the files, picks the version and reports the official output:
 * v1.1 (the dataset's "version" is "1.1", "v1.1" or absent; `squad_data.squad_version`):
   `{"exact_match", "f1"}` in percent. Model Garden returns fractions, the F1 under
   `final_f1`; both are multiplied by 100. Unanswered questions score 0 (logged), predictions
-  for unknown ids are ignored. A question marked `is_impossible` has no gold answer to
-  score against (the script fails on it), so a "1.1" file that holds one is refused,
-  naming it: its "version" should say "v2.0".
+  for unknown ids are ignored with a warning (as in v2.0). A question marked `is_impossible`
+  has no gold answer to score against (the script fails on it), so a "1.1" file that holds
+  one is refused, naming it: its "version" should say "v2.0".
 * v2.0 ("v2.0" or "2.0"): the official script's keys `exact`, `f1`, `total`, `HasAns_*`,
   `NoAns_*` (already in percent), plus `best_exact`, `best_exact_thresh`, `best_f1`,
   `best_f1_thresh` when null odds (`--na-prob-file` of the official script) are given;
@@ -128,19 +128,20 @@ def evaluate(dataset: dict[str, Any], predictions: dict[str, str],
                        f"{type(answer).__name__} {answer!r}: an answer is its text, a str "
                        "(\"\" for no answer in SQuAD v2.0)")
   version = squad_data.squad_version(version or dataset.get("version"))
+  ids = [qa["id"] for article in dataset["data"] for paragraph in article["paragraphs"]
+         for qa in paragraph["qas"]]
+  known = set(ids)
+  extra = [qid for qid in predictions if qid not in known]
+  if extra:  # v2.0's script: a KeyError (sweep 30, A36); v1.1's: ignored unsaid (sweep 33, A2).
+    logging.warning("%s: %d answer(s) for ids not in the dataset (e.g. %s), ignored",
+                    predictions_source, len(extra), extra[:3])
   if version != "2.0":
     if na_probs is not None:
       raise ValueError("null odds are for SQuAD v2.0; the dataset is v" + version)
     scores = squad_evaluate_v1_1.evaluate(dataset["data"], predictions)
     return {"exact_match": 100.0 * scores["exact_match"], "f1": 100.0 * scores["final_f1"]}
-  ids = [qa["id"] for article in dataset["data"] for paragraph in article["paragraphs"]
-         for qa in paragraph["qas"]]
   _check_covered(ids, predictions, predictions_source, "prediction")
-  known = set(ids)
-  extra = [qid for qid in predictions if qid not in known]
-  if extra:  # The script's KeyError (sweep 30, A36); v1.1's script ignores them too.
-    logging.warning("%s: %d answer(s) for ids not in the dataset (e.g. %s), ignored",
-                    predictions_source, len(extra), extra[:3])
+  if extra:
     predictions = {qid: predictions[qid] for qid in ids}
   if na_probs is not None:
     _check_covered(ids, na_probs, na_probs_source, "null odds")

@@ -12,7 +12,8 @@ the WNUT 2017 submissions: `word tag` lines, TAB or space separated, CRLF allowe
 final empty line possibly missing), counting neither file's `-DOCSTART-` lines nor the
 blank line after each (document separators: `tools/run_ner.py` leaves them out); it
 refuses a file where more than a quarter of the tokens are not the gold file's words
-(predictions of another text).
+(predictions of another text), and warns of predicted entity types the gold never has
+(predictions of another tag set).
 """
 
 import bisect
@@ -209,4 +210,24 @@ def read_predictions(path: str, gold: Sequence[Sentence], gold_path: str = "gold
     logging.warning("%s", f"{first} (a system's normalization of its text? up to "
                     f"{max_changed_tokens:.0%} may differ): scored with the gold words; if "
                     f"these are predictions of another file, predict {gold_path} itself")
+  _warn_unknown_types(path, [s.tags for s in gold], predicted, gold_path)
   return predicted
+
+
+def _warn_unknown_types(path: str, gold: Sequence[Sequence[str]],
+                        predicted: Sequence[Sequence[str]], gold_path: str) -> None:
+  """Warns when `path` predicts an entity type that never occurs in the gold file, naming
+  those types and the gold's types never predicted: another tag set (PER against person)
+  scored F1 0.0 without a word (sweep 33, A98). Scored all the same: a system may predict a
+  type the gold lacks."""
+  gold_types = {kind for _, kind, _, _ in entities(gold)}
+  predicted_types = {kind for _, kind, _, _ in entities(predicted)}
+  unknown = sorted(predicted_types - gold_types)
+  if not unknown:
+    return
+  unpredicted = sorted(gold_types - predicted_types)
+  logging.warning("%s", f"{path}: predicts entity type(s) {', '.join(unknown)}, which "
+                  f"{gold_path} never has; {gold_path}'s type(s) never predicted: "
+                  f"{', '.join(unpredicted) or 'none'} (its types: "
+                  f"{', '.join(sorted(gold_types)) or 'none'}): an entity of a type the gold "
+                  "lacks never matches; predictions of another tag set?")

@@ -41,7 +41,8 @@ model.keras, train_results.json):
     dev_predictions.conll    `word<TAB>tag` per line of the dev file's words, sentences
     test_predictions.conll   separated by empty lines: `tools/evaluate_ner.py GOLD FILE`
                              scores them against a gold file by line position
-    predictions_source.json  {"test_predictions.conll": the --predict_file tagged}
+    predictions_source.json  {"dev_predictions.conll": the --eval_file tagged,
+                              "test_predictions.conll": the --predict_file tagged}
     labels.txt               the tag of each label id
 
 Shape legend: F windows, S max_seq_length, C labels.
@@ -314,10 +315,13 @@ class NerTask(task.Task):
       out.result["eval"] = out.eval_results = {
           "dev": {**scores, "num_sentences": len(inputs["dev"]),
                   "file": files.absolute(c.eval_file)}}
-      if chief:
-        conll.write_conll(os.path.join(c.output_dir, "dev_predictions.conll"), inputs["dev"],
-                          tags)
-      out.written.append("dev_predictions.conll")
+      if chief:  # Recorded as the test file's (another dev file's are named with its
+        # scores: `fine_tuning.merge_eval_results`).
+        path = os.path.join(c.output_dir, "dev_predictions.conll")
+        predictions_source.written(path, predictions_source.describe(c.eval_file),
+                                   lambda: conll.write_conll(path, inputs["dev"], tags),
+                                   say=False)
+      out.written += ["dev_predictions.conll", predictions_source.SOURCE_FILE]
     if c.do_predict:
       path = os.path.join(c.output_dir, "test_predictions.conll")
       tags = tag_sentences(context.model, context.strategy, context.tokenizer, c,
@@ -326,7 +330,8 @@ class NerTask(task.Task):
         predictions_source.written(path, predictions_source.describe(c.predict_file),
                                    lambda: conll.write_conll(path, inputs["test"], tags))
       out.result["predictions"] = {"test": path}
-      out.written += [path, predictions_source.SOURCE_FILE]
+      out.written += [path] + ([] if predictions_source.SOURCE_FILE in out.written
+                               else [predictions_source.SOURCE_FILE])
     return out
 
   def export(self, context: task.RunContext) -> None:

@@ -1215,6 +1215,12 @@ def check_sources(config: FineTuningConfig) -> None:
   if config.init_tfbert and not files.exists(config.init_tfbert):
     raise FileNotFoundError(f"--init_tfbert {config.init_tfbert}: no such file (a tfbert "
                             ".keras model, e.g. <run>/model.keras)")
+  # Another kind of model (a SavedModel export, a run or Hugging Face directory, ...) is
+  # named as export_tflite's --model and convert_checkpoint's --input name it: a directory
+  # was told to name a model.keras in it that was not there (sweep 33, A89, A92, A93).
+  problem = convert.other_kind(config.init_tfbert) if config.init_tfbert else None
+  if problem:
+    raise ValueError(f"--init_tfbert {problem}")
   if config.init_tfbert and files.isdir(config.init_tfbert):
     raise ValueError(f"--init_tfbert {config.init_tfbert} is a directory: name the .keras "
                      f"model in it (e.g. {os.path.join(config.init_tfbert, 'model.keras')})")

@@ -44,7 +44,7 @@ def _read(output_dir: str) -> dict[str, str]:
 
 
 def replacing(output_dir: str, name: str, source: str, also: Sequence[str] = (),
-              note: str = "") -> None:
+              note: str = "", say: bool = True) -> None:
   """Before predictions of `source` are written as `name` in `output_dir`: says in the log
   when they replace another source's (or unrecorded ones), and drops `name`'s entry until
   `record` writes the new one.
@@ -55,6 +55,8 @@ def replacing(output_dir: str, name: str, source: str, also: Sequence[str] = (),
     source: what it predicts, as the record and the log name it (`describe`).
     also: the other files written with it, for the log (run_squad's nbest_predictions.json).
     note: appended to the log line (where the replaced predictions' scores stay).
+    say: False where the caller's own line says it (an evaluation's scores and predictions
+      replaced: `fine_tuning.merge_eval_results`).
   """
   record = _read(output_dir)
   old = record.pop(name, None)
@@ -65,6 +67,8 @@ def replacing(output_dir: str, name: str, source: str, also: Sequence[str] = (),
     else:
       files.remove(path)
   names = ", ".join([name, *also])
+  if not say:
+    return
   if old and old != source:
     logging.warning("%s: replacing the predictions of %s (%s) with those of %s%s", output_dir,
                     old, names, source, note)
@@ -80,11 +84,12 @@ def record(output_dir: str, name: str, source: str) -> str:
                            {**_read(output_dir), name: source})
 
 
-def written(path: str, source: str, write: Callable[[], Any]) -> Any:
+def written(path: str, source: str, write: Callable[[], Any], say: bool = True) -> Any:
   """Writes the predictions file `path` with `write()` between `replacing` and `record`, so
-  that its entry never names the wrong file; returns what `write` returns."""
+  that its entry never names the wrong file; returns what `write` returns. `say`: as
+  `replacing`'s."""
   directory, name = files.parent(path), os.path.basename(path)
-  replacing(directory, name, source)
+  replacing(directory, name, source, say=say)
   result = write()
   record(directory, name, source)
   return result

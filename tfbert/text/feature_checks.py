@@ -24,6 +24,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")  # What every model reads.
 HF_NAMES = {"attention_mask": "input_mask", "token_type_ids": "segment_ids"}
@@ -68,6 +69,29 @@ def _dtype(value) -> Optional[tf.DType]:
     return None if dtype is None else tf.as_dtype(dtype)
   except TypeError:
     return None
+
+
+def _cut_off(value) -> str:
+  """" (e.g. 5.7 at [0, 1] would be read as 5)": the first value of `value` that is no whole
+  number, where its values are at hand, else "". The message quoted a made-up "1037.7 read
+  as 1037", which read like the caller's data (sweep 33, A38)."""
+  try:
+    array = value if isinstance(value, np.ndarray) else _concrete(value, "")
+  except (TypeError, ValueError):
+    return ""
+  dtype = _dtype(array) if array is not None else None
+  if dtype is None or not dtype.is_floating or not array.size:
+    return ""
+  wide = np.asarray(array, np.float64)  # bfloat16 arrays are of numpy kind "V".
+  with np.errstate(invalid="ignore"):
+    bad = ~np.isfinite(wide) | (np.trunc(wide) != wide)
+  if not bad.any():
+    return ""
+  first = tuple(int(i) for i in np.argwhere(bad)[0])
+  found, wide = array[first], wide[first]
+  if not np.isfinite(wide):
+    return f" (e.g. {str(found)} at {list(first)}, no token id at all)"
+  return f" (e.g. {str(found)} at {list(first)} would be read as {int(wide)})"
 
 
 def is_string(value) -> bool:
@@ -143,7 +167,7 @@ def check_specs(features, config, names: Optional[Sequence[str]] = None,
                       ".astype('int32')")
     if dtype is not None and not (dtype.is_integer or (dtype.is_bool and name == "input_mask")):
       raise TypeError(f"{where[name]} is {dtype.name}: {_INTEGERS[name]} are integers (int32 "
-                      "or int64), and a fraction would be cut off (1037.7 read as 1037); "
+                      f"or int64), and a fraction would be cut off{_cut_off(value)}; "
                       "cast them, e.g. with .astype('int32')")
     shape = tf.TensorShape(getattr(value, "shape", None))
     if name == "next_sentence_labels":
@@ -187,6 +211,31 @@ def check_values(arrays: Mapping[str, np.ndarray], config, where: dict[str, str]
       first = tuple(int(i) for i in np.argwhere(bad)[0])
       raise ValueError(f"{where.get(WEIGHTS, WEIGHTS)} holds {weights[first]} at "
                        f"{list(first)}: {WEIGHTS_FORM}")
+  _check_masked_positions_on_text(arrays, where)
+
+
+def _check_masked_positions_on_text(arrays: Mapping[str, np.ndarray],
+                                    where: dict[str, str]) -> None:
+  """A masked position of weight > 0 on padding (`input_mask` 0) is warned of: its token is
+  the pad's, and the model trained toward it without a word (sweep 33, B188). Positions
+  are in range here (`check_values` checked them first)."""
+  positions, mask = arrays.get("masked_lm_positions"), arrays.get("input_mask")
+  if positions is None or mask is None or not positions.size:
+    return
+  positions, mask = np.asarray(positions, np.int64), np.asarray(mask)
+  if positions.ndim != 2 or mask.ndim != 2 or positions.shape[0] != mask.shape[0]:
+    return
+  weights = arrays.get(WEIGHTS)
+  weighted = (np.ones(positions.shape, bool) if weights is None
+              else np.asarray(weights, np.float64).reshape(positions.shape) > 0)
+  on_pad = (np.take_along_axis(mask, positions, 1) == 0) & weighted
+  if on_pad.any():  # Warned, not refused: a caller may mean it (a test of the loss alone).
+    b, p = (int(i) for i in np.argwhere(on_pad)[0])
+    name = "masked_lm_positions"
+    logging.warning("%s: %d prediction(s) of %s > 0 on padding (input_mask 0 there), the "
+                    "first %d at [%d, %d]: they are trained on and scored; a masked token is "
+                    "one of the text's own, a padding prediction has weight 0",
+                    where.get(name, name), int(on_pad.sum()), WEIGHTS, positions[b, p], b, p)
 
 
 WEIGHTS = "masked_lm_weights"

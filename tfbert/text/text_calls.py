@@ -39,6 +39,7 @@ from typing import Any, Mapping, Optional
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from tfbert.runtime import validation
 from tfbert.text.feature_checks import (
@@ -290,6 +291,7 @@ class CheckedInputs:
     x = check_labels(self, x, y)
     validation_data = self._checked_validation_data(validation_data)
     build_before_tracing(self, optimizer=True)
+    warn_uneven_micro_batches(self, x, args, kwargs)
     with graph_checks(self, "fit"):
       return _BatchCount.run(super().fit, self, "fit", x, y, *args,
                              validation_data=validation_data, **kwargs)
@@ -350,6 +352,30 @@ class CheckedInputs:
       return type(validation_data)([x, *validation_data[1:]])
     refuse_text_data(self, validation_data, "validation_data")
     return check_labels(self, validation_data, None, "validation_data")
+
+
+def warn_uneven_micro_batches(model, x, args: Sequence, kwargs: Mapping) -> None:
+  """Says when `fit` of arrays under gradient accumulation ends each epoch on a smaller
+  batch: each micro-batch's loss is its own mean, so k micro-batches equal one batch of
+  k * batch_size only when each holds batch_size examples; the last one's examples weigh
+  more (4 examples at batch_size 3 and k 2: 8.4e-3 away from the big batch, sweep 33,
+  B104). A dataset's batches are its own (unknown here)."""
+  # (tfbert.training imports the models' modules: read here, where it is loaded.)
+  from tfbert.training import accumulation  # pylint: disable=import-outside-toplevel
+  accumulator = accumulation.find_accumulator(getattr(model, "optimizer", None))
+  ids = x.get("input_ids") if isinstance(x, dict) else x
+  if accumulator is None or accumulator.steps <= 1 or not hasattr(ids, "shape"):
+    return
+  batch_size = kwargs.get("batch_size", args[0] if args else None) or 32  # Keras' default.
+  count = ids.shape[0]
+  if isinstance(count, int) and isinstance(batch_size, int) and count % batch_size:
+    logging.warning(
+        "fit: %d examples at batch_size %d end each epoch on a batch of %d, and gradient "
+        "accumulation (%d micro-batches a step) averages micro-batch means: that batch's "
+        "examples weigh %d/%d as much as the others'. Give a multiple of batch_size "
+        "examples, or a tf.data dataset batched with drop_remainder=True",
+        count, batch_size, count % batch_size, accumulator.steps, batch_size,
+        count % batch_size)
 
 
 class RawTextPredict(CheckedInputs):

