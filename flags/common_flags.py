@@ -169,6 +169,27 @@ def check_optimizer_flags(flags_module, field_flags=None) -> None:
 _NO_VALUE = object()
 
 
+def check_strategy_flags() -> None:
+  """Refuses, before any work, --num_cpu_devices given otherwise than its default
+  (`given_otherwise`) with a --distribution_strategy that does not read it: one_device
+  trains on one device and multi_worker on one per worker, so the run went on with one
+  replica without a word (sweep 34, A59).
+
+  Raises:
+    ValueError: naming both flags and their values.
+  """
+  strategy = flags.FLAGS["distribution_strategy"]
+  if not given_otherwise("num_cpu_devices") or strategy.value == "mirrored":
+    return
+  what = ("one device" if strategy.value == "one_device"
+          else "one device per worker (TF_CONFIG)")
+  raise ValueError(
+      f"--num_cpu_devices={flags.FLAGS['num_cpu_devices'].value} is read only with "
+      f"--distribution_strategy=mirrored, but --distribution_strategy={strategy.value}"
+      f"{'' if strategy.present else ' (its default)'} trains on {what}: pass "
+      "--distribution_strategy=mirrored, or leave --num_cpu_devices out")
+
+
 def check_data_files(names, directory_patterns=None) -> None:
   """Refuses, before any work, the fine-tuning data files given by the flags `names` that
   cannot serve: a special file (a named pipe such as bash's `<(...)` or /dev/stdin, a socket,

@@ -34,6 +34,17 @@ def test_minimal_config_writes_no_release_fields(tmp_path):
   assert BertConfig.from_json_file(str(tmp_path / "c.json")) == config
 
 
+def test_a_missing_directory_is_named_not_the_hidden_temporary(tmp_path):
+  # Sweep 34, B4b: the error named '.../.tfbert-tmp-<pid>-<hex>', a file nobody asked for.
+  config = BertConfig(vocab_size=11, hidden_size=6, num_attention_heads=3)
+  missing = tmp_path / "no" / "such"
+  with pytest.raises(FileNotFoundError) as e:
+    config.to_json_file(str(missing / "bert_config.json"))
+  assert e.value.filename == str(missing) and "tfbert-tmp" not in str(e.value)
+  assert f"{missing / 'bert_config.json'} cannot be written" in str(e.value)
+  assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(hidden_size=30, num_attention_heads=4), "hidden_size (30) is not a multiple of "
                                                   "num_attention_heads (4)"),
@@ -200,11 +211,15 @@ def test_google_gelu_is_tanh_and_hugging_face_gelu_is_exact():
     ({"layer_norm_eps": 1e-5}, "layer_norm_eps 1e-05 differs"),
     ({"position_embedding_type": "relative_key"}, "only absolute position embeddings"),
     ({"hidden_act": "silu"}, "unsupported hidden_act 'silu'"),
+    # Sweep 34, B1/B29: a decoder's causal mask was dropped without a word.
+    ({"is_decoder": True}, "is_decoder is true: transformers runs this model with a causal "
+     "mask"),
 ])
 def test_hugging_face_configs_that_bert_cannot_reproduce_are_refused(change, message):
   hf = {"model_type": "bert", "vocab_size": 5, "hidden_size": 8, "num_attention_heads": 2}
   with pytest.raises(ValueError, match=message):
     BertConfig.from_hf_config({**hf, **change})
+  assert BertConfig.from_hf_config({**hf, "is_decoder": False}).vocab_size == 5
 
 
 def test_a_hugging_face_config_gets_transformers_defaults_for_omitted_fields():

@@ -315,6 +315,30 @@ def cases(tmp_path_factory):
            f"--output_dir={d / 'ner_odd'}"],
           [f"--flagfile {d / 'odd_flags.txt'} sets --labelz, --nodo_stuff, which this tool does "
            "not have (a flag file of another tool?)"], d / "ner_odd"),
+      # Sweep 34, A59: one replica trained, the flag recorded and never read.
+      "run_pretraining: --num_cpu_devices without a mirrored strategy": (
+          ["run_pretraining", f"--bert_config_file={d / 'bert_config.json'}",
+           f"--input_files={data}/*.tfrecord", f"--model_dir={d / 'a59'}",
+           f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PRED}",
+           "--num_cpu_devices=2"],
+          ["--num_cpu_devices=2 is read only with --distribution_strategy=mirrored, but "
+           "--distribution_strategy=one_device (its default) trains on one device"],
+          d / "a59"),
+      "run_classifier: --num_cpu_devices with multi_worker": (
+          ["run_classifier", "--task_name=mrpc", f"--data_dir={glue}", "--do_train",
+           f"--output_dir={d / 'a59_c'}", "--distribution_strategy=multi_worker",
+           "--num_cpu_devices=2", *common],
+          ["--num_cpu_devices=2 is read only with --distribution_strategy=mirrored, but "
+           "--distribution_strategy=multi_worker trains on one device per worker"],
+          d / "a59_c"),
+      # Sweep 34, A27: trained on the records' own masks, the flag recorded and never read.
+      "run_pretraining: --masked_lm_prob on TFRecords": (
+          ["run_pretraining", f"--bert_config_file={d / 'bert_config.json'}",
+           f"--input_files={data}/*.tfrecord", f"--model_dir={d / 'a27'}",
+           f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PRED}",
+           "--masked_lm_prob=0.3"],
+          ["--masked_lm_prob=0.3: read only from raw text (--train_text_files)",
+           "TFRecords (--input_files) carry the tokens and masks"], d / "a27"),
       # Sweep 26, B9: a 15-entry vocabulary beside a 30,522-row model was written silently.
       "convert_checkpoint: a vocabulary far smaller than the model's table": (
           ["convert_checkpoint", f"--input={no_vocab / 'bert_model.ckpt'}", "--output_format=hf",
@@ -378,6 +402,9 @@ CASE_NAMES = [
     "convert_checkpoint: a vocabulary far smaller than the model's table",
     "run_ner: a run_classifier run's flags.txt",
     "run_ner: a flag file of unknown flags",
+    "run_pretraining: --num_cpu_devices without a mirrored strategy",
+    "run_classifier: --num_cpu_devices with multi_worker",
+    "run_pretraining: --masked_lm_prob on TFRecords",
 ]
 
 

@@ -217,7 +217,7 @@ class BertConfig:
 
     Raises:
       ValueError: for a non-BERT config, a non-absolute position embedding type, a
-        LayerNorm epsilon other than BERT's 1e-12, or an unknown activation.
+        LayerNorm epsilon other than BERT's 1e-12, an unknown activation, or a decoder.
     """
     model_type = values.get("model_type", "bert")
     if model_type != "bert":
@@ -230,6 +230,10 @@ class BertConfig:
     act = values.get("hidden_act", "gelu")
     if not isinstance(act, str) or act not in _HF_TO_TFBERT_ACT:
       raise ValueError(f"{source}: unsupported hidden_act {act!r}")
+    if values.get("is_decoder"):  # Sweep 34, B1, B29: read as bidirectional without a word.
+      raise ValueError(f"{source}: is_decoder is true: transformers runs this model with a "
+                       "causal mask (each token sees only the tokens before it), and tfbert's "
+                       "encoder is bidirectional; convert a BERT encoder (is_decoder false)")
     picked = {**_HF_DEFAULTS, **{k: v for k, v in values.items()
                                  if k in REQUIRED_FIELDS + RELEASE_FIELDS}}
     picked["hidden_act"] = _HF_TO_TFBERT_ACT[act]

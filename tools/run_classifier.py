@@ -24,6 +24,7 @@ def main(argv):
   del argv
   common_flags.check_data_files(("train_file", "eval_file", "predict_file"),  # Before any work.
                                 {"data_dir": "*.[tc]sv"})
+  common_flags.check_strategy_flags()
   values = common_flags.values(f)
   given = common_flags.given(f)
   custom = None

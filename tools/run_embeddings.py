@@ -25,6 +25,7 @@ def main(argv):
   del argv
   common_flags.check_data_files(("train_file", "dev_file", "ir_queries_file",  # Before any work.
                                  "ir_corpus_file", "ir_qrels_file"))
+  common_flags.check_strategy_flags()
   config = cli.config_from_values(EmbeddingRunConfig, common_flags.values(f),
                                   fine_tuning.FLAG_CONVERTERS,
                                   given_settings=common_flags.given(f))

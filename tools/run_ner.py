@@ -23,6 +23,7 @@ from tfbert_flags import run_ner_flags as f
 def main(argv):
   del argv
   common_flags.check_data_files(("train_file", "eval_file", "predict_file"))  # Before any work.
+  common_flags.check_strategy_flags()
   config = cli.config_from_values(NerRunConfig, common_flags.values(f),
                                   fine_tuning.FLAG_CONVERTERS,
                                   given_settings=common_flags.given(f))

@@ -33,6 +33,7 @@ from tfbert_flags import run_pretraining_flags as f
 def main(argv):
   del argv
   common_flags.check_optimizer_flags(f)  # Before any work.
+  common_flags.check_strategy_flags()
   values = common_flags.values(f)
   split = input_pipeline.split_list_problems(  # A comma in a path named, before any work.
       {f"--{name}": values[name] for name in pretraining_run.INPUT_FLAGS})

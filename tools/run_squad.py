@@ -21,6 +21,7 @@ from tfbert_flags import run_squad_flags as f
 def main(argv):
   del argv
   common_flags.check_data_files(("train_file", "predict_file"))  # Before any work.
+  common_flags.check_strategy_flags()
   given = common_flags.given(f)
   config = cli.config_from_values(SquadRunConfig,
                                   fine_tuning.source_sequence_values(common_flags.values(f), given),

@@ -67,6 +67,15 @@ def test_bad_tolerances_are_named(items, message):
     alignment.parse_tolerances(items)
 
 
+def test_a_tolerance_kind_given_twice_is_refused_naming_it():
+  """`--tolerances=float32=1e-3,float32=1` checked at 1.0, the last one, without a word
+  (sweep 34, A53)."""
+  with pytest.raises(ValueError, match=re.escape(
+      "--tolerances gives the kind float32 more than once (float32=1e-3, float32=1): give "
+      "each kind once")):
+    alignment.parse_tolerances(["float32=1e-3", "mixed_float16=1e-2", "float32=1"])
+
+
 def test_tolerances_parse_and_whole_numbers_in_variant_fields():
   assert alignment.parse_tolerances(["float32=2e-5", "mixed_bfloat16=1e-3"]) == {
       "float32": 2e-5, "mixed_bfloat16": 1e-3}

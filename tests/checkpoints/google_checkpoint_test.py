@@ -181,6 +181,23 @@ def test_shape_mismatch_is_named(tiny):
           in str(e.value))
 
 
+def test_weights_that_are_not_finite_numbers_are_named(tiny):
+  """Sweep 34, B78: a Hugging Face directory with one NaN in a query kernel loaded, and every
+  classification read NaN. Every reader assigns through this one function."""
+  config, prefix = tiny
+  weights = google_checkpoint.read_google_checkpoint(prefix)
+  name = "bert/encoder/layer_0/attention/self/query/kernel"
+  weights[name] = weights[name].copy()
+  weights[name][0, 1] = np.nan
+  weights[name][1, 1] = np.inf
+  model = BertPretrainer(config)
+  with pytest.raises(ValueError, match=re.escape(
+      "weights that are not finite numbers (NaN or inf; a damaged or diverged checkpoint):\n"
+      f"  {name}: 2 of {weights[name].size} values")):
+    google_checkpoint.assign_google_weights(model, weights, "x")
+  load_google_checkpoint(model, prefix)  # The finite original loads.
+
+
 def test_a_config_that_does_not_describe_the_checkpoint_is_named_first(tiny):
   """Sweep 13 P3: a list of every tensor's shapes, naming neither the config nor the field."""
   config, prefix = tiny

@@ -58,3 +58,58 @@ def test_cosine_similarity_takes_embeddings_only():
     embedding_metrics.cosine_similarity("a", [[1.0]])
   with pytest.raises(ValueError, match="embeddings of width 2 and 3"):
     embedding_metrics.cosine_similarity([[1.0, 0.0]], [[1.0, 0.0, 0.0]])
+
+
+def _scores():
+  return np.array([[0.9, 0.1, 0.3], [0.2, 0.8, 0.1]])
+
+
+def test_non_finite_scores_are_refused_naming_the_query_and_document():
+  # Sweep 34, B20: a NaN ranked arbitrarily (argsort puts it last) and scored silently.
+  scores = _scores()
+  scores[1, 2] = np.nan
+  with pytest.raises(ValueError, match=r"query 'q2' \(row 1\) scores document 'd3' "
+                                       r"\(column 2\) nan"):
+    embedding_metrics.retrieval_metrics(scores, ["q1", "q2"], ["d1", "d2", "d3"],
+                                        {"q1": {"d1"}, "q2": {"d3"}})
+  scores[1, 2] = np.inf
+  with pytest.raises(ValueError, match=r"document #2 \(column 2\) inf"):
+    embedding_metrics.ranked(scores, 2)
+
+
+@pytest.mark.parametrize("argument, value", [("ndcg_k", 0), ("mrr_k", -1), ("mrr_k", 2.0),
+                                             ("recall_ks", (1, 0)), ("recall_ks", 5),
+                                             ("recall_ks", "15")])
+def test_cut_offs_below_one_or_not_ints_are_refused_naming_the_argument(argument, value):
+  # Sweep 34, B21: ndcg_k=0 divided by an ideal DCG of 0 (ZeroDivisionError).
+  name = "recall_ks\\[1\\]" if value == (1, 0) else argument
+  with pytest.raises(ValueError, match=f"^{name} must be"):
+    embedding_metrics.retrieval_metrics(_scores(), ["q1", "q2"], ["d1", "d2", "d3"],
+                                        {"q1": {"d1"}, "q2": {"d2"}}, **{argument: value})
+  with pytest.raises(ValueError, match=f"^{name} must be"):
+    embedding_metrics.retrieval_metric_names(**{argument: value})
+  with pytest.raises(ValueError, match="^k must be an int >= 1, got 0"):
+    embedding_metrics.ranked(_scores(), 0)
+
+
+def test_repeated_ids_are_refused_naming_the_duplicate():
+  # Sweep 34, B22: a document id twice gave recall@5 = 2.0.
+  with pytest.raises(ValueError, match="corpus ids must be unique: 'd1' is at positions 0 and 1"):
+    embedding_metrics.retrieval_metrics(_scores(), ["q1", "q2"], ["d1", "d1", "d3"],
+                                        {"q1": {"d1"}, "q2": {"d1"}})
+  with pytest.raises(ValueError, match="query ids must be unique: 'q1'"):
+    embedding_metrics.retrieval_metrics(_scores(), ["q1", "q1"], ["d1", "d2", "d3"],
+                                        {"q1": {"d1"}})
+
+
+@pytest.mark.parametrize("value", ["d1", {"d1": 1}, 3])
+def test_qrels_values_must_be_collections_of_ids(value):
+  # Sweep 34, B23: a str value was read as its characters ("d1" -> {"d", "1"}).
+  with pytest.raises(ValueError, match=r"qrels\['q1'\] must be a set .* of the ids of its "
+                                       r"relevant documents"):
+    embedding_metrics.retrieval_metrics(_scores(), ["q1", "q2"], ["d1", "d2", "d3"],
+                                        {"q1": value, "q2": {"d2"}})
+  # Lists and tuples of ids are read as sets.
+  assert embedding_metrics.retrieval_metrics(
+      _scores(), ["q1", "q2"], ["d1", "d2", "d3"], {"q1": ["d1"], "q2": ("d2",)},
+      recall_ks=(1,))["recall@1"] == 1.0

@@ -90,6 +90,27 @@ def test_length_mismatch_names_file_feature_length_and_flag(data, with_summary, 
 
 
 @pytest.mark.parametrize("with_summary", [True, False], ids=["summary", "first_record"])
+def test_files_of_two_lengths_are_named_as_such_with_a_file_of_each(data, with_summary):
+  """A glob over sets of S 24 and S 37 named the S 24 file and advised --max_seq_length=24,
+  which then failed on the S 37 files (sweep 34, A34)."""
+  corpus = pretraining_data.pydoc_corpus(str(data.parent / "corpus.txt"), max_documents=2)
+  pretraining_data.create_pretraining_data(
+      [corpus], str(data), pretraining_data.PretrainingDataConfig(
+          pretrained.minilm_vocab_file(), max_seq_length=24, max_predictions_per_seq=P,
+          dupe_factor=1), output_prefix="other", log_stream=io.StringIO())
+  if not with_summary:
+    for name in ("pretraining-summary.json", "other-summary.json"):
+      os.remove(data / name)
+  with pytest.raises(ValueError, match=re.escape(
+      f"the data files hold records of 2 lengths: input_ids has 24 values per record in "
+      f"{data / 'other-00000-of-00001.tfrecord'}, 37 in {data / SHARD}; a run reads one "
+      "(--max_seq_length=37): give only the files of one length, with that --max_seq_length")):
+    _check(data, seq_length=S)
+  check = data_checks.check_pretraining_files(str(data / "pretraining-*"), S, P, VOCAB_SIZE)
+  assert len(check.files) == 2  # One length: no complaint.
+
+
+@pytest.mark.parametrize("with_summary", [True, False], ids=["summary", "first_record"])
 def test_ids_beyond_the_models_vocab_size_are_named(data, with_summary):
   if not with_summary:
     os.remove(data / "pretraining-summary.json")

@@ -814,6 +814,27 @@ def test_a_resume_naming_the_same_data_another_way_continues(data_dir, tmp_path,
     run_pretraining(run_config("other", "run", **common))
 
 
+@pytest.mark.slow  # Two tiny runs of 1 step each.
+def test_a_run_begun_with_relative_paths_resumes_from_another_working_directory(
+    data_dir, tmp_path, monkeypatch):
+  """Sweep 34, A1/A75/A76: run_config.json recorded the relative glob as given and the
+  checkpointed data iterator the relative file names, so a resume from another directory,
+  naming the same folder relatively (or a flags.txt replay), was refused as another
+  configuration, or failed to read its checkpoint ("remove it to start over")."""
+  shutil.copytree(data_dir, tmp_path / "data")
+  common = dict(num_train_steps=2, accumulation=1, save_checkpoints_steps=1, log_steps=1,
+                distribution_strategy="one_device", num_cpu_devices=1)
+  monkeypatch.chdir(tmp_path)
+  run_pretraining(run_config("data", "run", stop_at_step=1, **common))
+  recorded = json.loads((tmp_path / "run" / "run_config.json").read_text())
+  assert recorded["input_files"] == [str(tmp_path / "data" / "*.tfrecord")]
+  (tmp_path / "sub").mkdir()
+  monkeypatch.chdir(tmp_path / "sub")
+  last = run_pretraining(run_config(os.path.join("..", "data"), os.path.join("..", "run"),
+                                    **common))
+  assert last["step"] == 2
+
+
 @pytest.mark.slow
 def test_a_resumed_run_reads_on_from_its_checkpoint_and_never_rereads(data_dir, tmp_path,
                                                                      monkeypatch,

@@ -31,7 +31,17 @@ def run_config(**overrides):
     (dict(objective="mlm_nsp"), "no sentence pairs: pass objective mlm"),
     (dict(text_mode="paragraphs"), "text_mode must be one of"),
     (dict(train_text_files=[], input_files=["d/*.tfrecord"], do_whole_word_mask=True,
-          objective="mlm_nsp"), "do_whole_word_mask masks raw text"),
+          objective="mlm_nsp"), "^PretrainingRunConfig: do_whole_word_mask=true: read only "
+     r"from raw text \(train_text_files\), tokenized and masked as batches are formed; "
+     r"TFRecords \(input_files\) carry the tokens and masks create_pretraining_data wrote: "
+     "leave it out, or remake the data with create_pretraining_data$"),
+    # Recorded in run_config.json and never read (sweep 34, A27, A28).
+    (dict(train_text_files=[], input_files=["d/*.tfrecord"], masked_lm_prob=0.3),
+     "^PretrainingRunConfig: masked_lm_prob=0.3: read only from raw text"),
+    (dict(train_text_files=[], input_files=["d/*.tfrecord"], text_mode="lines",
+          vocab_file="v.txt", do_lower_case=False, allow_casing_mismatch=True),
+     "^PretrainingRunConfig: text_mode=lines, vocab_file=v.txt, do_lower_case=false, "
+     "allow_casing_mismatch=true: read only from raw text .* leave them out"),
     (dict(masked_lm_prob=1.5), r"masked_lm_prob \(1.5\) must be in \(0, 1\]"),
     (dict(train_text_files=[], input_files=["d/*.tfrecord"], eval_text_files=["held/*.txt"]),
      "eval_text_files evaluates a raw-text run .give train_text_files.; a run on TFRecords "
@@ -42,6 +52,12 @@ def run_config(**overrides):
 def test_raw_text_settings_that_do_not_fit_are_named(overrides, message):
   with pytest.raises(ValueError, match=message):
     run_config(**overrides)
+
+
+def test_raw_text_settings_at_their_defaults_pass_with_tfrecords():
+  """Given at their defaults (a replayed flags.txt records them), they change nothing."""
+  run_config(train_text_files=[], input_files=["d/*.tfrecord"], objective="mlm_nsp",
+             text_mode="blocks", masked_lm_prob=0.15, do_whole_word_mask=False)
 
 
 def test_the_vocabulary_defaults_to_the_sources_and_must_fit_the_model(tmp_path):

@@ -417,3 +417,33 @@ def test_a_run_record_names_the_run_that_wrote_a_shared_directory(tmp_path):
   with open(os.path.join(directory, atomic.RUN_RECORD), "w") as f:
     f.write("not json")
   assert atomic.read_run_record(directory) is None
+
+
+def test_a_missing_or_file_directory_is_named_never_the_temporary(tmp_path):
+  # Sweep 34, B4b: every atomic write named its hidden '.tfbert-tmp-...' file instead.
+  missing = tmp_path / "missing"
+  writes = {
+      "write_text": lambda d: atomic.write_text(str(d / "a.txt"), "x"),
+      "write_with": lambda d: atomic.write_with(str(d / "a.bin"),
+                                                lambda t: open(t, "wb").close()),
+      "file_set": lambda d: atomic.file_set(str(d), "config.json").__enter__(),
+  }
+  for name, write in writes.items():
+    with pytest.raises(FileNotFoundError, match="its directory does not exist") as e:
+      write(missing)
+    assert e.value.filename == str(missing), name
+    assert "tfbert-tmp" not in str(e.value), name
+  (tmp_path / "plain").write_text("a file, not a directory")
+  with pytest.raises(NotADirectoryError, match="its directory is not a directory") as e:
+    atomic.write_text(str(tmp_path / "plain" / "a.txt"), "x")
+  assert e.value.filename == str(tmp_path / "plain")
+  assert sorted(os.listdir(tmp_path)) == ["plain"]
+
+
+def test_other_errors_inside_the_block_are_raised_as_they_are(tmp_path):
+  def write(temporary):
+    open(os.path.join(temporary, "missing", "x"), "w").close()  # The directory exists.
+
+  with pytest.raises(FileNotFoundError, match="tfbert-tmp"):
+    atomic.write_with(str(tmp_path / "out"), write)
+  assert os.listdir(tmp_path) == []

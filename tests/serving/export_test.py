@@ -319,6 +319,60 @@ def test_rejects_non_encoders_and_too_long_text_inputs(tmp_path):
   assert not os.listdir(tmp_path)
 
 
+@pytest.mark.parametrize("seq_length", [16.5, "16", True, 2, np.float64(16)])
+def test_a_seq_length_not_an_int_of_at_least_3_is_refused_before_any_write(tmp_path,
+                                                                          seq_length):
+  # Sweep 34, B63: 16.5 reached TensorFlow as "Expected int64, but got 16.5".
+  with pytest.raises(ValueError, match=f"^seq_length must be an int >= 3, got "
+                                       f"{re.escape(repr(seq_length))}$"):
+    export.export_encoder_saved_model(BertEncoder(helpers.odd_config()), str(tmp_path / "e"),
+                                      vocab_file=pretrained.minilm_vocab_file(),
+                                      seq_length=seq_length)
+  assert not os.listdir(tmp_path)
+
+
+class _Stop(Exception):
+  """Raised by a stand-in `TextPreprocessor` once it has recorded the casing."""
+
+
+def _export_casing(monkeypatch, tmp_path, vocab_words, **kwargs) -> bool:
+  """The do_lower_case `export_encoder_saved_model` builds its preprocessor with, for a vocab
+  of `vocab_words` (the export stops there: nothing is written)."""
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("".join(f"{w}\n" for w in [*tokenization.SPECIAL_TOKENS,
+                                                *vocab_words]))
+  casings = []
+
+  def preprocessor(vocab_file, do_lower_case, seq_length):
+    casings.append(do_lower_case)
+    raise _Stop
+
+  monkeypatch.setattr(export, "TextPreprocessor", preprocessor)
+  with pytest.raises(_Stop):
+    export.export_encoder_saved_model(BertEncoder(helpers.odd_config()), str(tmp_path / "e"),
+                                      vocab_file=str(vocab), seq_length=9, **kwargs)
+  assert not (tmp_path / "e").exists()
+  return casings[0]
+
+
+def test_the_casing_follows_the_vocabulary_and_a_contradicting_one_is_refused(
+    monkeypatch, tmp_path):
+  # Sweep 34, B65: do_lower_case=False with an uncased vocab was exported without a word, and
+  # "HELLO World" and "hello world" then embedded differently.
+  assert _export_casing(monkeypatch, tmp_path, ["hello", "world"]) is True
+  assert _export_casing(monkeypatch, tmp_path, ["Hello", "world"]) is False
+  with pytest.raises(export.casing.CasingMismatchError,
+                     match=r"do_lower_case=false.*so it is uncased.*allow_casing_mismatch=True "
+                           r"if this is intended \(keyword arguments of "
+                           r"export_encoder_saved_model\)"):
+    _export_casing(monkeypatch, tmp_path, ["hello", "world"], do_lower_case=False)
+  assert _export_casing(monkeypatch, tmp_path, ["hello", "world"], do_lower_case=False,
+                        allow_casing_mismatch=True) is False
+  assert _export_casing(monkeypatch, tmp_path, ["hello"], do_lower_case=True) is True
+  with pytest.raises(ValueError, match="^do_lower_case must be True, False or None, got 'no'"):
+    _export_casing(monkeypatch, tmp_path, ["hello"], do_lower_case="no")
+
+
 # Small odd models of every export kind, all with the real vocab (tests/tiny_exports.py:
 # an encoder, a pair classifier, the pair being what truncates two segments, a tagger and a
 # span labeler, built once per session); the raw-text signature each export must hold.

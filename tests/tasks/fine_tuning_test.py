@@ -366,7 +366,8 @@ def test_a_number_of_epochs_that_gives_no_step_count_is_refused(epochs, tmp_path
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("clip_norm", 0.0, "clip_norm (0.0) must be > 0, or off: 0 on the command line "
+    ("clip_norm", 0.0, "clip_norm (0.0) must be a finite number > 0, or off: 0 on the "
+     "command line "
      "(--clip_norm=0), None in Python"),
     ("learning_rate", -1.0, "learning_rate (-1.0) must be >= 0"),
     ("weight_decay_rate", -0.5, "weight_decay_rate (-0.5) must be >= 0 (0: no weight decay)"),

@@ -172,3 +172,27 @@ def test_a_tokenizer_config_that_splits_otherwise_than_bert_is_refused(tmp_path,
       f"{tmp_path / 'tokenizer_config.json'}: {problem}") + ".*tfbert tokenizes as "
       "google-research/bert does"):
     read()
+
+
+@pytest.mark.parametrize("name, values, problem", [
+    ("special_tokens_map.json", {"cls_token": "[unused1]", "sep_token": "[SEP]"},
+     "cls_token '[unused1]' (BERT's: '[CLS]')"),
+    ("special_tokens_map.json", {"mask_token": {"content": "<mask>", "lstrip": True}},
+     "mask_token '<mask>' (BERT's: '[MASK]')"),
+    ("tokenizer_config.json", {"do_lower_case": True, "sep_token": "</s>"},
+     "sep_token '</s>' (BERT's: '[SEP]')"),
+    ("special_tokens_map.json", {"cls_token": "[CLS]", "mask_token": {"content": "[MASK]"}},
+     None),
+])
+def test_a_tokenizer_of_other_special_tokens_is_refused(tmp_path, name, values, problem):
+  """Sweep 34, B36: a special_tokens_map.json naming "[unused1]" the classification token
+  was ignored: the texts were packed with [CLS] without a word."""
+  (tmp_path / name).write_text(json.dumps(values))
+  read = lambda: casing.checkpoint_casing(str(tmp_path), None)  # noqa: E731
+  if problem is None:
+    read()
+    return
+  with pytest.raises(ValueError, match=re.escape(f"{tmp_path / name}: {problem}") +
+                     ": tfbert packs and masks texts with google-research/bert's special "
+                     "tokens"):
+    read()

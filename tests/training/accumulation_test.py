@@ -432,6 +432,15 @@ def test_with_gradient_accumulation_takes_what_compile_takes_and_names_anything_
     with_gradient_accumulation(None, 2)
 
 
+@pytest.mark.parametrize("clip_norm", [float("inf"), float("nan"), 0.0, -1.0, True])
+def test_a_clip_norm_that_is_no_finite_positive_number_is_refused(clip_norm):
+  """Sweep 34, B51, B60, B110: inf and NaN passed `<= 0`; fit then logged a normal loss and
+  left every weight NaN."""
+  with pytest.raises(ValueError, match=r"^clip_norm must be a finite number > 0, or None "
+                                       r"\(off\), got "):
+    with_gradient_accumulation(keras.optimizers.Adam(1e-3), 2, clip_norm=clip_norm)
+
+
 def test_accumulation_does_not_nest():
   """Sweep 24 C1 (r37): with_gradient_accumulation over an accumulating optimizer was
   accepted, then fit died with a bare NotImplementedError at the first applied step."""

@@ -1,5 +1,8 @@
 """Tests for tfbert.training.distribution."""
 
+import re
+
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -67,3 +70,20 @@ def test_local_batches_resume_from_a_checkpoint_at_the_same_position(tmp_path):
   assert _replica_batches(resumed, strategy, 2) == expected
   fresh = distribution.LocalBatches(strategy, _dataset())
   assert _replica_batches(fresh, strategy, 2) != expected  # The position, not the start.
+
+
+@pytest.mark.parametrize("name", distribution.STRATEGIES)
+@pytest.mark.parametrize("num_devices", [0, -2, 1.0, "2", True, None])
+def test_num_devices_below_one_or_not_an_int_is_refused_for_every_strategy(
+    name, num_devices, monkeypatch):
+  # Sweep 34, B107-B109: ("mirrored", 0) and ("mirrored", -2) gave 1 replica silently, and
+  # ("one_device", 0) raised an IndexError.
+  monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["localhost:1"]}, '
+                     '"task": {"type": "worker", "index": 0}}')
+  with pytest.raises(ValueError, match=f"^num_devices must be an int >= 1, got "
+                                       f"{re.escape(repr(num_devices))}$"):
+    distribution.create_strategy(name, num_devices)
+
+
+def test_a_numpy_int_num_devices_is_an_int():
+  assert distribution.create_strategy("mirrored", np.int64(2)).num_replicas_in_sync == 2

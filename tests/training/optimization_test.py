@@ -61,8 +61,8 @@ def test_every_problem_of_an_optimizer_config_is_named_at_once():
       "OptimizerConfig: lr_schedule must be one of ('google', 'decay_after_warmup'), got "
       "'cosine'; num_warmup_steps (11) must be in [0, num_train_steps (10)]: lower "
       "num_warmup_steps to at most 10, or raise num_train_steps; "
-      "gradient_accumulation_steps (0) must be >= 1; clip_norm (0.0) must be > 0, or off: "
-      "0 on the command line (--clip_norm=0), None in Python")
+      "gradient_accumulation_steps (0) must be >= 1; clip_norm (0.0) must be a finite "
+      "number > 0, or off: 0 on the command line (--clip_norm=0), None in Python")
 
 
 @pytest.mark.parametrize("setting, value, message", [
@@ -72,8 +72,13 @@ def test_every_problem_of_an_optimizer_config_is_named_at_once():
     ("end_learning_rate", -1.0, "end_learning_rate (-1.0) must be >= 0"),
     ("num_train_steps", 0, "num_train_steps (0) must be >= 1"),
     ("loss_scale_growth_steps", 0, "loss_scale_growth_steps (0) must be >= 1"),
-    ("clip_norm", -1.0, "clip_norm (-1.0) must be > 0, or off: 0 on the command line "
-     "(--clip_norm=0), None in Python"),
+    ("clip_norm", -1.0, "clip_norm (-1.0) must be a finite number > 0, or off: 0 on the "
+     "command line (--clip_norm=0), None in Python"),
+    # Sweep 34, B59: inf (and NaN) passed `> 0` and made every weight NaN after one step.
+    ("clip_norm", math.inf, "clip_norm (inf) must be a finite number > 0, or off: 0 on the "
+     "command line (--clip_norm=0), None in Python"),
+    ("clip_norm", math.nan, "clip_norm (nan) must be a finite number > 0, or off: 0 on the "
+     "command line (--clip_norm=0), None in Python"),
 ])
 def test_a_bad_setting_is_named_alone_with_its_value_and_range(setting, value, message):
   # A tool may have no flag for the other settings (run_pretraining: no momentum, power).

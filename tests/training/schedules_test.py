@@ -144,6 +144,10 @@ def test_get_config_round_trips_through_keras_serialization():
      r"got 2.0 \(float\)$"),
     (dict(total_steps=np.float64(100)), r"^total_steps must be .*got np.float64\(100.0\)"),
     (dict(total_steps=True), r"^total_steps must be .*got True \(bool\)$"),
+    # Sweep 34, B42, B44: NaN passed `< 0` (every weight NaN after a step); inf was returned.
+    (dict(learning_rate=float("nan")), r"^learning_rate must be a finite number, got nan$"),
+    (dict(learning_rate=float("inf")), r"^learning_rate must be a finite number, got inf$"),
+    (dict(end_learning_rate=float("nan")), r"^end_learning_rate must be a finite number"),
 ])
 def test_invalid_arguments_raise_clear_errors(overrides, message):
   args = dict(BASE, **overrides)
@@ -151,3 +155,11 @@ def test_invalid_arguments_raise_clear_errors(overrides, message):
     WarmupPolynomialDecay(**args)
   with pytest.raises(ValueError, match=message):
     learning_rate_at(0, **args)
+
+
+def test_a_negative_step_is_refused():
+  """Sweep 34, B46: step -5 (warmup 2) gave the rate -0.0025."""
+  with pytest.raises(ValueError, match=r"^step must be >= 0 \(the updates already applied\), "
+                                       r"got -5$"):
+    learning_rate_at(-5, **dict(BASE, warmup_steps=2))
+  assert learning_rate_at(0, **BASE) >= 0.0

@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from tfbert import BertClassifier, BertConfig
 from tfbert.pretraining import pretraining_run
+from tfbert.runtime import validation
 from tfbert.tasks import fine_tuning
 from tfbert.training import distribution, training_loop
 
@@ -245,6 +246,19 @@ def test_the_loop_trains_as_keras_fit_does(tmp_path, straight):
   # Two tf.functions around the same step may fuse float ops differently (~1e-7 relative,
   # lifted by Adam to ~1e-6); other data, masks or schedules move weights by ~1e-2.
   assert moved > 1e-2 and deviation < 1e-5, (moved, deviation)
+
+
+@pytest.mark.parametrize("field", ["log_steps", "save_checkpoints_steps", "keep_checkpoint_max"])
+def test_each_loop_setting_below_one_is_named_alone(field):
+  """`--keep_checkpoint_max=0` said "--log_steps (1), --save_checkpoints_steps (100) and
+  --keep_checkpoint_max (0) must be >= 1", naming two settings that were fine (sweep 34,
+  A64)."""
+  config = types.SimpleNamespace(log_steps=1, save_checkpoints_steps=100, keep_checkpoint_max=5,
+                                 eval_every_steps=0, early_stopping_patience=0,
+                                 stop_at_step=None)
+  setattr(config, field, 0)
+  assert validation.failures(training_loop.schedule_checks(config)) == [
+      f"{field} (0) must be >= 1"]
 
 
 def test_checkpoints_rotate_and_keep_the_newest(tmp_path):

@@ -118,11 +118,15 @@ def parse_tolerances(items: Sequence[str]) -> dict[str, float]:
 
   Raises:
     ValueError: naming the item that is not `kind=value` with a known kind and a
-      non-negative number.
+      non-negative number, or a kind given more than once.
   """
   tolerances = {}
   for item in items:
     kind, sep, value = item.partition("=")
+    if kind in tolerances:  # The last one won without a word (sweep 34, A53).
+      repeated = [i for i in items if i.partition("=")[0] == kind]
+      raise ValueError(f"--tolerances gives the kind {kind} more than once "
+                       f"({', '.join(repeated)}): give each kind once")
     try:
       number = float(value)
     except ValueError:

@@ -287,6 +287,14 @@ def assign_google_weights(model: keras.Model, weights: Mapping[str, np.ndarray],
                     "with.")
   if mismatched:
     problems.append("shape mismatch:\n  " + "\n  ".join(mismatched))
+  # A NaN or inf weight made every output NaN without a word (sweep 34, B78).
+  broken = [f"{n}: {int(np.size(w) - np.count_nonzero(np.isfinite(w)))} of {np.size(w)} "
+            "values" for n, w in sorted(candidates.items())
+            if n in variables and np.issubdtype(np.asarray(w).dtype, np.floating)
+            and not np.isfinite(w).all()]
+  if broken:
+    problems.append("weights that are not finite numbers (NaN or inf; a damaged or "
+                    "diverged checkpoint):\n  " + "\n  ".join(broken))
   unused = sorted(set(candidates) - set(variables))
   if unused and not allow_unused:
     problems.append("source tensors with no model weight:\n  " + "\n  ".join(unused)

@@ -302,8 +302,9 @@ def _export(model, path, settings, is_pair, export_dtype) -> None:
     pretraining_export.export_pretrainer_saved_model(model, path, vocab, lower, length,
                                                      export_dtype)
   else:
-    export.export_encoder_saved_model(model, path, vocab_file=vocab, do_lower_case=lower,
-                                      seq_length=length, export_dtype=export_dtype)
+    export.export_encoder_saved_model(  # The casing as attached (resolved there).
+        model, path, vocab_file=vocab, do_lower_case=lower, seq_length=length,
+        export_dtype=export_dtype, allow_casing_mismatch=True)
 
 
 # The formats that record a classifier's arity or are built for it.

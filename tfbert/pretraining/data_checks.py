@@ -368,11 +368,59 @@ def data_summaries(files: Sequence[str]) -> dict:
   return {path: summary for path, summary in cache.items() if summary}
 
 
+class _LengthError(DataFileError):
+  """A file whose records are of another length than the run's `flag` (`_length_error`)."""
+
+  def __init__(self, text: str, flag: str):
+    super().__init__(text)
+    self.flag = flag
+
+
 def _length_error(path: str, name: str, found: int, flag: str, value: int,
                   source: str = "") -> DataFileError:
-  return DataFileError(
+  return _LengthError(
       f"{path}: {name} has {found} values per record{source} but --{flag}={value}: pass "
-      f"--{flag}={found}, or remake the data with create_pretraining_data --{flag}={value}")
+      f"--{flag}={found}, or remake the data with create_pretraining_data --{flag}={value}",
+      flag)
+
+
+# The feature whose length each length flag sets.
+_FLAG_FEATURE = {"max_seq_length": "input_ids", "max_predictions_per_seq": "masked_lm_ids"}
+
+
+def _file_length(path: str, flag: str, summaries: dict) -> Optional[int]:
+  """The length `flag` of `path`'s records: its summary's, else its first record's; None
+  when neither can be read (the file's own check names why)."""
+  try:
+    _, summary = _summary_of(path, summaries)
+    length = (summary or {}).get("config", {}).get(flag)
+    if length is None:
+      features = tf.train.Example.FromString(read_records(path, 1)[0]).features.feature
+      length = len(features[_FLAG_FEATURE[flag]].int64_list.value)
+  except (DataFileError, message.DecodeError, IndexError, KeyError, OSError):
+    return None
+  return length if isinstance(length, int) else None
+
+
+def _mixed_lengths_error(paths: Sequence[str], error: _LengthError, summaries: dict,
+                         value: int) -> DataFileError:
+  """`error` (a file of another length than the run's), or when the files hold records of
+  more than one length, that, naming a file of each: the advice to pass the first file's
+  length then failed on the next (sweep 34, A34)."""
+  lengths = {}  # {length: its first file}
+  for path in paths:
+    length = _file_length(path, error.flag, summaries)
+    if length is not None:
+      lengths.setdefault(length, path)
+  if len(lengths) < 2:
+    return error
+  flag, name = error.flag, _FLAG_FEATURE[error.flag]
+  (first, path), *others = sorted(lengths.items())
+  each = [f"{name} has {first} values per record in {path}",
+          *[f"{length} in {path}" for length, path in others]]
+  return DataFileError(
+      f"the data files hold records of {len(lengths)} lengths: {', '.join(each)}; a run reads "
+      f"one (--{flag}={value}): give only the files of one length, with that --{flag}")
 
 
 def _check_summary(path: str, summary_path: str, summary: dict, settings: dict,
@@ -481,7 +529,10 @@ def check_pretraining_files(file_patterns: Union[str, Sequence[str]], max_seq_le
   summaries, counts, num_bytes = {}, [], 0
   for path in paths:
     summary_path, summary = _summary_of(path, summaries)
-    listed = summary and _check_summary(path, summary_path, summary, settings, vocab_size)
+    try:
+      listed = summary and _check_summary(path, summary_path, summary, settings, vocab_size)
+    except _LengthError as error:
+      raise _mixed_lengths_error(paths, error, summaries, settings[error.flag]) from None
     try:
       count = scan_tfrecord(path, verify_data)
     except DataFileError:
@@ -496,7 +547,10 @@ def check_pretraining_files(file_patterns: Union[str, Sequence[str]], max_seq_le
       raise DataFileError(f"{path}: holds {count} records but {summary_path} lists "
                           f"{listed}: the file was truncated or replaced")
     for index, data in enumerate(read_records(path, records_per_file)):
-      _check_record(path, index, data, settings, vocab_size, next_sentence_labels)
+      try:
+        _check_record(path, index, data, settings, vocab_size, next_sentence_labels)
+      except _LengthError as error:
+        raise _mixed_lengths_error(paths, error, summaries, settings[error.flag]) from None
     counts.append(count)
     num_bytes += _size(path)
   return DataCheck(paths, counts, num_bytes, time.monotonic() - started)

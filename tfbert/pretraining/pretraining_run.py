@@ -73,7 +73,7 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.python.framework import config as tf_framework_config
 
-from tfbert.checkpoints import google_checkpoint
+from tfbert.checkpoints import google_checkpoint, pretrained
 from tfbert.config import SHAPE_FIELDS, BertConfig
 from tfbert.losses.pretraining_loss import OBJECTIVES, uses_nsp
 from tfbert.models import BertPretrainer
@@ -290,6 +290,7 @@ def run_pretraining(config: PretrainingRunConfig, flagfile: Optional[str] = None
     The last log's scalars and "step", plus "written" (what this run left where: name ->
     final path) and "summary" (those lines, for the tool to print last).
   """
+  config = absolute_paths(config)
   config = raw_text_run.resolve(config)  # The vocabulary and casing raw text is read with.
   distribution.configure_cpu_devices(config.num_cpu_devices)
   # TensorFlow's op determinism is process-wide: left on, every later run of the process
@@ -481,6 +482,32 @@ def data_record(paths: Sequence[str], content: bool = False) -> dict:
   return {"summaries": sorted(files.absolute(p) for p in summaries),
           "vocab_file": vocab_file, "do_lower_case": do_lower_case,
           "input_files": run_directory.data_identity(paths, content=content)}
+
+
+# The settings naming files to read, made absolute before the run (`absolute_paths`).
+READ_PATHS = ("input_files", "eval_input_files", "train_text_files", "eval_text_files",
+              "vocab_file", "init_checkpoint", "init_hf_dir", "init_tfbert")
+
+
+def absolute_paths(config: PretrainingRunConfig) -> PretrainingRunConfig:
+  """`config` with the files it reads named by absolute paths (`READ_PATHS`; URLs and the
+  shipped model's alias as they are): run_config.json records them so, and so do the
+  checkpointed data iterators, so that a resume or a flags.txt replay from another working
+  directory reads the same files (sweep 34, A1, A75, A76: a relative glob was recorded as
+  given and resolved against the new directory)."""
+  def absolute(path):
+    if not isinstance(path, str) or not path or path == pretrained.MINILM_ALIAS:
+      return path
+    return files.absolute(path)
+  changes = {}
+  for name in READ_PATHS:
+    value = getattr(config, name)
+    if isinstance(value, str):
+      changes[name] = absolute(value)
+    elif value:
+      changes[name] = type(value)(absolute(v) for v in value) if isinstance(
+          value, tuple) else [absolute(v) for v in value]
+  return dataclasses.replace(config, **changes)
 
 
 def run_records(config: PretrainingRunConfig, data: dict) -> list:

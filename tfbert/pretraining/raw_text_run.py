@@ -58,8 +58,7 @@ def checks(config) -> list[validation.Check]:
        f"text_mode must be one of {text_pipeline.TEXT_MODES}, got {config.text_mode!r}"),
       (0.0 < config.masked_lm_prob <= 1.0,
        f"masked_lm_prob ({config.masked_lm_prob}) must be in (0, 1]"),
-      (text or not config.do_whole_word_mask, "do_whole_word_mask masks raw text "
-       "(train_text_files); TFRecords carry the masks they were written with"),
+      _unread_problem(config) if config.input_files and not text else (True, ""),
       (not text or config.max_seq_length >= 3,
        f"max_seq_length ({config.max_seq_length}) must be >= 3 for raw text"),
       # Packed blocks are no sentence pairs: there is nothing for a next-sentence head.
@@ -72,6 +71,27 @@ def checks(config) -> list[validation.Check]:
       (not (config.eval_text_files and config.eval_input_files),
        "give eval_input_files (TFRecords) or eval_text_files (raw text), not both"),
   ]
+
+
+# The settings only raw text reads: how it is split into documents, tokenized and masked.
+# TFRecords carry their tokens and masks; given otherwise than their defaults for a run on
+# TFRecords, they were recorded and never read (sweep 34, A27, A28).
+TEXT_ONLY = ("text_mode", "vocab_file", "do_lower_case", "allow_casing_mismatch",
+             "masked_lm_prob", "do_whole_word_mask")
+
+
+def _unread_problem(config) -> validation.Check:
+  """The raw-text settings a run on TFRecords was given otherwise than their defaults."""
+  defaults = {field.name: field.default for field in dataclasses.fields(config)}
+  given = {name: getattr(config, name) for name in TEXT_ONLY
+           if getattr(config, name) != defaults[name]}
+  spelled = [f"{name}={str(value).lower() if isinstance(value, bool) else value}"
+             for name, value in given.items()]
+  return (not given, f"{', '.join(spelled)}: read only from raw text (train_text_files), "
+          "tokenized and masked as batches are formed; TFRecords (input_files) carry the "
+          "tokens and masks create_pretraining_data wrote: leave "
+          f"{'it' if len(given) == 1 else 'them'} out, or remake the data with "
+          "create_pretraining_data")
 
 
 def check_files(config, num_workers: int) -> text_pipeline.TextCheck:

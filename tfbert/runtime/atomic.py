@@ -26,6 +26,7 @@ temporary but this process's (a claimed run directory is one run's).
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import uuid
@@ -80,6 +81,41 @@ def _replace(staged: str, path: str, overwrite: bool = True) -> None:
     raise OSError(error.errno, error.strerror or str(error), path) from None
 
 
+def _without_directory(error: OSError, temporary: str, path: str) -> Optional[OSError]:
+  """The error to raise for `error`, raised writing `temporary` (or inside it) for `path`,
+  when the directory of `path` is missing or not a directory: one naming that directory and
+  `path`, not the hidden temporary a user never named ("No such file or directory:
+  '.../.tfbert-tmp-...'"; sweep 34, B4b). None for any other error (raised as it is).
+
+  The new error is of `error`'s class (`FileNotFoundError`, `NotADirectoryError`), so a
+  caller catching it still does.
+  """
+  filename = error.filename if isinstance(error.filename, str) else ""
+  if error.errno not in (errno.ENOENT, errno.ENOTDIR) or not filename.startswith(temporary):
+    return None
+  directory = files.parent(temporary)
+  if files.isdir(directory):
+    return None
+  if files.exists(directory):
+    return OSError(errno.ENOTDIR, f"{path} cannot be written: its directory is not a "
+                   "directory (nothing was written)", directory)
+  return OSError(errno.ENOENT, f"{path} cannot be written: its directory does not exist "
+                 "(nothing was written; create it first)", directory)
+
+
+@contextlib.contextmanager
+def _directory_named(temporary: str, path: str) -> Iterator[None]:
+  """Raises an `OSError` of writing `temporary` for `path` in a missing directory as one
+  naming that directory (`_without_directory`)."""
+  try:
+    yield
+  except OSError as error:
+    replacement = _without_directory(error, temporary, path)
+    if replacement is None:
+      raise
+    raise replacement from None
+
+
 def remove_quietly(path: str) -> None:
   """Removes a file or directory tree; never raises (cleanup after another error)."""
   try:
@@ -116,7 +152,8 @@ def atomic_path(path: str, tag: str = "", kind: str = "directory",
   """
   temporary = temporary_sibling(path, tag)
   try:
-    yield temporary
+    with _directory_named(temporary, path):
+      yield temporary
     if files.isdir(temporary):
       replace_directory(temporary, path, kind, task)
     else:
@@ -193,7 +230,8 @@ def file_set(directory: str, marker: str, tag: str = "") -> Iterator[str]:
     IsADirectoryError: a file of the set is a directory in `directory` (nothing is moved).
   """
   staging = temporary_sibling(os.path.join(directory, marker), tag)
-  files.mkdir(staging)
+  with _directory_named(staging, os.path.join(directory, marker)):
+    files.mkdir(staging)
   try:
     yield staging
     names = sorted(files.listdir(staging))

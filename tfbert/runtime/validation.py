@@ -26,6 +26,7 @@ import collections.abc
 import dataclasses
 import functools
 import inspect
+import math
 import numbers
 import typing
 from typing import Any, Callable, Iterable, Optional
@@ -60,6 +61,14 @@ def is_int(value: Any) -> bool:
   """Whether `value` is an integer of the API's kind: any `numbers.Integral` (NumPy's
   integers too) but not a bool (True is no count)."""
   return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def finite_number(value: Any) -> bool:
+  """Whether `value` is a real number (NumPy's too) that is finite, and not a bool: NaN
+  passes every `< 0` and `<= 0` test, and a NaN or inf rate or norm trains every weight to
+  NaN (sweep 34, B42, B59)."""
+  return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+          and math.isfinite(value))
 
 
 def plain_int(name: str, value: Any, minimum: int = 1) -> int:

@@ -63,9 +63,9 @@ from tfbert import encoder, models
 from tfbert.checkpoints import model_paths
 from tfbert.encoder import BertEncoder
 from tfbert.layers import serving_ops
-from tfbert.runtime import atomic, files
+from tfbert.runtime import atomic, files, validation
 from tfbert.serving import freeze_quietly, serving_dtype
-from tfbert.text import inputs, tokenization
+from tfbert.text import casing, inputs, tokenization
 
 SERVING_SIGNATURE = "serving_default"
 TEXT_SIGNATURE = "encode_text"
@@ -350,9 +350,10 @@ def encoder_of(encoder_or_model) -> BertEncoder:
 
 def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
                                vocab_file: Optional[str] = None,
-                               do_lower_case: bool = True,
+                               do_lower_case: Optional[bool] = None,
                                seq_length: int = 128,
-                               export_dtype: str = "model") -> str:
+                               export_dtype: str = "model",
+                               allow_casing_mismatch: bool = False) -> str:
   """Writes the encoder as a SavedModel, replacing `export_dir` atomically.
 
   Args:
@@ -361,25 +362,46 @@ def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
     export_dir: local directory or URL (`gs://...`) to create or replace.
     vocab_file: WordPiece vocab; when given, adds the `encode_text` signature
       and copies the vocab into `assets/`.
-    do_lower_case: the vocab's casing (True for uncased vocabs).
-    seq_length: S of `encode_text`'s packed inputs; at most
-      `max_position_embeddings`.
+    do_lower_case: the casing `encode_text` tokenizes with; None: the vocabulary's
+      (`tfbert.text.casing`: cased entries mean cased), as `attach_text` takes it. A given
+      one that the vocabulary contradicts is refused unless `allow_casing_mismatch`: an
+      uncased vocabulary read cased made "HELLO" [UNK] (sweep 34, B65).
+    seq_length: S of `encode_text`'s packed inputs (an int >= 3: [CLS], one token, [SEP]);
+      at most `max_position_embeddings`.
     export_dtype: "model" (its policy), "float32", "bfloat16" or "auto" (the faster on this
       CPU); see `tfbert.serving.serving_dtype`. Recorded in `serving.json`.
+    allow_casing_mismatch: tokenize with the given `do_lower_case` whatever the vocabulary
+      says (logged); for a caller that resolved the casing itself.
 
   Returns:
     `export_dir`.
 
   Raises:
     TypeError: see `encoder_of`.
-    ValueError: if `seq_length` exceeds `max_position_embeddings`.
+    ValueError: before anything is written: `seq_length` not an int >= 3 (sweep 34, B63:
+      16.5 reached TensorFlow as "Expected int64, but got 16.5") or beyond
+      `max_position_embeddings`; `do_lower_case` or `allow_casing_mismatch` not a bool.
+    FileNotFoundError: `vocab_file` does not exist.
+    tfbert.text.casing.CasingMismatchError: `do_lower_case` contradicts the vocabulary.
   """
-  encoder, serving = serving_dtype.for_serving(encoder_of(encoder_or_model), export_dtype)
-  preprocessor = None
+  seq_length = validation.plain_int("seq_length", seq_length, minimum=3)
+  do_lower_case = validation.plain_bool("do_lower_case", do_lower_case, optional=True)
+  allow_casing_mismatch = validation.plain_bool("allow_casing_mismatch", allow_casing_mismatch)
+  encoder = encoder_of(encoder_or_model)
   if vocab_file is not None:
+    vocab_file = files.as_path(vocab_file, "vocab_file")
+    if not files.isfile(vocab_file):
+      raise FileNotFoundError(files.missing_file_message(vocab_file, "vocabulary"))
     limit = encoder.config.max_position_embeddings
     if seq_length > limit:
       raise ValueError(f"seq_length {seq_length} exceeds max_position_embeddings {limit}")
+    do_lower_case = casing.resolve_do_lower_case(
+        do_lower_case, casing.checkpoint_casing(None, vocab_file),
+        allow_mismatch=allow_casing_mismatch,
+        terms=casing.keywords("export_encoder_saved_model", allow_mismatch=True))
+  encoder, serving = serving_dtype.for_serving(encoder, export_dtype)
+  preprocessor = None
+  if vocab_file is not None:
     preprocessor = TextPreprocessor(vocab_file, do_lower_case, seq_length)
   module = EncoderExport(encoder, preprocessor)
   save_atomically(lambda path: write_export(module, encoder.config, path, serving), export_dir,

@@ -106,6 +106,7 @@ def _json_casing(path: str, what: str) -> Optional[Casing]:
     raise ValueError(f"{path}: do_lower_case must be true or false, got {value!r}")
   if os.path.basename(path) == TOKENIZER_CONFIG:
     check_basic_tokenization(path, values, value)
+    check_special_tokens(path, values)
   if value is None:
     return None
   return Casing(value, f"{path} ({what} do_lower_case: {str(value).lower()})")
@@ -137,6 +138,47 @@ def check_basic_tokenization(path: str, values: dict, do_lower_case: Optional[bo
         "on; use the model with the tokenizer it names")
 
 
+# google-research/bert's special tokens, which tfbert packs with (`tfbert.text.tokenization`).
+SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+                  "cls_token": "[CLS]", "mask_token": "[MASK]"}
+SPECIAL_TOKENS_FILE = "special_tokens_map.json"
+
+
+def check_special_tokens(path: str, values: dict) -> None:
+  """Refuses a Hugging Face tokenizer file (`tokenizer_config.json`,
+  `special_tokens_map.json`) naming other special tokens than BERT's: tfbert packs every
+  text with [CLS] and [SEP] and masks with [MASK], so a model trained with "[unused1]" as
+  its classification token was read with another one, without a word (sweep 34, B36). A
+  token is a str or transformers' `{"content": ...}`.
+
+  Raises:
+    ValueError: naming the file and each token that differs.
+  """
+  problems = []
+  for key, bert in SPECIAL_TOKENS.items():
+    token = values.get(key)
+    if isinstance(token, dict):
+      token = token.get("content")
+    if token is not None and token != bert:
+      problems.append(f"{key} {token!r} (BERT's: {bert!r})")
+  if problems:
+    raise ValueError(f"{path}: {', '.join(problems)}: tfbert packs and masks texts with "
+                     "google-research/bert's special tokens, and this model's tokenizer uses "
+                     "others; use the model with the tokenizer it names")
+
+
+def special_tokens_file_check(directory: str) -> None:
+  """`check_special_tokens` of `directory`'s `special_tokens_map.json`, when there is one
+  (a file that is no JSON object is named; one without special tokens passes)."""
+  path = os.path.join(directory, SPECIAL_TOKENS_FILE)
+  if not files.isfile(path):
+    return
+  values = json_values.read(path)
+  if not isinstance(values, dict):
+    raise ValueError(f"{path}: not a JSON object: {type(values).__name__}")
+  check_special_tokens(path, values)
+
+
 def checkpoint_directories(path: str) -> list[str]:
   """Where a checkpoint's casing records may sit: a directory as is; a file's (or a
   checkpoint prefix's) directory, and for `<run>/best/model.keras` the run directory."""
@@ -164,6 +206,7 @@ def checkpoint_casing(checkpoint: Optional[str] = None,
   """
   evidence = []
   for directory in checkpoint_directories(checkpoint) if checkpoint else []:
+    special_tokens_file_check(directory)
     for name, what in ((TOKENIZER_CONFIG, "tokenizer config"), (RUN_CONFIG, "tfbert run,")):
       found = _json_casing(os.path.join(directory, name), what)
       if found:

@@ -122,8 +122,10 @@ class GradientAccumulationOptimizer(keras.optimizers.Optimizer):
     steps = int(steps)
     if reduction not in REDUCTIONS:
       raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
-    if clip_norm is not None and clip_norm <= 0:
-      raise ValueError(f"clip_norm must be > 0, got {clip_norm!r}")
+    if clip_norm is not None and not (  # inf, NaN: NaN weights (sweep 34, B51, B60).
+        validation.finite_number(clip_norm) and clip_norm > 0):
+      raise ValueError(f"clip_norm must be a finite number > 0, or None (off), got "
+                       f"{clip_norm!r}")
     for arg in KERAS_CLIPPING:
       if kwargs.get(arg) is not None or getattr(optimizer, arg, None):
         raise ValueError(f"{arg} would act per replica or per micro-step; use "

@@ -10,6 +10,8 @@ import os
 
 import tensorflow as tf
 
+from tfbert.runtime import validation
+
 STRATEGIES = ("one_device", "mirrored", "multi_worker")
 # The precision policies a run may train in (Keras' names); mixed_float16 adds loss scaling.
 # `tfbert.tasks.precision` checks that this CPU computes each right.
@@ -39,9 +41,15 @@ def create_strategy(name: str, num_devices: int = 1) -> tf.distribute.Strategy:
   """Returns the strategy `name` over `num_devices` local devices (CPUs unless GPUs exist).
 
   `multi_worker` reads the cluster from TF_CONFIG (one device per worker).
+
+  Raises:
+    ValueError: `name` is not one of `STRATEGIES`; `num_devices` is not an int >= 1 (for
+      every strategy: 0 or -2 gave a mirrored strategy of 1 replica, and one_device over 0
+      devices an IndexError; sweep 34, B107-B109); or fewer devices exist.
   """
   if name not in STRATEGIES:
     raise ValueError(f"distribution strategy must be one of {STRATEGIES}, got {name!r}")
+  num_devices = validation.plain_int("num_devices", num_devices, minimum=1)
   if name == "multi_worker":
     if "TF_CONFIG" not in os.environ:
       raise ValueError("multi_worker needs TF_CONFIG naming the cluster and this worker")

@@ -86,11 +86,12 @@ def field_spelling(name: str, value: Any = _NO_VALUE) -> str:
 
 def clip_norm_check(clip_norm: Optional[float], spell: Spelling = field_spelling
                     ) -> validation.Check:
-  """The one rule of every config's `clip_norm`: > 0, or None (off). The tools' flag turns
-  clipping off with 0 (`tfbert.runtime.cli.zero_is_none`), so the message names both."""
-  return (clip_norm is None or clip_norm > 0,
-          f"{spell('clip_norm', clip_norm)} must be > 0, or off: 0 on the command line "
-          "(--clip_norm=0), None in Python")
+  """The one rule of every config's `clip_norm`: a finite number > 0, or None (off). The
+  tools' flag turns clipping off with 0 (`tfbert.runtime.cli.zero_is_none`), so the message
+  names both. inf and NaN made every weight NaN after one step (sweep 34, B59)."""
+  return (clip_norm is None or (validation.finite_number(clip_norm) and clip_norm > 0),
+          f"{spell('clip_norm', clip_norm)} must be a finite number > 0, or off: 0 on the "
+          "command line (--clip_norm=0), None in Python")
 
 
 def _value_rules(c: Any, spell: Spelling) -> list[tuple[tuple[str, ...], bool, str]]:

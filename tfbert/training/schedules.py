@@ -92,6 +92,11 @@ def _validated(learning_rate, warmup_steps, total_steps, end_learning_rate, powe
   total_steps = _as_steps("total_steps", total_steps)
   if mode not in MODES:
     raise ValueError(f"Unknown mode {mode!r}; expected one of {MODES}")
+  for name, rate in (("learning_rate", learning_rate), ("end_learning_rate", end_learning_rate),
+                     ("power", power)):
+    # NaN passed `< 0` and trained every weight to NaN (sweep 34, B42, B44).
+    if not validation.finite_number(rate):
+      raise ValueError(f"{name} must be a finite number, got {rate!r}")
   if learning_rate < 0 or end_learning_rate < 0:
     raise ValueError(f"Learning rates must be >= 0, got learning_rate={learning_rate}, "
                      f"end_learning_rate={end_learning_rate}")
@@ -121,6 +126,8 @@ def learning_rate_at(step: int, learning_rate: float, warmup_steps: int, total_s
     ValueError: On invalid schedule arguments (see `WarmupPolynomialDecay`).
   """
   args = _validated(learning_rate, warmup_steps, total_steps, end_learning_rate, power, mode)
+  if _as_steps("step", step) < 0:  # -5 gave a negative rate (sweep 34, B46).
+    raise ValueError(f"step must be >= 0 (the updates already applied), got {step!r}")
   return float(_formula(float(step), _PYTHON_OPS, **args))
 
 

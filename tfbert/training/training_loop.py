@@ -206,11 +206,9 @@ def schedule_checks(config) -> list[validation.Check]:
   `early_stopping_patience`, `stop_at_step`): the run configs check them when built, before
   the loop's own config exists. And its run directory's entries (`run_entry_problems`)."""
   return [(False, problem) for problem in run_entry_problems(config)] + [
-      (config.log_steps >= 1 and config.save_checkpoints_steps >= 1
-       and config.keep_checkpoint_max >= 1,
-       f"log_steps ({config.log_steps}), save_checkpoints_steps "
-       f"({config.save_checkpoints_steps}) and keep_checkpoint_max "
-       f"({config.keep_checkpoint_max}) must be >= 1"),
+      # One check each: the message names only the settings at fault (sweep 34, A64).
+      *[(getattr(config, name) >= 1, f"{name} ({getattr(config, name)}) must be >= 1")
+        for name in ("log_steps", "save_checkpoints_steps", "keep_checkpoint_max")],
       (config.eval_every_steps >= 0,
        f"eval_every_steps ({config.eval_every_steps}) must be >= 0"),
       (config.early_stopping_patience >= 0,
