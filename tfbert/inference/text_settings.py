@@ -165,12 +165,8 @@ def attach_text(model: keras.Model, vocab_file: str, do_lower_case: Optional[boo
   """
   vocab_file = files.as_path(vocab_file, "vocab_file")
   do_lower_case = validation.plain_bool("do_lower_case", do_lower_case, optional=True)
-  if not files.isfile(vocab_file):
-    raise FileNotFoundError(files.missing_file_message(vocab_file, "vocabulary"))
-  do_lower_case = casing.resolve_do_lower_case(
-      do_lower_case, casing.checkpoint_casing(None, vocab_file),
-      allow_mismatch=allow_casing_mismatch,
-      terms=casing.keywords("attach_text", allow_mismatch=True))
+  do_lower_case = casing.vocabulary_casing(do_lower_case, vocab_file, "attach_text",
+                                           allow_casing_mismatch)
   if max_seq_length is None:
     max_seq_length = min(DEFAULT_MAX_SEQ_LENGTH, model.config.max_position_embeddings)
   from tfbert.inference import raw_text  # pylint: disable=import-outside-toplevel

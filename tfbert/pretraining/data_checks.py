@@ -527,30 +527,27 @@ def check_pretraining_files(file_patterns: Union[str, Sequence[str]], max_seq_le
               "max_predictions_per_seq": max_predictions_per_seq}
   paths = input_pipeline.expand_files(file_patterns)
   summaries, counts, num_bytes = {}, [], 0
-  for path in paths:
-    summary_path, summary = _summary_of(path, summaries)
-    try:
+  try:  # A file of another length: said of all files when they hold several lengths.
+    for path in paths:
+      summary_path, summary = _summary_of(path, summaries)
       listed = summary and _check_summary(path, summary_path, summary, settings, vocab_size)
-    except _LengthError as error:
-      raise _mixed_lengths_error(paths, error, summaries, settings[error.flag]) from None
-    try:
-      count = scan_tfrecord(path, verify_data)
-    except DataFileError:
-      first_line = _text_head(path)
-      if first_line is None:
-        raise
-      raise DataFileError(f"{path}: plain UTF-8 text ({first_line!r}), not a TFRecord "
-                          f"file; {text_hint}") from None
-    if count == 0:
-      raise DataFileError(f"{path}: holds no record (an empty file)")
-    if listed is not None and listed != count:
-      raise DataFileError(f"{path}: holds {count} records but {summary_path} lists "
-                          f"{listed}: the file was truncated or replaced")
-    for index, data in enumerate(read_records(path, records_per_file)):
       try:
+        count = scan_tfrecord(path, verify_data)
+      except DataFileError:
+        first_line = _text_head(path)
+        if first_line is None:
+          raise
+        raise DataFileError(f"{path}: plain UTF-8 text ({first_line!r}), not a TFRecord "
+                            f"file; {text_hint}") from None
+      if count == 0:
+        raise DataFileError(f"{path}: holds no record (an empty file)")
+      if listed is not None and listed != count:
+        raise DataFileError(f"{path}: holds {count} records but {summary_path} lists "
+                            f"{listed}: the file was truncated or replaced")
+      for index, data in enumerate(read_records(path, records_per_file)):
         _check_record(path, index, data, settings, vocab_size, next_sentence_labels)
-      except _LengthError as error:
-        raise _mixed_lengths_error(paths, error, summaries, settings[error.flag]) from None
-    counts.append(count)
-    num_bytes += _size(path)
+      counts.append(count)
+      num_bytes += _size(path)
+  except _LengthError as error:
+    raise _mixed_lengths_error(paths, error, summaries, settings[error.flag]) from None
   return DataCheck(paths, counts, num_bytes, time.monotonic() - started)

@@ -495,18 +495,11 @@ def absolute_paths(config: PretrainingRunConfig) -> PretrainingRunConfig:
   checkpointed data iterators, so that a resume or a flags.txt replay from another working
   directory reads the same files (sweep 34, A1, A75, A76: a relative glob was recorded as
   given and resolved against the new directory)."""
-  def absolute(path):
-    if not isinstance(path, str) or not path or path == pretrained.MINILM_ALIAS:
-      return path
-    return files.absolute(path)
   changes = {}
   for name in READ_PATHS:
     value = getattr(config, name)
-    if isinstance(value, str):
-      changes[name] = absolute(value)
-    elif value:
-      changes[name] = type(value)(absolute(v) for v in value) if isinstance(
-          value, tuple) else [absolute(v) for v in value]
+    changes[name] = (pretrained.recorded_path(value) if isinstance(value, str) or not value
+                     else type(value)(map(pretrained.recorded_path, value)))
   return dataclasses.replace(config, **changes)
 
 

@@ -395,10 +395,9 @@ def export_encoder_saved_model(encoder_or_model, export_dir: str, *,
     limit = encoder.config.max_position_embeddings
     if seq_length > limit:
       raise ValueError(f"seq_length {seq_length} exceeds max_position_embeddings {limit}")
-    do_lower_case = casing.resolve_do_lower_case(
-        do_lower_case, casing.checkpoint_casing(None, vocab_file),
-        allow_mismatch=allow_casing_mismatch,
-        terms=casing.keywords("export_encoder_saved_model", allow_mismatch=True))
+    do_lower_case = casing.vocabulary_casing(do_lower_case, vocab_file,
+                                             "export_encoder_saved_model",
+                                             allow_casing_mismatch)
   encoder, serving = serving_dtype.for_serving(encoder, export_dtype)
   preprocessor = None
   if vocab_file is not None:

@@ -321,7 +321,7 @@ class NerTask(task.Task):
         predictions_source.written(path, predictions_source.describe(c.eval_file),
                                    lambda: conll.write_conll(path, inputs["dev"], tags),
                                    say=False)
-      out.written += ["dev_predictions.conll", predictions_source.SOURCE_FILE]
+      out.written.append("dev_predictions.conll")
     if c.do_predict:
       path = os.path.join(c.output_dir, "test_predictions.conll")
       tags = tag_sentences(context.model, context.strategy, context.tokenizer, c,
@@ -330,8 +330,9 @@ class NerTask(task.Task):
         predictions_source.written(path, predictions_source.describe(c.predict_file),
                                    lambda: conll.write_conll(path, inputs["test"], tags))
       out.result["predictions"] = {"test": path}
-      out.written += [path] + ([] if predictions_source.SOURCE_FILE in out.written
-                               else [predictions_source.SOURCE_FILE])
+      out.written.append(path)
+    if c.do_eval or c.do_predict:  # Which file each predictions file is of.
+      out.written.append(predictions_source.SOURCE_FILE)
     return out
 
   def export(self, context: task.RunContext) -> None:

@@ -311,9 +311,8 @@ def claim_run_directory(model: keras.Model, config: FineTuningConfig, vocab_file
   path_keys = frozenset(type(config).INPUT_PATHS + type(config).OUTPUT_PATHS)
   values = json.loads(config.to_json())
   for name in path_keys:  # Absolute: the same files, whatever the working directory.
-    if isinstance(values.get(name), str) and values[name] and values[name] != (
-        pretrained.MINILM_ALIAS):
-      values[name] = files.absolute(values[name])
+    if name in values:
+      values[name] = pretrained.recorded_path(values[name])
   records = [run_directory.RunRecord("bert_config.json", model.config.to_dict(),
                                      fixed_by_checkpoint=SHAPE_FIELDS)]
   if config.do_train or not files.exists(os.path.join(config.output_dir, "run_config.json")):

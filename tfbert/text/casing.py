@@ -179,6 +179,25 @@ def special_tokens_file_check(directory: str) -> None:
   check_special_tokens(path, values)
 
 
+def vocabulary_casing(do_lower_case: Optional[bool], vocab_file: str, function: str,
+                      allow_mismatch: bool = False) -> bool:
+  """The casing to tokenize `vocab_file` with, for the Python function `function` that
+  takes `do_lower_case` and `allow_casing_mismatch` keywords: the given one if the
+  vocabulary agrees (or `allow_mismatch`), the vocabulary's when None
+  (`resolve_do_lower_case`; cased entries mean cased).
+
+  Raises:
+    FileNotFoundError: `vocab_file` does not exist.
+    CasingMismatchError: a given `do_lower_case` the vocabulary contradicts, naming the
+      keyword arguments of `function` that fix it.
+  """
+  if not files.isfile(vocab_file):
+    raise FileNotFoundError(files.missing_file_message(vocab_file, "vocabulary"))
+  return resolve_do_lower_case(do_lower_case, checkpoint_casing(None, vocab_file),
+                               allow_mismatch=allow_mismatch,
+                               terms=keywords(function, allow_mismatch=True))
+
+
 def checkpoint_directories(path: str) -> list[str]:
   """Where a checkpoint's casing records may sit: a directory as is; a file's (or a
   checkpoint prefix's) directory, and for `<run>/best/model.keras` the run directory."""
